@@ -1,0 +1,7 @@
+/** Harvest's public TypeScript API. */
+export { JobClient, TERMINAL_STATES } from "./job-client.js";
+export type { JobHistoryEntry, JobReport, NodeInfo } from "./job-client.js";
+export { HarvestError, isHarvestError } from "../common/errors.js";
+export type { ErrorCode } from "../common/errors.js";
+export { parseDag, maxConcurrency } from "../common/dag-spec.js";
+export type { DagSpec, EdgeSpec, VertexSpec } from "../common/dag-spec.js";

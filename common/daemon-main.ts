@@ -1,0 +1,63 @@
+/**
+ * What every daemon's main.ts does: read its options from a JSON file (`--config <file>`), start, write a ready file
+ * (`--ready-file <file>`: address and pid, written atomically) so launchers know where it serves, and stop cleanly on
+ * SIGTERM/SIGINT. A daemon never dies of an unhandled rejection: it is logged.
+ */
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { errorMessage } from "./errors.js";
+import { Logger } from "./log.js";
+
+/** What a daemon main needs from its daemon class. */
+export interface RunnableDaemon {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  readonly address: string;
+}
+
+/** Parses `--config` and `--ready-file` from argv. */
+export function daemonArgs(argv: string[]): { config: Record<string, unknown>; readyFile: string | undefined } {
+  const at = (flag: string): string | undefined => {
+    const i = argv.indexOf(flag);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const configPath = at("--config");
+  const config = configPath ? (JSON.parse(readFileSync(configPath, "utf8")) as Record<string, unknown>) : {};
+  return { config, readyFile: at("--ready-file") };
+}
+
+/** Starts `make(config)` as this process's daemon. */
+export function runDaemon(name: string, make: (config: Record<string, unknown>) => RunnableDaemon): void {
+  const log = new Logger(name);
+  process.on("unhandledRejection", (err) => log.error("unhandled rejection", { error: errorMessage(err) }));
+  let daemon: RunnableDaemon;
+  let readyFile: string | undefined;
+  try {
+    const args = daemonArgs(process.argv.slice(2));
+    readyFile = args.readyFile;
+    daemon = make(args.config);
+  } catch (err) {
+    log.error("bad configuration", { error: errorMessage(err) });
+    process.exit(2);
+  }
+  const stop = (sig: string): void => {
+    log.info(`${sig}: stopping`);
+    daemon.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.once("SIGINT", () => stop("SIGINT"));
+  daemon.start().then(
+    () => {
+      if (readyFile) {
+        writeFileSync(`${readyFile}.tmp`, JSON.stringify({ address: daemon.address, pid: process.pid }));
+        renameSync(`${readyFile}.tmp`, readyFile);
+      }
+    },
+    (err: unknown) => {
+      log.error("could not start", { error: errorMessage(err) });
+      process.exit(1);
+    },
+  );
+}

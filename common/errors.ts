@@ -1,0 +1,107 @@
+/**
+ * Domain errors with stable codes. Codes are the contract; messages may change. One table maps each code to a gRPC
+ * status; servers send the code in trailing metadata and clients turn it back into a HarvestError, so no daemon ever
+ * parses message text.
+ */
+import { Metadata, status as GrpcStatus } from "@grpc/grpc-js";
+import type { ServiceError } from "@grpc/grpc-js";
+
+/** Every error code Harvest puts on the wire, with the gRPC status it travels as. */
+export const ERROR_CODES = {
+  // Requests that are malformed or name something invalid.
+  INVALID_ARGUMENT: GrpcStatus.INVALID_ARGUMENT,
+  DAG_MALFORMED_JSON: GrpcStatus.INVALID_ARGUMENT,
+  DAG_INVALID_FIELD: GrpcStatus.INVALID_ARGUMENT,
+  DAG_CYCLE: GrpcStatus.INVALID_ARGUMENT,
+  DAG_UNKNOWN_VERTEX: GrpcStatus.INVALID_ARGUMENT,
+  DAG_DUPLICATE_NAME: GrpcStatus.INVALID_ARGUMENT,
+  DAG_BAD_PARALLELISM: GrpcStatus.INVALID_ARGUMENT,
+  DAG_ONE_TO_ONE_MISMATCH: GrpcStatus.INVALID_ARGUMENT,
+  DAG_RESOURCES_TOO_LARGE: GrpcStatus.INVALID_ARGUMENT,
+  TRACE_MALFORMED: GrpcStatus.INVALID_ARGUMENT,
+  CONFIG_INVALID: GrpcStatus.INVALID_ARGUMENT,
+  // Things that do not exist.
+  APP_NOT_FOUND: GrpcStatus.NOT_FOUND,
+  APP_ATTEMPT_UNKNOWN: GrpcStatus.FAILED_PRECONDITION,
+  NODE_NOT_REGISTERED: GrpcStatus.FAILED_PRECONDITION,
+  CONTAINER_NOT_FOUND: GrpcStatus.NOT_FOUND,
+  CONTAINER_TOKEN_INVALID: GrpcStatus.PERMISSION_DENIED,
+  CONTAINER_ALREADY_EXISTS: GrpcStatus.ALREADY_EXISTS,
+  CONTAINER_LAUNCH_FAILED: GrpcStatus.INTERNAL,
+  NODE_INSUFFICIENT_RESOURCES: GrpcStatus.RESOURCE_EXHAUSTED,
+  APP_ALREADY_FINISHED: GrpcStatus.FAILED_PRECONDITION,
+  CLUSTER_NOT_FOUND: GrpcStatus.NOT_FOUND,
+  CLUSTER_ALREADY_RUNNING: GrpcStatus.ALREADY_EXISTS,
+  // The peer is not there or not serving.
+  UNAVAILABLE: GrpcStatus.UNAVAILABLE,
+  DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,
+  INTERNAL: GrpcStatus.INTERNAL,
+} as const;
+
+/** A stable error code. */
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+const CODE_METADATA_KEY = "harvest-code";
+const DETAILS_METADATA_KEY = "harvest-details";
+
+/** A Harvest domain error: a stable `code`, a human message and optional typed details (e.g. the offending field). */
+export class HarvestError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, options: { details?: Record<string, string>; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "HarvestError";
+    this.code = code;
+    this.details = options.details ?? {};
+  }
+}
+
+/** True when `err` is a HarvestError with one of `codes` (any code when none are given). */
+export function isHarvestError(err: unknown, ...codes: ErrorCode[]): err is HarvestError {
+  return err instanceof HarvestError && (codes.length === 0 || codes.includes(err.code));
+}
+
+/** Turns any thrown value into the error object a gRPC handler passes to its callback. */
+export function toServiceError(err: unknown): Partial<ServiceError> {
+  const herr = err instanceof HarvestError ? err : new HarvestError("INTERNAL", errorMessage(err), { cause: err });
+  const metadata = new Metadata();
+  metadata.set(CODE_METADATA_KEY, herr.code);
+  if (Object.keys(herr.details).length > 0) metadata.set(DETAILS_METADATA_KEY, JSON.stringify(herr.details));
+  return { code: ERROR_CODES[herr.code], details: herr.message, metadata };
+}
+
+/** Turns an error from a gRPC call back into a HarvestError; transport failures become UNAVAILABLE/DEADLINE_EXCEEDED. */
+export function fromGrpcError(err: unknown): HarvestError {
+  if (err instanceof HarvestError) return err;
+  const serr = err as Partial<ServiceError>;
+  const codeValue = serr.metadata?.get(CODE_METADATA_KEY)[0];
+  const message = serr.details ?? errorMessage(err);
+  if (typeof codeValue === "string" && codeValue in ERROR_CODES) {
+    let details: Record<string, string> = {};
+    const raw = serr.metadata?.get(DETAILS_METADATA_KEY)[0];
+    if (typeof raw === "string") {
+      try {
+        details = JSON.parse(raw) as Record<string, string>;
+      } catch {
+        details = {};
+      }
+    }
+    return new HarvestError(codeValue as ErrorCode, message, { details, cause: err });
+  }
+  switch (serr.code) {
+    case GrpcStatus.UNAVAILABLE:
+      return new HarvestError("UNAVAILABLE", message, { cause: err });
+    case GrpcStatus.DEADLINE_EXCEEDED:
+      return new HarvestError("DEADLINE_EXCEEDED", message, { cause: err });
+    case GrpcStatus.INVALID_ARGUMENT:
+      return new HarvestError("INVALID_ARGUMENT", message, { cause: err });
+    default:
+      return new HarvestError("INTERNAL", message, { cause: err });
+  }
+}
+
+/** The message of any thrown value. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,115 @@
+/**
+ * gRPC plumbing shared by every daemon and client: loading the protos (with the options the generated types assume),
+ * binding servers, creating clients, and turning unary calls into promises that throw HarvestErrors.
+ */
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { join } from "node:path";
+import { fromGrpcError, toServiceError } from "./errors.js";
+import { packageRoot } from "./paths.js";
+import type { ProtoGrpcType as ClientProto } from "../proto/generated/application_client.js";
+import type { ProtoGrpcType as TrackerProto } from "../proto/generated/resource_tracker.js";
+import type { ProtoGrpcType as ContainerProto } from "../proto/generated/container_manager.js";
+
+/** Every Harvest service, typed from the generated proto types. */
+export type HarvestProto = ClientProto["harvest"]["v1"] & TrackerProto["harvest"]["v1"] & ContainerProto["harvest"]["v1"];
+
+// Must match the flags in scripts/gen-proto.mjs, or the generated types lie.
+const LOADER_OPTIONS: protoLoader.Options = { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true };
+
+let cached: HarvestProto | undefined;
+
+/** Loads all .proto files of the package once. */
+export function loadHarvestProto(): HarvestProto {
+  if (cached) return cached;
+  const protoDir = join(packageRoot(), "proto");
+  const files = ["application_client.proto", "resource_tracker.proto", "container_manager.proto"];
+  const definition = protoLoader.loadSync(files, { ...LOADER_OPTIONS, includeDirs: [protoDir] });
+  const loaded = grpc.loadPackageDefinition(definition) as unknown as { harvest: { v1: HarvestProto } };
+  cached = loaded.harvest.v1;
+  return cached;
+}
+
+/** Channel options used by every server and client: keepalives notice a dead peer within seconds. */
+export const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  "grpc.keepalive_time_ms": 5_000,
+  "grpc.keepalive_timeout_ms": 5_000,
+  "grpc.keepalive_permit_without_calls": 1,
+  "grpc.http2.min_ping_interval_without_data_ms": 4_000,
+  "grpc.max_receive_message_length": 64 * 1024 * 1024,
+};
+
+const SERVER_OPTIONS: grpc.ServerOptions = {
+  ...CHANNEL_OPTIONS,
+  "grpc.http2.min_ping_interval_without_data_ms": 1_000,
+  "grpc.http2.max_ping_strikes": 0,
+};
+
+/** Creates a gRPC server with Harvest's options. */
+export function createServer(): grpc.Server {
+  return new grpc.Server(SERVER_OPTIONS);
+}
+
+/** Binds `server` on host:port (port 0 picks a free one) and resolves to the port bound. */
+export function bindServer(server: grpc.Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => {
+      if (err) reject(err);
+      else resolve(bound);
+    });
+  });
+}
+
+/** Gracefully shuts a server down, forcing it after `graceMs`. */
+export function shutdownServer(server: grpc.Server, graceMs = 2_000): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/**
+ * Wraps an async handler as a gRPC unary handler: a thrown HarvestError travels with its code; any other throw becomes
+ * INTERNAL. A handler can never crash the daemon.
+ */
+export function unary<Req, Res>(fn: (req: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res> | Res): grpc.handleUnaryCall<Req, Res> {
+  return (call, callback) => {
+    Promise.resolve()
+      .then(() => fn(call.request, call))
+      .then(
+        (res) => callback(null, res),
+        (err: unknown) => callback(toServiceError(err) as grpc.ServiceError),
+      );
+  };
+}
+
+// Typed after the last overload the generated clients declare, `(argument, callback)`, because TypeScript infers from
+// an overloaded method's last signature; at run time the method is called with metadata and options too.
+type UnaryMethod<Req, Res> = (req: Req, cb: (err: grpc.ServiceError | null, res?: Res) => void) => unknown;
+type FullUnaryMethod = (req: unknown, metadata: grpc.Metadata, options: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: unknown) => void) => unknown;
+
+/** Calls a unary method as a promise with a deadline; errors come back as HarvestErrors. */
+export function call<Req, Res>(
+  client: grpc.Client,
+  method: UnaryMethod<Req, Res>,
+  req: Req,
+  timeoutMs = 10_000,
+): Promise<Res> {
+  return new Promise((resolve, reject) => {
+    (method as unknown as FullUnaryMethod).call(client, req, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
+      if (err) reject(fromGrpcError(err));
+      else resolve(res as Res);
+    });
+  });
+}
+
+/** A client for one service at `address`. */
+export function makeClient<C extends grpc.Client>(ctor: new (address: string, creds: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => C, address: string): C {
+  return new ctor(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+}

@@ -1,0 +1,32 @@
+/** Locating the package on disk, whether running from sources (vitest, tsx) or from dist/. */
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+let root: string | undefined;
+
+/** The directory holding Harvest's package.json. */
+export function packageRoot(): string {
+  if (root) return root;
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, "package.json")) || !existsSync(join(dir, "proto"))) {
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error("cannot find the harvest package root");
+    dir = parent;
+  }
+  root = dir;
+  return root;
+}
+
+/** The compiled entry point of a program shipped in dist/ (e.g. "jobmanager/main.js"). */
+export function distEntry(relative: string): string {
+  return join(packageRoot(), "dist", relative);
+}
+
+/** `../shared/data` beside the checkout, when present (it is absent on a user's fresh clone). */
+export function sharedDataDir(): string | undefined {
+  const fromEnv = process.env["HARVEST_SHARED_DATA"];
+  if (fromEnv) return existsSync(fromEnv) ? fromEnv : undefined;
+  const dir = join(packageRoot(), "..", "shared", "data");
+  return existsSync(dir) ? dir : undefined;
+}

@@ -1,0 +1,243 @@
+/**
+ * What the example task programs share: reading the container environment the job manager sets (common/dag-spec.ts,
+ * TASK_ENV), locating input files along each edge type, writing output files atomically, and failing with a clear
+ * message and exit code.
+ *
+ * Tasks import only types from common/: its runtime modules pull in gRPC, which a small task should not pay for at
+ * every start. The constants below are checked against common/dag-spec.ts by the compiler.
+ */
+import { readdir, rename, writeFile } from "node:fs/promises";
+import { basename, join } from "node:path";
+import type { EdgeType, TASK_ENV as DAG_TASK_ENV, TaskInput, TaskOutput } from "../../common/dag-spec.js";
+
+/** The task environment's variable names; the type makes any drift from common/dag-spec.ts a compile error. */
+export const TASK_ENV: typeof DAG_TASK_ENV = {
+  home: "HARVEST_HOME",
+  vertex: "HARVEST_VERTEX",
+  taskIndex: "HARVEST_TASK_INDEX",
+  parallelism: "HARVEST_VERTEX_PARALLELISM",
+  outputDir: "HARVEST_OUTPUT_DIR",
+  inputs: "HARVEST_INPUTS",
+  outputs: "HARVEST_OUTPUTS",
+};
+
+const EDGE_TYPES: readonly EdgeType[] = ["scatter-gather", "broadcast", "one-to-one"];
+
+/** The file a scatter-gather producer writes for consumer task `index` (as `partitionFileName` in common/dag-spec.ts). */
+export function partitionFileName(index: number): string {
+  return `part-${index}`;
+}
+
+/** Exit code for bad arguments, environment or input data. */
+export const EXIT_BAD_INPUT = 2;
+/** Exit code for a failure the task was asked to inject (cpu-work --fail-rate / --fail-once-marker). */
+export const EXIT_INJECTED_FAILURE = 3;
+
+/** A failure the task reports on stderr and turns into its exit code. */
+export class TaskError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number = EXIT_BAD_INPUT,
+  ) {
+    super(message);
+    this.name = "TaskError";
+  }
+}
+
+/** The container environment as a task sees it. */
+export interface TaskContext {
+  vertex: string;
+  taskIndex: number;
+  outputDir: string;
+  inputs: TaskInput[];
+  outputs: TaskOutput[];
+  /** HARVEST_VERTEX_PARALLELISM when the job manager sets it. */
+  parallelism: number | undefined;
+}
+
+/** Reads and checks the task environment; a missing or malformed variable is a TaskError naming it. */
+export function readTaskContext(env: NodeJS.ProcessEnv = process.env): TaskContext {
+  const vertex = required(env, TASK_ENV.vertex);
+  const taskIndex = wholeNumber(required(env, TASK_ENV.taskIndex), TASK_ENV.taskIndex, 0);
+  const outputDir = required(env, TASK_ENV.outputDir);
+  const inputs = jsonArray(env[TASK_ENV.inputs] ?? "[]", TASK_ENV.inputs).map((raw, i) => {
+    const at = `${TASK_ENV.inputs}[${i}]`;
+    const entry = asRecord(raw, at);
+    const paths = entry["paths"];
+    if (!Array.isArray(paths) || !paths.every((p) => typeof p === "string")) {
+      throw new TaskError(`${at}.paths must be an array of directory paths`);
+    }
+    return { vertex: stringField(entry, "vertex", at), edgeType: edgeType(entry, at), paths };
+  });
+  const outputs = jsonArray(env[TASK_ENV.outputs] ?? "[]", TASK_ENV.outputs).map((raw, i) => {
+    const at = `${TASK_ENV.outputs}[${i}]`;
+    const entry = asRecord(raw, at);
+    const partitions = entry["partitions"];
+    if (typeof partitions !== "number" || !Number.isInteger(partitions) || partitions < 1) {
+      throw new TaskError(`${at}.partitions must be a whole number >= 1, got ${JSON.stringify(partitions)}`);
+    }
+    return { vertex: stringField(entry, "vertex", at), edgeType: edgeType(entry, at), partitions };
+  });
+  const rawParallelism = env[TASK_ENV.parallelism];
+  const parallelism =
+    rawParallelism === undefined || rawParallelism === ""
+      ? undefined
+      : wholeNumber(rawParallelism, TASK_ENV.parallelism, 1);
+  return { vertex, taskIndex, outputDir, inputs, outputs, parallelism };
+}
+
+/**
+ * How many `part-N` files this task writes: the partition count its scatter-gather consumers agree on, or 1 when it
+ * has none (a final or broadcast-only producer). Consumers with different counts cannot share one set of part files.
+ */
+export function scatterPartitions(outputs: TaskOutput[]): number {
+  const counts = new Set(outputs.filter((o) => o.edgeType === "scatter-gather").map((o) => o.partitions));
+  if (counts.size > 1) {
+    throw new TaskError(
+      `scatter-gather consumers want different partition counts (${[...counts].join(", ")}); ` +
+        `give them equal parallelism or put a vertex between`,
+    );
+  }
+  return [...counts][0] ?? 1;
+}
+
+/**
+ * The input files of this task for one upstream vertex: `part-<taskIndex>` of every producer for scatter-gather,
+ * every regular file of every producer for broadcast and one-to-one (hidden files, e.g. temporaries, are skipped).
+ * A missing partition file is a TaskError: the producer succeeded, so it must have written it.
+ */
+export async function inputFiles(input: TaskInput, taskIndex: number): Promise<string[]> {
+  if (input.edgeType === "one-to-one" && input.paths.length !== 1) {
+    throw new TaskError(`one-to-one input from ${input.vertex} must have exactly one path, got ${input.paths.length}`);
+  }
+  const files: string[] = [];
+  for (const dir of input.paths) {
+    if (input.edgeType === "scatter-gather") {
+      files.push(join(dir, partitionFileName(taskIndex)));
+      continue;
+    }
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (err) {
+      throw new TaskError(`cannot list input directory ${dir} of ${input.vertex}: ${(err as Error).message}`);
+    }
+    const names = entries.filter((e) => e.isFile() && !e.name.startsWith(".")).map((e) => e.name);
+    files.push(...names.sort().map((n) => join(dir, n)));
+  }
+  return files;
+}
+
+/** Writes `data` to `path` through a hidden temporary and a rename, so a consumer never sees half a file. */
+export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
+  const tmp = join(path, "..", `.${basename(path)}.tmp`);
+  await writeFile(tmp, data);
+  await rename(tmp, path);
+}
+
+/** Runs a task's main: exit 0 when it resolves, else the message on stderr and the TaskError's exit code (1 if other). */
+export function runTask(program: string, main: () => Promise<void>): void {
+  main().then(
+    () => {
+      process.exitCode = 0;
+    },
+    (err: unknown) => {
+      const code = err instanceof TaskError ? err.exitCode : 1;
+      const message = err instanceof Error ? err.message : String(err);
+      process.stderr.write(`${program}: ${message}\n`);
+      process.exitCode = code;
+    },
+  );
+}
+
+/** Parses `--name value` options and positional arguments; an unknown option is a TaskError listing the known ones. */
+export function parseArgs(
+  argv: string[],
+  known: readonly string[],
+): { options: Map<string, string>; positional: string[] } {
+  const options = new Map<string, string>();
+  const positional: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith("--")) {
+      positional.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
+    if (!known.includes(name)) {
+      throw new TaskError(`unknown option --${name}; known options: ${known.map((k) => `--${k}`).join(", ")}`);
+    }
+    const value: string | undefined = eq === -1 ? argv[++i] : arg.slice(eq + 1);
+    if (value === undefined) throw new TaskError(`option --${name} needs a value`);
+    options.set(name, value);
+  }
+  return { options, positional };
+}
+
+/** A non-negative number option, or `fallback` when absent. */
+export function numberOption(options: Map<string, string>, name: string, fallback: number): number {
+  const raw = options.get(name);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (raw.trim() === "" || !Number.isFinite(value) || value < 0) {
+    throw new TaskError(`--${name} must be a non-negative number, got "${raw}"`);
+  }
+  return value;
+}
+
+/** 32-bit FNV-1a of a string's UTF-16 code units: a stable hash for partitioning keys. */
+export function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+function required(env: NodeJS.ProcessEnv, name: string): string {
+  const value = env[name];
+  if (value === undefined || value === "") {
+    throw new TaskError(`${name} is not set; run this program as a Harvest task (the job manager sets it)`);
+  }
+  return value;
+}
+
+function wholeNumber(text: string, name: string, min: number): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || value < min)
+    throw new TaskError(`${name} must be a whole number >= ${min}, got "${text}"`);
+  return value;
+}
+
+function jsonArray(text: string, name: string): unknown[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new TaskError(`${name} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(value)) throw new TaskError(`${name} must be a JSON array`);
+  return value;
+}
+
+function asRecord(value: unknown, at: string): Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new TaskError(`${at} must be an object`);
+  return value as Record<string, unknown>;
+}
+
+function stringField(entry: Record<string, unknown>, field: string, at: string): string {
+  const value = entry[field];
+  if (typeof value !== "string") throw new TaskError(`${at}.${field} must be a string`);
+  return value;
+}
+
+function edgeType(entry: Record<string, unknown>, at: string): TaskInput["edgeType"] {
+  const value = entry["edgeType"];
+  if (typeof value !== "string" || !(EDGE_TYPES as readonly string[]).includes(value)) {
+    throw new TaskError(`${at}.edgeType must be one of ${EDGE_TYPES.join(", ")}, got ${JSON.stringify(value)}`);
+  }
+  return value as TaskInput["edgeType"];
+}

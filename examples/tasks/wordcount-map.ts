@@ -1,0 +1,92 @@
+/**
+ * Word count, map stage: counts the words of its slice of a text file and hash-partitions the counts into one
+ * `part-N` file per task of its scatter-gather consumer (or `counts.tsv` when it has none).
+ *
+ * Usage: wordcount-map.js <text-file> [--splits N]
+ * Task i of N reads the lines that start in bytes [i*size/N, (i+1)*size/N), so the N slices cover every line exactly
+ * once. N is --splits, else HARVEST_VERTEX_PARALLELISM.
+ */
+import { open } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
+import { join } from "node:path";
+import {
+  numberOption,
+  parseArgs,
+  readTaskContext,
+  runTask,
+  scatterPartitions,
+  TaskError,
+  writeFileAtomic,
+} from "./task-env.js";
+import { COUNTS_FILE, formatCounts, sortedByWord, tokenize, writePartitions } from "./wordcount-lib.js";
+
+const CHUNK_BYTES = 64 * 1024;
+
+async function main(): Promise<void> {
+  const { options, positional } = parseArgs(process.argv.slice(2), ["splits"]);
+  const ctx = readTaskContext();
+  const file = positional[0];
+  if (file === undefined || positional.length > 1) {
+    throw new TaskError("usage: wordcount-map <text-file> [--splits N] (exactly one input file)");
+  }
+  const splits = numberOption(options, "splits", ctx.parallelism ?? 0);
+  if (!Number.isInteger(splits) || splits < 1) {
+    throw new TaskError("the number of splits is unknown: pass --splits N or set HARVEST_VERTEX_PARALLELISM");
+  }
+  if (ctx.taskIndex >= splits) {
+    throw new TaskError(`task index ${ctx.taskIndex} is outside the ${splits} splits; --splits must equal parallelism`);
+  }
+
+  const counts = new Map<string, number>();
+  for (const word of tokenize(await readSlice(file, ctx.taskIndex, splits))) {
+    counts.set(word, (counts.get(word) ?? 0) + 1);
+  }
+  const hasScatterGather = ctx.outputs.some((o) => o.edgeType === "scatter-gather");
+  if (hasScatterGather) await writePartitions(ctx.outputDir, counts, scatterPartitions(ctx.outputs));
+  else await writeFileAtomic(join(ctx.outputDir, COUNTS_FILE), formatCounts(sortedByWord(counts)));
+}
+
+/** The text of the lines that start inside byte range `index` of `splits` equal ranges of the file. */
+async function readSlice(path: string, index: number, splits: number): Promise<string> {
+  let fh: FileHandle;
+  try {
+    fh = await open(path, "r");
+  } catch (err) {
+    throw new TaskError(`cannot open input ${path}: ${(err as Error).message}`);
+  }
+  try {
+    const size = (await fh.stat()).size;
+    const begin = await lineStartAtOrAfter(fh, Math.floor((index * size) / splits), size);
+    const end = await lineStartAtOrAfter(fh, Math.floor(((index + 1) * size) / splits), size);
+    if (end <= begin) return "";
+    const buf = Buffer.alloc(end - begin);
+    let done = 0;
+    while (done < buf.length) {
+      const { bytesRead } = await fh.read(buf, done, buf.length - done, begin + done);
+      if (bytesRead === 0) break;
+      done += bytesRead;
+    }
+    // Slices start and end right after a newline byte, which never falls inside a UTF-8 sequence.
+    return buf.subarray(0, done).toString("utf8");
+  } finally {
+    await fh.close();
+  }
+}
+
+/** The first offset >= `offset` that begins a line (0, or just after a "\n"), or `size` when there is none. */
+async function lineStartAtOrAfter(fh: FileHandle, offset: number, size: number): Promise<number> {
+  if (offset <= 0) return 0;
+  const buf = Buffer.alloc(CHUNK_BYTES);
+  // A line starts at `offset` exactly when the byte before it is a newline, so the scan begins one byte early.
+  let pos = offset - 1;
+  while (pos < size) {
+    const { bytesRead } = await fh.read(buf, 0, buf.length, pos);
+    if (bytesRead === 0) break;
+    const nl = buf.subarray(0, bytesRead).indexOf(0x0a);
+    if (nl !== -1) return pos + nl + 1;
+    pos += bytesRead;
+  }
+  return size;
+}
+
+runTask("wordcount-map", main);

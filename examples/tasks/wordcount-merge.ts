@@ -1,0 +1,29 @@
+/**
+ * Word count, final stage: merges the reducers' counts and writes `top.tsv`, the N most frequent words as
+ * `word<TAB>count`, most frequent first, ties by word.
+ *
+ * Usage: wordcount-merge.js [--top N]   (N defaults to 100; 0 writes every word)
+ */
+import { join } from "node:path";
+import { numberOption, parseArgs, readTaskContext, runTask, TaskError, writeFileAtomic } from "./task-env.js";
+import { addCountsFromFile, formatCounts, wordcountInputFiles } from "./wordcount-lib.js";
+
+/** The merged result file. */
+const TOP_FILE = "top.tsv";
+
+async function main(): Promise<void> {
+  const { options, positional } = parseArgs(process.argv.slice(2), ["top"]);
+  if (positional.length > 0)
+    throw new TaskError(`unexpected argument ${positional[0]}; usage: wordcount-merge [--top N]`);
+  const top = numberOption(options, "top", 100);
+  if (!Number.isInteger(top)) throw new TaskError(`--top must be a whole number, got ${top}`);
+  const ctx = readTaskContext();
+  const files = ctx.inputs.flatMap((input) => wordcountInputFiles(input, ctx.taskIndex));
+  if (files.length === 0) throw new TaskError("no inputs: the merge needs at least one upstream vertex");
+  const counts = new Map<string, number>();
+  for (const file of files) await addCountsFromFile(file, counts);
+  const ranked = [...counts.entries()].sort(([wa, ca], [wb, cb]) => cb - ca || (wa < wb ? -1 : wa > wb ? 1 : 0));
+  await writeFileAtomic(join(ctx.outputDir, TOP_FILE), formatCounts(top === 0 ? ranked : ranked.slice(0, top)));
+}
+
+runTask("wordcount-merge", main);

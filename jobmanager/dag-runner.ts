@@ -1,0 +1,253 @@
+/**
+ * The job manager's state machine over a DAG (Tez-like): which tasks need containers, which container runs which task,
+ * and what an ended attempt means. Pure: the job manager process feeds it containers and completions.
+ *
+ * A vertex becomes runnable when every upstream vertex has succeeded. An attempt killed by a primary tenant, lost with
+ * its node, or released by the resource manager is re-run and does not count as a failure (seeds/004, section 4.1:
+ * preemption is the cost of harvesting, not the task's fault); a real failure is retried up to `maxTaskAttempts`.
+ */
+import { topologicalOrder, upstreamOf, vertexByName } from "../common/dag-spec.js";
+import type { DagSpec, VertexSpec } from "../common/dag-spec.js";
+
+/** How a container ended (the wire's ExitCause names). */
+export type AttemptEnd = "SUCCEEDED" | "FAILED" | "PREEMPTED_BY_PRIMARY" | "KILLED_BY_USER" | "LOST" | "RELEASED" | "LAUNCH_FAILED";
+
+/** Task states. */
+export type TaskState = "PENDING" | "LAUNCHING" | "RUNNING" | "SUCCEEDED";
+
+/** One task of a vertex. */
+export interface TaskRecord {
+  vertex: string;
+  index: number;
+  state: TaskState;
+  /** Attempts started so far. */
+  attempts: number;
+  failures: number;
+  preemptions: number;
+  losses: number;
+  containerId: string | undefined;
+  /** Output directory of the attempt that succeeded. */
+  outputDir: string | undefined;
+  lastDiagnostics: string;
+}
+
+/** Per-vertex counts for progress reports. */
+export interface VertexCounts {
+  name: string;
+  total: number;
+  succeeded: number;
+  running: number;
+  preempted: number;
+  failedAttempts: number;
+  lost: number;
+  state: "WAITING" | "RUNNING" | "SUCCEEDED" | "FAILED";
+}
+
+/** Result of feeding an attempt's end to the runner. */
+export type EndVerdict = { kind: "retry"; counted: boolean } | { kind: "succeeded" } | { kind: "job-failed"; diagnostics: string } | { kind: "job-killed" } | { kind: "unknown" };
+
+/** Runner settings. */
+export interface DagRunnerOptions {
+  /** Real failures of one task before the job fails. @default 4 */
+  maxTaskAttempts: number;
+  /** Launch failures (node unreachable) of one task before the job fails. @default 10 */
+  maxLaunchFailures: number;
+}
+
+/** The DAG's task-level state. */
+export class DagRunner {
+  private readonly tasks = new Map<string, TaskRecord[]>();
+  private readonly byContainer = new Map<string, TaskRecord>();
+  private readonly priority = new Map<string, number>();
+  private readonly launchFailures = new Map<TaskRecord, number>();
+  private readonly order: string[];
+  private failedDiagnostics: string | undefined;
+
+  constructor(
+    readonly dag: DagSpec,
+    private readonly options: DagRunnerOptions = { maxTaskAttempts: 4, maxLaunchFailures: 10 },
+  ) {
+    this.order = topologicalOrder(dag);
+    this.order.forEach((name, i) => this.priority.set(name, i));
+    for (const v of dag.vertices) {
+      this.tasks.set(
+        v.name,
+        Array.from({ length: v.parallelism }, (_, index) => ({
+          vertex: v.name,
+          index,
+          state: "PENDING" as TaskState,
+          attempts: 0,
+          failures: 0,
+          preemptions: 0,
+          losses: 0,
+          containerId: undefined,
+          outputDir: undefined,
+          lastDiagnostics: "",
+        })),
+      );
+    }
+  }
+
+  /** The container priority of a vertex (its topological position: upstream work first). */
+  priorityOf(vertex: string): number {
+    return this.priority.get(vertex) ?? 0;
+  }
+
+  /** The vertex asking at `priority`. */
+  vertexAt(priority: number): VertexSpec | undefined {
+    const name = this.order[priority];
+    return name === undefined ? undefined : vertexByName(this.dag, name);
+  }
+
+  /** True when every upstream vertex of `vertex` has succeeded. */
+  isRunnable(vertex: string): boolean {
+    return upstreamOf(this.dag, vertex).every((e) => this.vertexSucceeded(e.from));
+  }
+
+  vertexSucceeded(vertex: string): boolean {
+    return (this.tasks.get(vertex) ?? []).every((t) => t.state === "SUCCEEDED");
+  }
+
+  /** Asks for containers: one per pending task of each runnable vertex. */
+  asks(): { priority: number; vertex: VertexSpec; count: number }[] {
+    const out: { priority: number; vertex: VertexSpec; count: number }[] = [];
+    if (this.failedDiagnostics) return out;
+    for (const name of this.order) {
+      if (!this.isRunnable(name)) continue;
+      const pending = (this.tasks.get(name) ?? []).filter((t) => t.state === "PENDING").length;
+      if (pending > 0) out.push({ priority: this.priorityOf(name), vertex: vertexByName(this.dag, name), count: pending });
+    }
+    return out;
+  }
+
+  /** Assigns a granted container to a pending task of the vertex at its priority; undefined means release it. */
+  assign(containerId: string, priority: number): TaskRecord | undefined {
+    if (this.failedDiagnostics) return undefined;
+    const vertex = this.vertexAt(priority);
+    if (!vertex || !this.isRunnable(vertex.name)) return undefined;
+    const task = (this.tasks.get(vertex.name) ?? []).find((t) => t.state === "PENDING");
+    if (!task) return undefined;
+    task.state = "LAUNCHING";
+    task.attempts += 1;
+    task.containerId = containerId;
+    this.byContainer.set(containerId, task);
+    return task;
+  }
+
+  /** The container's process started on its node. */
+  launched(containerId: string): void {
+    const task = this.byContainer.get(containerId);
+    if (task && task.state === "LAUNCHING") task.state = "RUNNING";
+  }
+
+  /** Records how an attempt ended and decides what follows. */
+  ended(containerId: string, end: AttemptEnd, diagnostics: string, outputDir?: string): EndVerdict {
+    const task = this.byContainer.get(containerId);
+    if (!task) return { kind: "unknown" };
+    this.byContainer.delete(containerId);
+    task.containerId = undefined;
+    task.lastDiagnostics = diagnostics;
+    switch (end) {
+      case "SUCCEEDED":
+        task.state = "SUCCEEDED";
+        task.outputDir = outputDir;
+        return { kind: "succeeded" };
+      case "PREEMPTED_BY_PRIMARY":
+        task.preemptions += 1;
+        task.state = "PENDING";
+        return { kind: "retry", counted: false };
+      case "LOST":
+        task.losses += 1;
+        task.state = "PENDING";
+        return { kind: "retry", counted: false };
+      case "RELEASED":
+        task.state = "PENDING";
+        return { kind: "retry", counted: false };
+      case "LAUNCH_FAILED": {
+        const n = (this.launchFailures.get(task) ?? 0) + 1;
+        this.launchFailures.set(task, n);
+        task.state = "PENDING";
+        if (n >= this.options.maxLaunchFailures) return this.fail(`task ${task.vertex}[${task.index}] could not be launched ${n} times; last: ${diagnostics}`);
+        return { kind: "retry", counted: false };
+      }
+      case "KILLED_BY_USER":
+        task.state = "PENDING";
+        return { kind: "job-killed" };
+      case "FAILED":
+        task.failures += 1;
+        task.state = "PENDING";
+        if (task.failures >= this.options.maxTaskAttempts) {
+          return this.fail(`task ${task.vertex}[${task.index}] failed ${task.failures} times; last: ${diagnostics}`);
+        }
+        return { kind: "retry", counted: true };
+    }
+  }
+
+  private fail(diagnostics: string): EndVerdict {
+    this.failedDiagnostics ??= diagnostics;
+    return { kind: "job-failed", diagnostics: this.failedDiagnostics };
+  }
+
+  /** Every task succeeded. */
+  get succeeded(): boolean {
+    return this.order.every((v) => this.vertexSucceeded(v));
+  }
+
+  /** Why the job failed, once it has. */
+  get failure(): string | undefined {
+    return this.failedDiagnostics;
+  }
+
+  /** Containers currently holding a task. */
+  activeContainers(): string[] {
+    return [...this.byContainer.keys()];
+  }
+
+  /** A task by vertex and index. */
+  task(vertex: string, index: number): TaskRecord | undefined {
+    return this.tasks.get(vertex)?.[index];
+  }
+
+  /** Output directory of a task's successful attempt. */
+  outputDirOf(vertex: string, index: number): string {
+    return this.task(vertex, index)?.outputDir ?? "";
+  }
+
+  /** Counts per vertex, in topological order. */
+  progress(): VertexCounts[] {
+    return this.order.map((name) => {
+      const tasks = this.tasks.get(name) ?? [];
+      const succeeded = tasks.filter((t) => t.state === "SUCCEEDED").length;
+      const running = tasks.filter((t) => t.state === "RUNNING" || t.state === "LAUNCHING").length;
+      const failedAttempts = tasks.reduce((a, t) => a + t.failures, 0);
+      const exhausted = tasks.some((t) => t.failures >= this.options.maxTaskAttempts);
+      return {
+        name,
+        total: tasks.length,
+        succeeded,
+        running,
+        preempted: tasks.reduce((a, t) => a + t.preemptions, 0),
+        failedAttempts,
+        lost: tasks.reduce((a, t) => a + t.losses, 0),
+        state: exhausted ? "FAILED" : succeeded === tasks.length ? "SUCCEEDED" : running > 0 || (this.isRunnable(name) && succeeded > 0) ? "RUNNING" : "WAITING",
+      };
+    });
+  }
+
+  /** Job-wide totals. */
+  totals(): { tasksRun: number; tasksPreempted: number; tasksLost: number; taskFailures: number } {
+    let tasksRun = 0;
+    let tasksPreempted = 0;
+    let tasksLost = 0;
+    let taskFailures = 0;
+    for (const tasks of this.tasks.values()) {
+      for (const t of tasks) {
+        tasksRun += t.attempts;
+        tasksPreempted += t.preemptions;
+        tasksLost += t.losses;
+        taskFailures += t.failures;
+      }
+    }
+    return { tasksRun, tasksPreempted, tasksLost, taskFailures };
+  }
+}

@@ -1,0 +1,225 @@
+/**
+ * The job manager (a Tez-like application master), one per job, running in a container: registers with the resource
+ * manager with the DAG's max concurrency, asks for containers every heartbeat, starts tasks on node managers, re-runs
+ * tasks a primary tenant preempted, and reports the outcome into the resource manager's job history.
+ */
+import { mkdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { maxConcurrency, parseDag, TASK_ENV, taskInputs, taskOutputs } from "../common/dag-spec.js";
+import type { DagSpec } from "../common/dag-spec.js";
+import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
+import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import { Logger } from "../common/log.js";
+import { DagRunner } from "./dag-runner.js";
+import type { AttemptEnd, TaskRecord } from "./dag-runner.js";
+import type { ApplicationMasterServiceClient } from "../proto/generated/harvest/v1/ApplicationMasterService.js";
+import type { AllocateResponseOutput } from "../proto/generated/harvest/v1/AllocateResponse.js";
+import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js";
+import type { ContainerManagerClient } from "../proto/generated/harvest/v1/ContainerManager.js";
+import type { JobProgress } from "../proto/generated/harvest/v1/JobProgress.js";
+
+/** Settings of one job-manager attempt (from its container environment). */
+export interface JobManagerOptions {
+  appId: string;
+  attempt: number;
+  rmAddress: string;
+  /** Root of the jobs' intermediate data; this job writes under `<stagingDir>/<appId>`. */
+  stagingDir: string;
+  /** The job's DAG file, written by the resource manager at submit. */
+  dagFile: string;
+  /** How often to call Allocate. @default 300 */
+  heartbeatMs: number;
+  /** Real failures of one task before the job fails. @default 4 */
+  maxTaskAttempts: number;
+  /** How long the resource manager may be unreachable before the job manager gives up. @default 60000 */
+  rmRetryMs: number;
+}
+
+/** How a job-manager attempt ended. */
+export type JobManagerExit = "SUCCEEDED" | "FAILED" | "KILLED" | "SUPERSEDED";
+
+/** One job-manager attempt. */
+export class JobManager {
+  private readonly log = new Logger("jm");
+  private readonly rm: ApplicationMasterServiceClient;
+  private readonly nms = new Map<string, ContainerManagerClient>();
+  private runner!: DagRunner;
+  private dag!: DagSpec;
+  private releases: string[] = [];
+  private readonly outputDirs = new Map<string, string>();
+  private readonly launches = new Set<Promise<void>>();
+  private killed = false;
+
+  constructor(readonly options: JobManagerOptions) {
+    this.rm = makeClient(loadHarvestProto().ApplicationMasterService, options.rmAddress);
+  }
+
+  /** Runs the job to its end and returns how it ended. */
+  async run(): Promise<JobManagerExit> {
+    const { appId, attempt } = this.options;
+    // The resource manager put the DAG in the job's staging directory at submit, so max concurrency goes out with the
+    // one registration (seeds/004, section 4.1: the scheduler needs it to pick classes).
+    this.dag = parseDag(await readFile(this.options.dagFile, "utf8"));
+    this.runner = new DagRunner(this.dag, { maxTaskAttempts: this.options.maxTaskAttempts, maxLaunchFailures: 10 });
+    const concurrency = maxConcurrency(this.dag);
+    try {
+      await this.rmCall((c) => call(c, c.registerApplicationMaster, { appId, attempt, maxConcurrency: concurrency }));
+    } catch (err) {
+      if (isHarvestError(err, "APP_ATTEMPT_UNKNOWN", "APP_ALREADY_FINISHED")) return "SUPERSEDED";
+      throw err;
+    }
+    this.log.info("job manager registered", { appId, attempt, job: this.dag.name, vertices: this.dag.vertices.length, maxConcurrency: concurrency });
+
+    for (;;) {
+      let res: AllocateResponseOutput;
+      try {
+        res = await this.rmCall((c) =>
+          call(c, c.allocate, {
+            appId,
+            attempt,
+            asks: this.runner.asks().map((a) => ({ priority: a.priority, resource: a.vertex.resources, count: a.count })),
+            releases: this.releases,
+            progress: this.progress(),
+          }),
+        );
+      } catch (err) {
+        if (isHarvestError(err, "APP_ATTEMPT_UNKNOWN", "APP_NOT_FOUND")) {
+          this.log.warn("this attempt is no longer current; exiting", { error: errorMessage(err) });
+          return "SUPERSEDED";
+        }
+        throw err;
+      }
+      this.releases = [];
+      if (res.shutdown) {
+        this.log.info("the resource manager asked the job manager to shut down (job killed)");
+        return "KILLED";
+      }
+      for (const st of res.completed) this.onCompleted(st.containerId, st.cause as AttemptEnd, st.diagnostics, st.exitCode);
+      for (const c of res.allocated) this.onAllocated(c);
+      if (this.killed) return this.finish("KILLED", "a task was killed by the user");
+      if (this.runner.failure) return this.finish("FAILED", this.runner.failure);
+      if (this.runner.succeeded) return this.finish("SUCCEEDED", "");
+      await sleep(this.options.heartbeatMs);
+    }
+  }
+
+  private onAllocated(c: ContainerOutput): void {
+    const task = this.runner.assign(c.id, c.priority);
+    if (!task) {
+      this.releases.push(c.id);
+      return;
+    }
+    const p = this.launch(task, c).finally(() => this.launches.delete(p));
+    this.launches.add(p);
+  }
+
+  private async launch(task: TaskRecord, c: ContainerOutput): Promise<void> {
+    const vertex = this.dag.vertices.find((v) => v.name === task.vertex);
+    if (!vertex) return;
+    const outputDir = join(this.options.stagingDir, this.options.appId, task.vertex, String(task.index), c.id);
+    const env: Record<string, string> = {
+      ...vertex.env,
+      [TASK_ENV.vertex]: task.vertex,
+      [TASK_ENV.taskIndex]: String(task.index),
+      [TASK_ENV.parallelism]: String(vertex.parallelism),
+      [TASK_ENV.outputDir]: outputDir,
+      [TASK_ENV.inputs]: JSON.stringify(taskInputs(this.dag, task.vertex, task.index, (v, i) => this.runner.outputDirOf(v, i))),
+      [TASK_ENV.outputs]: JSON.stringify(taskOutputs(this.dag, task.vertex)),
+      HARVEST_TASK_ATTEMPT: String(task.attempts),
+      HARVEST_JOB_NAME: this.dag.name,
+    };
+    try {
+      await mkdir(outputDir, { recursive: true });
+      const nm = this.nm(c.nmAddress);
+      await call(nm, nm.startContainer, { container: c, appId: this.options.appId, argv: vertex.command, env, isAm: false });
+      this.outputDirs.set(c.id, outputDir);
+      this.runner.launched(c.id);
+    } catch (err) {
+      this.log.warn("task launch failed; will retry on another container", { task: `${task.vertex}[${task.index}]`, containerId: c.id, error: errorMessage(err) });
+      this.releases.push(c.id);
+      this.runner.ended(c.id, "LAUNCH_FAILED", errorMessage(err));
+    }
+  }
+
+  private onCompleted(containerId: string, cause: AttemptEnd, diagnostics: string, exitCode: number): void {
+    const verdict = this.runner.ended(containerId, cause, diagnostics || `exit code ${exitCode}`, this.outputDirs.get(containerId));
+    this.outputDirs.delete(containerId);
+    if (verdict.kind === "unknown") return;
+    const fields = { containerId, cause, diagnostics };
+    if (verdict.kind === "retry") {
+      if (cause === "PREEMPTED_BY_PRIMARY") this.log.info("task preempted by the primary tenant; re-running it (not a failure)", fields);
+      else if (cause === "LOST") this.log.info("task lost with its node; re-running it elsewhere", fields);
+      else this.log.warn("task attempt ended; retrying", { ...fields, countedAsFailure: verdict.counted });
+    } else if (verdict.kind === "job-killed") {
+      this.killed = true;
+    }
+  }
+
+  private async finish(outcome: "SUCCEEDED" | "FAILED" | "KILLED", diagnostics: string): Promise<JobManagerExit> {
+    // Let in-flight launches settle so nothing is started after the job ends.
+    await Promise.allSettled([...this.launches]);
+    const wire = outcome === "SUCCEEDED" ? "JOB_SUCCEEDED" : outcome === "FAILED" ? "JOB_FAILED" : "JOB_KILLED";
+    const progress = this.progress();
+    await this.rmCall((c) => call(c, c.finishApplicationMaster, { appId: this.options.appId, attempt: this.options.attempt, outcome: wire, diagnostics, progress }));
+    this.log.info("job finished", { outcome, diagnostics, ...this.runner.totals() });
+    return outcome;
+  }
+
+  private progress(): JobProgress {
+    return { vertices: this.runner.progress(), ...this.runner.totals() };
+  }
+
+  private nm(address: string): ContainerManagerClient {
+    let c = this.nms.get(address);
+    if (!c) {
+      c = makeClient(loadHarvestProto().ContainerManager, address);
+      this.nms.set(address, c);
+    }
+    return c;
+  }
+
+  /** Calls the resource manager, retrying while it is unreachable (it may be restarting) up to `rmRetryMs`. */
+  private async rmCall<T>(fn: (c: ApplicationMasterServiceClient) => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.options.rmRetryMs;
+    let delay = 200;
+    for (;;) {
+      try {
+        return await fn(this.rm);
+      } catch (err) {
+        if (!isHarvestError(err, "UNAVAILABLE", "DEADLINE_EXCEEDED") || Date.now() > deadline) throw err;
+        this.log.warn("resource manager unreachable; retrying", { inMs: delay });
+        await sleep(delay);
+        delay = Math.min(delay * 2, 5_000);
+      }
+    }
+  }
+
+  /** Closes the job manager's channels. */
+  close(): void {
+    this.rm.close();
+    for (const c of this.nms.values()) c.close();
+  }
+}
+
+/** Reads the job manager's options from its container environment. */
+export function jobManagerOptionsFromEnv(env: NodeJS.ProcessEnv): JobManagerOptions {
+  const need = (k: string): string => {
+    const v = env[k];
+    if (!v) throw new HarvestError("CONFIG_INVALID", `job manager needs ${k} in its environment (the resource manager sets it)`);
+    return v;
+  };
+  return {
+    appId: need("HARVEST_APP_ID"),
+    attempt: Number(need("HARVEST_ATTEMPT")),
+    rmAddress: need("HARVEST_RM_ADDRESS"),
+    stagingDir: need("HARVEST_STAGING_DIR"),
+    dagFile: need("HARVEST_DAG_FILE"),
+    heartbeatMs: Number(env["HARVEST_AM_HEARTBEAT_MS"] ?? 300),
+    maxTaskAttempts: Number(env["HARVEST_MAX_TASK_ATTEMPTS"] ?? 4),
+    rmRetryMs: Number(env["HARVEST_AM_RM_RETRY_MS"] ?? 60_000),
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

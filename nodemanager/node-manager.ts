@@ -1,0 +1,431 @@
+/**
+ * The node manager daemon, one per server: launches containers as real processes, watches the server's primary tenant,
+ * kills its own youngest work when the primary needs the cores back (the yield controller), and heartbeats the
+ * resource manager over one long-lived stream, reconnecting with backoff when the resource manager goes away.
+ */
+import type * as grpc from "@grpc/grpc-js";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { open, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { systemClock } from "../common/clock.js";
+import type { Clock } from "../common/clock.js";
+import { verifyContainer } from "../common/container-token.js";
+import { errorMessage, HarvestError } from "../common/errors.js";
+import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
+import { isContainerId, parseAppId } from "../common/ids.js";
+import { Logger } from "../common/log.js";
+import { packageRoot } from "../common/paths.js";
+import { fromWire } from "../common/resource.js";
+import { detectCgroups } from "./cgroups.js";
+import type { CgroupController } from "./cgroups.js";
+import { ContainerProcess } from "./container.js";
+import type { ExitCause } from "./container.js";
+import { resolveNodeManagerOptions } from "./options.js";
+import type { NodeManagerOptions } from "./options.js";
+import { createPrimaryMonitor } from "./primary-monitor.js";
+import type { PrimaryMonitor, PrimarySample } from "./primary-monitor.js";
+import { processTreeCpuMs } from "./proc-stats.js";
+import { chooseVictims } from "./yield-controller.js";
+import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
+import type { NodeToRm } from "../proto/generated/harvest/v1/NodeToRm.js";
+import type { RmToNodeOutput } from "../proto/generated/harvest/v1/RmToNode.js";
+import type { ResourceTrackerClient } from "../proto/generated/harvest/v1/ResourceTracker.js";
+import type { StartContainerRequestOutput } from "../proto/generated/harvest/v1/StartContainerRequest.js";
+
+/** Lifecycle of the node manager. */
+export type NodeManagerState = "new" | "starting" | "running" | "stopping" | "stopped";
+
+/** A preemption the yield controller carried out (for logs, tests and the yield benchmark). */
+export interface PreemptionEvent {
+  containerId: string;
+  appId: string;
+  atMs: number;
+  primaryMilli: number;
+  allowanceMilli: number;
+}
+
+/** Things a node manager can be given instead of building them from options (tests, benchmarks). */
+export interface NodeManagerDeps {
+  clock?: Clock;
+  logger?: Logger;
+  /** A primary-tenant monitor to use instead of the one `options.primary` names. */
+  monitor?: PrimaryMonitor;
+  onPreempt?: (e: PreemptionEvent) => void;
+}
+
+/** The node manager daemon. */
+export class NodeManager {
+  readonly options: NodeManagerOptions;
+  private stateValue: NodeManagerState = "new";
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly server = createServer();
+  private readonly containers = new Map<string, ContainerProcess>();
+  /** Completed containers not yet acknowledged by the resource manager. */
+  private readonly unacked = new Map<string, ContainerProcess>();
+  /** Containers the yield controller is already killing: their cores are on their way back. */
+  private readonly dying = new Set<string>();
+  private cgroups!: CgroupController;
+  private monitor!: PrimaryMonitor;
+  private lastSample: PrimarySample = { cpuMilli: 0, utilization: 0 };
+  private boundPort = 0;
+  private rmClient: ResourceTrackerClient | undefined;
+  private stream: grpc.ClientDuplexStream<NodeToRm, RmToNodeOutput> | undefined;
+  private registered = false;
+  private heartbeatIntervalMs: number;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private yieldTimer: NodeJS.Timeout | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private urgentTimer: NodeJS.Timeout | undefined;
+  private backoffMs: number;
+  private seq = 0;
+
+  constructor(
+    options: Partial<NodeManagerOptions> & { nodeId: string; rmAddress: string; dataDir: string },
+    private readonly deps: NodeManagerDeps = {},
+  ) {
+    this.options = resolveNodeManagerOptions(options);
+    this.clock = deps.clock ?? systemClock;
+    this.log = deps.logger ?? new Logger(`nm:${this.options.nodeId}`);
+    this.heartbeatIntervalMs = this.options.heartbeatIntervalMs;
+    this.backoffMs = this.options.reconnectMinMs;
+  }
+
+  get state(): NodeManagerState {
+    return this.stateValue;
+  }
+
+  /** host:port of this node's ContainerManager service. */
+  get address(): string {
+    return `${this.options.host}:${this.boundPort}`;
+  }
+
+  /** Whether the resource manager has acknowledged this node's registration on the current stream. */
+  get isRegistered(): boolean {
+    return this.registered;
+  }
+
+  /** The latest primary-tenant sample. */
+  get primarySample(): PrimarySample {
+    return this.lastSample;
+  }
+
+  /** Detects cgroups, starts the monitor and the server, connects to the resource manager. */
+  async start(): Promise<void> {
+    if (this.stateValue !== "new") throw new Error(`node manager cannot start from state ${this.stateValue}`);
+    this.stateValue = "starting";
+    this.killLeftovers();
+    this.cgroups = detectCgroups(`harvest/${this.options.nodeId}`, this.options.cgroups);
+    this.log.info("cpu limits", { mode: this.cgroups.mode, detail: this.cgroups.reason });
+    this.monitor =
+      this.deps.monitor ??
+      createPrimaryMonitor(this.options.primary, {
+        capacityMilli: this.options.capacity.vcoresMilli,
+        clock: this.clock,
+        speed: this.options.primarySpeed,
+        offsetMs: this.options.primaryOffsetMs,
+        containerCpuMs: () => this.containerCpuMs(),
+      });
+    await this.monitor.start();
+    this.lastSample = this.monitor.sample();
+    const proto = loadHarvestProto();
+    this.server.addService(proto.ContainerManager.service, {
+      StartContainer: unary((req: StartContainerRequestOutput) => this.startContainer(req)),
+      StopContainer: unary((req: { containerId: string }) => this.stopContainer(req.containerId)),
+      GetContainerStatus: unary((req: { containerId: string }) => this.status(this.getContainer(req.containerId))),
+      GetContainerLogs: unary((req: { containerId: string; stream: string; tailBytes: number }) => this.logs(req)),
+    });
+    this.boundPort = await bindServer(this.server, this.options.host, this.options.port);
+    this.yieldTimer = setInterval(() => this.yieldTick(), this.options.yieldTickMs);
+    this.stateValue = "running";
+    this.connect();
+    this.log.info("node manager serving", { address: this.address, capacity: this.options.capacity, primary: this.monitor.source });
+  }
+
+  /** Kills every container, closes the stream and the server; idempotent. */
+  async stop(): Promise<void> {
+    if (this.stateValue === "stopping" || this.stateValue === "stopped") return;
+    this.stateValue = "stopping";
+    for (const t of [this.heartbeatTimer, this.yieldTimer, this.reconnectTimer, this.urgentTimer]) if (t) clearTimeout(t);
+    for (const c of this.containers.values()) c.killNow("LOST");
+    await Promise.all([...this.containers.values()].map((c) => c.waitForExit()));
+    this.stream?.end();
+    this.stream = undefined;
+    this.rmClient?.close();
+    await shutdownServer(this.server, 1_000);
+    await this.monitor?.stop();
+    this.stateValue = "stopped";
+  }
+
+  // ---------------------------------------------------------------------------------------------- resource manager
+
+  private connect(): void {
+    if (this.stateValue !== "running") return;
+    this.rmClient ??= makeClient(loadHarvestProto().ResourceTracker, this.options.rmAddress);
+    const stream = this.rmClient.nodeChannel();
+    this.stream = stream;
+    this.registered = false;
+    stream.on("data", (msg: RmToNodeOutput) => this.onRmMessage(msg));
+    const lost = (why: string): void => {
+      if (this.stream !== stream) return;
+      this.stream = undefined;
+      this.registered = false;
+      if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+      this.heartbeatTimer = undefined;
+      if (this.stateValue !== "running") return;
+      this.log.warn("resource manager stream closed; reconnecting", { why, inMs: this.backoffMs });
+      this.reconnectTimer = setTimeout(() => this.connect(), this.backoffMs);
+      this.backoffMs = Math.min(this.backoffMs * 2, this.options.reconnectMaxMs);
+    };
+    stream.on("error", (err: Error) => lost(errorMessage(err)));
+    stream.on("end", () => lost("ended by the resource manager"));
+    stream.write({
+      register: {
+        nodeId: this.options.nodeId,
+        nmAddress: this.address,
+        rack: this.options.rack,
+        capacity: this.options.capacity,
+        primarySource: this.monitor.source,
+        containers: [...this.containers.values()].map((c) => this.status(c)),
+      },
+    });
+  }
+
+  private onRmMessage(msg: RmToNodeOutput): void {
+    if (msg.registered) {
+      this.registered = true;
+      this.backoffMs = this.options.reconnectMinMs;
+      this.heartbeatIntervalMs = msg.registered.heartbeatIntervalMs || this.options.heartbeatIntervalMs;
+      if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+      this.heartbeatTimer = setInterval(() => this.heartbeat(), this.heartbeatIntervalMs);
+      this.log.info("registered with the resource manager", { rm: this.options.rmAddress, heartbeatIntervalMs: this.heartbeatIntervalMs });
+      this.heartbeat();
+    } else if (msg.ack) {
+      for (const id of msg.ack.completedRecorded) this.unacked.delete(id);
+      for (const k of msg.ack.containersToKill) {
+        const c = this.containers.get(k.containerId);
+        if (c) {
+          this.log.info("killing container at the resource manager's request", { containerId: k.containerId, cause: k.cause });
+          c.kill(k.cause as ExitCause, this.options.killGraceMs);
+        }
+      }
+    }
+  }
+
+  private heartbeat(): void {
+    if (!this.stream || !this.registered) return;
+    const containers: ContainerStatus[] = [];
+    for (const c of this.containers.values()) containers.push(this.status(c));
+    for (const c of this.unacked.values()) containers.push(this.status(c));
+    this.stream.write({
+      heartbeat: {
+        seq: ++this.seq,
+        timeMs: this.clock.nowMs(),
+        primaryUsage: { vcoresMilli: Math.round(this.lastSample.cpuMilli), memoryMb: 0 },
+        containers,
+      },
+    });
+  }
+
+  /** Sends a heartbeat soon (coalescing bursts) so the resource manager learns of completions without waiting. */
+  private heartbeatSoon(): void {
+    if (this.urgentTimer) return;
+    this.urgentTimer = setTimeout(() => {
+      this.urgentTimer = undefined;
+      this.heartbeat();
+    }, 20);
+  }
+
+  // ---------------------------------------------------------------------------------------------- yielding
+
+  /** One yield-controller tick: sample the primary and kill the youngest secondary work that no longer fits. */
+  private yieldTick(): void {
+    try {
+      this.lastSample = this.monitor.sample();
+    } catch (err) {
+      this.log.warn("primary monitor failed; keeping the last sample", { error: errorMessage(err) });
+    }
+    const live = [...this.containers.values()].filter((c) => c.state === "RUNNING" && c.cause === undefined && !this.dying.has(c.spec.containerId));
+    const decision = chooseVictims({
+      capacityMilli: this.options.capacity.vcoresMilli,
+      primaryMilli: this.lastSample.cpuMilli,
+      reserveMilli: Math.ceil(this.options.capacity.vcoresMilli * this.options.reserveFraction),
+      containers: live.map((c) => ({ containerId: c.spec.containerId, vcoresMilli: c.spec.vcoresMilli, startedMs: c.startedMs, isAm: c.spec.isAm })),
+    });
+    for (const id of decision.victims) {
+      const c = this.containers.get(id);
+      if (!c) continue;
+      this.dying.add(id);
+      this.log.info("primary tenant needs the cores: preempting", {
+        containerId: id,
+        primaryMilli: Math.round(this.lastSample.cpuMilli),
+        allowanceMilli: decision.allowanceMilli,
+        secondaryMilli: decision.secondaryMilli,
+      });
+      c.kill("PREEMPTED_BY_PRIMARY", this.options.killGraceMs);
+      this.deps.onPreempt?.({ containerId: id, appId: c.spec.appId, atMs: this.clock.nowMs(), primaryMilli: this.lastSample.cpuMilli, allowanceMilli: decision.allowanceMilli });
+    }
+  }
+
+  private containerCpuMs(): number {
+    let total = 0;
+    const pids: number[] = [];
+    for (const c of this.containers.values()) {
+      const fromCgroup = this.cgroups.usageMs(c.spec.containerId);
+      if (fromCgroup !== undefined) total += fromCgroup;
+      else if (c.pid > 0) pids.push(c.pid);
+    }
+    return total + (pids.length > 0 ? processTreeCpuMs(pids) : 0);
+  }
+
+  // ---------------------------------------------------------------------------------------------- containers
+
+  private startContainer(req: StartContainerRequestOutput): { pid: number } {
+    if (this.stateValue !== "running") throw new HarvestError("UNAVAILABLE", "node manager is not running");
+    const grant = req.container;
+    if (!grant) throw new HarvestError("INVALID_ARGUMENT", "StartContainer needs the granted container", { details: { field: "container" } });
+    if (!isContainerId(grant.id)) throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(grant.id)}`, { details: { field: "container.id" } });
+    parseAppId(req.appId);
+    if (grant.nodeId !== this.options.nodeId) throw new HarvestError("CONTAINER_TOKEN_INVALID", `container ${grant.id} was granted on ${grant.nodeId}, not on ${this.options.nodeId}`);
+    const resource = fromWire(grant.resource);
+    if (!verifyContainer(this.options.secret, { containerId: grant.id, appId: req.appId, nodeId: grant.nodeId, resource }, grant.token)) {
+      throw new HarvestError("CONTAINER_TOKEN_INVALID", `container ${grant.id}: token does not match the grant`);
+    }
+    if (this.containers.has(grant.id) || this.unacked.has(grant.id)) throw new HarvestError("CONTAINER_ALREADY_EXISTS", `container ${grant.id} was already started here`);
+    if (req.argv.length === 0 || req.argv.some((a) => typeof a !== "string" || a.includes("\0"))) {
+      throw new HarvestError("INVALID_ARGUMENT", "argv must be a non-empty list of strings", { details: { field: "argv" } });
+    }
+    for (const k of Object.keys(req.env)) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new HarvestError("INVALID_ARGUMENT", `bad environment variable name ${JSON.stringify(k)}`, { details: { field: "env" } });
+    }
+    let held = 0;
+    for (const c of this.containers.values()) held += c.spec.vcoresMilli;
+    if (held + resource.vcoresMilli > this.options.capacity.vcoresMilli) {
+      throw new HarvestError("NODE_INSUFFICIENT_RESOURCES", `node ${this.options.nodeId} holds ${held} millicores of ${this.options.capacity.vcoresMilli}; cannot add ${resource.vcoresMilli}`);
+    }
+    const env: Record<string, string> = {
+      HARVEST_HOME: packageRoot(),
+      ...req.env,
+      HARVEST_CONTAINER_ID: grant.id,
+      HARVEST_APP_ID: req.appId,
+      HARVEST_NODE_ID: this.options.nodeId,
+      HARVEST_NM_ADDRESS: this.address,
+      HARVEST_RM_ADDRESS: req.env["HARVEST_RM_ADDRESS"] ?? this.options.rmAddress,
+      HARVEST_NN_ADDRESS: this.options.nnAddress,
+      HARVEST_CONTAINER_VCORES: String(resource.vcoresMilli / 1000),
+      HARVEST_CONTAINER_MEMORY_MB: String(resource.memoryMb),
+    };
+    let proc: ContainerProcess;
+    try {
+      proc = new ContainerProcess(
+        {
+          containerId: grant.id,
+          appId: req.appId,
+          argv: req.argv,
+          env,
+          vcoresMilli: resource.vcoresMilli,
+          memoryMb: resource.memoryMb,
+          isAm: req.isAm,
+          workDir: join(this.options.dataDir, "containers", req.appId, grant.id),
+        },
+        this.cgroups,
+        this.clock.nowMs(),
+        (c) => this.onContainerExit(c),
+      );
+    } catch (err) {
+      throw new HarvestError("CONTAINER_LAUNCH_FAILED", `could not launch ${grant.id}: ${errorMessage(err)}`, { cause: err });
+    }
+    this.containers.set(grant.id, proc);
+    this.log.info("container started", { containerId: grant.id, appId: req.appId, pid: proc.pid, isAm: req.isAm, vcoresMilli: resource.vcoresMilli });
+    this.heartbeatSoon();
+    return { pid: proc.pid };
+  }
+
+  private onContainerExit(c: ContainerProcess): void {
+    const id = c.spec.containerId;
+    this.containers.delete(id);
+    this.dying.delete(id);
+    this.unacked.set(id, c);
+    this.log.info("container finished", { containerId: id, cause: c.cause, exitCode: c.exitCode });
+    this.heartbeatSoon();
+  }
+
+  private stopContainer(containerId: string): { wasRunning: boolean } {
+    const c = this.containers.get(containerId);
+    if (!c) {
+      if (this.unacked.has(containerId)) return { wasRunning: false };
+      throw new HarvestError("CONTAINER_NOT_FOUND", `no container ${containerId} on ${this.options.nodeId}`);
+    }
+    c.kill("RELEASED", this.options.killGraceMs);
+    return { wasRunning: true };
+  }
+
+  private getContainer(containerId: string): ContainerProcess {
+    const c = this.containers.get(containerId) ?? this.unacked.get(containerId);
+    if (!c) throw new HarvestError("CONTAINER_NOT_FOUND", `no container ${containerId} on ${this.options.nodeId}`);
+    return c;
+  }
+
+  private status(c: ContainerProcess): ContainerStatus {
+    return {
+      containerId: c.spec.containerId,
+      appId: c.spec.appId,
+      state: c.state,
+      exitCode: c.exitCode,
+      cause: c.cause ?? "EXIT_CAUSE_UNSPECIFIED",
+      diagnostics: c.diagnostics,
+      resource: { vcoresMilli: c.spec.vcoresMilli, memoryMb: c.spec.memoryMb },
+      startedMs: c.startedMs,
+      finishedMs: c.finishedMs,
+      isAm: c.spec.isAm,
+      nodeId: this.options.nodeId,
+    };
+  }
+
+  private async logs(req: { containerId: string; stream: string; tailBytes: number }): Promise<{ data: Buffer; totalBytes: number }> {
+    if (!isContainerId(req.containerId)) throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(req.containerId)}`, { details: { field: "containerId" } });
+    const which = req.stream || "stdout";
+    if (which !== "stdout" && which !== "stderr") throw new HarvestError("INVALID_ARGUMENT", 'stream must be "stdout" or "stderr"', { details: { field: "stream" } });
+    const dir = this.findContainerDir(req.containerId);
+    if (!dir) throw new HarvestError("CONTAINER_NOT_FOUND", `no logs for ${req.containerId} on ${this.options.nodeId}`);
+    const file = join(dir, which);
+    const size = (await stat(file)).size;
+    const want = Math.min(size, req.tailBytes > 0 ? req.tailBytes : 64 * 1024);
+    const fh = await open(file, "r");
+    try {
+      const data = Buffer.alloc(want);
+      await fh.read(data, 0, want, size - want);
+      return { data, totalBytes: size };
+    } finally {
+      await fh.close();
+    }
+  }
+
+  private findContainerDir(containerId: string): string | undefined {
+    const live = this.containers.get(containerId) ?? this.unacked.get(containerId);
+    if (live) return live.spec.workDir;
+    const root = join(this.options.dataDir, "containers");
+    if (!existsSync(root)) return undefined;
+    for (const app of readdirSync(root)) {
+      const dir = join(root, app, containerId);
+      if (existsSync(dir)) return dir;
+    }
+    return undefined;
+  }
+
+  /** Kills container processes a previous run of this node manager left behind (their work is already lost). */
+  private killLeftovers(): void {
+    const root = join(this.options.dataDir, "containers");
+    if (!existsSync(root)) return;
+    for (const app of readdirSync(root)) {
+      for (const id of readdirSync(join(root, app))) {
+        try {
+          const pid = Number(readFileSync(join(root, app, id, "pid"), "utf8"));
+          if (pid > 0) process.kill(-pid, "SIGKILL");
+        } catch {
+          // No pid file or process already gone.
+        }
+      }
+    }
+  }
+}

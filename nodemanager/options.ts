@@ -1,0 +1,81 @@
+/** Node manager options: every field has a default; `resolveNodeManagerOptions` fills and validates them. */
+import { invalidOption, stripUndefined } from "../common/options.js";
+import type { Resources } from "../common/resource.js";
+
+/** Settings of a node manager. */
+export interface NodeManagerOptions {
+  /** This server's name in the cluster. Required. */
+  nodeId: string;
+  /** host:port of the resource manager. Required. */
+  rmAddress: string;
+  /** Where container working directories and logs go. Required. */
+  dataDir: string;
+  /** host:port of the namenode, passed to containers (empty until the storage layer runs). @default "" */
+  nnAddress: string;
+  /** Interface of the ContainerManager service. @default "127.0.0.1" */
+  host: string;
+  /** Port; 0 picks a free one. @default 0 */
+  port: number;
+  /** Rack label. @default "/default-rack" */
+  rack: string;
+  /** What this server offers. @default { vcoresMilli: 4000, memoryMb: 4096 } */
+  capacity: Resources;
+  /** Primary-tenant monitor: "proc", "trace:<file>" or "burn:<file>". @default "proc" */
+  primary: string;
+  /** Trace replay speed (trace seconds per real second). @default 1 */
+  primarySpeed: number;
+  /** Where in the trace replay starts, so servers sharing a file are not in lockstep. @default 0 */
+  primaryOffsetMs: number;
+  /** Yield-controller period. @default 250 */
+  yieldTickMs: number;
+  /** Fraction of cores kept free for the primary. @default 0.1 */
+  reserveFraction: number;
+  /** Heartbeat period until the resource manager says otherwise. @default 1000 */
+  heartbeatIntervalMs: number;
+  /** SIGTERM-to-SIGKILL grace when killing a container. @default 250 */
+  killGraceMs: number;
+  /** Which cgroup interface to use. @default "auto" */
+  cgroups: "auto" | "v1" | "v2" | "none";
+  /** Cluster secret that container tokens are checked against; empty skips the check. @default "" */
+  secret: string;
+  /** Reconnect backoff bounds. @default 200 / 5000 */
+  reconnectMinMs: number;
+  reconnectMaxMs: number;
+}
+
+/** Fills defaults and validates; throws CONFIG_INVALID naming the field. */
+export function resolveNodeManagerOptions(partial: Partial<NodeManagerOptions> & { nodeId: string; rmAddress: string; dataDir: string }): NodeManagerOptions {
+  const o: NodeManagerOptions = {
+    nnAddress: "",
+    host: "127.0.0.1",
+    port: 0,
+    rack: "/default-rack",
+    capacity: { vcoresMilli: 4000, memoryMb: 4096 },
+    primary: "proc",
+    primarySpeed: 1,
+    primaryOffsetMs: 0,
+    yieldTickMs: 250,
+    reserveFraction: 0.1,
+    heartbeatIntervalMs: 1_000,
+    killGraceMs: 250,
+    cgroups: "auto",
+    secret: "",
+    reconnectMinMs: 200,
+    reconnectMaxMs: 5_000,
+    ...stripUndefined(partial),
+    nodeId: partial.nodeId,
+    rmAddress: partial.rmAddress,
+    dataDir: partial.dataDir,
+  };
+  const bad = (field: string, why: string): never => invalidOption("node manager", field, why);
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(o.nodeId)) bad("nodeId", "must be 1-64 characters of [A-Za-z0-9_.-]");
+  if (!o.rmAddress) bad("rmAddress", "is required (host:port of the resource manager)");
+  if (!o.dataDir) bad("dataDir", "is required");
+  if (!(o.capacity.vcoresMilli > 0 && o.capacity.memoryMb > 0)) bad("capacity", "must be positive");
+  if (!(o.primarySpeed > 0)) bad("primarySpeed", "must be positive");
+  for (const f of ["yieldTickMs", "heartbeatIntervalMs", "reconnectMinMs", "reconnectMaxMs"] as const) if (!(o[f] > 0)) bad(f, "must be positive");
+  if (!(o.killGraceMs >= 0)) bad("killGraceMs", "must be >= 0");
+  if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");
+  if (!["auto", "v1", "v2", "none"].includes(o.cgroups)) bad("cgroups", 'must be "auto", "v1", "v2" or "none"');
+  return o;
+}

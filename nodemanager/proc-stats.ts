@@ -1,0 +1,125 @@
+/**
+ * CPU accounting from Linux procfs: the machine's busy and idle time from /proc/stat, and the CPU time of a process
+ * tree from /proc/<pid>/stat. Reads are synchronous: procfs files are generated in memory and a monitor samples them
+ * once per heartbeat.
+ */
+import { execFileSync } from "node:child_process";
+import { readFileSync, readdirSync } from "node:fs";
+import { HarvestError } from "../common/errors.js";
+
+/** Cumulative CPU time of the whole machine since boot, summed over all cores. */
+export interface ProcStatTotals {
+  /** Time spent running anything (user, nice, system, irq, softirq, steal), in ms. */
+  busyMs: number;
+  /** Time idle or waiting for I/O, in ms. */
+  idleMs: number;
+  /** busyMs + idleMs. */
+  totalMs: number;
+}
+
+let clockTicksPerSec: number | undefined;
+
+/** The kernel's USER_HZ (`getconf CLK_TCK`), read once; 100 when getconf is unavailable (the Linux default). */
+export function clockTicksPerSecond(): number {
+  if (clockTicksPerSec !== undefined) return clockTicksPerSec;
+  let ticks = 100;
+  try {
+    const out = Number(
+      execFileSync("getconf", ["CLK_TCK"], {
+        encoding: "utf8",
+        timeout: 2000,
+      }).trim(),
+    );
+    if (Number.isInteger(out) && out > 0) ticks = out;
+  } catch {
+    // Keep the Linux default.
+  }
+  clockTicksPerSec = ticks;
+  return ticks;
+}
+
+/** Parses the aggregate `cpu` line of /proc/stat text. */
+export function parseProcStat(text: string): ProcStatTotals {
+  const line = text.split("\n").find((l) => l.startsWith("cpu "));
+  if (!line) throw new HarvestError("INTERNAL", "/proc/stat has no aggregate cpu line");
+  const f = line.trim().split(/\s+/).slice(1).map(Number);
+  if (f.length < 4 || f.some((x) => !Number.isFinite(x))) {
+    throw new HarvestError("INTERNAL", `cannot parse /proc/stat cpu line: ${line}`);
+  }
+  // user nice system idle iowait irq softirq steal [guest guest_nice]; guest time is already inside user and nice.
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = f;
+  const msPerTick = 1000 / clockTicksPerSecond();
+  const busyMs = (user + nice + system + irq + softirq + steal) * msPerTick;
+  const idleMs = (idle + iowait) * msPerTick;
+  return { busyMs, idleMs, totalMs: busyMs + idleMs };
+}
+
+/** Reads the machine's cumulative busy and idle CPU time from /proc/stat. */
+export function readProcStatTotals(): ProcStatTotals {
+  return parseProcStat(readFileSync("/proc/stat", "utf8"));
+}
+
+/** The fields of /proc/<pid>/stat the tree walk needs. */
+interface PidStat {
+  ppid: number;
+  /** utime + stime + cutime + cstime, in clock ticks. */
+  cpuTicks: number;
+}
+
+/** Parses /proc/<pid>/stat; undefined if the process is gone or the text is not a stat line. */
+function readPidStat(pid: number): PidStat | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) is in parentheses and may itself contain spaces and ')'.
+  const close = text.lastIndexOf(")");
+  if (close < 0) return undefined;
+  const rest = text.slice(close + 2).split(" ");
+  // rest[0] is field 3 (state): field k is rest[k - 3].
+  const ppid = Number(rest[1]);
+  const utime = Number(rest[11]);
+  const stime = Number(rest[12]);
+  const cutime = Number(rest[13]);
+  const cstime = Number(rest[14]);
+  if (![ppid, utime, stime, cutime, cstime].every(Number.isFinite)) return undefined;
+  return { ppid, cpuTicks: utime + stime + cutime + cstime };
+}
+
+/**
+ * The CPU time (ms) of the given processes and all their live descendants: each one's own user+system time plus that
+ * of its children it has already reaped (cutime/cstime), so a finished child's time stays counted in its parent.
+ * Time of a descendant that exits after being orphaned is lost; the caller keeps totals of exited containers itself.
+ * Pids that no longer exist count zero.
+ */
+export function processTreeCpuMs(rootPids: number[]): number {
+  if (rootPids.length === 0) return 0;
+  // /proc/<pid>/task/<tid>/children needs CONFIG_PROC_CHILDREN, which many kernels lack, so build the tree from ppids.
+  const stats = new Map<number, PidStat>();
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    const st = readPidStat(pid);
+    if (!st) continue;
+    stats.set(pid, st);
+    const siblings = children.get(st.ppid);
+    if (siblings) siblings.push(pid);
+    else children.set(st.ppid, [pid]);
+  }
+  let ticks = 0;
+  const seen = new Set<number>();
+  const stack = [...rootPids];
+  while (stack.length > 0) {
+    const pid = stack.pop()!;
+    if (seen.has(pid)) continue;
+    seen.add(pid);
+    const st = stats.get(pid);
+    if (!st) continue;
+    ticks += st.cpuTicks;
+    for (const child of children.get(pid) ?? []) stack.push(child);
+  }
+  return (ticks * 1000) / clockTicksPerSecond();
+}

@@ -1,0 +1,7 @@
+/** The resource manager: daemon, options and the pure scheduler it shares with benchmarks and the simulator. */
+export { ResourceManager } from "./resource-manager.js";
+export type { DaemonState } from "./resource-manager.js";
+export { resolveResourceManagerOptions } from "./options.js";
+export type { ResourceManagerOptions } from "./options.js";
+export { Scheduler, StockSchedulerPolicy } from "./scheduler.js";
+export type { Allocation, Ask, AppView, NodeView, SchedulerOptions, SchedulerPolicy } from "./scheduler.js";

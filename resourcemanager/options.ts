@@ -1,0 +1,78 @@
+/** Resource manager options: every field has a default; `resolveResourceManagerOptions` fills and validates them. */
+import { join } from "node:path";
+import { invalidOption, stripUndefined } from "../common/options.js";
+import { distEntry } from "../common/paths.js";
+import type { Resources } from "../common/resource.js";
+
+/** Settings of a resource manager. */
+export interface ResourceManagerOptions {
+  /** Interface to bind. @default "127.0.0.1" */
+  host: string;
+  /** Port to bind; 0 picks a free one. @default 0 */
+  port: number;
+  /** Directory of the LevelDB state store and the staging area. Required. */
+  dataDir: string;
+  /** Where job managers keep their jobs' intermediate data. @default `<dataDir>/staging` */
+  stagingDir: string;
+  /** A node that has not heartbeated for this long is lost. @default 10000 */
+  nodeExpiryMs: number;
+  /** Node managers heartbeat this often. @default 1000 */
+  heartbeatIntervalMs: number;
+  /** Fraction of each node's cores kept free for its primary tenant. @default 0.1 */
+  reserveFraction: number;
+  /** Size of the job manager's own container. @default { vcoresMilli: 500, memoryMb: 256 } */
+  amResource: Resources;
+  /** Real failures of the job manager allowed before the job fails. @default 2 */
+  maxAmAttempts: number;
+  /** argv that starts a job manager inside its container. @default node dist/jobmanager/main.js */
+  jobManagerCommand: string[];
+  /** A granted container the node manager has not reported running within this time is released. @default 30000 */
+  containerLaunchExpiryMs: number;
+  /** A running job manager silent for this long is considered dead. @default 30000 */
+  amExpiryMs: number;
+  /** Placement policy. @default "stock" */
+  schedulerPolicy: "stock";
+  /** Secret that signs container tokens; empty disables the check. @default "" */
+  secret: string;
+  /** Largest vertex parallelism accepted at submit. @default 10000 */
+  maxParallelism: number;
+  /** How often the liveness monitor runs. @default 500 */
+  monitorIntervalMs: number;
+}
+
+/** Fills defaults and validates; throws CONFIG_INVALID naming the field. */
+export function resolveResourceManagerOptions(partial: Partial<ResourceManagerOptions> & { dataDir: string }): ResourceManagerOptions {
+  const o: ResourceManagerOptions = {
+    host: "127.0.0.1",
+    port: 0,
+    stagingDir: join(partial.dataDir, "staging"),
+    nodeExpiryMs: 10_000,
+    heartbeatIntervalMs: 1_000,
+    reserveFraction: 0.1,
+    amResource: { vcoresMilli: 500, memoryMb: 256 },
+    maxAmAttempts: 2,
+    jobManagerCommand: [process.execPath, distEntry("jobmanager/main.js")],
+    containerLaunchExpiryMs: 30_000,
+    amExpiryMs: 30_000,
+    schedulerPolicy: "stock",
+    secret: "",
+    maxParallelism: 10_000,
+    monitorIntervalMs: 500,
+    ...stripUndefined(partial),
+    dataDir: partial.dataDir,
+  };
+  const bad = (field: string, why: string): never => invalidOption("resource manager", field, why);
+  if (!o.dataDir) bad("dataDir", "is required");
+  if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) bad("port", "must be an integer in 0..65535");
+  for (const f of ["nodeExpiryMs", "heartbeatIntervalMs", "containerLaunchExpiryMs", "amExpiryMs", "monitorIntervalMs"] as const) {
+    if (!(o[f] > 0)) bad(f, "must be a positive number of milliseconds");
+  }
+  if (o.nodeExpiryMs <= o.heartbeatIntervalMs) bad("nodeExpiryMs", "must be longer than heartbeatIntervalMs");
+  if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");
+  if (!(o.amResource.vcoresMilli > 0 && o.amResource.memoryMb > 0)) bad("amResource", "must be positive");
+  if (!Number.isInteger(o.maxAmAttempts) || o.maxAmAttempts < 1) bad("maxAmAttempts", "must be an integer >= 1");
+  if (o.jobManagerCommand.length === 0) bad("jobManagerCommand", "must not be empty");
+  if (o.schedulerPolicy !== "stock") bad("schedulerPolicy", `must be "stock" (got ${JSON.stringify(o.schedulerPolicy)})`);
+  if (!Number.isInteger(o.maxParallelism) || o.maxParallelism < 1) bad("maxParallelism", "must be an integer >= 1");
+  return o;
+}

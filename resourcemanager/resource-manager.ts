@@ -1,0 +1,673 @@
+/**
+ * The resource manager daemon: tracks node managers over one heartbeat stream each, runs the scheduler on every
+ * heartbeat, launches each job's job manager in a container (with a limited number of attempts), serves the
+ * application-master and client protocols, and keeps applications and job history in LevelDB.
+ */
+import type * as grpc from "@grpc/grpc-js";
+import { mkdir, open } from "node:fs/promises";
+import { join } from "node:path";
+import { systemClock } from "../common/clock.js";
+import type { Clock } from "../common/clock.js";
+import { signContainer } from "../common/container-token.js";
+import { parseDag } from "../common/dag-spec.js";
+import { errorMessage, HarvestError, toServiceError } from "../common/errors.js";
+import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
+import { formatAppId, formatContainerId, parseAppId } from "../common/ids.js";
+import { Logger } from "../common/log.js";
+import { packageRoot } from "../common/paths.js";
+import { fits, fromWire } from "../common/resource.js";
+import type { Resources } from "../common/resource.js";
+import { resolveResourceManagerOptions } from "./options.js";
+import type { ResourceManagerOptions } from "./options.js";
+import { Scheduler, StockSchedulerPolicy } from "./scheduler.js";
+import type { Allocation } from "./scheduler.js";
+import { RmStateStore } from "./state-store.js";
+import type { AppRecord, AppState, HistoryRecord } from "./state-store.js";
+import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js";
+import type { ContainerManagerClient } from "../proto/generated/harvest/v1/ContainerManager.js";
+import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
+import type { ExitCauseOutput } from "../proto/generated/harvest/v1/ExitCause.js";
+import type { JobProgress, JobProgressOutput } from "../proto/generated/harvest/v1/JobProgress.js";
+import type { ApplicationReport } from "../proto/generated/harvest/v1/ApplicationReport.js";
+import type { NodeReport } from "../proto/generated/harvest/v1/NodeReport.js";
+import type { NodeToRmOutput } from "../proto/generated/harvest/v1/NodeToRm.js";
+import type { RmToNode } from "../proto/generated/harvest/v1/RmToNode.js";
+import type { NodeHeartbeatOutput } from "../proto/generated/harvest/v1/NodeHeartbeat.js";
+import type { RegisterNodeOutput } from "../proto/generated/harvest/v1/RegisterNode.js";
+import type { ContainerRef } from "../proto/generated/harvest/v1/ContainerRef.js";
+
+/** Priority of the job manager's own container ask; task asks use priorities >= 0. */
+const AM_PRIORITY = -1;
+/** Kept per application for `harvest job logs` and status. */
+const MAX_CONTAINER_REFS = 5_000;
+
+/** Lifecycle of a daemon. */
+export type DaemonState = "new" | "starting" | "running" | "stopping" | "stopped";
+
+type NodeStream = grpc.ServerDuplexStream<NodeToRmOutput, RmToNode>;
+
+interface NodeEntry {
+  nodeId: string;
+  nmAddress: string;
+  rack: string;
+  capacity: Resources;
+  primaryUsage: Resources;
+  primarySource: string;
+  lastHeartbeatMs: number;
+  state: "RUNNING" | "LOST";
+  stream: NodeStream | undefined;
+  /** Kills to send with the next heartbeat answer. */
+  pendingKills: Map<string, ExitCauseOutput>;
+}
+
+interface AppRuntime {
+  record: AppRecord;
+  amContainerId: string | undefined;
+  registered: boolean;
+  lastAmContactMs: number;
+  /** Granted containers not yet handed to the job manager. */
+  delivery: ContainerOutput[];
+  /** Completed containers not yet reported to the job manager. */
+  completed: ContainerStatus[];
+  progress: JobProgress | undefined;
+  containers: Map<string, ContainerRef>;
+}
+
+/** The resource manager daemon. */
+export class ResourceManager {
+  readonly options: ResourceManagerOptions;
+  private stateValue: DaemonState = "new";
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly server = createServer();
+  private readonly store: RmStateStore;
+  private readonly scheduler: Scheduler;
+  private readonly nodes = new Map<string, NodeEntry>();
+  private readonly apps = new Map<string, AppRuntime>();
+  /** Granted containers not yet reported by their node manager, with the time granted. */
+  private readonly launchPending = new Map<string, number>();
+  private readonly nmClients = new Map<string, ContainerManagerClient>();
+  private monitorTimer: NodeJS.Timeout | undefined;
+  private boundPort = 0;
+  private epoch = 0;
+  private clusterTs = 0;
+  private containerSeq = 0;
+
+  constructor(options: Partial<ResourceManagerOptions> & { dataDir: string }, deps: { clock?: Clock; logger?: Logger } = {}) {
+    this.options = resolveResourceManagerOptions(options);
+    this.clock = deps.clock ?? systemClock;
+    this.log = deps.logger ?? new Logger("rm");
+    this.store = new RmStateStore(join(this.options.dataDir, "rm-state"));
+    this.scheduler = new Scheduler(
+      new StockSchedulerPolicy(),
+      { reserveFraction: this.options.reserveFraction, maxAllocationsPerHeartbeat: 0 },
+      (appId) => this.newContainerId(appId),
+    );
+  }
+
+  /** Current lifecycle state. */
+  get state(): DaemonState {
+    return this.stateValue;
+  }
+
+  /** host:port the daemon serves on (valid once started). */
+  get address(): string {
+    return `${this.options.host}:${this.boundPort}`;
+  }
+
+  /** Opens the store, recovers applications, binds the server; resolves once serving. */
+  async start(): Promise<void> {
+    if (this.stateValue !== "new") throw new Error(`resource manager cannot start from state ${this.stateValue}`);
+    this.stateValue = "starting";
+    await mkdir(this.options.dataDir, { recursive: true });
+    await mkdir(this.options.stagingDir, { recursive: true });
+    await this.store.open();
+    this.epoch = this.clock.nowMs();
+    this.clusterTs = await this.store.clusterTimestamp(this.epoch);
+    await this.recover();
+    const proto = loadHarvestProto();
+    this.server.addService(proto.ResourceTracker.service, { NodeChannel: (s: NodeStream) => this.onNodeStream(s) });
+    this.server.addService(proto.ApplicationMasterService.service, {
+      RegisterApplicationMaster: unary((req: { appId: string; attempt: number; maxConcurrency: number }) => this.registerAm(req)),
+      Allocate: unary((req) => this.allocate(req as never)),
+      FinishApplicationMaster: unary((req) => this.finishAm(req as never)),
+    });
+    this.server.addService(proto.ApplicationClientService.service, {
+      SubmitApplication: unary((req: { dagJson: string; user: string }) => this.submit(req.dagJson, req.user)),
+      GetApplication: unary((req: { appId: string }) => this.report(this.getApp(req.appId))),
+      ListApplications: unary((req: { states: string[] }) => this.listApps(req.states)),
+      KillApplication: unary((req: { appId: string }) => this.killApp(req.appId)),
+      GetClusterNodes: unary(() => ({ nodes: [...this.nodes.values()].map((n) => this.nodeReport(n)) })),
+      GetJobHistory: unary(async (req: { name: string; limit: number }) => ({ entries: await this.store.history(req.name, req.limit) })),
+    });
+    this.boundPort = await bindServer(this.server, this.options.host, this.options.port);
+    this.monitorTimer = setInterval(() => this.monitor(), this.options.monitorIntervalMs);
+    this.stateValue = "running";
+    this.log.info("resource manager serving", { address: this.address, policy: this.scheduler.policy.name, recoveredApps: this.apps.size });
+  }
+
+  /** Stops serving and closes the store; idempotent. */
+  async stop(): Promise<void> {
+    if (this.stateValue === "stopped" || this.stateValue === "stopping") return;
+    this.stateValue = "stopping";
+    if (this.monitorTimer) clearInterval(this.monitorTimer);
+    for (const n of this.nodes.values()) n.stream?.end();
+    await shutdownServer(this.server, 1_000);
+    for (const c of this.nmClients.values()) c.close();
+    await this.store.close().catch(() => undefined);
+    this.stateValue = "stopped";
+  }
+
+  // ---------------------------------------------------------------------------------------------- node managers
+
+  private onNodeStream(stream: NodeStream): void {
+    let nodeId: string | undefined;
+    stream.on("data", (msg: NodeToRmOutput) => {
+      try {
+        if (msg.register) {
+          nodeId = this.registerNode(msg.register, stream);
+        } else if (msg.heartbeat) {
+          if (!nodeId || this.nodes.get(nodeId)?.stream !== stream) {
+            throw new HarvestError("NODE_NOT_REGISTERED", "send RegisterNode before heartbeats on a node stream");
+          }
+          this.onHeartbeat(nodeId, msg.heartbeat);
+        } else {
+          throw new HarvestError("INVALID_ARGUMENT", "node message carries neither register nor heartbeat");
+        }
+      } catch (err) {
+        this.log.warn("bad node message; closing the stream", { nodeId, error: errorMessage(err) });
+        stream.emit("error", toServiceError(err));
+      }
+    });
+    const detach = (): void => {
+      const entry = nodeId ? this.nodes.get(nodeId) : undefined;
+      if (entry && entry.stream === stream) entry.stream = undefined;
+    };
+    stream.on("end", () => {
+      detach();
+      stream.end();
+    });
+    stream.on("error", detach);
+    stream.on("cancelled", detach);
+  }
+
+  private registerNode(reg: RegisterNodeOutput, stream: NodeStream): string {
+    const nodeId = reg.nodeId;
+    const capacity = fromWire(reg.capacity);
+    if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(nodeId)) throw new HarvestError("INVALID_ARGUMENT", `bad node id ${JSON.stringify(nodeId)}`, { details: { field: "nodeId" } });
+    if (!(capacity.vcoresMilli > 0 && capacity.memoryMb > 0)) throw new HarvestError("INVALID_ARGUMENT", "node capacity must be positive", { details: { field: "capacity" } });
+    if (!reg.nmAddress) throw new HarvestError("INVALID_ARGUMENT", "node registration needs nmAddress", { details: { field: "nmAddress" } });
+    const now = this.clock.nowMs();
+    const existing = this.nodes.get(nodeId);
+    if (existing?.stream && existing.stream !== stream) existing.stream.end();
+    const entry: NodeEntry = {
+      nodeId,
+      nmAddress: reg.nmAddress,
+      rack: reg.rack || "/default-rack",
+      capacity,
+      primaryUsage: existing?.primaryUsage ?? { vcoresMilli: 0, memoryMb: 0 },
+      primarySource: reg.primarySource,
+      lastHeartbeatMs: now,
+      state: "RUNNING",
+      stream,
+      pendingKills: existing?.pendingKills ?? new Map(),
+    };
+    if (existing && existing.nmAddress !== reg.nmAddress) this.dropClient(existing.nmAddress);
+    this.nodes.set(nodeId, entry);
+    this.scheduler.addNode(nodeId, capacity, entry.rack);
+    // Containers the node still runs: keep those of live attempts we granted, kill the rest.
+    for (const st of reg.containers) {
+      if (st.state === "COMPLETE") continue;
+      if (!this.scheduler.allocation(st.containerId)) {
+        const app = this.apps.get(st.appId);
+        if (app && !isTerminal(app.record.state) && this.belongsToAttempt(st.containerId, app)) {
+          this.scheduler.adopt({ containerId: st.containerId, appId: st.appId, nodeId, priority: 0, resource: fromWire(st.resource) });
+        } else {
+          entry.pendingKills.set(st.containerId, "RELEASED");
+        }
+      }
+    }
+    stream.write({ registered: { nodeId, heartbeatIntervalMs: this.options.heartbeatIntervalMs, rmEpoch: this.epoch } });
+    this.log.info(existing ? "node re-registered" : "node registered", { nodeId, nmAddress: reg.nmAddress, capacity, primary: reg.primarySource });
+    return nodeId;
+  }
+
+  private onHeartbeat(nodeId: string, hb: NodeHeartbeatOutput): void {
+    const node = this.nodes.get(nodeId);
+    if (!node) return;
+    node.lastHeartbeatMs = this.clock.nowMs();
+    node.primaryUsage = fromWire(hb.primaryUsage);
+    this.scheduler.updatePrimaryUsage(nodeId, node.primaryUsage);
+    const recorded: string[] = [];
+    for (const st of hb.containers) {
+      this.launchPending.delete(st.containerId);
+      if (st.state === "COMPLETE") {
+        recorded.push(st.containerId);
+        const alloc = this.scheduler.release(st.containerId);
+        if (alloc) this.onContainerCompleted(alloc, { ...st, nodeId });
+      } else if (!this.scheduler.allocation(st.containerId)) {
+        node.pendingKills.set(st.containerId, "RELEASED");
+      }
+    }
+    for (const alloc of this.scheduler.allocateOnNode(nodeId)) this.onAllocated(alloc, node);
+    const kills = [...node.pendingKills].map(([containerId, cause]) => ({ containerId, cause }));
+    node.pendingKills.clear();
+    node.stream?.write({ ack: { seq: hb.seq, containersToKill: kills, completedRecorded: recorded } });
+  }
+
+  private markNodeLost(node: NodeEntry): void {
+    node.state = "LOST";
+    node.stream?.end();
+    node.stream = undefined;
+    const lost = this.scheduler.removeNode(node.nodeId);
+    this.log.warn("node lost: no heartbeat within the expiry", { nodeId: node.nodeId, containersLost: lost.length });
+    for (const alloc of lost) {
+      this.launchPending.delete(alloc.containerId);
+      this.onContainerCompleted(alloc, {
+        containerId: alloc.containerId,
+        appId: alloc.appId,
+        nodeId: alloc.nodeId,
+        state: "COMPLETE",
+        cause: "LOST",
+        exitCode: -1,
+        diagnostics: `node ${node.nodeId} lost (no heartbeat for ${this.options.nodeExpiryMs} ms)`,
+        resource: alloc.resource,
+        finishedMs: this.clock.nowMs(),
+      });
+    }
+  }
+
+  private monitor(): void {
+    const now = this.clock.nowMs();
+    for (const node of this.nodes.values()) {
+      if (node.state === "RUNNING" && now - node.lastHeartbeatMs > this.options.nodeExpiryMs) this.markNodeLost(node);
+    }
+    for (const [containerId, grantedMs] of this.launchPending) {
+      if (now - grantedMs <= this.options.containerLaunchExpiryMs) continue;
+      this.launchPending.delete(containerId);
+      const alloc = this.scheduler.release(containerId);
+      if (!alloc) continue;
+      this.nodes.get(alloc.nodeId)?.pendingKills.set(containerId, "RELEASED");
+      this.onContainerCompleted(alloc, {
+        containerId,
+        appId: alloc.appId,
+        nodeId: alloc.nodeId,
+        state: "COMPLETE",
+        cause: "RELEASED",
+        exitCode: -1,
+        diagnostics: `not launched within ${this.options.containerLaunchExpiryMs} ms`,
+        resource: alloc.resource,
+      });
+    }
+    for (const app of this.apps.values()) {
+      if (app.record.state === "RUNNING" && now - app.lastAmContactMs > this.options.amExpiryMs) {
+        this.log.warn("job manager silent past its expiry", { appId: app.record.appId, attempt: app.record.attempt });
+        this.amAttemptEnded(app, "FAILED", `job manager sent no heartbeat for ${this.options.amExpiryMs} ms`);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------- containers
+
+  private newContainerId(appId: string): string {
+    const app = this.apps.get(appId);
+    return formatContainerId(this.epoch, app?.record.seq ?? 0, app?.record.attempt ?? 0, ++this.containerSeq);
+  }
+
+  private belongsToAttempt(containerId: string, app: AppRuntime): boolean {
+    const parts = containerId.split("_");
+    return Number(parts[2]) === app.record.seq && Number(parts[3]) === app.record.attempt;
+  }
+
+  private onAllocated(alloc: Allocation, node: NodeEntry): void {
+    const app = this.apps.get(alloc.appId);
+    if (!app || isTerminal(app.record.state)) {
+      this.scheduler.release(alloc.containerId);
+      return;
+    }
+    this.launchPending.set(alloc.containerId, this.clock.nowMs());
+    const container: ContainerOutput = {
+      id: alloc.containerId,
+      nodeId: node.nodeId,
+      nmAddress: node.nmAddress,
+      resource: alloc.resource,
+      priority: alloc.priority,
+      token: signContainer(this.options.secret, { containerId: alloc.containerId, appId: alloc.appId, nodeId: node.nodeId, resource: alloc.resource }),
+    };
+    this.trackRef(app, { containerId: alloc.containerId, nodeId: node.nodeId, nmAddress: node.nmAddress, isAm: alloc.priority === AM_PRIORITY, state: "ALLOCATED" });
+    if (alloc.priority === AM_PRIORITY) {
+      app.amContainerId = alloc.containerId;
+      void this.launchAm(app, container);
+    } else {
+      app.delivery.push(container);
+    }
+  }
+
+  private async launchAm(app: AppRuntime, container: ContainerOutput): Promise<void> {
+    const { appId, attempt } = app.record;
+    const env: Record<string, string> = {
+      HARVEST_HOME: packageRoot(),
+      HARVEST_APP_ID: appId,
+      HARVEST_ATTEMPT: String(attempt),
+      HARVEST_RM_ADDRESS: this.address,
+      HARVEST_STAGING_DIR: this.options.stagingDir,
+      HARVEST_DAG_FILE: join(this.options.stagingDir, appId, "dag.json"),
+    };
+    try {
+      const client = this.nmClient(container.nmAddress);
+      await call(client, client.startContainer, { container, appId, argv: this.options.jobManagerCommand, env, isAm: true });
+      this.log.info("job manager launched", { appId, attempt, containerId: container.id, nodeId: container.nodeId });
+    } catch (err) {
+      this.log.warn("could not launch the job manager", { appId, attempt, error: errorMessage(err) });
+      const alloc = this.scheduler.release(container.id);
+      this.launchPending.delete(container.id);
+      if (alloc && app.amContainerId === container.id) this.amAttemptEnded(app, "FAILED", `job manager launch failed: ${errorMessage(err)}`);
+    }
+  }
+
+  private onContainerCompleted(alloc: Allocation, st: ContainerStatus): void {
+    const app = this.apps.get(alloc.appId);
+    if (!app) return;
+    const ref = app.containers.get(alloc.containerId);
+    if (ref) {
+      ref.state = "COMPLETE";
+      ref.cause = st.cause ?? "EXIT_CAUSE_UNSPECIFIED";
+    }
+    if (isTerminal(app.record.state)) {
+      if (app.amContainerId === alloc.containerId) this.scheduler.removeApp(alloc.appId);
+      return;
+    }
+    if (app.amContainerId === alloc.containerId) {
+      this.amAttemptEnded(app, (st.cause ?? "FAILED") as ExitCauseOutput, st.diagnostics || `job manager container exited with code ${st.exitCode ?? "?"}`);
+    } else {
+      app.completed.push(st);
+    }
+  }
+
+  private nmClient(address: string): ContainerManagerClient {
+    let c = this.nmClients.get(address);
+    if (!c) {
+      c = makeClient(loadHarvestProto().ContainerManager, address);
+      this.nmClients.set(address, c);
+    }
+    return c;
+  }
+
+  private dropClient(address: string): void {
+    this.nmClients.get(address)?.close();
+    this.nmClients.delete(address);
+  }
+
+  private trackRef(app: AppRuntime, ref: ContainerRef): void {
+    if (app.containers.size >= MAX_CONTAINER_REFS) {
+      const oldest = app.containers.keys().next().value;
+      if (oldest !== undefined) app.containers.delete(oldest);
+    }
+    app.containers.set(ref.containerId ?? "", ref);
+  }
+
+  /** Releases every container of an application (except, optionally, its job manager) and tells the nodes to kill them. */
+  private releaseAll(app: AppRuntime, cause: ExitCauseOutput, keepAm: boolean): void {
+    const ids = [...app.containers.keys()];
+    for (const id of ids) {
+      if (keepAm && id === app.amContainerId) continue;
+      const alloc = this.scheduler.release(id);
+      this.launchPending.delete(id);
+      if (alloc) this.nodes.get(alloc.nodeId)?.pendingKills.set(id, cause);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------- applications
+
+  private async recover(): Promise<void> {
+    for (const record of await this.store.loadApps()) {
+      const app = this.newRuntime(record);
+      this.apps.set(record.appId, app);
+      if (isTerminal(record.state)) continue;
+      // A resource manager restart is not the job manager's fault: start a new attempt without counting a failure.
+      this.scheduler.addApp(record.appId, record.seq);
+      await this.startAttempt(app, "resource manager restarted");
+    }
+  }
+
+  private newRuntime(record: AppRecord): AppRuntime {
+    return { record, amContainerId: undefined, registered: false, lastAmContactMs: 0, delivery: [], completed: [], progress: undefined, containers: new Map() };
+  }
+
+  private async submit(dagJson: string, user: string): Promise<{ appId: string }> {
+    const max = this.scheduler.maxNodeCapacity();
+    const dag = parseDag(dagJson, {
+      maxParallelism: this.options.maxParallelism,
+      ...(max.vcoresMilli > 0 ? { maxResource: max } : {}),
+    });
+    const seq = await this.store.nextAppSeq();
+    const appId = formatAppId(this.clusterTs, seq);
+    const record: AppRecord = {
+      appId,
+      seq,
+      name: dag.name,
+      user: user || "unknown",
+      dagJson,
+      state: "ACCEPTED",
+      outcome: "JOB_OUTCOME_UNSPECIFIED",
+      diagnostics: "waiting for a container for the job manager",
+      submitMs: this.clock.nowMs(),
+      startMs: 0,
+      finishMs: 0,
+      attempt: 1,
+      failedAttempts: 0,
+      maxConcurrency: 0,
+    };
+    // The job manager reads its DAG from the staging directory (as YARN's job files); both writes precede the reply.
+    const jobDir = join(this.options.stagingDir, appId);
+    await mkdir(jobDir, { recursive: true });
+    await writeFileDurably(join(jobDir, "dag.json"), dagJson);
+    await this.store.putApp(record);
+    const app = this.newRuntime(record);
+    this.apps.set(appId, app);
+    this.scheduler.addApp(appId, seq);
+    this.scheduler.setAsks(appId, [{ priority: AM_PRIORITY, resource: this.options.amResource, count: 1 }]);
+    this.log.info("application submitted", { appId, name: dag.name, user: record.user, vertices: dag.vertices.length });
+    return { appId };
+  }
+
+  /** Ends the current job-manager attempt; starts another or fails the job. */
+  private amAttemptEnded(app: AppRuntime, cause: ExitCauseOutput, diagnostics: string): void {
+    if (isTerminal(app.record.state)) return;
+    // Preemption by a primary tenant and a lost node are not the job manager's failures (YARN does the same).
+    const countsAsFailure = cause !== "PREEMPTED_BY_PRIMARY" && cause !== "LOST";
+    if (countsAsFailure) app.record.failedAttempts += 1;
+    if (app.amContainerId) {
+      const alloc = this.scheduler.release(app.amContainerId);
+      if (alloc) this.nodes.get(alloc.nodeId)?.pendingKills.set(app.amContainerId, "RELEASED");
+    }
+    const attemptsLeft = app.record.failedAttempts < this.options.maxAmAttempts && app.record.attempt < this.options.maxAmAttempts + 8;
+    this.log.warn("job manager attempt ended", { appId: app.record.appId, attempt: app.record.attempt, cause, diagnostics, failedAttempts: app.record.failedAttempts });
+    if (!attemptsLeft) {
+      void this.finish(app, "FAILED", "JOB_FAILED", `job manager failed ${app.record.failedAttempts} time(s); last: ${diagnostics}`, undefined);
+      return;
+    }
+    void this.startAttempt(app, diagnostics).catch((err: unknown) => this.log.error("could not start a new attempt", { appId: app.record.appId, error: errorMessage(err) }));
+  }
+
+  private async startAttempt(app: AppRuntime, why: string): Promise<void> {
+    this.releaseAll(app, "RELEASED", false);
+    if (app.amContainerId || app.record.state === "RUNNING") app.record.attempt += 1;
+    app.record.state = "ACCEPTED";
+    app.record.diagnostics = `attempt ${app.record.attempt} waiting for a container (${why})`;
+    app.amContainerId = undefined;
+    app.registered = false;
+    app.delivery = [];
+    app.completed = [];
+    await this.store.putApp(app.record);
+    this.scheduler.setAsks(app.record.appId, [{ priority: AM_PRIORITY, resource: this.options.amResource, count: 1 }]);
+  }
+
+  private activeApp(appId: string, attempt: number): AppRuntime {
+    const app = this.getApp(appId);
+    if (app.record.attempt !== attempt) {
+      throw new HarvestError("APP_ATTEMPT_UNKNOWN", `attempt ${attempt} of ${appId} is not current (current: ${app.record.attempt}); this job manager must exit`);
+    }
+    return app;
+  }
+
+  private getApp(appId: string): AppRuntime {
+    parseAppId(appId);
+    const app = this.apps.get(appId);
+    if (!app) throw new HarvestError("APP_NOT_FOUND", `no application ${appId}; 'harvest job list' shows the known ones`, { details: { appId } });
+    return app;
+  }
+
+  private async registerAm(req: { appId: string; attempt: number; maxConcurrency: number }): Promise<object> {
+    const app = this.activeApp(req.appId, req.attempt);
+    if (isTerminal(app.record.state)) throw new HarvestError("APP_ALREADY_FINISHED", `${req.appId} already ended (${app.record.state})`);
+    app.registered = true;
+    app.lastAmContactMs = this.clock.nowMs();
+    app.record.state = "RUNNING";
+    app.record.diagnostics = "";
+    app.record.maxConcurrency = Math.max(0, Math.floor(req.maxConcurrency));
+    if (app.record.startMs === 0) app.record.startMs = this.clock.nowMs();
+    await this.store.putApp(app.record);
+    this.scheduler.setMaxConcurrency(req.appId, app.record.maxConcurrency);
+    this.log.info("job manager registered", { appId: req.appId, attempt: req.attempt, maxConcurrency: app.record.maxConcurrency });
+    return { dagJson: app.record.dagJson, maxResource: this.scheduler.maxNodeCapacity(), name: app.record.name };
+  }
+
+  private allocate(req: {
+    appId: string;
+    attempt: number;
+    asks: { priority: number; resource: { vcoresMilli: number; memoryMb: number } | null; count: number }[];
+    releases: string[];
+    progress: JobProgressOutput | null;
+  }): object {
+    const app = this.activeApp(req.appId, req.attempt);
+    if (isTerminal(app.record.state)) return { allocated: [], completed: [], shutdown: true };
+    if (!app.registered) throw new HarvestError("APP_ATTEMPT_UNKNOWN", "register the job manager before allocating");
+    app.lastAmContactMs = this.clock.nowMs();
+    const max = this.scheduler.maxNodeCapacity();
+    for (const [i, ask] of req.asks.entries()) {
+      const r = fromWire(ask.resource);
+      if (!Number.isInteger(ask.priority) || ask.priority < 0) throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].priority must be an integer >= 0`, { details: { field: `asks[${i}].priority` } });
+      if (!(r.vcoresMilli > 0 && r.memoryMb > 0)) throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].resource must be positive`, { details: { field: `asks[${i}].resource` } });
+      if (!fits(r, max)) throw new HarvestError("DAG_RESOURCES_TOO_LARGE", `asks[${i}] asks for more than any node has`, { details: { field: `asks[${i}].resource` } });
+      if (!(ask.count >= 0 && ask.count <= 1_000_000)) throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].count out of range`, { details: { field: `asks[${i}].count` } });
+    }
+    for (const id of req.releases) {
+      if (id === app.amContainerId) continue;
+      const alloc = this.scheduler.allocation(id);
+      if (!alloc || alloc.appId !== req.appId) continue;
+      this.scheduler.release(id);
+      this.launchPending.delete(id);
+      this.nodes.get(alloc.nodeId)?.pendingKills.set(id, "RELEASED");
+    }
+    const delivered = app.delivery;
+    app.delivery = [];
+    // The job manager counted its needs before seeing these containers: subtract them (asks are absolute).
+    const deliveredByPriority = new Map<number, number>();
+    for (const c of delivered) deliveredByPriority.set(c.priority, (deliveredByPriority.get(c.priority) ?? 0) + 1);
+    this.scheduler.setAsks(
+      req.appId,
+      req.asks.map((a) => ({ priority: a.priority, resource: fromWire(a.resource), count: Math.max(0, a.count - (deliveredByPriority.get(a.priority) ?? 0)) })),
+    );
+    if (req.progress) app.progress = req.progress;
+    const completed = app.completed;
+    app.completed = [];
+    return { allocated: delivered, completed, shutdown: false };
+  }
+
+  private async finishAm(req: { appId: string; attempt: number; outcome: string; diagnostics: string; progress: JobProgressOutput | null }): Promise<object> {
+    const app = this.activeApp(req.appId, req.attempt);
+    if (isTerminal(app.record.state)) return {};
+    const outcome = req.outcome === "JOB_SUCCEEDED" ? "JOB_SUCCEEDED" : req.outcome === "JOB_KILLED" ? "JOB_KILLED" : "JOB_FAILED";
+    const state: AppState = outcome === "JOB_SUCCEEDED" ? "FINISHED" : outcome === "JOB_KILLED" ? "KILLED" : "FAILED";
+    await this.finish(app, state, outcome, req.diagnostics, req.progress ?? undefined);
+    return {};
+  }
+
+  private async finish(app: AppRuntime, state: AppState, outcome: AppRecord["outcome"], diagnostics: string, progress: JobProgress | undefined): Promise<void> {
+    if (isTerminal(app.record.state)) return;
+    const now = this.clock.nowMs();
+    app.record.state = state;
+    app.record.outcome = outcome;
+    app.record.diagnostics = diagnostics;
+    app.record.finishMs = now;
+    if (progress) app.progress = progress;
+    const history: HistoryRecord = {
+      appId: app.record.appId,
+      name: app.record.name,
+      durationMs: now - app.record.submitMs,
+      outcome,
+      finishMs: now,
+      tasksRun: app.progress?.tasksRun ?? 0,
+      tasksPreempted: app.progress?.tasksPreempted ?? 0,
+    };
+    // Durable before anyone is told.
+    await this.store.finishApp(app.record, history);
+    const keepAm = state !== "KILLED" && app.amContainerId !== undefined;
+    this.releaseAll(app, state === "KILLED" ? "KILLED_BY_USER" : "RELEASED", keepAm);
+    if (!keepAm) this.scheduler.removeApp(app.record.appId);
+    else this.scheduler.setAsks(app.record.appId, []);
+    this.log.info("application ended", { appId: app.record.appId, state, outcome, durationMs: history.durationMs, diagnostics });
+  }
+
+  private async killApp(appId: string): Promise<{ state: string }> {
+    const app = this.getApp(appId);
+    if (!isTerminal(app.record.state)) await this.finish(app, "KILLED", "JOB_KILLED", "killed by user", undefined);
+    return { state: app.record.state };
+  }
+
+  private listApps(states: string[]): { apps: ApplicationReport[] } {
+    const wanted = new Set(states.map((s) => s.toUpperCase()));
+    const apps = [...this.apps.values()].filter((a) => wanted.size === 0 || wanted.has(a.record.state)).map((a) => this.report(a, false));
+    return { apps };
+  }
+
+  private report(app: AppRuntime, withContainers = true): ApplicationReport {
+    const r = app.record;
+    return {
+      appId: r.appId,
+      name: r.name,
+      user: r.user,
+      state: r.state,
+      outcome: r.outcome,
+      diagnostics: r.diagnostics,
+      submitMs: r.submitMs,
+      startMs: r.startMs,
+      finishMs: r.finishMs,
+      attempts: r.attempt,
+      progress: app.progress ?? null,
+      containers: withContainers ? [...app.containers.values()] : [],
+    };
+  }
+
+  private nodeReport(n: NodeEntry): NodeReport {
+    const view = this.scheduler.nodeView(n.nodeId);
+    return {
+      nodeId: n.nodeId,
+      nmAddress: n.nmAddress,
+      rack: n.rack,
+      state: n.state,
+      capacity: n.capacity,
+      primaryUsage: n.primaryUsage,
+      allocated: view?.allocated ?? { vcoresMilli: 0, memoryMb: 0 },
+      containers: view?.containers ?? 0,
+      lastHeartbeatMs: n.lastHeartbeatMs,
+      primarySource: n.primarySource,
+    };
+  }
+}
+
+/** Writes a file and fsyncs it before resolving. */
+async function writeFileDurably(path: string, data: string): Promise<void> {
+  const fh = await open(path, "w");
+  try {
+    await fh.writeFile(data);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+function isTerminal(state: AppState): boolean {
+  return state === "FINISHED" || state === "FAILED" || state === "KILLED";
+}

@@ -1,0 +1,321 @@
+/**
+ * The scheduler: pure bookkeeping of node capacity and application demand that hands out containers on node heartbeats.
+ * No I/O and no timers, so the daemon, the benchmarks and the simulator drive the very same code.
+ *
+ * Harvestable headroom of a node (seeds/004, section 4.1, made concrete):
+ *   capacity - primary usage - reserve - secondary already allocated
+ * The reserve (default 10 % of cores) is kept free so the primary tenant can grow a little before Harvest must yield.
+ */
+import { add, fits, sub, ZERO } from "../common/resource.js";
+import type { Resources } from "../common/resource.js";
+
+/** What a placement policy sees of a node. */
+export interface NodeView {
+  readonly nodeId: string;
+  readonly rack: string;
+  readonly capacity: Resources;
+  readonly primaryUsage: Resources;
+  readonly allocated: Resources;
+  /** capacity - primary - reserve - allocated, floored at zero. */
+  readonly headroom: Resources;
+  /** Secondary containers allocated on the node. */
+  readonly containers: number;
+}
+
+/** What a placement policy sees of an application that wants containers. */
+export interface AppView {
+  readonly appId: string;
+  /** Submission order: lower goes first under FIFO. */
+  readonly order: number;
+  /** Max concurrent containers from the DAG (seeds/004, section 4.1); 0 until the job manager registers. */
+  readonly maxConcurrency: number;
+}
+
+/**
+ * Where an application's containers may go. The stock policy (history-oblivious, what YARN made primary-aware does)
+ * allows every node with headroom; the history policy of the next issue restricts each job to its chosen classes.
+ */
+export interface SchedulerPolicy {
+  readonly name: string;
+  /** True when `app` may receive containers on `node`. */
+  allows(app: AppView, node: NodeView): boolean;
+}
+
+/** The history-oblivious baseline: any node with enough harvestable headroom, applications in FIFO order. */
+export class StockSchedulerPolicy implements SchedulerPolicy {
+  readonly name = "stock";
+  allows(): boolean {
+    return true;
+  }
+}
+
+/** One outstanding ask of an application at a priority. */
+export interface Ask {
+  priority: number;
+  resource: Resources;
+  count: number;
+}
+
+/** A container the scheduler granted. */
+export interface Allocation {
+  containerId: string;
+  appId: string;
+  nodeId: string;
+  priority: number;
+  resource: Resources;
+}
+
+/** Scheduler settings. */
+export interface SchedulerOptions {
+  /** Fraction of each node's cores kept free for its primary tenant. @default 0.1 */
+  reserveFraction: number;
+  /** At most this many containers granted per node heartbeat (0 = no limit). @default 0 */
+  maxAllocationsPerHeartbeat: number;
+}
+
+interface NodeState {
+  nodeId: string;
+  rack: string;
+  capacity: Resources;
+  primaryUsage: Resources;
+  allocated: Resources;
+  reserveMilli: number;
+  containers: Set<string>;
+}
+
+interface AppState extends AppView {
+  maxConcurrency: number;
+  /** Outstanding asks by priority. */
+  asks: Map<number, Ask>;
+  outstanding: number;
+  containers: Set<string>;
+}
+
+/** Pure scheduler state: nodes, applications, outstanding asks and live allocations. */
+export class Scheduler {
+  private readonly nodes = new Map<string, NodeState>();
+  private readonly apps = new Map<string, AppState>();
+  /** Apps with outstanding asks, kept in FIFO order (by `order`). */
+  private hungry: AppState[] = [];
+  private readonly allocations = new Map<string, Allocation>();
+
+  constructor(
+    readonly policy: SchedulerPolicy,
+    private readonly options: SchedulerOptions,
+    private readonly newContainerId: (appId: string) => string,
+  ) {}
+
+  /** Adds (or re-adds with new capacity) a node. */
+  addNode(nodeId: string, capacity: Resources, rack = "/default-rack"): void {
+    const existing = this.nodes.get(nodeId);
+    if (existing) {
+      existing.capacity = capacity;
+      existing.rack = rack;
+      existing.reserveMilli = Math.ceil(capacity.vcoresMilli * this.options.reserveFraction);
+      return;
+    }
+    this.nodes.set(nodeId, {
+      nodeId,
+      rack,
+      capacity,
+      primaryUsage: { ...ZERO },
+      allocated: { ...ZERO },
+      reserveMilli: Math.ceil(capacity.vcoresMilli * this.options.reserveFraction),
+      containers: new Set(),
+    });
+  }
+
+  /** Removes a node and returns the allocations that were on it (they are gone). */
+  removeNode(nodeId: string): Allocation[] {
+    const node = this.nodes.get(nodeId);
+    if (!node) return [];
+    const lost: Allocation[] = [];
+    for (const id of [...node.containers]) {
+      const alloc = this.release(id);
+      if (alloc) lost.push(alloc);
+    }
+    this.nodes.delete(nodeId);
+    return lost;
+  }
+
+  hasNode(nodeId: string): boolean {
+    return this.nodes.has(nodeId);
+  }
+
+  /** Records what the node's primary tenant uses now. */
+  updatePrimaryUsage(nodeId: string, usage: Resources): void {
+    const node = this.nodes.get(nodeId);
+    if (node) node.primaryUsage = usage;
+  }
+
+  /** A read-only view of one node. */
+  nodeView(nodeId: string): NodeView | undefined {
+    const node = this.nodes.get(nodeId);
+    return node ? this.view(node) : undefined;
+  }
+
+  /** The largest resource any node can hold (for DAG validation). */
+  maxNodeCapacity(): Resources {
+    let max: Resources = { ...ZERO };
+    for (const n of this.nodes.values()) {
+      max = { vcoresMilli: Math.max(max.vcoresMilli, n.capacity.vcoresMilli - n.reserveMilli), memoryMb: Math.max(max.memoryMb, n.capacity.memoryMb) };
+    }
+    return max;
+  }
+
+  /** Registers an application; `order` sets its FIFO position. */
+  addApp(appId: string, order: number): void {
+    if (this.apps.has(appId)) return;
+    this.apps.set(appId, { appId, order, maxConcurrency: 0, asks: new Map(), outstanding: 0, containers: new Set() });
+  }
+
+  /** Records the DAG's max concurrency, sent by the job manager at registration. */
+  setMaxConcurrency(appId: string, maxConcurrency: number): void {
+    const app = this.apps.get(appId);
+    if (app) app.maxConcurrency = maxConcurrency;
+  }
+
+  /** Removes an application, releasing every container it holds; returns those allocations. */
+  removeApp(appId: string): Allocation[] {
+    const app = this.apps.get(appId);
+    if (!app) return [];
+    const released: Allocation[] = [];
+    for (const id of [...app.containers]) {
+      const alloc = this.release(id);
+      if (alloc) released.push(alloc);
+    }
+    this.apps.delete(appId);
+    this.hungry = this.hungry.filter((a) => a !== app);
+    return released;
+  }
+
+  /** Replaces an application's outstanding asks (absolute counts per priority). */
+  setAsks(appId: string, asks: readonly Ask[]): void {
+    const app = this.apps.get(appId);
+    if (!app) return;
+    app.asks.clear();
+    let outstanding = 0;
+    for (const ask of asks) {
+      if (ask.count <= 0) continue;
+      const prev = app.asks.get(ask.priority);
+      if (prev) prev.count += ask.count;
+      else app.asks.set(ask.priority, { priority: ask.priority, resource: { ...ask.resource }, count: ask.count });
+      outstanding += ask.count;
+    }
+    app.outstanding = outstanding;
+    this.refreshHunger(app);
+  }
+
+  /** Outstanding container count of an application. */
+  outstanding(appId: string): number {
+    return this.apps.get(appId)?.outstanding ?? 0;
+  }
+
+  /**
+   * Grants containers on `nodeId` for its heartbeat: applications in FIFO order, asks by priority (lower first), while
+   * the node's harvestable headroom fits and the policy allows.
+   */
+  allocateOnNode(nodeId: string): Allocation[] {
+    const node = this.nodes.get(nodeId);
+    if (!node || this.hungry.length === 0) return [];
+    const granted: Allocation[] = [];
+    const limit = this.options.maxAllocationsPerHeartbeat || Number.POSITIVE_INFINITY;
+    let headroom = this.headroomOf(node);
+    let view: NodeView | undefined;
+    let emptied = false;
+    for (const app of this.hungry) {
+      if (granted.length >= limit || headroom.vcoresMilli <= 0) break;
+      view ??= this.view(node);
+      if (!this.policy.allows(app, view)) continue;
+      const priorities = [...app.asks.keys()].sort((a, b) => a - b);
+      for (const priority of priorities) {
+        const ask = app.asks.get(priority);
+        if (!ask) continue;
+        while (ask.count > 0 && granted.length < limit && fits(ask.resource, headroom)) {
+          const alloc: Allocation = { containerId: this.newContainerId(app.appId), appId: app.appId, nodeId, priority, resource: { ...ask.resource } };
+          this.track(alloc, node, app);
+          granted.push(alloc);
+          headroom = sub(headroom, ask.resource);
+          ask.count -= 1;
+          app.outstanding -= 1;
+          view = undefined;
+        }
+        if (ask.count === 0) app.asks.delete(priority);
+      }
+      if (app.outstanding === 0) emptied = true;
+    }
+    if (emptied) this.hungry = this.hungry.filter((a) => a.outstanding > 0);
+    return granted;
+  }
+
+  /**
+   * Records a container the resource manager did not grant in this run (a node re-registering with containers that
+   * survived a resource manager restart), so its resources count as allocated.
+   */
+  adopt(alloc: Allocation): void {
+    const node = this.nodes.get(alloc.nodeId);
+    if (!node || this.allocations.has(alloc.containerId)) return;
+    this.track(alloc, node, this.apps.get(alloc.appId));
+  }
+
+  /** Frees a container's resources; returns its allocation, or undefined if unknown (already released). */
+  release(containerId: string): Allocation | undefined {
+    const alloc = this.allocations.get(containerId);
+    if (!alloc) return undefined;
+    this.allocations.delete(containerId);
+    const node = this.nodes.get(alloc.nodeId);
+    if (node) {
+      node.allocated = sub(node.allocated, alloc.resource);
+      node.containers.delete(containerId);
+    }
+    this.apps.get(alloc.appId)?.containers.delete(containerId);
+    return alloc;
+  }
+
+  /** The live allocation of a container. */
+  allocation(containerId: string): Allocation | undefined {
+    return this.allocations.get(containerId);
+  }
+
+  /** Counts for status reports and benchmarks. */
+  stats(): { nodes: number; apps: number; hungryApps: number; containers: number } {
+    return { nodes: this.nodes.size, apps: this.apps.size, hungryApps: this.hungry.length, containers: this.allocations.size };
+  }
+
+  private track(alloc: Allocation, node: NodeState, app: AppState | undefined): void {
+    this.allocations.set(alloc.containerId, alloc);
+    node.allocated = add(node.allocated, alloc.resource);
+    node.containers.add(alloc.containerId);
+    app?.containers.add(alloc.containerId);
+  }
+
+  private headroomOf(node: NodeState): Resources {
+    const vcores = node.capacity.vcoresMilli - node.primaryUsage.vcoresMilli - node.reserveMilli - node.allocated.vcoresMilli;
+    const memory = node.capacity.memoryMb - node.primaryUsage.memoryMb - node.allocated.memoryMb;
+    return { vcoresMilli: Math.max(0, vcores), memoryMb: Math.max(0, memory) };
+  }
+
+  private view(node: NodeState): NodeView {
+    return {
+      nodeId: node.nodeId,
+      rack: node.rack,
+      capacity: node.capacity,
+      primaryUsage: node.primaryUsage,
+      allocated: node.allocated,
+      headroom: this.headroomOf(node),
+      containers: node.containers.size,
+    };
+  }
+
+  private refreshHunger(app: AppState): void {
+    const present = this.hungry.includes(app);
+    if (app.outstanding > 0 && !present) {
+      // Insert keeping FIFO order; appends are the common case.
+      let i = this.hungry.length;
+      while (i > 0 && (this.hungry[i - 1]?.order ?? 0) > app.order) i--;
+      this.hungry.splice(i, 0, app);
+    } else if (app.outstanding === 0 && present) {
+      this.hungry = this.hungry.filter((a) => a !== app);
+    }
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * The resource manager's durable state in LevelDB: applications (written before the client is answered), finished-job
+ * history, and the id counters. A restarted resource manager reads it back.
+ */
+import { Level } from "level";
+import type { JobOutcome } from "./types.js";
+
+// fsync before resolving (classic-level's WriteOptions.sync; the `level` facade's types leave it out).
+const DURABLE = { sync: true } as never;
+
+/** An application as persisted. */
+export interface AppRecord {
+  appId: string;
+  seq: number;
+  name: string;
+  user: string;
+  dagJson: string;
+  state: AppState;
+  outcome: JobOutcome;
+  diagnostics: string;
+  submitMs: number;
+  startMs: number;
+  finishMs: number;
+  /** The current (or last) attempt number, from 1. */
+  attempt: number;
+  /** Attempts that failed for real (not preempted, not lost, not a resource manager restart). */
+  failedAttempts: number;
+  maxConcurrency: number;
+}
+
+/** Application states, as YARN names them. */
+export type AppState = "ACCEPTED" | "RUNNING" | "FINISHED" | "FAILED" | "KILLED";
+
+/** A finished job in the history. */
+export interface HistoryRecord {
+  appId: string;
+  name: string;
+  durationMs: number;
+  outcome: JobOutcome;
+  finishMs: number;
+  tasksRun: number;
+  tasksPreempted: number;
+}
+
+/** LevelDB-backed store; every write resolves only once it is in the log. */
+export class RmStateStore {
+  private readonly db: Level<string, unknown>;
+
+  constructor(path: string) {
+    this.db = new Level<string, unknown>(path, { valueEncoding: "json" });
+  }
+
+  async open(): Promise<void> {
+    await this.db.open();
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+
+  /** The cluster timestamp (first start), created on first use. */
+  async clusterTimestamp(nowMs: number): Promise<number> {
+    const existing = (await this.db.get("meta!clusterTs")) as number | undefined;
+    if (existing !== undefined) return existing;
+    await this.db.put("meta!clusterTs", nowMs, DURABLE);
+    return nowMs;
+  }
+
+  /** Reserves the next application sequence number durably. */
+  async nextAppSeq(): Promise<number> {
+    const last = ((await this.db.get("meta!appSeq")) as number | undefined) ?? 0;
+    await this.db.put("meta!appSeq", last + 1, DURABLE);
+    return last + 1;
+  }
+
+  async putApp(app: AppRecord): Promise<void> {
+    await this.db.put(`app!${app.appId}`, app, DURABLE);
+  }
+
+  /** Writes the finished application and its history entry atomically. */
+  async finishApp(app: AppRecord, history: HistoryRecord): Promise<void> {
+    const ops: { type: "put"; key: string; value: unknown }[] = [
+      { type: "put", key: `app!${app.appId}`, value: app },
+      { type: "put", key: `hist!${String(history.finishMs).padStart(15, "0")}!${history.appId}`, value: history },
+    ];
+    await this.db.batch(ops, DURABLE);
+  }
+
+  async loadApps(): Promise<AppRecord[]> {
+    const apps: AppRecord[] = [];
+    for await (const value of this.db.values({ gt: "app!", lt: "app!\xff" })) apps.push(value as AppRecord);
+    return apps;
+  }
+
+  /** Finished jobs, newest first, optionally only those named `name`. */
+  async history(name: string, limit: number): Promise<HistoryRecord[]> {
+    const out: HistoryRecord[] = [];
+    for await (const value of this.db.values({ gt: "hist!", lt: "hist!\xff", reverse: true })) {
+      const h = value as HistoryRecord;
+      if (name && h.name !== name) continue;
+      out.push(h);
+      if (limit > 0 && out.length >= limit) break;
+    }
+    return out;
+  }
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Integration tests start real daemons and processes; on a 2-core machine they are steadier one file at a time.
+    fileParallelism: false,
+    reporters: ["default"],
+  },
+});
