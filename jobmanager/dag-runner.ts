@@ -146,6 +146,21 @@ export class DagRunner {
     if (!task) return { kind: "unknown" };
     this.byContainer.delete(containerId);
     task.containerId = undefined;
+    return this.apply(task, end, diagnostics, outputDir);
+  }
+
+  /**
+   * Replays an attempt end from a previous job-manager attempt's journal (Tez-style recovery): a task that succeeded
+   * keeps its output and is not re-run; counts carry over.
+   */
+  replay(vertex: string, index: number, end: AttemptEnd, diagnostics: string, outputDir?: string): EndVerdict {
+    const task = this.task(vertex, index);
+    if (!task || task.state === "SUCCEEDED") return { kind: "unknown" };
+    task.attempts += 1;
+    return this.apply(task, end, diagnostics, outputDir);
+  }
+
+  private apply(task: TaskRecord, end: AttemptEnd, diagnostics: string, outputDir: string | undefined): EndVerdict {
     task.lastDiagnostics = diagnostics;
     switch (end) {
       case "SUCCEEDED":
@@ -196,6 +211,11 @@ export class DagRunner {
   /** Why the job failed, once it has. */
   get failure(): string | undefined {
     return this.failedDiagnostics;
+  }
+
+  /** The task a container holds. */
+  taskOf(containerId: string): TaskRecord | undefined {
+    return this.byContainer.get(containerId);
   }
 
   /** Containers currently holding a task. */

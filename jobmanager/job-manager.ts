@@ -3,7 +3,7 @@
  * manager with the DAG's max concurrency, asks for containers every heartbeat, starts tasks on node managers, re-runs
  * tasks a primary tenant preempted, and reports the outcome into the resource manager's job history.
  */
-import { mkdir, readFile } from "node:fs/promises";
+import { access, appendFile, mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { maxConcurrency, parseDag, TASK_ENV, taskInputs, taskOutputs } from "../common/dag-spec.js";
 import type { DagSpec } from "../common/dag-spec.js";
@@ -49,6 +49,8 @@ export class JobManager {
   private readonly outputDirs = new Map<string, string>();
   private readonly launches = new Set<Promise<void>>();
   private killed = false;
+  private journal = "";
+  private journalWrites: Promise<void> = Promise.resolve();
 
   constructor(readonly options: JobManagerOptions) {
     this.rm = makeClient(loadHarvestProto().ApplicationMasterService, options.rmAddress);
@@ -61,6 +63,8 @@ export class JobManager {
     // one registration (seeds/004, section 4.1: the scheduler needs it to pick classes).
     this.dag = parseDag(await readFile(this.options.dagFile, "utf8"));
     this.runner = new DagRunner(this.dag, { maxTaskAttempts: this.options.maxTaskAttempts, maxLaunchFailures: 10 });
+    this.journal = join(this.options.stagingDir, appId, "journal.jsonl");
+    await this.recover();
     const concurrency = maxConcurrency(this.dag);
     try {
       await this.rmCall((c) => call(c, c.registerApplicationMaster, { appId, attempt, maxConcurrency: concurrency }));
@@ -142,9 +146,12 @@ export class JobManager {
   }
 
   private onCompleted(containerId: string, cause: AttemptEnd, diagnostics: string, exitCode: number): void {
-    const verdict = this.runner.ended(containerId, cause, diagnostics || `exit code ${exitCode}`, this.outputDirs.get(containerId));
+    const outputDir = this.outputDirs.get(containerId);
+    const taskBefore = this.runner.taskOf(containerId);
+    const verdict = this.runner.ended(containerId, cause, diagnostics || `exit code ${exitCode}`, outputDir);
     this.outputDirs.delete(containerId);
     if (verdict.kind === "unknown") return;
+    if (taskBefore) this.record({ vertex: taskBefore.vertex, index: taskBefore.index, end: cause, diagnostics, outputDir });
     const fields = { containerId, cause, diagnostics };
     if (verdict.kind === "retry") {
       if (cause === "PREEMPTED_BY_PRIMARY") this.log.info("task preempted by the primary tenant; re-running it (not a failure)", fields);
@@ -155,9 +162,46 @@ export class JobManager {
     }
   }
 
+  /**
+   * The recovery journal: one JSON line per ended attempt in the job's staging directory. A later job-manager attempt
+   * (after a primary tenant preempted this one, or its node was lost) replays it, so finished tasks are not re-run.
+   */
+  private record(entry: JournalEntry): void {
+    const line = JSON.stringify(entry) + "\n";
+    this.journalWrites = this.journalWrites
+      .then(() => appendFile(this.journal, line))
+      .catch((err: unknown) => this.log.warn("could not append to the recovery journal", { error: errorMessage(err) }));
+  }
+
+  private async recover(): Promise<void> {
+    let text: string;
+    try {
+      text = await readFile(this.journal, "utf8");
+    } catch {
+      return;
+    }
+    let replayed = 0;
+    for (const line of text.split("\n")) {
+      if (!line.trim()) continue;
+      let e: JournalEntry;
+      try {
+        e = JSON.parse(line) as JournalEntry;
+      } catch {
+        // A torn last line from a killed attempt: that attempt end is simply not recovered.
+        continue;
+      }
+      if (e.end === "SUCCEEDED" && !(e.outputDir && (await exists(e.outputDir)))) continue;
+      this.runner.replay(e.vertex, e.index, e.end, e.diagnostics, e.outputDir);
+      replayed++;
+    }
+    const done = this.runner.progress().reduce((a, v) => a + v.succeeded, 0);
+    this.log.info("recovered from the previous attempt's journal", { entries: replayed, tasksAlreadyDone: done });
+  }
+
   private async finish(outcome: "SUCCEEDED" | "FAILED" | "KILLED", diagnostics: string): Promise<JobManagerExit> {
     // Let in-flight launches settle so nothing is started after the job ends.
     await Promise.allSettled([...this.launches]);
+    await this.journalWrites;
     const wire = outcome === "SUCCEEDED" ? "JOB_SUCCEEDED" : outcome === "FAILED" ? "JOB_FAILED" : "JOB_KILLED";
     const progress = this.progress();
     await this.rmCall((c) => call(c, c.finishApplicationMaster, { appId: this.options.appId, attempt: this.options.attempt, outcome: wire, diagnostics, progress }));
@@ -218,6 +262,24 @@ export function jobManagerOptionsFromEnv(env: NodeJS.ProcessEnv): JobManagerOpti
     maxTaskAttempts: Number(env["HARVEST_MAX_TASK_ATTEMPTS"] ?? 4),
     rmRetryMs: Number(env["HARVEST_AM_RM_RETRY_MS"] ?? 60_000),
   };
+}
+
+/** One ended task attempt in the recovery journal. */
+interface JournalEntry {
+  vertex: string;
+  index: number;
+  end: AttemptEnd;
+  diagnostics: string;
+  outputDir: string | undefined;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function sleep(ms: number): Promise<void> {

@@ -24,6 +24,8 @@ export interface ResourceManagerOptions {
   amResource: Resources;
   /** Real failures of the job manager allowed before the job fails. @default 2 */
   maxAmAttempts: number;
+  /** Job-manager attempts preempted by a primary tenant or lost with their node before the job fails. @default 20 */
+  maxAmPreemptions: number;
   /** argv that starts a job manager inside its container. @default node dist/jobmanager/main.js */
   jobManagerCommand: string[];
   /** A granted container the node manager has not reported running within this time is released. @default 30000 */
@@ -51,6 +53,7 @@ export function resolveResourceManagerOptions(partial: Partial<ResourceManagerOp
     reserveFraction: 0.1,
     amResource: { vcoresMilli: 500, memoryMb: 256 },
     maxAmAttempts: 2,
+    maxAmPreemptions: 20,
     jobManagerCommand: [process.execPath, distEntry("jobmanager/main.js")],
     containerLaunchExpiryMs: 30_000,
     amExpiryMs: 30_000,
@@ -71,6 +74,7 @@ export function resolveResourceManagerOptions(partial: Partial<ResourceManagerOp
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");
   if (!(o.amResource.vcoresMilli > 0 && o.amResource.memoryMb > 0)) bad("amResource", "must be positive");
   if (!Number.isInteger(o.maxAmAttempts) || o.maxAmAttempts < 1) bad("maxAmAttempts", "must be an integer >= 1");
+  if (!Number.isInteger(o.maxAmPreemptions) || o.maxAmPreemptions < 0) bad("maxAmPreemptions", "must be an integer >= 0");
   if (o.jobManagerCommand.length === 0) bad("jobManagerCommand", "must not be empty");
   if (o.schedulerPolicy !== "stock") bad("schedulerPolicy", `must be "stock" (got ${JSON.stringify(o.schedulerPolicy)})`);
   if (!Number.isInteger(o.maxParallelism) || o.maxParallelism < 1) bad("maxParallelism", "must be an integer >= 1");

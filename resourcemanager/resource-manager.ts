@@ -481,10 +481,14 @@ export class ResourceManager {
       const alloc = this.scheduler.release(app.amContainerId);
       if (alloc) this.nodes.get(alloc.nodeId)?.pendingKills.set(app.amContainerId, "RELEASED");
     }
-    const attemptsLeft = app.record.failedAttempts < this.options.maxAmAttempts && app.record.attempt < this.options.maxAmAttempts + 8;
+    const preemptedOrLost = app.record.attempt - app.record.failedAttempts;
     this.log.warn("job manager attempt ended", { appId: app.record.appId, attempt: app.record.attempt, cause, diagnostics, failedAttempts: app.record.failedAttempts });
-    if (!attemptsLeft) {
-      void this.finish(app, "FAILED", "JOB_FAILED", `job manager failed ${app.record.failedAttempts} time(s); last: ${diagnostics}`, undefined);
+    if (app.record.failedAttempts >= this.options.maxAmAttempts) {
+      void this.finish(app, "FAILED", "JOB_FAILED", `job manager failed ${app.record.failedAttempts} time(s) (limit ${this.options.maxAmAttempts}); last: ${diagnostics}`, undefined);
+      return;
+    }
+    if (!countsAsFailure && preemptedOrLost > this.options.maxAmPreemptions) {
+      void this.finish(app, "FAILED", "JOB_FAILED", `job manager preempted or lost ${preemptedOrLost} times (limit ${this.options.maxAmPreemptions}); last: ${diagnostics}`, undefined);
       return;
     }
     void this.startAttempt(app, diagnostics).catch((err: unknown) => this.log.error("could not start a new attempt", { appId: app.record.appId, error: errorMessage(err) }));

@@ -1,0 +1,85 @@
+/** Human output of the `harvest` command: tables, durations and the live per-vertex progress display. */
+import { TERMINAL_STATES } from "../client/job-client.js";
+import type { JobClient, JobReport } from "../client/job-client.js";
+
+/** Formats rows as an aligned table with a header. */
+export function table(header: string[], rows: (string | number)[][]): string {
+  const cells = [header, ...rows.map((r) => r.map(String))];
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
+  return cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join("  ")).join("\n");
+}
+
+/** "1m 03.2s", "850 ms" */
+export function duration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)}s`;
+  const m = Math.floor(s / 60);
+  return `${m}m ${(s - m * 60).toFixed(1).padStart(4, "0")}s`;
+}
+
+/** A progress bar of `width` characters. */
+export function bar(done: number, total: number, width = 20): string {
+  const filled = total > 0 ? Math.round((done / total) * width) : 0;
+  return "[" + "#".repeat(filled) + ".".repeat(width - filled) + "]";
+}
+
+/** The lines of the live job display: one per vertex, then a summary line. */
+export function progressLines(r: JobReport, nowMs: number): string[] {
+  const lines: string[] = [];
+  const elapsed = r.startMs > 0 ? (r.finishMs > 0 ? r.finishMs : nowMs) - r.submitMs : nowMs - r.submitMs;
+  lines.push(`${r.appId}  ${r.name}  ${r.state}  ${duration(elapsed)}${r.attempts > 1 ? `  (job manager attempt ${r.attempts})` : ""}`);
+  const vertices = r.progress?.vertices ?? [];
+  const nameWidth = Math.max(6, ...vertices.map((v) => v.name.length));
+  for (const v of vertices) {
+    const extra = [v.running > 0 ? `${v.running} running` : "", v.preempted > 0 ? `${v.preempted} preempted` : "", v.lost > 0 ? `${v.lost} lost` : "", v.failedAttempts > 0 ? `${v.failedAttempts} failed` : ""]
+      .filter(Boolean)
+      .join(", ");
+    lines.push(`  ${v.name.padEnd(nameWidth)} ${bar(v.succeeded, v.total)} ${String(v.succeeded).padStart(4)}/${v.total}  ${v.state.padEnd(9)} ${extra}`);
+  }
+  if (vertices.length === 0) lines.push(`  ${r.diagnostics || "waiting for the job manager"}`);
+  return lines;
+}
+
+/** Redraws a block of lines in place on a terminal; appends when not a terminal and the text changed. */
+export class LiveDisplay {
+  private lastLines = 0;
+  private lastText = "";
+  constructor(private readonly out: NodeJS.WriteStream = process.stdout) {}
+
+  /** Shows `lines`; off a terminal they are printed only when `key` (default: the text) changed. */
+  update(lines: string[], key?: string): void {
+    const text = lines.join("\n");
+    const changeKey = key ?? text;
+    if (this.out.isTTY) {
+      if (this.lastLines > 0) this.out.write(`\x1b[${this.lastLines}F\x1b[J`);
+      this.out.write(text + "\n");
+      this.lastLines = lines.length;
+    } else if (changeKey !== this.lastText) {
+      this.out.write(text + "\n");
+    }
+    this.lastText = changeKey;
+  }
+}
+
+/** Polls a job to its end, redrawing the per-vertex display when `live`. */
+export async function follow(c: JobClient, appId: string, live: boolean, pollMs = 500): Promise<JobReport> {
+  const display = new LiveDisplay();
+  for (;;) {
+    const r = await c.status(appId);
+    if (live) display.update(progressLines(r, Date.now()), r.state + JSON.stringify(r.progress?.vertices ?? []));
+    if (TERMINAL_STATES.includes(r.state)) return r;
+    await new Promise((res) => setTimeout(res, pollMs));
+  }
+}
+
+/** The closing lines of a followed job. */
+export function outcomeText(r: JobReport): string {
+  const p = r.progress;
+  const lines = [
+    `${r.appId} ${r.state === "FINISHED" ? "succeeded" : r.state.toLowerCase()} in ${duration(r.finishMs - r.submitMs)}`,
+    `  tasks run ${p?.tasksRun ?? 0}, preempted by primary tenants and re-run ${p?.tasksPreempted ?? 0}, lost with a node ${p?.tasksLost ?? 0}, failed attempts ${p?.taskFailures ?? 0}, job-manager attempts ${r.attempts}`,
+  ];
+  if (r.diagnostics) lines.push(`  ${r.diagnostics}`);
+  return lines.join("\n");
+}

@@ -1,0 +1,289 @@
+#!/usr/bin/env node
+/**
+ * The `harvest` command. Every subcommand has --help, a human default output, --json for scripts, exit code 0 only on
+ * success, and errors that say what was wrong and what to do. Commands that talk to a cluster find it through --dir
+ * (default: $HARVEST_CLUSTER_DIR, then ~/.harvest/cluster), the directory `harvest cluster up` wrote.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { Command, Option } from "commander";
+import { JobClient } from "../client/job-client.js";
+import { errorMessage, HarvestError } from "../common/errors.js";
+import { distEntry } from "../common/paths.js";
+import { readCluster, resolveClusterDir, startCluster, stopCluster } from "./cluster.js";
+import { runDemo } from "./demo.js";
+import { duration, follow, outcomeText, progressLines, table } from "./format.js";
+import { choosePrimaries } from "./primary-traces.js";
+
+interface GlobalOpts {
+  dir?: string;
+  json?: boolean;
+}
+
+const program = new Command();
+program
+  .name("harvest")
+  .description("Harvest: run batch DAG jobs on spare cores of servers owned by primary tenants")
+  .showHelpAfterError("(run with --help for usage)")
+  .configureOutput({ outputError: (str, write) => write(str) });
+
+/** Adds the options every cluster-facing command takes. */
+function common(cmd: Command): Command {
+  return cmd.option("--dir <dir>", "cluster directory (default: $HARVEST_CLUSTER_DIR, then ~/.harvest/cluster)").option("--json", "machine-readable output");
+}
+
+function print(opts: GlobalOpts, json: unknown, human: () => string): void {
+  process.stdout.write((opts.json ? JSON.stringify(json, null, 2) : human()) + "\n");
+}
+
+function withClient<T>(opts: GlobalOpts, fn: (c: JobClient) => Promise<T>): Promise<T> {
+  const cluster = readCluster(resolveClusterDir(opts.dir));
+  const client = new JobClient(cluster.rm.address);
+  return fn(client).finally(() => client.close());
+}
+
+/** Runs an action, turning errors into a message, a hint and exit code 1. */
+function action<A extends unknown[]>(fn: (...args: A) => Promise<number | void>): (...args: A) => Promise<void> {
+  return async (...args: A) => {
+    const opts = (args.find((a) => a instanceof Command) as Command | undefined)?.opts<GlobalOpts>() ?? {};
+    try {
+      const code = await fn(...args);
+      process.exitCode = code ?? 0;
+    } catch (err) {
+      const code = err instanceof HarvestError ? err.code : "INTERNAL";
+      let message = errorMessage(err);
+      if (code === "UNAVAILABLE") message += "\n(is the cluster running? 'harvest cluster status' checks, 'harvest cluster up' starts one)";
+      if (opts.json) process.stdout.write(JSON.stringify({ error: { code, message, details: err instanceof HarvestError ? err.details : {} } }) + "\n");
+      else process.stderr.write(`harvest: ${message} [${code}]\n`);
+      process.exitCode = 1;
+    }
+  };
+}
+
+// ------------------------------------------------------------------------------------------------ cluster
+
+const cluster = program.command("cluster").description("start, inspect and stop a local cluster");
+
+common(cluster.command("up"))
+  .description("start a resource manager and N node managers on loopback, each server with its own primary tenant")
+  .option("--servers <n>", "number of servers (node managers)", "4")
+  .option("--primary <source>", "primary tenants: trace (real traces, or generated ones when ../shared/data is absent), trace:<file>, burn, burn:<file>, proc", "trace")
+  .option("--speed <x>", "trace replay speed (trace seconds per real second)", "60")
+  .option("--vcores <n>", "vcores per server", "4")
+  .option("--memory-mb <n>", "memory per server in MB", "4096")
+  .action(
+    action(async (o: GlobalOpts & { servers: string; primary: string; speed: string; vcores: string; memoryMb: string }) => {
+      const dir = resolveClusterDir(o.dir);
+      const servers = positiveInt(o.servers, "--servers");
+      const primaries = await choosePrimaries(o.primary, servers, dir);
+      const c = await startCluster({
+        dir,
+        primaries: primaries.map((p) => p.spec),
+        offsetsMs: primaries.map((p) => p.offsetMs),
+        speed: positiveNumber(o.speed, "--speed"),
+        vcores: positiveNumber(o.vcores, "--vcores"),
+        memoryMb: positiveInt(o.memoryMb, "--memory-mb"),
+        startTimeoutMs: 20_000,
+      });
+      print(o, c, () =>
+        [
+          `cluster up in ${dir}`,
+          `resource manager  ${c.rm.address}  (log ${c.rm.log})`,
+          ...c.nodes.map((n, i) => `${n.nodeId.padEnd(17)} ${n.address}  primary ${primaries[i]?.label ?? n.primary}`),
+          `next: harvest job submit <dag.json> --wait --dir ${dir}`,
+        ].join("\n"),
+      );
+    }),
+  );
+
+common(cluster.command("status"))
+  .description("show the resource manager and every node: capacity, primary usage, harvested allocations")
+  .action(
+    action(async (o: GlobalOpts) => {
+      const dir = resolveClusterDir(o.dir);
+      const desc = readCluster(dir);
+      const nodes = await withClient(o, (c) => c.nodes());
+      print(o, { dir, rm: desc.rm, nodes }, () =>
+        [
+          `cluster ${dir}  resource manager ${desc.rm.address}`,
+          table(
+            ["NODE", "STATE", "ADDRESS", "VCORES", "PRIMARY", "HARVESTED", "CONTAINERS", "PRIMARY SOURCE"],
+            nodes.map((n) => [
+              n.nodeId,
+              n.state,
+              n.nmAddress,
+              (n.capacity?.vcoresMilli ?? 0) / 1000,
+              ((n.primaryUsage?.vcoresMilli ?? 0) / 1000).toFixed(2),
+              ((n.allocated?.vcoresMilli ?? 0) / 1000).toFixed(2),
+              n.containers,
+              n.primarySource.length > 60 ? "…" + n.primarySource.slice(-59) : n.primarySource,
+            ]),
+          ),
+        ].join("\n"),
+      );
+    }),
+  );
+
+common(cluster.command("down"))
+  .description("stop every process 'cluster up' started in this directory (and nothing else)")
+  .action(
+    action(async (o: GlobalOpts) => {
+      const dir = resolveClusterDir(o.dir);
+      const { stopped } = await stopCluster(dir);
+      print(o, { dir, stopped }, () => `cluster in ${dir} stopped (${stopped} daemon process${stopped === 1 ? "" : "es"})`);
+    }),
+  );
+
+// ------------------------------------------------------------------------------------------------ job
+
+const job = program.command("job").description("submit and follow DAG jobs");
+
+common(job.command("submit <dag>"))
+  .description("submit a DAG job file (JSON); with --wait, follow it to the end and exit 0 only if it succeeded")
+  .option("--wait", "show live progress per vertex and wait for the outcome")
+  .action(
+    action(async (dagPath: string, o: GlobalOpts & { wait?: boolean }) => {
+      if (!existsSync(dagPath)) throw new HarvestError("INVALID_ARGUMENT", `no such DAG file: ${dagPath}`);
+      const dagJson = readFileSync(dagPath, "utf8");
+      return withClient(o, async (c) => {
+        const appId = await c.submit(dagJson);
+        if (!o.wait) {
+          print(o, { appId }, () => `submitted ${appId}\nfollow it: harvest job status ${appId}`);
+          return 0;
+        }
+        if (!o.json) process.stdout.write(`submitted ${appId}\n`);
+        const report = await follow(c, appId, !o.json);
+        print(o, report, () => outcomeText(report));
+        return report.state === "FINISHED" ? 0 : 1;
+      });
+    }),
+  );
+
+common(job.command("status <appId>"))
+  .description("show a job's state, per-vertex progress and containers")
+  .action(
+    action(async (appId: string, o: GlobalOpts) =>
+      withClient(o, async (c) => {
+        const r = await c.status(appId);
+        print(o, r, () =>
+          [
+            ...progressLines(r, Date.now()),
+            r.diagnostics ? `  diagnostics: ${r.diagnostics}` : "",
+            `  containers: ${r.containers.length} (${r.containers.filter((x) => x.cause === "PREEMPTED_BY_PRIMARY").length} preempted by a primary tenant)`,
+          ]
+            .filter(Boolean)
+            .join("\n"),
+        );
+      }),
+    ),
+  );
+
+common(job.command("list"))
+  .description("list jobs")
+  .option("--state <state...>", "only these states (ACCEPTED RUNNING FINISHED FAILED KILLED)")
+  .action(
+    action(async (o: GlobalOpts & { state?: string[] }) =>
+      withClient(o, async (c) => {
+        const apps = await c.list(o.state ?? []);
+        print(o, apps, () =>
+          apps.length === 0
+            ? "no jobs"
+            : table(
+                ["APP ID", "NAME", "STATE", "OUTCOME", "ELAPSED", "ATTEMPTS"],
+                apps.map((a) => [a.appId, a.name, a.state, a.outcome.replace("JOB_", "").replace("OUTCOME_UNSPECIFIED", "-"), duration((a.finishMs || Date.now()) - a.submitMs), a.attempts]),
+              ),
+        );
+      }),
+    ),
+  );
+
+common(job.command("kill <appId>"))
+  .description("kill a job and every container it holds")
+  .action(
+    action(async (appId: string, o: GlobalOpts) =>
+      withClient(o, async (c) => {
+        const state = await c.kill(appId);
+        print(o, { appId, state }, () => `${appId}: ${state}`);
+      }),
+    ),
+  );
+
+common(job.command("logs <appId>"))
+  .description("show a container's log (default: the job manager's stderr)")
+  .option("--container <id>", "container id (see 'harvest job status')")
+  .addOption(new Option("--stream <stream>", "which log").choices(["stdout", "stderr"]).default("stderr"))
+  .option("--tail <bytes>", "at most this many bytes from the end", "65536")
+  .action(
+    action(async (appId: string, o: GlobalOpts & { container?: string; stream: "stdout" | "stderr"; tail: string }) =>
+      withClient(o, async (c) => {
+        const report = await c.status(appId);
+        const id = o.container ?? [...report.containers].reverse().find((x) => x.isAm)?.containerId;
+        if (!id) throw new HarvestError("CONTAINER_NOT_FOUND", `${appId} has no job-manager container yet; try again once it runs`);
+        const text = await c.containerLog(appId, id, o.stream, positiveInt(o.tail, "--tail"));
+        print(o, { appId, containerId: id, stream: o.stream, text }, () => text.trimEnd());
+      }),
+    ),
+  );
+
+common(job.command("history"))
+  .description("finished jobs with their durations and outcomes (the input of job-length classification)")
+  .option("--name <name>", "only jobs with this name")
+  .option("--limit <n>", "at most this many", "50")
+  .action(
+    action(async (o: GlobalOpts & { name?: string; limit: string }) =>
+      withClient(o, async (c) => {
+        const entries = await c.history(o.name ?? "", positiveInt(o.limit, "--limit"));
+        print(o, entries, () =>
+          table(
+            ["APP ID", "NAME", "OUTCOME", "DURATION", "TASKS RUN", "PREEMPTED"],
+            entries.map((e) => [e.appId, e.name, e.outcome.replace("JOB_", ""), duration(e.durationMs), e.tasksRun, e.tasksPreempted]),
+          ),
+        );
+      }),
+    ),
+  );
+
+// ------------------------------------------------------------------------------------------------ demo, bench
+
+program
+  .command("demo")
+  .description("bring up a 4-server cluster whose primaries replay real (or generated) traces, run a DAG job through primary spikes, print a summary, tear down")
+  .option("--servers <n>", "number of servers", "4")
+  .option("--speed <x>", "trace replay speed", "600")
+  .option("--dir <dir>", "where the demo cluster lives (default: a new temporary directory)")
+  .option("--keep", "leave the cluster running afterwards")
+  .option("--json", "machine-readable summary")
+  .action(
+    action(async (o: { servers: string; speed: string; dir?: string; keep?: boolean; json?: boolean }) => {
+      const summary = await runDemo({ servers: positiveInt(o.servers, "--servers"), speed: positiveNumber(o.speed, "--speed"), ...(o.dir ? { dir: o.dir } : {}), keep: o.keep ?? false, json: o.json ?? false });
+      return summary.outcome === "FINISHED" ? 0 : 1;
+    }),
+  );
+
+program
+  .command("bench <name>")
+  .description("run a benchmark (yield, scheduler); the same as npm run bench -- <name>")
+  .allowUnknownOption()
+  .action((name: string, _o: unknown, cmd: Command) => {
+    const r = spawnSync(process.execPath, [distEntry("bench/run.js"), name, ...cmd.args.slice(1)], { stdio: "inherit" });
+    process.exitCode = r.status ?? 1;
+  });
+
+// ------------------------------------------------------------------------------------------------ helpers
+
+function positiveInt(v: string, flag: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new HarvestError("INVALID_ARGUMENT", `${flag} must be a positive integer (got ${JSON.stringify(v)})`);
+  return n;
+}
+
+function positiveNumber(v: string, flag: string): number {
+  const n = Number(v);
+  if (!(n > 0) || !Number.isFinite(n)) throw new HarvestError("INVALID_ARGUMENT", `${flag} must be a positive number (got ${JSON.stringify(v)})`);
+  return n;
+}
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  process.stderr.write(`harvest: ${errorMessage(err)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,100 @@
+/**
+ * Choosing the primary tenants of a local cluster: the `--primary` flag of `harvest cluster up` becomes one monitor
+ * spec per server. Real utilization series from `../shared/data` are used when that folder is there; a user's fresh
+ * clone falls back to traces from the project's own generator.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { HarvestError } from "../common/errors.js";
+import { sharedDataDir } from "../common/paths.js";
+import { generateDemoTraces } from "../common/trace-gen.js";
+import { readUtilizationFile } from "../common/trace-io.js";
+
+/** One server's primary tenant: its monitor spec and where its replay starts. */
+export interface PrimaryChoice {
+  spec: string;
+  offsetMs: number;
+  /** Where the trace comes from, for the demo's summary. */
+  label: string;
+}
+
+/**
+ * Real series paired so that a small cluster has both bursty and calm primary tenants (measured: Bitbrains VM 44 and
+ * NAB ec2 77c1ca burst to ~100 %, VM 9 is near-constant ~23 %, VM 288 is daily-periodic, fe7f93 is irregular).
+ */
+const REAL_SERIES = [
+  "bitbrains_rnd_2013-7/raw/44.csv",
+  "bitbrains_rnd_2013-7/raw/9.csv",
+  "nab_aws_cloudwatch/realAWSCloudwatch/ec2_cpu_utilization_77c1ca.csv",
+  "bitbrains_rnd_2013-7/raw/288.csv",
+  "nab_aws_cloudwatch/realAWSCloudwatch/ec2_cpu_utilization_fe7f93.csv",
+  "nab_aws_cloudwatch/realAWSCloudwatch/ec2_cpu_utilization_5f5533.csv",
+];
+
+/** Replay windows for demos: calm long enough for work to be placed, then a spike soon after. */
+export interface SpikeWindow {
+  /** Samples at the start that stay below `calmBelowPct`. @default 14 */
+  calmSteps: number;
+  calmBelowPct: number;
+  /** A sample at or above `spikePct` must come within this many steps after the calm lead-in. @default 36 */
+  spikeWithinSteps: number;
+  spikePct: number;
+}
+
+const DEFAULT_WINDOW: SpikeWindow = { calmSteps: 14, calmBelowPct: 50, spikeWithinSteps: 36, spikePct: 85 };
+
+/** The first sample index where `window` holds, or undefined. */
+export function findSpikeWindow(cpuPct: readonly number[], window: SpikeWindow = DEFAULT_WINDOW): number | undefined {
+  outer: for (let i = 0; i + window.calmSteps + window.spikeWithinSteps <= cpuPct.length; i++) {
+    for (let k = 0; k < window.calmSteps; k++) if ((cpuPct[i + k] ?? 0) >= window.calmBelowPct) continue outer;
+    for (let k = window.calmSteps; k < window.calmSteps + window.spikeWithinSteps; k++) if ((cpuPct[i + k] ?? 0) >= window.spikePct) return i;
+  }
+  return undefined;
+}
+
+/**
+ * Turns `--primary` into one choice per server:
+ * - `proc`: the real /proc monitor (right for one node manager per real server),
+ * - `trace:<file>` / `burn:<file>`: every server replays that file, spread apart in time,
+ * - `trace` / `burn` (no file): real series from ../shared/data when present, else generated traces in `<dir>/traces`.
+ * With `spiky`, each bursty series starts at a window where a spike follows a calm lead-in (for the demo).
+ */
+export async function choosePrimaries(flag: string, servers: number, clusterDir: string, opts: { spiky?: boolean; seed?: number } = {}): Promise<PrimaryChoice[]> {
+  if (flag === "proc") return Array.from({ length: servers }, () => ({ spec: "proc", offsetMs: 0, label: "proc (real /proc/stat)" }));
+  const m = /^(trace|burn)(?::(.+))?$/.exec(flag);
+  if (!m) throw new HarvestError("CONFIG_INVALID", `--primary must be proc, trace, burn, trace:<file> or burn:<file> (got ${JSON.stringify(flag)})`, { details: { field: "primary" } });
+  const kind = m[1] as "trace" | "burn";
+  const file = m[2];
+  if (file) {
+    if (!existsSync(file)) throw new HarvestError("CONFIG_INVALID", `--primary ${kind}:${file}: no such file`, { details: { field: "primary" } });
+    const series = await readUtilizationFile(file, undefined, { duplicateTimes: "merge" });
+    const spanMs = series.timesMs[series.timesMs.length - 1]! - series.timesMs[0]!;
+    return Array.from({ length: servers }, (_, i) => ({ spec: `${kind}:${file}`, offsetMs: Math.floor((spanMs * i) / servers), label: file }));
+  }
+  const shared = sharedDataDir();
+  const files = shared ? REAL_SERIES.map((f) => join(shared, f)).filter((f) => existsSync(f)) : [];
+  if (files.length === 0) {
+    const paths = await generateDemoTraces(join(clusterDir, "traces"), servers, opts.seed ?? 2016);
+    return paths.map((p) => ({ spec: `${kind}:${p}`, offsetMs: 0, label: `generated ${p.split("/").pop() ?? p}` }));
+  }
+  const out: PrimaryChoice[] = [];
+  for (let i = 0; i < servers; i++) {
+    const path = files[i % files.length]!;
+    let offsetMs = 0;
+    const series = await readUtilizationFile(path, undefined, { duplicateTimes: "merge" });
+    if (opts.spiky) {
+      // Later servers sharing a file take a later spike window, so that they are not in lockstep.
+      let from = 0;
+      for (let round = 0; round <= Math.floor(i / files.length); round++) {
+        const at = findSpikeWindow(series.cpuPct.slice(from));
+        if (at === undefined) break;
+        offsetMs = series.timesMs[from + at]! - series.timesMs[0]!;
+        from += at + DEFAULT_WINDOW.calmSteps + DEFAULT_WINDOW.spikeWithinSteps;
+      }
+    } else {
+      offsetMs = Math.floor(((series.timesMs[series.timesMs.length - 1]! - series.timesMs[0]!) * i) / servers);
+    }
+    out.push({ spec: `${kind}:${path}`, offsetMs, label: path.split("/").slice(-2).join("/") });
+  }
+  return out;
+}
