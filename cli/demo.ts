@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { JobClient } from "../client/job-client.js";
 import { packageRoot } from "../common/paths.js";
 import { startCluster, stopCluster } from "./cluster.js";
-import { duration, follow, outcomeText } from "./format.js";
+import { duration, follow, outcomeText, taskAttemptsRun } from "./format.js";
 import { choosePrimaries } from "./primary-traces.js";
 
 /** What the demo did. */
@@ -54,15 +54,15 @@ export async function runDemo(opts: { servers: number; speed: number; dir?: stri
     for (const c of report.containers) {
       if (c.cause === "PREEMPTED_BY_PRIMARY") preemptionsByServer[c.nodeId] = (preemptionsByServer[c.nodeId] ?? 0) + 1;
     }
-    const p = report.progress;
+    const t = report.taskContainers;
     const summary: DemoSummary = {
       appId,
       outcome: report.state,
       jobMs: report.finishMs - report.submitMs,
-      tasksRun: p?.tasksRun ?? 0,
-      tasksPreempted: p?.tasksPreempted ?? 0,
-      tasksLost: p?.tasksLost ?? 0,
-      taskFailures: p?.taskFailures ?? 0,
+      tasksRun: taskAttemptsRun(report),
+      tasksPreempted: t?.preempted ?? 0,
+      tasksLost: t?.lost ?? 0,
+      taskFailures: t?.failed ?? 0,
       jobManagerAttempts: report.attempts,
       preemptionsByServer,
       primaries: primaries.map((pr, i) => ({ server: `server-${i + 1}`, trace: pr.label })),

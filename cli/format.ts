@@ -73,12 +73,20 @@ export async function follow(c: JobClient, appId: string, live: boolean, pollMs 
   }
 }
 
-/** The closing lines of a followed job. */
+/** Task attempts that ran to an end (not containers given back unused). */
+export function taskAttemptsRun(r: JobReport): number {
+  const t = r.taskContainers;
+  return t ? t.succeeded + t.failed + t.preempted + t.lost : 0;
+}
+
+/** The closing lines of a followed job (counts from the resource manager, over every job-manager attempt). */
 export function outcomeText(r: JobReport): string {
-  const p = r.progress;
+  const t = r.taskContainers;
+  const am = r.amContainers;
   const lines = [
     `${r.appId} ${r.state === "FINISHED" ? "succeeded" : r.state.toLowerCase()} in ${duration(r.finishMs - r.submitMs)}`,
-    `  tasks run ${p?.tasksRun ?? 0}, preempted by primary tenants and re-run ${p?.tasksPreempted ?? 0}, lost with a node ${p?.tasksLost ?? 0}, failed attempts ${p?.taskFailures ?? 0}, job-manager attempts ${r.attempts}`,
+    `  task attempts run ${taskAttemptsRun(r)}: preempted by primary tenants and re-run ${t?.preempted ?? 0}, lost with a node ${t?.lost ?? 0}, failed ${t?.failed ?? 0}`,
+    `  job-manager attempts ${r.attempts} (${am?.preempted ?? 0} preempted, ${am?.lost ?? 0} lost, ${am?.failed ?? 0} failed)`,
   ];
   if (r.diagnostics) lines.push(`  ${r.diagnostics}`);
   return lines.join("\n");

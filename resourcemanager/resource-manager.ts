@@ -71,6 +71,22 @@ interface AppRuntime {
   completed: ContainerStatus[];
   progress: JobProgress | undefined;
   containers: Map<string, ContainerRef>;
+  taskCounts: ContainerCounts;
+  amCounts: ContainerCounts;
+}
+
+/** How an application's containers ended, counted over all its attempts. */
+interface ContainerCounts {
+  allocated: number;
+  succeeded: number;
+  failed: number;
+  preempted: number;
+  lost: number;
+  killed: number;
+}
+
+function zeroCounts(): ContainerCounts {
+  return { allocated: 0, succeeded: 0, failed: 0, preempted: 0, lost: 0, killed: 0 };
 }
 
 /** The resource manager daemon. */
@@ -245,8 +261,14 @@ export class ResourceManager {
         recorded.push(st.containerId);
         const alloc = this.scheduler.release(st.containerId);
         if (alloc) this.onContainerCompleted(alloc, { ...st, nodeId });
+        // Released earlier (job killed, container given back): still record how it ended.
+        else this.recordEnd(this.apps.get(st.appId), st.containerId, st.cause);
       } else if (!this.scheduler.allocation(st.containerId)) {
-        node.pendingKills.set(st.containerId, "RELEASED");
+        // Keep a more specific cause already queued (a user's kill).
+        if (!node.pendingKills.has(st.containerId)) node.pendingKills.set(st.containerId, "RELEASED");
+      } else {
+        const ref = this.apps.get(st.appId)?.containers.get(st.containerId);
+        if (ref && ref.state === "ALLOCATED") ref.state = "RUNNING";
       }
     }
     for (const alloc of this.scheduler.allocateOnNode(nodeId)) this.onAllocated(alloc, node);
@@ -335,6 +357,7 @@ export class ResourceManager {
       token: signContainer(this.options.secret, { containerId: alloc.containerId, appId: alloc.appId, nodeId: node.nodeId, resource: alloc.resource }),
     };
     this.trackRef(app, { containerId: alloc.containerId, nodeId: node.nodeId, nmAddress: node.nmAddress, isAm: alloc.priority === AM_PRIORITY, state: "ALLOCATED" });
+    (alloc.priority === AM_PRIORITY ? app.amCounts : app.taskCounts).allocated += 1;
     if (alloc.priority === AM_PRIORITY) {
       app.amContainerId = alloc.containerId;
       void this.launchAm(app, container);
@@ -368,11 +391,7 @@ export class ResourceManager {
   private onContainerCompleted(alloc: Allocation, st: ContainerStatus): void {
     const app = this.apps.get(alloc.appId);
     if (!app) return;
-    const ref = app.containers.get(alloc.containerId);
-    if (ref) {
-      ref.state = "COMPLETE";
-      ref.cause = st.cause ?? "EXIT_CAUSE_UNSPECIFIED";
-    }
+    this.recordEnd(app, alloc.containerId, (st.cause ?? "EXIT_CAUSE_UNSPECIFIED") as ExitCauseOutput);
     if (isTerminal(app.record.state)) {
       if (app.amContainerId === alloc.containerId) this.scheduler.removeApp(alloc.appId);
       return;
@@ -382,6 +401,22 @@ export class ResourceManager {
     } else {
       app.completed.push(st);
     }
+  }
+
+  /** Marks a container's reference complete and counts how it ended (once per container). */
+  private recordEnd(app: AppRuntime | undefined, containerId: string, cause: ExitCauseOutput): void {
+    const ref = app?.containers.get(containerId);
+    if (!app || !ref || ref.state === "COMPLETE") return;
+    // After a user's kill every container ends because of it, including a job manager that exits on its own.
+    if (app.record.state === "KILLED") cause = "KILLED_BY_USER";
+    ref.state = "COMPLETE";
+    ref.cause = cause;
+    const counts = ref.isAm ? app.amCounts : app.taskCounts;
+    if (cause === "SUCCEEDED") counts.succeeded++;
+    else if (cause === "FAILED") counts.failed++;
+    else if (cause === "PREEMPTED_BY_PRIMARY") counts.preempted++;
+    else if (cause === "LOST") counts.lost++;
+    else counts.killed++;
   }
 
   private nmClient(address: string): ContainerManagerClient {
@@ -431,7 +466,18 @@ export class ResourceManager {
   }
 
   private newRuntime(record: AppRecord): AppRuntime {
-    return { record, amContainerId: undefined, registered: false, lastAmContactMs: 0, delivery: [], completed: [], progress: undefined, containers: new Map() };
+    return {
+      record,
+      amContainerId: undefined,
+      registered: false,
+      lastAmContactMs: 0,
+      delivery: [],
+      completed: [],
+      progress: undefined,
+      containers: new Map(),
+      taskCounts: zeroCounts(),
+      amCounts: zeroCounts(),
+    };
   }
 
   private async submit(dagJson: string, user: string): Promise<{ appId: string }> {
@@ -641,6 +687,8 @@ export class ResourceManager {
       attempts: r.attempt,
       progress: app.progress ?? null,
       containers: withContainers ? [...app.containers.values()] : [],
+      taskContainers: app.taskCounts,
+      amContainers: app.amCounts,
     };
   }
 

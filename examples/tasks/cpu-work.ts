@@ -3,8 +3,10 @@
  * wrote, burns a given amount of CPU time in small slices, and writes small output files so data flows along every
  * edge. Options make deterministic failures for tests.
  *
- * Usage: cpu-work.js --seconds S [--output-kb K] [--fail-rate R] [--seed N] [--fail-once-marker FILE]
+ * Usage: cpu-work.js --seconds S [--hold-seconds H] [--output-kb K] [--fail-rate R] [--seed N] [--fail-once-marker FILE]
  *   --seconds           CPU seconds (user + system) to burn; a throttled container takes longer in wall time
+ *   --hold-seconds      then keep the container (sleeping) until H seconds of wall time have passed since start, so
+ *                       tests can have long-lived tasks without loading the machine
  *   --output-kb         size of each part file in KB (default 1)
  *   --fail-rate         fail (exit 3) when a hash of seed, vertex and task index falls below R (0..1); the same task
  *                       fails on every attempt, so a job with such a task fails
@@ -37,6 +39,7 @@ const SLICE_US = 10_000;
 async function main(): Promise<void> {
   const { options, positional } = parseArgs(process.argv.slice(2), [
     "seconds",
+    "hold-seconds",
     "output-kb",
     "fail-rate",
     "seed",
@@ -44,7 +47,9 @@ async function main(): Promise<void> {
   ]);
   if (positional.length > 0) throw new TaskError(`unexpected argument ${positional[0]}; see --seconds S`);
   if (!options.has("seconds")) throw new TaskError("--seconds S is required (CPU seconds to burn, 0 is allowed)");
+  const startedMs = Date.now();
   const seconds = numberOption(options, "seconds", 0);
+  const holdSeconds = numberOption(options, "hold-seconds", 0);
   const outputKb = numberOption(options, "output-kb", 1);
   const failRate = numberOption(options, "fail-rate", 0);
   const seed = numberOption(options, "seed", 0);
@@ -84,6 +89,8 @@ async function main(): Promise<void> {
   }
 
   const burntUs = await burnCpu(seconds * 1e6);
+  const holdMs = startedMs + holdSeconds * 1000 - Date.now();
+  if (holdMs > 0) await new Promise((resolve) => setTimeout(resolve, holdMs));
 
   const inputDigest = digest.digest("hex");
   const partitions = ctx.outputs.some((o) => o.edgeType === "scatter-gather") ? scatterPartitions(ctx.outputs) : 0;

@@ -1,0 +1,555 @@
+/**
+ * Scheduler throughput and heartbeat ingest.
+ *
+ * (1) Allocation: the pure Scheduler (stock policy, as the resource manager runs it) over `--nodes` simulated nodes of
+ *     16 vcores / 64 GB whose primary tenants use a random 0-50 % of the cores and 0-50 % of the memory (each node's
+ *     level jitters +-10 % of it per heartbeat). Applications arrive whenever fewer than DEMAND_CONTAINERS containers
+ *     are outstanding, each asking 10..500 containers of 1 vcore / 1 GB; every application re-sends its remaining
+ *     asks once per round, as a job manager's Allocate does. Node heartbeats come in round-robin order; at its
+ *     heartbeat a node first reports its containers that finished (each lives 1..`lifetime-rounds` of its node's
+ *     heartbeats), then updates its primary usage, then the scheduler grants on it: the resource manager's order of
+ *     work. Finished applications are removed. Runs for `--seconds` of wall time after a warm-up of
+ *     `lifetime-rounds` + 2 rounds.
+ *     Baseline in this process: the same workload on `--baseline-nodes` nodes, to show how throughput scales with
+ *     the cluster. Anchor: YARN's published > 40,000 allocations/s per scheduler (on far bigger hardware).
+ *     Heap: measured after full collections around building the node table and around the warm-up.
+ * (2) Heartbeat ingest: a real ResourceManager in this process on loopback; a helper process (node-swarm.js) opens
+ *     `--sim-nodes` NodeChannel streams (one HTTP/2 connection each unless `--nodes-per-connection`), registers each
+ *     node, then heartbeats open-loop at `--rate` heartbeats/s in total for `--seconds`, measuring heartbeat -> ack by
+ *     seq. The nodes are idle (no containers, no applications). Baseline in the same run: the same swarm against an
+ *     echo server (echo-tracker.js, a fresh process) that only answers: the gRPC transport floor.
+ *     Memory per idle node = (settled memory once every node registered - settled memory before) / nodes.
+ */
+import { mkdtemp, rm as removeDir } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import type { EventLoopUtilization } from "node:perf_hooks";
+import { formatAppId, formatContainerId } from "../common/ids.js";
+import { Logger } from "../common/log.js";
+import type { Resources } from "../common/resource.js";
+import { SeededRng } from "../common/rng.js";
+import { ResourceManager } from "../resourcemanager/resource-manager.js";
+import { Scheduler, StockSchedulerPolicy } from "../resourcemanager/scheduler.js";
+import type { Allocation } from "../resourcemanager/scheduler.js";
+import type { BenchDefinition, BenchReport } from "./definition.js";
+import { parseFlags } from "./flags.js";
+import type { FlagSpec, Flags } from "./flags.js";
+import { HelperProcess } from "./line-channel.js";
+import type { HelperMessage } from "./line-channel.js";
+import { canCollectGarbage, fmt, mib, ratio, settledMemory, table } from "./report.js";
+import type { MemorySnapshot, Summary } from "./report.js";
+
+const FLAGS = {
+  nodes: { kind: "int", default: 10_000, min: 1, help: "simulated nodes for the allocation run" },
+  "baseline-nodes": { kind: "int", default: 1_000, min: 1, help: "nodes of the allocation baseline run" },
+  seconds: { kind: "number", default: 10, min: 0.1, help: "measured wall seconds of each run" },
+  "lifetime-rounds": { kind: "int", default: 5, min: 1, help: "containers live 1..n heartbeats of their node" },
+  "sim-nodes": { kind: "int", default: 2_000, min: 1, help: "node managers the swarm simulates (streams)" },
+  rate: { kind: "number", default: 10_000, min: 1, help: "offered heartbeats/s in total" },
+  "nodes-per-connection": { kind: "int", default: 1, min: 1, help: "swarm streams sharing one HTTP/2 connection" },
+  part: { kind: "choice", default: "all", choices: ["all", "alloc", "ingest"], help: "which part to run" },
+  seed: { kind: "int", default: 1, min: 0, help: "seed of the simulated workload" },
+} as const satisfies Record<string, FlagSpec>;
+
+type SchedulerFlags = Flags<typeof FLAGS>;
+
+/** Anchor from YARN's published scheduler throughput (far bigger hardware); the target here, on one core. */
+const TARGET_ALLOCATIONS_PER_SEC = 40_000;
+const TARGET_HEARTBEATS_PER_SEC = 10_000;
+const TARGET_BYTES_PER_IDLE_NODE = 4 * 1024;
+const NODE_CAPACITY: Resources = { vcoresMilli: 16_000, memoryMb: 65_536 };
+const CONTAINER: Resources = { vcoresMilli: 1_000, memoryMb: 1_024 };
+/** New applications arrive whenever fewer containers than this are outstanding, so the scheduler always has work. */
+const DEMAND_CONTAINERS = 5_000;
+const EPOCH = 1_700_000_000_000;
+
+// ------------------------------------------------------------------------------------------------ (1) allocation
+
+/** What one allocation run measured. */
+interface AllocationResult {
+  nodes: number;
+  wallMs: number;
+  /** Time inside Scheduler calls (heartbeat handling and asks), a subset of wallMs. */
+  schedulerMs: number;
+  heartbeats: number;
+  allocations: number;
+  releases: number;
+  appsSubmitted: number;
+  appsFinished: number;
+  liveContainers: number;
+  hungryApps: number;
+  allocationsPerSec: number;
+  allocationsPerSchedulerSec: number;
+  heartbeatsPerSec: number;
+  heapNodeTableBytes: number;
+  heapLiveStateBytes: number;
+  liveContainersAtHeapCheck: number;
+}
+
+interface SimApp {
+  seq: number;
+  total: number;
+  granted: number;
+  released: number;
+}
+
+/** Drives the pure Scheduler with the workload described at the top of this file. */
+async function runAllocation(nodeCount: number, f: SchedulerFlags): Promise<AllocationResult> {
+  const rng = new SeededRng(f.seed);
+  const lifetimeRounds = f["lifetime-rounds"];
+  // Harness state first, so that the heap deltas below are the scheduler's.
+  const nodeIds = Array.from({ length: nodeCount }, (_, i) => `node-${String(i).padStart(5, "0")}`);
+  const basePrimaryMilli = Int32Array.from({ length: nodeCount }, () => rng.int(NODE_CAPACITY.vcoresMilli / 2));
+  const basePrimaryMb = Int32Array.from({ length: nodeCount }, () => rng.int(NODE_CAPACITY.memoryMb / 2));
+  const dueIds: string[][] = Array.from({ length: nodeCount }, () => []);
+  const dueRounds: number[][] = Array.from({ length: nodeCount }, () => []);
+  const apps = new Map<string, SimApp>();
+  const hungry = new Set<string>();
+  let containerSeq = 0;
+  let appSeq = 0;
+  let outstanding = 0;
+  let heartbeats = 0;
+  let allocations = 0;
+  let releases = 0;
+  let appsSubmitted = 0;
+  let appsFinished = 0;
+
+  const heap0 = await settledMemory();
+  // The resource manager's id generator looks the application up the same way.
+  const scheduler = new Scheduler(new StockSchedulerPolicy(), { reserveFraction: 0.1, maxAllocationsPerHeartbeat: 0 }, (appId) =>
+    formatContainerId(EPOCH, apps.get(appId)?.seq ?? 0, 1, ++containerSeq),
+  );
+  for (const id of nodeIds) scheduler.addNode(id, NODE_CAPACITY);
+  const heap1 = await settledMemory();
+
+  const submit = (): void => {
+    const seq = ++appSeq;
+    const appId = formatAppId(EPOCH, seq);
+    const total = 10 + rng.int(491);
+    apps.set(appId, { seq, total, granted: 0, released: 0 });
+    hungry.add(appId);
+    scheduler.addApp(appId, seq);
+    scheduler.setAsks(appId, [{ priority: 0, resource: CONTAINER, count: total }]);
+    outstanding += total;
+    appsSubmitted++;
+  };
+  const onReleased = (alloc: Allocation): void => {
+    releases++;
+    const app = apps.get(alloc.appId);
+    if (!app) return;
+    app.released++;
+    if (app.released === app.total) {
+      scheduler.removeApp(alloc.appId);
+      apps.delete(alloc.appId);
+      appsFinished++;
+    }
+  };
+  // One node heartbeat, in the resource manager's order: completions, primary usage, grants.
+  let schedulerMs = 0;
+  const heartbeat = (): void => {
+    const i = heartbeats % nodeCount;
+    const round = Math.floor(heartbeats / nodeCount);
+    const nodeId = nodeIds[i]!;
+    const ids = dueIds[i]!;
+    const due = dueRounds[i]!;
+    const t0 = performance.now();
+    if (i === 0) {
+      // Each job manager re-sends its remaining asks once a round (absolute counts, as Allocate does).
+      for (const appId of hungry) {
+        const app = apps.get(appId)!;
+        scheduler.setAsks(appId, [{ priority: 0, resource: CONTAINER, count: app.total - app.granted }]);
+      }
+    }
+    let kept = 0;
+    for (let q = 0; q < ids.length; q++) {
+      if (due[q]! <= round) {
+        const alloc = scheduler.release(ids[q]!);
+        if (alloc) onReleased(alloc);
+      } else {
+        ids[kept] = ids[q]!;
+        due[kept] = due[q]!;
+        kept++;
+      }
+    }
+    ids.length = kept;
+    due.length = kept;
+    const base = basePrimaryMilli[i]!;
+    const jitter = Math.round((rng.next() - 0.5) * 0.2 * base);
+    scheduler.updatePrimaryUsage(nodeId, { vcoresMilli: base + jitter, memoryMb: basePrimaryMb[i]! });
+    const granted = scheduler.allocateOnNode(nodeId);
+    for (const alloc of granted) {
+      ids.push(alloc.containerId);
+      due.push(round + 1 + rng.int(lifetimeRounds));
+      const app = apps.get(alloc.appId)!;
+      app.granted++;
+      if (app.granted === app.total) hungry.delete(alloc.appId);
+    }
+    allocations += granted.length;
+    outstanding -= granted.length;
+    while (outstanding < DEMAND_CONTAINERS) submit();
+    schedulerMs += performance.now() - t0;
+    heartbeats++;
+  };
+
+  // Warm-up: fill the cluster and let the JIT settle; not measured.
+  const warmupHeartbeats = (lifetimeRounds + 2) * nodeCount;
+  while (heartbeats < warmupHeartbeats) heartbeat();
+  const liveAtHeapCheck = scheduler.stats().containers;
+  const heap2 = await settledMemory();
+
+  const counts0 = { heartbeats, allocations, releases, appsSubmitted, appsFinished };
+  schedulerMs = 0;
+  const start = performance.now();
+  const deadline = start + f.seconds * 1000;
+  for (;;) {
+    for (let n = 0; n < 512; n++) heartbeat();
+    if (performance.now() >= deadline) break;
+  }
+  const wallMs = performance.now() - start;
+  const stats = scheduler.stats();
+  const allocated = allocations - counts0.allocations;
+  return {
+    nodes: nodeCount,
+    wallMs,
+    schedulerMs,
+    heartbeats: heartbeats - counts0.heartbeats,
+    allocations: allocated,
+    releases: releases - counts0.releases,
+    appsSubmitted: appsSubmitted - counts0.appsSubmitted,
+    appsFinished: appsFinished - counts0.appsFinished,
+    liveContainers: stats.containers,
+    hungryApps: stats.hungryApps,
+    allocationsPerSec: allocated / (wallMs / 1000),
+    allocationsPerSchedulerSec: allocated / (schedulerMs / 1000),
+    heartbeatsPerSec: (heartbeats - counts0.heartbeats) / (wallMs / 1000),
+    heapNodeTableBytes: heap1.heapUsedBytes - heap0.heapUsedBytes,
+    heapLiveStateBytes: heap2.heapUsedBytes - heap1.heapUsedBytes,
+    liveContainersAtHeapCheck: liveAtHeapCheck,
+  };
+}
+
+// ------------------------------------------------------------------------------------------------ (2) ingest
+
+/** Cumulative load figures of a server process. */
+interface LoadSnapshot {
+  cpuMs: number;
+  elu: EventLoopUtilization;
+  rssBytes: number;
+  heapUsedBytes: number;
+}
+
+/** A heartbeat server under test: the resource manager in this process, or the echo baseline in its own. */
+interface IngestServer {
+  readonly label: string;
+  readonly address: string;
+  /** Memory after full collections. */
+  memory(): Promise<MemorySnapshot>;
+  /** Cumulative CPU and event-loop use, and current memory (no collection). */
+  load(): Promise<LoadSnapshot>;
+  stop(): Promise<void>;
+}
+
+function localLoad(): LoadSnapshot {
+  const cpu = process.cpuUsage();
+  const m = process.memoryUsage();
+  return { cpuMs: (cpu.user + cpu.system) / 1000, elu: performance.eventLoopUtilization(), rssBytes: m.rss, heapUsedBytes: m.heapUsed };
+}
+
+async function startResourceManager(): Promise<IngestServer> {
+  const dir = await mkdtemp(join(tmpdir(), "harvest-bench-ingest-"));
+  // Node expiry is raised so that the first nodes registered are not expired while the rest register and the idle
+  // memory is measured (the swarm heartbeats only after that); it changes no per-heartbeat work.
+  const rm = new ResourceManager({ dataDir: dir, nodeExpiryMs: 120_000 }, { logger: new Logger("rm", "warn") });
+  await rm.start();
+  return {
+    label: "resource manager (this process)",
+    address: rm.address,
+    memory: settledMemory,
+    load: () => Promise.resolve(localLoad()),
+    stop: async () => {
+      await rm.stop();
+      await removeDir(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function startEchoServer(): Promise<IngestServer> {
+  const helper = new HelperProcess(fileURLToPath(new URL("./echo-tracker.js", import.meta.url)), [], ["--expose-gc"]);
+  const { address } = await helper.next<HelperMessage & { address: string }>("listening", 15_000);
+  return {
+    label: "echo server (baseline, own process)",
+    address,
+    memory: async () => {
+      helper.send("mem");
+      return helper.next<HelperMessage & MemorySnapshot>("mem", 15_000);
+    },
+    load: async () => {
+      helper.send("load");
+      return helper.next<HelperMessage & LoadSnapshot>("load", 15_000);
+    },
+    stop: async () => {
+      helper.send("stop");
+      await helper.close();
+    },
+  };
+}
+
+/** What the swarm reports at the end of its window. */
+interface SwarmResult extends HelperMessage {
+  nodes: number;
+  connections: number;
+  intervalMs: number;
+  windowMs: number;
+  sent: number;
+  acksInWindow: number;
+  acksAfterWindow: number;
+  unanswered: number;
+  streamErrors: number;
+  lastError: string;
+  maxSendLagMs: number;
+  latencyMs: Summary;
+  clientCpuMs: number;
+  clientEventLoopUtilization: number;
+}
+
+/** What one ingest run measured. */
+interface IngestResult {
+  server: string;
+  registerWallMs: number;
+  registerLatencyMs: Summary;
+  swarm: SwarmResult;
+  sentPerSec: number;
+  ackedPerSec: number;
+  serverCpuFraction: number;
+  serverEventLoopUtilization: number;
+  before: MemorySnapshot;
+  idle: MemorySnapshot;
+  after: MemorySnapshot;
+  peakRssBytes: number;
+  peakHeapBytes: number;
+  rssPerIdleNodeBytes: number;
+  heapPerIdleNodeBytes: number;
+  externalPerIdleNodeBytes: number;
+}
+
+async function runIngest(server: IngestServer, f: SchedulerFlags, progress: (line: string) => void): Promise<IngestResult> {
+  const before = await server.memory();
+  const swarm = new HelperProcess(fileURLToPath(new URL("./node-swarm.js", import.meta.url)), [
+    "--target",
+    server.address,
+    "--nodes",
+    String(f["sim-nodes"]),
+    "--rate",
+    String(f.rate),
+    "--seconds",
+    String(f.seconds),
+    "--per-connection",
+    String(f["nodes-per-connection"]),
+  ]);
+  try {
+    const registered = await swarm.next<HelperMessage & { registerWallMs: number; registerLatencyMs: Summary }>("registered", 180_000);
+    progress(`${server.label}: ${f["sim-nodes"]} nodes registered in ${fmt(registered.registerWallMs / 1000, 2)} s; heartbeating`);
+    const idle = await server.memory();
+    const load0 = await server.load();
+    swarm.send("go");
+    const windowEnd = Date.now() + f.seconds * 1000;
+    let peakRss = load0.rssBytes;
+    let peakHeap = load0.heapUsedBytes;
+    while (Date.now() < windowEnd) {
+      await sleep(Math.min(500, Math.max(0, windowEnd - Date.now())));
+      const l = await server.load();
+      peakRss = Math.max(peakRss, l.rssBytes);
+      peakHeap = Math.max(peakHeap, l.heapUsedBytes);
+    }
+    const load1 = await server.load();
+    const result = await swarm.next<SwarmResult>("result", 60_000);
+    const after = await server.memory();
+    const wallMs = load1.elu.idle + load1.elu.active - (load0.elu.idle + load0.elu.active);
+    const n = f["sim-nodes"];
+    return {
+      server: server.label,
+      registerWallMs: registered.registerWallMs,
+      registerLatencyMs: registered.registerLatencyMs,
+      swarm: result,
+      sentPerSec: result.sent / (result.windowMs / 1000),
+      ackedPerSec: result.acksInWindow / (result.windowMs / 1000),
+      serverCpuFraction: (load1.cpuMs - load0.cpuMs) / wallMs,
+      serverEventLoopUtilization: (load1.elu.active - load0.elu.active) / wallMs,
+      before,
+      idle,
+      after,
+      peakRssBytes: peakRss,
+      peakHeapBytes: peakHeap,
+      rssPerIdleNodeBytes: (idle.rssBytes - before.rssBytes) / n,
+      heapPerIdleNodeBytes: (idle.heapUsedBytes - before.heapUsedBytes) / n,
+      externalPerIdleNodeBytes: (idle.externalBytes - before.externalBytes) / n,
+    };
+  } finally {
+    swarm.send("stop");
+    await swarm.close();
+  }
+}
+
+// ------------------------------------------------------------------------------------------------ report
+
+function allocationLines(run: AllocationResult, base: AllocationResult | undefined, f: SchedulerFlags): string[] {
+  const row = (label: string, r: AllocationResult): string[] => [
+    label,
+    r.nodes.toLocaleString("en-US"),
+    fmt(r.heartbeatsPerSec, 0),
+    fmt(r.allocationsPerSec, 0),
+    fmt(r.allocationsPerSchedulerSec, 0),
+    fmt(r.allocations / r.heartbeats, 2),
+    r.liveContainers.toLocaleString("en-US"),
+    r.appsFinished.toLocaleString("en-US"),
+  ];
+  const rows = [row("this run", run)];
+  if (base) {
+    rows.push(row("baseline (smaller cluster)", base));
+    rows.push([
+      "ratio run / baseline",
+      "",
+      ratio(run.heartbeatsPerSec, base.heartbeatsPerSec),
+      ratio(run.allocationsPerSec, base.allocationsPerSec),
+      ratio(run.allocationsPerSchedulerSec, base.allocationsPerSchedulerSec),
+      "",
+      "",
+      "",
+    ]);
+  }
+  const perNode = run.heapNodeTableBytes / run.nodes;
+  const perContainer = run.heapLiveStateBytes / Math.max(1, run.liveContainersAtHeapCheck);
+  return [
+    `scheduler allocations: pure Scheduler (stock policy), ${fmt(f.seconds, 1)} s per run, one thread`,
+    `  nodes 16 vcores / 64 GB, primary 0-50 % random (+-10 % per heartbeat), reserve 10 %; apps ask 10..500 x 1 vcore / 1 GB;`,
+    `  containers live 1..${f["lifetime-rounds"]} heartbeats of their node; >= ${DEMAND_CONTAINERS.toLocaleString("en-US")} containers always outstanding`,
+    "",
+    ...table(["", "nodes", "heartbeats/s", "allocations/s", "allocs/s in scheduler", "allocs/hb", "live containers", "apps done"], rows),
+    "",
+    `allocations/s vs target ${TARGET_ALLOCATIONS_PER_SEC.toLocaleString("en-US")}/s (YARN's published figure, far bigger hardware): ${ratio(run.allocationsPerSec, TARGET_ALLOCATIONS_PER_SEC)} (${run.allocationsPerSec >= TARGET_ALLOCATIONS_PER_SEC ? "met" : "NOT met"})`,
+    `scheduler heap: node table ${mib(run.heapNodeTableBytes)} for ${run.nodes.toLocaleString("en-US")} nodes (${fmt(perNode, 0)} B/node, ids not counted);` +
+      ` live state +${mib(run.heapLiveStateBytes)} with ${run.liveContainersAtHeapCheck.toLocaleString("en-US")} containers (${fmt(perContainer, 0)} B/container, incl. apps and ~16 B/container of harness queues)`,
+    ...(canCollectGarbage() ? [] : ["  (no --expose-gc: heap figures include garbage)"]),
+  ];
+}
+
+function ingestLines(runs: IngestResult[], f: SchedulerFlags): string[] {
+  const rm = runs.find((r) => r.server.startsWith("resource manager"));
+  const echo = runs.find((r) => r.server.startsWith("echo"));
+  const conn = runs[0]?.swarm.connections ?? 0;
+  const row = (r: IngestResult): string[] => [
+    r.server,
+    fmt(r.sentPerSec, 0),
+    fmt(r.ackedPerSec, 0),
+    fmt(r.swarm.latencyMs.p50, 2),
+    fmt(r.swarm.latencyMs.p99, 2),
+    fmt(r.swarm.latencyMs.max, 1),
+    `${fmt(r.serverCpuFraction * 100, 0)} %`,
+    `${fmt(r.serverEventLoopUtilization * 100, 0)} %`,
+    `${fmt((r.swarm.clientCpuMs / r.swarm.windowMs) * 100, 0)} %`,
+    String(r.swarm.unanswered + r.swarm.streamErrors),
+  ];
+  const rows = runs.map(row);
+  if (rm && echo) {
+    rows.push([
+      "ratio RM / echo",
+      ratio(rm.sentPerSec, echo.sentPerSec),
+      ratio(rm.ackedPerSec, echo.ackedPerSec),
+      ratio(rm.swarm.latencyMs.p50, echo.swarm.latencyMs.p50),
+      ratio(rm.swarm.latencyMs.p99, echo.swarm.latencyMs.p99),
+      ratio(rm.swarm.latencyMs.max, echo.swarm.latencyMs.max),
+      ratio(rm.serverCpuFraction, echo.serverCpuFraction),
+      "",
+      "",
+      "",
+    ]);
+  }
+  const memRows = runs.map((r) => [
+    r.server,
+    fmt(r.rssPerIdleNodeBytes / 1024, 2),
+    fmt(r.heapPerIdleNodeBytes / 1024, 2),
+    fmt(r.externalPerIdleNodeBytes / 1024, 2),
+    mib(r.idle.rssBytes),
+    mib(r.idle.heapUsedBytes),
+    mib(r.peakRssBytes),
+    mib(r.peakHeapBytes),
+  ]);
+  if (rm && echo) {
+    memRows.push([
+      "RM's own (RM - echo)",
+      fmt((rm.rssPerIdleNodeBytes - echo.rssPerIdleNodeBytes) / 1024, 2),
+      fmt((rm.heapPerIdleNodeBytes - echo.heapPerIdleNodeBytes) / 1024, 2),
+      fmt((rm.externalPerIdleNodeBytes - echo.externalPerIdleNodeBytes) / 1024, 2),
+      "",
+      "",
+      "",
+      "",
+    ]);
+  }
+  const lines = [
+    `heartbeat ingest: ${f["sim-nodes"].toLocaleString("en-US")} NodeChannel streams over ${conn.toLocaleString("en-US")} connections from a helper process,` +
+      ` offered ${fmt(f.rate, 0)} heartbeats/s open-loop (every ${fmt(runs[0]?.swarm.intervalMs ?? 0, 0)} ms per node) for ${fmt(f.seconds, 1)} s; idle nodes`,
+    "",
+    ...table(["server", "sent/s", "acked/s", "p50 ms", "p99 ms", "max ms", "server CPU", "server loop", "swarm CPU", "lost"], rows),
+    "",
+    ...table(["memory per idle node", "RSS KiB", "heap KiB", "external KiB", "RSS idle", "heap idle", "RSS peak", "heap peak"], memRows),
+    "",
+  ];
+  if (rm) {
+    lines.push(
+      `RM sustained ${fmt(rm.ackedPerSec, 0)} heartbeats/s vs target ${TARGET_HEARTBEATS_PER_SEC.toLocaleString("en-US")}: ${rm.ackedPerSec >= TARGET_HEARTBEATS_PER_SEC * 0.99 ? "met" : "NOT met"}` +
+        `; memory per idle node ${fmt(rm.rssPerIdleNodeBytes / 1024, 2)} KiB RSS, ${fmt(rm.heapPerIdleNodeBytes / 1024, 2)} KiB heap vs target < ${TARGET_BYTES_PER_IDLE_NODE / 1024} KiB: ${Math.max(rm.rssPerIdleNodeBytes, rm.heapPerIdleNodeBytes) < TARGET_BYTES_PER_IDLE_NODE ? "met" : "NOT met"}`,
+    );
+    lines.push(
+      `RM after the run (settled): RSS ${mib(rm.after.rssBytes)}, heap ${mib(rm.after.heapUsedBytes)}; registration of ${f["sim-nodes"].toLocaleString("en-US")} nodes took ${fmt(rm.registerWallMs / 1000, 2)} s (p99 ${fmt(rm.registerLatencyMs.p99, 1)} ms each, ${100} in flight)`,
+    );
+    if (rm.swarm.streamErrors > 0) lines.push(`  stream errors: ${rm.swarm.streamErrors} (last: ${rm.swarm.lastError})`);
+  }
+  for (const r of runs) {
+    if (r.swarm.maxSendLagMs > 50) lines.push(`  note: the swarm fell up to ${fmt(r.swarm.maxSendLagMs, 0)} ms behind its schedule against the ${r.server.split(" (")[0]}`);
+  }
+  return lines;
+}
+
+async function run(argv: readonly string[], progress: (line: string) => void): Promise<BenchReport> {
+  const f = parseFlags(argv, FLAGS);
+  const load = loadavg();
+  const lines: string[] = [`machine load average before the run: ${load.map((x) => fmt(x, 2)).join(" ")}`, ""];
+  const result: Record<string, unknown> = { flags: f, loadAverage: load };
+  // Ingest first: the resource manager's memory is measured in a process not yet grown by the allocation runs.
+  if (f.part !== "alloc") {
+    const runs: IngestResult[] = [];
+    for (const start of [startResourceManager, startEchoServer]) {
+      const server = await start();
+      try {
+        runs.push(await runIngest(server, f, progress));
+      } finally {
+        await server.stop();
+      }
+    }
+    lines.push(...ingestLines(runs, f), "");
+    result["ingest"] = runs;
+  }
+  if (f.part !== "ingest") {
+    progress(`allocation: ${f.nodes} nodes for ${f.seconds} s`);
+    const main = await runAllocation(f.nodes, f);
+    let base: AllocationResult | undefined;
+    if (f["baseline-nodes"] !== f.nodes) {
+      progress(`allocation baseline: ${f["baseline-nodes"]} nodes for ${f.seconds} s`);
+      base = await runAllocation(f["baseline-nodes"], f);
+    }
+    lines.push(...allocationLines(main, base, f));
+    result["allocation"] = { run: main, baseline: base, targetPerSec: TARGET_ALLOCATIONS_PER_SEC };
+  }
+  return { lines, result };
+}
+
+/** `scheduler`: allocations/s of the pure scheduler and heartbeats/s the resource manager ingests over gRPC. */
+export const schedulerBench: BenchDefinition = {
+  name: "scheduler",
+  summary: "allocations/s of the pure scheduler; heartbeat ingest of a real RM from a node swarm",
+  flags: FLAGS,
+  run,
+};

@@ -1,0 +1,154 @@
+/**
+ * The compute path end to end with real processes on loopback: resource manager, node managers, job managers and tasks.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isHarvestError } from "../../common/errors.js";
+import { packageRoot } from "../../common/paths.js";
+import { killContainerLeftovers } from "../../cli/cluster.js";
+import { cpuVertex, findFiles, startTestCluster, traceSpec, waitFor } from "./harness.js";
+import type { TestCluster } from "./harness.js";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+
+describe("a cluster with idle primary tenants", () => {
+  let c: TestCluster;
+  let traces: string;
+  beforeAll(async () => {
+    traces = mkdtempSync(join(tmpdir(), "harvest-traces-"));
+    const idle = traceSpec(traces, "idle", 300, Array.from({ length: 100 }, () => 0));
+    c = await startTestCluster({ primaries: [idle, idle] });
+  });
+  afterAll(async () => {
+    await c?.stop();
+    rmSync(traces, { recursive: true, force: true });
+  });
+
+  it("runs a 3-vertex word-count DAG of real processes to a correct result and records it in the job history", async () => {
+    const dagJson = readFileSync(join(packageRoot(), "examples", "dags", "wordcount.json"), "utf8");
+    const appId = await c.client.submit(dagJson);
+    const r = await c.client.waitForCompletion(appId, undefined, 200);
+    expect(r.state).toBe("FINISHED");
+    expect(r.outcome).toBe("JOB_SUCCEEDED");
+    expect(r.progress?.vertices.map((v) => [v.name, v.succeeded])).toEqual([
+      ["map", 4],
+      ["reduce", 2],
+      ["merge", 1],
+    ]);
+
+    // The merged top 50 equals a direct count of the corpus.
+    const tops = findFiles(join(c.dir, "rm", "staging", appId, "merge"), "top.tsv");
+    expect(tops).toHaveLength(1);
+    const counts = new Map<string, number>();
+    const corpus = readFileSync(join(packageRoot(), "examples", "data", "corpus.txt"), "utf8").toLowerCase();
+    for (const w of corpus.match(/[\p{L}\p{N}]+/gu) ?? []) counts.set(w, (counts.get(w) ?? 0) + 1);
+    const expected = [...counts].sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1)).slice(0, 50);
+    const got = readFileSync(tops[0]!, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => l.split("\t"))
+      .map(([w, n]) => [w, Number(n)]);
+    expect(got).toEqual(expected);
+
+    const history = await c.client.history("wordcount");
+    expect(history.map((h) => [h.appId, h.outcome])).toContainEqual([appId, "JOB_SUCCEEDED"]);
+    expect(history.find((h) => h.appId === appId)?.durationMs).toBeGreaterThan(0);
+  });
+
+  it("rejects bad DAGs at submit with their error codes and creates no job", async () => {
+    const before = (await c.client.list()).length;
+    const cases: [string, string][] = [
+      ["{ not json", "DAG_MALFORMED_JSON"],
+      [JSON.stringify({ name: "cyc", vertices: [cpuVertex("a", 1), cpuVertex("b", 1)], edges: [{ from: "a", to: "b", type: "broadcast" }, { from: "b", to: "a", type: "broadcast" }] }), "DAG_CYCLE"],
+      [JSON.stringify({ name: "unk", vertices: [cpuVertex("a", 1)], edges: [{ from: "a", to: "zz", type: "broadcast" }] }), "DAG_UNKNOWN_VERTEX"],
+      [JSON.stringify({ name: "dup", vertices: [cpuVertex("a", 1), cpuVertex("a", 2)] }), "DAG_DUPLICATE_NAME"],
+      [JSON.stringify({ name: "par", vertices: [cpuVertex("a", 0)] }), "DAG_BAD_PARALLELISM"],
+      [JSON.stringify({ name: "big", vertices: [cpuVertex("a", 1, { vcores: 64 })] }), "DAG_RESOURCES_TOO_LARGE"],
+      [JSON.stringify({ name: "o2o", vertices: [cpuVertex("a", 2), cpuVertex("b", 3)], edges: [{ from: "a", to: "b", type: "one-to-one" }] }), "DAG_ONE_TO_ONE_MISMATCH"],
+    ];
+    for (const [dag, code] of cases) {
+      const err = await c.client.submit(dag).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isHarvestError(err) ? err.code : err, `submitting ${dag.slice(0, 40)}`).toBe(code);
+    }
+    expect((await c.client.list()).length).toBe(before);
+  });
+
+  it("kills a running job and all its containers", async () => {
+    const appId = await c.client.submit(JSON.stringify({ name: "to-kill", vertices: [cpuVertex("hold", 2, { holdSeconds: 60 })] }));
+    await waitFor(c.client, appId, (r) => r.containers.filter((x) => !x.isAm && x.state === "RUNNING").length === 2);
+    expect(await c.client.kill(appId)).toBe("KILLED");
+    const r = await c.client.status(appId);
+    expect(r.state).toBe("KILLED");
+    // Every container ends: the node managers report them complete.
+    const done = await waitFor(c.client, appId, (x) => x.containers.every((k) => k.state === "COMPLETE"), { timeoutMs: 20_000, stopOnEnd: false });
+    expect(done.containers.map((k) => k.cause).sort()).toEqual(["KILLED_BY_USER", "KILLED_BY_USER", "KILLED_BY_USER"]);
+    expect((await c.client.history("to-kill"))[0]?.outcome).toBe("JOB_KILLED");
+  });
+});
+
+describe("a primary tenant spike", () => {
+  let c: TestCluster;
+  let traces: string;
+  afterAll(async () => {
+    await c?.stop();
+    rmSync(traces, { recursive: true, force: true });
+  });
+
+  it("kills the secondary containers on its server and the job still completes, preempted tasks re-run, no failure counted", async () => {
+    traces = mkdtempSync(join(tmpdir(), "harvest-traces-"));
+    // One step per second at speed 60: idle for 8 s, the whole server for 5 s, then idle again.
+    const spiky = traceSpec(traces, "spiky", 60, [...Array<number>(8).fill(0), ...Array<number>(5).fill(100), ...Array<number>(200).fill(0)]);
+    const idle = traceSpec(traces, "idle", 60, Array<number>(200).fill(0));
+    c = await startTestCluster({ primaries: [spiky, idle], speed: 60 });
+    const appId = await c.client.submit(JSON.stringify({ name: "spiked", vertices: [cpuVertex("work", 6, { holdSeconds: 7 })] }));
+    const r = await c.client.waitForCompletion(appId, undefined, 250);
+    expect(r.state).toBe("FINISHED");
+    expect(r.taskContainers?.preempted).toBeGreaterThanOrEqual(1);
+    expect(r.taskContainers?.failed).toBe(0);
+    expect(r.progress?.taskFailures).toBe(0);
+    expect(r.progress?.vertices[0]?.succeeded).toBe(6);
+    const preempted = r.containers.filter((x) => x.cause === "PREEMPTED_BY_PRIMARY");
+    expect(preempted.length).toBeGreaterThanOrEqual(1);
+    // Only the spiking server's primary took cores back.
+    expect(new Set(preempted.map((x) => x.nodeId))).toEqual(new Set(["server-1"]));
+  });
+});
+
+describe("a node manager that dies", () => {
+  let c: TestCluster;
+  let traces: string;
+  afterAll(async () => {
+    await c?.stop();
+    rmSync(traces, { recursive: true, force: true });
+  });
+
+  it("has its containers reported lost after the expiry, and they re-run elsewhere without counting a failure", async () => {
+    traces = mkdtempSync(join(tmpdir(), "harvest-traces-"));
+    const idle = traceSpec(traces, "idle", 300, Array<number>(100).fill(0));
+    c = await startTestCluster({ primaries: [idle, idle, idle], rm: { nodeExpiryMs: 2_500, heartbeatIntervalMs: 500 } });
+    const appId = await c.client.submit(JSON.stringify({ name: "survivor", vertices: [cpuVertex("work", 6, { holdSeconds: 6 })] }));
+    const running = await waitFor(c.client, appId, (r) => r.containers.filter((x) => !x.isAm && x.state === "RUNNING").length === 6);
+    const amNode = running.containers.find((x) => x.isAm)?.nodeId;
+    const victimNode = running.containers.find((x) => !x.isAm && x.state === "RUNNING" && x.nodeId !== amNode)?.nodeId;
+    expect(victimNode).toBeDefined();
+    const victim = c.desc.nodes.find((n) => n.nodeId === victimNode)!;
+    // The server dies: its node manager and every process on it.
+    process.kill(victim.pid, "SIGKILL");
+    killContainerLeftovers(victim.dataDir);
+
+    const r = await c.client.waitForCompletion(appId, undefined, 250);
+    expect(r.state).toBe("FINISHED");
+    expect(r.taskContainers?.lost).toBeGreaterThanOrEqual(1);
+    expect(r.taskContainers?.failed).toBe(0);
+    expect(r.progress?.taskFailures).toBe(0);
+    const lost = r.containers.filter((x) => x.cause === "LOST");
+    expect(lost.length).toBeGreaterThanOrEqual(1);
+    expect(lost.every((x) => x.nodeId === victimNode)).toBe(true);
+    const nodes = await c.client.nodes();
+    expect(nodes.find((n) => n.nodeId === victimNode)?.state).toBe("LOST");
+  });
+});

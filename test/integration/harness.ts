@@ -1,0 +1,113 @@
+/**
+ * Test harness: real clusters of separate processes (resource manager, node managers, job managers, tasks) on loopback,
+ * through the same launcher `harvest cluster up` uses, in a temporary directory that is removed afterwards.
+ */
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { JobClient } from "../../client/job-client.js";
+import type { JobReport } from "../../client/job-client.js";
+import { distEntry } from "../../common/paths.js";
+import { startCluster, stopCluster } from "../../cli/cluster.js";
+import type { ClusterDescriptor } from "../../cli/cluster.js";
+
+/** A running test cluster. */
+export interface TestCluster {
+  dir: string;
+  desc: ClusterDescriptor;
+  client: JobClient;
+  stop(): Promise<void>;
+}
+
+/** Fails fast with a clear message when the build is missing (npm test builds first). */
+export function requireBuild(): void {
+  if (!existsSync(distEntry("resourcemanager/main.js"))) throw new Error("dist/ is missing: run 'npm run build' (npm test does it)");
+}
+
+/** Starts a cluster with one server per primary spec. */
+export async function startTestCluster(opts: {
+  primaries: string[];
+  speed?: number;
+  offsetsMs?: number[];
+  vcores?: number;
+  rm?: Record<string, unknown>;
+  nm?: Record<string, unknown>;
+}): Promise<TestCluster> {
+  requireBuild();
+  const dir = mkdtempSync(join(tmpdir(), "harvest-it-"));
+  const desc = await startCluster({
+    dir,
+    primaries: opts.primaries,
+    speed: opts.speed ?? 1,
+    offsetsMs: opts.offsetsMs ?? opts.primaries.map(() => 0),
+    vcores: opts.vcores ?? 4,
+    memoryMb: 4096,
+    startTimeoutMs: 30_000,
+    ...(opts.rm ? { rm: opts.rm } : {}),
+    ...(opts.nm ? { nm: opts.nm } : {}),
+  });
+  const client = new JobClient(desc.rm.address);
+  return {
+    dir,
+    desc,
+    client,
+    async stop() {
+      client.close();
+      await stopCluster(dir).catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Writes a plain `time_s,cpu_pct` trace with the given per-step values and returns `trace:<path>`. */
+export function traceSpec(dir: string, name: string, stepSec: number, cpuPct: number[]): string {
+  const path = join(dir, `${name}.csv`);
+  writeFileSync(path, "time_s,cpu_pct\n" + cpuPct.map((v, i) => `${i * stepSec},${v}`).join("\n") + "\n");
+  return `trace:${path}`;
+}
+
+/** A cpu-work vertex that burns `cpuSeconds` and then holds its container (asleep) until `holdSeconds` have passed. */
+export function cpuVertex(name: string, parallelism: number, opts: { cpuSeconds?: number; holdSeconds?: number; vcores?: number; extra?: string[] } = {}): object {
+  return {
+    name,
+    parallelism,
+    command: [
+      "node",
+      "${HARVEST_HOME}/dist/examples/tasks/cpu-work.js",
+      "--seconds",
+      String(opts.cpuSeconds ?? 0.05),
+      "--hold-seconds",
+      String(opts.holdSeconds ?? 0),
+      ...(opts.extra ?? []),
+    ],
+    resources: { vcores: opts.vcores ?? 1, memoryMb: 128 },
+  };
+}
+
+/** Polls a job until `pred` holds (or, unless `stopOnEnd` is false, the job ends); returns the last report. */
+export async function waitFor(
+  client: JobClient,
+  appId: string,
+  pred: (r: JobReport) => boolean,
+  opts: { timeoutMs?: number; stopOnEnd?: boolean } = {},
+): Promise<JobReport> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+  for (;;) {
+    const r = await client.status(appId);
+    if (pred(r) || ((opts.stopOnEnd ?? true) && ["FINISHED", "FAILED", "KILLED"].includes(r.state))) return r;
+    if (Date.now() > deadline) throw new Error(`timed out waiting on ${appId}: state ${r.state}, progress ${JSON.stringify(r.progress)}`);
+    await new Promise((res) => setTimeout(res, 200));
+  }
+}
+
+/** Files named `name` anywhere under `dir`. */
+export function findFiles(dir: string, name: string): string[] {
+  const out: string[] = [];
+  if (!existsSync(dir)) return out;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...findFiles(p, name));
+    else if (entry.name === name) out.push(p);
+  }
+  return out;
+}
