@@ -11,8 +11,13 @@
  * up to one yield tick (so the step lands uniformly within the tick), then the primary steps to a level that leaves
  * room only for the job manager's container (T0). For every container:
  *   released = min(the process has exited (gone or zombie),
- *                  the start of the first window of `window-ms` after T0 in which its threads gained < `quiet-cpu-ms`)
+ *                  the start of its final stretch in which every `window-ms` window gains < `quiet-cpu-ms`)
  *   release latency = released - T0 (includes waiting for the next yield tick)
+ * The defaults (under 5 ms of CPU per 50 ms, i.e. < 10 % of a core) sit above the floor a cgroup throttle leaves
+ * (1 ms quota per 100 ms period, which the kernel overruns by up to a 4 ms tick) and below a burning container's
+ * rate even on this oversubscribed 2-core machine; taking the final stretch rather than the first quiet window keeps
+ * scheduling stalls of a still-burning container (seen up to 30 ms here) from counting as releases. The start of a
+ * window can precede the actual stop by up to quiet-cpu-ms / burning rate (~7 ms).
  * CPU time is the sum over the process's threads of /proc/<pid>/task/<tid>/schedstat (ns run time), sampled every 2 ms,
  * the same reading in both modes, so the resolution is about one sampling interval.
  *
@@ -60,8 +65,8 @@ const FLAGS = {
   },
   "tick-ms": { kind: "int", default: 250, min: 10, help: "node manager yield tick (yieldTickMs)" },
   "grace-ms": { kind: "int", default: 250, min: 0, help: "SIGTERM-to-SIGKILL grace (killGraceMs)" },
-  "window-ms": { kind: "number", default: 20, min: 1, help: "release window: CPU gained within it must be small" },
-  "quiet-cpu-ms": { kind: "number", default: 1, min: 0.01, help: "CPU gained within a window that counts as released" },
+  "window-ms": { kind: "number", default: 50, min: 1, help: "release window length" },
+  "quiet-cpu-ms": { kind: "number", default: 5, min: 0.01, help: "CPU gained per window below which it is released" },
 } as const satisfies Record<string, FlagSpec>;
 
 type YieldFlags = Flags<typeof FLAGS>;
@@ -131,25 +136,32 @@ class CpuTrace {
   }
 
   /**
-   * When the CPU was released after `t0Ms`: the exit, or the start of the first reading window of `windowMs` that
-   * gained less than `quietCpuMs`, whichever is first; undefined when neither has been seen yet.
+   * When the CPU was released after `t0Ms`: the exit, or the start of the final stretch of readings in which every
+   * window of `windowMs` gains less than `quietCpuMs` (the container never again burns at that rate), whichever is
+   * first; undefined while the readings end inside a busy window. A stall of a still-burning container (CPU contention)
+   * is not a release: burning resumes after it, so it is not part of the final stretch.
    */
   releasedAt(t0Ms: number, windowMs: number, quietCpuMs: number): { atMs: number; how: "exit" | "quiet" } | undefined {
-    let quietAt: number | undefined;
+    const n = this.timesMs.length;
+    let lastBusy = -1;
+    let first = -1;
     let j = 0;
-    for (let i = 0; i < this.timesMs.length; i++) {
+    for (let i = 0; i < n; i++) {
       const t = this.timesMs[i] ?? 0;
       if (t < t0Ms) continue;
-      if (this.exitedAtMs !== undefined && t >= this.exitedAtMs) break;
+      if (first < 0) first = i;
       if (j < i) j = i;
-      while (j < this.timesMs.length && (this.timesMs[j] ?? 0) < t + windowMs) j++;
-      if (j >= this.timesMs.length) break;
-      if ((this.cpuMs[j] ?? 0) - (this.cpuMs[i] ?? 0) < quietCpuMs) {
-        quietAt = t;
+      while (j < n && (this.timesMs[j] ?? 0) < t + windowMs) j++;
+      // Past the last full window: after an exit the counter is frozen, so the rest is quiet; otherwise undecided.
+      if (j >= n) {
+        if (this.exitedAtMs === undefined) return undefined;
         break;
       }
+      if ((this.cpuMs[j] ?? 0) - (this.cpuMs[i] ?? 0) >= quietCpuMs) lastBusy = i;
     }
-    if (quietAt !== undefined && (this.exitedAtMs === undefined || quietAt < this.exitedAtMs)) return { atMs: quietAt, how: "quiet" };
+    if (first < 0) return undefined;
+    const stretchStart = this.timesMs[Math.max(first, lastBusy + 1)];
+    if (stretchStart !== undefined && (this.exitedAtMs === undefined || stretchStart < this.exitedAtMs)) return { atMs: stretchStart, how: "quiet" };
     if (this.exitedAtMs !== undefined) return { atMs: this.exitedAtMs, how: "exit" };
     return undefined;
   }
@@ -417,7 +429,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
   const head = [
     `yield latency: primary step -> secondary CPU released`,
     `  ${f.steps} steps x ${f.containers} containers (1 vcore each, task ${f.task}) per mode; yield tick ${f["tick-ms"]} ms, kill grace ${f["grace-ms"]} ms`,
-    `  released = process exited, or < ${f["quiet-cpu-ms"]} ms CPU gained over ${f["window-ms"]} ms (threads' schedstat, sampled every ${SAMPLE_INTERVAL_MS} ms)`,
+    `  released = process exited, or start of its final stretch gaining < ${f["quiet-cpu-ms"]} ms CPU per ${f["window-ms"]} ms (threads' schedstat, sampled every ${SAMPLE_INTERVAL_MS} ms)`,
     `  primary tenant: StepPrimaryMonitor (a model; a real primary's load cannot be produced here)`,
     "",
   ];

@@ -4,7 +4,12 @@ import { parseDag } from "../../common/dag-spec.js";
 import { DagRunner } from "../../jobmanager/dag-runner.js";
 
 function vertex(name: string, parallelism: number): Record<string, unknown> {
-  return { name, parallelism, command: ["node", "task.js"], resources: { vcores: 0.5, memoryMb: 128 } };
+  return {
+    name,
+    parallelism,
+    command: ["node", "task.js"],
+    resources: { vcores: 0.5, memoryMb: 128 },
+  };
 }
 
 /** map (3 tasks) -> reduce (2 tasks). */
@@ -138,7 +143,11 @@ describe("DagRunner attempt ends", () => {
     const runner = new DagRunner(mapReduce());
     const { index, verdict } = runOnce(runner, "map", "PREEMPTED_BY_PRIMARY");
     expect(verdict).toEqual({ kind: "retry", counted: false });
-    expect(runner.task("map", index)).toMatchObject({ state: "PENDING", failures: 0, preemptions: 1 });
+    expect(runner.task("map", index)).toMatchObject({
+      state: "PENDING",
+      failures: 0,
+      preemptions: 1,
+    });
     expect(asked(runner)).toEqual({ map: 3 });
   });
 
@@ -146,7 +155,11 @@ describe("DagRunner attempt ends", () => {
     const runner = new DagRunner(mapReduce());
     const { index, verdict } = runOnce(runner, "map", "LOST");
     expect(verdict).toEqual({ kind: "retry", counted: false });
-    expect(runner.task("map", index)).toMatchObject({ state: "PENDING", failures: 0, losses: 1 });
+    expect(runner.task("map", index)).toMatchObject({
+      state: "PENDING",
+      failures: 0,
+      losses: 1,
+    });
     expect(asked(runner)).toEqual({ map: 3 });
   });
 
@@ -154,7 +167,10 @@ describe("DagRunner attempt ends", () => {
     const runner = new DagRunner(mapReduce());
     const { index, verdict } = runOnce(runner, "map", "RELEASED");
     expect(verdict).toEqual({ kind: "retry", counted: false });
-    expect(runner.task("map", index)).toMatchObject({ state: "PENDING", failures: 0 });
+    expect(runner.task("map", index)).toMatchObject({
+      state: "PENDING",
+      failures: 0,
+    });
     expect(asked(runner)).toEqual({ map: 3 });
   });
 
@@ -173,14 +189,22 @@ describe("DagRunner attempt ends", () => {
     const runner = new DagRunner(mapReduce());
     const { index, verdict } = runOnce(runner, "map", "FAILED", "exit code 1");
     expect(verdict).toEqual({ kind: "retry", counted: true });
-    expect(runner.task("map", index)).toMatchObject({ state: "PENDING", failures: 1, lastDiagnostics: "exit code 1" });
+    expect(runner.task("map", index)).toMatchObject({
+      state: "PENDING",
+      failures: 1,
+      lastDiagnostics: "exit code 1",
+    });
     expect(asked(runner)).toEqual({ map: 3 });
   });
 
   it("fails the job on the fourth failure of one task, naming the task", () => {
     const dag = parseDag(JSON.stringify({ name: "one", vertices: [vertex("solo", 1)] }));
     const runner = new DagRunner(dag);
-    for (let i = 0; i < 3; i++) expect(runOnce(runner, "solo", "FAILED", `boom ${i}`).verdict).toEqual({ kind: "retry", counted: true });
+    for (let i = 0; i < 3; i++)
+      expect(runOnce(runner, "solo", "FAILED", `boom ${i}`).verdict).toEqual({
+        kind: "retry",
+        counted: true,
+      });
     expect(runner.failure).toBeUndefined();
     const { verdict } = runOnce(runner, "solo", "FAILED", "boom 3");
     expect(verdict.kind).toBe("job-failed");
@@ -206,7 +230,12 @@ describe("DagRunner attempt ends", () => {
   });
 
   it("asks for and assigns nothing more once the job has failed", () => {
-    const dag = parseDag(JSON.stringify({ name: "one", vertices: [vertex("solo", 1), vertex("other", 2)] }));
+    const dag = parseDag(
+      JSON.stringify({
+        name: "one",
+        vertices: [vertex("solo", 1), vertex("other", 2)],
+      }),
+    );
     const runner = new DagRunner(dag);
     for (let i = 0; i < 4; i++) runOnce(runner, "solo", "FAILED");
     expect(runner.asks()).toEqual([]);
@@ -214,7 +243,12 @@ describe("DagRunner attempt ends", () => {
   });
 
   it("keeps the first failure's diagnostics when a second task also exhausts its attempts", () => {
-    const dag = parseDag(JSON.stringify({ name: "two", vertices: [vertex("a", 1), vertex("b", 1)] }));
+    const dag = parseDag(
+      JSON.stringify({
+        name: "two",
+        vertices: [vertex("a", 1), vertex("b", 1)],
+      }),
+    );
     const runner = new DagRunner(dag);
     // Interleave so that both tasks reach their fourth failure; a fails first.
     for (let i = 0; i < 3; i++) {
@@ -237,7 +271,9 @@ describe("DagRunner attempt ends", () => {
   it("records a success with its output directory and does not run the task again", () => {
     const runner = new DagRunner(mapReduce());
     const task = runner.assign("c1", runner.priorityOf("map"));
-    expect(runner.ended("c1", "SUCCEEDED", "", "/data/map-0")).toEqual({ kind: "succeeded" });
+    expect(runner.ended("c1", "SUCCEEDED", "", "/data/map-0")).toEqual({
+      kind: "succeeded",
+    });
     expect(runner.outputDirOf("map", task!.index)).toBe("/data/map-0");
     expect(runner.task("map", task!.index)?.state).toBe("SUCCEEDED");
     expect(asked(runner)).toEqual({ map: 2 });
@@ -245,7 +281,9 @@ describe("DagRunner attempt ends", () => {
 
   it("reports the job killed when a user killed a task's container", () => {
     const runner = new DagRunner(mapReduce());
-    expect(runOnce(runner, "map", "KILLED_BY_USER").verdict).toEqual({ kind: "job-killed" });
+    expect(runOnce(runner, "map", "KILLED_BY_USER").verdict).toEqual({
+      kind: "job-killed",
+    });
   });
 
   it("ignores the end of a container it does not know or has already seen end", () => {
@@ -261,7 +299,11 @@ describe("DagRunner attempt ends", () => {
   it("fails the job after ten launch failures of one task but retries before that without counting a failure", () => {
     const dag = parseDag(JSON.stringify({ name: "one", vertices: [vertex("solo", 1)] }));
     const runner = new DagRunner(dag);
-    for (let i = 0; i < 9; i++) expect(runOnce(runner, "solo", "LAUNCH_FAILED").verdict).toEqual({ kind: "retry", counted: false });
+    for (let i = 0; i < 9; i++)
+      expect(runOnce(runner, "solo", "LAUNCH_FAILED").verdict).toEqual({
+        kind: "retry",
+        counted: false,
+      });
     expect(runner.task("solo", 0)?.failures).toBe(0);
     const last = runOnce(runner, "solo", "LAUNCH_FAILED").verdict;
     expect(last.kind).toBe("job-failed");
@@ -272,7 +314,9 @@ describe("DagRunner attempt ends", () => {
 describe("DagRunner.replay", () => {
   it("does not ask again for a task the journal says succeeded, and keeps its output", () => {
     const runner = new DagRunner(mapReduce());
-    expect(runner.replay("map", 1, "SUCCEEDED", "", "/data/map-1")).toEqual({ kind: "succeeded" });
+    expect(runner.replay("map", 1, "SUCCEEDED", "", "/data/map-1")).toEqual({
+      kind: "succeeded",
+    });
     expect(asked(runner)).toEqual({ map: 2 });
     expect(runner.outputDirOf("map", 1)).toBe("/data/map-1");
     const p = runner.priorityOf("map");
@@ -294,7 +338,12 @@ describe("DagRunner.replay", () => {
     runner.replay("map", 0, "LOST", "");
     runner.replay("map", 0, "SUCCEEDED", "", "/data/map-0");
     runner.replay("map", 2, "FAILED", "e2");
-    expect(runner.totals()).toEqual({ tasksRun: 5, tasksPreempted: 1, tasksLost: 1, taskFailures: 2 });
+    expect(runner.totals()).toEqual({
+      tasksRun: 5,
+      tasksPreempted: 1,
+      tasksLost: 1,
+      taskFailures: 2,
+    });
   });
 
   it("counts journalled failures towards the limit, so the job fails on the fourth in all", () => {
@@ -308,9 +357,17 @@ describe("DagRunner.replay", () => {
   it("ignores a journal entry for a task already marked succeeded or for a task that does not exist", () => {
     const runner = new DagRunner(mapReduce());
     runner.replay("map", 0, "SUCCEEDED", "", "/data/first");
-    expect(runner.replay("map", 0, "FAILED", "late")).toEqual({ kind: "unknown" });
-    expect(runner.replay("map", 7, "SUCCEEDED", "")).toEqual({ kind: "unknown" });
-    expect(runner.task("map", 0)).toMatchObject({ state: "SUCCEEDED", failures: 0, outputDir: "/data/first" });
+    expect(runner.replay("map", 0, "FAILED", "late")).toEqual({
+      kind: "unknown",
+    });
+    expect(runner.replay("map", 7, "SUCCEEDED", "")).toEqual({
+      kind: "unknown",
+    });
+    expect(runner.task("map", 0)).toMatchObject({
+      state: "SUCCEEDED",
+      failures: 0,
+      outputDir: "/data/first",
+    });
     expect(runner.totals().tasksRun).toBe(1);
   });
 });
@@ -324,14 +381,37 @@ describe("DagRunner reports", () => {
     runOnce(runner, "map", "FAILED");
     runOnce(runner, "map", "RELEASED");
     runner.assign("still-running", runner.priorityOf("map"));
-    expect(runner.totals()).toEqual({ tasksRun: 6, tasksPreempted: 2, tasksLost: 1, taskFailures: 1 });
+    expect(runner.totals()).toEqual({
+      tasksRun: 6,
+      tasksPreempted: 2,
+      tasksLost: 1,
+      taskFailures: 1,
+    });
   });
 
   it("reports every vertex waiting before any container is granted", () => {
     const runner = new DagRunner(mapReduce());
     expect(runner.progress()).toEqual([
-      { name: "map", total: 3, succeeded: 0, running: 0, preempted: 0, failedAttempts: 0, lost: 0, state: "WAITING" },
-      { name: "reduce", total: 2, succeeded: 0, running: 0, preempted: 0, failedAttempts: 0, lost: 0, state: "WAITING" },
+      {
+        name: "map",
+        total: 3,
+        succeeded: 0,
+        running: 0,
+        preempted: 0,
+        failedAttempts: 0,
+        lost: 0,
+        state: "WAITING",
+      },
+      {
+        name: "reduce",
+        total: 2,
+        succeeded: 0,
+        running: 0,
+        preempted: 0,
+        failedAttempts: 0,
+        lost: 0,
+        state: "WAITING",
+      },
     ]);
   });
 
@@ -345,7 +425,16 @@ describe("DagRunner reports", () => {
     runner.assign("c-running", runner.priorityOf("map"));
     runner.launched("c-running");
     const [map, reduce] = runner.progress();
-    expect(map).toEqual({ name: "map", total: 3, succeeded: 1, running: 2, preempted: 1, failedAttempts: 1, lost: 1, state: "RUNNING" });
+    expect(map).toEqual({
+      name: "map",
+      total: 3,
+      succeeded: 1,
+      running: 2,
+      preempted: 1,
+      failedAttempts: 1,
+      lost: 1,
+      state: "RUNNING",
+    });
     expect(reduce?.state).toBe("WAITING");
   });
 
@@ -353,7 +442,12 @@ describe("DagRunner reports", () => {
     const runner = new DagRunner(mapReduce());
     runOnce(runner, "map", "SUCCEEDED");
     runOnce(runner, "map", "PREEMPTED_BY_PRIMARY");
-    expect(runner.progress()[0]).toMatchObject({ name: "map", running: 0, succeeded: 1, state: "RUNNING" });
+    expect(runner.progress()[0]).toMatchObject({
+      name: "map",
+      running: 0,
+      succeeded: 1,
+      state: "RUNNING",
+    });
   });
 
   it("reports a vertex succeeded once all its tasks have, and the consumer still waiting", () => {

@@ -6,7 +6,12 @@ import { ERROR_CODES, HarvestError, fromGrpcError, isHarvestError, toServiceErro
 
 /** A gRPC error as a client sees it when the server sent no Harvest code (transport failures, foreign servers). */
 function plainGrpcError(code: GrpcStatus, details: string): Partial<ServiceError> {
-  return { code, details, message: `${code} ${details}`, metadata: new Metadata() };
+  return {
+    code,
+    details,
+    message: `${code} ${details}`,
+    metadata: new Metadata(),
+  };
 }
 
 describe("error codes on the wire", () => {
@@ -18,7 +23,10 @@ describe("error codes on the wire", () => {
     expect(back).toBeInstanceOf(HarvestError);
     expect(back.code).toBe("DAG_INVALID_FIELD");
     expect(back.message).toBe("vertices[0].parallelism must be a number");
-    expect(back.details).toEqual({ field: "vertices[0].parallelism", line: "3" });
+    expect(back.details).toEqual({
+      field: "vertices[0].parallelism",
+      line: "3",
+    });
   });
 
   it("round-trips an error without details to empty details", () => {
@@ -41,7 +49,9 @@ describe("error codes on the wire", () => {
     expect(toServiceError(new HarvestError("APP_NOT_FOUND", "x")).code).toBe(GrpcStatus.NOT_FOUND);
     expect(toServiceError(new HarvestError("DAG_CYCLE", "x")).code).toBe(GrpcStatus.INVALID_ARGUMENT);
     expect(toServiceError(new HarvestError("CONTAINER_TOKEN_INVALID", "x")).code).toBe(GrpcStatus.PERMISSION_DENIED);
-    expect(toServiceError(new HarvestError("NODE_INSUFFICIENT_RESOURCES", "x")).code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
+    expect(toServiceError(new HarvestError("NODE_INSUFFICIENT_RESOURCES", "x")).code).toBe(
+      GrpcStatus.RESOURCE_EXHAUSTED,
+    );
     expect(toServiceError(new HarvestError("UNAVAILABLE", "x")).code).toBe(GrpcStatus.UNAVAILABLE);
   });
 
@@ -88,7 +98,9 @@ describe("error codes on the wire", () => {
   });
 
   it("turns a DEADLINE_EXCEEDED status without a Harvest code into DEADLINE_EXCEEDED", () => {
-    expect(fromGrpcError(plainGrpcError(GrpcStatus.DEADLINE_EXCEEDED, "Deadline exceeded")).code).toBe("DEADLINE_EXCEEDED");
+    expect(fromGrpcError(plainGrpcError(GrpcStatus.DEADLINE_EXCEEDED, "Deadline exceeded")).code).toBe(
+      "DEADLINE_EXCEEDED",
+    );
   });
 
   it("prefers the Harvest code in the metadata over the gRPC status", () => {
@@ -101,7 +113,11 @@ describe("error codes on the wire", () => {
   it("ignores a Harvest code it does not know and falls back to the gRPC status", () => {
     const metadata = new Metadata();
     metadata.set("harvest-code", "NOT_A_REAL_CODE");
-    const back = fromGrpcError({ code: GrpcStatus.UNAVAILABLE, details: "down", metadata });
+    const back = fromGrpcError({
+      code: GrpcStatus.UNAVAILABLE,
+      details: "down",
+      metadata,
+    });
     expect(back.code).toBe("UNAVAILABLE");
   });
 
@@ -109,7 +125,11 @@ describe("error codes on the wire", () => {
     const metadata = new Metadata();
     metadata.set("harvest-code", "APP_NOT_FOUND");
     metadata.set("harvest-details", "{not json");
-    const back = fromGrpcError({ code: GrpcStatus.NOT_FOUND, details: "missing", metadata });
+    const back = fromGrpcError({
+      code: GrpcStatus.NOT_FOUND,
+      details: "missing",
+      metadata,
+    });
     expect(back.code).toBe("APP_NOT_FOUND");
     expect(back.details).toEqual({});
   });

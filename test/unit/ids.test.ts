@@ -9,8 +9,14 @@ describe("application ids", () => {
   });
 
   it("parses an id back into its cluster timestamp and sequence", () => {
-    expect(parseAppId("application_1700000000000_0007")).toEqual({ clusterTs: 1700000000000, seq: 7 });
-    expect(parseAppId("application_1700000000000_12345")).toEqual({ clusterTs: 1700000000000, seq: 12345 });
+    expect(parseAppId("application_1700000000000_0007")).toEqual({
+      clusterTs: 1700000000000,
+      seq: 7,
+    });
+    expect(parseAppId("application_1700000000000_12345")).toEqual({
+      clusterTs: 1700000000000,
+      seq: 12345,
+    });
   });
 
   it.each([

@@ -1,12 +1,24 @@
 import { describe, expect, it } from "vitest";
 import type { Resources } from "../../common/resource.js";
-import type { Allocation, AppView, NodeView, SchedulerOptions, SchedulerPolicy } from "../../resourcemanager/scheduler.js";
+import type {
+  Allocation,
+  AppView,
+  NodeView,
+  SchedulerOptions,
+  SchedulerPolicy,
+} from "../../resourcemanager/scheduler.js";
 import { Scheduler, StockSchedulerPolicy } from "../../resourcemanager/scheduler.js";
 
-const DEFAULTS: SchedulerOptions = { reserveFraction: 0.1, maxAllocationsPerHeartbeat: 0 };
+const DEFAULTS: SchedulerOptions = {
+  reserveFraction: 0.1,
+  maxAllocationsPerHeartbeat: 0,
+};
 
 /** A scheduler whose container ids are `<appId>/c<n>`, numbered per scheduler. */
-function newScheduler(policy: SchedulerPolicy = new StockSchedulerPolicy(), options: SchedulerOptions = DEFAULTS): Scheduler {
+function newScheduler(
+  policy: SchedulerPolicy = new StockSchedulerPolicy(),
+  options: SchedulerOptions = DEFAULTS,
+): Scheduler {
   let seq = 0;
   return new Scheduler(policy, options, (appId) => `${appId}/c${++seq}`);
 }
@@ -316,7 +328,10 @@ describe("Scheduler with the stock policy", () => {
   });
 
   it("honours a reserve fraction other than the default", () => {
-    const s = newScheduler(new StockSchedulerPolicy(), { reserveFraction: 0.5, maxAllocationsPerHeartbeat: 0 });
+    const s = newScheduler(new StockSchedulerPolicy(), {
+      reserveFraction: 0.5,
+      maxAllocationsPerHeartbeat: 0,
+    });
     s.addNode("n1", res(4000, 8192));
     s.addApp("app1", 1);
     s.setAsks("app1", [{ priority: 0, resource: res(1000), count: 10 }]);
@@ -324,7 +339,10 @@ describe("Scheduler with the stock policy", () => {
   });
 
   it("grants at most the configured number of containers per heartbeat", () => {
-    const s = newScheduler(new StockSchedulerPolicy(), { reserveFraction: 0.1, maxAllocationsPerHeartbeat: 2 });
+    const s = newScheduler(new StockSchedulerPolicy(), {
+      reserveFraction: 0.1,
+      maxAllocationsPerHeartbeat: 2,
+    });
     s.addNode("n1", res(16000, 8192));
     s.addApp("a", 1);
     s.addApp("b", 2);
@@ -338,7 +356,13 @@ describe("Scheduler with the stock policy", () => {
     const s = newScheduler();
     s.addNode("n1", res(4000, 8192));
     s.addApp("app1", 1);
-    s.adopt({ containerId: "survivor", appId: "app1", nodeId: "n1", priority: 0, resource: res(2000) });
+    s.adopt({
+      containerId: "survivor",
+      appId: "app1",
+      nodeId: "n1",
+      priority: 0,
+      resource: res(2000),
+    });
     s.setAsks("app1", [{ priority: 0, resource: res(1000), count: 10 }]);
     // 3600 - 2000 = 1600: one more container.
     expect(s.allocateOnNode("n1")).toHaveLength(1);
@@ -392,7 +416,9 @@ describe("Scheduler with a custom policy", () => {
     s.addApp("late", 2);
     s.setAsks("early", [{ priority: 0, resource: res(1000), count: 3 }]);
     s.setAsks("late", [{ priority: 0, resource: res(1000), count: 3 }]);
-    expect(countBy(s.allocateOnNode("n1"), (a) => a.appId)).toEqual({ late: 3 });
+    expect(countBy(s.allocateOnNode("n1"), (a) => a.appId)).toEqual({
+      late: 3,
+    });
     expect(s.outstanding("early")).toBe(3);
   });
 

@@ -98,13 +98,23 @@ describe("chooseVictims", () => {
 
   it("never names more victims than the containers it was given, each once", () => {
     const containers = [container("a", 100, 1), container("b", 100, 2, true), container("c", 100, 3)];
-    const decision = chooseVictims({ capacityMilli: 1000, primaryMilli: 5000, reserveMilli: 100, containers });
+    const decision = chooseVictims({
+      capacityMilli: 1000,
+      primaryMilli: 5000,
+      reserveMilli: 100,
+      containers,
+    });
     expect(decision.victims).toHaveLength(3);
     expect(new Set(decision.victims)).toEqual(new Set(["a", "b", "c"]));
   });
 
   it("returns no victims for a node without secondary containers, however busy the primary is", () => {
-    const decision = chooseVictims({ capacityMilli: 1000, primaryMilli: 5000, reserveMilli: 100, containers: [] });
+    const decision = chooseVictims({
+      capacityMilli: 1000,
+      primaryMilli: 5000,
+      reserveMilli: 100,
+      containers: [],
+    });
     expect(decision.victims).toEqual([]);
     expect(decision.secondaryMilli).toBe(0);
   });
@@ -113,7 +123,12 @@ describe("chooseVictims", () => {
     const a = container("container_1_0001_01_000001", 1000, 100);
     const b = container("container_1_0001_01_000002", 1000, 100);
     const c = container("container_1_0001_01_000003", 1000, 100);
-    const input = (list: YieldContainer[]) => ({ capacityMilli: 3000, primaryMilli: 1000, reserveMilli: 300, containers: list });
+    const input = (list: YieldContainer[]) => ({
+      capacityMilli: 3000,
+      primaryMilli: 1000,
+      reserveMilli: 300,
+      containers: list,
+    });
     // Allowance 1700, held 3000: two victims.
     const first = chooseVictims(input([a, b, c])).victims;
     expect(first).toEqual(["container_1_0001_01_000003", "container_1_0001_01_000002"]);
@@ -125,7 +140,12 @@ describe("chooseVictims", () => {
   it("does not modify the container list it is given", () => {
     const containers = [container("a", 1000, 1), container("b", 1000, 2)];
     const before = containers.map((c) => c.containerId);
-    chooseVictims({ capacityMilli: 1000, primaryMilli: 1000, reserveMilli: 0, containers });
+    chooseVictims({
+      capacityMilli: 1000,
+      primaryMilli: 1000,
+      reserveMilli: 0,
+      containers,
+    });
     expect(containers.map((c) => c.containerId)).toEqual(before);
   });
 });

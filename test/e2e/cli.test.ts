@@ -1,0 +1,75 @@
+/** The `harvest` command as a user runs it: cluster up, job submit --wait, status/list/logs/history, cluster down. */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { distEntry, packageRoot } from "../../common/paths.js";
+import { isOurProcess } from "../../cli/cluster.js";
+import type { ClusterDescriptor } from "../../cli/cluster.js";
+import { requireBuild } from "../integration/harness.js";
+
+const dir = mkdtempSync(join(tmpdir(), "harvest-e2e-"));
+
+function harvest(...args: string[]): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [distEntry("cli/harvest.js"), ...args], { encoding: "utf8", timeout: 120_000, env: { ...process.env, HARVEST_CLUSTER_DIR: dir } });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe("the harvest CLI", () => {
+  afterAll(() => {
+    if (existsSync(join(dir, "cluster.json"))) harvest("cluster", "down");
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("says what to do when there is no cluster", () => {
+    requireBuild();
+    const r = harvest("job", "list");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("harvest cluster up");
+    expect(r.stderr).toContain("CLUSTER_NOT_FOUND");
+  });
+
+  it("brings a cluster up, runs a DAG job to success with --wait, reports it, and tears everything down", () => {
+    const up = harvest("cluster", "up", "--servers", "2", "--primary", "trace", "--speed", "1", "--json");
+    expect(up.code, up.stderr).toBe(0);
+    const desc = JSON.parse(up.stdout) as ClusterDescriptor;
+    expect(desc.nodes).toHaveLength(2);
+
+    const again = harvest("cluster", "up", "--servers", "1");
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("CLUSTER_ALREADY_RUNNING");
+
+    const status = harvest("cluster", "status", "--json");
+    expect(status.code).toBe(0);
+    expect((JSON.parse(status.stdout) as { nodes: { state: string }[] }).nodes.map((n) => n.state)).toEqual(["RUNNING", "RUNNING"]);
+
+    const submit = harvest("job", "submit", join(packageRoot(), "examples", "dags", "three-stage.json"), "--wait");
+    expect(submit.code, submit.stderr + submit.stdout).toBe(0);
+    expect(submit.stdout).toMatch(/succeeded in/);
+    expect(submit.stdout).toContain("extract");
+    const appId = /submitted (application_\d+_\d+)/.exec(submit.stdout)?.[1];
+    expect(appId).toBeDefined();
+
+    const list = harvest("job", "list", "--json");
+    const apps = JSON.parse(list.stdout) as { appId: string; state: string }[];
+    expect(apps.find((a) => a.appId === appId)?.state).toBe("FINISHED");
+
+    const logs = harvest("job", "logs", appId!);
+    expect(logs.code, logs.stderr).toBe(0);
+    expect(logs.stdout).toContain("job finished");
+
+    const history = harvest("job", "history", "--name", "three-stage", "--json");
+    expect((JSON.parse(history.stdout) as { outcome: string }[])[0]?.outcome).toBe("JOB_SUCCEEDED");
+
+    const bad = harvest("job", "submit", join(packageRoot(), "no-such.json"));
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("no such DAG file");
+
+    const down = harvest("cluster", "down");
+    expect(down.code, down.stderr).toBe(0);
+    for (const d of [desc.rm, ...desc.nodes]) expect(isOurProcess(d.pid, d.entry)).toBe(false);
+    expect(existsSync(join(dir, "cluster.json"))).toBe(false);
+    expect(readFileSync(join(dir, "logs", "rm.log"), "utf8")).toContain("resource manager serving");
+  });
+});
