@@ -71,12 +71,15 @@ common(cluster.command("up"))
   .option("--speed <x>", "trace replay speed (trace seconds per real second)", "60")
   .option("--vcores <n>", "vcores per server", "4")
   .option("--memory-mb <n>", "memory per server in MB", "4096")
+  .option("--config <file>", 'JSON file of daemon options: { "rm": { ...ResourceManagerOptions }, "nm": { ...NodeManagerOptions } }')
   .action(
-    action(async (o: GlobalOpts & { servers: string; primary: string; speed: string; vcores: string; memoryMb: string }) => {
+    action(async (o: GlobalOpts & { servers: string; primary: string; speed: string; vcores: string; memoryMb: string; config?: string }) => {
       const dir = resolveClusterDir(o.dir);
       const servers = positiveInt(o.servers, "--servers");
       const primaries = await choosePrimaries(o.primary, servers, dir);
+      const config = o.config ? readDaemonConfig(o.config) : {};
       const c = await startCluster({
+        ...config,
         dir,
         primaries: primaries.map((p) => p.spec),
         offsetsMs: primaries.map((p) => p.offsetMs),
@@ -270,6 +273,25 @@ program
   });
 
 // ------------------------------------------------------------------------------------------------ helpers
+
+/** Reads `--config`: daemon options for the resource manager ("rm") and every node manager ("nm"). */
+function readDaemonConfig(path: string): { rm?: Record<string, unknown>; nm?: Record<string, unknown> } {
+  if (!existsSync(path)) throw new HarvestError("CONFIG_INVALID", `no such config file: ${path}`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, "utf8"));
+  } catch (err) {
+    throw new HarvestError("CONFIG_INVALID", `${path} is not valid JSON: ${errorMessage(err)}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new HarvestError("CONFIG_INVALID", `${path} must hold an object like { "rm": {...}, "nm": {...} }`);
+  const out: { rm?: Record<string, unknown>; nm?: Record<string, unknown> } = {};
+  for (const [k, v] of Object.entries(parsed)) {
+    if (k !== "rm" && k !== "nm") throw new HarvestError("CONFIG_INVALID", `${path}: unknown section ${JSON.stringify(k)} (use "rm" and "nm")`, { details: { field: k } });
+    if (typeof v !== "object" || v === null || Array.isArray(v)) throw new HarvestError("CONFIG_INVALID", `${path}: "${k}" must be an object of options`, { details: { field: k } });
+    out[k] = v as Record<string, unknown>;
+  }
+  return out;
+}
 
 function positiveInt(v: string, flag: string): number {
   const n = Number(v);

@@ -13,8 +13,9 @@ export interface TokenFields {
   resource: Resources;
 }
 
+// JSON of an array, so no two different grants serialize alike (a plain separator could move between fields).
 function payload(f: TokenFields): string {
-  return [f.containerId, f.appId, f.nodeId, f.resource.vcoresMilli, f.resource.memoryMb].join("|");
+  return JSON.stringify([f.containerId, f.appId, f.nodeId, f.resource.vcoresMilli, f.resource.memoryMb]);
 }
 
 /** Signs a container grant. With an empty secret tokens are empty and not checked (single-user local clusters). */
@@ -26,6 +27,8 @@ export function signContainer(secret: string, fields: TokenFields): string {
 /** True when `token` matches the grant (always true with an empty secret). */
 export function verifyContainer(secret: string, fields: TokenFields, token: string): boolean {
   if (!secret) return true;
+  // Buffer.from(hex) stops silently at the first non-hex character, so check the exact shape first.
+  if (!/^[0-9a-f]{64}$/.test(token)) return false;
   const expected = Buffer.from(signContainer(secret, fields), "hex");
   const given = Buffer.from(token, "hex");
   return given.length === expected.length && timingSafeEqual(given, expected);

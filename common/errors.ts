@@ -42,7 +42,8 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 
 const CODE_METADATA_KEY = "harvest-code";
-const DETAILS_METADATA_KEY = "harvest-details";
+// Binary ("-bin") metadata: details may hold any text (a field name from user input), which ASCII metadata rejects.
+const DETAILS_METADATA_KEY = "harvest-details-bin";
 
 /** A Harvest domain error: a stable `code`, a human message and optional typed details (e.g. the offending field). */
 export class HarvestError extends Error {
@@ -67,22 +68,22 @@ export function toServiceError(err: unknown): Partial<ServiceError> {
   const herr = err instanceof HarvestError ? err : new HarvestError("INTERNAL", errorMessage(err), { cause: err });
   const metadata = new Metadata();
   metadata.set(CODE_METADATA_KEY, herr.code);
-  if (Object.keys(herr.details).length > 0) metadata.set(DETAILS_METADATA_KEY, JSON.stringify(herr.details));
+  if (Object.keys(herr.details).length > 0) metadata.set(DETAILS_METADATA_KEY, Buffer.from(JSON.stringify(herr.details), "utf8"));
   return { code: ERROR_CODES[herr.code], details: herr.message, metadata };
 }
 
 /** Turns an error from a gRPC call back into a HarvestError; transport failures become UNAVAILABLE/DEADLINE_EXCEEDED. */
 export function fromGrpcError(err: unknown): HarvestError {
   if (err instanceof HarvestError) return err;
-  const serr = err as Partial<ServiceError>;
+  const serr = (err ?? {}) as Partial<ServiceError>;
   const codeValue = serr.metadata?.get(CODE_METADATA_KEY)[0];
   const message = serr.details ?? errorMessage(err);
   if (typeof codeValue === "string" && codeValue in ERROR_CODES) {
     let details: Record<string, string> = {};
     const raw = serr.metadata?.get(DETAILS_METADATA_KEY)[0];
-    if (typeof raw === "string") {
+    if (raw instanceof Buffer) {
       try {
-        details = JSON.parse(raw) as Record<string, string>;
+        details = JSON.parse(raw.toString("utf8")) as Record<string, string>;
       } catch {
         details = {};
       }

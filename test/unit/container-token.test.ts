@@ -60,6 +60,19 @@ describe("container tokens", () => {
     expect(verifyContainer(SECRET, grant({ resource: { vcoresMilli: 4000, memoryMb: 128 } }), small)).toBe(false);
   });
 
+  it("rejects a valid token with junk appended", () => {
+    const f = grant();
+    const token = signContainer(SECRET, f);
+    expect(verifyContainer(SECRET, f, token + "zz")).toBe(false);
+    expect(verifyContainer(SECRET, f, token + "0")).toBe(false);
+  });
+
+  it("signs grants that differ only in where a separator falls to different tokens", () => {
+    const a = signContainer(SECRET, grant({ containerId: "c|x", appId: "a" }));
+    const b = signContainer(SECRET, grant({ containerId: "c", appId: "x|a" }));
+    expect(a).not.toBe(b);
+  });
+
   it("issues empty tokens and accepts any token when the secret is empty", () => {
     expect(signContainer("", grant())).toBe("");
     expect(verifyContainer("", grant(), "")).toBe(true);

@@ -3,6 +3,7 @@ import type { ServiceError } from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
 import type { ErrorCode } from "../../common/errors.js";
 import { ERROR_CODES, HarvestError, fromGrpcError, isHarvestError, toServiceError } from "../../common/errors.js";
+import { parseDag } from "../../common/dag-spec.js";
 
 /** A gRPC error as a client sees it when the server sent no Harvest code (transport failures, foreign servers). */
 function plainGrpcError(code: GrpcStatus, details: string): Partial<ServiceError> {
@@ -124,7 +125,7 @@ describe("error codes on the wire", () => {
   it("keeps the code when the details metadata is not valid JSON", () => {
     const metadata = new Metadata();
     metadata.set("harvest-code", "APP_NOT_FOUND");
-    metadata.set("harvest-details", "{not json");
+    metadata.set("harvest-details-bin", Buffer.from("{not json"));
     const back = fromGrpcError({
       code: GrpcStatus.NOT_FOUND,
       details: "missing",
@@ -132,6 +133,23 @@ describe("error codes on the wire", () => {
     });
     expect(back.code).toBe("APP_NOT_FOUND");
     expect(back.details).toEqual({});
+  });
+
+  it("sends a DAG error whose details name a non-ASCII field to the client with its code", () => {
+    let caught: unknown;
+    try {
+      parseDag(JSON.stringify({ name: "j", vertices: [{ name: "v", parallelism: 1, command: ["x"], resources: { vcores: 1, memoryMb: 1 }, "énv": {} }] }));
+    } catch (err) {
+      caught = err;
+    }
+    const back = fromGrpcError(toServiceError(caught));
+    expect(back.code).toBe("DAG_INVALID_FIELD");
+    expect(back.details["field"]).toBe("vertices[0].énv");
+  });
+
+  it("turns a missing error value into INTERNAL instead of throwing", () => {
+    expect(fromGrpcError(undefined).code).toBe("INTERNAL");
+    expect(fromGrpcError(null).code).toBe("INTERNAL");
   });
 
   it("returns a HarvestError given to it unchanged", () => {

@@ -1,0 +1,33 @@
+/** The mechanical check of the house rule that daemons never import each other (scripts/check-imports.mjs). */
+import { describe, expect, it } from "vitest";
+// @ts-expect-error -- a plain ES module script without type declarations
+import { violations } from "../../scripts/check-imports.mjs";
+
+const check = violations as (files: Map<string, string>) => string[];
+
+describe("the import-rule check", () => {
+  it("flags a daemon importing another daemon", () => {
+    const files = new Map([
+      ["resourcemanager/a.ts", 'import { x } from "../nodemanager/b.js";'],
+      ["nodemanager/b.ts", "export const x = 1;"],
+    ]);
+    expect(check(files)).toEqual(["resourcemanager/a.ts imports nodemanager/b.ts: daemons meet only through proto/ and common/"]);
+  });
+
+  it("allows daemons to share common/ and flags common/ depending on a daemon", () => {
+    const files = new Map([
+      ["resourcemanager/a.ts", 'import { y } from "../common/c.js";'],
+      ["common/c.ts", 'import type { Z } from "../jobmanager/z.js";\nexport const y = 1;'],
+      ["jobmanager/z.ts", "export type Z = number;"],
+    ]);
+    expect(check(files)).toEqual(["common/c.ts imports jobmanager/z.ts: common/ must not depend on a daemon"]);
+  });
+
+  it("finds import cycles", () => {
+    const files = new Map([
+      ["common/a.ts", 'import { b } from "./b.js";'],
+      ["common/b.ts", 'export { a } from "./a.js";'],
+    ]);
+    expect(check(files).some((p) => p.startsWith("import cycle: common/a.ts -> common/b.ts -> common/a.ts"))).toBe(true);
+  });
+});
