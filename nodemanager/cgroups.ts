@@ -135,8 +135,14 @@ export function detectCgroups(groupName: string, prefer: "auto" | CgroupMode = "
         if (!controllers.split(/\s+/).includes("cpu")) throw new Error("cpu controller not enabled in the unified hierarchy");
         const dir = join(unified, groupName);
         mkdirSync(dir, { recursive: true });
-        // Children of `dir` need the cpu controller delegated to them.
-        writeFileSync(join(dir, "cgroup.subtree_control"), "+cpu");
+        // v2 delegates a controller one level at a time: enable cpu in the subtree_control of the root and of every
+        // group down to ours, so that the per-container groups below `dir` get cpu.max.
+        let level = unified;
+        for (const part of ["", ...groupName.split("/")]) {
+          level = part ? join(level, part) : level;
+          const control = join(level, "cgroup.subtree_control");
+          if (!readFileSync(control, "utf8").split(/\s+/).includes("cpu")) writeFileSync(control, "+cpu");
+        }
         return new CgroupV2(dir, `cgroup v2 at ${dir}`);
       } catch (err) {
         failures.push(`v2: ${(err as Error).message}`);

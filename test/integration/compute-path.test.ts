@@ -77,6 +77,23 @@ describe("a cluster with idle primary tenants", () => {
     expect((await c.client.list()).length).toBe(before);
   });
 
+  it("retries a task that fails once and fails the job when a task fails 4 times, naming it", async () => {
+    const marker = join(traces, "fail-once-${HARVEST_TASK_INDEX}");
+    const flaky = await c.client.submit(JSON.stringify({ name: "flaky", vertices: [cpuVertex("f", 2, { extra: ["--fail-once-marker", marker] })] }));
+    const ok = await c.client.waitForCompletion(flaky, undefined, 200);
+    expect(ok.state).toBe("FINISHED");
+    expect(ok.taskContainers?.failed).toBe(2);
+    expect(ok.taskContainers?.succeeded).toBe(2);
+
+    const doomed = await c.client.submit(JSON.stringify({ name: "doomed", vertices: [cpuVertex("ok", 1), cpuVertex("bad", 1, { extra: ["--fail-rate", "1"] })] }));
+    const failed = await c.client.waitForCompletion(doomed, undefined, 200);
+    expect(failed.state).toBe("FAILED");
+    expect(failed.outcome).toBe("JOB_FAILED");
+    expect(failed.taskContainers?.failed).toBe(4);
+    expect(failed.diagnostics).toContain("bad[0] failed 4 times");
+    expect((await c.client.history("doomed"))[0]?.outcome).toBe("JOB_FAILED");
+  });
+
   it("kills a running job and all its containers", async () => {
     const appId = await c.client.submit(JSON.stringify({ name: "to-kill", vertices: [cpuVertex("hold", 2, { holdSeconds: 60 })] }));
     await waitFor(c.client, appId, (r) => r.containers.filter((x) => !x.isAm && x.state === "RUNNING").length === 2);
