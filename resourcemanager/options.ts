@@ -38,6 +38,8 @@ export interface ResourceManagerOptions {
   secret: string;
   /** Largest vertex parallelism accepted at submit. @default 10000 */
   maxParallelism: number;
+  /** Finished applications kept (in memory and in the store) for status and list; the job history keeps every job. @default 1000 */
+  maxCompletedApps: number;
   /** How often the liveness monitor runs. @default 500 */
   monitorIntervalMs: number;
 }
@@ -61,6 +63,7 @@ export function resolveResourceManagerOptions(partial: Partial<ResourceManagerOp
     secret: "",
     maxParallelism: 10_000,
     monitorIntervalMs: 500,
+    maxCompletedApps: 1_000,
     ...stripUndefined(partial),
     dataDir: partial.dataDir,
   };
@@ -77,6 +80,7 @@ export function resolveResourceManagerOptions(partial: Partial<ResourceManagerOp
   if (!Number.isInteger(o.maxAmPreemptions) || o.maxAmPreemptions < 0) bad("maxAmPreemptions", "must be an integer >= 0");
   if (o.jobManagerCommand.length === 0) bad("jobManagerCommand", "must not be empty");
   if (o.schedulerPolicy !== "stock") bad("schedulerPolicy", `must be "stock" (got ${JSON.stringify(o.schedulerPolicy)})`);
+  if (!Number.isInteger(o.maxCompletedApps) || o.maxCompletedApps < 0) bad("maxCompletedApps", "must be an integer >= 0");
   if (!Number.isInteger(o.maxParallelism) || o.maxParallelism < 1) bad("maxParallelism", "must be an integer >= 1");
   return o;
 }

@@ -653,11 +653,26 @@ export class ResourceManager {
     };
     // Durable before anyone is told.
     await this.store.finishApp(app.record, history);
+    await this.evictCompleted();
     const keepAm = state !== "KILLED" && app.amContainerId !== undefined;
     this.releaseAll(app, state === "KILLED" ? "KILLED_BY_USER" : "RELEASED", keepAm);
     if (!keepAm) this.scheduler.removeApp(app.record.appId);
     else this.scheduler.setAsks(app.record.appId, []);
     this.log.info("application ended", { appId: app.record.appId, state, outcome, durationMs: history.durationMs, diagnostics });
+  }
+
+  /** Forgets the oldest finished applications beyond `maxCompletedApps` (their history entries stay). */
+  private async evictCompleted(): Promise<void> {
+    const finished = [...this.apps.values()].filter((a) => isTerminal(a.record.state));
+    const excess = finished.length - this.options.maxCompletedApps;
+    if (excess <= 0) return;
+    // Keep an application while its job manager container still runs, so its end is still recorded.
+    const victims = finished
+      .filter((a) => !a.amContainerId || !this.scheduler.allocation(a.amContainerId))
+      .sort((a, b) => a.record.finishMs - b.record.finishMs)
+      .slice(0, excess);
+    for (const a of victims) this.apps.delete(a.record.appId);
+    await this.store.deleteApps(victims.map((a) => a.record.appId));
   }
 
   private async killApp(appId: string): Promise<{ state: string }> {

@@ -86,6 +86,13 @@ export class RmStateStore {
     await this.db.batch(ops, DURABLE);
   }
 
+  async deleteApps(appIds: string[]): Promise<void> {
+    await this.db.batch(
+      appIds.map((id) => ({ type: "del" as const, key: `app!${id}` })),
+      DURABLE,
+    );
+  }
+
   async loadApps(): Promise<AppRecord[]> {
     const apps: AppRecord[] = [];
     for await (const value of this.db.values({ gt: "app!", lt: "app!\xff" })) apps.push(value as AppRecord);

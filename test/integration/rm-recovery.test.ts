@@ -55,3 +55,39 @@ describe("a restarted resource manager", () => {
     expect([done, pending]).not.toContain(next);
   });
 });
+
+describe("a resource manager with a small completed-application limit", () => {
+  const dir = mkdtempSync(join(tmpdir(), "harvest-rmc-"));
+  const stops: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const s of stops.reverse()) await s().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("forgets the oldest finished jobs beyond the limit but keeps all of them in the job history", async () => {
+    requireBuild();
+    const trace = join(dir, "idle.csv");
+    writeFileSync(trace, "time_s,cpu_pct\n0,0\n300,0\n600,0\n");
+    const rm = new ResourceManager({ dataDir: join(dir, "rm"), maxCompletedApps: 2 }, { logger: quiet });
+    await rm.start();
+    stops.push(() => rm.stop());
+    const nm = new NodeManager({ nodeId: "n1", rmAddress: rm.address, dataDir: join(dir, "n1"), primary: `trace:${trace}`, cgroups: "none" }, { logger: quiet });
+    await nm.start();
+    stops.push(() => nm.stop());
+    const client = new JobClient(rm.address);
+    stops.push(async () => client.close());
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const id = await client.submit(JSON.stringify({ name: `job-${i}`, vertices: [cpuVertex("a", 1)] }));
+      expect((await client.waitForCompletion(id, undefined, 100)).state).toBe("FINISHED");
+      ids.push(id);
+    }
+    // Let the last job manager's exit be recorded, then the oldest goes.
+    await new Promise((r) => setTimeout(r, 1_500));
+    const listed = (await client.list()).map((a) => a.appId);
+    expect(listed).not.toContain(ids[0]);
+    expect(listed).toContain(ids[2]);
+    await expect(client.status(ids[0]!)).rejects.toMatchObject({ code: "APP_NOT_FOUND" });
+    expect((await client.history()).map((h) => h.appId).sort()).toEqual([...ids].sort());
+  });
+});
