@@ -153,7 +153,8 @@ function traceSource(kind: string, trace: UtilizationSeries | string): string {
 }
 
 async function loadTrace(trace: UtilizationSeries | string): Promise<UtilizationSeries> {
-  return typeof trace === "string" ? readUtilizationFile(trace) : trace;
+  // Replay tolerates repeated timestamps (NAB's daylight-saving night folds an hour onto one stamp) by averaging them.
+  return typeof trace === "string" ? readUtilizationFile(trace, undefined, { duplicateTimes: "merge" }) : trace;
 }
 
 /**

@@ -63,7 +63,8 @@ export class StepPrimaryMonitor implements PrimaryMonitor {
   }
 
   sample(): PrimarySample {
-    if (!this.started) throw new HarvestError("INTERNAL", `primary monitor ${this.source}: sample() called before start()`);
+    if (!this.started)
+      throw new HarvestError("INTERNAL", `primary monitor ${this.source}: sample() called before start()`);
     this.current.seenAtMs ??= preciseNowMs();
     return { cpuMilli: this.current.cpuMilli, utilization: this.current.cpuMilli / this.capacityMilli };
   }

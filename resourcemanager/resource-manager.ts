@@ -231,17 +231,10 @@ export class ResourceManager {
     if (existing && existing.nmAddress !== reg.nmAddress) this.dropClient(existing.nmAddress);
     this.nodes.set(nodeId, entry);
     this.scheduler.addNode(nodeId, capacity, entry.rack);
-    // Containers the node still runs: keep those of live attempts we granted, kill the rest.
+    // Containers the node still runs that this resource manager does not hold are killed: after a restart every job
+    // starts a new attempt, and after a node was declared lost its jobs were already told to re-run that work.
     for (const st of reg.containers) {
-      if (st.state === "COMPLETE") continue;
-      if (!this.scheduler.allocation(st.containerId)) {
-        const app = this.apps.get(st.appId);
-        if (app && !isTerminal(app.record.state) && this.belongsToAttempt(st.containerId, app)) {
-          this.scheduler.adopt({ containerId: st.containerId, appId: st.appId, nodeId, priority: 0, resource: fromWire(st.resource) });
-        } else {
-          entry.pendingKills.set(st.containerId, "RELEASED");
-        }
-      }
+      if (st.state !== "COMPLETE" && !this.scheduler.allocation(st.containerId)) entry.pendingKills.set(st.containerId, "RELEASED");
     }
     stream.write({ registered: { nodeId, heartbeatIntervalMs: this.options.heartbeatIntervalMs, rmEpoch: this.epoch } });
     this.log.info(existing ? "node re-registered" : "node registered", { nodeId, nmAddress: reg.nmAddress, capacity, primary: reg.primarySource });
@@ -334,11 +327,6 @@ export class ResourceManager {
   private newContainerId(appId: string): string {
     const app = this.apps.get(appId);
     return formatContainerId(this.epoch, app?.record.seq ?? 0, app?.record.attempt ?? 0, ++this.containerSeq);
-  }
-
-  private belongsToAttempt(containerId: string, app: AppRuntime): boolean {
-    const parts = containerId.split("_");
-    return Number(parts[2]) === app.record.seq && Number(parts[3]) === app.record.attempt;
   }
 
   private onAllocated(alloc: Allocation, node: NodeEntry): void {
@@ -530,19 +518,28 @@ export class ResourceManager {
     const preemptedOrLost = app.record.attempt - app.record.failedAttempts;
     this.log.warn("job manager attempt ended", { appId: app.record.appId, attempt: app.record.attempt, cause, diagnostics, failedAttempts: app.record.failedAttempts });
     if (app.record.failedAttempts >= this.options.maxAmAttempts) {
-      void this.finish(app, "FAILED", "JOB_FAILED", `job manager failed ${app.record.failedAttempts} time(s) (limit ${this.options.maxAmAttempts}); last: ${diagnostics}`, undefined);
+      this.finishInBackground(app, `job manager failed ${app.record.failedAttempts} time(s) (limit ${this.options.maxAmAttempts}); last: ${diagnostics}`);
       return;
     }
     if (!countsAsFailure && preemptedOrLost > this.options.maxAmPreemptions) {
-      void this.finish(app, "FAILED", "JOB_FAILED", `job manager preempted or lost ${preemptedOrLost} times (limit ${this.options.maxAmPreemptions}); last: ${diagnostics}`, undefined);
+      this.finishInBackground(app, `job manager preempted or lost ${preemptedOrLost} times (limit ${this.options.maxAmPreemptions}); last: ${diagnostics}`);
       return;
     }
     void this.startAttempt(app, diagnostics).catch((err: unknown) => this.log.error("could not start a new attempt", { appId: app.record.appId, error: errorMessage(err) }));
   }
 
+  /** Fails the job from a non-async path; a store error is logged (the job stays in its state and is retried on restart). */
+  private finishInBackground(app: AppRuntime, diagnostics: string): void {
+    this.finish(app, "FAILED", "JOB_FAILED", diagnostics, undefined).catch((err: unknown) =>
+      this.log.error("could not record a failed job", { appId: app.record.appId, error: errorMessage(err) }),
+    );
+  }
+
   private async startAttempt(app: AppRuntime, why: string): Promise<void> {
     this.releaseAll(app, "RELEASED", false);
-    if (app.amContainerId || app.record.state === "RUNNING") app.record.attempt += 1;
+    // Always a new number: a job manager of the previous attempt (even one launched just before a restart of this
+    // resource manager) must never pass for the current one.
+    app.record.attempt += 1;
     app.record.state = "ACCEPTED";
     app.record.diagnostics = `attempt ${app.record.attempt} waiting for a container (${why})`;
     app.amContainerId = undefined;

@@ -248,16 +248,6 @@ export class Scheduler {
     return granted;
   }
 
-  /**
-   * Records a container the resource manager did not grant in this run (a node re-registering with containers that
-   * survived a resource manager restart), so its resources count as allocated.
-   */
-  adopt(alloc: Allocation): void {
-    const node = this.nodes.get(alloc.nodeId);
-    if (!node || this.allocations.has(alloc.containerId)) return;
-    this.track(alloc, node, this.apps.get(alloc.appId));
-  }
-
   /** Frees a container's resources; returns its allocation, or undefined if unknown (already released). */
   release(containerId: string): Allocation | undefined {
     const alloc = this.allocations.get(containerId);

@@ -351,23 +351,6 @@ describe("Scheduler with the stock policy", () => {
     expect(s.allocateOnNode("n1").map((x) => x.appId)).toEqual(["a", "b"]);
     expect(s.allocateOnNode("n1").map((x) => x.appId)).toEqual(["b", "b"]);
   });
-
-  it("counts an adopted container against the node's headroom", () => {
-    const s = newScheduler();
-    s.addNode("n1", res(4000, 8192));
-    s.addApp("app1", 1);
-    s.adopt({
-      containerId: "survivor",
-      appId: "app1",
-      nodeId: "n1",
-      priority: 0,
-      resource: res(2000),
-    });
-    s.setAsks("app1", [{ priority: 0, resource: res(1000), count: 10 }]);
-    // 3600 - 2000 = 1600: one more container.
-    expect(s.allocateOnNode("n1")).toHaveLength(1);
-    expect(s.removeApp("app1").map((a) => a.containerId)).toContain("survivor");
-  });
 });
 
 describe("Scheduler with a custom policy", () => {
