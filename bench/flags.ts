@@ -47,13 +47,15 @@ export function parseFlags<T extends Record<string, FlagSpec>>(argv: readonly st
     else raw = argv[++i];
     if (raw === undefined) throw new BenchUsageError(`--${name} needs a value`);
     if (s.kind === "choice") {
-      if (!s.choices.includes(raw)) throw new BenchUsageError(`--${name} must be one of ${s.choices.join(", ")} (got ${raw})`);
+      if (!s.choices.includes(raw))
+        throw new BenchUsageError(`--${name} must be one of ${s.choices.join(", ")} (got ${raw})`);
       out[name] = raw;
       continue;
     }
     const n = Number(raw);
     if (raw.trim() === "" || !Number.isFinite(n)) throw new BenchUsageError(`--${name} must be a number (got ${raw})`);
-    if (s.kind === "int" && !Number.isInteger(n)) throw new BenchUsageError(`--${name} must be an integer (got ${raw})`);
+    if (s.kind === "int" && !Number.isInteger(n))
+      throw new BenchUsageError(`--${name} must be an integer (got ${raw})`);
     if (s.min !== undefined && n < s.min) throw new BenchUsageError(`--${name} must be >= ${s.min} (got ${raw})`);
     out[name] = n;
   }

@@ -23,9 +23,9 @@ export function quantile(sorted: ArrayLike<number>, q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))] ?? Number.NaN;
 }
 
-/** count, min, p50, p99 (nearest rank), max and mean of `values`. */
+/** count, min, p50, p99 (nearest rank), max and mean of the finite `values` (NaN marks a missing reading). */
 export function summarize(values: ArrayLike<number>): Summary {
-  const sorted = Float64Array.from(values).sort();
+  const sorted = Float64Array.from(Array.from(values).filter(Number.isFinite)).sort();
   let sum = 0;
   for (const v of sorted) sum += v;
   return {

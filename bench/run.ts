@@ -27,22 +27,30 @@ async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   const bench = BENCHES.find((b) => b.name === name);
   if (!bench) {
-    process.stderr.write(`${name === undefined ? "no benchmark named" : `unknown benchmark ${JSON.stringify(name)}`}\n\n${usage()}\n`);
+    process.stderr.write(
+      `${name === undefined ? "no benchmark named" : `unknown benchmark ${JSON.stringify(name)}`}\n\n${usage()}\n`,
+    );
     return 2;
   }
   if (typeof globalThis.gc !== "function" && process.env["HARVEST_BENCH_NO_RESPAWN"] !== "1") {
     // Memory figures need full collections; re-run with the flag rather than report numbers full of garbage.
-    const r = spawnSync(process.execPath, ["--expose-gc", ...process.execArgv, fileURLToPath(import.meta.url), ...argv], {
-      stdio: "inherit",
-      env: { ...process.env, HARVEST_BENCH_NO_RESPAWN: "1" },
-    });
+    const r = spawnSync(
+      process.execPath,
+      ["--expose-gc", ...process.execArgv, fileURLToPath(import.meta.url), ...argv],
+      {
+        stdio: "inherit",
+        env: { ...process.env, HARVEST_BENCH_NO_RESPAWN: "1" },
+      },
+    );
     return r.status ?? 1;
   }
   const json = rest.includes("--json");
   const flags = rest.filter((a) => a !== "--json");
   try {
     const report = await bench.run(flags, (line) => process.stderr.write(`[${bench.name}] ${line}\n`));
-    process.stdout.write(json ? JSON.stringify({ bench: bench.name, ...report.result }, null, 2) + "\n" : report.lines.join("\n") + "\n");
+    process.stdout.write(
+      json ? JSON.stringify({ bench: bench.name, ...report.result }, null, 2) + "\n" : report.lines.join("\n") + "\n",
+    );
     return 0;
   } catch (err) {
     if (err instanceof BenchUsageError) {
@@ -57,6 +65,8 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
+    // Everything a benchmark starts is stopped by then; should a handle linger anyway, do not hang the caller.
+    setTimeout(() => process.exit(code), 5_000).unref();
   },
   (err: unknown) => {
     process.stderr.write(`bench: ${String(err)}\n`);

@@ -21,7 +21,7 @@
  *     Memory per idle node = (settled memory once every node registered - settled memory before) / nodes.
  */
 import { mkdtemp, rm as removeDir } from "node:fs/promises";
-import { loadavg, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
@@ -30,6 +30,7 @@ import { formatAppId, formatContainerId } from "../common/ids.js";
 import { Logger } from "../common/log.js";
 import type { Resources } from "../common/resource.js";
 import { SeededRng } from "../common/rng.js";
+import { readProcStatTotals } from "../nodemanager/proc-stats.js";
 import { ResourceManager } from "../resourcemanager/resource-manager.js";
 import { Scheduler, StockSchedulerPolicy } from "../resourcemanager/scheduler.js";
 import type { Allocation } from "../resourcemanager/scheduler.js";
@@ -118,20 +119,26 @@ async function runAllocation(nodeCount: number, f: SchedulerFlags): Promise<Allo
 
   const heap0 = await settledMemory();
   // The resource manager's id generator looks the application up the same way.
-  const scheduler = new Scheduler(new StockSchedulerPolicy(), { reserveFraction: 0.1, maxAllocationsPerHeartbeat: 0 }, (appId) =>
-    formatContainerId(EPOCH, apps.get(appId)?.seq ?? 0, 1, ++containerSeq),
+  const scheduler = new Scheduler(
+    new StockSchedulerPolicy(),
+    { reserveFraction: 0.1, maxAllocationsPerHeartbeat: 0 },
+    (appId) => formatContainerId(EPOCH, apps.get(appId)?.seq ?? 0, 1, ++containerSeq),
   );
   for (const id of nodeIds) scheduler.addNode(id, NODE_CAPACITY);
   const heap1 = await settledMemory();
 
+  // Time inside Scheduler calls only; the harness's own bookkeeping around them is not counted.
+  let schedulerMs = 0;
   const submit = (): void => {
     const seq = ++appSeq;
     const appId = formatAppId(EPOCH, seq);
     const total = 10 + rng.int(491);
     apps.set(appId, { seq, total, granted: 0, released: 0 });
     hungry.add(appId);
+    const t0 = performance.now();
     scheduler.addApp(appId, seq);
     scheduler.setAsks(appId, [{ priority: 0, resource: CONTAINER, count: total }]);
+    schedulerMs += performance.now() - t0;
     outstanding += total;
     appsSubmitted++;
   };
@@ -141,32 +148,37 @@ async function runAllocation(nodeCount: number, f: SchedulerFlags): Promise<Allo
     if (!app) return;
     app.released++;
     if (app.released === app.total) {
+      const t0 = performance.now();
       scheduler.removeApp(alloc.appId);
+      schedulerMs += performance.now() - t0;
       apps.delete(alloc.appId);
       appsFinished++;
     }
   };
+  const finishing: string[] = [];
+  const released: (Allocation | undefined)[] = [];
   // One node heartbeat, in the resource manager's order: completions, primary usage, grants.
-  let schedulerMs = 0;
   const heartbeat = (): void => {
     const i = heartbeats % nodeCount;
     const round = Math.floor(heartbeats / nodeCount);
     const nodeId = nodeIds[i]!;
     const ids = dueIds[i]!;
     const due = dueRounds[i]!;
-    const t0 = performance.now();
     if (i === 0) {
       // Each job manager re-sends its remaining asks once a round (absolute counts, as Allocate does).
-      for (const appId of hungry) {
+      const asks = [...hungry].map((appId) => {
         const app = apps.get(appId)!;
-        scheduler.setAsks(appId, [{ priority: 0, resource: CONTAINER, count: app.total - app.granted }]);
-      }
+        return { appId, asks: [{ priority: 0, resource: CONTAINER, count: app.total - app.granted }] };
+      });
+      const t0 = performance.now();
+      for (const a of asks) scheduler.setAsks(a.appId, a.asks);
+      schedulerMs += performance.now() - t0;
     }
+    finishing.length = 0;
     let kept = 0;
     for (let q = 0; q < ids.length; q++) {
       if (due[q]! <= round) {
-        const alloc = scheduler.release(ids[q]!);
-        if (alloc) onReleased(alloc);
+        finishing.push(ids[q]!);
       } else {
         ids[kept] = ids[q]!;
         due[kept] = due[q]!;
@@ -176,9 +188,14 @@ async function runAllocation(nodeCount: number, f: SchedulerFlags): Promise<Allo
     ids.length = kept;
     due.length = kept;
     const base = basePrimaryMilli[i]!;
-    const jitter = Math.round((rng.next() - 0.5) * 0.2 * base);
-    scheduler.updatePrimaryUsage(nodeId, { vcoresMilli: base + jitter, memoryMb: basePrimaryMb[i]! });
+    const usage = { vcoresMilli: base + Math.round((rng.next() - 0.5) * 0.2 * base), memoryMb: basePrimaryMb[i]! };
+    const t0 = performance.now();
+    released.length = 0;
+    for (const id of finishing) released.push(scheduler.release(id));
+    scheduler.updatePrimaryUsage(nodeId, usage);
     const granted = scheduler.allocateOnNode(nodeId);
+    schedulerMs += performance.now() - t0;
+    for (const alloc of released) if (alloc) onReleased(alloc);
     for (const alloc of granted) {
       ids.push(alloc.containerId);
       due.push(round + 1 + rng.int(lifetimeRounds));
@@ -189,7 +206,6 @@ async function runAllocation(nodeCount: number, f: SchedulerFlags): Promise<Allo
     allocations += granted.length;
     outstanding -= granted.length;
     while (outstanding < DEMAND_CONTAINERS) submit();
-    schedulerMs += performance.now() - t0;
     heartbeats++;
   };
 
@@ -254,7 +270,12 @@ interface IngestServer {
 function localLoad(): LoadSnapshot {
   const cpu = process.cpuUsage();
   const m = process.memoryUsage();
-  return { cpuMs: (cpu.user + cpu.system) / 1000, elu: performance.eventLoopUtilization(), rssBytes: m.rss, heapUsedBytes: m.heapUsed };
+  return {
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    elu: performance.eventLoopUtilization(),
+    rssBytes: m.rss,
+    heapUsedBytes: m.heapUsed,
+  };
 }
 
 async function startResourceManager(): Promise<IngestServer> {
@@ -310,6 +331,8 @@ interface SwarmResult extends HelperMessage {
   lastError: string;
   maxSendLagMs: number;
   latencyMs: Summary;
+  /** Latency of heartbeats sent after the window's first second. */
+  steadyLatencyMs: Summary;
   clientCpuMs: number;
   clientEventLoopUtilization: number;
 }
@@ -324,6 +347,8 @@ interface IngestResult {
   ackedPerSec: number;
   serverCpuFraction: number;
   serverEventLoopUtilization: number;
+  /** Busy fraction of all the machine's cores during the window (anything else running included). */
+  machineBusyFraction: number;
   before: MemorySnapshot;
   idle: MemorySnapshot;
   after: MemorySnapshot;
@@ -334,7 +359,11 @@ interface IngestResult {
   externalPerIdleNodeBytes: number;
 }
 
-async function runIngest(server: IngestServer, f: SchedulerFlags, progress: (line: string) => void): Promise<IngestResult> {
+async function runIngest(
+  server: IngestServer,
+  f: SchedulerFlags,
+  progress: (line: string) => void,
+): Promise<IngestResult> {
   const before = await server.memory();
   const swarm = new HelperProcess(fileURLToPath(new URL("./node-swarm.js", import.meta.url)), [
     "--target",
@@ -349,10 +378,16 @@ async function runIngest(server: IngestServer, f: SchedulerFlags, progress: (lin
     String(f["nodes-per-connection"]),
   ]);
   try {
-    const registered = await swarm.next<HelperMessage & { registerWallMs: number; registerLatencyMs: Summary }>("registered", 180_000);
-    progress(`${server.label}: ${f["sim-nodes"]} nodes registered in ${fmt(registered.registerWallMs / 1000, 2)} s; heartbeating`);
+    const registered = await swarm.next<HelperMessage & { registerWallMs: number; registerLatencyMs: Summary }>(
+      "registered",
+      180_000,
+    );
+    progress(
+      `${server.label}: ${f["sim-nodes"]} nodes registered in ${fmt(registered.registerWallMs / 1000, 2)} s; heartbeating`,
+    );
     const idle = await server.memory();
     const load0 = await server.load();
+    const machine0 = readProcStatTotals();
     swarm.send("go");
     const windowEnd = Date.now() + f.seconds * 1000;
     let peakRss = load0.rssBytes;
@@ -364,6 +399,7 @@ async function runIngest(server: IngestServer, f: SchedulerFlags, progress: (lin
       peakHeap = Math.max(peakHeap, l.heapUsedBytes);
     }
     const load1 = await server.load();
+    const machine1 = readProcStatTotals();
     const result = await swarm.next<SwarmResult>("result", 60_000);
     const after = await server.memory();
     const wallMs = load1.elu.idle + load1.elu.active - (load0.elu.idle + load0.elu.active);
@@ -377,6 +413,7 @@ async function runIngest(server: IngestServer, f: SchedulerFlags, progress: (lin
       ackedPerSec: result.acksInWindow / (result.windowMs / 1000),
       serverCpuFraction: (load1.cpuMs - load0.cpuMs) / wallMs,
       serverEventLoopUtilization: (load1.elu.active - load0.elu.active) / wallMs,
+      machineBusyFraction: (machine1.busyMs - machine0.busyMs) / Math.max(1, machine1.totalMs - machine0.totalMs),
       before,
       idle,
       after,
@@ -426,7 +463,19 @@ function allocationLines(run: AllocationResult, base: AllocationResult | undefin
     `  nodes 16 vcores / 64 GB, primary 0-50 % random (+-10 % per heartbeat), reserve 10 %; apps ask 10..500 x 1 vcore / 1 GB;`,
     `  containers live 1..${f["lifetime-rounds"]} heartbeats of their node; >= ${DEMAND_CONTAINERS.toLocaleString("en-US")} containers always outstanding`,
     "",
-    ...table(["", "nodes", "heartbeats/s", "allocations/s", "allocs/s in scheduler", "allocs/hb", "live containers", "apps done"], rows),
+    ...table(
+      [
+        "",
+        "nodes",
+        "heartbeats/s",
+        "allocations/s",
+        "allocs/s in scheduler",
+        "allocs/hb",
+        "live containers",
+        "apps done",
+      ],
+      rows,
+    ),
     "",
     `allocations/s vs target ${TARGET_ALLOCATIONS_PER_SEC.toLocaleString("en-US")}/s (YARN's published figure, far bigger hardware): ${ratio(run.allocationsPerSec, TARGET_ALLOCATIONS_PER_SEC)} (${run.allocationsPerSec >= TARGET_ALLOCATIONS_PER_SEC ? "met" : "NOT met"})`,
     `scheduler heap: node table ${mib(run.heapNodeTableBytes)} for ${run.nodes.toLocaleString("en-US")} nodes (${fmt(perNode, 0)} B/node, ids not counted);` +
@@ -446,9 +495,11 @@ function ingestLines(runs: IngestResult[], f: SchedulerFlags): string[] {
     fmt(r.swarm.latencyMs.p50, 2),
     fmt(r.swarm.latencyMs.p99, 2),
     fmt(r.swarm.latencyMs.max, 1),
+    fmt(r.swarm.steadyLatencyMs.p99, 2),
     `${fmt(r.serverCpuFraction * 100, 0)} %`,
     `${fmt(r.serverEventLoopUtilization * 100, 0)} %`,
     `${fmt((r.swarm.clientCpuMs / r.swarm.windowMs) * 100, 0)} %`,
+    `${fmt(r.machineBusyFraction * 100, 0)} % of ${cpus().length}`,
     String(r.swarm.unanswered + r.swarm.streamErrors),
   ];
   const rows = runs.map(row);
@@ -460,7 +511,9 @@ function ingestLines(runs: IngestResult[], f: SchedulerFlags): string[] {
       ratio(rm.swarm.latencyMs.p50, echo.swarm.latencyMs.p50),
       ratio(rm.swarm.latencyMs.p99, echo.swarm.latencyMs.p99),
       ratio(rm.swarm.latencyMs.max, echo.swarm.latencyMs.max),
+      ratio(rm.swarm.steadyLatencyMs.p99, echo.swarm.steadyLatencyMs.p99),
       ratio(rm.serverCpuFraction, echo.serverCpuFraction),
+      "",
       "",
       "",
       "",
@@ -492,9 +545,31 @@ function ingestLines(runs: IngestResult[], f: SchedulerFlags): string[] {
     `heartbeat ingest: ${f["sim-nodes"].toLocaleString("en-US")} NodeChannel streams over ${conn.toLocaleString("en-US")} connections from a helper process,` +
       ` offered ${fmt(f.rate, 0)} heartbeats/s open-loop (every ${fmt(runs[0]?.swarm.intervalMs ?? 0, 0)} ms per node) for ${fmt(f.seconds, 1)} s; idle nodes`,
     "",
-    ...table(["server", "sent/s", "acked/s", "p50 ms", "p99 ms", "max ms", "server CPU", "server loop", "swarm CPU", "lost"], rows),
+    ...table(
+      [
+        "server",
+        "sent/s",
+        "acked/s",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "p99 after 1st s",
+        "server CPU",
+        "server loop",
+        "swarm CPU",
+        "machine busy",
+        "lost",
+      ],
+      rows,
+    ),
     "",
-    ...table(["memory per idle node", "RSS KiB", "heap KiB", "external KiB", "RSS idle", "heap idle", "RSS peak", "heap peak"], memRows),
+    "latency is measured in the swarm (send -> ack by seq), so it includes the swarm's own delays; the echo baseline has",
+    "the same swarm. server CPU is of one core; server loop is its event loop's busy share (waiting for a core included).",
+    "",
+    ...table(
+      ["memory per idle node", "RSS KiB", "heap KiB", "external KiB", "RSS idle", "heap idle", "RSS peak", "heap peak"],
+      memRows,
+    ),
     "",
   ];
   if (rm) {
@@ -505,10 +580,14 @@ function ingestLines(runs: IngestResult[], f: SchedulerFlags): string[] {
     lines.push(
       `RM after the run (settled): RSS ${mib(rm.after.rssBytes)}, heap ${mib(rm.after.heapUsedBytes)}; registration of ${f["sim-nodes"].toLocaleString("en-US")} nodes took ${fmt(rm.registerWallMs / 1000, 2)} s (p99 ${fmt(rm.registerLatencyMs.p99, 1)} ms each, ${100} in flight)`,
     );
-    if (rm.swarm.streamErrors > 0) lines.push(`  stream errors: ${rm.swarm.streamErrors} (last: ${rm.swarm.lastError})`);
+    if (rm.swarm.streamErrors > 0)
+      lines.push(`  stream errors: ${rm.swarm.streamErrors} (last: ${rm.swarm.lastError})`);
   }
   for (const r of runs) {
-    if (r.swarm.maxSendLagMs > 50) lines.push(`  note: the swarm fell up to ${fmt(r.swarm.maxSendLagMs, 0)} ms behind its schedule against the ${r.server.split(" (")[0]}`);
+    if (r.swarm.maxSendLagMs > 50)
+      lines.push(
+        `  note: the swarm fell up to ${fmt(r.swarm.maxSendLagMs, 0)} ms behind its schedule against the ${r.server.split(" (")[0]}`,
+      );
   }
   return lines;
 }

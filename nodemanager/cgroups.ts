@@ -24,6 +24,17 @@ export interface CgroupController {
   /** Cumulative CPU time of the container in ms, or undefined when the mode cannot tell. */
   usageMs(containerId: string): number | undefined;
   remove(containerId: string): void;
+  /** Removes the node's own parent group (on node manager stop; its containers are gone by then). */
+  close(): void;
+}
+
+function rmdirQuietly(dir: string | undefined): void {
+  if (!dir) return;
+  try {
+    rmdirSync(dir);
+  } catch {
+    // Not empty yet, or already gone.
+  }
 }
 
 /** Quota in µs per 100 ms period for a CPU amount in thousandths of a core (1 ms minimum, the kernel's floor). */
@@ -42,6 +53,7 @@ class NoCgroups implements CgroupController {
     return undefined;
   }
   remove(): void {}
+  close(): void {}
 }
 
 class CgroupV1 implements CgroupController {
@@ -76,14 +88,12 @@ class CgroupV1 implements CgroupController {
     }
   }
   remove(containerId: string): void {
-    for (const base of [this.cpuDir, this.acctDir]) {
-      if (!base) continue;
-      try {
-        rmdirSync(join(base, containerId));
-      } catch {
-        // Still has processes exiting, or already gone; the next cleanup retries.
-      }
-    }
+    rmdirQuietly(join(this.cpuDir, containerId));
+    if (this.acctDir) rmdirQuietly(join(this.acctDir, containerId));
+  }
+  close(): void {
+    rmdirQuietly(this.cpuDir);
+    rmdirQuietly(this.acctDir);
   }
 }
 
@@ -112,11 +122,10 @@ class CgroupV2 implements CgroupController {
     }
   }
   remove(containerId: string): void {
-    try {
-      rmdirSync(join(this.dir, containerId));
-    } catch {
-      // Not empty yet or gone.
-    }
+    rmdirQuietly(join(this.dir, containerId));
+  }
+  close(): void {
+    rmdirQuietly(this.dir);
   }
 }
 

@@ -9,3 +9,5 @@ export { createPrimaryMonitor } from "./primary-monitor.js";
 export type { PrimaryMonitor, PrimarySample } from "./primary-monitor.js";
 export { detectCgroups } from "./cgroups.js";
 export type { CgroupController, CgroupMode } from "./cgroups.js";
+export { StepPrimaryMonitor } from "./step-monitor.js";
+export type { StepRecord } from "./step-monitor.js";

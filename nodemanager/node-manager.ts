@@ -154,6 +154,7 @@ export class NodeManager {
     this.rmClient?.close();
     await shutdownServer(this.server, 1_000);
     await this.monitor?.stop();
+    this.cgroups?.close();
     this.stateValue = "stopped";
   }
 
