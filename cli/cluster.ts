@@ -65,7 +65,10 @@ export function resolveClusterDir(dir?: string): string {
 export function readCluster(dir: string): ClusterDescriptor {
   const file = join(dir, "cluster.json");
   if (!existsSync(file)) {
-    throw new HarvestError("CLUSTER_NOT_FOUND", `no cluster in ${dir}: start one with 'harvest cluster up --dir ${dir}' or pass the --dir it was started with`);
+    throw new HarvestError(
+      "CLUSTER_NOT_FOUND",
+      `no cluster in ${dir}: start one with 'harvest cluster up --dir ${dir}' or pass the --dir it was started with`,
+    );
   }
   return JSON.parse(readFileSync(file, "utf8")) as ClusterDescriptor;
 }
@@ -86,7 +89,10 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
   if (existsSync(join(dir, "cluster.json"))) {
     const existing = readCluster(dir);
     if (isOurProcess(existing.rm.pid, existing.rm.entry)) {
-      throw new HarvestError("CLUSTER_ALREADY_RUNNING", `a cluster is already running in ${dir}; stop it with 'harvest cluster down --dir ${dir}' or use another --dir`);
+      throw new HarvestError(
+        "CLUSTER_ALREADY_RUNNING",
+        `a cluster is already running in ${dir}; stop it with 'harvest cluster down --dir ${dir}' or use another --dir`,
+      );
     }
   }
   mkdirSync(join(dir, "logs"), { recursive: true });
@@ -128,7 +134,13 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
   }
 }
 
-async function launchDaemon(dir: string, name: string, entry: string, config: object, timeoutMs: number): Promise<DaemonRecord> {
+async function launchDaemon(
+  dir: string,
+  name: string,
+  entry: string,
+  config: object,
+  timeoutMs: number,
+): Promise<DaemonRecord> {
   const configFile = join(dir, "run", `${name}.json`);
   const readyFile = join(dir, "run", `${name}.ready`);
   const log = join(dir, "logs", `${name}.log`);
@@ -149,7 +161,10 @@ async function launchDaemon(dir: string, name: string, entry: string, config: ob
     if (exitCode !== null || Date.now() > deadline) {
       if (exitCode === null && child.pid) await stopProcess(child.pid, entry, 1_000);
       const tail = existsSync(log) ? readFileSync(log, "utf8").split("\n").slice(-8).join("\n") : "";
-      throw new HarvestError("UNAVAILABLE", `${name} did not start (${exitCode !== null ? `exited with ${exitCode}` : "timed out"}); its log ${log} ends with:\n${tail}`);
+      throw new HarvestError(
+        "UNAVAILABLE",
+        `${name} did not start (${exitCode !== null ? `exited with ${exitCode}` : "timed out"}); its log ${log} ends with:\n${tail}`,
+      );
     }
     await sleep(50);
   }
@@ -164,7 +179,8 @@ async function waitForNodes(rmAddress: string, count: number, timeoutMs: number)
     for (;;) {
       const nodes = await client.nodes();
       if (nodes.filter((n) => n.state === "RUNNING").length >= count) return;
-      if (Date.now() > deadline) throw new HarvestError("UNAVAILABLE", `only ${nodes.length} of ${count} node managers registered in time`);
+      if (Date.now() > deadline)
+        throw new HarvestError("UNAVAILABLE", `only ${nodes.length} of ${count} node managers registered in time`);
       await sleep(100);
     }
   } finally {

@@ -27,7 +27,13 @@ export interface DemoSummary {
 }
 
 /** Runs the demo and returns its summary (also printed). */
-export async function runDemo(opts: { servers: number; speed: number; dir?: string; keep: boolean; json: boolean }): Promise<DemoSummary> {
+export async function runDemo(opts: {
+  servers: number;
+  speed: number;
+  dir?: string;
+  keep: boolean;
+  json: boolean;
+}): Promise<DemoSummary> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "harvest-demo-"));
   const say = (s: string): void => {
     if (!opts.json) process.stdout.write(s + "\n");
@@ -72,7 +78,9 @@ export async function runDemo(opts: { servers: number; speed: number; dir?: stri
     } else {
       say("");
       say(outcomeText(report));
-      const killed = Object.entries(preemptionsByServer).map(([s, n]) => `${s}: ${n}`).join(", ");
+      const killed = Object.entries(preemptionsByServer)
+        .map(([s, n]) => `${s}: ${n}`)
+        .join(", ");
       say(`  containers killed by primary spikes: ${killed || "none (no spike met running work this time)"}`);
       say(`  job time ${duration(summary.jobMs)}`);
     }

@@ -28,14 +28,23 @@ export function bar(done: number, total: number, width = 20): string {
 export function progressLines(r: JobReport, nowMs: number): string[] {
   const lines: string[] = [];
   const elapsed = r.startMs > 0 ? (r.finishMs > 0 ? r.finishMs : nowMs) - r.submitMs : nowMs - r.submitMs;
-  lines.push(`${r.appId}  ${r.name}  ${r.state}  ${duration(elapsed)}${r.attempts > 1 ? `  (job manager attempt ${r.attempts})` : ""}`);
+  lines.push(
+    `${r.appId}  ${r.name}  ${r.state}  ${duration(elapsed)}${r.attempts > 1 ? `  (job manager attempt ${r.attempts})` : ""}`,
+  );
   const vertices = r.progress?.vertices ?? [];
   const nameWidth = Math.max(6, ...vertices.map((v) => v.name.length));
   for (const v of vertices) {
-    const extra = [v.running > 0 ? `${v.running} running` : "", v.preempted > 0 ? `${v.preempted} preempted` : "", v.lost > 0 ? `${v.lost} lost` : "", v.failedAttempts > 0 ? `${v.failedAttempts} failed` : ""]
+    const extra = [
+      v.running > 0 ? `${v.running} running` : "",
+      v.preempted > 0 ? `${v.preempted} preempted` : "",
+      v.lost > 0 ? `${v.lost} lost` : "",
+      v.failedAttempts > 0 ? `${v.failedAttempts} failed` : "",
+    ]
       .filter(Boolean)
       .join(", ");
-    lines.push(`  ${v.name.padEnd(nameWidth)} ${bar(v.succeeded, v.total)} ${String(v.succeeded).padStart(4)}/${v.total}  ${v.state.padEnd(9)} ${extra}`);
+    lines.push(
+      `  ${v.name.padEnd(nameWidth)} ${bar(v.succeeded, v.total)} ${String(v.succeeded).padStart(4)}/${v.total}  ${v.state.padEnd(9)} ${extra}`,
+    );
   }
   if (vertices.length === 0) lines.push(`  ${r.diagnostics || "waiting for the job manager"}`);
   return lines;

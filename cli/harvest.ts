@@ -29,7 +29,9 @@ program
 
 /** Adds the options every cluster-facing command takes. */
 function common(cmd: Command): Command {
-  return cmd.option("--dir <dir>", "cluster directory (default: $HARVEST_CLUSTER_DIR, then ~/.harvest/cluster)").option("--json", "machine-readable output");
+  return cmd
+    .option("--dir <dir>", "cluster directory (default: $HARVEST_CLUSTER_DIR, then ~/.harvest/cluster)")
+    .option("--json", "machine-readable output");
 }
 
 function print(opts: GlobalOpts, json: unknown, human: () => string): void {
@@ -52,8 +54,12 @@ function action<A extends unknown[]>(fn: (...args: A) => Promise<number | void>)
     } catch (err) {
       const code = err instanceof HarvestError ? err.code : "INTERNAL";
       let message = errorMessage(err);
-      if (code === "UNAVAILABLE") message += "\n(is the cluster running? 'harvest cluster status' checks, 'harvest cluster up' starts one)";
-      if (opts.json) process.stdout.write(JSON.stringify({ error: { code, message, details: err instanceof HarvestError ? err.details : {} } }) + "\n");
+      if (code === "UNAVAILABLE")
+        message += "\n(is the cluster running? 'harvest cluster status' checks, 'harvest cluster up' starts one)";
+      if (opts.json)
+        process.stdout.write(
+          JSON.stringify({ error: { code, message, details: err instanceof HarvestError ? err.details : {} } }) + "\n",
+        );
       else process.stderr.write(`harvest: ${message} [${code}]\n`);
       process.exitCode = 1;
     }
@@ -67,36 +73,56 @@ const cluster = program.command("cluster").description("start, inspect and stop 
 common(cluster.command("up"))
   .description("start a resource manager and N node managers on loopback, each server with its own primary tenant")
   .option("--servers <n>", "number of servers (node managers)", "4")
-  .option("--primary <source>", "primary tenants: trace (real traces, or generated ones when ../shared/data is absent), trace:<file>, burn, burn:<file>, proc", "trace")
+  .option(
+    "--primary <source>",
+    "primary tenants: trace (real traces, or generated ones when ../shared/data is absent), trace:<file>, burn, burn:<file>, proc",
+    "trace",
+  )
   .option("--speed <x>", "trace replay speed (trace seconds per real second)", "60")
   .option("--vcores <n>", "vcores per server", "4")
   .option("--memory-mb <n>", "memory per server in MB", "4096")
-  .option("--config <file>", 'JSON file of daemon options: { "rm": { ...ResourceManagerOptions }, "nm": { ...NodeManagerOptions } }')
+  .option(
+    "--config <file>",
+    'JSON file of daemon options: { "rm": { ...ResourceManagerOptions }, "nm": { ...NodeManagerOptions } }',
+  )
   .action(
-    action(async (o: GlobalOpts & { servers: string; primary: string; speed: string; vcores: string; memoryMb: string; config?: string }) => {
-      const dir = resolveClusterDir(o.dir);
-      const servers = positiveInt(o.servers, "--servers");
-      const primaries = await choosePrimaries(o.primary, servers, dir);
-      const config = o.config ? readDaemonConfig(o.config) : {};
-      const c = await startCluster({
-        ...config,
-        dir,
-        primaries: primaries.map((p) => p.spec),
-        offsetsMs: primaries.map((p) => p.offsetMs),
-        speed: positiveNumber(o.speed, "--speed"),
-        vcores: positiveNumber(o.vcores, "--vcores"),
-        memoryMb: positiveInt(o.memoryMb, "--memory-mb"),
-        startTimeoutMs: 20_000,
-      });
-      print(o, c, () =>
-        [
-          `cluster up in ${dir}`,
-          `resource manager  ${c.rm.address}  (log ${c.rm.log})`,
-          ...c.nodes.map((n, i) => `${n.nodeId.padEnd(17)} ${n.address}  primary ${primaries[i]?.label ?? n.primary}`),
-          `next: harvest job submit <dag.json> --wait --dir ${dir}`,
-        ].join("\n"),
-      );
-    }),
+    action(
+      async (
+        o: GlobalOpts & {
+          servers: string;
+          primary: string;
+          speed: string;
+          vcores: string;
+          memoryMb: string;
+          config?: string;
+        },
+      ) => {
+        const dir = resolveClusterDir(o.dir);
+        const servers = positiveInt(o.servers, "--servers");
+        const primaries = await choosePrimaries(o.primary, servers, dir);
+        const config = o.config ? readDaemonConfig(o.config) : {};
+        const c = await startCluster({
+          ...config,
+          dir,
+          primaries: primaries.map((p) => p.spec),
+          offsetsMs: primaries.map((p) => p.offsetMs),
+          speed: positiveNumber(o.speed, "--speed"),
+          vcores: positiveNumber(o.vcores, "--vcores"),
+          memoryMb: positiveInt(o.memoryMb, "--memory-mb"),
+          startTimeoutMs: 20_000,
+        });
+        print(o, c, () =>
+          [
+            `cluster up in ${dir}`,
+            `resource manager  ${c.rm.address}  (log ${c.rm.log})`,
+            ...c.nodes.map(
+              (n, i) => `${n.nodeId.padEnd(17)} ${n.address}  primary ${primaries[i]?.label ?? n.primary}`,
+            ),
+            `next: harvest job submit <dag.json> --wait --dir ${dir}`,
+          ].join("\n"),
+        );
+      },
+    ),
   );
 
 common(cluster.command("status"))
@@ -133,7 +159,11 @@ common(cluster.command("down"))
     action(async (o: GlobalOpts) => {
       const dir = resolveClusterDir(o.dir);
       const { stopped } = await stopCluster(dir);
-      print(o, { dir, stopped }, () => `cluster in ${dir} stopped (${stopped} daemon process${stopped === 1 ? "" : "es"})`);
+      print(
+        o,
+        { dir, stopped },
+        () => `cluster in ${dir} stopped (${stopped} daemon process${stopped === 1 ? "" : "es"})`,
+      );
     }),
   );
 
@@ -193,7 +223,14 @@ common(job.command("list"))
             ? "no jobs"
             : table(
                 ["APP ID", "NAME", "STATE", "OUTCOME", "ELAPSED", "ATTEMPTS"],
-                apps.map((a) => [a.appId, a.name, a.state, a.outcome.replace("JOB_", "").replace("OUTCOME_UNSPECIFIED", "-"), duration((a.finishMs || Date.now()) - a.submitMs), a.attempts]),
+                apps.map((a) => [
+                  a.appId,
+                  a.name,
+                  a.state,
+                  a.outcome.replace("JOB_", "").replace("OUTCOME_UNSPECIFIED", "-"),
+                  duration((a.finishMs || Date.now()) - a.submitMs),
+                  a.attempts,
+                ]),
               ),
         );
       }),
@@ -221,7 +258,11 @@ common(job.command("logs <appId>"))
       withClient(o, async (c) => {
         const report = await c.status(appId);
         const id = o.container ?? [...report.containers].reverse().find((x) => x.isAm)?.containerId;
-        if (!id) throw new HarvestError("CONTAINER_NOT_FOUND", `${appId} has no job-manager container yet; try again once it runs`);
+        if (!id)
+          throw new HarvestError(
+            "CONTAINER_NOT_FOUND",
+            `${appId} has no job-manager container yet; try again once it runs`,
+          );
         const text = await c.containerLog(appId, id, o.stream, positiveInt(o.tail, "--tail"));
         print(o, { appId, containerId: id, stream: o.stream, text }, () => text.trimEnd());
       }),
@@ -239,7 +280,14 @@ common(job.command("history"))
         print(o, entries, () =>
           table(
             ["APP ID", "NAME", "OUTCOME", "DURATION", "TASKS RUN", "PREEMPTED"],
-            entries.map((e) => [e.appId, e.name, e.outcome.replace("JOB_", ""), duration(e.durationMs), e.tasksRun, e.tasksPreempted]),
+            entries.map((e) => [
+              e.appId,
+              e.name,
+              e.outcome.replace("JOB_", ""),
+              duration(e.durationMs),
+              e.tasksRun,
+              e.tasksPreempted,
+            ]),
           ),
         );
       }),
@@ -250,7 +298,9 @@ common(job.command("history"))
 
 program
   .command("demo")
-  .description("bring up a 4-server cluster whose primaries replay real (or generated) traces, run a DAG job through primary spikes, print a summary, tear down")
+  .description(
+    "bring up a 4-server cluster whose primaries replay real (or generated) traces, run a DAG job through primary spikes, print a summary, tear down",
+  )
   .option("--servers <n>", "number of servers", "4")
   .option("--speed <x>", "trace replay speed", "600")
   .option("--dir <dir>", "where the demo cluster lives (default: a new temporary directory)")
@@ -258,7 +308,13 @@ program
   .option("--json", "machine-readable summary")
   .action(
     action(async (o: { servers: string; speed: string; dir?: string; keep?: boolean; json?: boolean }) => {
-      const summary = await runDemo({ servers: positiveInt(o.servers, "--servers"), speed: positiveNumber(o.speed, "--speed"), ...(o.dir ? { dir: o.dir } : {}), keep: o.keep ?? false, json: o.json ?? false });
+      const summary = await runDemo({
+        servers: positiveInt(o.servers, "--servers"),
+        speed: positiveNumber(o.speed, "--speed"),
+        ...(o.dir ? { dir: o.dir } : {}),
+        keep: o.keep ?? false,
+        json: o.json ?? false,
+      });
       return summary.outcome === "FINISHED" ? 0 : 1;
     }),
   );
@@ -268,7 +324,9 @@ program
   .description("run a benchmark (yield, scheduler); the same as npm run bench -- <name>")
   .allowUnknownOption()
   .action((name: string, _o: unknown, cmd: Command) => {
-    const r = spawnSync(process.execPath, [distEntry("bench/run.js"), name, ...cmd.args.slice(1)], { stdio: "inherit" });
+    const r = spawnSync(process.execPath, [distEntry("bench/run.js"), name, ...cmd.args.slice(1)], {
+      stdio: "inherit",
+    });
     process.exitCode = r.status ?? 1;
   });
 
@@ -283,11 +341,18 @@ function readDaemonConfig(path: string): { rm?: Record<string, unknown>; nm?: Re
   } catch (err) {
     throw new HarvestError("CONFIG_INVALID", `${path} is not valid JSON: ${errorMessage(err)}`);
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new HarvestError("CONFIG_INVALID", `${path} must hold an object like { "rm": {...}, "nm": {...} }`);
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    throw new HarvestError("CONFIG_INVALID", `${path} must hold an object like { "rm": {...}, "nm": {...} }`);
   const out: { rm?: Record<string, unknown>; nm?: Record<string, unknown> } = {};
   for (const [k, v] of Object.entries(parsed)) {
-    if (k !== "rm" && k !== "nm") throw new HarvestError("CONFIG_INVALID", `${path}: unknown section ${JSON.stringify(k)} (use "rm" and "nm")`, { details: { field: k } });
-    if (typeof v !== "object" || v === null || Array.isArray(v)) throw new HarvestError("CONFIG_INVALID", `${path}: "${k}" must be an object of options`, { details: { field: k } });
+    if (k !== "rm" && k !== "nm")
+      throw new HarvestError("CONFIG_INVALID", `${path}: unknown section ${JSON.stringify(k)} (use "rm" and "nm")`, {
+        details: { field: k },
+      });
+    if (typeof v !== "object" || v === null || Array.isArray(v))
+      throw new HarvestError("CONFIG_INVALID", `${path}: "${k}" must be an object of options`, {
+        details: { field: k },
+      });
     out[k] = v as Record<string, unknown>;
   }
   return out;
@@ -295,13 +360,15 @@ function readDaemonConfig(path: string): { rm?: Record<string, unknown>; nm?: Re
 
 function positiveInt(v: string, flag: string): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new HarvestError("INVALID_ARGUMENT", `${flag} must be a positive integer (got ${JSON.stringify(v)})`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new HarvestError("INVALID_ARGUMENT", `${flag} must be a positive integer (got ${JSON.stringify(v)})`);
   return n;
 }
 
 function positiveNumber(v: string, flag: string): number {
   const n = Number(v);
-  if (!(n > 0) || !Number.isFinite(n)) throw new HarvestError("INVALID_ARGUMENT", `${flag} must be a positive number (got ${JSON.stringify(v)})`);
+  if (!(n > 0) || !Number.isFinite(n))
+    throw new HarvestError("INVALID_ARGUMENT", `${flag} must be a positive number (got ${JSON.stringify(v)})`);
   return n;
 }
 

@@ -47,7 +47,8 @@ const DEFAULT_WINDOW: SpikeWindow = { calmSteps: 14, calmBelowPct: 50, spikeWith
 export function findSpikeWindow(cpuPct: readonly number[], window: SpikeWindow = DEFAULT_WINDOW): number | undefined {
   outer: for (let i = 0; i + window.calmSteps + window.spikeWithinSteps <= cpuPct.length; i++) {
     for (let k = 0; k < window.calmSteps; k++) if ((cpuPct[i + k] ?? 0) >= window.calmBelowPct) continue outer;
-    for (let k = window.calmSteps; k < window.calmSteps + window.spikeWithinSteps; k++) if ((cpuPct[i + k] ?? 0) >= window.spikePct) return i;
+    for (let k = window.calmSteps; k < window.calmSteps + window.spikeWithinSteps; k++)
+      if ((cpuPct[i + k] ?? 0) >= window.spikePct) return i;
   }
   return undefined;
 }
@@ -59,17 +60,35 @@ export function findSpikeWindow(cpuPct: readonly number[], window: SpikeWindow =
  * - `trace` / `burn` (no file): real series from ../shared/data when present, else generated traces in `<dir>/traces`.
  * With `spiky`, each bursty series starts at a window where a spike follows a calm lead-in (for the demo).
  */
-export async function choosePrimaries(flag: string, servers: number, clusterDir: string, opts: { spiky?: boolean; seed?: number } = {}): Promise<PrimaryChoice[]> {
-  if (flag === "proc") return Array.from({ length: servers }, () => ({ spec: "proc", offsetMs: 0, label: "proc (real /proc/stat)" }));
+export async function choosePrimaries(
+  flag: string,
+  servers: number,
+  clusterDir: string,
+  opts: { spiky?: boolean; seed?: number } = {},
+): Promise<PrimaryChoice[]> {
+  if (flag === "proc")
+    return Array.from({ length: servers }, () => ({ spec: "proc", offsetMs: 0, label: "proc (real /proc/stat)" }));
   const m = /^(trace|burn)(?::(.+))?$/.exec(flag);
-  if (!m) throw new HarvestError("CONFIG_INVALID", `--primary must be proc, trace, burn, trace:<file> or burn:<file> (got ${JSON.stringify(flag)})`, { details: { field: "primary" } });
+  if (!m)
+    throw new HarvestError(
+      "CONFIG_INVALID",
+      `--primary must be proc, trace, burn, trace:<file> or burn:<file> (got ${JSON.stringify(flag)})`,
+      { details: { field: "primary" } },
+    );
   const kind = m[1] as "trace" | "burn";
   const file = m[2];
   if (file) {
-    if (!existsSync(file)) throw new HarvestError("CONFIG_INVALID", `--primary ${kind}:${file}: no such file`, { details: { field: "primary" } });
+    if (!existsSync(file))
+      throw new HarvestError("CONFIG_INVALID", `--primary ${kind}:${file}: no such file`, {
+        details: { field: "primary" },
+      });
     const series = await readUtilizationFile(file, undefined, { duplicateTimes: "merge" });
     const spanMs = series.timesMs[series.timesMs.length - 1]! - series.timesMs[0]!;
-    return Array.from({ length: servers }, (_, i) => ({ spec: `${kind}:${file}`, offsetMs: Math.floor((spanMs * i) / servers), label: file }));
+    return Array.from({ length: servers }, (_, i) => ({
+      spec: `${kind}:${file}`,
+      offsetMs: Math.floor((spanMs * i) / servers),
+      label: file,
+    }));
   }
   const shared = sharedDataDir();
   const files = shared ? REAL_SERIES.map((f) => join(shared, f)).filter((f) => existsSync(f)) : [];

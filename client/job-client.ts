@@ -66,10 +66,19 @@ export class JobClient {
   }
 
   /** The tail of one container's stdout or stderr, fetched from the node manager that ran it. */
-  async containerLog(appId: string, containerId: string, stream: "stdout" | "stderr" = "stderr", tailBytes = 64 * 1024): Promise<string> {
+  async containerLog(
+    appId: string,
+    containerId: string,
+    stream: "stdout" | "stderr" = "stderr",
+    tailBytes = 64 * 1024,
+  ): Promise<string> {
     const report = await this.status(appId);
     const ref = report.containers.find((c) => c.containerId === containerId);
-    if (!ref) throw new HarvestError("CONTAINER_NOT_FOUND", `${appId} has no container ${containerId}; 'harvest job status ${appId}' lists them`);
+    if (!ref)
+      throw new HarvestError(
+        "CONTAINER_NOT_FOUND",
+        `${appId} has no container ${containerId}; 'harvest job status ${appId}' lists them`,
+      );
     let nm = this.nms.get(ref.nmAddress);
     if (!nm) {
       nm = makeClient(loadHarvestProto().ContainerManager, ref.nmAddress);

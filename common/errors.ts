@@ -68,7 +68,8 @@ export function toServiceError(err: unknown): Partial<ServiceError> {
   const herr = err instanceof HarvestError ? err : new HarvestError("INTERNAL", errorMessage(err), { cause: err });
   const metadata = new Metadata();
   metadata.set(CODE_METADATA_KEY, herr.code);
-  if (Object.keys(herr.details).length > 0) metadata.set(DETAILS_METADATA_KEY, Buffer.from(JSON.stringify(herr.details), "utf8"));
+  if (Object.keys(herr.details).length > 0)
+    metadata.set(DETAILS_METADATA_KEY, Buffer.from(JSON.stringify(herr.details), "utf8"));
   return { code: ERROR_CODES[herr.code], details: herr.message, metadata };
 }
 

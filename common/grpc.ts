@@ -12,10 +12,18 @@ import type { ProtoGrpcType as TrackerProto } from "../proto/generated/resource_
 import type { ProtoGrpcType as ContainerProto } from "../proto/generated/container_manager.js";
 
 /** Every Harvest service, typed from the generated proto types. */
-export type HarvestProto = ClientProto["harvest"]["v1"] & TrackerProto["harvest"]["v1"] & ContainerProto["harvest"]["v1"];
+export type HarvestProto = ClientProto["harvest"]["v1"] &
+  TrackerProto["harvest"]["v1"] &
+  ContainerProto["harvest"]["v1"];
 
 // Must match the flags in scripts/gen-proto.mjs, or the generated types lie.
-const LOADER_OPTIONS: protoLoader.Options = { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true };
+const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: false,
+  longs: Number,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+};
 
 let cached: HarvestProto | undefined;
 
@@ -78,7 +86,9 @@ export function shutdownServer(server: grpc.Server, graceMs = 2_000): Promise<vo
  * Wraps an async handler as a gRPC unary handler: a thrown HarvestError travels with its code; any other throw becomes
  * INTERNAL. A handler can never crash the daemon.
  */
-export function unary<Req, Res>(fn: (req: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res> | Res): grpc.handleUnaryCall<Req, Res> {
+export function unary<Req, Res>(
+  fn: (req: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res> | Res,
+): grpc.handleUnaryCall<Req, Res> {
   return (call, callback) => {
     Promise.resolve()
       .then(() => fn(call.request, call))
@@ -92,7 +102,12 @@ export function unary<Req, Res>(fn: (req: Req, call: grpc.ServerUnaryCall<Req, R
 // Typed after the last overload the generated clients declare, `(argument, callback)`, because TypeScript infers from
 // an overloaded method's last signature; at run time the method is called with metadata and options too.
 type UnaryMethod<Req, Res> = (req: Req, cb: (err: grpc.ServiceError | null, res?: Res) => void) => unknown;
-type FullUnaryMethod = (req: unknown, metadata: grpc.Metadata, options: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res?: unknown) => void) => unknown;
+type FullUnaryMethod = (
+  req: unknown,
+  metadata: grpc.Metadata,
+  options: grpc.CallOptions,
+  cb: (err: grpc.ServiceError | null, res?: unknown) => void,
+) => unknown;
 
 /** Calls a unary method as a promise with a deadline; errors come back as HarvestErrors. */
 export function call<Req, Res>(
@@ -102,14 +117,23 @@ export function call<Req, Res>(
   timeoutMs = 10_000,
 ): Promise<Res> {
   return new Promise((resolve, reject) => {
-    (method as unknown as FullUnaryMethod).call(client, req, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) => {
-      if (err) reject(fromGrpcError(err));
-      else resolve(res as Res);
-    });
+    (method as unknown as FullUnaryMethod).call(
+      client,
+      req,
+      new grpc.Metadata(),
+      { deadline: Date.now() + timeoutMs },
+      (err, res) => {
+        if (err) reject(fromGrpcError(err));
+        else resolve(res as Res);
+      },
+    );
   });
 }
 
 /** A client for one service at `address`. */
-export function makeClient<C extends grpc.Client>(ctor: new (address: string, creds: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => C, address: string): C {
+export function makeClient<C extends grpc.Client>(
+  ctor: new (address: string, creds: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => C,
+  address: string,
+): C {
   return new ctor(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
 }

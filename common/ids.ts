@@ -11,7 +11,12 @@ export function formatAppId(clusterTs: number, seq: number): string {
 /** Parses an application id, throwing INVALID_ARGUMENT for anything else (ids reach file paths). */
 export function parseAppId(appId: string): { clusterTs: number; seq: number } {
   const m = APP_ID.exec(appId);
-  if (!m) throw new HarvestError("INVALID_ARGUMENT", `not an application id: ${JSON.stringify(appId)} (expected application_<ts>_<nnnn>)`, { details: { field: "appId" } });
+  if (!m)
+    throw new HarvestError(
+      "INVALID_ARGUMENT",
+      `not an application id: ${JSON.stringify(appId)} (expected application_<ts>_<nnnn>)`,
+      { details: { field: "appId" } },
+    );
   return { clusterTs: Number(m[1]), seq: Number(m[2]) };
 }
 

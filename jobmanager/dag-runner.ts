@@ -10,7 +10,8 @@ import { topologicalOrder, upstreamOf, vertexByName } from "../common/dag-spec.j
 import type { DagSpec, VertexSpec } from "../common/dag-spec.js";
 
 /** How a container ended (the wire's ExitCause names). */
-export type AttemptEnd = "SUCCEEDED" | "FAILED" | "PREEMPTED_BY_PRIMARY" | "KILLED_BY_USER" | "LOST" | "RELEASED" | "LAUNCH_FAILED";
+export type AttemptEnd =
+  "SUCCEEDED" | "FAILED" | "PREEMPTED_BY_PRIMARY" | "KILLED_BY_USER" | "LOST" | "RELEASED" | "LAUNCH_FAILED";
 
 /** Task states. */
 export type TaskState = "PENDING" | "LAUNCHING" | "RUNNING" | "SUCCEEDED";
@@ -44,7 +45,12 @@ export interface VertexCounts {
 }
 
 /** Result of feeding an attempt's end to the runner. */
-export type EndVerdict = { kind: "retry"; counted: boolean } | { kind: "succeeded" } | { kind: "job-failed"; diagnostics: string } | { kind: "job-killed" } | { kind: "unknown" };
+export type EndVerdict =
+  | { kind: "retry"; counted: boolean }
+  | { kind: "succeeded" }
+  | { kind: "job-failed"; diagnostics: string }
+  | { kind: "job-killed" }
+  | { kind: "unknown" };
 
 /** Runner settings. */
 export interface DagRunnerOptions {
@@ -115,7 +121,8 @@ export class DagRunner {
     for (const name of this.order) {
       if (!this.isRunnable(name)) continue;
       const pending = (this.tasks.get(name) ?? []).filter((t) => t.state === "PENDING").length;
-      if (pending > 0) out.push({ priority: this.priorityOf(name), vertex: vertexByName(this.dag, name), count: pending });
+      if (pending > 0)
+        out.push({ priority: this.priorityOf(name), vertex: vertexByName(this.dag, name), count: pending });
     }
     return out;
   }
@@ -182,7 +189,8 @@ export class DagRunner {
         const n = (this.launchFailures.get(task) ?? 0) + 1;
         this.launchFailures.set(task, n);
         task.state = "PENDING";
-        if (n >= this.options.maxLaunchFailures) return this.fail(`task ${task.vertex}[${task.index}] could not be launched ${n} times; last: ${diagnostics}`);
+        if (n >= this.options.maxLaunchFailures)
+          return this.fail(`task ${task.vertex}[${task.index}] could not be launched ${n} times; last: ${diagnostics}`);
         return { kind: "retry", counted: false };
       }
       case "KILLED_BY_USER":
@@ -249,7 +257,13 @@ export class DagRunner {
         preempted: tasks.reduce((a, t) => a + t.preemptions, 0),
         failedAttempts,
         lost: tasks.reduce((a, t) => a + t.losses, 0),
-        state: exhausted ? "FAILED" : succeeded === tasks.length ? "SUCCEEDED" : running > 0 || (this.isRunnable(name) && succeeded > 0) ? "RUNNING" : "WAITING",
+        state: exhausted
+          ? "FAILED"
+          : succeeded === tasks.length
+            ? "SUCCEEDED"
+            : running > 0 || (this.isRunnable(name) && succeeded > 0)
+              ? "RUNNING"
+              : "WAITING",
       };
     });
   }

@@ -72,7 +72,13 @@ export class JobManager {
       if (isHarvestError(err, "APP_ATTEMPT_UNKNOWN", "APP_ALREADY_FINISHED")) return "SUPERSEDED";
       throw err;
     }
-    this.log.info("job manager registered", { appId, attempt, job: this.dag.name, vertices: this.dag.vertices.length, maxConcurrency: concurrency });
+    this.log.info("job manager registered", {
+      appId,
+      attempt,
+      job: this.dag.name,
+      vertices: this.dag.vertices.length,
+      maxConcurrency: concurrency,
+    });
 
     for (;;) {
       let res: AllocateResponseOutput;
@@ -81,7 +87,9 @@ export class JobManager {
           call(c, c.allocate, {
             appId,
             attempt,
-            asks: this.runner.asks().map((a) => ({ priority: a.priority, resource: a.vertex.resources, count: a.count })),
+            asks: this.runner
+              .asks()
+              .map((a) => ({ priority: a.priority, resource: a.vertex.resources, count: a.count })),
             releases: this.releases,
             progress: this.progress(),
           }),
@@ -98,7 +106,8 @@ export class JobManager {
         this.log.info("the resource manager asked the job manager to shut down (job killed)");
         return "KILLED";
       }
-      for (const st of res.completed) this.onCompleted(st.containerId, st.cause as AttemptEnd, st.diagnostics, st.exitCode);
+      for (const st of res.completed)
+        this.onCompleted(st.containerId, st.cause as AttemptEnd, st.diagnostics, st.exitCode);
       for (const c of res.allocated) this.onAllocated(c);
       if (this.killed) return this.finish("KILLED", "a task was killed by the user");
       if (this.runner.failure) return this.finish("FAILED", this.runner.failure);
@@ -127,7 +136,9 @@ export class JobManager {
       [TASK_ENV.taskIndex]: String(task.index),
       [TASK_ENV.parallelism]: String(vertex.parallelism),
       [TASK_ENV.outputDir]: outputDir,
-      [TASK_ENV.inputs]: JSON.stringify(taskInputs(this.dag, task.vertex, task.index, (v, i) => this.runner.outputDirOf(v, i))),
+      [TASK_ENV.inputs]: JSON.stringify(
+        taskInputs(this.dag, task.vertex, task.index, (v, i) => this.runner.outputDirOf(v, i)),
+      ),
       [TASK_ENV.outputs]: JSON.stringify(taskOutputs(this.dag, task.vertex)),
       HARVEST_TASK_ATTEMPT: String(task.attempts),
       HARVEST_JOB_NAME: this.dag.name,
@@ -135,11 +146,21 @@ export class JobManager {
     try {
       await mkdir(outputDir, { recursive: true });
       const nm = this.nm(c.nmAddress);
-      await call(nm, nm.startContainer, { container: c, appId: this.options.appId, argv: vertex.command, env, isAm: false });
+      await call(nm, nm.startContainer, {
+        container: c,
+        appId: this.options.appId,
+        argv: vertex.command,
+        env,
+        isAm: false,
+      });
       this.outputDirs.set(c.id, outputDir);
       this.runner.launched(c.id);
     } catch (err) {
-      this.log.warn("task launch failed; will retry on another container", { task: `${task.vertex}[${task.index}]`, containerId: c.id, error: errorMessage(err) });
+      this.log.warn("task launch failed; will retry on another container", {
+        task: `${task.vertex}[${task.index}]`,
+        containerId: c.id,
+        error: errorMessage(err),
+      });
       this.releases.push(c.id);
       this.runner.ended(c.id, "LAUNCH_FAILED", errorMessage(err));
     }
@@ -151,10 +172,12 @@ export class JobManager {
     const verdict = this.runner.ended(containerId, cause, diagnostics || `exit code ${exitCode}`, outputDir);
     this.outputDirs.delete(containerId);
     if (verdict.kind === "unknown") return;
-    if (taskBefore) this.record({ vertex: taskBefore.vertex, index: taskBefore.index, end: cause, diagnostics, outputDir });
+    if (taskBefore)
+      this.record({ vertex: taskBefore.vertex, index: taskBefore.index, end: cause, diagnostics, outputDir });
     const fields = { containerId, cause, diagnostics };
     if (verdict.kind === "retry") {
-      if (cause === "PREEMPTED_BY_PRIMARY") this.log.info("task preempted by the primary tenant; re-running it (not a failure)", fields);
+      if (cause === "PREEMPTED_BY_PRIMARY")
+        this.log.info("task preempted by the primary tenant; re-running it (not a failure)", fields);
       else if (cause === "LOST") this.log.info("task lost with its node; re-running it elsewhere", fields);
       else this.log.warn("task attempt ended; retrying", { ...fields, countedAsFailure: verdict.counted });
     } else if (verdict.kind === "job-killed") {
@@ -204,7 +227,15 @@ export class JobManager {
     await this.journalWrites;
     const wire = outcome === "SUCCEEDED" ? "JOB_SUCCEEDED" : outcome === "FAILED" ? "JOB_FAILED" : "JOB_KILLED";
     const progress = this.progress();
-    await this.rmCall((c) => call(c, c.finishApplicationMaster, { appId: this.options.appId, attempt: this.options.attempt, outcome: wire, diagnostics, progress }));
+    await this.rmCall((c) =>
+      call(c, c.finishApplicationMaster, {
+        appId: this.options.appId,
+        attempt: this.options.attempt,
+        outcome: wire,
+        diagnostics,
+        progress,
+      }),
+    );
     this.log.info("job finished", { outcome, diagnostics, ...this.runner.totals() });
     return outcome;
   }
@@ -249,7 +280,11 @@ export class JobManager {
 export function jobManagerOptionsFromEnv(env: NodeJS.ProcessEnv): JobManagerOptions {
   const need = (k: string): string => {
     const v = env[k];
-    if (!v) throw new HarvestError("CONFIG_INVALID", `job manager needs ${k} in its environment (the resource manager sets it)`);
+    if (!v)
+      throw new HarvestError(
+        "CONFIG_INVALID",
+        `job manager needs ${k} in its environment (the resource manager sets it)`,
+      );
     return v;
   };
   return {

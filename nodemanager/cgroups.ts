@@ -133,15 +133,24 @@ class CgroupV2 implements CgroupController {
  * Detects the usable cgroup interface. `groupName` (e.g. "harvest/node-1") is the parent group of this node's
  * containers. `prefer` forces a mode (falling back to none when it does not work).
  */
-export function detectCgroups(groupName: string, prefer: "auto" | CgroupMode = "auto", root = "/sys/fs/cgroup"): CgroupController {
+export function detectCgroups(
+  groupName: string,
+  prefer: "auto" | CgroupMode = "auto",
+  root = "/sys/fs/cgroup",
+): CgroupController {
   if (prefer === "none") return new NoCgroups("disabled by configuration");
   const failures: string[] = [];
   if (prefer === "auto" || prefer === "v2") {
-    const unified = existsSync(join(root, "cgroup.controllers")) ? root : existsSync(join(root, "unified", "cgroup.controllers")) ? join(root, "unified") : undefined;
+    const unified = existsSync(join(root, "cgroup.controllers"))
+      ? root
+      : existsSync(join(root, "unified", "cgroup.controllers"))
+        ? join(root, "unified")
+        : undefined;
     if (unified) {
       try {
         const controllers = readFileSync(join(unified, "cgroup.controllers"), "utf8");
-        if (!controllers.split(/\s+/).includes("cpu")) throw new Error("cpu controller not enabled in the unified hierarchy");
+        if (!controllers.split(/\s+/).includes("cpu"))
+          throw new Error("cpu controller not enabled in the unified hierarchy");
         const dir = join(unified, groupName);
         mkdirSync(dir, { recursive: true });
         // v2 delegates a controller one level at a time: enable cpu in the subtree_control of the root and of every

@@ -3,4 +3,8 @@ import { runDaemon } from "../common/daemon-main.js";
 import { NodeManager } from "./node-manager.js";
 import type { NodeManagerOptions } from "./options.js";
 
-runDaemon("nm", (config) => new NodeManager(config as Partial<NodeManagerOptions> & { nodeId: string; rmAddress: string; dataDir: string }));
+runDaemon(
+  "nm",
+  (config) =>
+    new NodeManager(config as Partial<NodeManagerOptions> & { nodeId: string; rmAddress: string; dataDir: string }),
+);

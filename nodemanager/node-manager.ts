@@ -139,14 +139,19 @@ export class NodeManager {
     this.yieldTimer = setInterval(() => this.yieldTick(), this.options.yieldTickMs);
     this.stateValue = "running";
     this.connect();
-    this.log.info("node manager serving", { address: this.address, capacity: this.options.capacity, primary: this.monitor.source });
+    this.log.info("node manager serving", {
+      address: this.address,
+      capacity: this.options.capacity,
+      primary: this.monitor.source,
+    });
   }
 
   /** Kills every container, closes the stream and the server; idempotent. */
   async stop(): Promise<void> {
     if (this.stateValue === "stopping" || this.stateValue === "stopped") return;
     this.stateValue = "stopping";
-    for (const t of [this.heartbeatTimer, this.yieldTimer, this.reconnectTimer, this.urgentTimer]) if (t) clearTimeout(t);
+    for (const t of [this.heartbeatTimer, this.yieldTimer, this.reconnectTimer, this.urgentTimer])
+      if (t) clearTimeout(t);
     for (const c of this.containers.values()) c.killNow("LOST");
     await Promise.all([...this.containers.values()].map((c) => c.waitForExit()));
     this.stream?.end();
@@ -199,14 +204,20 @@ export class NodeManager {
       this.heartbeatIntervalMs = msg.registered.heartbeatIntervalMs || this.options.heartbeatIntervalMs;
       if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
       this.heartbeatTimer = setInterval(() => this.heartbeat(), this.heartbeatIntervalMs);
-      this.log.info("registered with the resource manager", { rm: this.options.rmAddress, heartbeatIntervalMs: this.heartbeatIntervalMs });
+      this.log.info("registered with the resource manager", {
+        rm: this.options.rmAddress,
+        heartbeatIntervalMs: this.heartbeatIntervalMs,
+      });
       this.heartbeat();
     } else if (msg.ack) {
       for (const id of msg.ack.completedRecorded) this.unacked.delete(id);
       for (const k of msg.ack.containersToKill) {
         const c = this.containers.get(k.containerId);
         if (c) {
-          this.log.info("killing container at the resource manager's request", { containerId: k.containerId, cause: k.cause });
+          this.log.info("killing container at the resource manager's request", {
+            containerId: k.containerId,
+            cause: k.cause,
+          });
           c.kill(k.cause as ExitCause, this.options.killGraceMs);
         }
       }
@@ -246,12 +257,19 @@ export class NodeManager {
     } catch (err) {
       this.log.warn("primary monitor failed; keeping the last sample", { error: errorMessage(err) });
     }
-    const live = [...this.containers.values()].filter((c) => c.state === "RUNNING" && c.cause === undefined && !this.dying.has(c.spec.containerId));
+    const live = [...this.containers.values()].filter(
+      (c) => c.state === "RUNNING" && c.cause === undefined && !this.dying.has(c.spec.containerId),
+    );
     const decision = chooseVictims({
       capacityMilli: this.options.capacity.vcoresMilli,
       primaryMilli: this.lastSample.cpuMilli,
       reserveMilli: Math.ceil(this.options.capacity.vcoresMilli * this.options.reserveFraction),
-      containers: live.map((c) => ({ containerId: c.spec.containerId, vcoresMilli: c.spec.vcoresMilli, startedMs: c.startedMs, isAm: c.spec.isAm })),
+      containers: live.map((c) => ({
+        containerId: c.spec.containerId,
+        vcoresMilli: c.spec.vcoresMilli,
+        startedMs: c.startedMs,
+        isAm: c.spec.isAm,
+      })),
     });
     for (const id of decision.victims) {
       const c = this.containers.get(id);
@@ -264,7 +282,13 @@ export class NodeManager {
         secondaryMilli: decision.secondaryMilli,
       });
       c.kill("PREEMPTED_BY_PRIMARY", this.options.killGraceMs);
-      this.deps.onPreempt?.({ containerId: id, appId: c.spec.appId, atMs: this.clock.nowMs(), primaryMilli: this.lastSample.cpuMilli, allowanceMilli: decision.allowanceMilli });
+      this.deps.onPreempt?.({
+        containerId: id,
+        appId: c.spec.appId,
+        atMs: this.clock.nowMs(),
+        primaryMilli: this.lastSample.cpuMilli,
+        allowanceMilli: decision.allowanceMilli,
+      });
     }
   }
 
@@ -284,25 +308,50 @@ export class NodeManager {
   private startContainer(req: StartContainerRequestOutput): { pid: number } {
     if (this.stateValue !== "running") throw new HarvestError("UNAVAILABLE", "node manager is not running");
     const grant = req.container;
-    if (!grant) throw new HarvestError("INVALID_ARGUMENT", "StartContainer needs the granted container", { details: { field: "container" } });
-    if (!isContainerId(grant.id)) throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(grant.id)}`, { details: { field: "container.id" } });
+    if (!grant)
+      throw new HarvestError("INVALID_ARGUMENT", "StartContainer needs the granted container", {
+        details: { field: "container" },
+      });
+    if (!isContainerId(grant.id))
+      throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(grant.id)}`, {
+        details: { field: "container.id" },
+      });
     parseAppId(req.appId);
-    if (grant.nodeId !== this.options.nodeId) throw new HarvestError("CONTAINER_TOKEN_INVALID", `container ${grant.id} was granted on ${grant.nodeId}, not on ${this.options.nodeId}`);
+    if (grant.nodeId !== this.options.nodeId)
+      throw new HarvestError(
+        "CONTAINER_TOKEN_INVALID",
+        `container ${grant.id} was granted on ${grant.nodeId}, not on ${this.options.nodeId}`,
+      );
     const resource = fromWire(grant.resource);
-    if (!verifyContainer(this.options.secret, { containerId: grant.id, appId: req.appId, nodeId: grant.nodeId, resource }, grant.token)) {
+    if (
+      !verifyContainer(
+        this.options.secret,
+        { containerId: grant.id, appId: req.appId, nodeId: grant.nodeId, resource },
+        grant.token,
+      )
+    ) {
       throw new HarvestError("CONTAINER_TOKEN_INVALID", `container ${grant.id}: token does not match the grant`);
     }
-    if (this.containers.has(grant.id) || this.unacked.has(grant.id)) throw new HarvestError("CONTAINER_ALREADY_EXISTS", `container ${grant.id} was already started here`);
+    if (this.containers.has(grant.id) || this.unacked.has(grant.id))
+      throw new HarvestError("CONTAINER_ALREADY_EXISTS", `container ${grant.id} was already started here`);
     if (req.argv.length === 0 || req.argv.some((a) => typeof a !== "string" || a.includes("\0"))) {
-      throw new HarvestError("INVALID_ARGUMENT", "argv must be a non-empty list of strings", { details: { field: "argv" } });
+      throw new HarvestError("INVALID_ARGUMENT", "argv must be a non-empty list of strings", {
+        details: { field: "argv" },
+      });
     }
     for (const k of Object.keys(req.env)) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new HarvestError("INVALID_ARGUMENT", `bad environment variable name ${JSON.stringify(k)}`, { details: { field: "env" } });
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
+        throw new HarvestError("INVALID_ARGUMENT", `bad environment variable name ${JSON.stringify(k)}`, {
+          details: { field: "env" },
+        });
     }
     let held = 0;
     for (const c of this.containers.values()) held += c.spec.vcoresMilli;
     if (held + resource.vcoresMilli > this.options.capacity.vcoresMilli) {
-      throw new HarvestError("NODE_INSUFFICIENT_RESOURCES", `node ${this.options.nodeId} holds ${held} millicores of ${this.options.capacity.vcoresMilli}; cannot add ${resource.vcoresMilli}`);
+      throw new HarvestError(
+        "NODE_INSUFFICIENT_RESOURCES",
+        `node ${this.options.nodeId} holds ${held} millicores of ${this.options.capacity.vcoresMilli}; cannot add ${resource.vcoresMilli}`,
+      );
     }
     const env: Record<string, string> = {
       HARVEST_HOME: packageRoot(),
@@ -334,10 +383,18 @@ export class NodeManager {
         (c) => this.onContainerExit(c),
       );
     } catch (err) {
-      throw new HarvestError("CONTAINER_LAUNCH_FAILED", `could not launch ${grant.id}: ${errorMessage(err)}`, { cause: err });
+      throw new HarvestError("CONTAINER_LAUNCH_FAILED", `could not launch ${grant.id}: ${errorMessage(err)}`, {
+        cause: err,
+      });
     }
     this.containers.set(grant.id, proc);
-    this.log.info("container started", { containerId: grant.id, appId: req.appId, pid: proc.pid, isAm: req.isAm, vcoresMilli: resource.vcoresMilli });
+    this.log.info("container started", {
+      containerId: grant.id,
+      appId: req.appId,
+      pid: proc.pid,
+      isAm: req.isAm,
+      vcoresMilli: resource.vcoresMilli,
+    });
     this.heartbeatSoon();
     return { pid: proc.pid };
   }
@@ -383,10 +440,20 @@ export class NodeManager {
     };
   }
 
-  private async logs(req: { containerId: string; stream: string; tailBytes: number }): Promise<{ data: Buffer; totalBytes: number }> {
-    if (!isContainerId(req.containerId)) throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(req.containerId)}`, { details: { field: "containerId" } });
+  private async logs(req: {
+    containerId: string;
+    stream: string;
+    tailBytes: number;
+  }): Promise<{ data: Buffer; totalBytes: number }> {
+    if (!isContainerId(req.containerId))
+      throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(req.containerId)}`, {
+        details: { field: "containerId" },
+      });
     const which = req.stream || "stdout";
-    if (which !== "stdout" && which !== "stderr") throw new HarvestError("INVALID_ARGUMENT", 'stream must be "stdout" or "stderr"', { details: { field: "stream" } });
+    if (which !== "stdout" && which !== "stderr")
+      throw new HarvestError("INVALID_ARGUMENT", 'stream must be "stdout" or "stderr"', {
+        details: { field: "stream" },
+      });
     const dir = this.findContainerDir(req.containerId);
     if (!dir) throw new HarvestError("CONTAINER_NOT_FOUND", `no logs for ${req.containerId} on ${this.options.nodeId}`);
     const file = join(dir, which);

@@ -44,7 +44,9 @@ export interface NodeManagerOptions {
 }
 
 /** Fills defaults and validates; throws CONFIG_INVALID naming the field. */
-export function resolveNodeManagerOptions(partial: Partial<NodeManagerOptions> & { nodeId: string; rmAddress: string; dataDir: string }): NodeManagerOptions {
+export function resolveNodeManagerOptions(
+  partial: Partial<NodeManagerOptions> & { nodeId: string; rmAddress: string; dataDir: string },
+): NodeManagerOptions {
   const o: NodeManagerOptions = {
     nnAddress: "",
     host: "127.0.0.1",
@@ -73,7 +75,8 @@ export function resolveNodeManagerOptions(partial: Partial<NodeManagerOptions> &
   if (!o.dataDir) bad("dataDir", "is required");
   if (!(o.capacity.vcoresMilli > 0 && o.capacity.memoryMb > 0)) bad("capacity", "must be positive");
   if (!(o.primarySpeed > 0)) bad("primarySpeed", "must be positive");
-  for (const f of ["yieldTickMs", "heartbeatIntervalMs", "reconnectMinMs", "reconnectMaxMs"] as const) if (!(o[f] > 0)) bad(f, "must be positive");
+  for (const f of ["yieldTickMs", "heartbeatIntervalMs", "reconnectMinMs", "reconnectMaxMs"] as const)
+    if (!(o[f] > 0)) bad(f, "must be positive");
   if (!(o.killGraceMs >= 0)) bad("killGraceMs", "must be >= 0");
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");
   if (!["auto", "v1", "v2", "none"].includes(o.cgroups)) bad("cgroups", 'must be "auto", "v1", "v2" or "none"');

@@ -45,7 +45,9 @@ export interface ResourceManagerOptions {
 }
 
 /** Fills defaults and validates; throws CONFIG_INVALID naming the field. */
-export function resolveResourceManagerOptions(partial: Partial<ResourceManagerOptions> & { dataDir: string }): ResourceManagerOptions {
+export function resolveResourceManagerOptions(
+  partial: Partial<ResourceManagerOptions> & { dataDir: string },
+): ResourceManagerOptions {
   const o: ResourceManagerOptions = {
     host: "127.0.0.1",
     port: 0,
@@ -70,17 +72,26 @@ export function resolveResourceManagerOptions(partial: Partial<ResourceManagerOp
   const bad = (field: string, why: string): never => invalidOption("resource manager", field, why);
   if (!o.dataDir) bad("dataDir", "is required");
   if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) bad("port", "must be an integer in 0..65535");
-  for (const f of ["nodeExpiryMs", "heartbeatIntervalMs", "containerLaunchExpiryMs", "amExpiryMs", "monitorIntervalMs"] as const) {
+  for (const f of [
+    "nodeExpiryMs",
+    "heartbeatIntervalMs",
+    "containerLaunchExpiryMs",
+    "amExpiryMs",
+    "monitorIntervalMs",
+  ] as const) {
     if (!(o[f] > 0)) bad(f, "must be a positive number of milliseconds");
   }
   if (o.nodeExpiryMs <= o.heartbeatIntervalMs) bad("nodeExpiryMs", "must be longer than heartbeatIntervalMs");
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");
   if (!(o.amResource.vcoresMilli > 0 && o.amResource.memoryMb > 0)) bad("amResource", "must be positive");
   if (!Number.isInteger(o.maxAmAttempts) || o.maxAmAttempts < 1) bad("maxAmAttempts", "must be an integer >= 1");
-  if (!Number.isInteger(o.maxAmPreemptions) || o.maxAmPreemptions < 0) bad("maxAmPreemptions", "must be an integer >= 0");
+  if (!Number.isInteger(o.maxAmPreemptions) || o.maxAmPreemptions < 0)
+    bad("maxAmPreemptions", "must be an integer >= 0");
   if (o.jobManagerCommand.length === 0) bad("jobManagerCommand", "must not be empty");
-  if (o.schedulerPolicy !== "stock") bad("schedulerPolicy", `must be "stock" (got ${JSON.stringify(o.schedulerPolicy)})`);
-  if (!Number.isInteger(o.maxCompletedApps) || o.maxCompletedApps < 0) bad("maxCompletedApps", "must be an integer >= 0");
+  if (o.schedulerPolicy !== "stock")
+    bad("schedulerPolicy", `must be "stock" (got ${JSON.stringify(o.schedulerPolicy)})`);
+  if (!Number.isInteger(o.maxCompletedApps) || o.maxCompletedApps < 0)
+    bad("maxCompletedApps", "must be an integer >= 0");
   if (!Number.isInteger(o.maxParallelism) || o.maxParallelism < 1) bad("maxParallelism", "must be an integer >= 1");
   return o;
 }

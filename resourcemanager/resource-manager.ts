@@ -109,7 +109,10 @@ export class ResourceManager {
   private clusterTs = 0;
   private containerSeq = 0;
 
-  constructor(options: Partial<ResourceManagerOptions> & { dataDir: string }, deps: { clock?: Clock; logger?: Logger } = {}) {
+  constructor(
+    options: Partial<ResourceManagerOptions> & { dataDir: string },
+    deps: { clock?: Clock; logger?: Logger } = {},
+  ) {
     this.options = resolveResourceManagerOptions(options);
     this.clock = deps.clock ?? systemClock;
     this.log = deps.logger ?? new Logger("rm");
@@ -144,7 +147,9 @@ export class ResourceManager {
     const proto = loadHarvestProto();
     this.server.addService(proto.ResourceTracker.service, { NodeChannel: (s: NodeStream) => this.onNodeStream(s) });
     this.server.addService(proto.ApplicationMasterService.service, {
-      RegisterApplicationMaster: unary((req: { appId: string; attempt: number; maxConcurrency: number }) => this.registerAm(req)),
+      RegisterApplicationMaster: unary((req: { appId: string; attempt: number; maxConcurrency: number }) =>
+        this.registerAm(req),
+      ),
       Allocate: unary((req) => this.allocate(req as never)),
       FinishApplicationMaster: unary((req) => this.finishAm(req as never)),
     });
@@ -154,12 +159,18 @@ export class ResourceManager {
       ListApplications: unary((req: { states: string[] }) => this.listApps(req.states)),
       KillApplication: unary((req: { appId: string }) => this.killApp(req.appId)),
       GetClusterNodes: unary(() => ({ nodes: [...this.nodes.values()].map((n) => this.nodeReport(n)) })),
-      GetJobHistory: unary(async (req: { name: string; limit: number }) => ({ entries: await this.store.history(req.name, req.limit) })),
+      GetJobHistory: unary(async (req: { name: string; limit: number }) => ({
+        entries: await this.store.history(req.name, req.limit),
+      })),
     });
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port);
     this.monitorTimer = setInterval(() => this.monitor(), this.options.monitorIntervalMs);
     this.stateValue = "running";
-    this.log.info("resource manager serving", { address: this.address, policy: this.scheduler.policy.name, recoveredApps: this.apps.size });
+    this.log.info("resource manager serving", {
+      address: this.address,
+      policy: this.scheduler.policy.name,
+      recoveredApps: this.apps.size,
+    });
   }
 
   /** Stops serving and closes the store; idempotent. */
@@ -210,9 +221,16 @@ export class ResourceManager {
   private registerNode(reg: RegisterNodeOutput, stream: NodeStream): string {
     const nodeId = reg.nodeId;
     const capacity = fromWire(reg.capacity);
-    if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(nodeId)) throw new HarvestError("INVALID_ARGUMENT", `bad node id ${JSON.stringify(nodeId)}`, { details: { field: "nodeId" } });
-    if (!(capacity.vcoresMilli > 0 && capacity.memoryMb > 0)) throw new HarvestError("INVALID_ARGUMENT", "node capacity must be positive", { details: { field: "capacity" } });
-    if (!reg.nmAddress) throw new HarvestError("INVALID_ARGUMENT", "node registration needs nmAddress", { details: { field: "nmAddress" } });
+    if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(nodeId))
+      throw new HarvestError("INVALID_ARGUMENT", `bad node id ${JSON.stringify(nodeId)}`, {
+        details: { field: "nodeId" },
+      });
+    if (!(capacity.vcoresMilli > 0 && capacity.memoryMb > 0))
+      throw new HarvestError("INVALID_ARGUMENT", "node capacity must be positive", { details: { field: "capacity" } });
+    if (!reg.nmAddress)
+      throw new HarvestError("INVALID_ARGUMENT", "node registration needs nmAddress", {
+        details: { field: "nmAddress" },
+      });
     const now = this.clock.nowMs();
     const existing = this.nodes.get(nodeId);
     if (existing?.stream && existing.stream !== stream) existing.stream.end();
@@ -234,10 +252,18 @@ export class ResourceManager {
     // Containers the node still runs that this resource manager does not hold are killed: after a restart every job
     // starts a new attempt, and after a node was declared lost its jobs were already told to re-run that work.
     for (const st of reg.containers) {
-      if (st.state !== "COMPLETE" && !this.scheduler.allocation(st.containerId)) entry.pendingKills.set(st.containerId, "RELEASED");
+      if (st.state !== "COMPLETE" && !this.scheduler.allocation(st.containerId))
+        entry.pendingKills.set(st.containerId, "RELEASED");
     }
-    stream.write({ registered: { nodeId, heartbeatIntervalMs: this.options.heartbeatIntervalMs, rmEpoch: this.epoch } });
-    this.log.info(existing ? "node re-registered" : "node registered", { nodeId, nmAddress: reg.nmAddress, capacity, primary: reg.primarySource });
+    stream.write({
+      registered: { nodeId, heartbeatIntervalMs: this.options.heartbeatIntervalMs, rmEpoch: this.epoch },
+    });
+    this.log.info(existing ? "node re-registered" : "node registered", {
+      nodeId,
+      nmAddress: reg.nmAddress,
+      capacity,
+      primary: reg.primarySource,
+    });
     return nodeId;
   }
 
@@ -342,9 +368,20 @@ export class ResourceManager {
       nmAddress: node.nmAddress,
       resource: alloc.resource,
       priority: alloc.priority,
-      token: signContainer(this.options.secret, { containerId: alloc.containerId, appId: alloc.appId, nodeId: node.nodeId, resource: alloc.resource }),
+      token: signContainer(this.options.secret, {
+        containerId: alloc.containerId,
+        appId: alloc.appId,
+        nodeId: node.nodeId,
+        resource: alloc.resource,
+      }),
     };
-    this.trackRef(app, { containerId: alloc.containerId, nodeId: node.nodeId, nmAddress: node.nmAddress, isAm: alloc.priority === AM_PRIORITY, state: "ALLOCATED" });
+    this.trackRef(app, {
+      containerId: alloc.containerId,
+      nodeId: node.nodeId,
+      nmAddress: node.nmAddress,
+      isAm: alloc.priority === AM_PRIORITY,
+      state: "ALLOCATED",
+    });
     (alloc.priority === AM_PRIORITY ? app.amCounts : app.taskCounts).allocated += 1;
     if (alloc.priority === AM_PRIORITY) {
       app.amContainerId = alloc.containerId;
@@ -366,13 +403,20 @@ export class ResourceManager {
     };
     try {
       const client = this.nmClient(container.nmAddress);
-      await call(client, client.startContainer, { container, appId, argv: this.options.jobManagerCommand, env, isAm: true });
+      await call(client, client.startContainer, {
+        container,
+        appId,
+        argv: this.options.jobManagerCommand,
+        env,
+        isAm: true,
+      });
       this.log.info("job manager launched", { appId, attempt, containerId: container.id, nodeId: container.nodeId });
     } catch (err) {
       this.log.warn("could not launch the job manager", { appId, attempt, error: errorMessage(err) });
       const alloc = this.scheduler.release(container.id);
       this.launchPending.delete(container.id);
-      if (alloc && app.amContainerId === container.id) this.amAttemptEnded(app, "FAILED", `job manager launch failed: ${errorMessage(err)}`);
+      if (alloc && app.amContainerId === container.id)
+        this.amAttemptEnded(app, "FAILED", `job manager launch failed: ${errorMessage(err)}`);
     }
   }
 
@@ -385,7 +429,11 @@ export class ResourceManager {
       return;
     }
     if (app.amContainerId === alloc.containerId) {
-      this.amAttemptEnded(app, (st.cause ?? "FAILED") as ExitCauseOutput, st.diagnostics || `job manager container exited with code ${st.exitCode ?? "?"}`);
+      this.amAttemptEnded(
+        app,
+        (st.cause ?? "FAILED") as ExitCauseOutput,
+        st.diagnostics || `job manager container exited with code ${st.exitCode ?? "?"}`,
+      );
     } else {
       app.completed.push(st);
     }
@@ -516,16 +564,30 @@ export class ResourceManager {
       if (alloc) this.nodes.get(alloc.nodeId)?.pendingKills.set(app.amContainerId, "RELEASED");
     }
     const preemptedOrLost = app.record.attempt - app.record.failedAttempts;
-    this.log.warn("job manager attempt ended", { appId: app.record.appId, attempt: app.record.attempt, cause, diagnostics, failedAttempts: app.record.failedAttempts });
+    this.log.warn("job manager attempt ended", {
+      appId: app.record.appId,
+      attempt: app.record.attempt,
+      cause,
+      diagnostics,
+      failedAttempts: app.record.failedAttempts,
+    });
     if (app.record.failedAttempts >= this.options.maxAmAttempts) {
-      this.finishInBackground(app, `job manager failed ${app.record.failedAttempts} time(s) (limit ${this.options.maxAmAttempts}); last: ${diagnostics}`);
+      this.finishInBackground(
+        app,
+        `job manager failed ${app.record.failedAttempts} time(s) (limit ${this.options.maxAmAttempts}); last: ${diagnostics}`,
+      );
       return;
     }
     if (!countsAsFailure && preemptedOrLost > this.options.maxAmPreemptions) {
-      this.finishInBackground(app, `job manager preempted or lost ${preemptedOrLost} times (limit ${this.options.maxAmPreemptions}); last: ${diagnostics}`);
+      this.finishInBackground(
+        app,
+        `job manager preempted or lost ${preemptedOrLost} times (limit ${this.options.maxAmPreemptions}); last: ${diagnostics}`,
+      );
       return;
     }
-    void this.startAttempt(app, diagnostics).catch((err: unknown) => this.log.error("could not start a new attempt", { appId: app.record.appId, error: errorMessage(err) }));
+    void this.startAttempt(app, diagnostics).catch((err: unknown) =>
+      this.log.error("could not start a new attempt", { appId: app.record.appId, error: errorMessage(err) }),
+    );
   }
 
   /** Fails the job from a non-async path; a store error is logged (the job stays in its state and is retried on restart). */
@@ -553,7 +615,10 @@ export class ResourceManager {
   private activeApp(appId: string, attempt: number): AppRuntime {
     const app = this.getApp(appId);
     if (app.record.attempt !== attempt) {
-      throw new HarvestError("APP_ATTEMPT_UNKNOWN", `attempt ${attempt} of ${appId} is not current (current: ${app.record.attempt}); this job manager must exit`);
+      throw new HarvestError(
+        "APP_ATTEMPT_UNKNOWN",
+        `attempt ${attempt} of ${appId} is not current (current: ${app.record.attempt}); this job manager must exit`,
+      );
     }
     return app;
   }
@@ -561,13 +626,17 @@ export class ResourceManager {
   private getApp(appId: string): AppRuntime {
     parseAppId(appId);
     const app = this.apps.get(appId);
-    if (!app) throw new HarvestError("APP_NOT_FOUND", `no application ${appId}; 'harvest job list' shows the known ones`, { details: { appId } });
+    if (!app)
+      throw new HarvestError("APP_NOT_FOUND", `no application ${appId}; 'harvest job list' shows the known ones`, {
+        details: { appId },
+      });
     return app;
   }
 
   private async registerAm(req: { appId: string; attempt: number; maxConcurrency: number }): Promise<object> {
     const app = this.activeApp(req.appId, req.attempt);
-    if (isTerminal(app.record.state)) throw new HarvestError("APP_ALREADY_FINISHED", `${req.appId} already ended (${app.record.state})`);
+    if (isTerminal(app.record.state))
+      throw new HarvestError("APP_ALREADY_FINISHED", `${req.appId} already ended (${app.record.state})`);
     app.registered = true;
     app.lastAmContactMs = this.clock.nowMs();
     app.record.state = "RUNNING";
@@ -576,7 +645,11 @@ export class ResourceManager {
     if (app.record.startMs === 0) app.record.startMs = this.clock.nowMs();
     await this.store.putApp(app.record);
     this.scheduler.setMaxConcurrency(req.appId, app.record.maxConcurrency);
-    this.log.info("job manager registered", { appId: req.appId, attempt: req.attempt, maxConcurrency: app.record.maxConcurrency });
+    this.log.info("job manager registered", {
+      appId: req.appId,
+      attempt: req.attempt,
+      maxConcurrency: app.record.maxConcurrency,
+    });
     return { dagJson: app.record.dagJson, maxResource: this.scheduler.maxNodeCapacity(), name: app.record.name };
   }
 
@@ -594,10 +667,22 @@ export class ResourceManager {
     const max = this.scheduler.maxNodeCapacity();
     for (const [i, ask] of req.asks.entries()) {
       const r = fromWire(ask.resource);
-      if (!Number.isInteger(ask.priority) || ask.priority < 0) throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].priority must be an integer >= 0`, { details: { field: `asks[${i}].priority` } });
-      if (!(r.vcoresMilli > 0 && r.memoryMb > 0)) throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].resource must be positive`, { details: { field: `asks[${i}].resource` } });
-      if (!fits(r, max)) throw new HarvestError("DAG_RESOURCES_TOO_LARGE", `asks[${i}] asks for more than any node has`, { details: { field: `asks[${i}].resource` } });
-      if (!(ask.count >= 0 && ask.count <= 1_000_000)) throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].count out of range`, { details: { field: `asks[${i}].count` } });
+      if (!Number.isInteger(ask.priority) || ask.priority < 0)
+        throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].priority must be an integer >= 0`, {
+          details: { field: `asks[${i}].priority` },
+        });
+      if (!(r.vcoresMilli > 0 && r.memoryMb > 0))
+        throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].resource must be positive`, {
+          details: { field: `asks[${i}].resource` },
+        });
+      if (!fits(r, max))
+        throw new HarvestError("DAG_RESOURCES_TOO_LARGE", `asks[${i}] asks for more than any node has`, {
+          details: { field: `asks[${i}].resource` },
+        });
+      if (!(ask.count >= 0 && ask.count <= 1_000_000))
+        throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].count out of range`, {
+          details: { field: `asks[${i}].count` },
+        });
     }
     for (const id of req.releases) {
       if (id === app.amContainerId) continue;
@@ -614,7 +699,11 @@ export class ResourceManager {
     for (const c of delivered) deliveredByPriority.set(c.priority, (deliveredByPriority.get(c.priority) ?? 0) + 1);
     this.scheduler.setAsks(
       req.appId,
-      req.asks.map((a) => ({ priority: a.priority, resource: fromWire(a.resource), count: Math.max(0, a.count - (deliveredByPriority.get(a.priority) ?? 0)) })),
+      req.asks.map((a) => ({
+        priority: a.priority,
+        resource: fromWire(a.resource),
+        count: Math.max(0, a.count - (deliveredByPriority.get(a.priority) ?? 0)),
+      })),
     );
     if (req.progress) app.progress = req.progress;
     const completed = app.completed;
@@ -622,16 +711,29 @@ export class ResourceManager {
     return { allocated: delivered, completed, shutdown: false };
   }
 
-  private async finishAm(req: { appId: string; attempt: number; outcome: string; diagnostics: string; progress: JobProgressOutput | null }): Promise<object> {
+  private async finishAm(req: {
+    appId: string;
+    attempt: number;
+    outcome: string;
+    diagnostics: string;
+    progress: JobProgressOutput | null;
+  }): Promise<object> {
     const app = this.activeApp(req.appId, req.attempt);
     if (isTerminal(app.record.state)) return {};
-    const outcome = req.outcome === "JOB_SUCCEEDED" ? "JOB_SUCCEEDED" : req.outcome === "JOB_KILLED" ? "JOB_KILLED" : "JOB_FAILED";
+    const outcome =
+      req.outcome === "JOB_SUCCEEDED" ? "JOB_SUCCEEDED" : req.outcome === "JOB_KILLED" ? "JOB_KILLED" : "JOB_FAILED";
     const state: AppState = outcome === "JOB_SUCCEEDED" ? "FINISHED" : outcome === "JOB_KILLED" ? "KILLED" : "FAILED";
     await this.finish(app, state, outcome, req.diagnostics, req.progress ?? undefined);
     return {};
   }
 
-  private async finish(app: AppRuntime, state: AppState, outcome: AppRecord["outcome"], diagnostics: string, progress: JobProgress | undefined): Promise<void> {
+  private async finish(
+    app: AppRuntime,
+    state: AppState,
+    outcome: AppRecord["outcome"],
+    diagnostics: string,
+    progress: JobProgress | undefined,
+  ): Promise<void> {
     if (isTerminal(app.record.state)) return;
     const now = this.clock.nowMs();
     app.record.state = state;
@@ -655,7 +757,13 @@ export class ResourceManager {
     this.releaseAll(app, state === "KILLED" ? "KILLED_BY_USER" : "RELEASED", keepAm);
     if (!keepAm) this.scheduler.removeApp(app.record.appId);
     else this.scheduler.setAsks(app.record.appId, []);
-    this.log.info("application ended", { appId: app.record.appId, state, outcome, durationMs: history.durationMs, diagnostics });
+    this.log.info("application ended", {
+      appId: app.record.appId,
+      state,
+      outcome,
+      durationMs: history.durationMs,
+      diagnostics,
+    });
   }
 
   /** Forgets the oldest finished applications beyond `maxCompletedApps` (their history entries stay). */
@@ -680,7 +788,9 @@ export class ResourceManager {
 
   private listApps(states: string[]): { apps: ApplicationReport[] } {
     const wanted = new Set(states.map((s) => s.toUpperCase()));
-    const apps = [...this.apps.values()].filter((a) => wanted.size === 0 || wanted.has(a.record.state)).map((a) => this.report(a, false));
+    const apps = [...this.apps.values()]
+      .filter((a) => wanted.size === 0 || wanted.has(a.record.state))
+      .map((a) => this.report(a, false));
     return { apps };
   }
 

@@ -158,7 +158,10 @@ export class Scheduler {
   maxNodeCapacity(): Resources {
     let max: Resources = { ...ZERO };
     for (const n of this.nodes.values()) {
-      max = { vcoresMilli: Math.max(max.vcoresMilli, n.capacity.vcoresMilli - n.reserveMilli), memoryMb: Math.max(max.memoryMb, n.capacity.memoryMb) };
+      max = {
+        vcoresMilli: Math.max(max.vcoresMilli, n.capacity.vcoresMilli - n.reserveMilli),
+        memoryMb: Math.max(max.memoryMb, n.capacity.memoryMb),
+      };
     }
     return max;
   }
@@ -232,7 +235,13 @@ export class Scheduler {
         const ask = app.asks.get(priority);
         if (!ask) continue;
         while (ask.count > 0 && granted.length < limit && fits(ask.resource, headroom)) {
-          const alloc: Allocation = { containerId: this.newContainerId(app.appId), appId: app.appId, nodeId, priority, resource: { ...ask.resource } };
+          const alloc: Allocation = {
+            containerId: this.newContainerId(app.appId),
+            appId: app.appId,
+            nodeId,
+            priority,
+            resource: { ...ask.resource },
+          };
           this.track(alloc, node, app);
           granted.push(alloc);
           headroom = sub(headroom, ask.resource);
@@ -269,7 +278,12 @@ export class Scheduler {
 
   /** Counts for status reports and benchmarks. */
   stats(): { nodes: number; apps: number; hungryApps: number; containers: number } {
-    return { nodes: this.nodes.size, apps: this.apps.size, hungryApps: this.hungry.length, containers: this.allocations.size };
+    return {
+      nodes: this.nodes.size,
+      apps: this.apps.size,
+      hungryApps: this.hungry.length,
+      containers: this.allocations.size,
+    };
   }
 
   private track(alloc: Allocation, node: NodeState, app: AppState | undefined): void {
@@ -280,7 +294,8 @@ export class Scheduler {
   }
 
   private headroomOf(node: NodeState): Resources {
-    const vcores = node.capacity.vcoresMilli - node.primaryUsage.vcoresMilli - node.reserveMilli - node.allocated.vcoresMilli;
+    const vcores =
+      node.capacity.vcoresMilli - node.primaryUsage.vcoresMilli - node.reserveMilli - node.allocated.vcoresMilli;
     const memory = node.capacity.memoryMb - node.primaryUsage.memoryMb - node.allocated.memoryMb;
     return { vcoresMilli: Math.max(0, vcores), memoryMb: Math.max(0, memory) };
   }

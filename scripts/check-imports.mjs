@@ -28,8 +28,12 @@ function walk(dir) {
 
 /** Relative imports of a TypeScript file, resolved to repository paths (".js" mapped back to ".ts"). */
 export function importsOf(file, text) {
-  const specs = [...text.matchAll(/(?:import|export)[^"']*?from\s+["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g)].map((m) => m[1] ?? m[2]);
-  return specs.filter((s) => s.startsWith(".")).map((s) => relative(root, resolve(dirname(file), s)).replace(/\.js$/, ".ts"));
+  const specs = [
+    ...text.matchAll(/(?:import|export)[^"']*?from\s+["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g),
+  ].map((m) => m[1] ?? m[2]);
+  return specs
+    .filter((s) => s.startsWith("."))
+    .map((s) => relative(root, resolve(dirname(file), s)).replace(/\.js$/, ".ts"));
 }
 
 /** The rule violations among `files` (repository-relative path -> text). */
@@ -39,11 +43,16 @@ export function violations(files) {
   for (const [path, text] of files) {
     const top = path.split("/")[0];
     const deps = importsOf(join(root, path), text);
-    graph.set(path, deps.filter((d) => files.has(d)));
+    graph.set(
+      path,
+      deps.filter((d) => files.has(d)),
+    );
     for (const dep of deps) {
       const depTop = dep.split("/")[0];
-      if (DAEMONS.includes(top) && DAEMONS.includes(depTop) && depTop !== top) problems.push(`${path} imports ${dep}: daemons meet only through proto/ and common/`);
-      if ((top === "common" || top === "client") && DAEMONS.includes(depTop)) problems.push(`${path} imports ${dep}: ${top}/ must not depend on a daemon`);
+      if (DAEMONS.includes(top) && DAEMONS.includes(depTop) && depTop !== top)
+        problems.push(`${path} imports ${dep}: daemons meet only through proto/ and common/`);
+      if ((top === "common" || top === "client") && DAEMONS.includes(depTop))
+        problems.push(`${path} imports ${dep}: ${top}/ must not depend on a daemon`);
     }
   }
   // Cycle detection (iterative DFS with colours).
@@ -63,7 +72,8 @@ export function violations(files) {
       if (i < deps.length) {
         top[1] = i + 1;
         const next = deps[i];
-        if (colour.get(next) === 1) problems.push(`import cycle: ${[...path.slice(path.indexOf(next)), next].join(" -> ")}`);
+        if (colour.get(next) === 1)
+          problems.push(`import cycle: ${[...path.slice(path.indexOf(next)), next].join(" -> ")}`);
         else if (!colour.get(next)) stack.push([next, 0]);
       } else {
         colour.set(node, 2);
@@ -77,7 +87,8 @@ export function violations(files) {
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const files = new Map();
-  for (const d of SOURCE_DIRS) for (const f of walk(join(root, d))) files.set(relative(root, f), readFileSync(f, "utf8"));
+  for (const d of SOURCE_DIRS)
+    for (const f of walk(join(root, d))) files.set(relative(root, f), readFileSync(f, "utf8"));
   const problems = violations(files);
   if (problems.length) {
     console.error(problems.join("\n"));

@@ -13,7 +13,22 @@ const bin = join(root, "node_modules", "@grpc", "proto-loader", "build", "bin", 
 // These options must match the loader options in common/grpc.ts.
 execFileSync(
   process.execPath,
-  [bin, "--longs=Number", "--enums=String", "--defaults", "--oneofs", "--grpcLib=@grpc/grpc-js", "--outDir", outDir, "-I", protoDir, "--importFileExtension=.js", "--inputTemplate=%s", "--outputTemplate=%sOutput", ...files],
+  [
+    bin,
+    "--longs=Number",
+    "--enums=String",
+    "--defaults",
+    "--oneofs",
+    "--grpcLib=@grpc/grpc-js",
+    "--outDir",
+    outDir,
+    "-I",
+    protoDir,
+    "--importFileExtension=.js",
+    "--inputTemplate=%s",
+    "--outputTemplate=%sOutput",
+    ...files,
+  ],
   { stdio: "inherit" },
 );
 // common.proto has no service: its aggregate file is unused and trips noUnusedLocals.

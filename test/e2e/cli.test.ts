@@ -12,7 +12,11 @@ import { requireBuild } from "../integration/harness.js";
 const dir = mkdtempSync(join(tmpdir(), "harvest-e2e-"));
 
 function harvest(...args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [distEntry("cli/harvest.js"), ...args], { encoding: "utf8", timeout: 120_000, env: { ...process.env, HARVEST_CLUSTER_DIR: dir } });
+  const r = spawnSync(process.execPath, [distEntry("cli/harvest.js"), ...args], {
+    encoding: "utf8",
+    timeout: 120_000,
+    env: { ...process.env, HARVEST_CLUSTER_DIR: dir },
+  });
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -42,7 +46,10 @@ describe("the harvest CLI", () => {
 
     const status = harvest("cluster", "status", "--json");
     expect(status.code).toBe(0);
-    expect((JSON.parse(status.stdout) as { nodes: { state: string }[] }).nodes.map((n) => n.state)).toEqual(["RUNNING", "RUNNING"]);
+    expect((JSON.parse(status.stdout) as { nodes: { state: string }[] }).nodes.map((n) => n.state)).toEqual([
+      "RUNNING",
+      "RUNNING",
+    ]);
 
     const submit = harvest("job", "submit", join(packageRoot(), "examples", "dags", "three-stage.json"), "--wait");
     expect(submit.code, submit.stderr + submit.stdout).toBe(0);

@@ -17,7 +17,12 @@ describe("a cluster with idle primary tenants", () => {
   let traces: string;
   beforeAll(async () => {
     traces = mkdtempSync(join(tmpdir(), "harvest-traces-"));
-    const idle = traceSpec(traces, "idle", 300, Array.from({ length: 100 }, () => 0));
+    const idle = traceSpec(
+      traces,
+      "idle",
+      300,
+      Array.from({ length: 100 }, () => 0),
+    );
     c = await startTestCluster({ primaries: [idle, idle] });
   });
   afterAll(async () => {
@@ -60,12 +65,36 @@ describe("a cluster with idle primary tenants", () => {
     const before = (await c.client.list()).length;
     const cases: [string, string][] = [
       ["{ not json", "DAG_MALFORMED_JSON"],
-      [JSON.stringify({ name: "cyc", vertices: [cpuVertex("a", 1), cpuVertex("b", 1)], edges: [{ from: "a", to: "b", type: "broadcast" }, { from: "b", to: "a", type: "broadcast" }] }), "DAG_CYCLE"],
-      [JSON.stringify({ name: "unk", vertices: [cpuVertex("a", 1)], edges: [{ from: "a", to: "zz", type: "broadcast" }] }), "DAG_UNKNOWN_VERTEX"],
+      [
+        JSON.stringify({
+          name: "cyc",
+          vertices: [cpuVertex("a", 1), cpuVertex("b", 1)],
+          edges: [
+            { from: "a", to: "b", type: "broadcast" },
+            { from: "b", to: "a", type: "broadcast" },
+          ],
+        }),
+        "DAG_CYCLE",
+      ],
+      [
+        JSON.stringify({
+          name: "unk",
+          vertices: [cpuVertex("a", 1)],
+          edges: [{ from: "a", to: "zz", type: "broadcast" }],
+        }),
+        "DAG_UNKNOWN_VERTEX",
+      ],
       [JSON.stringify({ name: "dup", vertices: [cpuVertex("a", 1), cpuVertex("a", 2)] }), "DAG_DUPLICATE_NAME"],
       [JSON.stringify({ name: "par", vertices: [cpuVertex("a", 0)] }), "DAG_BAD_PARALLELISM"],
       [JSON.stringify({ name: "big", vertices: [cpuVertex("a", 1, { vcores: 64 })] }), "DAG_RESOURCES_TOO_LARGE"],
-      [JSON.stringify({ name: "o2o", vertices: [cpuVertex("a", 2), cpuVertex("b", 3)], edges: [{ from: "a", to: "b", type: "one-to-one" }] }), "DAG_ONE_TO_ONE_MISMATCH"],
+      [
+        JSON.stringify({
+          name: "o2o",
+          vertices: [cpuVertex("a", 2), cpuVertex("b", 3)],
+          edges: [{ from: "a", to: "b", type: "one-to-one" }],
+        }),
+        "DAG_ONE_TO_ONE_MISMATCH",
+      ],
     ];
     for (const [dag, code] of cases) {
       const err = await c.client.submit(dag).then(
@@ -79,13 +108,20 @@ describe("a cluster with idle primary tenants", () => {
 
   it("retries a task that fails once and fails the job when a task fails 4 times, naming it", async () => {
     const marker = join(traces, "fail-once-${HARVEST_TASK_INDEX}");
-    const flaky = await c.client.submit(JSON.stringify({ name: "flaky", vertices: [cpuVertex("f", 2, { extra: ["--fail-once-marker", marker] })] }));
+    const flaky = await c.client.submit(
+      JSON.stringify({ name: "flaky", vertices: [cpuVertex("f", 2, { extra: ["--fail-once-marker", marker] })] }),
+    );
     const ok = await c.client.waitForCompletion(flaky, undefined, 200);
     expect(ok.state).toBe("FINISHED");
     expect(ok.taskContainers?.failed).toBe(2);
     expect(ok.taskContainers?.succeeded).toBe(2);
 
-    const doomed = await c.client.submit(JSON.stringify({ name: "doomed", vertices: [cpuVertex("ok", 1), cpuVertex("bad", 1, { extra: ["--fail-rate", "1"] })] }));
+    const doomed = await c.client.submit(
+      JSON.stringify({
+        name: "doomed",
+        vertices: [cpuVertex("ok", 1), cpuVertex("bad", 1, { extra: ["--fail-rate", "1"] })],
+      }),
+    );
     const failed = await c.client.waitForCompletion(doomed, undefined, 200);
     expect(failed.state).toBe("FAILED");
     expect(failed.outcome).toBe("JOB_FAILED");
@@ -95,13 +131,18 @@ describe("a cluster with idle primary tenants", () => {
   });
 
   it("kills a running job and all its containers", async () => {
-    const appId = await c.client.submit(JSON.stringify({ name: "to-kill", vertices: [cpuVertex("hold", 2, { holdSeconds: 60 })] }));
+    const appId = await c.client.submit(
+      JSON.stringify({ name: "to-kill", vertices: [cpuVertex("hold", 2, { holdSeconds: 60 })] }),
+    );
     await waitFor(c.client, appId, (r) => r.containers.filter((x) => !x.isAm && x.state === "RUNNING").length === 2);
     expect(await c.client.kill(appId)).toBe("KILLED");
     const r = await c.client.status(appId);
     expect(r.state).toBe("KILLED");
     // Every container ends: the node managers report them complete.
-    const done = await waitFor(c.client, appId, (x) => x.containers.every((k) => k.state === "COMPLETE"), { timeoutMs: 20_000, stopOnEnd: false });
+    const done = await waitFor(c.client, appId, (x) => x.containers.every((k) => k.state === "COMPLETE"), {
+      timeoutMs: 20_000,
+      stopOnEnd: false,
+    });
     expect(done.containers.map((k) => k.cause).sort()).toEqual(["KILLED_BY_USER", "KILLED_BY_USER", "KILLED_BY_USER"]);
     expect((await c.client.history("to-kill"))[0]?.outcome).toBe("JOB_KILLED");
   });
@@ -118,10 +159,16 @@ describe("a primary tenant spike", () => {
   it("kills the secondary containers on its server and the job still completes, preempted tasks re-run, no failure counted", async () => {
     traces = mkdtempSync(join(tmpdir(), "harvest-traces-"));
     // One step per second at speed 60: idle for 8 s, the whole server for 5 s, then idle again.
-    const spiky = traceSpec(traces, "spiky", 60, [...Array<number>(8).fill(0), ...Array<number>(5).fill(100), ...Array<number>(200).fill(0)]);
+    const spiky = traceSpec(traces, "spiky", 60, [
+      ...Array<number>(8).fill(0),
+      ...Array<number>(5).fill(100),
+      ...Array<number>(200).fill(0),
+    ]);
     const idle = traceSpec(traces, "idle", 60, Array<number>(200).fill(0));
     c = await startTestCluster({ primaries: [spiky, idle], speed: 60 });
-    const appId = await c.client.submit(JSON.stringify({ name: "spiked", vertices: [cpuVertex("work", 6, { holdSeconds: 7 })] }));
+    const appId = await c.client.submit(
+      JSON.stringify({ name: "spiked", vertices: [cpuVertex("work", 6, { holdSeconds: 7 })] }),
+    );
     const r = await c.client.waitForCompletion(appId, undefined, 250);
     expect(r.state).toBe("FINISHED");
     expect(r.taskContainers?.preempted).toBeGreaterThanOrEqual(1);
@@ -146,9 +193,18 @@ describe("a node manager that dies", () => {
   it("has its containers reported lost after the expiry, and they re-run elsewhere without counting a failure", async () => {
     traces = mkdtempSync(join(tmpdir(), "harvest-traces-"));
     const idle = traceSpec(traces, "idle", 300, Array<number>(100).fill(0));
-    c = await startTestCluster({ primaries: [idle, idle, idle], rm: { nodeExpiryMs: 2_500, heartbeatIntervalMs: 500 } });
-    const appId = await c.client.submit(JSON.stringify({ name: "survivor", vertices: [cpuVertex("work", 6, { holdSeconds: 6 })] }));
-    const running = await waitFor(c.client, appId, (r) => r.containers.filter((x) => !x.isAm && x.state === "RUNNING").length === 6);
+    c = await startTestCluster({
+      primaries: [idle, idle, idle],
+      rm: { nodeExpiryMs: 2_500, heartbeatIntervalMs: 500 },
+    });
+    const appId = await c.client.submit(
+      JSON.stringify({ name: "survivor", vertices: [cpuVertex("work", 6, { holdSeconds: 6 })] }),
+    );
+    const running = await waitFor(
+      c.client,
+      appId,
+      (r) => r.containers.filter((x) => !x.isAm && x.state === "RUNNING").length === 6,
+    );
     const amNode = running.containers.find((x) => x.isAm)?.nodeId;
     const victimNode = running.containers.find((x) => !x.isAm && x.state === "RUNNING" && x.nodeId !== amNode)?.nodeId;
     expect(victimNode).toBeDefined();

@@ -21,7 +21,8 @@ export interface TestCluster {
 
 /** Fails fast with a clear message when the build is missing (npm test builds first). */
 export function requireBuild(): void {
-  if (!existsSync(distEntry("resourcemanager/main.js"))) throw new Error("dist/ is missing: run 'npm run build' (npm test does it)");
+  if (!existsSync(distEntry("resourcemanager/main.js")))
+    throw new Error("dist/ is missing: run 'npm run build' (npm test does it)");
 }
 
 /** Starts a cluster with one server per primary spec. */
@@ -67,7 +68,11 @@ export function traceSpec(dir: string, name: string, stepSec: number, cpuPct: nu
 }
 
 /** A cpu-work vertex that burns `cpuSeconds` and then holds its container (asleep) until `holdSeconds` have passed. */
-export function cpuVertex(name: string, parallelism: number, opts: { cpuSeconds?: number; holdSeconds?: number; vcores?: number; extra?: string[] } = {}): object {
+export function cpuVertex(
+  name: string,
+  parallelism: number,
+  opts: { cpuSeconds?: number; holdSeconds?: number; vcores?: number; extra?: string[] } = {},
+): object {
   return {
     name,
     parallelism,
@@ -95,7 +100,8 @@ export async function waitFor(
   for (;;) {
     const r = await client.status(appId);
     if (pred(r) || ((opts.stopOnEnd ?? true) && ["FINISHED", "FAILED", "KILLED"].includes(r.state))) return r;
-    if (Date.now() > deadline) throw new Error(`timed out waiting on ${appId}: state ${r.state}, progress ${JSON.stringify(r.progress)}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting on ${appId}: state ${r.state}, progress ${JSON.stringify(r.progress)}`);
     await new Promise((res) => setTimeout(res, 200));
   }
 }

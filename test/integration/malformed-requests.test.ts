@@ -40,7 +40,17 @@ describe("malformed requests", () => {
     writeFileSync(trace, "time_s,cpu_pct\n0,0\n300,0\n600,0\n");
     rm = new ResourceManager({ dataDir: join(dir, "rm"), secret: "s3cret" }, { logger: quiet });
     await rm.start();
-    nm = new NodeManager({ nodeId: "n1", rmAddress: rm.address, dataDir: join(dir, "n1"), primary: `trace:${trace}`, secret: "s3cret", cgroups: "none" }, { logger: quiet });
+    nm = new NodeManager(
+      {
+        nodeId: "n1",
+        rmAddress: rm.address,
+        dataDir: join(dir, "n1"),
+        primary: `trace:${trace}`,
+        secret: "s3cret",
+        cgroups: "none",
+      },
+      { logger: quiet },
+    );
     await nm.start();
     client = new JobClient(rm.address);
     for (let i = 0; i < 100 && (await client.nodes()).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
@@ -72,7 +82,9 @@ describe("malformed requests", () => {
   it("rejects empty, non-JSON and oversized submissions with DAG codes", async () => {
     expect(await codeOf(client.submit(""))).toBe("DAG_MALFORMED_JSON");
     expect(await codeOf(client.submit("[1,2,3]"))).toBe("DAG_INVALID_FIELD");
-    expect(await codeOf(client.submit(JSON.stringify({ name: "x", vertices: [cpuVertex("a", 1_000_000)] })))).toBe("DAG_BAD_PARALLELISM");
+    expect(await codeOf(client.submit(JSON.stringify({ name: "x", vertices: [cpuVertex("a", 1_000_000)] })))).toBe(
+      "DAG_BAD_PARALLELISM",
+    );
   });
 
   it("rejects application ids that look like paths", async () => {
@@ -85,9 +97,13 @@ describe("malformed requests", () => {
     const proto = loadHarvestProto();
     const am = makeClient(proto.ApplicationMasterService, rm.address);
     try {
-      expect(await codeOf(call(am, am.allocate, { appId: "application_1_0042", attempt: 1, asks: [], releases: [] }))).toBe("APP_NOT_FOUND");
+      expect(
+        await codeOf(call(am, am.allocate, { appId: "application_1_0042", attempt: 1, asks: [], releases: [] })),
+      ).toBe("APP_NOT_FOUND");
       const appId = await client.submit(JSON.stringify({ name: "stale", vertices: [cpuVertex("a", 1)] }));
-      expect(await codeOf(call(am, am.registerApplicationMaster, { appId, attempt: 7, maxConcurrency: 1 }))).toBe("APP_ATTEMPT_UNKNOWN");
+      expect(await codeOf(call(am, am.registerApplicationMaster, { appId, attempt: 7, maxConcurrency: 1 }))).toBe(
+        "APP_ATTEMPT_UNKNOWN",
+      );
       await client.kill(appId);
     } finally {
       am.close();
@@ -108,7 +124,9 @@ describe("malformed requests", () => {
     const err2 = await new Promise<HarvestError>((resolve) => {
       stream2.on("error", (e) => resolve(fromGrpcError(e)));
       stream2.on("data", () => undefined);
-      stream2.write({ register: { nodeId: "../evil", nmAddress: "127.0.0.1:1", capacity: { vcoresMilli: -5, memoryMb: 1 } } });
+      stream2.write({
+        register: { nodeId: "../evil", nmAddress: "127.0.0.1:1", capacity: { vcoresMilli: -5, memoryMb: 1 } },
+      });
     });
     expect(err2.code).toBe("INVALID_ARGUMENT");
     tracker.close();
@@ -119,13 +137,40 @@ describe("malformed requests", () => {
     const proto = loadHarvestProto();
     const cm = makeClient(proto.ContainerManager, nm.address);
     const appId = "application_1_0001";
-    const container = { id: "container_1_0001_01_000009", nodeId: "n1", nmAddress: nm.address, resource: { vcoresMilli: 1000, memoryMb: 128 }, priority: 0, token: "00".repeat(32) };
+    const container = {
+      id: "container_1_0001_01_000009",
+      nodeId: "n1",
+      nmAddress: nm.address,
+      resource: { vcoresMilli: 1000, memoryMb: 128 },
+      priority: 0,
+      token: "00".repeat(32),
+    };
     try {
-      expect(await codeOf(call(cm, cm.startContainer, { container, appId, argv: ["node", "-e", "0"], env: {}, isAm: false }))).toBe("CONTAINER_TOKEN_INVALID");
-      expect(await codeOf(call(cm, cm.startContainer, { container: { ...container, id: "../../../tmp/x" }, appId, argv: ["true"], env: {}, isAm: false }))).toBe("INVALID_ARGUMENT");
-      expect(await codeOf(call(cm, cm.startContainer, { container, appId: "../x", argv: ["true"], env: {}, isAm: false }))).toBe("INVALID_ARGUMENT");
-      expect(await codeOf(call(cm, cm.getContainerLogs, { containerId: "../../etc/passwd", stream: "stdout" }))).toBe("INVALID_ARGUMENT");
-      expect(await codeOf(call(cm, cm.stopContainer, { containerId: "container_1_0001_01_000123" }))).toBe("CONTAINER_NOT_FOUND");
+      expect(
+        await codeOf(
+          call(cm, cm.startContainer, { container, appId, argv: ["node", "-e", "0"], env: {}, isAm: false }),
+        ),
+      ).toBe("CONTAINER_TOKEN_INVALID");
+      expect(
+        await codeOf(
+          call(cm, cm.startContainer, {
+            container: { ...container, id: "../../../tmp/x" },
+            appId,
+            argv: ["true"],
+            env: {},
+            isAm: false,
+          }),
+        ),
+      ).toBe("INVALID_ARGUMENT");
+      expect(
+        await codeOf(call(cm, cm.startContainer, { container, appId: "../x", argv: ["true"], env: {}, isAm: false })),
+      ).toBe("INVALID_ARGUMENT");
+      expect(await codeOf(call(cm, cm.getContainerLogs, { containerId: "../../etc/passwd", stream: "stdout" }))).toBe(
+        "INVALID_ARGUMENT",
+      );
+      expect(await codeOf(call(cm, cm.stopContainer, { containerId: "container_1_0001_01_000123" }))).toBe(
+        "CONTAINER_NOT_FOUND",
+      );
     } finally {
       cm.close();
     }

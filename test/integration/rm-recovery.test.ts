@@ -27,13 +27,25 @@ describe("a restarted resource manager", () => {
     let rm = new ResourceManager(rmOpts, { logger: quiet });
     await rm.start();
     const port = Number(rm.address.split(":")[1]);
-    const nm = new NodeManager({ nodeId: "n1", rmAddress: rm.address, dataDir: join(dir, "n1"), primary: `trace:${trace}`, cgroups: "none", reconnectMaxMs: 500 }, { logger: quiet });
+    const nm = new NodeManager(
+      {
+        nodeId: "n1",
+        rmAddress: rm.address,
+        dataDir: join(dir, "n1"),
+        primary: `trace:${trace}`,
+        cgroups: "none",
+        reconnectMaxMs: 500,
+      },
+      { logger: quiet },
+    );
     await nm.start();
     stops.push(() => nm.stop());
     let client = new JobClient(rm.address);
     const done = await client.submit(JSON.stringify({ name: "quick", vertices: [cpuVertex("a", 2)] }));
     expect((await client.waitForCompletion(done, undefined, 200)).state).toBe("FINISHED");
-    const pending = await client.submit(JSON.stringify({ name: "long", vertices: [cpuVertex("a", 1, { holdSeconds: 3 })] }));
+    const pending = await client.submit(
+      JSON.stringify({ name: "long", vertices: [cpuVertex("a", 1, { holdSeconds: 3 })] }),
+    );
     await waitFor(client, pending, (r) => r.state === "RUNNING");
     client.close();
     await rm.stop();
@@ -71,7 +83,10 @@ describe("a resource manager with a small completed-application limit", () => {
     const rm = new ResourceManager({ dataDir: join(dir, "rm"), maxCompletedApps: 2 }, { logger: quiet });
     await rm.start();
     stops.push(() => rm.stop());
-    const nm = new NodeManager({ nodeId: "n1", rmAddress: rm.address, dataDir: join(dir, "n1"), primary: `trace:${trace}`, cgroups: "none" }, { logger: quiet });
+    const nm = new NodeManager(
+      { nodeId: "n1", rmAddress: rm.address, dataDir: join(dir, "n1"), primary: `trace:${trace}`, cgroups: "none" },
+      { logger: quiet },
+    );
     await nm.start();
     stops.push(() => nm.stop());
     const client = new JobClient(rm.address);

@@ -138,7 +138,12 @@ describe("error codes on the wire", () => {
   it("sends a DAG error whose details name a non-ASCII field to the client with its code", () => {
     let caught: unknown;
     try {
-      parseDag(JSON.stringify({ name: "j", vertices: [{ name: "v", parallelism: 1, command: ["x"], resources: { vcores: 1, memoryMb: 1 }, "énv": {} }] }));
+      parseDag(
+        JSON.stringify({
+          name: "j",
+          vertices: [{ name: "v", parallelism: 1, command: ["x"], resources: { vcores: 1, memoryMb: 1 }, énv: {} }],
+        }),
+      );
     } catch (err) {
       caught = err;
     }

@@ -11,7 +11,9 @@ describe("the import-rule check", () => {
       ["resourcemanager/a.ts", 'import { x } from "../nodemanager/b.js";'],
       ["nodemanager/b.ts", "export const x = 1;"],
     ]);
-    expect(check(files)).toEqual(["resourcemanager/a.ts imports nodemanager/b.ts: daemons meet only through proto/ and common/"]);
+    expect(check(files)).toEqual([
+      "resourcemanager/a.ts imports nodemanager/b.ts: daemons meet only through proto/ and common/",
+    ]);
   });
 
   it("allows daemons to share common/ and flags common/ depending on a daemon", () => {
@@ -28,6 +30,8 @@ describe("the import-rule check", () => {
       ["common/a.ts", 'import { b } from "./b.js";'],
       ["common/b.ts", 'export { a } from "./a.js";'],
     ]);
-    expect(check(files).some((p) => p.startsWith("import cycle: common/a.ts -> common/b.ts -> common/a.ts"))).toBe(true);
+    expect(check(files).some((p) => p.startsWith("import cycle: common/a.ts -> common/b.ts -> common/a.ts"))).toBe(
+      true,
+    );
   });
 });
