@@ -7,7 +7,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { JobClient } from "../../client/job-client.js";
 import type { JobReport } from "../../client/job-client.js";
+import { Logger } from "../../common/log.js";
 import { distEntry } from "../../common/paths.js";
+import { NodeManager } from "../../nodemanager/node-manager.js";
+import type { NodeManagerOptions } from "../../nodemanager/options.js";
+import { ResourceManager } from "../../resourcemanager/resource-manager.js";
+import type { ResourceManagerOptions } from "../../resourcemanager/options.js";
 import { startCluster, stopCluster } from "../../cli/cluster.js";
 import type { ClusterDescriptor } from "../../cli/cluster.js";
 
@@ -116,4 +121,57 @@ export function findFiles(dir: string, name: string): string[] {
     else if (entry.name === name) out.push(p);
   }
   return out;
+}
+
+/** An in-process resource manager and one node manager (real gRPC on loopback, idle primary), for protocol tests. */
+export interface LocalCluster {
+  dir: string;
+  rm: ResourceManager;
+  nm: NodeManager;
+  client: JobClient;
+  /** Things to stop at the end, run in reverse order by `stop()`. */
+  onStop: (() => Promise<void>)[];
+  stop(): Promise<void>;
+}
+
+const quietLogger = new Logger("test", "error");
+
+/** Starts an RM and a node manager "n1" whose primary tenant replays an idle trace, and waits for the node. */
+export async function startLocalCluster(
+  opts: { rm?: Partial<ResourceManagerOptions>; nm?: Partial<NodeManagerOptions> } = {},
+): Promise<LocalCluster> {
+  requireBuild();
+  const dir = mkdtempSync(join(tmpdir(), "harvest-local-"));
+  const trace = join(dir, "idle.csv");
+  writeFileSync(trace, "time_s,cpu_pct\n0,0\n300,0\n600,0\n");
+  const onStop: (() => Promise<void>)[] = [async () => rmSync(dir, { recursive: true, force: true })];
+  const rm = new ResourceManager({ dataDir: join(dir, "rm"), ...opts.rm }, { logger: quietLogger });
+  await rm.start();
+  onStop.push(() => rm.stop());
+  const nm = new NodeManager(
+    {
+      nodeId: "n1",
+      rmAddress: rm.address,
+      dataDir: join(dir, "n1"),
+      primary: `trace:${trace}`,
+      cgroups: "none",
+      ...opts.nm,
+    },
+    { logger: quietLogger },
+  );
+  await nm.start();
+  onStop.push(() => nm.stop());
+  const client = new JobClient(rm.address);
+  onStop.push(async () => client.close());
+  for (let i = 0; i < 200 && (await client.nodes()).length === 0; i++) await new Promise((r) => setTimeout(r, 25));
+  return {
+    dir,
+    rm,
+    nm,
+    client,
+    onStop,
+    async stop() {
+      for (const s of onStop.reverse()) await s().catch(() => undefined);
+    },
+  };
 }

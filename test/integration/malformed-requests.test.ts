@@ -3,20 +3,13 @@
  * path-like ids all get coded errors, and the daemons keep serving.
  */
 import * as grpc from "@grpc/grpc-js";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JobClient } from "../../client/job-client.js";
+import type { JobClient } from "../../client/job-client.js";
 import { fromGrpcError, isHarvestError } from "../../common/errors.js";
 import type { HarvestError } from "../../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
-import { Logger } from "../../common/log.js";
-import { NodeManager } from "../../nodemanager/node-manager.js";
-import { ResourceManager } from "../../resourcemanager/resource-manager.js";
-import { cpuVertex, requireBuild } from "./harness.js";
-
-const quiet = new Logger("test", "error");
+import { cpuVertex, startLocalCluster } from "./harness.js";
+import type { LocalCluster } from "./harness.js";
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
   try {
@@ -28,40 +21,17 @@ async function codeOf(p: Promise<unknown>): Promise<string> {
 }
 
 describe("malformed requests", () => {
-  let dir: string;
-  let rm: ResourceManager;
-  let nm: NodeManager;
+  let local: LocalCluster;
+  let rm: LocalCluster["rm"];
+  let nm: LocalCluster["nm"];
   let client: JobClient;
 
   beforeAll(async () => {
-    requireBuild();
-    dir = mkdtempSync(join(tmpdir(), "harvest-bad-"));
-    const trace = join(dir, "idle.csv");
-    writeFileSync(trace, "time_s,cpu_pct\n0,0\n300,0\n600,0\n");
-    rm = new ResourceManager({ dataDir: join(dir, "rm"), secret: "s3cret" }, { logger: quiet });
-    await rm.start();
-    nm = new NodeManager(
-      {
-        nodeId: "n1",
-        rmAddress: rm.address,
-        dataDir: join(dir, "n1"),
-        primary: `trace:${trace}`,
-        secret: "s3cret",
-        cgroups: "none",
-      },
-      { logger: quiet },
-    );
-    await nm.start();
-    client = new JobClient(rm.address);
-    for (let i = 0; i < 100 && (await client.nodes()).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    local = await startLocalCluster({ rm: { secret: "s3cret" }, nm: { secret: "s3cret" } });
+    ({ rm, nm, client } = local);
   });
 
-  afterAll(async () => {
-    client?.close();
-    await nm?.stop();
-    await rm?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(async () => local?.stop());
 
   it("answers garbage bytes on a unary method with an error and keeps serving", async () => {
     const raw = new grpc.Client(rm.address, grpc.credentials.createInsecure());
