@@ -281,13 +281,16 @@ export class ResourceManager {
         const alloc = this.scheduler.release(st.containerId);
         if (alloc) this.onContainerCompleted(alloc, { ...st, nodeId });
         // Released earlier (job killed, container given back): still record how it ended.
-        else this.recordEnd(this.apps.get(st.appId), st.containerId, st.cause);
+        else this.recordEnd(this.apps.get(st.appId), st);
       } else if (!this.scheduler.allocation(st.containerId)) {
         // Keep a more specific cause already queued (a user's kill).
         if (!node.pendingKills.has(st.containerId)) node.pendingKills.set(st.containerId, "RELEASED");
       } else {
         const ref = this.apps.get(st.appId)?.containers.get(st.containerId);
-        if (ref && ref.state === "ALLOCATED") ref.state = "RUNNING";
+        if (ref && ref.state === "ALLOCATED") {
+          ref.state = "RUNNING";
+          ref.startedMs = st.startedMs;
+        }
       }
     }
     for (const alloc of this.scheduler.allocateOnNode(nodeId)) this.onAllocated(alloc, node);
@@ -341,10 +344,12 @@ export class ResourceManager {
       });
     }
     for (const app of this.apps.values()) {
-      if (app.record.state === "RUNNING" && now - app.lastAmContactMs > this.options.amExpiryMs) {
-        this.log.warn("job manager silent past its expiry", { appId: app.record.appId, attempt: app.record.attempt });
-        this.amAttemptEnded(app, "FAILED", `job manager sent no heartbeat for ${this.options.amExpiryMs} ms`);
-      }
+      // From its launch on, a job manager must register and then heartbeat within the expiry (YARN's AM liveness).
+      const launched = app.amContainerId !== undefined && this.scheduler.allocation(app.amContainerId) !== undefined;
+      if (isTerminal(app.record.state) || !launched || now - app.lastAmContactMs <= this.options.amExpiryMs) continue;
+      const what = app.registered ? "sent no heartbeat" : "did not register";
+      this.log.warn(`job manager ${what} within its expiry`, { appId: app.record.appId, attempt: app.record.attempt });
+      this.amAttemptEnded(app, "FAILED", `job manager ${what} for ${this.options.amExpiryMs} ms`);
     }
   }
 
@@ -385,6 +390,7 @@ export class ResourceManager {
     (alloc.priority === AM_PRIORITY ? app.amCounts : app.taskCounts).allocated += 1;
     if (alloc.priority === AM_PRIORITY) {
       app.amContainerId = alloc.containerId;
+      app.lastAmContactMs = this.clock.nowMs();
       void this.launchAm(app, container);
     } else {
       app.delivery.push(container);
@@ -423,7 +429,7 @@ export class ResourceManager {
   private onContainerCompleted(alloc: Allocation, st: ContainerStatus): void {
     const app = this.apps.get(alloc.appId);
     if (!app) return;
-    this.recordEnd(app, alloc.containerId, (st.cause ?? "EXIT_CAUSE_UNSPECIFIED") as ExitCauseOutput);
+    this.recordEnd(app, st);
     if (isTerminal(app.record.state)) {
       if (app.amContainerId === alloc.containerId) this.scheduler.removeApp(alloc.appId);
       return;
@@ -440,13 +446,15 @@ export class ResourceManager {
   }
 
   /** Marks a container's reference complete and counts how it ended (once per container). */
-  private recordEnd(app: AppRuntime | undefined, containerId: string, cause: ExitCauseOutput): void {
-    const ref = app?.containers.get(containerId);
+  private recordEnd(app: AppRuntime | undefined, st: ContainerStatus): void {
+    const ref = app?.containers.get(st.containerId ?? "");
     if (!app || !ref || ref.state === "COMPLETE") return;
     // After a user's kill every container ends because of it, including a job manager that exits on its own.
-    if (app.record.state === "KILLED") cause = "KILLED_BY_USER";
+    const cause: ExitCauseOutput = app.record.state === "KILLED" ? "KILLED_BY_USER" : ((st.cause ?? "EXIT_CAUSE_UNSPECIFIED") as ExitCauseOutput);
     ref.state = "COMPLETE";
     ref.cause = cause;
+    if (st.startedMs) ref.startedMs = st.startedMs;
+    ref.finishedMs = st.finishedMs ?? this.clock.nowMs();
     const counts = ref.isAm ? app.amCounts : app.taskCounts;
     if (cause === "SUCCEEDED") counts.succeeded++;
     else if (cause === "FAILED") counts.failed++;
