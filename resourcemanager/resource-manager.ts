@@ -450,7 +450,8 @@ export class ResourceManager {
     const ref = app?.containers.get(st.containerId ?? "");
     if (!app || !ref || ref.state === "COMPLETE") return;
     // After a user's kill every container ends because of it, including a job manager that exits on its own.
-    const cause: ExitCauseOutput = app.record.state === "KILLED" ? "KILLED_BY_USER" : ((st.cause ?? "EXIT_CAUSE_UNSPECIFIED") as ExitCauseOutput);
+    const cause: ExitCauseOutput =
+      app.record.state === "KILLED" ? "KILLED_BY_USER" : ((st.cause ?? "EXIT_CAUSE_UNSPECIFIED") as ExitCauseOutput);
     ref.state = "COMPLETE";
     ref.cause = cause;
     if (st.startedMs) ref.startedMs = st.startedMs;
