@@ -59,6 +59,12 @@ function expectSane(series: UtilizationSeries): void {
   expect(Math.max(...series.cpuPct)).toBeLessThanOrEqual(100);
 }
 
+if (!dataDir) {
+  console.warn(
+    "trace-io.test: shared data not found (../shared/data or HARVEST_SHARED_DATA); skipping the real-trace checks",
+  );
+}
+
 describe.skipIf(!dataDir)(
   "real traces (skipped when ../shared/data is absent; set HARVEST_SHARED_DATA to point at it)",
   () => {
