@@ -30,6 +30,8 @@ export interface DemoSummary {
 export async function runDemo(opts: {
   servers: number;
   speed: number;
+  /** Primary-tenant source as for `cluster up --primary`. @default "trace" */
+  primary?: string;
   dir?: string;
   keep: boolean;
   json: boolean;
@@ -38,7 +40,7 @@ export async function runDemo(opts: {
   const say = (s: string): void => {
     if (!opts.json) process.stdout.write(s + "\n");
   };
-  const primaries = await choosePrimaries("trace", opts.servers, dir, { spiky: true });
+  const primaries = await choosePrimaries(opts.primary ?? "trace", opts.servers, dir, { spiky: true });
   say(`Harvest demo: ${opts.servers} servers in ${dir}; primary tenants replay at ${opts.speed}x:`);
   primaries.forEach((p, i) => say(`  server-${i + 1}: ${p.label}`));
   const cluster = await startCluster({

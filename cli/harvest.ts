@@ -303,20 +303,24 @@ program
   )
   .option("--servers <n>", "number of servers", "4")
   .option("--speed <x>", "trace replay speed", "600")
+  .option("--primary <source>", "primary tenants, as for 'cluster up' (e.g. trace:<your utilization file>)", "trace")
   .option("--dir <dir>", "where the demo cluster lives (default: a new temporary directory)")
   .option("--keep", "leave the cluster running afterwards")
   .option("--json", "machine-readable summary")
   .action(
-    action(async (o: { servers: string; speed: string; dir?: string; keep?: boolean; json?: boolean }) => {
-      const summary = await runDemo({
-        servers: positiveInt(o.servers, "--servers"),
-        speed: positiveNumber(o.speed, "--speed"),
-        ...(o.dir ? { dir: o.dir } : {}),
-        keep: o.keep ?? false,
-        json: o.json ?? false,
-      });
-      return summary.outcome === "FINISHED" ? 0 : 1;
-    }),
+    action(
+      async (o: { servers: string; speed: string; primary: string; dir?: string; keep?: boolean; json?: boolean }) => {
+        const summary = await runDemo({
+          primary: o.primary,
+          servers: positiveInt(o.servers, "--servers"),
+          speed: positiveNumber(o.speed, "--speed"),
+          ...(o.dir ? { dir: o.dir } : {}),
+          keep: o.keep ?? false,
+          json: o.json ?? false,
+        });
+        return summary.outcome === "FINISHED" ? 0 : 1;
+      },
+    ),
   );
 
 program

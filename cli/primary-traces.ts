@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { HarvestError } from "../common/errors.js";
 import { sharedDataDir } from "../common/paths.js";
 import { generateDemoTraces } from "../common/trace-gen.js";
-import { readUtilizationFile } from "../common/trace-io.js";
+import { readUtilizationFile, valueAt } from "../common/trace-io.js";
 
 /** One server's primary tenant: its monitor spec and where its replay starts. */
 export interface PrimaryChoice {
@@ -56,7 +56,7 @@ export function findSpikeWindow(cpuPct: readonly number[], window: SpikeWindow =
 /**
  * Turns `--primary` into one choice per server:
  * - `proc`: the real /proc monitor (right for one node manager per real server),
- * - `trace:<file>` / `burn:<file>`: every server replays that file, spread apart in time,
+ * - `trace:<file>` / `burn:<file>`: every server replays that file, from different points,
  * - `trace` / `burn` (no file): real series from ../shared/data when present, else generated traces in `<dir>/traces`.
  * With `spiky`, each bursty series starts at a window where a spike follows a calm lead-in (for the demo).
  */
@@ -77,43 +77,39 @@ export async function choosePrimaries(
     );
   const kind = m[1] as "trace" | "burn";
   const file = m[2];
-  if (file) {
-    if (!existsSync(file))
-      throw new HarvestError("CONFIG_INVALID", `--primary ${kind}:${file}: no such file`, {
-        details: { field: "primary" },
-      });
-    const series = await readUtilizationFile(file, undefined, { duplicateTimes: "merge" });
-    const spanMs = series.timesMs[series.timesMs.length - 1]! - series.timesMs[0]!;
-    return Array.from({ length: servers }, (_, i) => ({
-      spec: `${kind}:${file}`,
-      offsetMs: Math.floor((spanMs * i) / servers),
-      label: file,
-    }));
+  if (file && !existsSync(file)) {
+    throw new HarvestError("CONFIG_INVALID", `--primary ${kind}:${file}: no such file`, {
+      details: { field: "primary" },
+    });
   }
   const shared = sharedDataDir();
-  const files = shared ? REAL_SERIES.map((f) => join(shared, f)).filter((f) => existsSync(f)) : [];
-  if (files.length === 0) {
-    const paths = await generateDemoTraces(join(clusterDir, "traces"), servers, opts.seed ?? 2016);
-    return paths.map((p) => ({ spec: `${kind}:${p}`, offsetMs: 0, label: `generated ${p.split("/").pop() ?? p}` }));
-  }
+  const real = file ? [file] : shared ? REAL_SERIES.map((f) => join(shared, f)).filter((f) => existsSync(f)) : [];
+  const files =
+    real.length > 0 ? real : await generateDemoTraces(join(clusterDir, "traces"), servers, opts.seed ?? 2016);
   const out: PrimaryChoice[] = [];
   for (let i = 0; i < servers; i++) {
     const path = files[i % files.length]!;
-    let offsetMs = 0;
     const series = await readUtilizationFile(path, undefined, { duplicateTimes: "merge" });
+    const spanMs = series.timesMs[series.timesMs.length - 1]! - series.timesMs[0]!;
+    // Later servers sharing a file start later in it, so that they are not in lockstep.
+    let offsetMs = Math.floor((spanMs * i) / servers);
     if (opts.spiky) {
-      // Later servers sharing a file take a later spike window, so that they are not in lockstep.
+      // Search on a regular grid of what the replay will show (step-hold at the median step): real traces have gaps.
+      const stepMs = series.stepSec * 1000;
+      const grid = Array.from({ length: Math.floor(spanMs / stepMs) + 1 }, (_, k) => valueAt(series, k * stepMs));
       let from = 0;
+      let found: number | undefined;
       for (let round = 0; round <= Math.floor(i / files.length); round++) {
-        const at = findSpikeWindow(series.cpuPct.slice(from));
+        const at = findSpikeWindow(grid.slice(from));
         if (at === undefined) break;
-        offsetMs = series.timesMs[from + at]! - series.timesMs[0]!;
-        from += at + DEFAULT_WINDOW.calmSteps + DEFAULT_WINDOW.spikeWithinSteps;
+        found = from + at;
+        from = found + DEFAULT_WINDOW.calmSteps + DEFAULT_WINDOW.spikeWithinSteps;
       }
-    } else {
-      offsetMs = Math.floor(((series.timesMs[series.timesMs.length - 1]! - series.timesMs[0]!) * i) / servers);
+      if (found !== undefined) offsetMs = found * stepMs;
     }
-    out.push({ spec: `${kind}:${path}`, offsetMs, label: path.split("/").slice(-2).join("/") });
+    const label =
+      file ?? (real.length > 0 ? path.split("/").slice(-2).join("/") : `generated ${path.split("/").pop() ?? path}`);
+    out.push({ spec: `${kind}:${path}`, offsetMs, label });
   }
   return out;
 }

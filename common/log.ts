@@ -33,6 +33,3 @@ export class Logger {
     this.sink(`${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} [${this.component}] ${msg}${extra}`);
   }
 }
-
-/** A logger that drops everything (tests, the simulator). */
-export const silentLogger = new Logger("silent", "error", () => undefined);

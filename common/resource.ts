@@ -26,8 +26,3 @@ export function fits(need: Resources, available: Resources): boolean {
 export function fromWire(r: { vcoresMilli?: number; memoryMb?: number } | null | undefined): Resources {
   return { vcoresMilli: r?.vcoresMilli ?? 0, memoryMb: r?.memoryMb ?? 0 };
 }
-
-/** "1.5 vcores, 512 MB" */
-export function formatResources(r: Resources): string {
-  return `${(r.vcoresMilli / 1000).toFixed(r.vcoresMilli % 1000 === 0 ? 0 : 2)} vcores, ${r.memoryMb} MB`;
-}
