@@ -30,7 +30,7 @@ import { formatAppId, formatContainerId } from "../common/ids.js";
 import { Logger } from "../common/log.js";
 import type { Resources } from "../common/resource.js";
 import { SeededRng } from "../common/rng.js";
-import { readProcStatTotals } from "../nodemanager/proc-stats.js";
+import { readProcStatTotals } from "../common/proc-stats.js";
 import { ResourceManager } from "../resourcemanager/resource-manager.js";
 import { Scheduler, StockSchedulerPolicy } from "../resourcemanager/scheduler.js";
 import type { Allocation } from "../resourcemanager/scheduler.js";

@@ -38,7 +38,7 @@ import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import type { LogLevel } from "../common/log.js";
 import { NodeManager } from "../nodemanager/node-manager.js";
-import { StepPrimaryMonitor } from "../nodemanager/step-monitor.js";
+import { StepPrimaryMonitor } from "../common/step-monitor.js";
 import { ResourceManager } from "../resourcemanager/resource-manager.js";
 import type { ApplicationClientServiceClient } from "../proto/generated/harvest/v1/ApplicationClientService.js";
 import type { ApplicationMasterServiceClient } from "../proto/generated/harvest/v1/ApplicationMasterService.js";

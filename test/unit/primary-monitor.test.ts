@@ -15,14 +15,9 @@ import {
   TracePrimaryMonitor,
   burnHelperCommand,
   createPrimaryMonitor,
-} from "../../nodemanager/primary-monitor.js";
-import type { ProcStatTotals } from "../../nodemanager/proc-stats.js";
-import {
-  clockTicksPerSecond,
-  parseProcStat,
-  processTreeCpuMs,
-  readProcStatTotals,
-} from "../../nodemanager/proc-stats.js";
+} from "../../common/primary-monitor.js";
+import type { ProcStatTotals } from "../../common/proc-stats.js";
+import { clockTicksPerSecond, parseProcStat, processTreeCpuMs, readProcStatTotals } from "../../common/proc-stats.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "harvest-primary-monitor-"));
 const children: ChildProcess[] = [];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
-import { StepPrimaryMonitor } from "../../nodemanager/step-monitor.js";
+import { StepPrimaryMonitor } from "../../common/step-monitor.js";
 
 describe("StepPrimaryMonitor (model primary tenant)", () => {
   it("reports the level it was last set to, on the node's capacity scale", async () => {

@@ -5,7 +5,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
-import { HarvestError } from "../common/errors.js";
+import { HarvestError } from "./errors.js";
 
 /** Cumulative CPU time of the whole machine since boot, summed over all cores. */
 export interface ProcStatTotals {

@@ -4,7 +4,7 @@
  * node manager gives the cores back. Nothing is burned; the node manager's yield controller samples it as it would any
  * monitor, once per tick.
  */
-import { HarvestError } from "../common/errors.js";
+import { HarvestError } from "./errors.js";
 import type { PrimaryMonitor, PrimarySample } from "./primary-monitor.js";
 
 /** When the model last changed level and when a sampler first saw the change. */

@@ -10,8 +10,8 @@
  */
 import { cpus } from "node:os";
 import { Worker } from "node:worker_threads";
-import type { UtilizationSeries } from "../common/trace-io.js";
-import { valueAt } from "../common/trace-io.js";
+import type { UtilizationSeries } from "./trace-io.js";
+import { valueAt } from "./trace-io.js";
 
 /** The message that starts a burn. */
 export interface BurnStartMessage {

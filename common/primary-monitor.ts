@@ -11,11 +11,11 @@ import { fork } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { Clock } from "../common/clock.js";
-import { HarvestError, errorMessage } from "../common/errors.js";
-import { distEntry, packageRoot } from "../common/paths.js";
-import type { UtilizationSeries } from "../common/trace-io.js";
-import { readUtilizationFile, valueAt } from "../common/trace-io.js";
+import type { Clock } from "./clock.js";
+import { HarvestError, errorMessage } from "./errors.js";
+import { distEntry, packageRoot } from "./paths.js";
+import type { UtilizationSeries } from "./trace-io.js";
+import { readUtilizationFile, valueAt } from "./trace-io.js";
 import type { BurnHelperReport, BurnStartMessage } from "./burn-helper.js";
 import type { ProcStatTotals } from "./proc-stats.js";
 import { readProcStatTotals } from "./proc-stats.js";
@@ -207,14 +207,14 @@ const HELPER_READY_TIMEOUT_MS = 15_000;
 const HELPER_STOP_GRACE_MS = 2_000;
 
 /**
- * The command that runs the burn helper: the compiled dist/nodemanager/burn-helper.js, or, when this module itself runs
+ * The command that runs the burn helper: the compiled dist/common/burn-helper.js, or, when this module itself runs
  * from sources (vitest, tsx), the TypeScript source through tsx's loader so that it is never stale.
  */
 export function burnHelperCommand(): { entry: string; execArgv: string[] } {
-  const dist = distEntry("nodemanager/burn-helper.js");
+  const dist = distEntry("common/burn-helper.js");
   const fromSources = import.meta.url.endsWith(".ts");
   const tsxLoader = join(packageRoot(), "node_modules", "tsx", "dist", "loader.mjs");
-  const source = join(packageRoot(), "nodemanager", "burn-helper.ts");
+  const source = join(packageRoot(), "common", "burn-helper.ts");
   if ((fromSources || !existsSync(dist)) && existsSync(tsxLoader) && existsSync(source)) {
     return {
       entry: source,
