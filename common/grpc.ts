@@ -10,11 +10,15 @@ import { packageRoot } from "./paths.js";
 import type { ProtoGrpcType as ClientProto } from "../proto/generated/application_client.js";
 import type { ProtoGrpcType as TrackerProto } from "../proto/generated/resource_tracker.js";
 import type { ProtoGrpcType as ContainerProto } from "../proto/generated/container_manager.js";
+import type { ProtoGrpcType as NamenodeProto } from "../proto/generated/namenode.js";
+import type { ProtoGrpcType as DatanodeProto } from "../proto/generated/datanode.js";
 
 /** Every Harvest service, typed from the generated proto types. */
 export type HarvestProto = ClientProto["harvest"]["v1"] &
   TrackerProto["harvest"]["v1"] &
-  ContainerProto["harvest"]["v1"];
+  ContainerProto["harvest"]["v1"] &
+  NamenodeProto["harvest"]["v1"] &
+  DatanodeProto["harvest"]["v1"];
 
 // Must match the flags in scripts/gen-proto.mjs, or the generated types lie.
 const LOADER_OPTIONS: protoLoader.Options = {
@@ -31,7 +35,13 @@ let cached: HarvestProto | undefined;
 export function loadHarvestProto(): HarvestProto {
   if (cached) return cached;
   const protoDir = join(packageRoot(), "proto");
-  const files = ["application_client.proto", "resource_tracker.proto", "container_manager.proto"];
+  const files = [
+    "application_client.proto",
+    "resource_tracker.proto",
+    "container_manager.proto",
+    "namenode.proto",
+    "datanode.proto",
+  ];
   const definition = protoLoader.loadSync(files, { ...LOADER_OPTIONS, includeDirs: [protoDir] });
   const loaded = grpc.loadPackageDefinition(definition) as unknown as { harvest: { v1: HarvestProto } };
   cached = loaded.harvest.v1;
