@@ -33,6 +33,8 @@ export interface ClusterDescriptor {
   dir: string;
   createdMs: number;
   rm: DaemonRecord;
+  /** Absent in descriptors written before the storage layer. */
+  nn?: DaemonRecord;
   nodes: NodeRecord[];
 }
 

@@ -7,18 +7,15 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { Command, Option } from "commander";
-import { JobClient } from "../client/job-client.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
+import { action, common, positiveInt, positiveNumber, print, withClient } from "./command-kit.js";
+import type { GlobalOpts } from "./command-kit.js";
 import { distEntry } from "../common/paths.js";
 import { readCluster, resolveClusterDir, startCluster, stopCluster } from "./cluster.js";
 import { runDemo } from "./demo.js";
+import { registerFsCommands } from "./fs-commands.js";
 import { duration, follow, outcomeText, progressLines, table } from "./format.js";
 import { choosePrimaries } from "./primary-traces.js";
-
-interface GlobalOpts {
-  dir?: string;
-  json?: boolean;
-}
 
 const program = new Command();
 program
@@ -26,45 +23,6 @@ program
   .description("Harvest: run batch DAG jobs on spare cores of servers owned by primary tenants")
   .showHelpAfterError("(run with --help for usage)")
   .configureOutput({ outputError: (str, write) => write(str) });
-
-/** Adds the options every cluster-facing command takes. */
-function common(cmd: Command): Command {
-  return cmd
-    .option("--dir <dir>", "cluster directory (default: $HARVEST_CLUSTER_DIR, then ~/.harvest/cluster)")
-    .option("--json", "machine-readable output");
-}
-
-function print(opts: GlobalOpts, json: unknown, human: () => string): void {
-  process.stdout.write((opts.json ? JSON.stringify(json, null, 2) : human()) + "\n");
-}
-
-function withClient<T>(opts: GlobalOpts, fn: (c: JobClient) => Promise<T>): Promise<T> {
-  const cluster = readCluster(resolveClusterDir(opts.dir));
-  const client = new JobClient(cluster.rm.address);
-  return fn(client).finally(() => client.close());
-}
-
-/** Runs an action, turning errors into a message, a hint and exit code 1. */
-function action<A extends unknown[]>(fn: (...args: A) => Promise<number | void>): (...args: A) => Promise<void> {
-  return async (...args: A) => {
-    const opts = (args.find((a) => a instanceof Command) as Command | undefined)?.opts<GlobalOpts>() ?? {};
-    try {
-      const code = await fn(...args);
-      process.exitCode = code ?? 0;
-    } catch (err) {
-      const code = err instanceof HarvestError ? err.code : "INTERNAL";
-      let message = errorMessage(err);
-      if (code === "UNAVAILABLE")
-        message += "\n(is the cluster running? 'harvest cluster status' checks, 'harvest cluster up' starts one)";
-      if (opts.json)
-        process.stdout.write(
-          JSON.stringify({ error: { code, message, details: err instanceof HarvestError ? err.details : {} } }) + "\n",
-        );
-      else process.stderr.write(`harvest: ${message} [${code}]\n`);
-      process.exitCode = 1;
-    }
-  };
-}
 
 // ------------------------------------------------------------------------------------------------ cluster
 
@@ -294,6 +252,8 @@ common(job.command("history"))
     ),
   );
 
+registerFsCommands(program);
+
 // ------------------------------------------------------------------------------------------------ demo, bench
 
 program
@@ -360,20 +320,6 @@ function readDaemonConfig(path: string): { rm?: Record<string, unknown>; nm?: Re
     out[k] = v as Record<string, unknown>;
   }
   return out;
-}
-
-function positiveInt(v: string, flag: string): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1)
-    throw new HarvestError("INVALID_ARGUMENT", `${flag} must be a positive integer (got ${JSON.stringify(v)})`);
-  return n;
-}
-
-function positiveNumber(v: string, flag: string): number {
-  const n = Number(v);
-  if (!(n > 0) || !Number.isFinite(n))
-    throw new HarvestError("INVALID_ARGUMENT", `${flag} must be a positive number (got ${JSON.stringify(v)})`);
-  return n;
 }
 
 program.parseAsync(process.argv).catch((err: unknown) => {

@@ -1,0 +1,240 @@
+/** `harvest fs ...`: the file system from the command line, over the DfsClient. */
+import type { Command } from "commander";
+import { stat as fsStat } from "node:fs/promises";
+import { HarvestError } from "../common/errors.js";
+import type { DfsFileStatus } from "../client/dfs-client.js";
+import { action, common, positiveInt, print, withDfs } from "./command-kit.js";
+import type { GlobalOpts } from "./command-kit.js";
+import { bar, duration, table } from "./format.js";
+
+/** Files at least this big get a progress bar on a terminal. */
+const PROGRESS_MIN_BYTES = 8 * 1024 * 1024;
+
+/** A progress line on stderr (terminals only), redrawn at most every 100 ms. */
+function progress(totalBytes: number, verb: string): { update(bytes: number): void; done(): void } {
+  const tty = process.stderr.isTTY && totalBytes >= PROGRESS_MIN_BYTES;
+  const started = Date.now();
+  let last = 0;
+  const draw = (bytes: number): void => {
+    const secs = Math.max((Date.now() - started) / 1000, 0.001);
+    process.stderr.write(
+      `\r${verb} ${bar(bytes, totalBytes, 30)} ${mb(bytes)}/${mb(totalBytes)} MB  ${(bytes / 1e6 / secs).toFixed(1)} MB/s   `,
+    );
+  };
+  return {
+    update(bytes) {
+      if (!tty || Date.now() - last < 100) return;
+      last = Date.now();
+      draw(bytes);
+    },
+    done() {
+      if (!tty) return;
+      draw(totalBytes);
+      process.stderr.write("\n");
+    },
+  };
+}
+
+function mb(bytes: number): string {
+  return (bytes / 1e6).toFixed(1);
+}
+
+function statusLine(s: DfsFileStatus): (string | number)[] {
+  return [
+    s.isDir ? "d" : "-",
+    s.isDir ? "-" : s.replication,
+    s.isDir ? "-" : s.length,
+    s.owner,
+    new Date(s.mtimeMs).toISOString().slice(0, 19).replace("T", " "),
+    s.path + (s.isDir ? "/" : s.complete ? "" : " (being written)"),
+  ];
+}
+
+/** Adds the `fs` command group to the program. */
+export function registerFsCommands(program: Command): void {
+  const fs = program
+    .command("fs")
+    .description("Harvest's distributed file system: put, get, cat, ls, rm, mkdir, mv, stat, fsck");
+
+  common(fs.command("put <local> <path>"))
+    .description("copy a local file into the file system (acknowledged only when every replica is on disk)")
+    .option("--replication <n>", "replicas per block (default: the namenode's, 3)")
+    .option("--block-size-mb <n>", "block size in MiB (default: the namenode's, 64)")
+    .option("--overwrite", "replace an existing file")
+    .action(
+      action(
+        async (
+          local: string,
+          path: string,
+          o: GlobalOpts & { replication?: string; blockSizeMb?: string; overwrite?: boolean },
+        ) => {
+          const size = (
+            await fsStat(local).catch(() => {
+              throw new HarvestError("INVALID_ARGUMENT", `no local file ${local}`, { details: { field: "local" } });
+            })
+          ).size;
+          const started = Date.now();
+          const bar = progress(size, "put");
+          const status = await withDfs(o, (c) =>
+            c.put(local, path, {
+              overwrite: o.overwrite ?? false,
+              ...(o.replication ? { replication: positiveInt(o.replication, "--replication") } : {}),
+              ...(o.blockSizeMb ? { blockSizeBytes: positiveInt(o.blockSizeMb, "--block-size-mb") * 1024 * 1024 } : {}),
+              onProgress: (b) => bar.update(b),
+            }),
+          );
+          bar.done();
+          print(
+            o,
+            status,
+            () =>
+              `put ${local} -> ${status.path}: ${status.length} bytes, ${status.blocks} block(s), replication ${status.replication}, ${duration(Date.now() - started)}`,
+          );
+        },
+      ),
+    );
+
+  common(fs.command("get <path> <local>"))
+    .description("copy a file out of the file system (verified chunk by chunk; fails over between replicas)")
+    .option("--overwrite", "replace an existing local file")
+    .action(
+      action(async (path: string, local: string, o: GlobalOpts & { overwrite?: boolean }) => {
+        const started = Date.now();
+        const bytes = await withDfs(o, async (c) => {
+          const st = await c.stat(path);
+          const bar = progress(st.length, "get");
+          const n = await c.get(path, local, { overwrite: o.overwrite ?? false, onProgress: (b) => bar.update(b) });
+          bar.done();
+          return n;
+        });
+        print(
+          o,
+          { path, local, bytes },
+          () => `get ${path} -> ${local}: ${bytes} bytes, ${duration(Date.now() - started)}`,
+        );
+      }),
+    );
+
+  common(fs.command("cat <path>"))
+    .description("write a file to standard output")
+    .action(
+      action(async (path: string, o: GlobalOpts) =>
+        withDfs(o, async (c) => {
+          for await (const chunk of c.createReadStream(path)) {
+            if (!process.stdout.write(chunk as Buffer)) await new Promise((r) => process.stdout.once("drain", r));
+          }
+        }),
+      ),
+    );
+
+  common(fs.command("ls [path]"))
+    .description("list a directory (default /)")
+    .action(
+      action(async (path: string | undefined, o: GlobalOpts) =>
+        withDfs(o, async (c) => {
+          const target = path ?? "/";
+          const st = await c.stat(target);
+          const entries = st.isDir ? await c.list(target) : [st];
+          print(o, entries, () =>
+            entries.length === 0
+              ? `${target} is empty`
+              : table(["T", "REPL", "BYTES", "OWNER", "MODIFIED", "PATH"], entries.map(statusLine)),
+          );
+        }),
+      ),
+    );
+
+  common(fs.command("stat <path>"))
+    .description("show a file's or directory's metadata")
+    .action(
+      action(async (path: string, o: GlobalOpts) =>
+        withDfs(o, async (c) => {
+          const st = await c.stat(path);
+          print(o, st, () =>
+            [
+              `path        ${st.path}`,
+              `type        ${st.isDir ? "directory" : "file"}${st.isDir || st.complete ? "" : " (being written)"}`,
+              ...(st.isDir
+                ? []
+                : [
+                    `length      ${st.length} bytes in ${st.blocks} block(s) of up to ${st.blockSize}`,
+                    `replication ${st.replication}`,
+                  ]),
+              `owner       ${st.owner}`,
+              `modified    ${new Date(st.mtimeMs).toISOString()}`,
+            ].join("\n"),
+          );
+        }),
+      ),
+    );
+
+  common(fs.command("mkdir <path>"))
+    .description("create a directory and its missing parents")
+    .action(
+      action(async (path: string, o: GlobalOpts) =>
+        withDfs(o, async (c) => {
+          const st = await c.mkdir(path);
+          print(o, st, () => `created ${st.path}`);
+        }),
+      ),
+    );
+
+  common(fs.command("rm <path>"))
+    .description("delete a file, or a directory with -r")
+    .option("-r, --recursive", "delete a directory and everything below it")
+    .action(
+      action(async (path: string, o: GlobalOpts & { recursive?: boolean }) =>
+        withDfs(o, async (c) => {
+          const deleted = await c.delete(path, { recursive: o.recursive ?? false });
+          if (!deleted)
+            throw new HarvestError("NAMENODE_FILE_NOT_FOUND", `no such file or directory: ${path}`, {
+              details: { path },
+            });
+          print(o, { path, deleted }, () => `deleted ${path}`);
+        }),
+      ),
+    );
+
+  common(fs.command("mv <src> <dst>"))
+    .description("rename a file or directory")
+    .action(
+      action(async (src: string, dst: string, o: GlobalOpts) =>
+        withDfs(o, async (c) => {
+          const st = await c.rename(src, dst);
+          print(o, st, () => `renamed ${src} -> ${st.path}`);
+        }),
+      ),
+    );
+
+  common(fs.command("fsck [path]"))
+    .description("check blocks below a path (default /): under-replicated, missing and corrupt; exit 1 unless healthy")
+    .action(
+      action(async (path: string | undefined, o: GlobalOpts) =>
+        withDfs(o, async (c) => {
+          const r = await c.fsck(path ?? "/");
+          const list = (title: string, blocks: typeof r.missing): string[] =>
+            blocks.length === 0
+              ? []
+              : [
+                  `${title}:`,
+                  ...blocks.map(
+                    (b) =>
+                      `  ${b.path}  blk_${b.block?.blockId ?? "?"}  ${b.liveReplicas}/${b.expectedReplicas} live  ${b.datanodes.join(",")}`,
+                  ),
+                ];
+          print(o, r, () =>
+            [
+              `${path ?? "/"}: ${r.healthy ? "HEALTHY" : "NOT HEALTHY"}${r.safeMode ? " (namenode in safe mode)" : ""}`,
+              `  ${r.files} files, ${r.directories} directories, ${r.blocks} blocks, ${r.totalBytes} bytes`,
+              `  datanodes: ${r.liveDatanodes} live, ${r.deadDatanodes} dead`,
+              `  under-replicated ${r.underReplicated.length}, missing ${r.missing.length}, corrupt ${r.corrupt.length}`,
+              ...list("missing", r.missing),
+              ...list("corrupt", r.corrupt),
+              ...list("under-replicated", r.underReplicated),
+            ].join("\n"),
+          );
+          return r.healthy ? 0 : 1;
+        }),
+      ),
+    );
+}

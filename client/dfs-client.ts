@@ -1,0 +1,688 @@
+/**
+ * DfsClient: Harvest's file system from TypeScript. Writes go through a pipeline of datanodes and a block counts as
+ * written only when every replica in its pipeline has it on disk; reads verify every 512-byte chunk's CRC32C and fail
+ * over to the next replica when a datanode errs, holds a corrupt replica, or refuses because its primary tenant is busy.
+ */
+import type * as grpc from "@grpc/grpc-js";
+import { crc32c } from "@node-rs/crc32";
+import { randomUUID } from "node:crypto";
+import { createReadStream as fsReadStream, createWriteStream as fsWriteStream } from "node:fs";
+import { rename, rm, stat as fsStat } from "node:fs/promises";
+import { Readable, Transform, Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { normalizeDfsPath } from "../common/dfs-path.js";
+import { errorMessage, fromGrpcError, HarvestError, isHarvestError } from "../common/errors.js";
+import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import type { BlockOutput } from "../proto/generated/harvest/v1/Block.js";
+import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
+import type { DataTransferClient } from "../proto/generated/harvest/v1/DataTransfer.js";
+import type { DatanodeReportOutput } from "../proto/generated/harvest/v1/DatanodeReport.js";
+import type { FileStatusOutput } from "../proto/generated/harvest/v1/FileStatus.js";
+import type { FsckReportOutput } from "../proto/generated/harvest/v1/FsckReport.js";
+import type { LocatedBlockOutput } from "../proto/generated/harvest/v1/LocatedBlock.js";
+import type { ReadChunkOutput } from "../proto/generated/harvest/v1/ReadChunk.js";
+import type { WriteAckOutput } from "../proto/generated/harvest/v1/WriteAck.js";
+import type { WritePacket } from "../proto/generated/harvest/v1/WritePacket.js";
+
+/** A file or directory as the namenode reports it. */
+export type DfsFileStatus = FileStatusOutput;
+/** What `fsck` found. */
+export type DfsFsckReport = FsckReportOutput;
+/** A datanode as the namenode sees it. */
+export type DfsDatanode = DatanodeReportOutput;
+
+/** Bytes covered by one checksum. */
+export const CHUNK_BYTES = 512;
+/** Data bytes per write packet (a multiple of CHUNK_BYTES). */
+const PACKET_BYTES = 64 * 1024;
+
+/** Settings of a client. */
+export interface DfsClientOptions {
+  /** Names this client's leases. @default a random id */
+  clientName: string;
+  /** The datanode id of the server this client runs on, if any (the first replica goes there). @default "" */
+  writerDatanodeId: string;
+  /** Pipelines tried for one block before the write fails. @default 4 */
+  maxBlockAttempts: number;
+  /** Rounds over a block's replicas before a read fails (between rounds the client waits and asks again). @default 3 */
+  maxReadRounds: number;
+  /** Deadline of namenode calls. @default 30000 */
+  namenodeTimeoutMs: number;
+}
+
+/** Options of a new file. */
+export interface DfsCreateOptions {
+  overwrite?: boolean;
+  /** 0 or absent: the namenode's default. */
+  replication?: number;
+  /** 0 or absent: the namenode's default. */
+  blockSizeBytes?: number;
+  /** Called with the bytes acknowledged by every replica so far. */
+  onProgress?: (bytes: number) => void;
+}
+
+/** Client of a Harvest namenode and its datanodes. */
+export class DfsClient {
+  readonly options: DfsClientOptions;
+  private readonly nn: ClientNamenodeClient;
+  private readonly dataClients = new Map<string, DataTransferClient>();
+
+  constructor(
+    readonly namenodeAddress: string,
+    options: Partial<DfsClientOptions> = {},
+  ) {
+    this.options = {
+      clientName: `dfs-client-${randomUUID()}`,
+      writerDatanodeId: "",
+      maxBlockAttempts: 4,
+      maxReadRounds: 3,
+      namenodeTimeoutMs: 30_000,
+      ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)),
+    };
+    this.nn = makeClient(loadHarvestProto().ClientNamenode, namenodeAddress);
+  }
+
+  /** Creates a directory and its missing parents. */
+  mkdir(path: string): Promise<DfsFileStatus> {
+    return this.nnCall(this.nn.mkdirs, { path: normalizeDfsPath(path), owner: owner() });
+  }
+
+  stat(path: string): Promise<DfsFileStatus> {
+    return this.nnCall(this.nn.stat, { path: normalizeDfsPath(path) });
+  }
+
+  async list(path: string): Promise<DfsFileStatus[]> {
+    return (await this.nnCall(this.nn.list, { path: normalizeDfsPath(path) })).entries;
+  }
+
+  /** Deletes a file, or a directory (non-empty ones only with `recursive`); resolves to whether anything was deleted. */
+  async delete(path: string, opts: { recursive?: boolean } = {}): Promise<boolean> {
+    return (await this.nnCall(this.nn.delete, { path: normalizeDfsPath(path), recursive: opts.recursive ?? false }))
+      .deleted;
+  }
+
+  rename(src: string, dst: string): Promise<DfsFileStatus> {
+    return this.nnCall(this.nn.rename, { src: normalizeDfsPath(src, "src"), dst: normalizeDfsPath(dst, "dst") });
+  }
+
+  fsck(path = "/"): Promise<DfsFsckReport> {
+    return this.nnCall(this.nn.fsck, { path: normalizeDfsPath(path) });
+  }
+
+  async datanodes(): Promise<DfsDatanode[]> {
+    return (await this.nnCall(this.nn.getDatanodes, {})).datanodes;
+  }
+
+  /**
+   * A writable stream into a new file. 'finish' fires only after the last block is on disk at every replica of its
+   * pipeline and the namenode has closed the file; an error means the file is not complete.
+   */
+  createWriteStream(path: string, opts: DfsCreateOptions = {}): Writable {
+    return new DfsWriteStream(this, normalizeDfsPath(path), opts);
+  }
+
+  /** A readable stream of a file (or of `length` bytes from `offset`), verified chunk by chunk, with replica failover. */
+  createReadStream(path: string, opts: { offset?: number; length?: number } = {}): Readable {
+    return new DfsReadStream(this, normalizeDfsPath(path), opts.offset ?? 0, opts.length ?? 0);
+  }
+
+  /** Copies a local file into the file system. */
+  async put(localPath: string, dfsPath: string, opts: DfsCreateOptions = {}): Promise<DfsFileStatus> {
+    const target = normalizeDfsPath(dfsPath);
+    await fsStat(localPath).catch((err: unknown) => {
+      throw new HarvestError("INVALID_ARGUMENT", `cannot read local file ${localPath}: ${errorMessage(err)}`, {
+        details: { field: "localPath" },
+      });
+    });
+    await pipeline(fsReadStream(localPath), this.createWriteStream(target, opts));
+    return this.stat(target);
+  }
+
+  /**
+   * Copies a file out to a local path, through a temporary file renamed into place at the end (a failed copy leaves
+   * nothing behind). An existing local file is replaced only with `overwrite`.
+   */
+  async get(
+    dfsPath: string,
+    localPath: string,
+    opts: { overwrite?: boolean; onProgress?: (bytes: number) => void } = {},
+  ): Promise<number> {
+    const source = normalizeDfsPath(dfsPath);
+    if (
+      !opts.overwrite &&
+      (await fsStat(localPath).then(
+        () => true,
+        () => false,
+      ))
+    ) {
+      throw new HarvestError("LOCAL_FILE_EXISTS", `${localPath} exists; pass overwrite to replace it`, {
+        details: { field: "localPath" },
+      });
+    }
+    const status = await this.stat(source);
+    if (status.isDir)
+      throw new HarvestError("NAMENODE_IS_A_DIRECTORY", `${source} is a directory`, { details: { path: source } });
+    const partial = `${localPath}.harvest-partial-${process.pid}`;
+    let bytes = 0;
+    const counter = new Transform({
+      transform: (chunk: Buffer, _enc, cb) => {
+        bytes += chunk.length;
+        opts.onProgress?.(bytes);
+        cb(null, chunk);
+      },
+    });
+    try {
+      await pipeline(this.createReadStream(source), counter, fsWriteStream(partial));
+      await rename(partial, localPath);
+    } catch (err) {
+      await rm(partial, { force: true });
+      throw err;
+    }
+    return bytes;
+  }
+
+  /** Closes every channel. */
+  close(): void {
+    this.nn.close();
+    for (const c of this.dataClients.values()) c.close();
+  }
+
+  /** @internal */
+  datanode(address: string): DataTransferClient {
+    let c = this.dataClients.get(address);
+    if (!c) {
+      c = makeClient(loadHarvestProto().DataTransfer, address);
+      this.dataClients.set(address, c);
+    }
+    return c;
+  }
+
+  /** @internal */
+  get namenode(): ClientNamenodeClient {
+    return this.nn;
+  }
+
+  /** @internal */
+  nnCall<Req, Res>(
+    method: (req: Req, cb: (err: grpc.ServiceError | null, res?: Res) => void) => unknown,
+    req: Req,
+  ): Promise<Res> {
+    return call(this.nn, method, req, this.options.namenodeTimeoutMs);
+  }
+}
+
+function owner(): string {
+  return process.env["USER"] ?? "harvest";
+}
+
+/** CRC32C of each CHUNK_BYTES piece of `data`. */
+export function chunkChecksums(data: Buffer): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < data.length; i += CHUNK_BYTES)
+    out.push(crc32c(data.subarray(i, Math.min(i + CHUNK_BYTES, data.length))));
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------ writing
+
+/**
+ * One block's write through a pipeline. Packets go out as data arrives; they are kept until the block's last packet
+ * is acknowledged (every replica on disk), so the block can be replayed to a new pipeline if a datanode fails.
+ */
+class BlockWrite {
+  readonly packets: Buffer[] = [];
+  bytes = 0;
+  private stream: grpc.ClientDuplexStream<WritePacket, WriteAckOutput> | undefined;
+  private failure: HarvestError | undefined;
+  private lastAcked: (() => void) | undefined;
+  private seq = 0;
+  private finished = false;
+  /** The last packet is acknowledged: every replica has the block on disk. */
+  private done = false;
+  private onFailure: ((err: Error) => void) | undefined;
+
+  constructor(
+    private readonly client: DfsClient,
+    readonly located: LocatedBlockOutput,
+  ) {}
+
+  /** Opens the pipeline and replays any packets already taken (after a failover). */
+  open(): void {
+    const first = this.located.locations[0];
+    if (!first) throw new HarvestError("DFS_WRITE_FAILED", "the namenode gave an empty pipeline");
+    const stream = this.client.datanode(first.address).writeBlock();
+    this.stream = stream;
+    stream.on("data", (ack: WriteAckOutput) => {
+      if (!ack.ok) {
+        this.fail(
+          new HarvestError(
+            "DATANODE_PIPELINE_FAILED",
+            `pipeline failed at ${ack.failedDatanodeId || first.datanodeId}: ${ack.errorCode} ${ack.errorMessage}`,
+            { details: { datanodeId: ack.failedDatanodeId || first.datanodeId, code: ack.errorCode } },
+          ),
+        );
+      } else if (this.finished && ack.seq === this.seq) {
+        this.done = true;
+        this.lastAcked?.();
+      }
+    });
+    stream.on("error", (err: Error) => {
+      const herr = fromGrpcError(err);
+      this.fail(
+        new HarvestError("DATANODE_PIPELINE_FAILED", `pipeline to ${first.datanodeId} failed: ${herr.message}`, {
+          details: { datanodeId: herr.details["datanodeId"] ?? first.datanodeId, code: herr.code },
+          cause: err,
+        }),
+      );
+    });
+    stream.on("end", () => {
+      if (!this.done)
+        this.fail(
+          new HarvestError(
+            "DATANODE_PIPELINE_FAILED",
+            `pipeline to ${first.datanodeId} closed before the block was on disk`,
+            { details: { datanodeId: first.datanodeId } },
+          ),
+        );
+    });
+    stream.write({
+      header: {
+        block: this.located.block,
+        downstream: this.located.locations.slice(1),
+        clientName: this.client.options.clientName,
+      },
+    });
+    let offset = 0;
+    for (const p of this.packets) {
+      this.send(p, offset, false);
+      offset += p.length;
+    }
+  }
+
+  /** Sends one packet (and keeps it for a replay). Resolves when the transport can take more. */
+  async add(data: Buffer): Promise<void> {
+    this.throwIfFailed();
+    this.packets.push(data);
+    const offset = this.bytes;
+    this.bytes += data.length;
+    if (!this.send(data, offset, false)) await this.drained();
+  }
+
+  /** Sends the last packet and resolves once every replica has the block on disk. */
+  finish(): Promise<void> {
+    this.throwIfFailed();
+    this.finished = true;
+    return new Promise((resolve, reject) => {
+      this.lastAcked = resolve;
+      this.onFailure = reject;
+      this.send(Buffer.alloc(0), this.bytes, true);
+    });
+  }
+
+  close(): void {
+    this.stream?.end();
+  }
+
+  private send(data: Buffer, offset: number, last: boolean): boolean {
+    if (!this.stream) return true;
+    this.seq += 1;
+    return this.stream.write({
+      data: { seq: this.seq, offsetInBlock: offset, data, checksums: chunkChecksums(data), last },
+    });
+  }
+
+  private drained(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const stream = this.stream;
+      if (!stream) return resolve();
+      const done = (): void => {
+        stream.off("drain", done);
+        resolve();
+      };
+      stream.on("drain", done);
+      this.onFailure = reject;
+    });
+  }
+
+  private fail(err: HarvestError): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.stream?.cancel();
+    this.onFailure?.(err);
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure) throw this.failure;
+  }
+
+  /** The datanode to exclude after a failure. */
+  get failedDatanode(): string | undefined {
+    return this.failure?.details["datanodeId"];
+  }
+}
+
+class DfsWriteStream extends Writable {
+  private created = false;
+  private blockSize = 0;
+  private previous: BlockOutput | undefined;
+  private current: BlockWrite | undefined;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private acked = 0;
+  private readonly excluded = new Set<string>();
+
+  constructor(
+    private readonly client: DfsClient,
+    private readonly path: string,
+    private readonly opts: DfsCreateOptions,
+  ) {
+    super({ highWaterMark: PACKET_BYTES * 4 });
+  }
+
+  override _construct(callback: (err?: Error | null) => void): void {
+    this.client
+      .nnCall(this.client.namenode.create, {
+        path: this.path,
+        owner: owner(),
+        replication: this.opts.replication ?? 0,
+        blockSize: this.opts.blockSizeBytes ?? 0,
+        overwrite: this.opts.overwrite ?? false,
+        clientName: this.client.options.clientName,
+        writerDatanodeId: this.client.options.writerDatanodeId,
+      })
+      .then(
+        (status) => {
+          this.created = true;
+          this.blockSize = status.blockSize;
+          if (!(this.blockSize > 0)) throw new HarvestError("DFS_WRITE_FAILED", "the namenode reported no block size");
+          callback();
+        },
+        (err: unknown) => callback(err as Error),
+      )
+      .catch((err: unknown) => callback(err as Error));
+  }
+
+  override _write(chunk: Buffer, _enc: BufferEncoding, callback: (err?: Error | null) => void): void {
+    this.take(chunk).then(() => callback(), callback);
+  }
+
+  override _final(callback: (err?: Error | null) => void): void {
+    this.finishAll().then(() => callback(), callback);
+  }
+
+  private async take(chunk: Buffer): Promise<void> {
+    let data = chunk;
+    while (data.length > 0) {
+      const room = this.blockSize - this.blockBytes();
+      const piece = data.subarray(0, room);
+      data = data.subarray(piece.length);
+      this.pending.push(piece);
+      this.pendingBytes += piece.length;
+      while (this.pendingBytes >= PACKET_BYTES) await this.sendPacket(this.takePending(PACKET_BYTES));
+      if (this.blockBytes() === this.blockSize) await this.endBlock();
+    }
+  }
+
+  /** Bytes of the current block, sent or pending. */
+  private blockBytes(): number {
+    return (this.current?.bytes ?? 0) + this.pendingBytes;
+  }
+
+  private takePending(n: number): Buffer {
+    const all = Buffer.concat(this.pending);
+    const out = all.subarray(0, n);
+    const rest = all.subarray(n);
+    this.pending = rest.length > 0 ? [rest] : [];
+    this.pendingBytes = rest.length;
+    return out;
+  }
+
+  private async sendPacket(data: Buffer): Promise<void> {
+    this.current ??= await this.newPipeline([]);
+    try {
+      await this.current.add(data);
+    } catch (err) {
+      // The packet was kept: a failover replays it with the rest of the block.
+      this.current = await this.failover(this.current, err);
+    }
+  }
+
+  private async endBlock(): Promise<void> {
+    if (this.pendingBytes > 0) await this.sendPacket(this.takePending(this.pendingBytes));
+    let bw = this.current;
+    if (!bw) return;
+    for (;;) {
+      try {
+        await bw.finish();
+        break;
+      } catch (err) {
+        bw = await this.failover(bw, err);
+      }
+    }
+    bw.close();
+    this.previous = {
+      blockId: bw.located.block?.blockId ?? 0,
+      genStamp: bw.located.block?.genStamp ?? 0,
+      numBytes: bw.bytes,
+    };
+    this.acked += bw.bytes;
+    this.opts.onProgress?.(this.acked);
+    this.current = undefined;
+  }
+
+  /** Abandons a failed block and replays its packets to a new pipeline without the failed datanode. */
+  private async failover(failed: BlockWrite, err: unknown): Promise<BlockWrite> {
+    failed.close();
+    const bad = failed.failedDatanode ?? failed.located.locations[0]?.datanodeId;
+    if (bad) this.excluded.add(bad);
+    if (failed.located.block) {
+      await this.client
+        .nnCall(this.client.namenode.abandonBlock, {
+          path: this.path,
+          clientName: this.client.options.clientName,
+          block: failed.located.block,
+        })
+        .catch(() => undefined);
+    }
+    const attempts = this.excluded.size;
+    if (attempts >= this.client.options.maxBlockAttempts) {
+      throw new HarvestError(
+        "DFS_WRITE_FAILED",
+        `writing ${this.path} failed on ${attempts} pipelines (last: ${errorMessage(err)}); excluded datanodes: ${[...this.excluded].join(", ")}`,
+        { cause: err },
+      );
+    }
+    const next = await this.newPipeline(failed.packets);
+    return next;
+  }
+
+  private async newPipeline(replay: Buffer[]): Promise<BlockWrite> {
+    let located: LocatedBlockOutput;
+    try {
+      located = await this.client.nnCall(this.client.namenode.addBlock, {
+        path: this.path,
+        clientName: this.client.options.clientName,
+        ...(this.previous ? { previous: this.previous } : {}),
+        excludedDatanodes: [...this.excluded],
+      });
+    } catch (err) {
+      if (isHarvestError(err, "NAMENODE_NOT_ENOUGH_DATANODES")) {
+        throw new HarvestError(
+          "DFS_WRITE_FAILED",
+          `no datanode can take a block of ${this.path} (excluded: ${[...this.excluded].join(", ") || "none"}): ${errorMessage(err)}`,
+          { cause: err },
+        );
+      }
+      throw err;
+    }
+    this.previous = undefined;
+    const bw = new BlockWrite(this.client, located);
+    for (const p of replay) {
+      bw.packets.push(p);
+      bw.bytes += p.length;
+    }
+    bw.open();
+    return bw;
+  }
+
+  private async finishAll(): Promise<void> {
+    if (!this.created) return;
+    if (this.pendingBytes > 0 || this.current) await this.endBlock();
+    await this.client.nnCall(this.client.namenode.complete, {
+      path: this.path,
+      clientName: this.client.options.clientName,
+      ...(this.previous ? { last: this.previous } : {}),
+    });
+  }
+}
+
+// ------------------------------------------------------------------------------------------------ reading
+
+class DfsReadStream extends Readable {
+  private blocks: LocatedBlockOutput[] = [];
+  private fileLength = 0;
+  private position: number;
+  private end = 0;
+  private reading = false;
+  private current: grpc.ClientReadableStream<ReadChunkOutput> | undefined;
+
+  constructor(
+    private readonly client: DfsClient,
+    private readonly path: string,
+    offset: number,
+    private readonly length: number,
+  ) {
+    super({ highWaterMark: 1024 * 1024 });
+    this.position = offset;
+  }
+
+  override _construct(callback: (err?: Error | null) => void): void {
+    this.locate()
+      .then(() => {
+        this.end = this.length > 0 ? Math.min(this.fileLength, this.position + this.length) : this.fileLength;
+        callback();
+      })
+      .catch((err: unknown) => callback(err as Error));
+  }
+
+  override _read(): void {
+    if (this.current) {
+      this.current.resume();
+      return;
+    }
+    if (this.reading) return;
+    this.reading = true;
+    this.readAll().then(
+      () => this.push(null),
+      (err: unknown) => this.destroy(err as Error),
+    );
+  }
+
+  override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
+    this.current?.cancel();
+    callback(err);
+  }
+
+  private async locate(): Promise<void> {
+    const located = await this.client.nnCall(this.client.namenode.getBlockLocations, {
+      path: this.path,
+      offset: 0,
+      length: 0,
+    });
+    this.blocks = located.blocks;
+    this.fileLength = located.fileLength;
+  }
+
+  private async readAll(): Promise<void> {
+    while (this.position < this.end && !this.destroyed) {
+      const index = this.blocks.findIndex(
+        (b) => b.offset <= this.position && this.position < b.offset + (b.block?.numBytes ?? 0),
+      );
+      if (index < 0) throw new HarvestError("DFS_READ_FAILED", `${this.path}: no block covers offset ${this.position}`);
+      await this.readBlock(index);
+    }
+  }
+
+  /** Reads from the current position to the end of block `index` (or of the range), failing over between replicas. */
+  private async readBlock(index: number): Promise<void> {
+    const failures: string[] = [];
+    for (let round = 0; round < this.client.options.maxReadRounds; round++) {
+      const lb = this.blocks[index];
+      if (!lb?.block) throw new HarvestError("DFS_READ_FAILED", `${this.path}: block ${index} vanished`);
+      for (const dn of lb.locations) {
+        const blockEnd = Math.min(lb.offset + lb.block.numBytes, this.end);
+        if (this.position >= blockEnd) return;
+        try {
+          await this.readReplica(lb, dn.address, this.position - lb.offset, blockEnd - this.position);
+          if (this.position >= blockEnd) return;
+        } catch (err) {
+          const herr = fromGrpcError(err);
+          failures.push(`${dn.datanodeId}: ${herr.code}`);
+          if (herr.code === "DATANODE_CORRUPT_BLOCK" || herr.code === "DATANODE_CHECKSUM_MISMATCH") {
+            await this.client
+              .nnCall(this.client.namenode.reportBadBlocks, {
+                blocks: [{ block: lb.block, datanodeId: dn.datanodeId, reason: herr.message }],
+              })
+              .catch(() => undefined);
+          }
+        }
+      }
+      // Every replica failed this round (busy primaries pass, datanodes come back): wait, ask again.
+      await new Promise((r) => setTimeout(r, 200 * (round + 1)));
+      await this.locate().catch(() => undefined);
+    }
+    throw new HarvestError(
+      "DFS_READ_FAILED",
+      `${this.path}: could not read block ${index} from any replica (${failures.join("; ") || "no live replica"})`,
+      { details: { path: this.path } },
+    );
+  }
+
+  private readReplica(lb: LocatedBlockOutput, address: string, offsetInBlock: number, length: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const stream = this.client
+        .datanode(address)
+        .readBlock({ block: lb.block, offset: offsetInBlock, length, clientName: this.client.options.clientName });
+      this.current = stream;
+      let wantFrom = lb.offset + offsetInBlock;
+      const wantTo = wantFrom + length;
+      stream.on("data", (chunk: ReadChunkOutput) => {
+        try {
+          verifyChunk(chunk);
+        } catch (err) {
+          stream.cancel();
+          reject(err);
+          return;
+        }
+        // Trim to what is still wanted: a replica resumes chunk-aligned, possibly before our position.
+        const start = lb.offset + chunk.offset;
+        const from = Math.max(wantFrom, start);
+        const to = Math.min(wantTo, start + chunk.data.length);
+        if (to > from) {
+          const piece = chunk.data.subarray(from - start, to - start);
+          wantFrom = to;
+          this.position = to;
+          if (!this.push(piece)) stream.pause();
+        }
+      });
+      stream.on("error", (err) => {
+        this.current = undefined;
+        reject(err);
+      });
+      stream.on("end", () => {
+        this.current = undefined;
+        if (wantFrom < wantTo)
+          reject(new HarvestError("DFS_READ_FAILED", `replica at ${address} ended ${wantTo - wantFrom} bytes early`));
+        else resolve();
+      });
+    });
+  }
+}
+
+/** Checks each 512-byte chunk of a read piece against its CRC32C. */
+function verifyChunk(chunk: ReadChunkOutput): void {
+  const sums = chunkChecksums(chunk.data);
+  if (sums.length !== chunk.checksums.length || sums.some((s, i) => s !== chunk.checksums[i])) {
+    throw new HarvestError("DATANODE_CHECKSUM_MISMATCH", `checksum mismatch in data read at offset ${chunk.offset}`);
+  }
+}
