@@ -10,6 +10,7 @@ import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { HarvestError } from "../common/errors.js";
 import { distEntry } from "../common/paths.js";
+import { DfsClient } from "../client/dfs-client.js";
 import { JobClient } from "../client/job-client.js";
 
 /** One daemon process of a cluster. */
@@ -25,6 +26,8 @@ export interface DaemonRecord {
 export interface NodeRecord extends DaemonRecord {
   nodeId: string;
   primary: string;
+  /** The server's datanode (absent without storage). */
+  datanode?: DaemonRecord;
 }
 
 /** The cluster descriptor written to `<dir>/cluster.json`. */
@@ -54,6 +57,12 @@ export interface ClusterUpOptions {
   rm?: Record<string, unknown>;
   /** Extra node manager options (JSON-able). */
   nm?: Record<string, unknown>;
+  /** Start the storage layer too: a namenode and one datanode per server. @default true */
+  storage?: boolean;
+  /** Extra namenode options (JSON-able). */
+  nn?: Record<string, unknown>;
+  /** Extra datanode options (JSON-able). */
+  dn?: Record<string, unknown>;
   /** How long to wait for each daemon. @default 20000 */
   startTimeoutMs: number;
 }
@@ -102,33 +111,72 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
   const secret = randomBytes(16).toString("hex");
   const started: DaemonRecord[] = [];
   try {
-    const rmEntry = distEntry("resourcemanager/main.js");
-    const rmData = join(dir, "rm");
-    const rm = await launchDaemon(dir, "rm", rmEntry, { dataDir: rmData, secret, ...opts.rm }, opts.startTimeoutMs);
+    const withStorage = opts.storage ?? true;
+    // The masters first (in parallel), then every server's daemons (in parallel).
+    const [rm, nn] = await Promise.all([
+      launchDaemon(
+        dir,
+        "rm",
+        distEntry("resourcemanager/main.js"),
+        { dataDir: join(dir, "rm"), secret, ...opts.rm },
+        opts.startTimeoutMs,
+      ),
+      withStorage
+        ? launchDaemon(
+            dir,
+            "nn",
+            distEntry("namenode/main.js"),
+            { dataDir: join(dir, "nn"), ...opts.nn },
+            opts.startTimeoutMs,
+          )
+        : undefined,
+    ]);
     started.push(rm);
-    const nmEntry = distEntry("nodemanager/main.js");
-    const nodes: NodeRecord[] = [];
-    for (const [i, primary] of opts.primaries.entries()) {
-      const nodeId = `server-${i + 1}`;
-      const config = {
-        nodeId,
-        rmAddress: rm.address,
-        dataDir: join(dir, "nodes", nodeId),
-        rack: `/rack-${(i % 2) + 1}`,
-        capacity: { vcoresMilli: Math.round(opts.vcores * 1000), memoryMb: opts.memoryMb },
-        primary,
-        primarySpeed: opts.speed,
-        primaryOffsetMs: opts.offsetsMs?.[i] ?? i * 3_600_000,
-        secret,
-        ...opts.nm,
-      };
-      const nm = await launchDaemon(dir, nodeId, nmEntry, config, opts.startTimeoutMs);
-      started.push(nm);
-      nodes.push({ ...nm, nodeId, primary });
-    }
-    const descriptor: ClusterDescriptor = { version: 1, dir, createdMs: Date.now(), rm, nodes };
+    if (nn) started.push(nn);
+    const nodes = await Promise.all(
+      opts.primaries.map(async (primary, i): Promise<NodeRecord> => {
+        const nodeId = `server-${i + 1}`;
+        const rack = `/rack-${(i % 2) + 1}`;
+        const primaryOffsetMs = opts.offsetsMs?.[i] ?? i * 3_600_000;
+        // A server's datanode watches the same primary tenant as its node manager.
+        const shared = { rack, primary, primarySpeed: opts.speed, primaryOffsetMs };
+        const nmConfig = {
+          nodeId,
+          rmAddress: rm.address,
+          nnAddress: nn?.address ?? "",
+          dataDir: join(dir, "nodes", nodeId),
+          capacity: { vcoresMilli: Math.round(opts.vcores * 1000), memoryMb: opts.memoryMb },
+          secret,
+          ...shared,
+          ...opts.nm,
+        };
+        const [nm, dn] = await Promise.all([
+          launchDaemon(dir, nodeId, distEntry("nodemanager/main.js"), nmConfig, opts.startTimeoutMs),
+          nn
+            ? launchDaemon(
+                dir,
+                `${nodeId}-dn`,
+                distEntry("datanode/main.js"),
+                {
+                  datanodeId: nodeId,
+                  namenodeAddress: nn.address,
+                  dataDir: join(dir, "datanodes", nodeId),
+                  ...shared,
+                  ...opts.dn,
+                },
+                opts.startTimeoutMs,
+              )
+            : undefined,
+        ]);
+        started.push(nm);
+        if (dn) started.push(dn);
+        return { ...nm, nodeId, primary, ...(dn ? { datanode: dn } : {}) };
+      }),
+    );
+    const descriptor: ClusterDescriptor = { version: 1, dir, createdMs: Date.now(), rm, ...(nn ? { nn } : {}), nodes };
     writeFileSync(join(dir, "cluster.json"), JSON.stringify(descriptor, null, 2));
     await waitForNodes(rm.address, nodes.length, opts.startTimeoutMs);
+    if (nn) await waitForDatanodes(nn.address, nodes.length, opts.startTimeoutMs);
     return descriptor;
   } catch (err) {
     for (const d of started.reverse()) await stopProcess(d.pid, d.entry, 3_000);
@@ -190,6 +238,22 @@ async function waitForNodes(rmAddress: string, count: number, timeoutMs: number)
   }
 }
 
+async function waitForDatanodes(nnAddress: string, count: number, timeoutMs: number): Promise<void> {
+  const client = new DfsClient(nnAddress);
+  try {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const live = (await client.datanodes()).filter((d) => d.state === "LIVE").length;
+      if (live >= count) return;
+      if (Date.now() > deadline)
+        throw new HarvestError("UNAVAILABLE", `only ${live} of ${count} datanodes registered in time`);
+      await sleep(100);
+    }
+  } finally {
+    client.close();
+  }
+}
+
 /** Stops a process we started: SIGTERM, then SIGKILL after `graceMs`. Returns whether it was running. */
 export async function stopProcess(pid: number, entry: string, graceMs: number): Promise<boolean> {
   if (!isOurProcess(pid, entry)) return false;
@@ -215,8 +279,12 @@ export async function stopProcess(pid: number, entry: string, graceMs: number): 
 export async function stopCluster(dir: string): Promise<{ stopped: number }> {
   const c = readCluster(dir);
   let stopped = 0;
-  for (const n of c.nodes) if (await stopProcess(n.pid, n.entry, 5_000)) stopped++;
-  if (await stopProcess(c.rm.pid, c.rm.entry, 5_000)) stopped++;
+  // Servers first (in parallel), then the masters, so nothing reports to a master that is already gone.
+  const servers = c.nodes.flatMap((n) => [n, ...(n.datanode ? [n.datanode] : [])]);
+  for (const group of [servers, [...(c.nn ? [c.nn] : []), c.rm]]) {
+    const results = await Promise.all(group.map((d) => stopProcess(d.pid, d.entry, 5_000)));
+    stopped += results.filter(Boolean).length;
+  }
   for (const n of c.nodes) killContainerLeftovers(n.dataDir);
   rmSync(join(dir, "cluster.json"), { force: true });
   return { stopped };

@@ -6,6 +6,7 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DfsClient } from "../client/dfs-client.js";
 import { JobClient } from "../client/job-client.js";
 import { packageRoot } from "../common/paths.js";
 import { startCluster, stopCluster } from "./cluster.js";
@@ -24,7 +25,13 @@ export interface DemoSummary {
   jobManagerAttempts: number;
   preemptionsByServer: Record<string, number>;
   primaries: { server: string; trace: string }[];
+  /** Where the job wrote its result in Harvest's file system, and the most frequent words in it. */
+  output: string;
+  topWords: [string, number][];
 }
+
+/** The demo job's output file (see examples/dags/demo.json). */
+const OUTPUT_PATH = "/demo/output/top-words.tsv";
 
 /** Runs the demo and returns its summary (also printed). */
 export async function runDemo(opts: {
@@ -53,14 +60,33 @@ export async function runDemo(opts: {
     startTimeoutMs: 30_000,
   });
   const client = new JobClient(cluster.rm.address);
+  const dfs = new DfsClient(cluster.nn!.address);
   try {
+    // The job's input and output live in Harvest's file system.
+    const input = await dfs.put(join(packageRoot(), "examples", "data", "corpus.txt"), "/demo/input/corpus.txt", {
+      replication: 3,
+    });
+    say(
+      `stored the input in Harvest's file system: ${input.path} (${input.length} bytes, replication ${input.replication})`,
+    );
     const dagJson = readFileSync(join(packageRoot(), "examples", "dags", "demo.json"), "utf8");
     const appId = await client.submit(dagJson);
-    say(`submitted ${appId} (examples/dags/demo.json)`);
+    say(`submitted ${appId} (examples/dags/demo.json: word count, map -> reduce -> merge)`);
     const report = await follow(client, appId, !opts.json);
     const preemptionsByServer: Record<string, number> = {};
     for (const c of report.containers) {
       if (c.cause === "PREEMPTED_BY_PRIMARY") preemptionsByServer[c.nodeId] = (preemptionsByServer[c.nodeId] ?? 0) + 1;
+    }
+    let topWords: [string, number][] = [];
+    if (report.state === "FINISHED") {
+      const chunks: Buffer[] = [];
+      for await (const chunk of dfs.createReadStream(OUTPUT_PATH)) chunks.push(chunk as Buffer);
+      topWords = Buffer.concat(chunks)
+        .toString("utf8")
+        .trim()
+        .split("\n")
+        .map((l) => l.split("\t"))
+        .map(([w, n]) => [w ?? "", Number(n)]);
     }
     const t = report.taskContainers;
     const summary: DemoSummary = {
@@ -74,6 +100,8 @@ export async function runDemo(opts: {
       jobManagerAttempts: report.attempts,
       preemptionsByServer,
       primaries: primaries.map((pr, i) => ({ server: `server-${i + 1}`, trace: pr.label })),
+      output: OUTPUT_PATH,
+      topWords: topWords.slice(0, 5),
     };
     if (opts.json) {
       process.stdout.write(JSON.stringify(summary, null, 2) + "\n");
@@ -85,10 +113,16 @@ export async function runDemo(opts: {
         .join(", ");
       say(`  containers killed by primary spikes: ${killed || "none (no spike met running work this time)"}`);
       say(`  job time ${duration(summary.jobMs)}`);
+      if (topWords.length > 0) {
+        say(
+          `  output in Harvest's file system, ${OUTPUT_PATH}: ${summary.topWords.map(([w, n]) => `${w} ${n}`).join(", ")}, ...`,
+        );
+      }
     }
     return summary;
   } finally {
     client.close();
+    dfs.close();
     if (opts.keep) say(`cluster left running: harvest cluster down --dir ${dir}`);
     else {
       await stopCluster(dir);

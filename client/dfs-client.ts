@@ -10,7 +10,7 @@ import { createReadStream as fsReadStream, createWriteStream as fsWriteStream } 
 import { rename, rm, stat as fsStat } from "node:fs/promises";
 import { Readable, Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { normalizeDfsPath } from "../common/dfs-path.js";
+import { normalizeDfsPath, parentPath } from "../common/dfs-path.js";
 import { errorMessage, fromGrpcError, HarvestError, isHarvestError } from "../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import type { BlockOutput } from "../proto/generated/harvest/v1/Block.js";
@@ -20,6 +20,7 @@ import type { DatanodeReportOutput } from "../proto/generated/harvest/v1/Datanod
 import type { FileStatusOutput } from "../proto/generated/harvest/v1/FileStatus.js";
 import type { FsckReportOutput } from "../proto/generated/harvest/v1/FsckReport.js";
 import type { LocatedBlockOutput } from "../proto/generated/harvest/v1/LocatedBlock.js";
+import type { LocatedBlocksOutput } from "../proto/generated/harvest/v1/LocatedBlocks.js";
 import type { ReadChunkOutput } from "../proto/generated/harvest/v1/ReadChunk.js";
 import type { WriteAckOutput } from "../proto/generated/harvest/v1/WriteAck.js";
 import type { WritePacket } from "../proto/generated/harvest/v1/WritePacket.js";
@@ -28,6 +29,8 @@ import type { WritePacket } from "../proto/generated/harvest/v1/WritePacket.js";
 export type DfsFileStatus = FileStatusOutput;
 /** What `fsck` found. */
 export type DfsFsckReport = FsckReportOutput;
+/** A file's blocks and where their replicas are. */
+export type DfsBlockLocations = LocatedBlocksOutput;
 /** A datanode as the namenode sees it. */
 export type DfsDatanode = DatanodeReportOutput;
 
@@ -44,7 +47,10 @@ export interface DfsClientOptions {
   writerDatanodeId: string;
   /** Pipelines tried for one block before the write fails. @default 4 */
   maxBlockAttempts: number;
-  /** Rounds over a block's replicas before a read fails (between rounds the client waits and asks again). @default 3 */
+  /**
+   * Rounds over a block's replicas before a read fails. Between rounds the client waits (1 s, 2 s, 4 s, ... up to 8 s)
+   * and asks the namenode again, so a read outlasts a primary tenant's spike on every replica. @default 5
+   */
   maxReadRounds: number;
   /** Deadline of namenode calls. @default 30000 */
   namenodeTimeoutMs: number;
@@ -66,6 +72,8 @@ export class DfsClient {
   readonly options: DfsClientOptions;
   private readonly nn: ClientNamenodeClient;
   private readonly dataClients = new Map<string, DataTransferClient>();
+  /** What reads met so far: replicas refused because their primary was busy, failovers, corrupt replicas found. */
+  readonly readStats = { busyRefusals: 0, failovers: 0, corruptReplicas: 0 };
 
   constructor(
     readonly namenodeAddress: string,
@@ -75,7 +83,7 @@ export class DfsClient {
       clientName: `dfs-client-${randomUUID()}`,
       writerDatanodeId: "",
       maxBlockAttempts: 4,
-      maxReadRounds: 3,
+      maxReadRounds: 5,
       namenodeTimeoutMs: 30_000,
       ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)),
     };
@@ -83,11 +91,11 @@ export class DfsClient {
   }
 
   /** Creates a directory and its missing parents. */
-  mkdir(path: string): Promise<DfsFileStatus> {
+  async mkdir(path: string): Promise<DfsFileStatus> {
     return this.nnCall(this.nn.mkdirs, { path: normalizeDfsPath(path), owner: owner() });
   }
 
-  stat(path: string): Promise<DfsFileStatus> {
+  async stat(path: string): Promise<DfsFileStatus> {
     return this.nnCall(this.nn.stat, { path: normalizeDfsPath(path) });
   }
 
@@ -101,11 +109,16 @@ export class DfsClient {
       .deleted;
   }
 
-  rename(src: string, dst: string): Promise<DfsFileStatus> {
+  async rename(src: string, dst: string): Promise<DfsFileStatus> {
     return this.nnCall(this.nn.rename, { src: normalizeDfsPath(src, "src"), dst: normalizeDfsPath(dst, "dst") });
   }
 
-  fsck(path = "/"): Promise<DfsFsckReport> {
+  /** A file's blocks with their live replicas (preferred first). */
+  async blockLocations(path: string): Promise<DfsBlockLocations> {
+    return this.nnCall(this.nn.getBlockLocations, { path: normalizeDfsPath(path), offset: 0, length: 0 });
+  }
+
+  async fsck(path = "/"): Promise<DfsFsckReport> {
     return this.nnCall(this.nn.fsck, { path: normalizeDfsPath(path) });
   }
 
@@ -301,10 +314,11 @@ class BlockWrite {
 
   /** Sends one packet (and keeps it for a replay). Resolves when the transport can take more. */
   async add(data: Buffer): Promise<void> {
-    this.throwIfFailed();
+    // Keep the packet before anything can fail: a failover replays exactly what was kept.
     this.packets.push(data);
     const offset = this.bytes;
     this.bytes += data.length;
+    this.throwIfFailed();
     if (!this.send(data, offset, false)) await this.drained();
   }
 
@@ -380,16 +394,20 @@ class DfsWriteStream extends Writable {
   }
 
   override _construct(callback: (err?: Error | null) => void): void {
-    this.client
-      .nnCall(this.client.namenode.create, {
-        path: this.path,
-        owner: owner(),
-        replication: this.opts.replication ?? 0,
-        blockSize: this.opts.blockSizeBytes ?? 0,
-        overwrite: this.opts.overwrite ?? false,
-        clientName: this.client.options.clientName,
-        writerDatanodeId: this.client.options.writerDatanodeId,
-      })
+    // Like HDFS's create(createParent=true): missing parent directories are made first.
+    const parent = parentPath(this.path);
+    (parent === "/" ? Promise.resolve() : this.client.mkdir(parent).then(() => undefined))
+      .then(() =>
+        this.client.nnCall(this.client.namenode.create, {
+          path: this.path,
+          owner: owner(),
+          replication: this.opts.replication ?? 0,
+          blockSize: this.opts.blockSizeBytes ?? 0,
+          overwrite: this.opts.overwrite ?? false,
+          clientName: this.client.options.clientName,
+          writerDatanodeId: this.client.options.writerDatanodeId,
+        }),
+      )
       .then(
         (status) => {
           this.created = true;
@@ -618,7 +636,10 @@ class DfsReadStream extends Readable {
         } catch (err) {
           const herr = fromGrpcError(err);
           failures.push(`${dn.datanodeId}: ${herr.code}`);
+          this.client.readStats.failovers++;
+          if (herr.code === "DATANODE_PRIMARY_BUSY") this.client.readStats.busyRefusals++;
           if (herr.code === "DATANODE_CORRUPT_BLOCK" || herr.code === "DATANODE_CHECKSUM_MISMATCH") {
+            this.client.readStats.corruptReplicas++;
             await this.client
               .nnCall(this.client.namenode.reportBadBlocks, {
                 blocks: [{ block: lb.block, datanodeId: dn.datanodeId, reason: herr.message }],
@@ -628,7 +649,7 @@ class DfsReadStream extends Readable {
         }
       }
       // Every replica failed this round (busy primaries pass, datanodes come back): wait, ask again.
-      await new Promise((r) => setTimeout(r, 200 * (round + 1)));
+      await new Promise((r) => setTimeout(r, Math.min(1000 * 2 ** round, 8000)));
       await this.locate().catch(() => undefined);
     }
     throw new HarvestError(

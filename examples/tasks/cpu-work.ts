@@ -18,8 +18,8 @@
 import { createHash } from "node:crypto";
 import { open, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import {
+  burnCpu,
   EXIT_INJECTED_FAILURE,
   fnv1a,
   inputFiles,
@@ -32,9 +32,6 @@ import {
   TaskError,
   writeFileAtomic,
 } from "./task-env.js";
-
-/** CPU time burnt between checks of process.cpuUsage(), in microseconds. */
-const SLICE_US = 10_000;
 
 async function main(): Promise<void> {
   const { options, positional } = parseArgs(process.argv.slice(2), [
@@ -122,26 +119,6 @@ async function createMarker(path: string): Promise<boolean> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
     throw new TaskError(`cannot create --fail-once-marker ${path}: ${(err as Error).message}`);
-  }
-}
-
-/** Burns at least `targetUs` of this process's CPU time, yielding to the event loop between slices. */
-async function burnCpu(targetUs: number): Promise<number> {
-  const start = process.cpuUsage();
-  let block = Buffer.alloc(64, 1);
-  for (;;) {
-    const used = process.cpuUsage(start);
-    const burnt = used.user + used.system;
-    if (burnt >= targetUs) return burnt;
-    const sliceEnd = burnt + Math.min(SLICE_US, targetUs - burnt);
-    // Hashing is real work the optimizer cannot drop; check the clock every few hundred rounds.
-    for (;;) {
-      for (let i = 0; i < 200; i++) block = createHash("sha256").update(block).digest();
-      const now = process.cpuUsage(start);
-      if (now.user + now.system >= sliceEnd) break;
-    }
-    // Yielding keeps signals and timers serviced while burning.
-    await yieldToEventLoop();
   }
 }
 

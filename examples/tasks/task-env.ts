@@ -6,6 +6,8 @@
  * Tasks import only types from common/: its runtime modules pull in gRPC, which a small task should not pay for at
  * every start. The constants below are checked against common/dag-spec.ts by the compiler.
  */
+import { createHash } from "node:crypto";
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { readdir, rename, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import type { EdgeType, TASK_ENV as DAG_TASK_ENV, TaskInput, TaskOutput } from "../../common/dag-spec.js";
@@ -240,4 +242,27 @@ function edgeType(entry: Record<string, unknown>, at: string): TaskInput["edgeTy
     throw new TaskError(`${at}.edgeType must be one of ${EDGE_TYPES.join(", ")}, got ${JSON.stringify(value)}`);
   }
   return value as TaskInput["edgeType"];
+}
+
+/** CPU time burnt between checks of process.cpuUsage(), in microseconds. */
+const SLICE_US = 10_000;
+
+/** Burns at least `targetUs` of this process's CPU time, yielding to the event loop between slices. */
+export async function burnCpu(targetUs: number): Promise<number> {
+  const start = process.cpuUsage();
+  let block = Buffer.alloc(64, 1);
+  for (;;) {
+    const used = process.cpuUsage(start);
+    const burnt = used.user + used.system;
+    if (burnt >= targetUs) return burnt;
+    const sliceEnd = burnt + Math.min(SLICE_US, targetUs - burnt);
+    // Hashing is real work the optimizer cannot drop; check the clock every few hundred rounds.
+    for (;;) {
+      for (let i = 0; i < 200; i++) block = createHash("sha256").update(block).digest();
+      const now = process.cpuUsage(start);
+      if (now.user + now.system >= sliceEnd) break;
+    }
+    // Yielding keeps signals and timers serviced while burning.
+    await yieldToEventLoop();
+  }
 }

@@ -2,7 +2,8 @@
  * Word count, map stage: counts the words of its slice of a text file and hash-partitions the counts into one
  * `part-N` file per task of its scatter-gather consumer (or `counts.tsv` when it has none).
  *
- * Usage: wordcount-map.js <text-file> [--splits N]
+ * Usage: wordcount-map.js <text-file | dfs:/path> [--splits N] [--cpu-seconds S]
+ * (--cpu-seconds adds CPU work to give the demo's tasks the weight of real batch work)
  * Task i of N reads the lines that start in bytes [i*size/N, (i+1)*size/N), so the N slices cover every line exactly
  * once. N is --splits, else HARVEST_VERTEX_PARALLELISM.
  */
@@ -10,6 +11,7 @@ import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import {
+  burnCpu,
   numberOption,
   parseArgs,
   readTaskContext,
@@ -18,12 +20,13 @@ import {
   TaskError,
   writeFileAtomic,
 } from "./task-env.js";
+import { isDfsPath, readDfsFile } from "./dfs-io.js";
 import { COUNTS_FILE, formatCounts, sortedByWord, tokenize, writePartitions } from "./wordcount-lib.js";
 
 const CHUNK_BYTES = 64 * 1024;
 
 async function main(): Promise<void> {
-  const { options, positional } = parseArgs(process.argv.slice(2), ["splits"]);
+  const { options, positional } = parseArgs(process.argv.slice(2), ["splits", "cpu-seconds"]);
   const ctx = readTaskContext();
   const file = positional[0];
   if (file === undefined || positional.length > 1) {
@@ -41,6 +44,7 @@ async function main(): Promise<void> {
   for (const word of tokenize(await readSlice(file, ctx.taskIndex, splits))) {
     counts.set(word, (counts.get(word) ?? 0) + 1);
   }
+  await burnCpu(numberOption(options, "cpu-seconds", 0) * 1e6);
   const hasScatterGather = ctx.outputs.some((o) => o.edgeType === "scatter-gather");
   if (hasScatterGather) await writePartitions(ctx.outputDir, counts, scatterPartitions(ctx.outputs));
   else await writeFileAtomic(join(ctx.outputDir, COUNTS_FILE), formatCounts(sortedByWord(counts)));
@@ -48,6 +52,7 @@ async function main(): Promise<void> {
 
 /** The text of the lines that start inside byte range `index` of `splits` equal ranges of the file. */
 async function readSlice(path: string, index: number, splits: number): Promise<string> {
+  if (isDfsPath(path)) return sliceOfBuffer(await readDfsFile(path), index, splits);
   let fh: FileHandle;
   try {
     fh = await open(path, "r");
@@ -71,6 +76,18 @@ async function readSlice(path: string, index: number, splits: number): Promise<s
   } finally {
     await fh.close();
   }
+}
+
+/** The same slice as `readSlice`, of a file already in memory (read from Harvest's file system). */
+function sliceOfBuffer(buf: Buffer, index: number, splits: number): string {
+  const lineStart = (offset: number): number => {
+    if (offset <= 0) return 0;
+    const nl = buf.indexOf(0x0a, offset - 1);
+    return nl === -1 ? buf.length : nl + 1;
+  };
+  const begin = lineStart(Math.floor((index * buf.length) / splits));
+  const end = lineStart(Math.floor(((index + 1) * buf.length) / splits));
+  return end <= begin ? "" : buf.subarray(begin, end).toString("utf8");
 }
 
 /** The first offset >= `offset` that begins a line (0, or just after a "\n"), or `size` when there is none. */

@@ -2,9 +2,11 @@
  * Word count, final stage: merges the reducers' counts and writes `top.tsv`, the N most frequent words as
  * `word<TAB>count`, most frequent first, ties by word.
  *
- * Usage: wordcount-merge.js [--top N]   (N defaults to 100; 0 writes every word)
+ * Usage: wordcount-merge.js [--top N] [--output dfs:/path]   (N defaults to 100; 0 writes every word; with --output the
+ * result is also stored in Harvest's file system)
  */
 import { join } from "node:path";
+import { isDfsPath, writeDfsFile } from "./dfs-io.js";
 import { numberOption, parseArgs, readTaskContext, runTask, TaskError, writeFileAtomic } from "./task-env.js";
 import { addCountsFromFile, formatCounts, wordcountInputFiles } from "./wordcount-lib.js";
 
@@ -12,7 +14,7 @@ import { addCountsFromFile, formatCounts, wordcountInputFiles } from "./wordcoun
 const TOP_FILE = "top.tsv";
 
 async function main(): Promise<void> {
-  const { options, positional } = parseArgs(process.argv.slice(2), ["top"]);
+  const { options, positional } = parseArgs(process.argv.slice(2), ["top", "output"]);
   if (positional.length > 0)
     throw new TaskError(`unexpected argument ${positional[0]}; usage: wordcount-merge [--top N]`);
   const top = numberOption(options, "top", 100);
@@ -23,7 +25,13 @@ async function main(): Promise<void> {
   const counts = new Map<string, number>();
   for (const file of files) await addCountsFromFile(file, counts);
   const ranked = [...counts.entries()].sort(([wa, ca], [wb, cb]) => cb - ca || (wa < wb ? -1 : wa > wb ? 1 : 0));
-  await writeFileAtomic(join(ctx.outputDir, TOP_FILE), formatCounts(top === 0 ? ranked : ranked.slice(0, top)));
+  const result = formatCounts(top === 0 ? ranked : ranked.slice(0, top));
+  await writeFileAtomic(join(ctx.outputDir, TOP_FILE), result);
+  const output = options.get("output");
+  if (output !== undefined) {
+    if (!isDfsPath(output)) throw new TaskError(`--output must be a dfs:/path, got ${output}`);
+    await writeDfsFile(output, result);
+  }
 }
 
 runTask("wordcount-merge", main);

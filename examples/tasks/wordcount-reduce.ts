@@ -2,10 +2,20 @@
  * Word count, reduce stage: merges this task's partition from every mapper and writes `counts.tsv` sorted by word,
  * plus `part-N` files (hash-partitioned again) when it has a scatter-gather consumer such as wordcount-merge.
  *
- * Usage: wordcount-reduce.js  (everything comes from the task environment)
+ * Usage: wordcount-reduce.js [--cpu-seconds S]  (inputs come from the task environment; --cpu-seconds adds CPU work
+ * to give the demo's tasks the weight of real batch work)
  */
 import { join } from "node:path";
-import { readTaskContext, runTask, scatterPartitions, TaskError, writeFileAtomic } from "./task-env.js";
+import {
+  burnCpu,
+  numberOption,
+  parseArgs,
+  readTaskContext,
+  runTask,
+  scatterPartitions,
+  TaskError,
+  writeFileAtomic,
+} from "./task-env.js";
 import {
   addCountsFromFile,
   COUNTS_FILE,
@@ -16,7 +26,9 @@ import {
 } from "./wordcount-lib.js";
 
 async function main(): Promise<void> {
-  if (process.argv.length > 2) throw new TaskError(`takes no arguments, got ${process.argv.slice(2).join(" ")}`);
+  const { options, positional } = parseArgs(process.argv.slice(2), ["cpu-seconds"]);
+  if (positional.length > 0) throw new TaskError(`takes no positional arguments, got ${positional.join(" ")}`);
+  const cpuSeconds = numberOption(options, "cpu-seconds", 0);
   const ctx = readTaskContext();
   const files = ctx.inputs.flatMap((input) => wordcountInputFiles(input, ctx.taskIndex));
   if (files.length === 0) throw new TaskError("no inputs: a reducer needs at least one upstream vertex");
@@ -26,6 +38,7 @@ async function main(): Promise<void> {
   if (ctx.outputs.some((o) => o.edgeType === "scatter-gather")) {
     await writePartitions(ctx.outputDir, counts, scatterPartitions(ctx.outputs));
   }
+  await burnCpu(cpuSeconds * 1e6);
 }
 
 runTask("wordcount-reduce", main);

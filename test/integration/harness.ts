@@ -38,6 +38,9 @@ export async function startTestCluster(opts: {
   vcores?: number;
   rm?: Record<string, unknown>;
   nm?: Record<string, unknown>;
+  nn?: Record<string, unknown>;
+  dn?: Record<string, unknown>;
+  storage?: boolean;
 }): Promise<TestCluster> {
   requireBuild();
   const dir = mkdtempSync(join(tmpdir(), "harvest-it-"));
@@ -51,6 +54,9 @@ export async function startTestCluster(opts: {
     startTimeoutMs: 30_000,
     ...(opts.rm ? { rm: opts.rm } : {}),
     ...(opts.nm ? { nm: opts.nm } : {}),
+    ...(opts.nn ? { nn: opts.nn } : {}),
+    ...(opts.dn ? { dn: opts.dn } : {}),
+    ...(opts.storage !== undefined ? { storage: opts.storage } : {}),
   });
   const client = new JobClient(desc.rm.address);
   return {

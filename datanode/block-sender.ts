@@ -1,0 +1,126 @@
+/**
+ * The writing end of a WriteBlock pipeline: sends a header and then one packet per chunk-aligned piece, with
+ * backpressure, and resolves once the last packet is acknowledged (every replica of the pipeline is on disk). A datanode
+ * uses it to copy a replica for a `replicate` command; tests use it as a client.
+ */
+import { ERROR_CODES, fromGrpcError, HarvestError } from "../common/errors.js";
+import type { ErrorCode } from "../common/errors.js";
+import type { BlockKey, ReadPiece } from "./block-store.js";
+import { drained, sleep } from "./stream-util.js";
+import type { DataTransferClient } from "../proto/generated/harvest/v1/DataTransfer.js";
+import type { DatanodeInfo } from "../proto/generated/harvest/v1/DatanodeInfo.js";
+import type { WriteAckOutput } from "../proto/generated/harvest/v1/WriteAck.js";
+
+/** What `sendBlock` needs. */
+export interface SendBlockOptions {
+  /** A DataTransfer client for the first node of the pipeline. */
+  client: DataTransferClient;
+  /** Id of the first node (named as the failed node when its stream dies). */
+  targetId: string;
+  block: BlockKey;
+  /** The rest of the pipeline after the first node, in order. */
+  downstream: DatanodeInfo[];
+  clientName: string;
+  /** The block's bytes as contiguous chunk-aligned pieces with the CRC32C of each 512-byte chunk. */
+  pieces: AsyncIterable<ReadPiece>;
+  /** Bytes per second to send at most; 0 means unthrottled. @default 0 */
+  bandwidthBytesPerSec?: number;
+  /** Aborting cancels the write. */
+  signal?: AbortSignal;
+}
+
+/** The result of a successful pipeline write. */
+export interface SendBlockResult {
+  numBytes: number;
+  /** Every acknowledgement received, in order (all ok). */
+  acks: WriteAckOutput[];
+}
+
+/**
+ * Turns a not-ok acknowledgement into a HarvestError carrying its code (DATANODE_PIPELINE_FAILED for a code this build
+ * does not know) and `details.failedDatanodeId`.
+ */
+export function ackError(ack: WriteAckOutput): HarvestError {
+  const code: ErrorCode = ack.errorCode in ERROR_CODES ? (ack.errorCode as ErrorCode) : "DATANODE_PIPELINE_FAILED";
+  return new HarvestError(code, ack.errorMessage || `pipeline failed at ${ack.failedDatanodeId || "an unknown node"}`, {
+    details: { failedDatanodeId: ack.failedDatanodeId },
+  });
+}
+
+/** Writes a block through a WriteBlock pipeline; rejects with a HarvestError naming the failed datanode. */
+export async function sendBlock(options: SendBlockOptions): Promise<SendBlockResult> {
+  const stream = options.client.writeBlock();
+  const acks: WriteAckOutput[] = [];
+  const failure = new AbortController();
+  // Held in an object: callbacks set it, and TypeScript would otherwise narrow a local to its initial value.
+  const outcome: { failed?: HarvestError } = {};
+  let lastSeq: number | undefined;
+  let resolveDone!: () => void;
+  const done = new Promise<void>((resolve) => (resolveDone = resolve));
+  const fail = (err: HarvestError): void => {
+    if (outcome.failed || failure.signal.aborted) return;
+    outcome.failed = err;
+    failure.abort();
+    stream.cancel();
+    resolveDone();
+  };
+  const onAbort = (): void => fail(new HarvestError("DATANODE_PIPELINE_FAILED", "the write was cancelled"));
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+  stream.on("data", (ack: WriteAckOutput) => {
+    if (!ack.ok) return fail(ackError(ack));
+    acks.push(ack);
+    if (lastSeq !== undefined && ack.seq === lastSeq) {
+      failure.abort();
+      resolveDone();
+    }
+  });
+  const dead = (why: string): void =>
+    fail(
+      new HarvestError("DATANODE_PIPELINE_FAILED", `datanode ${options.targetId}: ${why}`, {
+        details: { failedDatanodeId: options.targetId },
+      }),
+    );
+  stream.on("error", (err: Error) => {
+    const h = fromGrpcError(err);
+    dead(`${h.code}: ${h.message}`);
+  });
+  stream.on("end", () => {
+    if (lastSeq === undefined || acks.at(-1)?.seq !== lastSeq) dead("stream ended before the last acknowledgement");
+  });
+
+  const bandwidth = options.bandwidthBytesPerSec ?? 0;
+  const startedMs = Date.now();
+  let sent = 0;
+  let seq = 0;
+  try {
+    stream.write({ header: { block: options.block, downstream: options.downstream, clientName: options.clientName } });
+    const it = options.pieces[Symbol.asyncIterator]();
+    let next = await it.next();
+    if (next.done) {
+      // An empty block is one empty last packet.
+      lastSeq = seq;
+      stream.write({ data: { seq, offsetInBlock: 0, data: Buffer.alloc(0), checksums: [], last: true } });
+    }
+    while (!next.done && !outcome.failed) {
+      const piece = next.value;
+      next = await it.next();
+      const last = next.done === true;
+      if (last) lastSeq = seq;
+      const ok = stream.write({
+        data: { seq, offsetInBlock: piece.offset, data: piece.data, checksums: piece.checksums, last },
+      });
+      seq++;
+      sent += piece.data.length;
+      if (!ok) await drained(stream, failure.signal);
+      if (bandwidth > 0) await sleep((sent / bandwidth) * 1000 - (Date.now() - startedMs), failure.signal);
+    }
+    if (!next.done) await it.return?.();
+    if (!outcome.failed) stream.end();
+  } catch (err) {
+    fail(err instanceof HarvestError ? err : new HarvestError("INTERNAL", String(err), { cause: err }));
+  }
+  await done;
+  options.signal?.removeEventListener("abort", onAbort);
+  if (outcome.failed) throw outcome.failed;
+  return { numBytes: sent, acks };
+}

@@ -1,0 +1,659 @@
+/**
+ * Replicas on disk, laid out like HDFS's finalized/rbw storage:
+ *
+ *   <dataDir>/VERSION                                   storage id (changes on a wipe) and layout version
+ *   <dataDir>/rbw/blk_<id>, blk_<id>_<gs>.meta          replicas being written (never acknowledged yet)
+ *   <dataDir>/current/subdir<id % 64>/blk_<id>          finalized data
+ *   <dataDir>/current/subdir<id % 64>/blk_<id>_<gs>.meta
+ *
+ * A meta file is a 7-byte header (uint16 BE version, uint8 checksum type = CRC32C, uint32 BE chunk size) followed by
+ * the CRC32C of every 512-byte chunk of the data (the last chunk may be shorter) as uint32 BE.
+ *
+ * Invariants: a replica reaches current/ only by rename, after its data, its meta and the directory are fsynced, so a
+ * crash leaves either an rbw leftover (deleted at the next start: its writes were never acknowledged) or a complete
+ * replica. File names are built only from validated integers (`checkBlockId`, `checkGenStamp`); nothing from the wire
+ * becomes a path any other way.
+ */
+import { crc32c } from "@node-rs/crc32";
+import { randomUUID } from "node:crypto";
+import type { FileHandle } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, rm, stat, statfs } from "node:fs/promises";
+import { join } from "node:path";
+import { errorMessage, HarvestError } from "../common/errors.js";
+
+/** Bytes covered by one checksum. */
+export const CHUNK_SIZE = 512;
+/** Largest piece `read()` yields by default (chunk-aligned). */
+export const READ_PIECE_BYTES = 64 * 1024;
+/** Number of `subdir<n>` directories under current/. */
+export const SUBDIR_COUNT = 64;
+
+const META_VERSION = 1;
+const META_TYPE_CRC32C = 2;
+const META_HEADER_BYTES = 7;
+const LAYOUT_VERSION = 1;
+
+/** A block as the store names it: which block and which generation of it. */
+export interface BlockKey {
+  blockId: number;
+  genStamp: number;
+}
+
+/** A finalized replica the store holds. */
+export interface StoredReplica extends BlockKey {
+  numBytes: number;
+}
+
+/** A chunk-aligned piece of a replica with the stored checksum of each of its chunks. */
+export interface ReadPiece {
+  offset: number;
+  data: Buffer;
+  checksums: number[];
+}
+
+/** What the store tells its owner about (the datanode turns these into reports to the namenode). */
+export interface BlockStoreListener {
+  /** A replica was finalized (moved into current/). */
+  finalized?(replica: StoredReplica): void;
+  /** A finalized replica was deleted (not on a wipe). */
+  deleted?(replica: StoredReplica): void;
+  /** A replica's data does not match its checksums (or its files are damaged). */
+  corrupt?(replica: StoredReplica, reason: string): void;
+}
+
+/** Settings of a block store. */
+export interface BlockStoreOptions {
+  /** Root of the storage. Required. */
+  dataDir: string;
+  /** Bytes the store may fill; 0 takes the file system's size. @default 0 */
+  capacityBytes?: number;
+  /** Notified of finalizations, deletions and corruption. @default none */
+  listener?: BlockStoreListener;
+}
+
+/** What the start-up scan found. */
+export interface ScanResult {
+  replicas: number;
+  /** Unfinished replicas removed from rbw/. */
+  rbwRemoved: number;
+  /** Data or meta files without their other half, removed. */
+  orphansRemoved: number;
+}
+
+/** Validates a block id from anywhere (the wire included): a positive safe integer, else DATANODE_BAD_BLOCK_ID. */
+export function checkBlockId(blockId: unknown): number {
+  if (typeof blockId !== "number" || !Number.isSafeInteger(blockId) || blockId <= 0)
+    throw new HarvestError("DATANODE_BAD_BLOCK_ID", `bad block id ${String(blockId)}: must be a positive integer`, {
+      details: { field: "blockId" },
+    });
+  return blockId;
+}
+
+/** Validates a generation stamp: a non-negative safe integer, else DATANODE_BAD_BLOCK_ID. */
+export function checkGenStamp(genStamp: unknown): number {
+  if (typeof genStamp !== "number" || !Number.isSafeInteger(genStamp) || genStamp < 0)
+    throw new HarvestError(
+      "DATANODE_BAD_BLOCK_ID",
+      `bad generation stamp ${String(genStamp)}: must be a non-negative integer`,
+      { details: { field: "genStamp" } },
+    );
+  return genStamp;
+}
+
+/** Validates both halves of a block key. */
+export function checkBlockKey(block: { blockId?: unknown; genStamp?: unknown } | null | undefined): BlockKey {
+  if (!block) throw new HarvestError("DATANODE_BAD_BLOCK_ID", "no block given", { details: { field: "block" } });
+  return { blockId: checkBlockId(block.blockId), genStamp: checkGenStamp(block.genStamp) };
+}
+
+/** The CRC32C of every `chunkSize` chunk of `data` (the last may be shorter). */
+export function chunkChecksums(data: Uint8Array, chunkSize = CHUNK_SIZE): number[] {
+  const out: number[] = [];
+  for (let at = 0; at < data.length; at += chunkSize)
+    out.push(crc32c(Buffer.from(data.buffer, data.byteOffset + at, Math.min(chunkSize, data.length - at))) >>> 0);
+  return out;
+}
+
+function blockName(b: BlockKey): string {
+  return `blk_${b.blockId}`;
+}
+
+function metaName(b: BlockKey): string {
+  return `blk_${b.blockId}_${b.genStamp}.meta`;
+}
+
+function metaHeader(): Buffer {
+  const h = Buffer.alloc(META_HEADER_BYTES);
+  h.writeUInt16BE(META_VERSION, 0);
+  h.writeUInt8(META_TYPE_CRC32C, 2);
+  h.writeUInt32BE(CHUNK_SIZE, 3);
+  return h;
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const fh = await open(dir, "r");
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+async function readFully(fh: FileHandle, length: number, position: number): Promise<Buffer> {
+  const buf = Buffer.alloc(length);
+  let got = 0;
+  while (got < length) {
+    const { bytesRead } = await fh.read(buf, got, length - got, position + got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return got === length ? buf : buf.subarray(0, got);
+}
+
+function chunksFor(numBytes: number): number {
+  return Math.ceil(numBytes / CHUNK_SIZE);
+}
+
+/** The replicas of one datanode. Open with `BlockStore.open()`. */
+export class BlockStore {
+  readonly dataDir: string;
+  private readonly currentDir: string;
+  private readonly rbwDir: string;
+  private readonly listener: BlockStoreListener;
+  private readonly replicas = new Map<number, StoredReplica>();
+  private readonly corruptReplicas = new Map<number, StoredReplica>();
+  private readonly writers = new Map<number, ReplicaWriter>();
+  private storageIdValue = "";
+  private capacity = 0;
+  private finalizedBytes = 0;
+  private diskAvailable = Number.MAX_SAFE_INTEGER;
+
+  private constructor(
+    options: BlockStoreOptions,
+    readonly scan: ScanResult,
+  ) {
+    this.dataDir = options.dataDir;
+    this.currentDir = join(options.dataDir, "current");
+    this.rbwDir = join(options.dataDir, "rbw");
+    this.listener = options.listener ?? {};
+  }
+
+  /** Opens (creating if needed) the storage at `options.dataDir`: reads VERSION, drops rbw leftovers, scans current/. */
+  static async open(options: BlockStoreOptions): Promise<BlockStore> {
+    const store = new BlockStore(options, { replicas: 0, rbwRemoved: 0, orphansRemoved: 0 });
+    await store.init(options.capacityBytes ?? 0);
+    return store;
+  }
+
+  /** Identifies this storage; a wipe makes a new one, so the namenode knows every old replica is gone. */
+  get storageId(): string {
+    return this.storageIdValue;
+  }
+
+  /** Bytes this store may fill (configured, or the file system's size). */
+  get capacityBytes(): number {
+    return this.capacity;
+  }
+
+  /** Bytes held by finalized replicas and replicas being written (data only; meta adds under 1%). */
+  usedBytes(): number {
+    let rbw = 0;
+    for (const w of this.writers.values()) rbw += w.bytesWritten;
+    return this.finalizedBytes + rbw;
+  }
+
+  /** Bytes still free for replicas: the capacity left, bounded by what the file system has left (it is shared). */
+  remainingBytes(): number {
+    return Math.max(0, Math.min(this.capacity - this.usedBytes(), this.diskAvailable));
+  }
+
+  /** Re-reads the file system's free space (for `remainingBytes()`). */
+  async refreshDiskStats(): Promise<void> {
+    const s = await statfs(this.dataDir);
+    this.diskAvailable = s.bavail * s.bsize;
+  }
+
+  /** Every finalized replica, corrupt ones included, by block id. */
+  list(): StoredReplica[] {
+    return [...this.replicas.values()].map((r) => ({ ...r }));
+  }
+
+  /** The finalized replica of `blockId`, if held. */
+  get(blockId: number): StoredReplica | undefined {
+    const r = this.replicas.get(blockId);
+    return r ? { ...r } : undefined;
+  }
+
+  /** Whether a replica has been found corrupt (it stays until deleted so that the namenode can decide). */
+  isCorrupt(blockId: number): boolean {
+    return this.corruptReplicas.has(blockId);
+  }
+
+  /** Replicas found corrupt and not deleted since. */
+  corrupt(): StoredReplica[] {
+    return [...this.corruptReplicas.values()].map((r) => ({ ...r }));
+  }
+
+  /** Replicas being written now. */
+  get openWriters(): number {
+    return this.writers.size;
+  }
+
+  /**
+   * Starts a replica in rbw/. Refused with DATANODE_BLOCK_EXISTS when the block is being written here already or a
+   * replica of the same or a newer generation is finalized; an older generation is replaced when this one finalizes.
+   */
+  async createRbw(block: BlockKey): Promise<ReplicaWriter> {
+    const key = checkBlockKey(block);
+    if (this.writers.has(key.blockId))
+      throw new HarvestError("DATANODE_BLOCK_EXISTS", `block ${key.blockId} is already being written here`);
+    const existing = this.replicas.get(key.blockId);
+    if (existing && existing.genStamp >= key.genStamp)
+      throw new HarvestError(
+        "DATANODE_BLOCK_EXISTS",
+        `block ${key.blockId} is already finalized here with generation ${existing.genStamp}`,
+      );
+    const writer = new ReplicaWriter(this, key, this.rbwDir);
+    // Reserve the id before the first await so that two concurrent creates cannot both pass the check above.
+    this.writers.set(key.blockId, writer);
+    try {
+      await writer.openFiles();
+    } catch (err) {
+      this.writers.delete(key.blockId);
+      await writer.abort();
+      throw err;
+    }
+    return writer;
+  }
+
+  /**
+   * Streams `length` bytes (0 = to the end) of a finalized replica from `offset` aligned down to a chunk, in
+   * chunk-aligned pieces of at most `pieceBytes`, each checked against its stored checksums before it is yielded.
+   * A mismatch marks the replica corrupt and throws DATANODE_CORRUPT_BLOCK.
+   */
+  async *read(block: BlockKey, offset = 0, length = 0, pieceBytes = READ_PIECE_BYTES): AsyncGenerator<ReadPiece> {
+    const key = checkBlockKey(block);
+    const replica = this.replicas.get(key.blockId);
+    if (!replica || replica.genStamp !== key.genStamp)
+      throw new HarvestError(
+        "DATANODE_BLOCK_NOT_FOUND",
+        `no replica of block ${key.blockId} generation ${key.genStamp} here` +
+          (replica ? ` (holding generation ${replica.genStamp})` : ""),
+      );
+    if (!(Number.isSafeInteger(offset) && offset >= 0 && offset <= replica.numBytes))
+      throw new HarvestError(
+        "INVALID_ARGUMENT",
+        `offset ${offset} is outside block ${key.blockId} of ${replica.numBytes} bytes`,
+        { details: { field: "offset" } },
+      );
+    if (!(Number.isSafeInteger(length) && length >= 0))
+      throw new HarvestError("INVALID_ARGUMENT", `bad length ${length}`, { details: { field: "length" } });
+    const piece = Math.max(CHUNK_SIZE, Math.floor(pieceBytes / CHUNK_SIZE) * CHUNK_SIZE);
+    const start = Math.floor(offset / CHUNK_SIZE) * CHUNK_SIZE;
+    const end = length === 0 ? replica.numBytes : Math.min(replica.numBytes, offset + length);
+    const dir = this.subdir(key.blockId);
+    let data: FileHandle | undefined;
+    let meta: FileHandle | undefined;
+    const corrupt = (reason: string): HarvestError => {
+      this.markCorrupt(replica, reason);
+      return new HarvestError("DATANODE_CORRUPT_BLOCK", `replica of block ${key.blockId} is corrupt: ${reason}`, {
+        details: { blockId: String(key.blockId) },
+      });
+    };
+    try {
+      try {
+        data = await open(join(dir, blockName(replica)), "r");
+        meta = await open(join(dir, metaName(replica)), "r");
+      } catch (err) {
+        // The files went away under us (deleted or wiped by a concurrent command): not corruption.
+        if (!this.replicas.has(key.blockId))
+          throw new HarvestError("DATANODE_BLOCK_NOT_FOUND", `block ${key.blockId} was deleted`, { cause: err });
+        throw corrupt(`cannot open its files: ${errorMessage(err)}`);
+      }
+      const header = await readFully(meta, META_HEADER_BYTES, 0);
+      if (!header.equals(metaHeader())) throw corrupt("bad meta header");
+      for (let at = start; at < end; at += piece) {
+        const len = Math.min(piece, end - at);
+        const chunk0 = at / CHUNK_SIZE;
+        // The stored tail may be shorter than a chunk; a read ending mid-chunk still covers the whole chunk.
+        const readLen = Math.min(chunksFor(len) * CHUNK_SIZE, replica.numBytes - at);
+        const bytes = await readFully(data, readLen, at);
+        const n = chunksFor(readLen);
+        const sums = await readFully(meta, n * 4, META_HEADER_BYTES + chunk0 * 4);
+        if (bytes.length !== readLen || sums.length !== n * 4) throw corrupt(`truncated at offset ${at}`);
+        const checksums: number[] = [];
+        for (let i = 0; i < n; i++) {
+          const stored = sums.readUInt32BE(i * 4);
+          const actual = crc32c(bytes.subarray(i * CHUNK_SIZE, Math.min(readLen, (i + 1) * CHUNK_SIZE))) >>> 0;
+          if (stored !== actual) throw corrupt(`checksum mismatch in chunk ${chunk0 + i}`);
+          checksums.push(stored);
+        }
+        yield { offset: at, data: bytes, checksums };
+      }
+    } finally {
+      await data?.close();
+      await meta?.close();
+    }
+  }
+
+  /** Deletes a finalized replica; false when it is not held (deleting twice is harmless). */
+  async delete(block: BlockKey): Promise<boolean> {
+    const key = checkBlockKey(block);
+    const replica = this.replicas.get(key.blockId);
+    if (!replica || replica.genStamp !== key.genStamp) return false;
+    this.forget(replica);
+    const dir = this.subdir(key.blockId);
+    await rm(join(dir, blockName(replica)), { force: true });
+    await rm(join(dir, metaName(replica)), { force: true });
+    this.listener.deleted?.({ ...replica });
+    return true;
+  }
+
+  /** Removes every replica, finished or not, as a disk reimage would, and takes a new storage id. */
+  async wipe(): Promise<{ storageId: string; wiped: number }> {
+    const wiped = this.replicas.size;
+    for (const w of [...this.writers.values()]) w.invalidate("the storage was wiped");
+    this.writers.clear();
+    this.replicas.clear();
+    this.corruptReplicas.clear();
+    this.finalizedBytes = 0;
+    await rm(this.currentDir, { recursive: true, force: true });
+    await rm(this.rbwDir, { recursive: true, force: true });
+    await this.makeDirs();
+    await this.writeVersion(`DS-${randomUUID()}`);
+    return { storageId: this.storageIdValue, wiped };
+  }
+
+  /** Notes a replica as corrupt and tells the listener (once per replica). */
+  markCorrupt(replica: StoredReplica, reason: string): void {
+    if (this.corruptReplicas.has(replica.blockId)) return;
+    this.corruptReplicas.set(replica.blockId, { ...replica });
+    this.listener.corrupt?.({ ...replica }, reason);
+  }
+
+  // ---------------------------------------------------------------------------------------------- internals
+
+  private subdir(blockId: number): string {
+    return join(this.currentDir, `subdir${blockId % SUBDIR_COUNT}`);
+  }
+
+  private async init(capacityBytes: number): Promise<void> {
+    await mkdir(this.dataDir, { recursive: true });
+    await this.makeDirs();
+    this.storageIdValue = (await this.readVersion()) ?? "";
+    if (!this.storageIdValue) await this.writeVersion(`DS-${randomUUID()}`);
+    const fs = await statfs(this.dataDir);
+    this.capacity = capacityBytes > 0 ? capacityBytes : fs.blocks * fs.bsize;
+    this.diskAvailable = fs.bavail * fs.bsize;
+    // Nothing in rbw/ was ever acknowledged to a writer: it goes.
+    for (const name of await readdir(this.rbwDir)) {
+      await rm(join(this.rbwDir, name), { recursive: true, force: true });
+      if (!name.endsWith(".meta")) this.scan.rbwRemoved++;
+    }
+    await this.scanCurrent();
+  }
+
+  private async makeDirs(): Promise<void> {
+    await mkdir(this.currentDir, { recursive: true });
+    await mkdir(this.rbwDir, { recursive: true });
+  }
+
+  private async readVersion(): Promise<string | undefined> {
+    try {
+      const text = await readFile(join(this.dataDir, "VERSION"), "utf8");
+      const m = /^storageID=(DS-[0-9a-f-]{36})$/m.exec(text);
+      return m?.[1];
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async writeVersion(storageId: string): Promise<void> {
+    const file = join(this.dataDir, "VERSION");
+    const fh = await open(`${file}.tmp`, "w");
+    try {
+      await fh.writeFile(`storageID=${storageId}\nlayoutVersion=${LAYOUT_VERSION}\n`);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(`${file}.tmp`, file);
+    await fsyncDir(this.dataDir);
+    this.storageIdValue = storageId;
+  }
+
+  private async scanCurrent(): Promise<void> {
+    for (const sub of await readdir(this.currentDir)) {
+      const m = /^subdir(\d+)$/.exec(sub);
+      if (!m) continue;
+      const dir = join(this.currentDir, sub);
+      const data = new Set<number>();
+      const metas = new Map<number, number[]>();
+      for (const name of await readdir(dir)) {
+        const d = /^blk_(\d+)$/.exec(name);
+        const mm = /^blk_(\d+)_(\d+)\.meta$/.exec(name);
+        if (d) data.add(Number(d[1]));
+        else if (mm) {
+          const id = Number(mm[1]);
+          metas.set(id, [...(metas.get(id) ?? []), Number(mm[2])]);
+        }
+      }
+      for (const id of new Set([...data, ...metas.keys()])) {
+        const gens = (metas.get(id) ?? []).sort((a, b) => b - a);
+        const valid = Number.isSafeInteger(id) && id > 0 && `subdir${id % SUBDIR_COUNT}` === sub;
+        const newest = gens[0];
+        if (!valid || !data.has(id) || newest === undefined || !gens.every(Number.isSafeInteger)) {
+          // A half-finished finalize or a stray file: never acknowledged, or unreadable by id.
+          if (data.has(id)) await rm(join(dir, `blk_${id}`), { force: true });
+          for (const g of gens) await rm(join(dir, `blk_${id}_${g}.meta`), { force: true });
+          this.scan.orphansRemoved++;
+          continue;
+        }
+        // A crash while replacing an older generation can leave its meta behind; the newest wins.
+        for (const g of gens.slice(1)) await rm(join(dir, `blk_${id}_${g}.meta`), { force: true });
+        const replica: StoredReplica = {
+          blockId: id,
+          genStamp: newest,
+          numBytes: (await stat(join(dir, `blk_${id}`))).size,
+        };
+        this.remember(replica);
+        this.scan.replicas++;
+        const metaBytes = (await stat(join(dir, metaName(replica)))).size;
+        if (metaBytes !== META_HEADER_BYTES + chunksFor(replica.numBytes) * 4)
+          this.markCorrupt(replica, "meta file does not match the data's length");
+      }
+    }
+  }
+
+  private remember(replica: StoredReplica): void {
+    const old = this.replicas.get(replica.blockId);
+    if (old) this.finalizedBytes -= old.numBytes;
+    this.replicas.set(replica.blockId, replica);
+    this.finalizedBytes += replica.numBytes;
+  }
+
+  private forget(replica: StoredReplica): void {
+    this.replicas.delete(replica.blockId);
+    this.corruptReplicas.delete(replica.blockId);
+    this.finalizedBytes -= replica.numBytes;
+  }
+
+  /** Called by a writer: room left for `bytes` more? */
+  checkSpace(bytes: number, blockId: number): void {
+    if (this.usedBytes() + bytes > this.capacity)
+      throw new HarvestError(
+        "DATANODE_NO_SPACE",
+        `no room for ${bytes} more bytes of block ${blockId}: ${this.usedBytes()} of ${this.capacity} used`,
+      );
+  }
+
+  /** Called by a writer once its files are synced: moves them into current/ and records the replica. */
+  async commit(writer: ReplicaWriter, numBytes: number): Promise<StoredReplica> {
+    const key = writer.block;
+    const dir = this.subdir(key.blockId);
+    await mkdir(dir, { recursive: true });
+    const old = this.replicas.get(key.blockId);
+    // Meta first: a crash between the renames leaves a meta without data, which the next scan removes.
+    await rename(join(this.rbwDir, metaName(key)), join(dir, metaName(key)));
+    await rename(join(this.rbwDir, blockName(key)), join(dir, blockName(key)));
+    if (old && old.genStamp !== key.genStamp) await rm(join(dir, metaName(old)), { force: true });
+    await fsyncDir(dir);
+    await fsyncDir(this.rbwDir);
+    const replica: StoredReplica = { ...key, numBytes };
+    this.writers.delete(key.blockId);
+    this.corruptReplicas.delete(key.blockId);
+    this.remember(replica);
+    this.listener.finalized?.({ ...replica });
+    return { ...replica };
+  }
+
+  /** Called by a writer that gave up. */
+  release(writer: ReplicaWriter): void {
+    if (this.writers.get(writer.block.blockId) === writer) this.writers.delete(writer.block.blockId);
+  }
+}
+
+/**
+ * A replica being written: contiguous, chunk-aligned writes whose checksums are verified on arrival, then `finalize`
+ * (fsync and move into current/) or `abort` (delete). Operations run one at a time in call order.
+ */
+export class ReplicaWriter {
+  private data: FileHandle | undefined;
+  private meta: FileHandle | undefined;
+  private written = 0;
+  private state: "open" | "finalized" | "aborted" = "open";
+  private invalidReason: string | undefined;
+  private tail: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly store: BlockStore,
+    readonly block: BlockKey,
+    private readonly rbwDir: string,
+  ) {}
+
+  /** Where the replica is in its life. */
+  get status(): "open" | "finalized" | "aborted" {
+    return this.state;
+  }
+
+  /** Bytes accepted so far (the next write must start here). */
+  get bytesWritten(): number {
+    return this.written;
+  }
+
+  /** @internal Creates the rbw files. */
+  async openFiles(): Promise<void> {
+    this.data = await open(join(this.rbwDir, blockName(this.block)), "w");
+    this.meta = await open(join(this.rbwDir, metaName(this.block)), "w");
+    await this.meta.write(metaHeader(), 0, META_HEADER_BYTES, 0);
+  }
+
+  /**
+   * Appends `data` at `offset`, which must be where the previous write ended, and must be chunk-aligned (only the
+   * final write may end mid-chunk). `checksums` holds the CRC32C of each 512-byte chunk of `data`; any mismatch is
+   * refused with DATANODE_CHECKSUM_MISMATCH and nothing is written.
+   */
+  write(offset: number, data: Uint8Array, checksums: readonly number[]): Promise<void> {
+    return this.serial(async () => {
+      this.checkOpen();
+      if (!(Number.isSafeInteger(offset) && offset === this.written))
+        throw new HarvestError(
+          "DATANODE_PROTOCOL_ERROR",
+          `block ${this.block.blockId}: write at offset ${offset}, expected ${this.written}`,
+          { details: { field: "offset" } },
+        );
+      if (data.length === 0 && checksums.length === 0) return;
+      if (this.written % CHUNK_SIZE !== 0)
+        throw new HarvestError(
+          "DATANODE_PROTOCOL_ERROR",
+          `block ${this.block.blockId}: data after a partial chunk at offset ${this.written}`,
+        );
+      const expected = chunkChecksums(data);
+      if (checksums.length !== expected.length)
+        throw new HarvestError(
+          "DATANODE_CHECKSUM_MISMATCH",
+          `block ${this.block.blockId}: ${checksums.length} checksums for ${expected.length} chunks at offset ${offset}`,
+        );
+      for (let i = 0; i < expected.length; i++) {
+        if (checksums[i]! >>> 0 !== expected[i])
+          throw new HarvestError(
+            "DATANODE_CHECKSUM_MISMATCH",
+            `block ${this.block.blockId}: checksum mismatch in chunk ${offset / CHUNK_SIZE + i}`,
+          );
+      }
+      this.store.checkSpace(data.length, this.block.blockId);
+      const sums = Buffer.alloc(expected.length * 4);
+      expected.forEach((c, i) => sums.writeUInt32BE(c, i * 4));
+      await writeAll(this.data!, data, offset);
+      await writeAll(this.meta!, sums, META_HEADER_BYTES + (offset / CHUNK_SIZE) * 4);
+      this.written += data.length;
+    });
+  }
+
+  /** Fsyncs data and meta and moves the replica into current/; `numBytes` must equal the bytes written. */
+  finalize(numBytes: number): Promise<StoredReplica> {
+    return this.serial(async () => {
+      this.checkOpen();
+      if (numBytes !== this.written)
+        throw new HarvestError(
+          "DATANODE_PROTOCOL_ERROR",
+          `block ${this.block.blockId}: finalize at ${numBytes} bytes but ${this.written} were written`,
+        );
+      await this.data!.sync();
+      await this.meta!.sync();
+      await this.closeFiles();
+      this.checkOpen();
+      const replica = await this.store.commit(this, numBytes);
+      this.state = "finalized";
+      return replica;
+    });
+  }
+
+  /** Deletes the unfinished replica; harmless after finalize or a previous abort. */
+  abort(): Promise<void> {
+    return this.serial(async () => {
+      if (this.state !== "open") return;
+      this.state = "aborted";
+      await this.closeFiles();
+      this.store.release(this);
+      if (this.invalidReason === undefined) {
+        await rm(join(this.rbwDir, blockName(this.block)), { force: true });
+        await rm(join(this.rbwDir, metaName(this.block)), { force: true });
+      }
+    });
+  }
+
+  /** @internal The store dropped this replica (a wipe): later calls fail, nothing more is written. */
+  invalidate(reason: string): void {
+    this.invalidReason = reason;
+  }
+
+  private checkOpen(): void {
+    if (this.invalidReason !== undefined)
+      throw new HarvestError("DATANODE_BLOCK_NOT_FOUND", `block ${this.block.blockId}: ${this.invalidReason}`);
+    if (this.state !== "open")
+      throw new HarvestError("DATANODE_PROTOCOL_ERROR", `block ${this.block.blockId} is already ${this.state}`);
+  }
+
+  private async closeFiles(): Promise<void> {
+    const [d, m] = [this.data, this.meta];
+    this.data = undefined;
+    this.meta = undefined;
+    await d?.close();
+    await m?.close();
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(fn, fn);
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+}
+
+async function writeAll(fh: FileHandle, data: Uint8Array, position: number): Promise<void> {
+  let done = 0;
+  while (done < data.length) {
+    const { bytesWritten } = await fh.write(data, done, data.length - done, position + done);
+    done += bytesWritten;
+  }
+}

@@ -1,0 +1,348 @@
+/**
+ * The DataTransfer service: block writes through a pipeline, block reads, and the admin reimage.
+ *
+ * Write pipeline (one WriteSession per WriteBlock call): the first message is the header; the node creates its rbw
+ * replica and, when the header names a downstream, opens WriteBlock to downstream[0] with the rest of the list. Every
+ * data packet is verified and written locally, then forwarded. Packet `seq` is acknowledged upstream only when it is
+ * written here AND downstream acknowledged it; the last packet only after the local finalize (fsync) too. Acks go out
+ * in packet order. The first failure anywhere ends the session with exactly one not-ok ack naming the first node that
+ * failed (this node, what downstream named, or downstream[0] when its stream died), and the local replica is dropped.
+ */
+import type * as grpc from "@grpc/grpc-js";
+import { errorMessage, fromGrpcError, HarvestError, isHarvestError, toServiceError } from "../common/errors.js";
+import type { ErrorCode } from "../common/errors.js";
+import { loadHarvestProto, makeClient, unary } from "../common/grpc.js";
+import type { Logger } from "../common/log.js";
+import { checkBlockKey } from "./block-store.js";
+import type { BlockKey, BlockStore, ReplicaWriter } from "./block-store.js";
+import { drained } from "./stream-util.js";
+import type { DataTransferClient, DataTransferHandlers } from "../proto/generated/harvest/v1/DataTransfer.js";
+import type { DatanodeInfo, DatanodeInfoOutput } from "../proto/generated/harvest/v1/DatanodeInfo.js";
+import type { ReadBlockRequestOutput } from "../proto/generated/harvest/v1/ReadBlockRequest.js";
+import type { ReadChunk } from "../proto/generated/harvest/v1/ReadChunk.js";
+import type { ReimageResponse } from "../proto/generated/harvest/v1/ReimageResponse.js";
+import type { WriteAck, WriteAckOutput } from "../proto/generated/harvest/v1/WriteAck.js";
+import type { WritePacket, WritePacketOutput } from "../proto/generated/harvest/v1/WritePacket.js";
+import type { DataPacketOutput } from "../proto/generated/harvest/v1/DataPacket.js";
+import type { WriteHeaderOutput } from "../proto/generated/harvest/v1/WriteHeader.js";
+
+/** Largest data packet accepted (senders use 64 KiB; this only bounds memory against a misbehaving one). */
+export const MAX_PACKET_BYTES = 1024 * 1024;
+/** Packets read from the upstream but not yet processed before the upstream is paused (backpressure). */
+const MAX_QUEUED_PACKETS = 4;
+
+/** What the service needs from its datanode. */
+export interface DataTransferHost {
+  readonly datanodeId: string;
+  readonly store: BlockStore;
+  readonly log: Logger;
+  /** Whether the primary tenant is at or above the busy threshold now. */
+  isPrimaryBusy(): boolean;
+  /** Wipes the storage and tells the namenode (see DataNode.reimage). */
+  reimage(): Promise<ReimageResponse>;
+}
+
+function busyError(datanodeId: string): HarvestError {
+  return new HarvestError(
+    "DATANODE_PRIMARY_BUSY",
+    `datanode ${datanodeId}: its primary tenant is busy; try another replica or later`,
+  );
+}
+
+/** The DataTransfer handlers of one datanode, and the write sessions in progress. */
+export class DataTransferService {
+  private readonly sessions = new Set<WriteSession>();
+  private readonly clients = new Map<string, DataTransferClient>();
+  private reads = 0;
+
+  constructor(readonly host: DataTransferHost) {}
+
+  /** Writes and reads in progress (for heartbeats). */
+  get activeTransfers(): number {
+    return this.sessions.size + this.reads;
+  }
+
+  /** The gRPC handlers. */
+  handlers(): DataTransferHandlers {
+    return {
+      WriteBlock: (call) => this.writeBlock(call),
+      ReadBlock: (call) => void this.readBlock(call),
+      Reimage: unary(() => this.host.reimage()),
+    };
+  }
+
+  /** A (cached) client for another datanode's DataTransfer service. */
+  clientFor(address: string): DataTransferClient {
+    let c = this.clients.get(address);
+    if (!c) {
+      c = makeClient(loadHarvestProto().DataTransfer, address);
+      this.clients.set(address, c);
+    }
+    return c;
+  }
+
+  /** Fails every write in progress (each upstream gets a not-ok ack naming this node). */
+  abortAll(code: ErrorCode, message: string): void {
+    for (const s of [...this.sessions]) s.fail(new HarvestError(code, message), this.host.datanodeId);
+  }
+
+  /** Closes the clients to other datanodes. */
+  close(): void {
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
+  }
+
+  private writeBlock(call: grpc.ServerDuplexStream<WritePacketOutput, WriteAck>): void {
+    const session = new WriteSession(this, call, () => this.sessions.delete(session));
+    this.sessions.add(session);
+    session.start();
+  }
+
+  private async readBlock(call: grpc.ServerWritableStream<ReadBlockRequestOutput, ReadChunk>): Promise<void> {
+    const { host } = this;
+    const cancelled = new AbortController();
+    call.on("cancelled", () => cancelled.abort());
+    this.reads++;
+    try {
+      const req = call.request;
+      const block = checkBlockKey(req.block);
+      if (host.isPrimaryBusy()) throw busyError(host.datanodeId);
+      for await (const piece of host.store.read(block, req.offset, req.length)) {
+        if (cancelled.signal.aborted) return;
+        // The primary wins mid-read too: the reader moves on to another replica.
+        if (host.isPrimaryBusy()) throw busyError(host.datanodeId);
+        if (!call.write(piece)) await drained(call, cancelled.signal);
+      }
+      call.end();
+    } catch (err) {
+      if (!isHarvestError(err)) host.log.warn("read failed", { error: errorMessage(err) });
+      if (!cancelled.signal.aborted) call.emit("error", toServiceError(err));
+    } finally {
+      this.reads--;
+    }
+  }
+}
+
+interface PendingAck {
+  seq: number;
+  last: boolean;
+  /** Written here (for the last packet: finalized). */
+  local: boolean;
+  /** Acknowledged by downstream (true at once when there is none). */
+  down: boolean;
+}
+
+/** One WriteBlock call. Packets are processed one at a time in arrival order; acks leave in packet order. */
+class WriteSession {
+  private readonly log: Logger;
+  private block: BlockKey | undefined;
+  private downstream: DatanodeInfoOutput[] = [];
+  private writer: ReplicaWriter | undefined;
+  private down: grpc.ClientDuplexStream<WritePacket, WriteAckOutput> | undefined;
+  private readonly pending: PendingAck[] = [];
+  private lastSeq = -1;
+  private sawLast = false;
+  /** Downstream acknowledged the last packet: it has the whole replica on disk. */
+  private downstreamDone = false;
+  private nextOffset = 0;
+  /** Aborted when the session is over (completed, failed or cancelled). */
+  private readonly over = new AbortController();
+  private chain: Promise<void> = Promise.resolve();
+  private queued = 0;
+
+  constructor(
+    private readonly svc: DataTransferService,
+    private readonly call: grpc.ServerDuplexStream<WritePacketOutput, WriteAck>,
+    private readonly onClose: () => void,
+  ) {
+    this.log = svc.host.log;
+  }
+
+  private get self(): string {
+    return this.svc.host.datanodeId;
+  }
+
+  start(): void {
+    const { call } = this;
+    call.on("data", (msg: WritePacketOutput) => {
+      if (this.over.signal.aborted) return;
+      if (++this.queued >= MAX_QUEUED_PACKETS) call.pause();
+      this.enqueue(() => this.onPacket(msg));
+    });
+    call.on("end", () => this.enqueue(() => this.onUpstreamEnd()));
+    call.on("cancelled", () => this.finish("the writer cancelled the write"));
+    // Our own call.emit('error') is the only source; grpc-js turns it into the call's status.
+    call.on("error", () => undefined);
+  }
+
+  private enqueue(step: () => Promise<void>): void {
+    this.chain = this.chain
+      .then(() => (this.over.signal.aborted ? undefined : step()))
+      .catch((err: unknown) => this.fail(err, this.self))
+      .finally(() => {
+        this.queued = Math.max(0, this.queued - 1);
+        if (this.call.isPaused() && (this.queued < MAX_QUEUED_PACKETS || this.over.signal.aborted)) this.call.resume();
+      });
+  }
+
+  private async onPacket(msg: WritePacketOutput): Promise<void> {
+    if (msg.header) {
+      if (this.block) throw protocolError("a second header on one WriteBlock stream");
+      return this.openPipeline(msg.header);
+    }
+    if (!msg.data) throw protocolError("an empty WritePacket (neither header nor data)");
+    if (!this.block || !this.writer) throw protocolError("data before the header");
+    if (this.sawLast) throw protocolError("data after the last packet");
+    await this.writePacket(msg.data, this.writer);
+  }
+
+  private async openPipeline(header: WriteHeaderOutput): Promise<void> {
+    const block = checkBlockKey(header.block);
+    if (this.svc.host.isPrimaryBusy()) throw busyError(this.self);
+    for (const d of header.downstream) {
+      if (!d.datanodeId || !d.address)
+        throw protocolError("every downstream datanode needs a datanode_id and an address");
+    }
+    this.block = block;
+    this.downstream = header.downstream;
+    this.writer = await this.svc.host.store.createRbw(block);
+    const next = this.downstream[0];
+    if (!next) return;
+    const down = this.svc.clientFor(next.address).writeBlock();
+    this.down = down;
+    down.on("data", (ack: WriteAckOutput) => this.onDownstreamAck(ack, next));
+    down.on("error", (err: Error) => {
+      if (this.downstreamDone) return;
+      const h = fromGrpcError(err);
+      this.fail(
+        new HarvestError("DATANODE_PIPELINE_FAILED", `downstream ${next.datanodeId} failed: ${h.code}: ${h.message}`),
+        next.datanodeId,
+      );
+    });
+    down.on("end", () => {
+      // Downstream closes once it acknowledged the last packet, possibly before our own finalize is done.
+      if (!this.over.signal.aborted && !this.downstreamDone)
+        this.fail(
+          new HarvestError("DATANODE_PIPELINE_FAILED", `downstream ${next.datanodeId} ended the stream early`),
+          next.datanodeId,
+        );
+    });
+    const rest: DatanodeInfo[] = this.downstream.slice(1);
+    down.write({ header: { block, downstream: rest, clientName: header.clientName } });
+    this.log.debug("pipeline open", { blockId: block.blockId, downstream: next.datanodeId });
+  }
+
+  private async writePacket(p: DataPacketOutput, writer: ReplicaWriter): Promise<void> {
+    if (!(Number.isSafeInteger(p.seq) && p.seq > this.lastSeq))
+      throw protocolError(`packet seq ${p.seq} does not follow ${this.lastSeq}`);
+    if (p.data.length > MAX_PACKET_BYTES)
+      throw protocolError(`packet of ${p.data.length} bytes exceeds ${MAX_PACKET_BYTES}`);
+    if (this.svc.host.isPrimaryBusy()) throw busyError(this.self);
+    // Verified and on local disk (not yet synced) before it travels on: a bad packet never reaches downstream.
+    await writer.write(p.offsetInBlock, p.data, p.checksums);
+    this.lastSeq = p.seq;
+    this.nextOffset = p.offsetInBlock + p.data.length;
+    const entry: PendingAck = { seq: p.seq, last: p.last, local: !p.last, down: !this.down };
+    this.pending.push(entry);
+    if (p.last) this.sawLast = true;
+    if (this.down) {
+      const ok = this.down.write({ data: p });
+      if (p.last) this.down.end();
+      else if (!ok) await drained(this.down, this.over.signal);
+    }
+    if (p.last) {
+      // Our fsync runs while downstream does its own; the last ack waits for both.
+      await writer.finalize(this.nextOffset);
+      entry.local = true;
+    }
+    this.flush();
+    // An upstream that does not read its acks is not fed more until it does.
+    if (this.call.writableNeedDrain) await drained(this.call, this.over.signal);
+  }
+
+  private onDownstreamAck(ack: WriteAckOutput, next: DatanodeInfoOutput): void {
+    if (this.over.signal.aborted) return;
+    if (!ack.ok) {
+      const code = ack.errorCode || "DATANODE_PIPELINE_FAILED";
+      this.failWith(code, ack.errorMessage || "downstream failed", ack.failedDatanodeId || next.datanodeId);
+      return;
+    }
+    const head = this.pending.find((e) => !e.down);
+    if (!head || head.seq !== ack.seq) {
+      this.fail(
+        new HarvestError(
+          "DATANODE_PIPELINE_FAILED",
+          `downstream ${next.datanodeId} acknowledged seq ${ack.seq}, expected ${head?.seq ?? "none"}`,
+        ),
+        next.datanodeId,
+      );
+      return;
+    }
+    head.down = true;
+    if (head.last) this.downstreamDone = true;
+    this.flush();
+  }
+
+  /** Sends every ack whose packet is done here and downstream, in order. */
+  private flush(): void {
+    while (!this.over.signal.aborted) {
+      const head = this.pending[0];
+      if (!head || !head.local || !head.down) return;
+      this.pending.shift();
+      this.call.write({ seq: head.seq, ok: true });
+      if (head.last) {
+        this.svc.host.log.debug("block received", { blockId: this.block?.blockId, bytes: this.nextOffset });
+        this.call.end();
+        this.finish();
+      }
+    }
+  }
+
+  private async onUpstreamEnd(): Promise<void> {
+    if (!this.sawLast) throw protocolError("the stream ended before the last packet");
+  }
+
+  /** Ends the session with one not-ok ack naming `failedDatanodeId`, and drops the local replica. */
+  fail(err: unknown, failedDatanodeId: string): void {
+    const h = isHarvestError(err) ? err : new HarvestError("INTERNAL", errorMessage(err), { cause: err });
+    this.failWith(h.code, h.message, failedDatanodeId);
+  }
+
+  private failWith(code: string, message: string, failedDatanodeId: string): void {
+    if (this.over.signal.aborted) return;
+    const seq = this.pending[0]?.seq ?? this.lastSeq;
+    this.log.info("write failed", { blockId: this.block?.blockId, code, message, failedDatanodeId });
+    try {
+      this.call.write({ seq, ok: false, errorCode: code, errorMessage: message, failedDatanodeId });
+      this.call.end();
+    } catch {
+      // The upstream is gone already.
+    }
+    this.finish(message);
+  }
+
+  /** Releases everything; with a reason, the attempt failed and leaves no replica behind. */
+  private finish(failure?: string): void {
+    if (this.over.signal.aborted) return;
+    this.over.abort();
+    if (this.call.isPaused()) this.call.resume();
+    this.onClose();
+    if (failure === undefined) return;
+    this.down?.cancel();
+    const writer = this.writer;
+    const block = this.block;
+    if (!writer || !block) return;
+    const store = this.svc.host.store;
+    // Queued behind any write or finalize in progress; a replica finalized before the failure goes too.
+    void writer
+      .abort()
+      .then(async () => {
+        if (writer.status === "finalized") await store.delete(block);
+      })
+      .catch((err: unknown) => this.log.warn("could not drop a failed replica", { error: errorMessage(err) }));
+  }
+}
+
+function protocolError(message: string): HarvestError {
+  return new HarvestError("DATANODE_PROTOCOL_ERROR", message);
+}

@@ -1,0 +1,473 @@
+/**
+ * The datanode daemon, one per server: keeps replicas on the server's spare disk, serves the DataTransfer service
+ * (pipeline writes, reads, reimage), refuses both while the server's primary tenant is busy, and talks to the namenode
+ * over one long-lived DatanodeChannel stream (register, full block report, heartbeats, incremental reports; commands
+ * come back in the answers), reconnecting with backoff when the namenode goes away.
+ */
+import type * as grpc from "@grpc/grpc-js";
+import { availableParallelism } from "node:os";
+import { systemClock } from "../common/clock.js";
+import type { Clock } from "../common/clock.js";
+import { errorMessage, HarvestError } from "../common/errors.js";
+import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer } from "../common/grpc.js";
+import { Logger } from "../common/log.js";
+import { createPrimaryMonitor } from "../common/primary-monitor.js";
+import type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
+import { sendBlock } from "./block-sender.js";
+import { BlockStore, checkBlockKey } from "./block-store.js";
+import type { StoredReplica } from "./block-store.js";
+import { DataTransferService } from "./data-transfer.js";
+import { resolveDataNodeOptions } from "./options.js";
+import type { DataNodeOptions, DataNodeOptionsInput } from "./options.js";
+import type { Block } from "../proto/generated/harvest/v1/Block.js";
+import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
+import type { DatanodeCommandsOutput } from "../proto/generated/harvest/v1/DatanodeCommands.js";
+import type { DatanodeProtocolClient } from "../proto/generated/harvest/v1/DatanodeProtocol.js";
+import type { DatanodeToNamenode } from "../proto/generated/harvest/v1/DatanodeToNamenode.js";
+import type { NamenodeToDatanodeOutput } from "../proto/generated/harvest/v1/NamenodeToDatanode.js";
+import type { RegisterDatanode } from "../proto/generated/harvest/v1/RegisterDatanode.js";
+import type { ReimageResponse } from "../proto/generated/harvest/v1/ReimageResponse.js";
+import type { ReplicateCommandOutput } from "../proto/generated/harvest/v1/ReplicateCommand.js";
+
+/** Lifecycle of the datanode. */
+export type DataNodeState = "new" | "starting" | "running" | "stopping" | "stopped";
+
+/** Things a datanode can be given instead of building them from options (tests, benchmarks). */
+export interface DataNodeDeps {
+  clock?: Clock;
+  logger?: Logger;
+  /** A primary-tenant monitor to use instead of the one `options.primary` names. */
+  monitor?: PrimaryMonitor;
+}
+
+/** Incremental reports are coalesced this long, so that a burst of deletions is one message. */
+const RECEIVED_COALESCE_MS = 10;
+
+/** The datanode daemon. */
+export class DataNode {
+  readonly options: DataNodeOptions;
+  private stateValue: DataNodeState = "new";
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly server = createServer();
+  private storeValue: BlockStore | undefined;
+  private transfer: DataTransferService | undefined;
+  private monitor: PrimaryMonitor | undefined;
+  private lastSample: PrimarySample = { cpuMilli: 0, utilization: 0 };
+  private busy = false;
+  private boundPort = 0;
+  private nnChannel: DatanodeProtocolClient | undefined;
+  private nnClient: ClientNamenodeClient | undefined;
+  private stream: grpc.ClientDuplexStream<DatanodeToNamenode, NamenodeToDatanodeOutput> | undefined;
+  private registered = false;
+  private heartbeatIntervalMs: number;
+  private backoffMs: number;
+  private seq = 0;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private blockReportTimer: NodeJS.Timeout | undefined;
+  private monitorTimer: NodeJS.Timeout | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private receivedTimer: NodeJS.Timeout | undefined;
+  private urgentTimer: NodeJS.Timeout | undefined;
+  private readonly received: Block[] = [];
+  private readonly deleted: Block[] = [];
+  private readonly badBlocks = new Map<number, { replica: StoredReplica; reason: string }>();
+  private reportingBad = false;
+  private pendingReimageAtMs: number | undefined;
+  private readonly replications: ReplicateCommandOutput[] = [];
+  private replicating = 0;
+  private readonly stopping = new AbortController();
+
+  constructor(
+    options: DataNodeOptionsInput,
+    private readonly deps: DataNodeDeps = {},
+  ) {
+    this.options = resolveDataNodeOptions(options);
+    this.clock = deps.clock ?? systemClock;
+    this.log = deps.logger ?? new Logger(`dn:${this.options.datanodeId}`);
+    this.heartbeatIntervalMs = this.options.heartbeatIntervalMs;
+    this.backoffMs = this.options.reconnectMinMs;
+  }
+
+  get state(): DataNodeState {
+    return this.stateValue;
+  }
+
+  /** host:port of this datanode's DataTransfer service. */
+  get address(): string {
+    return `${this.options.host}:${this.boundPort}`;
+  }
+
+  /** The replicas (valid once started). */
+  get store(): BlockStore {
+    if (!this.storeValue) throw new HarvestError("INTERNAL", "datanode not started");
+    return this.storeValue;
+  }
+
+  /** The storage id this datanode registers with (changes on a reimage). */
+  get storageId(): string {
+    return this.store.storageId;
+  }
+
+  /** Whether the namenode has acknowledged this datanode's registration on the current stream. */
+  get isRegistered(): boolean {
+    return this.registered;
+  }
+
+  /** The latest primary-tenant sample. */
+  get primarySample(): PrimarySample {
+    return this.lastSample;
+  }
+
+  /** Whether the primary tenant is at or above the busy threshold (reads and writes are refused). */
+  isPrimaryBusy(): boolean {
+    return this.busy;
+  }
+
+  /** Transfers in progress: pipeline writes, reads and replications. */
+  get activeTransfers(): number {
+    return (this.transfer?.activeTransfers ?? 0) + this.replicating;
+  }
+
+  /** Opens the storage, starts the monitor and the server, connects to the namenode. */
+  async start(): Promise<void> {
+    if (this.stateValue !== "new") throw new Error(`datanode cannot start from state ${this.stateValue}`);
+    this.stateValue = "starting";
+    const store = await BlockStore.open({
+      dataDir: this.options.dataDir,
+      capacityBytes: this.options.capacityBytes,
+      listener: {
+        finalized: (r) => this.queueReceived(r, "received"),
+        deleted: (r) => this.queueReceived(r, "deleted"),
+        corrupt: (r, reason) => this.onCorrupt(r, reason),
+      },
+    });
+    this.storeValue = store;
+    if (store.scan.rbwRemoved > 0 || store.scan.orphansRemoved > 0)
+      this.log.info("removed unfinished replicas", { rbw: store.scan.rbwRemoved, orphans: store.scan.orphansRemoved });
+    this.monitor =
+      this.deps.monitor ??
+      createPrimaryMonitor(this.options.primary, {
+        capacityMilli: availableParallelism() * 1000,
+        clock: this.clock,
+        speed: this.options.primarySpeed,
+        offsetMs: this.options.primaryOffsetMs,
+        // A datanode runs no containers: everything busy on the machine is the primary's.
+        containerCpuMs: () => 0,
+      });
+    await this.monitor.start();
+    this.sampleMonitor();
+    this.monitorTimer = setInterval(() => this.sampleMonitor(), this.options.monitorTickMs);
+    const transfer = new DataTransferService({
+      datanodeId: this.options.datanodeId,
+      store,
+      log: this.log,
+      isPrimaryBusy: () => this.busy,
+      reimage: () => this.reimage(),
+    });
+    this.transfer = transfer;
+    this.server.addService(loadHarvestProto().DataTransfer.service, transfer.handlers());
+    this.boundPort = await bindServer(this.server, this.options.host, this.options.port);
+    this.stateValue = "running";
+    this.connect();
+    this.log.info("datanode serving", {
+      address: this.address,
+      storageId: store.storageId,
+      replicas: store.scan.replicas,
+      capacityBytes: store.capacityBytes,
+      primary: this.monitor.source,
+    });
+  }
+
+  /** Fails the writes in progress, closes the stream and the server; idempotent. */
+  async stop(): Promise<void> {
+    if (this.stateValue === "stopping" || this.stateValue === "stopped") return;
+    const wasStarted = this.stateValue !== "new";
+    this.stateValue = "stopping";
+    for (const t of [
+      this.heartbeatTimer,
+      this.blockReportTimer,
+      this.monitorTimer,
+      this.reconnectTimer,
+      this.receivedTimer,
+      this.urgentTimer,
+    ])
+      if (t) clearTimeout(t);
+    this.stopping.abort();
+    this.transfer?.abortAll("UNAVAILABLE", `datanode ${this.options.datanodeId} is stopping`);
+    this.stream?.end();
+    this.stream = undefined;
+    this.nnChannel?.close();
+    this.nnClient?.close();
+    if (wasStarted) await shutdownServer(this.server, 1_000);
+    this.transfer?.close();
+    await this.monitor?.stop();
+    this.stateValue = "stopped";
+  }
+
+  /** Wipes the storage as a disk reimage would and tells the namenode: re-register, ReimageReport, empty report. */
+  async reimage(): Promise<ReimageResponse> {
+    if (this.stateValue !== "running") throw new HarvestError("UNAVAILABLE", "datanode is not running");
+    this.transfer?.abortAll("UNAVAILABLE", `datanode ${this.options.datanodeId} is being reimaged`);
+    const { storageId, wiped } = await this.store.wipe();
+    this.received.length = 0;
+    this.deleted.length = 0;
+    this.badBlocks.clear();
+    this.pendingReimageAtMs = this.clock.nowMs();
+    this.log.warn("storage wiped (reimage)", { storageId, blocksWiped: wiped });
+    if (this.stream) {
+      // The registered answer triggers the ReimageReport and the (now empty) full block report.
+      this.registered = false;
+      this.send({ register: this.registration() });
+    }
+    return { storageId, blocksWiped: wiped };
+  }
+
+  // ---------------------------------------------------------------------------------------------- primary tenant
+
+  private sampleMonitor(): void {
+    if (!this.monitor) return;
+    try {
+      this.lastSample = this.monitor.sample();
+    } catch (err) {
+      this.log.warn("primary monitor failed; keeping the last sample", { error: errorMessage(err) });
+      return;
+    }
+    const busy = this.lastSample.utilization >= this.options.busyThreshold;
+    if (busy !== this.busy) {
+      this.busy = busy;
+      this.log.info(busy ? "primary tenant busy: refusing reads and writes" : "primary tenant calm: serving again", {
+        utilization: Number(this.lastSample.utilization.toFixed(3)),
+      });
+      this.heartbeatSoon();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------- namenode
+
+  private connect(): void {
+    if (this.stateValue !== "running") return;
+    this.nnChannel ??= makeClient(loadHarvestProto().DatanodeProtocol, this.options.namenodeAddress);
+    const stream = this.nnChannel.datanodeChannel();
+    this.stream = stream;
+    this.registered = false;
+    stream.on("data", (msg: NamenodeToDatanodeOutput) => {
+      try {
+        this.onNamenodeMessage(msg);
+      } catch (err) {
+        this.log.warn("bad message from the namenode; ignored", { error: errorMessage(err) });
+      }
+    });
+    const lost = (why: string): void => {
+      if (this.stream !== stream) return;
+      this.stream = undefined;
+      this.registered = false;
+      for (const t of [this.heartbeatTimer, this.blockReportTimer]) if (t) clearInterval(t);
+      this.heartbeatTimer = undefined;
+      this.blockReportTimer = undefined;
+      if (this.stateValue !== "running") return;
+      this.log.warn("namenode stream closed; reconnecting", { why, inMs: this.backoffMs });
+      this.reconnectTimer = setTimeout(() => this.connect(), this.backoffMs);
+      this.backoffMs = Math.min(this.backoffMs * 2, this.options.reconnectMaxMs);
+    };
+    stream.on("error", (err: Error) => lost(errorMessage(err)));
+    stream.on("end", () => lost("ended by the namenode"));
+    this.send({ register: this.registration() });
+  }
+
+  private registration(): RegisterDatanode {
+    return {
+      datanodeId: this.options.datanodeId,
+      address: this.address,
+      rack: this.options.rack,
+      capacityBytes: this.store.capacityBytes,
+      usedBytes: this.store.usedBytes(),
+      storageId: this.store.storageId,
+    };
+  }
+
+  private send(msg: DatanodeToNamenode): void {
+    // Messages are small and paced by timers; the stream's own buffer absorbs a burst.
+    this.stream?.write(msg);
+  }
+
+  private onNamenodeMessage(msg: NamenodeToDatanodeOutput): void {
+    if (msg.registered) {
+      if (msg.registered.datanodeId && msg.registered.datanodeId !== this.options.datanodeId)
+        this.log.warn("namenode registered us under another id", { id: msg.registered.datanodeId });
+      this.registered = true;
+      this.backoffMs = this.options.reconnectMinMs;
+      this.heartbeatIntervalMs = msg.registered.heartbeatIntervalMs || this.options.heartbeatIntervalMs;
+      this.log.info("registered with the namenode", {
+        namenode: this.options.namenodeAddress,
+        heartbeatIntervalMs: this.heartbeatIntervalMs,
+      });
+      if (this.pendingReimageAtMs !== undefined) {
+        this.send({ reimage: { atMs: this.pendingReimageAtMs } });
+        this.pendingReimageAtMs = undefined;
+      }
+      // The full report supersedes any incremental one queued while unregistered.
+      this.received.length = 0;
+      this.deleted.length = 0;
+      this.blockReport();
+      if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+      this.heartbeatTimer = setInterval(() => this.heartbeat(), this.heartbeatIntervalMs);
+      if (this.blockReportTimer) clearInterval(this.blockReportTimer);
+      this.blockReportTimer = setInterval(() => this.blockReport(), this.options.blockReportIntervalMs);
+      this.heartbeat();
+    } else if (msg.commands) {
+      this.onCommands(msg.commands);
+    }
+  }
+
+  private onCommands(cmds: DatanodeCommandsOutput): void {
+    if (cmds.reregister) {
+      this.log.info("namenode asked us to register again");
+      this.registered = false;
+      this.send({ register: this.registration() });
+    }
+    for (const b of cmds.delete) {
+      let key;
+      try {
+        key = checkBlockKey(b);
+      } catch (err) {
+        this.log.warn("delete command with a bad block; ignored", { error: errorMessage(err) });
+        continue;
+      }
+      this.store.delete(key).then(
+        (deleted) => {
+          if (!deleted) this.log.debug("delete command for a replica not held", { blockId: key.blockId });
+        },
+        (err: unknown) =>
+          this.log.warn("could not delete a replica", { blockId: key.blockId, error: errorMessage(err) }),
+      );
+    }
+    for (const r of cmds.replicate) this.replications.push(r);
+    this.pumpReplications();
+  }
+
+  private blockReport(): void {
+    if (!this.registered || !this.storeValue) return;
+    const store = this.storeValue;
+    const blocks = store.list().filter((r) => !store.isCorrupt(r.blockId));
+    this.send({ blockReport: { blocks } });
+  }
+
+  private heartbeat(): void {
+    if (!this.registered || !this.storeValue) return;
+    const store = this.storeValue;
+    this.send({
+      heartbeat: {
+        seq: ++this.seq,
+        capacityBytes: store.capacityBytes,
+        usedBytes: store.usedBytes(),
+        remainingBytes: store.remainingBytes(),
+        primaryBusy: this.busy,
+        activeTransfers: this.activeTransfers,
+      },
+    });
+    // For the next heartbeat: the file system is shared with the primary, whose files change its free space.
+    store
+      .refreshDiskStats()
+      .catch((err: unknown) => this.log.warn("cannot read the disk's free space", { error: errorMessage(err) }));
+    if (this.badBlocks.size > 0) this.reportBadBlocks();
+  }
+
+  /** Sends a heartbeat soon (coalescing bursts), e.g. when the primary turns busy. */
+  private heartbeatSoon(): void {
+    if (this.urgentTimer || !this.registered) return;
+    this.urgentTimer = setTimeout(() => {
+      this.urgentTimer = undefined;
+      this.heartbeat();
+    }, 20);
+  }
+
+  private queueReceived(replica: StoredReplica, kind: "received" | "deleted"): void {
+    if (!this.registered) return;
+    (kind === "received" ? this.received : this.deleted).push({ ...replica });
+    this.receivedTimer ??= setTimeout(() => {
+      this.receivedTimer = undefined;
+      if (!this.registered || (this.received.length === 0 && this.deleted.length === 0)) return;
+      this.send({ received: { received: this.received.splice(0), deleted: this.deleted.splice(0) } });
+    }, RECEIVED_COALESCE_MS);
+  }
+
+  private onCorrupt(replica: StoredReplica, reason: string): void {
+    this.log.warn("corrupt replica", { blockId: replica.blockId, genStamp: replica.genStamp, reason });
+    this.badBlocks.set(replica.blockId, { replica, reason });
+    this.reportBadBlocks();
+  }
+
+  /** Reports corrupt replicas through ClientNamenode.ReportBadBlocks; what fails is retried on the next heartbeat. */
+  private reportBadBlocks(): void {
+    if (this.reportingBad || this.badBlocks.size === 0 || this.stateValue !== "running") return;
+    this.reportingBad = true;
+    this.nnClient ??= makeClient(loadHarvestProto().ClientNamenode, this.options.namenodeAddress);
+    const client = this.nnClient;
+    const batch = [...this.badBlocks.values()];
+    call(client, client.reportBadBlocks, {
+      blocks: batch.map((b) => ({ block: b.replica, datanodeId: this.options.datanodeId, reason: b.reason })),
+    })
+      .then(
+        () => {
+          for (const b of batch)
+            if (this.badBlocks.get(b.replica.blockId) === b) this.badBlocks.delete(b.replica.blockId);
+          this.log.info("reported corrupt replicas", { blockIds: batch.map((b) => b.replica.blockId) });
+        },
+        (err: unknown) => this.log.warn("could not report corrupt replicas; will retry", { error: errorMessage(err) }),
+      )
+      .finally(() => (this.reportingBad = false));
+  }
+
+  // ---------------------------------------------------------------------------------------------- replication
+
+  private pumpReplications(): void {
+    while (
+      this.stateValue === "running" &&
+      this.replicating < this.options.maxConcurrentReplications &&
+      this.replications.length > 0
+    ) {
+      const cmd = this.replications.shift()!;
+      this.replicating++;
+      this.replicate(cmd)
+        .catch((err: unknown) =>
+          this.log.warn("replication failed", {
+            blockId: cmd.block?.blockId,
+            targets: cmd.targets.map((t) => t.datanodeId),
+            error: errorMessage(err),
+            failedDatanodeId: err instanceof HarvestError ? err.details["failedDatanodeId"] : undefined,
+          }),
+        )
+        .finally(() => {
+          this.replicating--;
+          this.pumpReplications();
+        });
+    }
+  }
+
+  /** Copies a local replica to the command's targets as a pipeline; the targets report what they received. */
+  private async replicate(cmd: ReplicateCommandOutput): Promise<void> {
+    const key = checkBlockKey(cmd.block);
+    const [first, ...rest] = cmd.targets;
+    if (!first?.address) throw new HarvestError("INVALID_ARGUMENT", `replicate block ${key.blockId}: no target`);
+    if (this.busy) throw new HarvestError("DATANODE_PRIMARY_BUSY", "the primary tenant is busy; not replicating now");
+    const replica = this.store.get(key.blockId);
+    if (!replica || replica.genStamp !== key.genStamp)
+      throw new HarvestError("DATANODE_BLOCK_NOT_FOUND", `no replica of block ${key.blockId} to copy`);
+    const result = await sendBlock({
+      client: this.transfer!.clientFor(first.address),
+      targetId: first.datanodeId,
+      block: replica,
+      downstream: rest,
+      clientName: `datanode:${this.options.datanodeId}`,
+      pieces: this.store.read(key),
+      bandwidthBytesPerSec: this.options.replicationBandwidth,
+      signal: this.stopping.signal,
+    });
+    this.log.info("replicated", {
+      blockId: key.blockId,
+      bytes: result.numBytes,
+      targets: cmd.targets.map((t) => t.datanodeId),
+    });
+  }
+}

@@ -1,0 +1,104 @@
+/** Datanode options: every field has a default; `resolveDataNodeOptions` fills and validates them. */
+import { invalidOption, stripUndefined } from "../common/options.js";
+
+/** Settings of a datanode. */
+export interface DataNodeOptions {
+  /** This server's name in the cluster. Required. */
+  datanodeId: string;
+  /** host:port of the namenode (its DatanodeProtocol and ClientNamenode services). Required. */
+  namenodeAddress: string;
+  /** Where replicas live (`current/`, `rbw/`, `VERSION`). Required. */
+  dataDir: string;
+  /** Interface of the DataTransfer service. @default "127.0.0.1" */
+  host: string;
+  /** Port; 0 picks a free one. @default 0 */
+  port: number;
+  /** Rack label. @default "/default-rack" */
+  rack: string;
+  /** Bytes this datanode may fill; 0 takes the size of the data directory's file system. @default 0 */
+  capacityBytes: number;
+  /** Primary-tenant monitor: "proc", "trace:<file>" or "burn:<file>". @default "proc" */
+  primary: string;
+  /** Trace replay speed (trace seconds per real second). @default 1 */
+  primarySpeed: number;
+  /** Where in the trace replay starts, so servers sharing a file are not in lockstep. @default 0 */
+  primaryOffsetMs: number;
+  /**
+   * Primary utilization (0..1] at or above which the datanode refuses reads and writes (seeds/004, section 4.2: a
+   * datanode denies access while its primary tenant is busy). 0.9 leaves the primary the last tenth of the machine.
+   * @default 0.9
+   */
+  busyThreshold: number;
+  /** How often the primary monitor is sampled; reads and writes see the latest sample. @default 250 */
+  monitorTickMs: number;
+  /** Heartbeat period until the namenode says otherwise. @default 1000 */
+  heartbeatIntervalMs: number;
+  /** Period of full block reports. @default 60000 */
+  blockReportIntervalMs: number;
+  /** Reconnect backoff bounds. @default 200 / 5000 */
+  reconnectMinMs: number;
+  reconnectMaxMs: number;
+  /** Replications copied at once; more wait in line. @default 2 */
+  maxConcurrentReplications: number;
+  /** Bytes per second one replication may send; 0 means unthrottled. @default 0 */
+  replicationBandwidth: number;
+}
+
+/** What a caller must give; everything else has a default. */
+export type DataNodeOptionsInput = Partial<DataNodeOptions> & {
+  datanodeId: string;
+  namenodeAddress: string;
+  dataDir: string;
+};
+
+/** Fills defaults and validates; throws CONFIG_INVALID naming the field. */
+export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeOptions {
+  const o: DataNodeOptions = {
+    host: "127.0.0.1",
+    port: 0,
+    rack: "/default-rack",
+    capacityBytes: 0,
+    primary: "proc",
+    primarySpeed: 1,
+    primaryOffsetMs: 0,
+    busyThreshold: 0.9,
+    monitorTickMs: 250,
+    heartbeatIntervalMs: 1_000,
+    blockReportIntervalMs: 60_000,
+    reconnectMinMs: 200,
+    reconnectMaxMs: 5_000,
+    maxConcurrentReplications: 2,
+    replicationBandwidth: 0,
+    ...stripUndefined(partial),
+    datanodeId: partial.datanodeId,
+    namenodeAddress: partial.namenodeAddress,
+    dataDir: partial.dataDir,
+  };
+  const bad = (field: string, why: string): never => invalidOption("datanode", field, why);
+  if (typeof o.datanodeId !== "string" || !/^[A-Za-z0-9_.-]{1,64}$/.test(o.datanodeId))
+    bad("datanodeId", "must be 1-64 characters of [A-Za-z0-9_.-]");
+  if (typeof o.namenodeAddress !== "string" || !o.namenodeAddress)
+    bad("namenodeAddress", "is required (host:port of the namenode)");
+  if (typeof o.dataDir !== "string" || !o.dataDir) bad("dataDir", "is required");
+  if (!(Number.isInteger(o.port) && o.port >= 0 && o.port <= 65_535)) bad("port", "must be an integer in 0..65535");
+  if (!(Number.isSafeInteger(o.capacityBytes) && o.capacityBytes >= 0))
+    bad("capacityBytes", "must be a non-negative integer (0 = the file system's size)");
+  if (typeof o.primary !== "string" || !o.primary) bad("primary", 'must be "proc", "trace:<file>" or "burn:<file>"');
+  if (!(o.primarySpeed > 0)) bad("primarySpeed", "must be positive");
+  if (!Number.isFinite(o.primaryOffsetMs)) bad("primaryOffsetMs", "must be a number");
+  if (!(o.busyThreshold > 0 && o.busyThreshold <= 1)) bad("busyThreshold", "must be in (0, 1]");
+  for (const f of [
+    "monitorTickMs",
+    "heartbeatIntervalMs",
+    "blockReportIntervalMs",
+    "reconnectMinMs",
+    "reconnectMaxMs",
+  ] as const)
+    if (!(Number.isFinite(o[f]) && o[f] > 0)) bad(f, "must be positive");
+  if (o.reconnectMaxMs < o.reconnectMinMs) bad("reconnectMaxMs", "must be >= reconnectMinMs");
+  if (!(Number.isInteger(o.maxConcurrentReplications) && o.maxConcurrentReplications > 0))
+    bad("maxConcurrentReplications", "must be a positive integer");
+  if (!(Number.isFinite(o.replicationBandwidth) && o.replicationBandwidth >= 0))
+    bad("replicationBandwidth", "must be >= 0 (0 = unthrottled)");
+  return o;
+}

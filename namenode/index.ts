@@ -1,0 +1,38 @@
+/** The namenode: daemon, options, and the pure namespace, block map, placement and replication modules it is built on. */
+export { NameNode } from "./namenode.js";
+export type { DaemonState, DatanodeState } from "./namenode.js";
+export { resolveNameNodeOptions } from "./options.js";
+export type { NameNodeOptions } from "./options.js";
+export { Namespace } from "./namespace.js";
+export type {
+  CreateFileRequest,
+  FileView,
+  LocatedBlockRecord,
+  NamespaceCounts,
+  NamespaceListener,
+  NamespaceOptions,
+} from "./namespace.js";
+export { NamespaceStore, ROOT_INODE_ID } from "./namespace-store.js";
+export type {
+  BlockRecord,
+  Changeset,
+  Counters,
+  DatanodeRecord,
+  DirRecord,
+  FileRecord,
+  InodeRecord,
+  LoadedNamespace,
+} from "./namespace-store.js";
+export { BlockManager } from "./block-manager.js";
+export type { BlockInfo, ReplicaDeletion, ReplicaInfo } from "./block-manager.js";
+export { StockPlacementPolicy } from "./placement.js";
+export type { DatanodeView, PlacementPolicy, PlacementRequest } from "./placement.js";
+export { classifyBlock, ReplicationMonitor } from "./replication-monitor.js";
+export type {
+  BlockHealth,
+  BlockView,
+  DeletionTask,
+  ReplicationMonitorOptions,
+  ReplicationTask,
+  ReplicationWork,
+} from "./replication-monitor.js";

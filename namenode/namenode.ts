@@ -1,0 +1,679 @@
+/**
+ * The namenode daemon: serves the client protocol (namespace, block allocation, fsck) and one stream per datanode
+ * (registration, block reports, heartbeats answered with commands). Namespace changes are durable in LevelDB before
+ * the reply; block locations live only in memory and are rebuilt from block reports after a restart, during which
+ * the namenode stays in safe mode (reads answered, mutations refused) until enough blocks are reported. Safe mode and
+ * the replication monitor count committed blocks only: the last block of an open file has no final length yet.
+ */
+import type * as grpc from "@grpc/grpc-js";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { systemClock } from "../common/clock.js";
+import type { Clock } from "../common/clock.js";
+import { errorMessage, HarvestError, toServiceError } from "../common/errors.js";
+import { bindServer, createServer, loadHarvestProto, shutdownServer, unary } from "../common/grpc.js";
+import { Logger } from "../common/log.js";
+import { SeededRng } from "../common/rng.js";
+import { BlockManager } from "./block-manager.js";
+import type { ReplicaDeletion } from "./block-manager.js";
+import { Namespace } from "./namespace.js";
+import type { NamespaceListener } from "./namespace.js";
+import { NamespaceStore } from "./namespace-store.js";
+import type { BlockRecord, DatanodeRecord } from "./namespace-store.js";
+import { resolveNameNodeOptions } from "./options.js";
+import type { NameNodeOptions } from "./options.js";
+import { StockPlacementPolicy } from "./placement.js";
+import type { DatanodeView, PlacementPolicy } from "./placement.js";
+import { classifyBlock, ReplicationMonitor } from "./replication-monitor.js";
+import type { AbandonBlockRequestOutput } from "../proto/generated/harvest/v1/AbandonBlockRequest.js";
+import type { AddBlockRequestOutput } from "../proto/generated/harvest/v1/AddBlockRequest.js";
+import type { BlockReportOutput } from "../proto/generated/harvest/v1/BlockReport.js";
+import type { BlocksReceivedOutput } from "../proto/generated/harvest/v1/BlocksReceived.js";
+import type { CompleteRequestOutput } from "../proto/generated/harvest/v1/CompleteRequest.js";
+import type { CreateRequestOutput } from "../proto/generated/harvest/v1/CreateRequest.js";
+import type { DatanodeHeartbeatOutput } from "../proto/generated/harvest/v1/DatanodeHeartbeat.js";
+import type { DatanodeInfo } from "../proto/generated/harvest/v1/DatanodeInfo.js";
+import type { DatanodeReport } from "../proto/generated/harvest/v1/DatanodeReport.js";
+import type { DatanodeToNamenodeOutput } from "../proto/generated/harvest/v1/DatanodeToNamenode.js";
+import type { FsckBlock } from "../proto/generated/harvest/v1/FsckBlock.js";
+import type { FsckReport } from "../proto/generated/harvest/v1/FsckReport.js";
+import type { GetBlockLocationsRequestOutput } from "../proto/generated/harvest/v1/GetBlockLocationsRequest.js";
+import type { LocatedBlock } from "../proto/generated/harvest/v1/LocatedBlock.js";
+import type { LocatedBlocks } from "../proto/generated/harvest/v1/LocatedBlocks.js";
+import type { NamenodeToDatanode } from "../proto/generated/harvest/v1/NamenodeToDatanode.js";
+import type { RegisterDatanodeOutput } from "../proto/generated/harvest/v1/RegisterDatanode.js";
+import type { ReplicateCommand } from "../proto/generated/harvest/v1/ReplicateCommand.js";
+import type { ReportBadBlocksRequestOutput } from "../proto/generated/harvest/v1/ReportBadBlocksRequest.js";
+import type { SafeModeStatus } from "../proto/generated/harvest/v1/SafeModeStatus.js";
+
+/** Lifecycle of a daemon. */
+export type DaemonState = "new" | "starting" | "running" | "stopping" | "stopped";
+
+/** A datanode is LIVE while it heartbeats within the expiry, DEAD after. */
+export type DatanodeState = "LIVE" | "DEAD";
+
+type DatanodeStream = grpc.ServerDuplexStream<DatanodeToNamenodeOutput, NamenodeToDatanode>;
+
+interface DatanodeEntry {
+  datanodeId: string;
+  address: string;
+  rack: string;
+  storageId: string;
+  capacityBytes: number;
+  usedBytes: number;
+  remainingBytes: number;
+  primaryBusy: boolean;
+  activeTransfers: number;
+  lastHeartbeatMs: number;
+  state: DatanodeState;
+  stream: DatanodeStream | undefined;
+  /** Commands for the next heartbeat answer. */
+  replicate: ReplicateCommand[];
+  deletes: BlockRecord[];
+  reimages: number;
+  /**
+   * One wipe sends two signals: a registration with a new storage id and a ReimageReport, in either order. Counted
+   * once: a ReimageReport on a session whose registration brought a new storage id is not counted again, and a new
+   * storage id is not counted when a ReimageReport already counted the wipe of the old one (`reportedWipeOf`).
+   */
+  sessionWipeCounted: boolean;
+  reportedWipeOf: string;
+}
+
+const DATANODE_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/** The namenode daemon. */
+export class NameNode {
+  readonly options: NameNodeOptions;
+  private stateValue: DaemonState = "new";
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly server = createServer();
+  private readonly store: NamespaceStore;
+  private readonly namespace: Namespace;
+  private readonly blocks = new BlockManager();
+  private readonly placement: PlacementPolicy;
+  private readonly monitor: ReplicationMonitor;
+  private readonly rng: SeededRng;
+  private readonly datanodes = new Map<string, DatanodeEntry>();
+  /** Persisted storage ids and reimage counts, also of datanodes not registered since the start. */
+  private readonly datanodeRecords = new Map<string, DatanodeRecord>();
+  private safeModeOn = true;
+  private safeModeReachedMs: number | undefined;
+  private lastMissing = 0;
+  private livenessTimer: NodeJS.Timeout | undefined;
+  private replicationTimer: NodeJS.Timeout | undefined;
+  private recovering = false;
+  private boundPort = 0;
+
+  constructor(options: Partial<NameNodeOptions> & { dataDir: string }, deps: { clock?: Clock; logger?: Logger } = {}) {
+    this.options = resolveNameNodeOptions(options);
+    this.clock = deps.clock ?? systemClock;
+    this.log = deps.logger ?? new Logger("nn");
+    this.rng = new SeededRng(this.options.seed);
+    this.placement = new StockPlacementPolicy();
+    this.monitor = new ReplicationMonitor(this.placement, this.rng, {
+      maxReplicationStreams: this.options.maxReplicationStreams,
+      pendingTimeoutMs: this.options.replicationTimeoutMs,
+    });
+    this.store = new NamespaceStore(join(this.options.dataDir, "namespace"));
+    const listener: NamespaceListener = {
+      blockAllocated: (block, inodeId, replication) => this.blocks.addBlock(block, inodeId, replication, false),
+      blockCommitted: (block) => this.blocks.commitBlock(block),
+      blocksRemoved: (removed) => this.queueDeletions(this.blocks.removeBlocks(removed)),
+    };
+    this.namespace = new Namespace(
+      this.store,
+      {
+        defaultReplication: this.options.defaultReplication,
+        defaultBlockSizeBytes: this.options.defaultBlockSizeBytes,
+        maxReplication: this.options.maxReplication,
+      },
+      { clock: this.clock, listener },
+    );
+  }
+
+  /** Current lifecycle state. */
+  get state(): DaemonState {
+    return this.stateValue;
+  }
+
+  /** host:port the daemon serves on (valid once started). */
+  get address(): string {
+    return `${this.options.host}:${this.boundPort}`;
+  }
+
+  /** True while mutations are refused (after a start, until enough blocks are reported). */
+  get inSafeMode(): boolean {
+    return this.safeModeOn;
+  }
+
+  /** Opens the store, loads the namespace, rebuilds the block map, binds the server; resolves once serving. */
+  async start(): Promise<void> {
+    if (this.stateValue !== "new") throw new Error(`namenode cannot start from state ${this.stateValue}`);
+    this.stateValue = "starting";
+    await mkdir(this.options.dataDir, { recursive: true });
+    await this.store.open();
+    await this.namespace.load();
+    for (const { block, inodeId, replication, committed } of this.namespace.allBlocks())
+      this.blocks.addBlock(block, inodeId, replication, committed);
+    for (const record of await this.store.loadDatanodes()) this.datanodeRecords.set(record.datanodeId, record);
+    this.checkSafeMode();
+    const proto = loadHarvestProto();
+    this.server.addService(proto.DatanodeProtocol.service, {
+      DatanodeChannel: (s: DatanodeStream) => this.onDatanodeStream(s),
+    });
+    this.server.addService(proto.ClientNamenode.service, {
+      Mkdirs: unary((req: { path: string; owner: string }) => {
+        this.checkWritable();
+        return this.namespace.mkdirs(req.path, req.owner);
+      }),
+      Create: unary((req: CreateRequestOutput) => {
+        this.checkWritable();
+        return this.namespace.create({ ...req, blockSizeBytes: req.blockSize });
+      }),
+      AddBlock: unary((req: AddBlockRequestOutput) => this.addBlock(req)),
+      AbandonBlock: unary(async (req: AbandonBlockRequestOutput) => {
+        this.checkWritable();
+        await this.namespace.abandonBlock(req.path, req.clientName, req.block);
+        return {};
+      }),
+      Complete: unary((req: CompleteRequestOutput) => {
+        this.checkWritable();
+        return this.namespace.complete(req.path, req.clientName, req.last);
+      }),
+      GetBlockLocations: unary((req: GetBlockLocationsRequestOutput) => this.blockLocations(req)),
+      List: unary((req: { path: string }) => ({ entries: this.namespace.list(req.path) })),
+      Stat: unary((req: { path: string }) => this.namespace.stat(req.path)),
+      Delete: unary(async (req: { path: string; recursive: boolean }) => {
+        this.checkWritable();
+        return { deleted: await this.namespace.delete(req.path, req.recursive) };
+      }),
+      Rename: unary((req: { src: string; dst: string }) => {
+        this.checkWritable();
+        return this.namespace.rename(req.src, req.dst);
+      }),
+      ReportBadBlocks: unary((req: ReportBadBlocksRequestOutput) => this.reportBadBlocks(req)),
+      Fsck: unary((req: { path: string }) => this.fsck(req.path || "/")),
+      GetDatanodes: unary(() => ({
+        datanodes: [...this.datanodes.values()]
+          .sort((a, b) => (a.datanodeId < b.datanodeId ? -1 : 1))
+          .map((d) => this.datanodeReport(d)),
+      })),
+      GetSafeMode: unary(() => this.safeModeStatus()),
+    });
+    this.boundPort = await bindServer(this.server, this.options.host, this.options.port);
+    this.livenessTimer = setInterval(() => this.checkLiveness(), this.options.monitorIntervalMs);
+    this.replicationTimer = setInterval(() => this.replicationTick(), this.options.replicationIntervalMs);
+    this.stateValue = "running";
+    const counts = this.namespace.counts();
+    this.log.info("namenode serving", {
+      address: this.address,
+      placement: this.placement.name,
+      ...counts,
+      safeMode: this.safeModeOn,
+    });
+  }
+
+  /** Stops serving and closes the store; idempotent. */
+  async stop(): Promise<void> {
+    if (this.stateValue === "stopped" || this.stateValue === "stopping") return;
+    const wasRunning = this.stateValue !== "new";
+    this.stateValue = "stopping";
+    if (this.livenessTimer) clearInterval(this.livenessTimer);
+    if (this.replicationTimer) clearInterval(this.replicationTimer);
+    for (const d of this.datanodes.values()) d.stream?.end();
+    await shutdownServer(this.server, 1_000);
+    if (wasRunning) {
+      await this.namespace.drain();
+      await this.store.close().catch(() => undefined);
+    }
+    this.stateValue = "stopped";
+  }
+
+  // ---------------------------------------------------------------------------------------------- client protocol
+
+  private checkWritable(): void {
+    if (!this.safeModeOn) return;
+    const { total, reported } = this.blocks.reportedCounts();
+    throw new HarvestError(
+      "NAMENODE_SAFE_MODE",
+      `the namenode is in safe mode: ${reported} of ${total} blocks reported, ` +
+        `${Math.ceil(total * this.options.safeModeThreshold)} needed (threshold ${this.options.safeModeThreshold}); ` +
+        "retry once the datanodes have reported",
+      { details: { blocksReported: String(reported), blocksTotal: String(total) } },
+    );
+  }
+
+  private async addBlock(req: AddBlockRequestOutput): Promise<LocatedBlock> {
+    this.checkWritable();
+    const excluded = new Set(req.excludedDatanodes);
+    const { block, offset, targets } = await this.namespace.addBlock(
+      { path: req.path, clientName: req.clientName, previous: req.previous },
+      (file) => {
+        const live = this.liveViews();
+        const chosen = this.placement.chooseTargets({
+          replication: file.inode.replication,
+          writerDatanodeId: file.inode.writerDatanodeId || undefined,
+          excluded,
+          datanodes: live,
+          blockSizeBytes: file.inode.blockSizeBytes,
+          rng: this.rng,
+        });
+        if (chosen.length === 0)
+          throw new HarvestError(
+            "NAMENODE_NOT_ENOUGH_DATANODES",
+            `no datanode can take a block of ${file.path}: ${live.length} live, ${excluded.size} excluded by the ` +
+              "client, the rest busy or without room",
+            { details: { live: String(live.length) } },
+          );
+        return chosen;
+      },
+    );
+    return { block, offset, locations: targets.map((t) => this.info(t.datanodeId)) };
+  }
+
+  private blockLocations(req: GetBlockLocationsRequestOutput): LocatedBlocks {
+    if (!(req.offset >= 0) || !(req.length >= 0))
+      throw new HarvestError("INVALID_ARGUMENT", "offset and length must be >= 0", { details: { field: "offset" } });
+    const file = this.namespace.file(req.path);
+    const end = req.length > 0 ? req.offset + req.length : Infinity;
+    const blocks: LocatedBlock[] = [];
+    for (const b of file.blocks) {
+      const overlaps =
+        b.offset < end && (b.offset + b.block.numBytes > req.offset || (!b.committed && b.offset >= req.offset));
+      if (!overlaps) continue;
+      blocks.push({ block: b.block, offset: b.offset, locations: this.readOrder(b.block.blockId) });
+    }
+    return { fileLength: file.length, blocks, complete: file.inode.complete };
+  }
+
+  /** Good replicas on live datanodes, those whose primary is not busy first (a busy one refuses reads). */
+  private readOrder(blockId: number): DatanodeInfo[] {
+    const idle: DatanodeEntry[] = [];
+    const busy: DatanodeEntry[] = [];
+    for (const r of this.blocks.liveReplicas(blockId)) {
+      const d = this.datanodes.get(r.datanodeId);
+      if (d?.state === "LIVE") (d.primaryBusy ? busy : idle).push(d);
+    }
+    return [...this.shuffle(idle), ...this.shuffle(busy)].map((d) => this.info(d.datanodeId));
+  }
+
+  private reportBadBlocks(req: ReportBadBlocksRequestOutput): Record<string, never> {
+    for (const bad of req.blocks) {
+      if (!bad.block)
+        throw new HarvestError("INVALID_ARGUMENT", "a bad block needs its block", { details: { field: "block" } });
+      if (this.blocks.markCorrupt(bad.datanodeId, bad.block.blockId, bad.reason))
+        this.log.warn("replica reported corrupt", {
+          blockId: bad.block.blockId,
+          datanodeId: bad.datanodeId,
+          reason: bad.reason,
+        });
+    }
+    return {};
+  }
+
+  /**
+   * Walks a subtree. `missing`: committed blocks without a good replica on a live datanode (they make it unhealthy);
+   * `underReplicated`: some but fewer than expected; `corrupt`: blocks with a corrupt replica, listing its holders.
+   */
+  private fsck(path: string): FsckReport {
+    const { files, directories } = this.namespace.walk(path);
+    const liveIds = new Set(this.liveViews().map((d) => d.datanodeId));
+    const under: FsckBlock[] = [];
+    const missing: FsckBlock[] = [];
+    const corrupt: FsckBlock[] = [];
+    let blocks = 0;
+    let totalBytes = 0;
+    for (const f of files) {
+      totalBytes += f.length;
+      for (const lb of f.blocks) {
+        blocks += 1;
+        const info = this.blocks.get(lb.block.blockId);
+        // A block being written has no final length and no settled replicas yet: fsck leaves open blocks alone.
+        if (!info || !lb.committed) continue;
+        const c = classifyBlock(info, liveIds);
+        const holders = (wantCorrupt: boolean): string[] =>
+          [...info.replicas.values()]
+            .filter((r) => liveIds.has(r.datanodeId) && r.corrupt === wantCorrupt)
+            .map((r) => r.datanodeId)
+            .sort();
+        const entry = (datanodes: string[]): FsckBlock => ({
+          path: f.path,
+          block: lb.block,
+          liveReplicas: c.live,
+          expectedReplicas: info.expectedReplication,
+          datanodes,
+        });
+        if (c.health === "missing") missing.push(entry(holders(false)));
+        else if (c.health === "under-replicated") under.push(entry(holders(false)));
+        if (c.corrupt > 0) corrupt.push(entry(holders(true)));
+      }
+    }
+    let live = 0;
+    for (const d of this.datanodes.values()) if (d.state === "LIVE") live += 1;
+    return {
+      files: files.length,
+      directories,
+      blocks,
+      totalBytes,
+      underReplicated: under,
+      missing,
+      corrupt,
+      liveDatanodes: live,
+      deadDatanodes: this.datanodes.size - live,
+      healthy: missing.length === 0,
+      safeMode: this.safeModeOn,
+    };
+  }
+
+  private safeModeStatus(): SafeModeStatus {
+    const { total, reported } = this.blocks.reportedCounts();
+    return {
+      on: this.safeModeOn,
+      blocksTotal: total,
+      blocksReported: reported,
+      threshold: this.options.safeModeThreshold,
+      reason: this.safeModeOn ? `${reported} of ${total} blocks reported` : "",
+    };
+  }
+
+  // ---------------------------------------------------------------------------------------------- datanodes
+
+  private onDatanodeStream(stream: DatanodeStream): void {
+    let datanodeId: string | undefined;
+    // Messages of one stream are handled in order (a registration writes the store before it is answered).
+    let chain: Promise<void> = Promise.resolve();
+    stream.on("data", (msg: DatanodeToNamenodeOutput) => {
+      chain = chain.then(async () => {
+        if (stream.destroyed || this.stateValue !== "running") return;
+        try {
+          if (msg.register) {
+            datanodeId = await this.registerDatanode(msg.register, stream);
+            return;
+          }
+          const entry = datanodeId ? this.datanodes.get(datanodeId) : undefined;
+          if (!entry || entry.stream !== stream || entry.state !== "LIVE")
+            throw new HarvestError("NODE_NOT_REGISTERED", "send RegisterDatanode first on a datanode stream");
+          if (msg.heartbeat) this.onHeartbeat(entry, msg.heartbeat);
+          else if (msg.blockReport) this.onBlockReport(entry, msg.blockReport);
+          else if (msg.received) this.onBlocksReceived(entry, msg.received);
+          else if (msg.reimage) this.onReimageReport(entry);
+          else throw new HarvestError("INVALID_ARGUMENT", "datanode message carries nothing");
+        } catch (err) {
+          this.log.warn("bad datanode message; closing the stream", { datanodeId, error: errorMessage(err) });
+          stream.emit("error", toServiceError(err));
+        }
+      });
+    });
+    const detach = (): void => {
+      const entry = datanodeId ? this.datanodes.get(datanodeId) : undefined;
+      if (entry && entry.stream === stream) entry.stream = undefined;
+    };
+    stream.on("end", () => {
+      detach();
+      stream.end();
+    });
+    stream.on("error", detach);
+    stream.on("cancelled", detach);
+  }
+
+  private async registerDatanode(reg: RegisterDatanodeOutput, stream: DatanodeStream): Promise<string> {
+    const id = reg.datanodeId;
+    if (!DATANODE_ID.test(id))
+      throw new HarvestError("INVALID_ARGUMENT", `bad datanode id ${JSON.stringify(id)}`, {
+        details: { field: "datanodeId" },
+      });
+    if (!reg.address)
+      throw new HarvestError("INVALID_ARGUMENT", "datanode registration needs its address", {
+        details: { field: "address" },
+      });
+    const now = this.clock.nowMs();
+    const existing = this.datanodes.get(id);
+    if (existing?.stream && existing.stream !== stream) existing.stream.end();
+    const record = this.datanodeRecords.get(id);
+    const entry: DatanodeEntry = existing ?? {
+      datanodeId: id,
+      address: reg.address,
+      rack: "",
+      storageId: record?.storageId ?? reg.storageId,
+      capacityBytes: 0,
+      usedBytes: 0,
+      remainingBytes: 0,
+      primaryBusy: false,
+      activeTransfers: 0,
+      lastHeartbeatMs: now,
+      state: "LIVE",
+      stream,
+      replicate: [],
+      deletes: [],
+      reimages: record?.reimages ?? 0,
+      sessionWipeCounted: false,
+      reportedWipeOf: "",
+    };
+    const wiped = entry.storageId !== "" && reg.storageId !== entry.storageId;
+    Object.assign(entry, {
+      address: reg.address,
+      rack: reg.rack || "/default-rack",
+      capacityBytes: reg.capacityBytes,
+      usedBytes: reg.usedBytes,
+      remainingBytes: Math.max(0, reg.capacityBytes - reg.usedBytes),
+      lastHeartbeatMs: now,
+      state: "LIVE",
+      stream,
+    });
+    // Copies queued for an earlier life of the datanode may no longer apply (the monitor reschedules them once they
+    // time out); queued deletions still do.
+    entry.replicate = [];
+    this.datanodes.set(id, entry);
+    if (wiped) this.onWipe(entry, `new storage id ${reg.storageId}`, entry.reportedWipeOf !== entry.storageId);
+    entry.sessionWipeCounted = wiped;
+    entry.reportedWipeOf = "";
+    entry.storageId = reg.storageId;
+    if (record?.storageId !== entry.storageId || record.reimages !== entry.reimages) await this.persistDatanode(entry);
+    stream.write({ registered: { datanodeId: id, heartbeatIntervalMs: this.options.heartbeatIntervalMs } });
+    this.log.info(existing ? "datanode re-registered" : "datanode registered", {
+      datanodeId: id,
+      address: reg.address,
+      rack: entry.rack,
+      capacityBytes: reg.capacityBytes,
+    });
+    return id;
+  }
+
+  private onHeartbeat(entry: DatanodeEntry, hb: DatanodeHeartbeatOutput): void {
+    entry.lastHeartbeatMs = this.clock.nowMs();
+    entry.capacityBytes = hb.capacityBytes;
+    entry.usedBytes = hb.usedBytes;
+    entry.remainingBytes = hb.remainingBytes;
+    entry.primaryBusy = hb.primaryBusy;
+    entry.activeTransfers = hb.activeTransfers;
+    const replicate = entry.replicate;
+    entry.replicate = [];
+    const deletes = entry.deletes.splice(0, this.options.maxDeletesPerHeartbeat);
+    entry.stream?.write({ commands: { seq: hb.seq, replicate, delete: deletes, reregister: false } });
+  }
+
+  private onBlockReport(entry: DatanodeEntry, report: BlockReportOutput): void {
+    const unknown = this.blocks.fullReport(entry.datanodeId, report.blocks);
+    entry.deletes.push(...unknown);
+    this.log.info("block report", {
+      datanodeId: entry.datanodeId,
+      blocks: report.blocks.length,
+      unknown: unknown.length,
+    });
+    this.checkSafeMode();
+  }
+
+  private onBlocksReceived(entry: DatanodeEntry, msg: BlocksReceivedOutput): void {
+    for (const b of msg.received) {
+      const unknown = this.blocks.received(entry.datanodeId, b);
+      if (unknown) entry.deletes.push(unknown);
+    }
+    for (const b of msg.deleted) this.blocks.removeReplica(entry.datanodeId, b.blockId);
+    if (this.safeModeOn) this.checkSafeMode();
+  }
+
+  private onReimageReport(entry: DatanodeEntry): void {
+    const count = !entry.sessionWipeCounted;
+    if (count) entry.reportedWipeOf = entry.storageId;
+    entry.sessionWipeCounted = true;
+    this.onWipe(entry, "reimage report", count);
+    if (count)
+      this.persistDatanode(entry).catch((err: unknown) =>
+        this.log.error("could not persist a datanode's reimage count", { error: errorMessage(err) }),
+      );
+  }
+
+  /** The datanode's disk was wiped: every replica on it is gone. */
+  private onWipe(entry: DatanodeEntry, why: string, count: boolean): void {
+    const lost = this.blocks.removeDatanode(entry.datanodeId);
+    if (count) entry.reimages += 1;
+    this.log.warn("datanode storage wiped", {
+      datanodeId: entry.datanodeId,
+      why,
+      replicasLost: lost,
+      reimages: entry.reimages,
+    });
+  }
+
+  private async persistDatanode(entry: DatanodeEntry): Promise<void> {
+    const record: DatanodeRecord = {
+      datanodeId: entry.datanodeId,
+      storageId: entry.storageId,
+      reimages: entry.reimages,
+    };
+    await this.store.putDatanode(record);
+    this.datanodeRecords.set(entry.datanodeId, record);
+  }
+
+  private checkLiveness(): void {
+    const now = this.clock.nowMs();
+    for (const d of this.datanodes.values()) {
+      if (d.state !== "LIVE" || now - d.lastHeartbeatMs <= this.options.datanodeExpiryMs) continue;
+      d.state = "DEAD";
+      d.stream?.end();
+      d.stream = undefined;
+      d.replicate = [];
+      d.deletes = [];
+      const lost = this.blocks.removeDatanode(d.datanodeId);
+      this.log.warn("datanode dead: no heartbeat within the expiry", {
+        datanodeId: d.datanodeId,
+        expiryMs: this.options.datanodeExpiryMs,
+        replicasLost: lost,
+      });
+    }
+    this.checkSafeMode();
+    if (!this.safeModeOn) this.recoverLeases();
+  }
+
+  private checkSafeMode(): void {
+    if (!this.safeModeOn) return;
+    const { total, reported } = this.blocks.reportedCounts();
+    if (total > 0 && reported / total < this.options.safeModeThreshold) {
+      this.safeModeReachedMs = undefined;
+      return;
+    }
+    const now = this.clock.nowMs();
+    this.safeModeReachedMs ??= now;
+    if (now - this.safeModeReachedMs < this.options.safeModeExtensionMs) return;
+    this.safeModeOn = false;
+    this.log.info("leaving safe mode", { blocksTotal: total, blocksReported: reported });
+  }
+
+  private recoverLeases(): void {
+    if (this.recovering) return;
+    const expired = this.namespace.expiredLeases(this.options.leaseTimeoutMs);
+    if (expired.length === 0) return;
+    this.recovering = true;
+    const work = async (): Promise<void> => {
+      for (const path of expired) {
+        if (await this.namespace.recoverLease(path, this.options.leaseTimeoutMs))
+          this.log.warn("lease expired: file closed without its last uncommitted block", { path });
+      }
+    };
+    work()
+      .catch((err: unknown) => this.log.error("lease recovery failed", { error: errorMessage(err) }))
+      .finally(() => {
+        this.recovering = false;
+      });
+  }
+
+  private replicationTick(): void {
+    if (this.safeModeOn || this.stateValue !== "running") return;
+    const work = this.monitor.tick(this.blocks.all(), this.liveViews(), this.clock.nowMs());
+    for (const task of work.replicate) {
+      const source = this.datanodes.get(task.sourceId);
+      source?.replicate.push({ block: task.block, targets: task.targets.map((t) => this.info(t.datanodeId)) });
+    }
+    for (const del of work.delete) {
+      this.blocks.invalidate(del.datanodeId, del.block.blockId);
+      this.datanodes.get(del.datanodeId)?.deletes.push(del.block);
+    }
+    if (work.replicate.length > 0 || work.delete.length > 0 || work.timedOut > 0)
+      this.log.info("replication work scheduled", {
+        copies: work.replicate.length,
+        deletions: work.delete.length,
+        timedOut: work.timedOut,
+        underReplicated: work.underReplicated,
+      });
+    if (work.missing.length !== this.lastMissing) {
+      this.lastMissing = work.missing.length;
+      if (work.missing.length > 0)
+        this.log.error("blocks missing: no good replica on a live datanode", {
+          missing: work.missing.length,
+          first: work.missing.slice(0, 5).map((b) => b.blockId),
+        });
+    }
+  }
+
+  private queueDeletions(deletions: readonly ReplicaDeletion[]): void {
+    for (const d of deletions) {
+      const entry = this.datanodes.get(d.datanodeId);
+      if (entry?.state === "LIVE") entry.deletes.push(d.block);
+    }
+  }
+
+  private liveViews(): DatanodeView[] {
+    const out: DatanodeView[] = [];
+    for (const d of this.datanodes.values()) {
+      if (d.state !== "LIVE") continue;
+      out.push({
+        datanodeId: d.datanodeId,
+        rack: d.rack,
+        remainingBytes: d.remainingBytes,
+        primaryBusy: d.primaryBusy,
+      });
+    }
+    return out;
+  }
+
+  private info(datanodeId: string): DatanodeInfo {
+    const d = this.datanodes.get(datanodeId);
+    return { datanodeId, address: d?.address ?? "", rack: d?.rack ?? "" };
+  }
+
+  private datanodeReport(d: DatanodeEntry): DatanodeReport {
+    return {
+      datanodeId: d.datanodeId,
+      address: d.address,
+      rack: d.rack,
+      state: d.state,
+      capacityBytes: d.capacityBytes,
+      usedBytes: d.usedBytes,
+      remainingBytes: d.remainingBytes,
+      blocks: this.blocks.replicaCount(d.datanodeId),
+      lastHeartbeatMs: d.lastHeartbeatMs,
+      primaryBusy: d.primaryBusy,
+      reimages: d.reimages,
+    };
+  }
+
+  private shuffle<T>(items: T[]): T[] {
+    for (let i = items.length - 1; i > 0; i--) {
+      const j = this.rng.int(i + 1);
+      [items[i], items[j]] = [items[j] as T, items[i] as T];
+    }
+    return items;
+  }
+}

@@ -1,0 +1,178 @@
+/**
+ * The namenode's durable state in LevelDB. Every mutation is one atomic batch written with fsync before the RPC that
+ * caused it is answered; on start the whole namespace is read back into memory.
+ *
+ * Layout (values are JSON):
+ *   meta!nextInodeId        next inode id to hand out (the root is inode 1)
+ *   meta!nextBlockId        next block id to hand out
+ *   meta!nextGenStamp       next generation stamp to hand out
+ *   inode!<id>              InodeRecord (a directory or a file with its blocks and lease)
+ *   child!<parentId>!<name> the child's inode id (the tree's edges: a rename rewrites one edge and one inode)
+ *   datanode!<id>           DatanodeRecord (storage id and reimage count, kept across restarts)
+ */
+import { Level } from "level";
+
+// fsync before resolving (classic-level's WriteOptions.sync; the `level` facade's types leave it out).
+const DURABLE = { sync: true } as never;
+
+/** Inode id of "/". */
+export const ROOT_INODE_ID = 1;
+
+/** A block of a file: its id, generation and committed length (0 while it is being written). */
+export interface BlockRecord {
+  blockId: number;
+  genStamp: number;
+  numBytes: number;
+}
+
+/** Fields every inode has. */
+interface InodeBase {
+  id: number;
+  parentId: number;
+  name: string;
+  owner: string;
+  mtimeMs: number;
+  ctimeMs: number;
+}
+
+/** A directory as persisted (its children are the `child!` edges). */
+export interface DirRecord extends InodeBase {
+  kind: "dir";
+}
+
+/** A file as persisted. */
+export interface FileRecord extends InodeBase {
+  kind: "file";
+  replication: number;
+  blockSizeBytes: number;
+  /** In file order. */
+  blocks: BlockRecord[];
+  /**
+   * How many leading blocks have their final length: all of them, or all but the last while it is being written.
+   * After an abandoned block the last block is a committed one again.
+   */
+  committedBlocks: number;
+  complete: boolean;
+  /** The writer's client name while the file is open; "" once complete. */
+  leaseHolder: string;
+  /** The datanode the writer runs on ("" if none): the first replica of each new block goes there. */
+  writerDatanodeId: string;
+}
+
+/** A directory or a file. */
+export type InodeRecord = DirRecord | FileRecord;
+
+/** What the namenode remembers of a datanode across restarts. */
+export interface DatanodeRecord {
+  datanodeId: string;
+  storageId: string;
+  reimages: number;
+}
+
+/** The id counters. */
+export interface Counters {
+  nextInodeId: number;
+  nextBlockId: number;
+  nextGenStamp: number;
+}
+
+/** One atomic change to the namespace. */
+export interface Changeset {
+  putInodes: InodeRecord[];
+  delInodes: number[];
+  putEdges: { parentId: number; name: string; childId: number }[];
+  delEdges: { parentId: number; name: string }[];
+  counters?: Partial<Counters>;
+}
+
+/** Everything read back at start. */
+export interface LoadedNamespace {
+  counters: Counters;
+  inodes: InodeRecord[];
+  edges: { parentId: number; name: string; childId: number }[];
+}
+
+type BatchOp = { type: "put"; key: string; value: unknown } | { type: "del"; key: string };
+
+const inodeKey = (id: number): string => `inode!${id}`;
+const edgeKey = (parentId: number, name: string): string => `child!${parentId}!${name}`;
+
+/** LevelDB-backed store; every write resolves only once it is in the log (fsync). */
+export class NamespaceStore {
+  private readonly db: Level<string, unknown>;
+
+  constructor(readonly path: string) {
+    this.db = new Level<string, unknown>(path, { valueEncoding: "json" });
+  }
+
+  async open(): Promise<void> {
+    await this.db.open();
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+
+  /** Reads the whole namespace; creates the root directory and counters on first use. */
+  async load(nowMs: number): Promise<LoadedNamespace> {
+    const get = async (key: string): Promise<number | undefined> => (await this.db.get(key)) as number | undefined;
+    let counters: Counters;
+    const nextInodeId = await get("meta!nextInodeId");
+    if (nextInodeId === undefined) {
+      counters = { nextInodeId: ROOT_INODE_ID + 1, nextBlockId: 1, nextGenStamp: 1_000 };
+      const root: DirRecord = {
+        kind: "dir",
+        id: ROOT_INODE_ID,
+        parentId: 0,
+        name: "",
+        owner: "harvest",
+        mtimeMs: nowMs,
+        ctimeMs: nowMs,
+      };
+      await this.commit({ putInodes: [root], delInodes: [], putEdges: [], delEdges: [], counters });
+    } else {
+      counters = {
+        nextInodeId,
+        nextBlockId: (await get("meta!nextBlockId")) ?? 1,
+        nextGenStamp: (await get("meta!nextGenStamp")) ?? 1_000,
+      };
+    }
+    const inodes: InodeRecord[] = [];
+    for await (const value of this.db.values({ gt: "inode!", lt: "inode!\xff" })) inodes.push(value as InodeRecord);
+    const edges: LoadedNamespace["edges"] = [];
+    for await (const [key, value] of this.db.iterator({ gt: "child!", lt: "child!\xff" })) {
+      // child!<parentId>!<name>: the parent id is digits, so the first "!" after it ends it; names may hold "!".
+      const rest = key.slice("child!".length);
+      const sep = rest.indexOf("!");
+      edges.push({ parentId: Number(rest.slice(0, sep)), name: rest.slice(sep + 1), childId: value as number });
+    }
+    return { counters, inodes, edges };
+  }
+
+  /** Every datanode record. */
+  async loadDatanodes(): Promise<DatanodeRecord[]> {
+    const out: DatanodeRecord[] = [];
+    for await (const value of this.db.values({ gt: "datanode!", lt: "datanode!\xff" }))
+      out.push(value as DatanodeRecord);
+    return out;
+  }
+
+  /** Writes one changeset as a single atomic, synced batch. */
+  async commit(change: Changeset): Promise<void> {
+    const ops: BatchOp[] = [];
+    for (const id of change.delInodes) ops.push({ type: "del", key: inodeKey(id) });
+    for (const e of change.delEdges) ops.push({ type: "del", key: edgeKey(e.parentId, e.name) });
+    for (const inode of change.putInodes) ops.push({ type: "put", key: inodeKey(inode.id), value: inode });
+    for (const e of change.putEdges) ops.push({ type: "put", key: edgeKey(e.parentId, e.name), value: e.childId });
+    const c = change.counters ?? {};
+    if (c.nextInodeId !== undefined) ops.push({ type: "put", key: "meta!nextInodeId", value: c.nextInodeId });
+    if (c.nextBlockId !== undefined) ops.push({ type: "put", key: "meta!nextBlockId", value: c.nextBlockId });
+    if (c.nextGenStamp !== undefined) ops.push({ type: "put", key: "meta!nextGenStamp", value: c.nextGenStamp });
+    if (ops.length > 0) await this.db.batch(ops, DURABLE);
+  }
+
+  /** Persists what is known of a datanode (storage id, reimage count). */
+  async putDatanode(record: DatanodeRecord): Promise<void> {
+    await this.db.put(`datanode!${record.datanodeId}`, record, DURABLE);
+  }
+}

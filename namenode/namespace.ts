@@ -1,0 +1,677 @@
+/**
+ * The file system namespace: directories, files, their blocks and the writers' leases. The whole tree lives in memory;
+ * each mutation is checked against it, written to the store as one synced batch, and only then applied in memory, so
+ * a reader never sees a change that is not durable. Mutations run one at a time (a promise queue).
+ *
+ * Leases (kept simple, and different from HDFS): a writer's lease is renewed by each call it makes on the file
+ * (Create/AddBlock/AbandonBlock/Complete; the protocol has no separate renewal). A file open for longer than the lease
+ * timeout since that writer's last call is recovered: the block being written, if any, is dropped, and the file is
+ * closed with its committed blocks. HDFS
+ * would instead ask the datanodes for the last block's length; here data of a writer that vanished mid-block is lost.
+ * Lease times are not persisted: after a restart every open file gets a full timeout.
+ */
+import { systemClock } from "../common/clock.js";
+import type { Clock } from "../common/clock.js";
+import { baseName, isWithin, normalizeDfsPath, parentPath, pathComponents } from "../common/dfs-path.js";
+import { errorMessage, HarvestError } from "../common/errors.js";
+import { ROOT_INODE_ID } from "./namespace-store.js";
+import type {
+  BlockRecord,
+  Changeset,
+  Counters,
+  DirRecord,
+  FileRecord,
+  InodeRecord,
+  NamespaceStore,
+} from "./namespace-store.js";
+import type { FileStatusOutput } from "../proto/generated/harvest/v1/FileStatus.js";
+
+/** Told about block changes once they are durable (the block manager keeps its map in step). */
+export interface NamespaceListener {
+  /** A new block was allocated to a file (uncommitted, length 0). */
+  blockAllocated(block: BlockRecord, inodeId: number, replication: number): void;
+  /** A block's length became final. */
+  blockCommitted(block: BlockRecord): void;
+  /** Blocks left the namespace (file deleted or overwritten, block abandoned, lease recovered). */
+  blocksRemoved(blocks: readonly BlockRecord[]): void;
+}
+
+/** Namespace settings. */
+export interface NamespaceOptions {
+  /** Replication of files created with 0. @default 3 */
+  defaultReplication: number;
+  /** Block size of files created with 0. @default 64 MiB */
+  defaultBlockSizeBytes: number;
+  /** Largest replication accepted. @default 32 */
+  maxReplication: number;
+}
+
+/** A request to create a file. */
+export interface CreateFileRequest {
+  path: string;
+  owner: string;
+  /** 0 means the default. */
+  replication: number;
+  /** 0 means the default; otherwise a positive multiple of 512 (the checksum chunk). */
+  blockSizeBytes: number;
+  overwrite: boolean;
+  clientName: string;
+  /** The datanode the writer runs on, or "". */
+  writerDatanodeId: string;
+}
+
+/** A block of a file with the offset of its first byte. */
+export interface LocatedBlockRecord {
+  block: BlockRecord;
+  offset: number;
+  /** False only for the block an open file is being written to. */
+  committed: boolean;
+}
+
+/** A file as the block layer and readers see it. */
+export interface FileView {
+  path: string;
+  inode: Readonly<FileRecord>;
+  length: number;
+  blocks: LocatedBlockRecord[];
+}
+
+/** Counts over the whole namespace. */
+export interface NamespaceCounts {
+  files: number;
+  directories: number;
+  blocks: number;
+}
+
+const CHUNK_BYTES = 512;
+const NO_LISTENER: NamespaceListener = { blockAllocated() {}, blockCommitted() {}, blocksRemoved() {} };
+
+/** The in-memory namespace over a durable store. */
+export class Namespace {
+  private readonly options: NamespaceOptions;
+  private readonly clock: Clock;
+  private readonly listener: NamespaceListener;
+  private readonly inodes = new Map<number, InodeRecord>();
+  private readonly children = new Map<number, Map<string, number>>();
+  /** Last call of each open file's writer, by inode id (not persisted). */
+  private readonly leaseRenewedMs = new Map<number, number>();
+  private counters: Counters = { nextInodeId: ROOT_INODE_ID + 1, nextBlockId: 1, nextGenStamp: 1_000 };
+  private tail: Promise<unknown> = Promise.resolve();
+  private loaded = false;
+
+  constructor(
+    private readonly store: NamespaceStore,
+    options: Partial<NamespaceOptions> = {},
+    deps: { clock?: Clock; listener?: NamespaceListener } = {},
+  ) {
+    this.options = { defaultReplication: 3, defaultBlockSizeBytes: 64 * 1024 * 1024, maxReplication: 32, ...options };
+    this.clock = deps.clock ?? systemClock;
+    this.listener = deps.listener ?? NO_LISTENER;
+  }
+
+  /** Reads the whole namespace from the (open) store. Call once before anything else. */
+  async load(): Promise<void> {
+    const loaded = await this.store.load(this.clock.nowMs());
+    this.counters = loaded.counters;
+    for (const inode of loaded.inodes) {
+      this.inodes.set(inode.id, inode);
+      if (inode.kind === "dir") this.children.set(inode.id, new Map());
+    }
+    for (const e of loaded.edges) {
+      const dir = this.children.get(e.parentId);
+      if (!dir || !this.inodes.has(e.childId))
+        throw new HarvestError("INTERNAL", `namespace store is inconsistent: edge ${e.parentId}/${e.name}`);
+      dir.set(e.name, e.childId);
+    }
+    if (this.inodes.get(ROOT_INODE_ID)?.kind !== "dir") throw new HarvestError("INTERNAL", "namespace has no root");
+    const now = this.clock.nowMs();
+    for (const inode of this.inodes.values())
+      if (inode.kind === "file" && !inode.complete) this.leaseRenewedMs.set(inode.id, now);
+    this.loaded = true;
+  }
+
+  // ---------------------------------------------------------------------------------------------- reads
+
+  /** The status of a file or directory; NAMENODE_FILE_NOT_FOUND if there is none. */
+  stat(path: string): FileStatusOutput {
+    const p = normalizeDfsPath(path);
+    return this.status(p, this.mustResolve(p));
+  }
+
+  /** A directory's entries sorted by name, or a file's own status. */
+  list(path: string): FileStatusOutput[] {
+    const p = normalizeDfsPath(path);
+    const inode = this.mustResolve(p);
+    if (inode.kind === "file") return [this.status(p, inode)];
+    const names = [...this.childrenOf(inode.id).keys()].sort();
+    return names.map((name) => {
+      const childPath = p === "/" ? `/${name}` : `${p}/${name}`;
+      return this.status(childPath, this.inodes.get(this.childrenOf(inode.id).get(name) ?? -1) as InodeRecord);
+    });
+  }
+
+  /** A file with its blocks and their offsets; NAMENODE_IS_A_DIRECTORY for a directory. */
+  file(path: string): FileView {
+    const p = normalizeDfsPath(path);
+    const inode = this.mustResolve(p);
+    if (inode.kind !== "file") throw new HarvestError("NAMENODE_IS_A_DIRECTORY", `${p} is a directory`);
+    return this.fileView(p, inode);
+  }
+
+  /** Every file at or below `path` (depth first, by name), with the number of directories walked. */
+  walk(path: string): { files: FileView[]; directories: number } {
+    const p = normalizeDfsPath(path);
+    const start = this.mustResolve(p);
+    const files: FileView[] = [];
+    let directories = 0;
+    const visit = (at: string, inode: InodeRecord): void => {
+      if (inode.kind === "file") {
+        files.push(this.fileView(at, inode));
+        return;
+      }
+      directories += 1;
+      const kids = this.childrenOf(inode.id);
+      for (const name of [...kids.keys()].sort()) {
+        const child = this.inodes.get(kids.get(name) ?? -1);
+        if (child) visit(at === "/" ? `/${name}` : `${at}/${name}`, child);
+      }
+    };
+    visit(p, start);
+    return { files, directories };
+  }
+
+  /** Every block of every file with its owner inode and replication (to rebuild the block map at start). */
+  *allBlocks(): Generator<{ block: BlockRecord; inodeId: number; replication: number; committed: boolean }> {
+    for (const inode of this.inodes.values()) {
+      if (inode.kind !== "file") continue;
+      for (const [i, block] of inode.blocks.entries())
+        yield {
+          block,
+          inodeId: inode.id,
+          replication: inode.replication,
+          committed: inode.complete || i < inode.committedBlocks,
+        };
+    }
+  }
+
+  /** The path of an inode, or undefined if it is gone. */
+  pathOf(inodeId: number): string | undefined {
+    const parts: string[] = [];
+    let inode = this.inodes.get(inodeId);
+    while (inode && inode.id !== ROOT_INODE_ID) {
+      parts.push(inode.name);
+      inode = this.inodes.get(inode.parentId);
+    }
+    return inode ? "/" + parts.reverse().join("/") : undefined;
+  }
+
+  /** Files, directories (with "/") and blocks in the namespace. */
+  counts(): NamespaceCounts {
+    let files = 0;
+    let directories = 0;
+    let blocks = 0;
+    for (const inode of this.inodes.values()) {
+      if (inode.kind === "dir") directories += 1;
+      else {
+        files += 1;
+        blocks += inode.blocks.length;
+      }
+    }
+    return { files, directories, blocks };
+  }
+
+  /** Paths of open files whose writer has been silent for `timeoutMs`. */
+  expiredLeases(timeoutMs: number): string[] {
+    const now = this.clock.nowMs();
+    const out: string[] = [];
+    for (const [id, renewed] of this.leaseRenewedMs) {
+      if (now - renewed < timeoutMs) continue;
+      const path = this.pathOf(id);
+      if (path) out.push(path);
+    }
+    return out;
+  }
+
+  // ---------------------------------------------------------------------------------------------- mutations
+
+  /** Creates a directory and its missing parents; succeeds on an existing directory. */
+  async mkdirs(path: string, owner: string): Promise<FileStatusOutput> {
+    const p = normalizeDfsPath(path);
+    return this.exclusive(async () => {
+      const now = this.clock.nowMs();
+      const change = emptyChange();
+      let dir = this.root();
+      let at = "";
+      let nextId = this.counters.nextInodeId;
+      let creating = false;
+      for (const name of pathComponents(p)) {
+        at += `/${name}`;
+        const existingId = creating ? undefined : this.childrenOf(dir.id).get(name);
+        const existing = existingId === undefined ? undefined : this.inodes.get(existingId);
+        if (existing) {
+          if (existing.kind !== "dir") throw new HarvestError("NAMENODE_NOT_A_DIRECTORY", `${at} is a file`);
+          dir = existing;
+          continue;
+        }
+        if (!creating) change.putInodes.push({ ...dir, mtimeMs: now });
+        creating = true;
+        const created: DirRecord = {
+          kind: "dir",
+          id: nextId++,
+          parentId: dir.id,
+          name,
+          owner: owner || "harvest",
+          mtimeMs: now,
+          ctimeMs: now,
+        };
+        change.putInodes.push(created);
+        change.putEdges.push({ parentId: dir.id, name, childId: created.id });
+        dir = created;
+      }
+      if (creating) {
+        change.counters = { nextInodeId: nextId };
+        await this.commit(change);
+      }
+      return this.status(p, dir);
+    });
+  }
+
+  /** Creates an empty file leased to `clientName`; with overwrite, an existing file is replaced (its blocks go). */
+  async create(req: CreateFileRequest): Promise<FileStatusOutput> {
+    const p = normalizeDfsPath(req.path);
+    if (!req.clientName) throw invalid("clientName", "a writer needs a client name (its lease)");
+    const replication = req.replication || this.options.defaultReplication;
+    if (!Number.isInteger(replication) || replication < 1 || replication > this.options.maxReplication)
+      throw invalid("replication", `must be an integer in 1..${this.options.maxReplication}`);
+    const blockSizeBytes = req.blockSizeBytes || this.options.defaultBlockSizeBytes;
+    if (!Number.isSafeInteger(blockSizeBytes) || blockSizeBytes <= 0 || blockSizeBytes % CHUNK_BYTES !== 0)
+      throw invalid("blockSize", `must be a positive multiple of ${CHUNK_BYTES} bytes`);
+    if (p === "/") throw new HarvestError("NAMENODE_IS_A_DIRECTORY", "/ is a directory");
+    return this.exclusive(async () => {
+      const now = this.clock.nowMs();
+      const parent = this.mustResolveParent(p);
+      const name = baseName(p);
+      const existing = this.inodes.get(this.childrenOf(parent.id).get(name) ?? -1);
+      const change = emptyChange();
+      let removed: BlockRecord[] = [];
+      if (existing) {
+        if (existing.kind === "dir") throw new HarvestError("NAMENODE_IS_A_DIRECTORY", `${p} is a directory`);
+        if (!req.overwrite) throw new HarvestError("NAMENODE_FILE_EXISTS", `${p} exists`);
+        if (!existing.complete && existing.leaseHolder !== req.clientName)
+          throw new HarvestError("NAMENODE_FILE_INCOMPLETE", `${p} is being written by another client`);
+        change.delInodes.push(existing.id);
+        removed = existing.blocks;
+      }
+      const file: FileRecord = {
+        kind: "file",
+        id: this.counters.nextInodeId,
+        parentId: parent.id,
+        name,
+        owner: req.owner || "harvest",
+        mtimeMs: now,
+        ctimeMs: now,
+        replication,
+        blockSizeBytes,
+        blocks: [],
+        committedBlocks: 0,
+        complete: false,
+        leaseHolder: req.clientName,
+        writerDatanodeId: req.writerDatanodeId,
+      };
+      change.putInodes.push({ ...parent, mtimeMs: now }, file);
+      change.putEdges.push({ parentId: parent.id, name, childId: file.id });
+      change.counters = { nextInodeId: file.id + 1 };
+      await this.commit(change);
+      if (existing) this.leaseRenewedMs.delete(existing.id);
+      this.leaseRenewedMs.set(file.id, now);
+      if (removed.length > 0) this.listener.blocksRemoved(removed);
+      return this.status(p, file);
+    });
+  }
+
+  /**
+   * Commits `previous` (which must be the file's last block) with its final length and allocates the next block.
+   * `chooseTargets` runs after every check and before anything is written; if it throws, nothing changes.
+   */
+  async addBlock<T>(
+    req: { path: string; clientName: string; previous?: BlockRecord | null },
+    chooseTargets: (file: FileView) => T,
+  ): Promise<{ block: BlockRecord; offset: number; targets: T }> {
+    const p = normalizeDfsPath(req.path);
+    return this.exclusive(async () => {
+      const file = this.leasedFile(p, req.clientName);
+      const blocks = file.blocks.slice();
+      const committed = this.commitLast(p, file, blocks, req.previous);
+      const committedBlocks = blocks.length;
+      const targets = chooseTargets(this.fileView(p, { ...file, blocks, committedBlocks }));
+      const block: BlockRecord = {
+        blockId: this.counters.nextBlockId,
+        genStamp: this.counters.nextGenStamp,
+        numBytes: 0,
+      };
+      const offset = blocks.reduce((sum, b) => sum + b.numBytes, 0);
+      blocks.push(block);
+      const change = emptyChange();
+      change.putInodes.push({ ...file, blocks, committedBlocks, mtimeMs: this.clock.nowMs() });
+      change.counters = { nextBlockId: block.blockId + 1, nextGenStamp: block.genStamp + 1 };
+      await this.commit(change);
+      this.leaseRenewedMs.set(file.id, this.clock.nowMs());
+      if (committed) this.listener.blockCommitted(committed);
+      this.listener.blockAllocated(block, file.id, file.replication);
+      return { block, offset, targets };
+    });
+  }
+
+  /** Drops the file's last, uncommitted block (its pipeline failed); the writer then asks for another. */
+  async abandonBlock(path: string, clientName: string, block: BlockRecord | null | undefined): Promise<void> {
+    const p = normalizeDfsPath(path);
+    return this.exclusive(async () => {
+      const file = this.leasedFile(p, clientName);
+      const last = file.blocks[file.blocks.length - 1];
+      if (!block || !last || last.blockId !== block.blockId || file.committedBlocks >= file.blocks.length)
+        throw new HarvestError(
+          "NAMENODE_BLOCK_MISMATCH",
+          `block ${block?.blockId ?? "(none)"} is not the block being written to ${p}`,
+        );
+      const change = emptyChange();
+      change.putInodes.push({ ...file, blocks: file.blocks.slice(0, -1), mtimeMs: this.clock.nowMs() });
+      await this.commit(change);
+      this.leaseRenewedMs.set(file.id, this.clock.nowMs());
+      this.listener.blocksRemoved([last]);
+    });
+  }
+
+  /**
+   * Commits the last block and closes the file; its length is final and the lease is released. A repeated call for
+   * a file that is already complete with the same last block succeeds (the first answer may have been lost).
+   */
+  async complete(path: string, clientName: string, last: BlockRecord | null | undefined): Promise<FileStatusOutput> {
+    const p = normalizeDfsPath(path);
+    return this.exclusive(async () => {
+      const current = this.mustResolve(p);
+      if (current.kind === "file" && current.complete) {
+        const tail = current.blocks[current.blocks.length - 1];
+        if (sameBlock(tail, last) && (!tail || tail.numBytes === last?.numBytes)) return this.status(p, current);
+      }
+      const file = this.leasedFile(p, clientName);
+      const blocks = file.blocks.slice();
+      const committed = this.commitLast(p, file, blocks, last);
+      const done: FileRecord = {
+        ...file,
+        blocks,
+        committedBlocks: blocks.length,
+        complete: true,
+        leaseHolder: "",
+        mtimeMs: this.clock.nowMs(),
+      };
+      const change = emptyChange();
+      change.putInodes.push(done);
+      await this.commit(change);
+      this.leaseRenewedMs.delete(file.id);
+      if (committed) this.listener.blockCommitted(committed);
+      return this.status(p, done);
+    });
+  }
+
+  /** Removes a file or directory (a non-empty one only when recursive); false if nothing is there. */
+  async delete(path: string, recursive: boolean): Promise<boolean> {
+    const p = normalizeDfsPath(path);
+    if (p === "/")
+      throw new HarvestError("DFS_BAD_PATH", "the root directory cannot be deleted", { details: { path } });
+    return this.exclusive(async () => {
+      const inode = this.resolve(p);
+      if (!inode) return false;
+      if (inode.kind === "dir" && this.childrenOf(inode.id).size > 0 && !recursive)
+        throw new HarvestError("NAMENODE_DIRECTORY_NOT_EMPTY", `${p} is not empty; delete it recursively`);
+      const parent = this.inodes.get(inode.parentId) as DirRecord;
+      const change = emptyChange();
+      const removed: BlockRecord[] = [];
+      const removedIds: number[] = [];
+      const collect = (node: InodeRecord): void => {
+        change.delInodes.push(node.id);
+        removedIds.push(node.id);
+        if (node.kind === "file") {
+          removed.push(...node.blocks);
+          return;
+        }
+        for (const [name, childId] of this.childrenOf(node.id)) {
+          change.delEdges.push({ parentId: node.id, name });
+          const child = this.inodes.get(childId);
+          if (child) collect(child);
+        }
+      };
+      collect(inode);
+      change.delEdges.push({ parentId: parent.id, name: inode.name });
+      change.putInodes.push({ ...parent, mtimeMs: this.clock.nowMs() });
+      await this.commit(change);
+      for (const id of removedIds) this.leaseRenewedMs.delete(id);
+      if (removed.length > 0) this.listener.blocksRemoved(removed);
+      return true;
+    });
+  }
+
+  /** Moves `src` to `dst`; `dst` must not exist and its parent must be a directory. O(1) entries written. */
+  async rename(src: string, dst: string): Promise<FileStatusOutput> {
+    const s = normalizeDfsPath(src, "src");
+    const d = normalizeDfsPath(dst, "dst");
+    if (s === "/") throw new HarvestError("DFS_BAD_PATH", "the root directory cannot be renamed", { details: { src } });
+    return this.exclusive(async () => {
+      const inode = this.mustResolve(s);
+      if (isWithin(d, s))
+        throw new HarvestError("DFS_BAD_PATH", `cannot move ${s} to ${d}, inside itself`, { details: { dst } });
+      const newParent = this.mustResolveParent(d);
+      const name = baseName(d);
+      if (this.childrenOf(newParent.id).has(name)) throw new HarvestError("NAMENODE_FILE_EXISTS", `${d} exists`);
+      const now = this.clock.nowMs();
+      const oldParent = this.inodes.get(inode.parentId) as DirRecord;
+      const moved: InodeRecord = { ...inode, parentId: newParent.id, name };
+      const change = emptyChange();
+      change.delEdges.push({ parentId: oldParent.id, name: inode.name });
+      change.putEdges.push({ parentId: newParent.id, name, childId: inode.id });
+      change.putInodes.push(moved, { ...oldParent, mtimeMs: now });
+      if (newParent.id !== oldParent.id) change.putInodes.push({ ...newParent, mtimeMs: now });
+      await this.commit(change);
+      return this.status(d, moved);
+    });
+  }
+
+  /**
+   * Closes a file whose writer's lease expired: the last, uncommitted block is dropped and the file is complete with
+   * its committed blocks. False if the file is gone, closed or its lease was renewed meanwhile.
+   */
+  async recoverLease(path: string, timeoutMs: number): Promise<boolean> {
+    const p = normalizeDfsPath(path);
+    return this.exclusive(async () => {
+      const inode = this.resolve(p);
+      if (!inode || inode.kind !== "file" || inode.complete) return false;
+      const renewed = this.leaseRenewedMs.get(inode.id) ?? 0;
+      if (this.clock.nowMs() - renewed < timeoutMs) return false;
+      // Only a block still being written is dropped; committed ones keep their final length.
+      const blocks = inode.blocks.slice(0, inode.committedBlocks);
+      const dropped = inode.blocks.slice(inode.committedBlocks);
+      const done: FileRecord = {
+        ...inode,
+        blocks,
+        committedBlocks: blocks.length,
+        complete: true,
+        leaseHolder: "",
+        mtimeMs: this.clock.nowMs(),
+      };
+      const change = emptyChange();
+      change.putInodes.push(done);
+      await this.commit(change);
+      this.leaseRenewedMs.delete(inode.id);
+      if (dropped.length > 0) this.listener.blocksRemoved(dropped);
+      return true;
+    });
+  }
+
+  /** Resolves once every mutation queued so far has finished (before closing the store). */
+  async drain(): Promise<void> {
+    await this.tail;
+  }
+
+  // ---------------------------------------------------------------------------------------------- internals
+
+  /** Runs mutations one at a time, in call order. */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    if (!this.loaded) return Promise.reject(new HarvestError("INTERNAL", "namespace used before load()"));
+    const run = this.tail.then(fn, fn);
+    this.tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  /** Writes a changeset durably, then applies it in memory. */
+  private async commit(change: Changeset): Promise<void> {
+    try {
+      await this.store.commit(change);
+    } catch (err) {
+      throw new HarvestError("INTERNAL", `namespace write failed: ${errorMessage(err)}`, { cause: err });
+    }
+    for (const id of change.delInodes) {
+      this.inodes.delete(id);
+      this.children.delete(id);
+    }
+    for (const e of change.delEdges) this.children.get(e.parentId)?.delete(e.name);
+    for (const inode of change.putInodes) {
+      this.inodes.set(inode.id, inode);
+      if (inode.kind === "dir" && !this.children.has(inode.id)) this.children.set(inode.id, new Map());
+    }
+    for (const e of change.putEdges) this.children.get(e.parentId)?.set(e.name, e.childId);
+    this.counters = { ...this.counters, ...change.counters };
+  }
+
+  /**
+   * Sets the final length of `given` on the block being written, the last of `blocks` (a copy the caller persists),
+   * and returns it. When every block is already committed (none yet, or the block being written was abandoned),
+   * `given` must be absent or repeat the last block exactly.
+   */
+  private commitLast(
+    p: string,
+    file: FileRecord,
+    blocks: BlockRecord[],
+    given: BlockRecord | null | undefined,
+  ): BlockRecord | undefined {
+    const last = blocks[blocks.length - 1];
+    const mismatch = (): HarvestError =>
+      new HarvestError(
+        "NAMENODE_BLOCK_MISMATCH",
+        `the block given (${given ? `${given.blockId}@${given.genStamp}` : "none"}) is not the last block of ${p}` +
+          ` (${last ? `${last.blockId}@${last.genStamp}` : "none"})`,
+      );
+    if (file.committedBlocks >= blocks.length) {
+      if (!given || (sameBlock(last, given) && last?.numBytes === given.numBytes)) return undefined;
+      throw mismatch();
+    }
+    if (!last || !given || !sameBlock(last, given)) throw mismatch();
+    if (!Number.isSafeInteger(given.numBytes) || given.numBytes < 0) throw invalid("numBytes", "must be >= 0");
+    const committed = { ...last, numBytes: given.numBytes };
+    blocks[blocks.length - 1] = committed;
+    return committed;
+  }
+
+  /** The open file at `p` held by `clientName`, or the coded reason why not. */
+  private leasedFile(p: string, clientName: string): FileRecord {
+    const inode = this.mustResolve(p);
+    if (inode.kind !== "file") throw new HarvestError("NAMENODE_IS_A_DIRECTORY", `${p} is a directory`);
+    if (inode.complete || inode.leaseHolder !== clientName)
+      throw new HarvestError(
+        "NAMENODE_LEASE_MISMATCH",
+        inode.complete
+          ? `${p} is not open for writing`
+          : `${p} is leased to another client, not ${JSON.stringify(clientName)}`,
+      );
+    return inode;
+  }
+
+  private root(): DirRecord {
+    return this.inodes.get(ROOT_INODE_ID) as DirRecord;
+  }
+
+  private childrenOf(id: number): Map<string, number> {
+    return this.children.get(id) ?? new Map();
+  }
+
+  /** The inode at a normalised path; undefined if missing; NAMENODE_NOT_A_DIRECTORY if a file is in the way. */
+  private resolve(p: string): InodeRecord | undefined {
+    let inode: InodeRecord = this.root();
+    let at = "";
+    for (const name of pathComponents(p)) {
+      if (inode.kind !== "dir") throw new HarvestError("NAMENODE_NOT_A_DIRECTORY", `${at} is a file`);
+      at += `/${name}`;
+      const next = this.inodes.get(this.childrenOf(inode.id).get(name) ?? -1);
+      if (!next) return undefined;
+      inode = next;
+    }
+    return inode;
+  }
+
+  private mustResolve(p: string): InodeRecord {
+    const inode = this.resolve(p);
+    if (!inode) throw new HarvestError("NAMENODE_FILE_NOT_FOUND", `${p} does not exist`, { details: { path: p } });
+    return inode;
+  }
+
+  /** The directory that would hold `p`: NAMENODE_PARENT_NOT_FOUND / NAMENODE_NOT_A_DIRECTORY otherwise. */
+  private mustResolveParent(p: string): DirRecord {
+    const pp = parentPath(p);
+    const parent = this.resolve(pp);
+    if (!parent) throw new HarvestError("NAMENODE_PARENT_NOT_FOUND", `${pp} does not exist`, { details: { path: pp } });
+    if (parent.kind !== "dir") throw new HarvestError("NAMENODE_NOT_A_DIRECTORY", `${pp} is a file`);
+    return parent;
+  }
+
+  private fileView(p: string, inode: FileRecord): FileView {
+    let offset = 0;
+    const blocks = inode.blocks.map((block, i) => {
+      const located = { block, offset, committed: inode.complete || i < inode.committedBlocks };
+      offset += block.numBytes;
+      return located;
+    });
+    return { path: p, inode, length: offset, blocks };
+  }
+
+  private status(p: string, inode: InodeRecord): FileStatusOutput {
+    if (inode.kind === "dir")
+      return {
+        path: p,
+        isDir: true,
+        length: 0,
+        replication: 0,
+        blockSize: 0,
+        owner: inode.owner,
+        mtimeMs: inode.mtimeMs,
+        ctimeMs: inode.ctimeMs,
+        complete: true,
+        blocks: 0,
+      };
+    return {
+      path: p,
+      isDir: false,
+      length: inode.blocks.reduce((sum, b) => sum + b.numBytes, 0),
+      replication: inode.replication,
+      blockSize: inode.blockSizeBytes,
+      owner: inode.owner,
+      mtimeMs: inode.mtimeMs,
+      ctimeMs: inode.ctimeMs,
+      complete: inode.complete,
+      blocks: inode.blocks.length,
+    };
+  }
+}
+
+function emptyChange(): Changeset {
+  return { putInodes: [], delInodes: [], putEdges: [], delEdges: [] };
+}
+
+function sameBlock(a: BlockRecord | null | undefined, b: BlockRecord | null | undefined): boolean {
+  if (!a || !b) return !a && !b;
+  return a.blockId === b.blockId && a.genStamp === b.genStamp;
+}
+
+function invalid(field: string, why: string): HarvestError {
+  return new HarvestError("INVALID_ARGUMENT", `${field} ${why}`, { details: { field } });
+}

@@ -1,0 +1,97 @@
+/** Namenode options: every field has a default; `resolveNameNodeOptions` fills and validates them. */
+import { invalidOption, stripUndefined } from "../common/options.js";
+
+/** Settings of a namenode. */
+export interface NameNodeOptions {
+  /** Interface to bind. @default "127.0.0.1" */
+  host: string;
+  /** Port to bind; 0 picks a free one. @default 0 */
+  port: number;
+  /** Directory of the LevelDB namespace store. Required. */
+  dataDir: string;
+  /** Replication of files created without one. @default 3 */
+  defaultReplication: number;
+  /** Largest replication a file may ask for. @default 32 */
+  maxReplication: number;
+  /** Block size of files created without one (a multiple of 512). @default 67108864 (64 MiB) */
+  defaultBlockSizeBytes: number;
+  /** A datanode silent for this long is dead and its replicas are gone. @default 30000 */
+  datanodeExpiryMs: number;
+  /** Datanodes heartbeat this often (told at registration). @default 1000 */
+  heartbeatIntervalMs: number;
+  /** Safe mode ends once this fraction of the committed blocks has a reported replica. @default 0.999 */
+  safeModeThreshold: number;
+  /** Stay in safe mode this long after the threshold is reached. @default 0 */
+  safeModeExtensionMs: number;
+  /** How often the replication monitor runs. @default 1000 */
+  replicationIntervalMs: number;
+  /** Copies in flight per source datanode. @default 4 */
+  maxReplicationStreams: number;
+  /** A copy not reported within this time is scheduled again. @default 30000 */
+  replicationTimeoutMs: number;
+  /** An open file whose writer is silent this long is closed (its last uncommitted block dropped). @default 60000 */
+  leaseTimeoutMs: number;
+  /** How often datanode liveness, leases and safe mode are checked. @default 500 */
+  monitorIntervalMs: number;
+  /** Delete commands sent per heartbeat answer at most. @default 1000 */
+  maxDeletesPerHeartbeat: number;
+  /** Replica placement policy. @default "stock" */
+  placementPolicy: "stock";
+  /** Seed of the random source behind placement and replication choices. @default 1 */
+  seed: number;
+}
+
+/** Fills defaults and validates; throws CONFIG_INVALID naming the field. */
+export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dataDir: string }): NameNodeOptions {
+  const o: NameNodeOptions = {
+    host: "127.0.0.1",
+    port: 0,
+    defaultReplication: 3,
+    maxReplication: 32,
+    defaultBlockSizeBytes: 64 * 1024 * 1024,
+    datanodeExpiryMs: 30_000,
+    heartbeatIntervalMs: 1_000,
+    safeModeThreshold: 0.999,
+    safeModeExtensionMs: 0,
+    replicationIntervalMs: 1_000,
+    maxReplicationStreams: 4,
+    replicationTimeoutMs: 30_000,
+    leaseTimeoutMs: 60_000,
+    monitorIntervalMs: 500,
+    maxDeletesPerHeartbeat: 1_000,
+    placementPolicy: "stock",
+    seed: 1,
+    ...stripUndefined(partial),
+    dataDir: partial.dataDir,
+  };
+  const bad = (field: string, why: string): never => invalidOption("namenode", field, why);
+  if (!o.dataDir) bad("dataDir", "is required");
+  if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) bad("port", "must be an integer in 0..65535");
+  if (!Number.isInteger(o.maxReplication) || o.maxReplication < 1) bad("maxReplication", "must be an integer >= 1");
+  if (!Number.isInteger(o.defaultReplication) || o.defaultReplication < 1 || o.defaultReplication > o.maxReplication)
+    bad("defaultReplication", "must be an integer in 1..maxReplication");
+  if (!Number.isSafeInteger(o.defaultBlockSizeBytes) || o.defaultBlockSizeBytes <= 0 || o.defaultBlockSizeBytes % 512)
+    bad("defaultBlockSizeBytes", "must be a positive multiple of 512");
+  for (const f of [
+    "datanodeExpiryMs",
+    "heartbeatIntervalMs",
+    "replicationIntervalMs",
+    "replicationTimeoutMs",
+    "leaseTimeoutMs",
+    "monitorIntervalMs",
+  ] as const) {
+    if (!(o[f] > 0)) bad(f, "must be a positive number of milliseconds");
+  }
+  if (o.heartbeatIntervalMs > 2 ** 31 - 1) bad("heartbeatIntervalMs", "must fit in an int32");
+  if (o.datanodeExpiryMs <= o.heartbeatIntervalMs) bad("datanodeExpiryMs", "must be longer than heartbeatIntervalMs");
+  if (!(o.safeModeThreshold >= 0 && o.safeModeThreshold <= 1)) bad("safeModeThreshold", "must be in [0, 1]");
+  if (!(o.safeModeExtensionMs >= 0)) bad("safeModeExtensionMs", "must be >= 0");
+  if (!Number.isInteger(o.maxReplicationStreams) || o.maxReplicationStreams < 1)
+    bad("maxReplicationStreams", "must be an integer >= 1");
+  if (!Number.isInteger(o.maxDeletesPerHeartbeat) || o.maxDeletesPerHeartbeat < 1)
+    bad("maxDeletesPerHeartbeat", "must be an integer >= 1");
+  if (o.placementPolicy !== "stock")
+    bad("placementPolicy", `must be "stock" (got ${JSON.stringify(o.placementPolicy)})`);
+  if (!Number.isInteger(o.seed)) bad("seed", "must be an integer");
+  return o;
+}

@@ -1,0 +1,442 @@
+/**
+ * Real datanodes in-process on loopback with real files: the write pipeline and its acknowledgements, reads, the
+ * primary tenant's veto, reimage, malformed streams, and the commands and reports on the namenode channel (against a
+ * small recording namenode served by the test).
+ */
+import type * as grpc from "@grpc/grpc-js";
+import { createHash, randomBytes } from "node:crypto";
+import { closeSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fromGrpcError, isHarvestError } from "../../common/errors.js";
+import {
+  bindServer,
+  call,
+  createServer,
+  loadHarvestProto,
+  makeClient,
+  shutdownServer,
+  unary,
+} from "../../common/grpc.js";
+import { Logger } from "../../common/log.js";
+import { StepPrimaryMonitor } from "../../common/step-monitor.js";
+import { chunkChecksums, DataNode } from "../../datanode/index.js";
+import type { DataNodeOptionsInput } from "../../datanode/index.js";
+import type { DataTransferClient } from "../../proto/generated/harvest/v1/DataTransfer.js";
+import type { DatanodeInfo } from "../../proto/generated/harvest/v1/DatanodeInfo.js";
+import type { DatanodeToNamenodeOutput } from "../../proto/generated/harvest/v1/DatanodeToNamenode.js";
+import type { NamenodeToDatanode } from "../../proto/generated/harvest/v1/NamenodeToDatanode.js";
+import type { ReportBadBlocksRequestOutput } from "../../proto/generated/harvest/v1/ReportBadBlocksRequest.js";
+import type { WriteAckOutput } from "../../proto/generated/harvest/v1/WriteAck.js";
+import type { WritePacket } from "../../proto/generated/harvest/v1/WritePacket.js";
+
+const PACKET = 64 * 1024;
+const quiet = new Logger("dn-test", "error");
+
+async function until(what: string, cond: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function sha(b: Buffer): string {
+  return createHash("sha256").update(b).digest("hex");
+}
+
+/** A namenode stand-in that records what datanodes send it and lets a test send commands. */
+class RecordingNamenode {
+  readonly server = createServer();
+  readonly messages = new Map<string, DatanodeToNamenodeOutput[]>();
+  readonly badBlocks: ReportBadBlocksRequestOutput[] = [];
+  private readonly streams = new Map<string, grpc.ServerDuplexStream<DatanodeToNamenodeOutput, NamenodeToDatanode>>();
+  address = "";
+
+  async start(port = 0): Promise<void> {
+    const proto = loadHarvestProto();
+    this.server.addService(proto.DatanodeProtocol.service, {
+      DatanodeChannel: (stream: grpc.ServerDuplexStream<DatanodeToNamenodeOutput, NamenodeToDatanode>) => {
+        let id = "";
+        stream.on("data", (msg: DatanodeToNamenodeOutput) => {
+          if (msg.register) {
+            id = msg.register.datanodeId;
+            this.streams.set(id, stream);
+            stream.write({ registered: { datanodeId: id, heartbeatIntervalMs: 200 } });
+          }
+          if (id) this.messages.set(id, [...(this.messages.get(id) ?? []), msg]);
+        });
+        stream.on("end", () => stream.end());
+        stream.on("error", () => undefined);
+      },
+    });
+    this.server.addService(proto.ClientNamenode.service, {
+      ReportBadBlocks: unary((req: ReportBadBlocksRequestOutput) => {
+        this.badBlocks.push(req);
+        return {};
+      }),
+    });
+    this.address = `127.0.0.1:${await bindServer(this.server, "127.0.0.1", port)}`;
+  }
+
+  of(id: string): DatanodeToNamenodeOutput[] {
+    return this.messages.get(id) ?? [];
+  }
+
+  command(id: string, msg: NamenodeToDatanode): void {
+    const s = this.streams.get(id);
+    if (!s) throw new Error(`${id} has no stream`);
+    s.write(msg);
+  }
+
+  async stop(): Promise<void> {
+    await shutdownServer(this.server, 500);
+  }
+}
+
+/** The client end of one WriteBlock call, driven by hand. */
+class RawWrite {
+  readonly acks: WriteAckOutput[] = [];
+  ended = false;
+  error: Error | undefined;
+  private readonly stream: grpc.ClientDuplexStream<WritePacket, WriteAckOutput>;
+
+  constructor(client: DataTransferClient) {
+    this.stream = client.writeBlock();
+    this.stream.on("data", (a: WriteAckOutput) => this.acks.push(a));
+    this.stream.on("end", () => (this.ended = true));
+    this.stream.on("error", (err: Error) => {
+      this.error = err;
+      this.ended = true;
+    });
+  }
+
+  send(msg: WritePacket): void {
+    this.stream.write(msg);
+  }
+
+  /** Sends the packets of `data[from, to)` (64 KiB each); the packet ending at `data.length` is the last. */
+  sendData(data: Buffer, from: number, to: number): void {
+    for (let at = from; at < to; at += PACKET) {
+      const piece = data.subarray(at, Math.min(to, at + PACKET));
+      const last = at + piece.length === data.length;
+      this.send({ data: { seq: at / PACKET, offsetInBlock: at, data: piece, checksums: chunkChecksums(piece), last } });
+    }
+  }
+
+  end(): void {
+    this.stream.end();
+  }
+
+  async settled(): Promise<void> {
+    await until("the write stream to end", () => this.ended);
+  }
+
+  failure(): WriteAckOutput | undefined {
+    return this.acks.find((a) => !a.ok);
+  }
+}
+
+describe("datanode pipeline", () => {
+  let dir: string;
+  let nn: RecordingNamenode;
+  const nodes: DataNode[] = [];
+  const clients: DataTransferClient[] = [];
+  let dn1: DataNode;
+  let dn2: DataNode;
+  let dn3: DataNode;
+  let nextBlockId = 1000;
+
+  async function startDataNode(
+    id: string,
+    extra: Partial<DataNodeOptionsInput> = {},
+    monitor = new StepPrimaryMonitor({ capacityMilli: 1000 }),
+  ): Promise<DataNode> {
+    const dn = new DataNode(
+      { datanodeId: id, namenodeAddress: nn.address, dataDir: join(dir, id), capacityBytes: 1 << 30, ...extra },
+      { logger: quiet, monitor },
+    );
+    nodes.push(dn);
+    await dn.start();
+    return dn;
+  }
+
+  function client(dn: DataNode): DataTransferClient {
+    const c = makeClient(loadHarvestProto().DataTransfer, dn.address);
+    clients.push(c);
+    return c;
+  }
+
+  function info(dn: DataNode): DatanodeInfo {
+    return { datanodeId: dn.options.datanodeId, address: dn.address, rack: dn.options.rack };
+  }
+
+  async function readBlock(dn: DataNode, block: { blockId: number; genStamp: number }): Promise<Buffer> {
+    const stream = client(dn).readBlock({ block, offset: 0, length: 0, clientName: "test" });
+    const parts: Buffer[] = [];
+    await new Promise<void>((resolve, reject) => {
+      stream.on("data", (c: { data: Buffer; checksums: number[] }) => {
+        if (chunkChecksums(c.data).join() !== c.checksums.join()) reject(new Error("bad checksums from ReadBlock"));
+        parts.push(c.data);
+      });
+      stream.on("end", () => resolve());
+      stream.on("error", (err) => reject(fromGrpcError(err)));
+    });
+    return Buffer.concat(parts);
+  }
+
+  async function readCode(dn: DataNode, block: { blockId: number; genStamp: number }): Promise<string> {
+    try {
+      await readBlock(dn, block);
+      return "OK";
+    } catch (err) {
+      return isHarvestError(err) ? err.code : `non-harvest error: ${String(err)}`;
+    }
+  }
+
+  /** Writes `data` as one block through `first` with `downstream`, returning the acks. */
+  async function write(
+    first: DataNode,
+    downstream: DataNode[],
+    data: Buffer,
+  ): Promise<{ block: { blockId: number; genStamp: number }; w: RawWrite }> {
+    const block = { blockId: nextBlockId++, genStamp: 1 };
+    const w = new RawWrite(client(first));
+    w.send({ header: { block, downstream: downstream.map(info), clientName: "test" } });
+    w.sendData(data, 0, data.length);
+    w.end();
+    await w.settled();
+    return { block, w };
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "harvest-dn-it-"));
+    nn = new RecordingNamenode();
+    await nn.start();
+    dn1 = await startDataNode("dn1");
+    dn2 = await startDataNode("dn2");
+    dn3 = await startDataNode("dn3");
+  });
+
+  afterAll(async () => {
+    for (const c of clients) c.close();
+    await Promise.all(nodes.map((n) => n.stop()));
+    await nn?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("writes a 5 MiB block through three datanodes and every replica reads back identical", async () => {
+    const data = randomBytes(5 * 1024 * 1024 + 333);
+    const { block, w } = await write(dn1, [dn2, dn3], data);
+    const packets = Math.ceil(data.length / PACKET);
+    expect(w.error).toBeUndefined();
+    expect(w.failure()).toBeUndefined();
+    expect(w.acks.map((a) => a.ok)).toEqual(Array(packets).fill(true));
+    expect(w.acks.map((a) => a.seq)).toEqual([...Array(packets).keys()]);
+    for (const dn of [dn1, dn2, dn3]) {
+      expect(dn.store.get(block.blockId)).toEqual({ ...block, numBytes: data.length });
+      expect(sha(await readBlock(dn, block))).toBe(sha(data));
+    }
+    // Each node tells the namenode about its new replica.
+    for (const id of ["dn1", "dn2", "dn3"])
+      await until(`${id}'s BlocksReceived`, () =>
+        nn.of(id).some((m) => m.received?.received.some((b) => b.blockId === block.blockId)),
+      );
+  });
+
+  it("names the datanode that died mid-write and finalizes no replica of that attempt anywhere", async () => {
+    const a = await startDataNode("kill-a");
+    const b = await startDataNode("kill-b");
+    const c = await startDataNode("kill-c");
+    const data = randomBytes(2 * 1024 * 1024);
+    const block = { blockId: nextBlockId++, genStamp: 1 };
+    const w = new RawWrite(client(a));
+    w.send({ header: { block, downstream: [info(b), info(c)], clientName: "test" } });
+    w.sendData(data, 0, data.length / 2);
+    await until("acks of the first half", () => w.acks.length === data.length / 2 / PACKET);
+    expect(w.acks.every((ack) => ack.ok)).toBe(true);
+    await c.stop();
+    w.sendData(data, data.length / 2, data.length);
+    w.end();
+    await w.settled();
+    expect(w.failure()).toMatchObject({ ok: false, failedDatanodeId: "kill-c" });
+    expect(w.acks.filter((ack) => !ack.ok)).toHaveLength(1);
+    for (const dn of [a, b, c]) expect(dn.store.get(block.blockId)).toBeUndefined();
+    await until("the rbw replicas to go", () =>
+      [a, b].every((dn) => readdirSync(join(dn.options.dataDir, "rbw")).length === 0),
+    );
+
+    // A pipeline whose last node cannot be reached at all names that node too.
+    const again = await write(a, [b, c], randomBytes(1000));
+    expect(again.w.failure()).toMatchObject({ ok: false, failedDatanodeId: "kill-c" });
+    expect(a.store.get(again.block.blockId)).toBeUndefined();
+    expect(b.store.get(again.block.blockId)).toBeUndefined();
+  });
+
+  it("refuses reads and writes while a replayed primary tenant is at 100 %", async () => {
+    const trace = join(dir, "busy.csv");
+    writeFileSync(trace, "time_s,cpu_pct\n0,100\n60,100\n");
+    const busy = new DataNode(
+      { datanodeId: "busy", namenodeAddress: nn.address, dataDir: join(dir, "busy"), primary: `trace:${trace}` },
+      { logger: quiet },
+    );
+    nodes.push(busy);
+    await busy.start();
+    expect(busy.isPrimaryBusy()).toBe(true);
+    expect(await readCode(busy, { blockId: 1, genStamp: 1 })).toBe("DATANODE_PRIMARY_BUSY");
+    const direct = await write(busy, [], randomBytes(5000));
+    expect(direct.w.failure()).toMatchObject({ errorCode: "DATANODE_PRIMARY_BUSY", failedDatanodeId: "busy" });
+    // Behind a healthy node, the busy one is named as the node that failed.
+    const piped = await write(dn1, [busy], randomBytes(300_000));
+    expect(piped.w.failure()).toMatchObject({ errorCode: "DATANODE_PRIMARY_BUSY", failedDatanodeId: "busy" });
+    // Nothing was acknowledged: no packet reached every node of the pipeline.
+    expect(piped.w.acks.filter((a) => a.ok)).toEqual([]);
+    expect(dn1.store.get(piped.block.blockId)).toBeUndefined();
+  });
+
+  it("stops serving when its primary turns busy and serves again when it calms down", async () => {
+    const monitor = new StepPrimaryMonitor({ capacityMilli: 1000 });
+    const dn = await startDataNode("stepper", { monitorTickMs: 20 }, monitor);
+    const data = randomBytes(3000);
+    const { block } = await write(dn, [], data);
+    monitor.set(950);
+    await until("the busy state", () => dn.isPrimaryBusy());
+    expect(await readCode(dn, block)).toBe("DATANODE_PRIMARY_BUSY");
+    expect((await write(dn, [], data)).w.failure()?.errorCode).toBe("DATANODE_PRIMARY_BUSY");
+    await until("a heartbeat saying busy", () => nn.of("stepper").some((m) => m.heartbeat?.primaryBusy === true));
+    monitor.set(100);
+    await until("the calm state", () => !dn.isPrimaryBusy());
+    expect((await readBlock(dn, block)).equals(data)).toBe(true);
+  });
+
+  it("wipes its replicas on Reimage and re-registers empty with a new storage id", async () => {
+    const dn = await startDataNode("reimaged");
+    const { block } = await write(dn, [], randomBytes(70_000));
+    expect(dn.store.list()).toHaveLength(1);
+    const oldStorage = dn.storageId;
+    const c = client(dn);
+    const res = await call(c, c.reimage, {});
+    expect(res.blocksWiped).toBe(1);
+    expect(res.storageId).not.toBe(oldStorage);
+    expect(await readCode(dn, block)).toBe("DATANODE_BLOCK_NOT_FOUND");
+    await until("the reimage report and an empty block report", () => {
+      const msgs = nn.of("reimaged");
+      const reg = msgs.findIndex((m) => m.register?.storageId === res.storageId);
+      return (
+        reg >= 0 &&
+        msgs.slice(reg).some((m) => m.reimage) &&
+        msgs.slice(reg).some((m) => m.blockReport && m.blockReport.blocks.length === 0)
+      );
+    });
+  });
+
+  it("answers malformed streams with coded errors and keeps serving", async () => {
+    const c = client(dn2);
+    const expectFailure = async (msgs: WritePacket[], code: string): Promise<void> => {
+      const w = new RawWrite(c);
+      for (const m of msgs) w.send(m);
+      w.end();
+      await w.settled();
+      expect(w.failure()?.errorCode).toBe(code);
+    };
+    const data = randomBytes(1024);
+    const sums = chunkChecksums(data);
+    const header = (blockId: number): WritePacket => ({ header: { block: { blockId, genStamp: 1 }, clientName: "t" } });
+    const packet = (extra: object = {}): WritePacket => ({
+      data: { seq: 0, offsetInBlock: 0, data, checksums: sums, last: true, ...extra },
+    });
+    await expectFailure([packet()], "DATANODE_PROTOCOL_ERROR");
+    await expectFailure([header(-1), packet()], "DATANODE_BAD_BLOCK_ID");
+    await expectFailure([header(2 ** 60), packet()], "DATANODE_BAD_BLOCK_ID");
+    await expectFailure([header(nextBlockId++), packet({ checksums: [sums[0]!, 0] })], "DATANODE_CHECKSUM_MISMATCH");
+    await expectFailure([header(nextBlockId++), packet({ offsetInBlock: 512 })], "DATANODE_PROTOCOL_ERROR");
+    await expectFailure([header(nextBlockId++), packet({ last: false })], "DATANODE_PROTOCOL_ERROR");
+    await expectFailure([header(nextBlockId++), header(nextBlockId++)], "DATANODE_PROTOCOL_ERROR");
+    expect(await readCode(dn2, { blockId: -5, genStamp: 1 })).toBe("DATANODE_BAD_BLOCK_ID");
+    expect(await readCode(dn2, { blockId: 987_654, genStamp: 1 })).toBe("DATANODE_BLOCK_NOT_FOUND");
+    expect(readdirSync(join(dn2.options.dataDir, "rbw"))).toEqual([]);
+    const ok = randomBytes(10_000);
+    const { block, w } = await write(dn2, [], ok);
+    expect(w.failure()).toBeUndefined();
+    expect((await readBlock(dn2, block)).equals(ok)).toBe(true);
+  });
+
+  it("refuses to serve a corrupt replica and reports it to the namenode", async () => {
+    const { block } = await write(dn3, [], randomBytes(4096));
+    const file = join(dn3.options.dataDir, "current", `subdir${block.blockId % 64}`, `blk_${block.blockId}`);
+    const fd = openSync(file, "r+");
+    const one = Buffer.alloc(1);
+    readSync(fd, one, 0, 1, 100);
+    one[0] = one[0]! ^ 0x01;
+    writeSync(fd, one, 0, 1, 100);
+    closeSync(fd);
+    expect(await readCode(dn3, block)).toBe("DATANODE_CORRUPT_BLOCK");
+    await until("ReportBadBlocks", () =>
+      nn.badBlocks.some((r) => r.blocks.some((b) => b.block?.blockId === block.blockId && b.datanodeId === "dn3")),
+    );
+  });
+
+  it("copies a replica to the targets of a replicate command and deletes on a delete command", async () => {
+    const data = randomBytes(300_000);
+    const { block } = await write(dn1, [], data);
+    await until("dn1 registered", () => dn1.isRegistered);
+    nn.command("dn1", {
+      commands: { replicate: [{ block: { ...block, numBytes: data.length }, targets: [info(dn2), info(dn3)] }] },
+    });
+    await until("dn2 and dn3 to hold the copy", () => !!dn2.store.get(block.blockId) && !!dn3.store.get(block.blockId));
+    expect(sha(await readBlock(dn3, block))).toBe(sha(data));
+    await until("dn3's BlocksReceived", () =>
+      nn.of("dn3").some((m) => m.received?.received.some((b) => b.blockId === block.blockId)),
+    );
+    nn.command("dn1", { commands: { delete: [block, { blockId: -3, genStamp: 1 }] } });
+    await until("dn1 to drop the replica", () => !dn1.store.get(block.blockId));
+    expect(await readCode(dn1, block)).toBe("DATANODE_BLOCK_NOT_FOUND");
+    await until("dn1's deletion report", () =>
+      nn.of("dn1").some((m) => m.received?.deleted.some((b) => b.blockId === block.blockId)),
+    );
+    expect(dn1.state).toBe("running");
+
+    const registrations = nn.of("dn1").filter((m) => m.register).length;
+    nn.command("dn1", { commands: { reregister: true } });
+    await until("dn1 to register again and report its blocks", () => {
+      const msgs = nn.of("dn1");
+      const last = msgs.findLastIndex((m) => m.register);
+      return msgs.filter((m) => m.register).length > registrations && msgs.slice(last).some((m) => m.blockReport);
+    });
+  });
+
+  it("keeps serving while the namenode is away and registers once it appears", async () => {
+    const probe = createServer();
+    const port = await bindServer(probe, "127.0.0.1", 0);
+    await shutdownServer(probe, 100);
+    const dn = new DataNode(
+      {
+        datanodeId: "lonely",
+        namenodeAddress: `127.0.0.1:${port}`,
+        dataDir: join(dir, "lonely"),
+        reconnectMinMs: 50,
+        reconnectMaxMs: 200,
+      },
+      { logger: quiet, monitor: new StepPrimaryMonitor({ capacityMilli: 1000 }) },
+    );
+    nodes.push(dn);
+    await dn.start();
+    const data = randomBytes(20_000);
+    const { block, w } = await write(dn, [], data);
+    expect(w.failure()).toBeUndefined();
+    expect((await readBlock(dn, block)).equals(data)).toBe(true);
+    expect(dn.isRegistered).toBe(false);
+    const late = new RecordingNamenode();
+    await late.start(port);
+    try {
+      await until("registration with the late namenode", () => dn.isRegistered);
+      await until("a full block report naming the block", () =>
+        late.of("lonely").some((m) => m.blockReport?.blocks.some((b) => b.blockId === block.blockId)),
+      );
+    } finally {
+      await dn.stop();
+      await late.stop();
+    }
+  });
+});

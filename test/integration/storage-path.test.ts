@@ -1,0 +1,306 @@
+/**
+ * The storage path end to end with real processes on loopback: a namenode and four datanodes (with the node managers
+ * and resource manager of `harvest cluster up`), real block files, real pipelines.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import {
+  createReadStream,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+  openSync,
+  readSync,
+  writeSync,
+  closeSync,
+  statSync,
+  mkdtempSync,
+  rmSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DfsClient } from "../../client/dfs-client.js";
+import { fromGrpcError, isHarvestError } from "../../common/errors.js";
+import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
+import { startTestCluster, traceSpec } from "./harness.js";
+import type { TestCluster } from "./harness.js";
+
+const MiB = 1024 * 1024;
+
+function writeRandomFile(path: string, bytes: number): string {
+  const hash = createHash("sha256");
+  const fd = openSync(path, "w");
+  for (let left = bytes; left > 0;) {
+    const chunk = randomBytes(Math.min(left, 4 * MiB));
+    hash.update(chunk);
+    writeSync(fd, chunk);
+    left -= chunk.length;
+  }
+  closeSync(fd);
+  return hash.digest("hex");
+}
+
+async function sha256OfStream(stream: NodeJS.ReadableStream): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of stream) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
+
+/** Every finalized replica file `blk_<id>` under a datanode's data directory. */
+function replicaFiles(dir: string, blockId: number): string[] {
+  const out: string[] = [];
+  const walk = (d: string): void => {
+    let entries;
+    try {
+      entries = readdirSync(d, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name === `blk_${blockId}` && p.includes("/current/")) out.push(p);
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+describe("the file system on four servers", () => {
+  let c: TestCluster;
+  let dfs: DfsClient;
+  let work: string;
+  beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), "harvest-dfs-"));
+    const idle = traceSpec(work, "idle", 300, Array<number>(100).fill(0));
+    c = await startTestCluster({
+      primaries: [idle, idle, idle, idle],
+      nn: { datanodeExpiryMs: 3_000, replicationIntervalMs: 300 },
+    });
+    dfs = new DfsClient(c.desc.nn!.address);
+  });
+  afterAll(async () => {
+    dfs?.close();
+    await c?.stop();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it("reads a 50 MiB file with replication 3 back byte-identical", async () => {
+    const local = join(work, "fifty.bin");
+    const hash = writeRandomFile(local, 50 * MiB);
+    const st = await dfs.put(local, "/data/fifty.bin", { replication: 3, blockSizeBytes: 16 * MiB });
+    expect(st.length).toBe(50 * MiB);
+    expect(st.blocks).toBe(4);
+    expect(st.replication).toBe(3);
+    expect(await sha256OfStream(dfs.createReadStream("/data/fifty.bin"))).toBe(hash);
+    const back = join(work, "fifty.back");
+    expect(await dfs.get("/data/fifty.bin", back)).toBe(50 * MiB);
+    expect(await sha256OfStream(createReadStream(back))).toBe(hash);
+    // Every block has three replicas on three distinct servers.
+    const fsck = await until("full replication", async () => {
+      const r = await dfs.fsck("/data");
+      return r.underReplicated.length === 0 && r.healthy ? r : undefined;
+    });
+    expect(fsck.blocks).toBe(4);
+  });
+
+  it("rejects bad paths and missing files with coded errors", async () => {
+    for (const bad of ["relative/x", "/a/../b", "/a//b", "/a\0b", "/a/./b"]) {
+      const err = await dfs.stat(bad).catch((e: unknown) => e);
+      expect(isHarvestError(err) ? err.code : err, bad).toBe("DFS_BAD_PATH");
+    }
+    const missing = await dfs.stat("/no/such/file").catch((e: unknown) => e);
+    expect(isHarvestError(missing) ? missing.code : missing).toBe("NAMENODE_FILE_NOT_FOUND");
+    const local = join(work, "small.txt");
+    writeFileSync(local, "hello");
+    await dfs.put(local, "/small.txt");
+    const exists = await dfs.put(local, "/small.txt").catch((e: unknown) => e);
+    expect(isHarvestError(exists) ? exists.code : exists).toBe("NAMENODE_FILE_EXISTS");
+    const getOver = await dfs.get("/small.txt", local).catch((e: unknown) => e);
+    expect(isHarvestError(getOver) ? getOver.code : getOver).toBe("LOCAL_FILE_EXISTS");
+  });
+
+  it("detects a flipped byte in a block file, reads from a good replica, and repairs the bad one", async () => {
+    const local = join(work, "flip.bin");
+    const hash = writeRandomFile(local, 3 * MiB);
+    await dfs.put(local, "/flip.bin", { replication: 3 });
+    await until("replicas", async () =>
+      (await dfs.fsck("/flip.bin")).underReplicated.length === 0 ? true : undefined,
+    );
+    const block = (await dfs.blockLocations("/flip.bin")).blocks[0]!.block!;
+    const blockId = block.blockId;
+    const files = c.desc.nodes.flatMap((n) => replicaFiles(n.datanode!.dataDir, blockId));
+    expect(files).toHaveLength(3);
+    const victim = files[0]!;
+    const victimNode = c.desc.nodes.find((n) => victim.startsWith(n.datanode!.dataDir + "/"))!;
+    const fd = openSync(victim, "r+");
+    const b = Buffer.alloc(1);
+    readSync(fd, b, 0, 1, 1000);
+    b[0] = b[0]! ^ 0xff;
+    writeSync(fd, b, 0, 1, 1000);
+    closeSync(fd);
+    // The datanode holding the flipped byte refuses to serve it (and reports it to the namenode).
+    const dt = makeClient(loadHarvestProto().DataTransfer, victimNode.datanode!.address);
+    const err = await new Promise<unknown>((resolve) => {
+      const s = dt.readBlock({ block, offset: 0, length: 0 });
+      s.on("data", () => undefined);
+      s.on("error", resolve);
+      s.on("end", () => resolve(undefined));
+    });
+    dt.close();
+    expect(isHarvestError(err) ? err.code : fromGrpcError(err).code).toBe("DATANODE_CORRUPT_BLOCK");
+    // Clients still read the right bytes, from good replicas.
+    for (let i = 0; i < 3; i++) expect(await sha256OfStream(dfs.createReadStream("/flip.bin"))).toBe(hash);
+    // The bad replica is reported and replaced: eventually every replica file holds the original bytes.
+    await until("repair", async () => {
+      const now = c.desc.nodes.flatMap((n) => replicaFiles(n.datanode!.dataDir, blockId));
+      if (now.length !== 3) return undefined;
+      const hashes = now.map((f) => createHash("sha256").update(readFileSync(f)).digest("hex"));
+      return new Set(hashes).size === 1 ? true : undefined;
+    });
+  });
+
+  it("brings a reimaged datanode's blocks back to full replication", async () => {
+    const local = join(work, "reimage.bin");
+    const hash = writeRandomFile(local, 4 * MiB);
+    await dfs.put(local, "/reimage.bin", { replication: 3, blockSizeBytes: 1 * MiB });
+    await until("replicated", async () =>
+      (await dfs.fsck("/reimage.bin")).underReplicated.length === 0 ? true : undefined,
+    );
+    const holder = c.desc.nodes.find(
+      (n) =>
+        statSync(n.datanode!.dataDir).isDirectory() &&
+        readdirSync(join(n.datanode!.dataDir)).length > 0 &&
+        countReplicas(n.datanode!.dataDir) > 0,
+    )!;
+    const dt = makeClient(loadHarvestProto().DataTransfer, holder.datanode!.address);
+    const res = await call(dt, dt.reimage, {});
+    dt.close();
+    expect(res.blocksWiped).toBeGreaterThan(0);
+    const healed = await until("full replication after the reimage", async () => {
+      const r = await dfs.fsck("/reimage.bin");
+      return r.underReplicated.length === 0 && r.missing.length === 0 && r.healthy ? r : undefined;
+    });
+    expect(healed.blocks).toBe(4);
+    expect(await sha256OfStream(dfs.createReadStream("/reimage.bin"))).toBe(hash);
+  });
+
+  it("survives a datanode killed in the middle of a write: the file completes and reads back byte-identical", async () => {
+    const local = join(work, "killed.bin");
+    const hash = writeRandomFile(local, 24 * MiB);
+    // The writer claims to run on server-2, so server-2 holds the first replica of every block: killing it is sure
+    // to break the pipeline in use.
+    const writer = new DfsClient(c.desc.nn!.address, { writerDatanodeId: "server-2" });
+    const victim = c.desc.nodes.find((n) => n.nodeId === "server-2")!.datanode!;
+    let killed = false;
+    const out = writer.createWriteStream("/killed.bin", {
+      replication: 3,
+      blockSizeBytes: 4 * MiB,
+      onProgress: (bytes) => {
+        if (!killed && bytes >= 8 * MiB) {
+          killed = true;
+          process.kill(victim.pid, "SIGKILL");
+        }
+      },
+    });
+    await new Promise<void>((resolve, reject) => {
+      out.on("finish", resolve);
+      out.on("error", reject);
+      createReadStream(local).pipe(out);
+    });
+    writer.close();
+    expect(killed).toBe(true);
+    expect((await dfs.stat("/killed.bin")).length).toBe(24 * MiB);
+    expect(await sha256OfStream(dfs.createReadStream("/killed.bin"))).toBe(hash);
+  });
+
+  it("keeps every completed file across a namenode killed and restarted", async () => {
+    const before = new Map<string, string>();
+    for (const p of ["/data/fifty.bin", "/flip.bin", "/reimage.bin", "/small.txt"])
+      before.set(p, await sha256OfStream(dfs.createReadStream(p)));
+    const nn = c.desc.nn!;
+    process.kill(nn.pid, "SIGKILL");
+    const port = Number(nn.address.split(":")[1]);
+    const restarted = await relaunch(c.dir, "nn", nn.entry, { dataDir: nn.dataDir, port, datanodeExpiryMs: 3_000 });
+    c.desc.nn = { ...nn, pid: restarted };
+    // Safe mode ends once the datanodes have reported; then every file reads back as it was.
+    await until("safe mode off", async () => ((await dfs.fsck("/")).safeMode ? undefined : true), 60_000);
+    for (const [p, h] of before) expect(await sha256OfStream(dfs.createReadStream(p)), p).toBe(h);
+    expect((await dfs.list("/data")).map((s) => s.path)).toEqual(["/data/fifty.bin"]);
+  });
+});
+
+/** Starts a daemon again from its config file with a new option set (the same port), returning its pid. */
+async function relaunch(dir: string, name: string, entry: string, config: object): Promise<number> {
+  const { spawn } = await import("node:child_process");
+  const configFile = join(dir, "run", `${name}-restart.json`);
+  const readyFile = join(dir, "run", `${name}-restart.ready`);
+  writeFileSync(configFile, JSON.stringify(config));
+  const log = openSync(join(dir, "logs", `${name}-restart.log`), "a");
+  const child = spawn(process.execPath, [entry, "--config", configFile, "--ready-file", readyFile], {
+    detached: true,
+    stdio: ["ignore", log, log],
+  });
+  closeSync(log);
+  child.unref();
+  await until(`${name} to restart`, async () => (statSync(readyFile, { throwIfNoEntry: false }) ? true : undefined));
+  return child.pid ?? -1;
+}
+
+function countReplicas(dir: string): number {
+  let n = 0;
+  const walk = (d: string): void => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (/^blk_\d+$/.test(e.name) && p.includes("/current/")) n++;
+    }
+  };
+  walk(dir);
+  return n;
+}
+
+describe("a read while every replica's primary tenant is busy", () => {
+  let c: TestCluster;
+  let work: string;
+  afterAll(async () => {
+    await c?.stop();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it("is refused by each busy datanode, moves on through the replicas, and completes once the primaries calm", async () => {
+    work = mkdtempSync(join(tmpdir(), "harvest-busy-"));
+    // One step per second: idle for 12 s (time to start and write), busy for 4 s, then idle.
+    const spike = traceSpec(work, "spike", 1, [
+      ...Array<number>(12).fill(5),
+      ...Array<number>(4).fill(100),
+      ...Array<number>(300).fill(5),
+    ]);
+    c = await startTestCluster({ primaries: [spike, spike, spike], offsetsMs: [0, 0, 0] });
+    const dfs = new DfsClient(c.desc.nn!.address);
+    try {
+      const local = join(work, "busy.bin");
+      const hash = writeRandomFile(local, 2 * MiB);
+      await dfs.put(local, "/busy.bin", { replication: 3 });
+      await until("every primary busy", async () => {
+        const dns = await dfs.datanodes();
+        return dns.length === 3 && dns.every((d) => d.primaryBusy) ? true : undefined;
+      });
+      expect(await sha256OfStream(dfs.createReadStream("/busy.bin"))).toBe(hash);
+      // Every replica refused at least once before the read went through.
+      expect(dfs.readStats.busyRefusals).toBeGreaterThanOrEqual(3);
+    } finally {
+      dfs.close();
+    }
+  });
+});

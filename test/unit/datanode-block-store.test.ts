@@ -1,0 +1,237 @@
+/** The datanode's block store on real files: checksummed writes, verified reads, crash leftovers, wipes. */
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, writeSync, closeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { isHarvestError } from "../../common/errors.js";
+import { BlockStore, CHUNK_SIZE, chunkChecksums } from "../../datanode/block-store.js";
+import type { BlockKey, ReplicaWriter, StoredReplica } from "../../datanode/block-store.js";
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return "OK";
+  } catch (err) {
+    return isHarvestError(err) ? err.code : `non-harvest error: ${String(err)}`;
+  }
+}
+
+/** Writes `data` in 64 KiB packets with correct checksums and finalizes. */
+async function writeReplica(store: BlockStore, block: BlockKey, data: Buffer): Promise<StoredReplica> {
+  const w = await store.createRbw(block);
+  for (let at = 0; at < data.length; at += 64 * 1024) {
+    const piece = data.subarray(at, Math.min(data.length, at + 64 * 1024));
+    await w.write(at, piece, chunkChecksums(piece));
+  }
+  return w.finalize(data.length);
+}
+
+async function readAll(store: BlockStore, block: BlockKey, offset = 0, length = 0): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const p of store.read(block, offset, length)) parts.push(p.data);
+  return Buffer.concat(parts);
+}
+
+function sha(b: Buffer): string {
+  return createHash("sha256").update(b).digest("hex");
+}
+
+describe("block store", () => {
+  let dir: string;
+  let store: BlockStore;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), "harvest-dn-store-"));
+    store = await BlockStore.open({ dataDir: dir, capacityBytes: 64 * 1024 * 1024 });
+  });
+
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("reads back byte-identical replicas of sizes across chunk boundaries", async () => {
+    const sizes = [0, 1, 511, 512, 513, 64 * 1024 + 1, 1024 * 1024 + 7];
+    for (const [i, size] of sizes.entries()) {
+      const data = randomBytes(size);
+      const replica = await writeReplica(store, { blockId: i + 1, genStamp: 1 }, data);
+      expect(replica.numBytes).toBe(size);
+      expect(sha(await readAll(store, { blockId: i + 1, genStamp: 1 }))).toBe(sha(data));
+    }
+    expect(store.list().map((r) => [r.blockId, r.numBytes])).toEqual(sizes.map((s, i) => [i + 1, s]));
+    expect(store.usedBytes()).toBe(sizes.reduce((a, b) => a + b, 0));
+  });
+
+  it("yields chunk-aligned pieces with checksums that match the data, from an offset aligned down", async () => {
+    const data = randomBytes(200_000);
+    await writeReplica(store, { blockId: 7, genStamp: 3 }, data);
+    const pieces = [];
+    for await (const p of store.read({ blockId: 7, genStamp: 3 }, 1000, 70_000)) pieces.push(p);
+    expect(pieces[0]!.offset).toBe(512);
+    for (const p of pieces) {
+      expect(p.offset % CHUNK_SIZE).toBe(0);
+      expect(p.data.length).toBeLessThanOrEqual(64 * 1024);
+      expect(p.checksums).toEqual(chunkChecksums(p.data));
+      expect(p.data.equals(data.subarray(p.offset, p.offset + p.data.length))).toBe(true);
+    }
+    const last = pieces.at(-1)!;
+    expect(last.offset + last.data.length).toBeGreaterThanOrEqual(71_000);
+  });
+
+  it("detects a flipped byte in a finalized data file and notes the replica as corrupt", async () => {
+    const corrupted: number[] = [];
+    const s = await BlockStore.open({ dataDir: dir, listener: { corrupt: (r) => corrupted.push(r.blockId) } });
+    const data = randomBytes(5000);
+    await writeReplica(s, { blockId: 42, genStamp: 1 }, data);
+    const file = join(dir, "current", `subdir${42 % 64}`, "blk_42");
+    const fd = openSync(file, "r+");
+    const one = Buffer.alloc(1);
+    readSync(fd, one, 0, 1, 3000);
+    one[0] = one[0]! ^ 0xff;
+    writeSync(fd, one, 0, 1, 3000);
+    closeSync(fd);
+    expect(await codeOf(readAll(s, { blockId: 42, genStamp: 1 }))).toBe("DATANODE_CORRUPT_BLOCK");
+    expect(corrupted).toEqual([42]);
+    expect(s.isCorrupt(42)).toBe(true);
+    // The chunks before the damage are still served; a read that reaches it is refused.
+    expect((await readAll(s, { blockId: 42, genStamp: 1 }, 0, 1024)).equals(data.subarray(0, 1024))).toBe(true);
+  });
+
+  it("refuses a packet whose checksum does not match and writes nothing of it", async () => {
+    const w = await store.createRbw({ blockId: 5, genStamp: 1 });
+    const data = randomBytes(2048);
+    const sums = chunkChecksums(data);
+    sums[2] = (sums[2]! + 1) >>> 0;
+    expect(await codeOf(w.write(0, data, sums))).toBe("DATANODE_CHECKSUM_MISMATCH");
+    expect(await codeOf(w.write(0, data, sums.slice(0, 3)))).toBe("DATANODE_CHECKSUM_MISMATCH");
+    expect(w.bytesWritten).toBe(0);
+    await w.write(0, data, chunkChecksums(data));
+    expect(w.bytesWritten).toBe(2048);
+    await w.abort();
+  });
+
+  it("refuses non-contiguous offsets and data after a partial chunk", async () => {
+    const w = await store.createRbw({ blockId: 6, genStamp: 1 });
+    const a = randomBytes(1024);
+    await w.write(0, a, chunkChecksums(a));
+    expect(await codeOf(w.write(2048, a, chunkChecksums(a)))).toBe("DATANODE_PROTOCOL_ERROR");
+    expect(await codeOf(w.write(512, a, chunkChecksums(a)))).toBe("DATANODE_PROTOCOL_ERROR");
+    const tail = randomBytes(100);
+    await w.write(1024, tail, chunkChecksums(tail));
+    expect(await codeOf(w.write(1124, a, chunkChecksums(a)))).toBe("DATANODE_PROTOCOL_ERROR");
+    expect(await codeOf(w.finalize(1000))).toBe("DATANODE_PROTOCOL_ERROR");
+    expect((await w.finalize(1124)).numBytes).toBe(1124);
+  });
+
+  it("refuses block ids and generation stamps that are not safe integers", async () => {
+    const bad: unknown[] = [-1, 0, 1.5, 2 ** 60, "../x", "7", NaN, Infinity, null, undefined];
+    for (const blockId of bad) {
+      const block = { blockId, genStamp: 1 } as unknown as BlockKey;
+      expect(await codeOf(store.createRbw(block))).toBe("DATANODE_BAD_BLOCK_ID");
+      expect(await codeOf(readAll(store, block))).toBe("DATANODE_BAD_BLOCK_ID");
+      expect(await codeOf(store.delete(block))).toBe("DATANODE_BAD_BLOCK_ID");
+    }
+    for (const genStamp of [-1, 0.5, 2 ** 60, "../x"]) {
+      const block = { blockId: 1, genStamp } as unknown as BlockKey;
+      expect(await codeOf(store.createRbw(block))).toBe("DATANODE_BAD_BLOCK_ID");
+    }
+    expect(readdirSync(join(dir, "rbw"))).toEqual([]);
+  });
+
+  it("refuses a second writer for a block and a replica whose generation is already finalized", async () => {
+    const w = await store.createRbw({ blockId: 9, genStamp: 1 });
+    expect(await codeOf(store.createRbw({ blockId: 9, genStamp: 1 }))).toBe("DATANODE_BLOCK_EXISTS");
+    await w.finalize(0);
+    expect(await codeOf(store.createRbw({ blockId: 9, genStamp: 1 }))).toBe("DATANODE_BLOCK_EXISTS");
+    // A newer generation replaces the old replica when it finalizes.
+    const data = randomBytes(600);
+    await writeReplica(store, { blockId: 9, genStamp: 2 }, data);
+    expect(store.get(9)).toEqual({ blockId: 9, genStamp: 2, numBytes: 600 });
+    expect(await codeOf(readAll(store, { blockId: 9, genStamp: 1 }))).toBe("DATANODE_BLOCK_NOT_FOUND");
+    expect(readdirSync(join(dir, "current", "subdir9")).sort()).toEqual(["blk_9", "blk_9_2.meta"]);
+  });
+
+  it("keeps an aborted replica out of the store", async () => {
+    const w: ReplicaWriter = await store.createRbw({ blockId: 11, genStamp: 1 });
+    const data = randomBytes(4096);
+    await w.write(0, data, chunkChecksums(data));
+    expect(store.usedBytes()).toBe(4096);
+    await w.abort();
+    expect(store.list()).toEqual([]);
+    expect(store.usedBytes()).toBe(0);
+    expect(readdirSync(join(dir, "rbw"))).toEqual([]);
+    expect(await codeOf(w.finalize(4096))).toBe("DATANODE_PROTOCOL_ERROR");
+  });
+
+  it("refuses writes beyond the configured capacity", async () => {
+    const small = await BlockStore.open({ dataDir: join(dir, "small"), capacityBytes: 4096 });
+    const w = await small.createRbw({ blockId: 1, genStamp: 1 });
+    const data = randomBytes(4096);
+    await w.write(0, data, chunkChecksums(data));
+    const more = randomBytes(512);
+    expect(await codeOf(w.write(4096, more, chunkChecksums(more)))).toBe("DATANODE_NO_SPACE");
+    expect(small.remainingBytes()).toBe(0);
+    await w.abort();
+  });
+
+  it("removes rbw leftovers on restart and lists the finalized replicas that survived", async () => {
+    const kept = randomBytes(3000);
+    await writeReplica(store, { blockId: 100, genStamp: 4 }, kept);
+    await writeReplica(store, { blockId: 165, genStamp: 1 }, randomBytes(10));
+    const unfinished = await store.createRbw({ blockId: 200, genStamp: 1 });
+    const part = randomBytes(1024);
+    await unfinished.write(0, part, chunkChecksums(part));
+    const storageId = store.storageId;
+    // A crash: the writer is never finalized nor aborted.
+    const reopened = await BlockStore.open({ dataDir: dir });
+    expect(reopened.scan.rbwRemoved).toBe(1);
+    expect(readdirSync(join(dir, "rbw"))).toEqual([]);
+    expect(reopened.storageId).toBe(storageId);
+    expect(reopened.list().sort((a, b) => a.blockId - b.blockId)).toEqual([
+      { blockId: 100, genStamp: 4, numBytes: 3000 },
+      { blockId: 165, genStamp: 1, numBytes: 10 },
+    ]);
+    expect((await readAll(reopened, { blockId: 100, genStamp: 4 })).equals(kept)).toBe(true);
+    expect(await codeOf(readAll(reopened, { blockId: 200, genStamp: 1 }))).toBe("DATANODE_BLOCK_NOT_FOUND");
+    await unfinished.abort();
+  });
+
+  it("drops a data file without its meta (a finalize cut short) on restart", async () => {
+    await writeReplica(store, { blockId: 3, genStamp: 1 }, randomBytes(700));
+    rmSync(join(dir, "current", "subdir3", "blk_3_1.meta"));
+    const reopened = await BlockStore.open({ dataDir: dir });
+    expect(reopened.list()).toEqual([]);
+    expect(reopened.scan.orphansRemoved).toBe(1);
+    expect(existsSync(join(dir, "current", "subdir3", "blk_3"))).toBe(false);
+  });
+
+  it("deletes replicas and tells the listener", async () => {
+    const deleted: number[] = [];
+    const s = await BlockStore.open({ dataDir: dir, listener: { deleted: (r) => deleted.push(r.blockId) } });
+    await writeReplica(s, { blockId: 12, genStamp: 1 }, randomBytes(100));
+    expect(await s.delete({ blockId: 12, genStamp: 1 })).toBe(true);
+    expect(await s.delete({ blockId: 12, genStamp: 1 })).toBe(false);
+    expect(deleted).toEqual([12]);
+    expect(s.list()).toEqual([]);
+    expect(readdirSync(join(dir, "current", "subdir12"))).toEqual([]);
+  });
+
+  it("wipes every replica, finished or not, and takes a new storage id", async () => {
+    await writeReplica(store, { blockId: 1, genStamp: 1 }, randomBytes(1000));
+    await writeReplica(store, { blockId: 2, genStamp: 1 }, randomBytes(1000));
+    const open = await store.createRbw({ blockId: 3, genStamp: 1 });
+    const before = store.storageId;
+    const { storageId, wiped } = await store.wipe();
+    expect(wiped).toBe(2);
+    expect(storageId).not.toBe(before);
+    expect(store.storageId).toBe(storageId);
+    expect(store.list()).toEqual([]);
+    expect(store.usedBytes()).toBe(0);
+    expect(readdirSync(join(dir, "current"))).toEqual([]);
+    expect(readdirSync(join(dir, "rbw"))).toEqual([]);
+    const data = randomBytes(10);
+    expect(await codeOf(open.write(0, data, chunkChecksums(data)))).toBe("DATANODE_BLOCK_NOT_FOUND");
+    await open.abort();
+    const reopened = await BlockStore.open({ dataDir: dir });
+    expect(reopened.storageId).toBe(storageId);
+    expect(reopened.list()).toEqual([]);
+  });
+});
