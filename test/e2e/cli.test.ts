@@ -73,9 +73,39 @@ describe("the harvest CLI", () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("no such DAG file");
 
+    // The file system, as a user drives it.
+    const corpus = join(packageRoot(), "examples", "data", "corpus.txt");
+    expect(harvest("fs", "mkdir", "/inputs").code).toBe(0);
+    const put = harvest("fs", "put", corpus, "/inputs/corpus.txt", "--replication", "2", "--json");
+    expect(put.code, put.stderr).toBe(0);
+    expect((JSON.parse(put.stdout) as { length: number }).length).toBe(readFileSync(corpus).length);
+    const putAgain = harvest("fs", "put", corpus, "/inputs/corpus.txt");
+    expect(putAgain.code).toBe(1);
+    expect(putAgain.stderr).toContain("NAMENODE_FILE_EXISTS");
+    const cat = harvest("fs", "cat", "/inputs/corpus.txt");
+    expect(cat.stdout).toBe(readFileSync(corpus, "utf8"));
+    const ls = harvest("fs", "ls", "/inputs", "--json");
+    expect((JSON.parse(ls.stdout) as { path: string }[]).map((e) => e.path)).toEqual(["/inputs/corpus.txt"]);
+    const local = join(dir, "corpus.copy");
+    expect(harvest("fs", "get", "/inputs/corpus.txt", local).code).toBe(0);
+    expect(readFileSync(local)).toEqual(readFileSync(corpus));
+    expect(harvest("fs", "mv", "/inputs/corpus.txt", "/inputs/text.txt").code).toBe(0);
+    const fsck = harvest("fs", "fsck", "/", "--json");
+    expect(fsck.code, fsck.stdout).toBe(0);
+    expect((JSON.parse(fsck.stdout) as { healthy: boolean; files: number }).healthy).toBe(true);
+    const badPath = harvest("fs", "stat", "/inputs/../etc");
+    expect(badPath.code).toBe(1);
+    expect(badPath.stderr).toContain("DFS_BAD_PATH");
+    const missing = harvest("fs", "cat", "/inputs/none.txt");
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("NAMENODE_FILE_NOT_FOUND");
+    expect(harvest("fs", "rm", "-r", "/inputs").code).toBe(0);
+    expect(harvest("fs", "stat", "/inputs").code).toBe(1);
+
     const down = harvest("cluster", "down");
     expect(down.code, down.stderr).toBe(0);
-    for (const d of [desc.rm, ...desc.nodes]) expect(isOurProcess(d.pid, d.entry)).toBe(false);
+    for (const d of [desc.rm, desc.nn!, ...desc.nodes, ...desc.nodes.map((n) => n.datanode!)])
+      expect(isOurProcess(d.pid, d.entry)).toBe(false);
     expect(existsSync(join(dir, "cluster.json"))).toBe(false);
     expect(readFileSync(join(dir, "logs", "rm.log"), "utf8")).toContain("resource manager serving");
   });
