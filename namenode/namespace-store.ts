@@ -157,8 +157,54 @@ export class NamespaceStore {
     return out;
   }
 
-  /** Writes one changeset as a single atomic, synced batch. */
-  async commit(change: Changeset): Promise<void> {
+  /**
+   * Writes a changeset durably. Changesets queued while a synced batch is being written go together into the next
+   * one (group commit): one fsync for many mutations, in the order they were queued. Resolves once synced.
+   */
+  commit(change: Changeset): Promise<void> {
+    const ops = this.opsOf(change);
+    if (ops.length === 0) return this.lastWrite;
+    return new Promise((resolve, reject) => {
+      this.queued.push(...ops);
+      this.waiters.push({ resolve, reject });
+      if (!this.writing) this.lastWrite = this.flush();
+    });
+  }
+
+  /** Synced batches written so far (each may hold many mutations). */
+  batchesWritten = 0;
+  private queued: BatchOp[] = [];
+  private waiters: { resolve: () => void; reject: (err: unknown) => void }[] = [];
+  private writing = false;
+  private lastWrite: Promise<void> = Promise.resolve();
+
+  /** Resolves once every changeset queued so far is written (or failed). */
+  idle(): Promise<void> {
+    return this.lastWrite.catch(() => undefined);
+  }
+
+  private async flush(): Promise<void> {
+    this.writing = true;
+    try {
+      while (this.queued.length > 0) {
+        const ops = this.queued;
+        const waiters = this.waiters;
+        this.queued = [];
+        this.waiters = [];
+        try {
+          await this.db.batch(ops, DURABLE);
+          this.batchesWritten++;
+          for (const w of waiters) w.resolve();
+        } catch (err) {
+          for (const w of waiters) w.reject(err);
+        }
+      }
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  private opsOf(change: Changeset): BatchOp[] {
     const ops: BatchOp[] = [];
     for (const id of change.delInodes) ops.push({ type: "del", key: inodeKey(id) });
     for (const e of change.delEdges) ops.push({ type: "del", key: edgeKey(e.parentId, e.name) });
@@ -168,7 +214,7 @@ export class NamespaceStore {
     if (c.nextInodeId !== undefined) ops.push({ type: "put", key: "meta!nextInodeId", value: c.nextInodeId });
     if (c.nextBlockId !== undefined) ops.push({ type: "put", key: "meta!nextBlockId", value: c.nextBlockId });
     if (c.nextGenStamp !== undefined) ops.push({ type: "put", key: "meta!nextGenStamp", value: c.nextGenStamp });
-    if (ops.length > 0) await this.db.batch(ops, DURABLE);
+    return ops;
   }
 
   /** Persists what is known of a datanode (storage id, reimage count). */

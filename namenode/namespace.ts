@@ -1,7 +1,10 @@
 /**
- * The file system namespace: directories, files, their blocks and the writers' leases. The whole tree lives in memory;
- * each mutation is checked against it, written to the store as one synced batch, and only then applied in memory, so
- * a reader never sees a change that is not durable. Mutations run one at a time (a promise queue).
+ * The file system namespace: directories, files, their blocks and the writers' leases. The whole tree lives in memory.
+ * Mutations run one at a time (a promise queue): each is checked against the tree, applied in memory, and handed to
+ * the store's group commit; its caller is answered only once the batch holding it is synced to disk. Concurrent
+ * mutations so share one fsync, as HDFS's edit log does with logSync. As in HDFS, a reader may briefly see a change
+ * whose writer has not been answered yet; no writer is ever told "done" before its change is durable. Should a sync
+ * fail, memory is ahead of disk: the namespace refuses every later mutation until the namenode restarts and reloads.
  *
  * Leases (kept simple, and different from HDFS): a writer's lease is renewed by each call it makes on the file
  * (Create/AddBlock/AbandonBlock/Complete; the protocol has no separate renewal). A file open for longer than the lease
@@ -97,6 +100,10 @@ export class Namespace {
   private readonly leaseRenewedMs = new Map<number, number>();
   private counters: Counters = { nextInodeId: ROOT_INODE_ID + 1, nextBlockId: 1, nextGenStamp: 1_000 };
   private tail: Promise<unknown> = Promise.resolve();
+  /** The sync of the running mutation's last change (set by `commit`). */
+  private durable: Promise<void> | undefined;
+  /** Set when a synced batch failed: memory is ahead of disk and no mutation may proceed. */
+  private storeFailure: HarvestError | undefined;
   private loaded = false;
 
   constructor(
@@ -509,28 +516,48 @@ export class Namespace {
   /** Resolves once every mutation queued so far has finished (before closing the store). */
   async drain(): Promise<void> {
     await this.tail;
+    await this.store.idle();
   }
 
   // ---------------------------------------------------------------------------------------------- internals
 
-  /** Runs mutations one at a time, in call order. */
+  /**
+   * Runs mutations one at a time, in call order; the next may start as soon as this one is applied in memory, while
+   * this one's caller still waits for its batch to be synced.
+   */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     if (!this.loaded) return Promise.reject(new HarvestError("INTERNAL", "namespace used before load()"));
-    const run = this.tail.then(fn, fn);
+    const body = async (): Promise<{ value: T; durable: Promise<void> | undefined }> => {
+      if (this.storeFailure) throw this.storeFailure;
+      this.durable = undefined;
+      const value = await fn();
+      return { value, durable: this.durable };
+    };
+    const run = this.tail.then(body, body);
     this.tail = run.then(
       () => undefined,
       () => undefined,
     );
-    return run;
+    return run.then(async ({ value, durable }) => {
+      if (durable) await durable;
+      return value;
+    });
   }
 
-  /** Writes a changeset durably, then applies it in memory. */
+  /** Applies a changeset in memory and queues it for the store's next synced batch (awaited by `exclusive`). */
   private async commit(change: Changeset): Promise<void> {
-    try {
-      await this.store.commit(change);
-    } catch (err) {
-      throw new HarvestError("INTERNAL", `namespace write failed: ${errorMessage(err)}`, { cause: err });
-    }
+    const durable = this.store.commit(change).catch((err: unknown) => {
+      this.storeFailure ??= new HarvestError(
+        "INTERNAL",
+        `namespace write failed; restart the namenode: ${errorMessage(err)}`,
+        { cause: err },
+      );
+      throw this.storeFailure;
+    });
+    // Later batches are written after earlier ones, so the last one queued covers this mutation's earlier changes;
+    // an earlier one's failure also fails the later (storeFailure), so it may go unobserved here.
+    durable.catch(() => undefined);
+    this.durable = durable;
     for (const id of change.delInodes) {
       this.inodes.delete(id);
       this.children.delete(id);

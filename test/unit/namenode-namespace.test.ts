@@ -321,3 +321,42 @@ describe("the namespace", () => {
     expect(next.block.genStamp).toBeGreaterThan(block.genStamp);
   });
 });
+
+describe("group commit", () => {
+  it("answers a burst of concurrent mutations with fewer synced batches than mutations, and all of them reload", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "harvest-ns-group-"));
+    try {
+      const clock = new ManualClock(1_000);
+      const listener = {
+        blocksAllocated: () => undefined,
+        blocksCommitted: () => undefined,
+        blocksRemoved: () => undefined,
+      };
+      const store = new NamespaceStore(join(dir, "ns"));
+      await store.open();
+      const ns = new Namespace(
+        store,
+        { defaultReplication: 3, defaultBlockSizeBytes: 4096 },
+        { clock, listener: listener as never },
+      );
+      await ns.load();
+      const before = store.batchesWritten;
+      await Promise.all(Array.from({ length: 200 }, (_, i) => ns.mkdirs(`/burst/d${i}`, "alice")));
+      expect(store.batchesWritten - before).toBeLessThan(200);
+      await ns.drain();
+      await store.close();
+      const again = new NamespaceStore(join(dir, "ns"));
+      await again.open();
+      const reloaded = new Namespace(
+        again,
+        { defaultReplication: 3, defaultBlockSizeBytes: 4096 },
+        { clock, listener: listener as never },
+      );
+      await reloaded.load();
+      expect(reloaded.list("/burst")).toHaveLength(200);
+      await again.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
