@@ -99,6 +99,16 @@ describe("the harvest CLI", () => {
     const missing = harvest("fs", "cat", "/inputs/none.txt");
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("NAMENODE_FILE_NOT_FOUND");
+    const reimage = harvest("admin", "reimage", "server-1", "--json");
+    expect(reimage.code, reimage.stderr).toBe(0);
+    expect((JSON.parse(reimage.stdout) as { blocksWiped: number }).blocksWiped).toBeGreaterThanOrEqual(1);
+    let healthy = false;
+    for (let i = 0; i < 60 && !healthy; i++) {
+      healthy = harvest("fs", "fsck", "/inputs").code === 0;
+      if (!healthy) spawnSync("sleep", ["0.5"]);
+    }
+    expect(healthy).toBe(true);
+    expect(harvest("fs", "cat", "/inputs/text.txt").stdout).toBe(readFileSync(corpus, "utf8"));
     expect(harvest("fs", "rm", "-r", "/inputs").code).toBe(0);
     expect(harvest("fs", "stat", "/inputs").code).toBe(1);
 
