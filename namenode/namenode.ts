@@ -10,7 +10,8 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
-import { errorMessage, HarvestError, toServiceError } from "../common/errors.js";
+import { errorMessage, HarvestError } from "../common/errors.js";
+import { serveWorkerStream } from "../common/worker-stream.js";
 import { bindServer, createServer, loadHarvestProto, shutdownServer, unary } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { SeededRng } from "../common/rng.js";
@@ -383,39 +384,30 @@ export class NameNode {
   private onDatanodeStream(stream: DatanodeStream): void {
     let datanodeId: string | undefined;
     // Messages of one stream are handled in order (a registration writes the store before it is answered).
-    let chain: Promise<void> = Promise.resolve();
-    stream.on("data", (msg: DatanodeToNamenodeOutput) => {
-      chain = chain.then(async () => {
-        if (stream.destroyed || this.stateValue !== "running") return;
-        try {
-          if (msg.register) {
-            datanodeId = await this.registerDatanode(msg.register, stream);
-            return;
-          }
-          const entry = datanodeId ? this.datanodes.get(datanodeId) : undefined;
-          if (!entry || entry.stream !== stream || entry.state !== "LIVE")
-            throw new HarvestError("NODE_NOT_REGISTERED", "send RegisterDatanode first on a datanode stream");
-          if (msg.heartbeat) this.onHeartbeat(entry, msg.heartbeat);
-          else if (msg.blockReport) this.onBlockReport(entry, msg.blockReport);
-          else if (msg.received) this.onBlocksReceived(entry, msg.received);
-          else if (msg.reimage) this.onReimageReport(entry);
-          else throw new HarvestError("INVALID_ARGUMENT", "datanode message carries nothing");
-        } catch (err) {
-          this.log.warn("bad datanode message; closing the stream", { datanodeId, error: errorMessage(err) });
-          stream.emit("error", toServiceError(err));
+    serveWorkerStream(stream, {
+      what: "datanode",
+      log: this.log,
+      context: () => ({ datanodeId }),
+      isRunning: () => this.stateValue === "running",
+      onMessage: async (msg: DatanodeToNamenodeOutput) => {
+        if (msg.register) {
+          datanodeId = await this.registerDatanode(msg.register, stream);
+          return;
         }
-      });
+        const entry = datanodeId ? this.datanodes.get(datanodeId) : undefined;
+        if (!entry || entry.stream !== stream || entry.state !== "LIVE")
+          throw new HarvestError("NODE_NOT_REGISTERED", "send RegisterDatanode first on a datanode stream");
+        if (msg.heartbeat) this.onHeartbeat(entry, msg.heartbeat);
+        else if (msg.blockReport) this.onBlockReport(entry, msg.blockReport);
+        else if (msg.received) this.onBlocksReceived(entry, msg.received);
+        else if (msg.reimage) this.onReimageReport(entry);
+        else throw new HarvestError("INVALID_ARGUMENT", "datanode message carries nothing");
+      },
+      onClose: () => {
+        const entry = datanodeId ? this.datanodes.get(datanodeId) : undefined;
+        if (entry && entry.stream === stream) entry.stream = undefined;
+      },
     });
-    const detach = (): void => {
-      const entry = datanodeId ? this.datanodes.get(datanodeId) : undefined;
-      if (entry && entry.stream === stream) entry.stream = undefined;
-    };
-    stream.on("end", () => {
-      detach();
-      stream.end();
-    });
-    stream.on("error", detach);
-    stream.on("cancelled", detach);
   }
 
   private async registerDatanode(reg: RegisterDatanodeOutput, stream: DatanodeStream): Promise<string> {

@@ -10,7 +10,8 @@ import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { signContainer } from "../common/container-token.js";
 import { parseDag } from "../common/dag-spec.js";
-import { errorMessage, HarvestError, toServiceError } from "../common/errors.js";
+import { errorMessage, HarvestError } from "../common/errors.js";
+import { serveWorkerStream } from "../common/worker-stream.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
 import { formatAppId, formatContainerId, parseAppId } from "../common/ids.js";
 import { Logger } from "../common/log.js";
@@ -189,8 +190,12 @@ export class ResourceManager {
 
   private onNodeStream(stream: NodeStream): void {
     let nodeId: string | undefined;
-    stream.on("data", (msg: NodeToRmOutput) => {
-      try {
+    serveWorkerStream(stream, {
+      what: "node",
+      log: this.log,
+      context: () => ({ nodeId }),
+      isRunning: () => this.stateValue === "running",
+      onMessage: (msg: NodeToRmOutput) => {
         if (msg.register) {
           nodeId = this.registerNode(msg.register, stream);
         } else if (msg.heartbeat) {
@@ -201,21 +206,12 @@ export class ResourceManager {
         } else {
           throw new HarvestError("INVALID_ARGUMENT", "node message carries neither register nor heartbeat");
         }
-      } catch (err) {
-        this.log.warn("bad node message; closing the stream", { nodeId, error: errorMessage(err) });
-        stream.emit("error", toServiceError(err));
-      }
+      },
+      onClose: () => {
+        const entry = nodeId ? this.nodes.get(nodeId) : undefined;
+        if (entry && entry.stream === stream) entry.stream = undefined;
+      },
     });
-    const detach = (): void => {
-      const entry = nodeId ? this.nodes.get(nodeId) : undefined;
-      if (entry && entry.stream === stream) entry.stream = undefined;
-    };
-    stream.on("end", () => {
-      detach();
-      stream.end();
-    });
-    stream.on("error", detach);
-    stream.on("cancelled", detach);
   }
 
   private registerNode(reg: RegisterNodeOutput, stream: NodeStream): string {
