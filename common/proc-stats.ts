@@ -5,6 +5,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import { HarvestError } from "./errors.js";
 
 /** Cumulative CPU time of the whole machine since boot, summed over all cores. */
@@ -122,4 +123,31 @@ export function processTreeCpuMs(rootPids: number[]): number {
     for (const child of children.get(pid) ?? []) stack.push(child);
   }
   return (ticks * 1000) / clockTicksPerSecond();
+}
+
+/**
+ * Cumulative CPU time (ms) of a cgroup and everything below it, from cgroup v2 `cpu.stat` or v1 `cpuacct.usage`;
+ * 0 when the group does not exist (no containers yet, or no cgroups on this server). `group` is relative to the
+ * hierarchy roots, e.g. "harvest/server-1", the group a node manager puts its containers under.
+ */
+export function cgroupCpuMs(group: string, root = "/sys/fs/cgroup"): number {
+  if (group.split("/").some((p) => p === ".." || p === "")) return 0;
+  const candidates: [string, (text: string) => number | undefined][] = [
+    [join(root, group, "cpu.stat"), (t) => ((m) => (m ? Number(m[1]) / 1000 : undefined))(/usage_usec (\d+)/.exec(t))],
+    [
+      join(root, "unified", group, "cpu.stat"),
+      (t) => ((m) => (m ? Number(m[1]) / 1000 : undefined))(/usage_usec (\d+)/.exec(t)),
+    ],
+    [join(root, "cpuacct", group, "cpuacct.usage"), (t) => Number(t) / 1e6],
+    [join(root, "cpu,cpuacct", group, "cpuacct.usage"), (t) => Number(t) / 1e6],
+  ];
+  for (const [file, parse] of candidates) {
+    try {
+      const ms = parse(readFileSync(file, "utf8"));
+      if (ms !== undefined && Number.isFinite(ms)) return ms;
+    } catch {
+      // Not this layout.
+    }
+  }
+  return 0;
 }

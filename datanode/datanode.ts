@@ -4,6 +4,7 @@
  * over one long-lived DatanodeChannel stream (register, full block report, heartbeats, incremental reports; commands
  * come back in the answers), reconnecting with backoff when the namenode goes away.
  */
+import { cgroupCpuMs } from "../common/proc-stats.js";
 import type * as grpc from "@grpc/grpc-js";
 import { availableParallelism } from "node:os";
 import { systemClock } from "../common/clock.js";
@@ -152,8 +153,8 @@ export class DataNode {
         clock: this.clock,
         speed: this.options.primarySpeed,
         offsetMs: this.options.primaryOffsetMs,
-        // A datanode runs no containers: everything busy on the machine is the primary's.
-        containerCpuMs: () => 0,
+        // Harvest's own containers on this server (its node manager's cgroup) are not the primary's load.
+        containerCpuMs: () => cgroupCpuMs(this.options.secondaryCgroup),
       });
     await this.monitor.start();
     this.sampleMonitor();

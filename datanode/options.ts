@@ -29,6 +29,11 @@ export interface DataNodeOptions {
    * @default 0.9
    */
   busyThreshold: number;
+  /**
+   * The cgroup holding Harvest's own containers on this server (its node manager's), whose CPU the `proc` monitor
+   * does not count as the primary's. @default `harvest/<datanodeId>` (a node manager's group for a server of that name)
+   */
+  secondaryCgroup: string;
   /** How often the primary monitor is sampled; reads and writes see the latest sample. @default 250 */
   monitorTickMs: number;
   /** Heartbeat period until the namenode says otherwise. @default 1000 */
@@ -62,6 +67,7 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     primarySpeed: 1,
     primaryOffsetMs: 0,
     busyThreshold: 0.9,
+    secondaryCgroup: `harvest/${partial.datanodeId}`,
     monitorTickMs: 250,
     heartbeatIntervalMs: 1_000,
     blockReportIntervalMs: 60_000,
