@@ -148,7 +148,10 @@ export interface AverageServerOptions {
  * the mean of its servers' utilizations. A server's slot is the mean of its samples in it; a slot without samples holds
  * that server's previous value (so coarser traces are step-held). Slots before any server reported are dropped.
  */
-export function averageServerSeries(serverSeries: UtilizationSeries[], opts: AverageServerOptions = {}): UtilizationSeries {
+export function averageServerSeries(
+  serverSeries: UtilizationSeries[],
+  opts: AverageServerOptions = {},
+): UtilizationSeries {
   const slotSec = opts.slotSec ?? 120;
   const windowDays = opts.windowDays ?? 30;
   if (!(slotSec > 0)) throw invalidArg("slotSec", slotSec);

@@ -1,0 +1,250 @@
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { HarvestError } from "../../common/errors.js";
+import { sharedDataDir } from "../../common/paths.js";
+import { SeededRng } from "../../common/rng.js";
+import { generateUtilization } from "../../common/trace-gen.js";
+import type { UtilizationSeries } from "../../common/trace-io.js";
+import { readUtilizationFile } from "../../common/trace-io.js";
+import type { TenantInput } from "../../resourcemanager/classifier.js";
+import {
+  averageServerSeries,
+  classify,
+  patternOf,
+  resolveClassifierOptions,
+  tenantFeatures,
+} from "../../resourcemanager/classifier.js";
+
+const STEP_SEC = 300;
+const DAY_STEPS = 86_400 / STEP_SEC;
+
+function series(name: string, cpuPct: number[], stepSec = STEP_SEC, startMs = 0): UtilizationSeries {
+  return { name, stepSec, startMs, timesMs: cpuPct.map((_, i) => startMs + i * stepSec * 1000), cpuPct };
+}
+
+function clamp(v: number): number {
+  return Math.min(100, Math.max(0, v));
+}
+
+/** A constant tenant near `meanPct` (noise sd 1.5) on `servers` servers. */
+function constantTenant(tenantId: string, meanPct: number, seed: number, servers = 1): TenantInput {
+  return {
+    tenantId,
+    servers: Array.from({ length: servers }, (_, i) => `${tenantId}-s${i}`),
+    series: generateUtilization({ pattern: "constant", days: 7, stepSec: STEP_SEC, meanPct, seed }),
+  };
+}
+
+describe("patternOf on synthetic series", () => {
+  it("calls a daily sine with noise periodic", () => {
+    for (const seed of [1, 2, 3]) {
+      const s = generateUtilization({ pattern: "periodic", days: 14, stepSec: STEP_SEC, meanPct: 40, seed });
+      expect(patternOf(s).pattern).toBe("periodic");
+    }
+  });
+
+  it("calls a hand-built daily sine sampled every two minutes periodic", () => {
+    const rng = new SeededRng(5);
+    const perDay = 720;
+    const x = Array.from({ length: 30 * perDay }, (_, i) =>
+      clamp(50 + 25 * Math.sin((2 * Math.PI * i) / perDay) + rng.normal(0, 5)),
+    );
+    expect(patternOf(series("sine", x, 120)).pattern).toBe("periodic");
+  });
+
+  it("calls a flat level with small noise constant", () => {
+    for (const seed of [1, 2, 3]) {
+      const s = generateUtilization({ pattern: "constant", days: 14, stepSec: STEP_SEC, meanPct: 35, seed });
+      expect(patternOf(s).pattern).toBe("constant");
+    }
+  });
+
+  it("calls a random walk unpredictable", () => {
+    for (const seed of [11, 12, 13]) {
+      const rng = new SeededRng(seed);
+      let level = 50;
+      const x: number[] = [];
+      for (let i = 0; i < 14 * DAY_STEPS; i++) {
+        level = clamp(level + rng.normal(0, 1.5));
+        x.push(level);
+      }
+      expect(patternOf(series(`walk-${seed}`, x)).pattern).toBe("unpredictable");
+    }
+  });
+
+  it("calls random bursts on a low base unpredictable", () => {
+    for (const seed of [21, 22, 23]) {
+      const rng = new SeededRng(seed);
+      const x: number[] = [];
+      let burstLeft = 0;
+      for (let i = 0; i < 14 * DAY_STEPS; i++) {
+        if (burstLeft === 0 && rng.next() < 0.01) burstLeft = 1 + rng.int(24);
+        x.push(clamp((burstLeft > 0 ? 80 : 10) + rng.normal(0, 2)));
+        if (burstLeft > 0) burstLeft--;
+      }
+      expect(patternOf(series(`bursts-${seed}`, x)).pattern).toBe("unpredictable");
+    }
+  });
+
+  it("calls the generator's regime-and-burst series unpredictable", () => {
+    for (const seed of [1, 2, 3]) {
+      const s = generateUtilization({ pattern: "unpredictable", days: 14, stepSec: STEP_SEC, meanPct: 40, seed });
+      expect(patternOf(s).pattern).toBe("unpredictable");
+    }
+  });
+});
+
+describe("tenantFeatures", () => {
+  it("takes the peak as a high percentile, so one outlier spike does not move it", () => {
+    const x = Array.from({ length: 2000 }, (_, i) => 30 + (i % 10)); // 30..39, p95 is 39
+    const spiked = [...x];
+    spiked[777] = 100;
+    const f = tenantFeatures(series("spiked", spiked));
+    expect(f.peak).toBeCloseTo(39, 6);
+    expect(Math.max(...spiked)).toBe(100);
+  });
+
+  it("reports the last value as current and the mean as average", () => {
+    const f = tenantFeatures(series("ramp", [10, 20, 30, 40]));
+    expect(f.current).toBe(40);
+    expect(f.average).toBe(25);
+  });
+
+  it("follows a configured peak percentile", () => {
+    const x = Array.from({ length: 101 }, (_, i) => i); // 0..100
+    expect(tenantFeatures(series("ramp", x), { peakPercentile: 50 }).peak).toBe(50);
+  });
+});
+
+describe("averageServerSeries", () => {
+  it("averages servers of different granularities slot by slot", () => {
+    const hour = 3_600_000;
+    const a = series("a", new Array<number>(30).fill(20), 120); // one hour at 2 min
+    const b = series("b", new Array<number>(12).fill(60), 300); // one hour at 5 min
+    const avg = averageServerSeries([a, b], { slotSec: 120, endMs: hour });
+    expect(avg.cpuPct).toHaveLength(30);
+    for (const v of avg.cpuPct) expect(v).toBeCloseTo(40, 9);
+  });
+
+  it("holds a server's previous value through slots without samples", () => {
+    const s = {
+      name: "gappy",
+      stepSec: 120,
+      startMs: 0,
+      timesMs: [0, 120_000, 600_000],
+      cpuPct: [10, 30, 50],
+    };
+    const avg = averageServerSeries([s], { slotSec: 120, endMs: 720_000 });
+    expect(avg.cpuPct).toEqual([10, 30, 30, 30, 30, 50]);
+  });
+
+  it("keeps only the window before endMs", () => {
+    const day = series(
+      "day",
+      new Array<number>(2 * DAY_STEPS).fill(0).map((_, i) => (i < DAY_STEPS ? 0 : 80)),
+    );
+    const avg = averageServerSeries([day], { slotSec: STEP_SEC, windowDays: 1, endMs: 2 * 86_400_000 });
+    expect(avg.cpuPct).toHaveLength(DAY_STEPS);
+    expect(avg.cpuPct.every((v) => v === 80)).toBe(true);
+  });
+});
+
+describe("classify", () => {
+  it("separates constant tenants near 10 % from those near 70 % into two classes", () => {
+    const low = [8, 10, 12].map((m, i) => constantTenant(`low-${i}`, m, 100 + i));
+    const high = [68, 70, 72].map((m, i) => constantTenant(`high-${i}`, m, 200 + i, 2));
+    const classes = classify([...high, ...low], {}, new SeededRng(1));
+    expect(classes.map((c) => c.id)).toEqual(["constant-0", "constant-1"]);
+    expect(classes[0]!.tenantIds.sort()).toEqual(["low-0", "low-1", "low-2"]);
+    expect(classes[1]!.tenantIds.sort()).toEqual(["high-0", "high-1", "high-2"]);
+    expect(classes[0]!.average).toBeGreaterThan(8);
+    expect(classes[0]!.average).toBeLessThan(12);
+    expect(classes[1]!.average).toBeGreaterThan(68);
+    expect(classes[1]!.average).toBeLessThan(72);
+    expect(classes[1]!.servers).toHaveLength(6);
+  });
+
+  it("keeps one class for tenants that all look alike", () => {
+    const alike = [30, 31, 32, 33].map((m, i) => constantTenant(`t-${i}`, m, 300 + i));
+    const classes = classify(alike, {}, new SeededRng(1));
+    expect(classes).toHaveLength(1);
+    expect(classes[0]!.tenantIds).toHaveLength(4);
+  });
+
+  it("puts periodic and constant tenants in classes of their own pattern", () => {
+    const periodic = [1, 2].map((seed) => ({
+      tenantId: `web-${seed}`,
+      servers: [`web-${seed}`],
+      series: generateUtilization({ pattern: "periodic", days: 7, stepSec: STEP_SEC, meanPct: 40, seed }),
+    }));
+    const classes = classify([...periodic, constantTenant("crawler", 40, 9)], {}, new SeededRng(3));
+    expect(classes.map((c) => [c.id, c.tenantIds])).toEqual([
+      ["periodic-0", ["web-1", "web-2"]],
+      ["constant-0", ["crawler"]],
+    ]);
+  });
+
+  it("weights class utilization by servers", () => {
+    const a = { ...constantTenant("a", 20, 1, 3), series: series("a", new Array<number>(2016).fill(20)) };
+    const b = { ...constantTenant("b", 24, 2, 1), series: series("b", new Array<number>(2016).fill(24)) };
+    const [only] = classify([a, b], {}, new SeededRng(1));
+    expect(only!.average).toBeCloseTo(21, 9); // (3 x 20 + 1 x 24) / 4
+    expect(only!.current).toBeCloseTo(21, 9);
+  });
+
+  it("gives the same classes for the same seed", () => {
+    const tenants = [5, 15, 25, 40, 55, 60, 80, 90].map((m, i) => constantTenant(`t-${i}`, m, 400 + i));
+    const first = classify(tenants, {}, new SeededRng(42));
+    const second = classify(tenants, {}, new SeededRng(42));
+    expect(second).toEqual(first);
+    expect(first.length).toBeGreaterThan(1);
+    expect(first.length).toBeLessThanOrEqual(4);
+  });
+
+  it("never makes more classes than maxClassesPerPattern", () => {
+    const tenants = [5, 25, 45, 65, 85].map((m, i) => constantTenant(`t-${i}`, m, 500 + i));
+    expect(classify(tenants, { maxClassesPerPattern: 2 }, new SeededRng(1))).toHaveLength(2);
+  });
+
+  it("rejects a tenant listed twice", () => {
+    const t = constantTenant("dup", 10, 1);
+    expect(() => classify([t, t], {}, new SeededRng(1))).toThrow(HarvestError);
+  });
+});
+
+describe("resolveClassifierOptions", () => {
+  it("names the invalid field", () => {
+    try {
+      resolveClassifierOptions({ periodicMinDailyShare: 2 });
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(HarvestError);
+      expect((err as HarvestError).code).toBe("CONFIG_INVALID");
+      expect((err as HarvestError).details["field"]).toBe("periodicMinDailyShare");
+    }
+  });
+});
+
+const dataDir = sharedDataDir();
+if (!dataDir) console.warn("classifier.test: ../shared/data not found, skipping the real-trace pattern tests");
+
+describe.skipIf(!dataDir)("patternOf on the real traces in shared/data", () => {
+  const read = (rel: string): Promise<UtilizationSeries> =>
+    readUtilizationFile(join(dataDir!, rel), undefined, { duplicateTimes: "merge" });
+  const bitbrains = (vm: number): string => join("bitbrains_rnd_2013-7", "raw", `${vm}.csv`);
+
+  it("calls Bitbrains VMs 288 and 411 periodic", async () => {
+    for (const vm of [288, 411]) expect(patternOf(await read(bitbrains(vm))).pattern, `VM ${vm}`).toBe("periodic");
+  });
+
+  it("calls Bitbrains VMs 239 and 9 constant", async () => {
+    for (const vm of [239, 9]) expect(patternOf(await read(bitbrains(vm))).pattern, `VM ${vm}`).toBe("constant");
+  });
+
+  it("does not call NAB's bursty EC2 series periodic", async () => {
+    for (const id of ["77c1ca", "fe7f93"]) {
+      const s = await read(join("nab_aws_cloudwatch", "realAWSCloudwatch", `ec2_cpu_utilization_${id}.csv`));
+      expect(patternOf(s).pattern, id).not.toBe("periodic");
+    }
+  });
+});
