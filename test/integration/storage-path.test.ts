@@ -233,6 +233,8 @@ describe("the file system on four servers", () => {
     const port = Number(nn.address.split(":")[1]);
     const restarted = await relaunch(c.dir, "nn", nn.entry, { dataDir: nn.dataDir, port, datanodeExpiryMs: 3_000 });
     c.desc.nn = { ...nn, pid: restarted };
+    // Teardown stops what the descriptor names: record the relaunched namenode there.
+    writeFileSync(join(c.dir, "cluster.json"), JSON.stringify(c.desc, null, 2));
     // Safe mode ends once the datanodes have reported; then every file reads back as it was.
     await until("safe mode off", async () => ((await dfs.fsck("/")).safeMode ? undefined : true), 60_000);
     for (const [p, h] of before) expect(await sha256OfStream(dfs.createReadStream(p)), p).toBe(h);
