@@ -403,18 +403,7 @@ export class Namespace {
       const file = this.leasedFile(p, clientName);
       const blocks = file.blocks.slice();
       const committed = this.commitLast(p, file, blocks, last);
-      const done: FileRecord = {
-        ...file,
-        blocks,
-        committedBlocks: blocks.length,
-        complete: true,
-        leaseHolder: "",
-        mtimeMs: this.clock.nowMs(),
-      };
-      const change = emptyChange();
-      change.putInodes.push(done);
-      await this.commit(change);
-      this.leaseRenewedMs.delete(file.id);
+      const done = await this.closeFile(file, blocks);
       if (committed) this.listener.blockCommitted(committed);
       return this.status(p, done);
     });
@@ -494,23 +483,28 @@ export class Namespace {
       const renewed = this.leaseRenewedMs.get(inode.id) ?? 0;
       if (this.clock.nowMs() - renewed < timeoutMs) return false;
       // Only a block still being written is dropped; committed ones keep their final length.
-      const blocks = inode.blocks.slice(0, inode.committedBlocks);
       const dropped = inode.blocks.slice(inode.committedBlocks);
-      const done: FileRecord = {
-        ...inode,
-        blocks,
-        committedBlocks: blocks.length,
-        complete: true,
-        leaseHolder: "",
-        mtimeMs: this.clock.nowMs(),
-      };
-      const change = emptyChange();
-      change.putInodes.push(done);
-      await this.commit(change);
-      this.leaseRenewedMs.delete(inode.id);
+      await this.closeFile(inode, inode.blocks.slice(0, inode.committedBlocks));
       if (dropped.length > 0) this.listener.blocksRemoved(dropped);
       return true;
     });
+  }
+
+  /** Closes a file with `blocks` as its final block list and releases its lease (Complete and lease recovery). */
+  private async closeFile(file: FileRecord, blocks: BlockRecord[]): Promise<FileRecord> {
+    const done: FileRecord = {
+      ...file,
+      blocks,
+      committedBlocks: blocks.length,
+      complete: true,
+      leaseHolder: "",
+      mtimeMs: this.clock.nowMs(),
+    };
+    const change = emptyChange();
+    change.putInodes.push(done);
+    await this.commit(change);
+    this.leaseRenewedMs.delete(file.id);
+    return done;
   }
 
   /** Resolves once every mutation queued so far has finished (before closing the store). */

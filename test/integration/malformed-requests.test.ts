@@ -4,21 +4,13 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { codeOf } from "../error-code.js";
 import type { JobClient } from "../../client/job-client.js";
-import { fromGrpcError, isHarvestError } from "../../common/errors.js";
+import { fromGrpcError } from "../../common/errors.js";
 import type { HarvestError } from "../../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import { cpuVertex, startLocalCluster } from "./harness.js";
 import type { LocalCluster } from "./harness.js";
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return "OK";
-  } catch (err) {
-    return isHarvestError(err) ? err.code : `non-harvest error: ${String(err)}`;
-  }
-}
 
 describe("malformed requests", () => {
   let local: LocalCluster;

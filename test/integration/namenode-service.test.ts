@@ -7,6 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { codeOf } from "../error-code.js";
 import { fromGrpcError, isHarvestError } from "../../common/errors.js";
 import type { HarvestError } from "../../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
@@ -22,15 +23,6 @@ import type { NamenodeToDatanodeOutput } from "../../proto/generated/harvest/v1/
 
 const GiB = 1024 ** 3;
 const quiet = new Logger("test", "error");
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return "OK";
-  } catch (err) {
-    return isHarvestError(err) ? err.code : `non-harvest error: ${String(err)}`;
-  }
-}
 
 async function until<T>(
   what: string,

@@ -4,18 +4,9 @@ import { existsSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, write
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { isHarvestError } from "../../common/errors.js";
+import { codeOf } from "../error-code.js";
 import { BlockStore, CHUNK_SIZE, chunkChecksums } from "../../datanode/block-store.js";
 import type { BlockKey, ReplicaWriter, StoredReplica } from "../../datanode/block-store.js";
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return "OK";
-  } catch (err) {
-    return isHarvestError(err) ? err.code : `non-harvest error: ${String(err)}`;
-  }
-}
 
 /** Writes `data` in 64 KiB packets with correct checksums and finalizes. */
 async function writeReplica(store: BlockStore, block: BlockKey, data: Buffer): Promise<StoredReplica> {

@@ -3,21 +3,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { codeOf } from "../error-code.js";
 import { ManualClock } from "../../common/clock.js";
-import { isHarvestError } from "../../common/errors.js";
 import { Namespace } from "../../namenode/namespace.js";
 import type { CreateFileRequest, NamespaceListener } from "../../namenode/namespace.js";
 import { NamespaceStore } from "../../namenode/namespace-store.js";
 import type { BlockRecord } from "../../namenode/namespace-store.js";
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return "OK";
-  } catch (err) {
-    return isHarvestError(err) ? err.code : `non-harvest error: ${String(err)}`;
-  }
-}
 
 /** Records what the namespace tells the block layer. */
 class RecordingListener implements NamespaceListener {
