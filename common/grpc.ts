@@ -12,13 +12,15 @@ import type { ProtoGrpcType as TrackerProto } from "../proto/generated/resource_
 import type { ProtoGrpcType as ContainerProto } from "../proto/generated/container_manager.js";
 import type { ProtoGrpcType as NamenodeProto } from "../proto/generated/namenode.js";
 import type { ProtoGrpcType as DatanodeProto } from "../proto/generated/datanode.js";
+import type { ProtoGrpcType as TenantAdminProto } from "../proto/generated/tenant_admin.js";
 
 /** Every Harvest service, typed from the generated proto types. */
 export type HarvestProto = ClientProto["harvest"]["v1"] &
   TrackerProto["harvest"]["v1"] &
   ContainerProto["harvest"]["v1"] &
   NamenodeProto["harvest"]["v1"] &
-  DatanodeProto["harvest"]["v1"];
+  DatanodeProto["harvest"]["v1"] &
+  TenantAdminProto["harvest"]["v1"];
 
 // Must match the flags in scripts/gen-proto.mjs, or the generated types lie.
 const LOADER_OPTIONS: protoLoader.Options = {
@@ -41,6 +43,7 @@ export function loadHarvestProto(): HarvestProto {
     "container_manager.proto",
     "namenode.proto",
     "datanode.proto",
+    "tenant_admin.proto",
   ];
   const definition = protoLoader.loadSync(files, { ...LOADER_OPTIONS, includeDirs: [protoDir] });
   const loaded = grpc.loadPackageDefinition(definition) as unknown as { harvest: { v1: HarvestProto } };
