@@ -8,12 +8,13 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { BenchDefinition } from "./definition.js";
 import { BenchUsageError, describeFlags } from "./flags.js";
+import { classifyBench } from "./classify.js";
 import { dfsBench } from "./dfs.js";
 import { namenodeBench } from "./namenode.js";
 import { schedulerBench } from "./scheduler.js";
 import { yieldBench } from "./yield.js";
 
-const BENCHES: readonly BenchDefinition[] = [yieldBench, schedulerBench, namenodeBench, dfsBench];
+const BENCHES: readonly BenchDefinition[] = [yieldBench, schedulerBench, namenodeBench, dfsBench, classifyBench];
 
 function usage(): string {
   const lines = ["usage: run.js <name> [--flags] [--json]", "", "benchmarks:"];

@@ -1,16 +1,19 @@
 import { join } from "node:path";
+import FFT from "fft.js";
 import { describe, expect, it } from "vitest";
 import { HarvestError } from "../../common/errors.js";
 import { sharedDataDir } from "../../common/paths.js";
 import { SeededRng } from "../../common/rng.js";
 import { generateUtilization } from "../../common/trace-gen.js";
 import type { UtilizationSeries } from "../../common/trace-io.js";
-import { readUtilizationFile } from "../../common/trace-io.js";
+import { readUtilizationFile, resample } from "../../common/trace-io.js";
 import type { TenantInput } from "../../resourcemanager/classifier.js";
 import {
   averageServerSeries,
   classify,
+  classifyFeatures,
   patternOf,
+  percentileSorted,
   resolveClassifierOptions,
   tenantFeatures,
 } from "../../resourcemanager/classifier.js";
@@ -50,6 +53,26 @@ describe("patternOf on synthetic series", () => {
       clamp(50 + 25 * Math.sin((2 * Math.PI * i) / perDay) + rng.normal(0, 5)),
     );
     expect(patternOf(series("sine", x, 120)).pattern).toBe("periodic");
+  });
+
+  it("does not call a week of random walk periodic, although the walk puts much of its power in the daily band", () => {
+    // Over 7 days the 24 h band lies among the lowest frequencies, where a random walk's 1/f^2 spectrum is strong.
+    let highShare = 0;
+    for (let seed = 1; seed <= 20; seed++) {
+      const rng = new SeededRng(seed);
+      let w = 50;
+      const x = Array.from({ length: 7 * DAY_STEPS }, () => (w = Math.min(95, Math.max(5, w + rng.normal(0, 6)))));
+      const p = patternOf(series("walk", x));
+      if (p.dailyShare >= 0.3) highShare++;
+      expect(p.pattern, `seed ${seed}: share ${p.dailyShare}, peak ratio ${p.peakRatio}`).toBe("unpredictable");
+    }
+    // The share test alone would have called most of them periodic.
+    expect(highShare).toBeGreaterThan(10);
+    // ... and the peak test is what stops them: without it, they pass.
+    const rng = new SeededRng(7);
+    let w = 50;
+    const x = Array.from({ length: 7 * DAY_STEPS }, () => (w = Math.min(95, Math.max(5, w + rng.normal(0, 6)))));
+    expect(patternOf(series("walk", x), { periodicMinPeakRatio: 0 }).pattern).toBe("periodic");
   });
 
   it("calls a flat level with small noise constant", () => {
@@ -94,6 +117,75 @@ describe("patternOf on synthetic series", () => {
   });
 });
 
+/** The daily share as the classifier first computed it: one full fft.js transform of the zero-padded series. */
+function fftDailyShare(s: UtilizationSeries, dailyHarmonics: number, binTolerance = 1): number {
+  const x = s.cpuPct;
+  const n = x.length;
+  const mean = x.reduce((a, b) => a + b, 0) / n;
+  let size = 2;
+  while (size < n) size *= 2;
+  const input = new Array<number>(size).fill(0);
+  for (let i = 0; i < n; i++) input[i] = x[i]! - mean;
+  const fft = new FFT(size);
+  const out = fft.createComplexArray() as number[];
+  fft.realTransform(out, input);
+  const half = size / 2;
+  const power = (k: number): number => out[2 * k]! ** 2 + out[2 * k + 1]! ** 2;
+  let total = 0;
+  for (let k = 1; k <= half; k++) total += power(k);
+  const width = Math.ceil(size / n) + binTolerance;
+  const counted = new Set<number>();
+  for (let h = 1; h <= dailyHarmonics; h++) {
+    const centre = Math.round((h * size * s.stepSec) / 86_400);
+    for (let k = Math.max(1, centre - width); k <= Math.min(half, centre + width); k++) counted.add(k);
+  }
+  let daily = 0;
+  for (const k of counted) daily += power(k);
+  return daily / total;
+}
+
+describe("patternOf's spectrum and grid", () => {
+  it("finds the daily share a full FFT finds, with few harmonics (bin by bin) and with many (full transform)", () => {
+    for (const pattern of ["periodic", "unpredictable"] as const) {
+      for (const [days, stepSec] of [
+        [30, 120],
+        [14, STEP_SEC],
+        [3, 37],
+      ] as const) {
+        const s = generateUtilization({ pattern, days, stepSec, meanPct: 45, seed: 17 });
+        for (const dailyHarmonics of [3, 20]) {
+          const share = patternOf(s, { dailyHarmonics, constantMaxStdPct: 0.1 }).dailyShare;
+          expect(share, `${pattern} ${days} d at ${stepSec} s, ${dailyHarmonics} harmonics`).toBeCloseTo(
+            fftDailyShare(s, dailyHarmonics),
+            9,
+          );
+        }
+      }
+    }
+  });
+
+  it("judges a series on its own grid as it judges the resampled one", () => {
+    const s = generateUtilization({ pattern: "periodic", days: 7, stepSec: STEP_SEC, meanPct: 40, seed: 4 });
+    // A sample moved within its slot forces the resampling path, which must give the very same profile.
+    const moved = { ...s, timesMs: s.timesMs.map((t, i) => (i === 100 ? t + 1_000 : t)) };
+    expect(patternOf(s)).toEqual(patternOf(moved));
+    expect(tenantFeatures(s)).toEqual(tenantFeatures(moved));
+  });
+
+  it("resamples a series with gaps and jitter before judging it", () => {
+    const s = generateUtilization({ pattern: "periodic", days: 7, stepSec: STEP_SEC, meanPct: 40, seed: 5 });
+    const keep = s.timesMs.map((_, i) => i % 13 !== 4);
+    const gappy = {
+      ...s,
+      timesMs: s.timesMs.filter((_, i) => keep[i]).map((t, i) => t + (i % 3) * 7_000),
+      cpuPct: s.cpuPct.filter((_, i) => keep[i]),
+    };
+    const grid = resample(gappy, gappy.stepSec);
+    expect(patternOf(gappy)).toEqual(patternOf(grid));
+    expect(tenantFeatures(gappy).pattern).toBe(tenantFeatures(grid).pattern);
+  });
+});
+
 describe("tenantFeatures", () => {
   it("takes the peak as a high percentile, so one outlier spike does not move it", () => {
     const x = Array.from({ length: 2000 }, (_, i) => 30 + (i % 10)); // 30..39, p95 is 39
@@ -113,6 +205,24 @@ describe("tenantFeatures", () => {
   it("follows a configured peak percentile", () => {
     const x = Array.from({ length: 101 }, (_, i) => i); // 0..100
     expect(tenantFeatures(series("ramp", x), { peakPercentile: 50 }).peak).toBe(50);
+  });
+
+  it("takes every percentile exactly as a full sort would, ties and unlucky samples included", () => {
+    const rng = new SeededRng(8);
+    const noisy = Array.from({ length: 21_600 }, () => rng.next() * 100);
+    const ties = noisy.map((v) => Math.round(v / 10) * 10);
+    // Zeros exactly where an evenly spaced sample of 512 looks, the rest 100..200: the sample sees only zeros, so its
+    // bracket misses the high ranks and the whole series must be ordered instead.
+    const looked = new Set(Array.from({ length: 512 }, (_, j) => Math.floor(((j + 0.5) * noisy.length) / 512)));
+    const aliased = noisy.map((v, i) => (looked.has(i) ? 0 : 100 + v));
+    const short = noisy.slice(0, 500);
+    for (const x of [noisy, ties, aliased, short]) {
+      const sorted = [...x].sort((a, b) => a - b);
+      for (const peakPercentile of [0.5, 1, 50, 87.5, 95, 99, 100]) {
+        const f = tenantFeatures(series("p", x, 120), { peakPercentile });
+        expect(f.peak).toBe(percentileSorted(sorted, peakPercentile));
+      }
+    }
   });
 });
 
@@ -210,9 +320,47 @@ describe("classify", () => {
     const t = constantTenant("dup", 10, 1);
     expect(() => classify([t, t], {}, new SeededRng(1))).toThrow(HarvestError);
   });
+
+  it("gives the same classes from features extracted one tenant at a time (classifyFeatures)", () => {
+    const patterns = ["periodic", "constant", "unpredictable"] as const;
+    const tenants: TenantInput[] = Array.from({ length: 24 }, (_, i) => ({
+      tenantId: `t-${i}`,
+      servers: Array.from({ length: 1 + (i % 3) }, (_, s) => `t-${i}-s${s}`),
+      series: generateUtilization({
+        pattern: patterns[i % 3]!,
+        days: 7,
+        stepSec: STEP_SEC,
+        meanPct: 10 + ((i * 29) % 80),
+        seed: 600 + i,
+      }),
+    }));
+    const options = { maxClassesPerPattern: 3 };
+    const whole = classify(tenants, options, new SeededRng(7));
+    const resolved = resolveClassifierOptions(options);
+    const featured = tenants.map((t) => ({
+      tenantId: t.tenantId,
+      servers: t.servers,
+      features: tenantFeatures(t.series, resolved),
+    }));
+    expect(classifyFeatures(featured, options, new SeededRng(7))).toEqual(whole);
+    expect(new Set(whole.map((c) => c.pattern))).toEqual(new Set(patterns));
+  });
+
+  it("rejects a tenant listed twice among features", () => {
+    const features = tenantFeatures(constantTenant("dup", 10, 1).series);
+    const t = { tenantId: "dup", servers: ["s"], features };
+    expect(() => classifyFeatures([t, t], {}, new SeededRng(1))).toThrow(HarvestError);
+  });
 });
 
 describe("resolveClassifierOptions", () => {
+  it("returns resolved options as they are, frozen", () => {
+    const resolved = resolveClassifierOptions({ peakPercentile: 90 });
+    expect(resolveClassifierOptions(resolved)).toBe(resolved);
+    expect(Object.isFrozen(resolved)).toBe(true);
+    expect(resolved.peakPercentile).toBe(90);
+  });
+
   it("names the invalid field", () => {
     try {
       resolveClassifierOptions({ periodicMinDailyShare: 2 });
