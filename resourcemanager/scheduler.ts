@@ -32,13 +32,23 @@ export interface AppView {
 }
 
 /**
+ * Priority of the job manager's own container ask. Task asks use priorities >= 0, so the job manager's container sorts
+ * first and policies can tell it apart (it runs before the job's utilization classes are chosen).
+ */
+export const AM_PRIORITY = -1;
+
+/**
  * Where an application's containers may go. The stock policy (history-oblivious, what YARN made primary-aware does)
- * allows every node with headroom; the history policy of the next issue restricts each job to its chosen classes.
+ * allows every node with headroom; the history policy (`class-selection.ts`) restricts each job's tasks to the servers
+ * of its chosen classes.
  */
 export interface SchedulerPolicy {
   readonly name: string;
-  /** True when `app` may receive containers on `node`. */
-  allows(app: AppView, node: NodeView): boolean;
+  /**
+   * True when `app` may receive containers of its ask at `priority` (`AM_PRIORITY` or a task priority >= 0) on `node`.
+   * Called on the heartbeat path for every ask that fits, so it must be cheap.
+   */
+  allows(app: AppView, node: NodeView, priority: number): boolean;
 }
 
 /** The history-oblivious baseline: any node with enough harvestable headroom, applications in FIFO order. */
@@ -228,12 +238,14 @@ export class Scheduler {
     let emptied = false;
     for (const app of this.hungry) {
       if (granted.length >= limit || headroom.vcoresMilli <= 0) break;
-      view ??= this.view(node);
-      if (!this.policy.allows(app, view)) continue;
       const priorities = [...app.asks.keys()].sort((a, b) => a - b);
       for (const priority of priorities) {
         const ask = app.asks.get(priority);
-        if (!ask) continue;
+        // The policy is asked per priority (the job manager's ask may go where task asks may not), and only for an ask
+        // that could be granted here, so a full node costs no policy calls and no node view.
+        if (!ask || !fits(ask.resource, headroom)) continue;
+        view ??= this.view(node);
+        if (!this.policy.allows(app, view, priority)) continue;
         while (ask.count > 0 && granted.length < limit && fits(ask.resource, headroom)) {
           const alloc: Allocation = {
             containerId: this.newContainerId(app.appId),
