@@ -112,26 +112,25 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
   const started: DaemonRecord[] = [];
   try {
     const withStorage = opts.storage ?? true;
-    // The masters first (in parallel), then every server's daemons (in parallel).
-    const [rm, nn] = await Promise.all([
-      launchDaemon(
-        dir,
-        "rm",
-        distEntry("resourcemanager/main.js"),
-        { dataDir: join(dir, "rm"), secret, ...opts.rm },
-        opts.startTimeoutMs,
-      ),
-      withStorage
-        ? launchDaemon(
-            dir,
-            "nn",
-            distEntry("namenode/main.js"),
-            { dataDir: join(dir, "nn"), ...opts.nn },
-            opts.startTimeoutMs,
-          )
-        : undefined,
-    ]);
+    // The resource manager first (the namenode reads tenants from it), then the namenode, then every server's daemons
+    // (in parallel).
+    const rm = await launchDaemon(
+      dir,
+      "rm",
+      distEntry("resourcemanager/main.js"),
+      { dataDir: join(dir, "rm"), secret, ...opts.rm },
+      opts.startTimeoutMs,
+    );
     started.push(rm);
+    const nn = withStorage
+      ? await launchDaemon(
+          dir,
+          "nn",
+          distEntry("namenode/main.js"),
+          { dataDir: join(dir, "nn"), rmAddress: rm.address, ...opts.nn },
+          opts.startTimeoutMs,
+        )
+      : undefined;
     if (nn) started.push(nn);
     const nodes = await Promise.all(
       opts.primaries.map(async (primary, i): Promise<NodeRecord> => {

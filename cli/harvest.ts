@@ -10,10 +10,10 @@ import { Command, Option } from "commander";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { action, common, positiveInt, positiveNumber, print, withClient } from "./command-kit.js";
 import type { GlobalOpts } from "./command-kit.js";
-import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import { distEntry } from "../common/paths.js";
 import { readCluster, resolveClusterDir, startCluster, stopCluster } from "./cluster.js";
 import { runDemo } from "./demo.js";
+import { registerAdminCommands } from "./admin-commands.js";
 import { registerFsCommands } from "./fs-commands.js";
 import { duration, follow, outcomeText, progressLines, table } from "./format.js";
 import { choosePrimaries } from "./primary-traces.js";
@@ -161,6 +161,9 @@ common(job.command("status <appId>"))
           [
             ...progressLines(r, Date.now()),
             r.diagnostics ? `  diagnostics: ${r.diagnostics}` : "",
+            r.jobType
+              ? `  placement: ${r.jobType} job; ${r.classes.length ? `classes ${r.classes.join(", ")}` : "no class yet"}${r.placementNote ? ` (${r.placementNote})` : ""}`
+              : "",
             `  containers: ${r.containers.length} (${r.containers.filter((x) => x.cause === "PREEMPTED_BY_PRIMARY").length} preempted by a primary tenant)`,
           ]
             .filter(Boolean)
@@ -257,34 +260,7 @@ registerFsCommands(program);
 
 // ------------------------------------------------------------------------------------------------ admin
 
-const admin = program.command("admin").description("operator commands");
-
-common(admin.command("reimage <server>"))
-  .description("wipe a server's datanode storage as a disk reimage would; the namenode re-replicates what it held")
-  .action(
-    action(async (server: string, o: GlobalOpts) => {
-      const desc = readCluster(resolveClusterDir(o.dir));
-      const node = desc.nodes.find((n) => n.nodeId === server);
-      if (!node?.datanode) {
-        throw new HarvestError(
-          "INVALID_ARGUMENT",
-          `no datanode on ${JSON.stringify(server)}; servers: ${desc.nodes.map((n) => n.nodeId).join(", ")}`,
-        );
-      }
-      const dt = makeClient(loadHarvestProto().DataTransfer, node.datanode.address);
-      try {
-        const r = await call(dt, dt.reimage, {});
-        print(
-          o,
-          { server, ...r },
-          () =>
-            `reimaged ${server}: ${r.blocksWiped} replica(s) wiped, new storage ${r.storageId}; 'harvest fs fsck' shows re-replication`,
-        );
-      } finally {
-        dt.close();
-      }
-    }),
-  );
+registerAdminCommands(program);
 
 // ------------------------------------------------------------------------------------------------ demo, bench
 

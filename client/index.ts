@@ -7,3 +7,5 @@ export { HarvestError, isHarvestError } from "../common/errors.js";
 export type { ErrorCode } from "../common/errors.js";
 export { parseDag, maxConcurrency } from "../common/dag-spec.js";
 export type { DagSpec, EdgeSpec, VertexSpec } from "../common/dag-spec.js";
+export { TenantAdminClient } from "./tenant-admin-client.js";
+export type { HistoryFormat, ImportResult, TenantClasses, TenantInfo } from "./tenant-admin-client.js";

@@ -12,7 +12,7 @@ import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { serveWorkerStream } from "../common/worker-stream.js";
-import { bindServer, createServer, loadHarvestProto, shutdownServer, unary } from "../common/grpc.js";
+import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { SeededRng } from "../common/rng.js";
 import { BlockManager } from "./block-manager.js";
@@ -24,6 +24,8 @@ import type { BlockRecord, DatanodeRecord } from "./namespace-store.js";
 import { resolveNameNodeOptions } from "./options.js";
 import type { NameNodeOptions } from "./options.js";
 import { StockPlacementPolicy } from "./placement.js";
+import { DiversityPlacementPolicy } from "./diversity-placement.js";
+import type { TenantAdminClient } from "../proto/generated/harvest/v1/TenantAdmin.js";
 import type { DatanodeView, PlacementPolicy } from "./placement.js";
 import { classifyBlock, ReplicationMonitor } from "./replication-monitor.js";
 import type { AbandonBlockRequestOutput } from "../proto/generated/harvest/v1/AbandonBlockRequest.js";
@@ -104,6 +106,13 @@ export class NameNode {
   private lastMissing = 0;
   private livenessTimer: NodeJS.Timeout | undefined;
   private replicationTimer: NodeJS.Timeout | undefined;
+  private tenantTimer: NodeJS.Timeout | undefined;
+  /** The diversity policy and the resource manager it reads tenants from (diversity placement only). */
+  private readonly diversity: DiversityPlacementPolicy | undefined;
+  private tenantAdmin: TenantAdminClient | undefined;
+  private tenantRefreshing = false;
+  /** When each degrade reason was last logged, so a small cluster does not flood the log. */
+  private readonly degradeLogged = new Map<string, number>();
   private recovering = false;
   private boundPort = 0;
 
@@ -112,7 +121,12 @@ export class NameNode {
     this.clock = deps.clock ?? systemClock;
     this.log = deps.logger ?? new Logger("nn");
     this.rng = new SeededRng(this.options.seed);
-    this.placement = new StockPlacementPolicy();
+    if (this.options.placementPolicy === "diversity") {
+      this.diversity = new DiversityPlacementPolicy({ onDegrade: (reason) => this.onPlacementDegraded(reason) });
+      this.placement = this.diversity;
+    } else {
+      this.placement = new StockPlacementPolicy();
+    }
     this.monitor = new ReplicationMonitor(this.placement, this.rng, {
       maxReplicationStreams: this.options.maxReplicationStreams,
       pendingTimeoutMs: this.options.replicationTimeoutMs,
@@ -206,6 +220,11 @@ export class NameNode {
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port);
     this.livenessTimer = setInterval(() => this.checkLiveness(), this.options.monitorIntervalMs);
     this.replicationTimer = setInterval(() => this.replicationTick(), this.options.replicationIntervalMs);
+    if (this.diversity) {
+      this.tenantAdmin = makeClient(proto.TenantAdmin, this.options.rmAddress);
+      void this.refreshTenants();
+      this.tenantTimer = setInterval(() => void this.refreshTenants(), this.options.tenantRefreshMs);
+    }
     this.stateValue = "running";
     const counts = this.namespace.counts();
     this.log.info("namenode serving", {
@@ -223,6 +242,8 @@ export class NameNode {
     this.stateValue = "stopping";
     if (this.livenessTimer) clearInterval(this.livenessTimer);
     if (this.replicationTimer) clearInterval(this.replicationTimer);
+    if (this.tenantTimer) clearInterval(this.tenantTimer);
+    this.tenantAdmin?.close();
     for (const d of this.datanodes.values()) d.stream?.end();
     await shutdownServer(this.server, 1_000);
     if (wasRunning) {
@@ -624,6 +645,46 @@ export class NameNode {
       const entry = this.datanodes.get(d.datanodeId);
       if (entry?.state === "LIVE") entry.deletes.push(d.block);
     }
+  }
+
+  /**
+   * Rebuilds the diversity grid from the resource manager's tenants (reimage rate, peak CPU, environment, servers) and
+   * the datanodes' free space. An unreachable resource manager keeps the last grid.
+   */
+  private async refreshTenants(): Promise<void> {
+    const admin = this.tenantAdmin;
+    if (!admin || !this.diversity || this.tenantRefreshing) return;
+    this.tenantRefreshing = true;
+    try {
+      const res = await call(admin, admin.listTenants, { name: "" }, 10_000);
+      const free = new Map<string, number>();
+      for (const d of this.datanodes.values()) if (d.state === "LIVE") free.set(d.datanodeId, d.remainingBytes);
+      const tenants = res.tenants.map((t) => ({
+        tenantId: t.name,
+        environment: t.environment,
+        reimagesPerServerMonth: t.reimagesPerServerMonth,
+        peakCpuPct: t.peakPct,
+        servers: t.servers,
+      }));
+      this.diversity.setTenants(tenants, free);
+      this.log.debug("diversity grid rebuilt", { tenants: tenants.length, datanodes: free.size });
+    } catch (err) {
+      this.log.warn("cannot read tenants from the resource manager; keeping the last grid", {
+        rm: this.options.rmAddress,
+        error: errorMessage(err),
+      });
+    } finally {
+      this.tenantRefreshing = false;
+    }
+  }
+
+  private onPlacementDegraded(reason: string): void {
+    const now = this.clock.nowMs();
+    const last = this.degradeLogged.get(reason);
+    if (last !== undefined && now - last < 60_000) return;
+    this.degradeLogged.set(reason, now);
+    if (this.degradeLogged.size > 1_000) this.degradeLogged.clear();
+    this.log.warn("replica placement relaxed a diversity rule", { reason });
   }
 
   private liveViews(): DatanodeView[] {

@@ -35,8 +35,16 @@ export interface NameNodeOptions {
   monitorIntervalMs: number;
   /** Delete commands sent per heartbeat answer at most. @default 1000 */
   maxDeletesPerHeartbeat: number;
-  /** Replica placement policy. @default "stock" */
-  placementPolicy: "stock";
+  /**
+   * Replica placement: "stock" (HDFS's rack-aware default) or "diversity" (seeds/004 Algorithm 2: a 3x3 grid of
+   * reimage frequency x peak CPU, replicas in distinct rows, columns and environments; needs `rmAddress`).
+   * @default "stock"
+   */
+  placementPolicy: "stock" | "diversity";
+  /** The resource manager whose TenantAdmin service gives the tenants' reimage and peak-CPU history. @default "" */
+  rmAddress: string;
+  /** How often the diversity grid is rebuilt from the resource manager's tenants and the datanodes' free space. @default 30000 */
+  tenantRefreshMs: number;
   /** Seed of the random source behind placement and replication choices. @default 1 */
   seed: number;
 }
@@ -60,6 +68,8 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
     monitorIntervalMs: 500,
     maxDeletesPerHeartbeat: 1_000,
     placementPolicy: "stock",
+    rmAddress: "",
+    tenantRefreshMs: 30_000,
     seed: 1,
     ...stripUndefined(partial),
     dataDir: partial.dataDir,
@@ -79,6 +89,7 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
     "replicationTimeoutMs",
     "leaseTimeoutMs",
     "monitorIntervalMs",
+    "tenantRefreshMs",
   ] as const) {
     if (!(o[f] > 0)) bad(f, "must be a positive number of milliseconds");
   }
@@ -90,8 +101,11 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
     bad("maxReplicationStreams", "must be an integer >= 1");
   if (!Number.isInteger(o.maxDeletesPerHeartbeat) || o.maxDeletesPerHeartbeat < 1)
     bad("maxDeletesPerHeartbeat", "must be an integer >= 1");
-  if (o.placementPolicy !== "stock")
-    bad("placementPolicy", `must be "stock" (got ${JSON.stringify(o.placementPolicy)})`);
+  if (o.placementPolicy !== "stock" && o.placementPolicy !== "diversity")
+    bad("placementPolicy", `must be "stock" or "diversity" (got ${JSON.stringify(o.placementPolicy)})`);
+  if (o.placementPolicy === "diversity" && !o.rmAddress)
+    bad("rmAddress", "is required by the diversity placement (it reads the tenants from the resource manager)");
+  if (o.tenantRefreshMs > 2 ** 31 - 1) bad("tenantRefreshMs", "must fit in an int32");
   if (!Number.isInteger(o.seed)) bad("seed", "must be an integer");
   return o;
 }

@@ -3,9 +3,44 @@ export { ResourceManager } from "./resource-manager.js";
 export type { DaemonState } from "./resource-manager.js";
 export { resolveResourceManagerOptions } from "./options.js";
 export type { ResourceManagerOptions } from "./options.js";
-export { Scheduler, StockSchedulerPolicy } from "./scheduler.js";
+export { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./scheduler.js";
 export type { Allocation, Ask, AppView, NodeView, SchedulerOptions, SchedulerPolicy } from "./scheduler.js";
-export { averageServerSeries, classify, patternOf, resolveClassifierOptions, tenantFeatures } from "./classifier.js";
-export type { ClassifierOptions, PatternProfile, TenantClass, TenantInput } from "./classifier.js";
+export {
+  averageServerSeries,
+  classify,
+  classifyFeatures,
+  patternOf,
+  resolveClassifierOptions,
+  tenantFeatures,
+} from "./classifier.js";
+export type {
+  ClassifierOptions,
+  FeaturedTenant,
+  PatternProfile,
+  TenantClass,
+  TenantFeatures,
+  TenantInput,
+} from "./classifier.js";
 export { criticality, resolveCriticalityOptions } from "./criticality.js";
 export type { CriticalityOptions } from "./criticality.js";
+export {
+  DEFAULT_CLASS_WEIGHTS,
+  HistorySchedulerPolicy,
+  classHeadroomMilli,
+  jobTypeOf,
+  jobTypeThresholds,
+  requirementMilli,
+  resolveClassWeights,
+  resolveJobTypeOptions,
+  selectClasses,
+} from "./class-selection.js";
+export type {
+  ClassSelection,
+  ClassView,
+  ClassWeights,
+  JobType,
+  JobTypeOptions,
+  ServerCapacity,
+} from "./class-selection.js";
+export { TenantRegistry, resolveTenantRegistryOptions } from "./tenant-registry.js";
+export type { TenantRecord, TenantRegistryOptions } from "./tenant-registry.js";

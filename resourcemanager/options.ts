@@ -3,6 +3,10 @@ import { join } from "node:path";
 import { invalidOption, stripUndefined } from "../common/options.js";
 import { distEntry } from "../common/paths.js";
 import type { Resources } from "../common/resource.js";
+import { resolveClassWeights, resolveJobTypeOptions } from "./class-selection.js";
+import type { ClassWeightsInput, JobTypeOptions } from "./class-selection.js";
+import { resolveTenantRegistryOptions } from "./tenant-registry.js";
+import type { TenantRegistryOptions } from "./tenant-registry.js";
 
 /** Settings of a resource manager. */
 export interface ResourceManagerOptions {
@@ -32,8 +36,25 @@ export interface ResourceManagerOptions {
   containerLaunchExpiryMs: number;
   /** A running job manager silent for this long is considered dead. @default 30000 */
   amExpiryMs: number;
-  /** Placement policy. @default "stock" */
-  schedulerPolicy: "stock";
+  /**
+   * Where a job's containers may go: "stock" (any server with headroom, history-oblivious YARN) or "history"
+   * (seeds/004 Algorithm 1: only servers of the utilization classes chosen for the job). @default "stock"
+   */
+  schedulerPolicy: "stock" | "history";
+  /** Algorithm 1's weights by job type and utilization pattern (see `DEFAULT_CLASS_WEIGHTS`). @default {} */
+  classWeights: ClassWeightsInput;
+  /** How past job durations become the short/long thresholds (see `JobTypeOptions`). @default {} */
+  jobTypes: Partial<JobTypeOptions>;
+  /** Under the history policy, a job that finds no class with room for this long runs anywhere; 0 waits for ever. @default 60000 */
+  classWaitMs: number;
+  /** Tenant registry and classifier settings (see `TenantRegistryOptions`). @default {} */
+  tenants: Partial<TenantRegistryOptions>;
+  /** How often the classes are rebuilt from the history. @default 86400000 (daily) */
+  reclusterIntervalMs: number;
+  /** Job types are judged against this many most recent successful jobs. @default 1000 */
+  jobHistoryWindow: number;
+  /** Seed of Algorithm 1's random class choice. @default 1 */
+  seed: number;
   /** Secret that signs container tokens; empty disables the check. @default "" */
   secret: string;
   /** Largest vertex parallelism accepted at submit. @default 10000 */
@@ -62,6 +83,13 @@ export function resolveResourceManagerOptions(
     containerLaunchExpiryMs: 30_000,
     amExpiryMs: 30_000,
     schedulerPolicy: "stock",
+    classWeights: {},
+    jobTypes: {},
+    classWaitMs: 60_000,
+    tenants: {},
+    reclusterIntervalMs: 86_400_000,
+    seed: 1,
+    jobHistoryWindow: 1_000,
     secret: "",
     maxParallelism: 10_000,
     monitorIntervalMs: 500,
@@ -78,6 +106,7 @@ export function resolveResourceManagerOptions(
     "containerLaunchExpiryMs",
     "amExpiryMs",
     "monitorIntervalMs",
+    "reclusterIntervalMs",
   ] as const) {
     if (!(o[f] > 0)) bad(f, "must be a positive number of milliseconds");
   }
@@ -88,8 +117,17 @@ export function resolveResourceManagerOptions(
   if (!Number.isInteger(o.maxAmPreemptions) || o.maxAmPreemptions < 0)
     bad("maxAmPreemptions", "must be an integer >= 0");
   if (o.jobManagerCommand.length === 0) bad("jobManagerCommand", "must not be empty");
-  if (o.schedulerPolicy !== "stock")
-    bad("schedulerPolicy", `must be "stock" (got ${JSON.stringify(o.schedulerPolicy)})`);
+  if (o.schedulerPolicy !== "stock" && o.schedulerPolicy !== "history")
+    bad("schedulerPolicy", `must be "stock" or "history" (got ${JSON.stringify(o.schedulerPolicy)})`);
+  if (!(o.classWaitMs >= 0)) bad("classWaitMs", "must be >= 0");
+  if (o.reclusterIntervalMs > 2 ** 31 - 1) bad("reclusterIntervalMs", "must be at most 2147483647 (about 24 days)");
+  if (!Number.isInteger(o.seed)) bad("seed", "must be an integer");
+  if (!Number.isInteger(o.jobHistoryWindow) || o.jobHistoryWindow < 1)
+    bad("jobHistoryWindow", "must be an integer >= 1");
+  // Each throws CONFIG_INVALID naming its field.
+  resolveClassWeights(o.classWeights);
+  resolveJobTypeOptions(o.jobTypes);
+  resolveTenantRegistryOptions(o.tenants);
   if (!Number.isInteger(o.maxCompletedApps) || o.maxCompletedApps < 0)
     bad("maxCompletedApps", "must be an integer >= 0");
   if (!Number.isInteger(o.maxParallelism) || o.maxParallelism < 1) bad("maxParallelism", "must be an integer >= 1");

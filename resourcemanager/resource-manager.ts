@@ -20,9 +20,16 @@ import { fits, fromWire } from "../common/resource.js";
 import type { Resources } from "../common/resource.js";
 import { resolveResourceManagerOptions } from "./options.js";
 import type { ResourceManagerOptions } from "./options.js";
-import { Scheduler, StockSchedulerPolicy } from "./scheduler.js";
-import type { Allocation } from "./scheduler.js";
+import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./scheduler.js";
+import type { Allocation, SchedulerPolicy } from "./scheduler.js";
+import { HistorySchedulerPolicy, jobTypeOf, resolveClassWeights } from "./class-selection.js";
+import { SeededRng } from "../common/rng.js";
 import { RmStateStore } from "./state-store.js";
+import { tenantAdminHandlers } from "./tenant-admin.js";
+import { TenantRegistry } from "./tenant-registry.js";
+import type { ClassSnapshot } from "./tenant-registry.js";
+import { HistoryPlacement, liveUtilization } from "./history-placement.js";
+import type { JobPlacement, LiveNode } from "./history-placement.js";
 import type { AppRecord, AppState, HistoryRecord } from "./state-store.js";
 import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js";
 import type { ContainerManagerClient } from "../proto/generated/harvest/v1/ContainerManager.js";
@@ -37,8 +44,6 @@ import type { NodeHeartbeatOutput } from "../proto/generated/harvest/v1/NodeHear
 import type { RegisterNodeOutput } from "../proto/generated/harvest/v1/RegisterNode.js";
 import type { ContainerRef } from "../proto/generated/harvest/v1/ContainerRef.js";
 
-/** Priority of the job manager's own container ask; task asks use priorities >= 0. */
-const AM_PRIORITY = -1;
 /** Kept per application for `harvest job logs` and status. */
 const MAX_CONTAINER_REFS = 5_000;
 
@@ -74,6 +79,8 @@ interface AppRuntime {
   containers: Map<string, ContainerRef>;
   taskCounts: ContainerCounts;
   amCounts: ContainerCounts;
+  /** Algorithm 1's decision, kept for reports once the job ended. */
+  placement?: JobPlacement | undefined;
 }
 
 /** How an application's containers ended, counted over all its attempts. */
@@ -98,6 +105,10 @@ export class ResourceManager {
   private readonly clock: Clock;
   private readonly server = createServer();
   private readonly store: RmStateStore;
+  private readonly tenants: TenantRegistry;
+  /** Algorithm 1's per-job state; undefined under the stock policy. */
+  private readonly history: HistoryPlacement | undefined;
+  private reclusterTimer: NodeJS.Timeout | undefined;
   private readonly scheduler: Scheduler;
   private readonly nodes = new Map<string, NodeEntry>();
   private readonly apps = new Map<string, AppRuntime>();
@@ -118,8 +129,25 @@ export class ResourceManager {
     this.clock = deps.clock ?? systemClock;
     this.log = deps.logger ?? new Logger("rm");
     this.store = new RmStateStore(join(this.options.dataDir, "rm-state"));
+    this.tenants = new TenantRegistry(
+      join(this.options.dataDir, "rm-tenants"),
+      this.options.tenants,
+      this.clock,
+      this.log.child("tenants"),
+    );
+    let policy: SchedulerPolicy = new StockSchedulerPolicy();
+    if (this.options.schedulerPolicy === "history") {
+      const historyPolicy = new HistorySchedulerPolicy();
+      policy = historyPolicy;
+      this.history = new HistoryPlacement(
+        historyPolicy,
+        { weights: resolveClassWeights(this.options.classWeights), classWaitMs: this.options.classWaitMs },
+        new SeededRng(this.options.seed),
+        this.log.child("placement"),
+      );
+    }
     this.scheduler = new Scheduler(
-      new StockSchedulerPolicy(),
+      policy,
       { reserveFraction: this.options.reserveFraction, maxAllocationsPerHeartbeat: 0 },
       (appId) => this.newContainerId(appId),
     );
@@ -142,6 +170,8 @@ export class ResourceManager {
     await mkdir(this.options.dataDir, { recursive: true });
     await mkdir(this.options.stagingDir, { recursive: true });
     await this.store.open();
+    await this.tenants.open();
+    await this.recluster("startup");
     this.epoch = this.clock.nowMs();
     this.clusterTs = await this.store.clusterTimestamp(this.epoch);
     await this.recover();
@@ -164,8 +194,18 @@ export class ResourceManager {
         entries: await this.store.history(req.name, req.limit),
       })),
     });
+    this.server.addService(
+      proto.TenantAdmin.service,
+      tenantAdminHandlers({
+        registry: this.tenants,
+        nowMs: () => this.clock.nowMs(),
+        liveUtilization: (servers) => liveUtilization(this.liveNodes(servers)),
+        onReclustered: (snapshot) => this.onReclustered(snapshot),
+      }),
+    );
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port);
     this.monitorTimer = setInterval(() => this.monitor(), this.options.monitorIntervalMs);
+    this.reclusterTimer = setInterval(() => void this.recluster("periodic"), this.options.reclusterIntervalMs);
     this.stateValue = "running";
     this.log.info("resource manager serving", {
       address: this.address,
@@ -179,11 +219,46 @@ export class ResourceManager {
     if (this.stateValue === "stopped" || this.stateValue === "stopping") return;
     this.stateValue = "stopping";
     if (this.monitorTimer) clearInterval(this.monitorTimer);
+    if (this.reclusterTimer) clearInterval(this.reclusterTimer);
     for (const n of this.nodes.values()) n.stream?.end();
     await shutdownServer(this.server, 1_000);
     for (const c of this.nmClients.values()) c.close();
     await this.store.close().catch(() => undefined);
+    await this.tenants.close().catch(() => undefined);
     this.stateValue = "stopped";
+  }
+
+  // ---------------------------------------------------------------------------------------------- tenants
+
+  private async recluster(why: string): Promise<void> {
+    try {
+      this.onReclustered(await this.tenants.recluster());
+    } catch (err) {
+      this.log.warn("recluster failed", { why, error: errorMessage(err) });
+    }
+  }
+
+  private onReclustered(snapshot: ClassSnapshot): void {
+    this.history?.setClasses(snapshot.classes);
+  }
+
+  /** The running nodes among `ids` (all running nodes when omitted), as placement sees them. */
+  private liveNodes(ids?: readonly string[]): LiveNode[] {
+    const entries = ids ? ids.flatMap((id) => this.nodes.get(id) ?? []) : [...this.nodes.values()];
+    const out: LiveNode[] = [];
+    for (const n of entries) {
+      if (n.state !== "RUNNING") continue;
+      const view = this.scheduler.nodeView(n.nodeId);
+      if (!view) continue;
+      out.push({
+        nodeId: n.nodeId,
+        capacity: view.capacity,
+        primaryUsage: view.primaryUsage,
+        allocated: view.allocated,
+        reserveMilli: Math.ceil(view.capacity.vcoresMilli * this.options.reserveFraction),
+      });
+    }
+    return out;
   }
 
   // ---------------------------------------------------------------------------------------------- node managers
@@ -269,6 +344,12 @@ export class ResourceManager {
     node.lastHeartbeatMs = this.clock.nowMs();
     node.primaryUsage = fromWire(hb.primaryUsage);
     this.scheduler.updatePrimaryUsage(nodeId, node.primaryUsage);
+    // The primary's live utilization joins its history (seeds/004: the history the classes are built from).
+    const cpuPct = (100 * node.primaryUsage.vcoresMilli) / node.capacity.vcoresMilli;
+    if (Number.isFinite(cpuPct))
+      this.tenants.addSamples([
+        { server: nodeId, timeMs: node.lastHeartbeatMs, cpuPct: Math.min(100, Math.max(0, cpuPct)) },
+      ]);
     const recorded: string[] = [];
     for (const st of hb.containers) {
       this.launchPending.delete(st.containerId);
@@ -347,6 +428,7 @@ export class ResourceManager {
       this.log.warn(`job manager ${what} within its expiry`, { appId: app.record.appId, attempt: app.record.attempt });
       this.amAttemptEnded(app, "FAILED", `job manager ${what} for ${this.options.amExpiryMs} ms`);
     }
+    this.history?.retryWaiting(now, () => this.liveNodes());
   }
 
   // ---------------------------------------------------------------------------------------------- containers
@@ -650,6 +732,19 @@ export class ResourceManager {
     if (app.record.startMs === 0) app.record.startMs = this.clock.nowMs();
     await this.store.putApp(app.record);
     this.scheduler.setMaxConcurrency(req.appId, app.record.maxConcurrency);
+    if (this.history) {
+      // Algorithm 1, line 3: the job's type from the duration of its last run against the history's thresholds.
+      const past = (await this.store.history("", this.options.jobHistoryWindow)).filter(
+        (h) => h.outcome === "JOB_SUCCEEDED",
+      );
+      const last = past.find((h) => h.name === app.record.name);
+      const jobType = jobTypeOf(
+        last?.durationMs,
+        past.map((h) => h.durationMs),
+        this.options.jobTypes,
+      );
+      this.history.register(req.appId, jobType, app.record.maxConcurrency);
+    }
     this.log.info("job manager registered", {
       appId: req.appId,
       attempt: req.attempt,
@@ -710,6 +805,11 @@ export class ResourceManager {
         count: Math.max(0, a.count - (deliveredByPriority.get(a.priority) ?? 0)),
       })),
     );
+    if (this.history) {
+      let taskMilli = 0;
+      for (const a of req.asks) if (a.count > 0) taskMilli = Math.max(taskMilli, fromWire(a.resource).vcoresMilli);
+      this.history.onAsk(req.appId, taskMilli, this.clock.nowMs(), () => this.liveNodes());
+    }
     if (req.progress) app.progress = req.progress;
     const completed = app.completed;
     app.completed = [];
@@ -760,6 +860,10 @@ export class ResourceManager {
     await this.evictCompleted();
     const keepAm = state !== "KILLED" && app.amContainerId !== undefined;
     this.releaseAll(app, state === "KILLED" ? "KILLED_BY_USER" : "RELEASED", keepAm);
+    if (this.history) {
+      app.placement = this.history.placement(app.record.appId);
+      this.history.remove(app.record.appId);
+    }
     if (!keepAm) this.scheduler.removeApp(app.record.appId);
     else this.scheduler.setAsks(app.record.appId, []);
     this.log.info("application ended", {
@@ -816,7 +920,14 @@ export class ResourceManager {
       containers: withContainers ? [...app.containers.values()] : [],
       taskContainers: app.taskCounts,
       amContainers: app.amCounts,
+      ...this.placementOf(r.appId),
     };
+  }
+
+  private placementOf(appId: string): { jobType: string; classes: string[]; placementNote: string } {
+    const p = this.history?.placement(appId);
+    const q = p ?? this.apps.get(appId)?.placement;
+    return { jobType: q?.jobType ?? "", classes: q?.classIds ?? [], placementNote: q?.note ?? "" };
   }
 
   private nodeReport(n: NodeEntry): NodeReport {

@@ -1,6 +1,6 @@
 /** The `harvest` command as a user runs it: cluster up, job submit --wait, status/list/logs/history, cluster down. */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -111,6 +111,41 @@ describe("the harvest CLI", () => {
     expect(harvest("fs", "cat", "/inputs/text.txt").stdout).toBe(readFileSync(corpus, "utf8"));
     expect(harvest("fs", "rm", "-r", "/inputs").code).toBe(0);
     expect(harvest("fs", "stat", "/inputs").code).toBe(1);
+
+    // Primary tenants and their history, as an operator registers them.
+    expect(harvest("admin", "tenant", "register", "web", "--environment", "prod", "--function", "frontend").code).toBe(
+      0,
+    );
+    expect(harvest("admin", "tenant", "assign", "web", "server-1", "server-2").code).toBe(0);
+    const end = Math.floor(Date.now() / 1000);
+    const rows = Array.from({ length: 3 * 288 }, (_, i) => {
+      const t = end - (3 * 288 - i) * 300;
+      return `${t},${(40 + 30 * Math.sin((2 * Math.PI * t) / 86_400)).toFixed(1)}`;
+    });
+    const historyFile = join(dir, "web.csv");
+    writeFileSync(historyFile, ["time_s,cpu_pct", ...rows].join("\n") + "\n");
+    const imported = harvest("admin", "history", "import", historyFile, "--tenant", "web");
+    expect(imported.code, imported.stderr).toBe(0);
+    expect(imported.stdout).toContain(`imported ${rows.length} sample(s) onto 2 server(s)`);
+    const truncatedFile = join(dir, "cut.csv");
+    writeFileSync(truncatedFile, ["time_s,cpu_pct", ...rows.slice(0, 10), rows[10]!.slice(0, 5)].join("\n"));
+    const cut = harvest("admin", "history", "import", truncatedFile, "--server", "server-2");
+    expect(cut.code).toBe(1);
+    expect(cut.stderr).toContain("cut.csv:12:");
+    expect(cut.stderr).toContain("TRACE_MALFORMED");
+    const past = harvest("admin", "reimage", "server-2", "--at", new Date(Date.now() - 86_400_000).toISOString());
+    expect(past.code, past.stderr).toBe(0);
+    expect(past.stdout).toContain("counted against tenant web");
+    const recluster = harvest("admin", "recluster");
+    expect(recluster.code, recluster.stderr).toBe(0);
+    expect(recluster.stdout).toMatch(/periodic-0\s+periodic/);
+    const tenants = JSON.parse(harvest("admin", "tenant", "list", "--json").stdout) as {
+      name: string;
+      pattern: string;
+      reimages: number;
+    }[];
+    expect(tenants.map((t) => [t.name, t.pattern, t.reimages])).toEqual([["web", "periodic", 2]]);
+    expect(harvest("admin", "classes", "--json").stdout).toContain('"periodic-0"');
 
     const down = harvest("cluster", "down");
     expect(down.code, down.stderr).toBe(0);

@@ -1,0 +1,160 @@
+/**
+ * The tenant admin client: register primary tenants, assign their servers, feed and import their utilization and
+ * reimage history, and read the utilization classes the resource manager builds from it. `harvest admin` wraps it.
+ */
+import * as grpc from "@grpc/grpc-js";
+import { readFile } from "node:fs/promises";
+import { basename } from "node:path";
+import { fromGrpcError, HarvestError } from "../common/errors.js";
+import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import type { TenantAdminClient as GrpcTenantAdminClient } from "../proto/generated/harvest/v1/TenantAdmin.js";
+import type { ImportHistoryResponseOutput } from "../proto/generated/harvest/v1/ImportHistoryResponse.js";
+import type { ListClassesResponseOutput } from "../proto/generated/harvest/v1/ListClassesResponse.js";
+import type { TenantInfoOutput } from "../proto/generated/harvest/v1/TenantInfo.js";
+
+/** A primary tenant as the resource manager reports it. */
+export type TenantInfo = TenantInfoOutput;
+/** The utilization classes and when they were built. */
+export type TenantClasses = ListClassesResponseOutput;
+/** What an import stored. */
+export type ImportResult = ImportHistoryResponseOutput;
+
+/** History file formats an import understands. */
+export type HistoryFormat = "csv" | "nab" | "bitbrains" | "reimages";
+
+/** Bytes per data message of an import. */
+const IMPORT_CHUNK_BYTES = 256 * 1024;
+/** Samples per StreamSamples call. */
+const SAMPLES_PER_STREAM = 100_000;
+
+/** Client of a resource manager's TenantAdmin service. */
+export class TenantAdminClient {
+  private readonly rm: GrpcTenantAdminClient;
+
+  constructor(readonly rmAddress: string) {
+    this.rm = makeClient(loadHarvestProto().TenantAdmin, rmAddress);
+  }
+
+  register(t: {
+    name: string;
+    environment?: string;
+    machineFunction?: string;
+    criticality?: string;
+  }): Promise<TenantInfo> {
+    return call(this.rm, this.rm.registerTenant, {
+      name: t.name,
+      environment: t.environment ?? "",
+      machineFunction: t.machineFunction ?? "",
+      criticality: t.criticality ?? "",
+    });
+  }
+
+  assign(tenant: string, servers: string[]): Promise<TenantInfo> {
+    return call(this.rm, this.rm.assignServers, { tenant, servers });
+  }
+
+  async list(name = ""): Promise<TenantInfo[]> {
+    return (await call(this.rm, this.rm.listTenants, { name })).tenants;
+  }
+
+  classes(): Promise<TenantClasses> {
+    return call(this.rm, this.rm.listClasses, {});
+  }
+
+  recluster(): Promise<TenantClasses> {
+    return call(this.rm, this.rm.recluster, {}, 120_000);
+  }
+
+  recordReimage(server: string, atMs = 0): Promise<{ tenant: string; atMs: number }> {
+    return call(this.rm, this.rm.recordReimage, { server, atMs });
+  }
+
+  /** Sends utilization samples; resolves once the resource manager stored them. */
+  async addSamples(samples: { server: string; timeMs: number; cpuPct: number }[]): Promise<number> {
+    let accepted = 0;
+    for (let i = 0; i < samples.length; i += SAMPLES_PER_STREAM) {
+      const part = samples.slice(i, i + SAMPLES_PER_STREAM);
+      const res = await clientStream<{ accepted: number }>(
+        (cb) => this.rm.streamSamples(new grpc.Metadata(), streamDeadline(), cb as never),
+        part,
+      );
+      accepted += res.accepted;
+    }
+    return accepted;
+  }
+
+  /**
+   * Imports a history file: a utilization series for one server (or for every server of a tenant), or a reimage
+   * list. The file is checked whole on the resource manager; a malformed one is rejected with its line number and
+   * nothing of it is kept.
+   */
+  async importHistory(
+    path: string,
+    opts: { format?: HistoryFormat; server?: string; tenant?: string; shiftToNow?: boolean },
+  ): Promise<ImportResult> {
+    let data: Buffer;
+    try {
+      data = await readFile(path);
+    } catch (err) {
+      throw new HarvestError("INVALID_ARGUMENT", `cannot read ${path}: ${(err as Error).message}`, {
+        details: { file: path },
+      });
+    }
+    return this.importHistoryData(data, { ...opts, fileName: basename(path) });
+  }
+
+  /** As `importHistory`, from bytes in memory. */
+  importHistoryData(
+    data: Buffer,
+    opts: { format?: HistoryFormat; server?: string; tenant?: string; shiftToNow?: boolean; fileName?: string },
+  ): Promise<ImportResult> {
+    const messages: unknown[] = [
+      {
+        header: {
+          format: opts.format ?? "csv",
+          server: opts.server ?? "",
+          tenant: opts.tenant ?? "",
+          fileName: opts.fileName ?? "history",
+          shiftToNow: opts.shiftToNow ?? false,
+        },
+      },
+    ];
+    for (let off = 0; off < data.length; off += IMPORT_CHUNK_BYTES)
+      messages.push({ data: data.subarray(off, off + IMPORT_CHUNK_BYTES) });
+    return clientStream<ImportResult>(
+      (cb) => this.rm.importHistory(new grpc.Metadata(), streamDeadline(), cb as never),
+      messages,
+    );
+  }
+
+  close(): void {
+    this.rm.close();
+  }
+}
+
+function streamDeadline(): grpc.CallOptions {
+  return { deadline: Date.now() + 120_000 };
+}
+
+/** Writes `messages` on a client stream (respecting back-pressure) and resolves to the answer. */
+function clientStream<Res>(
+  open: (cb: (err: grpc.ServiceError | null, res?: Res) => void) => grpc.ClientWritableStream<never>,
+  messages: readonly unknown[],
+): Promise<Res> {
+  return new Promise<Res>((resolve, reject) => {
+    const stream = open((err, res) => (err ? reject(fromGrpcError(err)) : resolve(res as Res)));
+    let i = 0;
+    const pump = (): void => {
+      while (i < messages.length) {
+        if (!stream.write(messages[i++] as never)) {
+          stream.once("drain", pump);
+          return;
+        }
+      }
+      stream.end();
+    };
+    // A write after the server answered with an error is dropped by grpc-js; the callback still reports the error.
+    stream.on("error", () => undefined);
+    pump();
+  });
+}
