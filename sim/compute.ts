@@ -1,0 +1,957 @@
+/**
+ * The compute experiment (seeds/004, section 4.1 and its evaluation of task scheduling): a stream of recurring DAG jobs
+ * runs on servers whose primary tenants follow their utilization series, placed by the very scheduler the resource
+ * manager runs (`Scheduler` with the stock policy, or with `HistorySchedulerPolicy` and Algorithm 1's class choice),
+ * and yielding to the primary as the node manager does (`chooseVictims`: youngest first). A killed task re-runs, as the
+ * job manager re-runs a preempted task. Measured: job execution time (submission to last task end) overall and per
+ * job type, task kills and the core-hours they wasted.
+ *
+ * Like YARN's Scheduler Load Simulator, the policies are not re-implemented here: this module only plays the
+ * daemons' parts around them (heartbeats become events; see `runCompute` for the model's choices).
+ */
+import { performance } from "node:perf_hooks";
+import { HarvestError } from "../common/errors.js";
+import type { Resources } from "../common/resource.js";
+import { SeededRng } from "../common/rng.js";
+import type { UtilizationSeries } from "../common/trace-io.js";
+import { chooseVictims } from "../nodemanager/yield-controller.js";
+import type { YieldContainer } from "../nodemanager/yield-controller.js";
+import {
+  HistorySchedulerPolicy,
+  jobTypeOf,
+  requirementMilli,
+  resolveClassWeights,
+  resolveJobTypeOptions,
+  selectClasses,
+} from "../resourcemanager/class-selection.js";
+import type {
+  ClassView,
+  ClassWeights,
+  ClassWeightsInput,
+  JobType,
+  JobTypeOptions,
+  ServerCapacity,
+} from "../resourcemanager/class-selection.js";
+import { classifyFeatures, resolveClassifierOptions, tenantFeatures } from "../resourcemanager/classifier.js";
+import type { ClassifierOptions, FeaturedTenant } from "../resourcemanager/classifier.js";
+import { UNCLASSIFIED_CLASS } from "../resourcemanager/history-placement.js";
+import { Scheduler, StockSchedulerPolicy } from "../resourcemanager/scheduler.js";
+import type { Allocation } from "../resourcemanager/scheduler.js";
+import { SimEngine } from "./engine.js";
+import type { EngineProgress } from "./engine.js";
+import { taskDurationMs } from "./jobs.js";
+import type { JobStream, SimJob } from "./jobs.js";
+import { DAY_MS } from "./model.js";
+import type { SimCluster } from "./model.js";
+import type { ComputePolicy, ComputeResult, JobTypeFigures, SimJobType } from "./results.js";
+
+/** Options of {@link runCompute}; {@link resolveComputeOptions} fills the defaults and validates. */
+export interface ComputeOptions {
+  /** Task placement: any server with headroom (stock), or the servers of Algorithm 1's classes (history). */
+  policy: ComputePolicy;
+  /**
+   * Seeds every random choice of the run (Algorithm 1's draws, K-Means, which free server a heartbeat comes from).
+   * @default cluster.seed
+   */
+  seed?: number;
+  /**
+   * Fraction of each server's cores kept free for its primary tenant (the scheduler's and node manager's reserve).
+   * @default 0.1
+   */
+  reserveFraction?: number;
+  /**
+   * Cores each task asks for.
+   * @default the stream's taskCores
+   */
+  taskCores?: number;
+  /**
+   * Algorithm 1's ranking weights (see `DEFAULT_CLASS_WEIGHTS`).
+   * @default {}
+   */
+  weights?: ClassWeightsInput;
+  /**
+   * How past job durations become the short/long thresholds (see `JobTypeOptions`).
+   * @default {}
+   */
+  jobTypes?: Partial<JobTypeOptions>;
+  /**
+   * Job types are judged against this many most recent finished jobs (the resource manager's jobHistoryWindow).
+   * @default 1000
+   */
+  jobHistoryWindow?: number;
+  /**
+   * Classifier settings (see `ClassifierOptions`).
+   * @default {}
+   */
+  classifier?: Partial<ClassifierOptions>;
+  /**
+   * Under the history policy, a job that finds no class with room for this long runs on any server (0: waits for
+   * ever), as the resource manager's classWaitMs.
+   * @default 60000
+   */
+  classWaitMs?: number;
+  /**
+   * Under the history policy, waiting jobs retry Algorithm 1 this often (the resource manager's monitor tick).
+   * @default 5000
+   */
+  retryIntervalMs?: number;
+  /**
+   * The classes are rebuilt this often from the most recent `historyMs` of utilization (the resource manager's
+   * reclusterIntervalMs); 0 classifies once, on the history window [0, historyMs).
+   * @default 86400000 (daily)
+   */
+  reclassifyIntervalMs?: number;
+  /**
+   * Checks after every event that no server runs more secondary cores than capacity - primary - reserve (or none when
+   * that is negative) and that the simulation's books agree with the scheduler's; a violation throws INTERNAL. Costs
+   * O(servers) per event: tests only.
+   * @default false
+   */
+  checkInvariants?: boolean;
+  /**
+   * Told about every `progressEvery` events (see `SimEngine.run`).
+   * @default undefined
+   */
+  onProgress?: (p: EngineProgress) => void;
+  /** @default 1000000 */
+  progressEvery?: number;
+  /**
+   * Told about placements as they happen (tests, traces).
+   * @default undefined
+   */
+  observer?: ComputeObserver;
+}
+
+/** Hooks into a run, for tests and traces. */
+export interface ComputeObserver {
+  /**
+   * A job's servers were decided: `classIds` from Algorithm 1 (history), or undefined with `servers` undefined when it
+   * may use any server (stock, or history after waiting `classWaitMs`).
+   */
+  onJobPlaced?(e: {
+    job: SimJob;
+    jobType: SimJobType;
+    classIds?: readonly string[];
+    servers?: readonly number[];
+  }): void;
+  /** A task attempt started on server index `server`. */
+  onTaskStart?(e: { job: SimJob; vertex: number; task: number; server: number; nowMs: number }): void;
+  /** A task attempt was killed because the server's primary tenant needed its cores. */
+  onTaskKilled?(e: { job: SimJob; vertex: number; task: number; server: number; nowMs: number }): void;
+  /** A job finished. */
+  onJobFinished?(e: { job: SimJob; jobType: SimJobType; durationMs: number }): void;
+}
+
+/** {@link ComputeOptions} with every default filled in. */
+export type ResolvedComputeOptions = Required<Omit<ComputeOptions, "onProgress" | "observer" | "weights">> &
+  Pick<ComputeOptions, "onProgress" | "observer"> & { weights: ClassWeights };
+
+/** A compute run's figures: the shared {@link ComputeResult} and what the simulator also counts. */
+export interface ComputeRunResult extends ComputeResult {
+  /** Runs submitted, and those still running at the horizon (not in the averages). */
+  jobsSubmitted: number;
+  jobsUnfinished: number;
+  /** Task attempts that completed (`tasksRun` counts every attempt started, killed ones included). */
+  tasksCompleted: number;
+  /** Jobs that ran on any server after waiting `classWaitMs` for a class (history only). */
+  jobsOpenedToAll: number;
+  /** Task kills per job type (the type of the job the task belonged to). */
+  killsByType: Record<SimJobType, number>;
+  /** Times the classes were built. */
+  classifications: number;
+  /** Classes of the last classification, "pattern-index: servers" (history only). */
+  classes: string[];
+  /** Simulation events per wall-clock second. */
+  eventsPerSec: number;
+}
+
+function invalid(field: string, why: string): never {
+  throw new HarvestError("INVALID_ARGUMENT", `compute option ${field} ${why}`, { details: { field } });
+}
+
+/** Fills defaults into `options` for `cluster` and `jobs` and validates every field, naming the offending one. */
+export function resolveComputeOptions(
+  cluster: SimCluster,
+  jobs: JobStream,
+  options: ComputeOptions,
+): ResolvedComputeOptions {
+  const o: ResolvedComputeOptions = {
+    policy: options.policy,
+    seed: options.seed ?? cluster.seed,
+    reserveFraction: options.reserveFraction ?? 0.1,
+    taskCores: options.taskCores ?? jobs.taskCores,
+    weights: resolveClassWeights(options.weights ?? {}),
+    jobTypes: resolveJobTypeOptions(options.jobTypes ?? {}),
+    jobHistoryWindow: options.jobHistoryWindow ?? 1000,
+    classifier: resolveClassifierOptions(options.classifier ?? {}),
+    classWaitMs: options.classWaitMs ?? 60_000,
+    retryIntervalMs: options.retryIntervalMs ?? 5000,
+    reclassifyIntervalMs: options.reclassifyIntervalMs ?? DAY_MS,
+    checkInvariants: options.checkInvariants ?? false,
+    progressEvery: options.progressEvery ?? 1_000_000,
+    ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
+    ...(options.observer !== undefined ? { observer: options.observer } : {}),
+  };
+  if (o.policy !== "stock" && o.policy !== "history")
+    invalid("policy", `must be "stock" or "history" (got ${String(o.policy)})`);
+  if (!Number.isSafeInteger(o.seed)) invalid("seed", `must be an integer (got ${o.seed})`);
+  if (!(o.reserveFraction >= 0 && o.reserveFraction < 1))
+    invalid("reserveFraction", `must be in [0, 1) (got ${o.reserveFraction})`);
+  if (!(Number.isFinite(o.taskCores) && o.taskCores > 0)) invalid("taskCores", `must be > 0 (got ${o.taskCores})`);
+  const taskMilli = Math.round(o.taskCores * 1000);
+  const fitsSomewhere = cluster.servers.some(
+    (s) => s.cores * 1000 - Math.ceil(s.cores * 1000 * o.reserveFraction) >= taskMilli,
+  );
+  if (cluster.servers.length > 0 && !fitsSomewhere)
+    invalid("taskCores", `${o.taskCores} cores fit on no server once the reserve is kept`);
+  if (!(Number.isSafeInteger(o.jobHistoryWindow) && o.jobHistoryWindow >= 1))
+    invalid("jobHistoryWindow", `must be an integer >= 1 (got ${o.jobHistoryWindow})`);
+  if (!(Number.isFinite(o.classWaitMs) && o.classWaitMs >= 0))
+    invalid("classWaitMs", `must be >= 0 (got ${o.classWaitMs})`);
+  if (!(Number.isFinite(o.retryIntervalMs) && o.retryIntervalMs > 0))
+    invalid("retryIntervalMs", `must be > 0 (got ${o.retryIntervalMs})`);
+  if (!(Number.isFinite(o.reclassifyIntervalMs) && o.reclassifyIntervalMs >= 0))
+    invalid("reclassifyIntervalMs", `must be >= 0 (got ${o.reclassifyIntervalMs})`);
+  if (!(Number.isSafeInteger(o.progressEvery) && o.progressEvery >= 1))
+    invalid("progressEvery", `must be an integer >= 1 (got ${o.progressEvery})`);
+  for (const [i, j] of jobs.jobs.entries()) {
+    if (!(j.submitMs >= cluster.historyMs && j.submitMs < cluster.horizonMs))
+      invalid(`jobs[${i}].submitMs`, `must be in [${cluster.historyMs}, ${cluster.horizonMs}) (got ${j.submitMs})`);
+  }
+  return o;
+}
+
+/**
+ * Runs one compute experiment: `jobs` under `options.policy` over the cluster's experiment period [historyMs,
+ * horizonMs). Deterministic: the same cluster, jobs and options give the same result but for `wallMs` and
+ * `eventsPerSec`.
+ *
+ * The model:
+ * - Primary tenants: at every slot boundary each server's primary uses capacity x utilization (its tenant's series
+ *   plus its offset, as `serverUtilization`); only tenants whose value changed are visited. The scheduler learns it
+ *   at once (a heartbeat per slot). Within a slot the primary is flat.
+ * - Yielding (the node manager's yield controller, seeds/004 section 4.1): when a server's primary grows past what the
+ *   reserve covers, `chooseVictims` picks the youngest task attempts until the rest fit in capacity - primary -
+ *   reserve; they are killed in the same event. A killed task goes back to its job's queue and runs again from the
+ *   start (a preemption, not a failure); its elapsed time x taskCores is wasted.
+ * - Scheduling: every job is an application of the real `Scheduler` with one ask (priority 0, taskCores each) for its
+ *   runnable tasks. Heartbeats are events, not ticks: when a job's ask grows the free servers it may use are visited
+ *   (stock: drawn at random from the servers with room for a task, as heartbeats arrive in no useful order; history:
+ *   its classes' servers from a random start), and when a server gains room (a task ends, its primary shrinks) it
+ *   heartbeats once. Each visit is `allocateOnNode`, so FIFO order among jobs and the policy's rule are the
+ *   scheduler's. No job-manager container is simulated.
+ * - History policy (the resource manager's `HistoryPlacement`, with class views kept up to date incrementally): the
+ *   tenants' average-server series over the last `historyMs` are classified (`tenantFeatures`, `classifyFeatures`) at
+ *   the start and every `reclassifyIntervalMs`. A job's type is `jobTypeOf` its name's last duration in this run
+ *   against the last `jobHistoryWindow` finished jobs; its requirement is its DAG's max concurrency x taskCores; at
+ *   submission Algorithm 1 (`selectClasses`) picks classes from their live headroom, and the job's tasks may use only
+ *   their servers. A job that finds none retries every `retryIntervalMs` and runs anywhere after `classWaitMs`.
+ *   Under the stock policy the type is computed the same way, for the per-type figures only.
+ * - DAGs: a vertex's tasks become runnable when all its input vertices have finished; they run as far as containers
+ *   are granted; a job ends with its last task. Task durations come from the stream (`taskDurationMs`), the same in
+ *   both policies and for every attempt.
+ * - Jobs still running at the horizon are not in the averages (`jobsUnfinished`).
+ */
+export function runCompute(cluster: SimCluster, jobs: JobStream, options: ComputeOptions): ComputeRunResult {
+  const o = resolveComputeOptions(cluster, jobs, options);
+  const started = performance.now();
+  const sim = new ComputeSim(cluster, jobs, o);
+  sim.run();
+  return sim.result(performance.now() - started);
+}
+
+// ------------------------------------------------------------------------------------------------ the simulation
+
+/** Independent random streams, one per purpose, so that one decision does not shift another's draws. */
+const Stream = { Classes: 1, Kmeans: 2, Servers: 3 } as const;
+
+function streamSeed(seed: number, stream: number): number {
+  let h = (seed ^ Math.imul(stream, 0x9e3779b9)) >>> 0;
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b) >>> 0;
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35) >>> 0;
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** A task's place in its job: vertex x TASK_STRIDE + task index (parallelism is at most 10,000). */
+const TASK_STRIDE = 65_536;
+
+/** One run of a job, as its job manager and the resource manager know it. */
+interface JobRun {
+  readonly job: SimJob;
+  readonly appId: string;
+  readonly type: JobType;
+  /** Per vertex: input vertices not finished yet. */
+  readonly inputsLeft: Int32Array;
+  /** Per vertex: tasks not completed yet. */
+  readonly tasksLeft: Int32Array;
+  /** Per vertex: the vertices that read it. */
+  readonly consumers: readonly (readonly number[])[];
+  /** Runnable tasks not granted a container yet (vertex x TASK_STRIDE + task), from `head` on. */
+  queue: number[];
+  head: number;
+  tasksRemaining: number;
+  /** Algorithm 1 has run (or the job was opened to all, or the policy is stock). */
+  decided: boolean;
+  /** The servers it may use; undefined: any. */
+  allowed: Int32Array | undefined;
+  waitingSinceMs: number;
+  waited: boolean;
+}
+
+/** A task attempt holding a container. */
+interface Attempt {
+  readonly run: JobRun;
+  readonly task: number;
+  readonly server: number;
+  readonly startMs: number;
+  readonly containerId: string;
+  alive: boolean;
+}
+
+/** A class of the current classification, with its live view for Algorithm 1. */
+interface SimClass {
+  view: ClassView;
+  /** Server indices. */
+  servers: Int32Array;
+  /** Sum over its servers of the primary's CPU %, for the view's `current`. */
+  pctSum: number;
+}
+
+class ComputeSim {
+  private readonly engine = new SimEngine();
+  private readonly scheduler: Scheduler;
+  private readonly history: HistorySchedulerPolicy | undefined;
+  private readonly taskMilli: number;
+  private readonly taskResource: Resources;
+  private readonly classRng: SeededRng;
+  private readonly kmeansRng: SeededRng;
+  private readonly serverRng: SeededRng;
+
+  // Per server.
+  private readonly nodeIds: string[];
+  private readonly capMilli: Int32Array;
+  private readonly reserveMilli: Int32Array;
+  private readonly primaryMilli: Int32Array;
+  private readonly secondaryMilli: Int32Array;
+  private readonly running: Set<Attempt>[];
+  private readonly capacities: ServerCapacity[];
+  private readonly serverClass: Int32Array;
+  /** Servers with room for one task: `freeList[0..freeCount)`, `freePos[s]` its index there or -1. */
+  private readonly freeList: Int32Array;
+  private readonly freePos: Int32Array;
+  private freeCount = 0;
+
+  private classes: SimClass[] = [];
+  private readonly runs = new Map<string, JobRun>();
+  private readonly waiting: JobRun[] = [];
+  private retryScheduled = false;
+  private containerSeq = 0;
+  private nextJob = 0;
+
+  // Job history, as the resource manager's store keeps it.
+  private readonly lastDurationMs = new Map<string, number>();
+  /** The last `jobHistoryWindow` durations, ascending; `recentRing` holds them in the order they came. */
+  private readonly recentDurationsMs: number[] = [];
+  private readonly recentRing: number[] = [];
+  private recentNext = 0;
+
+  // Figures.
+  private tasksRun = 0;
+  private tasksCompleted = 0;
+  private taskKills = 0;
+  private wastedCoreMs = 0;
+  private jobsFinished = 0;
+  private jobsWaited = 0;
+  private jobsOpenedToAll = 0;
+  private classifications = 0;
+  private readonly timeByType: Record<SimJobType, { jobs: number; sumMs: number; kills: number }> = {
+    short: { jobs: 0, sumMs: 0, kills: 0 },
+    medium: { jobs: 0, sumMs: 0, kills: 0 },
+    long: { jobs: 0, sumMs: 0, kills: 0 },
+  };
+
+  constructor(
+    private readonly cluster: SimCluster,
+    private readonly stream: JobStream,
+    private readonly o: ResolvedComputeOptions,
+  ) {
+    this.taskMilli = Math.round(o.taskCores * 1000);
+    this.taskResource = { vcoresMilli: this.taskMilli, memoryMb: Math.ceil(o.taskCores * 1024) };
+    this.classRng = new SeededRng(streamSeed(o.seed, Stream.Classes));
+    this.kmeansRng = new SeededRng(streamSeed(o.seed, Stream.Kmeans));
+    this.serverRng = new SeededRng(streamSeed(o.seed, Stream.Servers));
+    this.history = o.policy === "history" ? new HistorySchedulerPolicy() : undefined;
+    this.scheduler = new Scheduler(
+      this.history ?? new StockSchedulerPolicy(),
+      { reserveFraction: o.reserveFraction, maxAllocationsPerHeartbeat: 0 },
+      () => `c${++this.containerSeq}`,
+    );
+    const n = cluster.servers.length;
+    this.nodeIds = cluster.servers.map((s) => s.id);
+    this.capMilli = new Int32Array(n);
+    this.reserveMilli = new Int32Array(n);
+    this.primaryMilli = new Int32Array(n);
+    this.secondaryMilli = new Int32Array(n);
+    this.running = Array.from({ length: n }, () => new Set<Attempt>());
+    this.serverClass = new Int32Array(n).fill(-1);
+    this.freeList = new Int32Array(n);
+    this.freePos = new Int32Array(n).fill(-1);
+    this.capacities = [];
+    for (const s of cluster.servers) {
+      const cap = s.cores * 1000;
+      this.capMilli[s.index] = cap;
+      // The scheduler's own rounding, so that "room for a task" here is exactly its headroom.
+      this.reserveMilli[s.index] = Math.ceil(cap * o.reserveFraction);
+      // Memory never binds: every node has 8 GB per core, a task 1 GB per core.
+      this.scheduler.addNode(s.id, { vcoresMilli: cap, memoryMb: s.cores * 8192 }, s.rack);
+      this.capacities.push({
+        serverId: s.id,
+        capacityMilli: cap,
+        reserveMilli: this.reserveMilli[s.index]!,
+        allocatedMilli: 0,
+      });
+    }
+  }
+
+  run(): void {
+    const { cluster, engine } = this;
+    const start = cluster.historyMs;
+    const firstSlot = Math.floor(start / cluster.slotMs);
+    this.at(start, () => this.slot(firstSlot, true));
+    if (this.history) {
+      this.at(start, () => this.classify(start));
+      if (this.o.reclassifyIntervalMs > 0) {
+        const again = (t: number): void => {
+          if (t >= cluster.horizonMs) return;
+          this.at(t, () => {
+            this.classify(t);
+            again(t + this.o.reclassifyIntervalMs);
+          });
+        };
+        again(start + this.o.reclassifyIntervalMs);
+      }
+    }
+    this.scheduleNextJob();
+    engine.run(cluster.horizonMs, this.o.onProgress, this.o.progressEvery);
+  }
+
+  /** Schedules `fn` at `t`, wrapped in the invariant check when asked for. */
+  private at(t: number, fn: () => void): void {
+    if (!this.o.checkInvariants) this.engine.at(t, fn);
+    else
+      this.engine.at(t, () => {
+        fn();
+        this.checkInvariants();
+      });
+  }
+
+  // ---------------------------------------------------------------------------------------------- primary tenants
+
+  /** Slot `k` begins: every server of a tenant whose utilization changed gets its new primary usage. */
+  private slot(k: number, first: boolean): void {
+    const { cluster } = this;
+    const touched = new Set<JobRun>();
+    const gained: number[] = [];
+    for (const t of cluster.tenants) {
+      const series = t.utilization;
+      const last = series.length - 1;
+      const now = series[Math.min(k, last)]!;
+      if (!first && k > 0 && now === series[Math.min(k - 1, last)]) continue;
+      for (const s of t.servers) {
+        let u = now + cluster.servers[s]!.offsetPct;
+        u = u < 0 ? 0 : u > 100 ? 100 : u;
+        const primary = Math.round((this.capMilli[s]! * u) / 100);
+        const before = this.primaryMilli[s]!;
+        if (primary === before) continue;
+        this.setPrimary(s, primary);
+        if (primary > before) this.yieldOn(s, touched);
+        else gained.push(s);
+        this.refreshFree(s);
+      }
+    }
+    // Every server starts out with its room known (primaries equal to the initial 0 were skipped above).
+    if (first) for (let s = 0; s < this.nodeIds.length; s++) this.refreshFree(s);
+    // Killed tasks ask again first (FIFO keeps their jobs' order), then freed servers heartbeat, then the re-asking
+    // jobs look for servers of their own.
+    for (const run of touched) this.updateAsk(run);
+    for (const s of gained) this.heartbeat(s);
+    for (const run of touched) this.place(run);
+    const next = (k + 1) * cluster.slotMs;
+    if (next < cluster.horizonMs) this.at(next, () => this.slot(k + 1, false));
+  }
+
+  private setPrimary(s: number, primary: number): void {
+    const cap = this.capMilli[s]!;
+    const c = this.serverClass[s]!;
+    if (c >= 0) this.classes[c]!.pctSum += (100 * (primary - this.primaryMilli[s]!)) / cap;
+    this.primaryMilli[s] = primary;
+    this.scheduler.updatePrimaryUsage(this.nodeIds[s]!, { vcoresMilli: primary, memoryMb: 0 });
+  }
+
+  /** The node manager's yield step: kill the youngest attempts until the rest fit beside the primary and reserve. */
+  private yieldOn(s: number, touched: Set<JobRun>): void {
+    const allowance = this.capMilli[s]! - this.primaryMilli[s]! - this.reserveMilli[s]!;
+    if (this.secondaryMilli[s]! <= allowance) return;
+    const byId = new Map<string, Attempt>();
+    const containers: YieldContainer[] = [];
+    for (const a of this.running[s]!) {
+      byId.set(a.containerId, a);
+      containers.push({ containerId: a.containerId, vcoresMilli: this.taskMilli, startedMs: a.startMs, isAm: false });
+    }
+    const decision = chooseVictims({
+      capacityMilli: this.capMilli[s]!,
+      primaryMilli: this.primaryMilli[s]!,
+      reserveMilli: this.reserveMilli[s]!,
+      containers,
+    });
+    const now = this.engine.clock.nowMs();
+    for (const id of decision.victims) {
+      const a = byId.get(id)!;
+      this.endAttempt(a);
+      this.taskKills++;
+      this.timeByType[a.run.type].kills++;
+      this.wastedCoreMs += (now - a.startMs) * this.o.taskCores;
+      // The job manager re-runs a preempted task; it waits for a container like any runnable task.
+      a.run.queue.push(a.task);
+      touched.add(a.run);
+      this.o.observer?.onTaskKilled?.({
+        job: a.run.job,
+        vertex: Math.floor(a.task / TASK_STRIDE),
+        task: a.task % TASK_STRIDE,
+        server: s,
+        nowMs: now,
+      });
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------- jobs
+
+  private scheduleNextJob(): void {
+    const job = this.stream.jobs[this.nextJob];
+    if (!job || job.submitMs >= this.cluster.horizonMs) return;
+    this.at(job.submitMs, () => {
+      this.nextJob++;
+      this.submit(job);
+      this.scheduleNextJob();
+    });
+  }
+
+  private submit(job: SimJob): void {
+    const now = this.engine.clock.nowMs();
+    const { vertices } = job.shape;
+    const inputsLeft = new Int32Array(vertices.length);
+    const tasksLeft = new Int32Array(vertices.length);
+    const consumers: number[][] = vertices.map(() => []);
+    vertices.forEach((v, i) => {
+      inputsLeft[i] = v.inputs.length;
+      tasksLeft[i] = v.tasks;
+      for (const from of v.inputs) consumers[from]!.push(i);
+    });
+    // Algorithm 1, line 3, as the resource manager does at registration: the name's last duration against the recent
+    // history's thresholds.
+    const type = jobTypeOf(this.lastDurationMs.get(job.shape.name), this.recentDurationsMs, this.o.jobTypes);
+    const run: JobRun = {
+      job,
+      appId: `j${job.id}`,
+      type,
+      inputsLeft,
+      tasksLeft,
+      consumers,
+      queue: [],
+      head: 0,
+      tasksRemaining: job.shape.totalTasks,
+      decided: this.history === undefined,
+      allowed: undefined,
+      waitingSinceMs: now,
+      waited: false,
+    };
+    this.runs.set(run.appId, run);
+    this.scheduler.addApp(run.appId, job.id);
+    this.scheduler.setMaxConcurrency(run.appId, job.shape.maxConcurrency);
+    vertices.forEach((v, i) => {
+      if (v.inputs.length === 0) this.enqueueVertex(run, i);
+    });
+    if (this.history) this.decide(run);
+    else {
+      this.o.observer?.onJobPlaced?.({ job, jobType: type });
+      this.updateAsk(run);
+      this.place(run);
+    }
+  }
+
+  private enqueueVertex(run: JobRun, v: number): void {
+    const n = run.job.shape.vertices[v]!.tasks;
+    for (let t = 0; t < n; t++) run.queue.push(v * TASK_STRIDE + t);
+  }
+
+  private queued(run: JobRun): number {
+    return run.queue.length - run.head;
+  }
+
+  /** Tells the scheduler how many containers the job wants now (the job manager's allocate call). */
+  private updateAsk(run: JobRun): void {
+    if (!run.decided) return;
+    this.scheduler.setAsks(run.appId, [{ priority: 0, resource: this.taskResource, count: this.queued(run) }]);
+  }
+
+  /** Heartbeats of the free servers the job may use, until its ask is met or they are full. */
+  private place(run: JobRun): void {
+    if (!run.decided || this.queued(run) === 0) return;
+    const allowed = run.allowed;
+    if (allowed) {
+      const n = allowed.length;
+      const from = this.serverRng.int(n);
+      for (let i = 0; i < n && this.queued(run) > 0; i++) {
+        const s = allowed[(from + i) % n]!;
+        if (this.freePos[s]! >= 0) this.heartbeat(s);
+      }
+      return;
+    }
+    while (this.queued(run) > 0 && this.freeCount > 0) {
+      const s = this.freeList[this.serverRng.int(this.freeCount)]!;
+      // A free server grants at least one container to some job that may use it; this job may use any, so every
+      // heartbeat here makes progress. Should none be granted, stop rather than spin.
+      if (this.heartbeat(s) === 0) break;
+    }
+  }
+
+  /** One node heartbeat: the scheduler grants what fits there; the tasks start at once. Returns the grants. */
+  private heartbeat(s: number): number {
+    const allocs = this.scheduler.allocateOnNode(this.nodeIds[s]!);
+    for (const alloc of allocs) this.start(alloc, s);
+    this.refreshFree(s);
+    return allocs.length;
+  }
+
+  private start(alloc: Allocation, s: number): void {
+    const run = this.runs.get(alloc.appId)!;
+    // The scheduler counted the grant against the ask: the job manager gives it its next runnable task.
+    const task = run.queue[run.head++]!;
+    if (run.head > 1024 && run.head * 2 > run.queue.length) {
+      run.queue = run.queue.slice(run.head);
+      run.head = 0;
+    }
+    const now = this.engine.clock.nowMs();
+    const a: Attempt = { run, task, server: s, startMs: now, containerId: alloc.containerId, alive: true };
+    this.running[s]!.add(a);
+    this.secondaryMilli[s]! += this.taskMilli;
+    this.capacities[s]!.allocatedMilli += this.taskMilli;
+    this.tasksRun++;
+    const vertex = Math.floor(task / TASK_STRIDE);
+    const index = task % TASK_STRIDE;
+    this.o.observer?.onTaskStart?.({ job: run.job, vertex, task: index, server: s, nowMs: now });
+    this.at(now + taskDurationMs(this.stream, run.job, vertex, index), () => this.finish(a));
+  }
+
+  /** Releases an attempt's container (it ended or was killed). */
+  private endAttempt(a: Attempt): void {
+    a.alive = false;
+    this.scheduler.release(a.containerId);
+    this.running[a.server]!.delete(a);
+    this.secondaryMilli[a.server]! -= this.taskMilli;
+    this.capacities[a.server]!.allocatedMilli -= this.taskMilli;
+  }
+
+  /** A task attempt ran to its end (unless it was killed since). */
+  private finish(a: Attempt): void {
+    if (!a.alive) return;
+    this.endAttempt(a);
+    this.tasksCompleted++;
+    const run = a.run;
+    const v = Math.floor(a.task / TASK_STRIDE);
+    run.tasksRemaining--;
+    let grew = false;
+    if (--run.tasksLeft[v]! === 0) {
+      for (const c of run.consumers[v]!) {
+        if (--run.inputsLeft[c]! === 0) {
+          this.enqueueVertex(run, c);
+          grew = true;
+        }
+      }
+    }
+    if (run.tasksRemaining === 0) this.jobDone(run);
+    else if (grew) this.updateAsk(run);
+    // The server has room again: its next heartbeat offers it (to the FIFO-first job that may use it).
+    this.heartbeat(a.server);
+    if (grew && run.tasksRemaining > 0) this.place(run);
+  }
+
+  private jobDone(run: JobRun): void {
+    const now = this.engine.clock.nowMs();
+    const durationMs = now - run.job.submitMs;
+    this.scheduler.removeApp(run.appId);
+    this.history?.unassign(run.appId);
+    this.runs.delete(run.appId);
+    this.jobsFinished++;
+    const figures = this.timeByType[run.type];
+    figures.jobs++;
+    figures.sumMs += durationMs;
+    this.lastDurationMs.set(run.job.shape.name, durationMs);
+    this.remember(durationMs);
+    this.o.observer?.onJobFinished?.({ job: run.job, jobType: run.type, durationMs });
+  }
+
+  /**
+   * Adds a finished job's duration to the last `jobHistoryWindow` (what the resource manager's history query returns),
+   * kept both in arrival order (to evict the oldest) and sorted: `jobTypeOf` sorts its input, and sorting sorted input
+   * is linear, where sorting the ring would cost O(n log n) per job.
+   */
+  private remember(durationMs: number): void {
+    const sorted = this.recentDurationsMs;
+    if (this.recentRing.length < this.o.jobHistoryWindow) this.recentRing.push(durationMs);
+    else {
+      const evicted = this.recentRing[this.recentNext]!;
+      this.recentRing[this.recentNext] = durationMs;
+      this.recentNext = (this.recentNext + 1) % this.o.jobHistoryWindow;
+      sorted.splice(lowerBound(sorted, evicted), 1);
+    }
+    sorted.splice(lowerBound(sorted, durationMs), 0, durationMs);
+  }
+
+  // ---------------------------------------------------------------------------------------------- free servers
+
+  private refreshFree(s: number): void {
+    const room = this.capMilli[s]! - this.primaryMilli[s]! - this.reserveMilli[s]! - this.secondaryMilli[s]!;
+    const pos = this.freePos[s]!;
+    if (room >= this.taskMilli) {
+      if (pos < 0) {
+        this.freeList[this.freeCount] = s;
+        this.freePos[s] = this.freeCount++;
+      }
+    } else if (pos >= 0) {
+      const last = this.freeList[--this.freeCount]!;
+      this.freeList[pos] = last;
+      this.freePos[last] = pos;
+      this.freePos[s] = -1;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------- Algorithm 1
+
+  /**
+   * Classifies the tenants on their average-server series over the last `historyMs` before `nowMs` (seeds/004 section
+   * 4.1: periodically, on the most recent history). Tenants with no slot in the window are left unclassified.
+   */
+  private classify(nowMs: number): void {
+    const { cluster } = this;
+    const slotMs = cluster.slotMs;
+    const to = Math.floor(nowMs / slotMs);
+    const from = Math.max(0, to - Math.floor(cluster.historyMs / slotMs));
+    const featured: FeaturedTenant[] = [];
+    if (to > from) {
+      const timesMs: number[] = [];
+      for (let k = from; k < to; k++) timesMs.push(k * slotMs);
+      for (const t of cluster.tenants) {
+        if (t.servers.length === 0) continue;
+        const cpuPct = Array.from(t.utilization.subarray(from, Math.min(to, t.utilization.length)));
+        if (cpuPct.length === 0) continue;
+        const series: UtilizationSeries = {
+          name: t.id,
+          stepSec: slotMs / 1000,
+          startMs: timesMs[0]!,
+          timesMs: cpuPct.length === timesMs.length ? timesMs : timesMs.slice(0, cpuPct.length),
+          cpuPct,
+        };
+        featured.push({
+          tenantId: t.id,
+          servers: t.servers.map((s) => this.nodeIds[s]!),
+          features: tenantFeatures(series, this.o.classifier),
+        });
+      }
+    }
+    const tenantClasses = featured.length > 0 ? classifyFeatures(featured, this.o.classifier, this.kmeansRng) : [];
+    const index = new Map(this.nodeIds.map((id, i) => [id, i]));
+    this.serverClass.fill(-1);
+    const classes: SimClass[] = tenantClasses.map((c, ci) => {
+      const servers = Int32Array.from(c.servers.map((id) => index.get(id)!));
+      for (const s of servers) this.serverClass[s] = ci;
+      return {
+        view: {
+          classId: c.id,
+          pattern: c.pattern,
+          average: c.average,
+          peak: c.peak,
+          current: c.current,
+          servers: Array.from(servers, (s) => this.capacities[s]!),
+        },
+        servers,
+        pctSum: 0,
+      };
+    });
+    const rest: number[] = [];
+    for (let s = 0; s < this.nodeIds.length; s++) if (this.serverClass[s]! < 0) rest.push(s);
+    if (rest.length > 0) {
+      // Nothing is known of these servers' history: unpredictable at their live level (as HistoryPlacement does).
+      const ci = classes.length;
+      for (const s of rest) this.serverClass[s] = ci;
+      classes.push({
+        view: {
+          classId: UNCLASSIFIED_CLASS,
+          pattern: "unpredictable",
+          average: 0,
+          peak: 0,
+          current: 0,
+          servers: rest.map((s) => this.capacities[s]!),
+        },
+        servers: Int32Array.from(rest),
+        pctSum: 0,
+      });
+    }
+    for (let s = 0; s < this.nodeIds.length; s++)
+      classes[this.serverClass[s]!]!.pctSum += (100 * this.primaryMilli[s]!) / this.capMilli[s]!;
+    this.classes = classes;
+    this.classifications++;
+  }
+
+  /** The class views with their live utilization (the mean of their servers' primary CPU %). */
+  private classViews(): ClassView[] {
+    return this.classes.map((c) => {
+      const live = c.servers.length > 0 ? c.pctSum / c.servers.length : c.view.current;
+      if (c.view.classId === UNCLASSIFIED_CLASS) {
+        c.view.average = live;
+        c.view.peak = live;
+      }
+      c.view.current = live;
+      return c.view;
+    });
+  }
+
+  /** Algorithm 1 for a job (the resource manager's `HistoryPlacement.decide`). */
+  private decide(run: JobRun): void {
+    const history = this.history!;
+    const selection = selectClasses({
+      jobType: run.type,
+      requirementMilli: requirementMilli(Math.max(1, run.job.shape.maxConcurrency), this.taskMilli),
+      classes: this.classViews(),
+      weights: this.o.weights,
+      rng: this.classRng,
+    });
+    const now = this.engine.clock.nowMs();
+    if (selection.kind !== "none") {
+      const chosen = new Set(selection.classIds);
+      const servers: number[] = [];
+      for (const c of this.classes) if (chosen.has(c.view.classId)) for (const s of c.servers) servers.push(s);
+      history.assign(
+        run.appId,
+        servers.map((s) => this.nodeIds[s]!),
+      );
+      run.allowed = Int32Array.from(servers);
+      run.decided = true;
+      this.o.observer?.onJobPlaced?.({
+        job: run.job,
+        jobType: run.type,
+        classIds: selection.classIds,
+        servers,
+      });
+    } else if (this.o.classWaitMs > 0 && now - run.waitingSinceMs >= this.o.classWaitMs) {
+      history.openToAll(run.appId);
+      run.decided = true;
+      this.jobsOpenedToAll++;
+      this.o.observer?.onJobPlaced?.({ job: run.job, jobType: run.type });
+    } else {
+      if (!run.waited) {
+        run.waited = true;
+        this.jobsWaited++;
+        this.waiting.push(run);
+        this.scheduleRetry();
+      }
+      return;
+    }
+    this.updateAsk(run);
+    this.place(run);
+  }
+
+  private scheduleRetry(): void {
+    if (this.retryScheduled) return;
+    this.retryScheduled = true;
+    this.at(this.engine.clock.nowMs() + this.o.retryIntervalMs, () => {
+      this.retryScheduled = false;
+      const waiting = this.waiting.splice(0);
+      for (const run of waiting) {
+        this.decide(run);
+        if (!run.decided) this.waiting.push(run);
+      }
+      if (this.waiting.length > 0) this.scheduleRetry();
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------- checks and figures
+
+  private checkInvariants(): void {
+    const now = this.engine.clock.nowMs();
+    const fail = (why: string): never => {
+      throw new HarvestError("INTERNAL", `compute simulation invariant broken at ${now} ms: ${why}`);
+    };
+    for (let s = 0; s < this.nodeIds.length; s++) {
+      const allowance = this.capMilli[s]! - this.primaryMilli[s]! - this.reserveMilli[s]!;
+      const secondary = this.secondaryMilli[s]!;
+      if (secondary > Math.max(0, allowance))
+        fail(`server ${this.nodeIds[s]} runs ${secondary} secondary milli-cores with only ${allowance} harvestable`);
+      if (secondary !== this.running[s]!.size * this.taskMilli)
+        fail(`server ${this.nodeIds[s]} counts ${secondary} milli-cores for ${this.running[s]!.size} attempts`);
+      const view = this.scheduler.nodeView(this.nodeIds[s]!)!;
+      if (view.allocated.vcoresMilli !== secondary)
+        fail(`server ${this.nodeIds[s]}: the scheduler has ${view.allocated.vcoresMilli} allocated, we ${secondary}`);
+      if (view.primaryUsage.vcoresMilli !== this.primaryMilli[s])
+        fail(`server ${this.nodeIds[s]}: the scheduler's primary usage is stale`);
+      const free = allowance - secondary >= this.taskMilli;
+      if (free !== this.freePos[s]! >= 0)
+        fail(`server ${this.nodeIds[s]} is ${free ? "missing from" : "wrongly in"} the free list`);
+    }
+    for (const run of this.runs.values()) {
+      if (run.decided && this.scheduler.outstanding(run.appId) !== this.queued(run))
+        fail(`job ${run.appId} queues ${this.queued(run)} tasks but asks for ${this.scheduler.outstanding(run.appId)}`);
+    }
+  }
+
+  result(wallMs: number): ComputeRunResult {
+    const { cluster } = this;
+    const byType = {} as Record<SimJobType, JobTypeFigures>;
+    const killsByType = {} as Record<SimJobType, number>;
+    let sumMs = 0;
+    for (const type of ["short", "medium", "long"] as const) {
+      const f = this.timeByType[type];
+      byType[type] = { jobs: f.jobs, avgJobTimeS: f.jobs > 0 ? f.sumMs / f.jobs / 1000 : 0 };
+      killsByType[type] = f.kills;
+      sumMs += f.sumMs;
+    }
+    const events = this.engine.events;
+    return {
+      level: cluster.level,
+      servers: cluster.servers.length,
+      days: (cluster.horizonMs - cluster.historyMs) / DAY_MS,
+      seed: this.o.seed,
+      traces: cluster.source,
+      policy: this.o.policy,
+      jobs: this.jobsFinished,
+      avgJobTimeS: this.jobsFinished > 0 ? sumMs / this.jobsFinished / 1000 : 0,
+      byType,
+      tasksRun: this.tasksRun,
+      taskKills: this.taskKills,
+      wastedCoreHours: this.wastedCoreMs / 3_600_000,
+      jobsWaited: this.jobsWaited,
+      events,
+      wallMs,
+      jobsSubmitted: this.nextJob,
+      jobsUnfinished: this.runs.size,
+      tasksCompleted: this.tasksCompleted,
+      jobsOpenedToAll: this.jobsOpenedToAll,
+      killsByType,
+      classifications: this.classifications,
+      classes: this.classes.map((c) => `${c.view.classId}: ${c.servers.length}`),
+      eventsPerSec: wallMs > 0 ? events / (wallMs / 1000) : 0,
+    };
+  }
+}
+
+/** The first index of ascending `sorted` whose value is >= `v`. */
+function lowerBound(sorted: readonly number[], v: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

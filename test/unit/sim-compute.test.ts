@@ -1,0 +1,387 @@
+/** The compute simulator: job streams, and task placement by the real scheduler policies on a simulated cluster. */
+import { describe, expect, it } from "vitest";
+import { isHarvestError } from "../../common/errors.js";
+import { parseAlibabaTasks } from "../../common/alibaba-dag.js";
+import { SeededRng } from "../../common/rng.js";
+import type { UtilizationPattern } from "../../common/trace-gen.js";
+import { generateCluster } from "../../sim/cluster-gen.js";
+import { runCompute } from "../../sim/compute.js";
+import type { ComputeObserver, ComputeRunResult } from "../../sim/compute.js";
+import { alibabaShape, generateJobStream, jobShape, jobStream, TPCDS_QUERIES, tpcdsShape } from "../../sim/jobs.js";
+import type { JobStream, SimJobShape } from "../../sim/jobs.js";
+import { DAY_MS } from "../../sim/model.js";
+import type { SimCluster, SimServer, SimTenant } from "../../sim/model.js";
+
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+const SLOT_MS = 5 * MINUTE_MS;
+
+interface TenantSpec {
+  pattern: UtilizationPattern;
+  servers: number;
+  cores: number;
+  /** CPU % of the tenant in slot k (slots of SLOT_MS from time 0). */
+  pct: (k: number) => number;
+}
+
+/** A cluster built by hand: tenants in order, their servers numbered consecutively. */
+function handCluster(tenants: readonly TenantSpec[], historyMs: number, experimentMs: number): SimCluster {
+  const horizonMs = historyMs + experimentMs;
+  const slots = Math.ceil(horizonMs / SLOT_MS);
+  const servers: SimServer[] = [];
+  const built: SimTenant[] = tenants.map((spec, t) => {
+    const ids: number[] = [];
+    for (let i = 0; i < spec.servers; i++) {
+      const index = servers.length;
+      ids.push(index);
+      servers.push({
+        index,
+        id: `s${String(index).padStart(3, "0")}`,
+        rack: `r${t}`,
+        tenant: t,
+        cores: spec.cores,
+        diskBytes: 1e12,
+        offsetPct: 0,
+      });
+    }
+    const utilization = new Float32Array(slots);
+    for (let k = 0; k < slots; k++) utilization[k] = spec.pct(k);
+    return {
+      index: t,
+      id: `t${t}`,
+      environment: `e${t}`,
+      machineFunction: spec.pattern,
+      pattern: spec.pattern,
+      servers: ids,
+      utilization,
+      reimagesPerServerMonth: 0,
+    };
+  });
+  return {
+    servers,
+    tenants: built,
+    racks: tenants.length,
+    slotMs: SLOT_MS,
+    historyMs,
+    horizonMs,
+    reimages: [],
+    level: "medium",
+    source: "generated",
+    seed: 1,
+  };
+}
+
+/** A one-vertex job of `tasks` tasks of `taskMs` each. */
+function flatJob(name: string, tasks: number, taskMs: number): SimJobShape {
+  return jobShape(name, [{ name: "work", tasks, taskMs }]);
+}
+
+/** The figures of a run that must not depend on the wall clock. */
+function figures(r: ComputeRunResult): Omit<ComputeRunResult, "wallMs" | "eventsPerSec"> {
+  const { wallMs: _wall, eventsPerSec: _rate, ...rest } = r;
+  return rest;
+}
+
+/** The field a HarvestError names, or the error itself. */
+function fieldOf(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return isHarvestError(err) ? `${err.code}:${err.details["field"]}` : err;
+  }
+  return undefined;
+}
+
+describe("job streams", () => {
+  const cluster = generateCluster({ servers: 40, historyDays: 3, days: 3, seed: 3 });
+
+  it("offers the asked share of the harvestable core-hours in jobs that recur under the same name", () => {
+    const stream = generateJobStream(cluster, { seed: 9, load: 0.2 });
+    expect(stream.source).toBe("tpcds");
+    expect(stream.offeredCoreHours).toBeGreaterThanOrEqual(0.2 * stream.harvestableCoreHours);
+    // Overshoot is at most the last recurring job's runs.
+    expect(stream.offeredCoreHours).toBeLessThan(0.3 * stream.harvestableCoreHours);
+    const runsByName = new Map<string, number>();
+    for (const j of stream.jobs) runsByName.set(j.shape.name, (runsByName.get(j.shape.name) ?? 0) + 1);
+    expect(runsByName.size).toBe(stream.names);
+    for (const runs of runsByName.values()) expect(runs).toBeGreaterThanOrEqual(3);
+    for (const [i, j] of stream.jobs.entries()) {
+      expect(j.id).toBe(i);
+      expect(j.submitMs).toBeGreaterThanOrEqual(cluster.historyMs);
+      expect(j.submitMs).toBeLessThan(cluster.horizonMs);
+      if (i > 0) expect(j.submitMs).toBeGreaterThanOrEqual(stream.jobs[i - 1]!.submitMs);
+    }
+    // Runs of one job differ a little, not in shape.
+    const scales = stream.jobs.filter((j) => j.shape === stream.jobs[0]!.shape).map((j) => j.durationScale);
+    expect(new Set(scales).size).toBe(scales.length);
+  });
+
+  it("builds the same stream from the same seed and another from another seed", () => {
+    const a = generateJobStream(cluster, { seed: 4 });
+    const b = generateJobStream(cluster, { seed: 4 });
+    const c = generateJobStream(cluster, { seed: 5 });
+    const key = (s: JobStream): string =>
+      JSON.stringify(s.jobs.map((j) => [j.shape.name, j.submitMs, j.durationScale, j.shape.totalTasks]));
+    expect(key(a)).toBe(key(b));
+    expect(key(a)).not.toBe(key(c));
+  });
+
+  it("keeps query 19's shape from Figure 7, its 469-task scan scaled with the width", () => {
+    const q19 = TPCDS_QUERIES.find((q) => q.query === "q19")!;
+    expect(tpcdsShape("q19", q19, 1, 60_000).maxConcurrency).toBe(469);
+    const half = tpcdsShape("q19", q19, 0.5, 60_000);
+    expect(half.maxConcurrency).toBe(235);
+    expect(half.vertices.map((v) => v.name).slice(-1)).toEqual(["reducer-7"]);
+    expect(half.vertices.find((v) => v.name === "mapper-2")!.taskMs).toBe(60_000);
+  });
+
+  it("replays trace DAGs with their durations and instance counts, merging instances shorter than minTaskMs", () => {
+    const trace = parseAlibabaTasks(
+      [
+        "10,j_1,M1,100,50,0.1,4",
+        "10,j_1,M2,5,50,0.1,60",
+        "10,j_1,R3_1_2,200,50,0.1,1",
+        "20,j_2,task_abc,30,100,0.1,1",
+        "30,j_3,M1,40,100,0.2,2",
+        "30,j_3,J2_1,50,100,0.2,3",
+      ].join("\n"),
+    );
+    const j1 = alibabaShape("j1", trace[0]!, { widthScale: 1, maxTasks: 500, minTaskMs: 30_000 });
+    expect(j1.vertices.map((v) => [v.name, v.tasks, v.taskMs, v.inputs.map((i) => j1.vertices[i]!.name)])).toEqual([
+      ["M1", 4, 100_000, []],
+      // 5-second instances are merged six to a task: 10 tasks of 30 s.
+      ["M2", 10, 30_000, []],
+      ["R3", 1, 200_000, ["M1", "M2"]],
+    ]);
+    expect(j1.maxConcurrency).toBe(14);
+    const stream = generateJobStream(cluster, { source: "alibaba", alibabaJobs: trace, seed: 2, load: 0.05 });
+    expect(stream.source).toBe("alibaba");
+    // The lone-task job j_2 is never replayed; the DAG jobs are, under recurring names.
+    const names = new Set(stream.jobs.map((j) => j.shape.name));
+    expect(names.size).toBe(stream.names);
+    for (const n of names) expect(n).toMatch(/^alibaba-j_[13]-\d+$/);
+  });
+
+  it("falls back to TPC-DS-like jobs, with a note, when the trace has no DAG job to replay", () => {
+    const stream = generateJobStream(cluster, { source: "mixed", alibabaJobs: [], load: 0.05 });
+    expect(stream.source).toBe("tpcds");
+    expect(stream.notes.join(" ")).toContain("TPC-DS");
+  });
+
+  it("rejects options out of range, naming the field", () => {
+    expect(fieldOf(() => generateJobStream(cluster, { load: -1 }))).toBe("INVALID_ARGUMENT:load");
+    expect(fieldOf(() => generateJobStream(cluster, { days: 4 }))).toBe("INVALID_ARGUMENT:days");
+    expect(fieldOf(() => jobShape("x", [{ name: "a", tasks: 1, taskMs: 0 }]))).toBe("INVALID_ARGUMENT:a.taskMs");
+  });
+});
+
+describe("runCompute", () => {
+  it("gives the same figures for the same seed, and others for another seed", () => {
+    const cluster = generateCluster({ servers: 30, historyDays: 7, days: 2, seed: 7 });
+    const stream = generateJobStream(cluster, { seed: 7, load: 0.4 });
+    for (const policy of ["stock", "history"] as const) {
+      const a = runCompute(cluster, stream, { policy, seed: 1 });
+      const b = runCompute(cluster, stream, { policy, seed: 1 });
+      const c = runCompute(cluster, stream, { policy, seed: 2 });
+      expect(a.jobs).toBeGreaterThan(100);
+      expect(figures(a)).toEqual(figures(b));
+      expect(figures(a)).not.toEqual(figures(c));
+    }
+    const other = generateJobStream(cluster, { seed: 8, load: 0.4 });
+    expect(figures(runCompute(cluster, other, { policy: "stock", seed: 1 }))).not.toEqual(
+      figures(runCompute(cluster, stream, { policy: "stock", seed: 1 })),
+    );
+  });
+
+  it("never lets a server run more secondary cores than its primary leaves, even through random spikes", () => {
+    const rng = new SeededRng(11);
+    const spikes = Array.from({ length: 2000 }, () => (rng.next() < 0.15 ? 60 + 40 * rng.next() : 5 * rng.next()));
+    const cluster = handCluster(
+      [
+        { pattern: "unpredictable", servers: 3, cores: 8, pct: (k) => spikes[k % spikes.length]! },
+        { pattern: "constant", servers: 2, cores: 8, pct: () => 20 },
+      ],
+      DAY_MS,
+      DAY_MS,
+    );
+    const shapes = [flatJob("a", 6, 20 * MINUTE_MS), flatJob("b", 3, 2 * MINUTE_MS), flatJob("c", 10, 45 * MINUTE_MS)];
+    const stream = jobStream(
+      Array.from({ length: 60 }, (_, i) => ({
+        shape: shapes[i % 3]!,
+        submitMs: DAY_MS + i * 17 * MINUTE_MS,
+        durationScale: 1 + (i % 5) / 10,
+      })),
+    );
+    for (const policy of ["stock", "history"] as const) {
+      const r = runCompute(cluster, stream, { policy, checkInvariants: true });
+      expect(r.taskKills).toBeGreaterThan(0);
+      expect(r.jobs).toBe(60);
+    }
+  });
+
+  it("re-runs tasks killed by a primary spike without counting a failure, and the job still finishes", () => {
+    // One 8-core server; its primary jumps to 100 % for the slot starting 10 minutes into the experiment.
+    const spikeSlot = DAY_MS / SLOT_MS + 2;
+    const cluster = handCluster(
+      [{ pattern: "constant", servers: 1, cores: 8, pct: (k) => (k === spikeSlot ? 100 : 0) }],
+      DAY_MS,
+      DAY_MS,
+    );
+    const stream = jobStream([{ shape: flatJob("etl", 4, 30 * MINUTE_MS), submitMs: DAY_MS }]);
+    const killed: number[] = [];
+    const observer: ComputeObserver = { onTaskKilled: (e) => killed.push(e.nowMs - DAY_MS) };
+    for (const policy of ["stock", "history"] as const) {
+      killed.length = 0;
+      const r = runCompute(cluster, stream, { policy, observer });
+      // All four attempts die at minute 10 and start again when the spike ends at minute 15.
+      expect(killed).toEqual([10, 10, 10, 10].map((m) => m * MINUTE_MS));
+      expect(r.taskKills).toBe(4);
+      expect(r.tasksRun).toBe(8);
+      expect(r.tasksCompleted).toBe(4);
+      expect(r.wastedCoreHours).toBeCloseTo((4 * 10) / 60, 9);
+      expect(r.jobs).toBe(1);
+      expect(r.jobsUnfinished).toBe(0);
+      expect(r.avgJobTimeS).toBe(45 * 60);
+    }
+  });
+
+  it("runs each history job's tasks only on the servers of the classes Algorithm 1 chose for it", () => {
+    const rng = new SeededRng(5);
+    const noise = Array.from({ length: 5000 }, () => 80 * rng.next());
+    const cluster = handCluster(
+      [
+        { pattern: "constant", servers: 4, cores: 16, pct: () => 10 },
+        {
+          pattern: "periodic",
+          servers: 4,
+          cores: 16,
+          pct: (k) => 40 + 30 * Math.sin((2 * Math.PI * k * SLOT_MS) / DAY_MS),
+        },
+        { pattern: "unpredictable", servers: 4, cores: 16, pct: (k) => noise[k % noise.length]! },
+      ],
+      7 * DAY_MS,
+      DAY_MS,
+    );
+    const shapes = [flatJob("small", 4, 2 * MINUTE_MS), flatJob("mid", 8, 15 * MINUTE_MS), flatJob("big", 12, HOUR_MS)];
+    const stream = jobStream(
+      Array.from({ length: 45 }, (_, i) => ({ shape: shapes[i % 3]!, submitMs: 7 * DAY_MS + i * 20 * MINUTE_MS })),
+    );
+    const allowed = new Map<number, Set<number>>();
+    const patternsUsed = new Set<string>();
+    let starts = 0;
+    const r = runCompute(cluster, stream, {
+      policy: "history",
+      observer: {
+        onJobPlaced: (e) => {
+          expect(e.classIds).toBeDefined();
+          for (const id of e.classIds!) patternsUsed.add(id.split("-")[0]!);
+          allowed.set(e.job.id, new Set(e.servers));
+          // The chosen classes are the tenants of their pattern, as the cluster was built.
+          for (const s of e.servers!) {
+            const pattern = cluster.tenants[cluster.servers[s]!.tenant]!.pattern;
+            expect(e.classIds!.some((id) => id.startsWith(`${pattern}-`))).toBe(true);
+          }
+        },
+        onTaskStart: (e) => {
+          starts++;
+          expect(allowed.get(e.job.id)!.has(e.server)).toBe(true);
+        },
+      },
+    });
+    expect(r.jobs).toBe(45);
+    expect(r.jobsOpenedToAll).toBe(0);
+    expect(starts).toBe(r.tasksRun);
+    expect(r.classes.map((c) => c.split("-")[0]).sort()).toEqual(["constant", "periodic", "unpredictable"]);
+    expect(patternsUsed.size).toBeGreaterThan(1);
+  });
+
+  it("lets a history job that no class can hold wait classWaitMs, then run on any server", () => {
+    // Two 8-core servers leave 14 cores after the reserve; a job of 20 concurrent tasks fits no class, alone or together.
+    const cluster = handCluster([{ pattern: "constant", servers: 2, cores: 8, pct: () => 0 }], DAY_MS, DAY_MS);
+    const stream = jobStream([{ shape: flatJob("wide", 20, 10 * MINUTE_MS), submitMs: DAY_MS }]);
+    const starts: number[] = [];
+    const r = runCompute(cluster, stream, {
+      policy: "history",
+      observer: { onTaskStart: (e) => starts.push(e.nowMs - DAY_MS) },
+    });
+    expect(r.jobsWaited).toBe(1);
+    expect(r.jobsOpenedToAll).toBe(1);
+    expect(r.jobs).toBe(1);
+    expect(Math.min(...starts)).toBe(60_000);
+    // 14 tasks at once, then the other 6 when the first end.
+    expect(r.avgJobTimeS).toBe(60 + 2 * 10 * 60);
+  });
+
+  it("keeps long jobs off a tenant that spikes every hour, where the stock policy loses their work", () => {
+    // Tenant A: four servers flat at 10 %. Tenant B: four servers idle but at 100 % for the first five minutes of
+    // every hour, so its p95 ("peak") is 100 % and Algorithm 1 gives a long job no headroom there at all, whatever the
+    // draw. A long job runs 8 two-hour tasks, so every one of its tasks placed on B dies at the next hour. The stock
+    // policy takes any server with room, and B's servers are half of them: it puts all 8 tasks of a run on A only
+    // with probability 2^-8, so over 15 runs it loses work on B; history never places a long-typed run there. A job's
+    // first run is typed medium (no history yet), so medium jobs are told to rank B last (weight 0) and the report's
+    // first run is safe too. Short and medium jobs are submitted mid-hour and end before the next spike.
+    const hourSlots = HOUR_MS / SLOT_MS;
+    const cluster = handCluster(
+      [
+        { pattern: "constant", servers: 4, cores: 16, pct: () => 10 },
+        { pattern: "unpredictable", servers: 4, cores: 16, pct: (k) => (k % hourSlots === 0 ? 100 : 0) },
+      ],
+      3 * DAY_MS,
+      2 * DAY_MS,
+    );
+    const long = flatJob("nightly-report", 8, 2 * HOUR_MS);
+    const medium = flatJob("hourly-etl", 4, 10 * MINUTE_MS);
+    const short = flatJob("dashboard", 2, MINUTE_MS);
+    const runs = [];
+    for (let round = 0; round < 15; round++) {
+      const t = 3 * DAY_MS + round * 3 * HOUR_MS;
+      runs.push({ shape: long, submitMs: t + 10 * MINUTE_MS });
+      runs.push({ shape: medium, submitMs: t + 20 * MINUTE_MS });
+      runs.push({ shape: short, submitMs: t + 30 * MINUTE_MS });
+    }
+    const stream = jobStream(runs);
+    const onB = (server: number): boolean => cluster.servers[server]!.tenant === 1;
+    const longTasksOnB = { stock: 0, history: 0 };
+    const result = (policy: "stock" | "history"): ComputeRunResult => {
+      const typeOf = new Map<number, string>();
+      return runCompute(cluster, stream, {
+        policy,
+        weights: { medium: { unpredictable: 0 } },
+        observer: {
+          onJobPlaced: (e) => typeOf.set(e.job.id, e.jobType),
+          onTaskStart: (e) => {
+            if (typeOf.get(e.job.id) === "long" && onB(e.server)) longTasksOnB[policy]++;
+          },
+        },
+      });
+    };
+    const stock = result("stock");
+    const history = result("history");
+    for (const r of [stock, history]) {
+      expect(r.jobs).toBe(45);
+      expect(r.byType.long.jobs).toBeGreaterThanOrEqual(12);
+      expect(r.killsByType.short).toBe(0);
+    }
+    expect(longTasksOnB.history).toBe(0);
+    expect(longTasksOnB.stock).toBeGreaterThan(0);
+    expect(history.taskKills).toBe(0);
+    expect(history.byType.long.avgJobTimeS).toBe(2 * 3600);
+    expect(stock.killsByType.long).toBeGreaterThan(0);
+    expect(stock.byType.long.avgJobTimeS).toBeGreaterThan(history.byType.long.avgJobTimeS);
+    expect(stock.taskKills).toBeGreaterThan(history.taskKills);
+    expect(stock.wastedCoreHours).toBeGreaterThan(history.wastedCoreHours);
+  });
+
+  it("rejects options out of range and jobs outside the experiment, naming the field", () => {
+    const cluster = handCluster([{ pattern: "constant", servers: 1, cores: 4, pct: () => 0 }], DAY_MS, DAY_MS);
+    const ok = jobStream([{ shape: flatJob("a", 1, MINUTE_MS), submitMs: DAY_MS }]);
+    expect(fieldOf(() => runCompute(cluster, ok, { policy: "stock", reserveFraction: 1 }))).toBe(
+      "INVALID_ARGUMENT:reserveFraction",
+    );
+    expect(fieldOf(() => runCompute(cluster, ok, { policy: "stock", taskCores: 4 }))).toBe(
+      "INVALID_ARGUMENT:taskCores",
+    );
+    const early = jobStream([{ shape: flatJob("a", 1, MINUTE_MS), submitMs: 0 }]);
+    expect(fieldOf(() => runCompute(cluster, early, { policy: "stock" }))).toBe("INVALID_ARGUMENT:jobs[0].submitMs");
+  });
+});
