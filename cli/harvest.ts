@@ -15,6 +15,7 @@ import { readCluster, resolveClusterDir, startCluster, stopCluster } from "./clu
 import { runDemo } from "./demo.js";
 import { registerAdminCommands } from "./admin-commands.js";
 import { registerFsCommands } from "./fs-commands.js";
+import { registerSimCommands } from "./sim-commands.js";
 import { duration, follow, outcomeText, progressLines, table } from "./format.js";
 import { choosePrimaries } from "./primary-traces.js";
 
@@ -261,6 +262,10 @@ registerFsCommands(program);
 // ------------------------------------------------------------------------------------------------ admin
 
 registerAdminCommands(program);
+
+// ------------------------------------------------------------------------------------------------ sim
+
+registerSimCommands(program);
 
 // ------------------------------------------------------------------------------------------------ demo, bench
 

@@ -1,0 +1,351 @@
+/**
+ * `harvest sim ...`: the simulator's experiments. `compute` (task placement), `storage` (replica placement), `grid`
+ * (both at every utilization level; `npm run experiments`) and `cluster` (the generated cluster's calibration
+ * figures). Experiments show progress on stderr, print their tables, and write a markdown table, a CSV and SVG plots
+ * to `--out` (default `sim-results/`).
+ */
+import type { Command } from "commander";
+import { HarvestError } from "../common/errors.js";
+import type { ClusterSummary } from "../sim/cluster-gen.js";
+import type { ExperimentEvent, ExperimentOutcome, GridPreset } from "../sim/experiments.js";
+import { UTILIZATION_LEVELS } from "../sim/model.js";
+import type { TraceSource, UtilizationLevel } from "../sim/model.js";
+import type { ComputePolicy, StoragePlacement } from "../sim/results.js";
+import { action, positiveInt, print } from "./command-kit.js";
+import { duration } from "./format.js";
+
+// The simulator's modules load ECharts (most of a second), so the actions import them when they run: every other
+// `harvest` command starts without them.
+const loadExperiments = () => import("../sim/experiments.js");
+
+const COMPUTE_POLICIES: readonly ComputePolicy[] = ["stock", "history"];
+const STORAGE_PLACEMENTS: readonly StoragePlacement[] = ["stock", "diversity"];
+/** The experiments' default sizes (the full grid's: `GRID_PRESETS.full` in sim/experiments.ts). */
+const COMPUTE_DEFAULTS = { servers: 1000, days: 30 };
+const STORAGE_DEFAULTS = { servers: 10_000, days: 365 };
+
+/** 12,345 with `digits` decimals; "-" when not finite. */
+function num(v: number, digits = 0): string {
+  return Number.isFinite(v)
+    ? v.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
+    : "-";
+}
+
+/** A share (0..1) as a percentage with one decimal. */
+function pct(v: number): string {
+  return Number.isFinite(v) ? `${(v * 100).toFixed(1)}%` : "-";
+}
+
+/** Where experiments write their reports unless told otherwise. */
+export const DEFAULT_SIM_OUT = "sim-results";
+
+/** Flags every experiment takes. */
+interface SimFlags {
+  servers?: string;
+  days?: string;
+  seed: string;
+  utilization: string;
+  traces: string;
+  out: string;
+  json?: boolean;
+}
+
+// ------------------------------------------------------------------------------------------------ flag parsing
+
+/** One of `allowed`, or INVALID_ARGUMENT naming the flag. */
+function oneOf<T extends string>(v: string, allowed: readonly T[], flag: string): T {
+  if (!(allowed as readonly string[]).includes(v))
+    throw new HarvestError(
+      "INVALID_ARGUMENT",
+      `${flag} must be one of ${allowed.join(", ")} (got ${JSON.stringify(v)})`,
+      {
+        details: { flag },
+      },
+    );
+  return v as T;
+}
+
+/** Utilization levels: "low", "medium,high" or "all". */
+export function parseLevels(v: string, flag = "--utilization"): UtilizationLevel[] {
+  if (v.trim() === "all") return [...UTILIZATION_LEVELS];
+  const levels = v.split(",").map((s) => oneOf(s.trim(), [...UTILIZATION_LEVELS, "all"], flag));
+  if (levels.includes("all")) return [...UTILIZATION_LEVELS];
+  return UTILIZATION_LEVELS.filter((l) => levels.includes(l));
+}
+
+/** Replication factors: "3" or "3,4". */
+export function parseReplications(v: string, flag = "--replication"): number[] {
+  const factors = v.split(",").map((s) => positiveInt(s.trim(), flag));
+  for (const f of factors)
+    if (f > 10)
+      throw new HarvestError("INVALID_ARGUMENT", `${flag} must be between 1 and 10 (got ${f})`, { details: { flag } });
+  return [...new Set(factors)].sort((a, b) => a - b);
+}
+
+/** A seed: an integer in 0..2^32-1. */
+export function parseSeed(v: string, flag = "--seed"): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 0xffffffff)
+    throw new HarvestError(
+      "INVALID_ARGUMENT",
+      `${flag} must be an integer in 0..4294967295 (got ${JSON.stringify(v)})`,
+      {
+        details: { flag },
+      },
+    );
+  return n;
+}
+
+/** True when the user gave `--<name>` on the command line (not a default). */
+function given(cmd: Command, name: string): boolean {
+  return cmd.getOptionValueSource(name) === "cli";
+}
+
+/** The command line as a user would type it again (shown in reports). */
+function commandLine(): string {
+  const quote = (a: string): string => (/^[\w./:,=@%+-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`);
+  return ["harvest", ...process.argv.slice(2).map(quote)].join(" ");
+}
+
+function commonFlags(o: SimFlags, defaults: { servers: number; days: number }) {
+  return {
+    servers: positiveInt(o.servers ?? String(defaults.servers), "--servers"),
+    days: positiveInt(o.days ?? String(defaults.days), "--days"),
+    seed: parseSeed(o.seed),
+    levels: parseLevels(o.utilization),
+    traces: oneOf<TraceSource>(o.traces, ["generated", "real"], "--traces"),
+    out: o.out,
+  };
+}
+
+function addCommonFlags(cmd: Command, defaults: { servers: number; days: number }): Command {
+  return cmd
+    .option("--servers <n>", `servers in the simulated cluster (default: ${num(defaults.servers)})`)
+    .option("--days <d>", `simulated days after the 30 days of history (default: ${defaults.days})`)
+    .option("--seed <s>", "seed of the cluster, the jobs and every random choice", "1")
+    .option("--utilization <level>", "average primary utilization: low, medium, high, a comma list, or all", "medium")
+    .option("--traces <source>", "primary utilization: generated, or real (../shared/data, when present)", "generated")
+    .option("--out <dir>", "directory for the markdown table, CSV and SVG plots", DEFAULT_SIM_OUT)
+    .option("--json", "print the results as JSON (progress still goes to stderr)");
+}
+
+// ------------------------------------------------------------------------------------------------ progress
+
+/**
+ * Shows experiment progress on `out`: one line updated in place on a terminal; elsewhere (CI logs, pipes) a line
+ * every `intervalMs`, plus every note and every finished run.
+ */
+export class ProgressReporter {
+  private lastLineMs = 0;
+  private inPlace = false;
+
+  constructor(
+    private readonly out: NodeJS.WriteStream = process.stderr,
+    private readonly intervalMs = 10_000,
+  ) {}
+
+  /** The experiment's event handler. */
+  readonly onProgress = (e: ExperimentEvent): void => {
+    switch (e.kind) {
+      case "note":
+        this.line(e.message);
+        break;
+      case "progress": {
+        const text =
+          `[${e.run}/${e.runs}] ${e.label}  ${Math.floor(e.fraction * 100)}%  ` +
+          `${num(e.events)} events  ${num(e.eventsPerS)} events/s  ${duration(e.elapsedMs)}`;
+        if (this.out.isTTY) {
+          this.out.write(`\r\x1b[K${text}`);
+          this.inPlace = true;
+        } else if (e.elapsedMs - this.lastLineMs >= this.intervalMs) {
+          this.lastLineMs = e.elapsedMs;
+          this.out.write(text + "\n");
+        }
+        break;
+      }
+      case "done":
+        this.lastLineMs = 0;
+        this.line(
+          `[${e.run}/${e.runs}] ${e.label}  done: ${num(e.events)} events in ${duration(e.wallMs)} ` +
+            `(${num(e.eventsPerS)} events/s)`,
+        );
+        break;
+    }
+  };
+
+  /** A permanent line (replacing the in-place one on a terminal). */
+  private line(text: string): void {
+    this.out.write((this.inPlace ? "\r\x1b[K" : "") + text + "\n");
+    this.inPlace = false;
+  }
+}
+
+// ------------------------------------------------------------------------------------------------ output
+
+function outcomeText(title: string, o: ExperimentOutcome<unknown>): string {
+  return [
+    `${title} (${o.traces} traces)`,
+    "",
+    o.report.summary,
+    "",
+    "Every run:",
+    "",
+    o.report.runsTable,
+    ...(o.files.length > 0 ? ["", `wrote ${o.files.join(", ")}`] : []),
+  ].join("\n");
+}
+
+function outcomeJson(o: ExperimentOutcome<unknown>): unknown {
+  return { traces: o.traces, results: o.results, files: o.files };
+}
+
+function clusterText(s: ClusterSummary, traces: TraceSource): string {
+  const patterns = (r: Record<string, number>): string =>
+    Object.entries(r)
+      .map(([k, v]) => `${k} ${pct(v)}`)
+      .join(", ");
+  return [
+    `${num(s.servers)} servers in ${num(s.racks)} racks, ${num(s.tenants)} primary tenants in ${s.environments} environments (${traces} traces)`,
+    `tenant size: median ${s.medianTenantServers} servers, largest ${s.largestTenantServers}`,
+    `tenants per pattern: ${patterns(s.tenantShare)}`,
+    `servers per pattern: ${patterns(s.serverShare)}  (seeds/004: periodic about 40%, periodic + constant about 75%)`,
+    `mean server CPU utilization: ${num(s.meanUtilizationPct, 1)}%`,
+    `reimages: ${num(s.reimages)}, ${num(s.reimagesPerServerMonth, 3)} per server per month`,
+    `servers reimaged at most once a month: ${pct(s.serversAtMostOneReimagePerMonth)} (seeds/004: at least 90%); more than twice: ${pct(s.serversAboveTwoReimagesPerMonth)}`,
+    `tenants reimaged at most once per server per month: ${pct(s.tenantsAtMostOneReimagePerServerMonth)} (seeds/004: at least 80%)`,
+    `reimages correlated within their environment: ${pct(s.correlatedReimageShare)}`,
+    `month-to-month rank correlation of tenants' reimage rates: ${Number.isFinite(s.reimageRankSpearman) ? num(s.reimageRankSpearman, 2) : "- (needs two whole months)"}`,
+  ].join("\n");
+}
+
+// ------------------------------------------------------------------------------------------------ commands
+
+/** Adds `harvest sim` and its subcommands. */
+export function registerSimCommands(program: Command): void {
+  const sim = program
+    .command("sim")
+    .description("simulated experiments at datacenter scale: task placement, replica placement, the comparison grid");
+
+  addCommonFlags(sim.command("compute"), COMPUTE_DEFAULTS)
+    .description(
+      "job execution time, task kills and wasted core-hours of a task placement policy on a simulated cluster",
+    )
+    .option("--policy <policy>", "task placement: stock or history", "history")
+    .option("--compare", "run both policies on the same cluster and job stream")
+    .action(
+      action(async (o: SimFlags & { policy: string; compare?: boolean }, cmd: Command) => {
+        if (o.compare && given(cmd, "policy"))
+          throw new HarvestError("INVALID_ARGUMENT", "--compare runs both policies; drop --policy", {
+            details: { flag: "--policy" },
+          });
+        const policies: readonly ComputePolicy[] = o.compare
+          ? COMPUTE_POLICIES
+          : [oneOf<ComputePolicy>(o.policy, COMPUTE_POLICIES, "--policy")];
+        const flags = commonFlags(o, COMPUTE_DEFAULTS);
+        const { runComputeExperiment } = await loadExperiments();
+        const outcome = await runComputeExperiment({
+          ...flags,
+          policies,
+          command: commandLine(),
+          onProgress: new ProgressReporter().onProgress,
+        });
+        print(o, outcomeJson(outcome), () => outcomeText("Compute experiment", outcome));
+      }),
+    );
+
+  addCommonFlags(sim.command("storage"), STORAGE_DEFAULTS)
+    .description(
+      "blocks lost, unavailable accesses and re-replication traffic of a replica placement on a simulated cluster",
+    )
+    .option("--placement <placement>", "replica placement: stock or diversity", "diversity")
+    .option("--replication <r>", "replication factor: 3, 4, or a comma list", "3")
+    .option("--compare", "run both placements on the same cluster")
+    .action(
+      action(async (o: SimFlags & { placement: string; replication: string; compare?: boolean }, cmd: Command) => {
+        if (o.compare && given(cmd, "placement"))
+          throw new HarvestError("INVALID_ARGUMENT", "--compare runs both placements; drop --placement", {
+            details: { flag: "--placement" },
+          });
+        const placements: readonly StoragePlacement[] = o.compare
+          ? STORAGE_PLACEMENTS
+          : [oneOf<StoragePlacement>(o.placement, STORAGE_PLACEMENTS, "--placement")];
+        const flags = commonFlags(o, STORAGE_DEFAULTS);
+        const { runStorageExperiment } = await loadExperiments();
+        const outcome = await runStorageExperiment({
+          ...flags,
+          placements,
+          replications: parseReplications(o.replication),
+          command: commandLine(),
+          onProgress: new ProgressReporter().onProgress,
+        });
+        print(o, outcomeJson(outcome), () => outcomeText("Storage experiment", outcome));
+      }),
+    );
+
+  sim
+    .command("grid")
+    .description(
+      "the comparison grid at every utilization level: compute (both policies) and storage (both placements, " +
+        "replication 3 and 4); full: 1,000 servers x 30 days and 10,000 servers x 365 days (npm run experiments)",
+    )
+    .option("--preset <preset>", "full, or small (a few dozen servers for a few days: seconds)", "full")
+    .option("--seed <s>", "seed of the clusters, the jobs and every random choice", "1")
+    .option("--traces <source>", "primary utilization: generated, or real (../shared/data, when present)", "generated")
+    .option("--out <dir>", "directory for compute.* and storage.* (tables, CSV, plots)", DEFAULT_SIM_OUT)
+    .option("--json", "print the results as JSON (progress still goes to stderr)")
+    .action(
+      action(async (o: { preset: string; seed: string; traces: string; out: string; json?: boolean }) => {
+        const preset = oneOf<GridPreset>(o.preset, ["small", "full"], "--preset");
+        const seed = parseSeed(o.seed);
+        const traces = oneOf<TraceSource>(o.traces, ["generated", "real"], "--traces");
+        const { runGrid } = await loadExperiments();
+        const outcome = await runGrid({
+          preset,
+          seed,
+          traces,
+          out: o.out,
+          command: commandLine(),
+          onProgress: new ProgressReporter().onProgress,
+        });
+        print(o, { compute: outcomeJson(outcome.compute), storage: outcomeJson(outcome.storage) }, () =>
+          [outcomeText("Compute", outcome.compute), "", outcomeText("Storage", outcome.storage)].join("\n"),
+        );
+      }),
+    );
+
+  sim
+    .command("cluster")
+    .description("generate a simulated cluster and print its calibration figures (tenant patterns, reimage rates)")
+    .option("--servers <n>", "servers", "1000")
+    .option("--days <d>", "simulated days after the 30 days of history", "30")
+    .option("--seed <s>", "seed", "1")
+    .option("--utilization <level>", "average primary utilization: low, medium or high", "medium")
+    .option("--traces <source>", "primary utilization: generated, or real (../shared/data, when present)", "generated")
+    .option("--json", "machine-readable output")
+    .action(
+      action(
+        async (o: {
+          servers: string;
+          days: string;
+          seed: string;
+          utilization: string;
+          traces: string;
+          json?: boolean;
+        }) => {
+          const options = {
+            servers: positiveInt(o.servers, "--servers"),
+            days: positiveInt(o.days, "--days"),
+            seed: parseSeed(o.seed),
+            level: oneOf<UtilizationLevel>(o.utilization, UTILIZATION_LEVELS, "--utilization"),
+            traces: oneOf<TraceSource>(o.traces, ["generated", "real"], "--traces"),
+            onProgress: new ProgressReporter().onProgress,
+          };
+          const { buildCluster } = await loadExperiments();
+          const { summarizeCluster } = await import("../sim/cluster-gen.js");
+          const { cluster, traces } = await buildCluster(options);
+          const summary = summarizeCluster(cluster);
+          print(o, { traces, ...summary }, () => clusterText(summary, traces));
+        },
+      ),
+    );
+}
