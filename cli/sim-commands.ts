@@ -11,7 +11,7 @@ import type { ExperimentEvent, ExperimentOutcome, GridPreset } from "../sim/expe
 import { UTILIZATION_LEVELS } from "../sim/model.js";
 import type { TraceSource, UtilizationLevel } from "../sim/model.js";
 import type { ComputePolicy, StoragePlacement } from "../sim/results.js";
-import { action, positiveInt, print } from "./command-kit.js";
+import { action, positiveInt, positiveNumber, print } from "./command-kit.js";
 import { duration } from "./format.js";
 
 // The simulator's modules load ECharts (most of a second), so the actions import them when they run: every other
@@ -260,26 +260,33 @@ export function registerSimCommands(program: Command): void {
     .option("--placement <placement>", "replica placement: stock or diversity", "diversity")
     .option("--replication <r>", "replication factor: 3, 4, or a comma list", "3")
     .option("--compare", "run both placements on the same cluster")
+    .option("--bandwidth <MBps>", "re-replication bandwidth each server gives, MB/s", "50")
     .action(
-      action(async (o: SimFlags & { placement: string; replication: string; compare?: boolean }, cmd: Command) => {
-        if (o.compare && given(cmd, "placement"))
-          throw new HarvestError("INVALID_ARGUMENT", "--compare runs both placements; drop --placement", {
-            details: { flag: "--placement" },
+      action(
+        async (
+          o: SimFlags & { placement: string; replication: string; bandwidth: string; compare?: boolean },
+          cmd: Command,
+        ) => {
+          if (o.compare && given(cmd, "placement"))
+            throw new HarvestError("INVALID_ARGUMENT", "--compare runs both placements; drop --placement", {
+              details: { flag: "--placement" },
+            });
+          const placements: readonly StoragePlacement[] = o.compare
+            ? STORAGE_PLACEMENTS
+            : [oneOf<StoragePlacement>(o.placement, STORAGE_PLACEMENTS, "--placement")];
+          const flags = commonFlags(o, STORAGE_DEFAULTS);
+          const { runStorageExperiment } = await loadExperiments();
+          const outcome = await runStorageExperiment({
+            ...flags,
+            placements,
+            replications: parseReplications(o.replication),
+            reReplicationMBps: positiveNumber(o.bandwidth, "--bandwidth"),
+            command: commandLine(),
+            onProgress: new ProgressReporter().onProgress,
           });
-        const placements: readonly StoragePlacement[] = o.compare
-          ? STORAGE_PLACEMENTS
-          : [oneOf<StoragePlacement>(o.placement, STORAGE_PLACEMENTS, "--placement")];
-        const flags = commonFlags(o, STORAGE_DEFAULTS);
-        const { runStorageExperiment } = await loadExperiments();
-        const outcome = await runStorageExperiment({
-          ...flags,
-          placements,
-          replications: parseReplications(o.replication),
-          command: commandLine(),
-          onProgress: new ProgressReporter().onProgress,
-        });
-        print(o, outcomeJson(outcome), () => outcomeText("Storage experiment", outcome));
-      }),
+          print(o, outcomeJson(outcome), () => outcomeText("Storage experiment", outcome));
+        },
+      ),
     );
 
   sim

@@ -23,7 +23,7 @@ import {
 } from "./report.js";
 import type { RenderedReport } from "./report.js";
 import type { ComputePolicy, ComputeResult, StoragePlacement, StorageResult } from "./results.js";
-import { runStorage } from "./storage.js";
+import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./storage.js";
 
 /** What an experiment tells its caller while it runs (the CLI turns these into a progress line). */
 export type ExperimentEvent =
@@ -121,6 +121,12 @@ export interface StorageExperimentOptions extends ExperimentOptions {
    * @default [3]
    */
   replications?: readonly number[];
+  /**
+   * Bandwidth each server gives re-replication, MB/s (10^6 bytes): the main lever on how long a block stays
+   * under-replicated after a reimage.
+   * @default 50
+   */
+  reReplicationMBps?: number;
 }
 
 /** What an experiment produced. */
@@ -151,6 +157,11 @@ function invalid(field: string, why: string): never {
 
 function checkPositiveInt(field: string, v: number): number {
   if (!Number.isInteger(v) || v < 1) invalid(field, `must be a positive integer (got ${v})`);
+  return v;
+}
+
+function checkPositive(field: string, v: number): number {
+  if (!Number.isFinite(v) || v <= 0) invalid(field, `must be a positive number (got ${v})`);
   return v;
 }
 
@@ -198,6 +209,10 @@ export function resolveStorageExperimentOptions(o: StorageExperimentOptions = {}
     ...resolveCommon(o, { servers: 10_000, days: 365 }),
     placements: checkList("placements", o.placements ?? STORAGE_PLACEMENTS, STORAGE_PLACEMENTS),
     replications,
+    reReplicationMBps: checkPositive(
+      "reReplicationMBps",
+      o.reReplicationMBps ?? DEFAULT_RE_REPLICATION_BYTES_PER_SEC / 1e6,
+    ),
   };
 }
 
@@ -380,7 +395,13 @@ export async function runStorageExperiment(
       for (const placement of o.placements)
         results.push(
           tracker.track(`storage ${level} ${placement} r${replication}`, cluster.historyMs, (onProgress) =>
-            runStorage(cluster, { placement, replication, seed: o.seed, onProgress }),
+            runStorage(cluster, {
+              placement,
+              replication,
+              seed: o.seed,
+              reReplicationBytesPerSec: o.reReplicationMBps * 1e6,
+              onProgress,
+            }),
           ),
         );
   }

@@ -144,9 +144,11 @@ function present<T>(order: readonly T[], values: Iterable<T>): T[] {
 /** The run setup line of a report: what every run shared (or the ranges when they differ). */
 function setupLine(results: readonly (ComputeResult | StorageResult)[]): string {
   const uniq = <T>(xs: T[]): string => [...new Set(xs)].join(", ");
+  const storage = results.filter((r): r is StorageResult => "reReplicationMBps" in r);
   return (
     `${uniq(results.map((r) => formatNumber(r.servers)))} servers, ${uniq(results.map((r) => r.days))} simulated days, ` +
-    `seed ${uniq(results.map((r) => r.seed))}, ${uniq(results.map((r) => r.traces))} traces`
+    `seed ${uniq(results.map((r) => r.seed))}, ${uniq(results.map((r) => r.traces))} traces` +
+    (storage.length > 0 ? `, re-replication ${uniq(storage.map((r) => r.reReplicationMBps))} MB/s per server` : "")
   );
 }
 

@@ -64,6 +64,8 @@ export interface StorageResult extends RunSetup {
   reimages: number;
   /** Bytes copied by re-replication. */
   reReplicationBytes: number;
+  /** Re-replication bandwidth each server gave, MB/s. */
+  reReplicationMBps: number;
   events: number;
   wallMs: number;
 }

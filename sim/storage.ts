@@ -27,6 +27,9 @@ import type { StoragePlacement, StorageResult } from "./results.js";
 const MiB = 1024 * 1024;
 
 /** One block write of an explicit write schedule. */
+/** Re-replication bandwidth per server when none is given: 50 MB/s (see `reReplicationBytesPerSec`). */
+export const DEFAULT_RE_REPLICATION_BYTES_PER_SEC = 50_000_000;
+
 export interface StorageWrite {
   /** When the block is written, in [cluster.historyMs, cluster.horizonMs). */
   readonly atMs: number;
@@ -172,7 +175,7 @@ export function resolveStorageOptions(cluster: SimCluster, options: StorageOptio
     seed: options.seed ?? cluster.seed,
     blockBytes: options.blockBytes ?? 256 * MiB,
     blocksPerDay: options.blocksPerDay ?? (days > 0 ? (30 * servers) / days : 0),
-    reReplicationBytesPerSec: options.reReplicationBytesPerSec ?? 50_000_000,
+    reReplicationBytesPerSec: options.reReplicationBytesPerSec ?? DEFAULT_RE_REPLICATION_BYTES_PER_SEC,
     replicationStreams: options.replicationStreams ?? 2,
     replicationIntervalMs: options.replicationIntervalMs ?? 3000,
     busyThresholdPct: options.busyThresholdPct ?? 90,
@@ -575,6 +578,7 @@ class StorageSim {
       unavailableAccesses: this.unavailable,
       reimages: this.reimagesApplied,
       reReplicationBytes: this.reReplications * o.blockBytes,
+      reReplicationMBps: o.reReplicationBytesPerSec / 1e6,
       events,
       wallMs,
       replicasLost: this.replicasLost,

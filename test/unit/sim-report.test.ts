@@ -67,6 +67,7 @@ function storageResult(
     unavailableAccesses: placement === "stock" ? 36_500 : 365,
     reimages: 42_000,
     reReplicationBytes: 1.5 * 2 ** 40,
+    reReplicationMBps: 50,
     events: 9_000_000,
     wallMs: 60_000,
   };
