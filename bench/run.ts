@@ -11,10 +11,18 @@ import { BenchUsageError, describeFlags } from "./flags.js";
 import { classifyBench } from "./classify.js";
 import { dfsBench } from "./dfs.js";
 import { namenodeBench } from "./namenode.js";
+import { powerModelBench } from "./powermodel.js";
 import { schedulerBench } from "./scheduler.js";
 import { yieldBench } from "./yield.js";
 
-const BENCHES: readonly BenchDefinition[] = [yieldBench, schedulerBench, namenodeBench, dfsBench, classifyBench];
+const BENCHES: readonly BenchDefinition[] = [
+  yieldBench,
+  schedulerBench,
+  namenodeBench,
+  dfsBench,
+  classifyBench,
+  powerModelBench,
+];
 
 function usage(): string {
   const lines = ["usage: run.js <name> [--flags] [--json]", "", "benchmarks:"];
