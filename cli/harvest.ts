@@ -16,6 +16,7 @@ import { runDemo } from "./demo.js";
 import { registerAdminCommands } from "./admin-commands.js";
 import { registerFsCommands } from "./fs-commands.js";
 import { registerSimCommands } from "./sim-commands.js";
+import { registerPowerCommands } from "./power-commands.js";
 import { duration, follow, outcomeText, progressLines, table } from "./format.js";
 import { choosePrimaries } from "./primary-traces.js";
 
@@ -262,6 +263,10 @@ registerFsCommands(program);
 // ------------------------------------------------------------------------------------------------ admin
 
 registerAdminCommands(program);
+
+// ------------------------------------------------------------------------------------------------ power
+
+registerPowerCommands(program);
 
 // ------------------------------------------------------------------------------------------------ sim
 
