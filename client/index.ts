@@ -9,3 +9,5 @@ export { parseDag, maxConcurrency } from "../common/dag-spec.js";
 export type { DagSpec, EdgeSpec, VertexSpec } from "../common/dag-spec.js";
 export { TenantAdminClient } from "./tenant-admin-client.js";
 export type { HistoryFormat, ImportResult, TenantClasses, TenantInfo } from "./tenant-admin-client.js";
+export { PowerAdminClient } from "./power-admin-client.js";
+export type { PowerDomainInfo, PowerDomainTree, PowerDomainsSpec, PowerNodeInfo } from "./power-admin-client.js";

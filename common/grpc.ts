@@ -13,6 +13,7 @@ import type { ProtoGrpcType as ContainerProto } from "../proto/generated/contain
 import type { ProtoGrpcType as NamenodeProto } from "../proto/generated/namenode.js";
 import type { ProtoGrpcType as DatanodeProto } from "../proto/generated/datanode.js";
 import type { ProtoGrpcType as TenantAdminProto } from "../proto/generated/tenant_admin.js";
+import type { ProtoGrpcType as PowerAdminProto } from "../proto/generated/power_admin.js";
 
 /** Every Harvest service, typed from the generated proto types. */
 export type HarvestProto = ClientProto["harvest"]["v1"] &
@@ -20,7 +21,8 @@ export type HarvestProto = ClientProto["harvest"]["v1"] &
   ContainerProto["harvest"]["v1"] &
   NamenodeProto["harvest"]["v1"] &
   DatanodeProto["harvest"]["v1"] &
-  TenantAdminProto["harvest"]["v1"];
+  TenantAdminProto["harvest"]["v1"] &
+  PowerAdminProto["harvest"]["v1"];
 
 // Must match the flags in scripts/gen-proto.mjs, or the generated types lie.
 const LOADER_OPTIONS: protoLoader.Options = {
@@ -44,6 +46,7 @@ export function loadHarvestProto(): HarvestProto {
     "namenode.proto",
     "datanode.proto",
     "tenant_admin.proto",
+    "power_admin.proto",
   ];
   const definition = protoLoader.loadSync(files, { ...LOADER_OPTIONS, includeDirs: [protoDir] });
   const loaded = grpc.loadPackageDefinition(definition) as unknown as { harvest: { v1: HarvestProto } };

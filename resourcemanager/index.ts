@@ -44,3 +44,32 @@ export type {
 } from "./class-selection.js";
 export { TenantRegistry, resolveTenantRegistryOptions } from "./tenant-registry.js";
 export type { TenantRecord, TenantRegistryOptions } from "./tenant-registry.js";
+export {
+  DEFAULT_POWER_DOMAIN_OPTIONS,
+  PowerDomains,
+  normalizeDomainPath,
+  rackDomain,
+  resolvePowerDomainOptions,
+  validatePowerDomainConfig,
+} from "./power-domains.js";
+export type {
+  NodeBudget,
+  PowerDomainConfig,
+  PowerDomainOptions,
+  PowerDomainSpec,
+  PowerDomainsSnapshot,
+  PowerReport,
+} from "./power-domains.js";
+export {
+  DEFAULT_POWER_PLACEMENT_OPTIONS,
+  PowerAwarePolicy,
+  budgetAllows,
+  domainPower,
+  powerScore,
+  predictedP95Watts,
+  predictedWattsWith,
+  primaryOutlook,
+  rankPowerNodes,
+  resolvePowerPlacementOptions,
+} from "./power-placement.js";
+export type { PowerNode, PowerPlacementOptions, PowerScore } from "./power-placement.js";

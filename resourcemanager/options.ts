@@ -5,6 +5,9 @@ import { distEntry } from "../common/paths.js";
 import type { Resources } from "../common/resource.js";
 import { resolveClassWeights, resolveJobTypeOptions } from "./class-selection.js";
 import type { ClassWeightsInput, JobTypeOptions } from "./class-selection.js";
+import { isHarvestError } from "../common/errors.js";
+import { validatePowerDomainConfig } from "./power-domains.js";
+import type { PowerDomainSpec } from "./power-domains.js";
 import { resolveTenantRegistryOptions } from "./tenant-registry.js";
 import type { TenantRegistryOptions } from "./tenant-registry.js";
 
@@ -63,6 +66,31 @@ export interface ResourceManagerOptions {
   maxCompletedApps: number;
   /** How often the liveness monitor runs. @default 500 */
   monitorIntervalMs: number;
+  /**
+   * Power domains and their budgets in watts, e.g. `[{ path: "row1/rack1/chassis1", budgetWatts: 1200 }]` (paths are
+   * '/'-separated, see `power-domains.ts`; a budget of 0 tracks the domain without capping it). They seed an empty
+   * store: once PowerAdmin.SetDomains or SetBudget has changed the tree, the stored tree wins at restart. @default []
+   */
+  powerDomains: PowerDomainSpec[];
+  /** Node id -> the path of the node's own domain (its chassis). Unassigned nodes fall in their rack's domain. @default {} */
+  powerNodeDomains: Record<string, string>;
+  /** A domain alerts (its nodes get their even share as node budgets) at budget x this. @default 0.97 */
+  powerAlertFraction: number;
+  /** An alerting domain's node budgets are lifted when its draw falls below budget x this. @default 0.9 */
+  powerUncapFraction: number;
+  /** A node silent for this many heartbeat intervals is counted at its power profile's peak. @default 3 */
+  powerStaleHeartbeats: number;
+  /**
+   * Node choice: "stock" (the placement policy's choice untouched) or "power-aware" (seeds/000 Algorithm 1 adapted:
+   * prefer nodes whose chassis has headroom and that balance critical primary load against cap-able secondary load,
+   * and skip nodes whose predicted draw with the container exceeds their power budget; see `power-placement.ts`).
+   * @default "stock"
+   */
+  powerPlacement: "stock" | "power-aware";
+  /** Weight of the chassis headroom against the server balance in the power-aware score. @default 0.8 */
+  powerAlpha: number;
+  /** Under power-aware placement, a job declined by better-scored nodes for this long takes any node. @default 3000 */
+  powerPlacementWaitMs: number;
 }
 
 /** Fills defaults and validates; throws CONFIG_INVALID naming the field. */
@@ -94,6 +122,14 @@ export function resolveResourceManagerOptions(
     maxParallelism: 10_000,
     monitorIntervalMs: 500,
     maxCompletedApps: 1_000,
+    powerDomains: [],
+    powerNodeDomains: {},
+    powerAlertFraction: 0.97,
+    powerUncapFraction: 0.9,
+    powerStaleHeartbeats: 3,
+    powerPlacement: "stock",
+    powerAlpha: 0.8,
+    powerPlacementWaitMs: 3_000,
     ...stripUndefined(partial),
     dataDir: partial.dataDir,
   };
@@ -131,5 +167,37 @@ export function resolveResourceManagerOptions(
   if (!Number.isInteger(o.maxCompletedApps) || o.maxCompletedApps < 0)
     bad("maxCompletedApps", "must be an integer >= 0");
   if (!Number.isInteger(o.maxParallelism) || o.maxParallelism < 1) bad("maxParallelism", "must be an integer >= 1");
+  resolvePowerOptionsOf(o, bad);
   return o;
+}
+
+/** Validates the power options, naming the resource manager's field (`powerDomains[2].path`, `powerAlpha`). */
+function resolvePowerOptionsOf(o: ResourceManagerOptions, bad: (field: string, why: string) => never): void {
+  if (o.powerPlacement !== "stock" && o.powerPlacement !== "power-aware")
+    bad("powerPlacement", `must be "stock" or "power-aware" (got ${JSON.stringify(o.powerPlacement)})`);
+  if (!Number.isInteger(o.powerStaleHeartbeats) || o.powerStaleHeartbeats < 1)
+    bad("powerStaleHeartbeats", "must be an integer >= 1");
+  // The same rules as resolvePowerDomainOptions and resolvePowerPlacementOptions, named as this daemon's fields.
+  if (!(o.powerAlertFraction > 0 && o.powerAlertFraction <= 1)) bad("powerAlertFraction", "must be in (0, 1]");
+  if (!(o.powerUncapFraction > 0 && o.powerUncapFraction < o.powerAlertFraction))
+    bad("powerUncapFraction", "must be in (0, powerAlertFraction)");
+  if (!(o.powerAlpha >= 0 && o.powerAlpha <= 1)) bad("powerAlpha", "must be in [0, 1]");
+  if (!(o.powerPlacementWaitMs >= 0 && Number.isFinite(o.powerPlacementWaitMs)))
+    bad("powerPlacementWaitMs", "must be >= 0");
+  if (!Array.isArray(o.powerDomains)) bad("powerDomains", "must be a list of { path, budgetWatts }");
+  if (typeof o.powerNodeDomains !== "object" || o.powerNodeDomains === null || Array.isArray(o.powerNodeDomains))
+    bad("powerNodeDomains", "must map node ids to domain paths");
+  try {
+    validatePowerDomainConfig({ domains: o.powerDomains, nodes: o.powerNodeDomains });
+  } catch (err) {
+    // Its fields are domains[i].path and nodes.<id>: here they are powerDomains[i].path and powerNodeDomains.<id>.
+    if (isHarvestError(err)) {
+      const inner = err.details["field"] ?? "";
+      const field = inner.startsWith("domains")
+        ? `power${inner[0]!.toUpperCase()}${inner.slice(1)}`
+        : `powerNodeDomains${inner.slice("nodes".length)}`;
+      bad(field, `is invalid: ${err.message}`);
+    }
+    throw err;
+  }
 }

@@ -21,10 +21,16 @@ import type { Resources } from "../common/resource.js";
 import { resolveResourceManagerOptions } from "./options.js";
 import type { ResourceManagerOptions } from "./options.js";
 import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./scheduler.js";
-import type { Allocation, SchedulerPolicy } from "./scheduler.js";
+import type { Allocation, NodeView, SchedulerPolicy } from "./scheduler.js";
 import { HistorySchedulerPolicy, jobTypeOf, resolveClassWeights } from "./class-selection.js";
 import { SeededRng } from "../common/rng.js";
 import { RmStateStore } from "./state-store.js";
+import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../common/power-profiles.js";
+import type { PowerProfile } from "../common/power-profiles.js";
+import { normalizeDomainPath, PowerDomains } from "./power-domains.js";
+import { powerAdminHandlers } from "./power-admin.js";
+import { PowerAwarePolicy, primaryOutlook } from "./power-placement.js";
+import type { PowerNode } from "./power-placement.js";
 import { tenantAdminHandlers } from "./tenant-admin.js";
 import { TenantRegistry } from "./tenant-registry.js";
 import type { ClassSnapshot } from "./tenant-registry.js";
@@ -110,6 +116,12 @@ export class ResourceManager {
   private readonly history: HistoryPlacement | undefined;
   private reclusterTimer: NodeJS.Timeout | undefined;
   private readonly scheduler: Scheduler;
+  /** Power domains: draws per domain, alerts, node budgets. */
+  private readonly power: PowerDomains;
+  /** The power-aware node choice; undefined under stock placement. */
+  private readonly powerPolicy: PowerAwarePolicy | undefined;
+  /** Power profiles by id, resolved once (a spec:<n> id reads the SPECpower file). */
+  private readonly profiles = new Map<string, PowerProfile>();
   private readonly nodes = new Map<string, NodeEntry>();
   private readonly apps = new Map<string, AppRuntime>();
   /** Granted containers not yet reported by their node manager, with the time granted. */
@@ -146,6 +158,24 @@ export class ResourceManager {
         this.log.child("placement"),
       );
     }
+    this.power = new PowerDomains(
+      { domains: this.options.powerDomains, nodes: this.options.powerNodeDomains },
+      {
+        alertFraction: this.options.powerAlertFraction,
+        uncapFraction: this.options.powerUncapFraction,
+        staleAfterMs: this.options.powerStaleHeartbeats * this.options.heartbeatIntervalMs,
+      },
+      this.clock,
+    );
+    if (this.options.powerPlacement === "power-aware") {
+      this.powerPolicy = new PowerAwarePolicy(
+        policy,
+        { nodes: () => this.scheduler.nodeViews(), power: (view) => this.powerNode(view) },
+        { alpha: this.options.powerAlpha, waitMs: this.options.powerPlacementWaitMs },
+        this.clock,
+      );
+      policy = this.powerPolicy;
+    }
     this.scheduler = new Scheduler(
       policy,
       { reserveFraction: this.options.reserveFraction, maxAllocationsPerHeartbeat: 0 },
@@ -172,6 +202,15 @@ export class ResourceManager {
     await this.store.open();
     await this.tenants.open();
     await this.recluster("startup");
+    const storedPower = await this.store.powerDomains();
+    // The tree set through the admin API survives restarts and wins over the configuration, which only seeds it.
+    if (storedPower) {
+      try {
+        this.power.setConfig(storedPower, storedPower.updatedMs);
+      } catch (err) {
+        this.log.error("stored power domains are invalid; using the configured ones", { error: errorMessage(err) });
+      }
+    }
     this.epoch = this.clock.nowMs();
     this.clusterTs = await this.store.clusterTimestamp(this.epoch);
     await this.recover();
@@ -203,6 +242,15 @@ export class ResourceManager {
         onReclustered: (snapshot) => this.onReclustered(snapshot),
       }),
     );
+    this.server.addService(
+      proto.PowerAdmin.service,
+      powerAdminHandlers({
+        domains: this.power,
+        nowMs: () => this.clock.nowMs(),
+        persist: (config, updatedMs) => this.store.putPowerDomains({ ...config, updatedMs }),
+        onChanged: (what) => this.log.info("power domains changed", { what }),
+      }),
+    );
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port);
     this.monitorTimer = setInterval(() => this.monitor(), this.options.monitorIntervalMs);
     this.reclusterTimer = setInterval(() => void this.recluster("periodic"), this.options.reclusterIntervalMs);
@@ -211,6 +259,7 @@ export class ResourceManager {
       address: this.address,
       policy: this.scheduler.policy.name,
       recoveredApps: this.apps.size,
+      powerDomains: this.power.config.domains.length,
     });
   }
 
@@ -302,6 +351,8 @@ export class ResourceManager {
       throw new HarvestError("INVALID_ARGUMENT", "node registration needs nmAddress", {
         details: { field: "nmAddress" },
       });
+    const chassis = reg.chassis ? normalizeDomainPath(reg.chassis, "chassis") : "";
+    const profile = this.powerProfile(reg.powerProfile, nodeId);
     const now = this.clock.nowMs();
     const existing = this.nodes.get(nodeId);
     if (existing?.stream && existing.stream !== stream) existing.stream.end();
@@ -320,6 +371,7 @@ export class ResourceManager {
     if (existing && existing.nmAddress !== reg.nmAddress) this.dropClient(existing.nmAddress);
     this.nodes.set(nodeId, entry);
     this.scheduler.addNode(nodeId, capacity, entry.rack);
+    this.power.addNode({ nodeId, rack: entry.rack, ...(chassis ? { domain: chassis } : {}), profile });
     // Containers the node still runs that this resource manager does not hold are killed: after a restart every job
     // starts a new attempt, and after a node was declared lost its jobs were already told to re-run that work.
     for (const st of reg.containers) {
@@ -334,13 +386,62 @@ export class ResourceManager {
       nmAddress: reg.nmAddress,
       capacity,
       primary: reg.primarySource,
+      powerProfile: profile.id,
     });
     return nodeId;
+  }
+
+  /** The power profile a node names (the default when it names none, or one this resource manager cannot resolve). */
+  private powerProfile(id: string, nodeId: string): PowerProfile {
+    const wanted = id.trim() || DEFAULT_POWER_PROFILE_ID;
+    let profile = this.profiles.get(wanted);
+    if (profile) return profile;
+    try {
+      profile = resolvePowerProfile(wanted);
+    } catch (err) {
+      // The node's meter already accepted the id (its data may be missing here): predict with the default rather than
+      // keep the node out of the cluster.
+      this.log.warn("unknown power profile; predicting this node's power with the default profile", {
+        nodeId,
+        powerProfile: wanted,
+        default: DEFAULT_POWER_PROFILE_ID,
+        error: errorMessage(err),
+      });
+      return resolvePowerProfile(DEFAULT_POWER_PROFILE_ID);
+    }
+    this.profiles.set(wanted, profile);
+    return profile;
+  }
+
+  /** What the power-aware placement knows of a node, from the power domains, the scheduler and the tenant history. */
+  private powerNode(view: NodeView): PowerNode | undefined {
+    const facts = this.power.placementFacts(view.nodeId);
+    if (!facts) return undefined;
+    const tenant = this.tenants.ownerOf(view.nodeId);
+    const stats = tenant ? this.tenants.snapshot.stats.get(tenant.name) : undefined;
+    const outlook = primaryOutlook(view.capacity.vcoresMilli, view.primaryUsage.vcoresMilli, {
+      peakPct: stats?.features?.peak,
+      declared: tenant?.criticality,
+      measured: stats?.measuredCriticality,
+      pattern: stats?.features?.pattern,
+    });
+    return {
+      nodeId: view.nodeId,
+      domains: facts.domains,
+      profile: facts.profile,
+      capacityMilli: view.capacity.vcoresMilli,
+      primaryNowMilli: view.primaryUsage.vcoresMilli,
+      allocatedMilli: view.allocated.vcoresMilli,
+      drawWatts: facts.drawWatts,
+      limitWatts: facts.limitWatts,
+      ...outlook,
+    };
   }
 
   private onHeartbeat(nodeId: string, hb: NodeHeartbeatOutput): void {
     const node = this.nodes.get(nodeId);
     if (!node) return;
+    checkPowerFields(hb);
     node.lastHeartbeatMs = this.clock.nowMs();
     node.primaryUsage = fromWire(hb.primaryUsage);
     this.scheduler.updatePrimaryUsage(nodeId, node.primaryUsage);
@@ -370,10 +471,44 @@ export class ResourceManager {
         }
       }
     }
+    const allocated = this.scheduler.nodeView(nodeId)?.allocated.vcoresMilli ?? 0;
+    this.power.report(nodeId, {
+      watts: hb.powerWatts,
+      meter: hb.powerMeter.slice(0, 256),
+      capped: hb.powerCapped,
+      cappingState: hb.cappingState.slice(0, 32),
+      throttledContainers: hb.throttledContainers,
+      powerKills: hb.powerKills,
+      utilization: (node.primaryUsage.vcoresMilli + allocated) / node.capacity.vcoresMilli,
+    });
+    this.logPowerAlerts();
     for (const alloc of this.scheduler.allocateOnNode(nodeId)) this.onAllocated(alloc, node);
     const kills = [...node.pendingKills].map(([containerId, cause]) => ({ containerId, cause }));
     node.pendingKills.clear();
-    node.stream?.write({ ack: { seq: hb.seq, containersToKill: kills, completedRecorded: recorded } });
+    const budget = this.power.nodeBudget(nodeId);
+    node.stream?.write({
+      ack: {
+        seq: hb.seq,
+        containersToKill: kills,
+        completedRecorded: recorded,
+        nodeBudgetWatts: budget?.budgetWatts ?? 0,
+        budgetDomain: budget?.domain ?? "",
+      },
+    });
+  }
+
+  private logPowerAlerts(): void {
+    for (const e of this.power.drainEvents()) {
+      const fields = {
+        domain: e.domain,
+        drawWatts: Math.round(e.drawWatts),
+        budgetWatts: e.budgetWatts,
+        nodes: e.nodes,
+      };
+      if (e.alert) this.log.warn("power domain near its budget: its nodes get their even share", fields);
+      else if (e.budgetWatts <= 0) this.log.info("power domain budget removed: node budgets lifted", fields);
+      else this.log.info("power domain back under its uncap threshold: node budgets lifted", fields);
+    }
   }
 
   private markNodeLost(node: NodeEntry): void {
@@ -381,6 +516,7 @@ export class ResourceManager {
     node.stream?.end();
     node.stream = undefined;
     const lost = this.scheduler.removeNode(node.nodeId);
+    this.power.markLost(node.nodeId);
     this.log.warn("node lost: no heartbeat within the expiry", { nodeId: node.nodeId, containersLost: lost.length });
     for (const alloc of lost) {
       this.launchPending.delete(alloc.containerId);
@@ -429,6 +565,8 @@ export class ResourceManager {
       this.amAttemptEnded(app, "FAILED", `job manager ${what} for ${this.options.amExpiryMs} ms`);
     }
     this.history?.retryWaiting(now, () => this.liveNodes());
+    this.power.tick();
+    this.logPowerAlerts();
   }
 
   // ---------------------------------------------------------------------------------------------- containers
@@ -537,7 +675,7 @@ export class ResourceManager {
     const counts = ref.isAm ? app.amCounts : app.taskCounts;
     if (cause === "SUCCEEDED") counts.succeeded++;
     else if (cause === "FAILED") counts.failed++;
-    else if (cause === "PREEMPTED_BY_PRIMARY") counts.preempted++;
+    else if (cause === "PREEMPTED_BY_PRIMARY" || cause === "PREEMPTED_BY_POWER") counts.preempted++;
     else if (cause === "LOST") counts.lost++;
     else counts.killed++;
   }
@@ -643,8 +781,9 @@ export class ResourceManager {
   /** Ends the current job-manager attempt; starts another or fails the job. */
   private amAttemptEnded(app: AppRuntime, cause: ExitCauseOutput, diagnostics: string): void {
     if (isTerminal(app.record.state)) return;
-    // Preemption by a primary tenant and a lost node are not the job manager's failures (YARN does the same).
-    const countsAsFailure = cause !== "PREEMPTED_BY_PRIMARY" && cause !== "LOST";
+    // Preemption by a primary tenant or by a power cap and a lost node are not the job manager's failures (YARN does the
+    // same for preemption).
+    const countsAsFailure = cause !== "PREEMPTED_BY_PRIMARY" && cause !== "PREEMPTED_BY_POWER" && cause !== "LOST";
     if (countsAsFailure) app.record.failedAttempts += 1;
     if (app.amContainerId) {
       const alloc = this.scheduler.release(app.amContainerId);
@@ -864,6 +1003,7 @@ export class ResourceManager {
       app.placement = this.history.placement(app.record.appId);
       this.history.remove(app.record.appId);
     }
+    this.powerPolicy?.forget(app.record.appId);
     if (!keepAm) this.scheduler.removeApp(app.record.appId);
     else this.scheduler.setAsks(app.record.appId, []);
     this.log.info("application ended", {
@@ -956,6 +1096,16 @@ async function writeFileDurably(path: string, data: string): Promise<void> {
   } finally {
     await fh.close();
   }
+}
+
+/** Rejects power fields no meter can produce (the node's stream is closed with the code, as for any bad message). */
+function checkPowerFields(hb: NodeHeartbeatOutput): void {
+  const bad = (field: string, why: string): never => {
+    throw new HarvestError("INVALID_ARGUMENT", `heartbeat ${field} ${why}`, { details: { field } });
+  };
+  if (!(Number.isFinite(hb.powerWatts) && hb.powerWatts >= 0)) bad("powerWatts", "must be watts >= 0 (0: no reading)");
+  if (!(hb.throttledContainers >= 0)) bad("throttledContainers", "must be >= 0");
+  if (!(hb.powerKills >= 0)) bad("powerKills", "must be >= 0");
 }
 
 function isTerminal(state: AppState): boolean {

@@ -45,10 +45,15 @@ export const AM_PRIORITY = -1;
 export interface SchedulerPolicy {
   readonly name: string;
   /**
-   * True when `app` may receive containers of its ask at `priority` (`AM_PRIORITY` or a task priority >= 0) on `node`.
-   * Called on the heartbeat path for every ask that fits, so it must be cheap.
+   * True when `app` may receive containers of its ask at `priority` (`AM_PRIORITY` or a task priority >= 0) of size
+   * `resource` on `node`. Called on the heartbeat path for every ask that fits, so it must be cheap.
    */
-  allows(app: AppView, node: NodeView, priority: number): boolean;
+  allows(app: AppView, node: NodeView, priority: number, resource?: Resources): boolean;
+  /**
+   * When true, `allows` is asked again before every further container of the same ask on the same heartbeat, with the
+   * node as it is after the previous grant (the power-aware policy judges each container). Absent: asked once per ask.
+   */
+  readonly perContainer?: boolean;
 }
 
 /** The history-oblivious baseline: any node with enough harvestable headroom, applications in FIFO order. */
@@ -164,6 +169,11 @@ export class Scheduler {
     return node ? this.view(node) : undefined;
   }
 
+  /** Read-only views of every node. */
+  *nodeViews(): IterableIterator<NodeView> {
+    for (const node of this.nodes.values()) yield this.view(node);
+  }
+
   /** The largest resource any node can hold (for DAG validation). */
   maxNodeCapacity(): Resources {
     let max: Resources = { ...ZERO };
@@ -245,8 +255,14 @@ export class Scheduler {
         // that could be granted here, so a full node costs no policy calls and no node view.
         if (!ask || !fits(ask.resource, headroom)) continue;
         view ??= this.view(node);
-        if (!this.policy.allows(app, view, priority)) continue;
+        if (!this.policy.allows(app, view, priority, ask.resource)) continue;
+        let first = true;
         while (ask.count > 0 && granted.length < limit && fits(ask.resource, headroom)) {
+          if (!first && this.policy.perContainer) {
+            view = this.view(node);
+            if (!this.policy.allows(app, view, priority, ask.resource)) break;
+          }
+          first = false;
           const alloc: Allocation = {
             containerId: this.newContainerId(app.appId),
             appId: app.appId,

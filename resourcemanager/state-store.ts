@@ -1,6 +1,7 @@
 /**
  * The resource manager's durable state in LevelDB: applications (written before the client is answered), finished-job
- * history, and the id counters. A restarted resource manager reads it back.
+ * history, the id counters, and the power-domain tree set through the admin API. A restarted resource manager reads it
+ * back.
  */
 import { Level } from "level";
 import type { JobOutcome } from "./types.js";
@@ -40,6 +41,13 @@ export interface HistoryRecord {
   finishMs: number;
   tasksRun: number;
   tasksPreempted: number;
+}
+
+/** The power-domain tree as stored (PowerAdmin.SetDomains and SetBudget write it whole). */
+export interface StoredPowerDomains {
+  domains: { path: string; budgetWatts: number }[];
+  nodes: Record<string, string>;
+  updatedMs: number;
 }
 
 /** LevelDB-backed store; every write resolves only once it is in the log. */
@@ -97,6 +105,15 @@ export class RmStateStore {
     const apps: AppRecord[] = [];
     for await (const value of this.db.values({ gt: "app!", lt: "app!\xff" })) apps.push(value as AppRecord);
     return apps;
+  }
+
+  /** The power-domain tree last set through the admin API, or undefined when it never was. */
+  async powerDomains(): Promise<StoredPowerDomains | undefined> {
+    return (await this.db.get("power!domains")) as StoredPowerDomains | undefined;
+  }
+
+  async putPowerDomains(tree: StoredPowerDomains): Promise<void> {
+    await this.db.put("power!domains", tree, DURABLE);
   }
 
   /** Finished jobs, newest first, optionally only those named `name`. */
