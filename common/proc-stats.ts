@@ -96,7 +96,18 @@ function readPidStat(pid: number): PidStat | undefined {
  * Pids that no longer exist count zero.
  */
 export function processTreeCpuMs(rootPids: number[]): number {
-  if (rootPids.length === 0) return 0;
+  let total = 0;
+  for (const ms of processTreesCpuMs(rootPids).values()) total += ms;
+  return total;
+}
+
+/**
+ * `processTreeCpuMs` of each root separately, from one scan of /proc (a descendant shared by two roots counts for the
+ * first). Roots that no longer exist map to zero.
+ */
+export function processTreesCpuMs(rootPids: readonly number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  if (rootPids.length === 0) return out;
   // /proc/<pid>/task/<tid>/children needs CONFIG_PROC_CHILDREN, which many kernels lack, so build the tree from ppids.
   const stats = new Map<number, PidStat>();
   const children = new Map<number, number[]>();
@@ -110,19 +121,22 @@ export function processTreeCpuMs(rootPids: number[]): number {
     if (siblings) siblings.push(pid);
     else children.set(st.ppid, [pid]);
   }
-  let ticks = 0;
   const seen = new Set<number>();
-  const stack = [...rootPids];
-  while (stack.length > 0) {
-    const pid = stack.pop()!;
-    if (seen.has(pid)) continue;
-    seen.add(pid);
-    const st = stats.get(pid);
-    if (!st) continue;
-    ticks += st.cpuTicks;
-    for (const child of children.get(pid) ?? []) stack.push(child);
+  for (const root of rootPids) {
+    let ticks = 0;
+    const stack = [root];
+    while (stack.length > 0) {
+      const pid = stack.pop()!;
+      if (seen.has(pid)) continue;
+      seen.add(pid);
+      const st = stats.get(pid);
+      if (!st) continue;
+      ticks += st.cpuTicks;
+      for (const child of children.get(pid) ?? []) stack.push(child);
+    }
+    out.set(root, (out.get(root) ?? 0) + (ticks * 1000) / clockTicksPerSecond());
   }
-  return (ticks * 1000) / clockTicksPerSecond();
+  return out;
 }
 
 /**

@@ -11,7 +11,14 @@ import type { DagSpec, VertexSpec } from "../common/dag-spec.js";
 
 /** How a container ended (the wire's ExitCause names). */
 export type AttemptEnd =
-  "SUCCEEDED" | "FAILED" | "PREEMPTED_BY_PRIMARY" | "KILLED_BY_USER" | "LOST" | "RELEASED" | "LAUNCH_FAILED";
+  | "SUCCEEDED"
+  | "FAILED"
+  | "PREEMPTED_BY_PRIMARY"
+  | "PREEMPTED_BY_POWER"
+  | "KILLED_BY_USER"
+  | "LOST"
+  | "RELEASED"
+  | "LAUNCH_FAILED";
 
 /** Task states. */
 export type TaskState = "PENDING" | "LAUNCHING" | "RUNNING" | "SUCCEEDED";
@@ -175,6 +182,7 @@ export class DagRunner {
         task.outputDir = outputDir;
         return { kind: "succeeded" };
       case "PREEMPTED_BY_PRIMARY":
+      case "PREEMPTED_BY_POWER":
         task.preemptions += 1;
         task.state = "PENDING";
         return { kind: "retry", counted: false };

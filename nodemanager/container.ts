@@ -9,7 +9,8 @@ import { join } from "node:path";
 import type { CgroupController } from "./cgroups.js";
 
 /** How a container ended, as the wire names it. */
-export type ExitCause = "SUCCEEDED" | "FAILED" | "PREEMPTED_BY_PRIMARY" | "KILLED_BY_USER" | "LOST" | "RELEASED";
+export type ExitCause =
+  "SUCCEEDED" | "FAILED" | "PREEMPTED_BY_PRIMARY" | "PREEMPTED_BY_POWER" | "KILLED_BY_USER" | "LOST" | "RELEASED";
 
 /** What starts a container. */
 export interface ContainerSpec {

@@ -24,7 +24,12 @@ import { resolveNodeManagerOptions } from "./options.js";
 import type { NodeManagerOptions } from "./options.js";
 import { createPrimaryMonitor } from "../common/primary-monitor.js";
 import type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
-import { processTreeCpuMs } from "../common/proc-stats.js";
+import { processTreeCpuMs, processTreesCpuMs } from "../common/proc-stats.js";
+import { CappingAgent } from "./capping-agent.js";
+import type { AgentContainer, CappingSnapshot } from "./capping-agent.js";
+import { createPowerMeter, raplAvailable } from "./power-meter.js";
+import type { PowerMeter } from "./power-meter.js";
+import { createThrottler } from "./throttler.js";
 import { chooseVictims } from "./yield-controller.js";
 import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
 import type { NodeToRm } from "../proto/generated/harvest/v1/NodeToRm.js";
@@ -51,6 +56,8 @@ export interface NodeManagerDeps {
   /** A primary-tenant monitor to use instead of the one `options.primary` names. */
   monitor?: PrimaryMonitor;
   onPreempt?: (e: PreemptionEvent) => void;
+  /** A power meter to use instead of the one `options.powerMeter` names. */
+  powerMeter?: PowerMeter;
 }
 
 /** The node manager daemon. */
@@ -79,6 +86,10 @@ export class NodeManager {
   private urgentTimer: NodeJS.Timeout | undefined;
   private backoffMs: number;
   private seq = 0;
+  private capping!: CappingAgent;
+  private cappingTimer: NodeJS.Timeout | undefined;
+  /** Per container: cumulative CPU ms and when it was read, for the CPU rate the capping agent needs. */
+  private readonly cpuSeen = new Map<string, { cpuMs: number; atMs: number; cores: number }>();
 
   constructor(
     options: Partial<NodeManagerOptions> & { nodeId: string; rmAddress: string; dataDir: string },
@@ -110,6 +121,16 @@ export class NodeManager {
     return this.lastSample;
   }
 
+  /** The capping agent's view: draw, meter, budget in force, state, throttled containers, kills. */
+  get power(): CappingSnapshot {
+    return this.capping.snapshot();
+  }
+
+  /** Sets (or with 0 removes) this server's own power budget, on top of any its power domain imposes. */
+  setPowerBudget(watts: number): void {
+    this.capping.setNodeBudget(watts);
+  }
+
   /** Detects cgroups, starts the monitor and the server, connects to the resource manager. */
   async start(): Promise<void> {
     if (this.stateValue !== "new") throw new Error(`node manager cannot start from state ${this.stateValue}`);
@@ -135,14 +156,18 @@ export class NodeManager {
       GetContainerStatus: unary((req: { containerId: string }) => this.status(this.getContainer(req.containerId))),
       GetContainerLogs: unary((req: { containerId: string; stream: string; tailBytes: number }) => this.logs(req)),
     });
+    this.capping = this.createCappingAgent();
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port);
     this.yieldTimer = setInterval(() => this.yieldTick(), this.options.yieldTickMs);
+    this.cappingTimer = setInterval(() => this.cappingTick(), this.options.cappingPeriodMs);
     this.stateValue = "running";
     this.connect();
     this.log.info("node manager serving", {
       address: this.address,
       capacity: this.options.capacity,
       primary: this.monitor.source,
+      powerMeter: this.capping.snapshot().meter,
+      powerBudgetWatts: this.options.powerBudgetWatts || undefined,
     });
   }
 
@@ -150,8 +175,10 @@ export class NodeManager {
   async stop(): Promise<void> {
     if (this.stateValue === "stopping" || this.stateValue === "stopped") return;
     this.stateValue = "stopping";
-    for (const t of [this.heartbeatTimer, this.yieldTimer, this.reconnectTimer, this.urgentTimer])
+    for (const t of [this.heartbeatTimer, this.yieldTimer, this.reconnectTimer, this.urgentTimer, this.cappingTimer])
       if (t) clearTimeout(t);
+    // Continue every throttled container first: a stopped process does not act on SIGTERM.
+    this.capping?.close();
     for (const c of this.containers.values()) c.killNow("LOST");
     await Promise.all([...this.containers.values()].map((c) => c.waitForExit()));
     this.stream?.end();
@@ -193,6 +220,8 @@ export class NodeManager {
         capacity: this.options.capacity,
         primarySource: this.monitor.source,
         containers: [...this.containers.values()].map((c) => this.status(c)),
+        powerProfile: this.options.powerProfile,
+        chassis: this.options.powerDomain,
       },
     });
   }
@@ -210,6 +239,7 @@ export class NodeManager {
       });
       this.heartbeat();
     } else if (msg.ack) {
+      this.capping.setDomainBudget(msg.ack.nodeBudgetWatts, msg.ack.budgetDomain);
       for (const id of msg.ack.completedRecorded) this.unacked.delete(id);
       for (const k of msg.ack.containersToKill) {
         const c = this.containers.get(k.containerId);
@@ -218,6 +248,8 @@ export class NodeManager {
             containerId: k.containerId,
             cause: k.cause,
           });
+          this.dying.add(k.containerId);
+          this.capping.forget(k.containerId);
           c.kill(k.cause as ExitCause, this.options.killGraceMs);
         }
       }
@@ -235,6 +267,7 @@ export class NodeManager {
         timeMs: this.clock.nowMs(),
         primaryUsage: { vcoresMilli: Math.round(this.lastSample.cpuMilli), memoryMb: 0 },
         containers,
+        ...this.powerFields(),
       },
     });
   }
@@ -281,6 +314,7 @@ export class NodeManager {
         allowanceMilli: decision.allowanceMilli,
         secondaryMilli: decision.secondaryMilli,
       });
+      this.capping.forget(id);
       c.kill("PREEMPTED_BY_PRIMARY", this.options.killGraceMs);
       this.deps.onPreempt?.({
         containerId: id,
@@ -301,6 +335,101 @@ export class NodeManager {
       else if (c.pid > 0) pids.push(c.pid);
     }
     return total + (pids.length > 0 ? processTreeCpuMs(pids) : 0);
+  }
+
+  // ---------------------------------------------------------------------------------------------- power capping
+
+  private createCappingAgent(): CappingAgent {
+    const inputs = { utilization: () => this.capping?.serverUtilization ?? 0 };
+    const o = this.options;
+    const spec =
+      o.powerMeter === "auto"
+        ? raplAvailable()
+          ? "rapl"
+          : `model:${o.powerProfile}`
+        : o.powerMeter === "model"
+          ? `model:${o.powerProfile}`
+          : o.powerMeter;
+    const meter = this.deps.powerMeter ?? createPowerMeter(spec, inputs);
+    const throttler = createThrottler(this.cgroups, { mode: o.throttle });
+    this.log.info("power capping", {
+      meter: meter.description,
+      throttle: throttler.mode,
+      budgetWatts: o.powerBudgetWatts || "none",
+    });
+    return new CappingAgent(
+      {
+        meter,
+        throttler,
+        log: this.log,
+        kill: (id, reason) => {
+          const c = this.containers.get(id);
+          if (!c || this.dying.has(id)) return;
+          this.dying.add(id);
+          this.log.info("over the power budget after throttling: killing", { containerId: id, reason });
+          c.kill("PREEMPTED_BY_POWER", this.options.killGraceMs);
+        },
+      },
+      o.capacity.vcoresMilli,
+      { capping: o.capping, nodeBudgetWatts: o.powerBudgetWatts },
+    );
+  }
+
+  /** One capping-agent period: measure each container's CPU rate, then let the agent read the meter and act. */
+  private cappingTick(): void {
+    try {
+      const now = this.clock.nowMs();
+      // Containers being killed are out of the agent's hands (continued, never stopped again: SIGTERM must land).
+      const live = [...this.containers.values()].filter(
+        (c) => c.state === "RUNNING" && c.cause === undefined && !this.dying.has(c.spec.containerId),
+      );
+      const fromTree = processTreesCpuMs(
+        live.filter((c) => this.cgroups.usageMs(c.spec.containerId) === undefined && c.pid > 0).map((c) => c.pid),
+      );
+      const agentContainers: AgentContainer[] = [];
+      for (const c of live) {
+        const id = c.spec.containerId;
+        const cpuMs = this.cgroups.usageMs(id) ?? fromTree.get(c.pid) ?? 0;
+        const seen = this.cpuSeen.get(id);
+        let cores = seen?.cores ?? 0;
+        if (seen && now > seen.atMs) cores = Math.max(0, (cpuMs - seen.cpuMs) / (now - seen.atMs));
+        this.cpuSeen.set(id, { cpuMs, atMs: now, cores });
+        agentContainers.push({
+          containerId: id,
+          allocationMilli: c.spec.vcoresMilli,
+          memoryMb: c.spec.memoryMb,
+          startedMs: c.startedMs,
+          isAm: c.spec.isAm,
+          criticality: 0,
+          cpuCores: cores,
+          // Only a running container's pid: a pid the OS has since reused must never be signalled.
+          pids: () => (c.state === "RUNNING" && c.pid > 0 ? [c.pid] : []),
+        });
+      }
+      this.capping.tick(now, this.lastSample.cpuMilli / 1000, agentContainers);
+    } catch (err) {
+      this.log.warn("capping tick failed", { error: errorMessage(err) });
+    }
+  }
+
+  /** The heartbeat's power fields. */
+  private powerFields(): {
+    powerWatts: number;
+    powerMeter: string;
+    powerCapped: boolean;
+    cappingState: string;
+    throttledContainers: number;
+    powerKills: number;
+  } {
+    const p = this.capping.snapshot();
+    return {
+      powerWatts: p.watts ?? 0,
+      powerMeter: p.meter,
+      powerCapped: p.throttledContainers > 0,
+      cappingState: p.state,
+      throttledContainers: p.throttledContainers,
+      powerKills: p.kills,
+    };
   }
 
   // ---------------------------------------------------------------------------------------------- containers
@@ -401,6 +530,8 @@ export class NodeManager {
 
   private onContainerExit(c: ContainerProcess): void {
     const id = c.spec.containerId;
+    this.capping.forget(id);
+    this.cpuSeen.delete(id);
     this.containers.delete(id);
     this.dying.delete(id);
     this.unacked.set(id, c);
@@ -414,6 +545,8 @@ export class NodeManager {
       if (this.unacked.has(containerId)) return { wasRunning: false };
       throw new HarvestError("CONTAINER_NOT_FOUND", `no container ${containerId} on ${this.options.nodeId}`);
     }
+    this.dying.add(containerId);
+    this.capping.forget(containerId);
     c.kill("RELEASED", this.options.killGraceMs);
     return { wasRunning: true };
   }
@@ -437,6 +570,7 @@ export class NodeManager {
       finishedMs: c.finishedMs,
       isAm: c.spec.isAm,
       nodeId: this.options.nodeId,
+      powerWatts: this.capping?.snapshot().containerWatts.get(c.spec.containerId) ?? 0,
     };
   }
 

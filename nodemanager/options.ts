@@ -1,6 +1,9 @@
 /** Node manager options: every field has a default; `resolveNodeManagerOptions` fills and validates them. */
 import { invalidOption, stripUndefined } from "../common/options.js";
+import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../common/power-profiles.js";
 import type { Resources } from "../common/resource.js";
+import { resolveCappingOptions } from "./capping-controller.js";
+import type { CappingOptions } from "./capping-controller.js";
 
 /** Settings of a node manager. */
 export interface NodeManagerOptions {
@@ -41,6 +44,24 @@ export interface NodeManagerOptions {
   /** Reconnect backoff bounds. @default 200 / 5000 */
   reconnectMinMs: number;
   reconnectMaxMs: number;
+  /**
+   * Power meter: "auto" (RAPL when readable, else the model), "rapl", "model" (the hardware profile at the server's
+   * measured CPU utilization), or "trace:<file>[@speed]" (a replay of measured watts).
+   * @default "auto"
+   */
+  powerMeter: string;
+  /** Hardware power profile of this server (a built-in id or "spec:<n>"), for the model meter and the RM. @default DEFAULT_POWER_PROFILE_ID */
+  powerProfile: string;
+  /** This server's own power budget in watts; 0: none (the power domain may still impose one). @default 0 */
+  powerBudgetWatts: number;
+  /** Capping agent period (seeds/000 polls the PSU every 200 ms). @default 200 */
+  cappingPeriodMs: number;
+  /** Capping controller settings (thresholds, floor, steps, kill deadline, quiet period). @default {} */
+  capping: Partial<CappingOptions>;
+  /** How throttling is enforced: cgroup quotas, SIGSTOP/SIGCONT duty cycles, or "auto" (cgroups when present). @default "auto" */
+  throttle: "auto" | "cgroup" | "signal" | "none";
+  /** The power domain this server sits in, e.g. "row1/rack2/chassis3" ("": the RM places it by its rack). @default "" */
+  powerDomain: string;
 }
 
 /** Fills defaults and validates; throws CONFIG_INVALID naming the field. */
@@ -64,6 +85,13 @@ export function resolveNodeManagerOptions(
     secret: "",
     reconnectMinMs: 200,
     reconnectMaxMs: 5_000,
+    powerMeter: "auto",
+    powerProfile: DEFAULT_POWER_PROFILE_ID,
+    powerBudgetWatts: 0,
+    cappingPeriodMs: 200,
+    capping: {},
+    throttle: "auto",
+    powerDomain: "",
     ...stripUndefined(partial),
     nodeId: partial.nodeId,
     rmAddress: partial.rmAddress,
@@ -80,5 +108,17 @@ export function resolveNodeManagerOptions(
   if (!(o.killGraceMs >= 0)) bad("killGraceMs", "must be >= 0");
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");
   if (!["auto", "v1", "v2", "none"].includes(o.cgroups)) bad("cgroups", 'must be "auto", "v1", "v2" or "none"');
+  if (!(Number.isFinite(o.powerBudgetWatts) && o.powerBudgetWatts >= 0))
+    bad("powerBudgetWatts", "must be a number of watts >= 0 (0: no budget of its own)");
+  if (!(o.cappingPeriodMs > 0)) bad("cappingPeriodMs", "must be positive");
+  if (!["auto", "cgroup", "signal", "none"].includes(o.throttle))
+    bad("throttle", 'must be "auto", "cgroup", "signal" or "none"');
+  if (typeof o.powerMeter !== "string" || o.powerMeter.trim() === "")
+    bad("powerMeter", 'must be "auto", "rapl", "model" or "trace:<file>"');
+  if (o.powerDomain.split("/").some((p) => p === ".." || p === "."))
+    bad("powerDomain", "must be a path of domain names like row1/rack2/chassis3");
+  // Both throw CONFIG_INVALID naming what is wrong (an unknown profile, out-of-order capping thresholds).
+  resolvePowerProfile(o.powerProfile);
+  resolveCappingOptions(o.capping);
   return o;
 }

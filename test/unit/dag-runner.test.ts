@@ -151,6 +151,14 @@ describe("DagRunner attempt ends", () => {
     expect(asked(runner)).toEqual({ map: 3 });
   });
 
+  it("re-runs a task killed to keep its server under a power budget without counting a failure", () => {
+    const runner = new DagRunner(mapReduce());
+    const { index, verdict } = runOnce(runner, "map", "PREEMPTED_BY_POWER");
+    expect(verdict).toEqual({ kind: "retry", counted: false });
+    expect(runner.task("map", index)).toMatchObject({ state: "PENDING", failures: 0, preemptions: 1 });
+    expect(asked(runner)).toEqual({ map: 3 });
+  });
+
   it("re-runs a task lost with its node without counting a failure", () => {
     const runner = new DagRunner(mapReduce());
     const { index, verdict } = runOnce(runner, "map", "LOST");
