@@ -71,9 +71,9 @@ export class CappingAgent {
   private readonly model = new PowerModel();
   private nodeBudgetWatts: number | undefined;
   /**
-   * The domain's budget. When the domain lifts it while this node is still capped, it stays in force ("lifted") until
-   * the controller lifts the cap itself after its quiet period, so that a domain hovering near its uncap threshold
-   * does not make the node flap between capped and uncapped with every heartbeat.
+   * The domain's budget. When the domain lifts it while this node is still capped and under it, it stays in force
+   * ("lifted") until the controller lifts the cap itself after its quiet period, so that a domain hovering near its
+   * uncap threshold does not make the node flap between capped and uncapped with every heartbeat.
    */
   private domainBudget: { watts: number; domain: string; lifted: boolean } | undefined;
   private utilization = 0;
@@ -138,6 +138,9 @@ export class CappingAgent {
     this.utilization = Math.min(1, Math.max(0, (primaryCores + secondaryCores) / (this.capacityMilli / 1000)));
     const reading = this.readMeter(nowMs);
     if (reading) this.attribute(reading, primaryCores, containers);
+    // A lifted budget is kept only to ease the node back: when the node draws more than it, the domain cannot have
+    // lifted it for being under its threshold (the budget was removed or raised), so it goes at once.
+    if (this.domainBudget?.lifted && reading && reading.watts > this.domainBudget.watts) this.domainBudget = undefined;
     const budget = this.budget();
     const decision = this.controller.tick({
       nowMs,

@@ -166,6 +166,19 @@ describe("CappingAgent", () => {
     expect([...plant.limits.values()].every((l) => l === undefined)).toBe(true);
   });
 
+  it("drops a lifted domain budget at once when the node draws more than it (the budget was removed, not met)", () => {
+    const { plant, agent, run } = setup();
+    plant.primaryCores = 3;
+    agent.setDomainBudget(250, "d");
+    run(1000);
+    expect(agent.snapshot().state).toBe("capped");
+    agent.setDomainBudget(0, "");
+    run(400);
+    expect(agent.snapshot().budgetWatts).toBeUndefined();
+    expect(agent.snapshot().state).toBe("uncapped");
+    expect(plant.killed).toEqual([]);
+  });
+
   it("kills the youngest container when the floor cannot meet the budget, after continuing it", () => {
     const { plant, agent, run } = setup();
     plant.primaryCores = 2;
