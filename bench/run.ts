@@ -8,6 +8,7 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { BenchDefinition } from "./definition.js";
 import { BenchUsageError, describeFlags } from "./flags.js";
+import { cappingBench } from "./capping.js";
 import { classifyBench } from "./classify.js";
 import { dfsBench } from "./dfs.js";
 import { namenodeBench } from "./namenode.js";
@@ -22,6 +23,7 @@ const BENCHES: readonly BenchDefinition[] = [
   dfsBench,
   classifyBench,
   powerModelBench,
+  cappingBench,
 ];
 
 function usage(): string {

@@ -81,7 +81,7 @@ export class CappingAgent {
   private lastState: CappingState = "uncapped";
   private lastReason = "no budget in force";
   private throttled = new Map<string, number>();
-  private containerWatts = new Map<string, number>();
+  private containerWattsById = new Map<string, number>();
   private primaryWatts = 0;
   private closed = false;
 
@@ -152,6 +152,7 @@ export class CappingAgent {
         startedMs: c.startedMs,
         isAm: c.isAm,
         criticality: c.criticality,
+        usageMilli: Math.round(c.cpuCores * 1000),
       })),
     });
     if (decision.state !== this.lastState)
@@ -185,8 +186,13 @@ export class CappingAgent {
   /** A container ended: stop throttling it and forget its estimate. */
   forget(containerId: string): void {
     this.throttled.delete(containerId);
-    this.containerWatts.delete(containerId);
+    this.containerWattsById.delete(containerId);
     this.deps.throttler.forget(containerId);
+  }
+
+  /** A container's share of the dynamic power at the last reading, watts (0 without one). */
+  containerWatts(containerId: string): number {
+    return this.containerWattsById.get(containerId) ?? 0;
   }
 
   /** What heartbeats, logs and the CLI show. */
@@ -203,7 +209,7 @@ export class CappingAgent {
       throttledContainers: this.throttled.size,
       kills: stats.kills,
       reason: this.lastReason,
-      containerWatts: this.containerWatts,
+      containerWatts: this.containerWattsById,
       primaryWatts: this.primaryWatts,
       stats,
     };
@@ -254,7 +260,7 @@ export class CappingAgent {
       if (e.id === "") this.primaryWatts = e.watts;
       else watts.set(e.id, e.watts);
     }
-    this.containerWatts = watts;
+    this.containerWattsById = watts;
   }
 }
 

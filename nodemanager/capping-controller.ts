@@ -123,6 +123,12 @@ export interface CappingContainer {
   isAm: boolean;
   /** Larger = more critical (job priority / criticality); the least critical are raised last and killed first. */
   criticality: number;
+  /**
+   * What it used over the last period, measured (milli-cores). Optional: when given, a drop to the floor is credited
+   * with what the container really gave up, min(quota, usage) - floor, rather than quota - floor, so that an idle or
+   * CPU-starved container does not make the watts-per-milli-core estimate too low (and every raise overshoot).
+   */
+  usageMilli?: number;
 }
 
 /** One control period's inputs. */
@@ -348,7 +354,7 @@ export class CappingController {
     let removedMilli = 0;
     for (const c of containers) {
       const floor = this.floorOf(c);
-      removedMilli += Math.max(0, this.quotaOf(c) - floor);
+      removedMilli += Math.max(0, Math.min(this.quotaOf(c), c.usageMilli ?? Infinity) - floor);
       this.limits.set(c.containerId, floor);
     }
     this.counters.floorDrops += 1;

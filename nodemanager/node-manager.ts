@@ -570,7 +570,7 @@ export class NodeManager {
       finishedMs: c.finishedMs,
       isAm: c.spec.isAm,
       nodeId: this.options.nodeId,
-      powerWatts: this.capping?.snapshot().containerWatts.get(c.spec.containerId) ?? 0,
+      powerWatts: this.capping?.containerWatts(c.spec.containerId) ?? 0,
     };
   }
 

@@ -416,6 +416,32 @@ describe("CappingController", () => {
       expect(running).toBeGreaterThan(3400);
     });
 
+    it("learns watts per milli-core from what containers really used, so idle ones do not push it past the target", () => {
+      // Three of the six containers idle at 100 milli-cores (their floor): dropping them to the floor saves nothing,
+      // so crediting the drop with quota - floor halves the watts-per-milli-core estimate and each raise overshoots.
+      const demand = new Map(set.map((c, i) => [c.containerId, i < 3 ? 100 : 1000]));
+      const plant = new Plant(100, 0.1, demand);
+      const settledMax = (withUsage: boolean): number => {
+        const ctl = new CappingController();
+        let d: CappingDecision | undefined;
+        let max = 0;
+        for (let t = 0; t <= 30_000; t += 200) {
+          const draw = plant.drawWatts(set, d);
+          if (t >= 5_000) max = Math.max(max, draw);
+          const seen = set.map((c) => {
+            const used = Math.min(demand.get(c.containerId)!, d?.limitsMilli.get(c.containerId) ?? c.allocationMilli);
+            return withUsage ? { ...c, usageMilli: used } : c;
+          });
+          // Unthrottled: 100 + 0.1 x 3300 = 430 W against a 300 W budget (target 285 W).
+          d = ctl.tick(input(t, draw, seen, 300));
+        }
+        return max;
+      };
+      expect(settledMax(true)).toBeLessThanOrEqual(285 + 1e-9);
+      // Without usage the climb settles above the target (the bias the option removes).
+      expect(settledMax(false)).toBeGreaterThan(285);
+    });
+
     it("with a noisy meter stays capped, rarely goes over the budget and never kills", () => {
       const plant = new Plant(100, 0.05, new Map());
       const ctl = new CappingController();
