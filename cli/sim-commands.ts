@@ -1,8 +1,8 @@
 /**
- * `harvest sim ...`: the simulator's experiments. `compute` (task placement), `storage` (replica placement), `grid`
- * (both at every utilization level; `npm run experiments`) and `cluster` (the generated cluster's calibration
- * figures). Experiments show progress on stderr, print their tables, and write a markdown table, a CSV and SVG plots
- * to `--out` (default `sim-results/`).
+ * `harvest sim ...`: the simulator's experiments. `compute` (task placement), `storage` (replica placement), `power`
+ * (capping and power-aware placement), `grid` (compute and storage at every utilization level; `npm run experiments`)
+ * and `cluster` (the generated cluster's calibration figures). Experiments show progress on stderr, print their
+ * tables, and write a markdown table, a CSV and SVG plots to `--out` (default `sim-results/`).
  */
 import type { Command } from "commander";
 import { HarvestError } from "../common/errors.js";
@@ -10,9 +10,11 @@ import type { ClusterSummary } from "../sim/cluster-gen.js";
 import type { ExperimentEvent, ExperimentOutcome, GridPreset } from "../sim/experiments.js";
 import { UTILIZATION_LEVELS } from "../sim/model.js";
 import type { TraceSource, UtilizationLevel } from "../sim/model.js";
+import type { CappingMode, PowerDomainLevel, PowerPlacement } from "../sim/power.js";
 import type { ComputePolicy, StoragePlacement } from "../sim/results.js";
 import { action, positiveInt, positiveNumber, print } from "./command-kit.js";
 import { duration } from "./format.js";
+import { parseShareFlag } from "./power-plan-command.js";
 
 // The simulator's modules load ECharts (most of a second), so the actions import them when they run: every other
 // `harvest` command starts without them.
@@ -23,6 +25,10 @@ const STORAGE_PLACEMENTS: readonly StoragePlacement[] = ["stock", "diversity"];
 /** The experiments' default sizes (the full grid's: `GRID_PRESETS.full` in sim/experiments.ts). */
 const COMPUTE_DEFAULTS = { servers: 1000, days: 30 };
 const STORAGE_DEFAULTS = { servers: 10_000, days: 365 };
+const CAPPING_MODES: readonly CappingMode[] = ["full-server", "per-container"];
+const POWER_PLACEMENTS: readonly PowerPlacement[] = ["stock", "power-aware"];
+/** The power experiment's default size (`POWER_DEFAULTS` in sim/power-experiment.ts). */
+const POWER_DEFAULTS = { servers: 200, days: 7 };
 
 /** 12,345 with `digits` decimals; "-" when not finite. */
 function num(v: number, digits = 0): string {
@@ -224,7 +230,9 @@ function clusterText(s: ClusterSummary, traces: TraceSource): string {
 export function registerSimCommands(program: Command): void {
   const sim = program
     .command("sim")
-    .description("simulated experiments at datacenter scale: task placement, replica placement, the comparison grid");
+    .description(
+      "simulated experiments at datacenter scale: task placement, replica placement, power capping, the comparison grid",
+    );
 
   addCommonFlags(sim.command("compute"), COMPUTE_DEFAULTS)
     .description(
@@ -285,6 +293,109 @@ export function registerSimCommands(program: Command): void {
             onProgress: new ProgressReporter().onProgress,
           });
           print(o, outcomeJson(outcome), () => outcomeText("Storage experiment", outcome));
+        },
+      ),
+    );
+
+  addCommonFlags(sim.command("power"), POWER_DEFAULTS)
+    .description(
+      "capping events, time over budget, throttled core-hours of critical and non-critical work, task kills and the " +
+        "oversubscription the planner finds, for a capping mode and a placement on a simulated cluster",
+    )
+    .option(
+      "--capping <mode>",
+      "how servers get under budget: full-server (RAPL-like) or per-container",
+      "per-container",
+    )
+    .option("--placement <placement>", "secondary task placement: stock or power-aware", "power-aware")
+    .option("--compare", "run both capping modes with both placements on the same cluster and budgets")
+    .option(
+      "--budget-fraction <share>",
+      "domain budget as a share of its servers' nameplate, e.g. 85% (default: planned)",
+    )
+    .option("--oversubscription <share>", "domain budget this far below nameplate, e.g. 15% (default: planned)")
+    .option("--plan-buffer <share>", "buffer over the planner's lowest acceptable budget (seeds/000 step 5)", "0")
+    .option("--domain <level>", "the power domains with budgets: chassis (12 servers) or rack (36)", "chassis")
+    .option("--profile <ids>", "hardware profiles, a comma list given to racks in turn (default: dell-r740-xeon-8180)")
+    .option("--load <share>", "secondary work offered, as a share of the harvestable core-hours", "0.7")
+    .option("--period <ms>", "control period of the capping loops, ms", "1000")
+    .action(
+      action(
+        async (
+          o: SimFlags & {
+            capping: string;
+            placement: string;
+            compare?: boolean;
+            budgetFraction?: string;
+            oversubscription?: string;
+            planBuffer: string;
+            domain: string;
+            profile?: string;
+            load: string;
+            period: string;
+          },
+          cmd: Command,
+        ) => {
+          for (const flag of ["capping", "placement"])
+            if (o.compare && given(cmd, flag))
+              throw new HarvestError("INVALID_ARGUMENT", `--compare runs every capping and placement; drop --${flag}`, {
+                details: { flag: `--${flag}` },
+              });
+          if (o.budgetFraction !== undefined && o.oversubscription !== undefined)
+            throw new HarvestError(
+              "INVALID_ARGUMENT",
+              "--budget-fraction and --oversubscription both set the budget; give one",
+              { details: { flag: "--oversubscription" } },
+            );
+          const cappings: readonly CappingMode[] = o.compare
+            ? CAPPING_MODES
+            : [oneOf<CappingMode>(o.capping, CAPPING_MODES, "--capping")];
+          const placements: readonly PowerPlacement[] = o.compare
+            ? POWER_PLACEMENTS
+            : [oneOf<PowerPlacement>(o.placement, POWER_PLACEMENTS, "--placement")];
+          const fraction = (v: string, flag: string): number => {
+            const share = parseShareFlag(v, flag);
+            if (!(share > 0 && share <= 1))
+              throw new HarvestError("INVALID_ARGUMENT", `${flag} must be above 0% and at most 100% (got ${v})`, {
+                details: { flag },
+              });
+            return share;
+          };
+          let budgetFraction: number | undefined;
+          if (o.budgetFraction !== undefined) budgetFraction = fraction(o.budgetFraction, "--budget-fraction");
+          if (o.oversubscription !== undefined) {
+            const below = parseShareFlag(o.oversubscription, "--oversubscription");
+            if (!(below >= 0 && below < 1))
+              throw new HarvestError(
+                "INVALID_ARGUMENT",
+                `--oversubscription must be at least 0% and below 100% (got ${o.oversubscription})`,
+                { details: { flag: "--oversubscription" } },
+              );
+            budgetFraction = 1 - below;
+          }
+          const planBufferShare = parseShareFlag(o.planBuffer, "--plan-buffer");
+          if (planBufferShare < 0)
+            throw new HarvestError("INVALID_ARGUMENT", `--plan-buffer must be >= 0 (got ${o.planBuffer})`, {
+              details: { flag: "--plan-buffer" },
+            });
+          const flags = commonFlags(o, POWER_DEFAULTS);
+          const { runPowerExperiment } = await import("../sim/power-experiment.js");
+          const outcome = await runPowerExperiment({
+            ...flags,
+            cappings,
+            placements,
+            power: {
+              ...(budgetFraction !== undefined ? { budgetFraction } : {}),
+              planBufferShare,
+              domainLevel: oneOf<PowerDomainLevel>(o.domain, ["chassis", "rack"], "--domain"),
+              ...(o.profile !== undefined ? { profiles: o.profile.split(",").map((p) => p.trim()) } : {}),
+              secondaryLoad: parseShareFlag(o.load, "--load"),
+              controlPeriodMs: positiveInt(o.period, "--period"),
+            },
+            command: commandLine(),
+            onProgress: new ProgressReporter().onProgress,
+          });
+          print(o, outcomeJson(outcome), () => outcomeText("Power experiment", outcome));
         },
       ),
     );

@@ -1,0 +1,252 @@
+/**
+ * The power experiment runner (`harvest sim power`): per utilization level, one generated cluster (racks of 3 chassis
+ * of 12 servers, seeds/000 Table I), one plan of the power budgets on its history (`planPowerBudgets`), and every
+ * asked combination of capping mode and placement run on it under those budgets, so that the runs of a comparison see
+ * the same primaries, the same secondary arrivals and the same budgets. Renders (and, given `out`, writes) the report.
+ */
+import { performance } from "node:perf_hooks";
+import { HarvestError, isHarvestError } from "../common/errors.js";
+import { resolvePowerProfile } from "../common/power-profiles.js";
+import { generateCluster } from "./cluster-gen.js";
+import type { EngineProgress } from "./engine.js";
+import type { ExperimentEvent, ExperimentOptions, ExperimentOutcome } from "./experiments.js";
+import { UTILIZATION_LEVELS } from "./model.js";
+import type { SimCluster, TraceSource, UtilizationLevel } from "./model.js";
+import { CAPPING_MODES, planPowerBudgets, POWER_DOMAIN_LEVELS, POWER_PLACEMENTS, runPower } from "./power.js";
+import type { CappingMode, PowerDomainLevel, PowerOptions, PowerPlacement, PowerResult } from "./power.js";
+import { renderPowerReport } from "./power-report.js";
+import { loadRealTemplates } from "./real-traces.js";
+import type { RealTemplate } from "./real-traces.js";
+import { writeReport } from "./report.js";
+
+/** The power experiment's default size: a week on 200 servers (17 chassis) runs in about a minute. */
+export const POWER_DEFAULTS = Object.freeze({ servers: 200, days: 7 });
+
+/** Options of the power experiment. */
+export interface PowerExperimentOptions extends ExperimentOptions {
+  /**
+   * Capping modes to run.
+   * @default ["full-server", "per-container"]
+   */
+  cappings?: readonly CappingMode[];
+  /**
+   * Placements to run, each with every capping mode.
+   * @default ["stock", "power-aware"]
+   */
+  placements?: readonly PowerPlacement[];
+  /**
+   * Chassis per rack (a rack is one hardware generation; seeds/000 Table I: 3).
+   * @default 3
+   */
+  chassisPerRack?: number;
+  /**
+   * What of `PowerOptions` the runs share (budget fraction, plan buffer, domain level, profiles, load, period, ...).
+   * @default {}
+   */
+  power?: Omit<
+    PowerOptions,
+    "capping" | "placement" | "seed" | "budgets" | "observer" | "onProgress" | "progressEvery"
+  >;
+}
+
+/** Power experiment options with every default filled in. */
+export interface ResolvedPowerExperimentOptions {
+  servers: number;
+  days: number;
+  seed: number;
+  levels: readonly UtilizationLevel[];
+  traces: TraceSource;
+  cappings: readonly CappingMode[];
+  placements: readonly PowerPlacement[];
+  chassisPerRack: number;
+  power: NonNullable<PowerExperimentOptions["power"]>;
+  out: string | undefined;
+  command: string | undefined;
+  onProgress: ((e: ExperimentEvent) => void) | undefined;
+}
+
+function invalid(field: string, why: string): never {
+  throw new HarvestError("INVALID_ARGUMENT", `experiment option ${field} ${why}`, { details: { field } });
+}
+
+function checkList<T>(field: string, values: readonly T[], allowed: readonly T[]): readonly T[] {
+  if (values.length === 0) invalid(field, "must name at least one value");
+  for (const v of values)
+    if (!allowed.includes(v)) invalid(field, `has ${JSON.stringify(v)}; use ${allowed.map(String).join(", ")}`);
+  return allowed.filter((a) => values.includes(a));
+}
+
+function checkPositiveInt(field: string, v: number): number {
+  if (!Number.isInteger(v) || v < 1) invalid(field, `must be a positive integer (got ${v})`);
+  return v;
+}
+
+/** Fills the power experiment's defaults and validates (INVALID_ARGUMENT naming the field). */
+export function resolvePowerExperimentOptions(o: PowerExperimentOptions = {}): ResolvedPowerExperimentOptions {
+  const seed = o.seed ?? 1;
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
+    invalid("seed", `must be an integer in 0..4294967295 (got ${seed})`);
+  const traces = o.traces ?? "generated";
+  if (traces !== "generated" && traces !== "real") invalid("traces", `must be "generated" or "real" (got ${traces})`);
+  const power = o.power ?? {};
+  // An unknown profile fails here, before any cluster is generated.
+  for (const id of power.profiles ?? [])
+    try {
+      resolvePowerProfile(id);
+    } catch (err) {
+      throw new HarvestError("INVALID_ARGUMENT", `experiment option power.profiles: ${(err as Error).message}`, {
+        details: { field: "power.profiles" },
+        cause: err,
+      });
+    }
+  if (power.domainLevel !== undefined && !POWER_DOMAIN_LEVELS.includes(power.domainLevel as PowerDomainLevel))
+    invalid("power.domainLevel", `must be ${POWER_DOMAIN_LEVELS.join(" or ")} (got ${String(power.domainLevel)})`);
+  return {
+    servers: checkPositiveInt("servers", o.servers ?? POWER_DEFAULTS.servers),
+    days: checkPositiveInt("days", o.days ?? POWER_DEFAULTS.days),
+    seed,
+    levels: checkList<UtilizationLevel>("levels", o.levels ?? ["medium"], UTILIZATION_LEVELS),
+    traces,
+    cappings: checkList("cappings", o.cappings ?? CAPPING_MODES, CAPPING_MODES),
+    placements: checkList("placements", o.placements ?? POWER_PLACEMENTS, POWER_PLACEMENTS),
+    chassisPerRack: checkPositiveInt("chassisPerRack", o.chassisPerRack ?? 3),
+    power,
+    out: o.out,
+    command: o.command,
+    onProgress: o.onProgress,
+  };
+}
+
+/** Events between progress reports: about one a second at the simulator's speed. */
+const PROGRESS_EVERY = 200_000;
+/** Utilization resolution of the cluster: 5-minute slots, the step of the real traces. */
+const POWER_SLOT_MS = 300_000;
+
+/** Numbers runs and turns engine progress into experiment events with events/s. */
+class Tracker {
+  private run = 0;
+  constructor(
+    private readonly runs: number,
+    private readonly emit: ((e: ExperimentEvent) => void) | undefined,
+  ) {}
+
+  note(message: string): void {
+    this.emit?.({ kind: "note", message });
+  }
+
+  /** Runs `fn` (a simulation over [fromMs, toMs) of simulated time), reporting its progress under `label`. */
+  track<R extends { events: number; wallMs: number }>(
+    label: string,
+    fromMs: number,
+    fn: (onProgress: (p: EngineProgress) => void) => R,
+  ): R {
+    const run = ++this.run;
+    const started = performance.now();
+    const emit = this.emit;
+    const onProgress = (p: EngineProgress): void => {
+      if (!emit) return;
+      const elapsedMs = performance.now() - started;
+      emit({
+        kind: "progress",
+        label,
+        run,
+        runs: this.runs,
+        fraction: p.untilMs > fromMs ? Math.min(1, Math.max(0, (p.nowMs - fromMs) / (p.untilMs - fromMs))) : 0,
+        events: p.events,
+        eventsPerS: elapsedMs > 0 ? p.events / (elapsedMs / 1000) : 0,
+        elapsedMs,
+      });
+    };
+    const result = fn(onProgress);
+    emit?.({
+      kind: "done",
+      label,
+      run,
+      runs: this.runs,
+      events: result.events,
+      eventsPerS: result.wallMs > 0 ? result.events / (result.wallMs / 1000) : 0,
+      wallMs: result.wallMs,
+    });
+    return result;
+  }
+}
+
+/** Real templates when asked for and present; otherwise a note and generated traces. */
+async function chooseTraces(
+  traces: TraceSource,
+  note: (message: string) => void,
+): Promise<{ source: TraceSource; templates?: RealTemplate[] }> {
+  if (traces === "generated") return { source: "generated" };
+  try {
+    const templates = await loadRealTemplates();
+    note(`real traces: ${templates.length} utilization series from ../shared/data`);
+    return { source: "real", templates };
+  } catch (err) {
+    // A fresh clone has no ../shared/data: the experiment must still run, on the generator alone.
+    if (!isHarvestError(err, "CONFIG_INVALID")) throw err;
+    note(`real traces: none under ${err.details["dir"] ?? "../shared/data"}; using generated traces`);
+    return { source: "generated" };
+  }
+}
+
+/**
+ * Runs each capping mode with each placement on each level's cluster, under the budgets planned once per level from
+ * that cluster's history (or `power.budgetFraction` of the nameplate).
+ */
+export async function runPowerExperiment(
+  options: PowerExperimentOptions = {},
+): Promise<ExperimentOutcome<PowerResult>> {
+  const o = resolvePowerExperimentOptions(options);
+  const runs = o.levels.length * (1 + o.cappings.length * o.placements.length);
+  const tracker = new Tracker(runs, o.onProgress);
+  const traces = await chooseTraces(o.traces, (m) => tracker.note(m));
+  const serversPerChassis = o.power.serversPerChassis ?? 12;
+  const results: PowerResult[] = [];
+  for (const level of o.levels) {
+    tracker.note(
+      `generating the ${level}-utilization cluster: ${o.servers} servers, ${o.days} days (${traces.source} traces)`,
+    );
+    const cluster: SimCluster = generateCluster({
+      servers: o.servers,
+      level,
+      days: o.days,
+      slotMs: POWER_SLOT_MS,
+      seed: o.seed,
+      source: traces.source,
+      serversPerRack: serversPerChassis * o.chassisPerRack,
+      ...(traces.templates ? { templates: traces.templates } : {}),
+    });
+    const shared: PowerOptions = { ...o.power, seed: o.seed, progressEvery: PROGRESS_EVERY };
+    const planDays = shared.planDays ?? Math.min(7, cluster.historyMs / 86_400_000);
+    const planned = tracker.track(
+      `power ${level} plan (${planDays} days of history, uncapped)`,
+      cluster.historyMs - planDays * 86_400_000,
+      (onProgress) => {
+        const started = performance.now();
+        const budgets = planPowerBudgets(cluster, { ...shared, onProgress });
+        return { budgets, events: budgets.history.events, wallMs: performance.now() - started };
+      },
+    );
+    const budgets = planned.budgets;
+    for (const p of budgets.plans)
+      tracker.note(
+        `plan ${level} ${p.profileId}: full-server ${p.plan.fullServer.oversubscriptionPct.toFixed(1)}%, ` +
+          `per-container ${p.plan.perContainer.oversubscriptionPct.toFixed(1)}% below nameplate; enforcing ` +
+          `${(budgets.perServerWatts[p.profileId] ?? 0).toFixed(1)} W per server (${budgets.source})`,
+      );
+    for (const capping of o.cappings)
+      for (const placement of o.placements)
+        results.push(
+          tracker.track(`power ${level} ${capping} ${placement}`, cluster.historyMs, (onProgress) =>
+            runPower(cluster, { ...shared, capping, placement, budgets, onProgress }),
+          ),
+        );
+  }
+  const report = renderPowerReport(results, o.command !== undefined ? { command: o.command } : {});
+  return {
+    results,
+    report,
+    files: o.out !== undefined ? writeReport(o.out, report) : [],
+    traces: traces.source,
+  };
+}
