@@ -1,5 +1,5 @@
 /**
- * Container tokens: the resource manager signs every container it grants (id, app, node, size) with the cluster secret;
+ * Container tokens: the resource manager signs every container it grants (id, app, node, size, job priority) with the cluster secret;
  * a node manager launches a container only with a valid token, so a job manager cannot run more than it was granted.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
@@ -11,11 +11,20 @@ export interface TokenFields {
   appId: string;
   nodeId: string;
   resource: Resources;
+  /** The job's priority (0 when absent). */
+  jobPriority?: number;
 }
 
 // JSON of an array, so no two different grants serialize alike (a plain separator could move between fields).
 function payload(f: TokenFields): string {
-  return JSON.stringify([f.containerId, f.appId, f.nodeId, f.resource.vcoresMilli, f.resource.memoryMb]);
+  return JSON.stringify([
+    f.containerId,
+    f.appId,
+    f.nodeId,
+    f.resource.vcoresMilli,
+    f.resource.memoryMb,
+    f.jobPriority ?? 0,
+  ]);
 }
 
 /** Signs a container grant. With an empty secret tokens are empty and not checked (single-user local clusters). */

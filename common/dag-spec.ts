@@ -4,7 +4,7 @@
  * environment contract between the job manager and the task programs it starts.
  *
  * The file format:
- *   { "name": "wordcount",
+ *   { "name": "wordcount", "priority": 0,
  *     "vertices": [ { "name": "map", "parallelism": 4, "command": ["node", "..."],
  *                     "resources": { "vcores": 0.5, "memoryMb": 256 }, "env": { "K": "V" } } ],
  *     "edges": [ { "from": "map", "to": "reduce", "type": "scatter-gather" } ] }
@@ -42,6 +42,11 @@ export interface EdgeSpec {
 /** A validated DAG job. */
 export interface DagSpec {
   name: string;
+  /**
+   * How critical the job is, 0 (the default) to 100: under a power cap the node's capping agent raises the most
+   * critical containers first and kills the least critical first (seeds/000 and seeds/001: per-VM priorities).
+   */
+  priority?: number;
   vertices: VertexSpec[];
   edges: EdgeSpec[];
 }
@@ -62,7 +67,9 @@ const VERTEX_NAME_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 const MAX_DAG_NAME_LENGTH = 256;
 const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-const DAG_FIELDS = ["name", "vertices", "edges"];
+const DAG_FIELDS = ["name", "priority", "vertices", "edges"];
+/** Highest job priority. */
+export const MAX_JOB_PRIORITY = 100;
 const VERTEX_FIELDS = ["name", "parallelism", "command", "resources", "env"];
 const RESOURCE_FIELDS = ["vcores", "vcoresMilli", "memoryMb"];
 const EDGE_FIELDS = ["from", "to", "type"];
@@ -98,6 +105,14 @@ export function validateDag(value: unknown, limits: DagLimits = {}): DagSpec {
   const name = root["name"];
   if (typeof name !== "string" || name.trim() === "" || name.length > MAX_DAG_NAME_LENGTH) {
     invalid("name", `name must be a non-empty string of at most ${MAX_DAG_NAME_LENGTH} characters, got ${show(name)}`);
+  }
+
+  const priority = root["priority"];
+  if (
+    priority !== undefined &&
+    !(typeof priority === "number" && Number.isInteger(priority) && priority >= 0 && priority <= MAX_JOB_PRIORITY)
+  ) {
+    invalid("priority", `priority must be an integer from 0 to ${MAX_JOB_PRIORITY}, got ${show(priority)}`);
   }
 
   const rawVertices = root["vertices"];
@@ -151,7 +166,7 @@ export function validateDag(value: unknown, limits: DagLimits = {}): DagSpec {
     edges.push(edge);
   });
 
-  const dag: DagSpec = { name: name.trim(), vertices, edges };
+  const dag: DagSpec = { name: name.trim(), ...(priority !== undefined ? { priority } : {}), vertices, edges };
   const cycle = findCycle(dag);
   if (cycle) {
     const names = cycle.map((edgeIndex) => edges[edgeIndex]?.from ?? "?");
@@ -171,6 +186,7 @@ export function validateDag(value: unknown, limits: DagLimits = {}): DagSpec {
 export function dagToJson(dag: DagSpec, indent = 2): string {
   const file = {
     name: dag.name,
+    ...(dag.priority !== undefined ? { priority: dag.priority } : {}),
     vertices: dag.vertices.map((v) => ({
       name: v.name,
       parallelism: v.parallelism,

@@ -21,6 +21,8 @@ export interface ContainerSpec {
   vcoresMilli: number;
   memoryMb: number;
   isAm: boolean;
+  /** The job's priority (0..100, from the grant); the capping agent throttles and kills the least critical first. */
+  jobPriority?: number;
   workDir: string;
 }
 

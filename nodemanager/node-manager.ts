@@ -400,7 +400,7 @@ export class NodeManager {
           memoryMb: c.spec.memoryMb,
           startedMs: c.startedMs,
           isAm: c.spec.isAm,
-          criticality: 0,
+          criticality: c.spec.jobPriority ?? 0,
           cpuCores: cores,
           // Only a running container's pid: a pid the OS has since reused must never be signalled.
           pids: () => (c.state === "RUNNING" && c.pid > 0 ? [c.pid] : []),
@@ -455,7 +455,7 @@ export class NodeManager {
     if (
       !verifyContainer(
         this.options.secret,
-        { containerId: grant.id, appId: req.appId, nodeId: grant.nodeId, resource },
+        { containerId: grant.id, appId: req.appId, nodeId: grant.nodeId, resource, jobPriority: grant.jobPriority },
         grant.token,
       )
     ) {
@@ -505,6 +505,7 @@ export class NodeManager {
           vcoresMilli: resource.vcoresMilli,
           memoryMb: resource.memoryMb,
           isAm: req.isAm,
+          jobPriority: grant.jobPriority,
           workDir: join(this.options.dataDir, "containers", req.appId, grant.id),
         },
         this.cgroups,

@@ -589,11 +589,13 @@ export class ResourceManager {
       nmAddress: node.nmAddress,
       resource: alloc.resource,
       priority: alloc.priority,
+      jobPriority: app.record.priority ?? 0,
       token: signContainer(this.options.secret, {
         containerId: alloc.containerId,
         appId: alloc.appId,
         nodeId: node.nodeId,
         resource: alloc.resource,
+        jobPriority: app.record.priority ?? 0,
       }),
     };
     this.trackRef(app, {
@@ -764,6 +766,7 @@ export class ResourceManager {
       attempt: 1,
       failedAttempts: 0,
       maxConcurrency: 0,
+      priority: dag.priority ?? 0,
     };
     // The job manager reads its DAG from the staging directory (as YARN's job files); both writes precede the reply.
     const jobDir = join(this.options.stagingDir, appId);

@@ -27,6 +27,8 @@ export interface AppRecord {
   /** Attempts that failed for real (not preempted, not lost, not a resource manager restart). */
   failedAttempts: number;
   maxConcurrency: number;
+  /** The DAG's priority, 0..100 (records written before it existed have none: 0). */
+  priority?: number;
 }
 
 /** Application states, as YARN names them. */

@@ -26,6 +26,7 @@ const CAPACITY_MILLI = 4_000;
 const PRIMARY_PCT = 25;
 const PRIMARY_CORES = (PRIMARY_PCT / 100) * (CAPACITY_MILLI / 1000);
 const TASK_MILLI = 1_000;
+const JOB_PRIORITY = 7;
 const FLOOR_FRACTION = 0.1;
 const PROFILE = resolvePowerProfile("dell-r740-xeon-8180");
 const BURN = "for (;;) {}";
@@ -115,6 +116,7 @@ describe.each(["auto", "signal"] as const)("a node over its power budget (thrott
     appId = await client.submit(
       JSON.stringify({
         name: "burners",
+        priority: JOB_PRIORITY,
         vertices: [
           { name: "burn", parallelism: 2, command: ["node", "-e", BURN], resources: { vcores: 1, memoryMb: 128 } },
         ],
@@ -137,6 +139,8 @@ describe.each(["auto", "signal"] as const)("a node over its power budget (thrott
         progress: null,
       });
       for (const c of res.allocated) {
+        // The grant carries the job's priority (token-covered), which the capping agent orders its victims by.
+        expect(c.jobPriority).toBe(JOB_PRIORITY);
         const { pid } = await call(nmClient, nmClient.startContainer, {
           container: c,
           appId,

@@ -31,6 +31,7 @@ describe("container tokens", () => {
     ["node id", { nodeId: "node-2" }],
     ["vcores", { resource: { vcoresMilli: 1501, memoryMb: 512 } }],
     ["memory", { resource: { vcoresMilli: 1500, memoryMb: 4096 } }],
+    ["job priority", { jobPriority: 100 }],
   ])("rejects the token when the grant's %s is changed", (_field, change) => {
     const token = signContainer(SECRET, grant());
     expect(verifyContainer(SECRET, grant(change), token)).toBe(false);

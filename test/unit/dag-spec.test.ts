@@ -67,6 +67,14 @@ describe("parseDag accepts valid jobs", () => {
     });
   });
 
+  it("keeps a job priority from 0 to 100, and leaves it out when not given", () => {
+    const json = (priority: unknown): string => JSON.stringify({ name: "job", priority, vertices: [vertex("a")] });
+    expect(parseDag(json(0)).priority).toBe(0);
+    expect(parseDag(json(100)).priority).toBe(100);
+    expect(parseDag(dagJson([vertex("a")]))).not.toHaveProperty("priority");
+    for (const bad of [-1, 101, 2.5, "high", null]) rejection(json(bad), "DAG_INVALID_FIELD", "priority");
+  });
+
   it("round-trips through dagToJson and through JSON.stringify of the parsed spec", () => {
     const json = dagJson(
       [vertex("a", 2, { resources: { vcores: 0.25, memoryMb: 64 } }), vertex("b", 2, { env: { X: "1" } })],
