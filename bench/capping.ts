@@ -35,7 +35,7 @@
  * Target: seeds/000, section III-D (the controller polls every 200 ms, drops to the floor at once, then climbs) and IV
  * (it holds a 230 W cap like RAPL does); the issue reports RAPL settling in under 2 s and asks for 1 s.
  */
-import { readFileSync, readdirSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm as removeDir } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -60,6 +60,7 @@ import type { ApplicationMasterServiceClient } from "../proto/generated/harvest/
 import type { ContainerManagerClient } from "../proto/generated/harvest/v1/ContainerManager.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
+import { benchLogger, readProcessCpu, waitFor } from "./node-bench.js";
 import type { FlagSpec, Flags } from "./flags.js";
 import { fmt, preciseNowMs, ratio, summarize, table } from "./report.js";
 import type { Summary } from "./report.js";
@@ -129,35 +130,6 @@ const AM_HEARTBEAT_MS = 2_000;
 const IDLE_JOB_MANAGER = "setInterval(() => {}, 1 << 30)";
 const BURN = "for (;;) {}";
 
-/** Run time (ns) and state of a process from /proc: `threads` sums every thread, else the main thread alone. */
-function readProcess(pid: number, threads: boolean): { cpuNs: number; stopped: boolean } | undefined {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return undefined;
-  }
-  // Field 3 (state) follows the parenthesised command name, which may itself contain ") ".
-  const state = stat.charAt(stat.lastIndexOf(")") + 2);
-  if (state === "Z" || state === "X" || state === "x") return undefined;
-  const schedstatNs = (path: string): number => Number(readFileSync(path, "utf8").split(" ", 1)[0]);
-  let cpuNs = 0;
-  try {
-    if (!threads) cpuNs = schedstatNs(`/proc/${pid}/schedstat`);
-    else
-      for (const tid of readdirSync(`/proc/${pid}/task`)) {
-        try {
-          cpuNs += schedstatNs(`/proc/${pid}/task/${tid}/schedstat`);
-        } catch {
-          // The thread ended between the listing and the read.
-        }
-      }
-  } catch {
-    return undefined;
-  }
-  return { cpuNs, stopped: state === "T" || state === "t" };
-}
-
 /** A process's cumulative CPU, sampled; gives its rate (cores) over a trailing window. */
 class CpuTrace {
   private readonly timesMs: number[] = [];
@@ -173,7 +145,7 @@ class CpuTrace {
 
   sample(now: number): void {
     if (!this.exited) {
-      const p = readProcess(this.pid, this.threads);
+      const p = readProcessCpu(this.pid, this.threads);
       if (!p) this.exited = true;
       else {
         // A thread that ends takes its time out of the sum; never let the total go back.
@@ -244,7 +216,7 @@ class OwnCpuPrimaryMonitor implements PrimaryMonitor {
 
   sample(): PrimarySample {
     const pid = this.burn.helperPid();
-    const p = pid === undefined ? undefined : readProcess(pid, true);
+    const p = pid === undefined ? undefined : readProcessCpu(pid, true);
     if (!p) return this.current;
     const now = preciseNowMs();
     const cpuMs = p.cpuNs / 1e6;
@@ -330,22 +302,6 @@ interface ModeResult {
   primarySource: string;
   uncappedWatts: Summary;
   wallMs: number;
-}
-
-/** A logger that passes warnings on and hands every line to `onLine`. */
-function benchLogger(component: string, onLine: (line: string) => void): Logger {
-  return new Logger(component, "info", (line) => {
-    onLine(line);
-    if (/^\S+ (WARN |ERROR)/.test(line) || process.env["HARVEST_BENCH_DEBUG"]) process.stderr.write(line + "\n");
-  });
-}
-
-async function waitFor(what: string, timeoutMs: number, check: () => boolean | Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(10);
-  }
 }
 
 /** The `cpu` controller line of /proc/<pid>/cgroup ("" when unreadable). */

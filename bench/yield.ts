@@ -29,14 +29,12 @@
  * exit" shows the price: a throttled process runs, and so dies, only when its quota lets it, hundreds of ms after
  * SIGKILL here.
  */
-import { readFileSync, readdirSync } from "node:fs";
 import { mkdtemp, rm as removeDir } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
-import type { LogLevel } from "../common/log.js";
 import { NodeManager } from "../nodemanager/node-manager.js";
 import { StepPrimaryMonitor } from "../common/step-monitor.js";
 import { ResourceManager } from "../resourcemanager/resource-manager.js";
@@ -47,6 +45,7 @@ import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js
 import type { ContainerManagerClient } from "../proto/generated/harvest/v1/ContainerManager.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
+import { benchLogger, readProcessCpu, waitFor } from "./node-bench.js";
 import type { FlagSpec, Flags } from "./flags.js";
 import { fmt, preciseNowMs, ratio, summarize, table } from "./report.js";
 import type { Summary } from "./report.js";
@@ -108,7 +107,7 @@ class CpuTrace {
   sample(): void {
     const now = preciseNowMs();
     if (this.exitedAtMs === undefined) {
-      const cpuNs = readProcessCpuNs(this.pid);
+      const cpuNs = readProcessCpu(this.pid, true)?.cpuNs;
       if (cpuNs === undefined) this.exitedAtMs = now;
       // A helper thread that ends takes its time out of the sum; never let the total go back.
       else this.lastCpuMs = Math.max(this.lastCpuMs, cpuNs / 1e6);
@@ -173,30 +172,6 @@ class CpuTrace {
   }
 }
 
-/** Run time (ns) summed over the threads of `pid`, or undefined once it has exited (gone, or a zombie). */
-function readProcessCpuNs(pid: number): number | undefined {
-  let stat: string;
-  let tids: string[];
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    tids = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return undefined;
-  }
-  // Field 3 (state) follows the parenthesised command name, which may itself contain ") ".
-  const state = stat.charAt(stat.lastIndexOf(")") + 2);
-  if (state === "Z" || state === "X" || state === "x") return undefined;
-  let ns = 0;
-  for (const tid of tids) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ", 1)[0]);
-    } catch {
-      // The thread ended between the listing and the read.
-    }
-  }
-  return ns;
-}
-
 /** Latencies of one container at one step, in ms after T0. */
 interface ContainerOutcome {
   releaseMs: number;
@@ -221,28 +196,6 @@ interface ModeResult {
   outcomes: ContainerOutcome[];
   timeouts: number;
   wallMs: number;
-}
-
-/** A logger that passes warnings on and remembers the node manager's cgroup line. */
-function benchLogger(component: string, onLine: (line: string) => void = () => undefined): Logger {
-  const level: LogLevel = "info";
-  return new Logger(component, level, (line) => {
-    onLine(line);
-    if (/^\S+ (WARN |ERROR)/.test(line)) process.stderr.write(line + "\n");
-  });
-}
-
-async function waitFor(
-  what: string,
-  timeoutMs: number,
-  check: () => boolean | Promise<boolean>,
-  pollMs = 10,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(pollMs);
-  }
 }
 
 /** Runs every step in one mode against a fresh resource manager and node manager. */

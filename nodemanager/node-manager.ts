@@ -383,13 +383,15 @@ export class NodeManager {
       const live = [...this.containers.values()].filter(
         (c) => c.state === "RUNNING" && c.cause === undefined && !this.dying.has(c.spec.containerId),
       );
+      // One read of each cgroup, and one scan of /proc for the containers without one.
+      const fromCgroup = live.map((c) => this.cgroups.usageMs(c.spec.containerId));
       const fromTree = processTreesCpuMs(
-        live.filter((c) => this.cgroups.usageMs(c.spec.containerId) === undefined && c.pid > 0).map((c) => c.pid),
+        live.filter((c, i) => fromCgroup[i] === undefined && c.pid > 0).map((c) => c.pid),
       );
       const agentContainers: AgentContainer[] = [];
-      for (const c of live) {
+      for (const [i, c] of live.entries()) {
         const id = c.spec.containerId;
-        const cpuMs = this.cgroups.usageMs(id) ?? fromTree.get(c.pid) ?? 0;
+        const cpuMs = fromCgroup[i] ?? fromTree.get(c.pid) ?? 0;
         const seen = this.cpuSeen.get(id);
         let cores = seen?.cores ?? 0;
         if (seen && now > seen.atMs) cores = Math.max(0, (cpuMs - seen.cpuMs) / (now - seen.atMs));

@@ -13,9 +13,9 @@ import { performance } from "node:perf_hooks";
 import { HarvestError } from "../common/errors.js";
 import type { Resources } from "../common/resource.js";
 import { SeededRng } from "../common/rng.js";
+import { ServerSet } from "./server-set.js";
+import { yieldVictims } from "./yield-step.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
-import { chooseVictims } from "../nodemanager/yield-controller.js";
-import type { YieldContainer } from "../nodemanager/yield-controller.js";
 import {
   HistorySchedulerPolicy,
   jobTypeOf,
@@ -336,10 +336,8 @@ class ComputeSim {
   private readonly running: Set<Attempt>[];
   private readonly capacities: ServerCapacity[];
   private readonly serverClass: Int32Array;
-  /** Servers with room for one task: `freeList[0..freeCount)`, `freePos[s]` its index there or -1. */
-  private readonly freeList: Int32Array;
-  private readonly freePos: Int32Array;
-  private freeCount = 0;
+  /** Servers with room for one task. */
+  private readonly free: ServerSet;
 
   private classes: SimClass[] = [];
   private readonly runs = new Map<string, JobRun>();
@@ -394,8 +392,7 @@ class ComputeSim {
     this.secondaryMilli = new Int32Array(n);
     this.running = Array.from({ length: n }, () => new Set<Attempt>());
     this.serverClass = new Int32Array(n).fill(-1);
-    this.freeList = new Int32Array(n);
-    this.freePos = new Int32Array(n).fill(-1);
+    this.free = new ServerSet(n);
     this.capacities = [];
     for (const s of cluster.servers) {
       const cap = s.cores * 1000;
@@ -490,23 +487,16 @@ class ComputeSim {
 
   /** The node manager's yield step: kill the youngest attempts until the rest fit beside the primary and reserve. */
   private yieldOn(s: number, touched: Set<JobRun>): void {
-    const allowance = this.capMilli[s]! - this.primaryMilli[s]! - this.reserveMilli[s]!;
-    if (this.secondaryMilli[s]! <= allowance) return;
-    const byId = new Map<string, Attempt>();
-    const containers: YieldContainer[] = [];
-    for (const a of this.running[s]!) {
-      byId.set(a.containerId, a);
-      containers.push({ containerId: a.containerId, vcoresMilli: this.taskMilli, startedMs: a.startMs, isAm: false });
-    }
-    const decision = chooseVictims({
+    const server = {
       capacityMilli: this.capMilli[s]!,
       primaryMilli: this.primaryMilli[s]!,
       reserveMilli: this.reserveMilli[s]!,
-      containers,
-    });
+      heldMilli: this.secondaryMilli[s]!,
+      taskMilli: this.taskMilli,
+    };
+    const victims = yieldVictims(server, this.running[s]!);
     const now = this.engine.clock.nowMs();
-    for (const id of decision.victims) {
-      const a = byId.get(id)!;
+    for (const a of victims) {
       this.endAttempt(a);
       this.taskKills++;
       this.timeByType[a.run.type].kills++;
@@ -603,12 +593,12 @@ class ComputeSim {
       const from = this.serverRng.int(n);
       for (let i = 0; i < n && this.queued(run) > 0; i++) {
         const s = allowed[(from + i) % n]!;
-        if (this.freePos[s]! >= 0) this.heartbeat(s);
+        if (this.free.has(s)) this.heartbeat(s);
       }
       return;
     }
-    while (this.queued(run) > 0 && this.freeCount > 0) {
-      const s = this.freeList[this.serverRng.int(this.freeCount)]!;
+    while (this.queued(run) > 0 && this.free.size > 0) {
+      const s = this.free.at(this.serverRng.int(this.free.size));
       // A free server grants at least one container to some job that may use it; this job may use any, so every
       // heartbeat here makes progress. Should none be granted, stop rather than spin.
       if (this.heartbeat(s) === 0) break;
@@ -712,18 +702,7 @@ class ComputeSim {
 
   private refreshFree(s: number): void {
     const room = this.capMilli[s]! - this.primaryMilli[s]! - this.reserveMilli[s]! - this.secondaryMilli[s]!;
-    const pos = this.freePos[s]!;
-    if (room >= this.taskMilli) {
-      if (pos < 0) {
-        this.freeList[this.freeCount] = s;
-        this.freePos[s] = this.freeCount++;
-      }
-    } else if (pos >= 0) {
-      const last = this.freeList[--this.freeCount]!;
-      this.freeList[pos] = last;
-      this.freePos[last] = pos;
-      this.freePos[s] = -1;
-    }
+    this.free.set(s, room >= this.taskMilli);
   }
 
   // ---------------------------------------------------------------------------------------------- Algorithm 1
@@ -895,7 +874,7 @@ class ComputeSim {
       if (view.primaryUsage.vcoresMilli !== this.primaryMilli[s])
         fail(`server ${this.nodeIds[s]}: the scheduler's primary usage is stale`);
       const free = allowance - secondary >= this.taskMilli;
-      if (free !== this.freePos[s]! >= 0)
+      if (free !== this.free.has(s))
         fail(`server ${this.nodeIds[s]} is ${free ? "missing from" : "wrongly in"} the free list`);
     }
     for (const run of this.runs.values()) {

@@ -219,7 +219,7 @@ export function resolveStorageExperimentOptions(o: StorageExperimentOptions = {}
 // ------------------------------------------------------------------------------------------------ running
 
 /** Real templates when asked for and present; otherwise a note and generated traces. */
-async function chooseTraces(
+export async function chooseTraces(
   traces: TraceSource,
   note: (message: string) => void,
 ): Promise<{ source: TraceSource; templates?: RealTemplate[] }> {
@@ -237,7 +237,7 @@ async function chooseTraces(
 }
 
 /** Counts runs and turns engine progress into experiment events with events/s. */
-class RunTracker {
+export class RunTracker {
   private run = 0;
   constructor(
     private readonly runs: number,

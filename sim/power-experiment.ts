@@ -5,18 +5,16 @@
  * the same primaries, the same secondary arrivals and the same budgets. Renders (and, given `out`, writes) the report.
  */
 import { performance } from "node:perf_hooks";
-import { HarvestError, isHarvestError } from "../common/errors.js";
+import { HarvestError } from "../common/errors.js";
 import { resolvePowerProfile } from "../common/power-profiles.js";
 import { generateCluster } from "./cluster-gen.js";
-import type { EngineProgress } from "./engine.js";
+import { chooseTraces, RunTracker } from "./experiments.js";
 import type { ExperimentEvent, ExperimentOptions, ExperimentOutcome } from "./experiments.js";
 import { UTILIZATION_LEVELS } from "./model.js";
 import type { SimCluster, TraceSource, UtilizationLevel } from "./model.js";
 import { CAPPING_MODES, planPowerBudgets, POWER_DOMAIN_LEVELS, POWER_PLACEMENTS, runPower } from "./power.js";
 import type { CappingMode, PowerDomainLevel, PowerOptions, PowerPlacement, PowerResult } from "./power.js";
 import { renderPowerReport } from "./power-report.js";
-import { loadRealTemplates } from "./real-traces.js";
-import type { RealTemplate } from "./real-traces.js";
 import { writeReport } from "./report.js";
 
 /** The power experiment's default size: a week on 200 servers (17 chassis) runs in about a minute. */
@@ -122,73 +120,6 @@ const PROGRESS_EVERY = 200_000;
 /** Utilization resolution of the cluster: 5-minute slots, the step of the real traces. */
 const POWER_SLOT_MS = 300_000;
 
-/** Numbers runs and turns engine progress into experiment events with events/s. */
-class Tracker {
-  private run = 0;
-  constructor(
-    private readonly runs: number,
-    private readonly emit: ((e: ExperimentEvent) => void) | undefined,
-  ) {}
-
-  note(message: string): void {
-    this.emit?.({ kind: "note", message });
-  }
-
-  /** Runs `fn` (a simulation over [fromMs, toMs) of simulated time), reporting its progress under `label`. */
-  track<R extends { events: number; wallMs: number }>(
-    label: string,
-    fromMs: number,
-    fn: (onProgress: (p: EngineProgress) => void) => R,
-  ): R {
-    const run = ++this.run;
-    const started = performance.now();
-    const emit = this.emit;
-    const onProgress = (p: EngineProgress): void => {
-      if (!emit) return;
-      const elapsedMs = performance.now() - started;
-      emit({
-        kind: "progress",
-        label,
-        run,
-        runs: this.runs,
-        fraction: p.untilMs > fromMs ? Math.min(1, Math.max(0, (p.nowMs - fromMs) / (p.untilMs - fromMs))) : 0,
-        events: p.events,
-        eventsPerS: elapsedMs > 0 ? p.events / (elapsedMs / 1000) : 0,
-        elapsedMs,
-      });
-    };
-    const result = fn(onProgress);
-    emit?.({
-      kind: "done",
-      label,
-      run,
-      runs: this.runs,
-      events: result.events,
-      eventsPerS: result.wallMs > 0 ? result.events / (result.wallMs / 1000) : 0,
-      wallMs: result.wallMs,
-    });
-    return result;
-  }
-}
-
-/** Real templates when asked for and present; otherwise a note and generated traces. */
-async function chooseTraces(
-  traces: TraceSource,
-  note: (message: string) => void,
-): Promise<{ source: TraceSource; templates?: RealTemplate[] }> {
-  if (traces === "generated") return { source: "generated" };
-  try {
-    const templates = await loadRealTemplates();
-    note(`real traces: ${templates.length} utilization series from ../shared/data`);
-    return { source: "real", templates };
-  } catch (err) {
-    // A fresh clone has no ../shared/data: the experiment must still run, on the generator alone.
-    if (!isHarvestError(err, "CONFIG_INVALID")) throw err;
-    note(`real traces: none under ${err.details["dir"] ?? "../shared/data"}; using generated traces`);
-    return { source: "generated" };
-  }
-}
-
 /**
  * Runs each capping mode with each placement on each level's cluster, under the budgets planned once per level from
  * that cluster's history (or `power.budgetFraction` of the nameplate).
@@ -198,7 +129,7 @@ export async function runPowerExperiment(
 ): Promise<ExperimentOutcome<PowerResult>> {
   const o = resolvePowerExperimentOptions(options);
   const runs = o.levels.length * (1 + o.cappings.length * o.placements.length);
-  const tracker = new Tracker(runs, o.onProgress);
+  const tracker = new RunTracker(runs, o.onProgress);
   const traces = await chooseTraces(o.traces, (m) => tracker.note(m));
   const serversPerChassis = o.power.serversPerChassis ?? 12;
   const results: PowerResult[] = [];

@@ -3,7 +3,15 @@
  * `PowerResult`s, in the shape of the compute and storage reports (`report.ts`), written by the same `writeReport`.
  * Pure: the same results give the same bytes.
  */
-import { eventsPerSecond, formatChange, formatNumber, markdownTable, renderBarPanels, toCsv } from "./report.js";
+import {
+  assembleReport,
+  eventsPerSecond,
+  formatChange,
+  formatNumber,
+  markdownTable,
+  renderBarPanels,
+  toCsv,
+} from "./report.js";
 import type { PlotPanel, RenderedPlot, RenderedReport, ReportContext } from "./report.js";
 import { UTILIZATION_LEVELS } from "./model.js";
 import type { UtilizationLevel } from "./model.js";
@@ -430,23 +438,11 @@ export function powerPlots(results: readonly PowerResult[]): RenderedPlot[] {
 
 /** The whole power report (markdown, CSV, plots) of `results`. */
 export function renderPowerReport(results: readonly PowerResult[], ctx: ReportContext = {}): RenderedReport {
-  const name = ctx.name ?? "power";
-  const summary = powerSummaryMarkdown(results);
-  const runsTable = powerRunsMarkdown(results);
-  const plots = powerPlots(results);
-  const markdown = [
-    "# Power: per-container capping vs full-server, power-aware placement vs stock",
-    "",
-    `${setupLine(results)}.`,
-    ...(ctx.command ? ["", "Made by:", "", "```sh", ctx.command, "```"] : []),
-    "",
-    summary,
-    "",
-    "Every run:",
-    "",
-    runsTable,
-    "",
-    ...plots.flatMap((p) => [`![${p.title}](${name}-${p.suffix}.svg)`, ""]),
-  ].join("\n");
-  return { name, markdown, summary, runsTable, csv: powerCsv(results), plots };
+  const title = "Power: per-container capping vs full-server, power-aware placement vs stock";
+  return assembleReport(ctx.name ?? "power", title, setupLine(results), ctx, {
+    summary: powerSummaryMarkdown(results),
+    runsTable: powerRunsMarkdown(results),
+    csv: powerCsv(results),
+    plots: powerPlots(results),
+  });
 }

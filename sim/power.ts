@@ -18,13 +18,13 @@ import { HarvestError } from "../common/errors.js";
 import { DEFAULT_POWER_PROFILE_ID, profileWatts, resolvePowerProfile } from "../common/power-profiles.js";
 import type { PowerProfile } from "../common/power-profiles.js";
 import { SeededRng } from "../common/rng.js";
+import { ServerSet } from "./server-set.js";
+import { yieldVictims } from "./yield-step.js";
 import { Logger } from "../common/log.js";
 import { CappingAgent } from "../nodemanager/capping-agent.js";
 import type { AgentContainer } from "../nodemanager/capping-agent.js";
 import { resolveCappingOptions } from "../nodemanager/capping-controller.js";
 import type { CappingOptions, CappingState } from "../nodemanager/capping-controller.js";
-import { chooseVictims } from "../nodemanager/yield-controller.js";
-import type { YieldContainer } from "../nodemanager/yield-controller.js";
 import { tenantFeatures } from "../resourcemanager/classifier.js";
 import { criticality } from "../resourcemanager/criticality.js";
 import {
@@ -766,10 +766,8 @@ class PowerSim {
   private readonly profileOf: PowerProfile[];
   private readonly domainOf: Int32Array;
   private readonly domains: DomainState[];
-  /** Servers with room for one task: `freeList[0..freeCount)`, `freePos[s]` its index there or -1. */
-  private readonly freeList: Int32Array;
-  private readonly freePos: Int32Array;
-  private freeCount = 0;
+  /** Servers with room for one task. */
+  private readonly free: ServerSet;
   private readonly queue: Task[] = [];
   private queueHead = 0;
   private containerSeq = 0;
@@ -857,8 +855,7 @@ class PowerSim {
     this.recordCritical = new Float64Array(n);
     this.recordNoncritical = new Float64Array(n);
     this.tasks = Array.from({ length: n }, () => new Set<Task>());
-    this.freeList = new Int32Array(n);
-    this.freePos = new Int32Array(n).fill(-1);
+    this.free = new ServerSet(n);
     for (const s of cluster.servers) {
       this.capMilli[s.index] = s.cores * 1000;
       this.reserveMilli[s.index] = Math.ceil(s.cores * 1000 * o.reserveFraction);
@@ -1201,21 +1198,14 @@ class PowerSim {
 
   /** The node manager's yield step: kill the youngest attempts until the rest fit beside the primary and reserve. */
   private yieldOn(s: number): void {
-    const allowance = this.capMilli[s]! - this.primaryMilli[s]! - this.reserveMilli[s]!;
-    if (this.allocMilli[s]! <= allowance) return;
-    const byId = new Map<string, Task>();
-    const containers: YieldContainer[] = [];
-    for (const t of this.tasks[s]!) {
-      byId.set(t.containerId, t);
-      containers.push({ containerId: t.containerId, vcoresMilli: this.taskMilli, startedMs: t.startMs, isAm: false });
-    }
-    const decision = chooseVictims({
+    const server = {
       capacityMilli: this.capMilli[s]!,
       primaryMilli: this.primaryMilli[s]!,
       reserveMilli: this.reserveMilli[s]!,
-      containers,
-    });
-    for (const id of decision.victims) this.kill(byId.get(id)!, "yield", false);
+      heldMilli: this.allocMilli[s]!,
+      taskMilli: this.taskMilli,
+    };
+    for (const t of yieldVictims(server, this.tasks[s]!)) this.kill(t, "yield", false);
   }
 
   // ---------------------------------------------------------------------------------------------- secondary tasks
@@ -1255,7 +1245,7 @@ class PowerSim {
 
   /** Places queued tasks, head first, while servers have room. */
   private drain(): void {
-    while (this.queueHead < this.queue.length && this.freeCount > 0) {
+    while (this.queueHead < this.queue.length && this.free.size > 0) {
       const task = this.queue[this.queueHead]!;
       const s = this.choose();
       if (s < 0) break;
@@ -1271,7 +1261,7 @@ class PowerSim {
   /** The server for the queue's head task, or -1 for none. */
   private choose(): number {
     if (this.o.placement === "stock" || this.mode === "plan")
-      return this.freeList[this.placementRng.int(this.freeCount)]!;
+      return this.free.at(this.placementRng.int(this.free.size));
     return this.choosePowerAware();
   }
 
@@ -1287,8 +1277,8 @@ class PowerSim {
     const alpha = this.o.placementOptions.alpha;
     let best = -1;
     let bestScore = -Infinity;
-    for (let i = 0; i < this.freeCount; i++) {
-      const s = this.freeList[i]!;
+    for (let i = 0; i < this.free.size; i++) {
+      const s = this.free.at(i);
       const node = this.powerNodes[s]!;
       // placementFacts' limit: the node budget in force (no server has a budget of its own here).
       node.limitWatts = this.power.nodeBudget(node.nodeId)?.budgetWatts ?? 0;
@@ -1403,18 +1393,7 @@ class PowerSim {
 
   private refreshFree(s: number): void {
     const room = this.capMilli[s]! - this.primaryMilli[s]! - this.reserveMilli[s]! - this.allocMilli[s]!;
-    const pos = this.freePos[s]!;
-    if (room >= this.taskMilli) {
-      if (pos < 0) {
-        this.freeList[this.freeCount] = s;
-        this.freePos[s] = this.freeCount++;
-      }
-    } else if (pos >= 0) {
-      const last = this.freeList[--this.freeCount]!;
-      this.freeList[pos] = last;
-      this.freePos[last] = pos;
-      this.freePos[s] = -1;
-    }
+    this.free.set(s, room >= this.taskMilli);
   }
 
   // ---------------------------------------------------------------------------------------------- capping
@@ -1631,7 +1610,7 @@ class PowerSim {
       if (this.mode !== "full-server" && this.frequency[s] !== 1) fail(`server ${id}'s cores were slowed`);
       const free =
         this.capMilli[s]! - this.primaryMilli[s]! - this.reserveMilli[s]! - this.allocMilli[s]! >= this.taskMilli;
-      if (free !== this.freePos[s]! >= 0) fail(`server ${id} is ${free ? "missing from" : "wrongly in"} the free list`);
+      if (free !== this.free.has(s)) fail(`server ${id} is ${free ? "missing from" : "wrongly in"} the free list`);
     }
     for (const d of this.domains)
       if (Math.abs(d.drawWatts - this.sumDraw(d)) > 1e-6) fail(`domain ${d.spec.id}'s draw is stale`);

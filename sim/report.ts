@@ -152,15 +152,6 @@ function setupLine(results: readonly (ComputeResult | StorageResult)[]): string 
   );
 }
 
-function header(title: string, results: readonly (ComputeResult | StorageResult)[], ctx: ReportContext): string[] {
-  return [
-    `# ${title}`,
-    "",
-    `${setupLine(results)}.`,
-    ...(ctx.command ? ["", "Made by:", "", "```sh", ctx.command, "```"] : []),
-  ];
-}
-
 // ------------------------------------------------------------------------------------------------ compute
 
 /**
@@ -388,7 +379,8 @@ export function computePlots(results: readonly ComputeResult[]): RenderedPlot[] 
 
 /** The whole compute report (markdown, CSV, plots) of `results`. */
 export function renderComputeReport(results: readonly ComputeResult[], ctx: ReportContext = {}): RenderedReport {
-  return assembleReport(ctx.name ?? "compute", "Compute: history-based task placement vs stock", results, ctx, {
+  const title = "Compute: history-based task placement vs stock";
+  return assembleReport(ctx.name ?? "compute", title, setupLine(results), ctx, {
     summary: computeSummaryMarkdown(results),
     runsTable: computeRunsMarkdown(results),
     csv: computeCsv(results),
@@ -396,16 +388,22 @@ export function renderComputeReport(results: readonly ComputeResult[], ctx: Repo
   });
 }
 
-/** A report's markdown page: title, the summary table, every run, then the plots as images beside it. */
-function assembleReport(
+/**
+ * A report's markdown page: title, the setup line, the command that made it, the summary tables, every run, then the
+ * plots as images beside it.
+ */
+export function assembleReport(
   name: string,
   title: string,
-  results: readonly (ComputeResult | StorageResult)[],
+  setup: string,
   ctx: ReportContext,
   parts: Pick<RenderedReport, "summary" | "runsTable" | "csv" | "plots">,
 ): RenderedReport {
   const markdown = [
-    ...header(title, results, ctx),
+    `# ${title}`,
+    "",
+    `${setup}.`,
+    ...(ctx.command ? ["", "Made by:", "", "```sh", ctx.command, "```"] : []),
     "",
     parts.summary,
     "",
@@ -618,7 +616,8 @@ export function storagePlots(results: readonly StorageResult[]): RenderedPlot[] 
 
 /** The whole storage report (markdown, CSV, plots) of `results`. */
 export function renderStorageReport(results: readonly StorageResult[], ctx: ReportContext = {}): RenderedReport {
-  return assembleReport(ctx.name ?? "storage", "Storage: diversity replica placement vs stock", results, ctx, {
+  const title = "Storage: diversity replica placement vs stock";
+  return assembleReport(ctx.name ?? "storage", title, setupLine(results), ctx, {
     summary: storageSummaryMarkdown(results),
     runsTable: storageRunsMarkdown(results),
     csv: storageCsv(results),

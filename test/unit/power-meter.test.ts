@@ -2,24 +2,13 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { isHarvestError } from "../../common/errors.js";
-import type { HarvestError } from "../../common/errors.js";
 import { DEFAULT_POWER_PROFILE_ID, profileWatts, resolvePowerProfile } from "../../common/power-profiles.js";
 import { createPowerMeter, parsePowerTrace, raplAvailable, RaplPowerMeter } from "../../nodemanager/power-meter.js";
+import { thrown } from "../error-code.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "harvest-power-meter-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 let counter = 0;
-
-function thrown(fn: () => unknown): HarvestError {
-  try {
-    fn();
-  } catch (err) {
-    if (isHarvestError(err)) return err;
-    throw err;
-  }
-  throw new Error("expected a HarvestError, got a return");
-}
 
 const idleInputs = { utilization: () => 0 };
 

@@ -1,6 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { isHarvestError } from "../../common/errors.js";
-import type { HarvestError } from "../../common/errors.js";
 import { SeededRng } from "../../common/rng.js";
 import {
   PowerModel,
@@ -12,16 +10,7 @@ import {
 } from "../../nodemanager/power-model.js";
 import type { EntityUsage, PowerEntity, UsageFeature } from "../../nodemanager/power-model.js";
 import { evaluatePowerModels, keplerDataDir, loadKeplerSamples } from "../../bench/powermodel.js";
-
-function thrown(fn: () => unknown): HarvestError {
-  try {
-    fn();
-  } catch (err) {
-    if (isHarvestError(err)) return err;
-    throw err;
-  }
-  throw new Error("expected a HarvestError, got a return");
-}
+import { thrown } from "../error-code.js";
 
 /** Watts per unit the synthetic server really draws. */
 const TRUE_WATTS_PER_UNIT: Record<"cpuCores" | "memoryMb" | "diskBytesPerSec" | "netBytesPerSec", number> = {

@@ -2,8 +2,6 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
-import { isHarvestError } from "../../common/errors.js";
-import type { HarvestError } from "../../common/errors.js";
 import {
   BUILTIN_POWER_PROFILES,
   DEFAULT_POWER_PROFILE_ID,
@@ -16,21 +14,11 @@ import {
   resolvePowerProfile,
 } from "../../common/power-profiles.js";
 import type { PowerProfile } from "../../common/power-profiles.js";
+import { thrown } from "../error-code.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "harvest-power-profiles-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 afterEach(() => vi.unstubAllEnvs());
-
-/** The error a synchronous call throws (fails the test when it returns). */
-function thrown(fn: () => unknown): HarvestError {
-  try {
-    fn();
-  } catch (err) {
-    if (isHarvestError(err)) return err;
-    throw err;
-  }
-  throw new Error("expected a HarvestError, got a return");
-}
 
 const LOADS = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100];
 const HEADER = [
