@@ -10,6 +10,7 @@ import { availableParallelism } from "node:os";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
+import { formatAddress } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { createPrimaryMonitor } from "../common/primary-monitor.js";
@@ -96,7 +97,7 @@ export class DataNode {
 
   /** host:port of this datanode's DataTransfer service. */
   get address(): string {
-    return `${this.options.host}:${this.boundPort}`;
+    return formatAddress(this.options.advertiseHost, this.boundPort);
   }
 
   /** The replicas (valid once started). */

@@ -1,4 +1,5 @@
 /** Datanode options: every field has a default; `resolveDataNodeOptions` fills and validates them. */
+import { resolveAdvertiseHost } from "../common/net-address.js";
 import { invalidOption, stripUndefined } from "../common/options.js";
 
 /** Settings of a datanode. */
@@ -13,6 +14,11 @@ export interface DataNodeOptions {
   host: string;
   /** Port; 0 picks a free one. @default 0 */
   port: number;
+  /**
+   * Host name or IP that peers and clients use to reach this daemon (what it registers and writes in ready files).
+   * @default the bind `host`, or this machine's host name when `host` is a wildcard (0.0.0.0, ::)
+   */
+  advertiseHost: string;
   /** Rack label. @default "/default-rack" */
   rack: string;
   /** Bytes this datanode may fill; 0 takes the size of the data directory's file system. @default 0 */
@@ -40,7 +46,7 @@ export interface DataNodeOptions {
   heartbeatIntervalMs: number;
   /** Period of full block reports. @default 60000 */
   blockReportIntervalMs: number;
-  /** Reconnect backoff bounds. @default 200 / 5000 */
+  /** Reconnect backoff bounds. @default 200 / 2000 */
   reconnectMinMs: number;
   reconnectMaxMs: number;
   /** Replications copied at once; more wait in line. @default 2 */
@@ -61,6 +67,7 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
   const o: DataNodeOptions = {
     host: "127.0.0.1",
     port: 0,
+    advertiseHost: "",
     rack: "/default-rack",
     capacityBytes: 0,
     primary: "proc",
@@ -72,7 +79,7 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     heartbeatIntervalMs: 1_000,
     blockReportIntervalMs: 60_000,
     reconnectMinMs: 200,
-    reconnectMaxMs: 5_000,
+    reconnectMaxMs: 2_000,
     maxConcurrentReplications: 2,
     replicationBandwidth: 0,
     ...stripUndefined(partial),
@@ -87,6 +94,7 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     bad("namenodeAddress", "is required (host:port of the namenode)");
   if (typeof o.dataDir !== "string" || !o.dataDir) bad("dataDir", "is required");
   if (!(Number.isInteger(o.port) && o.port >= 0 && o.port <= 65_535)) bad("port", "must be an integer in 0..65535");
+  o.advertiseHost = resolveAdvertiseHost("datanode", o.host, o.advertiseHost);
   if (!(Number.isSafeInteger(o.capacityBytes) && o.capacityBytes >= 0))
     bad("capacityBytes", "must be a non-negative integer (0 = the file system's size)");
   if (typeof o.primary !== "string" || !o.primary) bad("primary", 'must be "proc", "trace:<file>" or "burn:<file>"');

@@ -12,6 +12,7 @@ import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { serveWorkerStream } from "../common/worker-stream.js";
+import { formatAddress } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { SeededRng } from "../common/rng.js";
@@ -155,7 +156,7 @@ export class NameNode {
 
   /** host:port the daemon serves on (valid once started). */
   get address(): string {
-    return `${this.options.host}:${this.boundPort}`;
+    return formatAddress(this.options.advertiseHost, this.boundPort);
   }
 
   /** True while mutations are refused (after a start, until enough blocks are reported). */

@@ -1,4 +1,5 @@
 /** Namenode options: every field has a default; `resolveNameNodeOptions` fills and validates them. */
+import { resolveAdvertiseHost } from "../common/net-address.js";
 import { invalidOption, stripUndefined } from "../common/options.js";
 
 /** Settings of a namenode. */
@@ -7,6 +8,11 @@ export interface NameNodeOptions {
   host: string;
   /** Port to bind; 0 picks a free one. @default 0 */
   port: number;
+  /**
+   * Host name or IP that peers and clients use to reach this daemon (what it registers and writes in ready files).
+   * @default the bind `host`, or this machine's host name when `host` is a wildcard (0.0.0.0, ::)
+   */
+  advertiseHost: string;
   /** Directory of the LevelDB namespace store. Required. */
   dataDir: string;
   /** Replication of files created without one. @default 3 */
@@ -54,6 +60,7 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
   const o: NameNodeOptions = {
     host: "127.0.0.1",
     port: 0,
+    advertiseHost: "",
     defaultReplication: 3,
     maxReplication: 32,
     defaultBlockSizeBytes: 64 * 1024 * 1024,
@@ -77,6 +84,7 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
   const bad = (field: string, why: string): never => invalidOption("namenode", field, why);
   if (!o.dataDir) bad("dataDir", "is required");
   if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) bad("port", "must be an integer in 0..65535");
+  o.advertiseHost = resolveAdvertiseHost("namenode", o.host, o.advertiseHost);
   if (!Number.isInteger(o.maxReplication) || o.maxReplication < 1) bad("maxReplication", "must be an integer >= 1");
   if (!Number.isInteger(o.defaultReplication) || o.defaultReplication < 1 || o.defaultReplication > o.maxReplication)
     bad("defaultReplication", "must be an integer in 1..maxReplication");

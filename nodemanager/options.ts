@@ -1,4 +1,5 @@
 /** Node manager options: every field has a default; `resolveNodeManagerOptions` fills and validates them. */
+import { resolveAdvertiseHost } from "../common/net-address.js";
 import { invalidOption, stripUndefined } from "../common/options.js";
 import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../common/power-profiles.js";
 import type { Resources } from "../common/resource.js";
@@ -19,6 +20,11 @@ export interface NodeManagerOptions {
   host: string;
   /** Port; 0 picks a free one. @default 0 */
   port: number;
+  /**
+   * Host name or IP that peers and clients use to reach this daemon (what it registers and writes in ready files).
+   * @default the bind `host`, or this machine's host name when `host` is a wildcard (0.0.0.0, ::)
+   */
+  advertiseHost: string;
   /** Rack label. @default "/default-rack" */
   rack: string;
   /** What this server offers. @default { vcoresMilli: 4000, memoryMb: 4096 } */
@@ -41,7 +47,7 @@ export interface NodeManagerOptions {
   cgroups: "auto" | "v1" | "v2" | "none";
   /** Cluster secret that container tokens are checked against; empty skips the check. @default "" */
   secret: string;
-  /** Reconnect backoff bounds. @default 200 / 5000 */
+  /** Reconnect backoff bounds. @default 200 / 2000 */
   reconnectMinMs: number;
   reconnectMaxMs: number;
   /**
@@ -72,6 +78,7 @@ export function resolveNodeManagerOptions(
     nnAddress: "",
     host: "127.0.0.1",
     port: 0,
+    advertiseHost: "",
     rack: "/default-rack",
     capacity: { vcoresMilli: 4000, memoryMb: 4096 },
     primary: "proc",
@@ -84,7 +91,7 @@ export function resolveNodeManagerOptions(
     cgroups: "auto",
     secret: "",
     reconnectMinMs: 200,
-    reconnectMaxMs: 5_000,
+    reconnectMaxMs: 2_000,
     powerMeter: "auto",
     powerProfile: DEFAULT_POWER_PROFILE_ID,
     powerBudgetWatts: 0,
@@ -101,6 +108,8 @@ export function resolveNodeManagerOptions(
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(o.nodeId)) bad("nodeId", "must be 1-64 characters of [A-Za-z0-9_.-]");
   if (!o.rmAddress) bad("rmAddress", "is required (host:port of the resource manager)");
   if (!o.dataDir) bad("dataDir", "is required");
+  if (!(Number.isInteger(o.port) && o.port >= 0 && o.port <= 65_535)) bad("port", "must be an integer in 0..65535");
+  o.advertiseHost = resolveAdvertiseHost("node manager", o.host, o.advertiseHost);
   if (!(o.capacity.vcoresMilli > 0 && o.capacity.memoryMb > 0)) bad("capacity", "must be positive");
   if (!(o.primarySpeed > 0)) bad("primarySpeed", "must be positive");
   for (const f of ["yieldTickMs", "heartbeatIntervalMs", "reconnectMinMs", "reconnectMaxMs"] as const)

@@ -1,5 +1,6 @@
 /** Resource manager options: every field has a default; `resolveResourceManagerOptions` fills and validates them. */
 import { join } from "node:path";
+import { resolveAdvertiseHost } from "../common/net-address.js";
 import { invalidOption, stripUndefined } from "../common/options.js";
 import { distEntry } from "../common/paths.js";
 import type { Resources } from "../common/resource.js";
@@ -17,6 +18,11 @@ export interface ResourceManagerOptions {
   host: string;
   /** Port to bind; 0 picks a free one. @default 0 */
   port: number;
+  /**
+   * Host name or IP that peers and clients use to reach this daemon (what it registers and writes in ready files).
+   * @default the bind `host`, or this machine's host name when `host` is a wildcard (0.0.0.0, ::)
+   */
+  advertiseHost: string;
   /** Directory of the LevelDB state store and the staging area. Required. */
   dataDir: string;
   /** Where job managers keep their jobs' intermediate data. @default `<dataDir>/staging` */
@@ -100,6 +106,7 @@ export function resolveResourceManagerOptions(
   const o: ResourceManagerOptions = {
     host: "127.0.0.1",
     port: 0,
+    advertiseHost: "",
     stagingDir: join(partial.dataDir, "staging"),
     nodeExpiryMs: 10_000,
     heartbeatIntervalMs: 1_000,
@@ -136,6 +143,7 @@ export function resolveResourceManagerOptions(
   const bad = (field: string, why: string): never => invalidOption("resource manager", field, why);
   if (!o.dataDir) bad("dataDir", "is required");
   if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) bad("port", "must be an integer in 0..65535");
+  o.advertiseHost = resolveAdvertiseHost("resource manager", o.host, o.advertiseHost);
   for (const f of [
     "nodeExpiryMs",
     "heartbeatIntervalMs",

@@ -12,6 +12,7 @@ import { signContainer } from "../common/container-token.js";
 import { parseDag } from "../common/dag-spec.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { serveWorkerStream } from "../common/worker-stream.js";
+import { formatAddress } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
 import { formatAppId, formatContainerId, parseAppId } from "../common/ids.js";
 import { Logger } from "../common/log.js";
@@ -190,7 +191,7 @@ export class ResourceManager {
 
   /** host:port the daemon serves on (valid once started). */
   get address(): string {
-    return `${this.options.host}:${this.boundPort}`;
+    return formatAddress(this.options.advertiseHost, this.boundPort);
   }
 
   /** Opens the store, recovers applications, binds the server; resolves once serving. */
