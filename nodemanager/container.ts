@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { closeSync, mkdirSync, openSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { recordContainerProcess } from "../common/container-leftovers.js";
 import type { CgroupController } from "./cgroups.js";
 
 /** How a container ended, as the wire names it. */
@@ -76,7 +77,13 @@ export class ContainerProcess {
     }
     this.startedMs = nowMs;
     this.pid = this.child.pid ?? -1;
-    if (this.pid > 0) writeFileSync(join(spec.workDir, "pid"), String(this.pid));
+    if (this.pid > 0) {
+      // Before the event loop runs, so the child is not reaped yet and its start time is still readable. The record
+      // (pid, start time, cgroups) is what a cleanup after a crash trusts; the bare pid file is for people and tools
+      // that read the work directory, and no cleanup acts on it (a pid alone may have been reused, issue 11).
+      recordContainerProcess(spec.workDir, this.pid, procsFiles);
+      writeFileSync(join(spec.workDir, "pid"), String(this.pid));
+    }
     this.exited = new Promise((resolve) => {
       this.child.once("error", (e) => {
         this.complete(127, `could not start ${argv[0] ?? "?"}: ${e.message}`);

@@ -4,13 +4,15 @@
  * resource manager over one long-lived stream, reconnecting with backoff when the resource manager goes away.
  */
 import type * as grpc from "@grpc/grpc-js";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { open, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
+import { killContainerLeftovers } from "../common/container-leftovers.js";
 import { verifyContainer } from "../common/container-token.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
+import { formatAddress } from "../common/net-address.js";
 import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
 import { isContainerId, parseAppId } from "../common/ids.js";
 import { Logger } from "../common/log.js";
@@ -108,7 +110,7 @@ export class NodeManager {
 
   /** host:port of this node's ContainerManager service. */
   get address(): string {
-    return `${this.options.host}:${this.boundPort}`;
+    return formatAddress(this.options.advertiseHost, this.boundPort);
   }
 
   /** Whether the resource manager has acknowledged this node's registration on the current stream. */
@@ -620,17 +622,8 @@ export class NodeManager {
 
   /** Kills container processes a previous run of this node manager left behind (their work is already lost). */
   private killLeftovers(): void {
-    const root = join(this.options.dataDir, "containers");
-    if (!existsSync(root)) return;
-    for (const app of readdirSync(root)) {
-      for (const id of readdirSync(join(root, app))) {
-        try {
-          const pid = Number(readFileSync(join(root, app, id, "pid"), "utf8"));
-          if (pid > 0) process.kill(-pid, "SIGKILL");
-        } catch {
-          // No pid file or process already gone.
-        }
-      }
-    }
+    // Only processes proven to be the containers' own (by cgroup, or pid plus start time) are killed: issue 11.
+    const { killed, skipped } = killContainerLeftovers(this.options.dataDir);
+    if (killed > 0 || skipped > 0) this.log.info("leftover containers from a previous run", { killed, skipped });
   }
 }
