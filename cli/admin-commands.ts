@@ -7,8 +7,7 @@ import { TenantAdminClient } from "../client/tenant-admin-client.js";
 import type { HistoryFormat, TenantClasses } from "../client/tenant-admin-client.js";
 import { HarvestError } from "../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
-import { readCluster, resolveClusterDir } from "./cluster.js";
-import { action, common, print } from "./command-kit.js";
+import { action, common, print, rmAddressOf, withDfs } from "./command-kit.js";
 import type { GlobalOpts } from "./command-kit.js";
 import { table } from "./format.js";
 
@@ -16,8 +15,7 @@ const FORMATS: readonly HistoryFormat[] = ["csv", "nab", "bitbrains", "reimages"
 
 /** Runs `fn` with a tenant admin client of the cluster in --dir. */
 function withAdmin<T>(opts: GlobalOpts, fn: (c: TenantAdminClient) => Promise<T>): Promise<T> {
-  const cluster = readCluster(resolveClusterDir(opts.dir));
-  const client = new TenantAdminClient(cluster.rm.address);
+  const client = new TenantAdminClient(rmAddressOf(opts));
   return fn(client).finally(() => client.close());
 }
 
@@ -193,18 +191,19 @@ export function registerAdminCommands(program: Command): void {
     .option("--at <time>", "when a past reimage happened (ISO 8601 or Unix seconds): record it only, wipe nothing")
     .action(
       action(async (server: string, o: GlobalOpts & { at?: string }) => {
-        const desc = readCluster(resolveClusterDir(o.dir));
         const atMs = o.at !== undefined ? parseTimeFlag(o.at, "--at") : 0;
         let wiped: { blocksWiped: number; storageId: string } | undefined;
         if (o.at === undefined) {
-          const node = desc.nodes.find((n) => n.nodeId === server);
-          if (!node?.datanode) {
+          // The namenode knows every datanode's advertised address, on one machine or many.
+          const datanodes = await withDfs(o, (dfs) => dfs.datanodes());
+          const node = datanodes.find((d) => d.datanodeId === server);
+          if (!node) {
             throw new HarvestError(
               "INVALID_ARGUMENT",
-              `no datanode on ${JSON.stringify(server)}; servers: ${desc.nodes.map((n) => n.nodeId).join(", ")} (use --at to record a past reimage of another server)`,
+              `no datanode on ${JSON.stringify(server)}; datanodes: ${datanodes.map((d) => d.datanodeId).join(", ")} (use --at to record a past reimage of another server)`,
             );
           }
-          const dt = makeClient(loadHarvestProto().DataTransfer, node.datanode.address);
+          const dt = makeClient(loadHarvestProto().DataTransfer, node.address);
           try {
             wiped = await call(dt, dt.reimage, {});
           } finally {

@@ -5,21 +5,32 @@
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, openSync, closeSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, openSync, closeSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
+import { killContainerLeftovers as killRecordedContainers, processStartTime } from "../common/container-leftovers.js";
 import { HarvestError } from "../common/errors.js";
 import { distEntry } from "../common/paths.js";
 import { DfsClient } from "../client/dfs-client.js";
 import { JobClient } from "../client/job-client.js";
+import type { DaemonKind } from "./daemon-kinds.js";
 
 /** One daemon process of a cluster. */
 export interface DaemonRecord {
+  /** Its name in the cluster: "rm", "nn", "server-N" (node manager), "server-N-dn" (datanode). */
+  name?: string;
+  /** Which daemon runs (absent in descriptors written before `harvest daemon`). */
+  kind?: DaemonKind;
   pid: number;
+  /** The process's start time (/proc/<pid>/stat field 22), so that a reused pid is never taken for it. */
+  startTime?: string;
   address: string;
   dataDir: string;
   log: string;
+  /** The program it runs (the `harvest` CLI, or a daemon's main.js in old descriptors). */
   entry: string;
+  /** Its options file, `<dir>/run/<name>.json`; the port it first bound is pinned there, so a restart keeps it. */
+  config?: string;
 }
 
 /** A node manager of a cluster and its primary tenant. */
@@ -84,14 +95,23 @@ export function readCluster(dir: string): ClusterDescriptor {
   return JSON.parse(readFileSync(file, "utf8")) as ClusterDescriptor;
 }
 
-/** True when `pid` is alive and runs `entry` (so a reused pid is never mistaken for ours). */
-export function isOurProcess(pid: number, entry: string): boolean {
+/**
+ * True when `pid` is alive and is the process we started: its command line names `marker` (a daemon's config file, or
+ * its entry in old descriptors) and, when recorded, its start time matches, so a reused pid is never mistaken for ours.
+ */
+export function isOurProcess(pid: number, marker: string, startTime?: string): boolean {
   try {
+    if (startTime !== undefined && processStartTime(pid) !== startTime) return false;
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-    return cmdline.includes(entry);
+    return cmdline.split("\0").some((arg) => arg === marker || arg.includes(marker));
   } catch {
     return false;
   }
+}
+
+/** True when the daemon a record names is running. */
+export function isRunning(d: DaemonRecord): boolean {
+  return isOurProcess(d.pid, d.config ?? d.entry, d.startTime);
 }
 
 /** Starts a cluster and resolves to its descriptor once every node has registered with the resource manager. */
@@ -99,7 +119,7 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
   const dir = resolve(opts.dir);
   if (existsSync(join(dir, "cluster.json"))) {
     const existing = readCluster(dir);
-    if (isOurProcess(existing.rm.pid, existing.rm.entry)) {
+    if (allDaemons(existing).some(isRunning)) {
       throw new HarvestError(
         "CLUSTER_ALREADY_RUNNING",
         `a cluster is already running in ${dir}; stop it with 'harvest cluster down --dir ${dir}' or use another --dir`,
@@ -110,6 +130,8 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
   mkdirSync(join(dir, "run"), { recursive: true });
   const secret = randomBytes(16).toString("hex");
   const started: DaemonRecord[] = [];
+  // Every daemon binds and advertises loopback: this is the one place that assumes a single machine.
+  const local = { host: "127.0.0.1", advertiseHost: "127.0.0.1", port: 0 };
   try {
     const withStorage = opts.storage ?? true;
     // The resource manager first (the namenode reads tenants from it), then the namenode, then every server's daemons
@@ -117,8 +139,8 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
     const rm = await launchDaemon(
       dir,
       "rm",
-      distEntry("resourcemanager/main.js"),
-      { dataDir: join(dir, "rm"), secret, ...opts.rm },
+      "resourcemanager",
+      { ...local, dataDir: join(dir, "rm"), secret, ...opts.rm },
       opts.startTimeoutMs,
     );
     started.push(rm);
@@ -126,8 +148,8 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
       ? await launchDaemon(
           dir,
           "nn",
-          distEntry("namenode/main.js"),
-          { dataDir: join(dir, "nn"), rmAddress: rm.address, ...opts.nn },
+          "namenode",
+          { ...local, dataDir: join(dir, "nn"), rmAddress: rm.address, ...opts.nn },
           opts.startTimeoutMs,
         )
       : undefined;
@@ -140,6 +162,7 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
         // A server's datanode watches the same primary tenant as its node manager.
         const shared = { rack, primary, primarySpeed: opts.speed, primaryOffsetMs };
         const nmConfig = {
+          ...local,
           nodeId,
           rmAddress: rm.address,
           nnAddress: nn?.address ?? "",
@@ -150,13 +173,14 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
           ...opts.nm,
         };
         const [nm, dn] = await Promise.all([
-          launchDaemon(dir, nodeId, distEntry("nodemanager/main.js"), nmConfig, opts.startTimeoutMs),
+          launchDaemon(dir, nodeId, "nodemanager", nmConfig, opts.startTimeoutMs),
           nn
             ? launchDaemon(
                 dir,
                 `${nodeId}-dn`,
-                distEntry("datanode/main.js"),
+                "datanode",
                 {
+                  ...local,
                   datanodeId: nodeId,
                   namenodeAddress: nn.address,
                   dataDir: join(dir, "datanodes", nodeId),
@@ -173,30 +197,80 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
       }),
     );
     const descriptor: ClusterDescriptor = { version: 1, dir, createdMs: Date.now(), rm, ...(nn ? { nn } : {}), nodes };
-    writeFileSync(join(dir, "cluster.json"), JSON.stringify(descriptor, null, 2));
+    writeDescriptor(descriptor);
+    // The cluster is also a client configuration: `harvest --config <dir>/client.json` works like `--dir <dir>`.
+    writeAtomic(
+      join(dir, "client.json"),
+      JSON.stringify({ rmAddress: rm.address, ...(nn ? { nnAddress: nn.address } : {}) }, null, 2) + "\n",
+    );
     await waitForNodes(rm.address, nodes.length, opts.startTimeoutMs);
     if (nn) await waitForDatanodes(nn.address, nodes.length, opts.startTimeoutMs);
     return descriptor;
   } catch (err) {
-    for (const d of started.reverse()) await stopProcess(d.pid, d.entry, 3_000);
+    for (const d of started.reverse()) await stopProcess(d, 3_000);
     throw err;
   }
 }
 
+/** Every daemon a descriptor names: the masters, then each server's node manager and datanode. */
+export function allDaemons(c: ClusterDescriptor): DaemonRecord[] {
+  return [
+    { ...c.rm, name: c.rm.name ?? "rm" },
+    ...(c.nn ? [{ ...c.nn, name: c.nn.name ?? "nn" }] : []),
+    ...c.nodes.flatMap((n) => [
+      { ...n, name: n.name ?? n.nodeId },
+      ...(n.datanode ? [{ ...n.datanode, name: n.datanode.name ?? `${n.nodeId}-dn` }] : []),
+    ]),
+  ];
+}
+
+/** Writes a file whole or not at all, readable by its owner only (daemon configs hold the cluster's secret). */
+function writeAtomic(file: string, text: string): void {
+  writeFileSync(`${file}.tmp`, text, { mode: 0o600 });
+  renameSync(`${file}.tmp`, file);
+}
+
+function writeDescriptor(c: ClusterDescriptor): void {
+  writeAtomic(join(c.dir, "cluster.json"), JSON.stringify(c, null, 2) + "\n");
+}
+
+/** The port of a `host:port` address. */
+function portOf(address: string): number {
+  return Number(address.slice(address.lastIndexOf(":") + 1));
+}
+
+/**
+ * Starts `harvest daemon <kind>` on `<dir>/run/<name>.json` and waits for its ready file. Once the daemon has bound a
+ * port, the port is written into its config, so a restart from the same config binds the same address.
+ */
 async function launchDaemon(
   dir: string,
   name: string,
-  entry: string,
-  config: object,
+  kind: DaemonKind,
+  config: Record<string, unknown>,
   timeoutMs: number,
 ): Promise<DaemonRecord> {
   const configFile = join(dir, "run", `${name}.json`);
+  writeAtomic(configFile, JSON.stringify(config, null, 2) + "\n");
+  const record = await spawnDaemon(dir, name, kind, configFile, timeoutMs);
+  if (!config["port"])
+    writeAtomic(configFile, JSON.stringify({ ...config, port: portOf(record.address) }, null, 2) + "\n");
+  return record;
+}
+
+async function spawnDaemon(
+  dir: string,
+  name: string,
+  kind: DaemonKind,
+  configFile: string,
+  timeoutMs: number,
+): Promise<DaemonRecord> {
   const readyFile = join(dir, "run", `${name}.ready`);
   const log = join(dir, "logs", `${name}.log`);
+  const entry = distEntry("cli/harvest.js");
   rmSync(readyFile, { force: true });
-  writeFileSync(configFile, JSON.stringify(config, null, 2));
   const fd = openSync(log, "a");
-  const child = spawn(process.execPath, [entry, "--config", configFile, "--ready-file", readyFile], {
+  const child = spawn(process.execPath, [entry, "daemon", kind, "--config", configFile, "--ready-file", readyFile], {
     detached: true,
     stdio: ["ignore", fd, fd],
     env: process.env,
@@ -205,10 +279,12 @@ async function launchDaemon(
   child.unref();
   let exitCode: number | null = null;
   child.once("exit", (code) => (exitCode = code ?? -1));
+  const startTime = child.pid ? processStartTime(child.pid) : undefined;
   const deadline = Date.now() + timeoutMs;
   while (!existsSync(readyFile)) {
     if (exitCode !== null || Date.now() > deadline) {
-      if (exitCode === null && child.pid) await stopProcess(child.pid, entry, 1_000);
+      if (exitCode === null && child.pid)
+        await stopProcess({ pid: child.pid, entry, config: configFile, address: "", dataDir: "", log }, 1_000);
       const tail = existsSync(log) ? readFileSync(log, "utf8").split("\n").slice(-8).join("\n") : "";
       throw new HarvestError(
         "UNAVAILABLE",
@@ -218,7 +294,85 @@ async function launchDaemon(
     await sleep(50);
   }
   const ready = JSON.parse(readFileSync(readyFile, "utf8")) as { address: string; pid: number };
-  return { pid: ready.pid, address: ready.address, dataDir: (config as { dataDir: string }).dataDir, log, entry };
+  const dataDir = (JSON.parse(readFileSync(configFile, "utf8")) as { dataDir: string }).dataDir;
+  return {
+    name,
+    kind,
+    pid: ready.pid,
+    ...(startTime ? { startTime } : {}),
+    address: ready.address,
+    dataDir,
+    log,
+    entry,
+    config: configFile,
+  };
+}
+
+/** The daemons of a local cluster with whether each runs. */
+export function clusterDaemons(dir: string): (DaemonRecord & { name: string; running: boolean })[] {
+  return allDaemons(readCluster(dir)).map((d) => ({ ...d, name: d.name ?? "?", running: isRunning(d) }));
+}
+
+/**
+ * Starts stopped or dead daemons of a local cluster again, each on its own data directory and config (so on the same
+ * address): `target` is "rm", "nn", "server-N" (its node manager and datanode, whichever are down), "server-N-nm" or
+ * "server-N-dn". Fails with DAEMON_ALREADY_RUNNING when everything it names runs. The new processes are recorded in
+ * cluster.json, so `cluster down` stops them.
+ */
+export async function restartDaemon(
+  dir: string,
+  target: string,
+  timeoutMs = 20_000,
+): Promise<{ restarted: DaemonRecord[]; running: string[] }> {
+  const c = readCluster(dir);
+  const aliases: Record<string, string> = { resourcemanager: "rm", namenode: "nn" };
+  const want = aliases[target] ?? target;
+  const named = allDaemons(c).filter((d) => {
+    if (d.name === want) return true;
+    if (want.endsWith("-nm")) return d.name === want.slice(0, -3);
+    return want.startsWith("server-") && d.name === `${want}-dn`;
+  });
+  if (named.length === 0)
+    throw new HarvestError(
+      "INVALID_ARGUMENT",
+      `no daemon ${JSON.stringify(target)} in ${dir}; daemons: ${allDaemons(c)
+        .map((d) => d.name)
+        .join(", ")} (server-N restarts both of a server's daemons, server-N-nm only its node manager)`,
+    );
+  const down = named.filter((d) => !isRunning(d));
+  if (down.length === 0)
+    throw new HarvestError(
+      "DAEMON_ALREADY_RUNNING",
+      `${named.map((d) => `${d.name} (process ${d.pid})`).join(" and ")} already running; stop a daemon before restarting it`,
+    );
+  const restarted: DaemonRecord[] = [];
+  for (const d of down) {
+    if (!d.config || !d.kind)
+      throw new HarvestError(
+        "CLUSTER_NOT_FOUND",
+        `${d.name} was started by an older harvest that recorded no config; restart the whole cluster`,
+      );
+    // A dead node manager's containers may still run: they are lost with it (the node manager also checks at start).
+    if (d.kind === "nodemanager") killRecordedContainers(d.dataDir);
+    const fresh = await spawnDaemon(dir, d.name!, d.kind, d.config, timeoutMs);
+    if (fresh.address !== d.address)
+      throw new HarvestError(
+        "INTERNAL",
+        `${d.name} came back on ${fresh.address}, not ${d.address}: its config ${d.config} does not pin its port`,
+      );
+    restarted.push(fresh);
+    // Record it at once, so that `cluster down` stops it even if a later restart in this call fails.
+    const now = readCluster(dir);
+    if (d.name === "rm") now.rm = { ...now.rm, ...fresh };
+    else if (d.name === "nn" && now.nn) now.nn = { ...now.nn, ...fresh };
+    else
+      for (const n of now.nodes) {
+        if (n.nodeId === d.name) Object.assign(n, fresh);
+        else if (n.datanode && `${n.nodeId}-dn` === d.name) n.datanode = { ...n.datanode, ...fresh };
+      }
+    writeDescriptor(now);
+  }
+  return { restarted, running: named.filter((d) => !down.includes(d)).map((d) => d.name!) };
 }
 
 async function waitForNodes(rmAddress: string, count: number, timeoutMs: number): Promise<void> {
@@ -253,21 +407,21 @@ async function waitForDatanodes(nnAddress: string, count: number, timeoutMs: num
   }
 }
 
-/** Stops a process we started: SIGTERM, then SIGKILL after `graceMs`. Returns whether it was running. */
-export async function stopProcess(pid: number, entry: string, graceMs: number): Promise<boolean> {
-  if (!isOurProcess(pid, entry)) return false;
+/** Stops a daemon we started: SIGTERM, then SIGKILL after `graceMs`. Returns whether it was running. */
+export async function stopProcess(d: DaemonRecord, graceMs: number): Promise<boolean> {
+  if (!isRunning(d)) return false;
   try {
-    process.kill(pid, "SIGTERM");
+    process.kill(d.pid, "SIGTERM");
   } catch {
     return false;
   }
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline) {
-    if (!isOurProcess(pid, entry)) return true;
+    if (!isRunning(d)) return true;
     await sleep(50);
   }
   try {
-    process.kill(pid, "SIGKILL");
+    process.kill(d.pid, "SIGKILL");
   } catch {
     // Exited just now.
   }
@@ -281,7 +435,7 @@ export async function stopCluster(dir: string): Promise<{ stopped: number }> {
   // Servers first (in parallel), then the masters, so nothing reports to a master that is already gone.
   const servers = c.nodes.flatMap((n) => [n, ...(n.datanode ? [n.datanode] : [])]);
   for (const group of [servers, [...(c.nn ? [c.nn] : []), c.rm]]) {
-    const results = await Promise.all(group.map((d) => stopProcess(d.pid, d.entry, 5_000)));
+    const results = await Promise.all(group.map((d) => stopProcess(d, 5_000)));
     stopped += results.filter(Boolean).length;
   }
   for (const n of c.nodes) killContainerLeftovers(n.dataDir);
@@ -289,20 +443,12 @@ export async function stopCluster(dir: string): Promise<{ stopped: number }> {
   return { stopped };
 }
 
-/** Kills container process groups recorded under a node manager's data directory (after a node manager was killed). */
+/**
+ * Kills the container processes a node manager recorded under its data directory (after the node manager was killed):
+ * only those proven its own, by their cgroup or by pid and start time.
+ */
 export function killContainerLeftovers(nmDataDir: string): void {
-  const root = join(nmDataDir, "containers");
-  if (!existsSync(root)) return;
-  for (const app of readdirSync(root)) {
-    for (const id of readdirSync(join(root, app))) {
-      try {
-        const pid = Number(readFileSync(join(root, app, id, "pid"), "utf8"));
-        if (pid > 0) process.kill(-pid, "SIGKILL");
-      } catch {
-        // Gone already.
-      }
-    }
-  }
+  killRecordedContainers(nmDataDir);
 }
 
 function sleep(ms: number): Promise<void> {

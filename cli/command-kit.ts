@@ -3,19 +3,78 @@ import { Command } from "commander";
 import { JobClient } from "../client/job-client.js";
 import { DfsClient } from "../client/dfs-client.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
+import { defaultClientConfigFile, findClientConfig, loadClientConfig } from "../client/client-config.js";
 import { readCluster, resolveClusterDir } from "./cluster.js";
+import type { ClusterDescriptor } from "./cluster.js";
 
 /** Options every cluster-facing command takes. */
 export interface GlobalOpts {
   dir?: string;
+  config?: string;
   json?: boolean;
 }
 
-/** Adds the options every cluster-facing command takes: --dir and --json. */
-export function common(cmd: Command): Command {
+/**
+ * Adds the options every cluster-facing command takes: --config (a client configuration file), --dir (a local
+ * cluster's directory) and --json. `clientConfig: false` leaves --config to the command (`cluster up`).
+ */
+export function common(cmd: Command, { clientConfig = true }: { clientConfig?: boolean } = {}): Command {
+  if (clientConfig)
+    cmd.option(
+      "--config <file>",
+      "client configuration: RM and NN addresses (default: $HARVEST_CONF, then ~/.harvest/client.json)",
+    );
   return cmd
-    .option("--dir <dir>", "cluster directory (default: $HARVEST_CLUSTER_DIR, then ~/.harvest/cluster)")
+    .option("--dir <dir>", "a local cluster's directory (default: $HARVEST_CLUSTER_DIR, then ~/.harvest/cluster)")
     .option("--json", "machine-readable output");
+}
+
+/** Where a command finds the cluster: the daemons' addresses, and the local cluster's descriptor when there is one. */
+export interface ClusterTarget {
+  rmAddress: string;
+  nnAddress: string;
+  /** Set when the cluster was found through a `cluster up` directory. */
+  local?: ClusterDescriptor;
+  /** Where the addresses came from (a file), for messages. */
+  source: string;
+}
+
+/**
+ * Finds the cluster a command talks to: --config, then --dir, then $HARVEST_CONF, then $HARVEST_CLUSTER_DIR, then
+ * ~/.harvest/client.json, then ~/.harvest/cluster. Fails with CLUSTER_NOT_FOUND saying what to do.
+ */
+export function clusterTarget(opts: GlobalOpts): ClusterTarget {
+  const fromConfig = (file: string): ClusterTarget => {
+    const c = loadClientConfig(file);
+    return { rmAddress: c.rmAddress, nnAddress: c.nnAddress, source: c.source };
+  };
+  const fromDir = (dir: string): ClusterTarget => {
+    const d = readCluster(resolveClusterDir(dir));
+    return { rmAddress: d.rm.address, nnAddress: d.nn?.address ?? "", local: d, source: `${d.dir}/cluster.json` };
+  };
+  if (opts.config) return fromConfig(opts.config);
+  if (opts.dir) return fromDir(opts.dir);
+  const env = process.env;
+  if (env["HARVEST_CONF"]) return fromConfig(env["HARVEST_CONF"]);
+  if (env["HARVEST_CLUSTER_DIR"]) return fromDir(env["HARVEST_CLUSTER_DIR"]);
+  const home = findClientConfig(undefined, {});
+  if (home) return { rmAddress: home.rmAddress, nnAddress: home.nnAddress, source: home.source };
+  try {
+    return fromDir(resolveClusterDir());
+  } catch (err) {
+    if (!(err instanceof HarvestError) || err.code !== "CLUSTER_NOT_FOUND") throw err;
+    throw new HarvestError(
+      "CLUSTER_NOT_FOUND",
+      `no cluster configured: pass --config <client.json> (or set $HARVEST_CONF, or write ${defaultClientConfigFile()}) for a deployed cluster, or --dir for one started with 'harvest cluster up'`,
+    );
+  }
+}
+
+/** The resource manager's address of the target, or CLUSTER_NOT_FOUND when its configuration names none. */
+export function rmAddressOf(opts: GlobalOpts): string {
+  const t = clusterTarget(opts);
+  if (!t.rmAddress) throw new HarvestError("CLUSTER_NOT_FOUND", `${t.source} names no rmAddress`);
+  return t.rmAddress;
 }
 
 /** Prints `json` with --json, else the human text. */
@@ -25,8 +84,7 @@ export function print(opts: GlobalOpts, json: unknown, human: () => string): voi
 
 /** Runs `fn` with a job client of the cluster in --dir. */
 export function withClient<T>(opts: GlobalOpts, fn: (c: JobClient) => Promise<T>): Promise<T> {
-  const cluster = readCluster(resolveClusterDir(opts.dir));
-  const client = new JobClient(cluster.rm.address);
+  const client = new JobClient(rmAddressOf(opts));
   return fn(client).finally(() => client.close());
 }
 
@@ -70,13 +128,13 @@ export function positiveNumber(v: string, flag: string): number {
 
 /** Runs `fn` with a file-system client of the cluster in --dir. */
 export function withDfs<T>(opts: GlobalOpts, fn: (c: DfsClient) => Promise<T>): Promise<T> {
-  const cluster = readCluster(resolveClusterDir(opts.dir));
-  if (!cluster.nn) {
+  const target = clusterTarget(opts);
+  if (!target.nnAddress) {
     throw new HarvestError(
       "CLUSTER_NOT_FOUND",
-      `the cluster in ${cluster.dir} runs no namenode; restart it with 'harvest cluster up'`,
+      `${target.source} names no namenode: add "nnAddress" to the client config, or restart a local cluster with 'harvest cluster up'`,
     );
   }
-  const client = new DfsClient(cluster.nn.address);
+  const client = new DfsClient(target.nnAddress);
   return fn(client).finally(() => client.close());
 }

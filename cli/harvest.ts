@@ -1,17 +1,19 @@
 #!/usr/bin/env node
 /**
  * The `harvest` command. Every subcommand has --help, a human default output, --json for scripts, exit code 0 only on
- * success, and errors that say what was wrong and what to do. Commands that talk to a cluster find it through --dir
- * (default: $HARVEST_CLUSTER_DIR, then ~/.harvest/cluster), the directory `harvest cluster up` wrote.
+ * success, and errors that say what was wrong and what to do. Commands that talk to a cluster find it through a client
+ * configuration (--config, $HARVEST_CONF, ~/.harvest/client.json) or a local cluster's directory (--dir,
+ * $HARVEST_CLUSTER_DIR, ~/.harvest/cluster), the one `harvest cluster up` wrote.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { Command, Option } from "commander";
 import { errorMessage, HarvestError } from "../common/errors.js";
-import { action, common, positiveInt, positiveNumber, print, withClient } from "./command-kit.js";
+import { action, clusterTarget, common, positiveInt, positiveNumber, print, withClient } from "./command-kit.js";
 import type { GlobalOpts } from "./command-kit.js";
 import { distEntry } from "../common/paths.js";
-import { readCluster, resolveClusterDir, startCluster, stopCluster } from "./cluster.js";
+import { clusterDaemons, resolveClusterDir, restartDaemon, startCluster, stopCluster } from "./cluster.js";
+import { registerDaemonCommands } from "./daemon-commands.js";
 import { runDemo } from "./demo.js";
 import { registerAdminCommands } from "./admin-commands.js";
 import { registerFsCommands } from "./fs-commands.js";
@@ -31,7 +33,7 @@ program
 
 const cluster = program.command("cluster").description("start, inspect and stop a local cluster");
 
-common(cluster.command("up"))
+common(cluster.command("up"), { clientConfig: false })
   .description("start a resource manager and N node managers on loopback, each server with its own primary tenant")
   .option("--servers <n>", "number of servers (node managers)", "4")
   .option(
@@ -44,7 +46,7 @@ common(cluster.command("up"))
   .option("--memory-mb <n>", "memory per server in MB", "4096")
   .option(
     "--config <file>",
-    'JSON file of daemon options: { "rm": { ...ResourceManagerOptions }, "nm": { ...NodeManagerOptions } }',
+    'JSON file of daemon options: { "rm": {...}, "nn": {...}, "nm": {...}, "dn": {...} } (README, Configuration)',
   )
   .action(
     action(
@@ -87,34 +89,94 @@ common(cluster.command("up"))
   );
 
 common(cluster.command("status"))
-  .description("show the resource manager and every node: capacity, primary usage, harvested allocations")
+  .description(
+    "a local cluster's daemons (running or dead) and the nodes the resource manager sees: capacity, primary usage, harvested allocations",
+  )
   .action(
     action(async (o: GlobalOpts) => {
+      const target = clusterTarget(o);
+      const daemons = target.local ? clusterDaemons(target.local.dir) : undefined;
+      const rmUp = daemons ? daemons.find((d) => d.name === "rm")?.running === true : true;
+      const nodes = rmUp ? await withClient(o, (c) => c.nodes()) : [];
+      const dead = daemons?.filter((d) => !d.running).length ?? 0;
+      print(
+        o,
+        {
+          ...(target.local ? { dir: target.local.dir } : { config: target.source }),
+          rm: { address: target.rmAddress },
+          ...(target.nnAddress ? { nn: { address: target.nnAddress } } : {}),
+          ...(daemons
+            ? {
+                daemons: daemons.map((d) => ({
+                  name: d.name,
+                  kind: d.kind ?? "",
+                  state: d.running ? "running" : "dead",
+                  pid: d.pid,
+                  address: d.address,
+                  log: d.log,
+                })),
+              }
+            : {}),
+          nodes,
+        },
+        () =>
+          [
+            target.local
+              ? `cluster ${target.local.dir}  resource manager ${target.rmAddress}`
+              : `cluster from ${target.source}  resource manager ${target.rmAddress}${target.nnAddress ? `  namenode ${target.nnAddress}` : ""}`,
+            ...(daemons
+              ? [
+                  table(
+                    ["DAEMON", "KIND", "STATE", "PID", "ADDRESS", "LOG"],
+                    daemons.map((d) => [d.name, d.kind ?? "", d.running ? "running" : "dead", d.pid, d.address, d.log]),
+                  ),
+                  dead ? `${dead} daemon(s) dead: 'harvest cluster restart <daemon>' starts one again` : "",
+                ]
+              : []),
+            rmUp
+              ? table(
+                  ["NODE", "STATE", "ADDRESS", "VCORES", "PRIMARY", "HARVESTED", "CONTAINERS", "PRIMARY SOURCE"],
+                  nodes.map((n) => [
+                    n.nodeId,
+                    n.state,
+                    n.nmAddress,
+                    (n.capacity?.vcoresMilli ?? 0) / 1000,
+                    ((n.primaryUsage?.vcoresMilli ?? 0) / 1000).toFixed(2),
+                    ((n.allocated?.vcoresMilli ?? 0) / 1000).toFixed(2),
+                    n.containers,
+                    n.primarySource.length > 60 ? "…" + n.primarySource.slice(-59) : n.primarySource,
+                  ]),
+                )
+              : "the resource manager is dead: no node list",
+          ]
+            .filter(Boolean)
+            .join("\n"),
+      );
+      return dead > 0 ? 1 : 0;
+    }),
+  );
+
+common(cluster.command("restart <daemon>"), { clientConfig: false })
+  .description(
+    "start a stopped or dead daemon of a local cluster again on its data directory and address: rm, nn, server-N (its node manager and datanode), server-N-nm, server-N-dn",
+  )
+  .action(
+    action(async (name: string, o: GlobalOpts) => {
       const dir = resolveClusterDir(o.dir);
-      const desc = readCluster(dir);
-      const nodes = await withClient(o, (c) => c.nodes());
-      print(o, { dir, rm: desc.rm, nodes }, () =>
-        [
-          `cluster ${dir}  resource manager ${desc.rm.address}`,
-          table(
-            ["NODE", "STATE", "ADDRESS", "VCORES", "PRIMARY", "HARVESTED", "CONTAINERS", "PRIMARY SOURCE"],
-            nodes.map((n) => [
-              n.nodeId,
-              n.state,
-              n.nmAddress,
-              (n.capacity?.vcoresMilli ?? 0) / 1000,
-              ((n.primaryUsage?.vcoresMilli ?? 0) / 1000).toFixed(2),
-              ((n.allocated?.vcoresMilli ?? 0) / 1000).toFixed(2),
-              n.containers,
-              n.primarySource.length > 60 ? "…" + n.primarySource.slice(-59) : n.primarySource,
-            ]),
-          ),
-        ].join("\n"),
+      const { restarted, running } = await restartDaemon(dir, name);
+      print(
+        o,
+        { dir, restarted: restarted.map((d) => ({ name: d.name, pid: d.pid, address: d.address })), running },
+        () =>
+          [
+            ...restarted.map((d) => `${d.name} restarted as process ${d.pid} at ${d.address} (log ${d.log})`),
+            ...running.map((n) => `${n} was already running`),
+          ].join("\n"),
       );
     }),
   );
 
-common(cluster.command("down"))
+common(cluster.command("down"), { clientConfig: false })
   .description("stop every process 'cluster up' started in this directory (and nothing else)")
   .action(
     action(async (o: GlobalOpts) => {
@@ -314,8 +376,10 @@ program
 
 // ------------------------------------------------------------------------------------------------ helpers
 
-/** Reads `--config`: daemon options for the resource manager ("rm") and every node manager ("nm"). */
-function readDaemonConfig(path: string): { rm?: Record<string, unknown>; nm?: Record<string, unknown> } {
+type DaemonSections = Partial<Record<"rm" | "nn" | "nm" | "dn", Record<string, unknown>>>;
+
+/** Reads `cluster up --config`: options for the resource manager, namenode, every node manager and every datanode. */
+function readDaemonConfig(path: string): DaemonSections {
   if (!existsSync(path)) throw new HarvestError("CONFIG_INVALID", `no such config file: ${path}`);
   let parsed: unknown;
   try {
@@ -325,12 +389,14 @@ function readDaemonConfig(path: string): { rm?: Record<string, unknown>; nm?: Re
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
     throw new HarvestError("CONFIG_INVALID", `${path} must hold an object like { "rm": {...}, "nm": {...} }`);
-  const out: { rm?: Record<string, unknown>; nm?: Record<string, unknown> } = {};
+  const out: DaemonSections = {};
   for (const [k, v] of Object.entries(parsed)) {
-    if (k !== "rm" && k !== "nm")
-      throw new HarvestError("CONFIG_INVALID", `${path}: unknown section ${JSON.stringify(k)} (use "rm" and "nm")`, {
-        details: { field: k },
-      });
+    if (k !== "rm" && k !== "nn" && k !== "nm" && k !== "dn")
+      throw new HarvestError(
+        "CONFIG_INVALID",
+        `${path}: unknown section ${JSON.stringify(k)} (use "rm", "nn", "nm" and "dn")`,
+        { details: { field: k } },
+      );
     if (typeof v !== "object" || v === null || Array.isArray(v))
       throw new HarvestError("CONFIG_INVALID", `${path}: "${k}" must be an object of options`, {
         details: { field: k },
@@ -339,6 +405,8 @@ function readDaemonConfig(path: string): { rm?: Record<string, unknown>; nm?: Re
   }
   return out;
 }
+
+registerDaemonCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`harvest: ${errorMessage(err)}\n`);

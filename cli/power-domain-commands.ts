@@ -7,15 +7,13 @@ import type { Command } from "commander";
 import { PowerAdminClient } from "../client/power-admin-client.js";
 import type { PowerDomainInfo, PowerDomainsSpec, PowerDomainTree } from "../client/power-admin-client.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
-import { readCluster, resolveClusterDir } from "./cluster.js";
-import { action, common, print } from "./command-kit.js";
+import { action, common, print, rmAddressOf } from "./command-kit.js";
 import type { GlobalOpts } from "./command-kit.js";
 import { table } from "./format.js";
 
 /** Runs `fn` with a power admin client of the cluster in --dir. */
 function withPower<T>(opts: GlobalOpts, fn: (c: PowerAdminClient) => Promise<T>): Promise<T> {
-  const cluster = readCluster(resolveClusterDir(opts.dir));
-  const client = new PowerAdminClient(cluster.rm.address);
+  const client = new PowerAdminClient(rmAddressOf(opts));
   return fn(client).finally(() => client.close());
 }
 

@@ -3,6 +3,8 @@
  * written only when every replica in its pipeline has it on disk; reads verify every 512-byte chunk's CRC32C and fail
  * over to the next replica when a datanode errs, holds a corrupt replica, or refuses because its primary tenant is busy.
  */
+import { nnAddressFromConfig } from "./client-config.js";
+import type { ClientConfig } from "./client-config.js";
 import type * as grpc from "@grpc/grpc-js";
 import { crc32c } from "@node-rs/crc32";
 import { randomUUID } from "node:crypto";
@@ -88,6 +90,13 @@ export class DfsClient {
       ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)),
     };
     this.nn = makeClient(loadHarvestProto().ClientNamenode, namenodeAddress);
+  }
+  /**
+   * A client of the cluster a client configuration names: `config` is a file or a parsed configuration; without it,
+   * `$HARVEST_CONF`, then `~/.harvest/client.json`.
+   */
+  static fromConfig(config?: ClientConfig | string, options: Partial<DfsClientOptions> = {}): DfsClient {
+    return new DfsClient(nnAddressFromConfig(config), options);
   }
 
   /** Creates a directory and its missing parents. */

@@ -2,6 +2,8 @@
  * The job client: submit DAG jobs to a Harvest resource manager and follow them. The `harvest job` commands are thin
  * wrappers over this class.
  */
+import { rmAddressFromConfig } from "./client-config.js";
+import type { ClientConfig } from "./client-config.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import { HarvestError } from "../common/errors.js";
 import type { ApplicationClientServiceClient } from "../proto/generated/harvest/v1/ApplicationClientService.js";
@@ -27,6 +29,13 @@ export class JobClient {
 
   constructor(readonly rmAddress: string) {
     this.rm = makeClient(loadHarvestProto().ApplicationClientService, rmAddress);
+  }
+  /**
+   * A client of the cluster a client configuration names: `config` is a file or a parsed configuration; without it,
+   * `$HARVEST_CONF`, then `~/.harvest/client.json`.
+   */
+  static fromConfig(config?: ClientConfig | string): JobClient {
+    return new JobClient(rmAddressFromConfig(config));
   }
 
   /** Submits a DAG job (the JSON text of a DAG file); resolves to the application id once it is durably accepted. */

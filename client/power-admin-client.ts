@@ -2,6 +2,8 @@
  * The power admin client: read the tree of power domains (budgets, draws, alerts, caps in force), set one domain's
  * budget, or replace the configured tree. `harvest power domains|set-budget|set-domains` wraps it.
  */
+import { rmAddressFromConfig } from "./client-config.js";
+import type { ClientConfig } from "./client-config.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import type { PowerAdminClient as GrpcPowerAdminClient } from "../proto/generated/harvest/v1/PowerAdmin.js";
 import type { ListDomainsResponseOutput } from "../proto/generated/harvest/v1/ListDomainsResponse.js";
@@ -28,6 +30,13 @@ export class PowerAdminClient {
 
   constructor(readonly rmAddress: string) {
     this.rm = makeClient(loadHarvestProto().PowerAdmin, rmAddress);
+  }
+  /**
+   * A client of the cluster a client configuration names: `config` is a file or a parsed configuration; without it,
+   * `$HARVEST_CONF`, then `~/.harvest/client.json`.
+   */
+  static fromConfig(config?: ClientConfig | string): PowerAdminClient {
+    return new PowerAdminClient(rmAddressFromConfig(config));
   }
 
   /** The whole tree, or the subtree under `domain`. */

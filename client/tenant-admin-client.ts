@@ -3,6 +3,8 @@
  * reimage history, and read the utilization classes the resource manager builds from it. `harvest admin` wraps it.
  */
 import * as grpc from "@grpc/grpc-js";
+import { rmAddressFromConfig } from "./client-config.js";
+import type { ClientConfig } from "./client-config.js";
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import { fromGrpcError, HarvestError } from "../common/errors.js";
@@ -33,6 +35,13 @@ export class TenantAdminClient {
 
   constructor(readonly rmAddress: string) {
     this.rm = makeClient(loadHarvestProto().TenantAdmin, rmAddress);
+  }
+  /**
+   * A client of the cluster a client configuration names: `config` is a file or a parsed configuration; without it,
+   * `$HARVEST_CONF`, then `~/.harvest/client.json`.
+   */
+  static fromConfig(config?: ClientConfig | string): TenantAdminClient {
+    return new TenantAdminClient(rmAddressFromConfig(config));
   }
 
   register(t: {

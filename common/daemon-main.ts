@@ -25,14 +25,18 @@ export function daemonArgs(argv: string[]): { config: Record<string, unknown>; r
   return { config, readyFile: at("--ready-file") };
 }
 
-/** Starts `make(config)` as this process's daemon. */
-export function runDaemon(name: string, make: (config: Record<string, unknown>) => RunnableDaemon): void {
+/** Starts `make(config)` as this process's daemon; `argv` holds `--config <file>` and `--ready-file <file>`. */
+export function runDaemon(
+  name: string,
+  make: (config: Record<string, unknown>) => RunnableDaemon,
+  argv: string[] = process.argv.slice(2),
+): void {
   const log = new Logger(name);
   process.on("unhandledRejection", (err) => log.error("unhandled rejection", { error: errorMessage(err) }));
   let daemon: RunnableDaemon;
   let readyFile: string | undefined;
   try {
-    const args = daemonArgs(process.argv.slice(2));
+    const args = daemonArgs(argv);
     readyFile = args.readyFile;
     daemon = make(args.config);
   } catch (err) {

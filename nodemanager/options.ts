@@ -109,6 +109,8 @@ export function resolveNodeManagerOptions(
   if (!o.rmAddress) bad("rmAddress", "is required (host:port of the resource manager)");
   if (!o.dataDir) bad("dataDir", "is required");
   if (!(Number.isInteger(o.port) && o.port >= 0 && o.port <= 65_535)) bad("port", "must be an integer in 0..65535");
+  if (typeof o.secret !== "string" || o.secret.startsWith("REPLACE-WITH"))
+    bad("secret", "must be the cluster's secret (the example config's placeholder is not one: openssl rand -hex 32)");
   o.advertiseHost = resolveAdvertiseHost("node manager", o.host, o.advertiseHost);
   if (!(o.capacity.vcoresMilli > 0 && o.capacity.memoryMb > 0)) bad("capacity", "must be positive");
   if (!(o.primarySpeed > 0)) bad("primarySpeed", "must be positive");

@@ -143,6 +143,8 @@ export function resolveResourceManagerOptions(
   const bad = (field: string, why: string): never => invalidOption("resource manager", field, why);
   if (!o.dataDir) bad("dataDir", "is required");
   if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) bad("port", "must be an integer in 0..65535");
+  if (typeof o.secret !== "string" || o.secret.startsWith("REPLACE-WITH"))
+    bad("secret", "must be the cluster's secret (the example config's placeholder is not one: openssl rand -hex 32)");
   o.advertiseHost = resolveAdvertiseHost("resource manager", o.host, o.advertiseHost);
   for (const f of [
     "nodeExpiryMs",

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { distEntry, packageRoot } from "../../common/paths.js";
-import { isOurProcess } from "../../cli/cluster.js";
+import { isRunning } from "../../cli/cluster.js";
 import type { ClusterDescriptor } from "../../cli/cluster.js";
 import { requireBuild } from "../integration/harness.js";
 
@@ -150,7 +150,7 @@ describe("the harvest CLI", () => {
     const down = harvest("cluster", "down");
     expect(down.code, down.stderr).toBe(0);
     for (const d of [desc.rm, desc.nn!, ...desc.nodes, ...desc.nodes.map((n) => n.datanode!)])
-      expect(isOurProcess(d.pid, d.entry)).toBe(false);
+      expect(isRunning(d)).toBe(false);
     expect(existsSync(join(dir, "cluster.json"))).toBe(false);
     expect(readFileSync(join(dir, "logs", "rm.log"), "utf8")).toContain("resource manager serving");
   });

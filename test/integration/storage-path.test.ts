@@ -22,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { fromGrpcError, isHarvestError } from "../../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
+import { restartDaemon } from "../../cli/cluster.js";
 import { startTestCluster, traceSpec } from "./harness.js";
 import type { TestCluster } from "./harness.js";
 
@@ -230,34 +231,17 @@ describe("the file system on four servers", () => {
       before.set(p, await sha256OfStream(dfs.createReadStream(p)));
     const nn = c.desc.nn!;
     process.kill(nn.pid, "SIGKILL");
-    const port = Number(nn.address.split(":")[1]);
-    const restarted = await relaunch(c.dir, "nn", nn.entry, { dataDir: nn.dataDir, port, datanodeExpiryMs: 3_000 });
-    c.desc.nn = { ...nn, pid: restarted };
-    // Teardown stops what the descriptor names: record the relaunched namenode there.
-    writeFileSync(join(c.dir, "cluster.json"), JSON.stringify(c.desc, null, 2));
+    // As an operator would: the same daemon, data directory and config, started again (dead datanodes found sooner).
+    const config = JSON.parse(readFileSync(nn.config!, "utf8")) as Record<string, unknown>;
+    writeFileSync(nn.config!, JSON.stringify({ ...config, datanodeExpiryMs: 3_000 }));
+    const { restarted } = await restartDaemon(c.dir, "nn");
+    expect(restarted.map((d) => d.address)).toEqual([nn.address]);
     // Safe mode ends once the datanodes have reported; then every file reads back as it was.
     await until("safe mode off", async () => ((await dfs.fsck("/")).safeMode ? undefined : true), 60_000);
     for (const [p, h] of before) expect(await sha256OfStream(dfs.createReadStream(p)), p).toBe(h);
     expect((await dfs.list("/data")).map((s) => s.path)).toEqual(["/data/fifty.bin"]);
   });
 });
-
-/** Starts a daemon again from its config file with a new option set (the same port), returning its pid. */
-async function relaunch(dir: string, name: string, entry: string, config: object): Promise<number> {
-  const { spawn } = await import("node:child_process");
-  const configFile = join(dir, "run", `${name}-restart.json`);
-  const readyFile = join(dir, "run", `${name}-restart.ready`);
-  writeFileSync(configFile, JSON.stringify(config));
-  const log = openSync(join(dir, "logs", `${name}-restart.log`), "a");
-  const child = spawn(process.execPath, [entry, "--config", configFile, "--ready-file", readyFile], {
-    detached: true,
-    stdio: ["ignore", log, log],
-  });
-  closeSync(log);
-  child.unref();
-  await until(`${name} to restart`, async () => (statSync(readyFile, { throwIfNoEntry: false }) ? true : undefined));
-  return child.pid ?? -1;
-}
 
 function countReplicas(dir: string): number {
   let n = 0;

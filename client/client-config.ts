@@ -1,0 +1,123 @@
+/**
+ * The client configuration: how a user's tools find a cluster (the resource manager's and namenode's advertised
+ * addresses) and, on a secure cluster, the CA and the user's certificate and key. A small JSON file:
+ *
+ *   { "rmAddress": "master.example:8030", "nnAddress": "master.example:8020",
+ *     "ca": "ca.pem", "cert": "alice.pem", "key": "alice-key.pem" }
+ *
+ * Relative paths are relative to the file. It is found by an explicit path (`--config`), then `$HARVEST_CONF`, then
+ * `~/.harvest/client.json`.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { errorMessage, HarvestError } from "../common/errors.js";
+
+/** Where a client finds a cluster. */
+export interface ClientConfig {
+  /** host:port of the resource manager (jobs, admin, power). */
+  rmAddress: string;
+  /** host:port of the namenode (the file system); empty when the cluster has no storage layer. @default "" */
+  nnAddress: string;
+  /** PEM file of the cluster's CA (absolute once loaded). @default "" */
+  ca: string;
+  /** PEM file of the user's certificate. @default "" */
+  cert: string;
+  /** PEM file of the user's private key. @default "" */
+  key: string;
+  /** The file it was read from, or a description of where it came from. */
+  source: string;
+}
+
+const ADDRESS = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/;
+
+/** The default client configuration file, `~/.harvest/client.json`. */
+export function defaultClientConfigFile(): string {
+  return join(homedir(), ".harvest", "client.json");
+}
+
+/** Validates a client configuration object (from a file or built in code); paths resolve against `baseDir`. */
+export function parseClientConfig(raw: unknown, source: string, baseDir = process.cwd()): ClientConfig {
+  const bad = (field: string, why: string): never => {
+    throw new HarvestError("CONFIG_INVALID", `client config ${source}: ${field} ${why}`, { details: { field } });
+  };
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    bad("(top level)", 'must be an object like { "rmAddress": "host:port", "nnAddress": "host:port" }');
+  const o = raw as Record<string, unknown>;
+  for (const k of Object.keys(o))
+    if (!["rmAddress", "nnAddress", "ca", "cert", "key"].includes(k)) bad(k, "is not a client option");
+  const address = (field: string, required: boolean): string => {
+    const v = o[field] ?? "";
+    if (typeof v !== "string") return bad(field, "must be a string host:port");
+    if (!v) return required ? bad(field, "is required (host:port)") : "";
+    const port = Number(v.slice(v.lastIndexOf(":") + 1));
+    if (!ADDRESS.test(v) || port < 1 || port > 65_535) bad(field, `must be host:port (got ${JSON.stringify(v)})`);
+    return v;
+  };
+  const file = (field: string): string => {
+    const v = o[field] ?? "";
+    if (typeof v !== "string") return bad(field, "must be a path");
+    return v ? resolve(baseDir, v) : "";
+  };
+  const config: ClientConfig = {
+    rmAddress: address("rmAddress", false),
+    nnAddress: address("nnAddress", false),
+    ca: file("ca"),
+    cert: file("cert"),
+    key: file("key"),
+    source,
+  };
+  if (!config.rmAddress && !config.nnAddress) bad("rmAddress", "or nnAddress is required");
+  if (Boolean(config.cert) !== Boolean(config.key)) bad(config.cert ? "key" : "cert", "must be given with the other");
+  return config;
+}
+
+/** Reads a client configuration file, or fails with CONFIG_INVALID naming the file and the field. */
+export function loadClientConfig(file: string): ClientConfig {
+  const path = resolve(file);
+  if (!existsSync(path)) throw new HarvestError("CONFIG_INVALID", `no such client config file: ${path}`);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, "utf8"));
+  } catch (err) {
+    throw new HarvestError("CONFIG_INVALID", `client config ${path} is not valid JSON: ${errorMessage(err)}`);
+  }
+  return parseClientConfig(raw, path, dirname(path));
+}
+
+/**
+ * The client configuration from `file`, else `$HARVEST_CONF`, else `~/.harvest/client.json`; undefined when none of
+ * them names a file (an explicit path or `$HARVEST_CONF` that does not exist is an error).
+ */
+export function findClientConfig(file?: string, env: NodeJS.ProcessEnv = process.env): ClientConfig | undefined {
+  if (file) return loadClientConfig(file);
+  const fromEnv = env["HARVEST_CONF"];
+  if (fromEnv) return loadClientConfig(fromEnv);
+  const home = defaultClientConfigFile();
+  return existsSync(home) ? loadClientConfig(home) : undefined;
+}
+
+/** The configuration given, or the one {@link findClientConfig} finds; CLUSTER_NOT_FOUND when there is none. */
+export function clientConfigOf(config?: ClientConfig | string): ClientConfig {
+  const c = typeof config === "object" ? config : findClientConfig(config);
+  if (!c)
+    throw new HarvestError(
+      "CLUSTER_NOT_FOUND",
+      `no client configuration: pass a file, set $HARVEST_CONF, or write ${defaultClientConfigFile()}`,
+    );
+  return c;
+}
+
+/** The resource manager's address from a client configuration (see {@link clientConfigOf}). */
+export function rmAddressFromConfig(config?: ClientConfig | string): string {
+  const c = clientConfigOf(config);
+  if (!c.rmAddress) throw new HarvestError("CLUSTER_NOT_FOUND", `client config ${c.source} names no rmAddress`);
+  return c.rmAddress;
+}
+
+/** The namenode's address from a client configuration (see {@link clientConfigOf}). */
+export function nnAddressFromConfig(config?: ClientConfig | string): string {
+  const c = clientConfigOf(config);
+  if (!c.nnAddress) throw new HarvestError("CLUSTER_NOT_FOUND", `client config ${c.source} names no nnAddress`);
+  return c.nnAddress;
+}

@@ -1,0 +1,296 @@
+/**
+ * Harvest deployed the way an operator deploys it on many machines, here on one: each daemon started on its own with
+ * `harvest daemon start <kind> --config <file>` from the shipped example configs (deploy/conf), binding every
+ * interface and advertising another address, found by users through a client configuration file. And a local
+ * `cluster up` cluster whose daemons are killed and restarted in place with `harvest cluster restart`.
+ */
+import { spawnSync } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { distEntry, packageRoot } from "../../common/paths.js";
+import { isRunning, readCluster } from "../../cli/cluster.js";
+import type { ClusterDescriptor } from "../../cli/cluster.js";
+import { requireBuild, traceSpec } from "../integration/harness.js";
+
+type Run = { code: number; stdout: string; stderr: string };
+
+function harvest(env: NodeJS.ProcessEnv, ...args: string[]): Run {
+  const r = spawnSync(process.execPath, [distEntry("cli/harvest.js"), ...args], {
+    encoding: "utf8",
+    timeout: 120_000,
+    env: { ...process.env, HARVEST_CLUSTER_DIR: "/nonexistent", HARVEST_CONF: "", ...env },
+  });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** A port free right now (bound and released), for configs that name fixed ports as deployments do. */
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function example(path: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(join(packageRoot(), "deploy", "conf", path), "utf8")) as Record<string, unknown>;
+}
+
+async function until<T>(what: string, fn: () => T | undefined, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function sha256(path: string): string {
+  return createHash("sha256").update(readFileSync(path)).digest("hex");
+}
+
+describe("one daemon per host, started from the example configs", () => {
+  const work = mkdtempSync(join(tmpdir(), "harvest-deploy-"));
+  const env = { HARVEST_CONF: join(work, "client.json") };
+  const configs: Record<string, string> = {};
+  const daemon = (verb: string, kind: string): Run => harvest(env, "daemon", verb, kind, "--config", configs[kind]!);
+  let rmAddress = "";
+
+  beforeAll(async () => {
+    requireBuild();
+    const [rmPort, nnPort, nmPort, dnPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const secret = randomBytes(16).toString("hex");
+    const trace = traceSpec(work, "quiet", 300, new Array<number>(300).fill(5));
+    // The shipped examples, with this test's directories and ports: every interface bound, loopback advertised (the
+    // host name a real server advertises is not resolvable everywhere).
+    const here = { host: "0.0.0.0", advertiseHost: "127.0.0.1" };
+    rmAddress = `127.0.0.1:${rmPort}`;
+    const nnAddress = `127.0.0.1:${nnPort}`;
+    const write = (kind: string, config: Record<string, unknown>): void => {
+      configs[kind] = join(work, "etc", `${kind}.json`);
+      mkdirSync(join(work, "etc"), { recursive: true });
+      writeFileSync(configs[kind], JSON.stringify(config, null, 2), { mode: 0o600 });
+    };
+    const rm = example("master/resourcemanager.json");
+    write("resourcemanager", {
+      ...rm,
+      ...here,
+      port: rmPort,
+      dataDir: join(work, "rm"),
+      stagingDir: join(work, "staging"),
+      secret,
+    });
+    write("namenode", {
+      ...example("master/namenode.json"),
+      ...here,
+      port: nnPort,
+      dataDir: join(work, "nn"),
+      rmAddress,
+    });
+    write("nodemanager", {
+      ...example("server/nodemanager.json"),
+      ...here,
+      port: nmPort,
+      rmAddress,
+      nnAddress,
+      dataDir: join(work, "nm"),
+      // Room for the test job's widest stage at once, so Algorithm 1 (the example's policy) has a class that fits it.
+      capacity: { vcoresMilli: 16000, memoryMb: 16384 },
+      primary: trace,
+      secret,
+    });
+    write("datanode", {
+      ...example("server/datanode.json"),
+      ...here,
+      port: dnPort,
+      namenodeAddress: nnAddress,
+      dataDir: join(work, "dn"),
+      primary: trace,
+    });
+    writeFileSync(env.HARVEST_CONF, JSON.stringify({ ...example("client.json"), rmAddress, nnAddress }));
+  });
+
+  afterAll(() => {
+    for (const kind of ["nodemanager", "datanode", "namenode", "resourcemanager"])
+      if (configs[kind]) daemon("stop", kind);
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it("starts each daemon in the background with a pid file and a log, and refuses a second copy", () => {
+    for (const kind of ["resourcemanager", "namenode", "nodemanager", "datanode"]) {
+      const r = daemon("start", kind);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain(`${kind} running as process`);
+    }
+    const rmPid = Number(readFileSync(join(work, "rm", "harvest-resourcemanager.pid"), "utf8").split(" ")[0]);
+    expect(rmPid).toBeGreaterThan(0);
+    expect(readFileSync(join(work, "rm", "logs", "harvest-resourcemanager.log"), "utf8")).toContain(
+      "resource manager serving",
+    );
+    const again = daemon("start", "resourcemanager");
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("DAEMON_ALREADY_RUNNING");
+    const st = harvest(env, "daemon", "status", "rm", "--config", configs["resourcemanager"]!, "--json");
+    expect(st.code).toBe(0);
+    expect(JSON.parse(st.stdout)).toMatchObject({ running: true, pid: rmPid, address: rmAddress });
+  });
+
+  it("advertises its configured address, not the wildcard it binds", async () => {
+    const nodes = await until("the node manager to register", () => {
+      const r = harvest(env, "cluster", "status", "--json");
+      const parsed = r.code === 0 ? (JSON.parse(r.stdout) as { nodes: { nmAddress: string; state: string }[] }) : null;
+      return parsed?.nodes.some((n) => n.state === "RUNNING") ? parsed.nodes : undefined;
+    });
+    expect(nodes.map((n) => n.nmAddress.split(":")[0])).toEqual(["127.0.0.1"]);
+    const fsck = harvest(env, "fs", "ls", "/", "--json");
+    expect(fsck.code, fsck.stderr).toBe(0);
+  });
+
+  it("runs a job and stores a file for a user who knows the cluster only by its client configuration", async () => {
+    const dag = join(packageRoot(), "examples", "dags", "three-stage.json");
+    const submit = harvest(env, "job", "submit", dag, "--wait");
+    expect(submit.code, submit.stderr + submit.stdout).toBe(0);
+    expect(submit.stdout).toMatch(/succeeded in/);
+    const local = join(work, "payload.bin");
+    writeFileSync(local, randomBytes(3 * 1024 * 1024 + 17));
+    await until("the datanode to register", () =>
+      harvest(env, "fs", "put", local, "/deploy/payload.bin", "--replication", "1").code === 0 ? true : undefined,
+    );
+    // The same cluster through --config instead of $HARVEST_CONF.
+    const back = join(work, "back.bin");
+    const get = harvest({ HARVEST_CONF: "" }, "fs", "get", "/deploy/payload.bin", back, "--config", env.HARVEST_CONF);
+    expect(get.code, get.stderr).toBe(0);
+    expect(sha256(back)).toBe(sha256(local));
+  }, 180_000);
+
+  it("brings a killed resource manager back on the same address, and its node manager rejoins", async () => {
+    const pid = Number(readFileSync(join(work, "rm", "harvest-resourcemanager.pid"), "utf8").split(" ")[0]);
+    process.kill(pid, "SIGKILL");
+    await until("the resource manager to die", () =>
+      daemon("status", "resourcemanager").code === 3 ? true : undefined,
+    );
+    expect(daemon("status", "resourcemanager").stdout).toContain("stopped");
+    const start = daemon("start", "resourcemanager");
+    expect(start.code, start.stderr).toBe(0);
+    expect(start.stdout).toContain(rmAddress);
+    await until("the node manager to re-register", () => {
+      const r = harvest(env, "cluster", "status", "--json");
+      if (r.code !== 0) return undefined;
+      const nodes = (JSON.parse(r.stdout) as { nodes: { state: string }[] }).nodes;
+      return nodes.some((n) => n.state === "RUNNING") ? true : undefined;
+    });
+  });
+
+  it("stops each daemon and says so; a stopped daemon's status exits 3", () => {
+    for (const kind of ["nodemanager", "datanode", "namenode", "resourcemanager"]) {
+      const r = daemon("stop", kind);
+      expect(r.code, r.stderr).toBe(0);
+      expect(daemon("status", kind).code).toBe(3);
+    }
+    const again = daemon("stop", "namenode");
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("DAEMON_NOT_RUNNING");
+    expect(existsSync(join(work, "nn", "harvest-namenode.pid"))).toBe(false);
+  });
+
+  it("refuses bad configurations with a message naming the field", () => {
+    const bad = join(work, "etc", "bad-rm.json");
+    writeFileSync(bad, JSON.stringify({ dataDir: join(work, "bad"), host: "0.0.0.0", advertiseHost: "not a host" }));
+    const fg = harvest(env, "daemon", "resourcemanager", "--config", bad);
+    expect(fg.code).toBe(2);
+    expect(fg.stderr).toContain("advertiseHost");
+    writeFileSync(bad, JSON.stringify({ ...example("master/resourcemanager.json"), dataDir: join(work, "bad") }));
+    const placeholder = harvest(env, "daemon", "start", "rm", "--config", bad);
+    expect(placeholder.code).toBe(1);
+    expect(placeholder.stderr).toContain("secret");
+    expect(harvest(env, "daemon", "start", "bogus", "--config", bad).stderr).toContain("unknown daemon");
+    const client = join(work, "bad-client.json");
+    writeFileSync(client, JSON.stringify({ rmAddress: "no-port" }));
+    const r = harvest(env, "job", "list", "--config", client);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("rmAddress");
+    expect(r.stderr).toContain("CONFIG_INVALID");
+  });
+});
+
+describe("a local cluster whose daemons die and are restarted in place", () => {
+  const dir = mkdtempSync(join(tmpdir(), "harvest-restart-"));
+  const env = { HARVEST_CLUSTER_DIR: dir };
+  let desc: ClusterDescriptor;
+
+  beforeAll(() => {
+    requireBuild();
+    const up = harvest(env, "cluster", "up", "--servers", "2", "--primary", "trace", "--speed", "1", "--json");
+    expect(up.code, up.stderr).toBe(0);
+    desc = JSON.parse(up.stdout) as ClusterDescriptor;
+  });
+
+  afterAll(() => {
+    if (existsSync(join(dir, "cluster.json"))) harvest(env, "cluster", "down");
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("shows every daemon as running, then the killed ones as dead", () => {
+    const ok = harvest(env, "cluster", "status", "--json");
+    expect(ok.code, ok.stderr).toBe(0);
+    const names = (r: Run): Record<string, string> =>
+      Object.fromEntries(
+        (JSON.parse(r.stdout) as { daemons: { name: string; state: string }[] }).daemons.map((d) => [d.name, d.state]),
+      );
+    expect(names(ok)).toEqual({
+      rm: "running",
+      nn: "running",
+      "server-1": "running",
+      "server-1-dn": "running",
+      "server-2": "running",
+      "server-2-dn": "running",
+    });
+    for (const pid of [desc.rm.pid, desc.nn!.pid, desc.nodes[0]!.pid]) process.kill(pid, "SIGKILL");
+    const down = harvest(env, "cluster", "status", "--json");
+    expect(down.code).toBe(1);
+    expect(names(down)).toMatchObject({ rm: "dead", nn: "dead", "server-1": "dead", "server-2": "running" });
+  });
+
+  it("restarts the resource manager, namenode and a node manager on their own addresses, and the cluster works", async () => {
+    expect(harvest(env, "cluster", "restart", "server-2").stderr).toContain("DAEMON_ALREADY_RUNNING");
+    for (const name of ["rm", "nn", "server-1"]) {
+      const r = harvest(env, "cluster", "restart", name);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain("restarted");
+    }
+    const now = readCluster(dir);
+    expect(now.rm.address).toBe(desc.rm.address);
+    expect(now.nn!.address).toBe(desc.nn!.address);
+    expect(now.nodes[0]!.address).toBe(desc.nodes[0]!.address);
+    expect(now.rm.pid).not.toBe(desc.rm.pid);
+    // Both node managers find the resource manager again (the survivor was retrying the same address).
+    await until("both node managers to re-register", () => {
+      const r = harvest(env, "cluster", "status", "--json");
+      if (r.code !== 0) return undefined;
+      const nodes = (JSON.parse(r.stdout) as { nodes: { state: string }[] }).nodes;
+      return nodes.filter((n) => n.state === "RUNNING").length === 2 ? true : undefined;
+    });
+    const submit = harvest(env, "job", "submit", join(packageRoot(), "examples", "dags", "three-stage.json"), "--wait");
+    expect(submit.code, submit.stderr + submit.stdout).toBe(0);
+  });
+
+  it("stops the restarted daemons with cluster down, and nothing else", () => {
+    const recorded = readCluster(dir);
+    const all = [recorded.rm, recorded.nn!, ...recorded.nodes, ...recorded.nodes.map((n) => n.datanode!)];
+    expect(all.every(isRunning)).toBe(true);
+    const r = harvest(env, "cluster", "down");
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("6 daemon processes");
+    for (const d of all) expect(isRunning(d), d.name).toBe(false);
+    // Config files hold the cluster's secret: readable by their owner only.
+    expect(statSync(recorded.rm.config!).mode & 0o077).toBe(0);
+  });
+});
