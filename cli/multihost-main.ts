@@ -1,0 +1,98 @@
+#!/usr/bin/env node
+/**
+ * The multi-host scenario as a standalone program: `node dist/cli/multihost-main.js [--dir D] [--cut-ms N] [--keep]
+ * [--json]` (as root). Builds a Harvest cluster across network namespaces, runs a job and a file copy, partitions a
+ * server and heals it, prints every check and the rejoin times, and removes everything. Exits 0 only when every check
+ * passed; 2 when this machine cannot run it (not root, no network namespaces).
+ */
+import { parseArgs } from "node:util";
+import { errorMessage } from "../common/errors.js";
+import { runMultihostScenario } from "./multihost.js";
+import type { MultihostCluster } from "./multihost.js";
+import { netnsAvailable } from "./netns-lab.js";
+
+const USAGE = `usage: multihost-main [--dir D] [--cut-ms N] [--keep] [--json]
+  --dir D      run directory (configs, logs, data; kept afterwards). Default: a new temporary directory
+  --cut-ms N   keep server-3's link cut at least N ms (default 12000)
+  --keep       after the scenario, leave the cluster running until Ctrl-C (prints how to reach it)
+  --json       print the result as JSON at the end`;
+
+async function main(): Promise<number> {
+  let values: { dir?: string; "cut-ms"?: string; keep?: boolean; json?: boolean; help?: boolean };
+  try {
+    values = parseArgs({
+      options: {
+        dir: { type: "string" },
+        "cut-ms": { type: "string" },
+        keep: { type: "boolean" },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    }).values;
+  } catch (err) {
+    process.stderr.write(`multihost: ${errorMessage(err)}\n${USAGE}\n`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(USAGE + "\n");
+    return 0;
+  }
+  const cutMs = values["cut-ms"] !== undefined ? Number(values["cut-ms"]) : undefined;
+  if (cutMs !== undefined && !(Number.isInteger(cutMs) && cutMs > 0)) {
+    process.stderr.write(`multihost: --cut-ms must be a positive integer (got ${values["cut-ms"]})\n`);
+    return 2;
+  }
+  const avail = netnsAvailable();
+  if (!avail.ok) {
+    process.stderr.write(`multihost: cannot run here: ${avail.why}\n`);
+    return 2;
+  }
+  // Ctrl-C stops the scenario (exit 130), or ends a --keep wait (exit 0 if every check passed); the lab removes its
+  // namespaces and processes as this process exits.
+  let interrupted = false;
+  const onSignal = (sig: string): void => {
+    if (interrupted) return;
+    interrupted = true;
+    process.stderr.write(`\nmultihost: ${sig}: removing the lab\n`);
+    process.exit(keptAfter === undefined ? 130 : keptAfter.passed ? 0 : 1);
+  };
+  process.on("SIGINT", () => onSignal("SIGINT"));
+  process.on("SIGTERM", () => onSignal("SIGTERM"));
+  const result = await runMultihostScenario({
+    ...(values.dir ? { dir: values.dir } : {}),
+    ...(cutMs !== undefined ? { cutMs } : {}),
+    ...(values.keep ? { beforeDestroy: waitForCtrlC } : {}),
+  });
+  if (values.json) process.stdout.write(JSON.stringify(result, null, 2) + "\n");
+  return result.ok ? 0 : 1;
+}
+
+/** The cluster `--keep` is holding, once the scenario is over. */
+let keptAfter: MultihostCluster | undefined;
+
+/** `--keep`: says how to reach the cluster, then waits for Ctrl-C (the signal handler then removes the lab). */
+async function waitForCtrlC(c: MultihostCluster): Promise<void> {
+  keptAfter = c;
+  const cli = c.cliPrefix.join(" ");
+  process.stdout.write(
+    [
+      "",
+      `scenario ${c.passed ? "passed" : "FAILED"}; the cluster keeps running (namespaces ${c.prefix}*); resource manager ${c.rmAddress}, namenode ${c.nnAddress}`,
+      `  ${cli} cluster status --config ${c.clientConfig}`,
+      `  ${cli} fs ls /multihost --config ${c.clientConfig}`,
+      `  daemon logs: ${c.runDir}/logs/`,
+      "press Ctrl-C to stop it and remove the namespaces",
+      "",
+    ].join("\n"),
+  );
+  // Until the SIGINT handler ends the process (the timer keeps it alive).
+  await new Promise<never>(() => setInterval(() => undefined, 60_000));
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`multihost: ${errorMessage(err)}\n`);
+    process.exit(1);
+  },
+);

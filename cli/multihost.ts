@@ -1,0 +1,1030 @@
+/**
+ * The multi-host scenario (issue 11): a Harvest cluster across Linux network namespaces on this machine, driven the way
+ * a user drives a real one. A master host runs the resource manager and the namenode; three servers each run a node
+ * manager and a datanode; every daemon binds and advertises its own host's address on a private bridge (see
+ * `netns-lab.ts`), and every client command runs inside a host's namespace with a client config file. The scenario runs
+ * a DAG job, copies a file between servers, then cuts server-3 off the network while a job and a write are in flight,
+ * heals it, and reports what the cluster did: which outcomes held and how long each daemon took to rejoin.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync } from "node:fs";
+import { appendFileSync, writeFileSync, writeSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { tmpdir } from "node:os";
+import { basename, join, resolve } from "node:path";
+import { errorMessage, HarvestError } from "../common/errors.js";
+import { distEntry } from "../common/paths.js";
+import type { JobReport, NodeInfo } from "../client/job-client.js";
+import type { DfsDatanode, DfsFsckReport } from "../client/dfs-client.js";
+import { NetnsLab, netnsAvailable, processesUnder, stillRunning } from "./netns-lab.js";
+import type { LabClient, LabDaemon, RunResult } from "./netns-lab.js";
+
+/** Settings of a scenario run. */
+export interface MultihostOptions {
+  /** Where configs, logs and data go (kept afterwards). @default a new directory under the system's temp dir */
+  dir?: string;
+  /** The partitioned server's link stays cut at least this long. @default 12000 */
+  cutMs?: number;
+  /** The resource manager's `nodeExpiryMs`. @default 4000 */
+  nodeExpiryMs?: number;
+  /** The namenode's `datanodeExpiryMs`. @default 6000 */
+  datanodeExpiryMs?: number;
+  /** Progress lines. @default stdout */
+  print?: (line: string) => void;
+  /** Called with the running cluster before it is torn down (`--keep` waits here for Ctrl-C). */
+  beforeDestroy?: (cluster: MultihostCluster) => Promise<void>;
+}
+
+/** Where the scenario's cluster is, for a look by hand. */
+export interface MultihostCluster {
+  runDir: string;
+  prefix: string;
+  clientConfig: string;
+  rmAddress: string;
+  nnAddress: string;
+  /** `ip netns exec <master ns> node dist/cli/harvest.js` */
+  cliPrefix: string[];
+  daemons: readonly LabDaemon[];
+  /** Every check so far passed. */
+  passed: boolean;
+}
+
+/** Container counts of a job, as the resource manager keeps them. */
+export interface ContainerCounts {
+  allocated: number;
+  succeeded: number;
+  failed: number;
+  preempted: number;
+  lost: number;
+  killed: number;
+}
+
+/** How a job ended. */
+export interface JobOutcome {
+  appId: string;
+  state: string;
+  outcome: string;
+  durationMs: number;
+  taskContainers: ContainerCounts;
+  amAttempts: number;
+  /** Task containers per server. */
+  tasksPerServer: Record<string, number>;
+}
+
+/** One outcome checked, as a sentence. */
+export interface MultihostCheck {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+/** What the scenario saw. Times are milliseconds; `...AfterMs` count from the cut or the heal. */
+export interface MultihostResult {
+  ok: boolean;
+  /** Why the scenario stopped early, if it did. */
+  error?: string;
+  runDir: string;
+  prefix: string;
+  clientConfig: string;
+  checks: MultihostCheck[];
+  startupMs?: number;
+  totalMs?: number;
+  dagJob?: JobOutcome;
+  file?: {
+    path: string;
+    bytes: number;
+    sha256: string;
+    readBackSha256: string;
+    identical: boolean;
+    putMs: number;
+    getMs: number;
+  };
+  partition?: {
+    server: string;
+    /** When the link was cut and healed (ISO 8601, to find them in the daemon logs). */
+    cutAt: string;
+    healedAt?: string;
+    cutForMs: number;
+    /** Distinct consecutive states the resource manager reported for the server, cut to rejoin. */
+    nodeStates: string[];
+    /** Same, as the namenode reported its datanode. */
+    datanodeStates: string[];
+    nodeLostAfterMs?: number;
+    datanodeDeadAfterMs?: number;
+    /** A replication-2 file had every block back at 2 live replicas off the cut server. */
+    reReplicatedAfterMs?: number;
+    job?: JobOutcome & {
+      /** The cut server's containers running at the cut, with how the resource manager says they ended. */
+      containersAtCut: { containerId: string; isAm: boolean; state: string; cause: string }[];
+      /** Inputs the job's last task read that came from one of those containers (must be none). */
+      inputsFromCutContainers: string[];
+    };
+    write?: {
+      path: string;
+      bytesFed: number;
+      completed: boolean;
+      errorCode?: string;
+      errorMessage?: string;
+      identical?: boolean;
+      ms: number;
+      /** When the write ended, counted from the heal. */
+      endedAfterHealMs: number;
+    };
+  };
+  heal?: {
+    nodeManagerRejoinMs?: number;
+    datanodeRejoinMs?: number;
+    /** Container processes of the cut server that ran at the cut (found by working directory under /proc). */
+    processesAtCut: number;
+    /** How many of them still ran when its node manager rejoined. */
+    aliveAtRejoin?: number;
+    /** All of them gone, counted from the heal. */
+    processesGoneAfterMs?: number;
+    /** When the scenario let the held tasks finish (they never end by themselves before), counted from the heal. */
+    releasedAfterMs?: number;
+    fsckHealthy: boolean;
+    fsckHealthyAfterMs?: number;
+  };
+}
+
+const SUBNET = "10.213.0";
+const MASTER = "master";
+const SERVERS = ["server-1", "server-2", "server-3"];
+const CUT_SERVER = "server-3";
+const POLL_MS = 200;
+/** Longest a held task of the job across the cut waits for its release (so it ends even if the scenario dies). */
+const HOLD_CAP_S = 300;
+const MiB = 1024 * 1024;
+
+/** Runs the scenario; resolves to what it saw (never rejects once the lab exists: failures are in `checks`). */
+export async function runMultihostScenario(opts: MultihostOptions = {}): Promise<MultihostResult> {
+  const avail = netnsAvailable();
+  if (!avail.ok)
+    throw new HarvestError("UNAVAILABLE", `the multi-host scenario needs network namespaces: ${avail.why}`);
+  const runDir = resolve(opts.dir ?? mkdtempSync(join(tmpdir(), "harvest-multihost-")));
+  mkdirSync(runDir, { recursive: true });
+  return new Scenario(runDir, opts).run();
+}
+
+type CutContainer = JobReport["containers"][number];
+
+/** One run: the lab, the cluster in it, the in-namespace client, and the result being filled in. */
+class Scenario {
+  private readonly say: (line: string) => void;
+  private readonly lab: NetnsLab;
+  private readonly result: MultihostResult;
+  private readonly started = Date.now();
+  private client: LabClient | undefined;
+
+  constructor(
+    private readonly runDir: string,
+    private readonly opts: MultihostOptions,
+  ) {
+    this.say = opts.print ?? ((line: string) => process.stdout.write(line + "\n"));
+    this.result = { ok: false, runDir, prefix: "", clientConfig: join(runDir, "client.json"), checks: [] };
+    this.lab = new NetnsLab({
+      runDir,
+      hosts: [{ name: MASTER, ip: `${SUBNET}.1` }, ...SERVERS.map((name, i) => ({ name, ip: `${SUBNET}.${11 + i}` }))],
+      log: (line) => this.say(`  lab: ${line}`),
+    });
+  }
+
+  async run(): Promise<MultihostResult> {
+    const { result, lab } = this;
+    try {
+      this.say(`multi-host scenario in ${this.runDir}`);
+      lab.create();
+      result.prefix = lab.prefix;
+      this.client = lab.openClient(MASTER, await this.startCluster());
+      await this.checkRegistration();
+      await this.runJobAcrossServers();
+      await this.copyFileBetweenServers();
+      await this.partitionAndHeal();
+    } catch (err) {
+      result.error = errorMessage(err);
+      this.check("the scenario ran to the end", false, result.error);
+    } finally {
+      try {
+        if (this.opts.beforeDestroy && result.prefix) await this.opts.beforeDestroy(this.clusterInfo());
+      } finally {
+        this.client?.close();
+        await lab.destroy().catch((err: unknown) => this.check("the lab was removed", false, errorMessage(err)));
+      }
+    }
+    result.totalMs = Date.now() - this.started;
+    result.ok = this.passed();
+    this.say(
+      `${result.ok ? "multi-host scenario passed" : "multi-host scenario FAILED"} in ${seconds(result.totalMs)}: ` +
+        `${result.checks.filter((x) => x.ok).length}/${result.checks.length} checks; logs in ${join(this.runDir, "logs")}`,
+    );
+    return result;
+  }
+
+  // ---------------------------------------------------------------------------------------------- the cluster
+
+  /** The RM and NN on the master (bound to every address, advertising the master's), an NM and a DN per server. */
+  private async startCluster(): Promise<{ rmAddress: string; nnAddress: string }> {
+    const { lab, runDir } = this;
+    const secret = randomBytes(16).toString("hex");
+    // A flat, low primary load (5 %) on every server: nothing is refused as busy, nothing is preempted.
+    const trace = join(runDir, "primary-flat.csv");
+    const rows = ["time_s,cpu_pct"];
+    for (let t = 0; t <= 86_400; t += 300) rows.push(`${t},5`);
+    writeFileSync(trace, rows.join("\n") + "\n");
+    const master = { host: "0.0.0.0", advertiseHost: lab.ipOf(MASTER), port: 0 };
+    const rm = await lab.startDaemon(MASTER, "resourcemanager", {
+      dataDir: join(runDir, MASTER, "rm"),
+      nodeExpiryMs: this.opts.nodeExpiryMs ?? 4_000,
+      secret,
+      ...master,
+    });
+    const nn = await lab.startDaemon(MASTER, "namenode", {
+      dataDir: join(runDir, MASTER, "nn"),
+      datanodeExpiryMs: this.opts.datanodeExpiryMs ?? 6_000,
+      rmAddress: rm.address,
+      ...master,
+    });
+    writeJson(this.result.clientConfig, { rmAddress: rm.address, nnAddress: nn.address });
+    await Promise.all(
+      SERVERS.map(async (s, i) => {
+        const ip = lab.ipOf(s);
+        const shared = {
+          host: ip,
+          advertiseHost: ip,
+          port: 0,
+          rack: `/rack-${(i % 2) + 1}`,
+          primary: `trace:${trace}`,
+        };
+        await Promise.all([
+          lab.startDaemon(s, "nodemanager", {
+            nodeId: s,
+            rmAddress: rm.address,
+            nnAddress: nn.address,
+            dataDir: join(runDir, s, "nm"),
+            capacity: { vcoresMilli: 2_000, memoryMb: 2_048 },
+            secret,
+            // The cgroup tree is the machine's, not the namespace's: leave it alone.
+            cgroups: "none",
+            ...shared,
+          }),
+          lab.startDaemon(s, "datanode", {
+            datanodeId: s,
+            namenodeAddress: nn.address,
+            dataDir: join(runDir, s, "dn"),
+            ...shared,
+          }),
+        ]);
+      }),
+    );
+    this.say(
+      `cluster up: resource manager ${rm.address}, namenode ${nn.address}; client config ${this.result.clientConfig}`,
+    );
+    return { rmAddress: rm.address, nnAddress: nn.address };
+  }
+
+  private async checkRegistration(): Promise<void> {
+    const c = this.c;
+    const ready = await until("3 node managers RUNNING and 3 datanodes LIVE", 60_000, async () => {
+      const [nodes, dns] = await Promise.all([c.call<NodeInfo[]>("nodes"), c.call<DfsDatanode[]>("datanodes")]);
+      const up =
+        SERVERS.every((s) => nodes.find((n) => n.nodeId === s)?.state === "RUNNING") &&
+        SERVERS.every((s) => dns.find((d) => d.datanodeId === s)?.state === "LIVE");
+      return up ? dns : undefined;
+    });
+    this.result.startupMs = Date.now() - this.started;
+    // What a user sees: the nodes as `harvest cluster status` lists them from the master.
+    const status = await this.cli(MASTER, ["cluster", "status"]);
+    const nodes = (status.json as { nodes?: NodeInfo[] } | undefined)?.nodes ?? [];
+    const own = (s: string, address: string | undefined): boolean =>
+      address?.startsWith(`${this.lab.ipOf(s)}:`) === true;
+    this.check(
+      "every server's node manager and datanode registered, advertising its own namespace's address",
+      status.code === 0 &&
+        SERVERS.every(
+          (s) =>
+            own(s, nodes.find((n) => n.nodeId === s)?.nmAddress) &&
+            own(s, ready.find((d) => d.datanodeId === s)?.address),
+        ),
+      `${nodes.map((n) => `${n.nodeId} ${n.state} ${n.nmAddress}`).join(", ")}; datanodes ` +
+        `${ready.map((d) => `${d.datanodeId} ${d.state} ${d.address}`).join(", ")} (up in ${seconds(this.result.startupMs)})`,
+    );
+  }
+
+  // ---------------------------------------------------------------------------------------------- a, b
+
+  /** a. A DAG job whose first vertex needs more than two servers hold, submitted and followed from the master. */
+  private async runJobAcrossServers(): Promise<void> {
+    const dag = writeJson(join(this.runDir, "dag-spread.json"), spreadDag());
+    this.say(`running a DAG job across the servers: harvest job submit ${dag} --wait (from ${this.lab.ns(MASTER)})`);
+    const submit = await this.cli(MASTER, ["job", "submit", dag, "--wait"], 180_000);
+    const report = submit.json as JobReport | undefined;
+    if (!report?.appId) throw new Error(`job submit failed: ${cliFailure(submit)}`);
+    const job = jobOutcome(report);
+    this.result.dagJob = job;
+    this.check(
+      "a DAG job runs to success with no failed task, with tasks on every server",
+      submit.code === 0 &&
+        report.state === "FINISHED" &&
+        job.taskContainers.failed === 0 &&
+        SERVERS.every((s) => (job.tasksPerServer[s] ?? 0) > 0),
+      `${report.appId} ${report.state} ${report.outcome} in ${seconds(job.durationMs)}; tasks per server ` +
+        `${JSON.stringify(job.tasksPerServer)}; task containers ${JSON.stringify(job.taskContainers)}`,
+    );
+  }
+
+  /** b. Random bytes put from server-1 and got from server-2; then a replication-2 file for the partition. */
+  private async copyFileBetweenServers(): Promise<void> {
+    const local = join(this.runDir, "random.bin");
+    const bytes = 6 * MiB;
+    writeFileSync(local, randomBytes(bytes));
+    const sha = sha256File(local);
+    this.say(`writing ${local} (6 MiB) from server-1, reading it back from server-2`);
+    const path = "/multihost/random.bin";
+    const put = await this.cli("server-1", ["fs", "put", local, path, "--replication", "3", "--block-size-mb", "2"]);
+    const back = join(this.runDir, "random.back");
+    const get = put.code === 0 ? await this.cli("server-2", ["fs", "get", path, back]) : put;
+    const readBackSha256 = get.code === 0 && existsSync(back) ? sha256File(back) : "";
+    const file = {
+      path,
+      bytes,
+      sha256: sha,
+      readBackSha256,
+      identical: readBackSha256 === sha,
+      putMs: put.ms,
+      getMs: get.ms,
+    };
+    this.result.file = file;
+    this.check(
+      "a file written with replication 3 from server-1 reads back byte-identical from server-2",
+      put.code === 0 && get.code === 0 && file.identical,
+      put.code !== 0
+        ? cliFailure(put)
+        : get.code !== 0
+          ? cliFailure(get)
+          : `sha256 ${sha.slice(0, 16)}…, put ${seconds(put.ms)}, get ${seconds(get.ms)}`,
+    );
+    // Replication 2 in 1 MiB blocks: some replicas sit on server-3, and the namenode can re-create them elsewhere.
+    const r2 = join(this.runDir, "r2.bin");
+    writeFileSync(r2, randomBytes(4 * MiB));
+    const putR2 = await this.cli("server-2", [
+      "fs",
+      "put",
+      r2,
+      "/multihost/r2.bin",
+      "--replication",
+      "2",
+      "--block-size-mb",
+      "1",
+    ]);
+    if (putR2.code !== 0) throw new Error(`fs put of a replication-2 file failed: ${cliFailure(putR2)}`);
+  }
+
+  // ---------------------------------------------------------------------------------------------- c, d
+
+  /** c and d: a job and a write in flight, server-3 cut off, then healed; what the cluster did at each step. */
+  private async partitionAndHeal(): Promise<void> {
+    const c = this.c;
+    const releaseFile = join(this.runDir, "release-held-tasks");
+    const app = await this.startHeldJob(releaseFile);
+    const write = await this.startSlowWrite();
+
+    const atCut = await c.call<JobReport>("status", [app]);
+    const cutContainers = atCut.containers.filter((x) => x.nodeId === CUT_SERVER && x.state !== "COMPLETE");
+    const cutProcesses = processesUnder(this.nmContainersDir(CUT_SERVER));
+    const cutAt = Date.now();
+    this.lab.cut(CUT_SERVER);
+    this.say(
+      `cut ${CUT_SERVER} (${cutContainers.length} of ${app}'s containers and ${cutProcesses.length} container processes on it; ` +
+        `${(write.feeder.bytes() / MiB).toFixed(1)} MiB fed to the write)`,
+    );
+    const watch = watchServer(c, CUT_SERVER);
+    const part: NonNullable<MultihostResult["partition"]> = {
+      server: CUT_SERVER,
+      cutAt: new Date(cutAt).toISOString(),
+      cutForMs: 0,
+      nodeStates: [],
+      datanodeStates: [],
+    };
+    this.result.partition = part;
+    await this.holdCut(cutAt, watch, part);
+    const healAt = Date.now();
+    part.cutForMs = healAt - cutAt;
+    part.healedAt = new Date(healAt).toISOString();
+    this.lab.heal(CUT_SERVER);
+    this.say(`healed ${CUT_SERVER} after ${seconds(part.cutForMs)}`);
+
+    // From the heal on, fsck is polled; it counts once the in-flight write settled (completed, or failed and removed).
+    let writeSettled = false;
+    const healthyAt = (async (): Promise<number | undefined> => {
+      const deadline = healAt + 240_000;
+      while (Date.now() < deadline && !c.isClosed) {
+        const f = await c.call<DfsFsckReport>("fsck", ["/"]).catch(() => undefined);
+        if (writeSettled && f?.healthy === true) return Date.now();
+        await sleep(500);
+      }
+      return undefined;
+    })();
+
+    const heal: NonNullable<MultihostResult["heal"]> = { processesAtCut: cutProcesses.length, fsckHealthy: false };
+    this.result.heal = heal;
+    await this.awaitRejoin(healAt, watch, cutProcesses, heal, part);
+    // Only now may the held tasks end by themselves: the cut server's ones were killed, or the check above failed.
+    writeFileSync(releaseFile, "");
+    heal.releasedAfterMs = Date.now() - healAt;
+    this.checkLeftovers(cutProcesses, heal);
+
+    await this.checkWrite(write, healAt);
+    writeSettled = true;
+    await this.checkJobAcrossCut(app, cutContainers);
+    await this.checkFsck(await healthyAt, healAt, part.write?.endedAfterHealMs);
+    this.say(
+      `rejoin times: node manager ${optSeconds(heal.nodeManagerRejoinMs)}, datanode ${optSeconds(heal.datanodeRejoinMs)}, ` +
+        `fsck healthy ${optSeconds(heal.fsckHealthyAfterMs)} after the heal`,
+    );
+  }
+
+  /** Submits the job whose tasks hold their containers, and waits until some of them run on the server to be cut. */
+  private async startHeldJob(releaseFile: string): Promise<string> {
+    const dag = writeJson(join(this.runDir, "dag-held.json"), longDag(releaseFile));
+    const submit = await this.cli(MASTER, ["job", "submit", dag]);
+    const app = (submit.json as { appId?: string } | undefined)?.appId;
+    if (!app) throw new Error(`job submit failed: ${cliFailure(submit)}`);
+    this.say(`submitted ${app}; waiting until ${CUT_SERVER} runs some of its tasks`);
+    await until(`${app} running tasks on ${CUT_SERVER}`, 60_000, async () => {
+      const r = await this.c.call<JobReport>("status", [app]);
+      if (["FINISHED", "FAILED", "KILLED"].includes(r.state))
+        throw new GiveUp(`${app} ended (${r.state}) before the cut`);
+      const running = r.containers.some((x) => x.nodeId === CUT_SERVER && !x.isAm && x.state === "RUNNING");
+      return running && processesUnder(this.nmContainersDir(CUT_SERVER)).length > 0 ? true : undefined;
+    });
+    return app;
+  }
+
+  /** A write from a slow producer (a FIFO fed at 1.5 MiB/s, 24 MiB) so that it is in flight through the cut. */
+  private async startSlowWrite(): Promise<InFlightWrite> {
+    const fifo = join(this.runDir, "inflight.fifo");
+    execFileSync("mkfifo", [fifo]);
+    const path = "/multihost/inflight.bin";
+    const startedAt = Date.now();
+    const put = this.cli("server-1", ["fs", "put", fifo, path, "--replication", "3", "--block-size-mb", "4"], 150_000);
+    const feeder = feedFifo(fifo, 24 * MiB, 1.5 * MiB, 120_000);
+    await until("the in-flight write to carry data", 20_000, async () =>
+      feeder.bytes() >= 3 * MiB ? true : undefined,
+    );
+    return { path, put, feeder, startedAt };
+  }
+
+  /**
+   * Keeps the link cut at least `cutMs` and until the masters noticed (LOST, DEAD) and re-replicated the replication-2
+   * file (bounded by 45 s or `cutMs`); then checks those three.
+   */
+  private async holdCut(
+    cutAt: number,
+    watch: ServerWatch,
+    part: NonNullable<MultihostResult["partition"]>,
+  ): Promise<void> {
+    const cutMs = this.opts.cutMs ?? 12_000;
+    const deadline = cutAt + Math.max(cutMs, 45_000);
+    let shownLost = false;
+    while (Date.now() < deadline) {
+      await sleep(POLL_MS);
+      if (part.reReplicatedAfterMs === undefined && watch.datanodeDeadAt !== undefined) {
+        const f = await this.c.call<DfsFsckReport>("fsck", ["/multihost/r2.bin"]).catch(() => undefined);
+        if (f && f.underReplicated.length === 0 && f.missing.length === 0)
+          part.reReplicatedAfterMs = Date.now() - cutAt;
+      }
+      if (!shownLost && watch.nodeLostAt !== undefined) {
+        // What a user sees: `harvest cluster status` names the server LOST.
+        shownLost = true;
+        const st = await this.cli(MASTER, ["cluster", "status"]);
+        const n = (st.json as { nodes?: NodeInfo[] } | undefined)?.nodes?.find((x) => x.nodeId === CUT_SERVER);
+        const last = n ? new Date(n.lastHeartbeatMs).toISOString() : "?";
+        this.say(`  harvest cluster status: ${CUT_SERVER} ${n?.state ?? "?"} (last heartbeat ${last})`);
+      }
+      const noticed = watch.nodeLostAt !== undefined && watch.datanodeDeadAt !== undefined;
+      if (Date.now() - cutAt >= cutMs && noticed && part.reReplicatedAfterMs !== undefined) break;
+    }
+    if (watch.nodeLostAt !== undefined) part.nodeLostAfterMs = watch.nodeLostAt - cutAt;
+    if (watch.datanodeDeadAt !== undefined) part.datanodeDeadAfterMs = watch.datanodeDeadAt - cutAt;
+    this.check(
+      `the resource manager marks ${CUT_SERVER} LOST during the cut`,
+      part.nodeLostAfterMs !== undefined,
+      part.nodeLostAfterMs !== undefined ? `after ${seconds(part.nodeLostAfterMs)}` : "never within the cut",
+    );
+    this.check(
+      `the namenode marks ${CUT_SERVER}'s datanode DEAD during the cut`,
+      part.datanodeDeadAfterMs !== undefined,
+      part.datanodeDeadAfterMs !== undefined ? `after ${seconds(part.datanodeDeadAfterMs)}` : "never within the cut",
+    );
+    this.check(
+      `the namenode re-replicates ${CUT_SERVER}'s replicas of a replication-2 file elsewhere during the cut`,
+      part.reReplicatedAfterMs !== undefined,
+      part.reReplicatedAfterMs !== undefined
+        ? `fully replicated again ${seconds(part.reReplicatedAfterMs)} into the cut`
+        : "still under-replicated at the heal",
+    );
+  }
+
+  /** Waits (up to 120 s) for both daemons to rejoin and the old container processes to go; checks the rejoins. */
+  private async awaitRejoin(
+    healAt: number,
+    watch: ServerWatch,
+    cutProcesses: ReturnType<typeof processesUnder>,
+    heal: NonNullable<MultihostResult["heal"]>,
+    part: NonNullable<MultihostResult["partition"]>,
+  ): Promise<void> {
+    const deadline = healAt + 120_000;
+    while (Date.now() < deadline) {
+      await sleep(POLL_MS);
+      if (watch.nodeBackAt !== undefined && heal.aliveAtRejoin === undefined)
+        heal.aliveAtRejoin = cutProcesses.filter(stillRunning).length;
+      if (heal.processesGoneAfterMs === undefined && !cutProcesses.some(stillRunning))
+        heal.processesGoneAfterMs = Date.now() - healAt;
+      const back = watch.nodeBackAt !== undefined && watch.datanodeBackAt !== undefined;
+      // Leftovers get 30 s after the node manager's rejoin.
+      if (back && (heal.processesGoneAfterMs !== undefined || Date.now() > (watch.nodeBackAt ?? 0) + 30_000)) break;
+    }
+    watch.stop();
+    await watch.done;
+    part.nodeStates = watch.nodeStates;
+    part.datanodeStates = watch.datanodeStates;
+    if (watch.nodeBackAt !== undefined) heal.nodeManagerRejoinMs = watch.nodeBackAt - healAt;
+    if (watch.datanodeBackAt !== undefined) heal.datanodeRejoinMs = watch.datanodeBackAt - healAt;
+    this.say(
+      `rejoin after the heal: node manager ${optSeconds(heal.nodeManagerRejoinMs, "never (120 s)")}, ` +
+        `datanode ${optSeconds(heal.datanodeRejoinMs, "never (120 s)")}`,
+    );
+    const status = await this.cli(MASTER, ["cluster", "status"]);
+    const node = (status.json as { nodes?: NodeInfo[] } | undefined)?.nodes?.find((x) => x.nodeId === CUT_SERVER);
+    this.check(
+      `${CUT_SERVER}'s node manager re-registers after the heal (LOST, then RUNNING)`,
+      heal.nodeManagerRejoinMs !== undefined && part.nodeStates.includes("LOST") && node?.state === "RUNNING",
+      `states ${part.nodeStates.join(" -> ")}; rejoined ${optSeconds(heal.nodeManagerRejoinMs, "never")} after the heal; ` +
+        `harvest cluster status says ${node?.state ?? "?"}`,
+    );
+    this.check(
+      `${CUT_SERVER}'s datanode re-registers after the heal (DEAD, then LIVE)`,
+      heal.datanodeRejoinMs !== undefined && part.datanodeStates.includes("DEAD"),
+      `states ${part.datanodeStates.join(" -> ")}; rejoined ${optSeconds(heal.datanodeRejoinMs, "never")} after the heal`,
+    );
+  }
+
+  private checkLeftovers(
+    cutProcesses: ReturnType<typeof processesUnder>,
+    heal: NonNullable<MultihostResult["heal"]>,
+  ): void {
+    const alive = cutProcesses.filter(stillRunning);
+    this.check(
+      `container processes left on ${CUT_SERVER} from before the cut are killed after it rejoins`,
+      cutProcesses.length > 0 && heal.processesGoneAfterMs !== undefined,
+      `${cutProcesses.length} at the cut, ${heal.aliveAtRejoin ?? "?"} still running when the node manager rejoined, ` +
+        (heal.processesGoneAfterMs !== undefined
+          ? `all gone ${seconds(heal.processesGoneAfterMs)} after the heal (before the held tasks were released)`
+          : `${alive.length} still running 30 s after the rejoin: ${alive.map((p) => `pid ${p.pid} in ${p.cwd}`).join(", ")}`),
+    );
+  }
+
+  /** The write in flight: completed and identical when read from another server, or failed with a code. */
+  private async checkWrite(w: InFlightWrite, healAt: number): Promise<void> {
+    const put = await w.put;
+    const fed = await w.feeder.done;
+    const putError = (put.json as { error?: { code: string; message: string } } | undefined)?.error;
+    const write: NonNullable<NonNullable<MultihostResult["partition"]>["write"]> = {
+      path: w.path,
+      bytesFed: fed.bytes,
+      completed: put.code === 0 && fed.complete,
+      ms: put.ms,
+      endedAfterHealMs: w.startedAt + put.ms - healAt,
+    };
+    this.result.partition!.write = write;
+    if (write.completed) {
+      const local = join(this.runDir, "inflight.back");
+      const get = await this.cli("server-2", ["fs", "get", w.path, local], 120_000);
+      write.identical = get.code === 0 && existsSync(local) && sha256File(local) === fed.sha256;
+    } else {
+      write.errorCode = putError?.code ?? (put.timedOut ? "TIMED_OUT" : undefined);
+      write.errorMessage = putError?.message ?? put.stderr.trim().slice(-500);
+      // A user removes a failed write before checking the file system.
+      await this.cli(MASTER, ["fs", "rm", w.path]);
+    }
+    this.check(
+      "the write in flight during the cut completes and reads back identical, or fails with a clear coded error",
+      write.completed ? write.identical === true : write.errorCode !== undefined && write.errorCode !== "TIMED_OUT",
+      write.completed
+        ? `completed (${(fed.bytes / MiB).toFixed(0)} MiB in ${seconds(put.ms)}, ending ${relative(write.endedAfterHealMs)} ` +
+            `the heal); read back ${write.identical ? "identical" : "DIFFERENT"}`
+        : `failed with ${write.errorCode ?? "no code"}: ${write.errorMessage ?? ""}`,
+    );
+  }
+
+  /** The job across the cut: succeeded, lost tasks re-run without failures, the cut server's old containers unused. */
+  private async checkJobAcrossCut(app: string, cutContainers: CutContainer[]): Promise<void> {
+    const report = await until(`${app} to end`, 240_000, async () => {
+      const r = await this.c.call<JobReport>("status", [app]);
+      return ["FINISHED", "FAILED", "KILLED"].includes(r.state) ? r : undefined;
+    });
+    const final = new Map(report.containers.map((x) => [x.containerId, x]));
+    const containersAtCut = cutContainers.map((x) => ({
+      containerId: x.containerId,
+      isAm: x.isAm,
+      state: final.get(x.containerId)?.state ?? "?",
+      cause: final.get(x.containerId)?.cause ?? "?",
+    }));
+    const cutIds = new Set(cutContainers.map((x) => x.containerId));
+    const inputsFromCutContainers = lastTaskInputs(this.runDir, app).filter((p) => cutIds.has(basename(p)));
+    const job = { ...jobOutcome(report), containersAtCut, inputsFromCutContainers };
+    this.result.partition!.job = job;
+    this.check(
+      "the job running across the cut SUCCEEDS, re-running the lost tasks without counting a failure",
+      report.state === "FINISHED" && job.taskContainers.failed === 0 && job.taskContainers.lost >= 1,
+      `${app} ${report.state} ${report.outcome} in ${seconds(job.durationMs)}; task containers ` +
+        `${JSON.stringify(job.taskContainers)}; job-manager attempts ${job.amAttempts}`,
+    );
+    this.check(
+      `${CUT_SERVER}'s containers from before the cut never count as successes and none of their output is read`,
+      containersAtCut.length > 0 &&
+        containersAtCut.every((x) => x.cause !== "SUCCEEDED") &&
+        inputsFromCutContainers.length === 0,
+      containersAtCut.map((x) => `${x.containerId}${x.isAm ? " (job manager)" : ""} ${x.state}/${x.cause}`).join(", ") +
+        (inputsFromCutContainers.length ? `; read by the last task: ${inputsFromCutContainers.join(", ")}` : ""),
+    );
+  }
+
+  /** The file system healthy again: by the namenode (polled since the heal), then as `harvest fs fsck` says. */
+  private async checkFsck(
+    healthyAt: number | undefined,
+    healAt: number,
+    writeEndedAfterHealMs?: number,
+  ): Promise<void> {
+    const heal = this.result.heal!;
+    const fsck = await this.cli(MASTER, ["fs", "fsck", "/"]);
+    heal.fsckHealthy =
+      healthyAt !== undefined && fsck.code === 0 && (fsck.json as { healthy?: boolean } | undefined)?.healthy === true;
+    if (healthyAt !== undefined) heal.fsckHealthyAfterMs = healthyAt - healAt;
+    const writeNote =
+      writeEndedAfterHealMs !== undefined ? ` (the in-flight write ended ${relative(writeEndedAfterHealMs)} it)` : "";
+    this.check(
+      "harvest fs fsck reports the file system healthy again after the heal",
+      heal.fsckHealthy,
+      healthyAt !== undefined
+        ? `${seconds(healthyAt - healAt)} after the heal${writeNote}; harvest fs fsck exits ${fsck.code}`
+        : `still not healthy 240 s after the heal: ${fsck.stdout.slice(0, 600)}`,
+    );
+  }
+
+  // ---------------------------------------------------------------------------------------------- plumbing
+
+  private get c(): LabClient {
+    if (!this.client) throw new Error("the in-namespace client is not open");
+    return this.client;
+  }
+
+  private cli(host: string, args: string[], timeoutMs = 60_000): Promise<CliResult> {
+    return harvestCli(this.lab, host, this.result.clientConfig, this.runDir, args, timeoutMs);
+  }
+
+  private nmContainersDir(server: string): string {
+    return join(this.runDir, server, "nm", "containers");
+  }
+
+  private check(name: string, ok: boolean, detail: string): void {
+    this.result.checks.push({ name, ok, detail });
+    this.say(`${ok ? "PASS" : "FAIL"}  ${name}${detail ? `: ${detail}` : ""}`);
+  }
+
+  private passed(): boolean {
+    return this.result.error === undefined && this.result.checks.every((x) => x.ok);
+  }
+
+  private clusterInfo(): MultihostCluster {
+    const rm = this.lab.started.find((d) => d.kind === "resourcemanager");
+    const nn = this.lab.started.find((d) => d.kind === "namenode");
+    return {
+      runDir: this.runDir,
+      prefix: this.lab.prefix,
+      clientConfig: this.result.clientConfig,
+      rmAddress: rm?.address ?? "",
+      nnAddress: nn?.address ?? "",
+      cliPrefix: ["ip", "netns", "exec", this.lab.ns(MASTER), process.execPath, distEntry("cli/harvest.js")],
+      daemons: this.lab.started,
+      passed: this.passed(),
+    };
+  }
+}
+
+/** A write in progress: the `harvest fs put` reading the FIFO, and the feeder writing into it. */
+interface InFlightWrite {
+  path: string;
+  put: Promise<CliResult>;
+  feeder: ReturnType<typeof feedFifo>;
+  startedAt: number;
+}
+
+/** What `watchServer` saw so far; `done` resolves once the loop ended after `stop()` (or the client closed). */
+interface ServerWatch {
+  nodeStates: string[];
+  datanodeStates: string[];
+  nodeLostAt?: number;
+  datanodeDeadAt?: number;
+  nodeBackAt?: number;
+  datanodeBackAt?: number;
+  stop(): void;
+  done: Promise<void>;
+}
+
+/** Polls the resource manager and the namenode about one server, recording its states and when they changed. */
+function watchServer(c: LabClient, server: string): ServerWatch {
+  let stopped = false;
+  const note = (list: string[], s: string): void => {
+    if (list[list.length - 1] !== s) list.push(s);
+  };
+  const w: ServerWatch = {
+    nodeStates: [],
+    datanodeStates: [],
+    stop: () => {
+      stopped = true;
+    },
+    done: Promise.resolve(),
+  };
+  w.done = (async () => {
+    // Also ends with the client, so an early error in the scenario never leaves this loop running.
+    while (!stopped && !c.isClosed) {
+      const [nodes, dns] = await Promise.all([
+        c.call<NodeInfo[]>("nodes").catch(() => undefined),
+        c.call<DfsDatanode[]>("datanodes").catch(() => undefined),
+      ]);
+      const now = Date.now();
+      const n = nodes?.find((x) => x.nodeId === server);
+      const d = dns?.find((x) => x.datanodeId === server);
+      if (n) {
+        note(w.nodeStates, n.state);
+        if (n.state === "LOST") w.nodeLostAt ??= now;
+        else if (n.state === "RUNNING" && w.nodeLostAt !== undefined) w.nodeBackAt ??= now;
+      }
+      if (d) {
+        note(w.datanodeStates, d.state);
+        if (d.state === "DEAD") w.datanodeDeadAt ??= now;
+        else if (d.state === "LIVE" && w.datanodeDeadAt !== undefined) w.datanodeBackAt ??= now;
+      }
+      await sleep(POLL_MS);
+    }
+  })();
+  return w;
+}
+
+// ------------------------------------------------------------------------------------------------ jobs
+
+/** 9 short tasks of half a core (more than two servers hold), then 3, then 1: every server runs some. */
+function spreadDag(): object {
+  const work = (seconds: number, hold: number): string[] => [
+    "node",
+    "${HARVEST_HOME}/dist/examples/tasks/cpu-work.js",
+    "--seconds",
+    String(seconds),
+    "--hold-seconds",
+    String(hold),
+  ];
+  const res = { vcores: 0.5, memoryMb: 128 };
+  return {
+    name: "multihost-spread",
+    vertices: [
+      { name: "split", parallelism: 9, resources: res, command: work(0.3, 3) },
+      { name: "merge", parallelism: 3, resources: res, command: work(0.2, 2) },
+      { name: "report", parallelism: 1, resources: res, command: work(0.1, 0) },
+    ],
+    edges: [
+      { from: "split", to: "merge", type: "scatter-gather" },
+      { from: "merge", to: "report", type: "scatter-gather" },
+    ],
+  };
+}
+
+/**
+ * 9 tasks that hold their containers until the scenario releases them (a file appears) or HOLD_CAP_S pass, so those on
+ * the cut server can only end by being killed; then one task that records the input directories it was given.
+ */
+function longDag(releaseFile: string): object {
+  const hold = [
+    "const fs = require('fs');",
+    "const [file, capS] = process.argv.slice(1);",
+    "const end = Date.now() + Number(capS) * 1000;",
+    "const t = setInterval(() => {",
+    "  if (!fs.existsSync(file) && Date.now() < end) return;",
+    "  clearInterval(t);",
+    "  fs.writeFileSync(require('path').join(process.env.HARVEST_OUTPUT_DIR, 'part-0'), 'held\\n');",
+    "}, 200);",
+  ].join("\n");
+  return {
+    name: "multihost-across-cut",
+    vertices: [
+      {
+        name: "hold",
+        parallelism: 9,
+        resources: { vcores: 0.5, memoryMb: 128 },
+        command: ["node", "-e", hold, releaseFile, String(HOLD_CAP_S)],
+      },
+      {
+        name: "collect",
+        parallelism: 1,
+        resources: { vcores: 0.5, memoryMb: 128 },
+        command: [
+          "node",
+          "-e",
+          "require('fs').writeFileSync(require('path').join(process.env.HARVEST_OUTPUT_DIR, 'inputs.json'), process.env.HARVEST_INPUTS || '[]')",
+        ],
+      },
+    ],
+    edges: [{ from: "hold", to: "collect", type: "scatter-gather" }],
+  };
+}
+
+/** The input directories the `collect` task of a job read (from its inputs.json in the staging area). */
+function lastTaskInputs(runDir: string, appId: string): string[] {
+  const root = join(runDir, MASTER, "rm", "staging", appId, "collect");
+  const out: string[] = [];
+  const walk = (dir: string): void => {
+    if (!existsSync(dir)) return;
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name === "inputs.json") {
+        const inputs = JSON.parse(readFileSync(p, "utf8")) as { paths?: string[] }[];
+        for (const i of inputs) out.push(...(i.paths ?? []));
+      }
+    }
+  };
+  walk(root);
+  return out;
+}
+
+function jobOutcome(r: JobReport): JobOutcome {
+  const tasksPerServer: Record<string, number> = {};
+  for (const x of r.containers) if (!x.isAm) tasksPerServer[x.nodeId] = (tasksPerServer[x.nodeId] ?? 0) + 1;
+  const t = r.taskContainers;
+  return {
+    appId: r.appId,
+    state: r.state,
+    outcome: r.outcome,
+    durationMs: (r.finishMs || Date.now()) - r.submitMs,
+    taskContainers: {
+      allocated: t?.allocated ?? 0,
+      succeeded: t?.succeeded ?? 0,
+      failed: t?.failed ?? 0,
+      preempted: t?.preempted ?? 0,
+      lost: t?.lost ?? 0,
+      killed: t?.killed ?? 0,
+    },
+    amAttempts: r.attempts,
+    tasksPerServer,
+  };
+}
+
+// ------------------------------------------------------------------------------------------------ helpers
+
+/** A `harvest` command's result, with its --json output parsed when it is JSON. */
+interface CliResult extends RunResult {
+  json?: unknown;
+}
+
+/** Runs `harvest <args> --config <client.json> --json` inside a host's namespace. */
+async function harvestCli(
+  lab: NetnsLab,
+  host: string,
+  clientConfig: string,
+  runDir: string,
+  args: string[],
+  timeoutMs: number,
+): Promise<CliResult> {
+  const env: NodeJS.ProcessEnv = { ...process.env, HARVEST_CLUSTER_DIR: join(runDir, "no-local-cluster") };
+  delete env["HARVEST_CONF"];
+  const r = await lab.run(
+    host,
+    [process.execPath, distEntry("cli/harvest.js"), ...args, "--config", clientConfig, "--json"],
+    { timeoutMs, env },
+  );
+  appendFileSync(
+    join(runDir, "logs", "cli.log"),
+    `${new Date(Date.now() - r.ms).toISOString()} [${host}] harvest ${args.join(" ")} -> exit ${r.code ?? r.signal}${r.timedOut ? " (timed out)" : ""} in ${r.ms} ms\n` +
+      (r.stdout.length > 4_000 ? r.stdout.slice(0, 2_000) + "\n...\n" + r.stdout.slice(-2_000) : r.stdout) +
+      r.stderr +
+      "\n",
+  );
+  let json: unknown;
+  try {
+    json = r.stdout.trim() ? JSON.parse(r.stdout) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { ...r, json };
+}
+
+function cliFailure(r: CliResult): string {
+  const err = (r.json as { error?: { code: string; message: string } } | undefined)?.error;
+  if (err) return `${err.code}: ${err.message}`;
+  return `exit ${r.code ?? r.signal}${r.timedOut ? " (timed out)" : ""}: ${(r.stderr || r.stdout).trim().slice(-800)}`;
+}
+
+/**
+ * Feeds `total` random bytes into a FIFO at about `bytesPerSec`, non-blocking (a stalled or vanished reader never
+ * blocks this process); resolves with what was written and its sha256 once done, the reader left, or `timeoutMs`.
+ */
+function feedFifo(
+  fifo: string,
+  total: number,
+  bytesPerSec: number,
+  timeoutMs: number,
+): { bytes: () => number; done: Promise<{ bytes: number; sha256: string; complete: boolean }> } {
+  const hash = createHash("sha256");
+  let written = 0;
+  const done = (async () => {
+    const deadline = Date.now() + timeoutMs;
+    let fd: number | undefined;
+    while (fd === undefined) {
+      try {
+        fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+      } catch (err) {
+        // ENXIO: no reader yet.
+        if ((err as NodeJS.ErrnoException).code !== "ENXIO" || Date.now() > deadline)
+          return { bytes: 0, sha256: hash.digest("hex"), complete: false };
+        await sleep(50);
+      }
+    }
+    const started = Date.now();
+    let pending = Buffer.alloc(0);
+    try {
+      feeding: while (written < total && Date.now() < deadline) {
+        // Up to what the rate allows by now; the pipe holds only 64 KiB, so write until it is full.
+        const allowed = Math.min(total, Math.round(((Date.now() - started) / 1000) * bytesPerSec));
+        while (written < allowed) {
+          if (pending.length === 0) pending = randomBytes(Math.min(64 * 1024, allowed - written));
+          try {
+            const n = writeSync(fd, pending);
+            hash.update(pending.subarray(0, n));
+            written += n;
+            pending = pending.subarray(n);
+          } catch (err) {
+            const code = (err as NodeJS.ErrnoException).code;
+            if (code === "EPIPE") break feeding; // The reader is gone.
+            if (code === "EAGAIN") break; // Full: the reader is slower than the rate, or stalled.
+            throw err;
+          }
+        }
+        await sleep(20);
+      }
+    } finally {
+      closeSync(fd);
+    }
+    return { bytes: written, sha256: hash.digest("hex"), complete: written === total };
+  })();
+  return { bytes: () => written, done };
+}
+
+/** Thrown by an `until` probe to stop waiting at once. */
+class GiveUp extends Error {}
+
+/** Calls `probe` every POLL_MS until it returns a value; throws after `timeoutMs` saying what it waited for. */
+async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      if (err instanceof GiveUp) throw err;
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${seconds(timeoutMs)} waiting for ${what}${last ? ` (last error: ${errorMessage(last)})` : ""}`,
+      );
+    await sleep(POLL_MS);
+  }
+}
+
+function writeJson(path: string, value: unknown): string {
+  writeFileSync(path, JSON.stringify(value, null, 2) + "\n");
+  return path;
+}
+
+function sha256File(path: string): string {
+  return createHash("sha256").update(readFileSync(path)).digest("hex");
+}
+
+/** "4.2 s after" / "3.0 s before" (the sign of `ms`). */
+function relative(ms: number): string {
+  return `${seconds(Math.abs(ms))} ${ms < 0 ? "before" : "after"}`;
+}
+
+/** Seconds, or `otherwise` when the time was never measured. */
+function optSeconds(ms: number | undefined, otherwise = "-"): string {
+  return ms !== undefined ? seconds(ms) : otherwise;
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
