@@ -69,6 +69,8 @@ export class DataNode {
   private blockReportTimer: NodeJS.Timeout | undefined;
   private monitorTimer: NodeJS.Timeout | undefined;
   private reconnectTimer: NodeJS.Timeout | undefined;
+  /** Drops a channel whose registration goes unanswered (a cut link), so the next attempt dials afresh. */
+  private registerTimer: NodeJS.Timeout | undefined;
   private receivedTimer: NodeJS.Timeout | undefined;
   private urgentTimer: NodeJS.Timeout | undefined;
   private readonly received: Block[] = [];
@@ -191,6 +193,7 @@ export class DataNode {
       this.blockReportTimer,
       this.monitorTimer,
       this.reconnectTimer,
+      this.registerTimer,
       this.receivedTimer,
       this.urgentTimer,
     ])
@@ -274,6 +277,15 @@ export class DataNode {
     };
     stream.on("error", (err: Error) => lost(errorMessage(err)));
     stream.on("end", () => lost("ended by the namenode"));
+    if (this.registerTimer) clearTimeout(this.registerTimer);
+    this.registerTimer = setTimeout(() => {
+      if (this.stream !== stream || this.registered) return;
+      // The channel may be stuck dialing through a cut link: a fresh one starts a new connection at once.
+      this.nnChannel?.close();
+      this.nnChannel = undefined;
+      lost(`no answer to the registration in ${this.options.registerTimeoutMs} ms`);
+      stream.cancel();
+    }, this.options.registerTimeoutMs);
     this.send({ register: this.registration() });
   }
 

@@ -49,6 +49,11 @@ export interface DataNodeOptions {
   /** Reconnect backoff bounds. @default 200 / 2000 */
   reconnectMinMs: number;
   reconnectMaxMs: number;
+  /**
+   * A registration not answered in this time drops the channel and dials again: a connection attempt through a cut
+   * link waits for the kernel's SYN retries (minutes), and gRPC has no connect timeout. @default 3000
+   */
+  registerTimeoutMs: number;
   /** Replications copied at once; more wait in line. @default 2 */
   maxConcurrentReplications: number;
   /** Bytes per second one replication may send; 0 means unthrottled. @default 0 */
@@ -80,6 +85,7 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     blockReportIntervalMs: 60_000,
     reconnectMinMs: 200,
     reconnectMaxMs: 2_000,
+    registerTimeoutMs: 3_000,
     maxConcurrentReplications: 2,
     replicationBandwidth: 0,
     ...stripUndefined(partial),
@@ -107,6 +113,7 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     "blockReportIntervalMs",
     "reconnectMinMs",
     "reconnectMaxMs",
+    "registerTimeoutMs",
   ] as const)
     if (!(Number.isFinite(o[f]) && o[f] > 0)) bad(f, "must be positive");
   if (o.reconnectMaxMs < o.reconnectMinMs) bad("reconnectMaxMs", "must be >= reconnectMinMs");

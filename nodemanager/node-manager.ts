@@ -85,6 +85,8 @@ export class NodeManager {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private yieldTimer: NodeJS.Timeout | undefined;
   private reconnectTimer: NodeJS.Timeout | undefined;
+  /** Drops a channel whose registration goes unanswered (a cut link), so the next attempt dials afresh. */
+  private registerTimer: NodeJS.Timeout | undefined;
   private urgentTimer: NodeJS.Timeout | undefined;
   private backoffMs: number;
   private seq = 0;
@@ -177,7 +179,14 @@ export class NodeManager {
   async stop(): Promise<void> {
     if (this.stateValue === "stopping" || this.stateValue === "stopped") return;
     this.stateValue = "stopping";
-    for (const t of [this.heartbeatTimer, this.yieldTimer, this.reconnectTimer, this.urgentTimer, this.cappingTimer])
+    for (const t of [
+      this.heartbeatTimer,
+      this.yieldTimer,
+      this.reconnectTimer,
+      this.registerTimer,
+      this.urgentTimer,
+      this.cappingTimer,
+    ])
       if (t) clearTimeout(t);
     // Continue every throttled container first: a stopped process does not act on SIGTERM.
     this.capping?.close();
@@ -214,6 +223,15 @@ export class NodeManager {
     };
     stream.on("error", (err: Error) => lost(errorMessage(err)));
     stream.on("end", () => lost("ended by the resource manager"));
+    if (this.registerTimer) clearTimeout(this.registerTimer);
+    this.registerTimer = setTimeout(() => {
+      if (this.stream !== stream || this.registered) return;
+      // The channel may be stuck dialing through a cut link: a fresh one starts a new connection at once.
+      this.rmClient?.close();
+      this.rmClient = undefined;
+      lost(`no answer to the registration in ${this.options.registerTimeoutMs} ms`);
+      stream.cancel();
+    }, this.options.registerTimeoutMs);
     stream.write({
       register: {
         nodeId: this.options.nodeId,

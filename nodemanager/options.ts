@@ -51,6 +51,11 @@ export interface NodeManagerOptions {
   reconnectMinMs: number;
   reconnectMaxMs: number;
   /**
+   * A registration not answered in this time drops the channel and dials again: a connection attempt through a cut
+   * link waits for the kernel's SYN retries (minutes), and gRPC has no connect timeout. @default 3000
+   */
+  registerTimeoutMs: number;
+  /**
    * Power meter: "auto" (RAPL when readable, else the model), "rapl", "model" (the hardware profile at the server's
    * measured CPU utilization), or "trace:<file>[@speed]" (a replay of measured watts).
    * @default "auto"
@@ -92,6 +97,7 @@ export function resolveNodeManagerOptions(
     secret: "",
     reconnectMinMs: 200,
     reconnectMaxMs: 2_000,
+    registerTimeoutMs: 3_000,
     powerMeter: "auto",
     powerProfile: DEFAULT_POWER_PROFILE_ID,
     powerBudgetWatts: 0,
@@ -114,7 +120,13 @@ export function resolveNodeManagerOptions(
   o.advertiseHost = resolveAdvertiseHost("node manager", o.host, o.advertiseHost);
   if (!(o.capacity.vcoresMilli > 0 && o.capacity.memoryMb > 0)) bad("capacity", "must be positive");
   if (!(o.primarySpeed > 0)) bad("primarySpeed", "must be positive");
-  for (const f of ["yieldTickMs", "heartbeatIntervalMs", "reconnectMinMs", "reconnectMaxMs"] as const)
+  for (const f of [
+    "yieldTickMs",
+    "heartbeatIntervalMs",
+    "reconnectMinMs",
+    "reconnectMaxMs",
+    "registerTimeoutMs",
+  ] as const)
     if (!(o[f] > 0)) bad(f, "must be positive");
   if (!(o.killGraceMs >= 0)) bad("killGraceMs", "must be >= 0");
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");

@@ -374,10 +374,12 @@ export class ResourceManager {
     this.scheduler.addNode(nodeId, capacity, entry.rack);
     this.power.addNode({ nodeId, rack: entry.rack, ...(chassis ? { domain: chassis } : {}), profile });
     // Containers the node still runs that this resource manager does not hold are killed: after a restart every job
-    // starts a new attempt, and after a node was declared lost its jobs were already told to re-run that work.
+    // starts a new attempt, and after a node was declared lost its jobs were already told to re-run that work (so
+    // they end LOST, as the jobs were told, not RELEASED).
+    const cause = existing?.state === "LOST" ? "LOST" : "RELEASED";
     for (const st of reg.containers) {
       if (st.state !== "COMPLETE" && !this.scheduler.allocation(st.containerId))
-        entry.pendingKills.set(st.containerId, "RELEASED");
+        entry.pendingKills.set(st.containerId, cause);
     }
     stream.write({
       registered: { nodeId, heartbeatIntervalMs: this.options.heartbeatIntervalMs, rmEpoch: this.epoch },
