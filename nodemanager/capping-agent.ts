@@ -75,7 +75,12 @@ export class CappingAgent {
    * ("lifted") until the controller lifts the cap itself after its quiet period, so that a domain hovering near its
    * uncap threshold does not make the node flap between capped and uncapped with every heartbeat.
    */
-  private domainBudget: { watts: number; domain: string; lifted: boolean } | undefined;
+  /**
+   * The budget the node's power domain sent. Once the domain lifts it, it is kept for at most one quiet period (from
+   * the first tick after the lift) to ease the node back, never longer: a node held at its target under a lifted
+   * budget is never quiet, and would stay capped for ever.
+   */
+  private domainBudget: { watts: number; domain: string; lifted: boolean; liftedAtMs?: number } | undefined;
   private utilization = 0;
   private lastReading: PowerReading | undefined;
   private lastState: CappingState = "uncapped";
@@ -141,6 +146,11 @@ export class CappingAgent {
     // A lifted budget is kept only to ease the node back: when the node draws more than it, the domain cannot have
     // lifted it for being under its threshold (the budget was removed or raised), so it goes at once.
     if (this.domainBudget?.lifted && reading && reading.watts > this.domainBudget.watts) this.domainBudget = undefined;
+    if (this.domainBudget?.lifted) {
+      this.domainBudget.liftedAtMs ??= nowMs;
+      if (nowMs - this.domainBudget.liftedAtMs >= this.controller.resolvedOptions.quietMs)
+        this.domainBudget = undefined;
+    }
     const budget = this.budget();
     const decision = this.controller.tick({
       nowMs,

@@ -284,7 +284,8 @@ describe.each(["auto", "signal"] as const)("a node over its power budget (thrott
     expect(under, JSON.stringify(view)).toBe(true);
     expect(nm.power.kills).toBe(0);
     await call(powerAdmin, powerAdmin.setBudget, { domain: domain!, budgetWatts: 0 });
-    expect(await eventually(() => nm.power.state === "uncapped", 5_000)).toBe(true);
+    const lifted = await eventually(() => nm.power.state === "uncapped", 5_000);
+    expect(lifted, JSON.stringify(nm.power)).toBe(true);
     expect([...primarySamples]).toEqual([PRIMARY_CORES * 1000]);
   });
 

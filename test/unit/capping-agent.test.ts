@@ -166,6 +166,23 @@ describe("CappingAgent", () => {
     expect([...plant.limits.values()].every((l) => l === undefined)).toBe(true);
   });
 
+  it("never holds a node capped for more than one quiet period after its domain lifts the budget", () => {
+    const { plant, agent, run } = setup({ quietMs: 2000 });
+    agent.setDomainBudget(240, "d");
+    run(5000);
+    expect(agent.snapshot().state).toBe("capped");
+    // The operator removes the domain's budget while the containers still want every core: held at the target, the
+    // node never draws under the uncap threshold, so only the bound on the lifted budget lets them run again.
+    agent.setDomainBudget(0, "");
+    run(1000);
+    expect(agent.snapshot().budgetWatts).toBe(240);
+    run(1400);
+    expect(agent.snapshot().budgetWatts).toBeUndefined();
+    expect(agent.snapshot().state).toBe("uncapped");
+    expect([...plant.limits.values()].every((l) => l === undefined)).toBe(true);
+    expect(plant.killed).toEqual([]);
+  });
+
   it("drops a lifted domain budget at once when the node draws more than it (the budget was removed, not met)", () => {
     const { plant, agent, run } = setup();
     plant.primaryCores = 3;
