@@ -14,6 +14,7 @@ import type { GlobalOpts } from "./command-kit.js";
 import { distEntry } from "../common/paths.js";
 import { clusterDaemons, resolveClusterDir, restartDaemon, startCluster, stopCluster } from "./cluster.js";
 import { registerDaemonCommands } from "./daemon-commands.js";
+import { registerSecurityCommands } from "./security-commands.js";
 import { runDemo } from "./demo.js";
 import { registerAdminCommands } from "./admin-commands.js";
 import { registerFsCommands } from "./fs-commands.js";
@@ -407,6 +408,7 @@ function readDaemonConfig(path: string): DaemonSections {
 }
 
 registerDaemonCommands(program);
+registerSecurityCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`harvest: ${errorMessage(err)}\n`);

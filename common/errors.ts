@@ -65,6 +65,11 @@ export const ERROR_CODES = {
   DFS_WRITE_FAILED: GrpcStatus.UNAVAILABLE,
   DFS_READ_FAILED: GrpcStatus.UNAVAILABLE,
   LOCAL_FILE_EXISTS: GrpcStatus.ALREADY_EXISTS,
+  // Who is calling, and whether they may.
+  UNAUTHENTICATED: GrpcStatus.UNAUTHENTICATED,
+  PERMISSION_DENIED: GrpcStatus.PERMISSION_DENIED,
+  CA_EXISTS: GrpcStatus.ALREADY_EXISTS,
+  CA_NOT_FOUND: GrpcStatus.NOT_FOUND,
   // The peer is not there or not serving.
   UNAVAILABLE: GrpcStatus.UNAVAILABLE,
   DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,
