@@ -312,6 +312,7 @@ class BlockWrite {
         block: this.located.block,
         downstream: this.located.locations.slice(1),
         clientName: this.client.options.clientName,
+        blockToken: this.located.blockToken,
       },
     });
     let offset = 0;
@@ -633,7 +634,10 @@ class DfsReadStream extends Readable {
   /** Reads from the current position to the end of block `index` (or of the range), failing over between replicas. */
   private async readBlock(index: number): Promise<void> {
     const failures: string[] = [];
+    // An expired token (or one from before a namenode restart) is renewed at once, once per block.
+    let tokenRenewed = false;
     for (let round = 0; round < this.client.options.maxReadRounds; round++) {
+      let renewNow = false;
       const lb = this.blocks[index];
       if (!lb?.block) throw new HarvestError("DFS_READ_FAILED", `${this.path}: block ${index} vanished`);
       for (const dn of lb.locations) {
@@ -647,6 +651,10 @@ class DfsReadStream extends Readable {
           failures.push(`${dn.datanodeId}: ${herr.code}`);
           this.client.readStats.failovers++;
           if (herr.code === "DATANODE_PRIMARY_BUSY") this.client.readStats.busyRefusals++;
+          if (herr.code === "DATANODE_BAD_TOKEN" && !tokenRenewed) {
+            tokenRenewed = renewNow = true;
+            break;
+          }
           if (herr.code === "DATANODE_CORRUPT_BLOCK" || herr.code === "DATANODE_CHECKSUM_MISMATCH") {
             this.client.readStats.corruptReplicas++;
             await this.client
@@ -658,7 +666,7 @@ class DfsReadStream extends Readable {
         }
       }
       // Every replica failed this round (busy primaries pass, datanodes come back): wait, ask again.
-      await new Promise((r) => setTimeout(r, Math.min(1000 * 2 ** round, 8000)));
+      if (!renewNow) await new Promise((r) => setTimeout(r, Math.min(1000 * 2 ** round, 8000)));
       await this.locate().catch(() => undefined);
     }
     throw new HarvestError(
@@ -670,9 +678,13 @@ class DfsReadStream extends Readable {
 
   private readReplica(lb: LocatedBlockOutput, address: string, offsetInBlock: number, length: number): Promise<void> {
     return new Promise((resolve, reject) => {
-      const stream = this.client
-        .datanode(address)
-        .readBlock({ block: lb.block, offset: offsetInBlock, length, clientName: this.client.options.clientName });
+      const stream = this.client.datanode(address).readBlock({
+        block: lb.block,
+        offset: offsetInBlock,
+        length,
+        clientName: this.client.options.clientName,
+        blockToken: lb.blockToken,
+      });
       this.current = stream;
       let wantFrom = lb.offset + offsetInBlock;
       const wantTo = wantFrom + length;

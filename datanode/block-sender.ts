@@ -21,6 +21,8 @@ export interface SendBlockOptions {
   /** The rest of the pipeline after the first node, in order. */
   downstream: DatanodeInfo[];
   clientName: string;
+  /** The WRITE block access token the namenode sent with the command (empty when it issues none). */
+  blockToken: string;
   /** The block's bytes as contiguous chunk-aligned pieces with the CRC32C of each 512-byte chunk. */
   pieces: AsyncIterable<ReadPiece>;
   /** Bytes per second to send at most; 0 means unthrottled. @default 0 */
@@ -93,7 +95,14 @@ export async function sendBlock(options: SendBlockOptions): Promise<SendBlockRes
   let sent = 0;
   let seq = 0;
   try {
-    stream.write({ header: { block: options.block, downstream: options.downstream, clientName: options.clientName } });
+    stream.write({
+      header: {
+        block: options.block,
+        downstream: options.downstream,
+        clientName: options.clientName,
+        blockToken: options.blockToken,
+      },
+    });
     const it = options.pieces[Symbol.asyncIterator]();
     let next = await it.next();
     if (next.done) {

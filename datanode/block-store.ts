@@ -249,10 +249,7 @@ export class BlockStore {
       throw new HarvestError("DATANODE_BLOCK_EXISTS", `block ${key.blockId} is already being written here`);
     const existing = this.replicas.get(key.blockId);
     if (existing && existing.genStamp >= key.genStamp)
-      throw new HarvestError(
-        "DATANODE_BLOCK_EXISTS",
-        `block ${key.blockId} is already finalized here with generation ${existing.genStamp}`,
-      );
+      throw new HarvestError("DATANODE_BLOCK_EXISTS", `block ${key.blockId} is already finalized here`);
     const writer = new ReplicaWriter(this, key, this.rbwDir);
     // Reserve the id before the first await so that two concurrent creates cannot both pass the check above.
     this.writers.set(key.blockId, writer);
@@ -277,8 +274,8 @@ export class BlockStore {
     if (!replica || replica.genStamp !== key.genStamp)
       throw new HarvestError(
         "DATANODE_BLOCK_NOT_FOUND",
-        `no replica of block ${key.blockId} generation ${key.genStamp} here` +
-          (replica ? ` (holding generation ${replica.genStamp})` : ""),
+        // The generation held is not named: a caller probing ids must learn nothing it could use.
+        `no replica of block ${key.blockId} generation ${key.genStamp} here`,
       );
     if (!(Number.isSafeInteger(offset) && offset >= 0 && offset <= replica.numBytes))
       throw new HarvestError(

@@ -8,6 +8,7 @@
  * in packet order. The first failure anywhere ends the session with exactly one not-ok ack naming the first node that
  * failed (this node, what downstream named, or downstream[0] when its stream died), and the local replica is dropped.
  */
+import type { BlockAccess } from "../common/block-token.js";
 import type * as grpc from "@grpc/grpc-js";
 import { errorMessage, fromGrpcError, HarvestError, isHarvestError, toServiceError } from "../common/errors.js";
 import type { ErrorCode } from "../common/errors.js";
@@ -40,6 +41,8 @@ export interface DataTransferHost {
   isPrimaryBusy(): boolean;
   /** Wipes the storage and tells the namenode (see DataNode.reimage). */
   reimage(): Promise<ReimageResponse>;
+  /** Throws DATANODE_BAD_TOKEN unless `token` allows `access` to `blockId` (block access tokens). */
+  checkBlockToken(token: string, blockId: number, access: BlockAccess): void;
 }
 
 function busyError(datanodeId: string): HarvestError {
@@ -106,6 +109,7 @@ export class DataTransferService {
     try {
       const req = call.request;
       const block = checkBlockKey(req.block);
+      host.checkBlockToken(req.blockToken, block.blockId, "READ");
       if (host.isPrimaryBusy()) throw busyError(host.datanodeId);
       for await (const piece of host.store.read(block, req.offset, req.length)) {
         if (cancelled.signal.aborted) return;
@@ -198,6 +202,7 @@ class WriteSession {
 
   private async openPipeline(header: WriteHeaderOutput): Promise<void> {
     const block = checkBlockKey(header.block);
+    this.svc.host.checkBlockToken(header.blockToken, block.blockId, "WRITE");
     if (this.svc.host.isPrimaryBusy()) throw busyError(this.self);
     for (const d of header.downstream) {
       if (!d.datanodeId || !d.address)
@@ -228,7 +233,8 @@ class WriteSession {
         );
     });
     const rest: DatanodeInfo[] = this.downstream.slice(1);
-    down.write({ header: { block, downstream: rest, clientName: header.clientName } });
+    // The token travels down the pipeline: every replica checks it.
+    down.write({ header: { block, downstream: rest, clientName: header.clientName, blockToken: header.blockToken } });
     this.log.debug("pipeline open", { blockId: block.blockId, downstream: next.datanodeId });
   }
 

@@ -4,9 +4,13 @@
  * over one long-lived DatanodeChannel stream (register, full block report, heartbeats, incremental reports; commands
  * come back in the answers), reconnecting with backoff when the namenode goes away.
  */
+import { verifyBlockToken } from "../common/block-token.js";
+import type { BlockAccess, BlockKey } from "../common/block-token.js";
 import { cgroupCpuMs } from "../common/proc-stats.js";
 import type * as grpc from "@grpc/grpc-js";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { join } from "node:path";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
@@ -59,6 +63,8 @@ export class DataNode {
   private busy = false;
   private boundPort = 0;
   private nnChannel: DatanodeProtocolClient | undefined;
+  /** Keys that verify block tokens, or "off" when the namenode issues none (see checkBlockToken). */
+  private blockKeys: Map<number, BlockKey> | "off" = "off";
   private nnClient: ClientNamenodeClient | undefined;
   private stream: grpc.ClientDuplexStream<DatanodeToNamenode, NamenodeToDatanodeOutput> | undefined;
   private registered = false;
@@ -137,6 +143,8 @@ export class DataNode {
   async start(): Promise<void> {
     if (this.stateValue !== "new") throw new Error(`datanode cannot start from state ${this.stateValue}`);
     this.stateValue = "starting";
+    // A namenode required block tokens before: require them from the start (refusing all until keys arrive).
+    if (existsSync(join(this.options.dataDir, BLOCK_TOKENS_MARKER))) this.blockKeys = new Map();
     const store = await BlockStore.open({
       dataDir: this.options.dataDir,
       capacityBytes: this.options.capacityBytes,
@@ -168,6 +176,7 @@ export class DataNode {
       log: this.log,
       isPrimaryBusy: () => this.busy,
       reimage: () => this.reimage(),
+      checkBlockToken: (token, blockId, access) => this.checkBlockToken(token, blockId, access),
     });
     this.transfer = transfer;
     this.server.addService(loadHarvestProto().DataTransfer.service, transfer.handlers());
@@ -310,6 +319,7 @@ export class DataNode {
       if (msg.registered.datanodeId && msg.registered.datanodeId !== this.options.datanodeId)
         this.log.warn("namenode registered us under another id", { id: msg.registered.datanodeId });
       this.registered = true;
+      this.setBlockTokens(msg.registered.blockTokens, msg.registered.blockKeys);
       this.backoffMs = this.options.reconnectMinMs;
       this.heartbeatIntervalMs = msg.registered.heartbeatIntervalMs || this.options.heartbeatIntervalMs;
       this.log.info("registered with the namenode", {
@@ -334,7 +344,32 @@ export class DataNode {
     }
   }
 
+  /**
+   * Block access tokens: required once a namenode has said so at a registration (checked against the keys it sent),
+   * waived when it said it issues none. The requirement is remembered on disk, so a datanode restarted while its
+   * namenode is away refuses every block (it has no keys yet) rather than serve without tokens.
+   */
+  private checkBlockToken(token: string, blockId: number, access: BlockAccess): void {
+    if (this.blockKeys === "off") return;
+    verifyBlockToken(token, this.blockKeys, blockId, access, this.clock.nowMs());
+  }
+
+  private setBlockTokens(
+    required: boolean,
+    keys: readonly { keyId: number; secret: Buffer; expiresMs: number }[],
+  ): void {
+    const marker = join(this.options.dataDir, BLOCK_TOKENS_MARKER);
+    if (required) {
+      this.blockKeys = keyMap(keys);
+      if (!existsSync(marker)) writeFileSync(marker, "block access tokens are required\n");
+    } else {
+      this.blockKeys = "off";
+      rmSync(marker, { force: true });
+    }
+  }
+
   private onCommands(cmds: DatanodeCommandsOutput): void {
+    if (cmds.blockKeys.length > 0 && this.blockKeys !== "off") this.blockKeys = keyMap(cmds.blockKeys);
     if (cmds.reregister) {
       this.log.info("namenode asked us to register again");
       this.registered = false;
@@ -474,6 +509,7 @@ export class DataNode {
       block: replica,
       downstream: rest,
       clientName: `datanode:${this.options.datanodeId}`,
+      blockToken: cmd.blockToken,
       pieces: this.store.read(key),
       bandwidthBytesPerSec: this.options.replicationBandwidth,
       signal: this.stopping.signal,
@@ -484,4 +520,12 @@ export class DataNode {
       targets: cmd.targets.map((t) => t.datanodeId),
     });
   }
+}
+
+/** In the data directory: a namenode has required block tokens of this datanode. */
+const BLOCK_TOKENS_MARKER = "block-tokens-required";
+
+/** The namenode's block keys by id. */
+function keyMap(keys: readonly { keyId: number; secret: Buffer; expiresMs: number }[]): Map<number, BlockKey> {
+  return new Map(keys.map((k) => [k.keyId, { keyId: k.keyId, secret: Buffer.from(k.secret), expiresMs: k.expiresMs }]));
 }

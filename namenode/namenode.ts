@@ -8,6 +8,7 @@
 import type * as grpc from "@grpc/grpc-js";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { BlockKeyManager } from "../common/block-token.js";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
@@ -92,6 +93,8 @@ export class NameNode {
   private stateValue: DaemonState = "new";
   private readonly log: Logger;
   private readonly clock: Clock;
+  /** Signs block access tokens; undefined when the namenode issues none (`blockTokens: false`). */
+  private readonly blockKeys: BlockKeyManager | undefined;
   private readonly server = createServer();
   private readonly store: NamespaceStore;
   private readonly namespace: Namespace;
@@ -120,6 +123,12 @@ export class NameNode {
   constructor(options: Partial<NameNodeOptions> & { dataDir: string }, deps: { clock?: Clock; logger?: Logger } = {}) {
     this.options = resolveNameNodeOptions(options);
     this.clock = deps.clock ?? systemClock;
+    this.blockKeys = this.options.blockTokens
+      ? new BlockKeyManager(() => this.clock.nowMs(), {
+          tokenLifetimeMs: this.options.blockTokenLifetimeMs,
+          keyUpdateIntervalMs: this.options.blockKeyUpdateIntervalMs,
+        })
+      : undefined;
     this.log = deps.logger ?? new Logger("nn");
     this.rng = new SeededRng(this.options.seed);
     if (this.options.placementPolicy === "diversity") {
@@ -293,7 +302,12 @@ export class NameNode {
         return chosen;
       },
     );
-    return { block, offset, locations: targets.map((t) => this.info(t.datanodeId)) };
+    return {
+      block,
+      offset,
+      locations: targets.map((t) => this.info(t.datanodeId)),
+      blockToken: this.blockKeys?.issue(block.blockId, "WRITE", req.clientName) ?? "",
+    };
   }
 
   private blockLocations(req: GetBlockLocationsRequestOutput): LocatedBlocks {
@@ -306,7 +320,12 @@ export class NameNode {
       const overlaps =
         b.offset < end && (b.offset + b.block.numBytes > req.offset || (!b.committed && b.offset >= req.offset));
       if (!overlaps) continue;
-      blocks.push({ block: b.block, offset: b.offset, locations: this.readOrder(b.block.blockId) });
+      blocks.push({
+        block: b.block,
+        offset: b.offset,
+        locations: this.readOrder(b.block.blockId),
+        blockToken: this.blockKeys?.issue(b.block.blockId, "READ", "client") ?? "",
+      });
     }
     return { fileLength: file.length, blocks, complete: file.inode.complete };
   }
@@ -485,7 +504,14 @@ export class NameNode {
     entry.reportedWipeOf = "";
     entry.storageId = reg.storageId;
     if (record?.storageId !== entry.storageId || record.reimages !== entry.reimages) await this.persistDatanode(entry);
-    stream.write({ registered: { datanodeId: id, heartbeatIntervalMs: this.options.heartbeatIntervalMs } });
+    stream.write({
+      registered: {
+        datanodeId: id,
+        heartbeatIntervalMs: this.options.heartbeatIntervalMs,
+        blockTokens: this.blockKeys !== undefined,
+        blockKeys: this.wireBlockKeys(),
+      },
+    });
     this.log.info(existing ? "datanode re-registered" : "datanode registered", {
       datanodeId: id,
       address: reg.address,
@@ -561,7 +587,19 @@ export class NameNode {
     this.datanodeRecords.set(entry.datanodeId, record);
   }
 
+  /** The block keys as the datanodes' stream carries them (none without block tokens). */
+  private wireBlockKeys(): { keyId: number; secret: Buffer; expiresMs: number }[] {
+    return this.blockKeys?.keys().map((k) => ({ keyId: k.keyId, secret: k.secret, expiresMs: k.expiresMs })) ?? [];
+  }
+
   private checkLiveness(): void {
+    // A rolled key reaches every live datanode at once, before any token it signs can.
+    if (this.blockKeys?.maybeRoll()) {
+      const blockKeys = this.wireBlockKeys();
+      for (const d of this.datanodes.values())
+        if (d.state === "LIVE")
+          d.stream?.write({ commands: { seq: 0, replicate: [], delete: [], reregister: false, blockKeys } });
+    }
     const now = this.clock.nowMs();
     for (const d of this.datanodes.values()) {
       if (d.state !== "LIVE" || now - d.lastHeartbeatMs <= this.options.datanodeExpiryMs) continue;
@@ -618,7 +656,11 @@ export class NameNode {
     const work = this.monitor.tick(this.blocks.all(), this.liveViews(), this.clock.nowMs());
     for (const task of work.replicate) {
       const source = this.datanodes.get(task.sourceId);
-      source?.replicate.push({ block: task.block, targets: task.targets.map((t) => this.info(t.datanodeId)) });
+      source?.replicate.push({
+        block: task.block,
+        targets: task.targets.map((t) => this.info(t.datanodeId)),
+        blockToken: this.blockKeys?.issue(task.block.blockId, "WRITE", "namenode") ?? "",
+      });
     }
     for (const del of work.delete) {
       this.blocks.invalidate(del.datanodeId, del.block.blockId);

@@ -9,6 +9,14 @@ export interface NameNodeOptions {
   /** Port to bind; 0 picks a free one. @default 0 */
   port: number;
   /**
+   * Issue block access tokens, which datanodes then require for every read and write (HDFS's block tokens). @default true
+   */
+  blockTokens: boolean;
+  /** A block token is valid this long. @default 3600000 (1 h) */
+  blockTokenLifetimeMs: number;
+  /** The key that signs block tokens is replaced this often (older keys verify until their tokens expire). @default 1800000 */
+  blockKeyUpdateIntervalMs: number;
+  /**
    * Host name or IP that peers and clients use to reach this daemon (what it registers and writes in ready files).
    * @default the bind `host`, or this machine's host name when `host` is a wildcard (0.0.0.0, ::)
    */
@@ -60,6 +68,9 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
   const o: NameNodeOptions = {
     host: "127.0.0.1",
     port: 0,
+    blockTokens: true,
+    blockTokenLifetimeMs: 3_600_000,
+    blockKeyUpdateIntervalMs: 1_800_000,
     advertiseHost: "",
     defaultReplication: 3,
     maxReplication: 32,
@@ -83,6 +94,9 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
   };
   const bad = (field: string, why: string): never => invalidOption("namenode", field, why);
   if (!o.dataDir) bad("dataDir", "is required");
+  if (typeof o.blockTokens !== "boolean") bad("blockTokens", "must be true or false");
+  for (const f of ["blockTokenLifetimeMs", "blockKeyUpdateIntervalMs"] as const)
+    if (!(Number.isFinite(o[f]) && o[f] > 0)) bad(f, "must be a positive number of milliseconds");
   if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) bad("port", "must be an integer in 0..65535");
   o.advertiseHost = resolveAdvertiseHost("namenode", o.host, o.advertiseHost);
   if (!Number.isInteger(o.maxReplication) || o.maxReplication < 1) bad("maxReplication", "must be an integer >= 1");

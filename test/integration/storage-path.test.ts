@@ -138,7 +138,8 @@ describe("the file system on four servers", () => {
     await until("replicas", async () =>
       (await dfs.fsck("/flip.bin")).underReplicated.length === 0 ? true : undefined,
     );
-    const block = (await dfs.blockLocations("/flip.bin")).blocks[0]!.block!;
+    const located = (await dfs.blockLocations("/flip.bin")).blocks[0]!;
+    const block = located.block!;
     const blockId = block.blockId;
     const files = c.desc.nodes.flatMap((n) => replicaFiles(n.datanode!.dataDir, blockId));
     expect(files).toHaveLength(3);
@@ -153,7 +154,7 @@ describe("the file system on four servers", () => {
     // The datanode holding the flipped byte refuses to serve it (and reports it to the namenode).
     const dt = makeClient(loadHarvestProto().DataTransfer, victimNode.datanode!.address);
     const err = await new Promise<unknown>((resolve) => {
-      const s = dt.readBlock({ block, offset: 0, length: 0 });
+      const s = dt.readBlock({ block, offset: 0, length: 0, blockToken: located.blockToken });
       s.on("data", () => undefined);
       s.on("error", resolve);
       s.on("end", () => resolve(undefined));
@@ -169,6 +170,45 @@ describe("the file system on four servers", () => {
       const hashes = now.map((f) => createHash("sha256").update(readFileSync(f)).digest("hex"));
       return new Set(hashes).size === 1 ? true : undefined;
     });
+  });
+
+  it("serves a block only with the namenode's token for that block and mode, and keeps serving", async () => {
+    const local = join(work, "token.bin");
+    const hash = writeRandomFile(local, 1 * MiB);
+    await dfs.put(local, "/token.bin", { replication: 3 });
+    const [mine] = (await dfs.blockLocations("/token.bin")).blocks;
+    const [theirs] = (await dfs.blockLocations("/small.txt")).blocks;
+    const dt = makeClient(loadHarvestProto().DataTransfer, mine!.locations[0]!.address);
+    const read = (block: unknown, blockToken: string): Promise<string> =>
+      new Promise((resolve) => {
+        const s = dt.readBlock({ block: block as never, offset: 0, length: 0, blockToken });
+        s.on("data", () => undefined);
+        s.on("error", (e) => resolve(fromGrpcError(e).code));
+        s.on("end", () => resolve("OK"));
+      });
+    try {
+      // A stranger guessing block ids, with no token, or with a token for another block or a forged one.
+      expect(await read(mine!.block, "")).toBe("DATANODE_BAD_TOKEN");
+      expect(await read({ ...mine!.block!, blockId: mine!.block!.blockId + 1 }, mine!.blockToken)).toBe(
+        "DATANODE_BAD_TOKEN",
+      );
+      expect(await read(mine!.block, theirs!.blockToken)).toBe("DATANODE_BAD_TOKEN");
+      const [v, id, payload] = mine!.blockToken.split(".");
+      expect(await read(mine!.block, `${v}.${id}.${payload}.${"A".repeat(43)}`)).toBe("DATANODE_BAD_TOKEN");
+      // A write needs a WRITE token: the READ token the namenode handed out does not overwrite anything.
+      const w = dt.writeBlock();
+      const ack = await new Promise<string>((resolve) => {
+        w.on("data", (a: { ok: boolean; errorCode: string }) => resolve(a.ok ? "OK" : a.errorCode));
+        w.on("error", (e) => resolve(fromGrpcError(e).code));
+        w.write({ header: { block: mine!.block, downstream: [], clientName: "x", blockToken: mine!.blockToken } });
+      });
+      w.end();
+      expect(ack).toBe("DATANODE_BAD_TOKEN");
+      expect(await read(mine!.block, mine!.blockToken)).toBe("OK");
+    } finally {
+      dt.close();
+    }
+    expect(await sha256OfStream(dfs.createReadStream("/token.bin"))).toBe(hash);
   });
 
   it("brings a reimaged datanode's blocks back to full replication", async () => {
