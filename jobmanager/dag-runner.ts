@@ -18,6 +18,7 @@ export type AttemptEnd =
   | "KILLED_BY_USER"
   | "LOST"
   | "RELEASED"
+  | "EXCEEDED_MEMORY"
   | "LAUNCH_FAILED";
 
 /** Task states. */
@@ -204,6 +205,8 @@ export class DagRunner {
       case "KILLED_BY_USER":
         task.state = "PENDING";
         return { kind: "job-killed" };
+      // Using more memory than granted is the task's own fault, as in YARN: it counts.
+      case "EXCEEDED_MEMORY":
       case "FAILED":
         task.failures += 1;
         task.state = "PENDING";

@@ -1,7 +1,11 @@
 /**
- * CPU limits for containers through cgroups. Detected once at start: cgroup v2 (`cpu.max`) when the unified hierarchy
- * has the cpu controller and we can create groups, else v1 (`cpu.cfs_quota_us`, writable on this machine), else none,
- * in which case containers run unlimited and the yield controller still kills to protect the primary.
+ * CPU and memory limits for containers through cgroups. Detected once at start: cgroup v2 (`cpu.max`) when the unified
+ * hierarchy has the cpu controller and we can create groups, else v1 (`cpu.cfs_quota_us`, writable on this machine),
+ * else none, in which case containers run unlimited at nice 19 and the yield controller still kills to protect the
+ * primary. Every container also gets the lowest CPU weight the kernel offers (v2 `cpu.weight` 1, v1 `cpu.shares` 2, on
+ * its group and on Harvest's parents), so a primary's burst takes the CPU from it in the kernel at once, and, where the
+ * memory controller is there, a memory limit of what it was granted (`memory.max` / `memory.limit_in_bytes`): past
+ * it the kernel's OOM killer ends it inside its own group, and `oomKilled` tells the node manager so.
  */
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -11,14 +15,24 @@ export type CgroupMode = "v2" | "v1" | "none";
 
 /** CFS period for quotas (100 ms, the kernel default). */
 const PERIOD_US = 100_000;
+/** The lowest CPU weights: v1 `cpu.shares` (kernel minimum 2) and v2 `cpu.weight` (minimum 1). */
+const V1_MIN_SHARES = 2;
+const V2_MIN_WEIGHT = 1;
 
 /** Creates, limits, measures and removes one cgroup per container. */
 export interface CgroupController {
   readonly mode: CgroupMode;
   /** Why this mode was chosen (logged at start). */
   readonly reason: string;
-  /** Creates the container's group with a CPU limit and returns the files a process writes its pid into to join it. */
-  create(containerId: string, vcoresMilli: number): string[];
+  /**
+   * Creates the container's groups with its CPU limit, the lowest CPU weight and (when the memory controller is
+   * there) its memory limit; returns the files a process writes its pid into to join them.
+   */
+  create(containerId: string, vcoresMilli: number, memoryMb: number): string[];
+  /** True when the kernel's OOM killer killed a process of the container's memory group (it exceeded its limit). */
+  oomKilled(containerId: string): boolean;
+  /** Whether containers get a memory limit (the memory controller is there and writable). */
+  readonly limitsMemory: boolean;
   /** Changes a container's CPU limit (throttling); vcoresMilli 0 means the minimum the kernel allows. */
   setLimit(containerId: string, vcoresMilli: number): void;
   /** Cumulative CPU time of the container in ms, or undefined when the mode cannot tell. */
@@ -42,11 +56,39 @@ export function quotaUs(vcoresMilli: number): number {
   return Math.max(1_000, Math.round((vcoresMilli / 1000) * PERIOD_US));
 }
 
+/** Writes a control file, ignoring a kernel that lacks it (older kernels, controllers not delegated). */
+function writeOptional(file: string, value: string): void {
+  try {
+    writeFileSync(file, value);
+  } catch {
+    // Not supported here: the limit it sets is a refinement, not a requirement.
+  }
+}
+
+/** A number after `key ` in a cgroup key-value file (`memory.events`, `memory.oom_control`), 0 when absent. */
+function keyedCount(file: string, key: string): number {
+  try {
+    const m = new RegExp(`^${key} (\\d+)$`, "m").exec(readFileSync(file, "utf8"));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Bytes for a memory grant (at least 4 MiB, below which the kernel cannot run a process). */
+function memoryBytes(memoryMb: number): number {
+  return Math.max(4, Math.round(memoryMb)) * 1024 * 1024;
+}
+
 class NoCgroups implements CgroupController {
   readonly mode = "none" as const;
+  readonly limitsMemory = false;
   constructor(readonly reason: string) {}
   create(): string[] {
     return [];
+  }
+  oomKilled(): boolean {
+    return false;
   }
   setLimit(): void {}
   usageMs(): number | undefined {
@@ -61,14 +103,27 @@ class CgroupV1 implements CgroupController {
   constructor(
     private readonly cpuDir: string,
     private readonly acctDir: string | undefined,
+    private readonly memoryDir: string | undefined,
     readonly reason: string,
   ) {}
-  create(containerId: string, vcoresMilli: number): string[] {
+  get limitsMemory(): boolean {
+    return this.memoryDir !== undefined;
+  }
+  create(containerId: string, vcoresMilli: number, memoryMb: number): string[] {
     const dir = join(this.cpuDir, containerId);
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "cpu.cfs_period_us"), String(PERIOD_US));
     writeFileSync(join(dir, "cpu.cfs_quota_us"), String(quotaUs(vcoresMilli)));
+    writeOptional(join(dir, "cpu.shares"), String(V1_MIN_SHARES));
     const procs = [join(dir, "cgroup.procs")];
+    if (this.memoryDir) {
+      const mem = join(this.memoryDir, containerId);
+      mkdirSync(mem, { recursive: true });
+      writeFileSync(join(mem, "memory.limit_in_bytes"), String(memoryBytes(memoryMb)));
+      // No swap past the limit either, where the kernel accounts it.
+      writeOptional(join(mem, "memory.memsw.limit_in_bytes"), String(memoryBytes(memoryMb)));
+      procs.push(join(mem, "cgroup.procs"));
+    }
     if (this.acctDir) {
       const acct = join(this.acctDir, containerId);
       mkdirSync(acct, { recursive: true });
@@ -87,13 +142,21 @@ class CgroupV1 implements CgroupController {
       return undefined;
     }
   }
+  oomKilled(containerId: string): boolean {
+    return (
+      this.memoryDir !== undefined &&
+      keyedCount(join(this.memoryDir, containerId, "memory.oom_control"), "oom_kill") > 0
+    );
+  }
   remove(containerId: string): void {
     rmdirQuietly(join(this.cpuDir, containerId));
     if (this.acctDir) rmdirQuietly(join(this.acctDir, containerId));
+    if (this.memoryDir) rmdirQuietly(join(this.memoryDir, containerId));
   }
   close(): void {
     rmdirQuietly(this.cpuDir);
     rmdirQuietly(this.acctDir);
+    rmdirQuietly(this.memoryDir);
   }
 }
 
@@ -101,13 +164,22 @@ class CgroupV2 implements CgroupController {
   readonly mode = "v2" as const;
   constructor(
     private readonly dir: string,
+    readonly limitsMemory: boolean,
     readonly reason: string,
   ) {}
-  create(containerId: string, vcoresMilli: number): string[] {
+  create(containerId: string, vcoresMilli: number, memoryMb: number): string[] {
     const dir = join(this.dir, containerId);
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "cpu.max"), `${quotaUs(vcoresMilli)} ${PERIOD_US}`);
+    writeOptional(join(dir, "cpu.weight"), String(V2_MIN_WEIGHT));
+    if (this.limitsMemory) {
+      writeFileSync(join(dir, "memory.max"), String(memoryBytes(memoryMb)));
+      writeOptional(join(dir, "memory.swap.max"), "0");
+    }
     return [join(dir, "cgroup.procs")];
+  }
+  oomKilled(containerId: string): boolean {
+    return this.limitsMemory && keyedCount(join(this.dir, containerId, "memory.events"), "oom_kill") > 0;
   }
   setLimit(containerId: string, vcoresMilli: number): void {
     writeFileSync(join(this.dir, containerId, "cpu.max"), `${quotaUs(vcoresMilli)} ${PERIOD_US}`);
@@ -156,12 +228,28 @@ export function detectCgroups(
         // v2 delegates a controller one level at a time: enable cpu in the subtree_control of the root and of every
         // group down to ours, so that the per-container groups below `dir` get cpu.max.
         let level = unified;
+        const memory = controllers.split(/\s+/).includes("memory");
+        let memoryDelegated = memory;
         for (const part of ["", ...groupName.split("/")]) {
           level = part ? join(level, part) : level;
           const control = join(level, "cgroup.subtree_control");
-          if (!readFileSync(control, "utf8").split(/\s+/).includes("cpu")) writeFileSync(control, "+cpu");
+          const enabled = readFileSync(control, "utf8").split(/\s+/);
+          if (!enabled.includes("cpu")) writeFileSync(control, "+cpu");
+          if (memoryDelegated && !enabled.includes("memory")) {
+            try {
+              writeFileSync(control, "+memory");
+            } catch {
+              memoryDelegated = false;
+            }
+          }
+          // Harvest's own groups weigh the least against their siblings (the primary's), all the way down.
+          if (part) writeOptional(join(level, "cpu.weight"), String(V2_MIN_WEIGHT));
         }
-        return new CgroupV2(dir, `cgroup v2 at ${dir}`);
+        return new CgroupV2(
+          dir,
+          memoryDelegated,
+          `cgroup v2 at ${dir}${memoryDelegated ? " (cpu and memory)" : " (cpu only: no memory controller)"}`,
+        );
       } catch (err) {
         failures.push(`v2: ${(err as Error).message}`);
       }
@@ -186,7 +274,28 @@ export function detectCgroups(
             acct = undefined;
           }
         }
-        return new CgroupV1(dir, acct, `cgroup v1 at ${dir}${acct ? ` (cpuacct at ${acct})` : ""}`);
+        // Harvest's own groups weigh the least against their siblings (the primary's), all the way down.
+        let level = cpuRoot;
+        for (const part of groupName.split("/")) {
+          level = join(level, part);
+          writeOptional(join(level, "cpu.shares"), String(V1_MIN_SHARES));
+        }
+        let memoryDir: string | undefined;
+        const memRoot = join(root, "memory");
+        if (existsSync(join(memRoot, "memory.limit_in_bytes"))) {
+          try {
+            memoryDir = join(memRoot, groupName);
+            mkdirSync(memoryDir, { recursive: true });
+          } catch {
+            memoryDir = undefined;
+          }
+        }
+        return new CgroupV1(
+          dir,
+          acct,
+          memoryDir,
+          `cgroup v1 at ${dir}${acct ? ` (cpuacct at ${acct})` : ""}${memoryDir ? ` (memory at ${memoryDir})` : " (no memory controller)"}`,
+        );
       } catch (err) {
         failures.push(`v1: ${(err as Error).message}`);
       }

@@ -5,13 +5,21 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { closeSync, mkdirSync, openSync, writeFileSync } from "node:fs";
+import { constants, setPriority } from "node:os";
 import { join } from "node:path";
 import { recordContainerProcess } from "../common/container-leftovers.js";
 import type { CgroupController } from "./cgroups.js";
 
 /** How a container ended, as the wire names it. */
 export type ExitCause =
-  "SUCCEEDED" | "FAILED" | "PREEMPTED_BY_PRIMARY" | "PREEMPTED_BY_POWER" | "KILLED_BY_USER" | "LOST" | "RELEASED";
+  | "SUCCEEDED"
+  | "FAILED"
+  | "PREEMPTED_BY_PRIMARY"
+  | "PREEMPTED_BY_POWER"
+  | "KILLED_BY_USER"
+  | "LOST"
+  | "RELEASED"
+  | "EXCEEDED_MEMORY";
 
 /** What starts a container. */
 export interface ContainerSpec {
@@ -65,7 +73,7 @@ export class ContainerProcess {
     const argv = spec.argv.map((a) => expandArg(a, env));
     // "node" means the node manager's own Node binary, so containers run the same runtime wherever PATH points.
     if (argv[0] === "node") argv[0] = process.execPath;
-    const procsFiles = cgroups.create(spec.containerId, spec.vcoresMilli);
+    const procsFiles = cgroups.create(spec.containerId, spec.vcoresMilli, spec.memoryMb);
     const [cmd, args] = wrapForCgroup(argv, procsFiles);
     const out = openSync(join(spec.workDir, "stdout"), "a");
     const err = openSync(join(spec.workDir, "stderr"), "a");
@@ -77,6 +85,9 @@ export class ContainerProcess {
     }
     this.startedMs = nowMs;
     this.pid = this.child.pid ?? -1;
+    // Without a cgroup's CPU weight, the lowest scheduling priority the kernel offers an unprivileged process: the
+    // primary's burst takes the CPU at once (what the container forks inherits it).
+    if (procsFiles.length === 0 && this.pid > 0) lowestPriority(this.pid);
     if (this.pid > 0) {
       // Before the event loop runs, so the child is not reaped yet and its start time is still readable. The record
       // (pid, start time, cgroups) is what a cleanup after a crash trusts; the bare pid file is for people and tools
@@ -159,8 +170,14 @@ export class ContainerProcess {
     this.state = "COMPLETE";
     this.exitCode = code;
     this.finishedMs = Date.now();
-    this.cause = this.killCause ?? (code === 0 ? "SUCCEEDED" : "FAILED");
-    this.diagnostics = this.killCause ? `${this.killCause.toLowerCase().replace(/_/g, " ")} (${why})` : why;
+    // The kernel's OOM killer inside the container's own memory cgroup: it used more than it was granted.
+    const oom = !this.killCause && code !== 0 && this.cgroups.oomKilled(this.spec.containerId);
+    this.cause = this.killCause ?? (code === 0 ? "SUCCEEDED" : oom ? "EXCEEDED_MEMORY" : "FAILED");
+    this.diagnostics = this.killCause
+      ? `${this.killCause.toLowerCase().replace(/_/g, " ")} (${why})`
+      : oom
+        ? `killed for using more than its ${this.spec.memoryMb} MB of memory (${why})`
+        : why;
     this.cgroups.remove(this.spec.containerId);
   }
 }
@@ -175,4 +192,13 @@ function wrapForCgroup(argv: string[], procsFiles: string[]): [string, string[]]
   const joins = procsFiles.map((_, i) => `echo $$ > "$${i + 1}"`).join(" && ");
   const script = `${joins} && shift ${procsFiles.length} && exec "$@"`;
   return ["/bin/sh", ["-c", script, "harvest-container", ...procsFiles, ...argv]];
+}
+
+/** Nice 19 for a process (errors ignored: it may have exited already). */
+function lowestPriority(pid: number): void {
+  try {
+    setPriority(pid, constants.priority.PRIORITY_LOW);
+  } catch {
+    // Gone, or not ours to change.
+  }
 }

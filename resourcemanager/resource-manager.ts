@@ -679,7 +679,7 @@ export class ResourceManager {
     ref.finishedMs = st.finishedMs ?? this.clock.nowMs();
     const counts = ref.isAm ? app.amCounts : app.taskCounts;
     if (cause === "SUCCEEDED") counts.succeeded++;
-    else if (cause === "FAILED") counts.failed++;
+    else if (cause === "FAILED" || cause === "EXCEEDED_MEMORY") counts.failed++;
     else if (cause === "PREEMPTED_BY_PRIMARY" || cause === "PREEMPTED_BY_POWER") counts.preempted++;
     else if (cause === "LOST") counts.lost++;
     else counts.killed++;

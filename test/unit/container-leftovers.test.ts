@@ -315,7 +315,7 @@ describe("killContainerLeftovers", () => {
 describe.skipIf(cgroups.mode === "none")(`killContainerLeftovers with real cgroups (${cgroups.mode})`, () => {
   it("kills a process that left the container's process group but not its cgroup", async () => {
     const containerId = nextContainerId();
-    const procsFiles = cgroups.create(containerId, 1000);
+    const procsFiles = cgroups.create(containerId, 1000, 256);
     createdGroups.push(...procsFiles.map((f) => join(f, "..")));
     // The container's first process exits at once; what it started lives on in another session, in the cgroup.
     const escapee = startDetached("exec sleep 60");

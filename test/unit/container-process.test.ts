@@ -41,6 +41,7 @@ function removeTestCgroups(): void {
     "/sys/fs/cgroup/cpu",
     "/sys/fs/cgroup/cpuacct",
     "/sys/fs/cgroup/cpu,cpuacct",
+    "/sys/fs/cgroup/memory",
   ];
   for (const root of roots) {
     const dir = join(root, groupName);
@@ -281,7 +282,41 @@ describe("ContainerProcess", () => {
   });
 });
 
+/** A process's nice value (field 19 of /proc/<pid>/stat). */
+function niceOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+}
+
+describe("ContainerProcess at the lowest priority", () => {
+  it("runs a container without cgroups at nice 19, and what it forks too", async () => {
+    const s = spec(["/bin/sh", "-c", "sleep 30 & echo $! > child; wait"]);
+    const { container } = start(s, noCgroups);
+    let child = 0;
+    for (let i = 0; i < 100 && !child; i++) {
+      await sleep(20);
+      child = Number(existsSync(join(s.workDir, "child")) ? readFileSync(join(s.workDir, "child"), "utf8") : 0);
+    }
+    expect(niceOf(container.pid)).toBe(19);
+    expect(niceOf(child)).toBe(19);
+    container.killNow("KILLED_BY_USER");
+    await container.waitForExit();
+  });
+});
+
 describe.skipIf(cgroups.mode === "none")(`ContainerProcess in a cgroup (${cgroups.mode})`, () => {
+  it.skipIf(!cgroups.limitsMemory)(
+    "ends a container that uses more memory than it was granted as EXCEEDED_MEMORY, and one within its grant as SUCCEEDED",
+    async () => {
+      const hog = "const a = []; for (let i = 0; i < 40; i++) a.push(Buffer.alloc(16 << 20, 1)); console.log(a.length)";
+      const over = await runToEnd(spec(["node", "-e", hog], { memoryMb: 64 }), cgroups);
+      expect(over.cause).toBe("EXCEEDED_MEMORY");
+      expect(over.diagnostics).toContain("64 MB");
+      const within = await runToEnd(spec(["node", "-e", hog], { memoryMb: 1024 }), cgroups);
+      expect(within.cause, within.diagnostics).toBe("SUCCEEDED");
+    },
+  );
+
   it("puts the process in its container's cgroup", async () => {
     const s = spec([node, "-e", "process.stdout.write(require('node:fs').readFileSync('/proc/self/cgroup', 'utf8'))"]);
     const c = await runToEnd(s, cgroups);

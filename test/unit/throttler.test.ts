@@ -223,7 +223,7 @@ function quotaUsOf(containerId: string): number {
 describe.skipIf(cgroups.mode === "none")(`cgroup throttler (${cgroups.mode})`, () => {
   it("writes the limit as the container's CFS quota, holds a burner to it, and restores the allocation", async () => {
     const containerId = "container_throttle_000001";
-    const procsFiles = cgroups.create(containerId, 1000);
+    const procsFiles = cgroups.create(containerId, 1000, 256);
     const pid = startBurner();
     for (const f of procsFiles) writeFileSync(f, String(pid));
     const t = createThrottler(cgroups);
