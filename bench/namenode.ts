@@ -76,7 +76,14 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
   const dir = mkdtempSync(join(tmpdir(), "harvest-bench-nn-"));
   const before = await settledMemory();
   const nn = new NameNode(
-    { dataDir: dir, defaultReplication: 3, defaultBlockSizeBytes: BLOCK_BYTES * 1024, replicationIntervalMs: 5_000 },
+    {
+      dataDir: dir,
+      defaultReplication: 3,
+      defaultBlockSizeBytes: BLOCK_BYTES * 1024,
+      replicationIntervalMs: 5_000,
+      // The clients below claim the user "bench", which owns the namespace here (it makes /bench under the root).
+      superuser: "bench",
+    },
     { logger: new Logger("nn", "warn") },
   );
   await nn.start();

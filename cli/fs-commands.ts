@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import { stat as fsStat } from "node:fs/promises";
 import { HarvestError } from "../common/errors.js";
+import { formatMode, parseMode } from "../common/fs-permission.js";
 import type { DfsFileStatus } from "../client/dfs-client.js";
 import { action, common, positiveInt, print, withDfs } from "./command-kit.js";
 import type { GlobalOpts } from "./command-kit.js";
@@ -41,20 +42,26 @@ function mb(bytes: number): string {
 
 function statusLine(s: DfsFileStatus): (string | number)[] {
   return [
-    s.isDir ? "d" : "-",
+    formatMode(s.mode, s.isDir),
     s.isDir ? "-" : s.replication,
     s.isDir ? "-" : s.length,
     s.owner,
+    s.group,
     new Date(s.mtimeMs).toISOString().slice(0, 19).replace("T", " "),
     s.path + (s.isDir ? "/" : s.complete ? "" : " (being written)"),
   ];
+}
+
+/** A status with its mode also written as `ls` shows it (`drwxr-x---`), for --json. */
+function withPermission(s: DfsFileStatus): DfsFileStatus & { permission: string } {
+  return { ...s, permission: formatMode(s.mode, s.isDir) };
 }
 
 /** Adds the `fs` command group to the program. */
 export function registerFsCommands(program: Command): void {
   const fs = program
     .command("fs")
-    .description("Harvest's distributed file system: put, get, cat, ls, rm, mkdir, mv, stat, fsck");
+    .description("Harvest's distributed file system: put, get, cat, ls, rm, mkdir, mv, stat, chmod, chown, fsck");
 
   common(fs.command("put <local> <path>"))
     .description("copy a local file into the file system (acknowledged only when every replica is on disk)")
@@ -135,10 +142,10 @@ export function registerFsCommands(program: Command): void {
           const target = path ?? "/";
           const st = await c.stat(target);
           const entries = st.isDir ? await c.list(target) : [st];
-          print(o, entries, () =>
+          print(o, entries.map(withPermission), () =>
             entries.length === 0
               ? `${target} is empty`
-              : table(["T", "REPL", "BYTES", "OWNER", "MODIFIED", "PATH"], entries.map(statusLine)),
+              : table(["MODE", "REPL", "BYTES", "OWNER", "GROUP", "MODIFIED", "PATH"], entries.map(statusLine)),
           );
         }),
       ),
@@ -150,7 +157,7 @@ export function registerFsCommands(program: Command): void {
       action(async (path: string, o: GlobalOpts) =>
         withDfs(o, async (c) => {
           const st = await c.stat(path);
-          print(o, st, () =>
+          print(o, withPermission(st), () =>
             [
               `path        ${st.path}`,
               `type        ${st.isDir ? "directory" : "file"}${st.isDir || st.complete ? "" : " (being written)"}`,
@@ -161,6 +168,8 @@ export function registerFsCommands(program: Command): void {
                     `replication ${st.replication}`,
                   ]),
               `owner       ${st.owner}`,
+              `group       ${st.group}`,
+              `mode        ${formatMode(st.mode, st.isDir)} (${st.mode.toString(8).padStart(4, "0")})`,
               `modified    ${new Date(st.mtimeMs).toISOString()}`,
             ].join("\n"),
           );
@@ -202,6 +211,35 @@ export function registerFsCommands(program: Command): void {
         withDfs(o, async (c) => {
           const st = await c.rename(src, dst);
           print(o, st, () => `renamed ${src} -> ${st.path}`);
+        }),
+      ),
+    );
+
+  common(fs.command("chmod <mode> <path>"))
+    .description(
+      "set a file's or directory's permission bits, in octal (e.g. 750); only its owner or the superuser may",
+    )
+    .action(
+      action(async (mode: string, path: string, o: GlobalOpts) =>
+        withDfs(o, async (c) => {
+          const st = await c.chmod(path, parseMode(mode, "<mode>"));
+          print(o, st, () => `${st.path}: ${formatMode(st.mode, st.isDir)}`);
+        }),
+      ),
+    );
+
+  common(fs.command("chown <owner> <path>"))
+    .description("set the owner (superuser only) and/or group: <owner>, <owner>:<group> or :<group> (the owner may)")
+    .action(
+      action(async (spec: string, path: string, o: GlobalOpts) =>
+        withDfs(o, async (c) => {
+          const [owner = "", group = ""] = spec.split(":", 2);
+          if (!owner && !group)
+            throw new HarvestError("INVALID_ARGUMENT", "<owner> must be <owner>, <owner>:<group> or :<group>", {
+              details: { field: "owner" },
+            });
+          const st = await c.chown(path, owner, group);
+          print(o, st, () => `${st.path}: ${st.owner}:${st.group}`);
         }),
       ),
     );

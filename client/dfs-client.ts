@@ -6,6 +6,7 @@
 import { nnAddressFromConfig } from "./client-config.js";
 import type { ClientConfig } from "./client-config.js";
 import type * as grpc from "@grpc/grpc-js";
+import { Metadata } from "@grpc/grpc-js";
 import { crc32c } from "@node-rs/crc32";
 import { randomUUID } from "node:crypto";
 import { createReadStream as fsReadStream, createWriteStream as fsWriteStream } from "node:fs";
@@ -14,6 +15,7 @@ import { Readable, Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { normalizeDfsPath, parentPath } from "../common/dfs-path.js";
 import { errorMessage, fromGrpcError, HarvestError, isHarvestError } from "../common/errors.js";
+import { CLAIMED_USER_METADATA, localUserName } from "../common/fs-permission.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import type { BlockOutput } from "../proto/generated/harvest/v1/Block.js";
 import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
@@ -54,6 +56,11 @@ export interface DfsClientOptions {
    * and asks the namenode again, so a read outlasts a primary tenant's spike on every replica. @default 5
    */
   maxReadRounds: number;
+  /**
+   * The user this client claims on a plaintext cluster (owner of what it creates; the namenode's permissions check it).
+   * A TLS certificate's identity overrides it. @default `$USER`, else the OS account running this process
+   */
+  user: string;
   /** Deadline of namenode calls. @default 30000 */
   namenodeTimeoutMs: number;
 }
@@ -87,6 +94,7 @@ export class DfsClient {
       maxBlockAttempts: 4,
       maxReadRounds: 5,
       namenodeTimeoutMs: 30_000,
+      user: localUserName(),
       ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)),
     };
     this.nn = makeClient(loadHarvestProto().ClientNamenode, namenodeAddress);
@@ -101,7 +109,7 @@ export class DfsClient {
 
   /** Creates a directory and its missing parents. */
   async mkdir(path: string): Promise<DfsFileStatus> {
-    return this.nnCall(this.nn.mkdirs, { path: normalizeDfsPath(path), owner: owner() });
+    return this.nnCall(this.nn.mkdirs, { path: normalizeDfsPath(path), owner: this.options.user });
   }
 
   async stat(path: string): Promise<DfsFileStatus> {
@@ -129,6 +137,19 @@ export class DfsClient {
 
   async fsck(path = "/"): Promise<DfsFsckReport> {
     return this.nnCall(this.nn.fsck, { path: normalizeDfsPath(path) });
+  }
+
+  /** Sets the permission bits (0..0o777, e.g. 0o750) of a file or directory; only its owner or the superuser may. */
+  async chmod(path: string, mode: number): Promise<DfsFileStatus> {
+    return this.nnCall(this.nn.setPermission, { path: normalizeDfsPath(path), mode });
+  }
+
+  /**
+   * Sets the owner and/or group ("" or absent keeps it): only the superuser may change the owner; the owner may change
+   * the group.
+   */
+  async chown(path: string, owner: string, group = ""): Promise<DfsFileStatus> {
+    return this.nnCall(this.nn.setOwner, { path: normalizeDfsPath(path), owner, group });
   }
 
   async datanodes(): Promise<DfsDatanode[]> {
@@ -229,12 +250,10 @@ export class DfsClient {
     method: (req: Req, cb: (err: grpc.ServiceError | null, res?: Res) => void) => unknown,
     req: Req,
   ): Promise<Res> {
-    return call(this.nn, method, req, this.options.namenodeTimeoutMs);
+    const metadata = new Metadata();
+    metadata.set(CLAIMED_USER_METADATA, this.options.user);
+    return call(this.nn, method, req, this.options.namenodeTimeoutMs, metadata);
   }
-}
-
-function owner(): string {
-  return process.env["USER"] ?? "harvest";
 }
 
 /** CRC32C of each CHUNK_BYTES piece of `data`. */
@@ -410,7 +429,7 @@ class DfsWriteStream extends Writable {
       .then(() =>
         this.client.nnCall(this.client.namenode.create, {
           path: this.path,
-          owner: owner(),
+          owner: this.client.options.user,
           replication: this.opts.replication ?? 0,
           blockSize: this.opts.blockSizeBytes ?? 0,
           overwrite: this.opts.overwrite ?? false,

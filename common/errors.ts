@@ -65,6 +65,8 @@ export const ERROR_CODES = {
   DATANODE_BAD_TOKEN: GrpcStatus.PERMISSION_DENIED,
   DFS_WRITE_FAILED: GrpcStatus.UNAVAILABLE,
   DFS_READ_FAILED: GrpcStatus.UNAVAILABLE,
+  // HDFS permissions refused the caller (details: path, user, access).
+  DFS_PERMISSION_DENIED: GrpcStatus.PERMISSION_DENIED,
   LOCAL_FILE_EXISTS: GrpcStatus.ALREADY_EXISTS,
   // Who is calling, and whether they may.
   UNAUTHENTICATED: GrpcStatus.UNAUTHENTICATED,

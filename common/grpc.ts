@@ -132,18 +132,19 @@ type FullUnaryMethod = (
   cb: (err: grpc.ServiceError | null, res?: unknown) => void,
 ) => unknown;
 
-/** Calls a unary method as a promise with a deadline; errors come back as HarvestErrors. */
+/** Calls a unary method as a promise with a deadline (and optional metadata); errors come back as HarvestErrors. */
 export function call<Req, Res>(
   client: grpc.Client,
   method: UnaryMethod<Req, Res>,
   req: Req,
   timeoutMs = 10_000,
+  metadata: grpc.Metadata = new grpc.Metadata(),
 ): Promise<Res> {
   return new Promise((resolve, reject) => {
     (method as unknown as FullUnaryMethod).call(
       client,
       req,
-      new grpc.Metadata(),
+      metadata,
       { deadline: Date.now() + timeoutMs },
       (err, res) => {
         if (err) reject(fromGrpcError(err));

@@ -23,6 +23,23 @@ export type {
   InodeRecord,
   LoadedNamespace,
 } from "./namespace-store.js";
+export {
+  accessName,
+  ALL,
+  check,
+  checkPermission,
+  checkSetOwner,
+  DEFAULT_DIR_MODE,
+  DEFAULT_FILE_MODE,
+  DEFAULT_GROUP,
+  EXECUTE,
+  permissionDenied,
+  permits,
+  READ,
+  UMASK,
+  WRITE,
+} from "./permissions.js";
+export type { AccessRequest, Caller, PermissionNode, PermissionStatus, ResolvedPath } from "./permissions.js";
 export { BlockManager } from "./block-manager.js";
 export type { BlockInfo, ReplicaDeletion, ReplicaInfo } from "./block-manager.js";
 export { StockPlacementPolicy } from "./placement.js";

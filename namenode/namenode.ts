@@ -12,6 +12,8 @@ import { BlockKeyManager } from "../common/block-token.js";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
+import { CLAIMED_USER_METADATA } from "../common/fs-permission.js";
+import { callIdentity, isValidIdentityName } from "../common/tls.js";
 import { serveWorkerStream } from "../common/worker-stream.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
@@ -22,6 +24,7 @@ import type { ReplicaDeletion } from "./block-manager.js";
 import { Namespace } from "./namespace.js";
 import type { NamespaceListener } from "./namespace.js";
 import { NamespaceStore } from "./namespace-store.js";
+import type { Caller } from "./permissions.js";
 import type { BlockRecord, DatanodeRecord } from "./namespace-store.js";
 import { resolveNameNodeOptions } from "./options.js";
 import type { NameNodeOptions } from "./options.js";
@@ -86,6 +89,8 @@ interface DatanodeEntry {
 }
 
 const DATANODE_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+/** The user of a plaintext call that claims none (it gets only the "other" permission bits). */
+const ANONYMOUS_USER = "nobody";
 
 /** The namenode daemon. */
 export class NameNode {
@@ -153,6 +158,7 @@ export class NameNode {
         defaultReplication: this.options.defaultReplication,
         defaultBlockSizeBytes: this.options.defaultBlockSizeBytes,
         maxReplication: this.options.maxReplication,
+        superuser: this.options.superuser,
       },
       { clock: this.clock, listener },
     );
@@ -189,13 +195,18 @@ export class NameNode {
       DatanodeChannel: (s: DatanodeStream) => this.onDatanodeStream(s),
     });
     this.server.addService(proto.ClientNamenode.service, {
-      Mkdirs: unary((req: { path: string; owner: string }) => {
+      Mkdirs: unary((req: { path: string; owner: string }, c) => {
         this.checkWritable();
-        return this.namespace.mkdirs(req.path, req.owner);
+        const caller = this.callerOf(c, req.owner);
+        return this.namespace.mkdirs(req.path, caller.user, this.checked(caller));
       }),
-      Create: unary((req: CreateRequestOutput) => {
+      Create: unary((req: CreateRequestOutput, c) => {
         this.checkWritable();
-        return this.namespace.create({ ...req, blockSizeBytes: req.blockSize });
+        const caller = this.callerOf(c, req.owner);
+        return this.namespace.create(
+          { ...req, owner: caller.user, blockSizeBytes: req.blockSize },
+          this.checked(caller),
+        );
       }),
       AddBlock: unary((req: AddBlockRequestOutput) => this.addBlock(req)),
       AbandonBlock: unary(async (req: AbandonBlockRequestOutput) => {
@@ -207,16 +218,29 @@ export class NameNode {
         this.checkWritable();
         return this.namespace.complete(req.path, req.clientName, req.last);
       }),
-      GetBlockLocations: unary((req: GetBlockLocationsRequestOutput) => this.blockLocations(req)),
-      List: unary((req: { path: string }) => ({ entries: this.namespace.list(req.path) })),
-      Stat: unary((req: { path: string }) => this.namespace.stat(req.path)),
-      Delete: unary(async (req: { path: string; recursive: boolean }) => {
-        this.checkWritable();
-        return { deleted: await this.namespace.delete(req.path, req.recursive) };
+      GetBlockLocations: unary((req: GetBlockLocationsRequestOutput, c) => {
+        const caller = this.callerOf(c);
+        return this.blockLocations(req, this.checked(caller), caller.user);
       }),
-      Rename: unary((req: { src: string; dst: string }) => {
+      List: unary((req: { path: string }, c) => ({
+        entries: this.namespace.list(req.path, this.checked(this.callerOf(c))),
+      })),
+      Stat: unary((req: { path: string }, c) => this.namespace.stat(req.path, this.checked(this.callerOf(c)))),
+      Delete: unary(async (req: { path: string; recursive: boolean }, c) => {
         this.checkWritable();
-        return this.namespace.rename(req.src, req.dst);
+        return { deleted: await this.namespace.delete(req.path, req.recursive, this.checked(this.callerOf(c))) };
+      }),
+      Rename: unary((req: { src: string; dst: string }, c) => {
+        this.checkWritable();
+        return this.namespace.rename(req.src, req.dst, this.checked(this.callerOf(c)));
+      }),
+      SetPermission: unary((req: { path: string; mode: number }, c) => {
+        this.checkWritable();
+        return this.namespace.setPermission(req.path, req.mode, this.checked(this.callerOf(c)));
+      }),
+      SetOwner: unary((req: { path: string; owner: string; group: string }, c) => {
+        this.checkWritable();
+        return this.namespace.setOwner(req.path, req.owner, req.group, this.checked(this.callerOf(c)));
       }),
       ReportBadBlocks: unary((req: ReportBadBlocksRequestOutput) => this.reportBadBlocks(req)),
       Fsck: unary((req: { path: string }) => this.fsck(req.path || "/")),
@@ -265,6 +289,34 @@ export class NameNode {
 
   // ---------------------------------------------------------------------------------------------- client protocol
 
+  /**
+   * Who is calling: the identity of the TLS peer certificate when there is one (the `admin` role is the superuser),
+   * and then any claimed user is ignored. Only on a plaintext connection is a claim trusted, as in HDFS's simple
+   * authentication: the `harvest-user` metadata, else `claimedUser` (the owner Create and Mkdirs carry); the claimed
+   * name equal to the `superuser` option is the superuser. A plaintext call that claims no one is "nobody".
+   */
+  private callerOf(c: grpc.ServerUnaryCall<unknown, unknown>, claimedUser = ""): Caller {
+    const identity = callIdentity(c);
+    if (identity)
+      return { user: identity.name, groups: this.groupsOf(identity.name), superuser: identity.role === "admin" };
+    const fromMetadata = c.metadata.get(CLAIMED_USER_METADATA)[0];
+    const claimed = (typeof fromMetadata === "string" ? fromMetadata : "") || claimedUser || ANONYMOUS_USER;
+    if (!isValidIdentityName(claimed))
+      throw new HarvestError("INVALID_ARGUMENT", `bad user name ${JSON.stringify(claimed)}`, {
+        details: { field: "user" },
+      });
+    return { user: claimed, groups: this.groupsOf(claimed), superuser: claimed === this.options.superuser };
+  }
+
+  /** The caller the namespace checks, or undefined when permissions are off (`permissions: false`). */
+  private checked(caller: Caller): Caller | undefined {
+    return this.options.permissions ? caller : undefined;
+  }
+
+  private groupsOf(user: string): string[] {
+    return [user, ...(this.options.userGroups[user] ?? [])];
+  }
+
   private checkWritable(): void {
     if (!this.safeModeOn) return;
     const { total, reported } = this.blocks.reportedCounts();
@@ -310,10 +362,10 @@ export class NameNode {
     };
   }
 
-  private blockLocations(req: GetBlockLocationsRequestOutput): LocatedBlocks {
+  private blockLocations(req: GetBlockLocationsRequestOutput, caller: Caller | undefined, user: string): LocatedBlocks {
     if (!(req.offset >= 0) || !(req.length >= 0))
       throw new HarvestError("INVALID_ARGUMENT", "offset and length must be >= 0", { details: { field: "offset" } });
-    const file = this.namespace.file(req.path);
+    const file = this.namespace.file(req.path, caller);
     const end = req.length > 0 ? req.offset + req.length : Infinity;
     const blocks: LocatedBlock[] = [];
     for (const b of file.blocks) {
@@ -324,7 +376,7 @@ export class NameNode {
         block: b.block,
         offset: b.offset,
         locations: this.readOrder(b.block.blockId),
-        blockToken: this.blockKeys?.issue(b.block.blockId, "READ", "client") ?? "",
+        blockToken: this.blockKeys?.issue(b.block.blockId, "READ", user) ?? "",
       });
     }
     return { fileLength: file.length, blocks, complete: file.inode.complete };

@@ -6,11 +6,12 @@
  *   meta!nextInodeId        next inode id to hand out (the root is inode 1)
  *   meta!nextBlockId        next block id to hand out
  *   meta!nextGenStamp       next generation stamp to hand out
- *   inode!<id>              InodeRecord (a directory or a file with its blocks and lease)
+ *   inode!<id>              InodeRecord (a directory or a file with its blocks, lease, owner, group and mode)
  *   child!<parentId>!<name> the child's inode id (the tree's edges: a rename rewrites one edge and one inode)
  *   datanode!<id>           DatanodeRecord (storage id and reimage count, kept across restarts)
  */
 import { Level } from "level";
+import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, DEFAULT_GROUP } from "./permissions.js";
 
 // fsync before resolving (classic-level's WriteOptions.sync; the `level` facade's types leave it out).
 const DURABLE = { sync: true } as never;
@@ -31,6 +32,9 @@ interface InodeBase {
   parentId: number;
   name: string;
   owner: string;
+  group: string;
+  /** Permission bits, 0o000..0o777 (namenode/permissions.ts). */
+  mode: number;
   mtimeMs: number;
   ctimeMs: number;
 }
@@ -97,6 +101,18 @@ type BatchOp = { type: "put"; key: string; value: unknown } | { type: "del"; key
 const inodeKey = (id: number): string => `inode!${id}`;
 const edgeKey = (parentId: number, name: string): string => `child!${parentId}!${name}`;
 
+/** An inode as stored, with the documented owner, group and mode if it was stored before permissions existed. */
+function withPermissions(inode: InodeRecord, superuser: string): InodeRecord {
+  const stored = inode as Partial<InodeRecord>;
+  if (typeof stored.group === "string" && typeof stored.mode === "number") return inode;
+  return {
+    ...inode,
+    owner: superuser,
+    group: DEFAULT_GROUP,
+    mode: inode.kind === "dir" ? DEFAULT_DIR_MODE : DEFAULT_FILE_MODE,
+  };
+}
+
 /** LevelDB-backed store; every write resolves only once it is in the log (fsync). */
 export class NamespaceStore {
   private readonly db: Level<string, unknown>;
@@ -113,8 +129,12 @@ export class NamespaceStore {
     await this.db.close();
   }
 
-  /** Reads the whole namespace; creates the root directory and counters on first use. */
-  async load(nowMs: number): Promise<LoadedNamespace> {
+  /**
+   * Reads the whole namespace; creates the root directory (owned by `superuser`, mode 0755) and counters on first use.
+   * Inodes stored before permissions existed (no group or mode) load owned by `superuser`, group "harvest", mode 0755
+   * (directories) or 0644 (files): their recorded owner was whatever the client claimed, so it is not trusted.
+   */
+  async load(nowMs: number, superuser = "harvest"): Promise<LoadedNamespace> {
     const get = async (key: string): Promise<number | undefined> => (await this.db.get(key)) as number | undefined;
     let counters: Counters;
     const nextInodeId = await get("meta!nextInodeId");
@@ -125,7 +145,9 @@ export class NamespaceStore {
         id: ROOT_INODE_ID,
         parentId: 0,
         name: "",
-        owner: "harvest",
+        owner: superuser,
+        group: DEFAULT_GROUP,
+        mode: DEFAULT_DIR_MODE,
         mtimeMs: nowMs,
         ctimeMs: nowMs,
       };
@@ -138,7 +160,8 @@ export class NamespaceStore {
       };
     }
     const inodes: InodeRecord[] = [];
-    for await (const value of this.db.values({ gt: "inode!", lt: "inode!\xff" })) inodes.push(value as InodeRecord);
+    for await (const value of this.db.values({ gt: "inode!", lt: "inode!\xff" }))
+      inodes.push(withPermissions(value as InodeRecord, superuser));
     const edges: LoadedNamespace["edges"] = [];
     for await (const [key, value] of this.db.iterator({ gt: "child!", lt: "child!\xff" })) {
       // child!<parentId>!<name>: the parent id is digits, so the first "!" after it ends it; names may hold "!".

@@ -12,12 +12,27 @@
  * closed with its committed blocks. HDFS
  * would instead ask the datanodes for the last block's length; here data of a writer that vanished mid-block is lost.
  * Lease times are not persisted: after a restart every open file gets a full timeout.
+ *
+ * Permissions (HDFS's, namenode/permissions.ts): every method a client reaches takes the `caller` and checks it, inside
+ * the mutation queue, before it looks at whether its target exists; the namenode's own work (lease recovery, tests of
+ * the tree itself) passes no caller and is not checked.
  */
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { baseName, isWithin, normalizeDfsPath, parentPath, pathComponents } from "../common/dfs-path.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { ROOT_INODE_ID } from "./namespace-store.js";
+import {
+  ALL,
+  checkPermission,
+  checkSetOwner,
+  DEFAULT_DIR_MODE,
+  DEFAULT_FILE_MODE,
+  EXECUTE,
+  READ,
+  WRITE,
+} from "./permissions.js";
+import type { AccessRequest, Caller, PermissionNode, ResolvedPath } from "./permissions.js";
 import type {
   BlockRecord,
   Changeset,
@@ -47,11 +62,14 @@ export interface NamespaceOptions {
   defaultBlockSizeBytes: number;
   /** Largest replication accepted. @default 32 */
   maxReplication: number;
+  /** Owner of a new root directory and of inodes stored before permissions existed. @default "harvest" */
+  superuser: string;
 }
 
 /** A request to create a file. */
 export interface CreateFileRequest {
   path: string;
+  /** The new file's owner (the caller's name when there is a caller). */
   owner: string;
   /** 0 means the default. */
   replication: number;
@@ -87,6 +105,8 @@ export interface NamespaceCounts {
 }
 
 const CHUNK_BYTES = 512;
+/** Names an owner or group may have (those a certificate may carry, common/tls.ts). */
+const OWNER_NAME = /^[A-Za-z0-9_.@-]{1,64}$/;
 const NO_LISTENER: NamespaceListener = { blockAllocated() {}, blockCommitted() {}, blocksRemoved() {} };
 
 /** The in-memory namespace over a durable store. */
@@ -111,14 +131,20 @@ export class Namespace {
     options: Partial<NamespaceOptions> = {},
     deps: { clock?: Clock; listener?: NamespaceListener } = {},
   ) {
-    this.options = { defaultReplication: 3, defaultBlockSizeBytes: 64 * 1024 * 1024, maxReplication: 32, ...options };
+    this.options = {
+      defaultReplication: 3,
+      defaultBlockSizeBytes: 64 * 1024 * 1024,
+      maxReplication: 32,
+      superuser: "harvest",
+      ...options,
+    };
     this.clock = deps.clock ?? systemClock;
     this.listener = deps.listener ?? NO_LISTENER;
   }
 
   /** Reads the whole namespace from the (open) store. Call once before anything else. */
   async load(): Promise<void> {
-    const loaded = await this.store.load(this.clock.nowMs());
+    const loaded = await this.store.load(this.clock.nowMs(), this.options.superuser);
     this.counters = loaded.counters;
     for (const inode of loaded.inodes) {
       this.inodes.set(inode.id, inode);
@@ -139,15 +165,17 @@ export class Namespace {
 
   // ---------------------------------------------------------------------------------------------- reads
 
-  /** The status of a file or directory; NAMENODE_FILE_NOT_FOUND if there is none. */
-  stat(path: string): FileStatusOutput {
+  /** The status of a file or directory (the caller must traverse its ancestors); NAMENODE_FILE_NOT_FOUND if none. */
+  stat(path: string, caller?: Caller): FileStatusOutput {
     const p = normalizeDfsPath(path);
+    this.authorize(p, caller, {});
     return this.status(p, this.mustResolve(p));
   }
 
-  /** A directory's entries sorted by name, or a file's own status. */
-  list(path: string): FileStatusOutput[] {
+  /** A directory's entries sorted by name (READ_EXECUTE on it), or a file's own status. */
+  list(path: string, caller?: Caller): FileStatusOutput[] {
     const p = normalizeDfsPath(path);
+    this.authorize(p, caller, { access: this.resolveQuietly(p)?.kind === "dir" ? READ | EXECUTE : 0 });
     const inode = this.mustResolve(p);
     if (inode.kind === "file") return [this.status(p, inode)];
     const names = [...this.childrenOf(inode.id).keys()].sort();
@@ -157,9 +185,10 @@ export class Namespace {
     });
   }
 
-  /** A file with its blocks and their offsets; NAMENODE_IS_A_DIRECTORY for a directory. */
-  file(path: string): FileView {
+  /** A file with its blocks and their offsets (READ on it); NAMENODE_IS_A_DIRECTORY for a directory. */
+  file(path: string, caller?: Caller): FileView {
     const p = normalizeDfsPath(path);
+    this.authorize(p, caller, { access: READ });
     const inode = this.mustResolve(p);
     if (inode.kind !== "file") throw new HarvestError("NAMENODE_IS_A_DIRECTORY", `${p} is a directory`);
     return this.fileView(p, inode);
@@ -241,10 +270,14 @@ export class Namespace {
 
   // ---------------------------------------------------------------------------------------------- mutations
 
-  /** Creates a directory and its missing parents; succeeds on an existing directory. */
-  async mkdirs(path: string, owner: string): Promise<FileStatusOutput> {
+  /**
+   * Creates a directory and its missing parents, owned by `owner`, each in its parent's group; succeeds on an
+   * existing directory. Creating needs WRITE on the nearest existing ancestor.
+   */
+  async mkdirs(path: string, owner: string, caller?: Caller): Promise<FileStatusOutput> {
     const p = normalizeDfsPath(path);
     return this.exclusive(async () => {
+      this.authorize(p, caller, { ancestor: this.resolveQuietly(p) ? 0 : WRITE });
       const now = this.clock.nowMs();
       const change = emptyChange();
       let dir = this.root();
@@ -267,7 +300,9 @@ export class Namespace {
           id: nextId++,
           parentId: dir.id,
           name,
-          owner: owner || "harvest",
+          owner: owner || this.options.superuser,
+          group: dir.group,
+          mode: DEFAULT_DIR_MODE,
           mtimeMs: now,
           ctimeMs: now,
         };
@@ -283,8 +318,11 @@ export class Namespace {
     });
   }
 
-  /** Creates an empty file leased to `clientName`; with overwrite, an existing file is replaced (its blocks go). */
-  async create(req: CreateFileRequest): Promise<FileStatusOutput> {
+  /**
+   * Creates an empty file leased to `clientName`, in its parent's group, mode 0644; with overwrite, an existing file
+   * is replaced (its blocks go). Needs WRITE on the parent, and on the file it replaces.
+   */
+  async create(req: CreateFileRequest, caller?: Caller): Promise<FileStatusOutput> {
     const p = normalizeDfsPath(req.path);
     if (!req.clientName) throw invalid("clientName", "a writer needs a client name (its lease)");
     const replication = req.replication || this.options.defaultReplication;
@@ -295,6 +333,8 @@ export class Namespace {
       throw invalid("blockSize", `must be a positive multiple of ${CHUNK_BYTES} bytes`);
     if (p === "/") throw new HarvestError("NAMENODE_IS_A_DIRECTORY", "/ is a directory");
     return this.exclusive(async () => {
+      const replacing = req.overwrite && this.resolveQuietly(p)?.kind === "file";
+      this.authorize(p, caller, { ancestor: WRITE, access: replacing ? WRITE : 0 });
       const now = this.clock.nowMs();
       const parent = this.mustResolveParent(p);
       const name = baseName(p);
@@ -314,7 +354,9 @@ export class Namespace {
         id: this.counters.nextInodeId,
         parentId: parent.id,
         name,
-        owner: req.owner || "harvest",
+        owner: req.owner || this.options.superuser,
+        group: parent.group,
+        mode: DEFAULT_FILE_MODE,
         mtimeMs: now,
         ctimeMs: now,
         replication,
@@ -409,12 +451,16 @@ export class Namespace {
     });
   }
 
-  /** Removes a file or directory (a non-empty one only when recursive); false if nothing is there. */
-  async delete(path: string, recursive: boolean): Promise<boolean> {
+  /**
+   * Removes a file or directory (a non-empty one only when recursive); false if nothing is there. Needs WRITE on the
+   * parent and, as in HDFS, ALL (rwx) on every non-empty directory removed.
+   */
+  async delete(path: string, recursive: boolean, caller?: Caller): Promise<boolean> {
     const p = normalizeDfsPath(path);
     if (p === "/")
       throw new HarvestError("DFS_BAD_PATH", "the root directory cannot be deleted", { details: { path } });
     return this.exclusive(async () => {
+      this.authorize(p, caller, { parent: WRITE, sub: ALL });
       const inode = this.resolve(p);
       if (!inode) return false;
       if (inode.kind === "dir" && this.childrenOf(inode.id).size > 0 && !recursive)
@@ -446,12 +492,17 @@ export class Namespace {
     });
   }
 
-  /** Moves `src` to `dst`; `dst` must not exist and its parent must be a directory. O(1) entries written. */
-  async rename(src: string, dst: string): Promise<FileStatusOutput> {
+  /**
+   * Moves `src` to `dst`; `dst` must not exist and its parent must be a directory. O(1) entries written. Needs WRITE
+   * on the source's parent and on the destination's nearest existing ancestor.
+   */
+  async rename(src: string, dst: string, caller?: Caller): Promise<FileStatusOutput> {
     const s = normalizeDfsPath(src, "src");
     const d = normalizeDfsPath(dst, "dst");
     if (s === "/") throw new HarvestError("DFS_BAD_PATH", "the root directory cannot be renamed", { details: { src } });
     return this.exclusive(async () => {
+      this.authorize(s, caller, { parent: WRITE });
+      this.authorize(d, caller, { ancestor: WRITE });
       const inode = this.mustResolve(s);
       if (isWithin(d, s))
         throw new HarvestError("DFS_BAD_PATH", `cannot move ${s} to ${d}, inside itself`, { details: { dst } });
@@ -469,6 +520,51 @@ export class Namespace {
       await this.commit(change);
       return this.status(d, moved);
     });
+  }
+
+  /** Sets the permission bits of a file or directory; only its owner (or the superuser) may. */
+  async setPermission(path: string, mode: number, caller?: Caller): Promise<FileStatusOutput> {
+    const p = normalizeDfsPath(path);
+    if (!Number.isInteger(mode) || mode < 0 || mode > 0o777)
+      throw invalid("mode", "must be permission bits in 0..0777 (setuid, setgid and sticky bits are not supported)");
+    return this.exclusive(async () => {
+      this.authorize(p, caller, { owner: true });
+      const inode = this.mustResolve(p);
+      return this.putPermissions(p, { ...inode, mode });
+    });
+  }
+
+  /**
+   * Sets the owner and/or the group ("" keeps either): only the superuser may change the owner; the owner (or the
+   * superuser) may change the group.
+   */
+  async setOwner(path: string, owner: string, group: string, caller?: Caller): Promise<FileStatusOutput> {
+    const p = normalizeDfsPath(path);
+    if (!owner && !group) throw invalid("owner", "or group is required");
+    for (const [field, name] of [
+      ["owner", owner],
+      ["group", group],
+    ] as const)
+      if (name && !OWNER_NAME.test(name)) throw invalid(field, "must be 1-64 characters of [A-Za-z0-9_.@-]");
+    return this.exclusive(async () => {
+      this.authorize(p, caller, {});
+      const inode = this.mustResolve(p);
+      if (caller)
+        checkSetOwner(this.permissionNode(p, inode), caller, {
+          ...(owner ? { owner } : {}),
+          ...(group ? { group } : {}),
+        });
+      return this.putPermissions(p, { ...inode, owner: owner || inode.owner, group: group || inode.group });
+    });
+  }
+
+  /** Persists an inode whose owner, group or mode changed (ctime moves, as with chmod/chown in POSIX). */
+  private async putPermissions(p: string, changed: InodeRecord): Promise<FileStatusOutput> {
+    const updated: InodeRecord = { ...changed, ctimeMs: this.clock.nowMs() };
+    const change = emptyChange();
+    change.putInodes.push(updated);
+    await this.commit(change);
+    return this.status(p, updated);
   }
 
   /**
@@ -608,6 +704,52 @@ export class Namespace {
     return inode;
   }
 
+  /** Throws DFS_PERMISSION_DENIED unless `caller` may do `request` on `p` (no caller: the namenode's own work). */
+  private authorize(p: string, caller: Caller | undefined, request: AccessRequest): void {
+    if (!caller || caller.superuser) return;
+    checkPermission(this.resolvedPath(p, request.sub !== undefined), caller, request);
+  }
+
+  /** The inodes along `p` from the root; undefined from the first missing one (or one below a file). */
+  private resolvedPath(p: string, withSubtree: boolean): ResolvedPath {
+    const chain: (PermissionNode | undefined)[] = [this.permissionNode("/", this.root())];
+    let inode: InodeRecord | undefined = this.root();
+    let at = "";
+    for (const name of pathComponents(p)) {
+      at += `/${name}`;
+      inode = inode?.kind === "dir" ? this.inodes.get(this.childrenOf(inode.id).get(name) ?? -1) : undefined;
+      chain.push(inode ? this.permissionNode(at, inode) : undefined);
+    }
+    const target = inode;
+    if (!withSubtree || target?.kind !== "dir") return { path: p, chain };
+    const subtree = function* (this: Namespace): Generator<PermissionNode & { hasChildren: boolean }> {
+      const stack: [string, DirRecord][] = [[p, target]];
+      for (let next = stack.pop(); next; next = stack.pop()) {
+        const [dirPath, dir] = next;
+        const kids = this.childrenOf(dir.id);
+        yield { ...this.permissionNode(dirPath, dir), hasChildren: kids.size > 0 };
+        for (const [name, id] of kids) {
+          const child = this.inodes.get(id);
+          if (child?.kind === "dir") stack.push([dirPath === "/" ? `/${name}` : `${dirPath}/${name}`, child]);
+        }
+      }
+    };
+    return { path: p, chain, subtree: () => subtree.call(this) };
+  }
+
+  private permissionNode(p: string, inode: InodeRecord): PermissionNode {
+    return { path: p, owner: inode.owner, group: inode.group, mode: inode.mode, isDir: inode.kind === "dir" };
+  }
+
+  /** The inode at `p`, or undefined when it is missing or a file is in the way (the caller reports which later). */
+  private resolveQuietly(p: string): InodeRecord | undefined {
+    try {
+      return this.resolve(p);
+    } catch {
+      return undefined;
+    }
+  }
+
   private root(): DirRecord {
     return this.inodes.get(ROOT_INODE_ID) as DirRecord;
   }
@@ -664,6 +806,8 @@ export class Namespace {
         replication: 0,
         blockSize: 0,
         owner: inode.owner,
+        group: inode.group,
+        mode: inode.mode,
         mtimeMs: inode.mtimeMs,
         ctimeMs: inode.ctimeMs,
         complete: true,
@@ -676,6 +820,8 @@ export class Namespace {
       replication: inode.replication,
       blockSize: inode.blockSizeBytes,
       owner: inode.owner,
+      group: inode.group,
+      mode: inode.mode,
       mtimeMs: inode.mtimeMs,
       ctimeMs: inode.ctimeMs,
       complete: inode.complete,

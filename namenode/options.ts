@@ -1,4 +1,5 @@
 /** Namenode options: every field has a default; `resolveNameNodeOptions` fills and validates them. */
+import { localUserName } from "../common/fs-permission.js";
 import { resolveAdvertiseHost } from "../common/net-address.js";
 import { invalidOption, stripUndefined } from "../common/options.js";
 
@@ -61,7 +62,23 @@ export interface NameNodeOptions {
   tenantRefreshMs: number;
   /** Seed of the random source behind placement and replication choices. @default 1 */
   seed: number;
+  /** Check HDFS-style permissions on every client call (HDFS's `dfs.permissions.enabled`). @default true */
+  permissions: boolean;
+  /**
+   * On a plaintext (insecure) namenode, the claimed user name that is the superuser; with TLS the `admin` role is.
+   * Also the owner of a new root directory and of inodes stored before permissions existed.
+   * @default the account running the namenode (`$USER`, else the OS user name), as in HDFS
+   */
+  superuser: string;
+  /**
+   * Extra groups of each user, e.g. `{ "alice": ["analysts"] }` (a static group mapping); every user is also in a
+   * group of its own name. @default {}
+   */
+  userGroups: Record<string, string[]>;
 }
+
+/** User and group names (those a certificate may carry). */
+const NAME = /^[A-Za-z0-9_.@-]{1,64}$/;
 
 /** Fills defaults and validates; throws CONFIG_INVALID naming the field. */
 export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dataDir: string }): NameNodeOptions {
@@ -89,6 +106,9 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
     rmAddress: "",
     tenantRefreshMs: 30_000,
     seed: 1,
+    permissions: true,
+    superuser: "",
+    userGroups: {},
     ...stripUndefined(partial),
     dataDir: partial.dataDir,
   };
@@ -129,5 +149,14 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
     bad("rmAddress", "is required by the diversity placement (it reads the tenants from the resource manager)");
   if (o.tenantRefreshMs > 2 ** 31 - 1) bad("tenantRefreshMs", "must fit in an int32");
   if (!Number.isInteger(o.seed)) bad("seed", "must be an integer");
+  if (typeof o.permissions !== "boolean") bad("permissions", "must be true or false");
+  o.superuser ||= localUserName();
+  if (typeof o.superuser !== "string" || !NAME.test(o.superuser))
+    bad("superuser", "must be 1-64 characters of [A-Za-z0-9_.@-]");
+  if (typeof o.userGroups !== "object" || o.userGroups === null || Array.isArray(o.userGroups))
+    bad("userGroups", 'must map user names to lists of groups, e.g. { "alice": ["analysts"] }');
+  for (const [user, groups] of Object.entries(o.userGroups))
+    if (!Array.isArray(groups) || !groups.every((g) => typeof g === "string" && NAME.test(g)))
+      bad(`userGroups.${user}`, "must be a list of group names (1-64 characters of [A-Za-z0-9_.@-])");
   return o;
 }

@@ -155,6 +155,9 @@ async function startNameNode(dir: string, extra: Partial<NameNodeOptions> = {}):
       heartbeatIntervalMs: 200,
       monitorIntervalMs: 100,
       replicationIntervalMs: 100,
+      // These tests drive blocks and safe mode as several claimed users over raw calls; permissions have their own
+      // suite (dfs-permissions.test.ts).
+      permissions: false,
       ...extra,
     },
     { logger: quiet },
