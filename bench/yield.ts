@@ -45,6 +45,7 @@ import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js
 import type { ContainerManagerClient } from "../proto/generated/harvest/v1/ContainerManager.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
+import { primaryBurstReport } from "./primary-burst.js";
 import { benchLogger, readProcessCpu, waitFor } from "./node-bench.js";
 import type { FlagSpec, Flags } from "./flags.js";
 import { fmt, preciseNowMs, ratio, summarize, table } from "./report.js";
@@ -69,6 +70,13 @@ const FLAGS = {
   "grace-ms": { kind: "int", default: 250, min: 0, help: "SIGTERM-to-SIGKILL grace (killGraceMs)" },
   "window-ms": { kind: "number", default: 50, min: 1, help: "release window length" },
   "quiet-cpu-ms": { kind: "number", default: 5, min: 0.01, help: "CPU gained per window below which it is released" },
+  "burst-trials": {
+    kind: "int",
+    default: 20,
+    min: 0,
+    help: "primary's view: bursts per mode (alone, Harvest's containers, default-weight containers); 0 skips it",
+  },
+  "burst-window-ms": { kind: "int", default: 100, min: 10, help: "primary's view: the burst's first window" },
 } as const satisfies Record<string, FlagSpec>;
 
 type YieldFlags = Flags<typeof FLAGS>;
@@ -438,6 +446,8 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
   const results: ModeResult[] = [];
   if (f.mode !== "none") results.push(await runMode("auto", f, progress));
   if (f.mode !== "cgroups") results.push(await runMode("none", f, progress));
+  const burst =
+    f["burst-trials"] > 0 ? await primaryBurstReport(f["burst-trials"], f["burst-window-ms"], progress) : undefined;
   const head = [
     `yield latency: primary step -> secondary CPU released`,
     `  ${f.steps} steps x ${f.containers} containers (1 vcore each, task ${f.task}) per mode; yield tick ${f["tick-ms"]} ms, kill grace ${f["grace-ms"]} ms`,
@@ -489,9 +499,11 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
     );
     lines.push(`  ${r.cgroupDetail}`);
   }
+  if (burst) lines.push("", ...burst.lines);
   return {
     lines,
     result: {
+      ...(burst ? { primaryBurst: burst.result } : {}),
       flags: f,
       loadAverage: load,
       targetP99Ms: TARGET_P99_MS,
