@@ -17,8 +17,8 @@ import { distEntry, packageRoot } from "./paths.js";
 import type { UtilizationSeries } from "./trace-io.js";
 import { readUtilizationFile, valueAt } from "./trace-io.js";
 import type { BurnHelperReport, BurnStartMessage } from "./burn-helper.js";
-import type { ProcStatTotals } from "./proc-stats.js";
-import { readProcStatTotals } from "./proc-stats.js";
+import type { MemInfo, ProcStatTotals } from "./proc-stats.js";
+import { readMemInfo, readProcStatTotals } from "./proc-stats.js";
 
 /** One reading of the primary tenant's load. */
 export interface PrimarySample {
@@ -26,6 +26,11 @@ export interface PrimarySample {
   cpuMilli: number;
   /** cpuMilli as a fraction of the node's capacity (0..1). */
   utilization: number;
+  /**
+   * Memory the primary uses, MB, on the node's advertised memory capacity (as cpuMilli is on its cores). Measured by
+   * the `proc` monitor; traces carry CPU only, so their samples have none (the yield controller then counts 0).
+   */
+  memoryMb?: number;
 }
 
 /** A source of primary-tenant load readings. `sample()` is only valid between `start()` and `stop()`. */
@@ -51,6 +56,12 @@ export interface ProcPrimaryMonitorOptions {
    * @default readProcStatTotals (/proc/stat)
    */
   readTotals?: () => ProcStatTotals;
+  /** The node's advertised memory, MB: the primary's memory is measured when it is given. */
+  capacityMemoryMb?: number;
+  /** Bytes this node's containers use now (their cgroup), which are not the primary's. @default 0 */
+  containerMemoryBytes?: () => number;
+  /** @default readMemInfo (/proc/meminfo) */
+  readMemInfo?: () => MemInfo;
 }
 
 function checkCapacity(capacityMilli: number): void {
@@ -63,6 +74,10 @@ function checkCapacity(capacityMilli: number): void {
 
 function notStarted(source: string): HarvestError {
   return new HarvestError("INTERNAL", `primary monitor ${source}: sample() called before start()`);
+}
+
+function withMemory(memoryMb: number | undefined): { memoryMb?: number } {
+  return memoryMb === undefined ? {} : { memoryMb };
 }
 
 function toSample(fraction: number, capacityMilli: number): PrimarySample {
@@ -81,6 +96,9 @@ export class ProcPrimaryMonitor implements PrimaryMonitor {
   private readonly capacityMilli: number;
   private readonly containerCpuMs: () => number;
   private readonly readTotals: () => ProcStatTotals;
+  private readonly capacityMemoryMb: number | undefined;
+  private readonly containerMemoryBytes: () => number;
+  private readonly readMem: () => MemInfo;
   private previous: { totals: ProcStatTotals; containerMs: number } | undefined;
   private last: PrimarySample = { cpuMilli: 0, utilization: 0 };
 
@@ -89,6 +107,24 @@ export class ProcPrimaryMonitor implements PrimaryMonitor {
     this.capacityMilli = options.capacityMilli;
     this.containerCpuMs = options.containerCpuMs;
     this.readTotals = options.readTotals ?? readProcStatTotals;
+    this.capacityMemoryMb = options.capacityMemoryMb;
+    this.containerMemoryBytes = options.containerMemoryBytes ?? (() => 0);
+    this.readMem = options.readMemInfo ?? readMemInfo;
+  }
+
+  /**
+   * The primary's memory: the machine's used memory (total minus available) less this node's containers', as a share
+   * of the machine, on the node's advertised memory. Everything else on the machine counts as the primary's.
+   */
+  private memoryMb(): number | undefined {
+    if (this.capacityMemoryMb === undefined) return undefined;
+    try {
+      const m = this.readMem();
+      const used = Math.max(0, m.totalBytes - m.availableBytes - this.containerMemoryBytes());
+      return Math.round((Math.min(1, used / m.totalBytes) || 0) * this.capacityMemoryMb);
+    } catch {
+      return this.last.memoryMb;
+    }
   }
 
   start(): Promise<void> {
@@ -103,12 +139,12 @@ export class ProcPrimaryMonitor implements PrimaryMonitor {
     const containerMs = this.containerCpuMs();
     const totalMs = totals.totalMs - this.previous.totals.totalMs;
     // The counters move in clock ticks (10 ms); with no tick elapsed the previous reading still stands.
-    if (totalMs <= 0) return this.last;
+    if (totalMs <= 0) return { ...this.last, ...withMemory(this.memoryMb()) };
     const busyMs = Math.max(0, totals.busyMs - this.previous.totals.busyMs);
     // A container total that goes down (a container's time forgotten by the caller) must not inflate the primary.
     const containersMs = Math.max(0, containerMs - this.previous.containerMs);
     this.previous = { totals, containerMs };
-    this.last = toSample((busyMs - containersMs) / totalMs, this.capacityMilli);
+    this.last = { ...toSample((busyMs - containersMs) / totalMs, this.capacityMilli), ...withMemory(this.memoryMb()) };
     return this.last;
   }
 
@@ -351,6 +387,10 @@ export interface CreatePrimaryMonitorOptions {
   offsetMs?: number;
   /** The cumulative CPU time (ms) of this node's containers (`proc` and `burn`). */
   containerCpuMs: () => number;
+  /** The node's advertised memory, MB (`proc` measures the primary's memory on it). */
+  capacityMemoryMb?: number;
+  /** Bytes this node's containers use now (`proc`). */
+  containerMemoryBytes?: () => number;
 }
 
 /**
@@ -366,6 +406,8 @@ export function createPrimaryMonitor(spec: string, options: CreatePrimaryMonitor
     return new ProcPrimaryMonitor({
       capacityMilli: options.capacityMilli,
       containerCpuMs: options.containerCpuMs,
+      ...(options.capacityMemoryMb !== undefined ? { capacityMemoryMb: options.capacityMemoryMb } : {}),
+      ...(options.containerMemoryBytes ? { containerMemoryBytes: options.containerMemoryBytes } : {}),
     });
   }
   const colon = spec.indexOf(":");

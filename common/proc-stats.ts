@@ -65,6 +65,8 @@ interface PidStat {
   ppid: number;
   /** utime + stime + cutime + cstime, in clock ticks. */
   cpuTicks: number;
+  /** Resident set size, in pages (field 24). */
+  rssPages: number;
 }
 
 /** Parses /proc/<pid>/stat; undefined if the process is gone or the text is not a stat line. */
@@ -85,8 +87,9 @@ function readPidStat(pid: number): PidStat | undefined {
   const stime = Number(rest[12]);
   const cutime = Number(rest[13]);
   const cstime = Number(rest[14]);
+  const rssPages = Number(rest[21]);
   if (![ppid, utime, stime, cutime, cstime].every(Number.isFinite)) return undefined;
-  return { ppid, cpuTicks: utime + stime + cutime + cstime };
+  return { ppid, cpuTicks: utime + stime + cutime + cstime, rssPages: Number.isFinite(rssPages) ? rssPages : 0 };
 }
 
 /**
@@ -107,6 +110,30 @@ export function processTreeCpuMs(rootPids: number[]): number {
  */
 export function processTreesCpuMs(rootPids: readonly number[]): Map<number, number> {
   const out = new Map<number, number>();
+  for (const [root, sts] of processTrees(rootPids)) {
+    let ticks = 0;
+    for (const st of sts) ticks += st.cpuTicks;
+    out.set(root, (out.get(root) ?? 0) + (ticks * 1000) / clockTicksPerSecond());
+  }
+  return out;
+}
+
+/** The resident memory (bytes) of the given processes and all their live descendants, together. */
+export function processTreesRssBytes(rootPids: readonly number[]): number {
+  let pages = 0;
+  for (const sts of processTrees(rootPids).values()) for (const st of sts) pages += st.rssPages;
+  return pages * PAGE_BYTES;
+}
+
+/** The size of a memory page (4 KiB on the platforms Harvest runs on). */
+const PAGE_BYTES = 4096;
+
+/**
+ * Each root's process and its live descendants, from one scan of /proc (a descendant shared by two roots counts for
+ * the first). Roots that no longer exist map to none.
+ */
+function processTrees(rootPids: readonly number[]): Map<number, PidStat[]> {
+  const out = new Map<number, PidStat[]>();
   if (rootPids.length === 0) return out;
   // /proc/<pid>/task/<tid>/children needs CONFIG_PROC_CHILDREN, which many kernels lack, so build the tree from ppids.
   const stats = new Map<number, PidStat>();
@@ -123,7 +150,7 @@ export function processTreesCpuMs(rootPids: readonly number[]): Map<number, numb
   }
   const seen = new Set<number>();
   for (const root of rootPids) {
-    let ticks = 0;
+    const tree = out.get(root) ?? [];
     const stack = [root];
     while (stack.length > 0) {
       const pid = stack.pop()!;
@@ -131,10 +158,10 @@ export function processTreesCpuMs(rootPids: readonly number[]): Map<number, numb
       seen.add(pid);
       const st = stats.get(pid);
       if (!st) continue;
-      ticks += st.cpuTicks;
+      tree.push(st);
       for (const child of children.get(pid) ?? []) stack.push(child);
     }
-    out.set(root, (out.get(root) ?? 0) + (ticks * 1000) / clockTicksPerSecond());
+    out.set(root, tree);
   }
   return out;
 }
@@ -159,6 +186,48 @@ export function cgroupCpuMs(group: string, root = "/sys/fs/cgroup"): number {
     try {
       const ms = parse(readFileSync(file, "utf8"));
       if (ms !== undefined && Number.isFinite(ms)) return ms;
+    } catch {
+      // Not this layout.
+    }
+  }
+  return 0;
+}
+
+/** The machine's memory from /proc/meminfo: total and available (what can be had without swapping), in bytes. */
+export interface MemInfo {
+  totalBytes: number;
+  availableBytes: number;
+}
+
+/** Parses /proc/meminfo text (MemTotal and MemAvailable, in kB). */
+export function parseMemInfo(text: string): MemInfo {
+  const kb = (key: string): number => {
+    const m = new RegExp(`^${key}:\\s+(\\d+) kB$`, "m").exec(text);
+    if (!m) throw new HarvestError("INTERNAL", `/proc/meminfo has no ${key}`);
+    return Number(m[1]) * 1024;
+  };
+  return { totalBytes: kb("MemTotal"), availableBytes: kb("MemAvailable") };
+}
+
+/** Reads /proc/meminfo. */
+export function readMemInfo(): MemInfo {
+  return parseMemInfo(readFileSync("/proc/meminfo", "utf8"));
+}
+
+/**
+ * The memory (bytes) a cgroup's processes use now: v2 `memory.current`, or v1 `memory.usage_in_bytes`; 0 when the
+ * group does not exist. `group` is relative to the hierarchy roots, as for {@link cgroupCpuMs}.
+ */
+export function cgroupMemoryBytes(group: string, root = "/sys/fs/cgroup"): number {
+  if (group.split("/").some((p) => p === ".." || p === "")) return 0;
+  for (const file of [
+    join(root, group, "memory.current"),
+    join(root, "unified", group, "memory.current"),
+    join(root, "memory", group, "memory.usage_in_bytes"),
+  ]) {
+    try {
+      const bytes = Number(readFileSync(file, "utf8"));
+      if (Number.isFinite(bytes)) return bytes;
     } catch {
       // Not this layout.
     }

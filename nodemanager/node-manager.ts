@@ -26,7 +26,7 @@ import { resolveNodeManagerOptions } from "./options.js";
 import type { NodeManagerOptions } from "./options.js";
 import { createPrimaryMonitor } from "../common/primary-monitor.js";
 import type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
-import { processTreeCpuMs, processTreesCpuMs } from "../common/proc-stats.js";
+import { cgroupMemoryBytes, processTreeCpuMs, processTreesCpuMs, processTreesRssBytes } from "../common/proc-stats.js";
 import { CappingAgent } from "./capping-agent.js";
 import type { AgentContainer, CappingSnapshot } from "./capping-agent.js";
 import { createPowerMeter, raplAvailable } from "./power-meter.js";
@@ -150,6 +150,8 @@ export class NodeManager {
         speed: this.options.primarySpeed,
         offsetMs: this.options.primaryOffsetMs,
         containerCpuMs: () => this.containerCpuMs(),
+        capacityMemoryMb: this.options.capacity.memoryMb,
+        containerMemoryBytes: () => this.containerMemoryBytes(),
       });
     await this.monitor.start();
     this.lastSample = this.monitor.sample();
@@ -285,7 +287,10 @@ export class NodeManager {
       heartbeat: {
         seq: ++this.seq,
         timeMs: this.clock.nowMs(),
-        primaryUsage: { vcoresMilli: Math.round(this.lastSample.cpuMilli), memoryMb: 0 },
+        primaryUsage: {
+          vcoresMilli: Math.round(this.lastSample.cpuMilli),
+          memoryMb: Math.round(this.lastSample.memoryMb ?? 0),
+        },
         containers,
         ...this.powerFields(),
       },
@@ -317,9 +322,18 @@ export class NodeManager {
       capacityMilli: this.options.capacity.vcoresMilli,
       primaryMilli: this.lastSample.cpuMilli,
       reserveMilli: Math.ceil(this.options.capacity.vcoresMilli * this.options.reserveFraction),
+      // Memory counts only where the primary's is measured (the proc monitor; traces carry CPU only).
+      ...(this.lastSample.memoryMb !== undefined
+        ? {
+            capacityMemoryMb: this.options.capacity.memoryMb,
+            primaryMemoryMb: this.lastSample.memoryMb,
+            reserveMemoryMb: Math.ceil(this.options.capacity.memoryMb * this.options.reserveFraction),
+          }
+        : {}),
       containers: live.map((c) => ({
         containerId: c.spec.containerId,
         vcoresMilli: c.spec.vcoresMilli,
+        memoryMb: c.spec.memoryMb,
         startedMs: c.startedMs,
         isAm: c.spec.isAm,
       })),
@@ -344,6 +358,12 @@ export class NodeManager {
         allowanceMilli: decision.allowanceMilli,
       });
     }
+  }
+
+  /** Memory this node's running containers use now: their cgroup's, else their process trees' resident memory. */
+  private containerMemoryBytes(): number {
+    if (this.cgroups.limitsMemory) return cgroupMemoryBytes(`harvest/${this.options.nodeId}`);
+    return processTreesRssBytes([...this.containers.values()].filter((c) => c.state === "RUNNING").map((c) => c.pid));
   }
 
   private containerCpuMs(): number {

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { cgroupCpuMs } from "../../common/proc-stats.js";
+import { cgroupCpuMs, cgroupMemoryBytes, parseMemInfo } from "../../common/proc-stats.js";
 
 describe("cgroupCpuMs", () => {
   const root = mkdtempSync(join(tmpdir(), "harvest-cg-"));
@@ -23,5 +23,18 @@ describe("cgroupCpuMs", () => {
     mkdirSync(join(root, "cpuacct", "secret"), { recursive: true });
     writeFileSync(join(root, "cpuacct", "secret", "cpuacct.usage"), "9000000000\n");
     expect(cgroupCpuMs("harvest/../secret", root)).toBe(0);
+  });
+
+  it("reads a group's memory from v2 memory.current or v1 memory.usage_in_bytes, and /proc/meminfo", () => {
+    mkdirSync(join(root, "memory", "harvest", "server-3"), { recursive: true });
+    writeFileSync(join(root, "memory", "harvest", "server-3", "memory.usage_in_bytes"), "73400320\n");
+    mkdirSync(join(root, "harvest", "server-4"), { recursive: true });
+    writeFileSync(join(root, "harvest", "server-4", "memory.current"), "1048576\n");
+    expect(cgroupMemoryBytes("harvest/server-3", root)).toBe(73_400_320);
+    expect(cgroupMemoryBytes("harvest/server-4", root)).toBe(1_048_576);
+    expect(cgroupMemoryBytes("harvest/nowhere", root)).toBe(0);
+    expect(cgroupMemoryBytes("harvest/../memory", root)).toBe(0);
+    const info = parseMemInfo("MemTotal:       16384000 kB\nMemFree:  100 kB\nMemAvailable:    4096000 kB\n");
+    expect(info).toEqual({ totalBytes: 16_384_000 * 1024, availableBytes: 4_096_000 * 1024 });
   });
 });

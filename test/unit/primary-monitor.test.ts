@@ -243,6 +243,25 @@ describe("ProcPrimaryMonitor arithmetic", () => {
     expect(monitor.sample()).toEqual({ cpuMilli: 8000, utilization: 1 });
   });
 
+  it("measures the primary's memory as the machine's used memory less the containers', on the node's memory", async () => {
+    let containerBytes = 0;
+    const gib = 1024 ** 3;
+    const monitor = new ProcPrimaryMonitor({
+      capacityMilli: 2000,
+      containerCpuMs: () => 0,
+      readTotals: scripted([0, 0], [1000, 1000], [2000, 2000]),
+      capacityMemoryMb: 4096,
+      containerMemoryBytes: () => containerBytes,
+      // A 16 GiB machine with 6 GiB available: 10 GiB used.
+      readMemInfo: () => ({ totalBytes: 16 * gib, availableBytes: 6 * gib }),
+    });
+    await monitor.start();
+    // 10 of 16 GiB is the primary's, on a node that advertises 4 GiB: 2560 MB.
+    expect(monitor.sample().memoryMb).toBe(2560);
+    containerBytes = 2 * gib; // 2 GiB of the used memory is Harvest's own.
+    expect(monitor.sample().memoryMb).toBe(2048);
+  });
+
   it("never reports a negative primary when the containers account for everything", async () => {
     let containerMs = 0;
     const monitor = new ProcPrimaryMonitor({

@@ -148,4 +148,46 @@ describe("chooseVictims", () => {
     });
     expect(containers.map((c) => c.containerId)).toEqual(before);
   });
+
+  it("kills the youngest containers until the secondary fits in the memory the primary leaves, with cores to spare", () => {
+    const big = (id: string, started: number, memoryMb: number): YieldContainer => ({
+      ...container(id, 500, started),
+      memoryMb,
+    });
+    const containers = [big("old", 1, 2048), big("mid", 2, 2048), big("young", 3, 2048)];
+    // Cores are plentiful (1500 held of 7000 allowed); memory: 8192 - 2000 primary - 819 reserve = 5373 MB allowed.
+    const d = chooseVictims({
+      capacityMilli: 8000,
+      primaryMilli: 500,
+      reserveMilli: 500,
+      capacityMemoryMb: 8192,
+      primaryMemoryMb: 2000,
+      reserveMemoryMb: 819,
+      containers,
+    });
+    expect(d.secondaryMemoryMb).toBe(6144);
+    expect(d.victims).toEqual(["young"]);
+    // The primary grows to 6 GB: even the oldest container alone no longer fits.
+    const more = chooseVictims({
+      capacityMilli: 8000,
+      primaryMilli: 500,
+      reserveMilli: 500,
+      capacityMemoryMb: 8192,
+      primaryMemoryMb: 6000,
+      reserveMemoryMb: 819,
+      containers,
+    });
+    expect(more.victims).toEqual(["young", "mid", "old"]);
+  });
+
+  it("leaves memory out when the primary's memory is not measured", () => {
+    const d = chooseVictims({
+      capacityMilli: 4000,
+      primaryMilli: 0,
+      reserveMilli: 0,
+      containers: [{ ...container("a", 1000, 1), memoryMb: 1 << 20 }],
+    });
+    expect(d.victims).toEqual([]);
+    expect(d.memoryAllowanceMb).toBe(Infinity);
+  });
 });
