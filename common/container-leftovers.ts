@@ -7,6 +7,7 @@
  */
 import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { procStatFields } from "./proc-stats.js";
 
 /** The launch record's file name in a container's work directory. */
 export const CONTAINER_PROCESS_FILE = "process.json";
@@ -41,19 +42,8 @@ interface ProcStat {
 
 /** Fields 3 (state), 5 (pgrp) and 22 (starttime) of /proc/<pid>/stat; undefined when the process does not exist. */
 function readProcStat(pid: number): ProcStat | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return undefined;
-  }
-  // The command name (field 2) is in parentheses and may itself contain spaces and ')'.
-  const close = text.lastIndexOf(")");
-  if (close < 0) return undefined;
-  const rest = text
-    .slice(close + 1)
-    .trim()
-    .split(/\s+/);
+  const rest = procStatFields(pid);
+  if (!rest) return undefined;
   // rest[0] is field 3 (state): field k is rest[k - 3].
   const state = rest[0];
   const pgid = Number(rest[2]);

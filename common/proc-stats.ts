@@ -69,19 +69,31 @@ interface PidStat {
   rssPages: number;
 }
 
-/** Parses /proc/<pid>/stat; undefined if the process is gone or the text is not a stat line. */
-function readPidStat(pid: number): PidStat | undefined {
+/**
+ * The fields of /proc/<pid>/stat from field 3 (state) on, so that field k is at index k - 3; undefined when the
+ * process is gone or the text is not a stat line. The command name (field 2) is in parentheses and may itself contain
+ * spaces and ')', so the split starts after the last one.
+ */
+export function procStatFields(pid: number): string[] | undefined {
   let text: string;
   try {
     text = readFileSync(`/proc/${pid}/stat`, "utf8");
   } catch {
     return undefined;
   }
-  // The command name (field 2) is in parentheses and may itself contain spaces and ')'.
   const close = text.lastIndexOf(")");
   if (close < 0) return undefined;
-  const rest = text.slice(close + 2).split(" ");
+  return text
+    .slice(close + 1)
+    .trim()
+    .split(/\s+/);
+}
+
+/** Parses /proc/<pid>/stat; undefined if the process is gone or the text is not a stat line. */
+function readPidStat(pid: number): PidStat | undefined {
   // rest[0] is field 3 (state): field k is rest[k - 3].
+  const rest = procStatFields(pid);
+  if (!rest) return undefined;
   const ppid = Number(rest[1]);
   const utime = Number(rest[11]);
   const stime = Number(rest[12]);
