@@ -6,11 +6,23 @@
  */
 import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DfsClient } from "../../client/dfs-client.js";
+import { fromGrpcError } from "../../common/errors.js";
+import { loadHarvestProto, makeClient } from "../../common/grpc.js";
 import { distEntry, packageRoot } from "../../common/paths.js";
 import { isRunning, readCluster } from "../../cli/cluster.js";
 import type { ClusterDescriptor } from "../../cli/cluster.js";
@@ -225,12 +237,26 @@ describe("a local cluster whose daemons die and are restarted in place", () => {
   const dir = mkdtempSync(join(tmpdir(), "harvest-restart-"));
   const env = { HARVEST_CLUSTER_DIR: dir };
   let desc: ClusterDescriptor;
+  let upOutput = "";
 
   beforeAll(() => {
     requireBuild();
     const up = harvest(env, "cluster", "up", "--servers", "2", "--primary", "trace", "--speed", "1", "--json");
     expect(up.code, up.stderr).toBe(0);
+    upOutput = up.stdout;
     desc = JSON.parse(up.stdout) as ClusterDescriptor;
+  });
+
+  it("keeps the cluster's secret out of cluster.json, client.json, --json output and every log", () => {
+    const secret = (JSON.parse(readFileSync(desc.rm.config!, "utf8")) as { secret: string }).secret;
+    expect(secret).toMatch(/^[0-9a-f]{32}$/);
+    expect(upOutput).not.toContain(secret);
+    for (const f of ["cluster.json", "client.json"])
+      expect(readFileSync(join(dir, f), "utf8"), f).not.toContain(secret);
+    for (const log of readdirSync(join(dir, "logs")))
+      expect(readFileSync(join(dir, "logs", log), "utf8"), log).not.toContain(secret);
+    for (const config of readdirSync(join(dir, "run")).filter((f) => f.endsWith(".json")))
+      expect(statSync(join(dir, "run", config)).mode & 0o077, config).toBe(0);
   });
 
   afterAll(() => {
@@ -281,6 +307,46 @@ describe("a local cluster whose daemons die and are restarted in place", () => {
     const submit = harvest(env, "job", "submit", join(packageRoot(), "examples", "dags", "three-stage.json"), "--wait");
     expect(submit.code, submit.stderr + submit.stdout).toBe(0);
   });
+
+  it("keeps requiring block tokens on a datanode restarted while its namenode is away", async () => {
+    const local = join(dir, "tokens.bin");
+    writeFileSync(local, randomBytes(256 * 1024));
+    const put = harvest(env, "fs", "put", local, "/tokens.bin", "--replication", "2");
+    expect(put.code, put.stderr).toBe(0);
+    const now = readCluster(dir);
+    const dn = now.nodes[1]!.datanode!;
+    const dfs = new DfsClient(now.nn!.address);
+    const [located] = (await dfs.blockLocations("/tokens.bin")).blocks;
+    dfs.close();
+    process.kill(now.nn!.pid, "SIGKILL");
+    process.kill(dn.pid, "SIGKILL");
+    await until("both to die", () => (!isRunning(now.nn!) && !isRunning(dn) ? true : undefined));
+    const restarted = harvest(env, "cluster", "restart", "server-2-dn");
+    expect(restarted.code, restarted.stderr).toBe(0);
+    // No namenode to hand it keys: it serves nothing, not even to a token that was valid before.
+    const dt = makeClient(loadHarvestProto().DataTransfer, dn.address);
+    const read = (blockToken: string): Promise<string> =>
+      new Promise((resolve) => {
+        const st = dt.readBlock({ block: located!.block, offset: 0, length: 0, blockToken });
+        st.on("data", () => undefined);
+        st.on("error", (e) => resolve(fromGrpcError(e).code));
+        st.on("end", () => resolve("OK"));
+      });
+    try {
+      expect(await read("")).toBe("DATANODE_BAD_TOKEN");
+      expect(await read(located!.blockToken)).toBe("DATANODE_BAD_TOKEN");
+    } finally {
+      dt.close();
+    }
+    expect(harvest(env, "cluster", "restart", "nn").code).toBe(0);
+    const back = join(dir, "tokens-back.bin");
+    await until(
+      "the file to read back",
+      () => (harvest(env, "fs", "get", "/tokens.bin", back, "--overwrite").code === 0 ? true : undefined),
+      60_000,
+    );
+    expect(sha256(back)).toBe(sha256(local));
+  }, 120_000);
 
   it("stops the restarted daemons with cluster down, and nothing else", () => {
     const recorded = readCluster(dir);
