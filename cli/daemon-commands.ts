@@ -151,7 +151,7 @@ export async function startDaemonBackground(
   const deadline = Date.now() + timeoutMs;
   while (!existsSync(files.readyFile)) {
     if (exitCode !== null || Date.now() > deadline) {
-      if (exitCode === null) process.kill(pid, "SIGKILL");
+      if (exitCode === null && pid > 0) process.kill(pid, "SIGKILL");
       rmSync(files.pidFile, { force: true });
       const tail = existsSync(files.logFile)
         ? readFileSync(files.logFile, "utf8").split("\n").slice(-8).join("\n")
