@@ -4,7 +4,7 @@
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { closeSync, mkdirSync, openSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, writeFileSync } from "node:fs";
 import { constants, setPriority } from "node:os";
 import { join } from "node:path";
 import { recordContainerProcess } from "../common/container-leftovers.js";
@@ -74,7 +74,7 @@ export class ContainerProcess {
     // "node" means the node manager's own Node binary, so containers run the same runtime wherever PATH points.
     if (argv[0] === "node") argv[0] = process.execPath;
     const procsFiles = cgroups.create(spec.containerId, spec.vcoresMilli, spec.memoryMb);
-    const [cmd, args] = wrapForCgroup(argv, procsFiles);
+    const [cmd, args] = procsFiles.length > 0 ? wrapForCgroup(argv, procsFiles) : wrapForNice(argv);
     const out = openSync(join(spec.workDir, "stdout"), "a");
     const err = openSync(join(spec.workDir, "stderr"), "a");
     try {
@@ -86,8 +86,9 @@ export class ContainerProcess {
     this.startedMs = nowMs;
     this.pid = this.child.pid ?? -1;
     // Without a cgroup's CPU weight, the lowest scheduling priority the kernel offers an unprivileged process: the
-    // primary's burst takes the CPU at once (what the container forks inherits it).
-    if (procsFiles.length === 0 && this.pid > 0) lowestPriority(this.pid);
+    // primary's burst takes the CPU at once (what the container forks inherits it). `nice` starts it there; without
+    // the `nice` program it is lowered just after the spawn.
+    if (procsFiles.length === 0 && cmd !== NICE && this.pid > 0) lowestPriority(this.pid);
     if (this.pid > 0) {
       // Before the event loop runs, so the child is not reaped yet and its start time is still readable. The record
       // (pid, start time, cgroups) is what a cleanup after a crash trusts; the bare pid file is for people and tools
@@ -192,6 +193,16 @@ function wrapForCgroup(argv: string[], procsFiles: string[]): [string, string[]]
   const joins = procsFiles.map((_, i) => `echo $$ > "$${i + 1}"`).join(" && ");
   const script = `${joins} && shift ${procsFiles.length} && exec "$@"`;
   return ["/bin/sh", ["-c", script, "harvest-container", ...procsFiles, ...argv]];
+}
+
+/** The `nice` program, when the server has one. */
+const NICE = ["/usr/bin/nice", "/bin/nice"].find((p) => existsSync(p));
+
+/** Runs the command at nice 19 from its first instruction, so that nothing it forks early escapes (no cgroups). */
+function wrapForNice(argv: string[]): [string, string[]] {
+  const [cmd, ...rest] = argv;
+  if (!NICE) return [cmd ?? "", rest];
+  return [NICE, ["-n", String(constants.priority.PRIORITY_LOW), ...argv]];
 }
 
 /** Nice 19 for a process (errors ignored: it may have exited already). */
