@@ -176,6 +176,11 @@ describe("the file system on four servers", () => {
     const local = join(work, "token.bin");
     const hash = writeRandomFile(local, 1 * MiB);
     await dfs.put(local, "/token.bin", { replication: 3 });
+    // The datanodes report what they received a moment after the put returns.
+    await until("replicas", async () => {
+      const r = await dfs.fsck("/token.bin");
+      return r.underReplicated.length === 0 && r.healthy ? true : undefined;
+    });
     const [mine] = (await dfs.blockLocations("/token.bin")).blocks;
     const [theirs] = (await dfs.blockLocations("/small.txt")).blocks;
     const dt = makeClient(loadHarvestProto().DataTransfer, mine!.locations[0]!.address);
