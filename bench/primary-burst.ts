@@ -13,13 +13,14 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { detectCgroups } from "../nodemanager/cgroups.js";
 import type { CgroupController } from "../nodemanager/cgroups.js";
 import { ContainerProcess } from "../nodemanager/container.js";
+import { readProcessCpu } from "./node-bench.js";
 import { fmt, preciseNowMs, ratio, summarize, table } from "./report.js";
 import type { Summary } from "./report.js";
 
@@ -34,14 +35,6 @@ export interface BurstModeResult {
 }
 
 const BURN = "for (;;) {}";
-
-function runNs(pid: number): number {
-  try {
-    return Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ", 1)[0]);
-  } catch {
-    return 0;
-  }
-}
 
 /** Writes a weight file where it exists (the stock baseline resets Harvest's lowest weight to the default). */
 function setDefaultWeight(c: CgroupController, groupName: string, containerIds: string[]): void {
@@ -71,7 +64,7 @@ async function burstTrial(cores: number, windowMs: number): Promise<number> {
   await sleep(windowMs);
   const elapsedMs = preciseNowMs() - t0;
   let ns = 0;
-  for (const p of procs) if (p.pid) ns += runNs(p.pid);
+  for (const p of procs) if (p.pid) ns += readProcessCpu(p.pid, false)?.cpuNs ?? 0;
   for (const p of procs) {
     try {
       if (p.pid) process.kill(-p.pid, "SIGKILL");

@@ -7,9 +7,10 @@
 import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
 import { randomBytes, webcrypto, X509Certificate } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { join, resolve } from "node:path";
+import { writeFileAtomic } from "../common/atomic-file.js";
 import { HarvestError } from "../common/errors.js";
 import { IDENTITY_ROLES, isValidHost, isValidIdentityName } from "../common/tls.js";
 import type { IdentityRole } from "../common/tls.js";
@@ -30,11 +31,6 @@ export interface CaFiles {
 /** The CA files in `dir`. */
 export function caFiles(dir: string): CaFiles {
   return { cert: join(resolve(dir), "ca.pem"), key: join(resolve(dir), "ca-key.pem") };
-}
-
-function writeSecret(file: string, text: string, mode: number): void {
-  writeFileSync(`${file}.tmp`, text, { mode });
-  renameSync(`${file}.tmp`, file);
 }
 
 function serial(): string {
@@ -73,8 +69,8 @@ export async function createCa(dir: string, opts: { name?: string; days?: number
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
   });
-  writeSecret(files.key, await pkcs8Pem(keys.privateKey), 0o600);
-  writeSecret(files.cert, cert.toString("pem") + "\n", 0o644);
+  writeFileAtomic(files.key, await pkcs8Pem(keys.privateKey), 0o600);
+  writeFileAtomic(files.cert, cert.toString("pem") + "\n", 0o644);
   return files;
 }
 
@@ -163,8 +159,8 @@ export async function issueCertificate(caDir: string, outDir: string, req: Issue
   });
   mkdirSync(resolve(outDir), { recursive: true });
   const out = { cert: join(resolve(outDir), `${req.name}.pem`), key: join(resolve(outDir), `${req.name}-key.pem`) };
-  writeSecret(out.key, await pkcs8Pem(keys.privateKey), 0o600);
-  writeSecret(out.cert, cert.toString("pem") + "\n", 0o644);
+  writeFileAtomic(out.key, await pkcs8Pem(keys.privateKey), 0o600);
+  writeFileAtomic(out.cert, cert.toString("pem") + "\n", 0o644);
   // Checked with the platform's own X.509 code, which the TLS stack uses: it must chain to the CA.
   if (!new X509Certificate(readFileSync(out.cert)).verify(new X509Certificate(readFileSync(files.cert)).publicKey))
     throw new HarvestError("INTERNAL", `the certificate issued for ${req.name} does not verify against the CA`);

@@ -5,10 +5,11 @@
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, openSync, closeSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, openSync, closeSync, readFileSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { killContainerLeftovers as killRecordedContainers, processStartTime } from "../common/container-leftovers.js";
+import { writeFileAtomic } from "../common/atomic-file.js";
 import { HarvestError } from "../common/errors.js";
 import { distEntry } from "../common/paths.js";
 import { DfsClient } from "../client/dfs-client.js";
@@ -103,7 +104,7 @@ export function isOurProcess(pid: number, marker: string, startTime?: string): b
   try {
     if (startTime !== undefined && processStartTime(pid) !== startTime) return false;
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-    return cmdline.split("\0").some((arg) => arg === marker || arg.includes(marker));
+    return cmdline.split("\0").some((arg) => arg.includes(marker));
   } catch {
     return false;
   }
@@ -226,8 +227,7 @@ export function allDaemons(c: ClusterDescriptor): DaemonRecord[] {
 
 /** Writes a file whole or not at all, readable by its owner only (daemon configs hold the cluster's secret). */
 function writeAtomic(file: string, text: string): void {
-  writeFileSync(`${file}.tmp`, text, { mode: 0o600 });
-  renameSync(`${file}.tmp`, file);
+  writeFileAtomic(file, text, 0o600);
 }
 
 function writeDescriptor(c: ClusterDescriptor): void {

@@ -13,6 +13,7 @@ import type { RunnableDaemon } from "../common/daemon-main.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { distEntry } from "../common/paths.js";
 import { processStartTime } from "../common/container-leftovers.js";
+import { isOurProcess } from "./cluster.js";
 import { action, print } from "./command-kit.js";
 import { DAEMON_KINDS, SHORT_NAMES as SHORT, daemonKind } from "./daemon-kinds.js";
 import type { DaemonKind } from "./daemon-kinds.js";
@@ -81,12 +82,11 @@ export function daemonFiles(kind: DaemonKind, configFile: string, pidDir?: strin
 }
 
 /** A background daemon's state from its pid file: running (the pid is alive and is that daemon) or stopped. */
-export function daemonStatus(
-  kind: DaemonKind,
-  files: DaemonFiles,
-): { running: boolean; pid?: number; address?: string } {
+export function daemonStatus(files: DaemonFiles): { running: boolean; pid?: number; address?: string } {
   const rec = readPidFile(files.pidFile);
-  if (!rec || !isDaemonProcess(rec.pid, rec.startTime, kind, files.config)) return { running: false };
+  // The pid file is the kind's own, and the start time it records names one process: its command line naming the
+  // config is the rest of the proof.
+  if (!rec || !isOurProcess(rec.pid, files.config, rec.startTime)) return { running: false };
   let address: string | undefined;
   try {
     address = (JSON.parse(readFileSync(files.readyFile, "utf8")) as { address?: string }).address;
@@ -106,24 +106,13 @@ function readPidFile(file: string): { pid: number; startTime?: string } | undefi
   }
 }
 
-/** True when `pid` is alive, started when we recorded, and runs `harvest daemon <kind>` on this config. */
-function isDaemonProcess(pid: number, startTime: string | undefined, kind: DaemonKind, config: string): boolean {
-  try {
-    if (startTime !== undefined && processStartTime(pid) !== startTime) return false;
-    const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-    return argv.includes(config) && (argv.includes(kind) || argv.includes(SHORT[kind]));
-  } catch {
-    return false;
-  }
-}
-
 /** Starts a daemon in the background and resolves once it serves (its ready file appeared). */
 export async function startDaemonBackground(
   kind: DaemonKind,
   files: DaemonFiles,
   timeoutMs: number,
 ): Promise<{ pid: number; address: string }> {
-  const st = daemonStatus(kind, files);
+  const st = daemonStatus(files);
   if (st.running)
     throw new HarvestError(
       "DAEMON_ALREADY_RUNNING",
@@ -169,7 +158,7 @@ export async function startDaemonBackground(
 
 /** Stops a background daemon: SIGTERM, then SIGKILL after `graceMs`. Fails with DAEMON_NOT_RUNNING when it is not. */
 export async function stopDaemonBackground(kind: DaemonKind, files: DaemonFiles, graceMs: number): Promise<number> {
-  const st = daemonStatus(kind, files);
+  const st = daemonStatus(files);
   if (!st.running || st.pid === undefined) {
     rmSync(files.pidFile, { force: true });
     throw new HarvestError("DAEMON_NOT_RUNNING", `no ${kind} is running from ${files.config} (${files.pidFile})`);
@@ -177,8 +166,8 @@ export async function stopDaemonBackground(kind: DaemonKind, files: DaemonFiles,
   const pid = st.pid;
   process.kill(pid, "SIGTERM");
   const deadline = Date.now() + graceMs;
-  while (daemonStatus(kind, files).running && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  if (daemonStatus(kind, files).running) process.kill(pid, "SIGKILL");
+  while (daemonStatus(files).running && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  if (daemonStatus(files).running) process.kill(pid, "SIGKILL");
   rmSync(files.pidFile, { force: true });
   rmSync(files.readyFile, { force: true });
   return pid;
@@ -241,7 +230,7 @@ export function registerDaemonCommands(program: Command): void {
     action(async (name: string, o: BackgroundOpts) => {
       const kind = daemonKind(name);
       const files = daemonFiles(kind, o.config, o.pidDir, o.logDir);
-      const st = daemonStatus(kind, files);
+      const st = daemonStatus(files);
       print(o, { daemon: kind, ...st }, () =>
         st.running ? `${kind} is running as process ${st.pid} at ${st.address ?? "(starting)"}` : `${kind} is stopped`,
       );

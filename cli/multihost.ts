@@ -16,6 +16,7 @@ import { errorMessage, HarvestError } from "../common/errors.js";
 import { distEntry } from "../common/paths.js";
 import type { JobReport, NodeInfo } from "../client/job-client.js";
 import type { DfsDatanode, DfsFsckReport } from "../client/dfs-client.js";
+import type { ContainerCountsOutput } from "../proto/generated/harvest/v1/ContainerCounts.js";
 import { NetnsLab, netnsAvailable, processesUnder, stillRunning } from "./netns-lab.js";
 import type { LabClient, LabDaemon, RunResult } from "./netns-lab.js";
 
@@ -49,15 +50,10 @@ export interface MultihostCluster {
   passed: boolean;
 }
 
-/** Container counts of a job, as the resource manager keeps them. */
-export interface ContainerCounts {
-  allocated: number;
-  succeeded: number;
-  failed: number;
-  preempted: number;
-  lost: number;
-  killed: number;
-}
+/** Container counts of a job, as the resource manager reports them. */
+export type ContainerCounts = ContainerCountsOutput;
+
+const NO_CONTAINERS: ContainerCounts = { allocated: 0, succeeded: 0, failed: 0, preempted: 0, lost: 0, killed: 0 };
 
 /** How a job ended. */
 export interface JobOutcome {
@@ -860,20 +856,12 @@ function lastTaskInputs(runDir: string, appId: string): string[] {
 function jobOutcome(r: JobReport): JobOutcome {
   const tasksPerServer: Record<string, number> = {};
   for (const x of r.containers) if (!x.isAm) tasksPerServer[x.nodeId] = (tasksPerServer[x.nodeId] ?? 0) + 1;
-  const t = r.taskContainers;
   return {
     appId: r.appId,
     state: r.state,
     outcome: r.outcome,
     durationMs: (r.finishMs || Date.now()) - r.submitMs,
-    taskContainers: {
-      allocated: t?.allocated ?? 0,
-      succeeded: t?.succeeded ?? 0,
-      failed: t?.failed ?? 0,
-      preempted: t?.preempted ?? 0,
-      lost: t?.lost ?? 0,
-      killed: t?.killed ?? 0,
-    },
+    taskContainers: r.taskContainers ?? NO_CONTAINERS,
     amAttempts: r.attempts,
     tasksPerServer,
   };

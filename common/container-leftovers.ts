@@ -5,8 +5,9 @@
  * joined; a cleanup kills a container's processes only through its own cgroup or when pid, start time and boot all
  * still match.
  */
-import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { writeFileAtomic } from "./atomic-file.js";
 import { procStatFields } from "./proc-stats.js";
 
 /** The launch record's file name in a container's work directory. */
@@ -84,10 +85,7 @@ export function recordContainerProcess(workDir: string, pid: number, cgroupProcs
     ...(bootId !== undefined ? { bootId } : {}),
     cgroups: [...cgroupProcsFiles],
   };
-  const file = join(workDir, CONTAINER_PROCESS_FILE);
-  const tmp = `${file}.tmp-${process.pid}`;
-  writeFileSync(tmp, JSON.stringify(record) + "\n");
-  renameSync(tmp, file);
+  writeFileAtomic(join(workDir, CONTAINER_PROCESS_FILE), JSON.stringify(record) + "\n");
 }
 
 /** Reads a launch record; undefined when the file is missing or is not a record this module wrote. */

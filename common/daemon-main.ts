@@ -3,7 +3,8 @@
  * (`--ready-file <file>`: address and pid, written atomically) so launchers know where it serves, and stop cleanly on
  * SIGTERM/SIGINT. A daemon never dies of an unhandled rejection: it is logged.
  */
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { writeFileAtomic } from "./atomic-file.js";
 import { errorMessage } from "./errors.js";
 import { Logger } from "./log.js";
 
@@ -55,8 +56,7 @@ export function runDaemon(
   daemon.start().then(
     () => {
       if (readyFile) {
-        writeFileSync(`${readyFile}.tmp`, JSON.stringify({ address: daemon.address, pid: process.pid }));
-        renameSync(`${readyFile}.tmp`, readyFile);
+        writeFileAtomic(readyFile, JSON.stringify({ address: daemon.address, pid: process.pid }));
       }
     },
     (err: unknown) => {
