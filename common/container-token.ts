@@ -13,6 +13,8 @@ export interface TokenFields {
   resource: Resources;
   /** The job's priority (0 when absent). */
   jobPriority?: number;
+  /** The identity that submitted the job ("" when absent): whom the container runs as and who may read its logs. */
+  user?: string;
 }
 
 // JSON of an array, so no two different grants serialize alike (a plain separator could move between fields).
@@ -24,6 +26,7 @@ function payload(f: TokenFields): string {
     f.resource.vcoresMilli,
     f.resource.memoryMb,
     f.jobPriority ?? 0,
+    f.user ?? "",
   ]);
 }
 
@@ -41,4 +44,36 @@ export function verifyContainer(secret: string, fields: TokenFields, token: stri
   const expected = Buffer.from(signContainer(secret, fields), "hex");
   const given = Buffer.from(token, "hex");
   return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/**
+ * Application-master tokens (YARN's AMRMToken): the resource manager gives each job-manager attempt a token naming its
+ * application and attempt, signed with the cluster secret. A job manager holds no certificate; it presents the token
+ * (metadata {@link AM_TOKEN_METADATA}) to the resource manager's ApplicationMasterService and to node managers, which
+ * share the secret, and may act only on its own application.
+ */
+export const AM_TOKEN_METADATA = "harvest-am-token";
+
+/** What an AM token proves. */
+export interface AmTokenFields {
+  appId: string;
+  attempt: number;
+}
+
+/** `appId:attempt:hmac`; empty with an empty secret. */
+export function signAmToken(secret: string, f: AmTokenFields): string {
+  if (!secret) return "";
+  const mac = createHmac("sha256", secret).update(JSON.stringify(["am", f.appId, f.attempt])).digest("hex");
+  return `${f.appId}:${f.attempt}:${mac}`;
+}
+
+/** The application and attempt a valid AM token names, or undefined for anything else (never throws). */
+export function verifyAmToken(secret: string, token: unknown): AmTokenFields | undefined {
+  if (!secret || typeof token !== "string" || token.length > 256) return undefined;
+  const m = /^([A-Za-z0-9_]{1,64}):(\d{1,6}):([0-9a-f]{64})$/.exec(token);
+  if (!m) return undefined;
+  const fields = { appId: m[1]!, attempt: Number(m[2]) };
+  const expected = Buffer.from(signAmToken(secret, fields).slice(-64), "hex");
+  const given = Buffer.from(m[3]!, "hex");
+  return given.length === expected.length && timingSafeEqual(given, expected) ? fields : undefined;
 }

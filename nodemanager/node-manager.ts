@@ -497,7 +497,14 @@ export class NodeManager {
     if (
       !verifyContainer(
         this.options.secret,
-        { containerId: grant.id, appId: req.appId, nodeId: grant.nodeId, resource, jobPriority: grant.jobPriority },
+        {
+          containerId: grant.id,
+          appId: req.appId,
+          nodeId: grant.nodeId,
+          resource,
+          jobPriority: grant.jobPriority,
+          user: grant.user,
+        },
         grant.token,
       )
     ) {

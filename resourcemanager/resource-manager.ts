@@ -593,12 +593,14 @@ export class ResourceManager {
       resource: alloc.resource,
       priority: alloc.priority,
       jobPriority: app.record.priority ?? 0,
+      user: app.record.user,
       token: signContainer(this.options.secret, {
         containerId: alloc.containerId,
         appId: alloc.appId,
         nodeId: node.nodeId,
         resource: alloc.resource,
         jobPriority: app.record.priority ?? 0,
+        user: app.record.user,
       }),
     };
     this.trackRef(app, {
