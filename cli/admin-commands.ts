@@ -7,7 +7,7 @@ import { TenantAdminClient } from "../client/tenant-admin-client.js";
 import type { HistoryFormat, TenantClasses } from "../client/tenant-admin-client.js";
 import { HarvestError } from "../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
-import { action, common, print, rmAddressOf, withDfs } from "./command-kit.js";
+import { action, clusterTarget, common, print, rmTarget, withDfs } from "./command-kit.js";
 import type { GlobalOpts } from "./command-kit.js";
 import { table } from "./format.js";
 
@@ -15,7 +15,8 @@ const FORMATS: readonly HistoryFormat[] = ["csv", "nab", "bitbrains", "reimages"
 
 /** Runs `fn` with a tenant admin client of the cluster in --dir. */
 function withAdmin<T>(opts: GlobalOpts, fn: (c: TenantAdminClient) => Promise<T>): Promise<T> {
-  const client = new TenantAdminClient(rmAddressOf(opts));
+  const { rmAddress, security } = rmTarget(opts);
+  const client = new TenantAdminClient(rmAddress, security);
   return fn(client).finally(() => client.close());
 }
 
@@ -203,7 +204,7 @@ export function registerAdminCommands(program: Command): void {
               `no datanode on ${JSON.stringify(server)}; datanodes: ${datanodes.map((d) => d.datanodeId).join(", ")} (use --at to record a past reimage of another server)`,
             );
           }
-          const dt = makeClient(loadHarvestProto().DataTransfer, node.address);
+          const dt = makeClient(loadHarvestProto().DataTransfer, node.address, clusterTarget(o).security);
           try {
             wiped = await call(dt, dt.reimage, {});
           } finally {

@@ -13,8 +13,13 @@ import { writeFileAtomic } from "../common/atomic-file.js";
 import { HarvestError } from "../common/errors.js";
 import { distEntry } from "../common/paths.js";
 import { DfsClient } from "../client/dfs-client.js";
+import type { DfsClientOptions } from "../client/dfs-client.js";
 import { JobClient } from "../client/job-client.js";
 import type { DaemonKind } from "./daemon-kinds.js";
+import { caFiles, createCa, issueCertificate } from "./cluster-ca.js";
+import { localUserName } from "../common/fs-permission.js";
+import type { ClientSecurity } from "../common/grpc.js";
+import type { TlsFiles } from "../common/tls.js";
 
 /** One daemon process of a cluster. */
 export interface DaemonRecord {
@@ -51,6 +56,11 @@ export interface ClusterDescriptor {
   /** Absent in descriptors written before the storage layer. */
   nn?: DaemonRecord;
   nodes: NodeRecord[];
+  /**
+   * The local admin's TLS files (the cluster CA's certificate, the admin's certificate and key), which the CLI
+   * presents to this cluster; absent for a cluster started `--insecure` (and in descriptors written before TLS).
+   */
+  security?: { ca: string; cert: string; key: string };
 }
 
 /** How to bring a cluster up. */
@@ -77,6 +87,11 @@ export interface ClusterUpOptions {
   dn?: Record<string, unknown>;
   /** How long to wait for each daemon. @default 20000 */
   startTimeoutMs: number;
+  /**
+   * Plaintext and no authentication (a throwaway cluster; the daemons log that they are insecure). By default the
+   * cluster gets its own CA in `<dir>/security`, a certificate per daemon and one for the local admin. @default false
+   */
+  insecure?: boolean;
 }
 
 /** The cluster directory: --dir, else $HARVEST_CLUSTER_DIR, else ~/.harvest/cluster. */
@@ -128,20 +143,28 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
     }
   }
   mkdirSync(join(dir, "logs"), { recursive: true });
-  mkdirSync(join(dir, "run"), { recursive: true });
+  mkdirSync(join(dir, "run"), { recursive: true, mode: 0o700 });
   const secret = randomBytes(16).toString("hex");
   const started: DaemonRecord[] = [];
+  const withStorage = opts.storage ?? true;
+  const serverNames = opts.primaries.map((_, i) => `server-${i + 1}`);
+  const daemonNames = ["rm", ...(withStorage ? ["nn"] : []), ...serverNames.flatMap((n) => [n, `${n}-dn`])];
+  const security = opts.insecure ? undefined : await localCertificates(dir, daemonNames);
   // Every daemon binds and advertises loopback: this is the one place that assumes a single machine.
-  const local = { host: "127.0.0.1", advertiseHost: "127.0.0.1", port: 0 };
+  const loopback = { host: "127.0.0.1", advertiseHost: "127.0.0.1", port: 0 };
+  const localFor = (name: string): Record<string, unknown> => ({
+    ...loopback,
+    ...(security ? { tls: security.daemons[name] } : { insecure: true }),
+  });
+  const admin = security?.admin;
   try {
-    const withStorage = opts.storage ?? true;
     // The resource manager first (the namenode reads tenants from it), then the namenode, then every server's daemons
     // (in parallel).
     const rm = await launchDaemon(
       dir,
       "rm",
       "resourcemanager",
-      { ...local, dataDir: join(dir, "rm"), secret, ...opts.rm },
+      { ...localFor("rm"), dataDir: join(dir, "rm"), secret, ...opts.rm },
       opts.startTimeoutMs,
     );
     started.push(rm);
@@ -150,7 +173,7 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
           dir,
           "nn",
           "namenode",
-          { ...local, dataDir: join(dir, "nn"), rmAddress: rm.address, ...opts.nn },
+          { ...localFor("nn"), dataDir: join(dir, "nn"), rmAddress: rm.address, ...opts.nn },
           opts.startTimeoutMs,
         )
       : undefined;
@@ -163,7 +186,7 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
         // A server's datanode watches the same primary tenant as its node manager.
         const shared = { rack, primary, primarySpeed: opts.speed, primaryOffsetMs };
         const nmConfig = {
-          ...local,
+          ...localFor(nodeId),
           nodeId,
           rmAddress: rm.address,
           nnAddress: nn?.address ?? "",
@@ -181,7 +204,7 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
                 `${nodeId}-dn`,
                 "datanode",
                 {
-                  ...local,
+                  ...localFor(`${nodeId}-dn`),
                   datanodeId: nodeId,
                   namenodeAddress: nn.address,
                   dataDir: join(dir, "datanodes", nodeId),
@@ -197,20 +220,39 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
         return { ...nm, nodeId, primary, ...(dn ? { datanode: dn } : {}) };
       }),
     );
-    const descriptor: ClusterDescriptor = { version: 1, dir, createdMs: Date.now(), rm, ...(nn ? { nn } : {}), nodes };
+    const descriptor: ClusterDescriptor = {
+      version: 1,
+      dir,
+      createdMs: Date.now(),
+      rm,
+      ...(nn ? { nn } : {}),
+      nodes,
+      ...(admin ? { security: admin } : {}),
+    };
     writeDescriptor(descriptor);
     // The cluster is also a client configuration: `harvest --config <dir>/client.json` works like `--dir <dir>`.
     writeAtomic(
       join(dir, "client.json"),
-      JSON.stringify({ rmAddress: rm.address, ...(nn ? { nnAddress: nn.address } : {}) }, null, 2) + "\n",
+      JSON.stringify({ rmAddress: rm.address, ...(nn ? { nnAddress: nn.address } : {}), ...admin }, null, 2) + "\n",
     );
-    await waitForNodes(rm.address, nodes.length, opts.startTimeoutMs);
-    if (nn) await waitForDatanodes(nn.address, nodes.length, opts.startTimeoutMs);
+    await waitForNodes(rm.address, nodes.length, opts.startTimeoutMs, admin);
+    if (nn) await waitForDatanodes(nn.address, nodes.length, opts.startTimeoutMs, admin);
     return descriptor;
   } catch (err) {
     for (const d of started.reverse()) await stopProcess(d, 3_000);
     throw err;
   }
+}
+
+/** A job client of a local cluster, as the admin who started it (plaintext when it runs insecure). */
+export function localJobClient(c: ClusterDescriptor): JobClient {
+  return new JobClient(c.rm.address, { ...(c.security ? { security: c.security } : {}), nnAddress: c.nn?.address ?? "" });
+}
+
+/** A file-system client of a local cluster, as the admin who started it (plaintext when it runs insecure). */
+export function localDfsClient(c: ClusterDescriptor, options: Partial<DfsClientOptions> = {}): DfsClient {
+  if (!c.nn) throw new HarvestError("CLUSTER_NOT_FOUND", `the cluster in ${c.dir} runs no namenode`);
+  return new DfsClient(c.nn.address, { ...(c.security ? { security: c.security } : {}), ...options });
 }
 
 /** Every daemon a descriptor names: the masters, then each server's node manager and datanode. */
@@ -223,6 +265,29 @@ export function allDaemons(c: ClusterDescriptor): DaemonRecord[] {
       ...(n.datanode ? [{ ...n.datanode, name: n.datanode.name ?? `${n.nodeId}-dn` }] : []),
     ]),
   ];
+}
+
+/**
+ * A local cluster's CA and certificates, in `<dir>/security`: one `daemon` certificate per daemon (naming 127.0.0.1
+ * and localhost, where they serve) and an `admin` certificate for the user who started the cluster. A CA already
+ * there (a cluster started again in the same directory) is kept, so certificates issued from it stay valid.
+ */
+async function localCertificates(
+  dir: string,
+  daemons: string[],
+): Promise<{ daemons: Record<string, TlsFiles>; admin: TlsFiles }> {
+  const caDir = join(dir, "security");
+  const ca = caFiles(caDir);
+  if (!existsSync(ca.cert)) await createCa(caDir, { name: `Harvest local cluster CA (${dir})` });
+  const out: Record<string, TlsFiles> = {};
+  await Promise.all(
+    daemons.map(async (name) => {
+      const f = await issueCertificate(caDir, caDir, { name, role: "daemon", hosts: ["127.0.0.1", "localhost"] });
+      out[name] = { ca: ca.cert, ...f };
+    }),
+  );
+  const admin = await issueCertificate(caDir, join(caDir, "users"), { name: localUserName(), role: "admin" });
+  return { daemons: out, admin: { ca: ca.cert, ...admin } };
 }
 
 /** Writes a file whole or not at all, readable by its owner only (daemon configs hold the cluster's secret). */
@@ -375,8 +440,13 @@ export async function restartDaemon(
   return { restarted, running: named.filter((d) => !down.includes(d)).map((d) => d.name!) };
 }
 
-async function waitForNodes(rmAddress: string, count: number, timeoutMs: number): Promise<void> {
-  const client = new JobClient(rmAddress);
+async function waitForNodes(
+  rmAddress: string,
+  count: number,
+  timeoutMs: number,
+  security?: ClientSecurity,
+): Promise<void> {
+  const client = new JobClient(rmAddress, security ? { security } : {});
   try {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -391,8 +461,13 @@ async function waitForNodes(rmAddress: string, count: number, timeoutMs: number)
   }
 }
 
-async function waitForDatanodes(nnAddress: string, count: number, timeoutMs: number): Promise<void> {
-  const client = new DfsClient(nnAddress);
+async function waitForDatanodes(
+  nnAddress: string,
+  count: number,
+  timeoutMs: number,
+  security?: ClientSecurity,
+): Promise<void> {
+  const client = new DfsClient(nnAddress, security ? { security } : {});
   try {
     const deadline = Date.now() + timeoutMs;
     for (;;) {

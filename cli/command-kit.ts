@@ -3,7 +3,13 @@ import { Command } from "commander";
 import { JobClient } from "../client/job-client.js";
 import { DfsClient } from "../client/dfs-client.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
-import { defaultClientConfigFile, findClientConfig, loadClientConfig } from "../client/client-config.js";
+import {
+  clientSecurityOf,
+  defaultClientConfigFile,
+  findClientConfig,
+  loadClientConfig,
+} from "../client/client-config.js";
+import type { ClientSecurity } from "../common/grpc.js";
 import { readCluster, resolveClusterDir } from "./cluster.js";
 import type { ClusterDescriptor } from "./cluster.js";
 
@@ -37,6 +43,8 @@ export interface ClusterTarget {
   local?: ClusterDescriptor;
   /** Where the addresses came from (a file), for messages. */
   source: string;
+  /** TLS trusting the cluster's CA with the user's certificate; undefined: plaintext (an insecure cluster). */
+  security?: ClientSecurity;
 }
 
 /**
@@ -46,11 +54,14 @@ export interface ClusterTarget {
 export function clusterTarget(opts: GlobalOpts): ClusterTarget {
   const fromConfig = (file: string): ClusterTarget => {
     const c = loadClientConfig(file);
-    return { rmAddress: c.rmAddress, nnAddress: c.nnAddress, source: c.source };
+    return withSecurity({ rmAddress: c.rmAddress, nnAddress: c.nnAddress, source: c.source }, clientSecurityOf(c));
   };
   const fromDir = (dir: string): ClusterTarget => {
     const d = readCluster(resolveClusterDir(dir));
-    return { rmAddress: d.rm.address, nnAddress: d.nn?.address ?? "", local: d, source: `${d.dir}/cluster.json` };
+    return withSecurity(
+      { rmAddress: d.rm.address, nnAddress: d.nn?.address ?? "", local: d, source: `${d.dir}/cluster.json` },
+      d.security,
+    );
   };
   if (opts.config) return fromConfig(opts.config);
   if (opts.dir) return fromDir(opts.dir);
@@ -58,7 +69,11 @@ export function clusterTarget(opts: GlobalOpts): ClusterTarget {
   if (env["HARVEST_CONF"]) return fromConfig(env["HARVEST_CONF"]);
   if (env["HARVEST_CLUSTER_DIR"]) return fromDir(env["HARVEST_CLUSTER_DIR"]);
   const home = findClientConfig(undefined, {});
-  if (home) return { rmAddress: home.rmAddress, nnAddress: home.nnAddress, source: home.source };
+  if (home)
+    return withSecurity(
+      { rmAddress: home.rmAddress, nnAddress: home.nnAddress, source: home.source },
+      clientSecurityOf(home),
+    );
   try {
     return fromDir(resolveClusterDir());
   } catch (err) {
@@ -70,11 +85,8 @@ export function clusterTarget(opts: GlobalOpts): ClusterTarget {
   }
 }
 
-/** The resource manager's address of the target, or CLUSTER_NOT_FOUND when its configuration names none. */
-export function rmAddressOf(opts: GlobalOpts): string {
-  const t = clusterTarget(opts);
-  if (!t.rmAddress) throw new HarvestError("CLUSTER_NOT_FOUND", `${t.source} names no rmAddress`);
-  return t.rmAddress;
+function withSecurity(t: ClusterTarget, security: ClientSecurity | undefined): ClusterTarget {
+  return security ? { ...t, security } : t;
 }
 
 /** Prints `json` with --json, else the human text. */
@@ -82,9 +94,21 @@ export function print(opts: GlobalOpts, json: unknown, human: () => string): voi
   process.stdout.write((opts.json ? JSON.stringify(json, null, 2) : human()) + "\n");
 }
 
-/** Runs `fn` with a job client of the cluster in --dir. */
+/** The resource manager's address and how to reach it (TLS and the user's certificate, on a secure cluster). */
+export function rmTarget(opts: GlobalOpts): { rmAddress: string; security?: ClientSecurity } {
+  const t = clusterTarget(opts);
+  if (!t.rmAddress) throw new HarvestError("CLUSTER_NOT_FOUND", `${t.source} names no rmAddress`);
+  return { rmAddress: t.rmAddress, ...(t.security ? { security: t.security } : {}) };
+}
+
+/** Runs `fn` with a job client of the cluster the options name. */
 export function withClient<T>(opts: GlobalOpts, fn: (c: JobClient) => Promise<T>): Promise<T> {
-  const client = new JobClient(rmAddressOf(opts));
+  const t = clusterTarget(opts);
+  if (!t.rmAddress) throw new HarvestError("CLUSTER_NOT_FOUND", `${t.source} names no rmAddress`);
+  const client = new JobClient(t.rmAddress, {
+    ...(t.security ? { security: t.security } : {}),
+    nnAddress: t.nnAddress,
+  });
   return fn(client).finally(() => client.close());
 }
 
@@ -135,6 +159,6 @@ export function withDfs<T>(opts: GlobalOpts, fn: (c: DfsClient) => Promise<T>): 
       `${target.source} names no namenode: add "nnAddress" to the client config, or restart a local cluster with 'harvest cluster up'`,
     );
   }
-  const client = new DfsClient(target.nnAddress);
+  const client = new DfsClient(target.nnAddress, target.security ? { security: target.security } : {});
   return fn(client).finally(() => client.close());
 }

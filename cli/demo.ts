@@ -6,10 +6,8 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DfsClient } from "../client/dfs-client.js";
-import { JobClient } from "../client/job-client.js";
 import { packageRoot } from "../common/paths.js";
-import { startCluster, stopCluster } from "./cluster.js";
+import { localDfsClient, localJobClient, startCluster, stopCluster } from "./cluster.js";
 import { duration, follow, outcomeText, taskAttemptsRun } from "./format.js";
 import { choosePrimaries } from "./primary-traces.js";
 
@@ -59,8 +57,8 @@ export async function runDemo(opts: {
     memoryMb: 4096,
     startTimeoutMs: 30_000,
   });
-  const client = new JobClient(cluster.rm.address);
-  const dfs = new DfsClient(cluster.nn!.address);
+  const client = localJobClient(cluster);
+  const dfs = localDfsClient(cluster);
   try {
     // The job's input and output live in Harvest's file system.
     const input = await dfs.put(join(packageRoot(), "examples", "data", "corpus.txt"), "/demo/input/corpus.txt", {

@@ -49,6 +49,10 @@ common(cluster.command("up"), { clientConfig: false })
     "--config <file>",
     'JSON file of daemon options: { "rm": {...}, "nn": {...}, "nm": {...}, "dn": {...} } (README, Configuration)',
   )
+  .option(
+    "--insecure",
+    "no TLS and no authentication: anyone who reaches the ports can act as anyone (a throwaway cluster only)",
+  )
   .action(
     action(
       async (
@@ -59,6 +63,7 @@ common(cluster.command("up"), { clientConfig: false })
           vcores: string;
           memoryMb: string;
           config?: string;
+          insecure?: boolean;
         },
       ) => {
         const dir = resolveClusterDir(o.dir);
@@ -74,10 +79,14 @@ common(cluster.command("up"), { clientConfig: false })
           vcores: positiveNumber(o.vcores, "--vcores"),
           memoryMb: positiveInt(o.memoryMb, "--memory-mb"),
           startTimeoutMs: 20_000,
+          insecure: o.insecure === true,
         });
         print(o, c, () =>
           [
-            `cluster up in ${dir}`,
+            `cluster up in ${dir}` +
+              (c.security
+                ? ` (mutual TLS; CA ${c.security.ca}, you are the admin ${c.security.cert})`
+                : " (INSECURE: plaintext, nobody authenticated)"),
             `resource manager  ${c.rm.address}  (log ${c.rm.log})`,
             ...c.nodes.map(
               (n, i) => `${n.nodeId.padEnd(17)} ${n.address}  primary ${primaries[i]?.label ?? n.primary}`,

@@ -7,13 +7,14 @@ import type { Command } from "commander";
 import { PowerAdminClient } from "../client/power-admin-client.js";
 import type { PowerDomainInfo, PowerDomainsSpec, PowerDomainTree } from "../client/power-admin-client.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
-import { action, common, print, rmAddressOf } from "./command-kit.js";
+import { action, common, print, rmTarget } from "./command-kit.js";
 import type { GlobalOpts } from "./command-kit.js";
 import { table } from "./format.js";
 
 /** Runs `fn` with a power admin client of the cluster in --dir. */
 function withPower<T>(opts: GlobalOpts, fn: (c: PowerAdminClient) => Promise<T>): Promise<T> {
-  const client = new PowerAdminClient(rmAddressOf(opts));
+  const { rmAddress, security } = rmTarget(opts);
+  const client = new PowerAdminClient(rmAddress, security);
   return fn(client).finally(() => client.close());
 }
 

@@ -12,6 +12,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { errorMessage, HarvestError } from "../common/errors.js";
+import type { ClientSecurity } from "../common/grpc.js";
 
 /** Where a client finds a cluster. */
 export interface ClientConfig {
@@ -120,4 +121,14 @@ export function nnAddressFromConfig(config?: ClientConfig | string): string {
   const c = clientConfigOf(config);
   if (!c.nnAddress) throw new HarvestError("CLUSTER_NOT_FOUND", `client config ${c.source} names no nnAddress`);
   return c.nnAddress;
+}
+
+/**
+ * How a client reaches the cluster a configuration names: TLS trusting its `ca` and presenting `cert`/`key`;
+ * undefined (plaintext) when it names no CA. See {@link clientConfigOf} for how the configuration is found.
+ */
+export function clientSecurityOf(config?: ClientConfig | string): ClientSecurity | undefined {
+  const c = clientConfigOf(config);
+  if (!c.ca) return undefined;
+  return { ca: c.ca, ...(c.cert ? { cert: c.cert, key: c.key } : {}) };
 }

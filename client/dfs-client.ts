@@ -3,7 +3,7 @@
  * written only when every replica in its pipeline has it on disk; reads verify every 512-byte chunk's CRC32C and fail
  * over to the next replica when a datanode errs, holds a corrupt replica, or refuses because its primary tenant is busy.
  */
-import { nnAddressFromConfig } from "./client-config.js";
+import { clientConfigOf, clientSecurityOf, nnAddressFromConfig } from "./client-config.js";
 import type { ClientConfig } from "./client-config.js";
 import type * as grpc from "@grpc/grpc-js";
 import { Metadata } from "@grpc/grpc-js";
@@ -16,7 +16,9 @@ import { pipeline } from "node:stream/promises";
 import { normalizeDfsPath, parentPath } from "../common/dfs-path.js";
 import { errorMessage, fromGrpcError, HarvestError, isHarvestError } from "../common/errors.js";
 import { CLAIMED_USER_METADATA, localUserName } from "../common/fs-permission.js";
+import { TOKEN_METADATA } from "../common/auth.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import type { ClientSecurity } from "../common/grpc.js";
 import type { BlockOutput } from "../proto/generated/harvest/v1/Block.js";
 import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
 import type { DataTransferClient } from "../proto/generated/harvest/v1/DataTransfer.js";
@@ -63,6 +65,16 @@ export interface DfsClientOptions {
   user: string;
   /** Deadline of namenode calls. @default 30000 */
   namenodeTimeoutMs: number;
+  /**
+   * On a secure cluster: the CA to trust and this user's certificate and key (from the client configuration).
+   * Undefined: plaintext. @default undefined
+   */
+  security?: ClientSecurity;
+  /**
+   * A delegation token to act as its owner without a certificate (what a job's tasks hold, HARVEST_DFS_TOKEN).
+   * @default ""
+   */
+  dfsToken: string;
 }
 
 /** Options of a new file. */
@@ -95,16 +107,42 @@ export class DfsClient {
       maxReadRounds: 5,
       namenodeTimeoutMs: 30_000,
       user: localUserName(),
+      dfsToken: "",
       ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)),
     };
-    this.nn = makeClient(loadHarvestProto().ClientNamenode, namenodeAddress);
+    const security = this.options.security;
+    this.nn = makeClient(
+      loadHarvestProto().ClientNamenode,
+      namenodeAddress,
+      security && this.options.dfsToken
+        ? { ...security, tokens: { [TOKEN_METADATA["dfs-token"]]: this.options.dfsToken } }
+        : security,
+    );
+  }
+
+  /**
+   * The client a task uses: the namenode from HARVEST_NN_ADDRESS; on a secure cluster the CA from HARVEST_CA and its
+   * job submitter's delegation token from HARVEST_DFS_TOKEN (the node manager and the job manager set them).
+   */
+  static fromTaskEnv(env: NodeJS.ProcessEnv = process.env, options: Partial<DfsClientOptions> = {}): DfsClient {
+    const address = env["HARVEST_NN_ADDRESS"];
+    if (!address)
+      throw new HarvestError("CLUSTER_NOT_FOUND", "a task needs HARVEST_NN_ADDRESS to reach the file system");
+    const ca = env["HARVEST_CA"];
+    return new DfsClient(address, {
+      ...(ca ? { security: { ca } } : {}),
+      dfsToken: env["HARVEST_DFS_TOKEN"] ?? "",
+      ...options,
+    });
   }
   /**
    * A client of the cluster a client configuration names: `config` is a file or a parsed configuration; without it,
    * `$HARVEST_CONF`, then `~/.harvest/client.json`.
    */
   static fromConfig(config?: ClientConfig | string, options: Partial<DfsClientOptions> = {}): DfsClient {
-    return new DfsClient(nnAddressFromConfig(config), options);
+    const c = clientConfigOf(config);
+    const security = clientSecurityOf(c);
+    return new DfsClient(nnAddressFromConfig(c), { ...(security ? { security } : {}), ...options });
   }
 
   /** Creates a directory and its missing parents. */
@@ -234,7 +272,7 @@ export class DfsClient {
   datanode(address: string): DataTransferClient {
     let c = this.dataClients.get(address);
     if (!c) {
-      c = makeClient(loadHarvestProto().DataTransfer, address);
+      c = makeClient(loadHarvestProto().DataTransfer, address, this.options.security);
       this.dataClients.set(address, c);
     }
     return c;
@@ -254,6 +292,16 @@ export class DfsClient {
     metadata.set(CLAIMED_USER_METADATA, this.options.user);
     return call(this.nn, method, req, this.options.namenodeTimeoutMs, metadata);
   }
+}
+
+/**
+ * The block token as call metadata too: a caller without a certificate (a task) is authenticated by it at the
+ * datanode's door, before the request naming the block is read.
+ */
+function blockTokenMetadata(token: string): Metadata {
+  const md = new Metadata();
+  if (token) md.set(TOKEN_METADATA["block-token"], token);
+  return md;
 }
 
 /** CRC32C of each CHUNK_BYTES piece of `data`. */
@@ -291,7 +339,7 @@ class BlockWrite {
   open(): void {
     const first = this.located.locations[0];
     if (!first) throw new HarvestError("DFS_WRITE_FAILED", "the namenode gave an empty pipeline");
-    const stream = this.client.datanode(first.address).writeBlock();
+    const stream = this.client.datanode(first.address).writeBlock(blockTokenMetadata(this.located.blockToken));
     this.stream = stream;
     stream.on("data", (ack: WriteAckOutput) => {
       if (!ack.ok) {
@@ -697,13 +745,16 @@ class DfsReadStream extends Readable {
 
   private readReplica(lb: LocatedBlockOutput, address: string, offsetInBlock: number, length: number): Promise<void> {
     return new Promise((resolve, reject) => {
-      const stream = this.client.datanode(address).readBlock({
-        block: lb.block,
-        offset: offsetInBlock,
-        length,
-        clientName: this.client.options.clientName,
-        blockToken: lb.blockToken,
-      });
+      const stream = this.client.datanode(address).readBlock(
+        {
+          block: lb.block,
+          offset: offsetInBlock,
+          length,
+          clientName: this.client.options.clientName,
+          blockToken: lb.blockToken,
+        },
+        blockTokenMetadata(lb.blockToken),
+      );
       this.current = stream;
       let wantFrom = lb.offset + offsetInBlock;
       const wantTo = wantFrom + length;

@@ -2,9 +2,10 @@
  * The job client: submit DAG jobs to a Harvest resource manager and follow them. The `harvest job` commands are thin
  * wrappers over this class.
  */
-import { rmAddressFromConfig } from "./client-config.js";
+import { clientConfigOf, clientSecurityOf, rmAddressFromConfig } from "./client-config.js";
 import type { ClientConfig } from "./client-config.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import type { ClientSecurity } from "../common/grpc.js";
 import { HarvestError } from "../common/errors.js";
 import type { ApplicationClientServiceClient } from "../proto/generated/harvest/v1/ApplicationClientService.js";
 import type { ApplicationReportOutput } from "../proto/generated/harvest/v1/ApplicationReport.js";
@@ -27,21 +28,50 @@ export class JobClient {
   private readonly rm: ApplicationClientServiceClient;
   private readonly nms = new Map<string, ContainerManagerClient>();
 
-  constructor(readonly rmAddress: string) {
-    this.rm = makeClient(loadHarvestProto().ApplicationClientService, rmAddress);
+  constructor(
+    readonly rmAddress: string,
+    readonly options: {
+      /** TLS and this user's certificate (a secure cluster); undefined: plaintext. */
+      security?: ClientSecurity;
+      /**
+       * The namenode: with a certificate, `submit` asks it for a delegation token the job's tasks act on the file
+       * system with, as the submitter. Empty: the job's tasks get none.
+       */
+      nnAddress?: string;
+    } = {},
+  ) {
+    this.rm = makeClient(loadHarvestProto().ApplicationClientService, rmAddress, options.security);
   }
   /**
    * A client of the cluster a client configuration names: `config` is a file or a parsed configuration; without it,
    * `$HARVEST_CONF`, then `~/.harvest/client.json`.
    */
   static fromConfig(config?: ClientConfig | string): JobClient {
-    return new JobClient(rmAddressFromConfig(config));
+    const c = clientConfigOf(config);
+    const security = clientSecurityOf(c);
+    return new JobClient(rmAddressFromConfig(c), { ...(security ? { security } : {}), nnAddress: c.nnAddress });
   }
 
-  /** Submits a DAG job (the JSON text of a DAG file); resolves to the application id once it is durably accepted. */
+  /**
+   * Submits a DAG job (the JSON text of a DAG file); resolves to the application id once it is durably accepted. On
+   * a secure cluster the submitter is this client's certificate (`user` is ignored), and the job carries a delegation
+   * token of the namenode, so that its tasks read and write files as the submitter.
+   */
   async submit(dagJson: string, user = process.env["USER"] ?? "unknown"): Promise<string> {
-    const res = await call(this.rm, this.rm.submitApplication, { dagJson, user });
+    const dfsToken = await this.delegationToken();
+    const res = await call(this.rm, this.rm.submitApplication, { dagJson, user, dfsToken });
     return res.appId;
+  }
+
+  private async delegationToken(): Promise<string> {
+    const { security, nnAddress } = this.options;
+    if (!security?.cert || !nnAddress) return "";
+    const nn = makeClient(loadHarvestProto().ClientNamenode, nnAddress, security);
+    try {
+      return (await call(nn, nn.getDelegationToken, { lifetimeMs: 0 })).token;
+    } finally {
+      nn.close();
+    }
   }
 
   status(appId: string): Promise<JobReport> {
@@ -90,7 +120,7 @@ export class JobClient {
       );
     let nm = this.nms.get(ref.nmAddress);
     if (!nm) {
-      nm = makeClient(loadHarvestProto().ContainerManager, ref.nmAddress);
+      nm = makeClient(loadHarvestProto().ContainerManager, ref.nmAddress, this.options.security);
       this.nms.set(ref.nmAddress, nm);
     }
     const res = await call(nm, nm.getContainerLogs, { containerId, stream, tailBytes });

@@ -2,9 +2,10 @@
  * The power admin client: read the tree of power domains (budgets, draws, alerts, caps in force), set one domain's
  * budget, or replace the configured tree. `harvest power domains|set-budget|set-domains` wraps it.
  */
-import { rmAddressFromConfig } from "./client-config.js";
+import { clientConfigOf, clientSecurityOf, rmAddressFromConfig } from "./client-config.js";
 import type { ClientConfig } from "./client-config.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import type { ClientSecurity } from "../common/grpc.js";
 import type { PowerAdminClient as GrpcPowerAdminClient } from "../proto/generated/harvest/v1/PowerAdmin.js";
 import type { ListDomainsResponseOutput } from "../proto/generated/harvest/v1/ListDomainsResponse.js";
 import type { PowerDomainInfoOutput } from "../proto/generated/harvest/v1/PowerDomainInfo.js";
@@ -28,15 +29,20 @@ export interface PowerDomainsSpec {
 export class PowerAdminClient {
   private readonly rm: GrpcPowerAdminClient;
 
-  constructor(readonly rmAddress: string) {
-    this.rm = makeClient(loadHarvestProto().PowerAdmin, rmAddress);
+  /** `security`: TLS and an admin's certificate (a secure cluster); undefined: plaintext. */
+  constructor(
+    readonly rmAddress: string,
+    security?: ClientSecurity,
+  ) {
+    this.rm = makeClient(loadHarvestProto().PowerAdmin, rmAddress, security);
   }
   /**
    * A client of the cluster a client configuration names: `config` is a file or a parsed configuration; without it,
    * `$HARVEST_CONF`, then `~/.harvest/client.json`.
    */
   static fromConfig(config?: ClientConfig | string): PowerAdminClient {
-    return new PowerAdminClient(rmAddressFromConfig(config));
+    const c = clientConfigOf(config);
+    return new PowerAdminClient(rmAddressFromConfig(c), clientSecurityOf(c));
   }
 
   /** The whole tree, or the subtree under `domain`. */

@@ -3,12 +3,13 @@
  * reimage history, and read the utilization classes the resource manager builds from it. `harvest admin` wraps it.
  */
 import * as grpc from "@grpc/grpc-js";
-import { rmAddressFromConfig } from "./client-config.js";
+import { clientConfigOf, clientSecurityOf, rmAddressFromConfig } from "./client-config.js";
 import type { ClientConfig } from "./client-config.js";
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import { fromGrpcError, HarvestError } from "../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import type { ClientSecurity } from "../common/grpc.js";
 import type { TenantAdminClient as GrpcTenantAdminClient } from "../proto/generated/harvest/v1/TenantAdmin.js";
 import type { ImportHistoryResponseOutput } from "../proto/generated/harvest/v1/ImportHistoryResponse.js";
 import type { ListClassesResponseOutput } from "../proto/generated/harvest/v1/ListClassesResponse.js";
@@ -33,15 +34,20 @@ const SAMPLES_PER_STREAM = 100_000;
 export class TenantAdminClient {
   private readonly rm: GrpcTenantAdminClient;
 
-  constructor(readonly rmAddress: string) {
-    this.rm = makeClient(loadHarvestProto().TenantAdmin, rmAddress);
+  /** `security`: TLS and an admin's certificate (a secure cluster); undefined: plaintext. */
+  constructor(
+    readonly rmAddress: string,
+    security?: ClientSecurity,
+  ) {
+    this.rm = makeClient(loadHarvestProto().TenantAdmin, rmAddress, security);
   }
   /**
    * A client of the cluster a client configuration names: `config` is a file or a parsed configuration; without it,
    * `$HARVEST_CONF`, then `~/.harvest/client.json`.
    */
   static fromConfig(config?: ClientConfig | string): TenantAdminClient {
-    return new TenantAdminClient(rmAddressFromConfig(config));
+    const c = clientConfigOf(config);
+    return new TenantAdminClient(rmAddressFromConfig(c), clientSecurityOf(c));
   }
 
   register(t: {

@@ -134,6 +134,25 @@ export function verifyBlockToken(
   access: BlockAccess,
   nowMs: number,
 ): BlockTokenClaims {
+  const claims = verifyBlockTokenSignature(token, keys, nowMs);
+  const bad = (why: string): never => {
+    throw new HarvestError("DATANODE_BAD_TOKEN", `block access refused: ${why}`);
+  };
+  if (claims.blockId !== blockId) bad("block token is for another block");
+  // A WRITE token does not read, and a READ token does not write.
+  if (claims.access !== access) bad(`block token does not allow ${access}`);
+  return claims;
+}
+
+/**
+ * Checks that a token was signed by one of `keys` and has not expired, whatever block and mode it is for: how a
+ * datanode authenticates a caller without a certificate (a task) before any handler runs. Throws DATANODE_BAD_TOKEN.
+ */
+export function verifyBlockTokenSignature(
+  token: string,
+  keys: ReadonlyMap<number, BlockKey>,
+  nowMs: number,
+): BlockTokenClaims {
   const bad = (why: string): never => {
     throw new HarvestError("DATANODE_BAD_TOKEN", `block access refused: ${why}`);
   };
@@ -153,8 +172,5 @@ export function verifyBlockToken(
   }
   if (claims.keyId !== key!.keyId) bad("malformed block token");
   if (!(claims.expiresMs > nowMs)) bad("block token expired");
-  if (claims.blockId !== blockId) bad("block token is for another block");
-  // A WRITE token does not read, and a READ token does not write.
-  if (claims.access !== access) bad(`block token does not allow ${access}`);
   return claims;
 }

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { writeFileAtomic } from "./atomic-file.js";
 import { errorMessage } from "./errors.js";
 import { Logger } from "./log.js";
+import { requireSecurityChoice } from "./options.js";
 
 /** What a daemon main needs from its daemon class. */
 export interface RunnableDaemon {
@@ -39,6 +40,7 @@ export function runDaemon(
   try {
     const args = daemonArgs(argv);
     readyFile = args.readyFile;
+    requireSecurityChoice(name, args.config);
     daemon = make(args.config);
   } catch (err) {
     log.error("bad configuration", { error: errorMessage(err) });

@@ -8,6 +8,8 @@ import { join } from "node:path";
 import { fromGrpcError, toServiceError } from "./errors.js";
 import { bindAddress } from "./net-address.js";
 import { packageRoot } from "./paths.js";
+import { channelCredentials } from "./tls.js";
+import type { ClientTls } from "./tls.js";
 import type { ProtoGrpcType as ClientProto } from "../proto/generated/application_client.js";
 import type { ProtoGrpcType as TrackerProto } from "../proto/generated/resource_tracker.js";
 import type { ProtoGrpcType as ContainerProto } from "../proto/generated/container_manager.js";
@@ -81,10 +83,18 @@ export function createServer(): grpc.Server {
   return new grpc.Server(SERVER_OPTIONS);
 }
 
-/** Binds `server` on host:port (port 0 picks a free one) and resolves to the port bound. */
-export function bindServer(server: grpc.Server, host: string, port: number): Promise<number> {
+/**
+ * Binds `server` on host:port (port 0 picks a free one) with `credentials` (a daemon's {@link Gate}; plaintext by
+ * default) and resolves to the port bound.
+ */
+export function bindServer(
+  server: grpc.Server,
+  host: string,
+  port: number,
+  credentials: grpc.ServerCredentials = grpc.ServerCredentials.createInsecure(),
+): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.bindAsync(bindAddress(host, port), grpc.ServerCredentials.createInsecure(), (err, bound) => {
+    server.bindAsync(bindAddress(host, port), credentials, (err, bound) => {
       if (err) reject(err);
       else resolve(bound);
     });
@@ -154,10 +164,27 @@ export function call<Req, Res>(
   });
 }
 
+/**
+ * How a client reaches the cluster: plaintext when undefined; else TLS trusting `ca`, presenting `cert`/`key` when it
+ * has them, and sending `tokens` (metadata key to value, e.g. a job manager's AM token) with every call.
+ */
+export type ClientSecurity = ClientTls & { tokens?: Readonly<Record<string, string>> };
+
 /** A client for one service at `address`. */
 export function makeClient<C extends grpc.Client>(
   ctor: new (address: string, creds: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => C,
   address: string,
+  security?: ClientSecurity,
 ): C {
-  return new ctor(address, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+  let creds = channelCredentials(security);
+  const tokens = Object.entries(security?.tokens ?? {}).filter(([, v]) => v);
+  if (security && tokens.length > 0) {
+    const perCall = grpc.credentials.createFromMetadataGenerator((_params, done) => {
+      const md = new grpc.Metadata();
+      for (const [k, v] of tokens) md.set(k, v);
+      done(null, md);
+    });
+    creds = grpc.credentials.combineChannelCredentials(creds, perCall);
+  }
+  return new ctor(address, creds, CHANNEL_OPTIONS);
 }

@@ -10,3 +10,45 @@ export function stripUndefined<T extends object>(o: T): Partial<T> {
 export function invalidOption(daemon: string, field: string, why: string): never {
   throw new HarvestError("CONFIG_INVALID", `${daemon} option ${field} ${why}`, { details: { field } });
 }
+
+/** A daemon's TLS files as its configuration gives them (`tls: { ca, cert, key }`). */
+export interface TlsOption {
+  ca: string;
+  cert: string;
+  key: string;
+}
+
+/**
+ * Checks a daemon's `tls` option: absent, or `{ ca, cert, key }` naming PEM files (the cluster CA's certificate, the
+ * daemon's certificate from `harvest security issue --role daemon`, and its key).
+ */
+export function checkTlsOption(daemon: string, tls: unknown): TlsOption | undefined {
+  if (tls === undefined || tls === null) return undefined;
+  const t = tls as Record<string, unknown>;
+  if (typeof tls !== "object" || Array.isArray(tls))
+    invalidOption(daemon, "tls", "must be { ca, cert, key }: paths of PEM files");
+  for (const f of ["ca", "cert", "key"] as const)
+    if (typeof t[f] !== "string" || (t[f] as string).length === 0)
+      invalidOption(daemon, `tls.${f}`, "must be the path of a PEM file");
+  return { ca: t["ca"] as string, cert: t["cert"] as string, key: t["key"] as string };
+}
+
+/**
+ * Secure by default: a daemon started from a configuration file must have `tls`, or say `insecure: true` (a throwaway
+ * local cluster only). The daemon classes themselves serve plaintext without `tls`, for tests and benchmarks that
+ * measure the difference, and log loudly that they do.
+ */
+export function requireSecurityChoice(daemon: string, config: Record<string, unknown>): void {
+  if (config["tls"] !== undefined || config["insecure"] === true) return;
+  invalidOption(
+    daemon,
+    "tls",
+    "is required: { ca, cert, key } from `harvest security issue --role daemon` (or insecure: true for a throwaway " +
+      "local cluster, which authenticates nobody)",
+  );
+}
+
+/** What a daemon logs at start when it serves without TLS. */
+export const INSECURE_WARNING =
+  "INSECURE: serving plaintext gRPC with no authentication; anyone who can reach this port can act as anyone " +
+  "(use only for a throwaway local cluster)";

@@ -71,35 +71,61 @@ function readPem(file: string, what: string): Buffer {
 }
 
 /**
- * Server credentials: plaintext without `tls`; else TLS that asks every peer for a certificate, with an interceptor
- * that refuses a call from a peer without a valid one (UNAUTHENTICATED) unless `allowAnonymous(methodPath)` says the
- * method authenticates its callers otherwise (by a token).
+ * Decides, before any handler runs, whether a call may go on: undefined lets it through, a HarvestError refuses it
+ * (sent as the call's status). Given the method's path, the peer's verified identity (undefined without a valid
+ * certificate) and the call's metadata.
  */
-export function serverCredentials(
-  tls: TlsFiles | undefined,
-  allowAnonymous: (methodPath: string) => boolean = () => false,
-): grpc.ServerCredentials {
+export type CallGate = (methodPath: string, identity: Identity | undefined, metadata: grpc.Metadata) => HarvestError | undefined;
+
+/** The default gate: a peer needs a certificate signed by the cluster CA, nothing more. */
+export const requireCertificate: CallGate = (methodPath, identity) =>
+  identity
+    ? undefined
+    : new HarvestError(
+        "UNAUTHENTICATED",
+        `${methodPath} refused: the peer presented no certificate signed by the cluster CA (or an expired one)`,
+      );
+
+/**
+ * Server credentials: plaintext without `tls`; else TLS that asks every peer for a certificate, with an interceptor
+ * that asks `gate` about every call once its metadata has arrived and, on a refusal, ends the call with that status
+ * before the method's handler is started (a refused call's messages are dropped unread).
+ */
+export function serverCredentials(tls: TlsFiles | undefined, gate: CallGate = requireCertificate): grpc.ServerCredentials {
   if (!tls) return grpc.ServerCredentials.createInsecure();
   const ca = readPem(tls.ca, "CA certificate");
   const cert = readPem(tls.cert, "certificate");
   const key = readPem(tls.key, "private key");
-  const authenticate: grpc.ServerInterceptor = (method, call) =>
-    new grpc.ServerInterceptingCall(call, {
-      start: (next) => {
-        if (callIdentity(call) || allowAnonymous(method.path)) {
-          next();
-          return;
-        }
-        const err = toServiceError(
-          new HarvestError(
-            "UNAUTHENTICATED",
-            `${method.path} refused: the peer presented no certificate signed by the cluster CA (or an expired one)`,
-          ),
-        );
-        call.sendStatus({ code: err.code!, details: err.details!, metadata: err.metadata! });
-      },
+  const interceptor: grpc.ServerInterceptor = (method, call) => {
+    let refused = false;
+    return new grpc.ServerInterceptingCall(call, {
+      start: (next) =>
+        next({
+          onReceiveMetadata: (metadata, pass) => {
+            let refusal: HarvestError | undefined;
+            try {
+              refusal = gate(method.path, callIdentity(call), metadata);
+            } catch (err) {
+              refusal = new HarvestError("UNAUTHENTICATED", `${method.path} refused: ${(err as Error).message}`);
+            }
+            if (!refusal) {
+              pass(metadata);
+              return;
+            }
+            refused = true;
+            const status = toServiceError(refusal);
+            call.sendStatus({ code: status.code!, details: status.details!, metadata: status.metadata! });
+          },
+          onReceiveMessage: (message, pass) => {
+            if (!refused) pass(message);
+          },
+          onReceiveHalfClose: (pass) => {
+            if (!refused) pass();
+          },
+        }),
     });
-  return new ClusterServerCredentials(ca, cert, key, [authenticate]);
+  };
+  return new ClusterServerCredentials(ca, cert, key, [interceptor]);
 }
 
 /**
@@ -126,12 +152,27 @@ class ClusterServerCredentials extends grpc.ServerCredentials {
   }
 }
 
-/** Channel credentials: plaintext without `tls`; else TLS presenting this party's certificate and trusting the CA. */
-export function channelCredentials(tls: TlsFiles | undefined): grpc.ChannelCredentials {
+/**
+ * What a client trusts and presents: the CA always; its own certificate and key unless it authenticates by a token
+ * instead (a job's containers hold only the CA certificate and their tokens).
+ */
+export interface ClientTls {
+  ca: string;
+  cert?: string;
+  key?: string;
+}
+
+/**
+ * Channel credentials: plaintext without `tls`; else TLS trusting the cluster CA (the server's certificate must name
+ * the host dialled), presenting this party's certificate when it has one.
+ */
+export function channelCredentials(tls: ClientTls | undefined): grpc.ChannelCredentials {
   if (!tls) return grpc.credentials.createInsecure();
+  if (!tls.cert !== !tls.key)
+    throw new HarvestError("CONFIG_INVALID", "a client certificate needs its key, and a key its certificate");
   return grpc.credentials.createSsl(
     readPem(tls.ca, "CA certificate"),
-    readPem(tls.key, "private key"),
-    readPem(tls.cert, "certificate"),
+    tls.key ? readPem(tls.key, "private key") : null,
+    tls.cert ? readPem(tls.cert, "certificate") : null,
   );
 }

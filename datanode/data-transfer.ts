@@ -13,6 +13,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { errorMessage, fromGrpcError, HarvestError, isHarvestError, toServiceError } from "../common/errors.js";
 import type { ErrorCode } from "../common/errors.js";
 import { loadHarvestProto, makeClient, unary } from "../common/grpc.js";
+import type { ClientSecurity } from "../common/grpc.js";
 import type { Logger } from "../common/log.js";
 import { checkBlockKey } from "./block-store.js";
 import type { BlockKey, BlockStore, ReplicaWriter } from "./block-store.js";
@@ -43,6 +44,8 @@ export interface DataTransferHost {
   reimage(): Promise<ReimageResponse>;
   /** Throws DATANODE_BAD_TOKEN unless `token` allows `access` to `blockId` (block access tokens). */
   checkBlockToken(token: string, blockId: number, access: BlockAccess): void;
+  /** How this datanode reaches others in a pipeline (its daemon certificate; undefined: plaintext). */
+  clientSecurity?: ClientSecurity;
 }
 
 function busyError(datanodeId: string): HarvestError {
@@ -78,7 +81,7 @@ export class DataTransferService {
   clientFor(address: string): DataTransferClient {
     let c = this.clients.get(address);
     if (!c) {
-      c = makeClient(loadHarvestProto().DataTransfer, address);
+      c = makeClient(loadHarvestProto().DataTransfer, address, this.host.clientSecurity);
       this.clients.set(address, c);
     }
     return c;

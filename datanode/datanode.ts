@@ -4,7 +4,9 @@
  * over one long-lived DatanodeChannel stream (register, full block report, heartbeats, incremental reports; commands
  * come back in the answers), reconnecting with backoff when the namenode goes away.
  */
-import { verifyBlockToken } from "../common/block-token.js";
+import { verifyBlockToken, verifyBlockTokenSignature } from "../common/block-token.js";
+import { ANY_CERTIFICATE, Gate } from "../common/auth.js";
+import { INSECURE_WARNING } from "../common/options.js";
 import type { BlockAccess, BlockKey } from "../common/block-token.js";
 import { cgroupCpuMs } from "../common/proc-stats.js";
 import type * as grpc from "@grpc/grpc-js";
@@ -177,10 +179,30 @@ export class DataNode {
       isPrimaryBusy: () => this.busy,
       reimage: () => this.reimage(),
       checkBlockToken: (token, blockId, access) => this.checkBlockToken(token, blockId, access),
+      ...(this.options.tls ? { clientSecurity: this.options.tls } : {}),
     });
     this.transfer = transfer;
-    this.server.addService(loadHarvestProto().DataTransfer.service, transfer.handlers());
-    this.boundPort = await bindServer(this.server, this.options.host, this.options.port);
+    // Clients, daemons and tasks (by a block token the namenode signed) move blocks; each block still needs its own
+    // token for its mode. Only an admin reimages.
+    const proto = loadHarvestProto();
+    const gate = new Gate(this.options.tls, {
+      "block-token": (token) => {
+        if (this.blockKeys === "off") return undefined;
+        try {
+          const claims = verifyBlockTokenSignature(token, this.blockKeys, this.clock.nowMs());
+          return { name: claims.user, role: "task", via: "token" };
+        } catch {
+          return undefined;
+        }
+      },
+    }).allow(proto.DataTransfer.service, {
+      WriteBlock: [...ANY_CERTIFICATE, "block-token"],
+      ReadBlock: [...ANY_CERTIFICATE, "block-token"],
+      Reimage: ["admin"],
+    });
+    if (!gate.secure) this.log.warn(INSECURE_WARNING);
+    this.server.addService(proto.DataTransfer.service, transfer.handlers());
+    this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
     this.stateValue = "running";
     this.connect();
     this.log.info("datanode serving", {
@@ -261,7 +283,7 @@ export class DataNode {
 
   private connect(): void {
     if (this.stateValue !== "running") return;
-    this.nnChannel ??= makeClient(loadHarvestProto().DatanodeProtocol, this.options.namenodeAddress);
+    this.nnChannel ??= makeClient(loadHarvestProto().DatanodeProtocol, this.options.namenodeAddress, this.options.tls);
     const stream = this.nnChannel.datanodeChannel();
     this.stream = stream;
     this.registered = false;
@@ -451,7 +473,7 @@ export class DataNode {
   private reportBadBlocks(): void {
     if (this.reportingBad || this.badBlocks.size === 0 || this.stateValue !== "running") return;
     this.reportingBad = true;
-    this.nnClient ??= makeClient(loadHarvestProto().ClientNamenode, this.options.namenodeAddress);
+    this.nnClient ??= makeClient(loadHarvestProto().ClientNamenode, this.options.namenodeAddress, this.options.tls);
     const client = this.nnClient;
     const batch = [...this.badBlocks.values()];
     call(client, client.reportBadBlocks, {

@@ -1,6 +1,7 @@
 /** Datanode options: every field has a default; `resolveDataNodeOptions` fills and validates them. */
 import { resolveAdvertiseHost } from "../common/net-address.js";
-import { invalidOption, stripUndefined } from "../common/options.js";
+import { checkTlsOption, invalidOption, stripUndefined } from "../common/options.js";
+import type { TlsOption } from "../common/options.js";
 
 /** Settings of a datanode. */
 export interface DataNodeOptions {
@@ -19,6 +20,14 @@ export interface DataNodeOptions {
    * @default the bind `host`, or this machine's host name when `host` is a wildcard (0.0.0.0, ::)
    */
   advertiseHost: string;
+  /**
+   * Mutual TLS under the cluster CA (`{ ca, cert, key }`, a `daemon` certificate naming advertiseHost), for the
+   * data-transfer server, the stream to the namenode and pipelines to other datanodes. A caller without a certificate
+   * (a task) must present a block token signed by the namenode. Without it: plaintext. @default none
+   */
+  tls?: TlsOption;
+  /** Says that serving without `tls` is intended (a throwaway local cluster); `harvest daemon` requires one. */
+  insecure: boolean;
   /** Rack label. @default "/default-rack" */
   rack: string;
   /** Bytes this datanode may fill; 0 takes the size of the data directory's file system. @default 0 */
@@ -73,6 +82,7 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     host: "127.0.0.1",
     port: 0,
     advertiseHost: "",
+    insecure: false,
     rack: "/default-rack",
     capacityBytes: 0,
     primary: "proc",
@@ -101,6 +111,9 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
   if (typeof o.dataDir !== "string" || !o.dataDir) bad("dataDir", "is required");
   if (!(Number.isInteger(o.port) && o.port >= 0 && o.port <= 65_535)) bad("port", "must be an integer in 0..65535");
   o.advertiseHost = resolveAdvertiseHost("datanode", o.host, o.advertiseHost);
+  const tls = checkTlsOption("datanode", o.tls);
+  if (tls) o.tls = tls;
+  if (typeof o.insecure !== "boolean") bad("insecure", "must be true or false");
   if (!(Number.isSafeInteger(o.capacityBytes) && o.capacityBytes >= 0))
     bad("capacityBytes", "must be a non-negative integer (0 = the file system's size)");
   if (typeof o.primary !== "string" || !o.primary) bad("primary", 'must be "proc", "trace:<file>" or "burn:<file>"');

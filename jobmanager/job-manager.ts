@@ -8,7 +8,9 @@ import { join } from "node:path";
 import { maxConcurrency, parseDag, TASK_ENV, taskInputs, taskOutputs } from "../common/dag-spec.js";
 import type { DagSpec } from "../common/dag-spec.js";
 import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
+import { TOKEN_METADATA } from "../common/auth.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import type { ClientSecurity } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { DagRunner } from "./dag-runner.js";
 import type { AttemptEnd, TaskRecord } from "./dag-runner.js";
@@ -33,6 +35,14 @@ export interface JobManagerOptions {
   maxTaskAttempts: number;
   /** How long the resource manager may be unreachable before the job manager gives up. @default 60000 */
   rmRetryMs: number;
+  /**
+   * On a secure cluster: the cluster CA's certificate (HARVEST_CA, set by the node manager), this attempt's AM token
+   * (HARVEST_AM_TOKEN, from the resource manager) and the submitter's file-system token (HARVEST_DFS_TOKEN), which
+   * every task receives. Absent on a plaintext cluster.
+   */
+  caFile?: string;
+  amToken?: string;
+  dfsToken?: string;
 }
 
 /** How a job-manager attempt ended. */
@@ -53,7 +63,13 @@ export class JobManager {
   private journalWrites: Promise<void> = Promise.resolve();
 
   constructor(readonly options: JobManagerOptions) {
-    this.rm = makeClient(loadHarvestProto().ApplicationMasterService, options.rmAddress);
+    this.rm = makeClient(loadHarvestProto().ApplicationMasterService, options.rmAddress, this.security());
+  }
+
+  /** TLS trusting the cluster CA, with the AM token on every call (undefined on a plaintext cluster). */
+  private security(): ClientSecurity | undefined {
+    if (!this.options.caFile) return undefined;
+    return { ca: this.options.caFile, tokens: { [TOKEN_METADATA["am-token"]]: this.options.amToken ?? "" } };
   }
 
   /** Runs the job to its end and returns how it ended. */
@@ -142,6 +158,7 @@ export class JobManager {
       [TASK_ENV.outputs]: JSON.stringify(taskOutputs(this.dag, task.vertex)),
       HARVEST_TASK_ATTEMPT: String(task.attempts),
       HARVEST_JOB_NAME: this.dag.name,
+      ...(this.options.dfsToken ? { HARVEST_DFS_TOKEN: this.options.dfsToken } : {}),
     };
     try {
       await mkdir(outputDir, { recursive: true });
@@ -249,7 +266,7 @@ export class JobManager {
   private nm(address: string): ContainerManagerClient {
     let c = this.nms.get(address);
     if (!c) {
-      c = makeClient(loadHarvestProto().ContainerManager, address);
+      c = makeClient(loadHarvestProto().ContainerManager, address, this.security());
       this.nms.set(address, c);
     }
     return c;
@@ -298,6 +315,9 @@ export function jobManagerOptionsFromEnv(env: NodeJS.ProcessEnv): JobManagerOpti
     heartbeatMs: Number(env["HARVEST_AM_HEARTBEAT_MS"] ?? 300),
     maxTaskAttempts: Number(env["HARVEST_MAX_TASK_ATTEMPTS"] ?? 4),
     rmRetryMs: Number(env["HARVEST_AM_RM_RETRY_MS"] ?? 60_000),
+    ...(env["HARVEST_CA"] ? { caFile: env["HARVEST_CA"] } : {}),
+    ...(env["HARVEST_AM_TOKEN"] ? { amToken: env["HARVEST_AM_TOKEN"] } : {}),
+    ...(env["HARVEST_DFS_TOKEN"] ? { dfsToken: env["HARVEST_DFS_TOKEN"] } : {}),
   };
 }
 

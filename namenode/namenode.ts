@@ -13,7 +13,11 @@ import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { CLAIMED_USER_METADATA } from "../common/fs-permission.js";
-import { callIdentity, isValidIdentityName } from "../common/tls.js";
+import { isValidIdentityName } from "../common/tls.js";
+import { ANY_CERTIFICATE, Gate } from "../common/auth.js";
+import type { ServiceRules } from "../common/auth.js";
+import { DelegationTokens } from "../common/delegation-token.js";
+import { INSECURE_WARNING } from "../common/options.js";
 import { serveWorkerStream } from "../common/worker-stream.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
@@ -101,6 +105,10 @@ export class NameNode {
   /** Signs block access tokens; undefined when the namenode issues none (`blockTokens: false`). */
   private readonly blockKeys: BlockKeyManager | undefined;
   private readonly server = createServer();
+  /** Who may call what (common/auth.ts); TLS when `tls` is set. */
+  private readonly gate: Gate;
+  /** Issues and checks delegation tokens (secure namenodes only). */
+  private delegation: DelegationTokens | undefined;
   private readonly store: NamespaceStore;
   private readonly namespace: Namespace;
   private readonly blocks = new BlockManager();
@@ -128,6 +136,12 @@ export class NameNode {
   constructor(options: Partial<NameNodeOptions> & { dataDir: string }, deps: { clock?: Clock; logger?: Logger } = {}) {
     this.options = resolveNameNodeOptions(options);
     this.clock = deps.clock ?? systemClock;
+    this.gate = new Gate(this.options.tls, {
+      "dfs-token": (token) => {
+        const claims = this.delegation?.verify(token, this.clock.nowMs());
+        return claims ? { name: claims.owner, role: "task", via: "token" } : undefined;
+      },
+    });
     this.blockKeys = this.options.blockTokens
       ? new BlockKeyManager(() => this.clock.nowMs(), {
           tokenLifetimeMs: this.options.blockTokenLifetimeMs,
@@ -184,6 +198,11 @@ export class NameNode {
     if (this.stateValue !== "new") throw new Error(`namenode cannot start from state ${this.stateValue}`);
     this.stateValue = "starting";
     await mkdir(this.options.dataDir, { recursive: true });
+    if (this.options.tls)
+      this.delegation = new DelegationTokens(
+        DelegationTokens.keyFromFile(join(this.options.dataDir, "delegation.key")),
+        this.options.delegationTokenMaxLifetimeMs,
+      );
     await this.store.open();
     await this.namespace.load();
     for (const { block, inodeId, replication, committed } of this.namespace.allBlocks())
@@ -191,6 +210,16 @@ export class NameNode {
     for (const record of await this.store.loadDatanodes()) this.datanodeRecords.set(record.datanodeId, record);
     this.checkSafeMode();
     const proto = loadHarvestProto();
+    // Datanodes (daemon certificates) on their stream; people, daemons, and tasks with their submitter's delegation
+    // token on the client protocol. Only a certificate may ask for a delegation token (a token does not mint one).
+    const anyone = [...ANY_CERTIFICATE, "dfs-token"] as const;
+    const clientRules = Object.fromEntries(
+      Object.keys(proto.ClientNamenode.service).map((m) => [m, m === "GetDelegationToken" ? ["user", "admin"] : anyone]),
+    ) as ServiceRules;
+    const gate = this.gate
+      .allow(proto.DatanodeProtocol.service, { DatanodeChannel: ["daemon"] })
+      .allow(proto.ClientNamenode.service, clientRules);
+    if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.server.addService(proto.DatanodeProtocol.service, {
       DatanodeChannel: (s: DatanodeStream) => this.onDatanodeStream(s),
     });
@@ -250,12 +279,19 @@ export class NameNode {
           .map((d) => this.datanodeReport(d)),
       })),
       GetSafeMode: unary(() => this.safeModeStatus()),
+      GetDelegationToken: unary((req: { lifetimeMs: number }, c) => {
+        if (!this.delegation) return { token: "", owner: "", expiresMs: 0 };
+        const owner = gate.principal(c).name;
+        const issued = this.delegation.issue(owner, this.clock.nowMs(), req.lifetimeMs);
+        this.log.info("delegation token issued", { owner, expiresMs: issued.expiresMs });
+        return { token: issued.token, owner, expiresMs: issued.expiresMs };
+      }),
     });
-    this.boundPort = await bindServer(this.server, this.options.host, this.options.port);
+    this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
     this.livenessTimer = setInterval(() => this.checkLiveness(), this.options.monitorIntervalMs);
     this.replicationTimer = setInterval(() => this.replicationTick(), this.options.replicationIntervalMs);
     if (this.diversity) {
-      this.tenantAdmin = makeClient(proto.TenantAdmin, this.options.rmAddress);
+      this.tenantAdmin = makeClient(proto.TenantAdmin, this.options.rmAddress, this.options.tls);
       void this.refreshTenants();
       this.tenantTimer = setInterval(() => void this.refreshTenants(), this.options.tenantRefreshMs);
     }
@@ -296,9 +332,10 @@ export class NameNode {
    * name equal to the `superuser` option is the superuser. A plaintext call that claims no one is "nobody".
    */
   private callerOf(c: grpc.ServerUnaryCall<unknown, unknown>, claimedUser = ""): Caller {
-    const identity = callIdentity(c);
-    if (identity)
-      return { user: identity.name, groups: this.groupsOf(identity.name), superuser: identity.role === "admin" };
+    if (this.gate.secure) {
+      const who = this.gate.principal(c);
+      return { user: who.name, groups: this.groupsOf(who.name), superuser: who.role === "admin" };
+    }
     const fromMetadata = c.metadata.get(CLAIMED_USER_METADATA)[0];
     const claimed = (typeof fromMetadata === "string" ? fromMetadata : "") || claimedUser || ANONYMOUS_USER;
     if (!isValidIdentityName(claimed))

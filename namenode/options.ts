@@ -1,7 +1,8 @@
 /** Namenode options: every field has a default; `resolveNameNodeOptions` fills and validates them. */
 import { localUserName } from "../common/fs-permission.js";
 import { resolveAdvertiseHost } from "../common/net-address.js";
-import { invalidOption, stripUndefined } from "../common/options.js";
+import { checkTlsOption, invalidOption, stripUndefined } from "../common/options.js";
+import type { TlsOption } from "../common/options.js";
 
 /** Settings of a namenode. */
 export interface NameNodeOptions {
@@ -24,6 +25,16 @@ export interface NameNodeOptions {
   advertiseHost: string;
   /** Directory of the LevelDB namespace store. Required. */
   dataDir: string;
+  /**
+   * Mutual TLS under the cluster CA (`{ ca, cert, key }`, a `daemon` certificate naming advertiseHost): callers are
+   * who their certificate says (the `admin` role is the superuser) or hold a delegation token. Without it the
+   * namenode serves plaintext and trusts the user a client claims. @default none
+   */
+  tls?: TlsOption;
+  /** Says that serving without `tls` is intended (a throwaway local cluster); `harvest daemon` requires one. */
+  insecure: boolean;
+  /** The longest a delegation token (what a job's tasks act as their submitter with) is issued for. @default 7 days */
+  delegationTokenMaxLifetimeMs: number;
   /** Replication of files created without one. @default 3 */
   defaultReplication: number;
   /** Largest replication a file may ask for. @default 32 */
@@ -89,6 +100,8 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
     blockTokenLifetimeMs: 3_600_000,
     blockKeyUpdateIntervalMs: 1_800_000,
     advertiseHost: "",
+    insecure: false,
+    delegationTokenMaxLifetimeMs: 7 * 86_400_000,
     defaultReplication: 3,
     maxReplication: 32,
     defaultBlockSizeBytes: 64 * 1024 * 1024,
@@ -113,6 +126,10 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
     dataDir: partial.dataDir,
   };
   const bad = (field: string, why: string): never => invalidOption("namenode", field, why);
+  const tls = checkTlsOption("namenode", o.tls);
+  if (tls) o.tls = tls;
+  if (typeof o.insecure !== "boolean") bad("insecure", "must be true or false");
+  if (!(o.delegationTokenMaxLifetimeMs > 0)) bad("delegationTokenMaxLifetimeMs", "must be a positive number of milliseconds");
   if (!o.dataDir) bad("dataDir", "is required");
   if (typeof o.blockTokens !== "boolean") bad("blockTokens", "must be true or false");
   for (const f of ["blockTokenLifetimeMs", "blockKeyUpdateIntervalMs"] as const)

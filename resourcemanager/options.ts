@@ -1,7 +1,8 @@
 /** Resource manager options: every field has a default; `resolveResourceManagerOptions` fills and validates them. */
 import { join } from "node:path";
 import { resolveAdvertiseHost } from "../common/net-address.js";
-import { invalidOption, stripUndefined } from "../common/options.js";
+import { checkTlsOption, invalidOption, stripUndefined } from "../common/options.js";
+import type { TlsOption } from "../common/options.js";
 import { distEntry } from "../common/paths.js";
 import type { Resources } from "../common/resource.js";
 import { resolveClassWeights, resolveJobTypeOptions } from "./class-selection.js";
@@ -66,6 +67,14 @@ export interface ResourceManagerOptions {
   seed: number;
   /** Secret that signs container tokens; empty disables the check. @default "" */
   secret: string;
+  /**
+   * Mutual TLS under the cluster CA (`{ ca, cert, key }`, a `daemon` certificate naming advertiseHost): every caller
+   * must present a certificate or a token, and roles decide what it may call (common/auth.ts). Without it the
+   * resource manager serves plaintext and authenticates nobody. @default none
+   */
+  tls?: TlsOption;
+  /** Says that serving without `tls` is intended (a throwaway local cluster); `harvest daemon` requires one. */
+  insecure: boolean;
   /** Largest vertex parallelism accepted at submit. @default 10000 */
   maxParallelism: number;
   /** Finished applications kept (in memory and in the store) for status and list; the job history keeps every job. @default 1000 */
@@ -126,6 +135,7 @@ export function resolveResourceManagerOptions(
     seed: 1,
     jobHistoryWindow: 1_000,
     secret: "",
+    insecure: false,
     maxParallelism: 10_000,
     monitorIntervalMs: 500,
     maxCompletedApps: 1_000,
@@ -146,6 +156,10 @@ export function resolveResourceManagerOptions(
   if (typeof o.secret !== "string" || o.secret.startsWith("REPLACE-WITH"))
     bad("secret", "must be the cluster's secret (the example config's placeholder is not one: openssl rand -hex 32)");
   o.advertiseHost = resolveAdvertiseHost("resource manager", o.host, o.advertiseHost);
+  const tls = checkTlsOption("resource manager", o.tls);
+  if (tls) o.tls = tls;
+  if (typeof o.insecure !== "boolean") bad("insecure", "must be true or false");
+  if (tls && !o.secret) bad("secret", "is required with tls: it signs the container and job-manager tokens");
   for (const f of [
     "nodeExpiryMs",
     "heartbeatIntervalMs",

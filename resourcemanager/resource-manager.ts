@@ -8,7 +8,10 @@ import { mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
-import { signContainer } from "../common/container-token.js";
+import { ANY_CERTIFICATE, Gate, requireAccess } from "../common/auth.js";
+import type { CallContext } from "../common/auth.js";
+import { signAmToken, signContainer, verifyAmToken } from "../common/container-token.js";
+import { INSECURE_WARNING } from "../common/options.js";
 import { parseDag } from "../common/dag-spec.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { serveWorkerStream } from "../common/worker-stream.js";
@@ -111,6 +114,8 @@ export class ResourceManager {
   private readonly log: Logger;
   private readonly clock: Clock;
   private readonly server = createServer();
+  /** Who may call what (common/auth.ts); TLS when `tls` is set. */
+  private readonly gate: Gate;
   private readonly store: RmStateStore;
   private readonly tenants: TenantRegistry;
   /** Algorithm 1's per-job state; undefined under the stock policy. */
@@ -139,6 +144,13 @@ export class ResourceManager {
     deps: { clock?: Clock; logger?: Logger } = {},
   ) {
     this.options = resolveResourceManagerOptions(options);
+    const secret = this.options.secret;
+    this.gate = new Gate(this.options.tls, {
+      "am-token": (token) => {
+        const am = verifyAmToken(secret, token);
+        return am ? { name: am.appId, role: "am", via: "token", appId: am.appId } : undefined;
+      },
+    });
     this.clock = deps.clock ?? systemClock;
     this.log = deps.logger ?? new Logger("rm");
     this.store = new RmStateStore(join(this.options.dataDir, "rm-state"));
@@ -216,19 +228,73 @@ export class ResourceManager {
     this.clusterTs = await this.store.clusterTimestamp(this.epoch);
     await this.recover();
     const proto = loadHarvestProto();
+    const gate = this.gate;
+    gate
+      .allow(proto.ResourceTracker.service, { NodeChannel: ["daemon"] })
+      .allow(proto.ApplicationMasterService.service, {
+        RegisterApplicationMaster: ["am-token"],
+        Allocate: ["am-token"],
+        FinishApplicationMaster: ["am-token"],
+      })
+      .allow(proto.ApplicationClientService.service, {
+        SubmitApplication: ["user", "admin"],
+        GetApplication: ANY_CERTIFICATE,
+        ListApplications: ANY_CERTIFICATE,
+        KillApplication: ["user", "admin"],
+        GetClusterNodes: ANY_CERTIFICATE,
+        GetJobHistory: ANY_CERTIFICATE,
+      })
+      .allow(proto.TenantAdmin.service, {
+        RegisterTenant: ["admin"],
+        AssignServers: ["admin"],
+        StreamSamples: ["admin"],
+        ImportHistory: ["admin"],
+        RecordReimage: ["admin"],
+        // The namenode reads the classes for diversity-aware placement.
+        ListTenants: ["admin", "daemon"],
+        ListClasses: ["admin", "daemon"],
+        Recluster: ["admin"],
+      })
+      .allow(proto.PowerAdmin.service, { ListDomains: ["admin"], SetBudget: ["admin"], SetDomains: ["admin"] });
     this.server.addService(proto.ResourceTracker.service, { NodeChannel: (s: NodeStream) => this.onNodeStream(s) });
+    // A job manager acts only on its own application and attempt: the AM token names them.
+    const own = <R extends { appId: string; attempt: number }>(req: R, c: CallContext): R => {
+      const who = gate.principal(c);
+      if (gate.secure)
+        requireAccess(
+          who.appId === req.appId && this.apps.get(req.appId)?.record.attempt === req.attempt,
+          who,
+          `act for ${req.appId} attempt ${req.attempt}`,
+        );
+      return req;
+    };
     this.server.addService(proto.ApplicationMasterService.service, {
-      RegisterApplicationMaster: unary((req: { appId: string; attempt: number; maxConcurrency: number }) =>
-        this.registerAm(req),
+      RegisterApplicationMaster: unary((req: { appId: string; attempt: number; maxConcurrency: number }, c) =>
+        this.registerAm(own(req, c)),
       ),
-      Allocate: unary((req) => this.allocate(req as never)),
-      FinishApplicationMaster: unary((req) => this.finishAm(req as never)),
+      Allocate: unary((req: { appId: string; attempt: number }, c) => this.allocate(own(req, c) as never)),
+      FinishApplicationMaster: unary((req: { appId: string; attempt: number }, c) =>
+        this.finishAm(own(req, c) as never),
+      ),
     });
     this.server.addService(proto.ApplicationClientService.service, {
-      SubmitApplication: unary((req: { dagJson: string; user: string }) => this.submit(req.dagJson, req.user)),
+      SubmitApplication: unary((req: { dagJson: string; user: string; dfsToken: string }, c) => {
+        // With TLS the submitter is the certificate's name, whatever the request claims.
+        const who = gate.principal(c, req.user);
+        return this.submit(req.dagJson, who.name, req.dfsToken);
+      }),
       GetApplication: unary((req: { appId: string }) => this.report(this.getApp(req.appId))),
       ListApplications: unary((req: { states: string[] }) => this.listApps(req.states)),
-      KillApplication: unary((req: { appId: string }) => this.killApp(req.appId)),
+      KillApplication: unary((req: { appId: string }, c) => {
+        const app = this.getApp(req.appId);
+        const who = gate.principal(c);
+        requireAccess(
+          !gate.secure || who.role === "admin" || who.name === app.record.user,
+          who,
+          `kill ${req.appId} (submitted by ${app.record.user})`,
+        );
+        return this.killApp(req.appId, who.name);
+      }),
       GetClusterNodes: unary(() => ({ nodes: [...this.nodes.values()].map((n) => this.nodeReport(n)) })),
       GetJobHistory: unary(async (req: { name: string; limit: number }) => ({
         entries: await this.store.history(req.name, req.limit),
@@ -252,7 +318,8 @@ export class ResourceManager {
         onChanged: (what) => this.log.info("power domains changed", { what }),
       }),
     );
-    this.boundPort = await bindServer(this.server, this.options.host, this.options.port);
+    if (!gate.secure) this.log.warn(INSECURE_WARNING);
+    this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
     this.monitorTimer = setInterval(() => this.monitor(), this.options.monitorIntervalMs);
     this.reclusterTimer = setInterval(() => void this.recluster("periodic"), this.options.reclusterIntervalMs);
     this.stateValue = "running";
@@ -629,6 +696,9 @@ export class ResourceManager {
       HARVEST_RM_ADDRESS: this.address,
       HARVEST_STAGING_DIR: this.options.stagingDir,
       HARVEST_DAG_FILE: join(this.options.stagingDir, appId, "dag.json"),
+      // The job manager's only credentials: its AM token and the submitter's file-system token (passed on to tasks).
+      ...(this.options.secret ? { HARVEST_AM_TOKEN: signAmToken(this.options.secret, { appId, attempt }) } : {}),
+      ...(app.record.dfsToken ? { HARVEST_DFS_TOKEN: app.record.dfsToken } : {}),
     };
     try {
       const client = this.nmClient(container.nmAddress);
@@ -690,7 +760,7 @@ export class ResourceManager {
   private nmClient(address: string): ContainerManagerClient {
     let c = this.nmClients.get(address);
     if (!c) {
-      c = makeClient(loadHarvestProto().ContainerManager, address);
+      c = makeClient(loadHarvestProto().ContainerManager, address, this.options.tls);
       this.nmClients.set(address, c);
     }
     return c;
@@ -748,7 +818,7 @@ export class ResourceManager {
     };
   }
 
-  private async submit(dagJson: string, user: string): Promise<{ appId: string }> {
+  private async submit(dagJson: string, user: string, dfsToken = ""): Promise<{ appId: string }> {
     const max = this.scheduler.maxNodeCapacity();
     const dag = parseDag(dagJson, {
       maxParallelism: this.options.maxParallelism,
@@ -772,6 +842,7 @@ export class ResourceManager {
       failedAttempts: 0,
       maxConcurrency: 0,
       priority: dag.priority ?? 0,
+      ...(dfsToken ? { dfsToken } : {}),
     };
     // The job manager reads its DAG from the staging directory (as YARN's job files); both writes precede the reply.
     const jobDir = join(this.options.stagingDir, appId);
@@ -1037,9 +1108,10 @@ export class ResourceManager {
     await this.store.deleteApps(victims.map((a) => a.record.appId));
   }
 
-  private async killApp(appId: string): Promise<{ state: string }> {
+  private async killApp(appId: string, by = ""): Promise<{ state: string }> {
     const app = this.getApp(appId);
-    if (!isTerminal(app.record.state)) await this.finish(app, "KILLED", "JOB_KILLED", "killed by user", undefined);
+    if (!isTerminal(app.record.state))
+      await this.finish(app, "KILLED", "JOB_KILLED", by ? `killed by ${by}` : "killed by user", undefined);
     return { state: app.record.state };
   }
 

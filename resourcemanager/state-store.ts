@@ -29,6 +29,11 @@ export interface AppRecord {
   maxConcurrency: number;
   /** The DAG's priority, 0..100 (records written before it existed have none: 0). */
   priority?: number;
+  /**
+   * The submitter's namenode delegation token, handed to the job's containers (a secret: the store lives in the
+   * resource manager's data directory, and the token never appears in reports or logs).
+   */
+  dfsToken?: string;
 }
 
 /** Application states, as YARN names them. */

@@ -1,7 +1,8 @@
 /**
  * Reading and writing Harvest's file system from a task: arguments written `dfs:/path` name files there. The client
  * library (and gRPC with it) is loaded only when a task uses such a path, so plain tasks start as fast as before.
- * The namenode's address comes from HARVEST_NN_ADDRESS, which the node manager sets in every container.
+ * The namenode's address comes from HARVEST_NN_ADDRESS, which the node manager sets in every container; on a secure
+ * cluster the task trusts HARVEST_CA and acts as the job's submitter with HARVEST_DFS_TOKEN.
  */
 import type { DfsClient } from "../../client/dfs-client.js";
 import { TaskError } from "./task-env.js";
@@ -15,10 +16,10 @@ export function isDfsPath(arg: string): boolean {
 }
 
 async function client(): Promise<DfsClient> {
-  const address = process.env["HARVEST_NN_ADDRESS"];
-  if (!address) throw new TaskError("a dfs: path needs HARVEST_NN_ADDRESS (the cluster runs no namenode?)");
+  if (!process.env["HARVEST_NN_ADDRESS"])
+    throw new TaskError("a dfs: path needs HARVEST_NN_ADDRESS (the cluster runs no namenode?)");
   const lib = await import("../../client/dfs-client.js");
-  return new lib.DfsClient(address);
+  return lib.DfsClient.fromTaskEnv();
 }
 
 /** The whole content of `dfs:/path`. */

@@ -1,0 +1,69 @@
+/**
+ * File-system delegation tokens (HDFS's DelegationTokenSecretManager, simplified): a user with a certificate asks the
+ * namenode for a token at job submission; the job's containers, which hold no certificate, present it (metadata
+ * `harvest-dfs-token`) to act on the file system as that user until it expires. The namenode signs tokens with a key
+ * kept in its data directory (mode 0600), so tokens outlive a namenode restart. A token is
+ * `d1.<payload, base64url JSON>.<HMAC-SHA256, base64url>`. Pure apart from the key file; the clock is passed in.
+ */
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { writeFileAtomic } from "./atomic-file.js";
+
+/** What a token says. */
+export interface DelegationClaims {
+  /** The user the holder acts as. */
+  owner: string;
+  expiresMs: number;
+  /** Random, so that two tokens for one owner differ. */
+  nonce: string;
+}
+
+/** Issues and checks delegation tokens with one secret key. */
+export class DelegationTokens {
+  constructor(
+    private readonly key: Buffer,
+    /** The longest lifetime a token is issued for. */
+    readonly maxLifetimeMs: number,
+  ) {}
+
+  /** The key in `file`, created (32 random bytes, mode 0600) when there is none. */
+  static keyFromFile(file: string): Buffer {
+    if (existsSync(file)) {
+      const key = Buffer.from(readFileSync(file, "utf8").trim(), "hex");
+      if (key.length >= 32) return key;
+    }
+    const key = randomBytes(32);
+    writeFileAtomic(file, key.toString("hex") + "\n", 0o600);
+    return key;
+  }
+
+  /** A token for `owner`, valid `lifetimeMs` (at most the maximum; 0 asks for the maximum) from `nowMs`. */
+  issue(owner: string, nowMs: number, lifetimeMs = 0): { token: string; expiresMs: number } {
+    const life = lifetimeMs > 0 ? Math.min(lifetimeMs, this.maxLifetimeMs) : this.maxLifetimeMs;
+    const claims: DelegationClaims = { owner, expiresMs: nowMs + life, nonce: randomBytes(8).toString("hex") };
+    const body = `d1.${Buffer.from(JSON.stringify(claims)).toString("base64url")}`;
+    return { token: `${body}.${this.sign(body).toString("base64url")}`, expiresMs: claims.expiresMs };
+  }
+
+  /** The claims of a valid, unexpired token; undefined for anything else (never throws). */
+  verify(token: unknown, nowMs: number): DelegationClaims | undefined {
+    if (typeof token !== "string" || token.length > 2048) return undefined;
+    const parts = token.split(".");
+    if (parts.length !== 3 || parts[0] !== "d1") return undefined;
+    const expected = this.sign(`${parts[0]}.${parts[1]}`);
+    const given = Buffer.from(parts[2]!, "base64url");
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+    let claims: DelegationClaims;
+    try {
+      claims = JSON.parse(Buffer.from(parts[1]!, "base64url").toString("utf8")) as DelegationClaims;
+    } catch {
+      return undefined;
+    }
+    if (typeof claims.owner !== "string" || !(claims.expiresMs > nowMs)) return undefined;
+    return claims;
+  }
+
+  private sign(body: string): Buffer {
+    return createHmac("sha256", this.key).update(body).digest();
+  }
+}
