@@ -40,8 +40,9 @@ export function runDaemon(
   try {
     const args = daemonArgs(argv);
     readyFile = args.readyFile;
-    requireSecurityChoice(name, args.config);
     daemon = make(args.config);
+    // After the daemon's own checks, so that a config's other mistakes are named first.
+    requireSecurityChoice(name, args.config);
   } catch (err) {
     log.error("bad configuration", { error: errorMessage(err) });
     process.exit(2);

@@ -168,6 +168,7 @@ export interface ClientTls {
  */
 export function channelCredentials(tls: ClientTls | undefined): grpc.ChannelCredentials {
   if (!tls) return grpc.credentials.createInsecure();
+  dropIpServerNameWarning();
   if (!tls.cert !== !tls.key)
     throw new HarvestError("CONFIG_INVALID", "a client certificate needs its key, and a key its certificate");
   return grpc.credentials.createSsl(
@@ -175,4 +176,26 @@ export function channelCredentials(tls: ClientTls | undefined): grpc.ChannelCred
     tls.key ? readPem(tls.key, "private key") : null,
     tls.cert ? readPem(tls.cert, "certificate") : null,
   );
+}
+
+let warningFiltered = false;
+
+/**
+ * grpc-js passes the dialled host to TLS as the server name, and Node warns (DEP0123, once per process, on stderr of
+ * every CLI command) when that is an IP address. Server names play no part in Harvest's TLS (the server's certificate
+ * is checked against the dialled address, IPs included), so that one warning is dropped; every other passes.
+ */
+function dropIpServerNameWarning(): void {
+  if (warningFiltered) return;
+  warningFiltered = true;
+  const emit = process.emitWarning.bind(process) as (...args: unknown[]) => void;
+  process.emitWarning = ((...args: unknown[]) => {
+    const [warning, typeOrOptions, code] = args;
+    const codeOf =
+      typeof typeOrOptions === "object" && typeOrOptions !== null
+        ? (typeOrOptions as { code?: unknown }).code
+        : (code ?? (warning as { code?: unknown } | undefined)?.code);
+    if (codeOf === "DEP0123") return;
+    emit(...args);
+  }) as typeof process.emitWarning;
 }

@@ -7,6 +7,7 @@
 import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import {
+  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -20,11 +21,10 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DfsClient } from "../../client/dfs-client.js";
 import { fromGrpcError } from "../../common/errors.js";
 import { loadHarvestProto, makeClient } from "../../common/grpc.js";
 import { distEntry, packageRoot } from "../../common/paths.js";
-import { isRunning, readCluster } from "../../cli/cluster.js";
+import { isRunning, localDfsClient, readCluster } from "../../cli/cluster.js";
 import type { ClusterDescriptor } from "../../cli/cluster.js";
 import { requireBuild, traceSpec } from "../integration/harness.js";
 
@@ -71,7 +71,7 @@ function sha256(path: string): string {
 
 describe("one daemon per host, started from the example configs", () => {
   const work = mkdtempSync(join(tmpdir(), "harvest-deploy-"));
-  const env = { HARVEST_CONF: join(work, "client.json") };
+  const env = { HARVEST_CONF: join(work, "home", "client.json") };
   const configs: Record<string, string> = {};
   const daemon = (verb: string, kind: string): Run => harvest(env, "daemon", verb, kind, "--config", configs[kind]!);
   let rmAddress = "";
@@ -81,6 +81,25 @@ describe("one daemon per host, started from the example configs", () => {
     const [rmPort, nnPort, nmPort, dnPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
     const secret = randomBytes(16).toString("hex");
     const trace = traceSpec(work, "quiet", 300, new Array<number>(300).fill(5));
+    // The operator's CA and certificates, as the README's deployment steps issue them: one daemon certificate per
+    // machine (here both "machines" are this one), and the user's.
+    const ca = join(work, "ca");
+    const tlsDir = join(work, "tls");
+    for (const args of [
+      ["security", "init", "--dir", ca],
+      ["security", "issue", "--dir", ca, "--out", tlsDir, "--name", "master", "--role", "daemon", "--host", "127.0.0.1"],
+      ["security", "issue", "--dir", ca, "--out", tlsDir, "--name", "server-1", "--role", "daemon", "--host", "127.0.0.1"],
+      ["security", "issue", "--dir", ca, "--out", join(work, "home"), "--name", "ops", "--role", "admin"],
+    ]) {
+      const r = harvest({}, ...args);
+      if (r.code !== 0) throw new Error(`harvest ${args.join(" ")}: ${r.stderr}`);
+    }
+    cpSync(join(ca, "ca.pem"), join(work, "home", "ca.pem"));
+    const tlsOf = (host: string): Record<string, string> => ({
+      ca: join(ca, "ca.pem"),
+      cert: join(tlsDir, `${host}.pem`),
+      key: join(tlsDir, `${host}-key.pem`),
+    });
     // The shipped examples, with this test's directories and ports: every interface bound, loopback advertised (the
     // host name a real server advertises is not resolvable everywhere).
     const here = { host: "0.0.0.0", advertiseHost: "127.0.0.1" };
@@ -99,6 +118,7 @@ describe("one daemon per host, started from the example configs", () => {
       dataDir: join(work, "rm"),
       stagingDir: join(work, "staging"),
       secret,
+      tls: tlsOf("master"),
     });
     write("namenode", {
       ...example("master/namenode.json"),
@@ -106,6 +126,7 @@ describe("one daemon per host, started from the example configs", () => {
       port: nnPort,
       dataDir: join(work, "nn"),
       rmAddress,
+      tls: tlsOf("master"),
     });
     write("nodemanager", {
       ...example("server/nodemanager.json"),
@@ -118,6 +139,7 @@ describe("one daemon per host, started from the example configs", () => {
       capacity: { vcoresMilli: 16000, memoryMb: 16384 },
       primary: trace,
       secret,
+      tls: tlsOf("server-1"),
     });
     write("datanode", {
       ...example("server/datanode.json"),
@@ -126,14 +148,28 @@ describe("one daemon per host, started from the example configs", () => {
       namenodeAddress: nnAddress,
       dataDir: join(work, "dn"),
       primary: trace,
+      tls: tlsOf("server-1"),
     });
-    writeFileSync(env.HARVEST_CONF, JSON.stringify({ ...example("client.json"), rmAddress, nnAddress }));
+    // The example's relative ca/cert/key resolve against the client file's directory, as in ~/.harvest.
+    writeFileSync(
+      env.HARVEST_CONF,
+      JSON.stringify({ ...example("client.json"), rmAddress, nnAddress, cert: "ops.pem", key: "ops-key.pem" }),
+    );
   });
 
   afterAll(() => {
     for (const kind of ["nodemanager", "datanode", "namenode", "resourcemanager"])
       if (configs[kind]) daemon("stop", kind);
     rmSync(work, { recursive: true, force: true });
+  });
+
+  it("refuses to start a daemon whose config has neither tls nor insecure: true", () => {
+    const bare = join(work, "etc", "bare.json");
+    const { tls: _tls, ...withoutTls } = JSON.parse(readFileSync(configs["namenode"]!, "utf8")) as Record<string, unknown>;
+    writeFileSync(bare, JSON.stringify({ ...withoutTls, dataDir: join(work, "bare"), port: 0 }), { mode: 0o600 });
+    const r = harvest(env, "daemon", "start", "namenode", "--config", bare);
+    expect(r.code).toBe(1);
+    expect(readFileSync(join(work, "bare", "logs", "harvest-namenode.log"), "utf8")).toMatch(/tls is required/);
   });
 
   it("starts each daemon in the background with a pid file and a log, and refuses a second copy", () => {
@@ -315,7 +351,7 @@ describe("a local cluster whose daemons die and are restarted in place", () => {
     expect(put.code, put.stderr).toBe(0);
     const now = readCluster(dir);
     const dn = now.nodes[1]!.datanode!;
-    const dfs = new DfsClient(now.nn!.address);
+    const dfs = localDfsClient(now);
     const [located] = (await dfs.blockLocations("/tokens.bin")).blocks;
     dfs.close();
     process.kill(now.nn!.pid, "SIGKILL");
@@ -324,7 +360,7 @@ describe("a local cluster whose daemons die and are restarted in place", () => {
     const restarted = harvest(env, "cluster", "restart", "server-2-dn");
     expect(restarted.code, restarted.stderr).toBe(0);
     // No namenode to hand it keys: it serves nothing, not even to a token that was valid before.
-    const dt = makeClient(loadHarvestProto().DataTransfer, dn.address);
+    const dt = makeClient(loadHarvestProto().DataTransfer, dn.address, now.security);
     const read = (blockToken: string): Promise<string> =>
       new Promise((resolve) => {
         const st = dt.readBlock({ block: located!.block, offset: 0, length: 0, blockToken });

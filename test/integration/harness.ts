@@ -13,7 +13,7 @@ import { NodeManager } from "../../nodemanager/node-manager.js";
 import type { NodeManagerOptions } from "../../nodemanager/options.js";
 import { ResourceManager } from "../../resourcemanager/resource-manager.js";
 import type { ResourceManagerOptions } from "../../resourcemanager/options.js";
-import { startCluster, stopCluster } from "../../cli/cluster.js";
+import { localJobClient, startCluster, stopCluster } from "../../cli/cluster.js";
 import type { ClusterDescriptor } from "../../cli/cluster.js";
 
 /** A running test cluster. */
@@ -58,7 +58,7 @@ export async function startTestCluster(opts: {
     ...(opts.dn ? { dn: opts.dn } : {}),
     ...(opts.storage !== undefined ? { storage: opts.storage } : {}),
   });
-  const client = new JobClient(desc.rm.address);
+  const client = localJobClient(desc);
   return {
     dir,
     desc,

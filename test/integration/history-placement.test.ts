@@ -51,7 +51,7 @@ describe("history-based task placement (Algorithm 1)", () => {
       },
       storage: false,
     });
-    admin = new TenantAdminClient(c.desc.rm.address);
+    admin = new TenantAdminClient(c.desc.rm.address, c.desc.security);
     const rng = new SeededRng(3);
     let walk = 40;
     const series = {

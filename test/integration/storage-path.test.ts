@@ -19,10 +19,10 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DfsClient } from "../../client/dfs-client.js";
+import type { DfsClient } from "../../client/dfs-client.js";
 import { fromGrpcError, isHarvestError } from "../../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
-import { restartDaemon } from "../../cli/cluster.js";
+import { localDfsClient, restartDaemon } from "../../cli/cluster.js";
 import { startTestCluster, traceSpec } from "./harness.js";
 import type { TestCluster } from "./harness.js";
 
@@ -88,7 +88,7 @@ describe("the file system on four servers", () => {
       primaries: [idle, idle, idle, idle],
       nn: { datanodeExpiryMs: 3_000, replicationIntervalMs: 300 },
     });
-    dfs = new DfsClient(c.desc.nn!.address);
+    dfs = localDfsClient(c.desc);
   });
   afterAll(async () => {
     dfs?.close();
@@ -152,7 +152,7 @@ describe("the file system on four servers", () => {
     writeSync(fd, b, 0, 1, 1000);
     closeSync(fd);
     // The datanode holding the flipped byte refuses to serve it (and reports it to the namenode).
-    const dt = makeClient(loadHarvestProto().DataTransfer, victimNode.datanode!.address);
+    const dt = makeClient(loadHarvestProto().DataTransfer, victimNode.datanode!.address, c.desc.security);
     const err = await new Promise<unknown>((resolve) => {
       const s = dt.readBlock({ block, offset: 0, length: 0, blockToken: located.blockToken });
       s.on("data", () => undefined);
@@ -183,7 +183,7 @@ describe("the file system on four servers", () => {
     });
     const [mine] = (await dfs.blockLocations("/token.bin")).blocks;
     const [theirs] = (await dfs.blockLocations("/small.txt")).blocks;
-    const dt = makeClient(loadHarvestProto().DataTransfer, mine!.locations[0]!.address);
+    const dt = makeClient(loadHarvestProto().DataTransfer, mine!.locations[0]!.address, c.desc.security);
     const read = (block: unknown, blockToken: string): Promise<string> =>
       new Promise((resolve) => {
         const s = dt.readBlock({ block: block as never, offset: 0, length: 0, blockToken });
@@ -229,7 +229,7 @@ describe("the file system on four servers", () => {
         readdirSync(join(n.datanode!.dataDir)).length > 0 &&
         countReplicas(n.datanode!.dataDir) > 0,
     )!;
-    const dt = makeClient(loadHarvestProto().DataTransfer, holder.datanode!.address);
+    const dt = makeClient(loadHarvestProto().DataTransfer, holder.datanode!.address, c.desc.security);
     const res = await call(dt, dt.reimage, {});
     dt.close();
     expect(res.blocksWiped).toBeGreaterThan(0);
@@ -246,7 +246,7 @@ describe("the file system on four servers", () => {
     const hash = writeRandomFile(local, 24 * MiB);
     // The writer claims to run on server-2, so server-2 holds the first replica of every block: killing it is sure
     // to break the pipeline in use.
-    const writer = new DfsClient(c.desc.nn!.address, { writerDatanodeId: "server-2" });
+    const writer = localDfsClient(c.desc, { writerDatanodeId: "server-2" });
     const victim = c.desc.nodes.find((n) => n.nodeId === "server-2")!.datanode!;
     let killed = false;
     const out = writer.createWriteStream("/killed.bin", {
@@ -318,7 +318,7 @@ describe("a read while every replica's primary tenant is busy", () => {
       ...Array<number>(300).fill(5),
     ]);
     c = await startTestCluster({ primaries: [spike, spike, spike], offsetsMs: [0, 0, 0] });
-    const dfs = new DfsClient(c.desc.nn!.address);
+    const dfs = localDfsClient(c.desc);
     try {
       const local = join(work, "busy.bin");
       const hash = writeRandomFile(local, 2 * MiB);
