@@ -63,7 +63,9 @@ export interface AmTokenFields {
 /** `appId:attempt:hmac`; empty with an empty secret. */
 export function signAmToken(secret: string, f: AmTokenFields): string {
   if (!secret) return "";
-  const mac = createHmac("sha256", secret).update(JSON.stringify(["am", f.appId, f.attempt])).digest("hex");
+  const mac = createHmac("sha256", secret)
+    .update(JSON.stringify(["am", f.appId, f.attempt]))
+    .digest("hex");
   return `${f.appId}:${f.attempt}:${mac}`;
 }
 

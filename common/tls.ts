@@ -75,7 +75,11 @@ function readPem(file: string, what: string): Buffer {
  * (sent as the call's status). Given the method's path, the peer's verified identity (undefined without a valid
  * certificate) and the call's metadata.
  */
-export type CallGate = (methodPath: string, identity: Identity | undefined, metadata: grpc.Metadata) => HarvestError | undefined;
+export type CallGate = (
+  methodPath: string,
+  identity: Identity | undefined,
+  metadata: grpc.Metadata,
+) => HarvestError | undefined;
 
 /** The default gate: a peer needs a certificate signed by the cluster CA, nothing more. */
 export const requireCertificate: CallGate = (methodPath, identity) =>
@@ -91,7 +95,10 @@ export const requireCertificate: CallGate = (methodPath, identity) =>
  * that asks `gate` about every call once its metadata has arrived and, on a refusal, ends the call with that status
  * before the method's handler is started (a refused call's messages are dropped unread).
  */
-export function serverCredentials(tls: TlsFiles | undefined, gate: CallGate = requireCertificate): grpc.ServerCredentials {
+export function serverCredentials(
+  tls: TlsFiles | undefined,
+  gate: CallGate = requireCertificate,
+): grpc.ServerCredentials {
   if (!tls) return grpc.ServerCredentials.createInsecure();
   const ca = readPem(tls.ca, "CA certificate");
   const cert = readPem(tls.cert, "certificate");

@@ -214,7 +214,10 @@ export class NameNode {
     // token on the client protocol. Only a certificate may ask for a delegation token (a token does not mint one).
     const anyone = [...ANY_CERTIFICATE, "dfs-token"] as const;
     const clientRules = Object.fromEntries(
-      Object.keys(proto.ClientNamenode.service).map((m) => [m, m === "GetDelegationToken" ? ["user", "admin"] : anyone]),
+      Object.keys(proto.ClientNamenode.service).map((m) => [
+        m,
+        m === "GetDelegationToken" ? ["user", "admin"] : anyone,
+      ]),
     ) as ServiceRules;
     const gate = this.gate
       .allow(proto.DatanodeProtocol.service, { DatanodeChannel: ["daemon"] })

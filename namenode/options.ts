@@ -129,7 +129,8 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
   const tls = checkTlsOption("namenode", o.tls);
   if (tls) o.tls = tls;
   if (typeof o.insecure !== "boolean") bad("insecure", "must be true or false");
-  if (!(o.delegationTokenMaxLifetimeMs > 0)) bad("delegationTokenMaxLifetimeMs", "must be a positive number of milliseconds");
+  if (!(o.delegationTokenMaxLifetimeMs > 0))
+    bad("delegationTokenMaxLifetimeMs", "must be a positive number of milliseconds");
   if (!o.dataDir) bad("dataDir", "is required");
   if (typeof o.blockTokens !== "boolean") bad("blockTokens", "must be true or false");
   for (const f of ["blockTokenLifetimeMs", "blockKeyUpdateIntervalMs"] as const)

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { TokenFields } from "../../common/container-token.js";
-import { signContainer, verifyContainer } from "../../common/container-token.js";
+import { signAmToken, signContainer, verifyAmToken, verifyContainer } from "../../common/container-token.js";
 
 const SECRET = "cluster-secret-1";
 
@@ -78,5 +78,39 @@ describe("container tokens", () => {
     expect(signContainer("", grant())).toBe("");
     expect(verifyContainer("", grant(), "")).toBe(true);
     expect(verifyContainer("", grant(), "anything")).toBe(true);
+  });
+});
+
+describe("container tokens name the submitter", () => {
+  it("a grant for one user does not verify for another", () => {
+    const token = signContainer(SECRET, grant({ user: "alice" }));
+    expect(verifyContainer(SECRET, grant({ user: "alice" }), token)).toBe(true);
+    expect(verifyContainer(SECRET, grant({ user: "root" }), token)).toBe(false);
+    expect(verifyContainer(SECRET, grant(), token)).toBe(false);
+  });
+});
+
+describe("AM tokens", () => {
+  const app = "application_1700000000000_0001";
+
+  it("name the application and attempt they were signed for, and nothing else", () => {
+    const token = signAmToken(SECRET, { appId: app, attempt: 2 });
+    expect(verifyAmToken(SECRET, token)).toEqual({ appId: app, attempt: 2 });
+    expect(verifyAmToken("another-secret", token)).toBeUndefined();
+    // Moving the token to another application or attempt breaks its signature.
+    expect(verifyAmToken(SECRET, token.replace(app, "application_1700000000000_0002"))).toBeUndefined();
+    expect(verifyAmToken(SECRET, token.replace(":2:", ":3:"))).toBeUndefined();
+  });
+
+  it("refuse anything malformed without throwing", () => {
+    const token = signAmToken(SECRET, { appId: app, attempt: 1 });
+    for (const bad of ["", "x", token + "0", token.slice(0, -1), `${app}:1:${"g".repeat(64)}`, "a:b:c", 42, null])
+      expect(verifyAmToken(SECRET, bad)).toBeUndefined();
+    expect(verifyAmToken(SECRET, "a".repeat(10_000))).toBeUndefined();
+  });
+
+  it("are empty and never valid without a secret", () => {
+    expect(signAmToken("", { appId: app, attempt: 1 })).toBe("");
+    expect(verifyAmToken("", `${app}:1:${"0".repeat(64)}`)).toBeUndefined();
   });
 });
