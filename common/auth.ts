@@ -9,7 +9,7 @@
  * Without TLS (`--insecure`), nobody is authenticated: every call passes, and the caller is whoever the request claims
  * to be, as in Hadoop's simple authentication. Daemons log loudly at start that they run so.
  */
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
 import { HarvestError } from "./errors.js";
 import { callIdentity, serverCredentials } from "./tls.js";
 import type { CallGate, IdentityRole, TlsFiles } from "./tls.js";
