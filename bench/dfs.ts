@@ -1,24 +1,36 @@
 /**
  * `npm run bench -- dfs`: put and get of a large file through Harvest's file system on a local cluster (namenode and
  * datanodes as separate processes on loopback, one disk), with replication 1 and 3, against `cp` of the same file on
- * the same disk in the same run.
+ * the same disk in the same run. The cluster runs plaintext (`insecure`).
+ *
+ * With `--tls` the same puts and gets run twice in this run: on a plaintext cluster, then on a cluster started as
+ * `harvest cluster up` starts one by default: a CA made in the (temporary) cluster directory, a `daemon` certificate
+ * per daemon, mutual TLS on every connection (client to namenode, client to datanodes, datanode to datanode in the
+ * write pipeline, datanodes to the namenode) and block tokens checked at the datanodes; the client presents the
+ * cluster's admin certificate. The report adds TLS / plaintext of every MB/s, with the issue's goal (DFS get with TLS
+ * >= 0.7x plaintext) next to the gets. Each cluster is started and stopped around its own runs, so only one runs at a
+ * time.
  */
 import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { closeSync, createReadStream, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DfsClient } from "../client/dfs-client.js";
-import { startCluster, stopCluster } from "../cli/cluster.js";
+import { localDfsClient, startCluster, stopCluster } from "../cli/cluster.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
-import { fmt, ratio, table } from "./report.js";
+import type { FlagSpec } from "./flags.js";
+import { fmt, goalRatio, ratio, table } from "./report.js";
 
 const FLAGS = {
   "size-mib": { kind: "int", default: 1024, min: 1, help: "file size in MiB" },
   servers: { kind: "int", default: 4, min: 3, help: "datanodes (one per server)" },
   "block-mib": { kind: "int", default: 64, min: 1, help: "block size in MiB" },
-} as const;
+  tls: { kind: "bool", help: "also run on a mutual-TLS cluster and compare it with plaintext" },
+} as const satisfies Record<string, FlagSpec>;
+
+/** Issue 12: DFS get with TLS at least this fraction of plaintext. */
+const TARGET_TLS_GET_RATIO = 0.7;
 
 const MiB = 1024 * 1024;
 
@@ -40,11 +52,22 @@ async function timedAsync<T>(fn: () => Promise<T>): Promise<[T, number]> {
   return [v, performance.now() - t0];
 }
 
+/** Plaintext, or mutual TLS under the cluster's CA. */
+type Transport = "plaintext" | "TLS";
+
+/** One replication's put and get on one cluster. */
+interface DfsRun {
+  transport: Transport;
+  replication: number;
+  putMs: number;
+  getMs: number;
+  ok: boolean;
+}
+
 async function run(argv: readonly string[], progress: (line: string) => void): Promise<BenchReport> {
   const f = parseFlags(argv, FLAGS);
   const bytes = f["size-mib"] * MiB;
   const work = mkdtempSync(join(tmpdir(), "harvest-bench-dfs-"));
-  const clusterDir = join(work, "cluster");
   try {
     progress(`writing a ${f["size-mib"]} MiB random file`);
     const source = join(work, "source.bin");
@@ -62,37 +85,46 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
 
     const idle = join(work, "idle.csv");
     writeFileSync(idle, "time_s,cpu_pct\n0,0\n300,0\n600,0\n");
-    progress(`starting a ${f.servers}-server cluster`);
-    const desc = await startCluster({
-      dir: clusterDir,
-      primaries: Array.from({ length: f.servers }, () => `trace:${idle}`),
-      speed: 1,
-      vcores: 4,
-      memoryMb: 4096,
-      startTimeoutMs: 30_000,
-    });
-    const dfs = new DfsClient(desc.nn!.address);
-    const rows: { replication: number; putMs: number; getMs: number; ok: boolean }[] = [];
-    try {
-      for (const replication of [1, 3]) {
-        progress(`put with replication ${replication}`);
-        const path = `/bench/r${replication}.bin`;
-        const [, putMs] = await timedAsync(() =>
-          dfs.put(source, path, { replication, blockSizeBytes: f["block-mib"] * MiB }),
-        );
-        progress(`get with replication ${replication}`);
-        const [hash, getMs] = await timedAsync(() => sha256(dfs.createReadStream(path)));
-        rows.push({ replication, putMs, getMs, ok: hash === sourceHash });
-        await dfs.delete(path);
+    const rows: DfsRun[] = [];
+    const transports: Transport[] = f.tls ? ["plaintext", "TLS"] : ["plaintext"];
+    for (const transport of transports) {
+      const clusterDir = join(work, `cluster-${transport.toLowerCase()}`);
+      progress(`starting a ${f.servers}-server ${transport} cluster`);
+      const desc = await startCluster({
+        dir: clusterDir,
+        primaries: Array.from({ length: f.servers }, () => `trace:${idle}`),
+        speed: 1,
+        vcores: 4,
+        memoryMb: 4096,
+        startTimeoutMs: 30_000,
+        insecure: transport === "plaintext",
+      });
+      // As the admin who started it: the admin certificate on the TLS cluster, plaintext on the other.
+      const dfs = localDfsClient(desc);
+      try {
+        for (const replication of [1, 3]) {
+          progress(`${transport}: put with replication ${replication}`);
+          const path = `/bench/r${replication}.bin`;
+          const [, putMs] = await timedAsync(() =>
+            dfs.put(source, path, { replication, blockSizeBytes: f["block-mib"] * MiB }),
+          );
+          progress(`${transport}: get with replication ${replication}`);
+          const [hash, getMs] = await timedAsync(() => sha256(dfs.createReadStream(path)));
+          rows.push({ transport, replication, putMs, getMs, ok: hash === sourceHash });
+          await dfs.delete(path);
+        }
+      } finally {
+        dfs.close();
+        await stopCluster(clusterDir);
       }
-    } finally {
-      dfs.close();
-      await stopCluster(clusterDir);
     }
     const mbps = (ms: number): number => bytes / 1e6 / (ms / 1000);
     const cpTotal = cpMs + syncMs;
+    const label = (op: string, r: DfsRun): string =>
+      `${op}, replication ${r.replication}${f.tls ? `, ${r.transport}` : ""}`;
     const lines = [
-      `dfs throughput: ${f["size-mib"]} MiB file, ${f.servers} datanodes on one disk (loopback), block ${f["block-mib"]} MiB`,
+      `dfs throughput: ${f["size-mib"]} MiB file, ${f.servers} datanodes on one disk (loopback), block ${f["block-mib"]} MiB` +
+        (f.tls ? "; a plaintext cluster, then a mutual-TLS one" : "; plaintext"),
       "  put: local file -> client -> pipeline of datanodes, every block fsynced at every replica before it counts",
       "  get: datanodes -> client, every 512-byte chunk's CRC32C verified, SHA-256 of the result compared",
       "",
@@ -101,15 +133,9 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         [
           ["cp + sync (baseline)", fmt(mbps(cpTotal)), fmt(cpTotal / 1000, 2), "1.00x", "-"],
           ...rows.flatMap((r) => [
+            [label("put", r), fmt(mbps(r.putMs)), fmt(r.putMs / 1000, 2), ratio(mbps(r.putMs), mbps(cpTotal)), "-"],
             [
-              `put, replication ${r.replication}`,
-              fmt(mbps(r.putMs)),
-              fmt(r.putMs / 1000, 2),
-              ratio(mbps(r.putMs), mbps(cpTotal)),
-              "-",
-            ],
-            [
-              `get, replication ${r.replication}`,
+              label("get", r),
               fmt(mbps(r.getMs)),
               fmt(r.getMs / 1000, 2),
               ratio(mbps(r.getMs), mbps(cpTotal)),
@@ -121,10 +147,65 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       "",
       "  replication 3 writes three copies to the same disk here; on real servers each replica has its own disk",
     ];
-    return { lines, result: { flags: f, bytes, cpMs, syncMs, runs: rows } };
+    const result: Record<string, unknown> = { flags: f, bytes, cpMs, syncMs, runs: rows };
+    if (f.tls) {
+      const comparison = tlsComparison(rows, mbps);
+      lines.push("", ...comparison.lines);
+      result["tls"] = { goalRatio: TARGET_TLS_GET_RATIO, figures: comparison.figures };
+    }
+    return { lines, result };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** One operation's MB/s on both transports. */
+interface TlsFigure {
+  operation: string;
+  plaintextMBps: number;
+  tlsMBps: number;
+  ratio: number;
+  /** Gets are judged against the goal; puts are shown beside them. */
+  judged: boolean;
+}
+
+/** TLS vs plaintext MB/s of every put and get, the gets judged against the issue's goal. */
+function tlsComparison(
+  rows: readonly DfsRun[],
+  mbps: (ms: number) => number,
+): { lines: string[]; figures: TlsFigure[] } {
+  const figures: TlsFigure[] = [];
+  const out: string[][] = [];
+  const gets: string[] = [];
+  let allMet = true;
+  for (const replication of [1, 3]) {
+    const plain = rows.find((r) => r.transport === "plaintext" && r.replication === replication);
+    const tls = rows.find((r) => r.transport === "TLS" && r.replication === replication);
+    if (!plain || !tls) continue;
+    for (const op of ["put", "get"] as const) {
+      const a = mbps(op === "put" ? plain.putMs : plain.getMs);
+      const b = mbps(op === "put" ? tls.putMs : tls.getMs);
+      const check = goalRatio(b, a, TARGET_TLS_GET_RATIO);
+      const judged = op === "get";
+      const operation = `${op}, replication ${replication}`;
+      if (judged) {
+        allMet &&= check.met;
+        gets.push(`replication ${replication} ${check.text}`);
+      }
+      figures.push({ operation, plaintextMBps: a, tlsMBps: b, ratio: check.ratio, judged });
+      out.push([operation, fmt(a), fmt(b), check.text, judged ? check.verdict : ""]);
+    }
+  }
+  return {
+    figures,
+    lines: [
+      `dfs, TLS vs plaintext (issue 12 goal: DFS get with TLS >= ${fmt(TARGET_TLS_GET_RATIO, 1)}x plaintext MB/s):`,
+      "",
+      ...table(["operation", "plaintext MB/s", "TLS MB/s", "TLS / plaintext", "goal"], out),
+      "",
+      `DFS get with TLS vs goal ${fmt(TARGET_TLS_GET_RATIO, 1)}x plaintext: ${allMet && gets.length > 0 ? "met" : "NOT met"} (${gets.join(", ")})`,
+    ],
+  };
 }
 
 /** The dfs benchmark. */

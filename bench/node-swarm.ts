@@ -5,14 +5,19 @@
  * It measures heartbeat -> ack latency by seq and reports counts and percentiles as JSON lines on stdout.
  *
  * Usage: node-swarm.js --target host:port --nodes N --rate R --seconds S [--per-connection C] [--prefix P]
+ *                      [--ca F --cert F --key F]
  *   R is the total offered heartbeats/s: every node heartbeats every N/R seconds, phases spread evenly.
  *   C streams share one HTTP/2 connection (1 = one connection per node, as real node managers have).
+ *   With --ca/--cert/--key every connection is mutual TLS: it trusts the CA and presents that certificate (a `daemon`
+ *   one, as NodeChannel admits only daemons); without them, plaintext.
  * Protocol: -> {"type":"registered",...} once every node is registered; <- "go" starts the heartbeats;
  *   -> {"type":"result",...} after S seconds (plus a drain); <- "stop" (or stdin closing) ends the streams and exits.
  */
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
 import { CHANNEL_OPTIONS, loadHarvestProto } from "../common/grpc.js";
 import { SeededRng } from "../common/rng.js";
+import { channelCredentials } from "../common/tls.js";
+import type { TlsFiles } from "../common/tls.js";
 import type { NodeToRm } from "../proto/generated/harvest/v1/NodeToRm.js";
 import type { ResourceTrackerClient } from "../proto/generated/harvest/v1/ResourceTracker.js";
 import type { RmToNodeOutput } from "../proto/generated/harvest/v1/RmToNode.js";
@@ -33,6 +38,8 @@ interface SwarmArgs {
   seconds: number;
   perConnection: number;
   prefix: string;
+  /** Mutual TLS; undefined: plaintext. */
+  tls: TlsFiles | undefined;
 }
 
 interface SimNode {
@@ -58,6 +65,8 @@ function parseArgs(argv: string[]): SwarmArgs {
   };
   const target = get("target");
   if (!target) throw new Error("--target host:port is required");
+  const [ca, cert, key] = [get("ca"), get("cert"), get("key")];
+  if ((ca || cert || key) && !(ca && cert && key)) throw new Error("--ca, --cert and --key go together");
   return {
     target,
     nodes: Math.floor(num("nodes", 2000)),
@@ -65,6 +74,7 @@ function parseArgs(argv: string[]): SwarmArgs {
     seconds: num("seconds", 10),
     perConnection: Math.floor(num("per-connection", 1)),
     prefix: get("prefix") ?? "swarm",
+    tls: ca && cert && key ? { ca, cert, key } : undefined,
   };
 }
 
@@ -72,6 +82,8 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const proto = loadHarvestProto();
   const rng = new SeededRng(7);
+  // One credentials object (the PEM files read once); each client still makes its own connection and handshake.
+  const credentials = channelCredentials(args.tls);
   const clients: ResourceTrackerClient[] = [];
   const nodes: SimNode[] = [];
   const latenciesMs: number[] = [];
@@ -91,7 +103,7 @@ async function main(): Promise<void> {
       for (let i = base; i < Math.min(args.nodes, base + REGISTER_BATCH); i++) {
         const group = Math.floor(i / args.perConnection);
         // A local subchannel pool per client gives each one its own connection, as separate node managers have.
-        const client = (clients[group] ??= new proto.ResourceTracker(args.target, grpc.credentials.createInsecure(), {
+        const client = (clients[group] ??= new proto.ResourceTracker(args.target, credentials, {
           ...CHANNEL_OPTIONS,
           "grpc.use_local_subchannel_pool": 1,
         }));

@@ -88,3 +88,31 @@ export function table(header: readonly string[], rows: readonly (readonly string
       .trimEnd();
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)];
 }
+
+/** A figure against its baseline and a goal ratio, e.g. "TLS at least 0.8x plaintext". */
+export interface GoalCheck {
+  /** value / baseline, or baseline / value when lower is better; NaN when undefined. */
+  ratio: number;
+  met: boolean;
+  /** The ratio as "0.93x" ("-" when undefined). */
+  text: string;
+  /** ">= 0.80x: met", ">= 0.80x: NOT met", or "-" when the ratio is undefined. */
+  verdict: string;
+}
+
+/**
+ * `value / baseline` checked against `goal` (met when the ratio is at least `goal`). For a figure where less is better
+ * (a latency, a duration) pass `lowerIsBetter`: the ratio is then baseline / value, a speed, so that a goal of 0.8x
+ * means "at most 1.25x as long".
+ */
+export function goalRatio(value: number, baseline: number, goal: number, lowerIsBetter = false): GoalCheck {
+  const [num, den] = lowerIsBetter ? [baseline, value] : [value, baseline];
+  const r = Number.isFinite(num) && Number.isFinite(den) && den !== 0 ? num / den : Number.NaN;
+  const met = Number.isFinite(r) && r >= goal;
+  return {
+    ratio: r,
+    met,
+    text: ratio(num, den),
+    verdict: Number.isFinite(r) ? `>= ${fmt(goal, 2)}x: ${met ? "met" : "NOT met"}` : "-",
+  };
+}

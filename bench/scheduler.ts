@@ -19,8 +19,20 @@
  *     seq. The nodes are idle (no containers, no applications). Baseline in the same run: the same swarm against an
  *     echo server (echo-tracker.js, a fresh process) that only answers: the gRPC transport floor.
  *     Memory per idle node = (settled memory once every node registered - settled memory before) / nodes.
+ *     With `--tls` the same runs are made twice in this run, plaintext and then mutual TLS (ECDSA P-256 certificates
+ *     from a CA made in a temp dir, as `harvest security` issues them: the servers present a `daemon` certificate for
+ *     127.0.0.1, and every swarm connection presents a `daemon` certificate too, as NodeChannel admits only daemons;
+ *     the resource manager applies its access rules to every stream). Each swarm connection is one TLS session, set up
+ *     during registration; the window measures heartbeats over established sessions. The report adds TLS vs plaintext
+ *     of the resource manager's heartbeats acked per second at the offered rate, p50 latency and p99 after the
+ *     window's first second, judged against the issue's goal (>= 0.8x; for latencies the ratio is plaintext / TLS, so
+ *     0.8x means at most 1.25x as long), with CPU per heartbeat (the cost behind capacity), memory per idle node and
+ *     registration time beside them, and the same figures for the echo server, the transport's share of the
+ *     difference. Both transports run on the same machine as the swarm: on few cores, CPU that TLS costs the swarm is
+ *     CPU the server does not get, which real node managers on their own machines would not take from it.
  */
 import { mkdtemp, rm as removeDir } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -31,6 +43,8 @@ import { Logger } from "../common/log.js";
 import type { Resources } from "../common/resource.js";
 import { SeededRng } from "../common/rng.js";
 import { readProcStatTotals } from "../common/proc-stats.js";
+import type { TlsFiles } from "../common/tls.js";
+import { createCa, issueCertificate } from "../cli/cluster-ca.js";
 import { ResourceManager } from "../resourcemanager/resource-manager.js";
 import { Scheduler, StockSchedulerPolicy } from "../resourcemanager/scheduler.js";
 import type { Allocation } from "../resourcemanager/scheduler.js";
@@ -39,8 +53,8 @@ import { parseFlags } from "./flags.js";
 import type { FlagSpec, Flags } from "./flags.js";
 import { HelperProcess } from "./line-channel.js";
 import type { HelperMessage } from "./line-channel.js";
-import { canCollectGarbage, fmt, mib, ratio, settledMemory, table } from "./report.js";
-import type { MemorySnapshot, Summary } from "./report.js";
+import { canCollectGarbage, fmt, goalRatio, mib, ratio, settledMemory, table } from "./report.js";
+import type { GoalCheck, MemorySnapshot, Summary } from "./report.js";
 
 const FLAGS = {
   nodes: { kind: "int", default: 10_000, min: 1, help: "simulated nodes for the allocation run" },
@@ -51,6 +65,7 @@ const FLAGS = {
   rate: { kind: "number", default: 10_000, min: 1, help: "offered heartbeats/s in total" },
   "nodes-per-connection": { kind: "int", default: 1, min: 1, help: "swarm streams sharing one HTTP/2 connection" },
   part: { kind: "choice", default: "all", choices: ["all", "alloc", "ingest"], help: "which part to run" },
+  tls: { kind: "bool", help: "ingest: run plaintext and mutual TLS in this run and compare them" },
   seed: { kind: "int", default: 1, min: 0, help: "seed of the simulated workload" },
 } as const satisfies Record<string, FlagSpec>;
 
@@ -60,6 +75,10 @@ type SchedulerFlags = Flags<typeof FLAGS>;
 const TARGET_ALLOCATIONS_PER_SEC = 40_000;
 const TARGET_HEARTBEATS_PER_SEC = 10_000;
 const TARGET_BYTES_PER_IDLE_NODE = 4 * 1024;
+/** Issue 12: heartbeat ingest with TLS at least this fraction of plaintext. */
+const TARGET_TLS_INGEST_RATIO = 0.8;
+/** A run during which the machine's cores were this busy measured queueing for a core more than the server. */
+const SATURATED_MACHINE_FRACTION = 0.9;
 const NODE_CAPACITY: Resources = { vcoresMilli: 16_000, memoryMb: 65_536 };
 const CONTAINER: Resources = { vcoresMilli: 1_000, memoryMb: 1_024 };
 /** New applications arrive whenever fewer containers than this are outstanding, so the scheduler always has work. */
@@ -256,8 +275,13 @@ interface LoadSnapshot {
   heapUsedBytes: number;
 }
 
+/** Plaintext, or mutual TLS under a bench CA. */
+type Transport = "plaintext" | "TLS";
+
 /** A heartbeat server under test: the resource manager in this process, or the echo baseline in its own. */
 interface IngestServer {
+  readonly kind: "rm" | "echo";
+  readonly transport: Transport;
   readonly label: string;
   readonly address: string;
   /** Memory after full collections. */
@@ -278,14 +302,45 @@ function localLoad(): LoadSnapshot {
   };
 }
 
-async function startResourceManager(): Promise<IngestServer> {
+/** What a TLS run uses: the servers' certificate and the swarm's, both `daemon` ones from one bench CA. */
+interface BenchPki {
+  dir: string;
+  server: TlsFiles;
+  swarm: TlsFiles;
+}
+
+/** A CA in a temp dir and the two certificates the TLS runs present. */
+async function makeBenchPki(): Promise<BenchPki> {
+  const dir = await mkdtemp(join(tmpdir(), "harvest-bench-pki-"));
+  const caDir = join(dir, "ca");
+  const ca = (await createCa(caDir, { name: "Harvest bench CA" })).cert;
+  const hosts = ["127.0.0.1", "localhost"];
+  const server = await issueCertificate(caDir, dir, { name: "resourcemanager", role: "daemon", hosts });
+  const swarm = await issueCertificate(caDir, dir, { name: "node-swarm", role: "daemon", hosts });
+  return { dir, server: { ca, ...server }, swarm: { ca, ...swarm } };
+}
+
+/** The label of a server in the tables: its transport is named only when the run compares transports. */
+function serverLabel(name: string, where: string, transport: Transport, f: SchedulerFlags): string {
+  return f.tls ? `${name}, ${transport} (${where})` : `${name} (${where})`;
+}
+
+async function startResourceManager(f: SchedulerFlags, tls?: TlsFiles): Promise<IngestServer> {
   const dir = await mkdtemp(join(tmpdir(), "harvest-bench-ingest-"));
   // Node expiry is raised so that the first nodes registered are not expired while the rest register and the idle
   // memory is measured (the swarm heartbeats only after that); it changes no per-heartbeat work.
-  const rm = new ResourceManager({ dataDir: dir, nodeExpiryMs: 120_000 }, { logger: new Logger("rm", "warn") });
+  // With TLS the resource manager needs a secret (it signs container and AM tokens; no containers here).
+  const security = tls ? { tls, secret: randomBytes(16).toString("hex") } : { insecure: true };
+  const rm = new ResourceManager(
+    { dataDir: dir, nodeExpiryMs: 120_000, ...security },
+    { logger: new Logger("rm", "warn") },
+  );
   await rm.start();
+  const transport: Transport = tls ? "TLS" : "plaintext";
   return {
-    label: "resource manager (this process)",
+    kind: "rm",
+    transport,
+    label: serverLabel("resource manager", "this process", transport, f),
     address: rm.address,
     memory: settledMemory,
     load: () => Promise.resolve(localLoad()),
@@ -296,11 +351,16 @@ async function startResourceManager(): Promise<IngestServer> {
   };
 }
 
-async function startEchoServer(): Promise<IngestServer> {
-  const helper = new HelperProcess(fileURLToPath(new URL("./echo-tracker.js", import.meta.url)), [], ["--expose-gc"]);
+async function startEchoServer(f: SchedulerFlags, tls?: TlsFiles): Promise<IngestServer> {
+  const helper = new HelperProcess(fileURLToPath(new URL("./echo-tracker.js", import.meta.url)), tlsArgs(tls), [
+    "--expose-gc",
+  ]);
   const { address } = await helper.next<HelperMessage & { address: string }>("listening", 15_000);
+  const transport: Transport = tls ? "TLS" : "plaintext";
   return {
-    label: "echo server (baseline, own process)",
+    kind: "echo",
+    transport,
+    label: serverLabel("echo server", "baseline, own process", transport, f),
     address,
     memory: async () => {
       helper.send("mem");
@@ -315,6 +375,11 @@ async function startEchoServer(): Promise<IngestServer> {
       await helper.close();
     },
   };
+}
+
+/** The helper processes' TLS arguments (none: plaintext). */
+function tlsArgs(tls: TlsFiles | undefined): string[] {
+  return tls ? ["--ca", tls.ca, "--cert", tls.cert, "--key", tls.key] : [];
 }
 
 /** What the swarm reports at the end of its window. */
@@ -340,6 +405,8 @@ interface SwarmResult extends HelperMessage {
 /** What one ingest run measured. */
 interface IngestResult {
   server: string;
+  kind: IngestServer["kind"];
+  transport: Transport;
   registerWallMs: number;
   registerLatencyMs: Summary;
   swarm: SwarmResult;
@@ -363,6 +430,7 @@ async function runIngest(
   server: IngestServer,
   f: SchedulerFlags,
   progress: (line: string) => void,
+  swarmTls?: TlsFiles,
 ): Promise<IngestResult> {
   const before = await server.memory();
   const swarm = new HelperProcess(fileURLToPath(new URL("./node-swarm.js", import.meta.url)), [
@@ -376,6 +444,7 @@ async function runIngest(
     String(f.seconds),
     "--per-connection",
     String(f["nodes-per-connection"]),
+    ...tlsArgs(swarmTls),
   ]);
   try {
     const registered = await swarm.next<HelperMessage & { registerWallMs: number; registerLatencyMs: Summary }>(
@@ -406,6 +475,8 @@ async function runIngest(
     const n = f["sim-nodes"];
     return {
       server: server.label,
+      kind: server.kind,
+      transport: server.transport,
       registerWallMs: registered.registerWallMs,
       registerLatencyMs: registered.registerLatencyMs,
       swarm: result,
@@ -485,8 +556,10 @@ function allocationLines(run: AllocationResult, base: AllocationResult | undefin
 }
 
 function ingestLines(runs: IngestResult[], f: SchedulerFlags): string[] {
-  const rm = runs.find((r) => r.server.startsWith("resource manager"));
-  const echo = runs.find((r) => r.server.startsWith("echo"));
+  const find = (kind: IngestResult["kind"], transport: Transport): IngestResult | undefined =>
+    runs.find((r) => r.kind === kind && r.transport === transport);
+  const transports: Transport[] = f.tls ? ["plaintext", "TLS"] : ["plaintext"];
+  const suffix = (t: Transport): string => (f.tls ? `, ${t}` : "");
   const conn = runs[0]?.swarm.connections ?? 0;
   const row = (r: IngestResult): string[] => [
     r.server,
@@ -502,22 +575,33 @@ function ingestLines(runs: IngestResult[], f: SchedulerFlags): string[] {
     `${fmt(r.machineBusyFraction * 100, 0)} % of ${cpus().length}`,
     String(r.swarm.unanswered + r.swarm.streamErrors),
   ];
+  // a / b of every figure of a row (latency ratios > 1 mean a is slower).
+  const ratioRow = (label: string, a: IngestResult, b: IngestResult): string[] => [
+    label,
+    ratio(a.sentPerSec, b.sentPerSec),
+    ratio(a.ackedPerSec, b.ackedPerSec),
+    ratio(a.swarm.latencyMs.p50, b.swarm.latencyMs.p50),
+    ratio(a.swarm.latencyMs.p99, b.swarm.latencyMs.p99),
+    ratio(a.swarm.latencyMs.max, b.swarm.latencyMs.max),
+    ratio(a.swarm.steadyLatencyMs.p99, b.swarm.steadyLatencyMs.p99),
+    ratio(a.serverCpuFraction, b.serverCpuFraction),
+    "",
+    ratio(a.swarm.clientCpuMs / a.swarm.windowMs, b.swarm.clientCpuMs / b.swarm.windowMs),
+    "",
+    "",
+  ];
   const rows = runs.map(row);
-  if (rm && echo) {
-    rows.push([
-      "ratio RM / echo",
-      ratio(rm.sentPerSec, echo.sentPerSec),
-      ratio(rm.ackedPerSec, echo.ackedPerSec),
-      ratio(rm.swarm.latencyMs.p50, echo.swarm.latencyMs.p50),
-      ratio(rm.swarm.latencyMs.p99, echo.swarm.latencyMs.p99),
-      ratio(rm.swarm.latencyMs.max, echo.swarm.latencyMs.max),
-      ratio(rm.swarm.steadyLatencyMs.p99, echo.swarm.steadyLatencyMs.p99),
-      ratio(rm.serverCpuFraction, echo.serverCpuFraction),
-      "",
-      "",
-      "",
-      "",
-    ]);
+  for (const t of transports) {
+    const rm = find("rm", t);
+    const echo = find("echo", t);
+    if (rm && echo) rows.push(ratioRow(`ratio RM / echo${suffix(t)}`, rm, echo));
+  }
+  if (f.tls) {
+    for (const kind of ["rm", "echo"] as const) {
+      const plain = find(kind, "plaintext");
+      const tls = find(kind, "TLS");
+      if (plain && tls) rows.push(ratioRow(`ratio ${kind === "rm" ? "RM" : "echo"} TLS / plaintext`, tls, plain));
+    }
   }
   const memRows = runs.map((r) => [
     r.server,
@@ -529,9 +613,12 @@ function ingestLines(runs: IngestResult[], f: SchedulerFlags): string[] {
     mib(r.peakRssBytes),
     mib(r.peakHeapBytes),
   ]);
-  if (rm && echo) {
+  for (const t of transports) {
+    const rm = find("rm", t);
+    const echo = find("echo", t);
+    if (!rm || !echo) continue;
     memRows.push([
-      "RM's own (RM - echo)",
+      `RM's own (RM - echo)${suffix(t)}`,
       fmt((rm.rssPerIdleNodeBytes - echo.rssPerIdleNodeBytes) / 1024, 2),
       fmt((rm.heapPerIdleNodeBytes - echo.heapPerIdleNodeBytes) / 1024, 2),
       fmt((rm.externalPerIdleNodeBytes - echo.externalPerIdleNodeBytes) / 1024, 2),
@@ -543,7 +630,8 @@ function ingestLines(runs: IngestResult[], f: SchedulerFlags): string[] {
   }
   const lines = [
     `heartbeat ingest: ${f["sim-nodes"].toLocaleString("en-US")} NodeChannel streams over ${conn.toLocaleString("en-US")} connections from a helper process,` +
-      ` offered ${fmt(f.rate, 0)} heartbeats/s open-loop (every ${fmt(runs[0]?.swarm.intervalMs ?? 0, 0)} ms per node) for ${fmt(f.seconds, 1)} s; idle nodes`,
+      ` offered ${fmt(f.rate, 0)} heartbeats/s open-loop (every ${fmt(runs[0]?.swarm.intervalMs ?? 0, 0)} ms per node) for ${fmt(f.seconds, 1)} s; idle nodes` +
+      (f.tls ? "; plaintext, then mutual TLS" : ""),
     "",
     ...table(
       [
@@ -572,13 +660,15 @@ function ingestLines(runs: IngestResult[], f: SchedulerFlags): string[] {
     ),
     "",
   ];
-  if (rm) {
+  for (const t of transports) {
+    const rm = find("rm", t);
+    if (!rm) continue;
     lines.push(
-      `RM sustained ${fmt(rm.ackedPerSec, 0)} heartbeats/s vs target ${TARGET_HEARTBEATS_PER_SEC.toLocaleString("en-US")}: ${rm.ackedPerSec >= TARGET_HEARTBEATS_PER_SEC * 0.99 ? "met" : "NOT met"}` +
+      `RM${f.tls ? ` (${t})` : ""} sustained ${fmt(rm.ackedPerSec, 0)} heartbeats/s vs target ${TARGET_HEARTBEATS_PER_SEC.toLocaleString("en-US")}: ${rm.ackedPerSec >= TARGET_HEARTBEATS_PER_SEC * 0.99 ? "met" : "NOT met"}` +
         `; memory per idle node ${fmt(rm.rssPerIdleNodeBytes / 1024, 2)} KiB RSS, ${fmt(rm.heapPerIdleNodeBytes / 1024, 2)} KiB heap vs target < ${TARGET_BYTES_PER_IDLE_NODE / 1024} KiB: ${Math.max(rm.rssPerIdleNodeBytes, rm.heapPerIdleNodeBytes) < TARGET_BYTES_PER_IDLE_NODE ? "met" : "NOT met"}`,
     );
     lines.push(
-      `RM after the run (settled): RSS ${mib(rm.after.rssBytes)}, heap ${mib(rm.after.heapUsedBytes)}; registration of ${f["sim-nodes"].toLocaleString("en-US")} nodes took ${fmt(rm.registerWallMs / 1000, 2)} s (p99 ${fmt(rm.registerLatencyMs.p99, 1)} ms each, ${100} in flight)`,
+      `RM${f.tls ? ` (${t})` : ""} after the run (settled): RSS ${mib(rm.after.rssBytes)}, heap ${mib(rm.after.heapUsedBytes)}; registration of ${f["sim-nodes"].toLocaleString("en-US")} nodes took ${fmt(rm.registerWallMs / 1000, 2)} s (p99 ${fmt(rm.registerLatencyMs.p99, 1)} ms each, ${100} in flight)`,
     );
     if (rm.swarm.streamErrors > 0)
       lines.push(`  stream errors: ${rm.swarm.streamErrors} (last: ${rm.swarm.lastError})`);
@@ -589,7 +679,90 @@ function ingestLines(runs: IngestResult[], f: SchedulerFlags): string[] {
         `  note: the swarm fell up to ${fmt(r.swarm.maxSendLagMs, 0)} ms behind its schedule against the ${r.server.split(" (")[0]}`,
       );
   }
+  const comparison = tlsComparison(runs, f);
+  if (comparison) lines.push("", ...comparison.lines);
   return lines;
+}
+
+/** One figure of the TLS comparison: plaintext, TLS and TLS vs plaintext with the goal. */
+interface TlsFigure {
+  figure: string;
+  plaintext: number;
+  tls: number;
+  check: GoalCheck;
+  /** Only the resource manager's heartbeat figures are judged against the goal; the rest explain. */
+  judged: boolean;
+}
+
+/** TLS vs plaintext, for --tls: the issue's goal on the resource manager's figures, the echo server's for context. */
+function tlsComparison(runs: IngestResult[], f: SchedulerFlags): { lines: string[]; figures: TlsFigure[] } | undefined {
+  if (!f.tls) return undefined;
+  const figures: TlsFigure[] = [];
+  for (const kind of ["rm", "echo"] as const) {
+    const plain = runs.find((r) => r.kind === kind && r.transport === "plaintext");
+    const tls = runs.find((r) => r.kind === kind && r.transport === "TLS");
+    if (!plain || !tls) continue;
+    const who = kind === "rm" ? "RM" : "echo";
+    const judged = kind === "rm";
+    const add = (
+      figure: string,
+      pick: (r: IngestResult) => number,
+      lowerIsBetter: boolean,
+      isJudged = judged,
+    ): void => {
+      figures.push({
+        figure: `${who} ${figure}`,
+        plaintext: pick(plain),
+        tls: pick(tls),
+        check: goalRatio(pick(tls), pick(plain), TARGET_TLS_INGEST_RATIO, lowerIsBetter),
+        judged: isJudged,
+      });
+    };
+    // Judged: what an ingesting resource manager is for (heartbeats taken in at the offered rate, and how soon each is
+    // answered once running; the window's first second is JIT warm-up and the first burst after the idle pause).
+    add("acked heartbeats/s", (r) => r.ackedPerSec, false);
+    add("p50 latency ms", (r) => r.swarm.latencyMs.p50, true);
+    add("p99 after 1st s ms", (r) => r.swarm.steadyLatencyMs.p99, true);
+    add("p99 latency ms", (r) => r.swarm.latencyMs.p99, true, false);
+    // CPU per heartbeat is the cost behind capacity (1e6 / us = heartbeats/s one core could take), and it is less
+    // disturbed by whatever else runs on the machine than latency is.
+    add("server CPU us/heartbeat", (r) => (r.serverCpuFraction * 1e6) / r.ackedPerSec, true, false);
+    add("swarm CPU us/heartbeat", (r) => (r.swarm.clientCpuMs * 1e3) / Math.max(1, r.swarm.sent), true, false);
+    add("RSS KiB per idle node", (r) => r.rssPerIdleNodeBytes / 1024, true, false);
+    add("registration s", (r) => r.registerWallMs / 1000, true, false);
+  }
+  if (figures.length === 0) return undefined;
+  const digits = (name: string): number => (/ ms$| s$/.test(name) ? 2 : /KiB|us\//.test(name) ? 1 : 0);
+  const judged = figures.filter((x) => x.judged);
+  const allMet = judged.length > 0 && judged.every((x) => x.check.met);
+  const lines = [
+    `heartbeat ingest, TLS vs plaintext (issue 12 goal: TLS >= ${fmt(TARGET_TLS_INGEST_RATIO, 1)}x plaintext at the offered ${fmt(f.rate, 0)} heartbeats/s):`,
+    "",
+    ...table(
+      ["figure", "plaintext", "TLS", "TLS vs plaintext", "goal"],
+      figures.map((x) => [
+        x.figure,
+        fmt(x.plaintext, digits(x.figure)),
+        fmt(x.tls, digits(x.figure)),
+        x.check.text,
+        x.judged ? x.check.verdict : "",
+      ]),
+    ),
+    "",
+    "TLS vs plaintext is TLS / plaintext for rates and plaintext / TLS for latencies, CPU, memory and time (a speed: 0.80x",
+    "means 1.25x as long or as much); the goal is judged on the resource manager's acked heartbeats/s, p50 latency and p99",
+    "after the window's first second (JIT warm-up and the first burst after the idle pause land in that second).",
+    `heartbeat ingest with TLS vs goal ${fmt(TARGET_TLS_INGEST_RATIO, 1)}x plaintext: ${allMet ? "met" : "NOT met"}` +
+      ` (${judged.map((x) => `${x.figure.replace(/^RM /, "")} ${x.check.text}`).join(", ")})`,
+  ];
+  const saturated = runs.filter((r) => r.machineBusyFraction >= SATURATED_MACHINE_FRACTION);
+  if (saturated.length > 0)
+    lines.push(
+      `  note: the machine's cores were >= ${fmt(SATURATED_MACHINE_FRACTION * 100, 0)} % busy during the run${saturated.length > 1 ? "s" : ""} against the ` +
+        `${saturated.map((r) => r.server.split(" (")[0]).join("; ")}: latencies there are mostly waiting for a core (the swarm shares ` +
+        "the machine), and the ratios of CPU per heartbeat tell TLS's cost better; compare latency at a --rate with headroom",
+    );
+  return { lines, figures };
 }
 
 async function run(argv: readonly string[], progress: (line: string) => void): Promise<BenchReport> {
@@ -600,16 +773,26 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
   // Ingest first: the resource manager's memory is measured in a process not yet grown by the allocation runs.
   if (f.part !== "alloc") {
     const runs: IngestResult[] = [];
-    for (const start of [startResourceManager, startEchoServer]) {
-      const server = await start();
-      try {
-        runs.push(await runIngest(server, f, progress));
-      } finally {
-        await server.stop();
+    const pki = f.tls ? await makeBenchPki() : undefined;
+    try {
+      // Plaintext first, then TLS: each transport's resource manager run and its echo baseline side by side.
+      for (const tls of pki ? [undefined, pki] : [undefined]) {
+        for (const start of [startResourceManager, startEchoServer]) {
+          const server = await start(f, tls?.server);
+          try {
+            runs.push(await runIngest(server, f, progress, tls?.swarm));
+          } finally {
+            await server.stop();
+          }
+        }
       }
+    } finally {
+      if (pki) await removeDir(pki.dir, { recursive: true, force: true });
     }
     lines.push(...ingestLines(runs, f), "");
     result["ingest"] = runs;
+    const comparison = tlsComparison(runs, f);
+    if (comparison) result["tls"] = { goalRatio: TARGET_TLS_INGEST_RATIO, figures: comparison.figures };
   }
   if (f.part !== "ingest") {
     progress(`allocation: ${f.nodes} nodes for ${f.seconds} s`);
