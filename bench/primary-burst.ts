@@ -13,13 +13,14 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { detectCgroups } from "../nodemanager/cgroups.js";
 import type { CgroupController } from "../nodemanager/cgroups.js";
 import { ContainerProcess } from "../nodemanager/container.js";
+import { ContainerAccounts } from "../nodemanager/run-as.js";
 import { readProcessCpu } from "./node-bench.js";
 import { fmt, preciseNowMs, ratio, summarize, table } from "./report.js";
 import type { Summary } from "./report.js";
@@ -81,6 +82,9 @@ async function runBurstMode(mode: BurstMode, trials: number, windowMs: number): 
   const groupName = `harvest-bench/${randomBytes(5).toString("hex")}`;
   const cgroups = mode === "alone" ? detectCgroups(groupName, "none") : detectCgroups(groupName, "auto");
   const dir = mkdtempSync(join(tmpdir(), "harvest-burst-"));
+  // The containers run as a default node manager's account (nobody under root), which must get into `dir`.
+  chmodSync(dir, 0o755);
+  const account = new ContainerAccounts({ fallback: "nobody", minUid: 1000, trustSubmitter: false }).accountFor("");
   const containers: ContainerProcess[] = [];
   try {
     if (mode !== "alone") {
@@ -96,6 +100,7 @@ async function runBurstMode(mode: BurstMode, trials: number, windowMs: number): 
               vcoresMilli: 1000,
               memoryMb: 256,
               isAm: false,
+              account,
               workDir: join(dir, containerId),
             },
             cgroups,

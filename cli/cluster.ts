@@ -5,7 +5,7 @@
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, openSync, closeSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, openSync, closeSync, readFileSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { killContainerLeftovers as killRecordedContainers, processStartTime } from "../common/container-leftovers.js";
@@ -142,14 +142,23 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
       );
     }
   }
-  mkdirSync(join(dir, "logs"), { recursive: true });
-  mkdirSync(join(dir, "run"), { recursive: true, mode: 0o700 });
+  // Node managers running as root start containers as unprivileged accounts, which must get through the cluster
+  // directory to the job staging and container work directories below it, and read the cluster CA's certificate in
+  // security/ (where every key is 0600); the daemons' configs (the cluster secret) and logs stay the launcher's.
+  const asRoot = process.getuid?.() === 0;
+  mkdirSync(dir, { recursive: true });
+  if (asRoot) chmodSync(dir, 0o755);
+  for (const own of ["logs", "run"]) {
+    mkdirSync(join(dir, own), { recursive: true, mode: 0o700 });
+    chmodSync(join(dir, own), 0o700);
+  }
   const secret = randomBytes(16).toString("hex");
   const started: DaemonRecord[] = [];
   const withStorage = opts.storage ?? true;
   const serverNames = opts.primaries.map((_, i) => `server-${i + 1}`);
   const daemonNames = ["rm", ...(withStorage ? ["nn"] : []), ...serverNames.flatMap((n) => [n, `${n}-dn`])];
   const security = opts.insecure ? undefined : await localCertificates(dir, daemonNames);
+  if (security && asRoot) chmodSync(join(dir, "security"), 0o711);
   // Every daemon binds and advertises loopback: this is the one place that assumes a single machine.
   const loopback = { host: "127.0.0.1", advertiseHost: "127.0.0.1", port: 0 };
   const localFor = (name: string): Record<string, unknown> => ({
@@ -246,7 +255,10 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
 
 /** A job client of a local cluster, as the admin who started it (plaintext when it runs insecure). */
 export function localJobClient(c: ClusterDescriptor): JobClient {
-  return new JobClient(c.rm.address, { ...(c.security ? { security: c.security } : {}), nnAddress: c.nn?.address ?? "" });
+  return new JobClient(c.rm.address, {
+    ...(c.security ? { security: c.security } : {}),
+    nnAddress: c.nn?.address ?? "",
+  });
 }
 
 /** A file-system client of a local cluster, as the admin who started it (plaintext when it runs insecure). */
@@ -277,6 +289,9 @@ async function localCertificates(
   daemons: string[],
 ): Promise<{ daemons: Record<string, TlsFiles>; admin: TlsFiles }> {
   const caDir = join(dir, "security");
+  // Searchable by all, so that containers (an unprivileged account) can read the CA's certificate; every key in it is
+  // mode 0600.
+  mkdirSync(caDir, { recursive: true, mode: 0o755 });
   const ca = caFiles(caDir);
   if (!existsSync(ca.cert)) await createCa(caDir, { name: `Harvest local cluster CA (${dir})` });
   const out: Record<string, TlsFiles> = {};

@@ -7,7 +7,17 @@
  * heals it, and reports what the cluster did: which outcomes held and how long each daemon took to rejoin.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+} from "node:fs";
 import { appendFileSync, writeFileSync, writeSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
@@ -159,6 +169,9 @@ export async function runMultihostScenario(opts: MultihostOptions = {}): Promise
     throw new HarvestError("UNAVAILABLE", `the multi-host scenario needs network namespaces: ${avail.why}`);
   const runDir = resolve(opts.dir ?? mkdtempSync(join(tmpdir(), "harvest-multihost-")));
   mkdirSync(runDir, { recursive: true });
+  // The node managers run as root and their containers as an unprivileged account, which must get through runDir to
+  // the staging and work directories (the daemons' configs and logs stay root's: see NetnsLab.create).
+  chmodSync(runDir, 0o755);
   return new Scenario(runDir, opts).run();
 }
 

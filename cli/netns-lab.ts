@@ -11,7 +11,17 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import type { ChildProcess, SpawnOptions } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readlinkSync, readdirSync, rmSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  readdirSync,
+  rmSync,
+} from "node:fs";
 import { writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { join, resolve } from "node:path";
@@ -260,8 +270,11 @@ export class NetnsLab {
   create(): void {
     if (this.state !== "new") throw new Error(`lab cannot be created from state ${this.state}`);
     this.state = "creating";
-    mkdirSync(join(this.runDir, "run"), { recursive: true });
-    mkdirSync(join(this.runDir, "logs"), { recursive: true });
+    // The daemons' configs (the cluster secret) and logs are root's alone: containers run as other accounts.
+    for (const own of ["run", "logs"]) {
+      mkdirSync(join(this.runDir, own), { recursive: true, mode: 0o700 });
+      chmodSync(join(this.runDir, own), 0o700);
+    }
     process.once("exit", this.onExit);
     try {
       removeStaleLabs(this.log);

@@ -10,6 +10,7 @@
  * to be, as in Hadoop's simple authentication. Daemons log loudly at start that they run so.
  */
 import type * as grpc from "@grpc/grpc-js";
+import { verifyAmToken } from "./container-token.js";
 import { HarvestError } from "./errors.js";
 import { callIdentity, serverCredentials } from "./tls.js";
 import type { CallGate, IdentityRole, TlsFiles } from "./tls.js";
@@ -136,6 +137,14 @@ export class Gate {
     }
     return undefined;
   }
+}
+
+/** Checks AM tokens signed with the cluster `secret` (the resource manager and the node managers share it). */
+export function amTokenVerifier(secret: string): TokenVerifier {
+  return (token) => {
+    const am = verifyAmToken(secret, token);
+    return am ? { name: am.appId, role: "am", via: "token", appId: am.appId } : undefined;
+  };
 }
 
 /** Throws PERMISSION_DENIED naming the caller and the action, unless `allowed`. */

@@ -1,17 +1,30 @@
 /**
  * Finding and killing container processes that a node manager which died left behind, without ever killing a process
  * that is not one of them. A bare pid proves nothing (pids wrap within hours on a busy server, issue 11), so at launch
- * each container's work directory gets a record of its pid, the process's start time and boot, and the cgroups it
- * joined; a cleanup kills a container's processes only through its own cgroup or when pid, start time and boot all
- * still match.
+ * each container gets a record of its pid, the process's start time and boot, and the cgroups it joined; a cleanup
+ * kills a container's processes only through its own cgroup or when pid, start time and boot all still match. The
+ * record lies beside the container's work directory, in its job's directory, which only the node manager writes: the
+ * work directory belongs to the container's account, which could put a forged record there (naming a process of
+ * root's for the cleanup to kill).
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+} from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { writeFileAtomic } from "./atomic-file.js";
 import { procStatFields } from "./proc-stats.js";
 
-/** The launch record's file name in a container's work directory. */
-export const CONTAINER_PROCESS_FILE = "process.json";
+/** The launch record of the container whose work directory is `workDir`: `<workDir>.process.json`, beside it. */
+export function containerProcessFile(workDir: string): string {
+  return join(dirname(workDir), `${basename(workDir)}.process.json`);
+}
 
 /** What a container's launch record says about its process. */
 export interface ContainerProcessRecord {
@@ -72,7 +85,7 @@ function currentBootId(): string | undefined {
 }
 
 /**
- * Writes the launch record of a container's process into its work directory, atomically (tmp + rename), so that a
+ * Writes the launch record of a container's process beside its work directory, atomically (tmp + rename), so that a
  * cleanup after a crash can prove which processes are the container's. Call it right after spawning, before the
  * event loop runs: until then Node has not reaped the child, so even one that already exited still has its start time.
  */
@@ -85,14 +98,14 @@ export function recordContainerProcess(workDir: string, pid: number, cgroupProcs
     ...(bootId !== undefined ? { bootId } : {}),
     cgroups: [...cgroupProcsFiles],
   };
-  writeFileAtomic(join(workDir, CONTAINER_PROCESS_FILE), JSON.stringify(record) + "\n");
+  writeFileAtomic(containerProcessFile(workDir), JSON.stringify(record) + "\n");
 }
 
 /** Reads a launch record; undefined when the file is missing or is not a record this module wrote. */
 export function readContainerProcess(workDir: string): ContainerProcessRecord | undefined {
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(join(workDir, CONTAINER_PROCESS_FILE), "utf8"));
+    raw = JSON.parse(readFileSync(containerProcessFile(workDir), "utf8"));
   } catch {
     return undefined;
   }
@@ -209,11 +222,20 @@ function readCgroupPids(procsFile: string): number[] {
   }
 }
 
-/** Whether an old-format work directory's bare `pid` file names a live process (which we then must not touch). */
+/**
+ * Whether an old-format work directory's bare `pid` file names a live process (which we then must not touch). The file
+ * is the container's account's: a symbolic link is not followed and a FIFO does not block the cleanup.
+ */
 function legacyPidAlive(workDir: string): boolean {
   try {
-    const pid = Number(readFileSync(join(workDir, "pid"), "utf8").trim());
-    return Number.isInteger(pid) && pid > 0 && isAlive(pid);
+    const fd = openSync(join(workDir, "pid"), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    try {
+      if (!fstatSync(fd).isFile()) return false;
+      const pid = Number(readFileSync(fd, "utf8").trim());
+      return Number.isInteger(pid) && pid > 0 && isAlive(pid);
+    } finally {
+      closeSync(fd);
+    }
   } catch {
     return false;
   }

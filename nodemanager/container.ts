@@ -1,14 +1,31 @@
 /**
- * One container: a real child process in its own process group, with a working directory, stdout/stderr log files, an
- * optional cgroup, and an exit cause decided by whoever ended it (the primary tenant, the user, the resource manager).
+ * One container: a real child process in its own process group, running as an unprivileged account (never root, see
+ * run-as.ts), with a working directory and stdout/stderr log files that belong to that account, an optional cgroup,
+ * and an exit cause decided by whoever ended it (the primary tenant, the user, the resource manager).
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, openSync, writeFileSync } from "node:fs";
+import {
+  chownSync,
+  closeSync,
+  constants as fsConstants,
+  existsSync,
+  fchownSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
+import { open } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import { constants, setPriority } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { recordContainerProcess } from "../common/container-leftovers.js";
+import { errorMessage, HarvestError } from "../common/errors.js";
 import type { CgroupController } from "./cgroups.js";
+import { assertCanEnter } from "./run-as.js";
+import type { ContainerAccount } from "./run-as.js";
 
 /** How a container ended, as the wire names it. */
 export type ExitCause =
@@ -32,6 +49,12 @@ export interface ContainerSpec {
   isAm: boolean;
   /** The job's priority (0..100, from the grant); the capping agent throttles and kills the least critical first. */
   jobPriority?: number;
+  /**
+   * The account the process runs as, never root (`ContainerAccounts.accountFor`). When it is not the node manager's
+   * own, the process starts with that uid and primary gid and no supplementary groups (Node's spawn drops them).
+   */
+  account: ContainerAccount;
+  /** Created by the launch (a container id is launched once): an existing directory fails it. */
   workDir: string;
 }
 
@@ -40,8 +63,9 @@ export function expandArg(arg: string, env: Record<string, string>): string {
   return arg.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (whole, name: string) => env[name] ?? whole);
 }
 
-// Only these variables pass from the node manager's own environment into containers.
-const INHERITED_ENV = ["PATH", "HOME", "LANG", "TZ", "TMPDIR", "USER", "HARVEST_LOG_LEVEL", "HARVEST_SHARED_DATA"];
+// Only these variables pass from the node manager's own environment into containers (HOME, USER and LOGNAME are the
+// container's account's).
+const INHERITED_ENV = ["PATH", "LANG", "TZ", "TMPDIR", "HARVEST_LOG_LEVEL", "HARVEST_SHARED_DATA"];
 
 /** A running or finished container process. */
 export class ContainerProcess {
@@ -63,42 +87,54 @@ export class ContainerProcess {
     nowMs: number,
     onExit: (c: ContainerProcess) => void,
   ) {
-    mkdirSync(spec.workDir, { recursive: true });
+    const { account } = spec;
+    if (account.uid === 0)
+      throw new HarvestError("CONTAINER_LAUNCH_FAILED", `refusing to run ${spec.containerId} as root (uid 0)`);
+    const switchUser = account.uid !== process.getuid?.();
     const env: Record<string, string> = {};
     for (const k of INHERITED_ENV) {
       const v = process.env[k];
       if (v !== undefined) env[k] = v;
     }
-    Object.assign(env, spec.env);
+    Object.assign(env, { HOME: account.home, USER: account.name, LOGNAME: account.name }, spec.env);
     const argv = spec.argv.map((a) => expandArg(a, env));
     // "node" means the node manager's own Node binary, so containers run the same runtime wherever PATH points.
     if (argv[0] === "node") argv[0] = process.execPath;
-    const procsFiles = cgroups.create(spec.containerId, spec.vcoresMilli, spec.memoryMb);
-    const [cmd, args] = procsFiles.length > 0 ? wrapForCgroup(argv, procsFiles) : wrapForNice(argv);
-    const out = openSync(join(spec.workDir, "stdout"), "a");
-    const err = openSync(join(spec.workDir, "stderr"), "a");
+    const program = argv[0] ?? "?";
+    // Where util-linux's setpriv is there, the command runs with no_new_privs: no setuid program (su, sudo, passwd)
+    // and no file capability raises what it may do, so it never acts as root, whatever it runs.
+    if (SETPRIV) argv.unshift(SETPRIV, "--no-new-privs", "--");
+    const [out, err, pidFile] = createWorkDir(spec.workDir, switchUser ? account : undefined);
     try {
-      this.child = spawn(cmd, args, { cwd: spec.workDir, env, stdio: ["ignore", out, err], detached: true });
+      const procsFiles = cgroups.create(spec.containerId, spec.vcoresMilli, spec.memoryMb);
+      const [cmd, args] = procsFiles.length > 0 ? wrapForCgroup(argv) : wrapForNice(argv);
+      this.child = spawn(cmd, args, {
+        cwd: spec.workDir,
+        env,
+        stdio: [procsFiles.length > 0 ? "pipe" : "ignore", out, err],
+        detached: true,
+        ...(switchUser ? { uid: account.uid, gid: account.gid } : {}),
+      });
+      this.startedMs = nowMs;
+      this.pid = this.child.pid ?? -1;
+      if (this.pid > 0) {
+        // Before the event loop runs, so the child is not reaped yet and its start time is still readable. The record
+        // (pid, start time, cgroups) is what a cleanup after a crash trusts; the bare pid file is for people and tools
+        // that read the work directory, and no cleanup acts on it (a pid alone may have been reused, issue 11).
+        recordContainerProcess(spec.workDir, this.pid, procsFiles);
+        writeSync(pidFile, String(this.pid));
+        if (procsFiles.length > 0) this.joinCgroups(procsFiles);
+        // Without a cgroup's CPU weight, the lowest scheduling priority the kernel offers an unprivileged process: the
+        // primary's burst takes the CPU at once (what the container forks inherits it). `nice` starts it there;
+        // without the `nice` program it is lowered just after the spawn.
+        else if (cmd !== NICE) lowestPriority(this.pid);
+      }
     } finally {
-      closeSync(out);
-      closeSync(err);
-    }
-    this.startedMs = nowMs;
-    this.pid = this.child.pid ?? -1;
-    // Without a cgroup's CPU weight, the lowest scheduling priority the kernel offers an unprivileged process: the
-    // primary's burst takes the CPU at once (what the container forks inherits it). `nice` starts it there; without
-    // the `nice` program it is lowered just after the spawn.
-    if (procsFiles.length === 0 && cmd !== NICE && this.pid > 0) lowestPriority(this.pid);
-    if (this.pid > 0) {
-      // Before the event loop runs, so the child is not reaped yet and its start time is still readable. The record
-      // (pid, start time, cgroups) is what a cleanup after a crash trusts; the bare pid file is for people and tools
-      // that read the work directory, and no cleanup acts on it (a pid alone may have been reused, issue 11).
-      recordContainerProcess(spec.workDir, this.pid, procsFiles);
-      writeFileSync(join(spec.workDir, "pid"), String(this.pid));
+      for (const fd of [out, err, pidFile]) closeSync(fd);
     }
     this.exited = new Promise((resolve) => {
       this.child.once("error", (e) => {
-        this.complete(127, `could not start ${argv[0] ?? "?"}: ${e.message}`);
+        this.complete(127, `could not start ${program}: ${e.message}`);
         onExit(this);
         resolve();
       });
@@ -108,6 +144,28 @@ export class ContainerProcess {
         resolve();
       });
     });
+  }
+
+  /**
+   * Puts the held process (see `wrapForCgroup`) in its cgroups and lets it go on; kills it when a group cannot take
+   * it. The node manager writes the pid itself: joining takes privileges the container's account lacks (cgroup v2
+   * asks for write access to the cgroup.procs of the common ancestor of both groups, the root's).
+   */
+  private joinCgroups(procsFiles: string[]): void {
+    const gate = this.child.stdin;
+    try {
+      for (const f of procsFiles) writeFileSync(f, String(this.pid));
+    } catch (e) {
+      this.child.once("exit", () => this.cgroups.remove(this.spec.containerId));
+      this.signal("SIGKILL");
+      throw new HarvestError(
+        "CONTAINER_LAUNCH_FAILED",
+        `could not put ${this.spec.containerId} in its cgroup: ${errorMessage(e)}`,
+      );
+    }
+    // The process may be gone already (killed at once): its end of the pipe is closed then, which is no error here.
+    gate?.on("error", () => {});
+    gate?.end("\n");
   }
 
   /** Resolves once the process has exited. */
@@ -184,19 +242,65 @@ export class ContainerProcess {
 }
 
 /**
- * Makes the process join its cgroup before exec, so that nothing it forks escapes the limit: `sh -c` writes its own
- * pid into each cgroup.procs file and then execs the real command.
+ * Holds the command until the node manager has put it in its cgroups, so that nothing it forks escapes the limits:
+ * `sh` waits for a line on stdin (sent once its pid is in every cgroup.procs), then execs the command with stdin from
+ * /dev/null. If the node manager dies first, `read` sees the end of the pipe and the command never starts.
  */
-function wrapForCgroup(argv: string[], procsFiles: string[]): [string, string[]] {
-  const [cmd, ...rest] = argv;
-  if (procsFiles.length === 0) return [cmd ?? "", rest];
-  const joins = procsFiles.map((_, i) => `echo $$ > "$${i + 1}"`).join(" && ");
-  const script = `${joins} && shift ${procsFiles.length} && exec "$@"`;
-  return ["/bin/sh", ["-c", script, "harvest-container", ...procsFiles, ...argv]];
+function wrapForCgroup(argv: string[]): [string, string[]] {
+  return ["/bin/sh", ["-c", 'read -r go && exec "$@" </dev/null', "harvest-container", ...argv]];
+}
+
+/**
+ * Creates a container's work directory (mode 0700: the container's scratch space and logs, which the node manager also
+ * reads) with its stdout, stderr and pid files, and returns their descriptors. With an `owner` (the container's
+ * account, when it is not the node manager's own) all four become that account's, and the directories above must let
+ * it through (checked). The files are created before the account owns the directory, and the pid is written through
+ * its descriptor, so nothing the container puts in its directory can redirect the node manager's writes.
+ */
+function createWorkDir(workDir: string, owner: ContainerAccount | undefined): [number, number, number] {
+  mkdirSync(dirname(workDir), { recursive: true });
+  if (owner) assertCanEnter(dirname(workDir), owner, "its work directory");
+  mkdirSync(workDir, { mode: 0o700 });
+  const create = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW;
+  const fds: number[] = [];
+  try {
+    for (const [name, append] of [
+      ["stdout", true],
+      ["stderr", true],
+      ["pid", false],
+    ] as const) {
+      fds.push(openSync(join(workDir, name), create | (append ? fsConstants.O_APPEND : 0), 0o644));
+      if (owner) fchownSync(fds[fds.length - 1]!, owner.uid, owner.gid);
+    }
+    if (owner) chownSync(workDir, owner.uid, owner.gid);
+  } catch (e) {
+    for (const fd of fds) closeSync(fd);
+    throw e;
+  }
+  return [fds[0]!, fds[1]!, fds[2]!];
+}
+
+/**
+ * Opens a container's `stdout` or `stderr` for the node manager to read. The work directory belongs to the container's
+ * account, which may have put anything there under those names: a symbolic link is not followed, a FIFO does not
+ * block, and anything but a regular file of the directory's owner is refused (a hard link to another's file included),
+ * so the node manager, root, never reads another file on a container's behalf.
+ */
+export async function openContainerLog(workDir: string, stream: "stdout" | "stderr"): Promise<FileHandle> {
+  const fh = await open(join(workDir, stream), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+  const st = await fh.stat();
+  if (!st.isFile() || st.uid !== lstatSync(workDir).uid) {
+    await fh.close();
+    throw new HarvestError("CONTAINER_NOT_FOUND", `${stream} of ${workDir} is not the container's log file`);
+  }
+  return fh;
 }
 
 /** The `nice` program, when the server has one. */
 const NICE = ["/usr/bin/nice", "/bin/nice"].find((p) => existsSync(p));
+
+/** util-linux's `setpriv`, when the server has one. */
+const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((p) => existsSync(p));
 
 /** Runs the command at nice 19 from its first instruction, so that nothing it forks early escapes (no cgroups). */
 function wrapForNice(argv: string[]): [string, string[]] {

@@ -4,13 +4,16 @@
  * resource manager over one long-lived stream, reconnecting with backoff when the resource manager goes away.
  */
 import type * as grpc from "@grpc/grpc-js";
-import { existsSync, readdirSync } from "node:fs";
-import { open, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { killContainerLeftovers } from "../common/container-leftovers.js";
 import { verifyContainer } from "../common/container-token.js";
+import { amTokenVerifier, Gate, requireAccess } from "../common/auth.js";
+import type { Principal } from "../common/auth.js";
+import { writeFileAtomic } from "../common/atomic-file.js";
+import { INSECURE_WARNING } from "../common/options.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
@@ -20,9 +23,10 @@ import { packageRoot } from "../common/paths.js";
 import { fromWire } from "../common/resource.js";
 import { detectCgroups } from "./cgroups.js";
 import type { CgroupController } from "./cgroups.js";
-import { ContainerProcess } from "./container.js";
+import { ContainerProcess, openContainerLog } from "./container.js";
 import type { ExitCause } from "./container.js";
 import { resolveNodeManagerOptions } from "./options.js";
+import { assertCanEnter, assertCanRead, ContainerAccounts, handJobDirTo } from "./run-as.js";
 import type { NodeManagerOptions } from "./options.js";
 import { createPrimaryMonitor } from "../common/primary-monitor.js";
 import type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
@@ -39,6 +43,8 @@ import type { RmToNodeOutput } from "../proto/generated/harvest/v1/RmToNode.js";
 import type { ResourceTrackerClient } from "../proto/generated/harvest/v1/ResourceTracker.js";
 import type { StartContainerRequestOutput } from "../proto/generated/harvest/v1/StartContainerRequest.js";
 
+/** Per job, in `<dataDir>/containers/<appId>/`: who submitted it (see checkContainerAccess). */
+const OWNER_FILE = "owner.json";
 /** Lifecycle of the node manager. */
 export type NodeManagerState = "new" | "starting" | "running" | "stopping" | "stopped";
 
@@ -69,12 +75,16 @@ export class NodeManager {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly server = createServer();
+  /** Who may call what (common/auth.ts); TLS when `tls` is set. */
+  private readonly gate: Gate;
   private readonly containers = new Map<string, ContainerProcess>();
   /** Completed containers not yet acknowledged by the resource manager. */
   private readonly unacked = new Map<string, ContainerProcess>();
   /** Containers the yield controller is already killing: their cores are on their way back. */
   private readonly dying = new Set<string>();
   private cgroups!: CgroupController;
+  /** Whom each container runs as (never root). */
+  private readonly accounts: ContainerAccounts;
   private monitor!: PrimaryMonitor;
   private lastSample: PrimarySample = { cpuMilli: 0, utilization: 0 };
   private boundPort = 0;
@@ -100,6 +110,12 @@ export class NodeManager {
     private readonly deps: NodeManagerDeps = {},
   ) {
     this.options = resolveNodeManagerOptions(options);
+    this.accounts = new ContainerAccounts({
+      fallback: this.options.containerUser,
+      minUid: this.options.containerMinUid,
+      trustSubmitter: this.options.tls !== undefined,
+    });
+    this.gate = new Gate(this.options.tls, { "am-token": amTokenVerifier(this.options.secret) });
     this.clock = deps.clock ?? systemClock;
     this.log = deps.logger ?? new Logger(`nm:${this.options.nodeId}`);
     this.heartbeatIntervalMs = this.options.heartbeatIntervalMs;
@@ -142,6 +158,8 @@ export class NodeManager {
     this.killLeftovers();
     this.cgroups = detectCgroups(`harvest/${this.options.nodeId}`, this.options.cgroups);
     this.log.info("cpu limits", { mode: this.cgroups.mode, detail: this.cgroups.reason });
+    if (this.accounts.switches) this.log.info("containers run as", this.accounts.describe());
+    else this.log.warn("the node manager is not root: containers run as its own user", this.accounts.describe());
     this.monitor =
       this.deps.monitor ??
       createPrimaryMonitor(this.options.primary, {
@@ -156,14 +174,41 @@ export class NodeManager {
     await this.monitor.start();
     this.lastSample = this.monitor.sample();
     const proto = loadHarvestProto();
-    this.server.addService(proto.ContainerManager.service, {
-      StartContainer: unary((req: StartContainerRequestOutput) => this.startContainer(req)),
-      StopContainer: unary((req: { containerId: string }) => this.stopContainer(req.containerId)),
-      GetContainerStatus: unary((req: { containerId: string }) => this.status(this.getContainer(req.containerId))),
-      GetContainerLogs: unary((req: { containerId: string; stream: string; tailBytes: number }) => this.logs(req)),
+    // The resource manager (a daemon certificate) starts job managers; a job manager (its AM token) starts and stops
+    // its own job's tasks; a job's submitter (or an admin) reads its containers' state and logs.
+    const gate = this.gate.allow(proto.ContainerManager.service, {
+      StartContainer: ["daemon", "am-token"],
+      StopContainer: ["daemon", "am-token"],
+      GetContainerStatus: ["daemon", "am-token", "user", "admin"],
+      GetContainerLogs: ["daemon", "am-token", "user", "admin"],
     });
+    this.server.addService(proto.ContainerManager.service, {
+      StartContainer: unary((req: StartContainerRequestOutput, c) => {
+        const who = gate.principal(c);
+        if (gate.secure && who.role === "am")
+          requireAccess(who.appId === req.appId && !req.isAm, who, `start a container of ${req.appId || "?"}`);
+        // Containers hold no certificate: they trust the cluster CA and authenticate by their tokens.
+        if (this.options.tls) req.env = { ...req.env, HARVEST_CA: this.options.tls.ca };
+        const started = this.startContainer(req);
+        this.recordOwner(req.appId, req.container?.user ?? "");
+        return started;
+      }),
+      StopContainer: unary((req: { containerId: string }, c) => {
+        this.checkContainerAccess(gate.principal(c), req.containerId, "stop");
+        return this.stopContainer(req.containerId);
+      }),
+      GetContainerStatus: unary((req: { containerId: string }, c) => {
+        this.checkContainerAccess(gate.principal(c), req.containerId, "read the status of");
+        return this.status(this.getContainer(req.containerId));
+      }),
+      GetContainerLogs: unary((req: { containerId: string; stream: string; tailBytes: number }, c) => {
+        this.checkContainerAccess(gate.principal(c), req.containerId, "read the logs of");
+        return this.logs(req);
+      }),
+    });
+    if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.capping = this.createCappingAgent();
-    this.boundPort = await bindServer(this.server, this.options.host, this.options.port);
+    this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
     this.yieldTimer = setInterval(() => this.yieldTick(), this.options.yieldTickMs);
     this.cappingTimer = setInterval(() => this.cappingTick(), this.options.cappingPeriodMs);
     this.stateValue = "running";
@@ -207,7 +252,7 @@ export class NodeManager {
 
   private connect(): void {
     if (this.stateValue !== "running") return;
-    this.rmClient ??= makeClient(loadHarvestProto().ResourceTracker, this.options.rmAddress);
+    this.rmClient ??= makeClient(loadHarvestProto().ResourceTracker, this.options.rmAddress, this.options.tls);
     const stream = this.rmClient.nodeChannel();
     this.stream = stream;
     this.registered = false;
@@ -543,8 +588,18 @@ export class NodeManager {
       HARVEST_CONTAINER_VCORES: String(resource.vcoresMilli / 1000),
       HARVEST_CONTAINER_MEMORY_MB: String(resource.memoryMb),
     };
+    // Never root: the submitter's own account or the fallback when this node manager is root, else its own.
+    const account = this.accounts.accountFor(grant.user);
     let proc: ContainerProcess;
     try {
+      if (this.accounts.switches) {
+        assertCanEnter(env["HARVEST_HOME"] ?? packageRoot(), account, "Harvest's installation (HARVEST_HOME)");
+        if (env["HARVEST_CA"]) assertCanRead(env["HARVEST_CA"], account, "the cluster CA certificate (HARVEST_CA)");
+        // A job manager's launch (it comes from the resource manager) names the staging directory: hand the job's own
+        // directory in it to the job's account, for the journal and the tasks' outputs.
+        const staging = req.env["HARVEST_STAGING_DIR"];
+        if (req.isAm && staging) handJobDirTo(join(staging, req.appId), account, this.options.dataDir);
+      }
       proc = new ContainerProcess(
         {
           containerId: grant.id,
@@ -555,6 +610,7 @@ export class NodeManager {
           memoryMb: resource.memoryMb,
           isAm: req.isAm,
           jobPriority: grant.jobPriority,
+          account,
           workDir: join(this.options.dataDir, "containers", req.appId, grant.id),
         },
         this.cgroups,
@@ -601,6 +657,40 @@ export class NodeManager {
     return { wasRunning: true };
   }
 
+  /**
+   * With TLS: the resource manager may act on any container; a job manager only on its own job's; a person only on
+   * the containers of jobs they submitted, unless an admin. The job's submitter comes from the container grant
+   * (covered by its token), kept in `<dataDir>/containers/<appId>/owner.json` where the container cannot write.
+   */
+  private checkContainerAccess(who: Principal, containerId: string, action: string): void {
+    if (!this.gate.secure || who.role === "daemon" || who.role === "admin") return;
+    if (!isContainerId(containerId))
+      throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(containerId)}`, {
+        details: { field: "containerId" },
+      });
+    const owner = this.containerOwner(containerId);
+    const allowed = owner !== undefined && (who.role === "am" ? who.appId === owner.appId : who.name === owner.user);
+    requireAccess(allowed, who, `${action} container ${containerId}`);
+  }
+
+  /** Remembers a job's submitter once its first container here has started (the grant's token proved it). */
+  private recordOwner(appId: string, user: string): void {
+    const file = join(this.options.dataDir, "containers", appId, OWNER_FILE);
+    if (!existsSync(file)) writeFileAtomic(file, JSON.stringify({ appId, user }) + "\n", 0o644);
+  }
+
+  /** The job and submitter of a container this node ran, from the record its first launch wrote. */
+  private containerOwner(containerId: string): { appId: string; user: string } | undefined {
+    const dir = this.findContainerDir(containerId);
+    if (!dir) return undefined;
+    try {
+      const o = JSON.parse(readFileSync(join(dirname(dir), OWNER_FILE), "utf8")) as { appId?: unknown; user?: unknown };
+      return typeof o.appId === "string" && typeof o.user === "string" ? { appId: o.appId, user: o.user } : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   private getContainer(containerId: string): ContainerProcess {
     const c = this.containers.get(containerId) ?? this.unacked.get(containerId);
     if (!c) throw new HarvestError("CONTAINER_NOT_FOUND", `no container ${containerId} on ${this.options.nodeId}`);
@@ -640,11 +730,10 @@ export class NodeManager {
       });
     const dir = this.findContainerDir(req.containerId);
     if (!dir) throw new HarvestError("CONTAINER_NOT_FOUND", `no logs for ${req.containerId} on ${this.options.nodeId}`);
-    const file = join(dir, which);
-    const size = (await stat(file)).size;
-    const want = Math.min(size, req.tailBytes > 0 ? req.tailBytes : 64 * 1024);
-    const fh = await open(file, "r");
+    const fh = await openContainerLog(dir, which);
     try {
+      const size = (await fh.stat()).size;
+      const want = Math.min(size, req.tailBytes > 0 ? req.tailBytes : 64 * 1024);
       const data = Buffer.alloc(want);
       await fh.read(data, 0, want, size - want);
       return { data, totalBytes: size };

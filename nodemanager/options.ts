@@ -1,9 +1,11 @@
 /** Node manager options: every field has a default; `resolveNodeManagerOptions` fills and validates them. */
 import { resolveAdvertiseHost } from "../common/net-address.js";
-import { invalidOption, stripUndefined } from "../common/options.js";
+import { checkTlsOption, invalidOption, stripUndefined } from "../common/options.js";
+import type { TlsOption } from "../common/options.js";
 import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../common/power-profiles.js";
 import type { Resources } from "../common/resource.js";
 import { resolveCappingOptions } from "./capping-controller.js";
+import { isAccountName, lookupAccount } from "./run-as.js";
 import type { CappingOptions } from "./capping-controller.js";
 
 /** Settings of a node manager. */
@@ -45,8 +47,23 @@ export interface NodeManagerOptions {
   killGraceMs: number;
   /** Which cgroup interface to use. @default "auto" */
   cgroups: "auto" | "v1" | "v2" | "none";
+  /**
+   * The account containers run as when the node manager is root and the job's submitter has no account of its own
+   * here (or is not authenticated: no `tls`); never root (run-as.ts). @default "nobody"
+   */
+  containerUser: string;
+  /** The lowest uid of a submitter's own account that containers may run as; system accounts get `containerUser`. @default 1000 */
+  containerMinUid: number;
   /** Cluster secret that container tokens are checked against; empty skips the check. @default "" */
   secret: string;
+  /**
+   * Mutual TLS under the cluster CA (`{ ca, cert, key }`, a `daemon` certificate naming advertiseHost), for this
+   * node manager's server and its stream to the resource manager. The CA certificate's path is also given to
+   * containers (HARVEST_CA), which authenticate by their tokens. Without it: plaintext, nobody authenticated.
+   */
+  tls?: TlsOption;
+  /** Says that serving without `tls` is intended (a throwaway local cluster); `harvest daemon` requires one. */
+  insecure: boolean;
   /** Reconnect backoff bounds. @default 200 / 2000 */
   reconnectMinMs: number;
   reconnectMaxMs: number;
@@ -94,7 +111,10 @@ export function resolveNodeManagerOptions(
     heartbeatIntervalMs: 1_000,
     killGraceMs: 250,
     cgroups: "auto",
+    containerUser: "nobody",
+    containerMinUid: 1000,
     secret: "",
+    insecure: false,
     reconnectMinMs: 200,
     reconnectMaxMs: 2_000,
     registerTimeoutMs: 3_000,
@@ -118,6 +138,10 @@ export function resolveNodeManagerOptions(
   if (typeof o.secret !== "string" || o.secret.startsWith("REPLACE-WITH"))
     bad("secret", "must be the cluster's secret (the example config's placeholder is not one: openssl rand -hex 32)");
   o.advertiseHost = resolveAdvertiseHost("node manager", o.host, o.advertiseHost);
+  const tls = checkTlsOption("node manager", o.tls);
+  if (tls) o.tls = tls;
+  if (typeof o.insecure !== "boolean") bad("insecure", "must be true or false");
+  if (tls && !o.secret) bad("secret", "is required with tls: container and job-manager tokens are checked with it");
   if (!(o.capacity.vcoresMilli > 0 && o.capacity.memoryMb > 0)) bad("capacity", "must be positive");
   if (!(o.primarySpeed > 0)) bad("primarySpeed", "must be positive");
   for (const f of [
@@ -131,6 +155,18 @@ export function resolveNodeManagerOptions(
   if (!(o.killGraceMs >= 0)) bad("killGraceMs", "must be >= 0");
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");
   if (!["auto", "v1", "v2", "none"].includes(o.cgroups)) bad("cgroups", 'must be "auto", "v1", "v2" or "none"');
+  if (typeof o.containerUser !== "string" || !isAccountName(o.containerUser))
+    bad("containerUser", "must be an account name like nobody");
+  const fallback = lookupAccount(o.containerUser);
+  if (fallback && (fallback.uid === 0 || fallback.gid === 0))
+    bad(
+      "containerUser",
+      `must not be root or in group root: ${o.containerUser} is uid ${fallback.uid}, gid ${fallback.gid}`,
+    );
+  if (!fallback && process.getuid?.() === 0)
+    bad("containerUser", `names no account on this server (${o.containerUser}): containers need one to run as`);
+  if (!(Number.isInteger(o.containerMinUid) && o.containerMinUid >= 1))
+    bad("containerMinUid", "must be an integer >= 1 (uid 0 is root)");
   if (!(Number.isFinite(o.powerBudgetWatts) && o.powerBudgetWatts >= 0))
     bad("powerBudgetWatts", "must be a number of watts >= 0 (0: no budget of its own)");
   if (!(o.cappingPeriodMs > 0)) bad("cappingPeriodMs", "must be positive");

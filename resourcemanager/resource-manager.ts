@@ -8,9 +8,9 @@ import { mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
-import { ANY_CERTIFICATE, Gate, requireAccess } from "../common/auth.js";
+import { amTokenVerifier, ANY_CERTIFICATE, Gate, requireAccess } from "../common/auth.js";
 import type { CallContext } from "../common/auth.js";
-import { signAmToken, signContainer, verifyAmToken } from "../common/container-token.js";
+import { signAmToken, signContainer } from "../common/container-token.js";
 import { INSECURE_WARNING } from "../common/options.js";
 import { parseDag } from "../common/dag-spec.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
@@ -144,13 +144,7 @@ export class ResourceManager {
     deps: { clock?: Clock; logger?: Logger } = {},
   ) {
     this.options = resolveResourceManagerOptions(options);
-    const secret = this.options.secret;
-    this.gate = new Gate(this.options.tls, {
-      "am-token": (token) => {
-        const am = verifyAmToken(secret, token);
-        return am ? { name: am.appId, role: "am", via: "token", appId: am.appId } : undefined;
-      },
-    });
+    this.gate = new Gate(this.options.tls, { "am-token": amTokenVerifier(this.options.secret) });
     this.clock = deps.clock ?? systemClock;
     this.log = deps.logger ?? new Logger("rm");
     this.store = new RmStateStore(join(this.options.dataDir, "rm-state"));

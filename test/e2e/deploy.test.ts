@@ -7,6 +7,7 @@
 import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import {
+  chmodSync,
   cpSync,
   existsSync,
   mkdirSync,
@@ -71,6 +72,8 @@ function sha256(path: string): string {
 
 describe("one daemon per host, started from the example configs", () => {
   const work = mkdtempSync(join(tmpdir(), "harvest-deploy-"));
+  // The node manager runs as root and its containers as nobody, who must get to their directories below.
+  chmodSync(work, 0o755);
   const env = { HARVEST_CONF: join(work, "home", "client.json") };
   const configs: Record<string, string> = {};
   const daemon = (verb: string, kind: string): Run => harvest(env, "daemon", verb, kind, "--config", configs[kind]!);
@@ -87,14 +90,42 @@ describe("one daemon per host, started from the example configs", () => {
     const tlsDir = join(work, "tls");
     for (const args of [
       ["security", "init", "--dir", ca],
-      ["security", "issue", "--dir", ca, "--out", tlsDir, "--name", "master", "--role", "daemon", "--host", "127.0.0.1"],
-      ["security", "issue", "--dir", ca, "--out", tlsDir, "--name", "server-1", "--role", "daemon", "--host", "127.0.0.1"],
+      [
+        "security",
+        "issue",
+        "--dir",
+        ca,
+        "--out",
+        tlsDir,
+        "--name",
+        "master",
+        "--role",
+        "daemon",
+        "--host",
+        "127.0.0.1",
+      ],
+      [
+        "security",
+        "issue",
+        "--dir",
+        ca,
+        "--out",
+        tlsDir,
+        "--name",
+        "server-1",
+        "--role",
+        "daemon",
+        "--host",
+        "127.0.0.1",
+      ],
       ["security", "issue", "--dir", ca, "--out", join(work, "home"), "--name", "ops", "--role", "admin"],
     ]) {
       const r = harvest({}, ...args);
       if (r.code !== 0) throw new Error(`harvest ${args.join(" ")}: ${r.stderr}`);
     }
     cpSync(join(ca, "ca.pem"), join(work, "home", "ca.pem"));
+    // Containers (nobody) read the CA certificate the node manager names; the CA's key stays 0600.
+    chmodSync(ca, 0o711);
     const tlsOf = (host: string): Record<string, string> => ({
       ca: join(ca, "ca.pem"),
       cert: join(tlsDir, `${host}.pem`),
@@ -165,7 +196,10 @@ describe("one daemon per host, started from the example configs", () => {
 
   it("refuses to start a daemon whose config has neither tls nor insecure: true", () => {
     const bare = join(work, "etc", "bare.json");
-    const { tls: _tls, ...withoutTls } = JSON.parse(readFileSync(configs["namenode"]!, "utf8")) as Record<string, unknown>;
+    const { tls: _tls, ...withoutTls } = JSON.parse(readFileSync(configs["namenode"]!, "utf8")) as Record<
+      string,
+      unknown
+    >;
     writeFileSync(bare, JSON.stringify({ ...withoutTls, dataDir: join(work, "bare"), port: 0 }), { mode: 0o600 });
     const r = harvest(env, "daemon", "start", "namenode", "--config", bare);
     expect(r.code).toBe(1);

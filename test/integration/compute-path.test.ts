@@ -9,7 +9,7 @@ import { packageRoot } from "../../common/paths.js";
 import { killContainerLeftovers } from "../../cli/cluster.js";
 import { cpuVertex, findFiles, startTestCluster, traceSpec, waitFor } from "./harness.js";
 import type { TestCluster } from "./harness.js";
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 
 describe("a cluster with idle primary tenants", () => {
@@ -17,6 +17,8 @@ describe("a cluster with idle primary tenants", () => {
   let traces: string;
   beforeAll(async () => {
     traces = mkdtempSync(join(tmpdir(), "harvest-traces-"));
+    // The flaky task below leaves its marker here, as the containers' unprivileged account.
+    chmodSync(traces, 0o1777);
     const idle = traceSpec(
       traces,
       "idle",

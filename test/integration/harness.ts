@@ -2,7 +2,7 @@
  * Test harness: real clusters of separate processes (resource manager, node managers, job managers, tasks) on loopback,
  * through the same launcher `harvest cluster up` uses, in a temporary directory that is removed afterwards.
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { JobClient } from "../../client/job-client.js";
@@ -148,6 +148,8 @@ export async function startLocalCluster(
 ): Promise<LocalCluster> {
   requireBuild();
   const dir = mkdtempSync(join(tmpdir(), "harvest-local-"));
+  // The node manager's containers run as an unprivileged account (when the tests run as root), which must get in.
+  chmodSync(dir, 0o755);
   const trace = join(dir, "idle.csv");
   writeFileSync(trace, "time_s,cpu_pct\n0,0\n300,0\n600,0\n");
   const onStop: (() => Promise<void>)[] = [async () => rmSync(dir, { recursive: true, force: true })];

@@ -5,7 +5,7 @@
  * manager's ContainerManager gRPC. Throttling a burning container lowers its measured CPU, hence the modelled draw.
  * The primary tenant replays a steady trace (a model, so that its level is known exactly and any change is visible).
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -70,6 +70,8 @@ describe.each(["auto", "signal"] as const)("a node over its power budget (thrott
   beforeAll(async () => {
     requireBuild();
     dir = mkdtempSync(join(tmpdir(), "harvest-capping-"));
+    // The node manager's containers run as an unprivileged account (when the tests run as root), which must get in.
+    chmodSync(dir, 0o755);
     const trace = join(dir, "primary.csv");
     writeFileSync(trace, `time_s,cpu_pct\n0,${PRIMARY_PCT}\n300,${PRIMARY_PCT}\n600,${PRIMARY_PCT}\n`);
     rm = new ResourceManager(

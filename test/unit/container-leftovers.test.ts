@@ -3,6 +3,7 @@ import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import {
+  chmodSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -13,11 +14,11 @@ import {
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
-  CONTAINER_PROCESS_FILE,
+  containerProcessFile,
   killContainerLeftovers,
   processStartTime,
   readContainerProcess,
@@ -26,6 +27,7 @@ import {
 import { detectCgroups } from "../../nodemanager/cgroups.js";
 import type { CgroupController } from "../../nodemanager/cgroups.js";
 import { ContainerProcess } from "../../nodemanager/container.js";
+import { ContainerAccounts } from "../../nodemanager/run-as.js";
 
 const appId = "application_1700000000000_0001";
 let seq = 0;
@@ -52,8 +54,12 @@ afterAll(() => {
   }
 });
 
+// Containers run as a default node manager's account (nobody when these tests run as root).
+const account = new ContainerAccounts({ fallback: "nobody", minUid: 1000, trustSubmitter: false }).accountFor("");
+
 beforeEach(() => {
   dataDir = mkdtempSync(join(tmpdir(), "harvest-leftovers-"));
+  chmodSync(dataDir, 0o755);
 });
 
 afterEach(async () => {
@@ -158,6 +164,7 @@ function launch(argv: string[], controller: CgroupController): ContainerProcess 
       vcoresMilli: 1000,
       memoryMb: 64,
       isAm: false,
+      account,
       workDir: join(dataDir, "containers", appId, containerId),
     },
     controller,
@@ -170,7 +177,7 @@ function launch(argv: string[], controller: CgroupController): ContainerProcess 
 
 /** Writes a launch record by hand, as a record for a pid that has since been reused would look. */
 function writeRecord(workDir: string, record: object): void {
-  writeFileSync(join(workDir, CONTAINER_PROCESS_FILE), JSON.stringify(record));
+  writeFileSync(containerProcessFile(workDir), JSON.stringify(record));
 }
 
 /** Gives a process a moment in which a SIGKILL sent to it would have taken effect, then says whether it still runs. */
@@ -203,7 +210,8 @@ describe("recordContainerProcess", () => {
       startTime: processStartTime(child.pid!),
       cgroups: ["/sys/fs/cgroup/cpu/harvest/x/cgroup.procs"],
     });
-    expect(readdirSync(dir)).toEqual([CONTAINER_PROCESS_FILE]);
+    // Beside the work directory (which belongs to the container's account), with no temporary file left behind.
+    expect(readdirSync(dirname(dir)).sort()).toEqual([basename(dir), basename(containerProcessFile(dir))].sort());
   });
 });
 
@@ -247,7 +255,7 @@ describe("killContainerLeftovers", () => {
     recordContainerProcess(workDirFor(nextContainerId()), finished.pid!);
     await exited(finished);
     // Also: a damaged record, a work directory with nothing in it, and a stray file where an application dir would be.
-    writeFileSync(join(workDirFor(nextContainerId()), CONTAINER_PROCESS_FILE), "{ not json");
+    writeFileSync(containerProcessFile(workDirFor(nextContainerId())), "{ not json");
     workDirFor(nextContainerId());
     writeFileSync(join(dataDir, "containers", "stray-file"), "");
 

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -8,8 +8,12 @@ import { detectCgroups } from "../../nodemanager/cgroups.js";
 import type { CgroupController } from "../../nodemanager/cgroups.js";
 import type { ContainerSpec } from "../../nodemanager/container.js";
 import { ContainerProcess, expandArg } from "../../nodemanager/container.js";
+import { ContainerAccounts } from "../../nodemanager/run-as.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "harvest-container-process-"));
+// Containers run as a default node manager's account (nobody when these tests run as root), which must get in here.
+chmodSync(tmp, 0o755);
+const account = new ContainerAccounts({ fallback: "nobody", minUid: 1000, trustSubmitter: false }).accountFor("");
 const started: ContainerProcess[] = [];
 const strayPids: number[] = [];
 
@@ -76,6 +80,7 @@ function spec(argv: string[], extra: Partial<ContainerSpec> = {}): ContainerSpec
     vcoresMilli: 1000,
     memoryMb: 256,
     isAm: false,
+    account,
     workDir: join(tmp, containerId),
     ...extra,
   };

@@ -1,0 +1,343 @@
+/**
+ * Containers never run as root: whom a node manager picks for a container, and what a container launched as that
+ * account owns, may and may not do. The launches need root (only root switches users) and are skipped otherwise.
+ */
+import { randomBytes } from "node:crypto";
+import { execFileSync } from "node:child_process";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { containerProcessFile } from "../../common/container-leftovers.js";
+import { isHarvestError } from "../../common/errors.js";
+import { detectCgroups } from "../../nodemanager/cgroups.js";
+import type { CgroupController } from "../../nodemanager/cgroups.js";
+import { ContainerProcess, openContainerLog } from "../../nodemanager/container.js";
+import type { ContainerSpec } from "../../nodemanager/container.js";
+import { resolveNodeManagerOptions } from "../../nodemanager/options.js";
+import {
+  assertCanEnter,
+  ContainerAccounts,
+  handJobDirTo,
+  lookupAccount,
+  ownAccount,
+} from "../../nodemanager/run-as.js";
+import type { ContainerAccount } from "../../nodemanager/run-as.js";
+import { thrown } from "../error-code.js";
+
+const root = lookupAccount("root")!;
+const nobody = lookupAccount("nobody")!;
+/** An account of this server that is neither root nor nobody (daemon, bin, ... on any Linux). */
+const other = readFileSync("/etc/passwd", "utf8")
+  .split("\n")
+  .map((line) => lookupAccount(line.split(":")[0] ?? ""))
+  .find((a): a is ContainerAccount => a !== undefined && a.uid !== 0 && a.uid !== nobody.uid);
+
+const asRoot = process.getuid?.() === 0;
+if (!asRoot) console.log("skipping the container launches of run-as.test.ts: only a root node manager switches users");
+
+describe("ContainerAccounts: whom a root node manager runs a container as", () => {
+  const trusted = new ContainerAccounts({ fallback: "nobody", minUid: 1, trustSubmitter: true }, root);
+
+  it("runs a job submitted as root as the fallback account, under any spelling of uid 0", () => {
+    expect(trusted.switches).toBe(true);
+    for (const name of ["root", "0", "", "unknown", "../root", "root\n"]) {
+      expect(trusted.accountFor(name), JSON.stringify(name)).toEqual(nobody);
+    }
+  });
+
+  it("runs a job of a submitter with no account on this server as the fallback account", () => {
+    expect(trusted.accountFor("no-such-harvest-user")).toEqual(nobody);
+  });
+
+  it.skipIf(!other)("runs a job of a submitter with an account on this server as that account", () => {
+    expect(trusted.accountFor(other!.name)).toEqual(other);
+  });
+
+  it.skipIf(!other)("keeps system accounts below containerMinUid for the fallback account", () => {
+    const strict = new ContainerAccounts({ fallback: "nobody", minUid: other!.uid + 1, trustSubmitter: true }, root);
+    expect(strict.accountFor(other!.name)).toEqual(nobody);
+  });
+
+  it.skipIf(!other)("runs every job as the fallback account when submitter names are not authenticated", () => {
+    const plaintext = new ContainerAccounts({ fallback: "nobody", minUid: 1, trustSubmitter: false }, root);
+    expect(plaintext.accountFor(other!.name)).toEqual(nobody);
+    expect(plaintext.describe()["runAs"]).toContain("not authenticated");
+  });
+
+  it("refuses a fallback account that is root or does not exist (CONFIG_INVALID naming containerUser)", () => {
+    for (const fallback of ["root", "no-such-harvest-user"]) {
+      const err = thrown(() => new ContainerAccounts({ fallback, minUid: 1000, trustSubmitter: true }, root));
+      expect(err.code).toBe("CONFIG_INVALID");
+      expect(err.details["field"]).toBe("containerUser");
+    }
+  });
+});
+
+describe.skipIf(!other)("ContainerAccounts: a node manager that is not root", () => {
+  it("runs every container as its own account, whoever submitted the job", () => {
+    const accounts = new ContainerAccounts({ fallback: "nobody", minUid: 1, trustSubmitter: true }, other);
+    expect(accounts.switches).toBe(false);
+    for (const name of ["root", "nobody", "no-such-harvest-user"]) expect(accounts.accountFor(name)).toEqual(other);
+    expect(accounts.describe()["runAs"]).toContain("not root");
+  });
+});
+
+describe("node manager options for containers' accounts", () => {
+  const base = { nodeId: "n1", rmAddress: "127.0.0.1:1", dataDir: "/d" };
+
+  it("defaults to nobody and uid 1000 and up for submitters' own accounts", () => {
+    const o = resolveNodeManagerOptions(base);
+    expect([o.containerUser, o.containerMinUid]).toEqual(["nobody", 1000]);
+  });
+
+  it("refuses root (by any name of uid 0), a malformed name and a minimum uid of 0, naming the field", () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ containerUser: "root" }, "containerUser"],
+      [{ containerUser: "0" }, "containerUser"],
+      [{ containerUser: "no body" }, "containerUser"],
+      [{ containerMinUid: 0 }, "containerMinUid"],
+    ];
+    for (const [extra, field] of cases) {
+      const err = thrown(() => resolveNodeManagerOptions({ ...base, ...extra }));
+      expect([err.code, err.details["field"]], JSON.stringify(extra)).toEqual(["CONFIG_INVALID", field]);
+    }
+  });
+});
+
+describe.skipIf(!asRoot)("a container launched by a root node manager", () => {
+  let tmp = "";
+  const groupName = `harvest-test/run-as-${randomBytes(6).toString("hex")}`;
+  const cgroups = detectCgroups(groupName, "auto");
+  const noCgroups = detectCgroups(`${groupName}-unused`, "none");
+  const started: ContainerProcess[] = [];
+  const account = new ContainerAccounts({ fallback: "nobody", minUid: 1000, trustSubmitter: false }).accountFor("root");
+
+  beforeAll(() => {
+    tmp = mkdtempSync(join(tmpdir(), "harvest-run-as-"));
+    chmodSync(tmp, 0o755);
+  });
+  afterAll(async () => {
+    for (const c of started) c.killNow("KILLED_BY_USER");
+    await Promise.all(started.map((c) => c.waitForExit()));
+    cgroups.close();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  let seq = 0;
+  function spec(argv: string[], extra: Partial<ContainerSpec> = {}): ContainerSpec {
+    seq += 1;
+    const containerId = `container_1700000000000_0001_01_${String(seq).padStart(6, "0")}`;
+    return {
+      containerId,
+      appId: "application_1700000000000_0001",
+      argv,
+      env: {},
+      vcoresMilli: 1000,
+      memoryMb: 256,
+      isAm: false,
+      account,
+      workDir: join(tmp, "containers", "application_1700000000000_0001", containerId),
+      ...extra,
+    };
+  }
+
+  async function run(s: ContainerSpec, controller: CgroupController = noCgroups): Promise<ContainerProcess> {
+    const c = new ContainerProcess(s, controller, 1_000, () => {});
+    started.push(c);
+    await c.waitForExit();
+    return c;
+  }
+
+  const out = (s: ContainerSpec): string => readFileSync(join(s.workDir, "stdout"), "utf8");
+  const shadowReadable = (): boolean => {
+    try {
+      execFileSync("/bin/sh", ["-c", "cat /etc/shadow > /dev/null"], {
+        uid: nobody.uid,
+        gid: nobody.gid,
+        stdio: "ignore",
+      });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it("runs as the fallback account with its own HOME, USER and LOGNAME, its primary group only, and no_new_privs", async () => {
+    expect(account).toEqual(nobody);
+    const s = spec([
+      "/bin/sh",
+      "-c",
+      'id -u; id -G; echo "$HOME $USER $LOGNAME"; grep NoNewPrivs /proc/self/status || echo "NoNewPrivs: ?"',
+    ]);
+    const c = await run(s);
+    expect(c.cause, c.diagnostics).toBe("SUCCEEDED");
+    const [uid, groups, who, noNewPrivs] = out(s).trim().split("\n");
+    expect(Number(uid)).toBe(nobody.uid);
+    expect(groups?.split(" ").map(Number)).toEqual([nobody.gid]);
+    expect(who).toBe(`${nobody.home} nobody nobody`);
+    if (existsSync("/usr/bin/setpriv") || existsSync("/bin/setpriv")) expect(noNewPrivs).toMatch(/NoNewPrivs:\s+1/);
+  });
+
+  it.skipIf(cgroups.mode === "none")(
+    `runs as the fallback account inside its own cgroup (${cgroups.mode})`,
+    async () => {
+      const s = spec(["/bin/sh", "-c", "id -u; cat /proc/self/cgroup"]);
+      const c = await run(s, cgroups);
+      expect(c.cause, c.diagnostics).toBe("SUCCEEDED");
+      const [uid, ...groups] = out(s).trim().split("\n");
+      expect(Number(uid)).toBe(nobody.uid);
+      expect(groups.join("\n")).toContain(`/${groupName}/${s.containerId}`);
+    },
+  );
+
+  it("gives the work directory (0700) and its logs and pid file to the account; the launch record stays root's, outside", async () => {
+    const s = spec(["/bin/sh", "-c", "echo hello; touch mine"]);
+    const c = await run(s);
+    expect(c.cause, c.diagnostics).toBe("SUCCEEDED");
+    const dir = statSync(s.workDir);
+    expect([dir.uid, dir.gid, dir.mode & 0o777]).toEqual([nobody.uid, nobody.gid, 0o700]);
+    for (const f of ["stdout", "stderr", "pid", "mine"]) expect(statSync(join(s.workDir, f)).uid, f).toBe(nobody.uid);
+    const record = containerProcessFile(s.workDir);
+    expect(dirname(record)).toBe(dirname(s.workDir));
+    expect(statSync(record).uid).toBe(0);
+    expect(statSync(dirname(record)).uid).toBe(0);
+    expect(statSync(dirname(record)).mode & 0o022).toBe(0);
+  });
+
+  it("refuses to run a container as root, and starts nothing", () => {
+    const s = spec(["/bin/sh", "-c", "touch started"], { account: root });
+    const err = thrown(() => new ContainerProcess(s, noCgroups, 1_000, () => {}));
+    expect(err.code).toBe("CONTAINER_LAUNCH_FAILED");
+    expect(existsSync(s.workDir)).toBe(false);
+  });
+
+  it("fails the launch naming the directory the account cannot enter", () => {
+    const closed = mkdtempSync(join(tmp, "closed-"));
+    const s = spec(["/bin/true"], { workDir: join(closed, "containers", "app", "c1") });
+    let err: unknown;
+    try {
+      new ContainerProcess(s, noCgroups, 1_000, () => {});
+    } catch (e) {
+      err = e;
+    }
+    expect(isHarvestError(err, "CONTAINER_LAUNCH_FAILED")).toBe(true);
+    expect((err as Error).message).toContain(`cannot enter ${closed} (mode 700, owner uid 0)`);
+  });
+
+  it("follows symbolic links on the way to a directory with the account's rights only, and says nothing past them", () => {
+    const closed = mkdtempSync(join(tmp, "closed-link-"));
+    mkdirSync(join(closed, "inside"));
+    const toClosed = join(tmp, "to-closed");
+    symlinkSync(join(closed, "inside"), toClosed);
+    const open = mkdtempSync(join(tmp, "open-"));
+    chmodSync(open, 0o755);
+    const toOpen = join(tmp, "to-open");
+    symlinkSync(open, toOpen);
+    expect(() => assertCanEnter(toOpen, nobody, "a directory")).not.toThrow();
+    const err = thrown(() => assertCanEnter(join(toClosed, "missing"), nobody, "a directory"));
+    expect(err.code).toBe("CONTAINER_LAUNCH_FAILED");
+    expect(err.message).toContain(`cannot enter ${toClosed}`);
+    expect(err.message).not.toContain(closed);
+  });
+
+  it("cannot act as root: reading /etc/shadow, writing a root-only directory and setuid(0) all fail", async () => {
+    const rootOnly = mkdtempSync(join(tmp, "root-only-"));
+    expect(statSync(rootOnly).mode & 0o777).toBe(0o700);
+    const attempts = [
+      ["/bin/sh", "-c", "cat /etc/shadow"],
+      ["/bin/sh", "-c", `echo pwned > ${rootOnly}/pwned`],
+      ["node", "-e", "process.setuid(0)"],
+    ];
+    for (const argv of attempts) {
+      const c = await run(spec(argv));
+      expect(c.cause, argv.join(" ")).toBe("FAILED");
+    }
+    expect(existsSync(join(rootOnly, "pwned"))).toBe(false);
+    expect(shadowReadable()).toBe(false);
+  });
+
+  it("never lets the node manager read another file through what the container leaves in place of its logs", async () => {
+    const s = spec(["/bin/sh", "-c", "rm stdout stderr && ln -s /etc/shadow stdout && mkfifo stderr"]);
+    const c = await run(s);
+    expect(c.cause, c.diagnostics).toBe("SUCCEEDED");
+    for (const stream of ["stdout", "stderr"] as const) {
+      const err = await openContainerLog(s.workDir, stream).then(
+        async (fh) => {
+          await fh.close();
+          return undefined;
+        },
+        (e: unknown) => e,
+      );
+      expect(err, stream).toBeDefined();
+    }
+  });
+
+  describe("the job's staging directory", () => {
+    let nmDataDir = "";
+    beforeAll(() => {
+      nmDataDir = join(tmp, "nm");
+      mkdirSync(join(nmDataDir, "containers", "application_1700000000000_0002"), { recursive: true });
+      writeFileSync(join(nmDataDir, "containers", "application_1700000000000_0002", "dag.json"), "{}");
+    });
+
+    function jobDir(appId: string, dag = true): string {
+      const dir = join(tmp, "staging", appId);
+      mkdirSync(dir, { recursive: true });
+      if (dag) writeFileSync(join(dir, "dag.json"), "{}", { mode: 0o644 });
+      return dir;
+    }
+
+    it("is handed to the account (0700), its dag.json left as the resource manager wrote it", () => {
+      const dir = jobDir("application_1700000000000_0001");
+      handJobDirTo(dir, nobody, nmDataDir);
+      const st = statSync(dir);
+      expect([st.uid, st.gid, st.mode & 0o777]).toEqual([nobody.uid, nobody.gid, 0o700]);
+      expect(statSync(join(dir, "dag.json")).uid).toBe(0);
+      // Again (a second job-manager attempt): nothing changes.
+      handJobDirTo(dir, nobody, nmDataDir);
+      expect(statSync(dir).mode & 0o777).toBe(0o700);
+    });
+
+    it("is refused when it is a symbolic link, holds no dag.json, lies in the node manager's data, or is relative", () => {
+      const target = mkdtempSync(join(tmp, "target-"));
+      writeFileSync(join(target, "dag.json"), "{}");
+      mkdirSync(join(tmp, "staging"), { recursive: true });
+      const link = join(tmp, "staging", "application_1700000000000_0003");
+      symlinkSync(target, link);
+      const cases = [
+        link,
+        jobDir("application_1700000000000_0004", false),
+        join(nmDataDir, "containers", "application_1700000000000_0002"),
+        "staging/application_1700000000000_0005",
+      ];
+      for (const dir of cases) {
+        const err = thrown(() => handJobDirTo(dir, nobody, nmDataDir));
+        expect(err.code, dir).toBe("CONTAINER_LAUNCH_FAILED");
+      }
+      expect(statSync(target).uid).toBe(0);
+      expect(statSync(join(nmDataDir, "containers", "application_1700000000000_0002")).uid).toBe(0);
+    });
+
+    it("is refused with the directory named when the account cannot get to it", () => {
+      const closed = mkdtempSync(join(tmp, "closed-staging-"));
+      const dir = join(closed, "application_1700000000000_0006");
+      mkdirSync(dir);
+      writeFileSync(join(dir, "dag.json"), "{}");
+      const err = thrown(() => handJobDirTo(dir, nobody, nmDataDir));
+      expect(err.message).toContain(`cannot enter ${closed}`);
+      expect(thrown(() => assertCanEnter(dir, nobody, "the staging directory")).message).toContain(closed);
+      expect(() => assertCanEnter(dir, ownAccount(), "the staging directory")).not.toThrow();
+    });
+  });
+});
