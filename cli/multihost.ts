@@ -20,6 +20,8 @@ import {
 } from "node:fs";
 import { appendFileSync, writeFileSync, writeSync } from "node:fs";
 import { execFileSync } from "node:child_process";
+import { caFiles, createCa, issueCertificate } from "./cluster-ca.js";
+import type { TlsFiles } from "../common/tls.js";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { errorMessage, HarvestError } from "../common/errors.js";
@@ -204,7 +206,8 @@ class Scenario {
       this.say(`multi-host scenario in ${this.runDir}`);
       lab.create();
       result.prefix = lab.prefix;
-      this.client = lab.openClient(MASTER, await this.startCluster());
+      await this.startCluster();
+      this.client = lab.openClient(MASTER, this.result.clientConfig);
       await this.checkRegistration();
       await this.runJobAcrossServers();
       await this.copyFileBetweenServers();
@@ -232,7 +235,7 @@ class Scenario {
   // ---------------------------------------------------------------------------------------------- the cluster
 
   /** The RM and NN on the master (bound to every address, advertising the master's), an NM and a DN per server. */
-  private async startCluster(): Promise<{ rmAddress: string; nnAddress: string }> {
+  private async startCluster(): Promise<void> {
     const { lab, runDir } = this;
     const secret = randomBytes(16).toString("hex");
     // A flat, low primary load (5 %) on every server: nothing is refused as busy, nothing is preempted.
@@ -240,7 +243,10 @@ class Scenario {
     const rows = ["time_s,cpu_pct"];
     for (let t = 0; t <= 86_400; t += 300) rows.push(`${t},5`);
     writeFileSync(trace, rows.join("\n") + "\n");
-    const master = { host: "0.0.0.0", advertiseHost: lab.ipOf(MASTER), port: 0 };
+    // Secure as a deployment is: a CA, a daemon certificate per host naming its address, and the admin's for the
+    // client, issued as the README's deployment steps do.
+    const tls = await this.certificates();
+    const master = { host: "0.0.0.0", advertiseHost: lab.ipOf(MASTER), port: 0, tls: tls.daemons[MASTER] };
     const rm = await lab.startDaemon(MASTER, "resourcemanager", {
       dataDir: join(runDir, MASTER, "rm"),
       nodeExpiryMs: this.opts.nodeExpiryMs ?? 4_000,
@@ -253,7 +259,7 @@ class Scenario {
       rmAddress: rm.address,
       ...master,
     });
-    writeJson(this.result.clientConfig, { rmAddress: rm.address, nnAddress: nn.address });
+    writeJson(this.result.clientConfig, { rmAddress: rm.address, nnAddress: nn.address, ...tls.admin });
     await Promise.all(
       SERVERS.map(async (s, i) => {
         const ip = lab.ipOf(s);
@@ -263,6 +269,7 @@ class Scenario {
           port: 0,
           rack: `/rack-${(i % 2) + 1}`,
           primary: `trace:${trace}`,
+          tls: tls.daemons[s],
         };
         await Promise.all([
           lab.startDaemon(s, "nodemanager", {
@@ -286,9 +293,23 @@ class Scenario {
       }),
     );
     this.say(
-      `cluster up: resource manager ${rm.address}, namenode ${nn.address}; client config ${this.result.clientConfig}`,
+      `cluster up (mutual TLS): resource manager ${rm.address}, namenode ${nn.address}; client config ${this.result.clientConfig}`,
     );
-    return { rmAddress: rm.address, nnAddress: nn.address };
+  }
+
+  /** The lab's CA in `<runDir>/security` (searchable, so containers read its certificate; keys are 0600). */
+  private async certificates(): Promise<{ daemons: Record<string, TlsFiles>; admin: TlsFiles }> {
+    const caDir = join(this.runDir, "security");
+    mkdirSync(caDir, { recursive: true, mode: 0o711 });
+    const ca = caFiles(caDir);
+    if (!existsSync(ca.cert)) await createCa(caDir, { name: "Harvest multi-host lab CA" });
+    const daemons: Record<string, TlsFiles> = {};
+    for (const host of [MASTER, ...SERVERS]) {
+      const f = await issueCertificate(caDir, caDir, { name: host, role: "daemon", hosts: [this.lab.ipOf(host)] });
+      daemons[host] = { ca: ca.cert, ...f };
+    }
+    const admin = await issueCertificate(caDir, join(caDir, "users"), { name: "ops", role: "admin" });
+    return { daemons, admin: { ca: ca.cert, ...admin } };
   }
 
   private async checkRegistration(): Promise<void> {
@@ -316,6 +337,17 @@ class Scenario {
         ),
       `${nodes.map((n) => `${n.nodeId} ${n.state} ${n.nmAddress}`).join(", ")}; datanodes ` +
         `${ready.map((d) => `${d.datanodeId} ${d.state} ${d.address}`).join(", ")} (up in ${seconds(this.result.startupMs)})`,
+    );
+    // The cluster runs mutual TLS: from a server, a user who trusts the CA but holds no certificate gets nowhere.
+    const admin = JSON.parse(readFileSync(this.result.clientConfig, "utf8")) as Record<string, string>;
+    const stranger = join(this.runDir, "stranger.json");
+    writeJson(stranger, { rmAddress: admin["rmAddress"], nnAddress: admin["nnAddress"], ca: admin["ca"] });
+    const refused = await harvestCli(this.lab, SERVERS[0]!, stranger, this.runDir, ["job", "list"], 30_000);
+    const code = (refused.json as { error?: { code?: string } } | undefined)?.error?.code;
+    this.check(
+      "a client without a certificate is refused (mutual TLS)",
+      refused.code !== 0 && code === "UNAUTHENTICATED",
+      `harvest job list without a certificate: exit ${refused.code}, ${code ?? refused.stdout.slice(0, 200)}`,
     );
   }
 

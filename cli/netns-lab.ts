@@ -444,7 +444,7 @@ export class NetnsLab {
    * Opens a Harvest client inside a host's namespace (a small Node program using `JobClient`/`DfsClient` from dist/,
    * answering one JSON request per line), for polling faster than one CLI process per look.
    */
-  openClient(host: string, addresses: { rmAddress: string; nnAddress: string }): LabClient {
+  openClient(host: string, clientConfig: string): LabClient {
     const child = this.exec(
       host,
       [
@@ -453,8 +453,7 @@ export class NetnsLab {
         "-e",
         CLIENT_PROGRAM,
         pathToFileURL(distEntry("client/index.js")).href,
-        addresses.rmAddress,
-        addresses.nnAddress,
+        clientConfig,
       ],
       { stdio: ["pipe", "pipe", "pipe"], name: `${host}-client` },
     );
@@ -532,13 +531,13 @@ export class NetnsLab {
   }
 }
 
-/** The program `openClient` runs inside a namespace: argv is the client module URL, the RM and the NN address. */
+/** The program `openClient` runs inside a namespace: argv is the client module URL and a client configuration. */
 const CLIENT_PROGRAM = `
-const [clientUrl, rmAddress, nnAddress] = process.argv.slice(1);
+const [clientUrl, clientConfig] = process.argv.slice(1);
 const { JobClient, DfsClient } = await import(clientUrl);
 const { createInterface } = await import("node:readline");
-const jobs = new JobClient(rmAddress);
-const dfs = new DfsClient(nnAddress);
+const jobs = JobClient.fromConfig(clientConfig);
+const dfs = DfsClient.fromConfig(clientConfig);
 const ops = {
   nodes: () => jobs.nodes(),
   datanodes: () => dfs.datanodes(),

@@ -47,6 +47,11 @@ describe.skipIf(!available.ok)("a cluster across network namespaces, through a p
     expect(registered?.ok, registered?.detail).toBe(true);
   });
 
+  it("runs with mutual TLS: a client without a certificate is refused", () => {
+    const tls = r.checks.find((c) => c.name.startsWith("a client without a certificate is refused"));
+    expect(tls?.ok, tls?.detail).toBe(true);
+  });
+
   it("runs a DAG job to success on every server, with no failed task", () => {
     expect(r.dagJob?.state).toBe("FINISHED");
     expect(r.dagJob?.outcome).toBe("JOB_SUCCEEDED");
