@@ -4,6 +4,7 @@
  * over one long-lived DatanodeChannel stream (register, full block report, heartbeats, incremental reports; commands
  * come back in the answers), reconnecting with backoff when the namenode goes away.
  */
+import { ensureDirMode } from "../common/atomic-file.js";
 import { verifyBlockToken, verifyBlockTokenSignature } from "../common/block-token.js";
 import { ANY_CERTIFICATE, Gate } from "../common/auth.js";
 import { INSECURE_WARNING } from "../common/options.js";
@@ -145,6 +146,9 @@ export class DataNode {
   async start(): Promise<void> {
     if (this.stateValue !== "new") throw new Error(`datanode cannot start from state ${this.stateValue}`);
     this.stateValue = "starting";
+    // Blocks are served only through the data-transfer port, with a token: no local account reads them directly.
+    if (!ensureDirMode(this.options.dataDir, 0o700))
+      this.log.warn("cannot make the data directory private (0700)", { dir: this.options.dataDir });
     // A namenode required block tokens before: require them from the start (refusing all until keys arrive).
     if (existsSync(join(this.options.dataDir, BLOCK_TOKENS_MARKER))) this.blockKeys = new Map();
     const store = await BlockStore.open({

@@ -6,8 +6,8 @@
  * the replication monitor count committed blocks only: the last block of an open file has no final length yet.
  */
 import type * as grpc from "@grpc/grpc-js";
-import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { ensureDirMode } from "../common/atomic-file.js";
 import { BlockKeyManager } from "../common/block-token.js";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
@@ -197,7 +197,9 @@ export class NameNode {
   async start(): Promise<void> {
     if (this.stateValue !== "new") throw new Error(`namenode cannot start from state ${this.stateValue}`);
     this.stateValue = "starting";
-    await mkdir(this.options.dataDir, { recursive: true });
+    // The namespace, its edits and the delegation key are the namenode's alone.
+    if (!ensureDirMode(this.options.dataDir, 0o700))
+      this.log.warn("cannot make the data directory private (0700)", { dir: this.options.dataDir });
     if (this.options.tls)
       this.delegation = new DelegationTokens(
         DelegationTokens.keyFromFile(join(this.options.dataDir, "delegation.key")),

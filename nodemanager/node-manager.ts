@@ -12,7 +12,7 @@ import { killContainerLeftovers } from "../common/container-leftovers.js";
 import { verifyContainer } from "../common/container-token.js";
 import { amTokenVerifier, Gate, requireAccess } from "../common/auth.js";
 import type { Principal } from "../common/auth.js";
-import { writeFileAtomic } from "../common/atomic-file.js";
+import { ensureDirMode, writeFileAtomic } from "../common/atomic-file.js";
 import { INSECURE_WARNING } from "../common/options.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { formatAddress } from "../common/net-address.js";
@@ -155,6 +155,9 @@ export class NodeManager {
   async start(): Promise<void> {
     if (this.stateValue !== "new") throw new Error(`node manager cannot start from state ${this.stateValue}`);
     this.stateValue = "starting";
+    // Containers pass through to their own work directories below; nothing else here is theirs to list.
+    for (const dir of [this.options.dataDir, join(this.options.dataDir, "containers")])
+      if (!ensureDirMode(dir, 0o711)) this.log.warn("cannot set the mode of a directory", { dir, mode: "711" });
     this.killLeftovers();
     this.cgroups = detectCgroups(`harvest/${this.options.nodeId}`, this.options.cgroups);
     this.log.info("cpu limits", { mode: this.cgroups.mode, detail: this.cgroups.reason });

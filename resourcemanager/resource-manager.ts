@@ -5,6 +5,7 @@
  */
 import type * as grpc from "@grpc/grpc-js";
 import { mkdir, open } from "node:fs/promises";
+import { ensureDirMode } from "../common/atomic-file.js";
 import { join } from "node:path";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
@@ -204,8 +205,16 @@ export class ResourceManager {
   async start(): Promise<void> {
     if (this.stateValue !== "new") throw new Error(`resource manager cannot start from state ${this.stateValue}`);
     this.stateValue = "starting";
-    await mkdir(this.options.dataDir, { recursive: true });
-    await mkdir(this.options.stagingDir, { recursive: true });
+    // Containers (other accounts) pass through the data and staging directories to their job's directory; the
+    // state stores are the resource manager's alone.
+    for (const [dir, mode] of [
+      [this.options.dataDir, 0o711],
+      [this.options.stagingDir, 0o711],
+      [join(this.options.dataDir, "rm-state"), 0o700],
+      [join(this.options.dataDir, "rm-tenants"), 0o700],
+    ] as const)
+      if (!ensureDirMode(dir, mode))
+        this.log.warn("cannot set the mode of a directory", { dir, mode: mode.toString(8) });
     await this.store.open();
     await this.tenants.open();
     await this.recluster("startup");
