@@ -57,6 +57,8 @@ export async function runDemo(opts: {
     memoryMb: 4096,
     startTimeoutMs: 30_000,
   });
+  if (cluster.security)
+    say(`secure by default: mutual TLS under the cluster's own CA (${cluster.security.ca}); you are its admin`);
   const client = localJobClient(cluster);
   const dfs = localDfsClient(cluster);
   try {
