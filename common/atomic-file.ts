@@ -3,6 +3,7 @@
  * half-written one), and directories with the mode the daemon means them to have.
  */
 import { chmodSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 
 /**
  * Writes `data` to a temporary file beside `file` (created with `mode`) and renames it over `file`. The temporary name
@@ -21,6 +22,9 @@ export function writeFileAtomic(file: string, data: string, mode = 0o644): void 
  * shared mount owned by someone else); the caller says so.
  */
 export function ensureDirMode(dir: string, mode: number): boolean {
+  // Parents get the usual mode: another daemon on the same host may have to pass through them (a recursive mkdir
+  // with `mode` would give every new parent the private mode too).
+  mkdirSync(dirname(dir), { recursive: true });
   mkdirSync(dir, { recursive: true, mode });
   try {
     chmodSync(dir, mode);
