@@ -13,7 +13,16 @@
  */
 import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, createReadStream, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  createReadStream,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { localDfsClient, startCluster, stopCluster } from "../cli/cluster.js";
@@ -68,6 +77,8 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
   const f = parseFlags(argv, FLAGS);
   const bytes = f["size-mib"] * MiB;
   const work = mkdtempSync(join(tmpdir(), "harvest-bench-dfs-"));
+  // The clusters live below: their containers' account (when run as root) must pass through.
+  chmodSync(work, 0o755);
   try {
     progress(`writing a ${f["size-mib"]} MiB random file`);
     const source = join(work, "source.bin");

@@ -10,7 +10,8 @@ import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { killContainerLeftovers as killRecordedContainers, processStartTime } from "../common/container-leftovers.js";
 import { writeFileAtomic } from "../common/atomic-file.js";
-import { HarvestError } from "../common/errors.js";
+import { errorMessage, HarvestError } from "../common/errors.js";
+import { assertCanEnter, lookupAccount } from "../nodemanager/run-as.js";
 import { distEntry } from "../common/paths.js";
 import { DfsClient } from "../client/dfs-client.js";
 import type { DfsClientOptions } from "../client/dfs-client.js";
@@ -147,7 +148,10 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
   // security/ (where every key is 0600); the daemons' configs (the cluster secret) and logs stay the launcher's.
   const asRoot = process.getuid?.() === 0;
   mkdirSync(dir, { recursive: true });
-  if (asRoot) chmodSync(dir, 0o755);
+  if (asRoot) {
+    chmodSync(dir, 0o755);
+    checkContainersCanEnter(dir, String(opts.nm?.["containerUser"] ?? "nobody"));
+  }
   for (const own of ["logs", "run"]) {
     mkdirSync(join(dir, own), { recursive: true, mode: 0o700 });
     chmodSync(join(dir, own), 0o700);
@@ -265,6 +269,23 @@ export function localJobClient(c: ClusterDescriptor): JobClient {
 export function localDfsClient(c: ClusterDescriptor, options: Partial<DfsClientOptions> = {}): DfsClient {
   if (!c.nn) throw new HarvestError("CLUSTER_NOT_FOUND", `the cluster in ${c.dir} runs no namenode`);
   return new DfsClient(c.nn.address, { ...(c.security ? { security: c.security } : {}), ...options });
+}
+
+/**
+ * Fails before anything starts when the account containers run as cannot get into the cluster directory (say, one
+ * under root's 0700 home), rather than every job failing at its first launch.
+ */
+function checkContainersCanEnter(dir: string, accountName: string): void {
+  const account = lookupAccount(accountName);
+  if (!account) return; // The node managers name it at start.
+  try {
+    assertCanEnter(dir, account, "the cluster directory");
+  } catch (err) {
+    throw new HarvestError(
+      "CONFIG_INVALID",
+      `${errorMessage(err)}; start the cluster in a directory every account can pass through, e.g. --dir /var/tmp/harvest`,
+    );
+  }
 }
 
 /** Every daemon a descriptor names: the masters, then each server's node manager and datanode. */
