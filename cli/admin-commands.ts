@@ -7,6 +7,7 @@ import { TenantAdminClient } from "../client/tenant-admin-client.js";
 import type { HistoryFormat, TenantClasses } from "../client/tenant-admin-client.js";
 import { HarvestError } from "../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import { describeTraceWarnings, hasTraceWarnings } from "../common/trace-io.js";
 import { action, clusterTarget, common, print, rmTarget, withDfs } from "./command-kit.js";
 import type { GlobalOpts } from "./command-kit.js";
 import { table } from "./format.js";
@@ -147,7 +148,9 @@ export function registerAdminCommands(program: Command): void {
 
   const history = admin.command("history").description("utilization and reimage history");
   common(history.command("import <file>"))
-    .description("import a history file; a malformed file is rejected with its line number and nothing is kept")
+    .description(
+      "import a history file; quirks (CPU over 100 % or below 0, repeated timestamps, gaps, bad lines) are repaired and counted, an unreadable file is rejected with its line number and nothing is kept",
+    )
     .option("--format <format>", `csv (time_s,cpu_pct), nab, bitbrains, or reimages (time_s,server)`, "csv")
     .option("--server <server>", "the server the series belongs to")
     .option("--tenant <tenant>", "or: every server of this tenant (the series is its average server)")
@@ -178,7 +181,10 @@ export function registerAdminCommands(program: Command): void {
             print(o, r, () =>
               o.format === "reimages"
                 ? `imported ${r.reimages} reimage(s) of ${r.servers} server(s), ${iso(r.firstMs)} .. ${iso(r.lastMs)}`
-                : `imported ${r.samples} sample(s) onto ${r.servers} server(s), ${iso(r.firstMs)} .. ${iso(r.lastMs)}; 'harvest admin recluster' rebuilds the classes`,
+                : `imported ${r.samples} sample(s) onto ${r.servers} server(s), ${iso(r.firstMs)} .. ${iso(r.lastMs)}; 'harvest admin recluster' rebuilds the classes` +
+                  (r.warnings && hasTraceWarnings(r.warnings)
+                    ? `\nwarning: ${file}: ${describeTraceWarnings(r.warnings)}`
+                    : ""),
             );
           });
         },

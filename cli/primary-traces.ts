@@ -8,7 +8,14 @@ import { join } from "node:path";
 import { HarvestError } from "../common/errors.js";
 import { sharedDataDir } from "../common/paths.js";
 import { generateDemoTraces } from "../common/trace-gen.js";
-import { readUtilizationFile, valueAt } from "../common/trace-io.js";
+import type { TraceWarnings } from "../common/trace-io.js";
+import {
+  describeTraceWarnings,
+  describeUnreadableTrace,
+  hasTraceWarnings,
+  readTraceFiles,
+  valueAt,
+} from "../common/trace-io.js";
 
 /** One server's primary tenant: its monitor spec and where its replay starts. */
 export interface PrimaryChoice {
@@ -16,6 +23,8 @@ export interface PrimaryChoice {
   offsetMs: number;
   /** Where the trace comes from, for the demo's summary. */
   label: string;
+  /** What reading the trace file changed (clamped values, merged timestamps, gaps, skipped lines); absent for proc. */
+  warnings?: TraceWarnings;
 }
 
 /**
@@ -59,13 +68,17 @@ export function findSpikeWindow(cpuPct: readonly number[], window: SpikeWindow =
  * - `trace:<file>` / `burn:<file>`: every server replays that file, from different points,
  * - `trace` / `burn` (no file): real series from ../shared/data when present, else generated traces in `<dir>/traces`.
  * With `spiky`, each bursty series starts at a window where a spike follows a calm lead-in (for the demo).
+ * Every file goes through the shared normalization of common/trace-io.ts; a file with quirks is reported once to
+ * `warn` with the counts, an unreadable one is reported (file and line) and left out, and only when no file is
+ * readable does this fail (TRACE_MALFORMED).
  */
 export async function choosePrimaries(
   flag: string,
   servers: number,
   clusterDir: string,
-  opts: { spiky?: boolean; seed?: number } = {},
+  opts: { spiky?: boolean; seed?: number; warn?: (message: string) => void } = {},
 ): Promise<PrimaryChoice[]> {
+  const warn = opts.warn ?? ((message: string): void => void process.stderr.write(`warning: ${message}\n`));
   if (flag === "proc")
     return Array.from({ length: servers }, () => ({ spec: "proc", offsetMs: 0, label: "proc (real /proc/stat)" }));
   const m = /^(trace|burn)(?::(.+))?$/.exec(flag);
@@ -84,12 +97,17 @@ export async function choosePrimaries(
   }
   const shared = sharedDataDir();
   const real = file ? [file] : shared ? REAL_SERIES.map((f) => join(shared, f)).filter((f) => existsSync(f)) : [];
-  const files =
+  const candidates =
     real.length > 0 ? real : await generateDemoTraces(join(clusterDir, "traces"), servers, opts.seed ?? 2016);
+  const { traces } = await readTraceFiles(candidates, {
+    onSkip: (s) => warn(`primary trace ${describeUnreadableTrace(s)}`),
+  });
+  for (const t of traces)
+    if (hasTraceWarnings(t.warnings)) warn(`primary trace ${t.file}: ${describeTraceWarnings(t.warnings)}`);
+  const files = traces.map((t) => t.file);
   const out: PrimaryChoice[] = [];
   for (let i = 0; i < servers; i++) {
-    const path = files[i % files.length]!;
-    const series = await readUtilizationFile(path, undefined, { duplicateTimes: "merge" });
+    const { file: path, series, warnings } = traces[i % traces.length]!;
     const spanMs = series.timesMs[series.timesMs.length - 1]! - series.timesMs[0]!;
     // Later servers sharing a file start later in it, so that they are not in lockstep.
     let offsetMs = Math.floor((spanMs * i) / servers);
@@ -109,7 +127,7 @@ export async function choosePrimaries(
     }
     const label =
       file ?? (real.length > 0 ? path.split("/").slice(-2).join("/") : `generated ${path.split("/").pop() ?? path}`);
-    out.push({ spec: `${kind}:${path}`, offsetMs, label });
+    out.push({ spec: `${kind}:${path}`, offsetMs, label, warnings });
   }
   return out;
 }

@@ -9,6 +9,8 @@ import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import { fromGrpcError, HarvestError } from "../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import { TRACE_WARNINGS_METADATA_KEY } from "../common/trace-io.js";
+import type { TraceWarnings } from "../common/trace-io.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import type { TenantAdminClient as GrpcTenantAdminClient } from "../proto/generated/harvest/v1/TenantAdmin.js";
 import type { ImportHistoryResponseOutput } from "../proto/generated/harvest/v1/ImportHistoryResponse.js";
@@ -19,8 +21,12 @@ import type { TenantInfoOutput } from "../proto/generated/harvest/v1/TenantInfo.
 export type TenantInfo = TenantInfoOutput;
 /** The utilization classes and when they were built. */
 export type TenantClasses = ListClassesResponseOutput;
-/** What an import stored. */
-export type ImportResult = ImportHistoryResponseOutput;
+/**
+ * What an import stored, and for a utilization series what the resource manager's normalization of the file changed
+ * (clamped values, merged timestamps, bridged and kept gaps, skipped lines); `warnings` is absent for a clean file,
+ * a reimage list, or a resource manager too old to report them.
+ */
+export type ImportResult = ImportHistoryResponseOutput & { warnings?: TraceWarnings };
 
 /** History file formats an import understands. */
 export type HistoryFormat = "csv" | "nab" | "bitbrains" | "reimages";
@@ -100,8 +106,9 @@ export class TenantAdminClient {
 
   /**
    * Imports a history file: a utilization series for one server (or for every server of a tenant), or a reimage
-   * list. The file is checked whole on the resource manager; a malformed one is rejected with its line number and
-   * nothing of it is kept.
+   * list. The file is read on the resource manager through the shared trace normalization (common/trace-io.ts):
+   * quirks are repaired and counted in `warnings`; an unreadable file is rejected with its line number and nothing of
+   * it is kept.
    */
   async importHistory(
     path: string,
@@ -136,10 +143,24 @@ export class TenantAdminClient {
     ];
     for (let off = 0; off < data.length; off += IMPORT_CHUNK_BYTES)
       messages.push({ data: data.subarray(off, off + IMPORT_CHUNK_BYTES) });
-    return clientStream<ImportResult>(
-      (cb) => this.rm.importHistory(new grpc.Metadata(), streamDeadline(), cb as never),
+    let warnings: TraceWarnings | undefined;
+    return clientStream<ImportHistoryResponseOutput>(
+      (cb) => {
+        const stream = this.rm.importHistory(new grpc.Metadata(), streamDeadline(), cb as never);
+        stream.on("status", (status: grpc.StatusObject) => {
+          const raw = status.metadata.get(TRACE_WARNINGS_METADATA_KEY)[0];
+          if (raw === undefined) return;
+          try {
+            warnings = JSON.parse(raw.toString()) as TraceWarnings;
+          } catch {
+            // Not ours to fail an import that was stored over a report we cannot read.
+          }
+        });
+        return stream;
+      },
       messages,
-    );
+      true,
+    ).then((res) => (warnings ? { ...res, warnings } : res));
   }
 
   close(): void {
@@ -151,13 +172,29 @@ function streamDeadline(): grpc.CallOptions {
   return { deadline: Date.now() + 120_000 };
 }
 
-/** Writes `messages` on a client stream (respecting back-pressure) and resolves to the answer. */
+/**
+ * Writes `messages` on a client stream (respecting back-pressure) and resolves to the answer; with `afterStatus`, only
+ * once the call's status (and its trailing metadata) has arrived, which grpc-js reports after the answer.
+ */
 function clientStream<Res>(
   open: (cb: (err: grpc.ServiceError | null, res?: Res) => void) => grpc.ClientWritableStream<never>,
   messages: readonly unknown[],
+  afterStatus = false,
 ): Promise<Res> {
   return new Promise<Res>((resolve, reject) => {
-    const stream = open((err, res) => (err ? reject(fromGrpcError(err)) : resolve(res as Res)));
+    let answer: { res: Res } | undefined;
+    let statusSeen = false;
+    const stream = open((err, res) => {
+      if (err) return reject(fromGrpcError(err));
+      answer = { res: res as Res };
+      if (!afterStatus || statusSeen) resolve(answer.res);
+    });
+    if (afterStatus) {
+      stream.on("status", () => {
+        statusSeen = true;
+        if (answer) resolve(answer.res);
+      });
+    }
     let i = 0;
     const pump = (): void => {
       while (i < messages.length) {

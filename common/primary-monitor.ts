@@ -13,9 +13,10 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Clock } from "./clock.js";
 import { HarvestError, errorMessage } from "./errors.js";
+import { Logger } from "./log.js";
 import { distEntry, packageRoot } from "./paths.js";
 import type { UtilizationSeries } from "./trace-io.js";
-import { readUtilizationFile, valueAt } from "./trace-io.js";
+import { describeTraceWarnings, hasTraceWarnings, readTraceFile, traceWarningFields, valueAt } from "./trace-io.js";
 import type { BurnHelperReport, BurnStartMessage } from "./burn-helper.js";
 import type { MemInfo, ProcStatTotals } from "./proc-stats.js";
 import { readMemInfo, readProcStatTotals } from "./proc-stats.js";
@@ -168,6 +169,12 @@ export interface TraceReplayOptions {
    * @default 0
    */
   offsetMs?: number;
+  /**
+   * Where a trace file's normalization warnings go (once per file read: clamped values, merged timestamps, gaps,
+   * skipped lines).
+   * @default a `primary-monitor` logger on stderr (which the daemons redirect to their log file)
+   */
+  log?: Logger;
 }
 
 function checkReplay(options: TraceReplayOptions): void {
@@ -188,9 +195,20 @@ function traceSource(kind: string, trace: UtilizationSeries | string): string {
   return `${kind}:${typeof trace === "string" ? trace : trace.name}`;
 }
 
-async function loadTrace(trace: UtilizationSeries | string): Promise<UtilizationSeries> {
-  // Replay tolerates repeated timestamps (NAB's daylight-saving night folds an hour onto one stamp) by averaging them.
-  return typeof trace === "string" ? readUtilizationFile(trace, undefined, { duplicateTimes: "merge" }) : trace;
+/**
+ * The series to replay: a file goes through the shared normalization of common/trace-io.ts (clamping, merged
+ * timestamps, bridged gaps, skipped lines), and what it changed is logged once, as one warning with the counts.
+ */
+async function loadTrace(trace: UtilizationSeries | string, log: Logger | undefined): Promise<UtilizationSeries> {
+  if (typeof trace !== "string") return trace;
+  const { series, warnings } = await readTraceFile(trace);
+  if (hasTraceWarnings(warnings)) {
+    (log ?? new Logger("primary-monitor")).warn(`trace ${trace} normalized: ${describeTraceWarnings(warnings)}`, {
+      file: trace,
+      ...traceWarningFields(warnings),
+    });
+  }
+  return series;
 }
 
 /**
@@ -212,7 +230,7 @@ export class TracePrimaryMonitor implements PrimaryMonitor {
   }
 
   async start(): Promise<void> {
-    this.series ??= await loadTrace(this.options.trace);
+    this.series ??= await loadTrace(this.options.trace, this.options.log);
     this.startedAtMs = this.clock.nowMs();
   }
 
@@ -294,7 +312,7 @@ export class BurnPrimaryMonitor implements PrimaryMonitor {
 
   async start(): Promise<void> {
     if (this.helper) return;
-    const series = await loadTrace(this.options.trace);
+    const series = await loadTrace(this.options.trace, this.options.log);
     const { entry, execArgv } = burnHelperCommand();
     const child = fork(entry, [], {
       execArgv,
@@ -391,6 +409,8 @@ export interface CreatePrimaryMonitorOptions {
   capacityMemoryMb?: number;
   /** Bytes this node's containers use now (`proc`). */
   containerMemoryBytes?: () => number;
+  /** Where `trace` and `burn` log what the trace file's normalization changed. @default stderr */
+  log?: Logger;
 }
 
 /**
@@ -423,6 +443,7 @@ export function createPrimaryMonitor(spec: string, options: CreatePrimaryMonitor
     capacityMilli: options.capacityMilli,
     speed: options.speed,
     offsetMs: options.offsetMs,
+    ...(options.log ? { log: options.log } : {}),
   };
   return kind === "trace"
     ? new TracePrimaryMonitor({ ...replay, clock: options.clock })

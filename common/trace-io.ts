@@ -1,11 +1,32 @@
 /**
  * Primary-tenant CPU-utilization traces: readers for the real traces in `../shared/data` (NAB AWS CloudWatch, Bitbrains
- * GWA-T-12) and for our own plain CSV, a step-hold lookup for replay, and resampling. A reader either returns a complete,
- * validated series or throws TRACE_MALFORMED naming the file and the 1-based line; it never returns part of a file.
+ * GWA-T-12) and for our own plain CSV, a step-hold lookup for replay, and resampling.
+ *
+ * Every reader (the RM's history import, the simulator's replay, the daemons' `trace:` replay, the demo's primaries)
+ * goes through one normalization, `parseTraceText`, which reads real files as they are and counts what it changed
+ * (`TraceWarnings`):
+ * - CPU outside 0..100 % of the server (multi-core VMs report several hundred, monitoring noise dips below 0) is
+ *   clamped to 0..100 and counted (`clampedHigh`, `clampedLow`); float error within 1e-6 of the bounds is not counted.
+ * - Rows out of time order are sorted into place (`outOfOrder`): a row is a measurement keyed by its timestamp, and the
+ *   file order carries nothing the timestamp does not.
+ * - Rows sharing a timestamp are merged into their mean (`duplicatesMerged`, rows folded away): the RM's history keeps
+ *   one mean per slot (sum and count), so the mean is what importing the rows one by one would store, and it is the
+ *   right value for NAB's folded daylight-saving hour (twelve 5-minute readings stamped 03:00 are that hour's average).
+ * - Gaps: an interval between consecutive samples of k >= 2 steps (k = interval / median step, rounded) misses k - 1
+ *   samples. Up to `maxBridgeSteps` steps (default 6: 30 minutes at 5-minute steps) it is bridged by holding the
+ *   previous value at each missing step (`gapsBridged`, `samplesBridged`); longer ones stay gaps (`gapsKept`). See
+ *   `DEFAULT_MAX_BRIDGE_STEPS` for why.
+ * - A last line without a final newline that does not parse was cut off mid-write: it is dropped (`truncatedLastLine`).
+ * - Any other line that does not parse (non-numeric value, wrong column count, impossible date, blank line) is skipped
+ *   and counted with its line number (`skippedLines`, `skipped`). More than `maxSkippedLines` (default 10) of them,
+ *   or fewer than 2 usable samples, makes the file unreadable: TRACE_MALFORMED naming the file and a line.
+ * A header that is none of ours (or not the format asked for), and an empty file, are unreadable too.
+ * `readTraceFiles` reads many files, skipping unreadable ones with a warning naming file and line; it fails only when
+ * none is readable.
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { basename, extname } from "node:path";
-import { HarvestError } from "./errors.js";
+import { HarvestError, errorMessage, isHarvestError } from "./errors.js";
 
 /** A CPU-utilization time series of one primary tenant (or one server), oldest sample first. */
 export interface UtilizationSeries {
@@ -24,20 +45,95 @@ export interface UtilizationSeries {
 /** The trace formats the readers understand. */
 export type TraceFormat = "nab" | "bitbrains" | "csv";
 
-/** How a reader treats consecutive rows that carry the same timestamp. */
-export type DuplicateTimePolicy = "reject" | "merge";
+/**
+ * How a reader treats rows that carry the same timestamp: always merged into their mean. Kept so that callers written
+ * when "reject" was the default still compile.
+ */
+export type DuplicateTimePolicy = "merge";
+
+/**
+ * Bridging threshold, in steps, of `ReadTraceOptions.maxBridgeSteps`. Half an hour at the real traces' 5-minute steps:
+ * the holes of a few missed polls (NAB's 10- to 20-minute ones, Bitbrains' 10-minute ones) are monitoring artefacts
+ * while the workload ran on, and holding the last value for up to 30 minutes cannot make or erase the hour-scale
+ * features the classifier and the demo look for (daily cycles, bursts). Longer holes (Bitbrains' 55-minute and 30-hour
+ * outages, NAB's daylight-saving hour) say nothing about what ran, so they stay gaps: the RM's history keeps those slots
+ * empty rather than averaging invented values; replay (`valueAt`) and `resample` hold the last value across them, as
+ * they hold every sample until the next.
+ */
+export const DEFAULT_MAX_BRIDGE_STEPS = 6;
+
+/**
+ * Most skipped lines a readable file may have. Real monitoring files have the odd corrupt line (a crash mid-write, a
+ * header repeated on append); many more means the file is not in the format we think it is.
+ */
+export const DEFAULT_MAX_SKIPPED_LINES = 10;
 
 /** Options for the readers. */
 export interface ReadTraceOptions {
-  /**
-   * `reject` treats a repeated timestamp as malformed; `merge` folds a run of rows with the same timestamp into their
-   * mean. A time that goes backwards is always malformed.
-   * NAB's `ec2_request_latency_system_failure.csv` needs `merge`: its US spring-forward hour (2014-03-09 02:xx) was
-   * folded onto twelve rows stamped 03:00:00.
-   * @default "reject"
-   */
+  /** @deprecated Repeated timestamps are always merged into their mean; accepted and ignored. */
   duplicateTimes?: DuplicateTimePolicy;
+  /**
+   * Gaps of at most this many steps (interval / median step, rounded) are bridged by holding the previous value; longer
+   * ones stay gaps. 1 bridges nothing.
+   * @default DEFAULT_MAX_BRIDGE_STEPS (6)
+   */
+  maxBridgeSteps?: number;
+  /**
+   * More skipped (unparseable) lines than this make the file unreadable. A truncated last line is not counted.
+   * @default DEFAULT_MAX_SKIPPED_LINES (10)
+   */
+  maxSkippedLines?: number;
 }
+
+/** What the normalization changed in one file. All zero (and `skipped` empty) for a clean file. */
+export interface TraceWarnings {
+  /** Values above 100 % of the server, clamped to 100. */
+  clampedHigh: number;
+  /** Values below 0, clamped to 0. */
+  clampedLow: number;
+  /** Rows whose time was earlier than a row above them, sorted into place. */
+  outOfOrder: number;
+  /** Rows folded into another row with the same timestamp (n rows at one time count n - 1). */
+  duplicatesMerged: number;
+  /** Gaps of at most `maxBridgeSteps` steps, bridged. */
+  gapsBridged: number;
+  /** Samples inserted into the bridged gaps (each holds the value before its gap). */
+  samplesBridged: number;
+  /** Gaps longer than `maxBridgeSteps` steps, left as gaps. */
+  gapsKept: number;
+  /** The total time inside the kept gaps (from the sample before to the sample after), in ms. */
+  gapKeptMs: number;
+  /** The 1-based number of the truncated last line that was dropped, or 0 when there was none. */
+  truncatedLastLine: number;
+  /** Lines skipped because they did not parse. */
+  skippedLines: number;
+  /** The first skipped lines (at most `maxSkippedLines` + 1), with the reason. */
+  skipped: { line: number; reason: string }[];
+}
+
+/** A file read through the normalization. */
+export interface TraceReadResult {
+  /** The file as named to the reader. */
+  file: string;
+  format: TraceFormat;
+  series: UtilizationSeries;
+  warnings: TraceWarnings;
+}
+
+/** A file `readTraceFiles` skipped. */
+export interface UnreadableTrace {
+  file: string;
+  /** The 1-based line that made it unreadable, when the file could be read at all. */
+  line?: number;
+  reason: string;
+  error: HarvestError;
+}
+
+/**
+ * The gRPC trailing-metadata key under which the RM's history import returns an import's `TraceWarnings` (JSON), while
+ * ImportHistoryResponse has no field for them. Binary (`-bin`) because skipped-line reasons quote file content.
+ */
+export const TRACE_WARNINGS_METADATA_KEY = "harvest-trace-warnings-bin";
 
 /** The header line of our own plain format. */
 export const PLAIN_CSV_HEADER = "time_s,cpu_pct";
@@ -48,25 +144,77 @@ const BITBRAINS_COLUMNS = 11;
 const BITBRAINS_TIME_COLUMN = 0;
 const BITBRAINS_CPU_PCT_COLUMN = 4;
 
-/** Float error tolerated beyond 0..100 before a value counts as out of range (it is then clamped). */
+/** Float error tolerated beyond 0..100 before a value counts as out of range (it is clamped either way). */
 const RANGE_TOLERANCE_PCT = 1e-6;
-
-/**
- * Bitbrains' "CPU usage [%]" is usage MHz over provisioned MHz, which goes past 100 when the cores run above their
- * nominal clock (VM 44 of the Rnd 2013-7 sample reaches 105.4 % on 1,832 rows). A primary cannot use more than its
- * machine, so such values are clamped to 100; anything beyond this ceiling is treated as corrupt.
- */
-export const BITBRAINS_MAX_CPU_PCT = 125;
 
 const NUMBER_RE = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 const NAB_TIME_RE = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})$/;
 
-/** Reads a utilization trace, detecting the format from the header line when `format` is omitted. */
-export async function readUtilizationFile(
+/** No warnings. */
+export function noTraceWarnings(): TraceWarnings {
+  return {
+    clampedHigh: 0,
+    clampedLow: 0,
+    outOfOrder: 0,
+    duplicatesMerged: 0,
+    gapsBridged: 0,
+    samplesBridged: 0,
+    gapsKept: 0,
+    gapKeptMs: 0,
+    truncatedLastLine: 0,
+    skippedLines: 0,
+    skipped: [],
+  };
+}
+
+/** Whether the normalization changed anything. */
+export function hasTraceWarnings(w: TraceWarnings): boolean {
+  return (
+    w.clampedHigh + w.clampedLow + w.outOfOrder + w.duplicatesMerged + w.gapsBridged + w.gapsKept + w.skippedLines >
+      0 || w.truncatedLastLine > 0
+  );
+}
+
+/**
+ * One line of what the normalization changed, e.g. `1832 value(s) above 100 % clamped; 1 gap(s) kept (30.7 h)`; empty
+ * for a clean file.
+ */
+export function describeTraceWarnings(w: TraceWarnings): string {
+  const parts: string[] = [];
+  if (w.clampedHigh > 0) parts.push(`${w.clampedHigh} value(s) above 100 % clamped`);
+  if (w.clampedLow > 0) parts.push(`${w.clampedLow} value(s) below 0 clamped`);
+  if (w.outOfOrder > 0) parts.push(`${w.outOfOrder} row(s) out of time order sorted`);
+  if (w.duplicatesMerged > 0) parts.push(`${w.duplicatesMerged} row(s) with a repeated timestamp merged (mean)`);
+  if (w.gapsBridged > 0) parts.push(`${w.gapsBridged} short gap(s) bridged with ${w.samplesBridged} held sample(s)`);
+  if (w.gapsKept > 0) parts.push(`${w.gapsKept} gap(s) kept (${formatHours(w.gapKeptMs)})`);
+  if (w.truncatedLastLine > 0) parts.push(`truncated last line ${w.truncatedLastLine} dropped`);
+  if (w.skippedLines > 0) {
+    const shown = w.skipped.slice(0, 3).map((s) => `line ${s.line}: ${s.reason}`);
+    const more = w.skippedLines > shown.length ? `, ...` : "";
+    parts.push(`${w.skippedLines} unreadable line(s) skipped (${shown.join("; ")}${more})`);
+  }
+  return parts.join("; ");
+}
+
+/** The counts of `w` as flat log fields (no per-line detail beyond the first skipped line). */
+export function traceWarningFields(w: TraceWarnings): Record<string, number> {
+  const fields: Record<string, number> = {};
+  for (const [k, v] of Object.entries(w)) if (typeof v === "number" && v > 0) fields[k] = v;
+  if (w.skipped[0]) fields["firstSkippedLine"] = w.skipped[0].line;
+  return fields;
+}
+
+function formatHours(ms: number): string {
+  const h = ms / 3_600_000;
+  return h >= 1 ? `${Math.round(h * 10) / 10} h` : `${Math.round(ms / 60_000)} min`;
+}
+
+/** Reads a utilization trace through the normalization, detecting the format from the header when it is omitted. */
+export async function readTraceFile(
   path: string,
   format?: TraceFormat,
   options: ReadTraceOptions = {},
-): Promise<UtilizationSeries> {
+): Promise<TraceReadResult> {
   let text: string;
   try {
     text = await readFile(path, "utf8");
@@ -76,7 +224,77 @@ export async function readUtilizationFile(
       cause: err,
     });
   }
-  return parseUtilizationText(text, path, format, options);
+  return parseTraceText(text, path, format, options);
+}
+
+/** Reads a utilization trace (see `readTraceFile`), returning the series only. */
+export async function readUtilizationFile(
+  path: string,
+  format?: TraceFormat,
+  options: ReadTraceOptions = {},
+): Promise<UtilizationSeries> {
+  return (await readTraceFile(path, format, options)).series;
+}
+
+/**
+ * Reads many trace files, in the order given: an unreadable one is skipped (reported to `onSkip`, with the file and
+ * line) and the rest are read. Throws TRACE_MALFORMED (details: file, line, reason of the first failure; files: how
+ * many) when there are files but none is readable; an empty list gives empty results.
+ */
+export async function readTraceFiles(
+  paths: readonly string[],
+  options: ReadTraceOptions & {
+    format?: TraceFormat;
+    onSkip?: (skipped: UnreadableTrace) => void;
+  } = {},
+): Promise<{ traces: TraceReadResult[]; skipped: UnreadableTrace[] }> {
+  const traces: TraceReadResult[] = [];
+  const skipped: UnreadableTrace[] = [];
+  const results = await Promise.allSettled(paths.map((p) => readTraceFile(p, options.format, options)));
+  results.forEach((r, i) => {
+    if (r.status === "fulfilled") {
+      traces.push(r.value);
+      return;
+    }
+    const file = paths[i]!;
+    const error = isHarvestError(r.reason)
+      ? r.reason
+      : new HarvestError("TRACE_MALFORMED", `${file}: ${errorMessage(r.reason)}`, {
+          details: { file },
+          cause: r.reason,
+        });
+    const line = error.details["line"] !== undefined ? Number(error.details["line"]) : undefined;
+    const s: UnreadableTrace = {
+      file,
+      ...(line !== undefined ? { line } : {}),
+      reason: error.details["reason"] ?? error.message,
+      error,
+    };
+    skipped.push(s);
+    options.onSkip?.(s);
+  });
+  if (paths.length > 0 && traces.length === 0) {
+    const first = skipped[0]!;
+    throw new HarvestError(
+      "TRACE_MALFORMED",
+      `none of ${paths.length} trace file(s) is readable; first: ${first.error.message}`,
+      {
+        details: {
+          file: first.file,
+          ...(first.line !== undefined ? { line: String(first.line) } : {}),
+          reason: first.reason,
+          files: String(paths.length),
+        },
+        cause: first.error,
+      },
+    );
+  }
+  return { traces, skipped };
+}
+
+/** A skipped file as one warning line: `file:line: reason (skipped)`. */
+export function describeUnreadableTrace(s: UnreadableTrace): string {
+  return `${s.file}${s.line !== undefined ? `:${s.line}` : ""}: ${s.reason} (file skipped)`;
 }
 
 /** Reads a NAB AWS CloudWatch series (`timestamp,value`, UTC `YYYY-MM-DD HH:MM:SS`, value = CPU %). */
@@ -103,24 +321,41 @@ export function detectTraceFormat(headerLine: string): TraceFormat | undefined {
   return undefined;
 }
 
-/**
- * Parses the text of a trace file. `file` is used only in error messages and for the series name.
- * Throws TRACE_MALFORMED (details: file, line, reason) on the first bad line.
- */
+/** Parses the text of a trace file (see `parseTraceText`), returning the series only. */
 export function parseUtilizationText(
   text: string,
   file: string,
   format?: TraceFormat,
   options: ReadTraceOptions = {},
 ): UtilizationSeries {
-  const duplicateTimes = options.duplicateTimes ?? "reject";
+  return parseTraceText(text, file, format, options).series;
+}
+
+/**
+ * The normalization every reader goes through (the module comment states its rules). `file` is used in messages and
+ * for the series name. Throws TRACE_MALFORMED (details: file, line, reason) when the file is unreadable.
+ */
+export function parseTraceText(
+  text: string,
+  file: string,
+  format?: TraceFormat,
+  options: ReadTraceOptions = {},
+): TraceReadResult {
+  const maxBridgeSteps = options.maxBridgeSteps ?? DEFAULT_MAX_BRIDGE_STEPS;
+  const maxSkippedLines = options.maxSkippedLines ?? DEFAULT_MAX_SKIPPED_LINES;
+  if (!(Number.isInteger(maxBridgeSteps) && maxBridgeSteps >= 1))
+    throw new HarvestError("INVALID_ARGUMENT", `maxBridgeSteps must be an integer >= 1, got ${maxBridgeSteps}`);
+  if (!(Number.isInteger(maxSkippedLines) && maxSkippedLines >= 0))
+    throw new HarvestError("INVALID_ARGUMENT", `maxSkippedLines must be an integer >= 0, got ${maxSkippedLines}`);
   const malformed = (line: number, reason: string): HarvestError =>
     new HarvestError("TRACE_MALFORMED", `${file}:${line}: ${reason}`, {
       details: { file, line: String(line), reason },
     });
 
   const lines = text.split("\n");
-  // A final newline leaves one empty element; trailing blank lines are tolerated, inner ones are not.
+  // Whether the writer finished its last line; a final newline also leaves one empty element.
+  const endsWithNewline = /\n\s*$/.test(text);
+  // Trailing blank lines are nothing.
   while (lines.length > 0 && lines[lines.length - 1]!.replace(/\r$/, "").trim() === "") lines.pop();
   if (lines.length === 0) throw malformed(1, "empty file");
 
@@ -134,60 +369,107 @@ export function parseUtilizationText(
     );
   }
   if (detected !== fmt) throw malformed(1, `header ${JSON.stringify(header.slice(0, 80))} is not a ${fmt} header`);
+  const parseRow = fmt === "nab" ? parseNabRow : fmt === "bitbrains" ? parseBitbrainsRow : parsePlainRow;
 
-  const timesMs: number[] = [];
-  const cpuPct: number[] = [];
-  // Rows merged into the last sample under duplicateTimes = "merge".
-  let mergedCount = 1;
-  let previousLine = 1;
-
+  const warnings = noTraceWarnings();
+  const rows: Row[] = [];
+  let latestMs = -Infinity;
   for (let i = 1; i < lines.length; i++) {
     const lineNo = i + 1;
     const raw = lines[i]!.replace(/\r$/, "");
-    if (raw.trim() === "") throw malformed(lineNo, "blank line inside the data");
-    const row = fmt === "nab" ? parseNabRow(raw) : fmt === "bitbrains" ? parseBitbrainsRow(raw) : parsePlainRow(raw);
-    if (typeof row === "string") throw malformed(lineNo, row);
-
-    const maxPct = fmt === "bitbrains" ? BITBRAINS_MAX_CPU_PCT : 100 + RANGE_TOLERANCE_PCT;
-    if (row.pct < -RANGE_TOLERANCE_PCT || row.pct > maxPct) {
-      throw malformed(
-        lineNo,
-        `CPU value ${row.pct} is outside 0..${fmt === "bitbrains" ? BITBRAINS_MAX_CPU_PCT : 100}`,
-      );
-    }
-    const pct = Math.min(100, Math.max(0, row.pct));
-
-    const last = timesMs.length - 1;
-    if (last >= 0) {
-      const lastTimeMs = timesMs[last]!;
-      if (row.timeMs === lastTimeMs && duplicateTimes === "merge") {
-        cpuPct[last] = (cpuPct[last]! * mergedCount + pct) / (mergedCount + 1);
-        mergedCount++;
-        previousLine = lineNo;
+    const row = raw.trim() === "" ? "blank line" : parseRow(raw);
+    if (typeof row === "string") {
+      if (i === lines.length - 1 && !endsWithNewline) {
+        warnings.truncatedLastLine = lineNo;
         continue;
       }
-      if (row.timeMs <= lastTimeMs) {
+      warnings.skippedLines++;
+      if (warnings.skipped.length <= maxSkippedLines) warnings.skipped.push({ line: lineNo, reason: row });
+      if (warnings.skippedLines > maxSkippedLines) {
+        const first = warnings.skipped[0]!;
         throw malformed(
           lineNo,
-          `time does not increase (${isoTime(row.timeMs)} after ${isoTime(lastTimeMs)} on line ${previousLine})`,
+          `${row}; more than ${maxSkippedLines} unreadable line(s) (the first is line ${first.line}: ${first.reason})`,
         );
       }
+      continue;
     }
-    timesMs.push(row.timeMs);
-    cpuPct.push(pct);
-    mergedCount = 1;
-    previousLine = lineNo;
+    if (row.pct > 100) {
+      if (row.pct > 100 + RANGE_TOLERANCE_PCT) warnings.clampedHigh++;
+      row.pct = 100;
+    } else if (row.pct < 0) {
+      if (row.pct < -RANGE_TOLERANCE_PCT) warnings.clampedLow++;
+      row.pct = 0;
+    }
+    if (row.timeMs < latestMs) warnings.outOfOrder++;
+    else latestMs = row.timeMs;
+    rows.push(row);
+  }
+  // Stable: rows at one time keep their file order (the merge is a mean, so the order does not change the value).
+  if (warnings.outOfOrder > 0) rows.sort((a, b) => a.timeMs - b.timeMs);
+
+  // Merge repeated timestamps into their mean.
+  const times: number[] = [];
+  const values: number[] = [];
+  let runCount = 0;
+  for (const row of rows) {
+    const last = times.length - 1;
+    if (last >= 0 && times[last] === row.timeMs) {
+      values[last] = (values[last]! * runCount + row.pct) / (runCount + 1);
+      runCount++;
+      warnings.duplicatesMerged++;
+      continue;
+    }
+    times.push(row.timeMs);
+    values.push(row.pct);
+    runCount = 1;
   }
 
-  if (timesMs.length < 2) {
-    throw malformed(lines.length + 1, `only ${timesMs.length} sample(s); a trace needs at least 2`);
+  if (times.length < 2) {
+    // Name the line that cost the file its samples: the first skipped one, else the dropped truncated one.
+    const first = warnings.skipped[0];
+    const why = `only ${times.length} usable sample(s); a trace needs at least 2`;
+    if (first) throw malformed(first.line, `${why} (line ${first.line}: ${first.reason})`);
+    if (warnings.truncatedLastLine > 0)
+      throw malformed(warnings.truncatedLastLine, `${why} (line ${warnings.truncatedLastLine} is truncated)`);
+    throw malformed(lines.length + 1, why);
   }
+
+  // Gaps, measured in median steps of the merged series.
+  const stepMs = medianStepMs(times);
+  const timesMs: number[] = [];
+  const cpuPct: number[] = [];
+  for (let i = 0; i < times.length; i++) {
+    if (i > 0) {
+      const prev = times[i - 1]!;
+      const steps = Math.round((times[i]! - prev) / stepMs);
+      if (steps >= 2 && steps <= maxBridgeSteps) {
+        warnings.gapsBridged++;
+        for (let k = 1; k < steps; k++) {
+          timesMs.push(Math.round(prev + k * stepMs));
+          cpuPct.push(values[i - 1]!);
+          warnings.samplesBridged++;
+        }
+      } else if (steps > maxBridgeSteps) {
+        warnings.gapsKept++;
+        warnings.gapKeptMs += times[i]! - prev;
+      }
+    }
+    timesMs.push(times[i]!);
+    cpuPct.push(values[i]!);
+  }
+
   return {
-    name: basename(file, extname(file)),
-    stepSec: medianStepMs(timesMs) / 1000,
-    startMs: timesMs[0]!,
-    timesMs,
-    cpuPct,
+    file,
+    format: fmt,
+    series: {
+      name: basename(file, extname(file)),
+      stepSec: stepMs / 1000,
+      startMs: timesMs[0]!,
+      timesMs,
+      cpuPct,
+    },
+    warnings,
   };
 }
 
@@ -252,11 +534,6 @@ function parsePlainRow(raw: string): Row | string {
   const pct = parseNumber(fields[1]!);
   if (pct === undefined) return `non-numeric value ${JSON.stringify(fields[1])}`;
   return { timeMs: Math.round(timeSec * 1000), pct };
-}
-
-function isoTime(timeMs: number): string {
-  const d = new Date(timeMs);
-  return Number.isNaN(d.getTime()) ? `${timeMs} ms` : d.toISOString();
 }
 
 function medianStepMs(timesMs: number[]): number {

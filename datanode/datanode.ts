@@ -168,6 +168,7 @@ export class DataNode {
       createPrimaryMonitor(this.options.primary, {
         capacityMilli: availableParallelism() * 1000,
         clock: this.clock,
+        log: this.log,
         speed: this.options.primarySpeed,
         offsetMs: this.options.primaryOffsetMs,
         // Harvest's own containers on this server (its node manager's cgroup) are not the primary's load.

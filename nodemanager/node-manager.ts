@@ -168,6 +168,7 @@ export class NodeManager {
       createPrimaryMonitor(this.options.primary, {
         capacityMilli: this.options.capacity.vcoresMilli,
         clock: this.clock,
+        log: this.log,
         speed: this.options.primarySpeed,
         offsetMs: this.options.primaryOffsetMs,
         containerCpuMs: () => this.containerCpuMs(),

@@ -2,11 +2,11 @@
  * The `TenantAdmin` gRPC service of the resource manager (proto/tenant_admin.proto): a thin layer over the tenant
  * registry that validates requests, bounds what a client may send, and turns registry state into wire messages.
  */
-import type * as grpc from "@grpc/grpc-js";
+import * as grpc from "@grpc/grpc-js";
 import { HarvestError, toServiceError } from "../common/errors.js";
 import { unary } from "../common/grpc.js";
 import { parseReimageText } from "../common/reimage-io.js";
-import { parseUtilizationText } from "../common/trace-io.js";
+import { hasTraceWarnings, parseTraceText, TRACE_WARNINGS_METADATA_KEY } from "../common/trace-io.js";
 import type { TraceFormat } from "../common/trace-io.js";
 import type { ClassSnapshot, ServerSample, TenantRecord, TenantRegistry } from "./tenant-registry.js";
 import type { ImportHistoryChunkOutput } from "../proto/generated/harvest/v1/ImportHistoryChunk.js";
@@ -59,7 +59,7 @@ export function tenantAdminHandlers(deps: TenantAdminDeps): grpc.UntypedServiceI
       await registry.flush();
       return { accepted };
     }),
-    ImportHistory: clientStream<ImportHistoryChunkOutput, object>(async (messages) => {
+    ImportHistory: clientStream<ImportHistoryChunkOutput, object>(async (messages, trailer) => {
       let header: ImportHistoryHeaderOutput | undefined;
       const parts: Buffer[] = [];
       let bytes = 0;
@@ -96,12 +96,19 @@ export function tenantAdminHandlers(deps: TenantAdminDeps): grpc.UntypedServiceI
           reimages: list.length,
         };
       }
-      const series = parseUtilizationText(text, file, format as TraceFormat, { duplicateTimes: "merge" });
+      // The shared normalization every trace reader uses (common/trace-io.ts): clamps, merges repeated timestamps,
+      // bridges short gaps, skips unparseable lines; an unreadable file is rejected whole naming its line.
+      const { series, warnings } = parseTraceText(text, file, format as TraceFormat);
       const target = {
         ...(header.server ? { server: header.server } : {}),
         ...(header.tenant ? { tenant: header.tenant } : {}),
       };
-      const r = await registry.importSeries(target, series, header.shiftToNow ? deps.nowMs() : undefined);
+      const r = await registry.importSeries(target, series, header.shiftToNow ? deps.nowMs() : undefined, {
+        file,
+        warnings,
+      });
+      // ImportHistoryResponse has no field for them yet: the counts travel in trailing metadata (JSON).
+      if (hasTraceWarnings(warnings)) trailer.set(TRACE_WARNINGS_METADATA_KEY, Buffer.from(JSON.stringify(warnings)));
       return { ...r, reimages: 0 };
     }),
     RecordReimage: unary(async (req: { server: string; atMs: number }) => {
@@ -160,15 +167,17 @@ function classesMessage(snapshot: ClassSnapshot, deps: TenantAdminDeps): ListCla
 }
 
 /**
- * A client-streaming handler from an async function over the incoming messages: its result is the answer, a throw
- * (including one from a malformed message) is answered with the error's code.
+ * A client-streaming handler from an async function over the incoming messages: its result is the answer (with
+ * whatever `fn` put in the trailing metadata), a throw (including one from a malformed message) is answered with the
+ * error's code.
  */
 function clientStream<Req, Res>(
-  fn: (messages: AsyncIterable<Req>) => Promise<Res>,
+  fn: (messages: AsyncIterable<Req>, trailer: grpc.Metadata) => Promise<Res>,
 ): grpc.handleClientStreamingCall<Req, Res> {
   return (stream, callback) => {
-    fn(stream as unknown as AsyncIterable<Req>).then(
-      (res) => callback(null, res),
+    const trailer = new grpc.Metadata();
+    fn(stream as unknown as AsyncIterable<Req>, trailer).then(
+      (res) => callback(null, res, trailer),
       (err: unknown) => {
         callback(toServiceError(err) as grpc.ServiceError);
         // Stop reading whatever the client still sends.

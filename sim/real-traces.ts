@@ -2,20 +2,37 @@
  * Real primary-tenant utilization for the simulator: the Bitbrains GWA-T-12 VMs and NAB AWS CloudWatch series in
  * `../shared/data`, loaded once (reading files is async) and handed to the synchronous, pure `generateCluster` as
  * templates that its tenants replay. The folder is absent on a user's fresh clone: the loader then throws and the
- * caller decides whether to fall back to generated utilization.
+ * caller decides whether to fall back to generated utilization. Every file goes through the shared normalization of
+ * common/trace-io.ts (clamping, merged timestamps, bridged gaps, skipped lines); its counts are printed once per file.
  */
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { HarvestError } from "../common/errors.js";
+import { HarvestError, isHarvestError } from "../common/errors.js";
 import { sharedDataDir } from "../common/paths.js";
-import type { ReadTraceOptions, TraceFormat, UtilizationSeries } from "../common/trace-io.js";
-import { readUtilizationFile, resample } from "../common/trace-io.js";
+import type {
+  ReadTraceOptions,
+  TraceFormat,
+  TraceWarnings,
+  UnreadableTrace,
+  UtilizationSeries,
+} from "../common/trace-io.js";
+import {
+  describeTraceWarnings,
+  describeUnreadableTrace,
+  hasTraceWarnings,
+  readTraceFiles,
+  resample,
+} from "../common/trace-io.js";
 
 /** One real utilization series a simulated tenant can replay. */
 export interface RealTemplate {
   /** "bitbrains/411", "nab/ec2_cpu_utilization_5f5533". */
   readonly name: string;
   readonly series: UtilizationSeries;
+  /** What reading the file changed (clamped values, merged timestamps, gaps, skipped lines); set by the loader. */
+  readonly warnings?: TraceWarnings;
+  /** The file it was read from; set by the loader. */
+  readonly file?: string;
 }
 
 /** A folder of real traces under the shared data directory. */
@@ -26,26 +43,30 @@ interface TraceSet {
   readonly options: ReadTraceOptions;
 }
 
-/**
- * The folders `loadRealTemplates` reads. NAB needs `merge`: one of its files folds a daylight-saving hour onto repeated
- * timestamps (see `ReadTraceOptions.duplicateTimes`).
- */
+/** The folders `loadRealTemplates` reads, with the shared normalization's default options. */
 const TRACE_SETS: readonly TraceSet[] = [
   { prefix: "bitbrains", dir: join("bitbrains_rnd_2013-7", "raw"), format: "bitbrains", options: {} },
-  {
-    prefix: "nab",
-    dir: join("nab_aws_cloudwatch", "realAWSCloudwatch"),
-    format: "nab",
-    options: { duplicateTimes: "merge" },
-  },
+  { prefix: "nab", dir: join("nab_aws_cloudwatch", "realAWSCloudwatch"), format: "nab", options: {} },
 ];
+
+/** Where `loadRealTemplates` reports a file's quirks and skipped files. */
+export interface LoadRealTemplatesOptions {
+  /** @default one `real traces: ...` line per message on stderr */
+  warn?: (message: string) => void;
+}
 
 /**
  * Reads every real CPU series of `dataDir` (default `sharedDataDir()`), in a fixed order (by set, then file name) so
- * that a seed picks the same templates on every machine. A missing set is skipped; throws CONFIG_INVALID (details:
- * field "source", dir) when the directory is absent or holds no trace at all, and TRACE_MALFORMED for a bad file.
+ * that a seed picks the same templates on every machine. A missing set is skipped; an unreadable file is reported to
+ * `warn` (file and line) and skipped, a file with quirks is reported once with the counts. Throws CONFIG_INVALID
+ * (details: field "source", dir) when the directory is absent or holds no trace file at all, and TRACE_MALFORMED when
+ * there are trace files but none is readable.
  */
-export async function loadRealTemplates(dataDir: string | undefined = sharedDataDir()): Promise<RealTemplate[]> {
+export async function loadRealTemplates(
+  dataDir: string | undefined = sharedDataDir(),
+  opts: LoadRealTemplatesOptions = {},
+): Promise<RealTemplate[]> {
+  const warn = opts.warn ?? ((message: string): void => void process.stderr.write(`real traces: ${message}\n`));
   if (dataDir === undefined) {
     throw new HarvestError(
       "CONFIG_INVALID",
@@ -55,6 +76,8 @@ export async function loadRealTemplates(dataDir: string | undefined = sharedData
     );
   }
   const templates: RealTemplate[] = [];
+  let firstUnreadable: UnreadableTrace | undefined;
+  let fileCount = 0;
   for (const set of TRACE_SETS) {
     const dir = join(dataDir, set.dir);
     let files: string[];
@@ -63,8 +86,38 @@ export async function loadRealTemplates(dataDir: string | undefined = sharedData
     } catch {
       continue;
     }
-    const series = await Promise.all(files.map((f) => readUtilizationFile(join(dir, f), set.format, set.options)));
-    for (const s of series) templates.push({ name: `${set.prefix}/${s.name}`, series: s });
+    fileCount += files.length;
+    // Each unreadable file is reported through onSkip; "nothing readable" is decided over all sets below.
+    const paths = files.map((f) => join(dir, f));
+    const { traces } = await readTraceFiles(paths, {
+      ...set.options,
+      format: set.format,
+      onSkip: (s) => {
+        firstUnreadable ??= s;
+        warn(describeUnreadableTrace(s));
+      },
+    }).catch((err: unknown) => {
+      if (!isHarvestError(err, "TRACE_MALFORMED")) throw err;
+      return { traces: [] };
+    });
+    for (const t of traces) {
+      if (hasTraceWarnings(t.warnings)) warn(`${t.file}: ${describeTraceWarnings(t.warnings)}`);
+      templates.push({ name: `${set.prefix}/${t.series.name}`, series: t.series, warnings: t.warnings, file: t.file });
+    }
+  }
+  if (templates.length === 0 && fileCount > 0) {
+    throw new HarvestError(
+      "TRACE_MALFORMED",
+      `none of the ${fileCount} real primary trace file(s) under ${dataDir} is readable; use generated traces instead`,
+      {
+        details: {
+          dir: dataDir,
+          files: String(fileCount),
+          file: firstUnreadable?.file ?? dataDir,
+          ...(firstUnreadable?.line !== undefined ? { line: String(firstUnreadable.line) } : {}),
+        },
+      },
+    );
   }
   if (templates.length === 0) {
     throw new HarvestError(
