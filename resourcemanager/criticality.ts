@@ -1,11 +1,15 @@
 /**
  * Is a primary tenant user-facing (latency-critical)? The pattern-matching test of seeds/000 section III-B: extract a
  * typical-day template and check how well it captures most days, compared with 8-hour and 12-hour templates (Compare8,
- * Compare12). Pure: no I/O, no clock.
+ * Compare12). Also what the tenant registry makes of one tenant's history (`tenantHistoryVerdict`: its average server,
+ * features with the peak, and this verdict), so the registry and the simulator derive both alike. Pure: no I/O, no
+ * clock.
  */
 import { HarvestError } from "../common/errors.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
 import { resample } from "../common/trace-io.js";
+import { averageServerSeries, tenantFeatures } from "./classifier.js";
+import type { ClassifierOptions, TenantFeatures } from "./classifier.js";
 
 const HOUR_MS = 3_600_000;
 
@@ -184,4 +188,67 @@ function median(values: number[]): number {
   const s = [...values].sort((a, b) => a - b);
   const mid = s.length >> 1;
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+// ------------------------------------------------------------------------------------------------ one tenant
+
+/** The history window the tenant registry classifies (its `slotSec` and `windowDays` options). */
+export interface HistoryWindowOptions {
+  /** Slot of the average server (AutoPilot records every two minutes, seeds/004 section 3.2). @default 120 */
+  slotSec: number;
+  /** The window: the last this many days. @default 30 */
+  windowDays: number;
+}
+
+/** The defaults of every `HistoryWindowOptions` field (the registry's defaults). */
+export const DEFAULT_HISTORY_WINDOW: Readonly<HistoryWindowOptions> = Object.freeze({ slotSec: 120, windowDays: 30 });
+
+/** What one tenant's history says: the part of the registry's `TenantStats` that comes from its utilization. */
+export interface TenantHistoryVerdict {
+  /** Samples (slots) of its servers' series, summed. */
+  historySlots: number;
+  /** Average, peak (the classifier's `peakPercentile`), current and pattern; absent with no history in the window. */
+  features?: TenantFeatures;
+  /** seeds/000's Compare8, when the average server is long enough to test. */
+  compare8?: number;
+  /** The test's verdict ("" when too short to test, or no history). */
+  measuredCriticality: "" | "critical" | "non-critical";
+  /** Why there are no features (no history in the window); absent otherwise. */
+  missing?: string;
+}
+
+/**
+ * The registry's reading of one tenant (seeds/004 section 3.2, seeds/000 section III-B): the average server of its
+ * servers' series over the `windowDays` before `endMs` (`averageServerSeries`), its features (`tenantFeatures`, whose
+ * peak the power-aware placement predicts the primary from) and its criticality (`criticality`; a series too short to
+ * test gets no verdict). `TenantRegistry.recluster` calls it for every tenant, and the simulator on its generated
+ * history, so both see the same peak and verdict.
+ */
+export function tenantHistoryVerdict(
+  name: string,
+  serverSeries: UtilizationSeries[],
+  endMs: number,
+  o: Partial<HistoryWindowOptions> & {
+    classifier?: Partial<ClassifierOptions> | undefined;
+    criticality?: Partial<CriticalityOptions> | undefined;
+  } = {},
+): TenantHistoryVerdict {
+  const slotSec = o.slotSec ?? DEFAULT_HISTORY_WINDOW.slotSec;
+  const windowDays = o.windowDays ?? DEFAULT_HISTORY_WINDOW.windowDays;
+  const verdict: TenantHistoryVerdict = {
+    historySlots: serverSeries.reduce((a, s) => a + s.timesMs.length, 0),
+    measuredCriticality: "",
+  };
+  const average = averageServerSeries(serverSeries, { slotSec, windowDays, endMs, name });
+  if (average.timesMs.length === 0) {
+    verdict.missing = `no utilization history in the last ${windowDays} days`;
+    return verdict;
+  }
+  verdict.features = tenantFeatures(average, o.classifier ?? {});
+  const crit = criticality(average, o.criticality ?? {});
+  if (crit.reason !== "too-short") {
+    verdict.compare8 = crit.score;
+    verdict.measuredCriticality = crit.critical ? "critical" : "non-critical";
+  }
+  return verdict;
 }

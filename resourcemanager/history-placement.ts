@@ -1,15 +1,18 @@
 /**
  * The resource manager's side of Algorithm 1 (seeds/004, section 4.1): for every job it keeps the job type (from the
  * job history), the requirement (max concurrency x task size), the chosen classes, and, while no class has room, why
- * the job waits. The choice itself is the pure `selectClasses`; this module assembles its inputs from the live nodes
- * and the last classification, and tells the `HistorySchedulerPolicy` which servers each job may use.
+ * the job waits. The choice itself is the pure `selectClasses`; this module assembles its inputs from a
+ * `ClassViewSource` (the resource manager's live nodes and last classification, or the simulator's servers) and tells
+ * the `HistorySchedulerPolicy` which servers each job may use.
  */
+import type { Clock } from "../common/clock.js";
 import type { Logger } from "../common/log.js";
 import type { Rng } from "../common/rng.js";
 import type { Resources } from "../common/resource.js";
 import { requirementMilli, selectClasses } from "./class-selection.js";
 import type { ClassView, ClassWeights, HistorySchedulerPolicy, JobType, ServerCapacity } from "./class-selection.js";
 import type { TenantClass } from "./classifier.js";
+import type { NodeView } from "./scheduler.js";
 
 /** The id of the pseudo-class of live servers no class covers (no tenant, or a tenant without history yet). */
 export const UNCLASSIFIED_CLASS = "unclassified";
@@ -45,22 +48,46 @@ export interface HistoryPlacementOptions {
   classWaitMs: number;
 }
 
-/** Chooses classes for jobs and keeps the scheduler policy's server sets up to date. */
+/**
+ * Where the placement reads the classes as Algorithm 1 sees them now. The resource manager's is `LiveClassViews` over
+ * its running nodes and the tenant registry's last classification; the simulator gives the same class its simulated
+ * servers at simulated time.
+ */
+export interface ClassViewSource {
+  /** The classes now (ids unique), each with its live servers and live utilization. */
+  classViews(): readonly ClassView[];
+  /**
+   * Every server of class `classId`, live now or not (a class's servers that come back are fair game for the jobs
+   * placed in it). When omitted, a class's servers are those of its view.
+   */
+  members?(classId: string): readonly string[];
+}
+
+/** What the placement decided for a job when asked (`onAsk`) or retried (`retryWaiting`). */
+export type PlacementDecision =
+  /** Algorithm 1 chose classes: the job's tasks may use their servers (now assigned in the scheduler policy). */
+  | { kind: "classes"; appId: string; classIds: string[]; reason: string }
+  /** No class had room for `classWaitMs`: the job's tasks may use any server. */
+  | { kind: "any"; appId: string; reason: string }
+  /** No class has room now; the job waits and is retried. */
+  | { kind: "wait"; appId: string; reason: string };
+
+/**
+ * Chooses classes for jobs and keeps the scheduler policy's server sets up to date. Pure policy: the classes come from
+ * an injected `ClassViewSource`, time from an injected `Clock`, draws from an injected `Rng`; the resource manager and
+ * the simulator drive the same class.
+ */
 export class HistoryPlacement {
-  private classes: readonly TenantClass[] = [];
   private readonly apps = new Map<string, AppEntry>();
 
   constructor(
     private readonly policy: HistorySchedulerPolicy,
     private readonly options: HistoryPlacementOptions,
+    private readonly source: ClassViewSource,
+    private readonly clock: Clock,
     private readonly rng: Rng,
     private readonly log: Logger,
   ) {}
-
-  /** The classes of the last classification (chosen classes of running jobs are kept). */
-  setClasses(classes: readonly TenantClass[]): void {
-    this.classes = classes;
-  }
 
   /** A job manager registered: its type and maximum concurrency. */
   register(appId: string, jobType: JobType, maxConcurrency: number): void {
@@ -81,23 +108,32 @@ export class HistoryPlacement {
     });
   }
 
-  /** The job asks for task containers of `taskMilli` vcores-milli; chooses its classes when not yet done. */
-  onAsk(appId: string, taskMilli: number, nowMs: number, nodes: () => readonly LiveNode[]): void {
+  /**
+   * The job asks for task containers of `taskMilli` vcores-milli; chooses its classes when not yet done. Returns what
+   * was decided, or undefined when nothing was to decide (unknown or already decided job, no task ask).
+   */
+  onAsk(appId: string, taskMilli: number): PlacementDecision | undefined {
     const app = this.apps.get(appId);
-    if (!app || app.decided || taskMilli <= 0) return;
+    if (!app || app.decided || taskMilli <= 0) return undefined;
     app.taskMilli = Math.max(app.taskMilli, taskMilli);
-    app.waitingSinceMs ??= nowMs;
-    this.decide(appId, app, nowMs, nodes());
+    app.waitingSinceMs ??= this.clock.nowMs();
+    return this.decide(appId, app, this.clock.nowMs(), this.source.classViews());
   }
 
-  /** Retries every waiting job (called periodically: headroom changes as primaries and jobs come and go). */
-  retryWaiting(nowMs: number, nodes: () => readonly LiveNode[]): void {
-    let live: readonly LiveNode[] | undefined;
+  /**
+   * Retries every waiting job, in registration order, against one reading of the class views (called periodically:
+   * headroom changes as primaries and jobs come and go). Returns the decisions, waits included.
+   */
+  retryWaiting(): PlacementDecision[] {
+    const out: PlacementDecision[] = [];
+    let views: readonly ClassView[] | undefined;
+    const nowMs = this.clock.nowMs();
     for (const [appId, app] of this.apps) {
       if (app.decided || app.waitingSinceMs === undefined) continue;
-      live ??= nodes();
-      this.decide(appId, app, nowMs, live);
+      views ??= this.source.classViews();
+      out.push(this.decide(appId, app, nowMs, views));
     }
+    return out;
   }
 
   /** Forgets a job. */
@@ -112,44 +148,7 @@ export class HistoryPlacement {
     return app ? { jobType: app.jobType, classIds: app.classIds, note: app.note } : undefined;
   }
 
-  /** The classes as Algorithm 1 sees them now: the last classification's, with live capacity and utilization. */
-  classViews(nodes: readonly LiveNode[]): ClassView[] {
-    const live = new Map(nodes.map((n) => [n.nodeId, n]));
-    const covered = new Set<string>();
-    const views: ClassView[] = [];
-    for (const c of this.classes) {
-      const members = c.servers.flatMap((s) => {
-        covered.add(s);
-        const n = live.get(s);
-        return n ? [n] : [];
-      });
-      views.push({
-        classId: c.id,
-        pattern: c.pattern,
-        average: c.average,
-        peak: c.peak,
-        current: liveUtilization(members) ?? c.current,
-        servers: members.map(capacityOf),
-      });
-    }
-    const rest = nodes.filter((n) => !covered.has(n.nodeId));
-    if (rest.length > 0) {
-      // Nothing is known of these servers' history: treat them as unpredictable, at their live level.
-      const u = liveUtilization(rest) ?? 0;
-      views.push({
-        classId: UNCLASSIFIED_CLASS,
-        pattern: "unpredictable",
-        average: u,
-        peak: u,
-        current: u,
-        servers: rest.map(capacityOf),
-      });
-    }
-    return views;
-  }
-
-  private decide(appId: string, app: AppEntry, nowMs: number, nodes: readonly LiveNode[]): void {
-    const views = this.classViews(nodes);
+  private decide(appId: string, app: AppEntry, nowMs: number, views: readonly ClassView[]): PlacementDecision {
     const requirement = requirementMilli(Math.max(1, app.maxConcurrency), app.taskMilli);
     const selection = selectClasses({
       jobType: app.jobType,
@@ -160,9 +159,14 @@ export class HistoryPlacement {
     });
     if (selection.kind !== "none") {
       const chosen = new Set(selection.classIds);
-      const servers = views.filter((v) => chosen.has(v.classId)).flatMap((v) => v.servers.map((s) => s.serverId));
-      // Every server of a chosen class, live now or not: a class's servers that come back are fair game.
-      for (const c of this.classes) if (chosen.has(c.id)) servers.push(...c.servers);
+      const servers: string[] = [];
+      for (const v of views) {
+        if (!chosen.has(v.classId)) continue;
+        for (const s of v.servers) servers.push(s.serverId);
+        // Every server of a chosen class, live now or not: a class's servers that come back are fair game.
+        const members = this.source.members?.(v.classId);
+        if (members) for (const s of members) servers.push(s);
+      }
       this.policy.assign(appId, servers);
       app.decided = true;
       app.classIds = selection.classIds;
@@ -174,7 +178,7 @@ export class HistoryPlacement {
         requirementMilli: requirement,
         reason: selection.reason,
       });
-      return;
+      return { kind: "classes", appId, classIds: selection.classIds, reason: selection.reason };
     }
     const waited = nowMs - (app.waitingSinceMs ?? nowMs);
     if (this.options.classWaitMs > 0 && waited >= this.options.classWaitMs) {
@@ -183,10 +187,97 @@ export class HistoryPlacement {
       app.classIds = [];
       app.note = `${selection.reason}; waited ${Math.round(waited / 1000)} s, so it runs on any server`;
       this.log.warn("job found no class in time; running it on any server", { appId, reason: selection.reason });
-      return;
+      return { kind: "any", appId, reason: app.note };
     }
     app.note = `waiting: ${selection.reason}`;
+    return { kind: "wait", appId, reason: app.note };
   }
+}
+
+/**
+ * The resource manager's class-view source: the tenant registry's last classification (`setClasses`) over the running
+ * nodes `nodes()` returns (see `classViewsOf`).
+ */
+export class LiveClassViews implements ClassViewSource {
+  private classes: readonly TenantClass[] = [];
+  private byId = new Map<string, TenantClass>();
+
+  constructor(private readonly nodes: () => readonly LiveNode[]) {}
+
+  /** The classes of the last classification (chosen classes of running jobs are kept). */
+  setClasses(classes: readonly TenantClass[]): void {
+    this.classes = classes;
+    this.byId = new Map(classes.map((c) => [c.id, c]));
+  }
+
+  classViews(): ClassView[] {
+    return classViewsOf(this.classes, this.nodes());
+  }
+
+  members(classId: string): readonly string[] {
+    return this.byId.get(classId)?.servers ?? [];
+  }
+}
+
+/**
+ * The classes as Algorithm 1 sees them now: each class of `classes` with its live members among `nodes` (their
+ * capacity, reserve and allocation) and their mean primary utilization as `current` (the class's own `current` when
+ * none is live); then, when live nodes remain that no class covers, the pseudo-class `UNCLASSIFIED_CLASS` of them,
+ * unpredictable, its average, peak and current all their live utilization. Servers keep the order of their class (the
+ * unclassified ones, of `nodes`).
+ */
+export function classViewsOf(classes: readonly TenantClass[], nodes: readonly LiveNode[]): ClassView[] {
+  const live = new Map<string, LiveNode>();
+  for (const n of nodes) live.set(n.nodeId, n);
+  const covered = new Set<string>();
+  const views: ClassView[] = [];
+  for (const c of classes) {
+    const members: LiveNode[] = [];
+    for (const s of c.servers) {
+      covered.add(s);
+      const n = live.get(s);
+      if (n) members.push(n);
+    }
+    views.push({
+      classId: c.id,
+      pattern: c.pattern,
+      average: c.average,
+      peak: c.peak,
+      current: liveUtilization(members) ?? c.current,
+      servers: members.map(capacityOf),
+    });
+  }
+  const rest = nodes.filter((n) => !covered.has(n.nodeId));
+  if (rest.length > 0) {
+    // Nothing is known of these servers' history: treat them as unpredictable, at their live level.
+    const u = liveUtilization(rest) ?? 0;
+    views.push({
+      classId: UNCLASSIFIED_CLASS,
+      pattern: "unpredictable",
+      average: u,
+      peak: u,
+      current: u,
+      servers: rest.map(capacityOf),
+    });
+  }
+  return views;
+}
+
+/**
+ * A scheduler node as the placement sees it (the resource manager's `liveNodes` maps each running node so): its
+ * reserve is the scheduler's, capacity x `reserveFraction` rounded up.
+ */
+export function liveNodeOf(
+  view: Pick<NodeView, "nodeId" | "capacity" | "primaryUsage" | "allocated">,
+  reserveFraction: number,
+): LiveNode {
+  return {
+    nodeId: view.nodeId,
+    capacity: view.capacity,
+    primaryUsage: view.primaryUsage,
+    allocated: view.allocated,
+    reserveMilli: Math.ceil(view.capacity.vcoresMilli * reserveFraction),
+  };
 }
 
 function capacityOf(n: LiveNode): ServerCapacity {

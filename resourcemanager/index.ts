@@ -21,8 +21,8 @@ export type {
   TenantFeatures,
   TenantInput,
 } from "./classifier.js";
-export { criticality, resolveCriticalityOptions } from "./criticality.js";
-export type { CriticalityOptions } from "./criticality.js";
+export { criticality, DEFAULT_HISTORY_WINDOW, resolveCriticalityOptions, tenantHistoryVerdict } from "./criticality.js";
+export type { CriticalityOptions, HistoryWindowOptions, TenantHistoryVerdict } from "./criticality.js";
 export {
   DEFAULT_CLASS_WEIGHTS,
   HistorySchedulerPolicy,
@@ -68,8 +68,24 @@ export {
   powerScore,
   predictedP95Watts,
   predictedWattsWith,
+  primaryHistoryOf,
   primaryOutlook,
   rankPowerNodes,
   resolvePowerPlacementOptions,
 } from "./power-placement.js";
-export type { PowerNode, PowerPlacementOptions, PowerScore } from "./power-placement.js";
+export type { PowerAsk, PowerNode, PowerPlacementOptions, PowerScore } from "./power-placement.js";
+export {
+  HistoryPlacement,
+  LiveClassViews,
+  UNCLASSIFIED_CLASS,
+  classViewsOf,
+  liveNodeOf,
+  liveUtilization,
+} from "./history-placement.js";
+export type {
+  ClassViewSource,
+  HistoryPlacementOptions,
+  JobPlacement,
+  LiveNode,
+  PlacementDecision,
+} from "./history-placement.js";

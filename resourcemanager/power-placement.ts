@@ -205,6 +205,23 @@ export interface PrimaryHistory {
 }
 
 /**
+ * What the tenant registry knows of a server's primary tenant, as the power-aware placement reads it: the declared
+ * criticality of its record, and the peak, pattern and Compare8 verdict of its last classification (`TenantStats`,
+ * computed by `tenantHistoryVerdict` in criticality.ts). Either may be missing (no tenant, or not classified).
+ */
+export function primaryHistoryOf(
+  tenant: { criticality: string } | undefined,
+  stats: { features?: { peak: number; pattern: string } | undefined; measuredCriticality: string } | undefined,
+): PrimaryHistory {
+  return {
+    peakPct: stats?.features?.peak,
+    declared: tenant?.criticality,
+    measured: stats?.measuredCriticality,
+    pattern: stats?.features?.pattern,
+  };
+}
+
+/**
  * A node's predicted primary P95 (milli-cores) and criticality from its tenant's history and its live usage, as the
  * module comment describes: the peak x capacity or the live usage, the larger; critical by declaration, else by
  * Compare8, else by a periodic pattern, else (nothing known) critical.
@@ -228,15 +245,27 @@ export interface PowerPlacementSource {
   power(view: NodeView): PowerNode | undefined;
 }
 
+/** One container ask as the power-aware gate sees it. */
+export interface PowerAsk {
+  /** Whose wait it is: the (job, priority) of the ask; one key per ask whose decline time the gate keeps. */
+  key: string;
+  /** The container's CPU, milli-cores. */
+  containerMilli: number;
+}
+
 /**
  * The power-aware scheduler policy: wraps the job's placement policy (stock or history), keeps its restrictions, and
  * adds the budget filter and the score gate described above.
+ *
+ * It decides in two ways, through the same steps (`bestScore`, then `gate`): `allows`, the scheduler's hook, judges the
+ * one node that heartbeats; `choose`, the simulator's operation, offers the ask to nodes in the order their heartbeats
+ * come and returns the first that takes it. Both read the injected clock for the wait.
  */
 export class PowerAwarePolicy implements SchedulerPolicy {
   readonly name: string;
   readonly perContainer = true;
   readonly options: PowerPlacementOptions;
-  /** Since when each (job, priority) has been declined on a node that was not among the best. */
+  /** Since when each ask (job and priority) has been declined on a node that was not among the best. */
   private readonly declinedSince = new Map<string, number>();
 
   constructor(
@@ -249,7 +278,12 @@ export class PowerAwarePolicy implements SchedulerPolicy {
     this.name = `${inner.name}+power-aware`;
   }
 
-  /** The inner policy's answer, then the budget filter, then the score gate. */
+  /** The gate's key of an ask of `appId` at `priority`. */
+  static askKey(appId: string, priority: number): string {
+    return `${appId}#${priority}`;
+  }
+
+  /** The inner policy's answer, then the budget filter, then the score gate (the scheduler's heartbeat hook). */
   allows(app: AppView, node: NodeView, priority: number, resource?: Resources): boolean {
     if (!this.inner.allows(app, node, priority, resource)) return false;
     if (!resource) return true;
@@ -257,39 +291,68 @@ export class PowerAwarePolicy implements SchedulerPolicy {
     if (!me) return true;
     if (!budgetAllows(me, resource.vcoresMilli)) return false;
     const all: PowerNode[] = [];
-    const candidates: PowerNode[] = [];
+    // The nodes that could take the container now: the same policy allows the job there, the ask fits the headroom.
+    const rivals: PowerNode[] = [];
     for (const v of this.source.nodes()) {
       const p: PowerNode | undefined = v.nodeId === node.nodeId ? me : this.source.power(v);
       if (!p) continue;
       all.push(p);
-      if (p === me) candidates.push(p);
-      else if (
-        fits(resource, v.headroom) &&
-        this.inner.allows(app, v, priority, resource) &&
-        budgetAllows(p, resource.vcoresMilli)
-      )
-        candidates.push(p);
+      if (p === me || (fits(resource, v.headroom) && this.inner.allows(app, v, priority, resource))) rivals.push(p);
     }
     const domains = domainPower(all);
-    let best = -Infinity;
-    for (const c of candidates) best = Math.max(best, powerScore(c, domains, this.options.alpha).score);
-    const mine = powerScore(me, domains, this.options.alpha).score;
-    const key = `${app.appId}#${priority}`;
-    if (mine >= best - this.options.scoreTolerance) {
-      this.declinedSince.delete(key);
-      return true;
-    }
-    const now = this.clock.nowMs();
-    const since = this.declinedSince.get(key);
-    if (since === undefined) {
-      this.declinedSince.set(key, now);
-      return this.options.waitMs === 0;
-    }
-    return now - since >= this.options.waitMs;
+    const ask = { key: PowerAwarePolicy.askKey(app.appId, priority), containerMilli: resource.vcoresMilli };
+    const best = this.bestScore(ask, rivals, domains);
+    return this.gate(ask, powerScore(me, domains, this.options.alpha).score, best);
+  }
+
+  /**
+   * The simulator's operation, the decisions `allows` makes on heartbeats: offers `ask` to each of `offers` in turn (the
+   * nodes that could take it now, in the order their heartbeats come) and returns the first that takes it, or undefined
+   * when none does (the ask waits for the next heartbeats). A node takes it when it passes the budget filter and its
+   * score is within `scoreTolerance` of the best among the offers that pass it, or when the ask has waited `waitMs`
+   * since its first decline. `domains`: the predicted draws of every node that counts (`domainPower` of them all, or
+   * the same sums kept up to date).
+   */
+  choose(
+    ask: PowerAsk,
+    offers: readonly PowerNode[],
+    domains: ReadonlyMap<string, DomainPower>,
+  ): PowerNode | undefined {
+    const best = this.bestScore(ask, offers, domains);
+    for (const n of offers)
+      if (budgetAllows(n, ask.containerMilli) && this.gate(ask, powerScore(n, domains, this.options.alpha).score, best))
+        return n;
+    return undefined;
   }
 
   /** Forgets a job (it finished). */
   forget(appId: string): void {
     for (const key of this.declinedSince.keys()) if (key.startsWith(`${appId}#`)) this.declinedSince.delete(key);
+  }
+
+  /** The best score among `rivals` that pass the budget filter for `ask` (-Infinity: none). */
+  private bestScore(ask: PowerAsk, rivals: readonly PowerNode[], domains: ReadonlyMap<string, DomainPower>): number {
+    let best = -Infinity;
+    for (const r of rivals)
+      if (budgetAllows(r, ask.containerMilli)) best = Math.max(best, powerScore(r, domains, this.options.alpha).score);
+    return best;
+  }
+
+  /**
+   * The score gate for a node that passed the budget filter: takes the ask when `score` is within the tolerance of
+   * `best`, else declines it, until the ask has been declined for `waitMs` (from its first decline).
+   */
+  private gate(ask: PowerAsk, score: number, best: number): boolean {
+    if (score >= best - this.options.scoreTolerance) {
+      this.declinedSince.delete(ask.key);
+      return true;
+    }
+    const now = this.clock.nowMs();
+    const since = this.declinedSince.get(ask.key);
+    if (since === undefined) {
+      this.declinedSince.set(ask.key, now);
+      return this.options.waitMs === 0;
+    }
+    return now - since >= this.options.waitMs;
   }
 }

@@ -34,12 +34,12 @@ import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../common/power-p
 import type { PowerProfile } from "../common/power-profiles.js";
 import { normalizeDomainPath, PowerDomains } from "./power-domains.js";
 import { powerAdminHandlers } from "./power-admin.js";
-import { PowerAwarePolicy, primaryOutlook } from "./power-placement.js";
+import { PowerAwarePolicy, primaryHistoryOf, primaryOutlook } from "./power-placement.js";
 import type { PowerNode } from "./power-placement.js";
 import { tenantAdminHandlers } from "./tenant-admin.js";
 import { TenantRegistry } from "./tenant-registry.js";
 import type { ClassSnapshot } from "./tenant-registry.js";
-import { HistoryPlacement, liveUtilization } from "./history-placement.js";
+import { HistoryPlacement, LiveClassViews, liveNodeOf, liveUtilization } from "./history-placement.js";
 import type { JobPlacement, LiveNode } from "./history-placement.js";
 import type { AppRecord, AppState, HistoryRecord } from "./state-store.js";
 import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js";
@@ -121,6 +121,8 @@ export class ResourceManager {
   private readonly tenants: TenantRegistry;
   /** Algorithm 1's per-job state; undefined under the stock policy. */
   private readonly history: HistoryPlacement | undefined;
+  /** The classes as Algorithm 1 sees them: the last classification over the running nodes (history policy only). */
+  private readonly classViews: LiveClassViews | undefined;
   private reclusterTimer: NodeJS.Timeout | undefined;
   private readonly scheduler: Scheduler;
   /** Power domains: draws per domain, alerts, node budgets. */
@@ -159,9 +161,12 @@ export class ResourceManager {
     if (this.options.schedulerPolicy === "history") {
       const historyPolicy = new HistorySchedulerPolicy();
       policy = historyPolicy;
+      this.classViews = new LiveClassViews(() => this.liveNodes());
       this.history = new HistoryPlacement(
         historyPolicy,
         { weights: resolveClassWeights(this.options.classWeights), classWaitMs: this.options.classWaitMs },
+        this.classViews,
+        this.clock,
         new SeededRng(this.options.seed),
         this.log.child("placement"),
       );
@@ -359,7 +364,7 @@ export class ResourceManager {
   }
 
   private onReclustered(snapshot: ClassSnapshot): void {
-    this.history?.setClasses(snapshot.classes);
+    this.classViews?.setClasses(snapshot.classes);
   }
 
   /** The running nodes among `ids` (all running nodes when omitted), as placement sees them. */
@@ -369,14 +374,7 @@ export class ResourceManager {
     for (const n of entries) {
       if (n.state !== "RUNNING") continue;
       const view = this.scheduler.nodeView(n.nodeId);
-      if (!view) continue;
-      out.push({
-        nodeId: n.nodeId,
-        capacity: view.capacity,
-        primaryUsage: view.primaryUsage,
-        allocated: view.allocated,
-        reserveMilli: Math.ceil(view.capacity.vcoresMilli * this.options.reserveFraction),
-      });
+      if (view) out.push(liveNodeOf(view, this.options.reserveFraction));
     }
     return out;
   }
@@ -492,12 +490,11 @@ export class ResourceManager {
     if (!facts) return undefined;
     const tenant = this.tenants.ownerOf(view.nodeId);
     const stats = tenant ? this.tenants.snapshot.stats.get(tenant.name) : undefined;
-    const outlook = primaryOutlook(view.capacity.vcoresMilli, view.primaryUsage.vcoresMilli, {
-      peakPct: stats?.features?.peak,
-      declared: tenant?.criticality,
-      measured: stats?.measuredCriticality,
-      pattern: stats?.features?.pattern,
-    });
+    const outlook = primaryOutlook(
+      view.capacity.vcoresMilli,
+      view.primaryUsage.vcoresMilli,
+      primaryHistoryOf(tenant, stats),
+    );
     return {
       nodeId: view.nodeId,
       domains: facts.domains,
@@ -637,7 +634,7 @@ export class ResourceManager {
       this.log.warn(`job manager ${what} within its expiry`, { appId: app.record.appId, attempt: app.record.attempt });
       this.amAttemptEnded(app, "FAILED", `job manager ${what} for ${this.options.amExpiryMs} ms`);
     }
-    this.history?.retryWaiting(now, () => this.liveNodes());
+    this.history?.retryWaiting();
     this.power.tick();
     this.logPowerAlerts();
   }
@@ -1029,7 +1026,7 @@ export class ResourceManager {
     if (this.history) {
       let taskMilli = 0;
       for (const a of req.asks) if (a.count > 0) taskMilli = Math.max(taskMilli, fromWire(a.resource).vcoresMilli);
-      this.history.onAsk(req.appId, taskMilli, this.clock.nowMs(), () => this.liveNodes());
+      this.history.onAsk(req.appId, taskMilli);
     }
     if (req.progress) app.progress = req.progress;
     const completed = app.completed;

@@ -14,10 +14,11 @@ import type { Clock } from "../common/clock.js";
 import { HarvestError } from "../common/errors.js";
 import type { Logger } from "../common/log.js";
 import { SeededRng } from "../common/rng.js";
-import type { UtilizationSeries } from "../common/trace-io.js";
-import { averageServerSeries, classifyFeatures, resolveClassifierOptions, tenantFeatures } from "./classifier.js";
+import type { TraceWarnings, UtilizationSeries } from "../common/trace-io.js";
+import { describeTraceWarnings, hasTraceWarnings, traceWarningFields } from "../common/trace-io.js";
+import { classifyFeatures, resolveClassifierOptions } from "./classifier.js";
 import type { ClassifierOptions, TenantClass, TenantFeatures } from "./classifier.js";
-import { criticality, resolveCriticalityOptions } from "./criticality.js";
+import { DEFAULT_HISTORY_WINDOW, resolveCriticalityOptions, tenantHistoryVerdict } from "./criticality.js";
 import type { CriticalityOptions } from "./criticality.js";
 
 const DURABLE = { sync: true } as never;
@@ -82,8 +83,7 @@ export interface TenantRegistryOptions {
 
 export const DEFAULT_TENANT_REGISTRY_OPTIONS: Readonly<Omit<TenantRegistryOptions, "classifier" | "criticality">> =
   Object.freeze({
-    slotSec: 120,
-    windowDays: 30,
+    ...DEFAULT_HISTORY_WINDOW,
     reimageWindowDays: 90,
     maxImportBytes: 64 * 1024 * 1024,
     flushIntervalMs: 5_000,
@@ -278,12 +278,14 @@ export class TenantRegistry {
 
   /**
    * Imports one series for a server, or for every server of a tenant (as its average server). `shiftToNowMs` moves
-   * the series so that its last sample lands at that time. All or nothing: one batch.
+   * the series so that its last sample lands at that time. All or nothing: one batch. `source` names the file and
+   * what its normalization (common/trace-io.ts) changed; a file with quirks is logged once, with the counts.
    */
   async importSeries(
     target: { server?: string; tenant?: string },
     series: UtilizationSeries,
     shiftToNowMs?: number,
+    source?: { file: string; warnings: TraceWarnings },
   ): Promise<{ samples: number; servers: number; firstMs: number; lastMs: number }> {
     const servers = this.importTargets(target);
     const n = series.timesMs.length;
@@ -303,6 +305,12 @@ export class TenantRegistry {
       batch.set(server, slots);
     }
     await this.serialized(() => this.mergeIntoStore(batch));
+    if (source && hasTraceWarnings(source.warnings)) {
+      this.log.warn(`history import ${source.file} normalized: ${describeTraceWarnings(source.warnings)}`, {
+        file: source.file,
+        ...traceWarningFields(source.warnings),
+      });
+    }
     return {
       samples: n,
       servers: servers.length,
@@ -396,23 +404,20 @@ export class TenantRegistry {
       }
       const perServer: UtilizationSeries[] = [];
       for (const s of t.servers) perServer.push(await this.serverSeries(s, fromMs, nowMs));
-      entry.historySlots = perServer.reduce((a, s) => a + s.timesMs.length, 0);
-      const average = averageServerSeries(perServer, {
+      const verdict = tenantHistoryVerdict(t.name, perServer, nowMs, {
         slotSec: this.options.slotSec,
         windowDays: this.options.windowDays,
-        endMs: nowMs,
-        name: t.name,
+        classifier: classifierOptions,
+        criticality: this.options.criticality,
       });
-      if (average.timesMs.length === 0) {
-        unclassified.push(`${t.name}: no utilization history in the last ${this.options.windowDays} days`);
+      entry.historySlots = verdict.historySlots;
+      if (!verdict.features) {
+        unclassified.push(`${t.name}: ${verdict.missing ?? "no utilization history"}`);
         continue;
       }
-      entry.features = tenantFeatures(average, classifierOptions);
-      const crit = criticality(average, this.options.criticality);
-      if (crit.reason !== "too-short") {
-        entry.compare8 = crit.score;
-        entry.measuredCriticality = crit.critical ? "critical" : "non-critical";
-      }
+      entry.features = verdict.features;
+      if (verdict.compare8 !== undefined) entry.compare8 = verdict.compare8;
+      entry.measuredCriticality = verdict.measuredCriticality;
       items.push({ tenantId: t.name, servers: [...t.servers], features: entry.features });
     }
     const classes = classifyFeatures(items, classifierOptions, new SeededRng(this.options.seed + this.reclusters));

@@ -16,25 +16,18 @@ import { SeededRng } from "../common/rng.js";
 import { ServerSet } from "./server-set.js";
 import { yieldVictims } from "./yield-step.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
+import { Logger } from "../common/log.js";
 import {
   HistorySchedulerPolicy,
   jobTypeOf,
-  requirementMilli,
   resolveClassWeights,
   resolveJobTypeOptions,
-  selectClasses,
 } from "../resourcemanager/class-selection.js";
-import type {
-  ClassView,
-  ClassWeights,
-  ClassWeightsInput,
-  JobType,
-  JobTypeOptions,
-  ServerCapacity,
-} from "../resourcemanager/class-selection.js";
+import type { ClassWeights, ClassWeightsInput, JobType, JobTypeOptions } from "../resourcemanager/class-selection.js";
 import { classifyFeatures, resolveClassifierOptions, tenantFeatures } from "../resourcemanager/classifier.js";
-import type { ClassifierOptions, FeaturedTenant } from "../resourcemanager/classifier.js";
-import { UNCLASSIFIED_CLASS } from "../resourcemanager/history-placement.js";
+import type { ClassifierOptions, FeaturedTenant, TenantClass } from "../resourcemanager/classifier.js";
+import { HistoryPlacement, LiveClassViews, liveNodeOf } from "../resourcemanager/history-placement.js";
+import type { LiveNode, PlacementDecision } from "../resourcemanager/history-placement.js";
 import { Scheduler, StockSchedulerPolicy } from "../resourcemanager/scheduler.js";
 import type { Allocation } from "../resourcemanager/scheduler.js";
 import { SimEngine } from "./engine.js";
@@ -134,6 +127,13 @@ export interface ComputeObserver {
     classIds?: readonly string[];
     servers?: readonly number[];
   }): void;
+  /**
+   * The placement decided for a job (history only): on its first ask and on every retry while it waits, waits
+   * included. What the resource manager's `HistoryPlacement` returned, at simulated time `nowMs`.
+   */
+  onDecision?(e: { job: SimJob; jobType: SimJobType; decision: PlacementDecision; nowMs: number }): void;
+  /** The classes were rebuilt (history only), as the tenant registry's classification gives them. */
+  onClassified?(e: { classes: readonly TenantClass[]; nowMs: number }): void;
   /** A task attempt started on server index `server`. */
   onTaskStart?(e: { job: SimJob; vertex: number; task: number; server: number; nowMs: number }): void;
   /** A task attempt was killed because the server's primary tenant needed its cores. */
@@ -240,12 +240,15 @@ export function resolveComputeOptions(
  *   its classes' servers from a random start), and when a server gains room (a task ends, its primary shrinks) it
  *   heartbeats once. Each visit is `allocateOnNode`, so FIFO order among jobs and the policy's rule are the
  *   scheduler's. No job-manager container is simulated.
- * - History policy (the resource manager's `HistoryPlacement`, with class views kept up to date incrementally): the
- *   tenants' average-server series over the last `historyMs` are classified (`tenantFeatures`, `classifyFeatures`) at
- *   the start and every `reclassifyIntervalMs`. A job's type is `jobTypeOf` its name's last duration in this run
- *   against the last `jobHistoryWindow` finished jobs; its requirement is its DAG's max concurrency x taskCores; at
- *   submission Algorithm 1 (`selectClasses`) picks classes from their live headroom, and the job's tasks may use only
- *   their servers. A job that finds none retries every `retryIntervalMs` and runs anywhere after `classWaitMs`.
+ * - History policy: the resource manager's own `HistoryPlacement`, reading its classes through the resource manager's
+ *   `LiveClassViews` over the scheduler's nodes (`liveNodeOf`, as the resource manager's live nodes), on the simulated
+ *   clock. The tenants' average-server series over the last `historyMs` are classified (`tenantFeatures`,
+ *   `classifyFeatures`) at the start and every `reclassifyIntervalMs`. A job's type is `jobTypeOf` its name's last
+ *   duration among the last `jobHistoryWindow` finished jobs (none when older: medium, as the resource manager's
+ *   history query finds it) against those jobs' thresholds; at submission the job registers with its
+ *   DAG's max concurrency and asks for taskCores containers, and Algorithm 1 (`selectClasses`) picks classes from their
+ *   live headroom; the job's tasks may use only the servers the placement assigned it in `HistorySchedulerPolicy`. Jobs
+ *   that find none are retried together (`retryWaiting`) every `retryIntervalMs` and run anywhere after `classWaitMs`.
  *   Under the stock policy the type is computed the same way, for the per-type figures only.
  * - DAGs: a vertex's tasks become runnable when all its input vertices have finished; they run as far as containers
  *   are granted; a job ends with its last task. Task durations come from the stream (`taskDurationMs`), the same in
@@ -263,9 +266,10 @@ export function runCompute(cluster: SimCluster, jobs: JobStream, options: Comput
 // ------------------------------------------------------------------------------------------------ the simulation
 
 /** Independent random streams, one per purpose, so that one decision does not shift another's draws. */
-const Stream = { Classes: 1, Kmeans: 2, Servers: 3 } as const;
+export const Stream = { Classes: 1, Kmeans: 2, Servers: 3 } as const;
 
-function streamSeed(seed: number, stream: number): number {
+/** The seed of a run's random stream `stream` (Algorithm 1's draws are `Stream.Classes`). */
+export function streamSeed(seed: number, stream: number): number {
   let h = (seed ^ Math.imul(stream, 0x9e3779b9)) >>> 0;
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b) >>> 0;
   h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35) >>> 0;
@@ -308,22 +312,18 @@ interface Attempt {
   alive: boolean;
 }
 
-/** A class of the current classification, with its live view for Algorithm 1. */
-interface SimClass {
-  view: ClassView;
-  /** Server indices. */
-  servers: Int32Array;
-  /** Sum over its servers of the primary's CPU %, for the view's `current`. */
-  pctSum: number;
-}
+/** The placement's log: the simulator keeps none. */
+const SILENT_LOG = new Logger("sim/placement", "error", () => undefined);
 
 class ComputeSim {
   private readonly engine = new SimEngine();
   private readonly scheduler: Scheduler;
   private readonly history: HistorySchedulerPolicy | undefined;
+  /** The resource manager's Algorithm 1 and its class views (history policy only). */
+  private readonly placement: HistoryPlacement | undefined;
+  private readonly classViews: LiveClassViews | undefined;
   private readonly taskMilli: number;
   private readonly taskResource: Resources;
-  private readonly classRng: SeededRng;
   private readonly kmeansRng: SeededRng;
   private readonly serverRng: SeededRng;
 
@@ -334,20 +334,23 @@ class ComputeSim {
   private readonly primaryMilli: Int32Array;
   private readonly secondaryMilli: Int32Array;
   private readonly running: Set<Attempt>[];
-  private readonly capacities: ServerCapacity[];
-  private readonly serverClass: Int32Array;
+  private readonly serverIndex: Map<string, number>;
+  /**
+   * Every server as the resource manager's live nodes show it (`liveNodeOf` its scheduler view), kept current in place
+   * rather than rebuilt for every decision; `checkInvariants` checks it against the scheduler.
+   */
+  private readonly liveNodes: LiveNode[];
   /** Servers with room for one task. */
   private readonly free: ServerSet;
 
-  private classes: SimClass[] = [];
   private readonly runs = new Map<string, JobRun>();
-  private readonly waiting: JobRun[] = [];
   private retryScheduled = false;
   private containerSeq = 0;
   private nextJob = 0;
 
   // Job history, as the resource manager's store keeps it.
-  private readonly lastDurationMs = new Map<string, number>();
+  /** Per job name, its last run: duration and place among finished jobs (`jobsFinished` after it). */
+  private readonly lastRun = new Map<string, { durationMs: number; seq: number }>();
   /** The last `jobHistoryWindow` durations, ascending; `recentRing` holds them in the order they came. */
   private readonly recentDurationsMs: number[] = [];
   private readonly recentRing: number[] = [];
@@ -375,10 +378,21 @@ class ComputeSim {
   ) {
     this.taskMilli = Math.round(o.taskCores * 1000);
     this.taskResource = { vcoresMilli: this.taskMilli, memoryMb: Math.ceil(o.taskCores * 1024) };
-    this.classRng = new SeededRng(streamSeed(o.seed, Stream.Classes));
     this.kmeansRng = new SeededRng(streamSeed(o.seed, Stream.Kmeans));
     this.serverRng = new SeededRng(streamSeed(o.seed, Stream.Servers));
     this.history = o.policy === "history" ? new HistorySchedulerPolicy() : undefined;
+    if (this.history) {
+      // What the resource manager's live nodes would say of every server (all of them run for the whole experiment).
+      this.classViews = new LiveClassViews(() => this.liveNodes);
+      this.placement = new HistoryPlacement(
+        this.history,
+        { weights: o.weights, classWaitMs: o.classWaitMs },
+        this.classViews,
+        this.engine.clock,
+        new SeededRng(streamSeed(o.seed, Stream.Classes)),
+        SILENT_LOG,
+      );
+    }
     this.scheduler = new Scheduler(
       this.history ?? new StockSchedulerPolicy(),
       { reserveFraction: o.reserveFraction, maxAllocationsPerHeartbeat: 0 },
@@ -391,9 +405,9 @@ class ComputeSim {
     this.primaryMilli = new Int32Array(n);
     this.secondaryMilli = new Int32Array(n);
     this.running = Array.from({ length: n }, () => new Set<Attempt>());
-    this.serverClass = new Int32Array(n).fill(-1);
+    this.serverIndex = new Map(this.nodeIds.map((id, i) => [id, i]));
+    this.liveNodes = [];
     this.free = new ServerSet(n);
-    this.capacities = [];
     for (const s of cluster.servers) {
       const cap = s.cores * 1000;
       this.capMilli[s.index] = cap;
@@ -401,12 +415,18 @@ class ComputeSim {
       this.reserveMilli[s.index] = Math.ceil(cap * o.reserveFraction);
       // Memory never binds: every node has 8 GB per core, a task 1 GB per core.
       this.scheduler.addNode(s.id, { vcoresMilli: cap, memoryMb: s.cores * 8192 }, s.rack);
-      this.capacities.push({
-        serverId: s.id,
-        capacityMilli: cap,
-        reserveMilli: this.reserveMilli[s.index]!,
-        allocatedMilli: 0,
-      });
+      const view = this.scheduler.nodeView(s.id)!;
+      this.liveNodes.push(
+        liveNodeOf(
+          {
+            nodeId: s.id,
+            capacity: { ...view.capacity },
+            primaryUsage: { ...view.primaryUsage },
+            allocated: { ...view.allocated },
+          },
+          o.reserveFraction,
+        ),
+      );
     }
   }
 
@@ -478,10 +498,8 @@ class ComputeSim {
   }
 
   private setPrimary(s: number, primary: number): void {
-    const cap = this.capMilli[s]!;
-    const c = this.serverClass[s]!;
-    if (c >= 0) this.classes[c]!.pctSum += (100 * (primary - this.primaryMilli[s]!)) / cap;
     this.primaryMilli[s] = primary;
+    this.liveNodes[s]!.primaryUsage.vcoresMilli = primary;
     this.scheduler.updatePrimaryUsage(this.nodeIds[s]!, { vcoresMilli: primary, memoryMb: 0 });
   }
 
@@ -539,7 +557,7 @@ class ComputeSim {
     });
     // Algorithm 1, line 3, as the resource manager does at registration: the name's last duration against the recent
     // history's thresholds.
-    const type = jobTypeOf(this.lastDurationMs.get(job.shape.name), this.recentDurationsMs, this.o.jobTypes);
+    const type = jobTypeOf(this.lastDurationInWindow(job.shape.name), this.recentDurationsMs, this.o.jobTypes);
     const run: JobRun = {
       job,
       appId: `j${job.id}`,
@@ -550,7 +568,7 @@ class ComputeSim {
       queue: [],
       head: 0,
       tasksRemaining: job.shape.totalTasks,
-      decided: this.history === undefined,
+      decided: this.placement === undefined,
       allowed: undefined,
       waitingSinceMs: now,
       waited: false,
@@ -561,8 +579,12 @@ class ComputeSim {
     vertices.forEach((v, i) => {
       if (v.inputs.length === 0) this.enqueueVertex(run, i);
     });
-    if (this.history) this.decide(run);
-    else {
+    if (this.placement) {
+      // The job manager registers, then asks for its first tasks: Algorithm 1 runs on that ask.
+      this.placement.register(run.appId, type, job.shape.maxConcurrency);
+      const decision = this.placement.onAsk(run.appId, this.taskMilli);
+      if (decision) this.onDecision(run, decision);
+    } else {
       this.o.observer?.onJobPlaced?.({ job, jobType: type });
       this.updateAsk(run);
       this.place(run);
@@ -625,7 +647,7 @@ class ComputeSim {
     const a: Attempt = { run, task, server: s, startMs: now, containerId: alloc.containerId, alive: true };
     this.running[s]!.add(a);
     this.secondaryMilli[s]! += this.taskMilli;
-    this.capacities[s]!.allocatedMilli += this.taskMilli;
+    this.liveNodes[s]!.allocated.vcoresMilli += this.taskMilli;
     this.tasksRun++;
     const vertex = Math.floor(task / TASK_STRIDE);
     const index = task % TASK_STRIDE;
@@ -639,7 +661,7 @@ class ComputeSim {
     this.scheduler.release(a.containerId);
     this.running[a.server]!.delete(a);
     this.secondaryMilli[a.server]! -= this.taskMilli;
-    this.capacities[a.server]!.allocatedMilli -= this.taskMilli;
+    this.liveNodes[a.server]!.allocated.vcoresMilli -= this.taskMilli;
   }
 
   /** A task attempt ran to its end (unless it was killed since). */
@@ -670,15 +692,24 @@ class ComputeSim {
     const now = this.engine.clock.nowMs();
     const durationMs = now - run.job.submitMs;
     this.scheduler.removeApp(run.appId);
-    this.history?.unassign(run.appId);
+    this.placement?.remove(run.appId);
     this.runs.delete(run.appId);
     this.jobsFinished++;
     const figures = this.timeByType[run.type];
     figures.jobs++;
     figures.sumMs += durationMs;
-    this.lastDurationMs.set(run.job.shape.name, durationMs);
+    this.lastRun.set(run.job.shape.name, { durationMs, seq: this.jobsFinished });
     this.remember(durationMs);
     this.o.observer?.onJobFinished?.({ job: run.job, jobType: run.type, durationMs });
+  }
+
+  /**
+   * The duration of the last run of `name` if it is among the last `jobHistoryWindow` finished jobs, as the resource
+   * manager finds it in its history query; undefined (a job never seen, so medium) when older or never run.
+   */
+  private lastDurationInWindow(name: string): number | undefined {
+    const last = this.lastRun.get(name);
+    return last && last.seq > this.jobsFinished - this.o.jobHistoryWindow ? last.durationMs : undefined;
   }
 
   /**
@@ -739,118 +770,55 @@ class ComputeSim {
       }
     }
     const tenantClasses = featured.length > 0 ? classifyFeatures(featured, this.o.classifier, this.kmeansRng) : [];
-    const index = new Map(this.nodeIds.map((id, i) => [id, i]));
-    this.serverClass.fill(-1);
-    const classes: SimClass[] = tenantClasses.map((c, ci) => {
-      const servers = Int32Array.from(c.servers.map((id) => index.get(id)!));
-      for (const s of servers) this.serverClass[s] = ci;
-      return {
-        view: {
-          classId: c.id,
-          pattern: c.pattern,
-          average: c.average,
-          peak: c.peak,
-          current: c.current,
-          servers: Array.from(servers, (s) => this.capacities[s]!),
-        },
-        servers,
-        pctSum: 0,
-      };
-    });
-    const rest: number[] = [];
-    for (let s = 0; s < this.nodeIds.length; s++) if (this.serverClass[s]! < 0) rest.push(s);
-    if (rest.length > 0) {
-      // Nothing is known of these servers' history: unpredictable at their live level (as HistoryPlacement does).
-      const ci = classes.length;
-      for (const s of rest) this.serverClass[s] = ci;
-      classes.push({
-        view: {
-          classId: UNCLASSIFIED_CLASS,
-          pattern: "unpredictable",
-          average: 0,
-          peak: 0,
-          current: 0,
-          servers: rest.map((s) => this.capacities[s]!),
-        },
-        servers: Int32Array.from(rest),
-        pctSum: 0,
-      });
-    }
-    for (let s = 0; s < this.nodeIds.length; s++)
-      classes[this.serverClass[s]!]!.pctSum += (100 * this.primaryMilli[s]!) / this.capMilli[s]!;
-    this.classes = classes;
+    this.classViews!.setClasses(tenantClasses);
+    this.o.observer?.onClassified?.({ classes: tenantClasses, nowMs });
     this.classifications++;
   }
 
-  /** The class views with their live utilization (the mean of their servers' primary CPU %). */
-  private classViews(): ClassView[] {
-    return this.classes.map((c) => {
-      const live = c.servers.length > 0 ? c.pctSum / c.servers.length : c.view.current;
-      if (c.view.classId === UNCLASSIFIED_CLASS) {
-        c.view.average = live;
-        c.view.peak = live;
-      }
-      c.view.current = live;
-      return c.view;
-    });
-  }
-
-  /** Algorithm 1 for a job (the resource manager's `HistoryPlacement.decide`). */
-  private decide(run: JobRun): void {
-    const history = this.history!;
-    const selection = selectClasses({
-      jobType: run.type,
-      requirementMilli: requirementMilli(Math.max(1, run.job.shape.maxConcurrency), this.taskMilli),
-      classes: this.classViews(),
-      weights: this.o.weights,
-      rng: this.classRng,
-    });
-    const now = this.engine.clock.nowMs();
-    if (selection.kind !== "none") {
-      const chosen = new Set(selection.classIds);
-      const servers: number[] = [];
-      for (const c of this.classes) if (chosen.has(c.view.classId)) for (const s of c.servers) servers.push(s);
-      history.assign(
-        run.appId,
-        servers.map((s) => this.nodeIds[s]!),
-      );
-      run.allowed = Int32Array.from(servers);
-      run.decided = true;
-      this.o.observer?.onJobPlaced?.({
-        job: run.job,
-        jobType: run.type,
-        classIds: selection.classIds,
-        servers,
-      });
-    } else if (this.o.classWaitMs > 0 && now - run.waitingSinceMs >= this.o.classWaitMs) {
-      history.openToAll(run.appId);
-      run.decided = true;
-      this.jobsOpenedToAll++;
-      this.o.observer?.onJobPlaced?.({ job: run.job, jobType: run.type });
-    } else {
+  /** Acts on what the placement decided for a job: start it on its classes' servers (or any), or keep it waiting. */
+  private onDecision(run: JobRun, decision: PlacementDecision): void {
+    this.o.observer?.onDecision?.({ job: run.job, jobType: run.type, decision, nowMs: this.engine.clock.nowMs() });
+    if (decision.kind === "wait") {
       if (!run.waited) {
         run.waited = true;
         this.jobsWaited++;
-        this.waiting.push(run);
         this.scheduleRetry();
       }
       return;
+    }
+    run.decided = true;
+    if (decision.kind === "classes") {
+      // Heartbeats visit the servers the scheduler policy now allows the job, in the order the placement gave them.
+      const assigned = this.history!.assigned(run.appId)!;
+      const servers: number[] = [];
+      for (const id of assigned) {
+        const s = this.serverIndex.get(id);
+        if (s !== undefined) servers.push(s);
+      }
+      run.allowed = Int32Array.from(servers);
+      this.o.observer?.onJobPlaced?.({ job: run.job, jobType: run.type, classIds: decision.classIds, servers });
+    } else {
+      this.jobsOpenedToAll++;
+      this.o.observer?.onJobPlaced?.({ job: run.job, jobType: run.type });
     }
     this.updateAsk(run);
     this.place(run);
   }
 
+  /** While jobs wait for a class, the resource manager's monitor tick retries them every `retryIntervalMs`. */
   private scheduleRetry(): void {
     if (this.retryScheduled) return;
     this.retryScheduled = true;
     this.at(this.engine.clock.nowMs() + this.o.retryIntervalMs, () => {
       this.retryScheduled = false;
-      const waiting = this.waiting.splice(0);
-      for (const run of waiting) {
-        this.decide(run);
-        if (!run.decided) this.waiting.push(run);
+      let waiting = false;
+      for (const decision of this.placement!.retryWaiting()) {
+        const run = this.runs.get(decision.appId);
+        if (!run) continue;
+        if (decision.kind === "wait") waiting = true;
+        this.onDecision(run, decision);
       }
-      if (this.waiting.length > 0) this.scheduleRetry();
+      if (waiting) this.scheduleRetry();
     });
   }
 
@@ -873,6 +841,16 @@ class ComputeSim {
         fail(`server ${this.nodeIds[s]}: the scheduler has ${view.allocated.vcoresMilli} allocated, we ${secondary}`);
       if (view.primaryUsage.vcoresMilli !== this.primaryMilli[s])
         fail(`server ${this.nodeIds[s]}: the scheduler's primary usage is stale`);
+      const live = this.liveNodes[s]!;
+      const want = liveNodeOf(view, this.o.reserveFraction);
+      if (
+        live.nodeId !== want.nodeId ||
+        live.capacity.vcoresMilli !== want.capacity.vcoresMilli ||
+        live.primaryUsage.vcoresMilli !== want.primaryUsage.vcoresMilli ||
+        live.allocated.vcoresMilli !== want.allocated.vcoresMilli ||
+        live.reserveMilli !== want.reserveMilli
+      )
+        fail(`server ${this.nodeIds[s]}: the placement's live node differs from the scheduler's view`);
       const free = allowance - secondary >= this.taskMilli;
       if (free !== this.free.has(s))
         fail(`server ${this.nodeIds[s]} is ${free ? "missing from" : "wrongly in"} the free list`);
@@ -917,7 +895,7 @@ class ComputeSim {
       jobsOpenedToAll: this.jobsOpenedToAll,
       killsByType,
       classifications: this.classifications,
-      classes: this.classes.map((c) => `${c.view.classId}: ${c.servers.length}`),
+      classes: this.classViews?.classViews().map((v) => `${v.classId}: ${v.servers.length}`) ?? [],
       eventsPerSec: wallMs > 0 ? events / (wallMs / 1000) : 0,
     };
   }

@@ -25,8 +25,8 @@ import { CappingAgent } from "../nodemanager/capping-agent.js";
 import type { AgentContainer } from "../nodemanager/capping-agent.js";
 import { resolveCappingOptions } from "../nodemanager/capping-controller.js";
 import type { CappingOptions, CappingState } from "../nodemanager/capping-controller.js";
-import { tenantFeatures } from "../resourcemanager/classifier.js";
-import { criticality } from "../resourcemanager/criticality.js";
+import { DEFAULT_HISTORY_WINDOW, tenantHistoryVerdict } from "../resourcemanager/criticality.js";
+import type { TenantHistoryVerdict } from "../resourcemanager/criticality.js";
 import {
   DEFAULT_OVERSUBSCRIPTION_OPTIONS,
   planOversubscription,
@@ -42,19 +42,25 @@ import type {
 import { PowerDomains, resolvePowerDomainOptions } from "../resourcemanager/power-domains.js";
 import type { PowerDomainConfig, PowerDomainOptions } from "../resourcemanager/power-domains.js";
 import {
-  budgetAllows,
   domainPower,
-  powerScore,
+  PowerAwarePolicy,
   predictedP95Watts,
+  primaryHistoryOf,
   primaryOutlook,
   resolvePowerPlacementOptions,
 } from "../resourcemanager/power-placement.js";
-import type { DomainPower, PowerNode, PowerPlacementOptions } from "../resourcemanager/power-placement.js";
-import { tenantSeries } from "./cluster-gen.js";
+import type {
+  DomainPower,
+  PowerNode,
+  PowerPlacementOptions,
+  PrimaryHistory,
+} from "../resourcemanager/power-placement.js";
+import { StockSchedulerPolicy } from "../resourcemanager/scheduler.js";
+import type { UtilizationSeries } from "../common/trace-io.js";
 import { SimEngine } from "./engine.js";
 import type { EngineProgress } from "./engine.js";
 import { harvestableCoreMs } from "./jobs.js";
-import { DAY_MS } from "./model.js";
+import { DAY_MS, serverUtilization } from "./model.js";
 import type { SimCluster } from "./model.js";
 import type { RunSetup } from "./results.js";
 
@@ -627,6 +633,62 @@ function oversubscriptionFigures(budgets: PowerBudgets, profileOf: readonly Powe
   };
 }
 
+// ------------------------------------------------------------------------------------------------ primary history
+
+/**
+ * Server `s`'s primary CPU (%) per slot over [fromMs, toMs), as its node manager reports it to the tenant registry:
+ * the tenant's series plus the server's offset, clamped to 0..100 (`serverUtilization`), one sample per slot.
+ */
+export function primaryUsageSeries(cluster: SimCluster, s: number, fromMs: number, toMs: number): UtilizationSeries {
+  const series = cluster.tenants[cluster.servers[s]!.tenant]!.utilization;
+  const first = Math.max(0, Math.floor(fromMs / cluster.slotMs));
+  const end = Math.min(series.length, Math.ceil(toMs / cluster.slotMs));
+  const timesMs: number[] = [];
+  const cpuPct: number[] = [];
+  for (let k = first; k < end; k++) {
+    timesMs.push(k * cluster.slotMs);
+    cpuPct.push(serverUtilization(cluster, s, k * cluster.slotMs));
+  }
+  return {
+    name: cluster.servers[s]!.id,
+    stepSec: cluster.slotMs / 1000,
+    startMs: first * cluster.slotMs,
+    timesMs,
+    cpuPct,
+  };
+}
+
+/**
+ * What the resource manager's tenant registry finds in each tenant's history when it classifies at `endMs` (by tenant
+ * index; undefined for a tenant without servers): its own `tenantHistoryVerdict`, with its default window, over the
+ * series its servers reported (`primaryUsageSeries`).
+ */
+export function registryVerdicts(
+  cluster: SimCluster,
+  endMs: number = cluster.historyMs,
+): (TenantHistoryVerdict | undefined)[] {
+  // The window's samples, and the one before it (the value a server holds into the window).
+  const fromMs = endMs - DEFAULT_HISTORY_WINDOW.windowDays * DAY_MS - cluster.slotMs;
+  return cluster.tenants.map((t) =>
+    t.servers.length === 0
+      ? undefined
+      : tenantHistoryVerdict(
+          t.id,
+          t.servers.map((s) => primaryUsageSeries(cluster, s, fromMs, endMs)),
+          endMs,
+        ),
+  );
+}
+
+/**
+ * Per server, what the power-aware placement reads of its primary (`primaryHistoryOf`, as the resource manager builds
+ * it): the registry's verdict on its tenant at `endMs`. Simulated tenants declare no criticality.
+ */
+export function primaryHistories(cluster: SimCluster, endMs: number = cluster.historyMs): PrimaryHistory[] {
+  const verdicts = registryVerdicts(cluster, endMs);
+  return cluster.servers.map((srv) => primaryHistoryOf({ criticality: "" }, verdicts[srv.tenant]));
+}
+
 // ------------------------------------------------------------------------------------------------ running
 
 /**
@@ -640,16 +702,18 @@ function oversubscriptionFigures(budgets: PowerBudgets, profileOf: readonly Powe
  * - Primary tenants: each server's primary uses capacity x its utilization (the tenant's series plus the server's
  *   offset), step-held per slot. Critical work is the primary's: Harvest never throttles it (DESIGN.md principle 3).
  *   Of it, user-facing is what the power-aware placement calls critical (`primaryOutlook`: seeds/000's Compare8 verdict
- *   on the tenant's history, else its seeds/004 pattern), reported apart.
+ *   on the tenant's history, else its seeds/004 pattern, as the tenant registry finds them: `primaryHistories`),
+ *   reported apart.
  * - Secondary tasks: independent tasks of `taskCores`, Poisson arrivals offering `secondaryLoad` of the harvestable
  *   core-hours, log-normal durations (median `taskMedianMs`, capped at `taskMaxMs`), in one FIFO queue. A simpler
  *   process than the compute experiment's DAG jobs on purpose: power depends on how many cores are busy where, not on
  *   a job's shape, and the same arrivals in every run make the comparison exact. A task runs at its full allocation
  *   unless throttled; throttling slows its progress in proportion (quota / allocation, or the frequency).
  * - Placement: when a task heads the queue and servers have room (capacity - primary - reserve - allocated >= the
- *   task), stock picks one at random (heartbeats come in no useful order); power-aware takes the best by the resource
- *   manager's `powerScore` among those its `budgetAllows` (see `choosePowerAware`). Nothing is placed while the head
- *   task fits nowhere (FIFO).
+ *   task), stock picks one at random (heartbeats come in no useful order); power-aware offers it to them in heartbeat
+ *   order through the resource manager's `PowerAwarePolicy.choose`, and the first that passes the budget filter with a
+ *   score within the tolerance of the best takes it (see `choosePowerAware`). Nothing is placed while the head task
+ *   fits nowhere (FIFO).
  * - Yielding: when a primary grows past what the reserve covers, the yield controller's `chooseVictims` kills the
  *   youngest tasks. Every killed task (yield or capping) re-runs from the start at the back of the queue.
  * - Domains: the resource manager's `PowerDomains` hears every change of a server's draw at once (a heartbeat on
@@ -774,7 +838,10 @@ class PowerSim {
   private taskSeq = 0;
 
   // What the power-aware placement reads (the resource manager's `powerNode` view), kept up to date on every change.
-  private readonly history: { peakPct: number | undefined; measured: string; pattern: string }[];
+  private readonly history: PrimaryHistory[];
+  /** The resource manager's power-aware policy (power-aware placement only), and where the heartbeats are. */
+  private readonly placement: PowerAwarePolicy | undefined;
+  private heartbeatCursor = 0;
   private readonly powerNodes: PowerNode[];
   private readonly predictedWatts: Float64Array;
   private domainPredictions: Map<string, DomainPower> = new Map();
@@ -886,34 +953,24 @@ class PowerSim {
     for (const s of cluster.servers)
       this.power.addNode({ nodeId: s.id, rack: s.rack, profile: this.profileOf[s.index]! });
 
-    // What the resource manager knows of each primary from the history before the experiment, as its tenant registry
-    // computes it: the classifier's peak and pattern, and seeds/000's Compare8 verdict.
+    // What the resource manager knows of each primary from the history before the experiment: its tenant registry's
+    // reading (the classifier's peak and pattern, seeds/000's Compare8 verdict), the registry's own code.
     this.userFacing = new Uint8Array(n);
-    this.history = new Array<{ peakPct: number | undefined; measured: string; pattern: string }>(n);
-    for (const t of cluster.tenants) {
-      if (t.servers.length === 0) continue;
-      const series = tenantSeries(cluster, t.index, 0, cluster.historyMs);
-      let entry: { peakPct: number | undefined; measured: string; pattern: string } = {
-        peakPct: undefined,
-        measured: "",
-        pattern: "",
-      };
-      if (series.cpuPct.length >= 2) {
-        const features = tenantFeatures(series);
-        const crit = criticality(series);
-        entry = {
-          peakPct: features.peak,
-          measured: crit.reason === "too-short" ? "" : crit.critical ? "critical" : "non-critical",
-          pattern: features.pattern,
-        };
-      }
-      for (const s of t.servers) this.history[s] = entry;
-    }
+    this.history = primaryHistories(cluster);
+    this.placement =
+      o.placement === "power-aware"
+        ? new PowerAwarePolicy(
+            new StockSchedulerPolicy(),
+            // The simulator offers each task through `choose`; the scheduler hook `allows` (and so this) is unused.
+            { nodes: () => [], power: () => undefined },
+            o.placementOptions,
+            this.engine.clock,
+          )
+        : undefined;
     this.powerNodes = [];
     this.predictedWatts = new Float64Array(n);
     for (let s = 0; s < n; s++) {
-      const h = this.history[s] ?? { peakPct: undefined, measured: "", pattern: "" };
-      this.history[s] = h;
+      const h = this.history[s]!;
       const facts = this.power.placementFacts(this.nodeIds[s]!)!;
       const node: PowerNode = {
         nodeId: this.nodeIds[s]!,
@@ -1245,9 +1302,11 @@ class PowerSim {
 
   /** Places queued tasks, head first, while servers have room. */
   private drain(): void {
+    let heartbeats = false;
     while (this.queueHead < this.queue.length && this.free.size > 0) {
       const task = this.queue[this.queueHead]!;
-      const s = this.choose();
+      const s = this.choose(task, !heartbeats);
+      heartbeats = true;
       if (s < 0) break;
       this.queueHead++;
       if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
@@ -1258,38 +1317,42 @@ class PowerSim {
     }
   }
 
-  /** The server for the queue's head task, or -1 for none. */
-  private choose(): number {
-    if (this.o.placement === "stock" || this.mode === "plan")
-      return this.free.at(this.placementRng.int(this.free.size));
-    return this.choosePowerAware();
+  /** The server for the queue's head task, or -1 for none; `fresh`: the first choice of a drain. */
+  private choose(task: Task, fresh: boolean): number {
+    if (!this.placement || this.mode === "plan") return this.free.at(this.placementRng.int(this.free.size));
+    return this.choosePowerAware(this.placement, task, fresh);
   }
 
   /**
-   * The resource manager's power-aware choice (resourcemanager/power-placement.ts): among the servers with room, those
-   * that pass the budget filter (`budgetAllows`: predicted draw with the task within the node budget in force), the
-   * best by `powerScore` (Algorithm 1, alpha x chassis headroom + (1 - alpha) x critical/cap-able balance), ties by
-   * node id. The daemon reaches the same node through its score gate on heartbeats (a node within scoreTolerance of
-   * the best takes the container, the best one within a heartbeat); the simulator takes the best at once, as
-   * Algorithm 1's SortCandidates does, and does not model the gate's delay-scheduling fallback.
+   * The resource manager's power-aware choice, made by its own code (`PowerAwarePolicy.choose`, the steps its scheduler
+   * hook takes on each heartbeat): the task is offered to the servers with room in the order their heartbeats come,
+   * and the first that passes the budget filter (`budgetAllows`: predicted draw with the task within the node budget in
+   * force) with a score (`powerScore`, Algorithm 1) within `scoreTolerance` of the best such server takes it. Heartbeats
+   * come round the servers in a fixed cycle: a drain starts at a random point of it (the next heartbeat after an
+   * arbitrary instant), and after a grant the same server is offered the next task first (one heartbeat grants while
+   * the node takes them, each container judged anew). The best server always takes it, so the gate's bounded wait
+   * never runs out here: the simulator offers every server at the same instant, where the daemon's best node takes it
+   * on its own heartbeat, within one interval (not modelled, as for the stock choice).
    */
-  private choosePowerAware(): number {
-    const alpha = this.o.placementOptions.alpha;
-    let best = -1;
-    let bestScore = -Infinity;
-    for (let i = 0; i < this.free.size; i++) {
-      const s = this.free.at(i);
+  private choosePowerAware(policy: PowerAwarePolicy, task: Task, fresh: boolean): number {
+    if (fresh) this.heartbeatCursor = this.placementRng.int(this.n);
+    const offers: PowerNode[] = [];
+    const servers: number[] = [];
+    for (let i = 0; i < this.n; i++) {
+      const s = (this.heartbeatCursor + i) % this.n;
+      if (!this.free.has(s)) continue;
       const node = this.powerNodes[s]!;
       // placementFacts' limit: the node budget in force (no server has a budget of its own here).
       node.limitWatts = this.power.nodeBudget(node.nodeId)?.budgetWatts ?? 0;
-      if (!budgetAllows(node, this.taskMilli)) continue;
-      const score = powerScore(node, this.domainPredictions, alpha).score;
-      if (score > bestScore || (score === bestScore && best >= 0 && node.nodeId < this.nodeIds[best]!)) {
-        bestScore = score;
-        best = s;
-      }
+      offers.push(node);
+      servers.push(s);
     }
-    return best;
+    const ask = { key: PowerAwarePolicy.askKey(`task${task.id}`, 0), containerMilli: this.taskMilli };
+    const chosen = policy.choose(ask, offers, this.domainPredictions);
+    if (!chosen) return -1;
+    const s = servers[offers.indexOf(chosen)]!;
+    this.heartbeatCursor = s;
+    return s;
   }
 
   private start(task: Task, s: number): void {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { HarvestError } from "../../common/errors.js";
 import { SeededRng } from "../../common/rng.js";
 import type { UtilizationSeries } from "../../common/trace-io.js";
-import { criticality, resolveCriticalityOptions } from "../../resourcemanager/criticality.js";
+import { criticality, resolveCriticalityOptions, tenantHistoryVerdict } from "../../resourcemanager/criticality.js";
 
 const STEP_SEC = 300;
 const DAY_STEPS = 86_400 / STEP_SEC;
@@ -87,5 +87,36 @@ describe("criticality (seeds/000 section III-B)", () => {
 
   it("rejects a slot length that does not divide 8 hours", () => {
     expect(() => resolveCriticalityOptions({ slotSec: 7000 })).toThrow(HarvestError);
+  });
+});
+
+describe("a tenant's history as the registry reads it (tenantHistoryVerdict)", () => {
+  const DAY_MS = 86_400_000;
+
+  it("averages its servers over the window, and takes the features and the verdict of that average server", () => {
+    const a = userFacing(10, 3);
+    const b = userFacing(10, 4);
+    const endMs = 10 * DAY_MS;
+    const v = tenantHistoryVerdict("web", [a, b], endMs, { windowDays: 7 });
+    expect(v.historySlots).toBe(a.timesMs.length + b.timesMs.length);
+    expect(v.measuredCriticality).toBe("critical");
+    expect(v.compare8).toBeLessThan(0.72);
+    expect(v.features?.pattern).toBe("periodic");
+    // The peak is the classifier's P95 of the average server: between the office-hours level and the series' maximum.
+    expect(v.features!.peak).toBeGreaterThan(60);
+    expect(v.features!.peak).toBeLessThanOrEqual(Math.max(...a.cpuPct, ...b.cpuPct));
+    expect(v.missing).toBeUndefined();
+  });
+
+  it("gives features but no verdict for a history too short to test, and neither for no history", () => {
+    const short = tenantHistoryVerdict("new", [userFacing(2, 5)], 2 * DAY_MS);
+    expect(short.features).toBeDefined();
+    expect(short.measuredCriticality).toBe("");
+    expect(short.compare8).toBeUndefined();
+    // A server that reported before the window holds its last value into it; one that never reported gives nothing.
+    const none = tenantHistoryVerdict("gone", [series("s1", [])], 100 * DAY_MS, { windowDays: 30 });
+    expect(none.features).toBeUndefined();
+    expect(none.measuredCriticality).toBe("");
+    expect(none.missing).toBe("no utilization history in the last 30 days");
   });
 });

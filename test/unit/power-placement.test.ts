@@ -228,6 +228,25 @@ describe("the power-aware scheduler policy", () => {
     expect(s.allocateOnNode("only")).toHaveLength(0);
   });
 
+  it("chooses for the simulator as on heartbeats: the first offer within the tolerance of the best, or none", () => {
+    const clock = new ManualClock(0);
+    const none = { nodes: () => [], power: () => undefined };
+    const policy = new PowerAwarePolicy(new StockSchedulerPolicy(), none, {}, clock);
+    const hot = node("hot", "full", { primaryP95Milli: 3000 });
+    const hot2 = node("hot2", "full", { primaryP95Milli: 3000 });
+    const cool = node("cool", "empty");
+    const twin = node("twin", "empty2");
+    const all = [hot, hot2, cool, twin];
+    const ask = { key: PowerAwarePolicy.askKey("app", 0), containerMilli: 1000 };
+    // hot heartbeats first and is declined; cool and twin tie for the best, and cool's heartbeat comes first.
+    expect(policy.choose(ask, [hot, cool, twin], domainPower(all))?.nodeId).toBe("cool");
+    expect(policy.choose(ask, [twin, hot, cool], domainPower(all))?.nodeId).toBe("twin");
+    // A node over its limit is never chosen: with no other offer, the ask waits.
+    const limited = { ...cool, limitWatts: profileWatts(PROFILE, 0.1) };
+    expect(policy.choose(ask, [limited], domainPower(all))).toBeUndefined();
+    expect(policy.choose(ask, [hot2, limited], domainPower(all))?.nodeId).toBe("hot2");
+  });
+
   it("keeps the inner policy's restrictions", () => {
     const clock = new ManualClock(0);
     const onlyHot: SchedulerPolicy = { name: "only-hot", allows: (_a: AppView, n: NodeView) => n.nodeId === "hot" };
