@@ -2,9 +2,14 @@
  * The block map: for every block of the namespace, the file it belongs to, the replication it should have and the
  * datanodes holding a finalized replica. Built from the namespace at start with no locations: as in HDFS, locations
  * come only from the datanodes' block reports. Pure bookkeeping (no I/O, no timers); the daemon turns the deletions
- * it returns into commands.
+ * it returns into commands. Every change is told to an optional listener (the replication monitor: see
+ * `replicatedBlockMap`).
  */
+import type { Rng } from "../common/rng.js";
 import type { BlockRecord } from "./namespace-store.js";
+import type { PlacementPolicy } from "./placement.js";
+import { ReplicationMonitor } from "./replication-monitor.js";
+import type { BlockEventListener, ReplicationMonitorOptions } from "./replication-monitor.js";
 
 /** A replica a datanode reported. */
 export interface ReplicaInfo {
@@ -47,6 +52,13 @@ export class BlockManager {
    */
   private readonly invalidated = new Map<string, Set<number>>();
 
+  /** Told of every block, replica and datanode change. */
+  listener: BlockEventListener | undefined;
+
+  constructor(listener?: BlockEventListener) {
+    this.listener = listener;
+  }
+
   /** Adds a block of the namespace (at start, or when allocated). */
   addBlock(block: BlockRecord, inodeId: number, expectedReplication: number, committed: boolean): void {
     this.blocks.set(block.blockId, {
@@ -58,6 +70,7 @@ export class BlockManager {
       committed,
       replicas: new Map(),
     });
+    this.listener?.blockChanged(block.blockId);
   }
 
   /** Makes a block's length final; replicas of another length become corrupt. */
@@ -67,6 +80,15 @@ export class BlockManager {
     info.numBytes = block.numBytes;
     info.committed = true;
     for (const r of info.replicas.values()) this.judge(info, r);
+    this.listener?.blockChanged(block.blockId);
+  }
+
+  /** The file's replication changed: its blocks should have `expectedReplication` replicas. */
+  setExpectedReplication(blockId: number, expectedReplication: number): void {
+    const info = this.blocks.get(blockId);
+    if (!info || info.expectedReplication === expectedReplication) return;
+    info.expectedReplication = expectedReplication;
+    this.listener?.blockChanged(blockId);
   }
 
   /** Forgets blocks that left the namespace; returns their replicas, which the datanodes should delete. */
@@ -83,6 +105,7 @@ export class BlockManager {
         this.byDatanode.get(r.datanodeId)?.delete(b.blockId);
       }
       this.blocks.delete(b.blockId);
+      this.listener?.blockRemoved(b.blockId);
     }
     return out;
   }
@@ -164,6 +187,7 @@ export class BlockManager {
     info.replicas.set(datanodeId, replica);
     this.index(datanodeId).add(b.blockId);
     this.judge(info, replica);
+    this.listener?.blockChanged(b.blockId);
     return undefined;
   }
 
@@ -171,7 +195,9 @@ export class BlockManager {
   removeReplica(datanodeId: string, blockId: number): boolean {
     this.invalidated.get(datanodeId)?.delete(blockId);
     this.byDatanode.get(datanodeId)?.delete(blockId);
-    return this.blocks.get(blockId)?.replicas.delete(datanodeId) ?? false;
+    const removed = this.blocks.get(blockId)?.replicas.delete(datanodeId) ?? false;
+    if (removed) this.listener?.blockChanged(blockId);
+    return removed;
   }
 
   /** The namenode told the datanode to delete this replica: it no longer counts, and reports of it are ignored. */
@@ -191,6 +217,7 @@ export class BlockManager {
     if (!r) return false;
     r.corrupt = true;
     r.reason = `reported: ${reason || "bad checksum"}`;
+    this.listener?.blockChanged(blockId);
     return true;
   }
 
@@ -198,9 +225,14 @@ export class BlockManager {
   removeDatanode(datanodeId: string): number {
     this.invalidated.delete(datanodeId);
     const ids = this.byDatanode.get(datanodeId);
-    if (!ids) return 0;
+    if (!ids) {
+      // It held nothing, but copies to or from it may be in flight.
+      this.listener?.datanodeRemoved(datanodeId, []);
+      return 0;
+    }
     for (const blockId of ids) this.blocks.get(blockId)?.replicas.delete(datanodeId);
     this.byDatanode.delete(datanodeId);
+    this.listener?.datanodeRemoved(datanodeId, ids);
     return ids.size;
   }
 
@@ -227,4 +259,19 @@ export class BlockManager {
       r.reason = "";
     }
   }
+}
+
+/**
+ * A block map whose every change feeds a replication monitor reading it: the namenode's wiring, also used by tests
+ * that drive the monitor as the namenode does.
+ */
+export function replicatedBlockMap(
+  policy: PlacementPolicy,
+  rng: Rng,
+  options: Partial<ReplicationMonitorOptions> = {},
+): { blocks: BlockManager; monitor: ReplicationMonitor } {
+  const blocks = new BlockManager();
+  const monitor = new ReplicationMonitor(policy, rng, blocks, options);
+  blocks.listener = monitor;
+  return { blocks, monitor };
 }

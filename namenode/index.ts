@@ -1,4 +1,10 @@
-/** The namenode: daemon, options, and the pure namespace, block map, placement and replication modules it is built on. */
+/**
+ * The namenode: daemon, options, and the pure modules it is built on: namespace, permissions, block map, and the
+ * policies the simulator calls from here and nowhere else (scripts/check-imports.mjs):
+ * - replica placement: stock rack-aware (`StockPlacementPolicy`) and the HDFS-H diversity grid
+ *   (`DiversityPlacementPolicy`, Algorithm 2);
+ * - re-replication: the incremental, prioritized `ReplicationMonitor`, wired to the block map by `replicatedBlockMap`.
+ */
 export { NameNode } from "./namenode.js";
 export type { DaemonState, DatanodeState } from "./namenode.js";
 export { resolveNameNodeOptions } from "./options.js";
@@ -40,15 +46,26 @@ export {
   WRITE,
 } from "./permissions.js";
 export type { AccessRequest, Caller, PermissionNode, PermissionStatus, ResolvedPath } from "./permissions.js";
-export { BlockManager } from "./block-manager.js";
+export { BlockManager, replicatedBlockMap } from "./block-manager.js";
 export type { BlockInfo, ReplicaDeletion, ReplicaInfo } from "./block-manager.js";
 export { StockPlacementPolicy } from "./placement.js";
+export { DiversityPlacementPolicy } from "./diversity-placement.js";
+export type { PlacementTenant } from "./diversity-placement.js";
 export type { DatanodeView, PlacementPolicy, PlacementRequest } from "./placement.js";
-export { classifyBlock, ReplicationMonitor } from "./replication-monitor.js";
+export {
+  classifyBlock,
+  PRIORITY_LEVELS,
+  ReplicationMonitor,
+  ReplicationPriority,
+  replicationPriority,
+} from "./replication-monitor.js";
 export type {
+  BlockEventListener,
   BlockHealth,
+  BlockSource,
   BlockView,
   DeletionTask,
+  LiveDatanodes,
   ReplicationMonitorOptions,
   ReplicationTask,
   ReplicationWork,

@@ -23,7 +23,8 @@ import { formatAddress } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { SeededRng } from "../common/rng.js";
-import { BlockManager } from "./block-manager.js";
+import { replicatedBlockMap } from "./block-manager.js";
+import type { BlockManager } from "./block-manager.js";
 import type { ReplicaDeletion } from "./block-manager.js";
 import { Namespace } from "./namespace.js";
 import type { NamespaceListener } from "./namespace.js";
@@ -36,7 +37,8 @@ import { StockPlacementPolicy } from "./placement.js";
 import { DiversityPlacementPolicy } from "./diversity-placement.js";
 import type { TenantAdminClient } from "../proto/generated/harvest/v1/TenantAdmin.js";
 import type { DatanodeView, PlacementPolicy } from "./placement.js";
-import { classifyBlock, ReplicationMonitor } from "./replication-monitor.js";
+import { classifyBlock } from "./replication-monitor.js";
+import type { ReplicationMonitor } from "./replication-monitor.js";
 import type { AbandonBlockRequestOutput } from "../proto/generated/harvest/v1/AbandonBlockRequest.js";
 import type { AddBlockRequestOutput } from "../proto/generated/harvest/v1/AddBlockRequest.js";
 import type { BlockReportOutput } from "../proto/generated/harvest/v1/BlockReport.js";
@@ -111,7 +113,8 @@ export class NameNode {
   private delegation: DelegationTokens | undefined;
   private readonly store: NamespaceStore;
   private readonly namespace: Namespace;
-  private readonly blocks = new BlockManager();
+  /** The block map; every change feeds the replication monitor (`replicatedBlockMap`). */
+  private readonly blocks: BlockManager;
   private readonly placement: PlacementPolicy;
   private readonly monitor: ReplicationMonitor;
   private readonly rng: SeededRng;
@@ -156,10 +159,12 @@ export class NameNode {
     } else {
       this.placement = new StockPlacementPolicy();
     }
-    this.monitor = new ReplicationMonitor(this.placement, this.rng, {
+    ({ blocks: this.blocks, monitor: this.monitor } = replicatedBlockMap(this.placement, this.rng, {
       maxReplicationStreams: this.options.maxReplicationStreams,
       pendingTimeoutMs: this.options.replicationTimeoutMs,
-    });
+      maxWorkPerRun: this.options.maxReplicationWorkPerRun || Infinity,
+      maxReceiveStreams: this.options.maxReplicationReceiveStreams || Infinity,
+    }));
     this.store = new NamespaceStore(join(this.options.dataDir, "namespace"));
     const listener: NamespaceListener = {
       blockAllocated: (block, inodeId, replication) => this.blocks.addBlock(block, inodeId, replication, false),
@@ -747,7 +752,8 @@ export class NameNode {
 
   private replicationTick(): void {
     if (this.safeModeOn || this.stateValue !== "running") return;
-    const work = this.monitor.tick(this.blocks.all(), this.liveViews(), this.clock.nowMs());
+    // The monitor keeps the under-replicated blocks itself, fed by the block map's events: a tick looks at those only.
+    const work = this.monitor.tick(this.liveViews(), this.clock.nowMs());
     for (const task of work.replicate) {
       const source = this.datanodes.get(task.sourceId);
       source?.replicate.push({
@@ -766,13 +772,14 @@ export class NameNode {
         deletions: work.delete.length,
         timedOut: work.timedOut,
         underReplicated: work.underReplicated,
+        deferred: work.deferred,
       });
-    if (work.missing.length !== this.lastMissing) {
-      this.lastMissing = work.missing.length;
-      if (work.missing.length > 0)
+    if (work.missing !== this.lastMissing) {
+      this.lastMissing = work.missing;
+      if (work.missing > 0)
         this.log.error("blocks missing: no good replica on a live datanode", {
-          missing: work.missing.length,
-          first: work.missing.slice(0, 5).map((b) => b.blockId),
+          missing: work.missing,
+          first: this.monitor.missingBlocks(5).map((b) => b.blockId),
         });
     }
   }

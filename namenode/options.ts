@@ -55,6 +55,13 @@ export interface NameNodeOptions {
   maxReplicationStreams: number;
   /** A copy not reported within this time is scheduled again. @default 30000 */
   replicationTimeoutMs: number;
+  /** Under-replicated blocks the replication monitor looks at per run at most; 0 for no cap. @default 0 */
+  maxReplicationWorkPerRun: number;
+  /**
+   * Copies in flight to one target datanode at most (one receiving this many is left out of target choice, as HDFS's
+   * considerLoad leaves out overloaded datanodes); 0 for no limit. @default 0
+   */
+  maxReplicationReceiveStreams: number;
   /** An open file whose writer is silent this long is closed (its last uncommitted block dropped). @default 60000 */
   leaseTimeoutMs: number;
   /** How often datanode liveness, leases and safe mode are checked. @default 500 */
@@ -112,6 +119,8 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
     replicationIntervalMs: 1_000,
     maxReplicationStreams: 4,
     replicationTimeoutMs: 30_000,
+    maxReplicationWorkPerRun: 0,
+    maxReplicationReceiveStreams: 0,
     leaseTimeoutMs: 60_000,
     monitorIntervalMs: 500,
     maxDeletesPerHeartbeat: 1_000,
@@ -159,6 +168,8 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
   if (!(o.safeModeExtensionMs >= 0)) bad("safeModeExtensionMs", "must be >= 0");
   if (!Number.isInteger(o.maxReplicationStreams) || o.maxReplicationStreams < 1)
     bad("maxReplicationStreams", "must be an integer >= 1");
+  for (const f of ["maxReplicationWorkPerRun", "maxReplicationReceiveStreams"] as const)
+    if (!Number.isInteger(o[f]) || o[f] < 0) bad(f, "must be an integer >= 0 (0: no limit)");
   if (!Number.isInteger(o.maxDeletesPerHeartbeat) || o.maxDeletesPerHeartbeat < 1)
     bad("maxDeletesPerHeartbeat", "must be an integer >= 1");
   if (o.placementPolicy !== "stock" && o.placementPolicy !== "diversity")

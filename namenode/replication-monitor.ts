@@ -1,11 +1,21 @@
 /**
- * The replication monitor: finds blocks with too few or too many good replicas and decides the copies and deletions
- * that fix them. Pure (the blocks, the live datanodes, the time and a random source are passed in), so the daemon and
- * the simulator drive the same code; the daemon turns the work it returns into commands on heartbeat answers.
+ * The replication monitor: keeps the blocks with too few or too many good replicas and decides the copies and
+ * deletions that fix them. Pure (blocks are read through a `BlockSource`, the live datanodes, the time and a random
+ * source are passed in), so the daemon and the simulator drive the same code; the daemon turns the work it returns into
+ * commands on heartbeat answers, the simulator into timed copies.
  *
- * Priorities, as in HDFS's UnderReplicatedBlocks (simplified): 0 = a single good replica left, 1 = fewer than
- * expected. A block with no good replica is missing: reported, never scheduled (there is nothing to copy from).
- * Only committed blocks are considered (a block being written has no final length yet).
+ * Incremental, like HDFS's LowRedundancyBlocks: the monitor is told of block events (`blockChanged`, `blockRemoved`,
+ * `datanodeRemoved`; `replicatedBlockMap` wires them from a BlockManager) and keeps each under-replicated block in one
+ * of five priority queues. A tick takes blocks from the queues, level by level, each level in the order its blocks
+ * came in, and looks at no other block. Levels (HDFS's):
+ * - 0, highest: a single good replica left;
+ * - 1, very under-replicated: good replicas x 3 < expected;
+ * - 2, under-replicated: any other shortfall;
+ * - 3, badly distributed (enough replicas, all on one rack): the numbering is HDFS's, but this monitor queues no block
+ *   there, since its surplus deletion is not rack-aware and would undo the fix;
+ * - 4, missing: no good replica (none, or corrupt ones only). Reported, never scheduled (nothing to copy from).
+ * A block whose shortfall is covered by copies in flight leaves the queues; it comes back when a copy fails, times
+ * out or arrives short. Only committed blocks are considered (a block being written has no final length yet).
  */
 import type { Rng } from "../common/rng.js";
 import type { BlockRecord } from "./namespace-store.js";
@@ -20,6 +30,27 @@ export interface BlockView {
   readonly committed: boolean;
   /** Replicas by datanode id. */
   readonly replicas: ReadonlyMap<string, { readonly corrupt: boolean }>;
+}
+
+/** Where the monitor reads blocks (the block manager, or the simulator's block table). */
+export interface BlockSource {
+  get(blockId: number): BlockView | undefined;
+}
+
+/** The live datanodes of one tick: all of them (for placement) and a lookup by id. */
+export interface LiveDatanodes {
+  readonly all: readonly DatanodeView[];
+  get(datanodeId: string): DatanodeView | undefined;
+}
+
+/** The block events the monitor is fed (a BlockManager's listener). */
+export interface BlockEventListener {
+  /** A replica was added, removed or judged, the block was added, committed or its replication changed. */
+  blockChanged(blockId: number): void;
+  /** The block left the namespace. */
+  blockRemoved(blockId: number): void;
+  /** Every replica on the datanode is gone (it died, or its disk was wiped); `blockIds` are the blocks it held. */
+  datanodeRemoved(datanodeId: string, blockIds: Iterable<number>): void;
 }
 
 /** How a block stands. */
@@ -48,12 +79,46 @@ export function classifyBlock(
   return { health, live, corrupt };
 }
 
+/** HDFS's priority levels (see the module comment). */
+export const ReplicationPriority = {
+  Highest: 0,
+  VeryUnderReplicated: 1,
+  UnderReplicated: 2,
+  BadlyDistributed: 3,
+  Missing: 4,
+} as const;
+
+/** Number of priority levels. */
+export const PRIORITY_LEVELS = 5;
+
+/** The queue of a block with `live` good replicas out of `expected`; undefined when it is not short. */
+export function replicationPriority(live: number, expected: number): number | undefined {
+  if (live >= expected) return undefined;
+  if (live === 0) return ReplicationPriority.Missing;
+  if (live === 1) return ReplicationPriority.Highest;
+  if (live * 3 < expected) return ReplicationPriority.VeryUnderReplicated;
+  return ReplicationPriority.UnderReplicated;
+}
+
 /** Monitor settings. */
 export interface ReplicationMonitorOptions {
   /** Copies in flight (scheduled, not yet reported done) per source datanode. @default 4 */
   maxReplicationStreams: number;
-  /** A copy not reported within this time is forgotten and scheduled again. @default 30000 */
+  /** A copy not reported within this time is forgotten and scheduled again (Infinity: never). @default 30000 */
   pendingTimeoutMs: number;
+  /** Queued blocks looked at per tick at most (HDFS looks at about 2 per live datanode). @default Infinity */
+  maxWorkPerRun: number;
+  /**
+   * Copies in flight to one target datanode at most: a datanode receiving this many is left out of target choice, as
+   * HDFS's considerLoad leaves out overloaded datanodes. @default Infinity
+   */
+  maxReceiveStreams: number;
+  /**
+   * A block that no tick could schedule because of datanode state alone (every source's primary busy, or the policy
+   * found no target without any datanode left out for load) waits, out of the queue, until one of its replicas changes
+   * or `wake()` says datanode state changed; otherwise every tick looks at it again. @default false
+   */
+  parkBlocked: boolean;
 }
 
 /** A copy to make: the source datanode sends its replica down the targets' pipeline. */
@@ -61,7 +126,7 @@ export interface ReplicationTask {
   sourceId: string;
   block: BlockRecord;
   targets: DatanodeView[];
-  /** 0 or 1, see the module comment. */
+  /** The block's priority level, 0..2 (see the module comment). */
   priority: number;
 }
 
@@ -74,47 +139,89 @@ export interface DeletionTask {
 
 /** What one tick decided. */
 export interface ReplicationWork {
+  /** Copies, in the order scheduled (by priority level, then queue order). */
   replicate: ReplicationTask[];
+  /**
+   * Deletions, each returned once: the caller applies it (BlockManager.invalidate), whose event settles the block.
+   */
   delete: DeletionTask[];
-  /** Committed blocks with no good replica on a live datanode. */
-  missing: BlockRecord[];
-  /** Under-replicated blocks found, by priority (scheduled or not). */
-  underReplicated: [number, number];
+  /** Committed blocks with no good replica (see `missingBlocks`). */
+  missing: number;
+  /** Blocks waiting in each priority queue when the tick began (parked ones included; index 4 = missing). */
+  underReplicated: number[];
   /** Copies given up on this tick (not reported within the timeout). */
   timedOut: number;
+  /** Waiting blocks left for a later tick by `maxWorkPerRun`. */
+  deferred: number;
 }
 
-interface PendingReplication {
-  sourceId: string;
+interface Pending {
+  readonly blockId: number;
+  readonly sourceId: string;
   /** Targets that have not reported the replica yet. */
-  targets: Set<string>;
-  deadlineMs: number;
+  readonly targets: Set<string>;
+  readonly deadlineMs: number;
+  done: boolean;
 }
 
-interface Needy {
-  block: BlockView;
-  live: string[];
-  needed: number;
-}
+/** What one block's turn at a tick came to. */
+type Outcome = "done" | "wait" | "blocked";
 
-/** Pending copies and the per-tick decision. */
-export class ReplicationMonitor {
+const DEFAULTS: ReplicationMonitorOptions = {
+  maxReplicationStreams: 4,
+  pendingTimeoutMs: 30_000,
+  maxWorkPerRun: Infinity,
+  maxReceiveStreams: Infinity,
+  parkBlocked: false,
+};
+
+/** Priority queues of under-replicated blocks, copies in flight, and the per-tick decision. */
+export class ReplicationMonitor implements BlockEventListener {
   private readonly options: ReplicationMonitorOptions;
-  private readonly pending = new Map<number, PendingReplication[]>();
+  /** Waiting blocks per level, in arrival order. */
+  private readonly queues: Set<number>[] = Array.from({ length: PRIORITY_LEVELS }, () => new Set<number>());
+  /** The level of every queued or parked block. */
+  private readonly levelOf = new Map<number, number>();
+  /** Blocks set aside by `parkBlocked`, by id, and how many per level. */
+  private readonly parked = new Set<number>();
+  private readonly parkedPerLevel: number[] = new Array<number>(PRIORITY_LEVELS).fill(0);
+  /** Blocks that may have a corrupt or surplus replica to delete (looked at by the next tick). */
+  private readonly excess = new Set<number>();
+  private readonly pending = new Map<number, Pending[]>();
+  private readonly bySource = new Map<string, Set<Pending>>();
+  private readonly byTarget = new Map<string, Set<Pending>>();
+  /** Datanodes at `maxReceiveStreams`. */
+  private readonly receiveFull = new Set<string>();
+  /** Copies by deadline (finite timeouts only). */
+  private deadlines: Pending[] = [];
+  private deadlineHead = 0;
 
   constructor(
     readonly policy: PlacementPolicy,
     private readonly rng: Rng,
+    private readonly blocks: BlockSource,
     options: Partial<ReplicationMonitorOptions> = {},
   ) {
-    this.options = { maxReplicationStreams: 4, pendingTimeoutMs: 30_000, ...options };
+    this.options = { ...DEFAULTS };
+    for (const [k, v] of Object.entries(options)) if (v !== undefined) Object.assign(this.options, { [k]: v });
+    const o = this.options;
+    const atLeastOne = (v: number): boolean => v === Infinity || (Number.isInteger(v) && v >= 1);
+    if (!atLeastOne(o.maxReplicationStreams)) throw new RangeError("maxReplicationStreams must be an integer >= 1");
+    if (!atLeastOne(o.maxReceiveStreams)) throw new RangeError("maxReceiveStreams must be an integer >= 1");
+    if (!atLeastOne(o.maxWorkPerRun)) throw new RangeError("maxWorkPerRun must be an integer >= 1");
+    if (!(o.pendingTimeoutMs > 0)) throw new RangeError("pendingTimeoutMs must be > 0");
   }
+
+  // ------------------------------------------------------------------------------------------------ observers
 
   /** Copies in flight from a datanode. */
   inFlight(sourceId: string): number {
-    let n = 0;
-    for (const list of this.pending.values()) for (const p of list) if (p.sourceId === sourceId) n += 1;
-    return n;
+    return this.bySource.get(sourceId)?.size ?? 0;
+  }
+
+  /** Copies in flight to a datanode. */
+  incoming(targetId: string): number {
+    return this.byTarget.get(targetId)?.size ?? 0;
   }
 
   /** Blocks with a copy in flight. */
@@ -122,109 +229,337 @@ export class ReplicationMonitor {
     return this.pending.size;
   }
 
-  /**
-   * One pass over every block: settles pending copies, then schedules copies (priority 0 first) within each source's
-   * stream limit, and deletes corrupt replicas (once a good one exists) and surplus ones (least free space first).
-   */
-  tick(blocks: Iterable<BlockView>, datanodes: readonly DatanodeView[], nowMs: number): ReplicationWork {
-    const nodes = new Map(datanodes.map((d) => [d.datanodeId, d]));
-    const liveIds = new Set(nodes.keys());
-    const work: ReplicationWork = { replicate: [], delete: [], missing: [], underReplicated: [0, 0], timedOut: 0 };
-    const queues: [Needy[], Needy[]] = [[], []];
-    const seen = new Set<number>();
-    for (const b of blocks) {
-      if (!b.committed) continue;
-      seen.add(b.blockId);
-      const inFlight = this.settle(b, liveIds, nowMs, work);
-      const live: string[] = [];
-      const corrupt: string[] = [];
-      for (const [id, r] of b.replicas) if (liveIds.has(id)) (r.corrupt ? corrupt : live).push(id);
-      const block = { blockId: b.blockId, genStamp: b.genStamp, numBytes: b.numBytes };
-      if (live.length === 0) {
-        work.missing.push(block);
-        continue;
-      }
-      for (const id of corrupt) work.delete.push({ datanodeId: id, block, reason: "corrupt" });
-      if (live.length < b.expectedReplication) {
-        const priority = live.length === 1 ? 0 : 1;
-        work.underReplicated[priority] += 1;
-        const needed = b.expectedReplication - live.length - inFlight;
-        if (needed > 0) queues[priority].push({ block: b, live, needed });
-      } else if (live.length > b.expectedReplication && inFlight === 0) {
-        // Free the fullest nodes first (HDFS also weighs racks here; the stock monitor keeps it simple).
-        const byRoom = live
-          .map((id) => nodes.get(id) as DatanodeView)
-          .sort((x, y) => x.remainingBytes - y.remainingBytes || (x.datanodeId < y.datanodeId ? -1 : 1));
-        for (const d of byRoom.slice(0, live.length - b.expectedReplication))
-          work.delete.push({ datanodeId: d.datanodeId, block, reason: "over-replicated" });
-      }
+  /** Targets of a block's copies in flight. */
+  pendingTargets(blockId: number): string[] {
+    const out: string[] = [];
+    for (const p of this.pending.get(blockId) ?? []) out.push(...p.targets);
+    return out;
+  }
+
+  /** The priority level a block waits at, undefined when it waits for nothing. */
+  priorityOf(blockId: number): number | undefined {
+    return this.levelOf.get(blockId);
+  }
+
+  /** Blocks a tick would look at now (queued at levels 0..3, not parked). */
+  waiting(): number {
+    let n = 0;
+    for (let level = 0; level < ReplicationPriority.Missing; level++) n += this.queues[level]!.size;
+    return n;
+  }
+
+  /** Blocks parked by `parkBlocked`. */
+  parkedBlocks(): number {
+    return this.parked.size;
+  }
+
+  /** Up to `limit` missing blocks (no good replica), oldest first. */
+  missingBlocks(limit = Infinity): BlockRecord[] {
+    const out: BlockRecord[] = [];
+    for (const id of this.queues[ReplicationPriority.Missing]!) {
+      if (out.length >= limit) break;
+      const b = this.blocks.get(id);
+      if (b) out.push(record(b));
     }
-    for (const blockId of this.pending.keys()) if (!seen.has(blockId)) this.pending.delete(blockId);
-    const streams = new Map<string, number>();
-    for (const list of this.pending.values())
-      for (const p of list) streams.set(p.sourceId, (streams.get(p.sourceId) ?? 0) + 1);
-    for (const [priority, queue] of queues.entries()) {
-      for (const needy of queue) {
-        const task = this.schedule(needy, nodes, streams, datanodes, nowMs);
-        if (task) work.replicate.push({ ...task, priority });
+    return out;
+  }
+
+  // ------------------------------------------------------------------------------------------------ events
+
+  blockChanged(blockId: number): void {
+    const b = this.blocks.get(blockId);
+    if (!b) {
+      this.blockRemoved(blockId);
+      return;
+    }
+    // Targets that now hold the block (or a corrupt copy of it) have reported: their copies are settled.
+    for (const p of [...(this.pending.get(blockId) ?? [])])
+      for (const t of [...p.targets]) if (b.replicas.has(t)) this.dropTarget(p, t);
+    this.classify(blockId, b);
+  }
+
+  blockRemoved(blockId: number): void {
+    for (const p of [...(this.pending.get(blockId) ?? [])]) this.close(p);
+    this.unqueue(blockId);
+    this.excess.delete(blockId);
+  }
+
+  datanodeRemoved(datanodeId: string, blockIds: Iterable<number>): void {
+    const touched = new Set<number>(blockIds);
+    for (const p of [...(this.bySource.get(datanodeId) ?? [])]) {
+      touched.add(p.blockId);
+      this.close(p);
+    }
+    for (const p of [...(this.byTarget.get(datanodeId) ?? [])]) {
+      touched.add(p.blockId);
+      this.dropTarget(p, datanodeId);
+    }
+    for (const id of touched) this.blockChanged(id);
+  }
+
+  /** Datanode state (primary load, free space) changed: parked blocks go back to their queues. */
+  wake(): void {
+    for (const id of this.parked) {
+      const level = this.levelOf.get(id);
+      if (level !== undefined) this.queues[level]!.add(id);
+    }
+    this.parked.clear();
+    this.parkedPerLevel.fill(0);
+  }
+
+  // ------------------------------------------------------------------------------------------------ the tick
+
+  /**
+   * Settles timed-out copies, returns the deletions of blocks with corrupt replicas (once a good one exists) or
+   * surplus ones (least free space first), then takes waiting blocks, level 0 first and each level in order, up to
+   * `maxWorkPerRun`, and schedules a copy for each within the streams limits: the source is a good replica on a live
+   * datanode whose primary is not busy, with the fewest copies in flight (random among equals); the targets come from
+   * the placement policy with the good replicas as `existing` and the replicas, pending targets and datanodes at
+   * `maxReceiveStreams` excluded. A block it could not fully cover goes to the back of its queue (or is parked).
+   */
+  tick(datanodes: readonly DatanodeView[] | LiveDatanodes, nowMs: number): ReplicationWork {
+    const live = liveDatanodes(datanodes);
+    const work: ReplicationWork = {
+      replicate: [],
+      delete: [],
+      missing: 0,
+      underReplicated: [],
+      timedOut: 0,
+      deferred: 0,
+    };
+    this.expire(nowMs, work);
+    this.deletions(live, work);
+    const counts = this.queues.map((q, level) => q.size + this.parkedPerLevel[level]!);
+    work.underReplicated = counts;
+    work.missing = counts[ReplicationPriority.Missing]!;
+    let budget = this.options.maxWorkPerRun;
+    for (let level = 0; level < ReplicationPriority.Missing; level++) {
+      const queue = this.queues[level]!;
+      const batch: number[] = [];
+      for (const id of queue) {
+        if (batch.length >= budget) break;
+        batch.push(id);
+      }
+      budget -= batch.length;
+      work.deferred += queue.size - batch.length;
+      for (const id of batch) {
+        // An earlier block's copy may have settled this one (it cannot, today, but the queue is the truth).
+        if (!queue.has(id)) continue;
+        const outcome = this.schedule(id, level, live, nowMs, work);
+        queue.delete(id);
+        if (outcome === "done") this.levelOf.delete(id);
+        else if (outcome === "blocked" && this.options.parkBlocked) {
+          this.parked.add(id);
+          this.parkedPerLevel[level]! += 1;
+        } else queue.add(id);
       }
     }
     return work;
   }
 
-  /** Drops arrived, dead and timed-out targets of a block's pending copies; returns the copies still expected. */
-  private settle(b: BlockView, liveIds: ReadonlySet<string>, nowMs: number, work: ReplicationWork): number {
-    const list = this.pending.get(b.blockId);
-    if (!list) return 0;
-    let inFlight = 0;
-    const kept = list.filter((p) => {
-      if (nowMs >= p.deadlineMs) {
-        work.timedOut += 1;
-        return false;
-      }
-      for (const t of p.targets) if (b.replicas.has(t) || !liveIds.has(t)) p.targets.delete(t);
-      inFlight += p.targets.size;
-      return p.targets.size > 0;
-    });
-    if (kept.length > 0) this.pending.set(b.blockId, kept);
-    else this.pending.delete(b.blockId);
-    return inFlight;
+  /** Copies past their deadline are given up; their blocks are looked at again. */
+  private expire(nowMs: number, work: ReplicationWork): void {
+    const list = this.deadlines;
+    while (this.deadlineHead < list.length) {
+      const p = list[this.deadlineHead]!;
+      if (!p.done && p.deadlineMs > nowMs) break;
+      this.deadlineHead += 1;
+      if (p.done) continue;
+      work.timedOut += 1;
+      this.close(p);
+      this.blockChanged(p.blockId);
+    }
+    if (this.deadlineHead > 1024 && this.deadlineHead * 2 > list.length) {
+      this.deadlines = list.slice(this.deadlineHead);
+      this.deadlineHead = 0;
+    }
   }
 
-  private schedule(
-    needy: Needy,
-    nodes: ReadonlyMap<string, DatanodeView>,
-    streams: Map<string, number>,
-    datanodes: readonly DatanodeView[],
-    nowMs: number,
-  ): Omit<ReplicationTask, "priority"> | undefined {
-    const b = needy.block;
-    const limit = this.options.maxReplicationStreams;
+  private deletions(live: LiveDatanodes, work: ReplicationWork): void {
+    for (const id of this.excess) {
+      const b = this.blocks.get(id);
+      if (!b?.committed) continue;
+      const good: DatanodeView[] = [];
+      const corrupt: string[] = [];
+      for (const [dn, r] of b.replicas) {
+        const d = live.get(dn);
+        if (!d) continue;
+        if (r.corrupt) corrupt.push(dn);
+        else good.push(d);
+      }
+      // The only replicas, though corrupt, are kept: they may be all that is left of the data.
+      if (good.length === 0) continue;
+      const block = record(b);
+      for (const dn of corrupt) work.delete.push({ datanodeId: dn, block, reason: "corrupt" });
+      if (good.length > b.expectedReplication && !this.pending.has(id)) {
+        // Free the fullest nodes first (HDFS also weighs racks here; the stock monitor keeps it simple).
+        good.sort((x, y) => x.remainingBytes - y.remainingBytes || (x.datanodeId < y.datanodeId ? -1 : 1));
+        for (const d of good.slice(0, good.length - b.expectedReplication))
+          work.delete.push({ datanodeId: d.datanodeId, block, reason: "over-replicated" });
+      }
+    }
+    this.excess.clear();
+  }
+
+  /** One block's turn: at most one copy (one source, its targets in a pipeline). */
+  private schedule(id: number, level: number, live: LiveDatanodes, nowMs: number, work: ReplicationWork): Outcome {
+    const b = this.blocks.get(id);
+    if (!b?.committed) return "done";
+    const good: string[] = [];
+    for (const [dn, r] of b.replicas) if (!r.corrupt && live.get(dn)) good.push(dn);
+    let inFlight = 0;
+    for (const p of this.pending.get(id) ?? []) inFlight += p.targets.size;
+    const needed = b.expectedReplication - good.length - inFlight;
+    if (good.length === 0 || needed <= 0) return "done";
     // A busy primary makes its datanode refuse reads, so it cannot be a source right now.
-    const sources = needy.live.filter((id) => !nodes.get(id)?.primaryBusy && (streams.get(id) ?? 0) < limit);
-    if (sources.length === 0) return undefined;
-    const fewest = Math.min(...sources.map((id) => streams.get(id) ?? 0));
-    const idle = sources.filter((id) => (streams.get(id) ?? 0) === fewest);
-    const sourceId = idle[Math.min(idle.length - 1, Math.floor(this.rng.next() * idle.length))] as string;
-    const excluded = new Set<string>(b.replicas.keys());
-    for (const p of this.pending.get(b.blockId) ?? []) for (const t of p.targets) excluded.add(t);
-    const targets = this.policy.chooseTargets({
-      replication: needy.needed,
-      excluded,
-      existing: needy.live,
-      datanodes,
-      blockSizeBytes: b.numBytes,
-      rng: this.rng,
-    });
-    if (targets.length === 0) return undefined;
-    streams.set(sourceId, (streams.get(sourceId) ?? 0) + 1);
-    const list = this.pending.get(b.blockId) ?? [];
-    list.push({
+    const limit = this.options.maxReplicationStreams;
+    let idle = false;
+    let fewest = Infinity;
+    const sources: string[] = [];
+    for (const dn of good) {
+      if (live.get(dn)!.primaryBusy) continue;
+      idle = true;
+      const used = this.inFlight(dn);
+      if (used >= limit || used > fewest) continue;
+      if (used < fewest) {
+        fewest = used;
+        sources.length = 0;
+      }
+      sources.push(dn);
+    }
+    // Every source at its stream limit: one frees up within a copy's time.
+    if (sources.length === 0) return idle ? "wait" : "blocked";
+    // The persistent set of loaded datanodes, with the block's replicas and pending targets for this call only.
+    const excluded = this.receiveFull;
+    const loadExcluded = excluded.size > 0;
+    const added: string[] = [];
+    const exclude = (dn: string): void => {
+      if (excluded.has(dn)) return;
+      excluded.add(dn);
+      added.push(dn);
+    };
+    for (const dn of b.replicas.keys()) exclude(dn);
+    for (const p of this.pending.get(id) ?? []) for (const t of p.targets) exclude(t);
+    let targets: DatanodeView[];
+    try {
+      targets = this.policy.chooseTargets({
+        replication: needed,
+        excluded,
+        existing: good,
+        datanodes: live.all,
+        blockSizeBytes: b.numBytes,
+        rng: this.rng,
+      });
+    } finally {
+      for (const dn of added) excluded.delete(dn);
+    }
+    // No target: a receive stream frees within a copy's time; primary load and free space change with datanode state.
+    if (targets.length === 0) return loadExcluded ? "wait" : "blocked";
+    const sourceId = sources[Math.min(sources.length - 1, Math.floor(this.rng.next() * sources.length))]!;
+    this.open({
+      blockId: id,
       sourceId,
       targets: new Set(targets.map((t) => t.datanodeId)),
       deadlineMs: nowMs + this.options.pendingTimeoutMs,
+      done: false,
     });
-    this.pending.set(b.blockId, list);
-    return { sourceId, block: { blockId: b.blockId, genStamp: b.genStamp, numBytes: b.numBytes }, targets };
+    work.replicate.push({ sourceId, block: record(b), targets, priority: level });
+    if (targets.length >= needed) return "done";
+    return loadExcluded ? "wait" : "blocked";
   }
+
+  // ------------------------------------------------------------------------------------------------ bookkeeping
+
+  /** Puts a block in the queue its replicas say, or takes it out. */
+  private classify(id: number, b: BlockView): void {
+    if (!b.committed) {
+      this.unqueue(id);
+      return;
+    }
+    let live = 0;
+    let corrupt = 0;
+    for (const r of b.replicas.values()) {
+      if (r.corrupt) corrupt += 1;
+      else live += 1;
+    }
+    if (live > 0 && (corrupt > 0 || live > b.expectedReplication)) this.excess.add(id);
+    const level = replicationPriority(live, b.expectedReplication);
+    let inFlight = 0;
+    for (const p of this.pending.get(id) ?? []) inFlight += p.targets.size;
+    const waits =
+      level !== undefined && (level === ReplicationPriority.Missing || live + inFlight < b.expectedReplication);
+    if (!waits) {
+      this.unqueue(id);
+      return;
+    }
+    const current = this.levelOf.get(id);
+    // A block keeps its place while its level holds; any change to a parked block is worth another look.
+    if (current === level && !this.parked.has(id)) return;
+    this.unqueue(id);
+    this.levelOf.set(id, level);
+    this.queues[level]!.add(id);
+  }
+
+  private unqueue(id: number): void {
+    const level = this.levelOf.get(id);
+    if (level === undefined) return;
+    this.levelOf.delete(id);
+    this.queues[level]!.delete(id);
+    if (this.parked.delete(id)) this.parkedPerLevel[level]! -= 1;
+  }
+
+  private open(p: Pending): void {
+    let list = this.pending.get(p.blockId);
+    if (!list) {
+      list = [];
+      this.pending.set(p.blockId, list);
+    }
+    list.push(p);
+    indexAdd(this.bySource, p.sourceId, p);
+    for (const t of p.targets) {
+      indexAdd(this.byTarget, t, p);
+      if (this.incoming(t) >= this.options.maxReceiveStreams) this.receiveFull.add(t);
+    }
+    if (Number.isFinite(p.deadlineMs)) this.deadlines.push(p);
+  }
+
+  /** Target `t` of copy `p` is settled (arrived, or gone); the copy ends with its last target. */
+  private dropTarget(p: Pending, t: string): void {
+    if (!p.targets.delete(t)) return;
+    this.byTarget.get(t)?.delete(p);
+    if (this.incoming(t) < this.options.maxReceiveStreams) this.receiveFull.delete(t);
+    if (p.targets.size === 0) this.close(p);
+  }
+
+  /** Copy `p` ends: its source stream and remaining target streams are free. */
+  private close(p: Pending): void {
+    if (p.done) return;
+    p.done = true;
+    for (const t of [...p.targets]) this.dropTarget(p, t);
+    this.bySource.get(p.sourceId)?.delete(p);
+    const list = this.pending.get(p.blockId);
+    if (!list) return;
+    const i = list.indexOf(p);
+    if (i >= 0) list.splice(i, 1);
+    if (list.length === 0) this.pending.delete(p.blockId);
+  }
+}
+
+function record(b: BlockView): BlockRecord {
+  return { blockId: b.blockId, genStamp: b.genStamp, numBytes: b.numBytes };
+}
+
+function indexAdd(index: Map<string, Set<Pending>>, key: string, p: Pending): void {
+  let set = index.get(key);
+  if (!set) {
+    set = new Set();
+    index.set(key, set);
+  }
+  set.add(p);
+}
+
+function liveDatanodes(datanodes: readonly DatanodeView[] | LiveDatanodes): LiveDatanodes {
+  if (!Array.isArray(datanodes)) return datanodes as LiveDatanodes;
+  const byId = new Map(datanodes.map((d) => [d.datanodeId, d]));
+  return { all: datanodes, get: (id) => byId.get(id) };
 }

@@ -2,7 +2,8 @@
  * The storage experiment (seeds/004, section 4.2 and its evaluation of data placement): blocks are written over the
  * experiment period and placed by the very policy code the namenode runs (the stock rack-aware policy or the diversity
  * grid of Algorithm 2); every disk reimage (section 3.3) destroys the replicas on its server at once; the namenode
- * re-replicates from surviving replicas within a per-server bandwidth limit, fewest live replicas first; a block is
+ * re-replicates from surviving replicas within a per-server bandwidth limit, with the namenode's own
+ * ReplicationMonitor (fewest live replicas first) deciding every copy; a block is
  * lost when its last replica goes before a copy completes. Sampled reads are unavailable when every live replica's
  * primary tenant is busy. The policies learn only from the history window: each tenant's reimage rate and peak CPU.
  *
@@ -13,11 +14,19 @@
 import { performance } from "node:perf_hooks";
 import { HarvestError } from "../common/errors.js";
 import { SeededRng } from "../common/rng.js";
-import { DiversityPlacementPolicy } from "../namenode/diversity-placement.js";
-import type { PlacementTenant } from "../namenode/diversity-placement.js";
-import { StockPlacementPolicy } from "../namenode/placement.js";
-import type { DatanodeView, PlacementPolicy } from "../namenode/placement.js";
-import { DEFAULT_CLASSIFIER_OPTIONS, percentileSorted } from "../resourcemanager/classifier.js";
+import { DiversityPlacementPolicy, ReplicationMonitor, StockPlacementPolicy } from "../namenode/index.js";
+import type {
+  BlockSource,
+  BlockView,
+  DatanodeView,
+  LiveDatanodes,
+  PlacementPolicy,
+  PlacementRequest,
+  PlacementTenant,
+  ReplicationMonitorOptions,
+} from "../namenode/index.js";
+import { DEFAULT_CLASSIFIER_OPTIONS, percentileSorted } from "../resourcemanager/index.js";
+import type { Rng } from "../common/rng.js";
 import { SimEngine } from "./engine.js";
 import type { EngineProgress } from "./engine.js";
 import { DAY_MS, MONTH_MS, serverUtilization } from "./model.js";
@@ -43,6 +52,12 @@ export interface StorageObserver {
   readonly onPlaced?: (block: number, server: number, atMs: number, by: "write" | "copy") => void;
   /** A block's last live replica was destroyed. */
   readonly onLost?: (block: number, atMs: number) => void;
+  /** A reimage wiped `server` (before the replication monitor hears of it). */
+  readonly onReimage?: (server: number, atMs: number) => void;
+  /** The replication monitor ran (its tick) at `atMs`. */
+  readonly onMonitorTick?: (atMs: number) => void;
+  /** The monitor scheduled a copy of `block` from `source` down the pipeline of `targets`. */
+  readonly onCopy?: (block: number, source: number, targets: readonly number[], atMs: number) => void;
   /** The run is over; `replicasOf` gives a block's live replica servers at the end. */
   readonly onEnd?: (replicasOf: (block: number) => number[]) => void;
 }
@@ -86,7 +101,8 @@ export interface StorageOptions {
    */
   reReplicationBytesPerSec?: number;
   /**
-   * Copies a server sends at once, and copies it receives at once (HDFS's dfs.namenode.replication.max-streams).
+   * Copies a server sends at once, and copies it receives at once: the monitor's `maxReplicationStreams` and
+   * `maxReceiveStreams` (HDFS's dfs.namenode.replication.max-streams; see `storageMonitorOptions`).
    * @default 2
    */
   replicationStreams?: number;
@@ -257,16 +273,18 @@ export function learnPlacementTenants(cluster: SimCluster): PlacementTenant[] {
  *   (the writer first when it qualifies). Fewer targets than asked: the block is under-replicated from the start.
  * - Reimages (`cluster.reimages`) destroy every replica on the server at once; the datanode is back at once, empty.
  *   The namenode learns of it at once (the datanode's reimage report) and cancels copies from or to the server.
- * - Re-replication mirrors the namenode's ReplicationMonitor, whose own tick is O(all blocks + all datanodes) and so
- *   cannot run at this scale: waiting blocks are taken fewest live replicas first; the source is a live replica whose
- *   primary is not busy and that has a free send stream (fewest streams in use, then random); the targets come from
- *   the same placement policy with `existing` = live replicas and `excluded` = replicas and pending targets, plus, as
- *   HDFS's considerLoad leaves out overloaded datanodes, servers with no free receive stream. A copy is a pipeline from
- *   one source to its targets: it holds one send stream of the source and one receive stream of each target, and
- *   takes blockBytes x streams / bandwidth. The monitor runs (at most every `replicationIntervalMs`, and at most
- *   2 x servers blocks a run, as HDFS) whenever a block falls short or a stream frees up; a block whose every source
- *   is busy, or for which the policy finds no target while streams are free, waits for the next utilization slot,
- *   since nothing it waits for changes before then.
+ * - Re-replication is decided by the namenode's own ReplicationMonitor, fed the block events the model produces
+ *   (a block written, a copy arrived, a server's replicas destroyed) as the namenode's block map feeds it, with the
+ *   options of `storageMonitorOptions`: blocks are taken by HDFS's priority levels (fewest live replicas first); the
+ *   source is a live replica whose primary is not busy and that has a free send stream (fewest in use, then random);
+ *   the targets come from the same placement policy with `existing` = live replicas and `excluded` = replicas, pending
+ *   targets and servers with no free receive stream (`maxReceiveStreams`, HDFS's considerLoad). The simulator applies
+ *   the copies it returns with its bandwidth model: a copy is a pipeline from one source to its targets, holds one
+ *   send stream of the source and one receive stream of each target, and takes blockBytes x streams / bandwidth. The
+ *   monitor runs (at most every `replicationIntervalMs`, at most 2 x servers blocks a run, as HDFS) whenever a block
+ *   falls short or a stream frees up; a block whose every source is busy, or for which the policy finds no target
+ *   while no server is left out for load, is parked by the monitor until the next utilization slot (`wake()`), since
+ *   nothing it waits for changes before then.
  * - A block is lost when its last live replica is destroyed; a copy whose source is reimaged fails with it, one whose
  *   target is reimaged loses that target.
  * - Free space: a server holds diskBytes; stored and incoming replicas take blockBytes each; a full server does not
@@ -307,18 +325,41 @@ const WORK_PER_DATANODE = 2;
 const WORK_MIN_BLOCKS = 64;
 
 /** Block flags. */
-const QUEUED = 1;
 const LOST = 2;
 
+/** A replica as the monitor sees it (the model has no corrupt replicas). */
+const GOOD = { corrupt: false } as const;
+
 /**
- * What one block's turn at the monitor came to: "done" (fully scheduled, or nothing to do), "retry" (waits for a
- * stream to free up: the next tick) or "park" (waits for primary load or free space to change: the next utilization
- * slot, as nothing changes before it).
+ * The options the simulator gives the namenode's ReplicationMonitor, beside the daemon's defaults:
+ * - `maxReplicationStreams` and `maxReceiveStreams` = `replicationStreams` (the daemon limits only what a datanode
+ *   sends; here a server's bandwidth is shared by what it sends and what it receives, so both are limited);
+ * - `maxWorkPerRun` = max(64, 2 x servers), HDFS's blocks per run (the daemon looks at every waiting block);
+ * - `pendingTimeoutMs` = Infinity: the simulation tells the monitor of every copy that fails (its source or target
+ *   reimaged), so none is ever lost unreported, while a throttled copy may well take longer than the daemon's 30 s;
+ * - `parkBlocked`: a block that only a change of primary load or free space can help waits for the next utilization
+ *   slot instead of being looked at on every run (an exact shortcut: nothing it waits for changes before then).
  */
-type Outcome = "done" | "retry" | "park";
+export function storageMonitorOptions(
+  o: Pick<ResolvedStorageOptions, "replicationStreams">,
+  servers: number,
+): Partial<ReplicationMonitorOptions> {
+  return {
+    maxReplicationStreams: o.replicationStreams,
+    maxReceiveStreams: o.replicationStreams,
+    maxWorkPerRun: Math.max(WORK_MIN_BLOCKS, WORK_PER_DATANODE * servers),
+    pendingTimeoutMs: Infinity,
+    parkBlocked: true,
+  };
+}
 
 /** Independent random streams, one per purpose, so that one decision does not shift another's draws. */
 const Stream = { Writes: 1, Accesses: 2, Placement: 3, Sources: 4 } as const;
+
+/** The seed of the replication monitor's random source (copy sources and re-replication targets) for a run's seed. */
+export function replicationRngSeed(seed: number): number {
+  return streamSeed(seed, Stream.Sources);
+}
 
 function streamSeed(seed: number, stream: number): number {
   let h = (seed ^ Math.imul(stream, 0x9e3779b9)) >>> 0;
@@ -388,7 +429,11 @@ class StorageSim {
   private readonly writeRng: SeededRng;
   private readonly accessRng: SeededRng;
   private readonly placeRng: SeededRng;
-  private readonly sourceRng: SeededRng;
+  /** The namenode's replication monitor, fed this simulation's block events. */
+  private readonly monitor: ReplicationMonitor;
+  /** The servers as the monitor's live datanodes (all of them, always). */
+  private readonly liveServers: LiveDatanodes;
+  private readonly serverIndex = new Map<string, number>();
 
   // Servers.
   private readonly ids: string[];
@@ -413,15 +458,13 @@ class StorageSim {
   private readonly windowMark: Int32Array;
   private windowStamp = 0;
 
-  // Blocks: replication slots per block; the first live[b] of rep hold the live replicas, the first inflight[b] of
-  // pend the targets of copies in flight.
+  // Blocks: replication slots per block; the first live[b] of rep hold the live replicas, in the order they were
+  // placed (the order the namenode's block map keeps them in).
   private blockCap: number;
   private blockCount = 0;
   private rep: Int32Array;
   private repEpoch: Int32Array;
-  private pend: Int32Array;
   private live: Uint8Array;
-  private inflight: Uint8Array;
   private flags: Uint8Array;
 
   // Copies: a pool reused through a free list; `copySerial` tells a completion event whether its copy still stands.
@@ -433,17 +476,12 @@ class StorageSim {
   private copyLeft: Uint8Array = new Uint8Array(0);
   private readonly freeCopies: number[] = [];
 
-  // The replication queue.
-  private needy: number[] = [];
-  private parked: number[] = [];
+  // The monitor's runs.
   private tickPending = false;
   private lastTickMs = -Infinity;
   private wakePending = false;
 
   // Scratch for policy calls.
-  /** Ids of the servers with every receive stream taken (see `schedule`). */
-  private readonly receiveFull = new Set<string>();
-  private readonly addedExclusions: string[] = [];
   private readonly noneExcluded: ReadonlySet<string> = new Set<string>();
 
   // Figures.
@@ -470,10 +508,11 @@ class StorageSim {
     this.writeRng = new SeededRng(streamSeed(o.seed, Stream.Writes));
     this.accessRng = new SeededRng(streamSeed(o.seed, Stream.Accesses));
     this.placeRng = new SeededRng(streamSeed(o.seed, Stream.Placement));
-    this.sourceRng = new SeededRng(streamSeed(o.seed, Stream.Sources));
 
     this.ids = cluster.servers.map((s) => s.id);
+    this.ids.forEach((id, i) => this.serverIndex.set(id, i));
     this.views = cluster.servers.map((s, i) => new ServerView(s.id, s.rack, this, i));
+    this.liveServers = { all: this.views, get: (id) => this.views[this.serverIndex.get(id) ?? -1] };
     this.disk = Float64Array.from(cluster.servers, (s) => s.diskBytes);
     const rackIndex = new Map<string, number>();
     const members: number[][] = [];
@@ -506,9 +545,7 @@ class StorageSim {
     this.blockCap = Math.max(16, Math.ceil(expected + 6 * Math.sqrt(expected) + 16));
     this.rep = new Int32Array(this.blockCap * this.R);
     this.repEpoch = new Int32Array(this.blockCap * this.R);
-    this.pend = new Int32Array(this.blockCap * this.R);
     this.live = new Uint8Array(this.blockCap);
-    this.inflight = new Uint8Array(this.blockCap);
     this.flags = new Uint8Array(this.blockCap);
     this.growCopies(64);
 
@@ -519,6 +556,39 @@ class StorageSim {
     } else {
       this.policy = new StockPlacementPolicy();
     }
+    const blocks: BlockSource = { get: (b) => this.blockView(b) };
+    const placement: PlacementPolicy = {
+      name: this.policy.name,
+      chooseTargets: (req) => this.chooseFor(req),
+    };
+    this.monitor = new ReplicationMonitor(
+      placement,
+      new SeededRng(replicationRngSeed(o.seed)),
+      blocks,
+      storageMonitorOptions(o, n),
+    );
+  }
+
+  /** Block `b` as the monitor reads it: committed, full, its live replicas in placement order. */
+  private blockView(b: number): BlockView | undefined {
+    if (!(b >= 0 && b < this.blockCount)) return undefined;
+    const replicas = new Map<string, { corrupt: boolean }>();
+    for (let k = b * this.R; k < b * this.R + this.live[b]!; k++) replicas.set(this.ids[this.rep[k]!]!, GOOD);
+    return {
+      blockId: b,
+      genStamp: 0,
+      numBytes: this.o.blockBytes,
+      expectedReplication: this.R,
+      committed: true,
+      replicas,
+    };
+  }
+
+  /** The monitor's placement questions, answered by the run's policy (on windows for the stock one, see `choose`). */
+  private chooseFor(req: PlacementRequest): DatanodeView[] {
+    const placed = (req.existing ?? []).map((id) => this.serverIndex.get(id)!);
+    const writer = req.writerDatanodeId === undefined ? -1 : this.serverIndex.get(req.writerDatanodeId)!;
+    return this.choose(req.replication, writer, placed, req.excluded, req.rng).map((s) => this.views[s]!);
   }
 
   // ---------------------------------------------------------------------------------------------- state for views
@@ -649,7 +719,7 @@ class StorageSim {
   // ---------------------------------------------------------------------------------------------- writes and reads
 
   private write(writer: number): void {
-    const targets = this.choose(this.R, writer, [], this.noneExcluded);
+    const targets = this.choose(this.R, writer, [], this.noneExcluded, this.placeRng);
     if (targets.length === 0) {
       this.writesFailed++;
       return;
@@ -659,10 +729,10 @@ class StorageSim {
       this.addReplica(b, t);
       this.o.observer?.onPlaced?.(b, t, this.engine.clock.nowMs(), "write");
     }
-    if (targets.length < this.R) {
-      this.writesShort++;
-      this.needs(b);
-    }
+    if (targets.length < this.R) this.writesShort++;
+    // The namenode learns of the block with its replicas; one written short waits for a copy.
+    this.monitor.blockChanged(b);
+    this.workWaits();
   }
 
   private access(): void {
@@ -706,9 +776,7 @@ class StorageSim {
     };
     this.rep = grow32(this.rep);
     this.repEpoch = grow32(this.repEpoch);
-    this.pend = grow32(this.pend);
     this.live = grow8(this.live);
-    this.inflight = grow8(this.inflight);
     this.flags = grow8(this.flags);
     this.blockCap = cap;
   }
@@ -722,40 +790,36 @@ class StorageSim {
     this.serverBlocks.push(server, b);
   }
 
+  /** Removes a replica, keeping the others in placement order (as the block map's replica map does). */
   private removeReplica(b: number, server: number): void {
     const base = b * this.R;
     const last = base + this.live[b]! - 1;
     for (let k = base; k <= last; k++) {
       if (this.rep[k] !== server) continue;
-      this.rep[k] = this.rep[last]!;
-      this.repEpoch[k] = this.repEpoch[last]!;
+      this.rep.copyWithin(k, k + 1, last + 1);
+      this.repEpoch.copyWithin(k, k + 1, last + 1);
       this.live[b]!--;
       return;
     }
     throw new HarvestError("INTERNAL", `block ${b} has no replica on server ${server} to remove`);
   }
 
-  private removePending(b: number, server: number): void {
-    const base = b * this.R;
-    const last = base + this.inflight[b]! - 1;
-    for (let k = base; k <= last; k++) {
-      if (this.pend[k] !== server) continue;
-      this.pend[k] = this.pend[last]!;
-      this.inflight[b]!--;
-      return;
-    }
-    throw new HarvestError("INTERNAL", `block ${b} has no copy in flight to server ${server}`);
-  }
-
   // ---------------------------------------------------------------------------------------------- placement
 
   /**
    * Up to `count` targets from the policy, as server indices. `placed` are the block's live replicas (re-replication:
-   * `existing`), `excluded` what the namenode excludes.
+   * `existing`), `excluded` what the namenode excludes, `rng` the caller's random source (the writes' own, or the
+   * monitor's).
    */
-  private choose(count: number, writer: number, placed: readonly number[], excluded: ReadonlySet<string>): number[] {
+  private choose(
+    count: number,
+    writer: number,
+    placed: readonly number[],
+    excluded: ReadonlySet<string>,
+    rng: Rng,
+  ): number[] {
     if (this.o.placement === "diversity" || this.n <= STOCK_WINDOW_MIN_CLUSTER_FACTOR * this.o.stockWindowServers)
-      return this.ask(count, writer, placed, excluded, this.views);
+      return this.ask(count, writer, placed, excluded, this.views, rng);
     // The stock policy on windows (see runStorage). Each call draws a fresh sample, so that replicas the rules leave
     // free ("another rack", "any node") are as independent of each other as when the policy sees every datanode. The
     // first two replicas of a write share a call: the first is the writer, the second "another rack" from the sample.
@@ -768,12 +832,14 @@ class StorageSim {
       if (beside >= 0) {
         // "Beside the second": a uniform sample of its rack, then the whole rack, are the rule's candidates; only
         // when none qualifies does its fallback ("any node") get a sample of the cluster.
-        chosen = this.ask(1, -1, sofar, excluded, this.window(-1, sofar, beside, BESIDE_SAMPLE, 0));
-        if (chosen.length === 0) chosen = this.ask(1, -1, sofar, excluded, this.window(-1, sofar, beside, Infinity, 0));
+        chosen = this.ask(1, -1, sofar, excluded, this.window(-1, sofar, beside, BESIDE_SAMPLE, 0, rng), rng);
+        if (chosen.length === 0)
+          chosen = this.ask(1, -1, sofar, excluded, this.window(-1, sofar, beside, Infinity, 0, rng), rng);
       }
       if (chosen.length === 0) {
         const first = sofar.length === 0 ? writer : -1;
-        chosen = this.ask(want, first, sofar, excluded, this.window(first, sofar, -1, 0, this.o.stockWindowServers));
+        const window = this.window(first, sofar, -1, 0, this.o.stockWindowServers, rng);
+        chosen = this.ask(want, first, sofar, excluded, window, rng);
       }
       if (chosen.length === 0) break;
       for (const s of chosen) {
@@ -791,6 +857,7 @@ class StorageSim {
     placed: readonly number[],
     excluded: ReadonlySet<string>,
     datanodes: readonly ServerView[],
+    rng: Rng,
   ): number[] {
     const chosen = this.policy.chooseTargets({
       replication: count,
@@ -799,7 +866,7 @@ class StorageSim {
       existing: placed.map((s) => this.ids[s]!),
       datanodes,
       blockSizeBytes: this.o.blockBytes,
-      rng: this.placeRng,
+      rng,
     });
     return chosen.map(serverOf);
   }
@@ -814,12 +881,12 @@ class StorageSim {
     rackOf: number,
     fromRack: number,
     sample: number,
+    rng: Rng,
   ): ServerView[] {
     const stamp = ++this.windowStamp;
     const out: ServerView[] = [];
     if (writer >= 0) this.addToWindow(out, writer, stamp);
     for (const s of placed) this.addToWindow(out, s, stamp);
-    const rng = this.placeRng;
     if (rackOf >= 0) {
       const rack = this.rackServers[this.rackOf[rackOf]!]!;
       if (fromRack >= rack.length) for (const s of rack) this.addToWindow(out, s, stamp);
@@ -847,6 +914,7 @@ class StorageSim {
   private reimage(s: number): void {
     this.reimagesApplied++;
     this.epoch[s]!++;
+    this.o.observer?.onReimage?.(s, this.engine.clock.nowMs());
     const S = this.S;
     // Copies from s fail whole; copies to s lose that target. Both before the replicas go, so that a block whose
     // last replica goes here has no copy left in flight.
@@ -864,15 +932,16 @@ class StorageSim {
       this.removeReplica(b, s);
       this.replicasLost++;
       if (this.live[b] === 0) {
-        this.flags[b] = (this.flags[b]! | LOST) & ~QUEUED;
+        this.flags[b]! |= LOST;
         this.blocksLost++;
         this.o.observer?.onLost?.(b, this.engine.clock.nowMs());
-      } else {
-        this.needs(b);
       }
     }
+    // The namenode learns of it (the datanode's reimage report): its copies are dropped, its blocks looked at again.
+    this.monitor.datanodeRemoved(this.ids[s]!, blocks);
     this.serverBlocks.clear(s);
     this.stored[s] = 0;
+    this.workWaits();
   }
 
   // ---------------------------------------------------------------------------------------------- copies
@@ -908,10 +977,7 @@ class StorageSim {
       this.copyTargets[c * this.R + i] = t;
       if (t < 0) continue;
       takeSlot(this.inSlots, this.inUsed, this.S, t, c);
-      if (this.inUsed[t] === this.S) this.receiveFull.add(this.ids[t]!);
       this.incoming[t]!++;
-      this.pend[b * this.R + this.inflight[b]!] = t;
-      this.inflight[b]!++;
     }
     this.engine.at(this.engine.clock.nowMs() + this.copyMs, () => this.finishCopy(c, serial));
   }
@@ -928,13 +994,13 @@ class StorageSim {
       this.o.observer?.onPlaced?.(b, t, this.engine.clock.nowMs(), "copy");
     }
     this.freeCopy(c);
-    // A target dropped on the way leaves the block short.
-    this.needs(b);
+    // The targets' replicas reach the namenode: the copy is settled (a target dropped on the way leaves it short).
+    this.monitor.blockChanged(b);
+    this.workWaits();
   }
 
-  /** The source was reimaged: every target of the copy fails. */
+  /** The source was reimaged: every target of the copy fails (the monitor learns of it from the reimage). */
   private cancelCopy(c: number): void {
-    const b = this.copyBlock[c]!;
     for (let i = 0; i < this.R; i++) {
       const t = this.copyTargets[c * this.R + i]!;
       if (t < 0) continue;
@@ -942,12 +1008,10 @@ class StorageSim {
       this.copiesFailed++;
     }
     this.freeCopy(c);
-    this.needs(b);
   }
 
   /** Target `t` of copy `c` was reimaged: the copy goes on to its other targets, if any. */
   private dropTarget(c: number, t: number): void {
-    const b = this.copyBlock[c]!;
     for (let i = 0; i < this.R; i++) {
       if (this.copyTargets[c * this.R + i] !== t) continue;
       this.releaseTarget(c, i, t);
@@ -955,46 +1019,31 @@ class StorageSim {
       this.copyLeft[c]!--;
     }
     if (this.copyLeft[c] === 0) this.freeCopy(c);
-    this.needs(b);
   }
 
   private releaseTarget(c: number, i: number, t: number): void {
     this.copyTargets[c * this.R + i] = -1;
     freeSlot(this.inSlots, this.inUsed, this.S, t, c);
-    this.receiveFull.delete(this.ids[t]!);
     this.incoming[t]!--;
-    this.removePending(this.copyBlock[c]!, t);
-    this.streamFreed();
   }
 
   private freeCopy(c: number): void {
     freeSlot(this.outSlots, this.outUsed, this.S, this.copySource[c]!, c);
     this.copySerial[c]!++;
     this.freeCopies.push(c);
-    this.streamFreed();
   }
 
   // ---------------------------------------------------------------------------------------------- the monitor
 
-  /** Queues `b` for re-replication when it is short of replicas (counting copies in flight) and not lost. */
-  private needs(b: number): void {
-    const f = this.flags[b]!;
-    if ((f & (LOST | QUEUED)) !== 0) return;
-    if (this.live[b]! + this.inflight[b]! >= this.R) return;
-    this.flags[b] = f | QUEUED;
-    this.needy.push(b);
-    this.ensureTick();
-  }
-
-  /** Blocks waiting for a stream get another look (at the monitor's next run). */
-  private streamFreed(): void {
-    if (this.needy.length > 0) this.ensureTick();
+  /** Blocks wait at the monitor: it runs (see `ensureTick`). */
+  private workWaits(): void {
+    if (this.monitor.waiting() > 0) this.ensureTick();
   }
 
   /**
    * The monitor runs at once when idle, else one interval after its last run. It runs only when something it waits
-   * for has changed (a block fell short, a stream freed up, a work limit cut its last run short); a periodic monitor
-   * would find nothing new on the other ticks.
+   * for has changed (a block fell short, a copy ended, a work limit cut its last run short, a new utilization slot woke
+   * parked blocks); a periodic monitor would find nothing new on the other ticks.
    */
   private ensureTick(): void {
     if (this.tickPending) return;
@@ -1003,100 +1052,39 @@ class StorageSim {
     this.engine.at(Math.max(now, this.lastTickMs + this.o.replicationIntervalMs), () => this.tick());
   }
 
+  /** One run of the namenode's monitor; its copies start at once, under the bandwidth model. */
   private tick(): void {
     this.tickPending = false;
-    this.lastTickMs = this.engine.clock.nowMs();
-    const R = this.R;
-    const waiting = this.needy;
-    this.needy = [];
-    // Fewest live replicas first, first come first within a level (a stable counting sort).
-    const byLive: number[][] = Array.from({ length: R }, () => []);
-    for (const b of waiting) {
-      if ((this.flags[b]! & LOST) !== 0) continue;
-      byLive[Math.min(R - 1, this.live[b]!)]!.push(b);
+    const now = this.engine.clock.nowMs();
+    this.lastTickMs = now;
+    this.o.observer?.onMonitorTick?.(now);
+    const work = this.monitor.tick(this.liveServers, now);
+    if (work.delete.length > 0)
+      throw new HarvestError(
+        "INTERNAL",
+        `the monitor deleted replicas (${work.delete.length}): the model has no surplus`,
+      );
+    for (const task of work.replicate) {
+      const source = this.serverIndex.get(task.sourceId)!;
+      const targets = task.targets.map(serverOf);
+      this.o.observer?.onCopy?.(task.block.blockId, source, targets, now);
+      this.startCopy(task.block.blockId, source, targets);
     }
-    // HDFS looks at about twice as many blocks per run as there are live datanodes; the rest wait for the next run.
-    let budget = Math.max(WORK_MIN_BLOCKS, WORK_PER_DATANODE * this.n);
-    for (const level of byLive) {
-      for (const b of level) {
-        if (budget-- <= 0) {
-          this.needy.push(b);
-          continue;
-        }
-        const outcome = this.schedule(b);
-        if (outcome === "park") this.park(b);
-        else if (outcome === "retry") this.needy.push(b);
-        else this.flags[b]! &= ~QUEUED;
-      }
-    }
-    if (budget < 0) this.ensureTick();
+    // Blocks left for a later run by the work limit; parked ones get another look at the next utilization slot.
+    if (work.deferred > 0) this.ensureTick();
+    if (this.monitor.parkedBlocks() > 0) this.wakeAtNextSlot();
   }
 
-  private park(b: number): void {
-    this.parked.push(b);
+  private wakeAtNextSlot(): void {
     if (this.wakePending) return;
     this.wakePending = true;
     const slotMs = this.cluster.slotMs;
     const next = (Math.floor(this.engine.clock.nowMs() / slotMs) + 1) * slotMs;
     this.engine.at(next, () => {
       this.wakePending = false;
-      const parked = this.parked;
-      this.parked = [];
-      for (const p of parked) if ((this.flags[p]! & LOST) === 0) this.needy.push(p);
-      if (this.needy.length > 0) this.ensureTick();
+      this.monitor.wake();
+      this.workWaits();
     });
-  }
-
-  /** One block's turn at the monitor (see runStorage for the rules). */
-  private schedule(b: number): Outcome {
-    const R = this.R;
-    const live = this.live[b]!;
-    const need = R - live - this.inflight[b]!;
-    if (live === 0 || need <= 0) return "done";
-    const base = b * R;
-    let idle = false;
-    let fewest = Infinity;
-    const sources: number[] = [];
-    for (let k = 0; k < live; k++) {
-      const s = this.rep[base + k]!;
-      if (this.busy(s)) continue;
-      idle = true;
-      const used = this.outUsed[s]!;
-      if (used >= this.S || used > fewest) continue;
-      if (used < fewest) {
-        fewest = used;
-        sources.length = 0;
-      }
-      sources.push(s);
-    }
-    if (sources.length === 0) return idle ? "retry" : "park";
-    // Excluded, as the namenode passes them: the block's replicas and pending targets; and, as HDFS's considerLoad
-    // leaves out overloaded datanodes, every server with no free receive stream. The block's ids join the persistent
-    // set for the call only.
-    const excluded = this.receiveFull;
-    const added = this.addedExclusions;
-    added.length = 0;
-    const exclude = (s: number): void => {
-      const id = this.ids[s]!;
-      if (excluded.has(id)) return;
-      excluded.add(id);
-      added.push(id);
-    };
-    const placed: number[] = [];
-    for (let k = 0; k < live; k++) {
-      placed.push(this.rep[base + k]!);
-      exclude(this.rep[base + k]!);
-    }
-    for (let k = 0; k < this.inflight[b]!; k++) exclude(this.pend[base + k]!);
-    const streamsFull = excluded.size > added.length;
-    const targets = this.choose(need, -1, placed, excluded);
-    for (const id of added) excluded.delete(id);
-    // No target: a receive stream frees within a copy's time; primary load and free space change by the slot.
-    if (targets.length === 0) return streamsFull ? "retry" : "park";
-    const source = sources[Math.min(sources.length - 1, Math.floor(this.sourceRng.next() * sources.length))]!;
-    this.startCopy(b, source, targets);
-    if (this.live[b]! + this.inflight[b]! >= R) return "done";
-    return streamsFull ? "retry" : "park";
   }
 
   // ---------------------------------------------------------------------------------------------- invariants
@@ -1116,8 +1104,9 @@ class StorageSim {
     const perServer = new Int32Array(this.n);
     for (let b = 0; b < this.blockCount; b++) {
       const live = this.live[b]!;
-      if ((this.flags[b]! & LOST) !== 0 && (live !== 0 || this.inflight[b] !== 0)) fail(`lost block ${b} has replicas`);
-      if (live + this.inflight[b]! > R) fail(`block ${b} has ${live} replicas and ${this.inflight[b]} copies`);
+      const inflight = this.monitor.pendingTargets(b).length;
+      if ((this.flags[b]! & LOST) !== 0 && (live !== 0 || inflight !== 0)) fail(`lost block ${b} has replicas`);
+      if (live + inflight > R) fail(`block ${b} has ${live} replicas and ${inflight} copies`);
       for (let k = 0; k < live; k++) {
         const s = this.rep[b * R + k]!;
         if (reimaged.includes(s)) fail(`block ${b} has a replica on server ${s}, reimaged just now`);
