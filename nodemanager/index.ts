@@ -1,4 +1,10 @@
-/** The node manager: daemon, options, the yield policy and the primary-tenant monitors. */
+/**
+ * The node manager: daemon, options, the primary-tenant monitors, and the pure policies it runs, which the simulator
+ * calls from here and nowhere else (scripts/check-imports.mjs):
+ * - the yield controller's choice of victims when the primary needs its cores (`chooseVictims`);
+ * - the capping agent and its controller: throttle, raise and kill secondary containers under a power budget
+ *   (`CappingAgent`, `resolveCappingOptions`).
+ */
 export { NodeManager } from "./node-manager.js";
 export type { NodeManagerDeps, NodeManagerState, PreemptionEvent } from "./node-manager.js";
 export { resolveNodeManagerOptions } from "./options.js";
@@ -11,3 +17,7 @@ export { detectCgroups } from "./cgroups.js";
 export type { CgroupController, CgroupMode } from "./cgroups.js";
 export { StepPrimaryMonitor } from "../common/step-monitor.js";
 export type { StepRecord } from "../common/step-monitor.js";
+export { CappingAgent } from "./capping-agent.js";
+export type { AgentContainer, CappingAgentDeps } from "./capping-agent.js";
+export { resolveCappingOptions } from "./capping-controller.js";
+export type { CappingOptions, CappingState } from "./capping-controller.js";

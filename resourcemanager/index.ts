@@ -1,4 +1,13 @@
-/** The resource manager: daemon, options and the pure scheduler it shares with benchmarks and the simulator. */
+/**
+ * The resource manager: daemon, options, and the pure policies it runs, which benchmarks and the simulator call from
+ * here and nowhere else (scripts/check-imports.mjs):
+ * - the scheduler (`Scheduler`, `StockSchedulerPolicy`; `HistorySchedulerPolicy` under Algorithm 1);
+ * - the utilization classifier (`tenantFeatures`, `classifyFeatures`) and criticality (`criticality`,
+ *   `tenantHistoryVerdict`), as the tenant registry runs them;
+ * - history-based placement, Algorithm 1 (`HistoryPlacement` over a `ClassViewSource`; `selectClasses`);
+ * - power: domains and budgets (`PowerDomains`), power-aware placement (`PowerAwarePolicy`), the oversubscription
+ *   planner (`planOversubscription`).
+ */
 export { ResourceManager } from "./resource-manager.js";
 export type { DaemonState } from "./resource-manager.js";
 export { resolveResourceManagerOptions } from "./options.js";
@@ -9,7 +18,9 @@ export {
   averageServerSeries,
   classify,
   classifyFeatures,
+  DEFAULT_CLASSIFIER_OPTIONS,
   patternOf,
+  percentileSorted,
   resolveClassifierOptions,
   tenantFeatures,
 } from "./classifier.js";
@@ -38,6 +49,7 @@ export type {
   ClassSelection,
   ClassView,
   ClassWeights,
+  ClassWeightsInput,
   JobType,
   JobTypeOptions,
   ServerCapacity,
@@ -73,7 +85,26 @@ export {
   rankPowerNodes,
   resolvePowerPlacementOptions,
 } from "./power-placement.js";
-export type { PowerAsk, PowerNode, PowerPlacementOptions, PowerScore } from "./power-placement.js";
+export type {
+  DomainPower,
+  PowerAsk,
+  PowerNode,
+  PowerPlacementOptions,
+  PowerScore,
+  PrimaryHistory,
+} from "./power-placement.js";
+export {
+  DEFAULT_OVERSUBSCRIPTION_OPTIONS,
+  planOversubscription,
+  resolveOversubscriptionOptions,
+} from "./oversubscription-planner.js";
+export type {
+  CappingApproach,
+  DrawSample,
+  DrawsHistory,
+  OversubscriptionOptions,
+  OversubscriptionPlan,
+} from "./oversubscription-planner.js";
 export {
   HistoryPlacement,
   LiveClassViews,

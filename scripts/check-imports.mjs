@@ -1,5 +1,8 @@
 // House rule (STYLE.md): daemons never import each other; they meet only through proto/ and common/.
-// Also: common/ and client/ import no daemon, and nothing has an import cycle. Exits 1 listing every violation.
+// Also: common/ and client/ import no daemon; sim/ reaches a daemon's code only through the daemon's index.ts, which
+// lists the pure policies the daemon runs, so that the simulator calls the daemons' own rules and never a private copy
+// or a module the daemon does not stand behind (issue 13); and nothing has an import cycle. Exits 1 listing every
+// violation.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -53,6 +56,8 @@ export function violations(files) {
         problems.push(`${path} imports ${dep}: daemons meet only through proto/ and common/`);
       if ((top === "common" || top === "client") && DAEMONS.includes(depTop))
         problems.push(`${path} imports ${dep}: ${top}/ must not depend on a daemon`);
+      if (top === "sim" && DAEMONS.includes(depTop) && dep !== `${depTop}/index.ts`)
+        problems.push(`${path} imports ${dep}: the simulator uses a daemon's policies only through ${depTop}/index.ts`);
     }
   }
   // Cycle detection (iterative DFS with colours).

@@ -13,7 +13,7 @@ import { HarvestError } from "../common/errors.js";
 import { SeededRng } from "../common/rng.js";
 import type { UtilizationPattern } from "../common/trace-gen.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
-import { patternOf } from "../resourcemanager/classifier.js";
+import { patternOf } from "../resourcemanager/index.js";
 import type { SimCluster, SimReimage, SimServer, SimTenant, TraceSource, UtilizationLevel } from "./model.js";
 import { DAY_MS, MONTH_MS, UTILIZATION_LEVELS } from "./model.js";
 import type { RealTemplate } from "./real-traces.js";

@@ -18,18 +18,31 @@ import { yieldVictims } from "./yield-step.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
 import { Logger } from "../common/log.js";
 import {
+  classifyFeatures,
+  HistoryPlacement,
   HistorySchedulerPolicy,
   jobTypeOf,
+  LiveClassViews,
+  liveNodeOf,
+  resolveClassifierOptions,
   resolveClassWeights,
   resolveJobTypeOptions,
-} from "../resourcemanager/class-selection.js";
-import type { ClassWeights, ClassWeightsInput, JobType, JobTypeOptions } from "../resourcemanager/class-selection.js";
-import { classifyFeatures, resolveClassifierOptions, tenantFeatures } from "../resourcemanager/classifier.js";
-import type { ClassifierOptions, FeaturedTenant, TenantClass } from "../resourcemanager/classifier.js";
-import { HistoryPlacement, LiveClassViews, liveNodeOf } from "../resourcemanager/history-placement.js";
-import type { LiveNode, PlacementDecision } from "../resourcemanager/history-placement.js";
-import { Scheduler, StockSchedulerPolicy } from "../resourcemanager/scheduler.js";
-import type { Allocation } from "../resourcemanager/scheduler.js";
+  Scheduler,
+  StockSchedulerPolicy,
+  tenantFeatures,
+} from "../resourcemanager/index.js";
+import type {
+  Allocation,
+  ClassifierOptions,
+  ClassWeights,
+  ClassWeightsInput,
+  FeaturedTenant,
+  JobType,
+  JobTypeOptions,
+  LiveNode,
+  PlacementDecision,
+  TenantClass,
+} from "../resourcemanager/index.js";
 import { SimEngine } from "./engine.js";
 import type { EngineProgress } from "./engine.js";
 import { taskDurationMs } from "./jobs.js";

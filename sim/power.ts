@@ -21,41 +21,38 @@ import { SeededRng } from "../common/rng.js";
 import { ServerSet } from "./server-set.js";
 import { yieldVictims } from "./yield-step.js";
 import { Logger } from "../common/log.js";
-import { CappingAgent } from "../nodemanager/capping-agent.js";
-import type { AgentContainer } from "../nodemanager/capping-agent.js";
-import { resolveCappingOptions } from "../nodemanager/capping-controller.js";
-import type { CappingOptions, CappingState } from "../nodemanager/capping-controller.js";
-import { DEFAULT_HISTORY_WINDOW, tenantHistoryVerdict } from "../resourcemanager/criticality.js";
-import type { TenantHistoryVerdict } from "../resourcemanager/criticality.js";
+import { CappingAgent, resolveCappingOptions } from "../nodemanager/index.js";
+import type { AgentContainer, CappingOptions, CappingState } from "../nodemanager/index.js";
 import {
+  DEFAULT_HISTORY_WINDOW,
   DEFAULT_OVERSUBSCRIPTION_OPTIONS,
+  domainPower,
   planOversubscription,
+  PowerAwarePolicy,
+  PowerDomains,
+  predictedP95Watts,
+  primaryHistoryOf,
+  primaryOutlook,
   resolveOversubscriptionOptions,
-} from "../resourcemanager/oversubscription-planner.js";
+  resolvePowerDomainOptions,
+  resolvePowerPlacementOptions,
+  StockSchedulerPolicy,
+  tenantHistoryVerdict,
+} from "../resourcemanager/index.js";
 import type {
   CappingApproach,
+  DomainPower,
   DrawSample,
   DrawsHistory,
   OversubscriptionOptions,
   OversubscriptionPlan,
-} from "../resourcemanager/oversubscription-planner.js";
-import { PowerDomains, resolvePowerDomainOptions } from "../resourcemanager/power-domains.js";
-import type { PowerDomainConfig, PowerDomainOptions } from "../resourcemanager/power-domains.js";
-import {
-  domainPower,
-  PowerAwarePolicy,
-  predictedP95Watts,
-  primaryHistoryOf,
-  primaryOutlook,
-  resolvePowerPlacementOptions,
-} from "../resourcemanager/power-placement.js";
-import type {
-  DomainPower,
+  PowerDomainConfig,
+  PowerDomainOptions,
   PowerNode,
   PowerPlacementOptions,
   PrimaryHistory,
-} from "../resourcemanager/power-placement.js";
-import { StockSchedulerPolicy } from "../resourcemanager/scheduler.js";
+  TenantHistoryVerdict,
+} from "../resourcemanager/index.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
 import { SimEngine } from "./engine.js";
 import type { EngineProgress } from "./engine.js";

@@ -25,6 +25,20 @@ describe("the import-rule check", () => {
     expect(check(files)).toEqual(["common/c.ts imports jobmanager/z.ts: common/ must not depend on a daemon"]);
   });
 
+  it("lets the simulator reach a daemon's policies only through the daemon's index.ts", () => {
+    const files = new Map([
+      [
+        "sim/a.ts",
+        'import { P } from "../namenode/index.js";\nimport { Q } from "../namenode/replication-monitor.js";',
+      ],
+      ["namenode/index.ts", 'export { Q as P } from "./replication-monitor.js";'],
+      ["namenode/replication-monitor.ts", "export const Q = 1;"],
+    ]);
+    expect(check(files)).toEqual([
+      "sim/a.ts imports namenode/replication-monitor.ts: the simulator uses a daemon's policies only through namenode/index.ts",
+    ]);
+  });
+
   it("finds import cycles", () => {
     const files = new Map([
       ["common/a.ts", 'import { b } from "./b.js";'],
