@@ -129,10 +129,21 @@ describe("the harvest CLI", () => {
     expect(imported.stdout).toContain(`imported ${rows.length} sample(s) onto 2 server(s)`);
     const truncatedFile = join(dir, "cut.csv");
     writeFileSync(truncatedFile, ["time_s,cpu_pct", ...rows.slice(0, 10), rows[10]!.slice(0, 5)].join("\n"));
+    // A cut-off last line is dropped and said so; the rest of the file is kept (real traces end that way).
     const cut = harvest("admin", "history", "import", truncatedFile, "--server", "server-2");
-    expect(cut.code).toBe(1);
-    expect(cut.stderr).toContain("cut.csv:12:");
-    expect(cut.stderr).toContain("TRACE_MALFORMED");
+    expect(cut.code, cut.stderr).toBe(0);
+    expect(cut.stdout).toContain("imported 10 sample(s)");
+    expect(cut.stdout + cut.stderr).toMatch(/warning: .*cut\.csv: truncated last line 12 dropped/);
+    // A file with nothing usable is refused, naming the file and the line.
+    const junk = join(dir, "junk.csv");
+    writeFileSync(
+      junk,
+      ["time_s,cpu_pct", ...Array.from({ length: 12 }, (_, i) => `${i * 300},busy`)].join("\n") + "\n",
+    );
+    const refused = harvest("admin", "history", "import", junk, "--server", "server-2");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("junk.csv:");
+    expect(refused.stderr).toContain("TRACE_MALFORMED");
     const past = harvest("admin", "reimage", "server-2", "--at", new Date(Date.now() - 86_400_000).toISOString());
     expect(past.code, past.stderr).toBe(0);
     expect(past.stdout).toContain("counted against tenant web");
