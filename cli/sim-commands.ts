@@ -20,7 +20,7 @@ import { parseShareFlag } from "./power-plan-command.js";
 // `harvest` command starts without them.
 const loadExperiments = () => import("../sim/experiments.js");
 
-const COMPUTE_POLICIES: readonly ComputePolicy[] = ["stock", "history"];
+const COMPUTE_POLICIES: readonly ComputePolicy[] = ["stock", "stock-unaware", "history"];
 const STORAGE_PLACEMENTS: readonly StoragePlacement[] = ["stock", "diversity"];
 /** The experiments' default sizes (the full grid's: `GRID_PRESETS.full` in sim/experiments.ts). */
 const COMPUTE_DEFAULTS = { servers: 1000, days: 30 };
@@ -238,12 +238,16 @@ export function registerSimCommands(program: Command): void {
     .description(
       "job execution time, task kills and wasted core-hours of a task placement policy on a simulated cluster",
     )
-    .option("--policy <policy>", "task placement: stock or history", "history")
-    .option("--compare", "run both policies on the same cluster and job stream")
+    .option(
+      "--policy <policy>",
+      "task placement: stock (primary-aware, yields), stock-unaware (ignores the primary, never kills) or history",
+      "history",
+    )
+    .option("--compare", "run all three policies on the same cluster and job stream")
     .action(
       action(async (o: SimFlags & { policy: string; compare?: boolean }, cmd: Command) => {
         if (o.compare && given(cmd, "policy"))
-          throw new HarvestError("INVALID_ARGUMENT", "--compare runs both policies; drop --policy", {
+          throw new HarvestError("INVALID_ARGUMENT", "--compare runs all three policies; drop --policy", {
             details: { flag: "--policy" },
           });
         const policies: readonly ComputePolicy[] = o.compare
@@ -403,7 +407,7 @@ export function registerSimCommands(program: Command): void {
   sim
     .command("grid")
     .description(
-      "the comparison grid at every utilization level: compute (both policies) and storage (both placements, " +
+      "the comparison grid at every utilization level: compute (all three policies) and storage (both placements, " +
         "replication 3 and 4); full: 1,000 servers x 30 days and 10,000 servers x 365 days (npm run experiments)",
     )
     .option("--preset <preset>", "full, or small (a few dozen servers for a few days: seconds)", "full")

@@ -4,7 +4,10 @@
  * manager runs (`Scheduler` with the stock policy, or with `HistorySchedulerPolicy` and Algorithm 1's class choice),
  * and yielding to the primary as the node manager does (`chooseVictims`: youngest first). A killed task re-runs, as the
  * job manager re-runs a preempted task. Measured: job execution time (submission to last task end) overall and per
- * job type, task kills and the core-hours they wasted.
+ * job type, task kills and the core-hours they wasted. A third baseline, primary-unaware stock YARN ("stock-unaware"),
+ * places with the same stock policy on each server's full capacity (the scheduler is never told the primary's usage)
+ * and never kills; what it costs is measured on the primary's side instead, as the core-hours the primary wanted but
+ * the secondary tasks held.
  *
  * Like YARN's Scheduler Load Simulator, the policies are not re-implemented here: this module only plays the
  * daemons' parts around them (heartbeats become events; see `runCompute` for the model's choices).
@@ -53,7 +56,10 @@ import type { ComputePolicy, ComputeResult, JobTypeFigures, SimJobType } from ".
 
 /** Options of {@link runCompute}; {@link resolveComputeOptions} fills the defaults and validates. */
 export interface ComputeOptions {
-  /** Task placement: any server with headroom (stock), or the servers of Algorithm 1's classes (history). */
+  /**
+   * Task placement: any server with headroom beside the primary, yielding to it (stock); any server with room in its
+   * full capacity, never yielding (stock-unaware); or the servers of Algorithm 1's classes, yielding (history).
+   */
   policy: ComputePolicy;
   /**
    * Seeds every random choice of the run (Algorithm 1's draws, K-Means, which free server a heartbeat comes from).
@@ -62,6 +68,7 @@ export interface ComputeOptions {
   seed?: number;
   /**
    * Fraction of each server's cores kept free for its primary tenant (the scheduler's and node manager's reserve).
+   * Not kept under stock-unaware, which knows of no primary (its scheduler's reserve is 0).
    * @default 0.1
    */
   reserveFraction?: number;
@@ -109,7 +116,8 @@ export interface ComputeOptions {
   reclassifyIntervalMs?: number;
   /**
    * Checks after every event that no server runs more secondary cores than capacity - primary - reserve (or none when
-   * that is negative) and that the simulation's books agree with the scheduler's; a violation throws INTERNAL. Costs
+   * that is negative; under stock-unaware, than its capacity), that the simulation's books agree with the scheduler's
+   * and that the primaries' shortfall is kept right (and 0 where the policy yields); a violation throws INTERNAL. Costs
    * O(servers) per event: tests only.
    * @default false
    */
@@ -205,8 +213,8 @@ export function resolveComputeOptions(
     ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
     ...(options.observer !== undefined ? { observer: options.observer } : {}),
   };
-  if (o.policy !== "stock" && o.policy !== "history")
-    invalid("policy", `must be "stock" or "history" (got ${String(o.policy)})`);
+  if (o.policy !== "stock" && o.policy !== "stock-unaware" && o.policy !== "history")
+    invalid("policy", `must be "stock", "stock-unaware" or "history" (got ${String(o.policy)})`);
   if (!Number.isSafeInteger(o.seed)) invalid("seed", `must be an integer (got ${o.seed})`);
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1))
     invalid("reserveFraction", `must be in [0, 1) (got ${o.reserveFraction})`);
@@ -267,6 +275,12 @@ export function resolveComputeOptions(
  *   are granted; a job ends with its last task. Task durations come from the stream (`taskDurationMs`), the same in
  *   both policies and for every attempt.
  * - Jobs still running at the horizon are not in the averages (`jobsUnfinished`).
+ * - Stock-unaware: the stock policy's scheduler with no reserve and the primary's usage never reported (0), so it
+ *   grants up to each server's full capacity; no yield step runs, so no task is ever killed and job times are the
+ *   jobs' times without interference from the primary. The primary pays: on every server, at every moment, it is short
+ *   of min(primary, max(0, primary + secondary held - capacity)) cores, integrated exactly over the run (the primary is
+ *   flat within a slot; the integral steps whenever a slot begins or a task starts or ends) as
+ *   `primaryCoreHoursTaken`. The same integral is kept under the other policies, where yielding makes it 0.
  */
 export function runCompute(cluster: SimCluster, jobs: JobStream, options: ComputeOptions): ComputeRunResult {
   const o = resolveComputeOptions(cluster, jobs, options);
@@ -337,6 +351,8 @@ class ComputeSim {
   private readonly classViews: LiveClassViews | undefined;
   private readonly taskMilli: number;
   private readonly taskResource: Resources;
+  /** The scheduler and node manager know the primary (stock, history); false under stock-unaware. */
+  private readonly aware: boolean;
   private readonly kmeansRng: SeededRng;
   private readonly serverRng: SeededRng;
 
@@ -344,6 +360,7 @@ class ComputeSim {
   private readonly nodeIds: string[];
   private readonly capMilli: Int32Array;
   private readonly reserveMilli: Int32Array;
+  /** What the primary wants (whether or not the scheduler is told; see `seenPrimary`). */
   private readonly primaryMilli: Int32Array;
   private readonly secondaryMilli: Int32Array;
   private readonly running: Set<Attempt>[];
@@ -374,6 +391,10 @@ class ComputeSim {
   private tasksCompleted = 0;
   private taskKills = 0;
   private wastedCoreMs = 0;
+  /** The primary's shortfall (milli-cores) summed over servers now, its integral so far, and when it last changed. */
+  private takenMilli = 0;
+  private takenMilliMs = 0;
+  private takenSinceMs = 0;
   private jobsFinished = 0;
   private jobsWaited = 0;
   private jobsOpenedToAll = 0;
@@ -393,6 +414,9 @@ class ComputeSim {
     this.taskResource = { vcoresMilli: this.taskMilli, memoryMb: Math.ceil(o.taskCores * 1024) };
     this.kmeansRng = new SeededRng(streamSeed(o.seed, Stream.Kmeans));
     this.serverRng = new SeededRng(streamSeed(o.seed, Stream.Servers));
+    this.aware = o.policy !== "stock-unaware";
+    // Primary-unaware YARN keeps nothing back for a primary it does not know of.
+    const reserveFraction = this.aware ? o.reserveFraction : 0;
     this.history = o.policy === "history" ? new HistorySchedulerPolicy() : undefined;
     if (this.history) {
       // What the resource manager's live nodes would say of every server (all of them run for the whole experiment).
@@ -408,7 +432,7 @@ class ComputeSim {
     }
     this.scheduler = new Scheduler(
       this.history ?? new StockSchedulerPolicy(),
-      { reserveFraction: o.reserveFraction, maxAllocationsPerHeartbeat: 0 },
+      { reserveFraction, maxAllocationsPerHeartbeat: 0 },
       () => `c${++this.containerSeq}`,
     );
     const n = cluster.servers.length;
@@ -425,7 +449,7 @@ class ComputeSim {
       const cap = s.cores * 1000;
       this.capMilli[s.index] = cap;
       // The scheduler's own rounding, so that "room for a task" here is exactly its headroom.
-      this.reserveMilli[s.index] = Math.ceil(cap * o.reserveFraction);
+      this.reserveMilli[s.index] = Math.ceil(cap * reserveFraction);
       // Memory never binds: every node has 8 GB per core, a task 1 GB per core.
       this.scheduler.addNode(s.id, { vcoresMilli: cap, memoryMb: s.cores * 8192 }, s.rack);
       const view = this.scheduler.nodeView(s.id)!;
@@ -437,7 +461,7 @@ class ComputeSim {
             primaryUsage: { ...view.primaryUsage },
             allocated: { ...view.allocated },
           },
-          o.reserveFraction,
+          reserveFraction,
         ),
       );
     }
@@ -446,6 +470,7 @@ class ComputeSim {
   run(): void {
     const { cluster, engine } = this;
     const start = cluster.historyMs;
+    this.takenSinceMs = start;
     const firstSlot = Math.floor(start / cluster.slotMs);
     this.at(start, () => this.slot(firstSlot, true));
     if (this.history) {
@@ -463,6 +488,7 @@ class ComputeSim {
     }
     this.scheduleNextJob();
     engine.run(cluster.horizonMs, this.o.onProgress, this.o.progressEvery);
+    this.accrueTaken(cluster.horizonMs);
   }
 
   /** Schedules `fn` at `t`, wrapped in the invariant check when asked for. */
@@ -494,6 +520,8 @@ class ComputeSim {
         const before = this.primaryMilli[s]!;
         if (primary === before) continue;
         this.setPrimary(s, primary);
+        // Primary-unaware YARN neither yields nor learns of the primary: its room is unchanged.
+        if (!this.aware) continue;
         if (primary > before) this.yieldOn(s, touched);
         else gained.push(s);
         this.refreshFree(s);
@@ -511,9 +539,40 @@ class ComputeSim {
   }
 
   private setPrimary(s: number, primary: number): void {
-    this.primaryMilli[s] = primary;
+    this.changeHeld(s, () => {
+      this.primaryMilli[s] = primary;
+    });
+    if (!this.aware) return;
     this.liveNodes[s]!.primaryUsage.vcoresMilli = primary;
     this.scheduler.updatePrimaryUsage(this.nodeIds[s]!, { vcoresMilli: primary, memoryMb: 0 });
+  }
+
+  /** What the scheduler is told the primary uses on server `s`: all of it, or nothing under stock-unaware. */
+  private seenPrimary(s: number): number {
+    return this.aware ? this.primaryMilli[s]! : 0;
+  }
+
+  /** The cores (milli) server `s`'s primary wants but cannot have because secondary tasks hold them. */
+  private shortfall(s: number): number {
+    const primary = this.primaryMilli[s]!;
+    const over = primary + this.secondaryMilli[s]! - this.capMilli[s]!;
+    return over <= 0 ? 0 : over < primary ? over : primary;
+  }
+
+  /** Adds the primaries' shortfall since it last changed to its integral. */
+  private accrueTaken(nowMs: number): void {
+    if (nowMs > this.takenSinceMs) {
+      this.takenMilliMs += this.takenMilli * (nowMs - this.takenSinceMs);
+      this.takenSinceMs = nowMs;
+    }
+  }
+
+  /** Runs `change` (to server `s`'s primary or secondary), keeping the primaries' shortfall and its integral. */
+  private changeHeld(s: number, change: () => void): void {
+    this.accrueTaken(this.engine.clock.nowMs());
+    this.takenMilli -= this.shortfall(s);
+    change();
+    this.takenMilli += this.shortfall(s);
   }
 
   /** The node manager's yield step: kill the youngest attempts until the rest fit beside the primary and reserve. */
@@ -659,7 +718,9 @@ class ComputeSim {
     const now = this.engine.clock.nowMs();
     const a: Attempt = { run, task, server: s, startMs: now, containerId: alloc.containerId, alive: true };
     this.running[s]!.add(a);
-    this.secondaryMilli[s]! += this.taskMilli;
+    this.changeHeld(s, () => {
+      this.secondaryMilli[s]! += this.taskMilli;
+    });
     this.liveNodes[s]!.allocated.vcoresMilli += this.taskMilli;
     this.tasksRun++;
     const vertex = Math.floor(task / TASK_STRIDE);
@@ -673,7 +734,9 @@ class ComputeSim {
     a.alive = false;
     this.scheduler.release(a.containerId);
     this.running[a.server]!.delete(a);
-    this.secondaryMilli[a.server]! -= this.taskMilli;
+    this.changeHeld(a.server, () => {
+      this.secondaryMilli[a.server]! -= this.taskMilli;
+    });
     this.liveNodes[a.server]!.allocated.vcoresMilli -= this.taskMilli;
   }
 
@@ -745,7 +808,7 @@ class ComputeSim {
   // ---------------------------------------------------------------------------------------------- free servers
 
   private refreshFree(s: number): void {
-    const room = this.capMilli[s]! - this.primaryMilli[s]! - this.reserveMilli[s]! - this.secondaryMilli[s]!;
+    const room = this.capMilli[s]! - this.seenPrimary(s) - this.reserveMilli[s]! - this.secondaryMilli[s]!;
     this.free.set(s, room >= this.taskMilli);
   }
 
@@ -843,7 +906,7 @@ class ComputeSim {
       throw new HarvestError("INTERNAL", `compute simulation invariant broken at ${now} ms: ${why}`);
     };
     for (let s = 0; s < this.nodeIds.length; s++) {
-      const allowance = this.capMilli[s]! - this.primaryMilli[s]! - this.reserveMilli[s]!;
+      const allowance = this.capMilli[s]! - this.seenPrimary(s) - this.reserveMilli[s]!;
       const secondary = this.secondaryMilli[s]!;
       if (secondary > Math.max(0, allowance))
         fail(`server ${this.nodeIds[s]} runs ${secondary} secondary milli-cores with only ${allowance} harvestable`);
@@ -852,10 +915,10 @@ class ComputeSim {
       const view = this.scheduler.nodeView(this.nodeIds[s]!)!;
       if (view.allocated.vcoresMilli !== secondary)
         fail(`server ${this.nodeIds[s]}: the scheduler has ${view.allocated.vcoresMilli} allocated, we ${secondary}`);
-      if (view.primaryUsage.vcoresMilli !== this.primaryMilli[s])
+      if (view.primaryUsage.vcoresMilli !== this.seenPrimary(s))
         fail(`server ${this.nodeIds[s]}: the scheduler's primary usage is stale`);
       const live = this.liveNodes[s]!;
-      const want = liveNodeOf(view, this.o.reserveFraction);
+      const want = liveNodeOf(view, this.aware ? this.o.reserveFraction : 0);
       if (
         live.nodeId !== want.nodeId ||
         live.capacity.vcoresMilli !== want.capacity.vcoresMilli ||
@@ -868,6 +931,11 @@ class ComputeSim {
       if (free !== this.free.has(s))
         fail(`server ${this.nodeIds[s]} is ${free ? "missing from" : "wrongly in"} the free list`);
     }
+    let taken = 0;
+    for (let s = 0; s < this.nodeIds.length; s++) taken += this.shortfall(s);
+    if (taken !== this.takenMilli)
+      fail(`the primaries' shortfall is ${taken} milli-cores but ${this.takenMilli} is kept`);
+    if (this.aware && taken !== 0) fail(`the primaries are short of ${taken} milli-cores though the policy yields`);
     for (const run of this.runs.values()) {
       if (run.decided && this.scheduler.outstanding(run.appId) !== this.queued(run))
         fail(`job ${run.appId} queues ${this.queued(run)} tasks but asks for ${this.scheduler.outstanding(run.appId)}`);
@@ -900,6 +968,7 @@ class ComputeSim {
       taskKills: this.taskKills,
       wastedCoreHours: this.wastedCoreMs / 3_600_000,
       jobsWaited: this.jobsWaited,
+      primaryCoreHoursTaken: this.takenMilliMs / 1000 / 3_600_000,
       events,
       wallMs,
       jobsSubmitted: this.nextJob,

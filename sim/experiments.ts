@@ -104,7 +104,7 @@ export interface ExperimentOptions {
 export interface ComputeExperimentOptions extends ExperimentOptions {
   /**
    * Task placement policies to run on the same cluster and job stream.
-   * @default ["stock", "history"]
+   * @default ["stock", "stock-unaware", "history"] (COMPUTE_POLICIES)
    */
   policies?: readonly ComputePolicy[];
 }

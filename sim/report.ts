@@ -10,8 +10,11 @@ import { UTILIZATION_LEVELS } from "./model.js";
 import type { UtilizationLevel } from "./model.js";
 import type { ComputePolicy, ComputeResult, SimJobType, StoragePlacement, StorageResult } from "./results.js";
 
-/** Compute policies in report order: the baseline first, so "change" is relative to it. */
-export const COMPUTE_POLICIES: readonly ComputePolicy[] = ["stock", "history"];
+/**
+ * Compute policies in report order: the baselines first (primary-aware stock, then primary-unaware stock), so "change"
+ * is relative to them.
+ */
+export const COMPUTE_POLICIES: readonly ComputePolicy[] = ["stock", "stock-unaware", "history"];
 /** Storage placements in report order: the baseline first. */
 export const STORAGE_PLACEMENTS: readonly StoragePlacement[] = ["stock", "diversity"];
 /** Job types in report order. */
@@ -155,26 +158,41 @@ function setupLine(results: readonly (ComputeResult | StorageResult)[]): string 
 // ------------------------------------------------------------------------------------------------ compute
 
 /**
- * Comparison table of one figure across policies: a row per `rowKeys` entry, a column per policy present and, with
- * two policies, the change from the first (the baseline) to the second.
+ * Comparison table of one figure across policies: a row per `rowKeys` entry, a column per policy present and a column
+ * per `changes` entry [policy, baseline] with the change from the baseline to the policy (by default, with two
+ * policies, from the first to the second).
  */
-function comparisonTable<R, P extends string>(
+function comparisonTable<P extends string>(
   firstColumns: readonly Column[],
   rowKeys: readonly (readonly string[])[],
   policies: readonly P[],
   value: (row: number, policy: P) => number | undefined,
   digits: number,
   unit: string,
+  changes: readonly (readonly [P, P])[] = policies.length === 2 ? [[policies[1]!, policies[0]!]] : [],
 ): string {
   const columns = [...firstColumns, ...policies.map((p) => right(`${p}${unit}`))];
-  if (policies.length === 2) columns.push(right(`${policies[1]} vs ${policies[0]}`));
+  for (const [p, base] of changes) columns.push(right(`${p} vs ${base}`));
   const rows = rowKeys.map((keys, i) => {
     const values = policies.map((p) => value(i, p));
     const cells = [...keys, ...values.map((v) => (v === undefined ? "-" : formatNumber(v, digits)))];
-    if (policies.length === 2) cells.push(formatChange(values[1], values[0]));
+    for (const [p, base] of changes)
+      cells.push(formatChange(values[policies.indexOf(p)], values[policies.indexOf(base)]));
     return cells;
   });
   return markdownTable(columns, rows);
+}
+
+/**
+ * The changes a compute table shows: history against each baseline present, primary-aware stock first; without
+ * history, the second policy against the first.
+ */
+function computeChanges(
+  policies: readonly ComputePolicy[],
+  baselines: readonly ComputePolicy[],
+): [ComputePolicy, ComputePolicy][] {
+  if (!policies.includes("history")) return policies.length === 2 ? [[policies[1]!, policies[0]!]] : [];
+  return baselines.filter((b) => policies.includes(b)).map((b): [ComputePolicy, ComputePolicy] => ["history", b]);
 }
 
 /** Looks up the result of (level, key) with `keyOf` telling a result's key. */
@@ -184,7 +202,10 @@ function indexResults<T extends { level: UtilizationLevel }>(results: readonly T
   return (level: UtilizationLevel, key: string): T | undefined => map.get(`${level}/${key}`);
 }
 
-/** The comparison tables of compute results: job time (overall and per type), task kills, wasted core-hours. */
+/**
+ * The comparison tables of compute results: job time (overall and per type; history against both stock baselines),
+ * task kills, wasted core-hours and (with stock-unaware) the primary core-hours the secondary tasks took.
+ */
 export function computeSummaryMarkdown(results: readonly ComputeResult[]): string {
   const levels = present(
     UTILIZATION_LEVELS,
@@ -209,8 +230,10 @@ export function computeSummaryMarkdown(results: readonly ComputeResult[]): strin
     },
     1,
     " (s)",
+    computeChanges(policies, ["stock", "stock-unaware"]),
   );
   const levelRows = levels.map((l) => [l]);
+  // Stock-unaware kills nothing and wastes nothing: a change against it says nothing, so these compare with stock.
   const kills = comparisonTable(
     [left("utilization")],
     levelRows,
@@ -218,6 +241,7 @@ export function computeSummaryMarkdown(results: readonly ComputeResult[]): strin
     (i, p) => get(levels[i]!, p)?.taskKills,
     0,
     "",
+    computeChanges(policies, ["stock"]),
   );
   const wasted = comparisonTable(
     [left("utilization")],
@@ -226,8 +250,10 @@ export function computeSummaryMarkdown(results: readonly ComputeResult[]): strin
     (i, p) => get(levels[i]!, p)?.wastedCoreHours,
     1,
     "",
+    computeChanges(policies, ["stock"]),
   );
-  return [
+  const unaware = policies.includes("stock-unaware");
+  const parts = [
     "Average job execution time (submission to end), seconds:",
     "",
     jobTime,
@@ -239,7 +265,32 @@ export function computeSummaryMarkdown(results: readonly ComputeResult[]): strin
     "Core-hours of work lost in killed attempts:",
     "",
     wasted,
-  ].join("\n");
+  ];
+  if (unaware) {
+    const taken = comparisonTable(
+      [left("utilization")],
+      levelRows,
+      policies,
+      (i, p) => get(levels[i]!, p)?.primaryCoreHoursTaken,
+      1,
+      "",
+      [],
+    );
+    parts.splice(
+      3,
+      0,
+      "",
+      "stock-unaware never kills a task: its job times are the jobs' times without interference from the primary " +
+        "tenants, who pay for them in the primary core-hours below.",
+    );
+    parts.push(
+      "",
+      "Primary core-hours taken (CPU the primary tenants wanted but secondary tasks held; only stock-unaware holds on):",
+      "",
+      taken,
+    );
+  }
+  return parts.join("\n");
 }
 
 /** Every figure of every compute run, one row per run (level, then policy). */
@@ -253,6 +304,7 @@ export function computeRunsMarkdown(results: readonly ComputeResult[]): string {
     right("tasks run"),
     right("task kills"),
     right("wasted core-h"),
+    right("primary core-h taken"),
     right("jobs waited"),
     right("events"),
     right("wall (s)"),
@@ -267,6 +319,7 @@ export function computeRunsMarkdown(results: readonly ComputeResult[]): string {
     formatNumber(r.tasksRun),
     formatNumber(r.taskKills),
     formatNumber(r.wastedCoreHours, 1),
+    formatNumber(r.primaryCoreHoursTaken, 1),
     formatNumber(r.jobsWaited),
     formatNumber(r.events),
     formatNumber(r.wallMs / 1000, 1),
@@ -298,6 +351,7 @@ export const COMPUTE_CSV_HEADER: readonly string[] = [
   "tasks_run",
   "task_kills",
   "wasted_core_hours",
+  "primary_core_hours_taken",
   "jobs_waited",
   "events",
   "wall_ms",
@@ -321,6 +375,7 @@ export function computeCsv(results: readonly ComputeResult[]): string {
       r.tasksRun,
       r.taskKills,
       r.wastedCoreHours,
+      r.primaryCoreHoursTaken,
       r.jobsWaited,
       r.events,
       Math.round(r.wallMs),
@@ -379,7 +434,9 @@ export function computePlots(results: readonly ComputeResult[]): RenderedPlot[] 
 
 /** The whole compute report (markdown, CSV, plots) of `results`. */
 export function renderComputeReport(results: readonly ComputeResult[], ctx: ReportContext = {}): RenderedReport {
-  const title = "Compute: history-based task placement vs stock";
+  const title = `Compute: history-based task placement vs stock${
+    results.some((r) => r.policy === "stock-unaware") ? " (primary-aware and primary-unaware)" : ""
+  }`;
   return assembleReport(ctx.name ?? "compute", title, setupLine(results), ctx, {
     summary: computeSummaryMarkdown(results),
     runsTable: computeRunsMarkdown(results),
@@ -669,7 +726,12 @@ export interface BarPlotSpec {
 }
 
 /** Fixed colours so a policy looks the same in every plot: baselines grey, Harvest's policies blue and green. */
-const SERIES_COLOURS: Record<string, string> = { stock: "#8c8c8c", history: "#1f6fb4", diversity: "#2e9d4a" };
+const SERIES_COLOURS: Record<string, string> = {
+  stock: "#8c8c8c",
+  "stock-unaware": "#c8c8c8",
+  history: "#1f6fb4",
+  diversity: "#2e9d4a",
+};
 const FALLBACK_COLOURS = ["#d9822b", "#8e44ad", "#c0392b", "#16a085"];
 
 /**

@@ -7,8 +7,12 @@ import type { TraceSource, UtilizationLevel } from "./model.js";
 /** Job types of seeds/004's Algorithm 1. */
 export type SimJobType = "short" | "medium" | "long";
 
-/** Task placement policies the compute experiment compares. */
-export type ComputePolicy = "stock" | "history";
+/**
+ * Task placement policies the compute experiment compares: primary-aware stock YARN (grants only within the headroom
+ * the primary leaves, kills secondary tasks when the primary needs its cores back), primary-unaware stock YARN (sees
+ * every server's full capacity and never kills: the primary pays instead), and history-based placement (Algorithm 1).
+ */
+export type ComputePolicy = "stock" | "stock-unaware" | "history";
 
 /** Replica placement policies the storage experiment compares. */
 export type StoragePlacement = "stock" | "diversity";
@@ -45,6 +49,12 @@ export interface ComputeResult extends RunSetup {
   wastedCoreHours: number;
   /** Jobs that had to wait for a class (Algorithm 1 found none at first). */
   jobsWaited: number;
+  /**
+   * Core-hours the primary tenants wanted but could not get because secondary tasks held the cores: the integral over
+   * the run of min(primary demand, max(0, primary demand + secondary held - capacity)) summed over servers. Only the
+   * primary-unaware policy takes any (the others yield at once, so 0).
+   */
+  primaryCoreHoursTaken: number;
   /** Simulation events processed, and how long the run took on the wall clock. */
   events: number;
   wallMs: number;

@@ -1,5 +1,10 @@
 /** The compute simulator: job streams, and task placement by the real scheduler policies on a simulated cluster. */
-import { describe, expect, it } from "vitest";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Command } from "commander";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { registerSimCommands } from "../../cli/sim-commands.js";
 import { isHarvestError } from "../../common/errors.js";
 import { parseAlibabaTasks } from "../../common/alibaba-dag.js";
 import { SeededRng } from "../../common/rng.js";
@@ -15,6 +20,9 @@ import type { SimCluster, SimServer, SimTenant } from "../../sim/model.js";
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
 const SLOT_MS = 5 * MINUTE_MS;
+
+const tmp = mkdtempSync(join(tmpdir(), "harvest-sim-compute-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 interface TenantSpec {
   pattern: UtilizationPattern;
@@ -179,7 +187,7 @@ describe("runCompute", () => {
   it("gives the same figures for the same seed, and others for another seed", () => {
     const cluster = generateCluster({ servers: 30, historyDays: 7, days: 2, seed: 7 });
     const stream = generateJobStream(cluster, { seed: 7, load: 0.4 });
-    for (const policy of ["stock", "history"] as const) {
+    for (const policy of ["stock", "stock-unaware", "history"] as const) {
       const a = runCompute(cluster, stream, { policy, seed: 1 });
       const b = runCompute(cluster, stream, { policy, seed: 1 });
       const c = runCompute(cluster, stream, { policy, seed: 2 });
@@ -215,8 +223,96 @@ describe("runCompute", () => {
     for (const policy of ["stock", "history"] as const) {
       const r = runCompute(cluster, stream, { policy, checkInvariants: true });
       expect(r.taskKills).toBeGreaterThan(0);
+      expect(r.primaryCoreHoursTaken).toBe(0);
       expect(r.jobs).toBe(60);
     }
+    // Primary-unaware stock rides through the same spikes: nothing killed, the primaries pay instead.
+    const unaware = runCompute(cluster, stream, { policy: "stock-unaware", checkInvariants: true });
+    expect(unaware.taskKills).toBe(0);
+    expect(unaware.wastedCoreHours).toBe(0);
+    expect(unaware.tasksRun).toBe(unaware.tasksCompleted);
+    expect(unaware.primaryCoreHoursTaken).toBeGreaterThan(0);
+    expect(unaware.jobs).toBe(60);
+  });
+
+  it("never kills under stock-unaware, and counts the primary core-hours its tasks held", () => {
+    // One 8-core server; its primary jumps to 100 % for the slot starting 10 minutes into the experiment. The four
+    // 1-core tasks keep running: for those 5 minutes the primary is 4 cores short (min(8, 8 + 4 - 8)).
+    const spikeSlot = DAY_MS / SLOT_MS + 2;
+    const cluster = handCluster(
+      [{ pattern: "constant", servers: 1, cores: 8, pct: (k) => (k === spikeSlot ? 100 : 0) }],
+      DAY_MS,
+      DAY_MS,
+    );
+    const stream = jobStream([{ shape: flatJob("etl", 4, 30 * MINUTE_MS), submitMs: DAY_MS }]);
+    const killed: number[] = [];
+    const r = runCompute(cluster, stream, {
+      policy: "stock-unaware",
+      checkInvariants: true,
+      observer: { onTaskKilled: (e) => killed.push(e.nowMs) },
+    });
+    expect(killed).toEqual([]);
+    expect(r.taskKills).toBe(0);
+    expect(r.tasksRun).toBe(4);
+    expect(r.wastedCoreHours).toBe(0);
+    // The job's time is its time without interference (stock loses 15 minutes to the spike: 45 minutes).
+    expect(r.avgJobTimeS).toBe(30 * 60);
+    expect(r.primaryCoreHoursTaken).toBeCloseTo((4 * 5) / 60, 9);
+    for (const policy of ["stock", "history"] as const)
+      expect(runCompute(cluster, stream, { policy, checkInvariants: true }).primaryCoreHoursTaken).toBe(0);
+
+    // The same job beside an idle primary takes nothing from it.
+    const idle = handCluster([{ pattern: "constant", servers: 1, cores: 8, pct: () => 0 }], DAY_MS, DAY_MS);
+    const quiet = runCompute(idle, stream, { policy: "stock-unaware", checkInvariants: true });
+    expect(quiet.taskKills).toBe(0);
+    expect(quiet.primaryCoreHoursTaken).toBe(0);
+    expect(quiet.avgJobTimeS).toBe(30 * 60);
+  });
+
+  it("fills a server's full capacity under stock-unaware, primary or not", () => {
+    // An 8-core server whose primary always uses 75 %: stock leaves 8 - 6 - 0.8 = 1.2 cores (one task at a time),
+    // stock-unaware ignores the primary and its reserve and runs all eight tasks at once.
+    const cluster = handCluster([{ pattern: "constant", servers: 1, cores: 8, pct: () => 75 }], DAY_MS, DAY_MS);
+    const stream = jobStream([{ shape: flatJob("scan", 8, 10 * MINUTE_MS), submitMs: DAY_MS }]);
+    const stock = runCompute(cluster, stream, { policy: "stock", checkInvariants: true });
+    const unaware = runCompute(cluster, stream, { policy: "stock-unaware", checkInvariants: true });
+    expect(stock.avgJobTimeS).toBe(8 * 10 * 60);
+    expect(unaware.avgJobTimeS).toBe(10 * 60);
+    // 8 tasks beside a 6-core primary on 8 cores: the primary is 6 cores short for 10 minutes.
+    expect(unaware.primaryCoreHoursTaken).toBeCloseTo((6 * 10) / 60, 9);
+  });
+
+  it("runs all three policies on one cluster and job stream with sim compute --compare", async () => {
+    const program = new Command().exitOverride();
+    registerSimCommands(program);
+    const out: string[] = [];
+    const stdout = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
+      out.push(String(chunk));
+      return true;
+    });
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    const dir = join(tmp, "compare");
+    try {
+      await program.parseAsync(
+        ["sim", "compute", "--compare", "--servers", "20", "--days", "1", "--out", dir, "--json"],
+        { from: "user" },
+      );
+    } finally {
+      stdout.mockRestore();
+      stderr.mockRestore();
+    }
+    expect(process.exitCode).toBe(0);
+    const outcome = JSON.parse(out.join("")) as { results: ComputeRunResult[] };
+    expect(outcome.results.map((r) => r.policy)).toEqual(["stock", "stock-unaware", "history"]);
+    const [stock, unaware, history] = outcome.results;
+    expect(unaware!.taskKills).toBe(0);
+    expect(stock!.primaryCoreHoursTaken).toBe(0);
+    expect(history!.primaryCoreHoursTaken).toBe(0);
+    const csv = readFileSync(join(dir, "compute.csv"), "utf8").trim().split("\n");
+    expect(csv[0]).toContain("primary_core_hours_taken");
+    expect(csv).toHaveLength(1 + 3);
+    const md = readFileSync(join(dir, "compute.md"), "utf8");
+    expect(md).toContain("history vs stock-unaware");
   });
 
   it("re-runs tasks killed by a primary spike without counting a failure, and the job still finishes", () => {

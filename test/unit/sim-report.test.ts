@@ -42,6 +42,7 @@ function computeResult(level: UtilizationLevel, policy: ComputePolicy, scale: nu
     taskKills: Math.round(4_000 * scale),
     wastedCoreHours: 321.04 * scale,
     jobsWaited: 7,
+    primaryCoreHoursTaken: 0,
     events: 3_000_000,
     wallMs: 12_000,
   };
@@ -195,6 +196,48 @@ describe("compute report", () => {
       "job type",
       "history (s)",
     ]);
+  });
+
+  it("compares history with both stock baselines and shows what stock-unaware took from the primary", () => {
+    const unaware: ComputeResult = {
+      ...computeResult("low", "stock-unaware", 0.5),
+      taskKills: 0,
+      wastedCoreHours: 0,
+      primaryCoreHoursTaken: 42.25,
+    };
+    const three = renderComputeReport([...COMPUTE, unaware]);
+    const time = tableAfter(three.summary, "Average job execution time");
+    expect(time[0]).toEqual([
+      "utilization",
+      "job type",
+      "stock (s)",
+      "stock-unaware (s)",
+      "history (s)",
+      "history vs stock",
+      "history vs stock-unaware",
+    ]);
+    expect(time[1]).toEqual(["low", "all", "1,234.6", "617.3", "1,111.1", "-10.0%", "+80.0%"]);
+    expect(time[5]).toEqual(["high", "all", "1,234.6", "-", "987.7", "-20.0%", "-"]);
+    expect(three.summary).toContain("stock-unaware never kills a task: its job times are the jobs' times without");
+    // Kills and waste compare with primary-aware stock only (stock-unaware has none to compare with).
+    expect(tableAfter(three.summary, "Task attempts killed")[1]).toEqual(["low", "4,000", "0", "3,600", "-10.0%"]);
+    const taken = tableAfter(three.summary, "Primary core-hours taken");
+    expect(taken[0]).toEqual(["utilization", "stock", "stock-unaware", "history"]);
+    expect(taken[1]).toEqual(["low", "0.0", "42.3", "0.0"]);
+    const runs = tableAfter(three.markdown, "Every run:");
+    expect(runs.slice(1).map((r) => `${r[0]} ${r[1]}`)).toEqual([
+      "low stock",
+      "low stock-unaware",
+      "low history",
+      "high stock",
+      "high history",
+    ]);
+    expect(runs[2]![runs[0]!.indexOf("primary core-h taken")]).toBe("42.3");
+    const csv = parseCsv(computeCsv([...COMPUTE, unaware]));
+    expect(csv[2]![COMPUTE_CSV_HEADER.indexOf("primary_core_hours_taken")]).toBe("42.25");
+    expect(csv[2]![COMPUTE_CSV_HEADER.indexOf("policy")]).toBe("stock-unaware");
+    // Without stock-unaware there is no taken table nor note.
+    expect(report.summary).not.toContain("Primary core-hours taken");
   });
 
   it("writes CSV that parses back to one row per run with rounded figures", () => {
@@ -363,14 +406,21 @@ describe.skipIf(!simulatorsPresent)("the small grid", () => {
 
     expect(grid.compute.results.map((r) => `${r.level} ${r.policy}`)).toEqual([
       "low stock",
+      "low stock-unaware",
       "low history",
       "medium stock",
+      "medium stock-unaware",
       "medium history",
       "high stock",
+      "high stock-unaware",
       "high history",
     ]);
+    for (const r of grid.compute.results) {
+      if (r.policy === "stock-unaware") expect(r.taskKills).toBe(0);
+      else expect(r.primaryCoreHoursTaken).toBe(0);
+    }
     expect(grid.storage.results).toHaveLength(3 * 2 * 2);
-    expect(events.filter((k) => k === "done")).toHaveLength(6 + 12);
+    expect(events.filter((k) => k === "done")).toHaveLength(9 + 12);
     for (const r of grid.compute.results) expect(r.jobs).toBeGreaterThan(0);
     for (const r of grid.storage.results) expect(r.blocks).toBeGreaterThan(0);
 
@@ -378,7 +428,7 @@ describe.skipIf(!simulatorsPresent)("the small grid", () => {
       const md = readFileSync(join(out, `${name}.md`), "utf8");
       expect(tableAfter(md, "Every run:").length).toBeGreaterThan(1);
       const csv = parseCsv(readFileSync(join(out, `${name}.csv`), "utf8"));
-      expect(csv).toHaveLength(1 + (name === "compute" ? 6 : 12));
+      expect(csv).toHaveLength(1 + (name === "compute" ? 9 : 12));
     }
     for (const svg of [
       "compute-job-time.svg",
