@@ -13,7 +13,7 @@ import { join, resolve } from "node:path";
 import { writeFileAtomic } from "../common/atomic-file.js";
 import { HarvestError } from "../common/errors.js";
 import { IDENTITY_ROLES, isValidHost, isValidIdentityName } from "../common/tls.js";
-import type { IdentityRole } from "../common/tls.js";
+import type { IdentityRole, TlsFiles } from "../common/tls.js";
 
 x509.cryptoProvider.set(webcrypto);
 
@@ -165,4 +165,34 @@ export async function issueCertificate(caDir: string, outDir: string, req: Issue
   if (!new X509Certificate(readFileSync(out.cert)).verify(new X509Certificate(readFileSync(files.cert)).publicKey))
     throw new HarvestError("INTERNAL", `the certificate issued for ${req.name} does not verify against the CA`);
   return out;
+}
+
+/** What a cluster's daemons and its admin present: their certificate, key and the CA's certificate. */
+export interface ClusterCertificates {
+  /** By daemon name. */
+  daemons: Record<string, TlsFiles>;
+  admin: TlsFiles;
+}
+
+/**
+ * A whole cluster's certificates, as `harvest cluster up` and the multi-host lab make them: the CA in `caDir` (made
+ * when there is none; one already there is kept, so that what it issued stays valid), a `daemon` certificate per entry
+ * of `daemons` (name to the hosts it serves on) beside it, and an `admin` certificate for `admin` in `<caDir>/users`.
+ * A new `caDir` gets `dirMode`: searchable, so that containers read the CA's certificate (every key is 0600).
+ */
+export async function issueClusterCertificates(
+  caDir: string,
+  opts: { caName: string; daemons: Record<string, string[]>; admin: string; dirMode: number },
+): Promise<ClusterCertificates> {
+  mkdirSync(resolve(caDir), { recursive: true, mode: opts.dirMode });
+  const ca = caFiles(caDir);
+  if (!existsSync(ca.cert)) await createCa(caDir, { name: opts.caName });
+  const daemons: Record<string, TlsFiles> = {};
+  await Promise.all(
+    Object.entries(opts.daemons).map(async ([name, hosts]) => {
+      daemons[name] = { ca: ca.cert, ...(await issueCertificate(caDir, caDir, { name, role: "daemon", hosts })) };
+    }),
+  );
+  const admin = await issueCertificate(caDir, join(caDir, "users"), { name: opts.admin, role: "admin" });
+  return { daemons, admin: { ca: ca.cert, ...admin } };
 }

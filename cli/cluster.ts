@@ -17,10 +17,9 @@ import { DfsClient } from "../client/dfs-client.js";
 import type { DfsClientOptions } from "../client/dfs-client.js";
 import { JobClient } from "../client/job-client.js";
 import type { DaemonKind } from "./daemon-kinds.js";
-import { caFiles, createCa, issueCertificate } from "./cluster-ca.js";
+import { issueClusterCertificates } from "./cluster-ca.js";
 import { localUserName } from "../common/fs-permission.js";
 import type { ClientSecurity } from "../common/grpc.js";
-import type { TlsFiles } from "../common/tls.js";
 
 /** One daemon process of a cluster. */
 export interface DaemonRecord {
@@ -161,7 +160,16 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
   const withStorage = opts.storage ?? true;
   const serverNames = opts.primaries.map((_, i) => `server-${i + 1}`);
   const daemonNames = ["rm", ...(withStorage ? ["nn"] : []), ...serverNames.flatMap((n) => [n, `${n}-dn`])];
-  const security = opts.insecure ? undefined : await localCertificates(dir, daemonNames);
+  // Daemons serve on loopback; the admin is whoever started the cluster. Searchable, so containers read the CA's
+  // certificate (every key in it is 0600).
+  const security = opts.insecure
+    ? undefined
+    : await issueClusterCertificates(join(dir, "security"), {
+        caName: `Harvest local cluster CA (${dir})`,
+        daemons: Object.fromEntries(daemonNames.map((n) => [n, ["127.0.0.1", "localhost"]])),
+        admin: localUserName(),
+        dirMode: 0o755,
+      });
   if (security && asRoot) chmodSync(join(dir, "security"), 0o711);
   // Every daemon binds and advertises loopback: this is the one place that assumes a single machine.
   const loopback = { host: "127.0.0.1", advertiseHost: "127.0.0.1", port: 0 };
@@ -298,32 +306,6 @@ export function allDaemons(c: ClusterDescriptor): DaemonRecord[] {
       ...(n.datanode ? [{ ...n.datanode, name: n.datanode.name ?? `${n.nodeId}-dn` }] : []),
     ]),
   ];
-}
-
-/**
- * A local cluster's CA and certificates, in `<dir>/security`: one `daemon` certificate per daemon (naming 127.0.0.1
- * and localhost, where they serve) and an `admin` certificate for the user who started the cluster. A CA already
- * there (a cluster started again in the same directory) is kept, so certificates issued from it stay valid.
- */
-async function localCertificates(
-  dir: string,
-  daemons: string[],
-): Promise<{ daemons: Record<string, TlsFiles>; admin: TlsFiles }> {
-  const caDir = join(dir, "security");
-  // Searchable by all, so that containers (an unprivileged account) can read the CA's certificate; every key in it is
-  // mode 0600.
-  mkdirSync(caDir, { recursive: true, mode: 0o755 });
-  const ca = caFiles(caDir);
-  if (!existsSync(ca.cert)) await createCa(caDir, { name: `Harvest local cluster CA (${dir})` });
-  const out: Record<string, TlsFiles> = {};
-  await Promise.all(
-    daemons.map(async (name) => {
-      const f = await issueCertificate(caDir, caDir, { name, role: "daemon", hosts: ["127.0.0.1", "localhost"] });
-      out[name] = { ca: ca.cert, ...f };
-    }),
-  );
-  const admin = await issueCertificate(caDir, join(caDir, "users"), { name: localUserName(), role: "admin" });
-  return { daemons: out, admin: { ca: ca.cert, ...admin } };
 }
 
 /** Writes a file whole or not at all, readable by its owner only (daemon configs hold the cluster's secret). */

@@ -94,17 +94,16 @@ export function print(opts: GlobalOpts, json: unknown, human: () => string): voi
   process.stdout.write((opts.json ? JSON.stringify(json, null, 2) : human()) + "\n");
 }
 
-/** The resource manager's address and how to reach it (TLS and the user's certificate, on a secure cluster). */
-export function rmTarget(opts: GlobalOpts): { rmAddress: string; security?: ClientSecurity } {
+/** The target, which must name a resource manager (CLUSTER_NOT_FOUND otherwise), with how to reach it. */
+export function rmTarget(opts: GlobalOpts): ClusterTarget {
   const t = clusterTarget(opts);
   if (!t.rmAddress) throw new HarvestError("CLUSTER_NOT_FOUND", `${t.source} names no rmAddress`);
-  return { rmAddress: t.rmAddress, ...(t.security ? { security: t.security } : {}) };
+  return t;
 }
 
 /** Runs `fn` with a job client of the cluster the options name. */
 export function withClient<T>(opts: GlobalOpts, fn: (c: JobClient) => Promise<T>): Promise<T> {
-  const t = clusterTarget(opts);
-  if (!t.rmAddress) throw new HarvestError("CLUSTER_NOT_FOUND", `${t.source} names no rmAddress`);
+  const t = rmTarget(opts);
   const client = new JobClient(t.rmAddress, {
     ...(t.security ? { security: t.security } : {}),
     nnAddress: t.nnAddress,

@@ -20,8 +20,7 @@ import {
 } from "node:fs";
 import { appendFileSync, writeFileSync, writeSync } from "node:fs";
 import { execFileSync } from "node:child_process";
-import { caFiles, createCa, issueCertificate } from "./cluster-ca.js";
-import type { TlsFiles } from "../common/tls.js";
+import { issueClusterCertificates } from "./cluster-ca.js";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { errorMessage, HarvestError } from "../common/errors.js";
@@ -245,7 +244,12 @@ class Scenario {
     writeFileSync(trace, rows.join("\n") + "\n");
     // Secure as a deployment is: a CA, a daemon certificate per host naming its address, and the admin's for the
     // client, issued as the README's deployment steps do.
-    const tls = await this.certificates();
+    const tls = await issueClusterCertificates(join(runDir, "security"), {
+      caName: "Harvest multi-host lab CA",
+      daemons: Object.fromEntries([MASTER, ...SERVERS].map((h) => [h, [lab.ipOf(h)]])),
+      admin: "ops",
+      dirMode: 0o711,
+    });
     const master = { host: "0.0.0.0", advertiseHost: lab.ipOf(MASTER), port: 0, tls: tls.daemons[MASTER] };
     const rm = await lab.startDaemon(MASTER, "resourcemanager", {
       dataDir: join(runDir, MASTER, "rm"),
@@ -295,21 +299,6 @@ class Scenario {
     this.say(
       `cluster up (mutual TLS): resource manager ${rm.address}, namenode ${nn.address}; client config ${this.result.clientConfig}`,
     );
-  }
-
-  /** The lab's CA in `<runDir>/security` (searchable, so containers read its certificate; keys are 0600). */
-  private async certificates(): Promise<{ daemons: Record<string, TlsFiles>; admin: TlsFiles }> {
-    const caDir = join(this.runDir, "security");
-    mkdirSync(caDir, { recursive: true, mode: 0o711 });
-    const ca = caFiles(caDir);
-    if (!existsSync(ca.cert)) await createCa(caDir, { name: "Harvest multi-host lab CA" });
-    const daemons: Record<string, TlsFiles> = {};
-    for (const host of [MASTER, ...SERVERS]) {
-      const f = await issueCertificate(caDir, caDir, { name: host, role: "daemon", hosts: [this.lab.ipOf(host)] });
-      daemons[host] = { ca: ca.cert, ...f };
-    }
-    const admin = await issueCertificate(caDir, join(caDir, "users"), { name: "ops", role: "admin" });
-    return { daemons, admin: { ca: ca.cert, ...admin } };
   }
 
   private async checkRegistration(): Promise<void> {

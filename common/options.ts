@@ -34,6 +34,16 @@ export function checkTlsOption(daemon: string, tls: unknown): TlsOption | undefi
 }
 
 /**
+ * Checks a daemon's `tls` and `insecure` options in place (every daemon has both): `tls` as {@link checkTlsOption},
+ * `insecure` a boolean.
+ */
+export function checkSecurityOptions(daemon: string, o: { tls?: TlsOption; insecure: boolean }): void {
+  const tls = checkTlsOption(daemon, o.tls);
+  if (tls) o.tls = tls;
+  if (typeof o.insecure !== "boolean") invalidOption(daemon, "insecure", "must be true or false");
+}
+
+/**
  * Secure by default: a daemon started from a configuration file must have `tls`, or say `insecure: true` (a throwaway
  * local cluster only). The daemon classes themselves serve plaintext without `tls`, for tests and benchmarks that
  * measure the difference, and log loudly that they do.

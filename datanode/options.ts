@@ -1,6 +1,6 @@
 /** Datanode options: every field has a default; `resolveDataNodeOptions` fills and validates them. */
 import { resolveAdvertiseHost } from "../common/net-address.js";
-import { checkTlsOption, invalidOption, stripUndefined } from "../common/options.js";
+import { checkSecurityOptions, invalidOption, stripUndefined } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
 
 /** Settings of a datanode. */
@@ -111,9 +111,7 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
   if (typeof o.dataDir !== "string" || !o.dataDir) bad("dataDir", "is required");
   if (!(Number.isInteger(o.port) && o.port >= 0 && o.port <= 65_535)) bad("port", "must be an integer in 0..65535");
   o.advertiseHost = resolveAdvertiseHost("datanode", o.host, o.advertiseHost);
-  const tls = checkTlsOption("datanode", o.tls);
-  if (tls) o.tls = tls;
-  if (typeof o.insecure !== "boolean") bad("insecure", "must be true or false");
+  checkSecurityOptions("datanode", o);
   if (!(Number.isSafeInteger(o.capacityBytes) && o.capacityBytes >= 0))
     bad("capacityBytes", "must be a non-negative integer (0 = the file system's size)");
   if (typeof o.primary !== "string" || !o.primary) bad("primary", 'must be "proc", "trace:<file>" or "burn:<file>"');

@@ -1,7 +1,7 @@
 /** Namenode options: every field has a default; `resolveNameNodeOptions` fills and validates them. */
 import { localUserName } from "../common/fs-permission.js";
 import { resolveAdvertiseHost } from "../common/net-address.js";
-import { checkTlsOption, invalidOption, stripUndefined } from "../common/options.js";
+import { checkSecurityOptions, invalidOption, stripUndefined } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
 
 /** Settings of a namenode. */
@@ -135,9 +135,7 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
     dataDir: partial.dataDir,
   };
   const bad = (field: string, why: string): never => invalidOption("namenode", field, why);
-  const tls = checkTlsOption("namenode", o.tls);
-  if (tls) o.tls = tls;
-  if (typeof o.insecure !== "boolean") bad("insecure", "must be true or false");
+  checkSecurityOptions("namenode", o);
   if (!(o.delegationTokenMaxLifetimeMs > 0))
     bad("delegationTokenMaxLifetimeMs", "must be a positive number of milliseconds");
   if (!o.dataDir) bad("dataDir", "is required");

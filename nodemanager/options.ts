@@ -1,6 +1,6 @@
 /** Node manager options: every field has a default; `resolveNodeManagerOptions` fills and validates them. */
 import { resolveAdvertiseHost } from "../common/net-address.js";
-import { checkTlsOption, invalidOption, stripUndefined } from "../common/options.js";
+import { checkSecurityOptions, invalidOption, stripUndefined } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
 import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../common/power-profiles.js";
 import type { Resources } from "../common/resource.js";
@@ -138,10 +138,8 @@ export function resolveNodeManagerOptions(
   if (typeof o.secret !== "string" || o.secret.startsWith("REPLACE-WITH"))
     bad("secret", "must be the cluster's secret (the example config's placeholder is not one: openssl rand -hex 32)");
   o.advertiseHost = resolveAdvertiseHost("node manager", o.host, o.advertiseHost);
-  const tls = checkTlsOption("node manager", o.tls);
-  if (tls) o.tls = tls;
-  if (typeof o.insecure !== "boolean") bad("insecure", "must be true or false");
-  if (tls && !o.secret) bad("secret", "is required with tls: container and job-manager tokens are checked with it");
+  checkSecurityOptions("node manager", o);
+  if (o.tls && !o.secret) bad("secret", "is required with tls: container and job-manager tokens are checked with it");
   if (!(o.capacity.vcoresMilli > 0 && o.capacity.memoryMb > 0)) bad("capacity", "must be positive");
   if (!(o.primarySpeed > 0)) bad("primarySpeed", "must be positive");
   for (const f of [

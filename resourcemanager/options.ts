@@ -1,7 +1,7 @@
 /** Resource manager options: every field has a default; `resolveResourceManagerOptions` fills and validates them. */
 import { join } from "node:path";
 import { resolveAdvertiseHost } from "../common/net-address.js";
-import { checkTlsOption, invalidOption, stripUndefined } from "../common/options.js";
+import { checkSecurityOptions, invalidOption, stripUndefined } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
 import { distEntry } from "../common/paths.js";
 import type { Resources } from "../common/resource.js";
@@ -156,10 +156,8 @@ export function resolveResourceManagerOptions(
   if (typeof o.secret !== "string" || o.secret.startsWith("REPLACE-WITH"))
     bad("secret", "must be the cluster's secret (the example config's placeholder is not one: openssl rand -hex 32)");
   o.advertiseHost = resolveAdvertiseHost("resource manager", o.host, o.advertiseHost);
-  const tls = checkTlsOption("resource manager", o.tls);
-  if (tls) o.tls = tls;
-  if (typeof o.insecure !== "boolean") bad("insecure", "must be true or false");
-  if (tls && !o.secret) bad("secret", "is required with tls: it signs the container and job-manager tokens");
+  checkSecurityOptions("resource manager", o);
+  if (o.tls && !o.secret) bad("secret", "is required with tls: it signs the container and job-manager tokens");
   for (const f of [
     "nodeExpiryMs",
     "heartbeatIntervalMs",

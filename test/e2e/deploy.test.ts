@@ -88,37 +88,15 @@ describe("one daemon per host, started from the example configs", () => {
     // machine (here both "machines" are this one), and the user's.
     const ca = join(work, "ca");
     const tlsDir = join(work, "tls");
+    const issue = (out: string, name: string, role: string, ...hosts: string[]): string[] => [
+      ...["security", "issue", "--dir", ca, "--out", out, "--name", name, "--role", role],
+      ...(hosts.length > 0 ? ["--host", ...hosts] : []),
+    ];
     for (const args of [
       ["security", "init", "--dir", ca],
-      [
-        "security",
-        "issue",
-        "--dir",
-        ca,
-        "--out",
-        tlsDir,
-        "--name",
-        "master",
-        "--role",
-        "daemon",
-        "--host",
-        "127.0.0.1",
-      ],
-      [
-        "security",
-        "issue",
-        "--dir",
-        ca,
-        "--out",
-        tlsDir,
-        "--name",
-        "server-1",
-        "--role",
-        "daemon",
-        "--host",
-        "127.0.0.1",
-      ],
-      ["security", "issue", "--dir", ca, "--out", join(work, "home"), "--name", "ops", "--role", "admin"],
+      issue(tlsDir, "master", "daemon", "127.0.0.1"),
+      issue(tlsDir, "server-1", "daemon", "127.0.0.1"),
+      issue(join(work, "home"), "ops", "admin"),
     ]) {
       const r = harvest({}, ...args);
       if (r.code !== 0) throw new Error(`harvest ${args.join(" ")}: ${r.stderr}`);
