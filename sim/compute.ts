@@ -14,6 +14,7 @@
  */
 import { performance } from "node:perf_hooks";
 import { HarvestError } from "../common/errors.js";
+import { stripUndefined } from "../common/options.js";
 import type { Resources } from "../common/resource.js";
 import { SeededRng } from "../common/rng.js";
 import { ServerSet } from "./server-set.js";
@@ -21,6 +22,7 @@ import { yieldVictims } from "./yield-step.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
 import { Logger } from "../common/log.js";
 import {
+  AM_PRIORITY,
   classifyFeatures,
   HistoryPlacement,
   HistorySchedulerPolicy,
@@ -123,6 +125,13 @@ export interface ComputeOptions {
    */
   checkInvariants?: boolean;
   /**
+   * What a kill costs beyond the killed attempt's work: the node manager's detection lag, the scheduler's heartbeat
+   * lag, container launch, the job manager's own container, and the slowdown of tasks the primary out-competes before
+   * the kill (see {@link KillCostModel}; `NO_KILL_COST` turns all of it off).
+   * @default DEFAULT_KILL_COST
+   */
+  killCost?: Partial<KillCostModel>;
+  /**
    * Told about every `progressEvery` events (see `SimEngine.run`).
    * @default undefined
    */
@@ -135,6 +144,78 @@ export interface ComputeOptions {
    */
   observer?: ComputeObserver;
 }
+
+/**
+ * What yielding costs on a real cluster, beyond the killed attempt's lost work; each part is measured on the real
+ * daemons or taken from their options, and each can be turned off (0 / false) to see what it weighs.
+ */
+export interface KillCostModel {
+  /**
+   * The node manager's yield tick (its yieldTickMs): a primary that grows into what Harvest holds is noticed at the
+   * server's next tick (each server ticks at its own phase), not at once. 0: at once.
+   * @default 250
+   */
+  yieldTickMs: number;
+  /**
+   * Node heartbeats (the resource manager's heartbeatIntervalMs): the scheduler learns a server's primary usage, and
+   * grants the room a finished task or a shrinking primary left, only at the server's next heartbeat. Until then it
+   * may grant on a server whose primary has already grown (that task is killed at the next yield tick). 0: at once.
+   * @default 1000
+   */
+  heartbeatIntervalMs: number;
+  /**
+   * The job manager asks for containers every amHeartbeatMs (its HARVEST_AM_HEARTBEAT_MS): a granted container is
+   * picked up after a uniform 0..amHeartbeatMs wait, then launched. 0: at once.
+   * @default 300
+   */
+  amHeartbeatMs: number;
+  /**
+   * Container launch (the node manager's startContainer to the task running), log-normal with this median and 90th
+   * percentile; the defaults are what `npm run bench -- yield` measured on the real node manager here. The container
+   * is held (and may be killed) while it launches. 0: at once.
+   * @default 160 / 260
+   */
+  launchMedianMs: number;
+  launchP90Ms: number;
+  /**
+   * Each job runs its job manager in a container of this many milli-cores (the resource manager's amResource), placed
+   * anywhere with room before any task, on a harvested server like any container. The yield controller kills it
+   * last; when it is killed, every running task of the job is lost and a new attempt starts (a new container, a new
+   * launch, Algorithm 1 again) and recovers the finished tasks from its journal, as the real job manager does. 0: no
+   * job-manager container.
+   * @default 500
+   */
+  jobManagerMilli: number;
+  /**
+   * Before the yield tick kills, the primary out-competes the tasks (they run at the lowest CPU weight): while
+   * primary + running tasks exceed the server's cores, the tasks progress at the share of their cores the primary
+   * leaves them, and finish later. false: they run at full speed until killed.
+   * @default true
+   */
+  throttleSlowdown: boolean;
+}
+
+/** The kill-cost model's defaults: the daemons' own defaults and what the yield benchmark measured. */
+export const DEFAULT_KILL_COST: Readonly<KillCostModel> = Object.freeze({
+  yieldTickMs: 250,
+  heartbeatIntervalMs: 1000,
+  amHeartbeatMs: 300,
+  launchMedianMs: 160,
+  launchP90Ms: 260,
+  jobManagerMilli: 500,
+  throttleSlowdown: true,
+});
+
+/** A kill costs only the killed attempt's work: the model of earlier releases (and of the paper's simulator). */
+export const NO_KILL_COST: Readonly<KillCostModel> = Object.freeze({
+  yieldTickMs: 0,
+  heartbeatIntervalMs: 0,
+  amHeartbeatMs: 0,
+  launchMedianMs: 0,
+  launchP90Ms: 0,
+  jobManagerMilli: 0,
+  throttleSlowdown: false,
+});
 
 /** Hooks into a run, for tests and traces. */
 export interface ComputeObserver {
@@ -159,13 +240,17 @@ export interface ComputeObserver {
   onTaskStart?(e: { job: SimJob; vertex: number; task: number; server: number; nowMs: number }): void;
   /** A task attempt was killed because the server's primary tenant needed its cores. */
   onTaskKilled?(e: { job: SimJob; vertex: number; task: number; server: number; nowMs: number }): void;
+  /** A task attempt ran to its end. */
+  onTaskEnded?(e: { job: SimJob; vertex: number; task: number; server: number; nowMs: number }): void;
   /** A job finished. */
   onJobFinished?(e: { job: SimJob; jobType: SimJobType; durationMs: number }): void;
 }
 
 /** {@link ComputeOptions} with every default filled in. */
-export type ResolvedComputeOptions = Required<Omit<ComputeOptions, "onProgress" | "observer" | "weights">> &
-  Pick<ComputeOptions, "onProgress" | "observer"> & { weights: ClassWeights };
+export type ResolvedComputeOptions = Required<
+  Omit<ComputeOptions, "onProgress" | "observer" | "weights" | "killCost">
+> &
+  Pick<ComputeOptions, "onProgress" | "observer"> & { weights: ClassWeights; killCost: KillCostModel };
 
 /** A compute run's figures: the shared {@link ComputeResult} and what the simulator also counts. */
 export interface ComputeRunResult extends ComputeResult {
@@ -209,6 +294,7 @@ export function resolveComputeOptions(
     retryIntervalMs: options.retryIntervalMs ?? 5000,
     reclassifyIntervalMs: options.reclassifyIntervalMs ?? DAY_MS,
     checkInvariants: options.checkInvariants ?? false,
+    killCost: { ...DEFAULT_KILL_COST, ...stripUndefined(options.killCost ?? {}) },
     progressEvery: options.progressEvery ?? 1_000_000,
     ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
     ...(options.observer !== undefined ? { observer: options.observer } : {}),
@@ -233,6 +319,24 @@ export function resolveComputeOptions(
     invalid("retryIntervalMs", `must be > 0 (got ${o.retryIntervalMs})`);
   if (!(Number.isFinite(o.reclassifyIntervalMs) && o.reclassifyIntervalMs >= 0))
     invalid("reclassifyIntervalMs", `must be >= 0 (got ${o.reclassifyIntervalMs})`);
+  const k = o.killCost;
+  for (const field of [
+    "yieldTickMs",
+    "heartbeatIntervalMs",
+    "amHeartbeatMs",
+    "launchMedianMs",
+    "launchP90Ms",
+  ] as const) {
+    if (!(Number.isFinite(k[field]) && k[field] >= 0)) invalid(`killCost.${field}`, `must be >= 0 (got ${k[field]})`);
+  }
+  if (k.launchP90Ms < k.launchMedianMs)
+    invalid("killCost.launchP90Ms", `must be >= launchMedianMs (${k.launchMedianMs}), got ${k.launchP90Ms}`);
+  if (!(Number.isSafeInteger(k.jobManagerMilli) && k.jobManagerMilli >= 0))
+    invalid("killCost.jobManagerMilli", `must be an integer >= 0 (got ${k.jobManagerMilli})`);
+  if (k.jobManagerMilli > taskMilli)
+    invalid("killCost.jobManagerMilli", `must be at most a task's ${taskMilli} milli-cores (got ${k.jobManagerMilli})`);
+  if (typeof k.throttleSlowdown !== "boolean")
+    invalid("killCost.throttleSlowdown", `must be true or false (got ${String(k.throttleSlowdown)})`);
   if (!(Number.isSafeInteger(o.progressEvery) && o.progressEvery >= 1))
     invalid("progressEvery", `must be an integer >= 1 (got ${o.progressEvery})`);
   for (const [i, j] of jobs.jobs.entries()) {
@@ -249,18 +353,26 @@ export function resolveComputeOptions(
  *
  * The model:
  * - Primary tenants: at every slot boundary each server's primary uses capacity x utilization (its tenant's series
- *   plus its offset, as `serverUtilization`); only tenants whose value changed are visited. The scheduler learns it
- *   at once (a heartbeat per slot). Within a slot the primary is flat.
- * - Yielding (the node manager's yield controller, seeds/004 section 4.1): when a server's primary grows past what the
- *   reserve covers, `chooseVictims` picks the youngest task attempts until the rest fit in capacity - primary -
- *   reserve; they are killed in the same event. A killed task goes back to its job's queue and runs again from the
- *   start (a preemption, not a failure); its elapsed time x taskCores is wasted.
- * - Scheduling: every job is an application of the real `Scheduler` with one ask (priority 0, taskCores each) for its
- *   runnable tasks. Heartbeats are events, not ticks: when a job's ask grows the free servers it may use are visited
- *   (stock: drawn at random from the servers with room for a task, as heartbeats arrive in no useful order; history:
- *   its classes' servers from a random start), and when a server gains room (a task ends, its primary shrinks) it
- *   heartbeats once. Each visit is `allocateOnNode`, so FIFO order among jobs and the policy's rule are the
- *   scheduler's. No job-manager container is simulated.
+ *   plus its offset, as `serverUtilization`); only tenants whose value changed are visited. Within a slot the primary
+ *   is flat. What a kill costs is `options.killCost` (`KillCostModel`; `NO_KILL_COST` gives the instant model of
+ *   earlier releases, figure for figure): the scheduler learns the primary's usage at the server's next heartbeat,
+ *   and the node manager acts on it at its next yield tick; until then the primary out-competes the tasks, which run
+ *   at the share of their cores it leaves them.
+ * - Yielding (the node manager's yield controller, seeds/004 section 4.1): at the tick after a server's primary grows
+ *   past what the reserve covers, `chooseVictims` picks the youngest containers, the job manager's last, until the
+ *   rest fit in capacity - primary - reserve; they are killed in the same event. A killed task goes back to its job's
+ *   queue and runs again from the start (a preemption, not a failure); its held time x cores is wasted. A killed job
+ *   manager takes its job's running tasks with it; a new attempt gets a container, launches, registers (Algorithm 1
+ *   again) and re-runs only the unfinished tasks (its journal).
+ * - Scheduling: every job is an application of the real `Scheduler`: first one ask for its job manager's container
+ *   (AM_PRIORITY, anywhere), then, once that has launched and registered, one ask (priority 0, taskCores each) for its
+ *   runnable tasks. Grants happen at node heartbeats, each of which reports the primary's usage first. Heartbeats are
+ *   events, not ticks: when a job's ask grows the free servers it may use are visited (stock: drawn at random from
+ *   the servers with room for a task, as heartbeats arrive in no useful order; history: its classes' servers from a
+ *   random start), and a server that gains room (a container ends, its primary shrinks) heartbeats at its next
+ *   heartbeat time. Each visit is `allocateOnNode`, so FIFO order among jobs and the policy's rule are the
+ *   scheduler's. A granted container is held from the grant; its task starts after the job manager's next allocate
+ *   call and the container's launch.
  * - History policy: the resource manager's own `HistoryPlacement`, reading its classes through the resource manager's
  *   `LiveClassViews` over the scheduler's nodes (`liveNodeOf`, as the resource manager's live nodes), on the simulated
  *   clock. The tenants' average-server series over the last `historyMs` are classified (`tenantFeatures`,
@@ -272,11 +384,12 @@ export function resolveComputeOptions(
  *   that find none are retried together (`retryWaiting`) every `retryIntervalMs` and run anywhere after `classWaitMs`.
  *   Under the stock policy the type is computed the same way, for the per-type figures only.
  * - DAGs: a vertex's tasks become runnable when all its input vertices have finished; they run as far as containers
- *   are granted; a job ends with its last task. Task durations come from the stream (`taskDurationMs`), the same in
- *   both policies and for every attempt.
+ *   are granted; a job ends with its last task. Task durations (at full speed) come from the stream
+ *   (`taskDurationMs`), the same in every policy and for every attempt.
  * - Jobs still running at the horizon are not in the averages (`jobsUnfinished`).
  * - Stock-unaware: the stock policy's scheduler with no reserve and the primary's usage never reported (0), so it
- *   grants up to each server's full capacity; no yield step runs, so no task is ever killed and job times are the
+ *   grants up to each server's full capacity; no yield step runs and its containers share the CPU with the primary
+ *   as equals, so no task is ever killed or slowed (the tasks are taken to win their share) and job times are the
  *   jobs' times without interference from the primary. The primary pays: on every server, at every moment, it is short
  *   of min(primary, max(0, primary + secondary held - capacity)) cores, integrated exactly over the run (the primary is
  *   flat within a slot; the integral steps whenever a slot begins or a task starts or ends) as
@@ -293,7 +406,7 @@ export function runCompute(cluster: SimCluster, jobs: JobStream, options: Comput
 // ------------------------------------------------------------------------------------------------ the simulation
 
 /** Independent random streams, one per purpose, so that one decision does not shift another's draws. */
-export const Stream = { Classes: 1, Kmeans: 2, Servers: 3 } as const;
+export const Stream = { Classes: 1, Kmeans: 2, Servers: 3, Launch: 4 } as const;
 
 /** The seed of a run's random stream `stream` (Algorithm 1's draws are `Stream.Classes`). */
 export function streamSeed(seed: number, stream: number): number {
@@ -305,6 +418,10 @@ export function streamSeed(seed: number, stream: number): number {
 
 /** A task's place in its job: vertex x TASK_STRIDE + task index (parallelism is at most 10,000). */
 const TASK_STRIDE = 65_536;
+/** The `task` of the job manager's container. */
+const JOB_MANAGER = -1;
+/** The standard normal's 90th percentile: a log-normal's p90 / median = exp(sigma x this). */
+const Z90 = 1.2815515655446004;
 
 /** One run of a job, as its job manager and the resource manager know it. */
 interface JobRun {
@@ -319,9 +436,15 @@ interface JobRun {
   readonly consumers: readonly (readonly number[])[];
   /** Runnable tasks not granted a container yet (vertex x TASK_STRIDE + task), from `head` on. */
   queue: number[];
+  /** When each queued task became runnable (parallel to `queue`). */
+  queuedAtMs: number[];
   head: number;
   tasksRemaining: number;
-  /** Algorithm 1 has run (or the job was opened to all, or the policy is stock). */
+  /** Its containers now: the job manager's and the tasks' (launching or running). */
+  readonly attempts: Set<Attempt>;
+  /** The job manager's container, from its grant until it is killed (undefined: none, or the model has none). */
+  jobManager: Attempt | undefined;
+  /** The job may ask for task containers: its job manager registered and Algorithm 1 (if any) placed it. */
   decided: boolean;
   /** The servers it may use; undefined: any. */
   allowed: Int32Array | undefined;
@@ -329,18 +452,34 @@ interface JobRun {
   waited: boolean;
 }
 
-/** A task attempt holding a container. */
+/** A container: a task attempt, or a job manager (`task` JOB_MANAGER). */
 interface Attempt {
   readonly run: JobRun;
   readonly task: number;
   readonly server: number;
+  /** When it was granted (the yield controller's age). */
   readonly startMs: number;
   readonly containerId: string;
+  readonly milli: number;
+  readonly isAm: boolean;
   alive: boolean;
+  /** Launched: a task's work progresses (a job manager has registered). */
+  launched: boolean;
+  /** A task's work left at full speed, ms, as of `sinceMs`, and the share of full speed it has run at since then. */
+  workLeftMs: number;
+  sinceMs: number;
+  rate: number;
+  /** Bumped whenever its end is rescheduled: an end event of an older version is stale. */
+  version: number;
 }
 
 /** The placement's log: the simulator keeps none. */
 const SILENT_LOG = new Logger("sim/placement", "error", () => undefined);
+
+/** A fraction in [0, 1) from a hash of server `s` and `salt`: where in its period a server's timer fires. */
+function phaseOf(s: number, salt: number): number {
+  return streamSeed(s, salt) / 4_294_967_296;
+}
 
 class ComputeSim {
   private readonly engine = new SimEngine();
@@ -351,18 +490,31 @@ class ComputeSim {
   private readonly classViews: LiveClassViews | undefined;
   private readonly taskMilli: number;
   private readonly taskResource: Resources;
+  private readonly jobManagerResource: Resources;
+  private readonly cost: KillCostModel;
   /** The scheduler and node manager know the primary (stock, history); false under stock-unaware. */
   private readonly aware: boolean;
   private readonly kmeansRng: SeededRng;
   private readonly serverRng: SeededRng;
+  private readonly launchRng: SeededRng;
+  private readonly launchSigma: number;
 
   // Per server.
   private readonly nodeIds: string[];
   private readonly capMilli: Int32Array;
   private readonly reserveMilli: Int32Array;
-  /** What the primary wants (whether or not the scheduler is told; see `seenPrimary`). */
+  /** What the primary wants (whether or not the scheduler knows yet; see `seenMilli`). */
   private readonly primaryMilli: Int32Array;
+  /** The primary usage the scheduler was last told (at the server's last heartbeat; 0 under stock-unaware). */
+  private readonly seenMilli: Int32Array;
+  /** Held by containers (launching or running, job managers included). */
   private readonly secondaryMilli: Int32Array;
+  /** Held by launched tasks: what competes with the primary for the CPU. */
+  private readonly runningTaskMilli: Int32Array;
+  /** The share of full speed the launched tasks run at (1 unless the primary out-competes them). */
+  private readonly rate: Float64Array;
+  private readonly yieldPending: Uint8Array;
+  private readonly heartbeatPending: Uint8Array;
   private readonly running: Set<Attempt>[];
   private readonly serverIndex: Map<string, number>;
   /**
@@ -370,7 +522,7 @@ class ComputeSim {
    * rather than rebuilt for every decision; `checkInvariants` checks it against the scheduler.
    */
   private readonly liveNodes: LiveNode[];
-  /** Servers with room for one task. */
+  /** Servers with room for one task, as the scheduler sees them. */
   private readonly free: ServerSet;
 
   private readonly runs = new Map<string, JobRun>();
@@ -390,7 +542,9 @@ class ComputeSim {
   private tasksRun = 0;
   private tasksCompleted = 0;
   private taskKills = 0;
+  private jobManagerKills = 0;
   private wastedCoreMs = 0;
+  private taskWaitMs = 0;
   /** The primary's shortfall (milli-cores) summed over servers now, its integral so far, and when it last changed. */
   private takenMilli = 0;
   private takenMilliMs = 0;
@@ -412,8 +566,13 @@ class ComputeSim {
   ) {
     this.taskMilli = Math.round(o.taskCores * 1000);
     this.taskResource = { vcoresMilli: this.taskMilli, memoryMb: Math.ceil(o.taskCores * 1024) };
+    this.cost = o.killCost;
+    this.jobManagerResource = { vcoresMilli: this.cost.jobManagerMilli, memoryMb: 256 };
     this.kmeansRng = new SeededRng(streamSeed(o.seed, Stream.Kmeans));
     this.serverRng = new SeededRng(streamSeed(o.seed, Stream.Servers));
+    this.launchRng = new SeededRng(streamSeed(o.seed, Stream.Launch));
+    this.launchSigma =
+      this.cost.launchMedianMs > 0 ? Math.log(this.cost.launchP90Ms / this.cost.launchMedianMs) / Z90 : 0;
     this.aware = o.policy !== "stock-unaware";
     // Primary-unaware YARN keeps nothing back for a primary it does not know of.
     const reserveFraction = this.aware ? o.reserveFraction : 0;
@@ -440,7 +599,12 @@ class ComputeSim {
     this.capMilli = new Int32Array(n);
     this.reserveMilli = new Int32Array(n);
     this.primaryMilli = new Int32Array(n);
+    this.seenMilli = new Int32Array(n);
     this.secondaryMilli = new Int32Array(n);
+    this.runningTaskMilli = new Int32Array(n);
+    this.rate = new Float64Array(n).fill(1);
+    this.yieldPending = new Uint8Array(n);
+    this.heartbeatPending = new Uint8Array(n);
     this.running = Array.from({ length: n }, () => new Set<Attempt>());
     this.serverIndex = new Map(this.nodeIds.map((id, i) => [id, i]));
     this.liveNodes = [];
@@ -501,13 +665,26 @@ class ComputeSim {
       });
   }
 
+  /** The next time, from now on, that server `s`'s timer of period `periodMs` fires (each server has its own phase). */
+  private nextTick(s: number, periodMs: number, salt: number): number {
+    const now = this.engine.clock.nowMs();
+    const phase = phaseOf(s, salt) * periodMs;
+    return phase + Math.ceil((now - phase) / periodMs) * periodMs;
+  }
+
   // ---------------------------------------------------------------------------------------------- primary tenants
 
-  /** Slot `k` begins: every server of a tenant whose utilization changed gets its new primary usage. */
+  /**
+   * Slot `k` begins: every server of a tenant whose utilization changed gets its new primary usage. The node manager
+   * acts on it at its next yield tick, the scheduler learns it at the server's next heartbeat (both at once when the
+   * kill-cost model says 0).
+   */
   private slot(k: number, first: boolean): void {
     const { cluster } = this;
     const touched = new Set<JobRun>();
     const gained: number[] = [];
+    const instantYield = this.cost.yieldTickMs === 0;
+    const instantHeartbeat = this.cost.heartbeatIntervalMs === 0;
     for (const t of cluster.tenants) {
       const series = t.utilization;
       const last = series.length - 1;
@@ -519,11 +696,18 @@ class ComputeSim {
         const primary = Math.round((this.capMilli[s]! * u) / 100);
         const before = this.primaryMilli[s]!;
         if (primary === before) continue;
-        this.setPrimary(s, primary);
+        this.changeHeld(s, () => {
+          this.primaryMilli[s] = primary;
+        });
         // Primary-unaware YARN neither yields nor learns of the primary: its room is unchanged.
         if (!this.aware) continue;
-        if (primary > before) this.yieldOn(s, touched);
-        else gained.push(s);
+        this.updateRate(s);
+        if (instantHeartbeat) this.report(s);
+        else this.requestHeartbeat(s);
+        if (primary > before) {
+          if (instantYield) this.yieldOn(s, touched);
+          else this.requestYield(s);
+        } else if (instantHeartbeat) gained.push(s);
         this.refreshFree(s);
       }
     }
@@ -531,29 +715,64 @@ class ComputeSim {
     if (first) for (let s = 0; s < this.nodeIds.length; s++) this.refreshFree(s);
     // Killed tasks ask again first (FIFO keeps their jobs' order), then freed servers heartbeat, then the re-asking
     // jobs look for servers of their own.
-    for (const run of touched) this.updateAsk(run);
-    for (const s of gained) this.heartbeat(s);
-    for (const run of touched) this.place(run);
+    this.reAsk(touched, gained);
     const next = (k + 1) * cluster.slotMs;
     if (next < cluster.horizonMs) this.at(next, () => this.slot(k + 1, false));
   }
 
-  private setPrimary(s: number, primary: number): void {
-    this.changeHeld(s, () => {
-      this.primaryMilli[s] = primary;
-    });
-    if (!this.aware) return;
-    this.liveNodes[s]!.primaryUsage.vcoresMilli = primary;
-    this.scheduler.updatePrimaryUsage(this.nodeIds[s]!, { vcoresMilli: primary, memoryMb: 0 });
+  /** After kills: the jobs that lost containers ask again, the servers in `gained` heartbeat, the jobs look for room. */
+  private reAsk(touched: Set<JobRun>, gained: readonly number[]): void {
+    for (const run of touched) this.updateAsk(run);
+    for (const s of gained) this.heartbeat(s);
+    for (const run of touched) if (this.runs.has(run.appId)) this.place(run);
   }
 
-  /** What the scheduler is told the primary uses on server `s`: all of it, or nothing under stock-unaware. */
-  private seenPrimary(s: number): number {
-    return this.aware ? this.primaryMilli[s]! : 0;
+  /** Server `s` heartbeats: the scheduler learns its primary usage as it is now. */
+  private report(s: number): void {
+    const primary = this.primaryMilli[s]!;
+    if (this.seenMilli[s] === primary) return;
+    this.seenMilli[s] = primary;
+    this.liveNodes[s]!.primaryUsage.vcoresMilli = primary;
+    this.scheduler.updatePrimaryUsage(this.nodeIds[s]!, { vcoresMilli: primary, memoryMb: 0 });
+    this.refreshFree(s);
+  }
+
+  /** Server `s`'s next heartbeat (once, however many changes it carries): report, then offer its room. */
+  private requestHeartbeat(s: number): void {
+    if (this.heartbeatPending[s]) return;
+    this.heartbeatPending[s] = 1;
+    this.at(this.nextTick(s, this.cost.heartbeatIntervalMs, 11), () => {
+      this.heartbeatPending[s] = 0;
+      this.report(s);
+      this.heartbeat(s);
+    });
+  }
+
+  /** Server `s` has room again (a container ended): offered at once, or at its next heartbeat. */
+  private roomFreed(s: number): void {
+    if (this.cost.heartbeatIntervalMs === 0) this.heartbeat(s);
+    else this.requestHeartbeat(s);
+  }
+
+  /** Server `s`'s next yield tick (once): kill what no longer fits, and let the jobs that lost containers ask again. */
+  private requestYield(s: number): void {
+    if (this.yieldPending[s]) return;
+    this.yieldPending[s] = 1;
+    const when = this.cost.yieldTickMs > 0 ? this.nextTick(s, this.cost.yieldTickMs, 12) : this.engine.clock.nowMs();
+    this.at(when, () => {
+      this.yieldPending[s] = 0;
+      const touched = new Set<JobRun>();
+      this.yieldOn(s, touched);
+      if (touched.size > 0) this.roomFreed(s);
+      this.reAsk(touched, []);
+    });
   }
 
   /** The cores (milli) server `s`'s primary wants but cannot have because secondary tasks hold them. */
   private shortfall(s: number): number {
+    // A primary-aware node manager runs containers at the lowest CPU weight: the primary gets every core it wants and
+    // the tasks slow down instead (`updateRate`).
+    if (this.aware) return 0;
     const primary = this.primaryMilli[s]!;
     const over = primary + this.secondaryMilli[s]! - this.capMilli[s]!;
     return over <= 0 ? 0 : over < primary ? over : primary;
@@ -575,6 +794,27 @@ class ComputeSim {
     this.takenMilli += this.shortfall(s);
   }
 
+  /**
+   * The speed server `s`'s launched tasks run at: all of it while the primary leaves them their cores, else the share
+   * it leaves (the primary wins the CPU by weight until the yield tick kills). Reschedules their ends when it changes.
+   */
+  private updateRate(s: number): void {
+    if (!this.cost.throttleSlowdown || !this.aware) return;
+    const demand = this.runningTaskMilli[s]!;
+    const left = this.capMilli[s]! - this.primaryMilli[s]!;
+    const rate = demand <= left ? 1 : Math.max(0, left) / demand;
+    if (rate === this.rate[s]) return;
+    this.rate[s] = rate;
+    const now = this.engine.clock.nowMs();
+    for (const a of this.running[s]!) {
+      if (a.isAm || !a.launched) continue;
+      a.workLeftMs = Math.max(0, a.workLeftMs - (now - a.sinceMs) * a.rate);
+      a.sinceMs = now;
+      a.rate = rate;
+      this.scheduleEnd(a);
+    }
+  }
+
   /** The node manager's yield step: kill the youngest attempts until the rest fit beside the primary and reserve. */
   private yieldOn(s: number, touched: Set<JobRun>): void {
     const server = {
@@ -584,24 +824,54 @@ class ComputeSim {
       heldMilli: this.secondaryMilli[s]!,
       taskMilli: this.taskMilli,
     };
-    const victims = yieldVictims(server, this.running[s]!);
-    const now = this.engine.clock.nowMs();
-    for (const a of victims) {
-      this.endAttempt(a);
-      this.taskKills++;
-      this.timeByType[a.run.type].kills++;
-      this.wastedCoreMs += (now - a.startMs) * this.o.taskCores;
-      // The job manager re-runs a preempted task; it waits for a container like any runnable task.
-      a.run.queue.push(a.task);
-      touched.add(a.run);
-      this.o.observer?.onTaskKilled?.({
-        job: a.run.job,
-        vertex: Math.floor(a.task / TASK_STRIDE),
-        task: a.task % TASK_STRIDE,
-        server: s,
-        nowMs: now,
-      });
+    for (const a of yieldVictims(server, this.running[s]!)) {
+      // A job manager killed earlier in this step took its job's tasks with it.
+      if (!a.alive) continue;
+      if (a.isAm) this.killJobManager(a, touched);
+      else this.killTask(a, touched);
     }
+  }
+
+  /** A task attempt is killed: its work so far is lost and the job manager re-runs the task. */
+  private killTask(a: Attempt, touched: Set<JobRun>): void {
+    const now = this.engine.clock.nowMs();
+    this.endAttempt(a);
+    this.taskKills++;
+    this.timeByType[a.run.type].kills++;
+    this.wastedCoreMs += ((now - a.startMs) * a.milli) / 1000;
+    // The job manager re-runs a preempted task; it waits for a container like any runnable task.
+    a.run.queue.push(a.task);
+    a.run.queuedAtMs.push(now);
+    touched.add(a.run);
+    this.o.observer?.onTaskKilled?.({
+      job: a.run.job,
+      vertex: Math.floor(a.task / TASK_STRIDE),
+      task: a.task % TASK_STRIDE,
+      server: a.server,
+      nowMs: now,
+    });
+  }
+
+  /**
+   * A job manager is killed: the resource manager releases every container of its attempt (the running tasks are
+   * lost) and starts another attempt, which asks for a container of its own, registers (Algorithm 1 runs again) and
+   * recovers the finished tasks from its journal: only the unfinished ones run again.
+   */
+  private killJobManager(am: Attempt, touched: Set<JobRun>): void {
+    const run = am.run;
+    const now = this.engine.clock.nowMs();
+    this.jobManagerKills++;
+    this.wastedCoreMs += ((now - am.startMs) * am.milli) / 1000;
+    this.endAttempt(am);
+    run.jobManager = undefined;
+    for (const a of [...run.attempts]) {
+      this.killTask(a, touched);
+      if (a.server !== am.server) this.roomFreed(a.server);
+    }
+    run.decided = false;
+    run.allowed = undefined;
+    this.placement?.remove(run.appId);
+    touched.add(run);
   }
 
   // ---------------------------------------------------------------------------------------------- jobs
@@ -638,26 +908,39 @@ class ComputeSim {
       tasksLeft,
       consumers,
       queue: [],
+      queuedAtMs: [],
       head: 0,
       tasksRemaining: job.shape.totalTasks,
-      decided: this.placement === undefined,
+      attempts: new Set(),
+      jobManager: undefined,
+      decided: false,
       allowed: undefined,
       waitingSinceMs: now,
       waited: false,
     };
     this.runs.set(run.appId, run);
     this.scheduler.addApp(run.appId, job.id);
-    this.scheduler.setMaxConcurrency(run.appId, job.shape.maxConcurrency);
     vertices.forEach((v, i) => {
       if (v.inputs.length === 0) this.enqueueVertex(run, i);
     });
+    if (this.cost.jobManagerMilli > 0) {
+      // The resource manager asks for the job manager's container first; the tasks wait for it to register.
+      this.updateAsk(run);
+      this.place(run);
+    } else this.registered(run);
+  }
+
+  /** The job manager registered (its DAG's max concurrency) and asks for its first tasks. */
+  private registered(run: JobRun): void {
+    this.scheduler.setMaxConcurrency(run.appId, run.job.shape.maxConcurrency);
     if (this.placement) {
-      // The job manager registers, then asks for its first tasks: Algorithm 1 runs on that ask.
-      this.placement.register(run.appId, type, job.shape.maxConcurrency);
+      // Algorithm 1 runs on the first ask.
+      this.placement.register(run.appId, run.type, run.job.shape.maxConcurrency);
       const decision = this.placement.onAsk(run.appId, this.taskMilli);
       if (decision) this.onDecision(run, decision);
     } else {
-      this.o.observer?.onJobPlaced?.({ job, jobType: type });
+      run.decided = true;
+      this.o.observer?.onJobPlaced?.({ job: run.job, jobType: run.type });
       this.updateAsk(run);
       this.place(run);
     }
@@ -665,21 +948,44 @@ class ComputeSim {
 
   private enqueueVertex(run: JobRun, v: number): void {
     const n = run.job.shape.vertices[v]!.tasks;
-    for (let t = 0; t < n; t++) run.queue.push(v * TASK_STRIDE + t);
+    const now = this.engine.clock.nowMs();
+    for (let t = 0; t < n; t++) {
+      run.queue.push(v * TASK_STRIDE + t);
+      run.queuedAtMs.push(now);
+    }
   }
 
   private queued(run: JobRun): number {
     return run.queue.length - run.head;
   }
 
-  /** Tells the scheduler how many containers the job wants now (the job manager's allocate call). */
+  /** Whether the job is waiting for a job-manager container. */
+  private needsJobManager(run: JobRun): boolean {
+    return this.cost.jobManagerMilli > 0 && run.jobManager === undefined;
+  }
+
+  /**
+   * The job's asks at the resource manager: its job manager's container while it has none, else (once placed) one
+   * container per queued task (the job manager's allocate call).
+   */
   private updateAsk(run: JobRun): void {
-    if (!run.decided) return;
-    this.scheduler.setAsks(run.appId, [{ priority: 0, resource: this.taskResource, count: this.queued(run) }]);
+    if (this.needsJobManager(run))
+      this.scheduler.setAsks(run.appId, [{ priority: AM_PRIORITY, resource: this.jobManagerResource, count: 1 }]);
+    else if (run.decided)
+      this.scheduler.setAsks(run.appId, [{ priority: 0, resource: this.taskResource, count: this.queued(run) }]);
+    else this.scheduler.setAsks(run.appId, []);
   }
 
   /** Heartbeats of the free servers the job may use, until its ask is met or they are full. */
   private place(run: JobRun): void {
+    if (this.needsJobManager(run)) {
+      // The job manager may run anywhere (the history policy restricts only tasks).
+      while (run.jobManager === undefined && this.free.size > 0) {
+        const s = this.free.at(this.serverRng.int(this.free.size));
+        if (this.heartbeat(s) === 0 && this.free.has(s)) break;
+      }
+      return;
+    }
     if (!run.decided || this.queued(run) === 0) return;
     const allowed = run.allowed;
     if (allowed) {
@@ -693,60 +999,148 @@ class ComputeSim {
     }
     while (this.queued(run) > 0 && this.free.size > 0) {
       const s = this.free.at(this.serverRng.int(this.free.size));
-      // A free server grants at least one container to some job that may use it; this job may use any, so every
-      // heartbeat here makes progress. Should none be granted, stop rather than spin.
-      if (this.heartbeat(s) === 0) break;
+      // A free server grants at least one container to some job that may use it (this job may use any), or it learns
+      // of its primary's growth and leaves the free list: every heartbeat here makes progress. Should neither happen,
+      // stop rather than spin.
+      if (this.heartbeat(s) === 0 && this.free.has(s)) break;
     }
   }
 
-  /** One node heartbeat: the scheduler grants what fits there; the tasks start at once. Returns the grants. */
+  /**
+   * One node heartbeat: it reports the primary's usage as it is now, and the scheduler grants what fits there.
+   * Returns the grants.
+   */
   private heartbeat(s: number): number {
+    if (this.aware) this.report(s);
     const allocs = this.scheduler.allocateOnNode(this.nodeIds[s]!);
-    for (const alloc of allocs) this.start(alloc, s);
+    for (const alloc of allocs) this.grant(alloc, s);
     this.refreshFree(s);
     return allocs.length;
   }
 
-  private start(alloc: Allocation, s: number): void {
+  /** Log-normal container launch time, plus (for a task) the job manager's wait for its next allocate call. */
+  private launchDelayMs(task: boolean): number {
+    const c = this.cost;
+    let ms = c.launchMedianMs > 0 ? c.launchMedianMs * Math.exp(this.launchSigma * this.launchRng.normal(0, 1)) : 0;
+    if (task && c.amHeartbeatMs > 0) ms += c.amHeartbeatMs * this.launchRng.next();
+    return ms;
+  }
+
+  /** A container was granted on server `s`: it is held from now, and its job manager or task starts after launch. */
+  private grant(alloc: Allocation, s: number): void {
     const run = this.runs.get(alloc.appId)!;
-    // The scheduler counted the grant against the ask: the job manager gives it its next runnable task.
-    const task = run.queue[run.head++]!;
-    if (run.head > 1024 && run.head * 2 > run.queue.length) {
-      run.queue = run.queue.slice(run.head);
-      run.head = 0;
-    }
     const now = this.engine.clock.nowMs();
-    const a: Attempt = { run, task, server: s, startMs: now, containerId: alloc.containerId, alive: true };
+    const isAm = alloc.priority === AM_PRIORITY;
+    let task = JOB_MANAGER;
+    if (!isAm) {
+      // The scheduler counted the grant against the ask: the job manager gives it its next runnable task.
+      task = run.queue[run.head]!;
+      this.taskWaitMs += now - run.queuedAtMs[run.head]!;
+      run.head++;
+      if (run.head > 1024 && run.head * 2 > run.queue.length) {
+        run.queue = run.queue.slice(run.head);
+        run.queuedAtMs = run.queuedAtMs.slice(run.head);
+        run.head = 0;
+      }
+    }
+    const milli = alloc.resource.vcoresMilli;
+    const a: Attempt = {
+      run,
+      task,
+      server: s,
+      startMs: now,
+      containerId: alloc.containerId,
+      milli,
+      isAm,
+      alive: true,
+      launched: false,
+      workLeftMs: 0,
+      sinceMs: now,
+      rate: 1,
+      version: 0,
+    };
     this.running[s]!.add(a);
     this.changeHeld(s, () => {
-      this.secondaryMilli[s]! += this.taskMilli;
+      this.secondaryMilli[s]! += milli;
     });
-    this.liveNodes[s]!.allocated.vcoresMilli += this.taskMilli;
+    this.liveNodes[s]!.allocated.vcoresMilli += milli;
+    if (isAm) {
+      run.jobManager = a;
+      const delay = this.launchDelayMs(false);
+      if (delay > 0) this.at(now + delay, () => this.jobManagerUp(a));
+      else this.jobManagerUp(a);
+      return;
+    }
+    run.attempts.add(a);
     this.tasksRun++;
     const vertex = Math.floor(task / TASK_STRIDE);
     const index = task % TASK_STRIDE;
+    a.workLeftMs = taskDurationMs(this.stream, run.job, vertex, index);
     this.o.observer?.onTaskStart?.({ job: run.job, vertex, task: index, server: s, nowMs: now });
-    this.at(now + taskDurationMs(this.stream, run.job, vertex, index), () => this.finish(a));
+    const delay = this.launchDelayMs(true);
+    if (delay > 0) this.at(now + delay, () => this.launch(a));
+    else this.launch(a);
   }
 
-  /** Releases an attempt's container (it ended or was killed). */
+  /** The job manager's container launched: it registers and the job asks for its tasks. */
+  private jobManagerUp(a: Attempt): void {
+    if (!a.alive) return;
+    a.launched = true;
+    this.registered(a.run);
+  }
+
+  /** A task's container launched: its work starts, at the speed its server's primary leaves it. */
+  private launch(a: Attempt): void {
+    if (!a.alive) return;
+    const s = a.server;
+    a.launched = true;
+    a.sinceMs = this.engine.clock.nowMs();
+    a.rate = this.rate[s]!;
+    this.runningTaskMilli[s]! += a.milli;
+    this.scheduleEnd(a);
+    this.updateRate(s);
+  }
+
+  /** Schedules a launched task's end from its work left and speed (none while it is stopped). */
+  private scheduleEnd(a: Attempt): void {
+    const version = ++a.version;
+    if (a.rate <= 0) return;
+    this.at(a.sinceMs + a.workLeftMs / a.rate, () => {
+      if (a.alive && a.version === version) this.finish(a);
+    });
+  }
+
+  /** Releases a container (it ended or was killed). */
   private endAttempt(a: Attempt): void {
+    const s = a.server;
     a.alive = false;
     this.scheduler.release(a.containerId);
-    this.running[a.server]!.delete(a);
-    this.changeHeld(a.server, () => {
-      this.secondaryMilli[a.server]! -= this.taskMilli;
+    this.running[s]!.delete(a);
+    a.run.attempts.delete(a);
+    this.changeHeld(s, () => {
+      this.secondaryMilli[s]! -= a.milli;
     });
-    this.liveNodes[a.server]!.allocated.vcoresMilli -= this.taskMilli;
+    this.liveNodes[s]!.allocated.vcoresMilli -= a.milli;
+    if (a.launched && !a.isAm) {
+      this.runningTaskMilli[s]! -= a.milli;
+      this.updateRate(s);
+    }
+    this.refreshFree(s);
   }
 
-  /** A task attempt ran to its end (unless it was killed since). */
+  /** A task attempt ran to its end. */
   private finish(a: Attempt): void {
-    if (!a.alive) return;
     this.endAttempt(a);
     this.tasksCompleted++;
     const run = a.run;
     const v = Math.floor(a.task / TASK_STRIDE);
+    this.o.observer?.onTaskEnded?.({
+      job: run.job,
+      vertex: v,
+      task: a.task % TASK_STRIDE,
+      server: a.server,
+      nowMs: this.engine.clock.nowMs(),
+    });
     run.tasksRemaining--;
     let grew = false;
     if (--run.tasksLeft[v]! === 0) {
@@ -760,13 +1154,20 @@ class ComputeSim {
     if (run.tasksRemaining === 0) this.jobDone(run);
     else if (grew) this.updateAsk(run);
     // The server has room again: its next heartbeat offers it (to the FIFO-first job that may use it).
-    this.heartbeat(a.server);
+    this.roomFreed(a.server);
     if (grew && run.tasksRemaining > 0) this.place(run);
   }
 
   private jobDone(run: JobRun): void {
     const now = this.engine.clock.nowMs();
     const durationMs = now - run.job.submitMs;
+    const am = run.jobManager;
+    if (am) {
+      // The job manager unregisters and exits: its container is released.
+      this.endAttempt(am);
+      run.jobManager = undefined;
+      this.roomFreed(am.server);
+    }
     this.scheduler.removeApp(run.appId);
     this.placement?.remove(run.appId);
     this.runs.delete(run.appId);
@@ -808,7 +1209,7 @@ class ComputeSim {
   // ---------------------------------------------------------------------------------------------- free servers
 
   private refreshFree(s: number): void {
-    const room = this.capMilli[s]! - this.seenPrimary(s) - this.reserveMilli[s]! - this.secondaryMilli[s]!;
+    const room = this.capMilli[s]! - this.seenMilli[s]! - this.reserveMilli[s]! - this.secondaryMilli[s]!;
     this.free.set(s, room >= this.taskMilli);
   }
 
@@ -906,17 +1307,32 @@ class ComputeSim {
       throw new HarvestError("INTERNAL", `compute simulation invariant broken at ${now} ms: ${why}`);
     };
     for (let s = 0; s < this.nodeIds.length; s++) {
-      const allowance = this.capMilli[s]! - this.seenPrimary(s) - this.reserveMilli[s]!;
+      const id = this.nodeIds[s]!;
       const secondary = this.secondaryMilli[s]!;
-      if (secondary > Math.max(0, allowance))
-        fail(`server ${this.nodeIds[s]} runs ${secondary} secondary milli-cores with only ${allowance} harvestable`);
-      if (secondary !== this.running[s]!.size * this.taskMilli)
-        fail(`server ${this.nodeIds[s]} counts ${secondary} milli-cores for ${this.running[s]!.size} attempts`);
-      const view = this.scheduler.nodeView(this.nodeIds[s]!)!;
+      // What the node manager lets Harvest hold once its yield tick has run (the scheduler may have granted more on a
+      // stale view of the primary, or the primary grown, since: then a tick is pending).
+      const allowance = this.capMilli[s]! - (this.aware ? this.primaryMilli[s]! : 0) - this.reserveMilli[s]!;
+      if (!this.yieldPending[s] && secondary > Math.max(0, allowance))
+        fail(
+          `server ${id} runs ${secondary} secondary milli-cores with only ${allowance} harvestable and no yield due`,
+        );
+      if (this.aware && !this.heartbeatPending[s] && this.seenMilli[s] !== this.primaryMilli[s])
+        fail(`server ${id}: the scheduler's primary usage is stale with no heartbeat due`);
+      let held = 0;
+      let runningTasks = 0;
+      for (const a of this.running[s]!) {
+        if (!a.alive) fail(`server ${id} lists an ended container ${a.containerId}`);
+        held += a.milli;
+        if (a.launched && !a.isAm) runningTasks += a.milli;
+      }
+      if (secondary !== held) fail(`server ${id} counts ${secondary} milli-cores for containers holding ${held}`);
+      if (runningTasks !== this.runningTaskMilli[s])
+        fail(`server ${id} counts ${this.runningTaskMilli[s]} running milli-cores for ${runningTasks}`);
+      const view = this.scheduler.nodeView(id)!;
       if (view.allocated.vcoresMilli !== secondary)
-        fail(`server ${this.nodeIds[s]}: the scheduler has ${view.allocated.vcoresMilli} allocated, we ${secondary}`);
-      if (view.primaryUsage.vcoresMilli !== this.seenPrimary(s))
-        fail(`server ${this.nodeIds[s]}: the scheduler's primary usage is stale`);
+        fail(`server ${id}: the scheduler has ${view.allocated.vcoresMilli} allocated, we ${secondary}`);
+      if (view.primaryUsage.vcoresMilli !== this.seenMilli[s])
+        fail(`server ${id}: the scheduler's primary usage differs from what it was told`);
       const live = this.liveNodes[s]!;
       const want = liveNodeOf(view, this.aware ? this.o.reserveFraction : 0);
       if (
@@ -926,19 +1342,21 @@ class ComputeSim {
         live.allocated.vcoresMilli !== want.allocated.vcoresMilli ||
         live.reserveMilli !== want.reserveMilli
       )
-        fail(`server ${this.nodeIds[s]}: the placement's live node differs from the scheduler's view`);
-      const free = allowance - secondary >= this.taskMilli;
-      if (free !== this.free.has(s))
-        fail(`server ${this.nodeIds[s]} is ${free ? "missing from" : "wrongly in"} the free list`);
+        fail(`server ${id}: the placement's live node differs from the scheduler's view`);
+      const free = this.capMilli[s]! - this.seenMilli[s]! - this.reserveMilli[s]! - secondary >= this.taskMilli;
+      if (free !== this.free.has(s)) fail(`server ${id} is ${free ? "missing from" : "wrongly in"} the free list`);
     }
     let taken = 0;
     for (let s = 0; s < this.nodeIds.length; s++) taken += this.shortfall(s);
     if (taken !== this.takenMilli)
       fail(`the primaries' shortfall is ${taken} milli-cores but ${this.takenMilli} is kept`);
-    if (this.aware && taken !== 0) fail(`the primaries are short of ${taken} milli-cores though the policy yields`);
     for (const run of this.runs.values()) {
-      if (run.decided && this.scheduler.outstanding(run.appId) !== this.queued(run))
-        fail(`job ${run.appId} queues ${this.queued(run)} tasks but asks for ${this.scheduler.outstanding(run.appId)}`);
+      const want = this.needsJobManager(run) ? 1 : run.decided ? this.queued(run) : 0;
+      if (this.scheduler.outstanding(run.appId) !== want)
+        fail(
+          `job ${run.appId} should ask for ${want} containers but asks for ${this.scheduler.outstanding(run.appId)}`,
+        );
+      for (const a of run.attempts) if (!a.alive) fail(`job ${run.appId} lists an ended attempt ${a.containerId}`);
     }
   }
 
@@ -966,6 +1384,8 @@ class ComputeSim {
       byType,
       tasksRun: this.tasksRun,
       taskKills: this.taskKills,
+      jobManagerKills: this.jobManagerKills,
+      avgTaskWaitS: this.tasksRun > 0 ? this.taskWaitMs / this.tasksRun / 1000 : 0,
       wastedCoreHours: this.wastedCoreMs / 3_600_000,
       jobsWaited: this.jobsWaited,
       primaryCoreHoursTaken: this.takenMilliMs / 1000 / 3_600_000,

@@ -45,14 +45,18 @@ export interface ComputeResult extends RunSetup {
   tasksRun: number;
   /** Task attempts killed because their server's primary tenant needed the cores back. */
   taskKills: number;
-  /** Core-hours of work lost in killed attempts. */
+  /** Job-manager containers killed (each also lost its job's running tasks, counted in `taskKills`). */
+  jobManagerKills: number;
+  /** Mean time a task waited for a container, from runnable (or killed) to granted, seconds. */
+  avgTaskWaitS: number;
+  /** Core-hours of work lost in killed attempts (and killed job managers' containers). */
   wastedCoreHours: number;
   /** Jobs that had to wait for a class (Algorithm 1 found none at first). */
   jobsWaited: number;
   /**
    * Core-hours the primary tenants wanted but could not get because secondary tasks held the cores: the integral over
    * the run of min(primary demand, max(0, primary demand + secondary held - capacity)) summed over servers. Only the
-   * primary-unaware policy takes any (the others yield at once, so 0).
+   * primary-unaware policy takes any (the others run containers at the lowest CPU weight and yield, so 0).
    */
   primaryCoreHoursTaken: number;
   /** Simulation events processed, and how long the run took on the wall clock. */

@@ -9,6 +9,10 @@ import type { YieldContainer } from "../nodemanager/index.js";
 export interface SimTask {
   containerId: string;
   startMs: number;
+  /** What it holds, milli-cores. @default the server's taskMilli */
+  milli?: number;
+  /** The job manager's container (killed last). @default false */
+  isAm?: boolean;
 }
 
 /** What the server looks like at the yield step. */
@@ -16,7 +20,7 @@ export interface YieldServer {
   capacityMilli: number;
   primaryMilli: number;
   reserveMilli: number;
-  /** What Harvest's tasks hold (each `taskMilli`). */
+  /** What Harvest's containers hold (each its `milli`, or `taskMilli`). */
   heldMilli: number;
   taskMilli: number;
 }
@@ -28,7 +32,12 @@ export function yieldVictims<T extends SimTask>(server: YieldServer, running: It
   const containers: YieldContainer[] = [];
   for (const t of running) {
     byId.set(t.containerId, t);
-    containers.push({ containerId: t.containerId, vcoresMilli: server.taskMilli, startedMs: t.startMs, isAm: false });
+    containers.push({
+      containerId: t.containerId,
+      vcoresMilli: t.milli ?? server.taskMilli,
+      startedMs: t.startMs,
+      isAm: t.isAm ?? false,
+    });
   }
   const decision = chooseVictims({
     capacityMilli: server.capacityMilli,

@@ -10,7 +10,7 @@ import { parseAlibabaTasks } from "../../common/alibaba-dag.js";
 import { SeededRng } from "../../common/rng.js";
 import type { UtilizationPattern } from "../../common/trace-gen.js";
 import { generateCluster } from "../../sim/cluster-gen.js";
-import { runCompute } from "../../sim/compute.js";
+import { DEFAULT_KILL_COST, NO_KILL_COST, runCompute } from "../../sim/compute.js";
 import type { ComputeObserver, ComputeRunResult } from "../../sim/compute.js";
 import { alibabaShape, generateJobStream, jobShape, jobStream, TPCDS_QUERIES, tpcdsShape } from "../../sim/jobs.js";
 import type { JobStream, SimJobShape } from "../../sim/jobs.js";
@@ -183,6 +183,111 @@ describe("job streams", () => {
   });
 });
 
+describe("what a kill costs (the kill-cost model)", () => {
+  const instant = { ...NO_KILL_COST };
+  const spikeSlot = DAY_MS / SLOT_MS + 2;
+
+  it("kills only at the node manager's next yield tick, and the primary slows the tasks until then", () => {
+    // One 8-core server, no reserve; four 1-core tasks of 30 min. At minute 10 the primary takes 6 cores for one slot:
+    // until the tick the four tasks share the 2 cores it leaves (half speed), then the two youngest die and the two
+    // survivors run at full speed again. The survivors end late by half the lag; without the slowdown, on time.
+    const cluster = handCluster(
+      [{ pattern: "constant", servers: 1, cores: 8, pct: (k) => (k === spikeSlot ? 75 : 0) }],
+      DAY_MS,
+      DAY_MS,
+    );
+    const stream = jobStream([{ shape: flatJob("etl", 4, 30 * MINUTE_MS), submitMs: DAY_MS }]);
+    for (const throttleSlowdown of [true, false]) {
+      const killedAt: number[] = [];
+      const endedAt: number[] = [];
+      const r = runCompute(cluster, stream, {
+        policy: "stock",
+        reserveFraction: 0,
+        checkInvariants: true,
+        killCost: { ...instant, yieldTickMs: 60_000, throttleSlowdown },
+        observer: {
+          onTaskKilled: (e) => killedAt.push(e.nowMs - DAY_MS),
+          onTaskEnded: (e) => endedAt.push(e.nowMs - DAY_MS),
+        },
+      });
+      expect(killedAt).toHaveLength(2);
+      const lag = killedAt[0]! - 10 * MINUTE_MS;
+      expect(lag).toBeGreaterThanOrEqual(0);
+      expect(lag).toBeLessThanOrEqual(60_000);
+      expect(killedAt[1]).toBe(killedAt[0]);
+      const survivors = endedAt.slice(0, 2);
+      const late = throttleSlowdown ? lag / 2 : 0;
+      for (const t of survivors) expect(t).toBeCloseTo(30 * MINUTE_MS + late, 6);
+      expect(r.jobs).toBe(1);
+      expect(r.primaryCoreHoursTaken).toBe(0);
+    }
+  });
+
+  it("loses a killed job manager's running tasks, and the next attempt re-runs only the unfinished ones", () => {
+    // One 8-core server; a job of two vertices: 4 tasks of 5 min, then 4 tasks of 30 min. At minute 10 the primary
+    // takes the whole server for one slot: the yield controller kills everything, the job manager last. The next
+    // attempt starts when the spike ends and re-runs the second vertex only.
+    const cluster = handCluster(
+      [{ pattern: "constant", servers: 1, cores: 8, pct: (k) => (k === spikeSlot ? 100 : 0) }],
+      DAY_MS,
+      DAY_MS,
+    );
+    const shape = jobShape("two-stage", [
+      { name: "map", tasks: 4, taskMs: 5 * MINUTE_MS },
+      { name: "reduce", tasks: 4, taskMs: 30 * MINUTE_MS, inputs: ["map"] },
+    ]);
+    const stream = jobStream([{ shape, submitMs: DAY_MS }]);
+    const started: string[] = [];
+    const r = runCompute(cluster, stream, {
+      policy: "stock",
+      checkInvariants: true,
+      killCost: { ...instant, jobManagerMilli: 500 },
+      observer: { onTaskStart: (e) => started.push(`${e.vertex}/${e.task}`) },
+    });
+    expect(r.jobManagerKills).toBe(1);
+    expect(r.taskKills).toBe(4);
+    expect(r.tasksRun).toBe(12);
+    expect(r.tasksCompleted).toBe(8);
+    expect(started.filter((t) => t.startsWith("0/"))).toHaveLength(4);
+    expect(r.jobs).toBe(1);
+    // The reduce tasks restart when the spike ends (minute 15) and run 30 minutes.
+    expect(r.avgJobTimeS).toBe(45 * 60);
+    // Without a job-manager container the same spike costs the four running tasks only.
+    const noJm = runCompute(cluster, stream, { policy: "stock", killCost: instant });
+    expect(noJm.jobManagerKills).toBe(0);
+    expect(noJm.taskKills).toBe(4);
+  });
+
+  it("offers a freed container only at the server's next heartbeat, and starts tasks after their launch", () => {
+    // A 2-core server whose primary uses one core (reserve 0): one 1-core task at a time. A job of two 1-minute tasks
+    // runs them one after the other; the second is granted at the heartbeat after the first ends.
+    const cluster = handCluster([{ pattern: "constant", servers: 1, cores: 2, pct: () => 50 }], DAY_MS, DAY_MS);
+    const stream = jobStream([{ shape: flatJob("pair", 2, MINUTE_MS), submitMs: DAY_MS }]);
+    const run = (killCost: Partial<typeof NO_KILL_COST>) =>
+      runCompute(cluster, stream, { policy: "stock", reserveFraction: 0, checkInvariants: true, killCost });
+    expect(run(instant).avgJobTimeS).toBe(120);
+    const heartbeats = run({ ...instant, heartbeatIntervalMs: 1000 });
+    expect(heartbeats.avgJobTimeS).toBeGreaterThan(120);
+    expect(heartbeats.avgJobTimeS).toBeLessThanOrEqual(121);
+    expect(heartbeats.avgTaskWaitS).toBeGreaterThan(30);
+    const launches = run({ ...instant, launchMedianMs: 200, launchP90Ms: 400, amHeartbeatMs: 300 });
+    expect(launches.avgJobTimeS).toBeGreaterThan(120);
+    expect(launches.avgJobTimeS).toBeLessThan(125);
+  });
+
+  it("rejects a kill-cost model out of range, naming the field", () => {
+    const cluster = handCluster([{ pattern: "constant", servers: 1, cores: 4, pct: () => 0 }], DAY_MS, DAY_MS);
+    const stream = jobStream([{ shape: flatJob("x", 1, MINUTE_MS), submitMs: DAY_MS }]);
+    for (const [killCost, field] of [
+      [{ yieldTickMs: -1 }, "killCost.yieldTickMs"],
+      [{ launchMedianMs: 300, launchP90Ms: 100 }, "killCost.launchP90Ms"],
+      [{ jobManagerMilli: 5000 }, "killCost.jobManagerMilli"],
+    ] as const) {
+      expect(() => runCompute(cluster, stream, { policy: "stock", killCost })).toThrow(field);
+    }
+  });
+});
+
 describe("runCompute", () => {
   it("gives the same figures for the same seed, and others for another seed", () => {
     const cluster = generateCluster({ servers: 30, historyDays: 7, days: 2, seed: 7 });
@@ -221,10 +326,13 @@ describe("runCompute", () => {
       })),
     );
     for (const policy of ["stock", "history"] as const) {
-      const r = runCompute(cluster, stream, { policy, checkInvariants: true });
-      expect(r.taskKills).toBeGreaterThan(0);
-      expect(r.primaryCoreHoursTaken).toBe(0);
-      expect(r.jobs).toBe(60);
+      // Under the kill-cost model too: the scheduler's view lags, the yield comes at the tick, job managers die.
+      for (const killCost of [NO_KILL_COST, DEFAULT_KILL_COST]) {
+        const r = runCompute(cluster, stream, { policy, checkInvariants: true, killCost });
+        expect(r.taskKills).toBeGreaterThan(0);
+        expect(r.primaryCoreHoursTaken).toBe(0);
+        expect(r.jobs).toBe(60);
+      }
     }
     // Primary-unaware stock rides through the same spikes: nothing killed, the primaries pay instead.
     const unaware = runCompute(cluster, stream, { policy: "stock-unaware", checkInvariants: true });
@@ -247,6 +355,7 @@ describe("runCompute", () => {
     const stream = jobStream([{ shape: flatJob("etl", 4, 30 * MINUTE_MS), submitMs: DAY_MS }]);
     const killed: number[] = [];
     const r = runCompute(cluster, stream, {
+      killCost: NO_KILL_COST,
       policy: "stock-unaware",
       checkInvariants: true,
       observer: { onTaskKilled: (e) => killed.push(e.nowMs) },
@@ -259,11 +368,13 @@ describe("runCompute", () => {
     expect(r.avgJobTimeS).toBe(30 * 60);
     expect(r.primaryCoreHoursTaken).toBeCloseTo((4 * 5) / 60, 9);
     for (const policy of ["stock", "history"] as const)
-      expect(runCompute(cluster, stream, { policy, checkInvariants: true }).primaryCoreHoursTaken).toBe(0);
+      expect(
+        runCompute(cluster, stream, { policy, checkInvariants: true, killCost: NO_KILL_COST }).primaryCoreHoursTaken,
+      ).toBe(0);
 
     // The same job beside an idle primary takes nothing from it.
     const idle = handCluster([{ pattern: "constant", servers: 1, cores: 8, pct: () => 0 }], DAY_MS, DAY_MS);
-    const quiet = runCompute(idle, stream, { policy: "stock-unaware", checkInvariants: true });
+    const quiet = runCompute(idle, stream, { policy: "stock-unaware", checkInvariants: true, killCost: NO_KILL_COST });
     expect(quiet.taskKills).toBe(0);
     expect(quiet.primaryCoreHoursTaken).toBe(0);
     expect(quiet.avgJobTimeS).toBe(30 * 60);
@@ -274,8 +385,12 @@ describe("runCompute", () => {
     // stock-unaware ignores the primary and its reserve and runs all eight tasks at once.
     const cluster = handCluster([{ pattern: "constant", servers: 1, cores: 8, pct: () => 75 }], DAY_MS, DAY_MS);
     const stream = jobStream([{ shape: flatJob("scan", 8, 10 * MINUTE_MS), submitMs: DAY_MS }]);
-    const stock = runCompute(cluster, stream, { policy: "stock", checkInvariants: true });
-    const unaware = runCompute(cluster, stream, { policy: "stock-unaware", checkInvariants: true });
+    const stock = runCompute(cluster, stream, { policy: "stock", checkInvariants: true, killCost: NO_KILL_COST });
+    const unaware = runCompute(cluster, stream, {
+      policy: "stock-unaware",
+      checkInvariants: true,
+      killCost: NO_KILL_COST,
+    });
     expect(stock.avgJobTimeS).toBe(8 * 10 * 60);
     expect(unaware.avgJobTimeS).toBe(10 * 60);
     // 8 tasks beside a 6-core primary on 8 cores: the primary is 6 cores short for 10 minutes.
@@ -328,7 +443,7 @@ describe("runCompute", () => {
     const observer: ComputeObserver = { onTaskKilled: (e) => killed.push(e.nowMs - DAY_MS) };
     for (const policy of ["stock", "history"] as const) {
       killed.length = 0;
-      const r = runCompute(cluster, stream, { policy, observer });
+      const r = runCompute(cluster, stream, { policy, observer, killCost: NO_KILL_COST });
       // All four attempts die at minute 10 and start again when the spike ends at minute 15.
       expect(killed).toEqual([10, 10, 10, 10].map((m) => m * MINUTE_MS));
       expect(r.taskKills).toBe(4);
@@ -397,6 +512,7 @@ describe("runCompute", () => {
     const stream = jobStream([{ shape: flatJob("wide", 20, 10 * MINUTE_MS), submitMs: DAY_MS }]);
     const starts: number[] = [];
     const r = runCompute(cluster, stream, {
+      killCost: NO_KILL_COST,
       policy: "history",
       observer: { onTaskStart: (e) => starts.push(e.nowMs - DAY_MS) },
     });
@@ -441,6 +557,7 @@ describe("runCompute", () => {
     const result = (policy: "stock" | "history"): ComputeRunResult => {
       const typeOf = new Map<number, string>();
       return runCompute(cluster, stream, {
+        killCost: NO_KILL_COST,
         policy,
         weights: { medium: { unpredictable: 0 } },
         observer: {

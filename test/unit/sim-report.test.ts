@@ -40,6 +40,8 @@ function computeResult(level: UtilizationLevel, policy: ComputePolicy, scale: nu
     },
     tasksRun: 250_000,
     taskKills: Math.round(4_000 * scale),
+    jobManagerKills: Math.round(40 * scale),
+    avgTaskWaitS: 2.5 * scale,
     wastedCoreHours: 321.04 * scale,
     jobsWaited: 7,
     primaryCoreHoursTaken: 0,
