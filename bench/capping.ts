@@ -36,7 +36,7 @@
  * (it holds a 230 W cap like RAPL does); the issue reports RAPL settling in under 2 s and asks for 1 s.
  */
 import { readFileSync } from "node:fs";
-import { mkdtemp, rm as removeDir } from "node:fs/promises";
+import { chmod, mkdtemp, rm as removeDir } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -342,6 +342,8 @@ async function runMode(
     ? new OwnCpuPrimaryMonitor(Math.min(100, (100 * primaryFraction * capacityCores) / cpus().length))
     : new StepPrimaryMonitor({ capacityMilli, initialMilli: primaryFraction * capacityMilli });
   const dir = await mkdtemp(join(tmpdir(), "harvest-bench-capping-"));
+  // Containers never run as root: the account they run as passes through to the staging and work directories.
+  await chmod(dir, 0o711);
   let cgroupDetail = "unknown";
   let kills = 0;
   let yieldPreemptions = 0;

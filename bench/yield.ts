@@ -29,7 +29,7 @@
  * exit" shows the price: a throttled process runs, and so dies, only when its quota lets it, hundreds of ms after
  * SIGKILL here.
  */
-import { mkdtemp, rm as removeDir } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm as removeDir } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -48,7 +48,7 @@ import { parseFlags } from "./flags.js";
 import { primaryBurstReport } from "./primary-burst.js";
 import { benchLogger, readProcessCpu, waitFor } from "./node-bench.js";
 import type { FlagSpec, Flags } from "./flags.js";
-import { fmt, preciseNowMs, ratio, summarize, table } from "./report.js";
+import { fmt, preciseNowMs, quantile, ratio, summarize, table } from "./report.js";
 import type { Summary } from "./report.js";
 
 const FLAGS = {
@@ -92,10 +92,16 @@ const AM_VCORES_MILLI = 500;
 const RESERVE_FRACTION = 0.1;
 /** The job manager's container: the bench itself plays the job manager, so this process only holds the slot. */
 const IDLE_JOB_MANAGER = "setInterval(() => {}, 1 << 30)";
+/**
+ * The task's first line writes the wall-clock time it runs at to HARVEST_BENCH_MARK: container launch time is that
+ * minus the time the job manager (this bench) called startContainer.
+ */
+const MARK_START =
+  "require('fs').writeFileSync(process.env.HARVEST_BENCH_MARK, String(performance.timeOrigin + performance.now()));";
 const TASK_SOURCE: Record<string, string> = {
-  busy: "for (;;) {}",
+  busy: `${MARK_START} for (;;) {}`,
   // The handler never runs while the loop spins, and its presence stops SIGTERM from ending the process.
-  "ignore-term": "process.on('SIGTERM', () => {}); for (;;) {}",
+  "ignore-term": `${MARK_START} process.on('SIGTERM', () => {}); for (;;) {}`,
 };
 
 /** One container's CPU readings during a step. */
@@ -202,6 +208,8 @@ interface ModeResult {
   throttled: boolean;
   cgroupDetail: string;
   outcomes: ContainerOutcome[];
+  /** Per container: startContainer called -> the task's first line ran, ms. */
+  launchMs: number[];
   timeouts: number;
   wallMs: number;
 }
@@ -216,6 +224,13 @@ async function runMode(cgroups: "auto" | "none", f: YieldFlags, progress: (line:
   // High leaves exactly the job manager's container: every task must go, the job manager stays.
   const highMilli = capacityMilli - reserveMilli - AM_VCORES_MILLI;
   const dir = await mkdtemp(join(tmpdir(), "harvest-bench-yield-"));
+  // Containers never run as root: the account they run as passes through to the staging and work directories.
+  await chmod(dir, 0o711);
+  // Where tasks (which never run as root) leave their start marks.
+  const marks = join(dir, "marks");
+  await mkdir(marks, { mode: 0o1777 });
+  await chmod(marks, 0o1777);
+  const launchMs: number[] = [];
   const monitor = new StepPrimaryMonitor({ capacityMilli });
   let cgroupDetail = "unknown";
   let cgroupMode = "unknown";
@@ -329,13 +344,14 @@ async function runMode(cgroups: "auto" | "none", f: YieldFlags, progress: (line:
           await sleep(20);
         }
         const nmc = nmClient;
+        const calledMs = preciseNowMs();
         const launched = await Promise.all(
           granted.map((c) =>
             call(nmc, nmc.startContainer, {
               container: c,
               appId,
               argv: ["node", "-e", TASK_SOURCE[f.task] ?? ""],
-              env: {},
+              env: { HARVEST_BENCH_MARK: join(marks, c.id) },
               isAm: false,
             }),
           ),
@@ -352,6 +368,10 @@ async function runMode(cgroups: "auto" | "none", f: YieldFlags, progress: (line:
             ),
           5,
         );
+        for (const c of granted) {
+          const mark = Number(await readFile(join(marks, c.id), "utf8").catch(() => "NaN"));
+          if (Number.isFinite(mark)) launchMs.push(mark - calledMs);
+        }
         // Land the step anywhere within the yield tick, as a real primary would.
         await sleep(Math.random() * f["tick-ms"]);
         const t0 = preciseNowMs();
@@ -412,7 +432,7 @@ async function runMode(cgroups: "auto" | "none", f: YieldFlags, progress: (line:
       : cgroups === "none"
         ? "kill only (cgroups none)"
         : "kill only (no usable cgroups)";
-    return { mode, throttled, cgroupDetail, outcomes, timeouts, wallMs: Date.now() - started };
+    return { mode, throttled, cgroupDetail, outcomes, launchMs, timeouts, wallMs: Date.now() - started };
   } finally {
     clientRm?.close();
     amRm?.close();
@@ -499,6 +519,14 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
     );
     lines.push(`  ${r.cgroupDetail}`);
   }
+  // What the simulator's kill-cost model takes as container launch (killCost.launchMedianMs / launchP90Ms).
+  const launches = Float64Array.from(results.flatMap((r) => r.launchMs)).sort();
+  const launch = { count: launches.length, p50: quantile(launches, 0.5), p90: quantile(launches, 0.9) };
+  lines.push(
+    "",
+    `container launch (startContainer called -> the task's first line runs), all modes: p50 ${fmt(launch.p50)} ms, ` +
+      `p90 ${fmt(launch.p90)} ms over ${launch.count} containers (the simulator's killCost.launchMedianMs / launchP90Ms)`,
+  );
   if (burst) lines.push("", ...burst.lines);
   return {
     lines,
@@ -507,6 +535,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       flags: f,
       loadAverage: load,
       targetP99Ms: TARGET_P99_MS,
+      launchMs: launch,
       modes: sums.map(({ r, s }) => ({
         mode: r.mode,
         cgroups: r.cgroupDetail,

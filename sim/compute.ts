@@ -171,9 +171,10 @@ export interface KillCostModel {
   amHeartbeatMs: number;
   /**
    * Container launch (the node manager's startContainer to the task running), log-normal with this median and 90th
-   * percentile; the defaults are what `npm run bench -- yield` measured on the real node manager here. The container
-   * is held (and may be killed) while it launches. 0: at once.
-   * @default 160 / 260
+   * percentile; the defaults are what `npm run bench -- yield` measured on the real node manager here (90 containers
+   * of `node -e`, startContainer called to the task's first line: p50 76 ms, p90 166 ms). The container is held (and
+   * may be killed) while it launches. 0: at once.
+   * @default 80 / 170
    */
   launchMedianMs: number;
   launchP90Ms: number;
@@ -200,8 +201,8 @@ export const DEFAULT_KILL_COST: Readonly<KillCostModel> = Object.freeze({
   yieldTickMs: 250,
   heartbeatIntervalMs: 1000,
   amHeartbeatMs: 300,
-  launchMedianMs: 160,
-  launchP90Ms: 260,
+  launchMedianMs: 80,
+  launchP90Ms: 170,
   jobManagerMilli: 500,
   throttleSlowdown: true,
 });
