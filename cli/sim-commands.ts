@@ -15,6 +15,7 @@ import type { ComputePolicy, StoragePlacement } from "../sim/results.js";
 import { action, positiveInt, positiveNumber, print } from "./command-kit.js";
 import { duration } from "./format.js";
 import { parseShareFlag } from "./power-plan-command.js";
+import { registerStorageSweepCommand } from "./sim-storage-sweep.js";
 
 // The simulator's modules load ECharts (most of a second), so the actions import them when they run: every other
 // `harvest` command starts without them.
@@ -300,6 +301,8 @@ export function registerSimCommands(program: Command): void {
         },
       ),
     );
+
+  registerStorageSweepCommand(sim, { reporter: () => new ProgressReporter(), commandLine, outDir: DEFAULT_SIM_OUT });
 
   addCommonFlags(sim.command("power"), POWER_DEFAULTS)
     .description(

@@ -71,10 +71,16 @@ export interface ClusterGenOptions {
    * @default undefined
    */
   templates?: readonly RealTemplate[];
+  /**
+   * The cluster-wide average primary utilization, %, in place of the level's (`LEVEL_MEAN_PCT`): the compute sweep
+   * runs five levels up to 65 %. `level` still labels the cluster.
+   * @default LEVEL_MEAN_PCT[level]
+   */
+  meanPct?: number;
 }
 
 /** The defaults of every `ClusterGenOptions` field but `templates`. */
-export const DEFAULT_CLUSTER_GEN: Readonly<Required<Omit<ClusterGenOptions, "templates">>> = Object.freeze({
+export const DEFAULT_CLUSTER_GEN: Readonly<Required<Omit<ClusterGenOptions, "templates" | "meanPct">>> = Object.freeze({
   servers: 1000,
   level: "medium",
   historyDays: 30,
@@ -115,6 +121,7 @@ export function resolveClusterGenOptions(options: Partial<ClusterGenOptions> = {
   const int = (v: number, min: number): boolean => Number.isSafeInteger(v) && v >= min;
   check("servers", int(o.servers, 1), "an integer >= 1");
   check("level", UTILIZATION_LEVELS.includes(o.level), UTILIZATION_LEVELS.join(" | "));
+  if (o.meanPct !== undefined) check("meanPct", Number.isFinite(o.meanPct) && o.meanPct > 0 && o.meanPct < 95, "in (0, 95)");
   check("historyDays", Number.isFinite(o.historyDays) && o.historyDays >= 0, "a number >= 0");
   check("days", Number.isFinite(o.days) && o.days > 0, "a number > 0");
   check("slotMs", int(o.slotMs, 1000) && o.slotMs <= DAY_MS, `an integer in 1000..${DAY_MS}`);
@@ -260,7 +267,8 @@ export function generateCluster(options: Partial<ClusterGenOptions> = {}): SimCl
   const plans = planTenants(o.servers, o.seed);
   const environments = planEnvironments(plans, o.seed);
   const servers = layOutServers(plans, o);
-  const means = tenantMeans(plans, LEVEL_MEAN_PCT[o.level]);
+  const meanPct = o.meanPct ?? LEVEL_MEAN_PCT[o.level];
+  const means = tenantMeans(plans, meanPct);
 
   const real = o.source === "real";
   const series = real
@@ -268,7 +276,7 @@ export function generateCluster(options: Partial<ClusterGenOptions> = {}): SimCl
     : plans.map((p, t) =>
         generateShape(p.pattern, means[t]!, slots, o.slotMs, new SeededRng(streamSeed(o.seed, Stream.Utilization, t))),
       );
-  matchClusterMean(series, plans, LEVEL_MEAN_PCT[o.level]);
+  matchClusterMean(series, plans, meanPct);
   // A replayed tenant's pattern is what the classifier finds in the history the policies will learn from.
   const historySlots = Math.min(slots, Math.ceil(historyMs / o.slotMs));
   const window = historySlots >= 2 ? historySlots : slots;
