@@ -104,6 +104,8 @@ interface AppState extends AppView {
   asks: Map<number, Ask>;
   outstanding: number;
   containers: Set<string>;
+  /** In `hungry` (kept with it, so that membership costs no scan). */
+  inHungry: boolean;
 }
 
 /** Pure scheduler state: nodes, applications, outstanding asks and live allocations. */
@@ -112,6 +114,12 @@ export class Scheduler {
   private readonly apps = new Map<string, AppState>();
   /** Apps with outstanding asks, kept in FIFO order (by `order`). */
   private hungry: AppState[] = [];
+  /**
+   * A lower bound of the vcores of every outstanding ask: a node with less headroom can grant nothing, so a heartbeat
+   * stops there instead of visiting every waiting application (thousands, on an overloaded cluster). Lowered as asks
+   * come, made exact again whenever `hungry` is rebuilt.
+   */
+  private minAskMilli = Number.POSITIVE_INFINITY;
   private readonly allocations = new Map<string, Allocation>();
 
   constructor(
@@ -189,7 +197,15 @@ export class Scheduler {
   /** Registers an application; `order` sets its FIFO position. */
   addApp(appId: string, order: number): void {
     if (this.apps.has(appId)) return;
-    this.apps.set(appId, { appId, order, maxConcurrency: 0, asks: new Map(), outstanding: 0, containers: new Set() });
+    this.apps.set(appId, {
+      appId,
+      order,
+      maxConcurrency: 0,
+      asks: new Map(),
+      outstanding: 0,
+      containers: new Set(),
+      inHungry: false,
+    });
   }
 
   /** Records the DAG's max concurrency, sent by the job manager at registration. */
@@ -208,7 +224,10 @@ export class Scheduler {
       if (alloc) released.push(alloc);
     }
     this.apps.delete(appId);
-    this.hungry = this.hungry.filter((a) => a !== app);
+    if (app.inHungry) {
+      app.inHungry = false;
+      this.rebuildHungry();
+    }
     return released;
   }
 
@@ -224,6 +243,7 @@ export class Scheduler {
       if (prev) prev.count += ask.count;
       else app.asks.set(ask.priority, { priority: ask.priority, resource: { ...ask.resource }, count: ask.count });
       outstanding += ask.count;
+      if (ask.resource.vcoresMilli < this.minAskMilli) this.minAskMilli = ask.resource.vcoresMilli;
     }
     app.outstanding = outstanding;
     this.refreshHunger(app);
@@ -247,8 +267,8 @@ export class Scheduler {
     let view: NodeView | undefined;
     let emptied = false;
     for (const app of this.hungry) {
-      if (granted.length >= limit || headroom.vcoresMilli <= 0) break;
-      const priorities = [...app.asks.keys()].sort((a, b) => a - b);
+      if (granted.length >= limit || headroom.vcoresMilli <= 0 || headroom.vcoresMilli < this.minAskMilli) break;
+      const priorities = app.asks.size === 1 ? [...app.asks.keys()] : [...app.asks.keys()].sort((a, b) => a - b);
       for (const priority of priorities) {
         const ask = app.asks.get(priority);
         // The policy is asked per priority (the job manager's ask may go where task asks may not), and only for an ask
@@ -281,7 +301,7 @@ export class Scheduler {
       }
       if (app.outstanding === 0) emptied = true;
     }
-    if (emptied) this.hungry = this.hungry.filter((a) => a.outstanding > 0);
+    if (emptied) this.rebuildHungry();
     return granted;
   }
 
@@ -341,14 +361,31 @@ export class Scheduler {
   }
 
   private refreshHunger(app: AppState): void {
-    const present = this.hungry.includes(app);
-    if (app.outstanding > 0 && !present) {
+    if (app.outstanding > 0 && !app.inHungry) {
       // Insert keeping FIFO order; appends are the common case.
       let i = this.hungry.length;
       while (i > 0 && (this.hungry[i - 1]?.order ?? 0) > app.order) i--;
       this.hungry.splice(i, 0, app);
-    } else if (app.outstanding === 0 && present) {
-      this.hungry = this.hungry.filter((a) => a !== app);
+      app.inHungry = true;
+    } else if (app.outstanding === 0 && app.inHungry) {
+      app.inHungry = false;
+      this.rebuildHungry();
     }
+  }
+
+  /** Drops the apps with nothing outstanding from `hungry` and makes `minAskMilli` exact. */
+  private rebuildHungry(): void {
+    let min = Number.POSITIVE_INFINITY;
+    this.hungry = this.hungry.filter((a) => {
+      const keep = a.inHungry && a.outstanding > 0;
+      if (!keep) {
+        a.inHungry = false;
+        return false;
+      }
+      for (const ask of a.asks.values())
+        if (ask.count > 0 && ask.resource.vcoresMilli < min) min = ask.resource.vcoresMilli;
+      return true;
+    });
+    this.minAskMilli = min;
   }
 }
