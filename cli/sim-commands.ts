@@ -245,8 +245,13 @@ export function registerSimCommands(program: Command): void {
       "history",
     )
     .option("--compare", "run all three policies on the same cluster and job stream")
+    .option(
+      "--kill-cost <model>",
+      "what a kill costs: modelled (lags, launches, job managers) or none (instant)",
+      "modelled",
+    )
     .action(
-      action(async (o: SimFlags & { policy: string; compare?: boolean }, cmd: Command) => {
+      action(async (o: SimFlags & { policy: string; compare?: boolean; killCost: string }, cmd: Command) => {
         if (o.compare && given(cmd, "policy"))
           throw new HarvestError("INVALID_ARGUMENT", "--compare runs all three policies; drop --policy", {
             details: { flag: "--policy" },
@@ -259,11 +264,80 @@ export function registerSimCommands(program: Command): void {
         const outcome = await runComputeExperiment({
           ...flags,
           policies,
+          killCost: oneOf(o.killCost, ["modelled", "none"] as const, "--kill-cost"),
           command: commandLine(),
           onProgress: new ProgressReporter().onProgress,
         });
         print(o, outcomeJson(outcome), () => outcomeText("Compute experiment", outcome));
       }),
+    );
+
+  sim
+    .command("sweep")
+    .description(
+      "history-based placement vs both stock baselines over offered load x primary utilization (the same jobs at " +
+        "every level), under the kill-cost model; heat maps of the job-time change (npm run experiments)",
+    )
+    .option("--servers <n>", "servers in every cluster", "200")
+    .option("--days <d>", "simulated days after the 30 days of history", "14")
+    .option("--seed <s>", "seed of the clusters, the jobs and every random choice", "1")
+    .option(
+      "--load <list>",
+      "offered loads, fractions of the reference cluster's harvestable core-hours",
+      "0.2,0.4,0.6,0.8,1.0",
+    )
+    .option("--utilization <list>", "average primary utilization of each level, %", "15,30,45,55,65")
+    .option(
+      "--reference <pct>",
+      "utilization of the cluster the loads are fractions of, % (default: the highest level)",
+    )
+    .option("--kill-cost <model>", "what a kill costs: modelled or none (instant)", "modelled")
+    .option("--no-peak-variant", "skip the history runs with the median-daily-max peak")
+    .option("--traces <source>", "primary utilization: generated, or real (../shared/data, when present)", "generated")
+    .option("--out <dir>", "directory for compute-sweep.md, .csv and the heat maps", DEFAULT_SIM_OUT)
+    .option("--json", "print the results as JSON (progress still goes to stderr)")
+    .action(
+      action(
+        async (o: {
+          servers: string;
+          days: string;
+          seed: string;
+          load: string;
+          utilization: string;
+          reference?: string;
+          killCost: string;
+          peakVariant: boolean;
+          traces: string;
+          out: string;
+          json?: boolean;
+        }) => {
+          const list = (v: string, flag: string): number[] => v.split(",").map((x) => positiveNumber(x.trim(), flag));
+          const { runComputeSweep } = await import("../sim/compute-sweep.js");
+          const outcome = await runComputeSweep({
+            servers: positiveInt(o.servers, "--servers"),
+            days: positiveInt(o.days, "--days"),
+            seed: parseSeed(o.seed),
+            loads: list(o.load, "--load"),
+            utilizationPct: list(o.utilization, "--utilization"),
+            ...(o.reference !== undefined ? { referencePct: positiveNumber(o.reference, "--reference") } : {}),
+            killCost: oneOf(o.killCost, ["modelled", "none"] as const, "--kill-cost"),
+            peakVariant: o.peakVariant,
+            traces: oneOf<TraceSource>(o.traces, ["generated", "real"], "--traces"),
+            out: o.out,
+            command: commandLine(),
+            onProgress: new ProgressReporter().onProgress,
+          });
+          print(
+            o,
+            {
+              runs: outcome.runs.map((r) => ({ ...r, result: { ...r.result } })),
+              files: outcome.files,
+              traces: outcome.traces,
+            },
+            () => [outcome.report.summary, "", ...outcome.files.map((f) => `wrote ${f}`)].join("\n"),
+          );
+        },
+      ),
     );
 
   addCommonFlags(sim.command("storage"), STORAGE_DEFAULTS)

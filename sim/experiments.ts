@@ -7,7 +7,7 @@
 import { performance } from "node:perf_hooks";
 import { HarvestError, isHarvestError } from "../common/errors.js";
 import { generateCluster } from "./cluster-gen.js";
-import { runCompute } from "./compute.js";
+import { DEFAULT_KILL_COST, NO_KILL_COST, runCompute } from "./compute.js";
 import type { EngineProgress } from "./engine.js";
 import { generateJobStream } from "./jobs.js";
 import { UTILIZATION_LEVELS } from "./model.js";
@@ -107,6 +107,12 @@ export interface ComputeExperimentOptions extends ExperimentOptions {
    * @default ["stock", "stock-unaware", "history"] (COMPUTE_POLICIES)
    */
   policies?: readonly ComputePolicy[];
+  /**
+   * What a kill costs: the modelled lags, launches and job managers (`DEFAULT_KILL_COST`), or "none" (the instant
+   * model of earlier releases, `NO_KILL_COST`).
+   * @default "modelled"
+   */
+  killCost?: "modelled" | "none";
 }
 
 /** Options of the storage experiment. */
@@ -196,6 +202,7 @@ export function resolveComputeExperimentOptions(o: ComputeExperimentOptions = {}
   return {
     ...resolveCommon(o, { servers: 1000, days: 30 }),
     policies: checkList("policies", o.policies ?? COMPUTE_POLICIES, COMPUTE_POLICIES),
+    killCost: checkList("killCost", [o.killCost ?? "modelled"], ["modelled", "none"] as const)[0]!,
   };
 }
 
@@ -373,7 +380,13 @@ export async function runComputeExperiment(
     for (const policy of o.policies)
       results.push(
         tracker.track(`compute ${level} ${policy}`, cluster.historyMs, (onProgress) =>
-          runCompute(cluster, jobs, { policy, seed: o.seed, onProgress, progressEvery: PROGRESS_EVERY }),
+          runCompute(cluster, jobs, {
+            policy,
+            seed: o.seed,
+            killCost: o.killCost === "none" ? NO_KILL_COST : DEFAULT_KILL_COST,
+            onProgress,
+            progressEvery: PROGRESS_EVERY,
+          }),
         ),
       );
   }

@@ -838,7 +838,7 @@ export function renderBarPanels(spec: BarPlotSpec): string {
  * ECharts names the CSS classes and ids of an SVG ("zr7-cls-26") from counters global to the process; renumbering
  * them by first appearance makes a plot's bytes depend on its data alone.
  */
-function stableIds(svg: string): string {
+export function stableIds(svg: string): string {
   const ids = new Map<string, string>();
   return svg.replace(/\bzr\d+-([a-z]+)-(\d+)\b/g, (id, kind: string) => {
     let stable = ids.get(id);
