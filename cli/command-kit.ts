@@ -161,3 +161,9 @@ export function withDfs<T>(opts: GlobalOpts, fn: (c: DfsClient) => Promise<T>): 
   const client = new DfsClient(target.nnAddress, target.security ? { security: target.security } : {});
   return fn(client).finally(() => client.close());
 }
+
+/** The command line as a user would type it again (shown in reports). */
+export function commandLine(): string {
+  const quote = (a: string): string => (/^[\w./:,=@%+-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`);
+  return ["harvest", ...process.argv.slice(2).map(quote)].join(" ");
+}

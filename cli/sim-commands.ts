@@ -12,10 +12,11 @@ import { UTILIZATION_LEVELS } from "../sim/model.js";
 import type { TraceSource, UtilizationLevel } from "../sim/model.js";
 import type { CappingMode, PowerDomainLevel, PowerPlacement } from "../sim/power.js";
 import type { ComputePolicy, StoragePlacement } from "../sim/results.js";
-import { action, positiveInt, positiveNumber, print } from "./command-kit.js";
+import { action, commandLine, positiveInt, positiveNumber, print } from "./command-kit.js";
 import { duration } from "./format.js";
 import { parseShareFlag } from "./power-plan-command.js";
 import { registerStorageSweepCommand } from "./sim-storage-sweep.js";
+import { registerValidateCommand } from "./testbed-command.js";
 
 // The simulator's modules load ECharts (most of a second), so the actions import them when they run: every other
 // `harvest` command starts without them.
@@ -106,12 +107,6 @@ export function parseSeed(v: string, flag = "--seed"): number {
 /** True when the user gave `--<name>` on the command line (not a default). */
 function given(cmd: Command, name: string): boolean {
   return cmd.getOptionValueSource(name) === "cli";
-}
-
-/** The command line as a user would type it again (shown in reports). */
-function commandLine(): string {
-  const quote = (a: string): string => (/^[\w./:,=@%+-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`);
-  return ["harvest", ...process.argv.slice(2).map(quote)].join(" ");
 }
 
 function commonFlags(o: SimFlags, defaults: { servers: number; days: number }) {
@@ -234,6 +229,7 @@ export function registerSimCommands(program: Command): void {
     .description(
       "simulated experiments at datacenter scale: task placement, replica placement, power capping, the comparison grid",
     );
+  registerValidateCommand(sim);
 
   addCommonFlags(sim.command("compute"), COMPUTE_DEFAULTS)
     .description(
