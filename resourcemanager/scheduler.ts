@@ -104,7 +104,7 @@ interface AppState extends AppView {
   asks: Map<number, Ask>;
   outstanding: number;
   containers: Set<string>;
-  /** In `hungry` (kept with it, so that membership costs no scan). */
+  /** Has an entry in `hungry` (kept with it, so that membership costs no scan). */
   inHungry: boolean;
 }
 
@@ -120,6 +120,11 @@ export class Scheduler {
    * come, made exact again whenever `hungry` is rebuilt.
    */
   private minAskMilli = Number.POSITIVE_INFINITY;
+  /**
+   * Entries of `hungry` that may have nothing outstanding any more: they are skipped, and dropped all at once when
+   * they are many (dropping each as it empties costs a scan of every waiting application, per grant).
+   */
+  private staleHungry = 0;
   private readonly allocations = new Map<string, Allocation>();
 
   constructor(
@@ -224,10 +229,10 @@ export class Scheduler {
       if (alloc) released.push(alloc);
     }
     this.apps.delete(appId);
-    if (app.inHungry) {
-      app.inHungry = false;
-      this.rebuildHungry();
-    }
+    // Its entry in `hungry` (if any) is skipped from now on and dropped with the other stale ones.
+    app.asks.clear();
+    app.outstanding = 0;
+    this.noteStale(app);
     return released;
   }
 
@@ -268,6 +273,7 @@ export class Scheduler {
     let emptied = false;
     for (const app of this.hungry) {
       if (granted.length >= limit || headroom.vcoresMilli <= 0 || headroom.vcoresMilli < this.minAskMilli) break;
+      if (app.outstanding === 0) continue;
       const priorities = app.asks.size === 1 ? [...app.asks.keys()] : [...app.asks.keys()].sort((a, b) => a - b);
       for (const priority of priorities) {
         const ask = app.asks.get(priority);
@@ -299,9 +305,12 @@ export class Scheduler {
         }
         if (ask.count === 0) app.asks.delete(priority);
       }
-      if (app.outstanding === 0) emptied = true;
+      if (app.outstanding === 0) {
+        emptied = true;
+        this.staleHungry += 1;
+      }
     }
-    if (emptied) this.rebuildHungry();
+    if (emptied) this.maybeCompactHungry();
     return granted;
   }
 
@@ -329,7 +338,7 @@ export class Scheduler {
     return {
       nodes: this.nodes.size,
       apps: this.apps.size,
-      hungryApps: this.hungry.length,
+      hungryApps: this.hungry.filter((a) => a.outstanding > 0).length,
       containers: this.allocations.size,
     };
   }
@@ -367,18 +376,22 @@ export class Scheduler {
       while (i > 0 && (this.hungry[i - 1]?.order ?? 0) > app.order) i--;
       this.hungry.splice(i, 0, app);
       app.inHungry = true;
-    } else if (app.outstanding === 0 && app.inHungry) {
-      app.inHungry = false;
-      this.rebuildHungry();
-    }
+    } else if (app.outstanding === 0) this.noteStale(app);
   }
 
-  /** Drops the apps with nothing outstanding from `hungry` and makes `minAskMilli` exact. */
-  private rebuildHungry(): void {
+  /** An app with an entry in `hungry` has nothing outstanding (or is gone): its entry is now stale. */
+  private noteStale(app: AppState): void {
+    if (!app.inHungry) return;
+    this.staleHungry += 1;
+    this.maybeCompactHungry();
+  }
+
+  /** Drops the stale entries of `hungry` once they are at least half of it, and makes `minAskMilli` exact. */
+  private maybeCompactHungry(): void {
+    if (this.staleHungry * 2 < this.hungry.length) return;
     let min = Number.POSITIVE_INFINITY;
     this.hungry = this.hungry.filter((a) => {
-      const keep = a.inHungry && a.outstanding > 0;
-      if (!keep) {
+      if (a.outstanding === 0 || this.apps.get(a.appId) !== a) {
         a.inHungry = false;
         return false;
       }
@@ -386,6 +399,7 @@ export class Scheduler {
         if (ask.count > 0 && ask.resource.vcoresMilli < min) min = ask.resource.vcoresMilli;
       return true;
     });
+    this.staleHungry = 0;
     this.minAskMilli = min;
   }
 }
