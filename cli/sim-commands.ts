@@ -288,6 +288,11 @@ export function registerSimCommands(program: Command): void {
       "utilization of the cluster the loads are fractions of, % (default: the highest level)",
     )
     .option("--kill-cost <model>", "what a kill costs: modelled or none (instant)", "modelled")
+    .option(
+      "--max-am-share <share>",
+      "job managers hold at most this share of the harvestable cores (1: no limit)",
+      "1",
+    )
     .option("--no-peak-variant", "skip the history runs with the median-daily-max peak")
     .option("--traces <source>", "primary utilization: generated, or real (../shared/data, when present)", "generated")
     .option("--out <dir>", "directory for compute-sweep.md, .csv and the heat maps", DEFAULT_SIM_OUT)
@@ -302,6 +307,7 @@ export function registerSimCommands(program: Command): void {
           utilization: string;
           reference?: string;
           killCost: string;
+          maxAmShare: string;
           peakVariant: boolean;
           traces: string;
           out: string;
@@ -317,6 +323,7 @@ export function registerSimCommands(program: Command): void {
             utilizationPct: list(o.utilization, "--utilization"),
             ...(o.reference !== undefined ? { referencePct: positiveNumber(o.reference, "--reference") } : {}),
             killCost: oneOf(o.killCost, ["modelled", "none"] as const, "--kill-cost"),
+            maxAmShare: positiveNumber(o.maxAmShare, "--max-am-share"),
             peakVariant: o.peakVariant,
             traces: oneOf<TraceSource>(o.traces, ["generated", "real"], "--traces"),
             out: o.out,

@@ -40,6 +40,12 @@ export interface ResourceManagerOptions {
   maxAmAttempts: number;
   /** Job-manager attempts preempted by a primary tenant or lost with their node before the job fails. @default 20 */
   maxAmPreemptions: number;
+  /**
+   * Job managers may hold at most this share of the cluster's harvestable cores; one always may run (YARN's
+   * maximum-am-resource-percent, over what Harvest may use). 0.1 keeps a busy cluster's job managers from holding the
+   * cores their tasks need (`harvest sim sweep --max-am-share 0.1`); 1: no limit. @default 1
+   */
+  maxAmShare: number;
   /** argv that starts a job manager inside its container. @default node dist/jobmanager/main.js */
   jobManagerCommand: string[];
   /** A granted container the node manager has not reported running within this time is released. @default 30000 */
@@ -123,6 +129,7 @@ export function resolveResourceManagerOptions(
     amResource: { vcoresMilli: 500, memoryMb: 256 },
     maxAmAttempts: 2,
     maxAmPreemptions: 20,
+    maxAmShare: 1,
     jobManagerCommand: [process.execPath, distEntry("jobmanager/main.js")],
     containerLaunchExpiryMs: 30_000,
     amExpiryMs: 30_000,
@@ -174,6 +181,7 @@ export function resolveResourceManagerOptions(
   if (!Number.isInteger(o.maxAmAttempts) || o.maxAmAttempts < 1) bad("maxAmAttempts", "must be an integer >= 1");
   if (!Number.isInteger(o.maxAmPreemptions) || o.maxAmPreemptions < 0)
     bad("maxAmPreemptions", "must be an integer >= 0");
+  if (!(o.maxAmShare > 0 && o.maxAmShare <= 1)) bad("maxAmShare", "must be in (0, 1]");
   if (o.jobManagerCommand.length === 0) bad("jobManagerCommand", "must not be empty");
   if (o.schedulerPolicy !== "stock" && o.schedulerPolicy !== "history")
     bad("schedulerPolicy", `must be "stock" or "history" (got ${JSON.stringify(o.schedulerPolicy)})`);

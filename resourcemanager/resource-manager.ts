@@ -191,7 +191,11 @@ export class ResourceManager {
     }
     this.scheduler = new Scheduler(
       policy,
-      { reserveFraction: this.options.reserveFraction, maxAllocationsPerHeartbeat: 0 },
+      {
+        reserveFraction: this.options.reserveFraction,
+        maxAllocationsPerHeartbeat: 0,
+        maxAmShare: this.options.maxAmShare,
+      },
       (appId) => this.newContainerId(appId),
     );
   }

@@ -86,6 +86,14 @@ export interface SchedulerOptions {
   reserveFraction: number;
   /** At most this many containers granted per node heartbeat (0 = no limit). @default 0 */
   maxAllocationsPerHeartbeat: number;
+  /**
+   * Job managers may hold at most this share of the cluster's harvestable cores (capacity - primary - reserve, summed
+   * over nodes, as last reported); one is always allowed. YARN's maximum-am-resource-percent, over what Harvest may
+   * use rather than over the cluster: without it, on a busy cluster every waiting job's job manager holds cores its
+   * tasks could use, and each one a primary takes back kills its job's running tasks. 1: no limit.
+   * @default 1
+   */
+  maxAmShare?: number;
 }
 
 interface NodeState {
@@ -125,6 +133,9 @@ export class Scheduler {
    * they are many (dropping each as it empties costs a scan of every waiting application, per grant).
    */
   private staleHungry = 0;
+  /** The job managers' containers' cores, and the harvestable cores of all nodes (for `maxAmShare`). */
+  private amAllocatedMilli = 0;
+  private harvestableMilli = 0;
   private readonly allocations = new Map<string, Allocation>();
 
   constructor(
@@ -137,9 +148,11 @@ export class Scheduler {
   addNode(nodeId: string, capacity: Resources, rack = "/default-rack"): void {
     const existing = this.nodes.get(nodeId);
     if (existing) {
+      this.harvestableMilli -= harvestableOf(existing);
       existing.capacity = capacity;
       existing.rack = rack;
       existing.reserveMilli = Math.ceil(capacity.vcoresMilli * this.options.reserveFraction);
+      this.harvestableMilli += harvestableOf(existing);
       return;
     }
     this.nodes.set(nodeId, {
@@ -151,6 +164,7 @@ export class Scheduler {
       reserveMilli: Math.ceil(capacity.vcoresMilli * this.options.reserveFraction),
       containers: new Set(),
     });
+    this.harvestableMilli += harvestableOf(this.nodes.get(nodeId)!);
   }
 
   /** Removes a node and returns the allocations that were on it (they are gone). */
@@ -162,6 +176,7 @@ export class Scheduler {
       const alloc = this.release(id);
       if (alloc) lost.push(alloc);
     }
+    this.harvestableMilli -= harvestableOf(node);
     this.nodes.delete(nodeId);
     return lost;
   }
@@ -173,7 +188,10 @@ export class Scheduler {
   /** Records what the node's primary tenant uses now. */
   updatePrimaryUsage(nodeId: string, usage: Resources): void {
     const node = this.nodes.get(nodeId);
-    if (node) node.primaryUsage = usage;
+    if (!node) return;
+    this.harvestableMilli -= harvestableOf(node);
+    node.primaryUsage = usage;
+    this.harvestableMilli += harvestableOf(node);
   }
 
   /** A read-only view of one node. */
@@ -280,6 +298,7 @@ export class Scheduler {
         // The policy is asked per priority (the job manager's ask may go where task asks may not), and only for an ask
         // that could be granted here, so a full node costs no policy calls and no node view.
         if (!ask || !fits(ask.resource, headroom)) continue;
+        if (priority === AM_PRIORITY && !this.amFits(ask.resource)) continue;
         view ??= this.view(node);
         if (!this.policy.allows(app, view, priority, ask.resource)) continue;
         let first = true;
@@ -319,6 +338,7 @@ export class Scheduler {
     const alloc = this.allocations.get(containerId);
     if (!alloc) return undefined;
     this.allocations.delete(containerId);
+    if (alloc.priority === AM_PRIORITY) this.amAllocatedMilli -= alloc.resource.vcoresMilli;
     const node = this.nodes.get(alloc.nodeId);
     if (node) {
       node.allocated = sub(node.allocated, alloc.resource);
@@ -343,7 +363,15 @@ export class Scheduler {
     };
   }
 
+  /** Whether one more job manager of `resource` stays within `maxAmShare` (one is always allowed). */
+  private amFits(resource: Resources): boolean {
+    const share = this.options.maxAmShare ?? 1;
+    if (share >= 1 || this.amAllocatedMilli === 0) return true;
+    return this.amAllocatedMilli + resource.vcoresMilli <= share * this.harvestableMilli;
+  }
+
   private track(alloc: Allocation, node: NodeState, app: AppState | undefined): void {
+    if (alloc.priority === AM_PRIORITY) this.amAllocatedMilli += alloc.resource.vcoresMilli;
     this.allocations.set(alloc.containerId, alloc);
     node.allocated = add(node.allocated, alloc.resource);
     node.containers.add(alloc.containerId);
@@ -402,4 +430,9 @@ export class Scheduler {
     this.staleHungry = 0;
     this.minAskMilli = min;
   }
+}
+
+/** What Harvest may use on `node` beside its primary and reserve, milli-cores (0 when the primary leaves nothing). */
+function harvestableOf(node: { capacity: Resources; primaryUsage: Resources; reserveMilli: number }): number {
+  return Math.max(0, node.capacity.vcoresMilli - node.primaryUsage.vcoresMilli - node.reserveMilli);
 }

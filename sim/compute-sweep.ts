@@ -69,6 +69,11 @@ export interface ComputeSweepOptions {
    */
   killCost?: "modelled" | "none";
   /**
+   * The resource manager's maxAmShare in every run (1: no limit, its default).
+   * @default 1
+   */
+  maxAmShare?: number;
+  /**
    * Run history with the "median-daily-max" peak too, at the load nearest the middle of `loads`.
    * @default true
    */
@@ -121,6 +126,7 @@ export function resolveComputeSweepOptions(o: ComputeSweepOptions = {}): Resolve
     utilizationPct: [...(o.utilizationPct ?? [15, 30, 45, 55, 65])].sort((a, b) => a - b),
     referencePct: o.referencePct ?? Math.max(...(o.utilizationPct ?? [65])),
     killCost: o.killCost ?? "modelled",
+    maxAmShare: o.maxAmShare ?? 1,
     peakVariant: o.peakVariant ?? true,
     traces: o.traces ?? "generated",
     ...(o.out !== undefined ? { out: o.out } : {}),
@@ -138,6 +144,7 @@ export function resolveComputeSweepOptions(o: ComputeSweepOptions = {}): Resolve
     if (!(Number.isFinite(u) && u > 0 && u < 95)) invalid("utilizationPct", `has ${u}; use (0, 95) %`);
   if (r.killCost !== "modelled" && r.killCost !== "none")
     invalid("killCost", `must be "modelled" or "none" (got ${String(r.killCost)})`);
+  if (!(r.maxAmShare > 0 && r.maxAmShare <= 1)) invalid("maxAmShare", `must be in (0, 1] (got ${r.maxAmShare})`);
   if (r.traces !== "generated" && r.traces !== "real") invalid("traces", `must be "generated" or "real"`);
   return r;
 }
@@ -207,6 +214,7 @@ export async function runComputeSweep(options: ComputeSweepOptions = {}): Promis
             policy: v.policy,
             seed: o.seed,
             killCost,
+            maxAmShare: o.maxAmShare,
             classifier: { peakStatistic: v.peak },
             onProgress,
             progressEvery: 100_000,
@@ -273,7 +281,8 @@ function sweepSetup(runs: readonly SweepRun[], o: ResolvedComputeSweepOptions): 
   const traces = runs[0]?.result.traces ?? o.traces;
   return (
     `${formatNumber(o.servers)} servers, ${o.days} simulated days after 30 days of history, seed ${o.seed}, ${traces} ` +
-    `traces; kill cost ${o.killCost === "none" ? "none (the instant model)" : "modelled (DEFAULT_KILL_COST)"}; loads are ` +
+    `traces; kill cost ${o.killCost === "none" ? "none (the instant model)" : "modelled (DEFAULT_KILL_COST)"}; ` +
+    `job managers ${o.maxAmShare >= 1 ? "unlimited" : `at most ${o.maxAmShare} of the harvestable cores`}; loads are ` +
     `fractions of the harvestable core-hours of the ${o.referencePct} % cluster, the same jobs at every level`
   );
 }

@@ -75,6 +75,12 @@ export interface ComputeOptions {
    */
   reserveFraction?: number;
   /**
+   * Job managers may hold at most this share of the harvestable cores (the resource manager's maxAmShare); 1: no
+   * limit.
+   * @default 1
+   */
+  maxAmShare?: number;
+  /**
    * Cores each task asks for.
    * @default the stream's taskCores
    */
@@ -286,6 +292,7 @@ export function resolveComputeOptions(
     policy: options.policy,
     seed: options.seed ?? cluster.seed,
     reserveFraction: options.reserveFraction ?? 0.1,
+    maxAmShare: options.maxAmShare ?? 1,
     taskCores: options.taskCores ?? jobs.taskCores,
     weights: resolveClassWeights(options.weights ?? {}),
     jobTypes: resolveJobTypeOptions(options.jobTypes ?? {}),
@@ -305,6 +312,7 @@ export function resolveComputeOptions(
   if (!Number.isSafeInteger(o.seed)) invalid("seed", `must be an integer (got ${o.seed})`);
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1))
     invalid("reserveFraction", `must be in [0, 1) (got ${o.reserveFraction})`);
+  if (!(o.maxAmShare > 0 && o.maxAmShare <= 1)) invalid("maxAmShare", `must be in (0, 1] (got ${o.maxAmShare})`);
   if (!(Number.isFinite(o.taskCores) && o.taskCores > 0)) invalid("taskCores", `must be > 0 (got ${o.taskCores})`);
   const taskMilli = Math.round(o.taskCores * 1000);
   const fitsSomewhere = cluster.servers.some(
@@ -592,7 +600,7 @@ class ComputeSim {
     }
     this.scheduler = new Scheduler(
       this.history ?? new StockSchedulerPolicy(),
-      { reserveFraction, maxAllocationsPerHeartbeat: 0 },
+      { reserveFraction, maxAllocationsPerHeartbeat: 0, maxAmShare: o.maxAmShare },
       () => `c${++this.containerSeq}`,
     );
     const n = cluster.servers.length;

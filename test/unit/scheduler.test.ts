@@ -7,7 +7,7 @@ import type {
   SchedulerOptions,
   SchedulerPolicy,
 } from "../../resourcemanager/scheduler.js";
-import { Scheduler, StockSchedulerPolicy } from "../../resourcemanager/scheduler.js";
+import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "../../resourcemanager/scheduler.js";
 
 const DEFAULTS: SchedulerOptions = {
   reserveFraction: 0.1,
@@ -429,5 +429,51 @@ describe("Scheduler with a custom policy", () => {
       headroom: { vcoresMilli: 2600, memoryMb: 7192 },
       containers: 0,
     });
+  });
+});
+
+describe("maxAmShare: job managers hold at most a share of the harvestable cores", () => {
+  const am = (s: Scheduler, appId: string, order: number): void => {
+    s.addApp(appId, order);
+    s.setAsks(appId, [{ priority: AM_PRIORITY, resource: res(500), count: 1 }]);
+  };
+
+  it("grants a second job manager only when it fits in the share, and always one", () => {
+    const s = newScheduler(new StockSchedulerPolicy(), {
+      reserveFraction: 0,
+      maxAllocationsPerHeartbeat: 0,
+      maxAmShare: 0.1,
+    });
+    s.addNode("n1", res(4000, 8192));
+    s.addNode("n2", res(4000, 8192));
+    am(s, "a1", 1);
+    am(s, "a2", 2);
+    // 10 % of 8 harvestable cores is 800 milli: one 500-milli job manager fits, two do not.
+    const first = s.allocateOnNode("n1");
+    expect(first.map((a) => a.appId)).toEqual(["a1"]);
+    expect(s.allocateOnNode("n2")).toEqual([]);
+    // Task asks are not limited.
+    s.setAsks("a1", [{ priority: 0, resource: res(1000), count: 3 }]);
+    expect(s.allocateOnNode("n2").map((a) => a.appId)).toEqual(["a1", "a1", "a1"]);
+    // When the first job manager ends, the second one is granted.
+    s.release(first[0]!.containerId);
+    expect(s.allocateOnNode("n1").map((a) => a.appId)).toEqual(["a2"]);
+    // A primary that takes nearly everything still leaves room for one job manager.
+    const t = newScheduler(new StockSchedulerPolicy(), {
+      reserveFraction: 0,
+      maxAllocationsPerHeartbeat: 0,
+      maxAmShare: 0.1,
+    });
+    t.addNode("n1", res(4000, 8192));
+    t.updatePrimaryUsage("n1", res(3400, 0));
+    am(t, "b1", 1);
+    expect(t.allocateOnNode("n1").map((a) => a.appId)).toEqual(["b1"]);
+  });
+
+  it("grants every job manager that fits with the default (no limit)", () => {
+    const s = newScheduler(new StockSchedulerPolicy(), { reserveFraction: 0, maxAllocationsPerHeartbeat: 0 });
+    s.addNode("n1", res(4000, 8192));
+    for (let i = 1; i <= 4; i++) am(s, `a${i}`, i);
+    expect(s.allocateOnNode("n1")).toHaveLength(4);
   });
 });
