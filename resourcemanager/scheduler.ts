@@ -289,16 +289,25 @@ export class Scheduler {
     let headroom = this.headroomOf(node);
     let view: NodeView | undefined;
     let emptied = false;
+    // Once one job manager does not fit in maxAmShare, none does during this heartbeat (only a job manager's grant
+    // would change the sums, and none is made): apps asking for nothing else are passed over at once.
+    let amBlocked = false;
     for (const app of this.hungry) {
       if (granted.length >= limit || headroom.vcoresMilli <= 0 || headroom.vcoresMilli < this.minAskMilli) break;
       if (app.outstanding === 0) continue;
-      const priorities = app.asks.size === 1 ? [...app.asks.keys()] : [...app.asks.keys()].sort((a, b) => a - b);
+      const single = app.asks.size === 1;
+      if (single && amBlocked && app.asks.has(AM_PRIORITY)) continue;
+      // A single ask (the common case) is visited without building a sorted list of one.
+      const priorities = single ? app.asks.keys() : [...app.asks.keys()].sort((a, b) => a - b);
       for (const priority of priorities) {
         const ask = app.asks.get(priority);
         // The policy is asked per priority (the job manager's ask may go where task asks may not), and only for an ask
         // that could be granted here, so a full node costs no policy calls and no node view.
         if (!ask || !fits(ask.resource, headroom)) continue;
-        if (priority === AM_PRIORITY && !this.amFits(ask.resource)) continue;
+        if (priority === AM_PRIORITY && (amBlocked || !this.amFits(ask.resource))) {
+          amBlocked = true;
+          continue;
+        }
         view ??= this.view(node);
         if (!this.policy.allows(app, view, priority, ask.resource)) continue;
         let first = true;
