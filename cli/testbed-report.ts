@@ -469,18 +469,7 @@ export function reportText(r: ValidationReport, files: readonly string[]): strin
     "",
     "Simulator configured as the testbed ran: " + settingsLines(r).join(""),
     "",
-    table(
-      ["recurring job", "runs", "types (history)", "testbed stock", "testbed history", "sim stock", "sim history"],
-      r.jobNames.map((j) => [
-        j.name,
-        j.runs,
-        j.types || "-",
-        num(j.testbedStockS),
-        num(j.testbedHistoryS),
-        num(j.simStockS),
-        num(j.simHistoryS),
-      ]),
-    ),
+    table(...jobTable(r)),
     "",
     `wall time: testbed ${num(r.wall.testbedStockS, 0)} s (stock) + ${num(r.wall.testbedHistoryS, 0)} s (history), ` +
       `simulator ${num(r.wall.simulatorS, 1)} s`,
@@ -552,18 +541,7 @@ export function reportMarkdown(r: ValidationReport): string {
     "",
     "## Recurring jobs (average seconds)",
     "",
-    mdTable(
-      ["recurring job", "runs", "types (history)", "testbed stock", "testbed history", "sim stock", "sim history"],
-      r.jobNames.map((j) => [
-        j.name,
-        j.runs,
-        j.types || "-",
-        num(j.testbedStockS),
-        num(j.testbedHistoryS),
-        num(j.simStockS),
-        num(j.simHistoryS),
-      ]),
-    ),
+    mdTable(...jobTable(r)),
     "",
     "## Servers and classes",
     "",
@@ -579,4 +557,20 @@ export function reportMarkdown(r: ValidationReport): string {
       `simulator ${num(r.wall.simulatorS, 1)} s.`,
     "",
   ].join("\n");
+}
+
+/** The per-recurring-job table's header and rows (average seconds), for the text and the markdown reports. */
+function jobTable(r: ValidationReport): [string[], (string | number)[][]] {
+  return [
+    ["recurring job", "runs", "types (history)", "testbed stock", "testbed history", "sim stock", "sim history"],
+    r.jobNames.map((j) => [
+      j.name,
+      j.runs,
+      j.types || "-",
+      num(j.testbedStockS),
+      num(j.testbedHistoryS),
+      num(j.simStockS),
+      num(j.simHistoryS),
+    ]),
+  ];
 }
