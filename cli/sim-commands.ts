@@ -25,7 +25,7 @@ const loadExperiments = () => import("../sim/experiments.js");
 const COMPUTE_POLICIES: readonly ComputePolicy[] = ["stock", "stock-unaware", "history"];
 const STORAGE_PLACEMENTS: readonly StoragePlacement[] = ["stock", "diversity"];
 /** The experiments' default sizes (the full grid's: `GRID_PRESETS.full` in sim/experiments.ts). */
-const COMPUTE_DEFAULTS = { servers: 1000, days: 30 };
+const COMPUTE_DEFAULTS = { servers: 1000, days: 14 };
 const STORAGE_DEFAULTS = { servers: 10_000, days: 365 };
 const CAPPING_MODES: readonly CappingMode[] = ["full-server", "per-container"];
 const POWER_PLACEMENTS: readonly PowerPlacement[] = ["stock", "power-aware"];
@@ -275,7 +275,7 @@ export function registerSimCommands(program: Command): void {
         "every level), under the kill-cost model; heat maps of the job-time change (npm run experiments)",
     )
     .option("--servers <n>", "servers in every cluster", "200")
-    .option("--days <d>", "simulated days after the 30 days of history", "14")
+    .option("--days <d>", "simulated days after the 30 days of history", "10")
     .option("--seed <s>", "seed of the clusters, the jobs and every random choice", "1")
     .option(
       "--load <list>",
@@ -488,7 +488,7 @@ export function registerSimCommands(program: Command): void {
     .command("grid")
     .description(
       "the comparison grid at every utilization level: compute (all three policies) and storage (both placements, " +
-        "replication 3 and 4); full: 1,000 servers x 30 days and 10,000 servers x 365 days (npm run experiments)",
+        "replication 3 and 4); full: 1,000 servers x 14 days and 10,000 servers x 365 days (npm run experiments)",
     )
     .option("--preset <preset>", "full, or small (a few dozen servers for a few days: seconds)", "full")
     .option("--seed <s>", "seed of the clusters, the jobs and every random choice", "1")

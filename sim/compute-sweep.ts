@@ -35,13 +35,13 @@ export type PeakVariant = "percentile" | "median-daily-max";
 /** Options of {@link runComputeSweep}; {@link resolveComputeSweepOptions} fills the defaults and validates. */
 export interface ComputeSweepOptions {
   /**
-   * Servers of every cluster. The default keeps the default sweep (80 runs) near 10 minutes on a 2-core machine.
+   * Servers of every cluster. The default keeps the default sweep (80 runs) near 7 minutes on a 2-core machine.
    * @default 200
    */
   servers?: number;
   /**
    * Simulated days of each run (after 30 days of history); the last day or so only drains (no arrivals).
-   * @default 14
+   * @default 10
    */
   days?: number;
   /** @default 1 */
@@ -120,7 +120,7 @@ function invalid(field: string, why: string): never {
 export function resolveComputeSweepOptions(o: ComputeSweepOptions = {}): ResolvedComputeSweepOptions {
   const r: ResolvedComputeSweepOptions = {
     servers: o.servers ?? 200,
-    days: o.days ?? 14,
+    days: o.days ?? 10,
     seed: o.seed ?? 1,
     loads: [...(o.loads ?? [0.2, 0.4, 0.6, 0.8, 1.0])].sort((a, b) => a - b),
     utilizationPct: [...(o.utilizationPct ?? [15, 30, 45, 55, 65])].sort((a, b) => a - b),

@@ -200,7 +200,7 @@ function resolveCommon(o: ExperimentOptions, defaults: { servers: number; days: 
 /** Fills the compute experiment's defaults and validates (INVALID_ARGUMENT naming the field). */
 export function resolveComputeExperimentOptions(o: ComputeExperimentOptions = {}): ResolvedComputeExperimentOptions {
   return {
-    ...resolveCommon(o, { servers: 1000, days: 30 }),
+    ...resolveCommon(o, { servers: 1000, days: 14 }),
     policies: checkList("policies", o.policies ?? COMPUTE_POLICIES, COMPUTE_POLICIES),
     killCost: checkList("killCost", [o.killCost ?? "modelled"], ["modelled", "none"] as const)[0]!,
   };
@@ -435,7 +435,7 @@ export const GRID_PRESETS: Record<
   GridPreset,
   { compute: { servers: number; days: number }; storage: { servers: number; days: number } }
 > = {
-  full: { compute: { servers: 1000, days: 30 }, storage: { servers: 10_000, days: 365 } },
+  full: { compute: { servers: 1000, days: 14 }, storage: { servers: 10_000, days: 365 } },
   small: { compute: { servers: 40, days: 3 }, storage: { servers: 60, days: 14 } },
 };
 
