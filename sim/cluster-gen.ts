@@ -121,7 +121,8 @@ export function resolveClusterGenOptions(options: Partial<ClusterGenOptions> = {
   const int = (v: number, min: number): boolean => Number.isSafeInteger(v) && v >= min;
   check("servers", int(o.servers, 1), "an integer >= 1");
   check("level", UTILIZATION_LEVELS.includes(o.level), UTILIZATION_LEVELS.join(" | "));
-  if (o.meanPct !== undefined) check("meanPct", Number.isFinite(o.meanPct) && o.meanPct > 0 && o.meanPct < 95, "in (0, 95)");
+  if (o.meanPct !== undefined)
+    check("meanPct", Number.isFinite(o.meanPct) && o.meanPct > 0 && o.meanPct < 95, "in (0, 95)");
   check("historyDays", Number.isFinite(o.historyDays) && o.historyDays >= 0, "a number >= 0");
   check("days", Number.isFinite(o.days) && o.days > 0, "a number > 0");
   check("slotMs", int(o.slotMs, 1000) && o.slotMs <= DAY_MS, `an integer in 1000..${DAY_MS}`);
