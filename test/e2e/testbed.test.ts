@@ -1,6 +1,6 @@
 /**
  * `harvest sim validate` as a user runs it, at its smallest honest size: 8 servers on a real loopback cluster for
- * 30 s of jobs per policy, half of them with primaries that step up to 75 % every 20 s, then the simulator on the same
+ * 45 s of jobs per policy, half of them with primaries that step up to 75 % every 20 s, then the simulator on the same
  * servers, traces and jobs. Asserts what the user reads off the report, not how close the two sides came (that is the
  * experiment's result) and not how long anything took.
  */
@@ -43,7 +43,7 @@ describe("harvest sim validate", () => {
         "--servers",
         "8",
         "--minutes",
-        "0.5",
+        "0.75",
         "--speedup",
         "60",
         "--history-days",
