@@ -9,7 +9,6 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../common/clock.js";
 import { Logger } from "../../common/log.js";
 import { SeededRng } from "../../common/rng.js";
-import type { UtilizationPattern } from "../../common/trace-gen.js";
 import { HistorySchedulerPolicy, jobTypeOf, resolveClassWeights } from "../../resourcemanager/class-selection.js";
 import type { JobType } from "../../resourcemanager/class-selection.js";
 import type { TenantClass } from "../../resourcemanager/classifier.js";
@@ -20,7 +19,7 @@ import { runCompute, Stream, streamSeed } from "../../sim/compute.js";
 import { jobShape, jobStream } from "../../sim/jobs.js";
 import type { SimJob, SimJobShape } from "../../sim/jobs.js";
 import { DAY_MS } from "../../sim/model.js";
-import type { SimCluster, SimServer, SimTenant } from "../../sim/model.js";
+import { handCluster } from "../sim-hand-cluster.js";
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -29,60 +28,6 @@ const RESERVE = 0.1;
 const SEED = 7;
 /** Small, so that a job's last run can fall out of the history the resource manager reads. */
 const JOB_HISTORY_WINDOW = 5;
-
-interface TenantSpec {
-  pattern: UtilizationPattern;
-  servers: number;
-  cores: number;
-  pct: (k: number) => number;
-}
-
-/** A cluster built by hand: tenants in order, their servers numbered consecutively, a rack per tenant. */
-function handCluster(tenants: readonly TenantSpec[], historyMs: number, experimentMs: number): SimCluster {
-  const horizonMs = historyMs + experimentMs;
-  const slots = Math.ceil(horizonMs / SLOT_MS);
-  const servers: SimServer[] = [];
-  const built: SimTenant[] = tenants.map((spec, t) => {
-    const ids: number[] = [];
-    for (let i = 0; i < spec.servers; i++) {
-      const index = servers.length;
-      ids.push(index);
-      servers.push({
-        index,
-        id: `s${index}`,
-        rack: `r${t}`,
-        tenant: t,
-        cores: spec.cores,
-        diskBytes: 1e12,
-        offsetPct: 0,
-      });
-    }
-    const utilization = new Float32Array(slots);
-    for (let k = 0; k < slots; k++) utilization[k] = spec.pct(k);
-    return {
-      index: t,
-      id: `t${t}`,
-      environment: `e${t}`,
-      machineFunction: spec.pattern,
-      pattern: spec.pattern,
-      servers: ids,
-      utilization,
-      reimagesPerServerMonth: 0,
-    };
-  });
-  return {
-    servers,
-    tenants: built,
-    racks: tenants.length,
-    slotMs: SLOT_MS,
-    historyMs,
-    horizonMs,
-    reimages: [],
-    level: "medium",
-    source: "generated",
-    seed: 1,
-  };
-}
 
 function flatJob(name: string, tasks: number, taskMs: number): SimJobShape {
   return jobShape(name, [{ name: "work", tasks, taskMs }]);

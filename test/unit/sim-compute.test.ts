@@ -8,76 +8,27 @@ import { registerSimCommands } from "../../cli/sim-commands.js";
 import { isHarvestError } from "../../common/errors.js";
 import { parseAlibabaTasks } from "../../common/alibaba-dag.js";
 import { SeededRng } from "../../common/rng.js";
-import type { UtilizationPattern } from "../../common/trace-gen.js";
 import { generateCluster } from "../../sim/cluster-gen.js";
 import { DEFAULT_KILL_COST, NO_KILL_COST, runCompute } from "../../sim/compute.js";
 import type { ComputeObserver, ComputeRunResult } from "../../sim/compute.js";
 import { alibabaShape, generateJobStream, jobShape, jobStream, TPCDS_QUERIES, tpcdsShape } from "../../sim/jobs.js";
 import type { JobStream, SimJobShape } from "../../sim/jobs.js";
 import { DAY_MS } from "../../sim/model.js";
-import type { SimCluster, SimServer, SimTenant } from "../../sim/model.js";
+import type { SimCluster } from "../../sim/model.js";
+import { handCluster as buildHandCluster } from "../sim-hand-cluster.js";
+import type { TenantSpec } from "../sim-hand-cluster.js";
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
 const SLOT_MS = 5 * MINUTE_MS;
 
+/** A cluster built by hand (5-minute slots), its servers named s000, s001, ... */
+function handCluster(tenants: readonly TenantSpec[], historyMs: number, experimentMs: number): SimCluster {
+  return buildHandCluster(tenants, historyMs, experimentMs, { serverId: (i) => `s${String(i).padStart(3, "0")}` });
+}
+
 const tmp = mkdtempSync(join(tmpdir(), "harvest-sim-compute-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-interface TenantSpec {
-  pattern: UtilizationPattern;
-  servers: number;
-  cores: number;
-  /** CPU % of the tenant in slot k (slots of SLOT_MS from time 0). */
-  pct: (k: number) => number;
-}
-
-/** A cluster built by hand: tenants in order, their servers numbered consecutively. */
-function handCluster(tenants: readonly TenantSpec[], historyMs: number, experimentMs: number): SimCluster {
-  const horizonMs = historyMs + experimentMs;
-  const slots = Math.ceil(horizonMs / SLOT_MS);
-  const servers: SimServer[] = [];
-  const built: SimTenant[] = tenants.map((spec, t) => {
-    const ids: number[] = [];
-    for (let i = 0; i < spec.servers; i++) {
-      const index = servers.length;
-      ids.push(index);
-      servers.push({
-        index,
-        id: `s${String(index).padStart(3, "0")}`,
-        rack: `r${t}`,
-        tenant: t,
-        cores: spec.cores,
-        diskBytes: 1e12,
-        offsetPct: 0,
-      });
-    }
-    const utilization = new Float32Array(slots);
-    for (let k = 0; k < slots; k++) utilization[k] = spec.pct(k);
-    return {
-      index: t,
-      id: `t${t}`,
-      environment: `e${t}`,
-      machineFunction: spec.pattern,
-      pattern: spec.pattern,
-      servers: ids,
-      utilization,
-      reimagesPerServerMonth: 0,
-    };
-  });
-  return {
-    servers,
-    tenants: built,
-    racks: tenants.length,
-    slotMs: SLOT_MS,
-    historyMs,
-    horizonMs,
-    reimages: [],
-    level: "medium",
-    source: "generated",
-    seed: 1,
-  };
-}
 
 /** A one-vertex job of `tasks` tasks of `taskMs` each. */
 function flatJob(name: string, tasks: number, taskMs: number): SimJobShape {

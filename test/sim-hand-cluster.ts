@@ -1,0 +1,66 @@
+/** A simulated cluster built by hand, for the simulator's tests: tenants in order, their servers numbered in turn. */
+import type { UtilizationPattern } from "../common/trace-gen.js";
+import type { SimCluster, SimServer, SimTenant } from "../sim/model.js";
+
+/** One tenant of a hand-built cluster. */
+export interface TenantSpec {
+  pattern: UtilizationPattern;
+  servers: number;
+  cores: number;
+  /** CPU % of the tenant in slot k (slots of `slotMs` from time 0). */
+  pct: (k: number) => number;
+}
+
+/** A cluster of `tenants`, a rack per tenant, with 5-minute slots unless told; `serverId` names server `index`. */
+export function handCluster(
+  tenants: readonly TenantSpec[],
+  historyMs: number,
+  experimentMs: number,
+  options: { slotMs?: number; serverId?: (index: number) => string } = {},
+): SimCluster {
+  const slotMs = options.slotMs ?? 300_000;
+  const serverId = options.serverId ?? ((index: number) => `s${index}`);
+  const horizonMs = historyMs + experimentMs;
+  const slots = Math.ceil(horizonMs / slotMs);
+  const servers: SimServer[] = [];
+  const built: SimTenant[] = tenants.map((spec, t) => {
+    const ids: number[] = [];
+    for (let i = 0; i < spec.servers; i++) {
+      const index = servers.length;
+      ids.push(index);
+      servers.push({
+        index,
+        id: serverId(index),
+        rack: `r${t}`,
+        tenant: t,
+        cores: spec.cores,
+        diskBytes: 1e12,
+        offsetPct: 0,
+      });
+    }
+    const utilization = new Float32Array(slots);
+    for (let k = 0; k < slots; k++) utilization[k] = spec.pct(k);
+    return {
+      index: t,
+      id: `t${t}`,
+      environment: `e${t}`,
+      machineFunction: spec.pattern,
+      pattern: spec.pattern,
+      servers: ids,
+      utilization,
+      reimagesPerServerMonth: 0,
+    };
+  });
+  return {
+    servers,
+    tenants: built,
+    racks: tenants.length,
+    slotMs,
+    historyMs,
+    horizonMs,
+    reimages: [],
+    level: "medium",
+    source: "generated",
+    seed: 1,
+  };
+}
