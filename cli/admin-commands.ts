@@ -11,6 +11,7 @@ import { describeTraceWarnings, hasTraceWarnings } from "../common/trace-io.js";
 import { action, clusterTarget, common, print, rmTarget, withDfs } from "./command-kit.js";
 import type { GlobalOpts } from "./command-kit.js";
 import { table } from "./format.js";
+import { registerDrainCommands } from "./drain-commands.js";
 
 const FORMATS: readonly HistoryFormat[] = ["csv", "nab", "bitbrains", "reimages"];
 
@@ -228,6 +229,8 @@ export function registerAdminCommands(program: Command): void {
         );
       }),
     );
+
+  registerDrainCommands(admin);
 
   common(admin.command("classes"))
     .description("list the utilization classes (pattern, average, peak, current) with their tenants")

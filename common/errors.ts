@@ -24,6 +24,10 @@ export const ERROR_CODES = {
   APP_NOT_FOUND: GrpcStatus.NOT_FOUND,
   APP_ATTEMPT_UNKNOWN: GrpcStatus.FAILED_PRECONDITION,
   NODE_NOT_REGISTERED: GrpcStatus.FAILED_PRECONDITION,
+  // A node id no resource manager has ever seen (a typo in `harvest admin drain`).
+  NODE_NOT_FOUND: GrpcStatus.NOT_FOUND,
+  // A job admission control can never admit: it needs more than the harvestable capacity even when the cluster is idle.
+  ADMISSION_IMPOSSIBLE: GrpcStatus.FAILED_PRECONDITION,
   CONTAINER_NOT_FOUND: GrpcStatus.NOT_FOUND,
   CONTAINER_TOKEN_INVALID: GrpcStatus.PERMISSION_DENIED,
   CONTAINER_ALREADY_EXISTS: GrpcStatus.ALREADY_EXISTS,
@@ -53,6 +57,8 @@ export const ERROR_CODES = {
   NAMENODE_LEASE_MISMATCH: GrpcStatus.FAILED_PRECONDITION,
   NAMENODE_FILE_INCOMPLETE: GrpcStatus.FAILED_PRECONDITION,
   NAMENODE_BLOCK_MISMATCH: GrpcStatus.FAILED_PRECONDITION,
+  // An admin call named a datanode the namenode has never seen register (details: datanodeId, unknown).
+  NAMENODE_DATANODE_NOT_FOUND: GrpcStatus.NOT_FOUND,
   DATANODE_PRIMARY_BUSY: GrpcStatus.UNAVAILABLE,
   DATANODE_BLOCK_NOT_FOUND: GrpcStatus.NOT_FOUND,
   DATANODE_BLOCK_EXISTS: GrpcStatus.ALREADY_EXISTS,

@@ -17,6 +17,7 @@ import type { ProtoGrpcType as NamenodeProto } from "../proto/generated/namenode
 import type { ProtoGrpcType as DatanodeProto } from "../proto/generated/datanode.js";
 import type { ProtoGrpcType as TenantAdminProto } from "../proto/generated/tenant_admin.js";
 import type { ProtoGrpcType as PowerAdminProto } from "../proto/generated/power_admin.js";
+import type { ProtoGrpcType as NodeAdminProto } from "../proto/generated/node_admin.js";
 
 /** Every Harvest service, typed from the generated proto types. */
 export type HarvestProto = ClientProto["harvest"]["v1"] &
@@ -25,7 +26,8 @@ export type HarvestProto = ClientProto["harvest"]["v1"] &
   NamenodeProto["harvest"]["v1"] &
   DatanodeProto["harvest"]["v1"] &
   TenantAdminProto["harvest"]["v1"] &
-  PowerAdminProto["harvest"]["v1"];
+  PowerAdminProto["harvest"]["v1"] &
+  NodeAdminProto["harvest"]["v1"];
 
 // Must match the flags in scripts/gen-proto.mjs, or the generated types lie.
 const LOADER_OPTIONS: protoLoader.Options = {
@@ -50,6 +52,7 @@ export function loadHarvestProto(): HarvestProto {
     "datanode.proto",
     "tenant_admin.proto",
     "power_admin.proto",
+    "node_admin.proto",
   ];
   const definition = protoLoader.loadSync(files, { ...LOADER_OPTIONS, includeDirs: [protoDir] });
   const loaded = grpc.loadPackageDefinition(definition) as unknown as { harvest: { v1: HarvestProto } };

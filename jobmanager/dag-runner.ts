@@ -15,6 +15,7 @@ export type AttemptEnd =
   | "FAILED"
   | "PREEMPTED_BY_PRIMARY"
   | "PREEMPTED_BY_POWER"
+  | "PREEMPTED_BY_DRAIN"
   | "KILLED_BY_USER"
   | "LOST"
   | "RELEASED"
@@ -184,6 +185,7 @@ export class DagRunner {
         return { kind: "succeeded" };
       case "PREEMPTED_BY_PRIMARY":
       case "PREEMPTED_BY_POWER":
+      case "PREEMPTED_BY_DRAIN":
         task.preemptions += 1;
         task.state = "PENDING";
         return { kind: "retry", counted: false };

@@ -197,6 +197,11 @@ export class JobManager {
         this.log.info("task preempted by the primary tenant; re-running it (not a failure)", fields);
       else if (cause === "PREEMPTED_BY_POWER")
         this.log.info("task killed to keep its server under its power budget; re-running it (not a failure)", fields);
+      else if (cause === "PREEMPTED_BY_DRAIN")
+        this.log.info(
+          "task preempted: its server is draining for a reimage; re-running it elsewhere (not a failure)",
+          fields,
+        );
       else if (cause === "LOST") this.log.info("task lost with its node; re-running it elsewhere", fields);
       else this.log.warn("task attempt ended; retrying", { ...fields, countedAsFailure: verdict.counted });
     } else if (verdict.kind === "job-killed") {

@@ -33,6 +33,7 @@ export type ExitCause =
   | "FAILED"
   | "PREEMPTED_BY_PRIMARY"
   | "PREEMPTED_BY_POWER"
+  | "PREEMPTED_BY_DRAIN"
   | "KILLED_BY_USER"
   | "LOST"
   | "RELEASED"

@@ -11,6 +11,14 @@ import { isHarvestError } from "../common/errors.js";
 import { validatePowerDomainConfig } from "./power-domains.js";
 import type { PowerDomainSpec } from "./power-domains.js";
 import { resolveTenantRegistryOptions } from "./tenant-registry.js";
+import { resolveDrainOptions } from "./drain.js";
+import type { DrainOptions } from "./drain.js";
+import { resolveLifetimeOptions } from "./lifetime.js";
+import type { LifetimeOptions } from "./lifetime.js";
+import { resolveNodeChoiceOptions } from "./node-choice.js";
+import { resolveAdmissionOptions } from "./admission.js";
+import type { AdmissionOptions, AdmissionPolicy } from "./admission.js";
+import type { NodeChoiceKind, NodeChoiceOptions } from "./node-choice.js";
 import type { TenantRegistryOptions } from "./tenant-registry.js";
 
 /** Settings of a resource manager. */
@@ -112,6 +120,36 @@ export interface ResourceManagerOptions {
   powerAlpha: number;
   /** Under power-aware placement, a job declined by better-scored nodes for this long takes any node. @default 3000 */
   powerPlacementWaitMs: number;
+  /**
+   * How tasks' and jobs' lifetimes are learned from the job history (seeds/002 section 3; see `LifetimeOptions` in
+   * `lifetime.ts`): drains and the lifetime-aware node choice re-predict every container's remaining time from them.
+   * @default {}
+   */
+  lifetimes: Partial<LifetimeOptions>;
+  /**
+   * Node choice by lifetimes (seeds/002), among the servers the placement policy allows: "stock" (any, as before),
+   * "nilas" (prefer servers whose containers will outlive the new one, so servers empty out together) or "lava"
+   * (servers in lifetime classes: short containers fill servers held by a long one). See `node-choice.ts`.
+   * @default "stock"
+   */
+  nodeChoice: NodeChoiceKind;
+  /** NILAS buckets, LAVA classes and the gate's wait (`NodeChoiceOptions`, task-scale defaults). @default {} */
+  nodeChoiceOptions: Partial<Omit<NodeChoiceOptions, "kind">>;
+  /**
+   * Admission control (seeds/003): "none" (jobs start at once, as stock YARN), or jobs wait in a queue until the
+   * "zeroth" (secondary share of the harvestable cores), "first" (Markov) or "second" (Cantelli) moment estimate of
+   * overrunning capacity over the job's predicted lifetime stays under its threshold. See `admission.ts`.
+   * @default "none"
+   */
+  admission: AdmissionPolicy;
+  /** Thresholds, horizon, steps, queue order (`AdmissionOptions`). Wins over `admissionThresholdsFile`. @default {} */
+  admissionOptions: Partial<Omit<AdmissionOptions, "policy">>;
+  /** Thresholds tuned by `harvest sim admission --sla` (its admission-thresholds.json). @default "" (none) */
+  admissionThresholdsFile: string;
+  /** At start the lifetime model reads this many most recent jobs of the history. @default 2000 */
+  lifetimeHistoryJobs: number;
+  /** Graceful drains (`harvest admin drain`): preemption rate, order (LARS or the baseline), margin. @default {} */
+  drain: Partial<DrainOptions>;
 }
 
 /** Fills defaults and validates; throws CONFIG_INVALID naming the field. */
@@ -154,6 +192,14 @@ export function resolveResourceManagerOptions(
     powerPlacement: "stock",
     powerAlpha: 0.8,
     powerPlacementWaitMs: 3_000,
+    lifetimes: {},
+    lifetimeHistoryJobs: 2_000,
+    nodeChoice: "stock",
+    nodeChoiceOptions: {},
+    admission: "none",
+    admissionOptions: {},
+    admissionThresholdsFile: "",
+    drain: {},
     ...stripUndefined(partial),
     dataDir: partial.dataDir,
   };
@@ -198,7 +244,31 @@ export function resolveResourceManagerOptions(
     bad("maxCompletedApps", "must be an integer >= 0");
   if (!Number.isInteger(o.maxParallelism) || o.maxParallelism < 1) bad("maxParallelism", "must be an integer >= 1");
   resolvePowerOptionsOf(o, bad);
+  resolveNested("lifetimes", () => resolveLifetimeOptions(o.lifetimes), bad);
+  resolveNested("drain", () => resolveDrainOptions(o.drain), bad);
+  if (!["stock", "nilas", "lava"].includes(o.nodeChoice))
+    bad("nodeChoice", `must be "stock", "nilas" or "lava" (got ${JSON.stringify(o.nodeChoice)})`);
+  resolveNested("nodeChoiceOptions", () => resolveNodeChoiceOptions(o.nodeChoiceOptions), bad);
+  if (!["none", "zeroth", "first", "second"].includes(o.admission))
+    bad("admission", `must be "none", "zeroth", "first" or "second" (got ${JSON.stringify(o.admission)})`);
+  if (typeof o.admissionThresholdsFile !== "string") bad("admissionThresholdsFile", "must be a file path");
+  resolveNested("admissionOptions", () => resolveAdmissionOptions(o.admissionOptions), bad);
+  if (!(Number.isInteger(o.lifetimeHistoryJobs) && o.lifetimeHistoryJobs >= 0))
+    bad("lifetimeHistoryJobs", "must be an integer >= 0");
   return o;
+}
+
+/** Runs a nested option group's own validation, naming the resource manager's field (`drain.order`). */
+function resolveNested(group: string, resolve: () => unknown, bad: (field: string, why: string) => never): void {
+  try {
+    resolve();
+  } catch (err) {
+    if (isHarvestError(err) && err.code === "CONFIG_INVALID") {
+      const inner = err.details["field"] ?? "";
+      bad(inner ? `${group}.${inner}` : group, `is invalid: ${err.message}`);
+    }
+    throw err;
+  }
 }
 
 /** Validates the power options, naming the resource manager's field (`powerDomains[2].path`, `powerAlpha`). */

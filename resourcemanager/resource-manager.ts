@@ -13,7 +13,10 @@ import { amTokenVerifier, ANY_CERTIFICATE, Gate, requireAccess } from "../common
 import type { CallContext } from "../common/auth.js";
 import { signAmToken, signContainer } from "../common/container-token.js";
 import { INSECURE_WARNING } from "../common/options.js";
-import { parseDag } from "../common/dag-spec.js";
+import { maxConcurrency, parseDag, topologicalOrder } from "../common/dag-spec.js";
+import type { DagSpec } from "../common/dag-spec.js";
+import { AdmissionControl, readAdmissionThresholds } from "./admission-control.js";
+import type { AdmittedJob } from "./admission.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { serveWorkerStream } from "../common/worker-stream.js";
 import { formatAddress } from "../common/net-address.js";
@@ -29,7 +32,12 @@ import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./scheduler.js";
 import type { Allocation, NodeView, SchedulerPolicy } from "./scheduler.js";
 import { HistorySchedulerPolicy, jobTypeOf, resolveClassWeights } from "./class-selection.js";
 import { SeededRng } from "../common/rng.js";
-import { RmStateStore } from "./state-store.js";
+import { MAX_DURATIONS_PER_VERTEX, RmStateStore } from "./state-store.js";
+import { DrainTracker } from "./drain.js";
+import { LifetimeModel } from "./lifetime.js";
+import type { ContainerKey } from "./lifetime.js";
+import { LifetimeNodeChoice } from "./node-choice.js";
+import type { DrainContainer, DrainStatus } from "./drain.js";
 import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../common/power-profiles.js";
 import type { PowerProfile } from "../common/power-profiles.js";
 import { normalizeDomainPath, PowerDomains } from "./power-domains.js";
@@ -41,7 +49,7 @@ import { TenantRegistry } from "./tenant-registry.js";
 import type { ClassSnapshot } from "./tenant-registry.js";
 import { HistoryPlacement, LiveClassViews, liveNodeOf, liveUtilization } from "./history-placement.js";
 import type { JobPlacement, LiveNode } from "./history-placement.js";
-import type { AppRecord, AppState, HistoryRecord } from "./state-store.js";
+import type { AppRecord, AppState, HistoryRecord, StoredDrain } from "./state-store.js";
 import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js";
 import type { ContainerManagerClient } from "../proto/generated/harvest/v1/ContainerManager.js";
 import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
@@ -54,6 +62,7 @@ import type { RmToNode } from "../proto/generated/harvest/v1/RmToNode.js";
 import type { NodeHeartbeatOutput } from "../proto/generated/harvest/v1/NodeHeartbeat.js";
 import type { RegisterNodeOutput } from "../proto/generated/harvest/v1/RegisterNode.js";
 import type { ContainerRef } from "../proto/generated/harvest/v1/ContainerRef.js";
+import type { NodeDrain } from "../proto/generated/harvest/v1/NodeDrain.js";
 
 /** Kept per application for `harvest job logs` and status. */
 const MAX_CONTAINER_REFS = 5_000;
@@ -92,6 +101,10 @@ interface AppRuntime {
   amCounts: ContainerCounts;
   /** Algorithm 1's decision, kept for reports once the job ended. */
   placement?: JobPlacement | undefined;
+  /** Vertex names by container priority (the job manager asks at a vertex's topological position), parsed once. */
+  vertices?: string[];
+  /** Run times of the tasks that succeeded, by vertex (for the job history and the lifetime model). */
+  taskDurations: Map<string, number[]>;
 }
 
 /** How an application's containers ended, counted over all its attempts. */
@@ -125,6 +138,14 @@ export class ResourceManager {
   private readonly classViews: LiveClassViews | undefined;
   private reclusterTimer: NodeJS.Timeout | undefined;
   private readonly scheduler: Scheduler;
+  /** Servers being drained before a planned reimage or maintenance (`harvest admin drain`). */
+  private readonly drains: DrainTracker;
+  /** Jobs waiting to be admitted (seeds/003); `admission: none` admits every job at once. */
+  private readonly admission: AdmissionControl;
+  /** NILAS or LAVA node choice (seeds/002); undefined under the stock node choice. */
+  private readonly nodeChoice: LifetimeNodeChoice | undefined;
+  /** How long tasks and jobs live, learned from the job history (lifetime.ts): drains and node choice ask it. */
+  private readonly lifetimes: LifetimeModel;
   /** Power domains: draws per domain, alerts, node budgets. */
   private readonly power: PowerDomains;
   /** The power-aware node choice; undefined under stock placement. */
@@ -157,6 +178,7 @@ export class ResourceManager {
       this.clock,
       this.log.child("tenants"),
     );
+    this.lifetimes = new LifetimeModel(this.options.lifetimes);
     let policy: SchedulerPolicy = new StockSchedulerPolicy();
     if (this.options.schedulerPolicy === "history") {
       const historyPolicy = new HistorySchedulerPolicy();
@@ -171,6 +193,23 @@ export class ResourceManager {
         this.log.child("placement"),
       );
     }
+    this.drains = new DrainTracker(this.options.drain);
+    this.admission = new AdmissionControl(
+      this.options.admission,
+      {
+        ...(this.options.admissionThresholdsFile ? readAdmissionThresholds(this.options.admissionThresholdsFile) : {}),
+        ...this.options.admissionOptions,
+      },
+      {
+        servers: () => this.admissionServers(),
+        admitted: (now) => this.admittedJobs(now),
+        lifetimeMs: (name) => this.lifetimes.jobRemainingMs(name, 0),
+        history: (server, from, to) => this.tenants.serverSeries(server, from, to),
+        periodic: (server) => this.isPeriodic(server),
+        nowMs: () => this.clock.nowMs(),
+      },
+      this.log.child("admission"),
+    );
     this.power = new PowerDomains(
       { domains: this.options.powerDomains, nodes: this.options.powerNodeDomains },
       {
@@ -180,6 +219,21 @@ export class ResourceManager {
       },
       this.clock,
     );
+    if (this.options.nodeChoice !== "stock") {
+      // Inside the power-aware gate: lifetimes choose among the servers the job may use, power has the last word.
+      this.nodeChoice = new LifetimeNodeChoice(
+        policy,
+        {
+          nodes: () => this.schedulableNodeViews(),
+          keyOf: (app, priority) => this.containerKey(app.appId, priority),
+          node: (id) => this.scheduler.nodeView(id),
+        },
+        this.lifetimes,
+        { ...this.options.nodeChoiceOptions, kind: this.options.nodeChoice },
+        this.clock,
+      );
+      policy = this.nodeChoice;
+    }
     if (this.options.powerPlacement === "power-aware") {
       this.powerPolicy = new PowerAwarePolicy(
         policy,
@@ -198,6 +252,32 @@ export class ResourceManager {
       },
       (appId) => this.newContainerId(appId),
     );
+    const choice = this.nodeChoice;
+    if (choice)
+      this.scheduler.setListener({
+        granted: (a) =>
+          choice.onGranted({
+            containerId: a.containerId,
+            nodeId: a.nodeId,
+            key: this.containerKey(a.appId, a.priority),
+            startMs: this.clock.nowMs(),
+            resource: a.resource,
+          }),
+        released: (a) => choice.onReleased(a.containerId),
+      });
+  }
+
+  /** What the lifetime model is asked about a container of `appId` at `priority`. */
+  private containerKey(appId: string, priority: number): ContainerKey {
+    const app = this.apps.get(appId);
+    const job = app?.record.name ?? "";
+    if (priority === AM_PRIORITY) return { job, vertex: "", isJobManager: true };
+    return { job, vertex: (app && this.vertexOf(app, priority)) ?? "", isJobManager: false };
+  }
+
+  /** The nodes that may receive containers (a draining server does not). */
+  private *schedulableNodeViews(): IterableIterator<NodeView> {
+    for (const v of this.scheduler.nodeViews()) if (!this.drains.isDraining(v.nodeId)) yield v;
   }
 
   /** Current lifecycle state. */
@@ -238,6 +318,8 @@ export class ResourceManager {
     }
     this.epoch = this.clock.nowMs();
     this.clusterTs = await this.store.clusterTimestamp(this.epoch);
+    for (const d of await this.store.drains()) this.drains.start(d.nodeId, d.startedMs, d.deadlineMs);
+    await this.loadLifetimes();
     await this.recover();
     const proto = loadHarvestProto();
     const gate = this.gate;
@@ -267,7 +349,8 @@ export class ResourceManager {
         ListClasses: ["admin", "daemon"],
         Recluster: ["admin"],
       })
-      .allow(proto.PowerAdmin.service, { ListDomains: ["admin"], SetBudget: ["admin"], SetDomains: ["admin"] });
+      .allow(proto.PowerAdmin.service, { ListDomains: ["admin"], SetBudget: ["admin"], SetDomains: ["admin"] })
+      .allow(proto.NodeAdmin.service, { Drain: ["admin"], Undrain: ["admin"], GetDrainStatus: ["admin"] });
     this.server.addService(proto.ResourceTracker.service, { NodeChannel: (s: NodeStream) => this.onNodeStream(s) });
     // A job manager acts only on its own application and attempt: the AM token names them.
     const own = <R extends { appId: string; attempt: number }>(req: R, c: CallContext): R => {
@@ -330,6 +413,11 @@ export class ResourceManager {
         onChanged: (what) => this.log.info("power domains changed", { what }),
       }),
     );
+    this.server.addService(proto.NodeAdmin.service, {
+      Drain: unary((req: { nodeIds: string[]; deadlineMs: number }) => this.drain(req.nodeIds, req.deadlineMs)),
+      Undrain: unary((req: { nodeIds: string[] }) => this.undrain(req.nodeIds)),
+      GetDrainStatus: unary(() => this.drainReport()),
+    });
     if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
     this.monitorTimer = setInterval(() => this.monitor(), this.options.monitorIntervalMs);
@@ -444,6 +532,8 @@ export class ResourceManager {
     if (existing && existing.nmAddress !== reg.nmAddress) this.dropClient(existing.nmAddress);
     this.nodes.set(nodeId, entry);
     this.scheduler.addNode(nodeId, capacity, entry.rack);
+    // A draining server stays out of service when its node manager restarts or comes back from being lost.
+    if (this.drains.isDraining(nodeId)) this.scheduler.setSchedulable(nodeId, false);
     this.power.addNode({ nodeId, rack: entry.rack, ...(chassis ? { domain: chassis } : {}), profile });
     // Containers the node still runs that this resource manager does not hold are killed: after a restart every job
     // starts a new attempt, and after a node was declared lost its jobs were already told to re-run that work (so
@@ -638,9 +728,234 @@ export class ResourceManager {
       this.log.warn(`job manager ${what} within its expiry`, { appId: app.record.appId, attempt: app.record.attempt });
       this.amAttemptEnded(app, "FAILED", `job manager ${what} for ${this.options.amExpiryMs} ms`);
     }
+    this.stepDrains(now);
+    this.nodeChoice?.tick(now);
+    if (this.admission.waiting > 0) this.admitQueued();
     this.history?.retryWaiting();
     this.power.tick();
     this.logPowerAlerts();
+  }
+
+  // ---------------------------------------------------------------------------------------------- admission
+
+  /** The cores admission control counts for a job: its job manager and its widest stage, capped at the cluster's. */
+  private jobDemandMilli(dag: DagSpec): number {
+    let taskMilli = 0;
+    for (const v of dag.vertices) taskMilli = Math.max(taskMilli, v.resources.vcoresMilli);
+    let clusterMilli = 0;
+    for (const v of this.scheduler.nodeViews()) clusterMilli += v.capacity.vcoresMilli;
+    const wide = maxConcurrency(dag) * taskMilli;
+    // A stage wider than the cluster runs in waves: it never holds more than the cluster.
+    return this.options.amResource.vcoresMilli + (clusterMilli > 0 ? Math.min(wide, clusterMilli) : wide);
+  }
+
+  private queueForAdmission(app: AppRuntime): void {
+    const r = app.record;
+    this.admission.enqueue(
+      { appId: r.appId, priority: r.priority ?? 0, demandMilli: r.demandMilli ?? 0, name: r.name },
+      r.submitMs,
+    );
+  }
+
+  /** Lets in what admission control admits now; the others' reasons become their diagnostics. */
+  private admitQueued(): void {
+    const now = this.clock.nowMs();
+    for (const { job, decision, waitedMs } of this.admission.admitReady()) {
+      const app = this.apps.get(job.appId);
+      if (!app || app.record.state !== "QUEUED") continue;
+      app.record.state = "ACCEPTED";
+      app.record.admittedMs = now;
+      app.record.diagnostics = `admitted after ${(waitedMs / 1000).toFixed(1)} s (${decision.reason}); waiting for a container for the job manager`;
+      this.scheduler.addApp(job.appId, app.record.seq);
+      this.scheduler.setAsks(job.appId, [{ priority: AM_PRIORITY, resource: this.options.amResource, count: 1 }]);
+      this.log.info("application admitted", { appId: job.appId, waitedMs, reason: decision.reason });
+      this.store
+        .putApp(app.record)
+        .catch((err: unknown) =>
+          this.log.error("could not record an admission", { appId: job.appId, error: errorMessage(err) }),
+        );
+    }
+    for (const e of this.admission.snapshot()) {
+      const app = this.apps.get(e.appId);
+      if (app) app.record.diagnostics = `waiting for admission (${e.position} in the queue): ${e.reason}`;
+    }
+  }
+
+  /** The servers admission control counts: registered and running, not draining. */
+  private admissionServers(): {
+    serverId: string;
+    capacityMilli: number;
+    reserveMilli: number;
+    allocatedMilli: number;
+    primaryNowMilli: number;
+    tenant: string | undefined;
+  }[] {
+    const out = [];
+    for (const n of this.nodes.values()) {
+      if (n.state !== "RUNNING" || this.drains.isDraining(n.nodeId)) continue;
+      const view = this.scheduler.nodeView(n.nodeId);
+      out.push({
+        serverId: n.nodeId,
+        capacityMilli: n.capacity.vcoresMilli,
+        reserveMilli: Math.ceil(n.capacity.vcoresMilli * this.options.reserveFraction),
+        allocatedMilli: view?.allocated.vcoresMilli ?? 0,
+        primaryNowMilli: n.primaryUsage.vcoresMilli,
+        tenant: this.tenants.ownerOf(n.nodeId)?.name,
+      });
+    }
+    return out;
+  }
+
+  /** Every admitted job that has not ended, with its demand and its end re-predicted from its uptime. */
+  private admittedJobs(now: number): AdmittedJob[] {
+    const out: AdmittedJob[] = [];
+    for (const app of this.apps.values()) {
+      const r = app.record;
+      if (isTerminal(r.state) || r.state === "QUEUED") continue;
+      const since = r.admittedMs || r.submitMs;
+      out.push({
+        appId: r.appId,
+        demandMilli: r.demandMilli ?? 0,
+        allocatedMilli: this.scheduler.allocatedMilliOf(r.appId),
+        endMs: now + this.lifetimes.jobRemainingMs(r.name, now - since),
+      });
+    }
+    return out;
+  }
+
+  /** Whether a server's tenant was found periodic at the last classification. */
+  private isPeriodic(server: string): boolean {
+    const tenant = this.tenants.ownerOf(server);
+    if (!tenant) return false;
+    return this.tenants.snapshot.classes.some((c) => c.pattern === "periodic" && c.tenantIds.includes(tenant.name));
+  }
+
+  // ---------------------------------------------------------------------------------------------- drains
+
+  /** Starts (or re-times) the drain of servers; durable before the answer. */
+  private async drain(nodeIds: readonly string[], deadlineMs: number): Promise<{ drains: NodeDrain[] }> {
+    this.checkNodeIds(nodeIds);
+    if (!(Number.isInteger(deadlineMs) && deadlineMs >= 0))
+      throw new HarvestError("INVALID_ARGUMENT", "deadlineMs must be a Unix time in ms, or 0 for none", {
+        details: { field: "deadlineMs" },
+      });
+    const now = this.clock.nowMs();
+    for (const id of nodeIds) {
+      this.drains.start(id, now, deadlineMs);
+      this.scheduler.setSchedulable(id, false);
+    }
+    await this.persistDrains();
+    this.log.info("draining servers", { nodeIds, deadline: deadlineMs ? new Date(deadlineMs).toISOString() : "none" });
+    // The first step now, so that the status answered shows what will be left to finish.
+    this.stepDrains(now);
+    return this.drainReport(nodeIds);
+  }
+
+  private async undrain(nodeIds: readonly string[]): Promise<{ drains: NodeDrain[] }> {
+    this.checkNodeIds(nodeIds);
+    const report = this.drainReport(nodeIds);
+    for (const id of nodeIds) {
+      this.drains.stop(id);
+      this.scheduler.setSchedulable(id, true);
+    }
+    await this.persistDrains();
+    this.log.info("servers back in service", { nodeIds });
+    return report;
+  }
+
+  /** Rejects an empty list and ids this resource manager has never seen (typos), naming the known ones. */
+  private checkNodeIds(nodeIds: readonly string[]): void {
+    if (nodeIds.length === 0)
+      throw new HarvestError("INVALID_ARGUMENT", "name at least one server", { details: { field: "nodeIds" } });
+    for (const id of nodeIds) {
+      if (this.nodes.has(id) || this.drains.isDraining(id)) continue;
+      const known = [...this.nodes.keys()].sort().join(", ") || "none";
+      throw new HarvestError("NODE_NOT_FOUND", `no server ${JSON.stringify(id)}; known servers: ${known}`, {
+        details: { nodeId: id },
+      });
+    }
+  }
+
+  private async persistDrains(): Promise<void> {
+    const stored: StoredDrain[] = this.drains
+      .status()
+      .map((d) => ({ nodeId: d.nodeId, startedMs: d.startedMs, deadlineMs: d.deadlineMs }));
+    await this.store.putDrains(stored);
+  }
+
+  private drainReport(nodeIds?: readonly string[]): { drains: NodeDrain[] } {
+    const wanted = nodeIds ? new Set(nodeIds) : undefined;
+    const drains = this.drains
+      .status()
+      .filter((d) => !wanted || wanted.has(d.nodeId))
+      .map((d: DrainStatus) => ({ ...d, registered: this.nodes.get(d.nodeId)?.state === "RUNNING" }));
+    return { drains };
+  }
+
+  /** One step of every drain: preempts what will not end before its server's deadline (LARS order, bounded rate). */
+  private stepDrains(now: number): void {
+    for (const nodeId of this.drains.nodeIds()) {
+      const containers: DrainContainer[] = this.scheduler.containersOn(nodeId).map((alloc) => {
+        const app = this.apps.get(alloc.appId);
+        const ref = app?.containers.get(alloc.containerId);
+        const startMs = Number(ref?.startedMs ?? 0) || now;
+        return {
+          containerId: alloc.containerId,
+          startMs,
+          isJobManager: alloc.priority === AM_PRIORITY,
+          remainingMs: this.predictRemainingMs(app, alloc, now - startMs),
+        };
+      });
+      const step = this.drains.step(nodeId, now, containers);
+      if (step.preempt.length === 0) continue;
+      this.log.info(step.atDeadline ? "drain deadline: preempting what is left" : "drain: preempting", {
+        nodeId,
+        containers: step.preempt,
+      });
+      for (const id of step.preempt) this.preemptForDrain(id, step.atDeadline);
+    }
+  }
+
+  /** Preempts a container of a draining server: its job re-runs the work elsewhere (never a failure). */
+  private preemptForDrain(containerId: string, atDeadline: boolean): void {
+    const alloc = this.scheduler.release(containerId);
+    if (!alloc) return;
+    this.launchPending.delete(containerId);
+    this.nodes.get(alloc.nodeId)?.pendingKills.set(containerId, "PREEMPTED_BY_DRAIN");
+    this.onContainerCompleted(alloc, {
+      containerId,
+      appId: alloc.appId,
+      nodeId: alloc.nodeId,
+      state: "COMPLETE",
+      cause: "PREEMPTED_BY_DRAIN",
+      exitCode: -1,
+      diagnostics: atDeadline
+        ? `server ${alloc.nodeId} reached its drain deadline`
+        : `server ${alloc.nodeId} is draining and this container was predicted to outlast its deadline`,
+      resource: alloc.resource,
+      finishedMs: this.clock.nowMs(),
+    });
+  }
+
+  /** The vertex a container of `app` at `priority` runs (undefined: the job manager, or unknown). */
+  private vertexOf(app: AppRuntime, priority: number): string | undefined {
+    if (priority === AM_PRIORITY) return undefined;
+    if (!app.vertices) {
+      try {
+        app.vertices = topologicalOrder(parseDag(app.record.dagJson, { maxParallelism: this.options.maxParallelism }));
+      } catch {
+        app.vertices = [];
+      }
+    }
+    return app.vertices[priority];
+  }
+
+  /** A container's predicted remaining lifetime at `uptimeMs`, from the lifetime model (re-predicted on every call). */
+  private predictRemainingMs(app: AppRuntime | undefined, alloc: Allocation, uptimeMs: number): number {
+    const job = app?.record.name ?? "";
+    if (alloc.priority === AM_PRIORITY) return this.lifetimes.jobRemainingMs(job, uptimeMs);
+    const vertex = app ? (this.vertexOf(app, alloc.priority) ?? "") : "";
+    return this.lifetimes.taskRemainingMs(job, vertex, uptimeMs);
   }
 
   // ---------------------------------------------------------------------------------------------- containers
@@ -726,7 +1041,7 @@ export class ResourceManager {
   private onContainerCompleted(alloc: Allocation, st: ContainerStatus): void {
     const app = this.apps.get(alloc.appId);
     if (!app) return;
-    this.recordEnd(app, st);
+    this.recordEnd(app, st, alloc.priority);
     if (isTerminal(app.record.state)) {
       if (app.amContainerId === alloc.containerId) this.scheduler.removeApp(alloc.appId);
       return;
@@ -743,7 +1058,7 @@ export class ResourceManager {
   }
 
   /** Marks a container's reference complete and counts how it ended (once per container). */
-  private recordEnd(app: AppRuntime | undefined, st: ContainerStatus): void {
+  private recordEnd(app: AppRuntime | undefined, st: ContainerStatus, priority?: number): void {
     const ref = app?.containers.get(st.containerId ?? "");
     if (!app || !ref || ref.state === "COMPLETE") return;
     // After a user's kill every container ends because of it, including a job manager that exits on its own.
@@ -754,11 +1069,36 @@ export class ResourceManager {
     if (st.startedMs) ref.startedMs = st.startedMs;
     ref.finishedMs = st.finishedMs ?? this.clock.nowMs();
     const counts = ref.isAm ? app.amCounts : app.taskCounts;
+    const ranMs = Number(ref.finishedMs) - Number(ref.startedMs ?? 0);
+    if (cause === "SUCCEEDED" && !ref.isAm && priority !== undefined && Number(ref.startedMs ?? 0) > 0 && ranMs >= 0)
+      this.recordTaskDuration(app, priority, ranMs);
     if (cause === "SUCCEEDED") counts.succeeded++;
     else if (cause === "FAILED" || cause === "EXCEEDED_MEMORY") counts.failed++;
-    else if (cause === "PREEMPTED_BY_PRIMARY" || cause === "PREEMPTED_BY_POWER") counts.preempted++;
+    else if (cause === "PREEMPTED_BY_PRIMARY" || cause === "PREEMPTED_BY_POWER" || cause === "PREEMPTED_BY_DRAIN")
+      counts.preempted++;
     else if (cause === "LOST") counts.lost++;
     else counts.killed++;
+  }
+
+  /** A task that succeeded: its run time joins the lifetime model now and its job's history record at the end. */
+  private recordTaskDuration(app: AppRuntime, priority: number, durationMs: number): void {
+    const vertex = this.vertexOf(app, priority);
+    if (vertex === undefined) return;
+    this.lifetimes.observeTask(app.record.name, vertex, durationMs);
+    const list = app.taskDurations.get(vertex) ?? [];
+    if (list.length < MAX_DURATIONS_PER_VERTEX) list.push(durationMs);
+    app.taskDurations.set(vertex, list);
+  }
+
+  /** Rebuilds the lifetime model from the job history (the newest jobs first, up to the model's sample limits). */
+  private async loadLifetimes(): Promise<void> {
+    const history = await this.store.history("", this.options.lifetimeHistoryJobs);
+    // Oldest first, so that each key keeps its most recent samples.
+    for (const h of history.reverse()) {
+      if (h.outcome === "JOB_SUCCEEDED") this.lifetimes.observeJob(h.name, h.durationMs);
+      for (const [vertex, durations] of Object.entries(h.taskDurations ?? {}))
+        for (const d of durations) this.lifetimes.observeTask(h.name, vertex, d);
+    }
   }
 
   private nmClient(address: string): ContainerManagerClient {
@@ -801,6 +1141,11 @@ export class ResourceManager {
       const app = this.newRuntime(record);
       this.apps.set(record.appId, app);
       if (isTerminal(record.state)) continue;
+      if (record.state === "QUEUED") {
+        // Still waiting for admission: back in the queue with its submission time, in submission order (loadApps is).
+        this.queueForAdmission(app);
+        continue;
+      }
       // A resource manager restart is not the job manager's fault: start a new attempt without counting a failure.
       this.scheduler.addApp(record.appId, record.seq);
       await this.startAttempt(app, "resource manager restarted");
@@ -819,6 +1164,7 @@ export class ResourceManager {
       containers: new Map(),
       taskCounts: zeroCounts(),
       amCounts: zeroCounts(),
+      taskDurations: new Map(),
     };
   }
 
@@ -828,6 +1174,10 @@ export class ResourceManager {
       maxParallelism: this.options.maxParallelism,
       ...(max.vcoresMilli > 0 ? { maxResource: max } : {}),
     });
+    const demandMilli = this.jobDemandMilli(dag);
+    // A job that even an idle cluster would not admit is refused now, not queued for ever.
+    if (this.admission.enabled)
+      this.admission.checkAdmissible({ name: dag.name, priority: dag.priority ?? 0, demandMilli });
     const seq = await this.store.nextAppSeq();
     const appId = formatAppId(this.clusterTs, seq);
     const record: AppRecord = {
@@ -836,9 +1186,12 @@ export class ResourceManager {
       name: dag.name,
       user: user || "unknown",
       dagJson,
-      state: "ACCEPTED",
+      state: this.admission.enabled ? "QUEUED" : "ACCEPTED",
       outcome: "JOB_OUTCOME_UNSPECIFIED",
-      diagnostics: "waiting for a container for the job manager",
+      diagnostics: this.admission.enabled
+        ? `waiting for admission (${this.options.admission}-moment policy)`
+        : "waiting for a container for the job manager",
+      demandMilli,
       submitMs: this.clock.nowMs(),
       startMs: 0,
       finishMs: 0,
@@ -855,8 +1208,13 @@ export class ResourceManager {
     await this.store.putApp(record);
     const app = this.newRuntime(record);
     this.apps.set(appId, app);
-    this.scheduler.addApp(appId, seq);
-    this.scheduler.setAsks(appId, [{ priority: AM_PRIORITY, resource: this.options.amResource, count: 1 }]);
+    if (this.admission.enabled) {
+      this.queueForAdmission(app);
+      this.admitQueued();
+    } else {
+      this.scheduler.addApp(appId, seq);
+      this.scheduler.setAsks(appId, [{ priority: AM_PRIORITY, resource: this.options.amResource, count: 1 }]);
+    }
     this.log.info("application submitted", { appId, name: dag.name, user: record.user, vertices: dag.vertices.length });
     return { appId };
   }
@@ -864,9 +1222,13 @@ export class ResourceManager {
   /** Ends the current job-manager attempt; starts another or fails the job. */
   private amAttemptEnded(app: AppRuntime, cause: ExitCauseOutput, diagnostics: string): void {
     if (isTerminal(app.record.state)) return;
-    // Preemption by a primary tenant or by a power cap and a lost node are not the job manager's failures (YARN does the
+    // Preemption by a primary tenant, a power cap or a drain, and a lost node are not the job manager's failures (YARN does the
     // same for preemption).
-    const countsAsFailure = cause !== "PREEMPTED_BY_PRIMARY" && cause !== "PREEMPTED_BY_POWER" && cause !== "LOST";
+    const countsAsFailure =
+      cause !== "PREEMPTED_BY_PRIMARY" &&
+      cause !== "PREEMPTED_BY_POWER" &&
+      cause !== "PREEMPTED_BY_DRAIN" &&
+      cause !== "LOST";
     if (countsAsFailure) app.record.failedAttempts += 1;
     if (app.amContainerId) {
       const alloc = this.scheduler.release(app.amContainerId);
@@ -1076,7 +1438,9 @@ export class ResourceManager {
       finishMs: now,
       tasksRun: app.progress?.tasksRun ?? 0,
       tasksPreempted: app.progress?.tasksPreempted ?? 0,
+      taskDurations: Object.fromEntries(app.taskDurations),
     };
+    if (outcome === "JOB_SUCCEEDED") this.lifetimes.observeJob(app.record.name, history.durationMs);
     // Durable before anyone is told.
     await this.store.finishApp(app.record, history);
     await this.evictCompleted();
@@ -1087,6 +1451,8 @@ export class ResourceManager {
       this.history.remove(app.record.appId);
     }
     this.powerPolicy?.forget(app.record.appId);
+    this.nodeChoice?.forget(app.record.appId);
+    this.admission.remove(app.record.appId);
     if (!keepAm) this.scheduler.removeApp(app.record.appId);
     else this.scheduler.setAsks(app.record.appId, []);
     this.log.info("application ended", {

@@ -64,6 +64,12 @@ export class StockSchedulerPolicy implements SchedulerPolicy {
   }
 }
 
+/** Told of every grant and release (the lifetime-aware node choice keeps its registry of live containers with it). */
+export interface SchedulerListener {
+  granted?(alloc: Allocation): void;
+  released?(alloc: Allocation): void;
+}
+
 /** One outstanding ask of an application at a priority. */
 export interface Ask {
   priority: number;
@@ -104,6 +110,8 @@ interface NodeState {
   allocated: Resources;
   reserveMilli: number;
   containers: Set<string>;
+  /** False while the node drains (`setSchedulable`): it keeps its containers and gets no new ones. */
+  schedulable: boolean;
 }
 
 interface AppState extends AppView {
@@ -137,12 +145,18 @@ export class Scheduler {
   private amAllocatedMilli = 0;
   private harvestableMilli = 0;
   private readonly allocations = new Map<string, Allocation>();
+  private listener: SchedulerListener | undefined;
 
   constructor(
     readonly policy: SchedulerPolicy,
     private readonly options: SchedulerOptions,
     private readonly newContainerId: (appId: string) => string,
   ) {}
+
+  /** Sets the one listener told of grants and releases. */
+  setListener(listener: SchedulerListener | undefined): void {
+    this.listener = listener;
+  }
 
   /** Adds (or re-adds with new capacity) a node. */
   addNode(nodeId: string, capacity: Resources, rack = "/default-rack"): void {
@@ -163,6 +177,7 @@ export class Scheduler {
       allocated: { ...ZERO },
       reserveMilli: Math.ceil(capacity.vcoresMilli * this.options.reserveFraction),
       containers: new Set(),
+      schedulable: true,
     });
     this.harvestableMilli += harvestableOf(this.nodes.get(nodeId)!);
   }
@@ -183,6 +198,27 @@ export class Scheduler {
 
   hasNode(nodeId: string): boolean {
     return this.nodes.has(nodeId);
+  }
+
+  /**
+   * Whether the node may receive new containers (YARN's graceful decommissioning: a draining node keeps running what it
+   * has and is offered nothing new). Kept across `addNode` calls of the same node.
+   */
+  setSchedulable(nodeId: string, schedulable: boolean): void {
+    const node = this.nodes.get(nodeId);
+    if (node) node.schedulable = schedulable;
+  }
+
+  /** The containers allocated on a node now. */
+  containersOn(nodeId: string): Allocation[] {
+    const node = this.nodes.get(nodeId);
+    if (!node) return [];
+    const out: Allocation[] = [];
+    for (const id of node.containers) {
+      const a = this.allocations.get(id);
+      if (a) out.push(a);
+    }
+    return out;
   }
 
   /** Records what the node's primary tenant uses now. */
@@ -272,6 +308,14 @@ export class Scheduler {
     this.refreshHunger(app);
   }
 
+  /** The cores an application's containers hold now, milli-cores. */
+  allocatedMilliOf(appId: string): number {
+    let milli = 0;
+    for (const id of this.apps.get(appId)?.containers ?? [])
+      milli += this.allocations.get(id)?.resource.vcoresMilli ?? 0;
+    return milli;
+  }
+
   /** Outstanding container count of an application. */
   outstanding(appId: string): number {
     return this.apps.get(appId)?.outstanding ?? 0;
@@ -283,7 +327,7 @@ export class Scheduler {
    */
   allocateOnNode(nodeId: string): Allocation[] {
     const node = this.nodes.get(nodeId);
-    if (!node || this.hungry.length === 0) return [];
+    if (!node || !node.schedulable || this.hungry.length === 0) return [];
     const granted: Allocation[] = [];
     const limit = this.options.maxAllocationsPerHeartbeat || Number.POSITIVE_INFINITY;
     let headroom = this.headroomOf(node);
@@ -354,6 +398,7 @@ export class Scheduler {
       node.containers.delete(containerId);
     }
     this.apps.get(alloc.appId)?.containers.delete(containerId);
+    this.listener?.released?.(alloc);
     return alloc;
   }
 
@@ -385,6 +430,7 @@ export class Scheduler {
     node.allocated = add(node.allocated, alloc.resource);
     node.containers.add(alloc.containerId);
     app?.containers.add(alloc.containerId);
+    this.listener?.granted?.(alloc);
   }
 
   private headroomOf(node: NodeState): Resources {

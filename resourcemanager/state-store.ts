@@ -29,6 +29,10 @@ export interface AppRecord {
   maxConcurrency: number;
   /** The DAG's priority, 0..100 (records written before it existed have none: 0). */
   priority?: number;
+  /** Cores admission control counts for the job (job manager + max concurrency x largest task), milli-cores. */
+  demandMilli?: number;
+  /** When admission control let it in (0: never queued). */
+  admittedMs?: number;
   /**
    * The submitter's namenode delegation token, handed to the job's containers (a secret: the store lives in the
    * resource manager's data directory, and the token never appears in reports or logs).
@@ -37,7 +41,8 @@ export interface AppRecord {
 }
 
 /** Application states, as YARN names them. */
-export type AppState = "ACCEPTED" | "RUNNING" | "FINISHED" | "FAILED" | "KILLED";
+/** QUEUED: waiting for admission control (`admission`); ACCEPTED: admitted, waiting for its job manager to run. */
+export type AppState = "QUEUED" | "ACCEPTED" | "RUNNING" | "FINISHED" | "FAILED" | "KILLED";
 
 /** A finished job in the history. */
 export interface HistoryRecord {
@@ -48,6 +53,12 @@ export interface HistoryRecord {
   finishMs: number;
   tasksRun: number;
   tasksPreempted: number;
+  /**
+   * Run times (ms, start to finish as the node managers reported them) of the job's task containers that succeeded,
+   * by vertex, at most `MAX_DURATIONS_PER_VERTEX` each: the lifetime model's samples (`lifetime.ts`). Absent in
+   * records written before lifetimes were kept.
+   */
+  taskDurations?: Record<string, number[]>;
 }
 
 /** The power-domain tree as stored (PowerAdmin.SetDomains and SetBudget write it whole). */
@@ -55,6 +66,17 @@ export interface StoredPowerDomains {
   domains: { path: string; budgetWatts: number }[];
   nodes: Record<string, string>;
   updatedMs: number;
+}
+
+/** Most task run times a history record keeps per vertex. */
+export const MAX_DURATIONS_PER_VERTEX = 200;
+
+/** A server's drain, as kept across restarts. */
+export interface StoredDrain {
+  nodeId: string;
+  startedMs: number;
+  /** 0: none. */
+  deadlineMs: number;
 }
 
 /** LevelDB-backed store; every write resolves only once it is in the log. */
@@ -121,6 +143,15 @@ export class RmStateStore {
 
   async putPowerDomains(tree: StoredPowerDomains): Promise<void> {
     await this.db.put("power!domains", tree, DURABLE);
+  }
+
+  /** The drains in force (`harvest admin drain`), as last set. */
+  async drains(): Promise<StoredDrain[]> {
+    return ((await this.db.get("drain!all")) as StoredDrain[] | undefined) ?? [];
+  }
+
+  async putDrains(drains: readonly StoredDrain[]): Promise<void> {
+    await this.db.put("drain!all", drains, DURABLE);
   }
 
   /** Finished jobs, newest first, optionally only those named `name`. */
