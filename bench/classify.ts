@@ -421,10 +421,12 @@ function naiveTenantFeatures(series: UtilizationSeries, opts: Partial<Classifier
     throw new HarvestError("INVALID_ARGUMENT", `series ${series.name} is empty`, { details: { field: "series" } });
   }
   const sorted = [...x].sort((a, b) => a - b);
+  const average = x.reduce((a, b) => a + b, 0) / x.length;
   return {
-    average: x.reduce((a, b) => a + b, 0) / x.length,
+    average,
     peak: percentileSorted(sorted, o.peakPercentile),
     current: x[x.length - 1]!,
+    stddev: Math.sqrt(x.reduce((a, v) => a + (v - average) * (v - average), 0) / x.length),
     pattern: naivePatternOf(series, o).pattern,
   };
 }

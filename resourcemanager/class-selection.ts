@@ -6,6 +6,7 @@
  */
 import { HarvestError } from "../common/errors.js";
 import type { Rng } from "../common/rng.js";
+import { cantelliHeadroom } from "./admission.js";
 import type { UtilizationPattern } from "./classifier.js";
 import { AM_PRIORITY } from "./scheduler.js";
 import type { AppView, NodeView, SchedulerPolicy } from "./scheduler.js";
@@ -144,6 +145,8 @@ export interface ClassView {
   peak: number;
   /** CPU utilization of the class's servers now, in % (0..100). */
   current: number;
+  /** Standard deviation of the class's utilization, in % (for the Cantelli headroom; absent: unknown). */
+  stddev?: number;
   /** The class's live servers; an empty list means no headroom. */
   servers: readonly ServerCapacity[];
 }
@@ -175,12 +178,37 @@ export function utilizationFor(type: JobType, cls: ClassView): number {
  * it compares directly with a job's requirement): for each server, capacity x (1 - u/100) - reserve - allocated,
  * floored at zero and rounded down to whole milli, with u = `utilizationFor(type, cls)`.
  */
-export function classHeadroomMilli(cls: ClassView, type: JobType): number {
+export function classHeadroomMilli(cls: ClassView, type: JobType, cantelliThreshold?: number): number {
+  if (cantelliThreshold !== undefined && type !== "short" && cls.stddev !== undefined)
+    return cantelliClassHeadroomMilli(cls, cantelliThreshold);
   const freePct = 100 - utilizationFor(type, cls);
   let total = 0;
   for (const s of cls.servers) {
     // capacity x (100 - u) / 100 rather than x (1 - u/100): exact for whole percentages.
     const free = Math.floor((s.capacityMilli * freePct) / 100) - s.reserveMilli - s.allocatedMilli;
+    if (free > 0) total += free;
+  }
+  return total;
+}
+
+/**
+ * Headroom by the second moment (seeds/003's Cantelli bound, per class, the `classHeadroom: cantelli` option): on each
+ * server, the most secondary work x such that P(primary >= capacity - reserve - x) <= threshold by Cantelli, with the
+ * primary's mean and deviation those of the class (`cantelliHeadroom`), and never more than what the primary leaves
+ * now; minus what is allocated. Short jobs keep the current-utilization rule (they only need what is free now).
+ */
+export function cantelliClassHeadroomMilli(cls: ClassView, threshold: number): number {
+  const mean = Number.isFinite(cls.average) ? Math.min(100, Math.max(0, cls.average)) : 100;
+  const sd = Number.isFinite(cls.stddev) ? Math.max(0, cls.stddev ?? 0) : 100;
+  const nowFreePct = 100 - utilizationFor("short", cls);
+  let total = 0;
+  for (const s of cls.servers) {
+    const usable = s.capacityMilli - s.reserveMilli;
+    const mu = (s.capacityMilli * mean) / 100;
+    const sigma = (s.capacityMilli * sd) / 100;
+    const bound = cantelliHeadroom(mu, sigma * sigma, usable, threshold);
+    const now = Math.floor((s.capacityMilli * nowFreePct) / 100) - s.reserveMilli;
+    const free = Math.floor(Math.min(bound, now)) - s.allocatedMilli;
     if (free > 0) total += free;
   }
   return total;
@@ -267,6 +295,8 @@ export interface ClassSelectionInput {
   classes: readonly ClassView[];
   weights: ClassWeights;
   rng: Rng;
+  /** Medium and long jobs' headroom by the Cantelli bound at this threshold (`cantelliClassHeadroomMilli`). */
+  cantelliThreshold?: number | undefined;
 }
 
 /** The outcome of Algorithm 1. */
@@ -309,7 +339,7 @@ export function selectClasses(input: ClassSelectionInput): ClassSelection {
     return { kind: "none", classIds: [], requirementMilli: req, headroomMilli, reason: "no utilization classes yet" };
   }
   const all: Candidate[] = classes.map((cls) => {
-    const headroom = classHeadroomMilli(cls, jobType);
+    const headroom = classHeadroomMilli(cls, jobType, input.cantelliThreshold);
     headroomMilli[cls.classId] = headroom;
     return { cls, headroom, weighted: weights[jobType][cls.pattern] * headroom };
   });

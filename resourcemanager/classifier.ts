@@ -762,6 +762,8 @@ export interface TenantFeatures {
   peak: number;
   /** The last value, CPU %. */
   current: number;
+  /** The standard deviation of the utilization, CPU % (the second moment for Cantelli headroom, seeds/003). */
+  stddev: number;
   pattern: UtilizationPattern;
 }
 
@@ -782,10 +784,13 @@ function featuresOf(series: UtilizationSeries, o: ClassifierOptions): TenantFeat
   const { percentile, sum } = percentileAndSum(x, o.peakPercentile);
   const average = sum / n;
   const current = x[n - 1]!;
+  let squares = 0;
+  for (const v of x) squares += (v - average) * (v - average);
+  const stddev = Math.sqrt(squares / n);
   const grid = gridValues(series);
   const peak =
     o.peakStatistic === "median-daily-max" ? (medianDailyMax(grid, series.stepSec) ?? percentile) : percentile;
-  if (grid !== x) return { average, peak, current, pattern: patternOf(series, o).pattern };
+  if (grid !== x) return { average, peak, current, stddev, pattern: patternOf(series, o).pattern };
   // On its own grid already: the mean serves the pattern test too. The p99 - p1 range only matters when
   // constantMaxRangePct > 0 (a range is never below 0), so it is not computed otherwise.
   let rangePct = Infinity;
@@ -793,7 +798,7 @@ function featuresOf(series: UtilizationSeries, o: ClassifierOptions): TenantFeat
     const [p1, p99] = percentilesOf(x, [1, 99]) as [number, number];
     rangePct = p99 - p1;
   }
-  return { average, peak, current, pattern: profileOf(x, average, rangePct, series.stepSec, o).pattern };
+  return { average, peak, current, stddev, pattern: profileOf(x, average, rangePct, series.stepSec, o).pattern };
 }
 
 /**
@@ -841,6 +846,8 @@ export interface TenantClass {
   peak: number;
   /** Server-weighted mean of the members' current utilization, CPU %. */
   current: number;
+  /** Server-weighted mean of the members' standard deviations, CPU % (absent in classes stored before it existed). */
+  stddev?: number;
   /** Member tenant ids, in input order. */
   tenantIds: string[];
   /** The members' servers, in input order. */
@@ -917,6 +924,8 @@ function clusterFeatures(featured: readonly FeaturedTenant[], o: ClassifierOptio
         average: mean((f) => f.average),
         peak: mean((f) => f.peak),
         current: mean((f) => f.current),
+        // The members' mean deviation, not the pooled one: a class's server is one member's server.
+        stddev: mean((f) => f.stddev ?? 0),
         tenantIds: g.map((m) => m.tenantId),
         servers: g.flatMap((m) => m.servers),
       };

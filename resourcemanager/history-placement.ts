@@ -46,6 +46,8 @@ export interface HistoryPlacementOptions {
   weights: ClassWeights;
   /** A job that finds no class with room for this long runs on any server (0: wait for ever). */
   classWaitMs: number;
+  /** Medium and long jobs' class headroom by the Cantelli bound at this threshold (absent: by utilization). */
+  cantelliThreshold?: number | undefined;
 }
 
 /**
@@ -156,6 +158,7 @@ export class HistoryPlacement {
       classes: views,
       weights: this.options.weights,
       rng: this.rng,
+      cantelliThreshold: this.options.cantelliThreshold,
     });
     if (selection.kind !== "none") {
       const chosen = new Set(selection.classIds);
@@ -244,6 +247,7 @@ export function classViewsOf(classes: readonly TenantClass[], nodes: readonly Li
       average: c.average,
       peak: c.peak,
       current: liveUtilization(members) ?? c.current,
+      ...(c.stddev !== undefined ? { stddev: c.stddev } : {}),
       servers: members.map(capacityOf),
     });
   }

@@ -71,6 +71,14 @@ export interface ResourceManagerOptions {
   jobTypes: Partial<JobTypeOptions>;
   /** Under the history policy, a job that finds no class with room for this long runs anywhere; 0 waits for ever. @default 60000 */
   classWaitMs: number;
+  /**
+   * Algorithm 1's class headroom for medium and long jobs: "utilization" (seeds/004: capacity less the class's average
+   * or peak) or "cantelli" (seeds/003's second moment per class: what keeps the probability that the primary needs the
+   * cores back under `classHeadroomThreshold`, from the class's mean and standard deviation). @default "utilization"
+   */
+  classHeadroom: "utilization" | "cantelli";
+  /** The Cantelli bound's threshold for `classHeadroom: cantelli`. @default 0.05 */
+  classHeadroomThreshold: number;
   /** Tenant registry and classifier settings (see `TenantRegistryOptions`). @default {} */
   tenants: Partial<TenantRegistryOptions>;
   /** How often the classes are rebuilt from the history. @default 86400000 (daily) */
@@ -175,6 +183,8 @@ export function resolveResourceManagerOptions(
     classWeights: {},
     jobTypes: {},
     classWaitMs: 60_000,
+    classHeadroom: "utilization",
+    classHeadroomThreshold: 0.05,
     tenants: {},
     reclusterIntervalMs: 86_400_000,
     seed: 1,
@@ -232,6 +242,10 @@ export function resolveResourceManagerOptions(
   if (o.schedulerPolicy !== "stock" && o.schedulerPolicy !== "history")
     bad("schedulerPolicy", `must be "stock" or "history" (got ${JSON.stringify(o.schedulerPolicy)})`);
   if (!(o.classWaitMs >= 0)) bad("classWaitMs", "must be >= 0");
+  if (o.classHeadroom !== "utilization" && o.classHeadroom !== "cantelli")
+    bad("classHeadroom", `must be "utilization" or "cantelli" (got ${JSON.stringify(o.classHeadroom)})`);
+  if (!(o.classHeadroomThreshold > 0 && o.classHeadroomThreshold < 1))
+    bad("classHeadroomThreshold", "must be in (0, 1)");
   if (o.reclusterIntervalMs > 2 ** 31 - 1) bad("reclusterIntervalMs", "must be at most 2147483647 (about 24 days)");
   if (!Number.isInteger(o.seed)) bad("seed", "must be an integer");
   if (!Number.isInteger(o.jobHistoryWindow) || o.jobHistoryWindow < 1)

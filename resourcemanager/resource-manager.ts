@@ -186,7 +186,13 @@ export class ResourceManager {
       this.classViews = new LiveClassViews(() => this.liveNodes());
       this.history = new HistoryPlacement(
         historyPolicy,
-        { weights: resolveClassWeights(this.options.classWeights), classWaitMs: this.options.classWaitMs },
+        {
+          weights: resolveClassWeights(this.options.classWeights),
+          classWaitMs: this.options.classWaitMs,
+          ...(this.options.classHeadroom === "cantelli"
+            ? { cantelliThreshold: this.options.classHeadroomThreshold }
+            : {}),
+        },
         this.classViews,
         this.clock,
         new SeededRng(this.options.seed),

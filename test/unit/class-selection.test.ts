@@ -166,6 +166,39 @@ describe("class headroom", () => {
   });
 });
 
+describe("class headroom by the Cantelli bound (classHeadroom: cantelli)", () => {
+  const cls: ClassView = {
+    classId: "periodic-0",
+    pattern: "periodic",
+    average: 40,
+    peak: 60,
+    current: 30,
+    stddev: 10,
+    servers: [{ serverId: "s1", capacityMilli: 4000, reserveMilli: 400, allocatedMilli: 0 }],
+  };
+
+  it("keeps the primary's overrun under the threshold: C - mu - sigma x sqrt((1 - theta) / theta), within what is free now", () => {
+    // mu = 1600, sigma = 400, C = 4000 - 400 = 3600; theta 0.1: 3600 - 1600 - 400 x 3 = 800.
+    expect(classHeadroomMilli(cls, "medium", 0.1)).toBe(800);
+    expect(classHeadroomMilli(cls, "long", 0.1)).toBe(800);
+    // theta 0.5: 3600 - 1600 - 400 x 1 = 1600; free now is 4000 x 0.7 - 400 = 2400.
+    expect(classHeadroomMilli(cls, "medium", 0.5)).toBe(1600);
+    // A calm class: sigma 0 gives 3600 - 1600 = 2000, but the primary leaves only 4000 x 0.3 - 400 = 800 now.
+    expect(classHeadroomMilli({ ...cls, stddev: 0, current: 70 }, "long", 0.1)).toBe(800);
+    // Allocated work comes off.
+    const busy = { ...cls, servers: [{ ...cls.servers[0]!, allocatedMilli: 500 }] };
+    expect(classHeadroomMilli(busy, "medium", 0.1)).toBe(300);
+  });
+
+  it("leaves short jobs, and classes with no deviation known, on the utilization rule", () => {
+    // Short: current 30 % -> 4000 x 0.7 - 400 = 2400. Medium without stddev: max(40, 30) -> 4000 x 0.6 - 400 = 2000.
+    expect(classHeadroomMilli(cls, "short", 0.1)).toBe(2400);
+    const { stddev: _unknown, ...noDeviation } = cls;
+    expect(classHeadroomMilli(noDeviation, "medium", 0.1)).toBe(2000);
+    expect(classHeadroomMilli(cls, "medium")).toBe(2000);
+  });
+});
+
 describe("class weights", () => {
   const rank = (w: ClassWeights, type: JobType): UtilizationPattern[] =>
     (["periodic", "constant", "unpredictable"] as const).slice().sort((a, b) => w[type][b] - w[type][a]);
