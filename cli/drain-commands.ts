@@ -5,11 +5,13 @@
  * copies their blocks elsewhere. `--status` shows both sides.
  */
 import type { Command } from "commander";
-import { HarvestError } from "../common/errors.js";
+import { NamenodeAdminClient } from "../client/namenode-admin-client.js";
+import type { DatanodeAdminStatus } from "../client/namenode-admin-client.js";
+import { HarvestError, isHarvestError } from "../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import type { NodeAdminClient } from "../proto/generated/harvest/v1/NodeAdmin.js";
 import type { NodeDrainOutput as NodeDrain } from "../proto/generated/harvest/v1/NodeDrain.js";
-import { action, common, print, rmTarget } from "./command-kit.js";
+import { action, clusterTarget, common, print, rmTarget } from "./command-kit.js";
 import type { GlobalOpts } from "./command-kit.js";
 import { table } from "./format.js";
 
@@ -49,6 +51,46 @@ async function withNodeAdmin<T>(o: GlobalOpts, fn: (c: NodeAdminClient) => Promi
   }
 }
 
+/**
+ * Runs `fn` for the servers that run a datanode, with a namenode admin client; undefined when the cluster has no
+ * namenode. Servers without a datanode are left out (a compute-only server has no blocks to copy).
+ */
+async function withDatanodes<T>(
+  o: GlobalOpts,
+  servers: readonly string[],
+  fn: (c: NamenodeAdminClient, datanodes: string[]) => Promise<T>,
+): Promise<T | undefined> {
+  const t = clusterTarget(o);
+  if (!t.nnAddress) return undefined;
+  const client = new NamenodeAdminClient(t.nnAddress, t.security);
+  try {
+    const known = new Set((await client.status()).map((d) => d.datanodeId));
+    const datanodes = servers.length ? servers.filter((s) => known.has(s)) : [...known];
+    return await fn(client, datanodes);
+  } catch (err) {
+    if (isHarvestError(err) && err.code === "UNAVAILABLE") return undefined;
+    throw err;
+  } finally {
+    client.close();
+  }
+}
+
+function blocksTable(datanodes: readonly DatanodeAdminStatus[], nowMs: number): string {
+  const rows = datanodes
+    .filter((d) => d.state !== "NORMAL")
+    .map((d) => [
+      d.datanodeId,
+      d.state,
+      d.liveness,
+      d.blocks,
+      d.blocksNeedingCopies,
+      d.deadlineMs > 0 ? `${iso(d.deadlineMs)}${d.deadlinePassed || d.deadlineMs <= nowMs ? " (passed)" : ""}` : "none",
+      d.message,
+    ]);
+  if (rows.length === 0) return "no datanode is decommissioning";
+  return table(["DATANODE", "STATE", "LIVENESS", "BLOCKS", "NEED COPIES", "DEADLINE", "NOTE"], rows);
+}
+
 function drainTable(drains: readonly NodeDrain[], nowMs: number): string {
   if (drains.length === 0) return "no server is draining";
   const rows = drains.map((d) => [
@@ -86,15 +128,26 @@ export function registerDrainCommands(admin: Command): void {
             throw new HarvestError("INVALID_ARGUMENT", "name the servers to drain, or use --status");
           const r = await withNodeAdmin(o, (c) => call(c, c.getDrainStatus, {}));
           const drains = servers.length ? r.drains.filter((d) => servers.includes(d.nodeId)) : r.drains;
-          print(o, { drains }, () => drainTable(drains, now));
+          const datanodes = (await withDatanodes(o, servers, (c, ids) => c.status(ids))) ?? [];
+          print(o, { drains, datanodes }, () =>
+            ["containers:", drainTable(drains, now), "blocks:", blocksTable(datanodes, now)].join("\n"),
+          );
           return;
         }
         const deadlineMs = o.deadline !== undefined ? parseDeadline(o.deadline, now) : 0;
         const r = await withNodeAdmin(o, (c) => call(c, c.drain, { nodeIds: servers, deadlineMs }));
-        print(o, { drains: r.drains }, () =>
+        // The datanodes of the same servers copy their blocks elsewhere (HDFS decommissioning).
+        const datanodes =
+          (await withDatanodes(o, servers, async (c, ids) =>
+            ids.length ? c.decommission(ids, { deadlineMs }) : [],
+          )) ?? [];
+        print(o, { drains: r.drains, datanodes }, () =>
           [
-            `draining ${servers.join(", ")}${deadlineMs ? ` until ${iso(deadlineMs)}` : " (no deadline: nothing will be preempted)"}`,
+            `draining ${servers.join(", ")}${deadlineMs ? ` until ${iso(deadlineMs)}` : " (no deadline: no container will be preempted)"}`,
+            "containers:",
             drainTable(r.drains, now),
+            "blocks:",
+            blocksTable(datanodes, now),
             "'harvest admin drain --status' shows progress; 'harvest admin undrain' returns a server to service",
           ].join("\n"),
         );
@@ -106,7 +159,9 @@ export function registerDrainCommands(admin: Command): void {
     .action(
       action(async (servers: string[], o: GlobalOpts) => {
         const r = await withNodeAdmin(o, (c) => call(c, c.undrain, { nodeIds: servers }));
-        print(o, { drains: r.drains }, () => `back in service: ${servers.join(", ")}`);
+        const datanodes =
+          (await withDatanodes(o, servers, async (c, ids) => (ids.length ? c.recommission(ids) : []))) ?? [];
+        print(o, { drains: r.drains, datanodes }, () => `back in service: ${servers.join(", ")}`);
       }),
     );
 }

@@ -11,5 +11,7 @@ export { TenantAdminClient } from "./tenant-admin-client.js";
 export type { HistoryFormat, ImportResult, TenantClasses, TenantInfo } from "./tenant-admin-client.js";
 export { PowerAdminClient } from "./power-admin-client.js";
 export type { PowerDomainInfo, PowerDomainTree, PowerDomainsSpec, PowerNodeInfo } from "./power-admin-client.js";
+export { NamenodeAdminClient } from "./namenode-admin-client.js";
+export type { DatanodeAdminStatus } from "./namenode-admin-client.js";
 export { findClientConfig, loadClientConfig, parseClientConfig, defaultClientConfigFile } from "./client-config.js";
 export type { ClientConfig } from "./client-config.js";

@@ -130,6 +130,11 @@ export class BlockManager {
     return this.byDatanode.get(datanodeId)?.size ?? 0;
   }
 
+  /** The ids of the blocks with a replica (good or corrupt) on a datanode (a copy: the caller may change the map). */
+  blocksOn(datanodeId: string): number[] {
+    return [...(this.byDatanode.get(datanodeId) ?? [])];
+  }
+
   /** Committed blocks, and how many of them have at least one good replica (safe mode's measure). */
   reportedCounts(): { total: number; reported: number } {
     let total = 0;

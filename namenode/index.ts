@@ -3,7 +3,8 @@
  * policies the simulator calls from here and nowhere else (scripts/check-imports.mjs):
  * - replica placement: stock rack-aware (`StockPlacementPolicy`) and the HDFS-H diversity grid
  *   (`DiversityPlacementPolicy`, Algorithm 2);
- * - re-replication: the incremental, prioritized `ReplicationMonitor`, wired to the block map by `replicatedBlockMap`.
+ * - re-replication: the incremental, prioritized `ReplicationMonitor`, wired to the block map by `replicatedBlockMap`;
+ * - decommissioning: the monitor's `decommission`/`recommission` over a `DecommissionTracker` (datanode admin states).
  */
 export { NameNode } from "./namenode.js";
 export type { DaemonState, DatanodeState } from "./namenode.js";
@@ -54,6 +55,7 @@ export type { PlacementTenant } from "./diversity-placement.js";
 export type { DatanodeView, PlacementPolicy, PlacementRequest } from "./placement.js";
 export {
   classifyBlock,
+  countReplicas,
   PRIORITY_LEVELS,
   ReplicationMonitor,
   ReplicationPriority,
@@ -66,7 +68,16 @@ export type {
   BlockView,
   DeletionTask,
   LiveDatanodes,
+  ReplicaCounts,
   ReplicationMonitorOptions,
   ReplicationTask,
   ReplicationWork,
 } from "./replication-monitor.js";
+export { DecommissionTracker } from "./decommission.js";
+export type {
+  AdminState,
+  DecommissionOptions,
+  DecommissionProgress,
+  DecommissionRecord,
+  DecommissionStatus,
+} from "./decommission.js";

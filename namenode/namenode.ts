@@ -4,6 +4,10 @@
  * the reply; block locations live only in memory and are rebuilt from block reports after a restart, during which
  * the namenode stays in safe mode (reads answered, mutations refused) until enough blocks are reported. Safe mode and
  * the replication monitor count committed blocks only: the last block of an open file has no final length yet.
+ *
+ * Decommissioning (the NamenodeAdmin service, admins only): the policy is the replication monitor's (decommission.ts);
+ * this class checks who asks and which datanodes, persists the records before answering, keeps draining datanodes out
+ * of new pipelines, orders reads with them last, and reports drains in fsck, GetDatanodes and GetDecommissionStatus.
  */
 import type * as grpc from "@grpc/grpc-js";
 import { join } from "node:path";
@@ -14,7 +18,7 @@ import type { Clock } from "../common/clock.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { CLAIMED_USER_METADATA } from "../common/fs-permission.js";
 import { isValidIdentityName } from "../common/tls.js";
-import { ANY_CERTIFICATE, Gate } from "../common/auth.js";
+import { ANY_CERTIFICATE, Gate, requireAccess } from "../common/auth.js";
 import type { ServiceRules } from "../common/auth.js";
 import { DelegationTokens } from "../common/delegation-token.js";
 import { INSECURE_WARNING } from "../common/options.js";
@@ -37,8 +41,9 @@ import { StockPlacementPolicy } from "./placement.js";
 import { DiversityPlacementPolicy } from "./diversity-placement.js";
 import type { TenantAdminClient } from "../proto/generated/harvest/v1/TenantAdmin.js";
 import type { DatanodeView, PlacementPolicy } from "./placement.js";
-import { classifyBlock } from "./replication-monitor.js";
+import { countReplicas } from "./replication-monitor.js";
 import type { ReplicationMonitor } from "./replication-monitor.js";
+import type { AdminState } from "./decommission.js";
 import type { AbandonBlockRequestOutput } from "../proto/generated/harvest/v1/AbandonBlockRequest.js";
 import type { AddBlockRequestOutput } from "../proto/generated/harvest/v1/AddBlockRequest.js";
 import type { BlockReportOutput } from "../proto/generated/harvest/v1/BlockReport.js";
@@ -49,6 +54,9 @@ import type { DatanodeHeartbeatOutput } from "../proto/generated/harvest/v1/Data
 import type { DatanodeInfo } from "../proto/generated/harvest/v1/DatanodeInfo.js";
 import type { DatanodeReport } from "../proto/generated/harvest/v1/DatanodeReport.js";
 import type { DatanodeToNamenodeOutput } from "../proto/generated/harvest/v1/DatanodeToNamenode.js";
+import type { DatanodeAdminStatus } from "../proto/generated/harvest/v1/DatanodeAdminStatus.js";
+import type { DecommissionRequestOutput } from "../proto/generated/harvest/v1/DecommissionRequest.js";
+import type { DecommissionStatusResponse } from "../proto/generated/harvest/v1/DecommissionStatusResponse.js";
 import type { FsckBlock } from "../proto/generated/harvest/v1/FsckBlock.js";
 import type { FsckReport } from "../proto/generated/harvest/v1/FsckReport.js";
 import type { GetBlockLocationsRequestOutput } from "../proto/generated/harvest/v1/GetBlockLocationsRequest.js";
@@ -92,9 +100,13 @@ interface DatanodeEntry {
    */
   sessionWipeCounted: boolean;
   reportedWipeOf: string;
+  /** A full block report came on the current stream: what the datanode holds is known (a drain may complete). */
+  blockReported: boolean;
 }
 
 const DATANODE_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+/** Where a replica's datanode ranks among the idle (or the busy) ones for reads: leaving datanodes last. */
+const READ_RANK: Readonly<Record<AdminState, number>> = { NORMAL: 0, DECOMMISSION_IN_PROGRESS: 1, DECOMMISSIONED: 2 };
 /** The user of a plaintext call that claims none (it gets only the "other" permission bits). */
 const ANONYMOUS_USER = "nobody";
 
@@ -135,6 +147,8 @@ export class NameNode {
   private readonly degradeLogged = new Map<string, number>();
   private recovering = false;
   private boundPort = 0;
+  /** Decommission records are written one after another, each with the state current when it runs (latest wins). */
+  private adminWrites: Promise<void> = Promise.resolve();
 
   constructor(options: Partial<NameNodeOptions> & { dataDir: string }, deps: { clock?: Clock; logger?: Logger } = {}) {
     this.options = resolveNameNodeOptions(options);
@@ -215,6 +229,9 @@ export class NameNode {
     for (const { block, inodeId, replication, committed } of this.namespace.allBlocks())
       this.blocks.addBlock(block, inodeId, replication, committed);
     for (const record of await this.store.loadDatanodes()) this.datanodeRecords.set(record.datanodeId, record);
+    // Drains resume where they were; one in progress waits for its datanode's first block report to complete.
+    for (const record of await this.store.loadDecommissions())
+      this.monitor.restoreDecommission(record, [], record.state === "DECOMMISSION_IN_PROGRESS");
     this.checkSafeMode();
     const proto = loadHarvestProto();
     // Datanodes (daemon certificates) on their stream; people, daemons, and tasks with their submitter's delegation
@@ -228,7 +245,12 @@ export class NameNode {
     ) as ServiceRules;
     const gate = this.gate
       .allow(proto.DatanodeProtocol.service, { DatanodeChannel: ["daemon"] })
-      .allow(proto.ClientNamenode.service, clientRules);
+      .allow(proto.ClientNamenode.service, clientRules)
+      .allow(proto.NamenodeAdmin.service, {
+        Decommission: ["admin"],
+        Recommission: ["admin"],
+        GetDecommissionStatus: ["admin"],
+      });
     if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.server.addService(proto.DatanodeProtocol.service, {
       DatanodeChannel: (s: DatanodeStream) => this.onDatanodeStream(s),
@@ -297,6 +319,22 @@ export class NameNode {
         return { token: issued.token, owner, expiresMs: issued.expiresMs };
       }),
     });
+    this.server.addService(proto.NamenodeAdmin.service, {
+      Decommission: unary((req: DecommissionRequestOutput, c) => {
+        this.requireAdmin(c, "decommission datanodes");
+        return this.decommission(req.datanodeIds, req.deadlineMs);
+      }),
+      Recommission: unary((req: { datanodeIds: string[] }, c) => {
+        this.requireAdmin(c, "recommission datanodes");
+        return this.recommission(req.datanodeIds);
+      }),
+      GetDecommissionStatus: unary((req: { datanodeIds: string[] }, c) => {
+        this.requireAdmin(c, "read the decommission status");
+        return this.adminReport(
+          req.datanodeIds.length > 0 ? this.knownDatanodes(req.datanodeIds) : this.allDatanodeIds(),
+        );
+      }),
+    });
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
     this.livenessTimer = setInterval(() => this.checkLiveness(), this.options.monitorIntervalMs);
     this.replicationTimer = setInterval(() => this.replicationTick(), this.options.replicationIntervalMs);
@@ -328,6 +366,7 @@ export class NameNode {
     await shutdownServer(this.server, 1_000);
     if (wasRunning) {
       await this.namespace.drain();
+      await this.adminWrites;
       await this.store.close().catch(() => undefined);
     }
     this.stateValue = "stopped";
@@ -382,7 +421,8 @@ export class NameNode {
     const { block, offset, targets } = await this.namespace.addBlock(
       { path: req.path, clientName: req.clientName, previous: req.previous },
       (file) => {
-        const live = this.liveViews();
+        // A datanode out of service takes no new replica.
+        const live = this.liveViews().filter((d) => this.monitor.adminState(d.datanodeId) === "NORMAL");
         const chosen = this.placement.chooseTargets({
           replication: file.inode.replication,
           writerDatanodeId: file.inode.writerDatanodeId || undefined,
@@ -394,8 +434,8 @@ export class NameNode {
         if (chosen.length === 0)
           throw new HarvestError(
             "NAMENODE_NOT_ENOUGH_DATANODES",
-            `no datanode can take a block of ${file.path}: ${live.length} live, ${excluded.size} excluded by the ` +
-              "client, the rest busy or without room",
+            `no datanode can take a block of ${file.path}: ${live.length} live in service, ${excluded.size} ` +
+              "excluded by the client, the rest busy or without room",
             { details: { live: String(live.length) } },
           );
         return chosen;
@@ -429,15 +469,18 @@ export class NameNode {
     return { fileLength: file.length, blocks, complete: file.inode.complete };
   }
 
-  /** Good replicas on live datanodes, those whose primary is not busy first (a busy one refuses reads). */
+  /**
+   * Good replicas on live datanodes: those whose primary is not busy first (a busy one refuses reads), and within each
+   * group the in-service ones, then draining, then decommissioned ones (HDFS sorts those last too: they are leaving).
+   */
   private readOrder(blockId: number): DatanodeInfo[] {
-    const idle: DatanodeEntry[] = [];
-    const busy: DatanodeEntry[] = [];
+    const groups: DatanodeEntry[][] = Array.from({ length: 6 }, () => []);
     for (const r of this.blocks.liveReplicas(blockId)) {
       const d = this.datanodes.get(r.datanodeId);
-      if (d?.state === "LIVE") (d.primaryBusy ? busy : idle).push(d);
+      if (d?.state === "LIVE")
+        groups[(d.primaryBusy ? 3 : 0) + READ_RANK[this.monitor.adminState(d.datanodeId)]]!.push(d);
     }
-    return [...this.shuffle(idle), ...this.shuffle(busy)].map((d) => this.info(d.datanodeId));
+    return groups.flatMap((g) => this.shuffle(g)).map((d) => this.info(d.datanodeId));
   }
 
   private reportBadBlocks(req: ReportBadBlocksRequestOutput): Record<string, never> {
@@ -456,16 +499,21 @@ export class NameNode {
 
   /**
    * Walks a subtree. `missing`: committed blocks without a good replica on a live datanode (they make it unhealthy);
-   * `underReplicated`: some but fewer than expected; `corrupt`: blocks with a corrupt replica, listing its holders.
+   * `underReplicated`: fewer good replicas on live in-service datanodes than expected (replicas on draining or
+   * decommissioned datanodes are counted apart: a block fully replicated without them is healthy); `corrupt`: blocks
+   * with a corrupt replica, listing its holders.
    */
   private fsck(path: string): FsckReport {
     const { files, directories } = this.namespace.walk(path);
     const liveIds = new Set(this.liveViews().map((d) => d.datanodeId));
+    const adminState = (id: string): AdminState => this.monitor.adminState(id);
     const under: FsckBlock[] = [];
     const missing: FsckBlock[] = [];
     const corrupt: FsckBlock[] = [];
     let blocks = 0;
     let totalBytes = 0;
+    let decommissioningReplicas = 0;
+    let decommissionedReplicas = 0;
     for (const f of files) {
       totalBytes += f.length;
       for (const lb of f.blocks) {
@@ -473,10 +521,18 @@ export class NameNode {
         const info = this.blocks.get(lb.block.blockId);
         // A block being written has no final length and no settled replicas yet: fsck leaves open blocks alone.
         if (!info || !lb.committed) continue;
-        const c = classifyBlock(info, liveIds);
-        const holders = (wantCorrupt: boolean): string[] =>
+        const c = countReplicas(info, liveIds, adminState);
+        decommissioningReplicas += c.decommissioning;
+        decommissionedReplicas += c.decommissioned;
+        // Holders of corrupt replicas, or of good ones in service (or out of service).
+        const holders = (wantCorrupt: boolean, inService = true): string[] =>
           [...info.replicas.values()]
-            .filter((r) => liveIds.has(r.datanodeId) && r.corrupt === wantCorrupt)
+            .filter(
+              (r) =>
+                liveIds.has(r.datanodeId) &&
+                r.corrupt === wantCorrupt &&
+                (wantCorrupt || (adminState(r.datanodeId) === "NORMAL") === inService),
+            )
             .map((r) => r.datanodeId)
             .sort();
         const entry = (datanodes: string[]): FsckBlock => ({
@@ -485,6 +541,9 @@ export class NameNode {
           liveReplicas: c.live,
           expectedReplicas: info.expectedReplication,
           datanodes,
+          decommissioningReplicas: c.decommissioning,
+          decommissionedReplicas: c.decommissioned,
+          outOfServiceDatanodes: holders(false, false),
         });
         if (c.health === "missing") missing.push(entry(holders(false)));
         else if (c.health === "under-replicated") under.push(entry(holders(false)));
@@ -492,7 +551,14 @@ export class NameNode {
       }
     }
     let live = 0;
-    for (const d of this.datanodes.values()) if (d.state === "LIVE") live += 1;
+    let dead = 0;
+    for (const d of this.datanodes.values()) {
+      if (d.state === "LIVE") live += 1;
+      else if (adminState(d.datanodeId) !== "DECOMMISSIONED") dead += 1;
+    }
+    const out = { decommissioning: 0, decommissioned: 0 };
+    for (const id of this.monitor.outOfService())
+      out[adminState(id) === "DECOMMISSIONED" ? "decommissioned" : "decommissioning"] += 1;
     return {
       files: files.length,
       directories,
@@ -502,9 +568,13 @@ export class NameNode {
       missing,
       corrupt,
       liveDatanodes: live,
-      deadDatanodes: this.datanodes.size - live,
+      deadDatanodes: dead,
       healthy: missing.length === 0,
       safeMode: this.safeModeOn,
+      decommissioningReplicas,
+      decommissionedReplicas,
+      decommissioningDatanodes: out.decommissioning,
+      decommissionedDatanodes: out.decommissioned,
     };
   }
 
@@ -516,6 +586,121 @@ export class NameNode {
       blocksReported: reported,
       threshold: this.options.safeModeThreshold,
       reason: this.safeModeOn ? `${reported} of ${total} blocks reported` : "",
+    };
+  }
+
+  // ---------------------------------------------------------------------------------------------- decommissioning
+
+  /**
+   * Admin RPCs: with TLS the gate already let only `admin` certificates through; on a plaintext namenode the claimed
+   * user must be the superuser, as HDFS's dfsadmin requires (unless permissions are off).
+   */
+  private requireAdmin(c: grpc.ServerUnaryCall<unknown, unknown>, action: string): void {
+    if (this.gate.secure || !this.options.permissions) return;
+    const caller = this.callerOf(c);
+    requireAccess(caller.superuser, { name: caller.user, role: "user", via: "claim" }, action);
+  }
+
+  /** The datanodes the namenode knows: registered since its start, or recorded (registered once, or out of service). */
+  private allDatanodeIds(): string[] {
+    const ids = new Set([...this.datanodes.keys(), ...this.datanodeRecords.keys(), ...this.monitor.outOfService()]);
+    return [...ids].sort();
+  }
+
+  /** The requested ids, deduplicated and sorted; any unknown one fails the call before anything changes. */
+  private knownDatanodes(ids: readonly string[]): string[] {
+    if (ids.length === 0)
+      throw new HarvestError("INVALID_ARGUMENT", "name at least one datanode", { details: { field: "datanodeIds" } });
+    const unknown = ids.filter(
+      (id) => !this.datanodes.has(id) && !this.datanodeRecords.has(id) && this.monitor.adminState(id) === "NORMAL",
+    );
+    if (unknown.length > 0)
+      throw new HarvestError(
+        "NAMENODE_DATANODE_NOT_FOUND",
+        `unknown datanode${unknown.length > 1 ? "s" : ""} ${unknown.map((id) => JSON.stringify(id)).join(", ")}: ` +
+          "the namenode knows only datanodes that have registered with it (see GetDatanodes)",
+        { details: { datanodeId: unknown[0]!, unknown: unknown.join(",") } },
+      );
+    return [...new Set(ids)].sort();
+  }
+
+  private async decommission(datanodeIds: readonly string[], deadlineMs: number): Promise<DecommissionStatusResponse> {
+    const ids = this.knownDatanodes(datanodeIds);
+    if (!(Number.isSafeInteger(deadlineMs) && deadlineMs >= 0))
+      throw new HarvestError("INVALID_ARGUMENT", "deadline_ms must be ms since the epoch, or 0 for none", {
+        details: { field: "deadlineMs" },
+      });
+    const now = this.clock.nowMs();
+    for (const id of ids) {
+      const entry = this.datanodes.get(id);
+      // A datanode that registered but has not reported yet holds blocks the namenode does not know of yet.
+      const awaitReport = entry?.state === "LIVE" && !entry.blockReported;
+      const started = this.monitor.decommission(id, this.blocks.blocksOn(id), { nowMs: now, deadlineMs, awaitReport });
+      const status = this.monitor.decommissionStatus(id, now);
+      this.log.info(started ? "decommission started" : "decommission asked again", {
+        datanodeId: id,
+        state: status?.state,
+        deadlineMs: status?.deadlineMs,
+        blocks: status?.blocks,
+        blocksNeedingCopies: status?.blocksNeedingCopies,
+      });
+    }
+    await Promise.all(ids.map((id) => this.persistAdminState(id)));
+    return this.adminReport(ids);
+  }
+
+  private async recommission(datanodeIds: readonly string[]): Promise<DecommissionStatusResponse> {
+    const ids = this.knownDatanodes(datanodeIds);
+    for (const id of ids)
+      if (this.monitor.recommission(id, this.blocks.blocksOn(id)))
+        this.log.info("datanode back in service", { datanodeId: id });
+    await Promise.all(ids.map((id) => this.persistAdminState(id)));
+    return this.adminReport(ids);
+  }
+
+  /**
+   * Writes a datanode's admin state as it is when the write runs (its record, or none when NORMAL), after every
+   * earlier such write: LevelDB does not order concurrent writes, and the last one must hold the latest state.
+   * Rejects (and logs) if the write failed.
+   */
+  private persistAdminState(datanodeId: string): Promise<void> {
+    const write = this.adminWrites.then(async () => {
+      const record = this.monitor.decommissionRecord(datanodeId);
+      if (record) await this.store.putDecommission(record);
+      else await this.store.deleteDecommission(datanodeId);
+    });
+    this.adminWrites = write.catch((err: unknown) =>
+      this.log.error("could not persist a datanode's admin state", { datanodeId, error: errorMessage(err) }),
+    );
+    return write;
+  }
+
+  private adminReport(ids: readonly string[]): DecommissionStatusResponse {
+    const now = this.clock.nowMs();
+    return { datanodes: ids.map((id) => this.adminStatus(id, now)) };
+  }
+
+  private adminStatus(datanodeId: string, nowMs: number): DatanodeAdminStatus {
+    const liveness = this.datanodes.get(datanodeId)?.state ?? "UNKNOWN";
+    const s = this.monitor.decommissionStatus(datanodeId, nowMs);
+    if (!s) return { datanodeId, state: "NORMAL", blocks: this.blocks.replicaCount(datanodeId), liveness };
+    let message = "";
+    if (s.deadlinePassed) message = `deadline passed with ${s.blocksNeedingCopies} blocks not yet copied`;
+    else if (s.awaitingReport) message = "waiting for the datanode's first block report";
+    else if (s.state === "DECOMMISSIONED" && s.blocksNeedingCopies > 0)
+      message = `decommissioned, but ${s.blocksNeedingCopies} of its blocks lack replicas elsewhere again`;
+    return {
+      datanodeId,
+      state: s.state,
+      deadlineMs: s.deadlineMs,
+      blocks: s.blocks,
+      blocksNeedingCopies: s.blocksNeedingCopies,
+      startedMs: s.startedMs,
+      finishedMs: s.finishedMs,
+      deadlinePassed: s.deadlinePassed,
+      liveness,
+      awaitingBlockReport: s.awaitingReport,
+      message,
     };
   }
 
@@ -582,6 +767,7 @@ export class NameNode {
       reimages: record?.reimages ?? 0,
       sessionWipeCounted: false,
       reportedWipeOf: "",
+      blockReported: false,
     };
     const wiped = entry.storageId !== "" && reg.storageId !== entry.storageId;
     Object.assign(entry, {
@@ -597,6 +783,7 @@ export class NameNode {
     // Copies queued for an earlier life of the datanode may no longer apply (the monitor reschedules them once they
     // time out); queued deletions still do.
     entry.replicate = [];
+    entry.blockReported = false;
     this.datanodes.set(id, entry);
     if (wiped) this.onWipe(entry, `new storage id ${reg.storageId}`, entry.reportedWipeOf !== entry.storageId);
     entry.sessionWipeCounted = wiped;
@@ -636,6 +823,8 @@ export class NameNode {
   private onBlockReport(entry: DatanodeEntry, report: BlockReportOutput): void {
     const unknown = this.blocks.fullReport(entry.datanodeId, report.blocks);
     entry.deletes.push(...unknown);
+    entry.blockReported = true;
+    this.monitor.datanodeReported(entry.datanodeId);
     this.log.info("block report", {
       datanodeId: entry.datanodeId,
       blocks: report.blocks.length,
@@ -708,11 +897,11 @@ export class NameNode {
       d.replicate = [];
       d.deletes = [];
       const lost = this.blocks.removeDatanode(d.datanodeId);
-      this.log.warn("datanode dead: no heartbeat within the expiry", {
-        datanodeId: d.datanodeId,
-        expiryMs: this.options.datanodeExpiryMs,
-        replicasLost: lost,
-      });
+      const context = { datanodeId: d.datanodeId, expiryMs: this.options.datanodeExpiryMs, replicasLost: lost };
+      // A decommissioned datanode going away is the point of decommissioning it: no alarm.
+      if (this.monitor.adminState(d.datanodeId) === "DECOMMISSIONED")
+        this.log.info("decommissioned datanode gone: no heartbeat within the expiry", context);
+      else this.log.warn("datanode dead: no heartbeat within the expiry", context);
     }
     this.checkSafeMode();
     if (!this.safeModeOn) this.recoverLeases();
@@ -773,6 +962,22 @@ export class NameNode {
         timedOut: work.timedOut,
         underReplicated: work.underReplicated,
         deferred: work.deferred,
+      });
+    for (const id of work.decommissioned) {
+      const status = this.monitor.decommissionStatus(id, this.clock.nowMs());
+      this.log.info("datanode decommissioned: every block it holds has enough replicas elsewhere", {
+        datanodeId: id,
+        blocks: status?.blocks ?? 0,
+        tookMs: status ? status.finishedMs - status.startedMs : 0,
+      });
+      // Failures are logged by persistAdminState; a restart then resumes the drain, which completes again.
+      this.persistAdminState(id).catch(() => undefined);
+    }
+    for (const { datanodeId, blocksNeedingCopies } of work.decommissionOverdue)
+      this.log.warn(`decommission deadline passed with ${blocksNeedingCopies} blocks not yet copied`, {
+        datanodeId,
+        blocksNeedingCopies,
+        deadlineMs: this.monitor.decommissionRecord(datanodeId)?.deadlineMs ?? 0,
       });
     if (work.missing !== this.lastMissing) {
       this.lastMissing = work.missing;
@@ -863,6 +1068,7 @@ export class NameNode {
       lastHeartbeatMs: d.lastHeartbeatMs,
       primaryBusy: d.primaryBusy,
       reimages: d.reimages,
+      adminState: this.monitor.adminState(d.datanodeId),
     };
   }
 

@@ -9,8 +9,10 @@
  *   inode!<id>              InodeRecord (a directory or a file with its blocks, lease, owner, group and mode)
  *   child!<parentId>!<name> the child's inode id (the tree's edges: a rename rewrites one edge and one inode)
  *   datanode!<id>           DatanodeRecord (storage id and reimage count, kept across restarts)
+ *   decommission!<id>       DecommissionRecord of a datanode out of service (none while it is NORMAL)
  */
 import { Level } from "level";
+import type { DecommissionRecord } from "./decommission.js";
 import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, DEFAULT_GROUP } from "./permissions.js";
 
 // fsync before resolving (classic-level's WriteOptions.sync; the `level` facade's types leave it out).
@@ -243,5 +245,23 @@ export class NamespaceStore {
   /** Persists what is known of a datanode (storage id, reimage count). */
   async putDatanode(record: DatanodeRecord): Promise<void> {
     await this.db.put(`datanode!${record.datanodeId}`, record, DURABLE);
+  }
+
+  /** Every datanode out of service (draining or decommissioned). */
+  async loadDecommissions(): Promise<DecommissionRecord[]> {
+    const out: DecommissionRecord[] = [];
+    for await (const value of this.db.values({ gt: "decommission!", lt: "decommission!\xff" }))
+      out.push(value as DecommissionRecord);
+    return out;
+  }
+
+  /** Persists a datanode's decommission (durable once resolved). */
+  async putDecommission(record: DecommissionRecord): Promise<void> {
+    await this.db.put(`decommission!${record.datanodeId}`, record, DURABLE);
+  }
+
+  /** Forgets a datanode's decommission: it is back in service (durable once resolved). */
+  async deleteDecommission(datanodeId: string): Promise<void> {
+    await this.db.del(`decommission!${datanodeId}`, DURABLE);
   }
 }

@@ -16,8 +16,22 @@
  * - 4, missing: no good replica (none, or corrupt ones only). Reported, never scheduled (nothing to copy from).
  * A block whose shortfall is covered by copies in flight leaves the queues; it comes back when a copy fails, times
  * out or arrives short. Only committed blocks are considered (a block being written has no final length yet).
+ *
+ * Decommissioning (decommission.ts; HDFS's DatanodeAdminManager): the replicas of a datanode out of service do not
+ * count as live, so its blocks queue as under-replicated; a block whose only good replicas are on such datanodes waits
+ * at level 0, as in HDFS, not as missing. A draining datanode is the preferred copy source (it takes no new writes), a
+ * decommissioned one only the source of last resort, and neither is ever a target. Its surplus replicas are never
+ * deleted (they leave with the datanode). The copies go through the same queues and limits as any other.
  */
 import type { Rng } from "../common/rng.js";
+import { DecommissionTracker } from "./decommission.js";
+import type {
+  AdminState,
+  DecommissionOptions,
+  DecommissionProgress,
+  DecommissionRecord,
+  DecommissionStatus,
+} from "./decommission.js";
 import type { BlockRecord } from "./namespace-store.js";
 import type { DatanodeView, PlacementPolicy } from "./placement.js";
 
@@ -61,22 +75,55 @@ export function classifyBlock(
   b: BlockView,
   liveDatanodes?: ReadonlySet<string>,
 ): { health: BlockHealth; live: number; corrupt: number } {
-  let live = 0;
-  let corrupt = 0;
+  const { health, live, corrupt } = countReplicas(b, liveDatanodes);
+  return { health, live, corrupt };
+}
+
+/** A block's replicas by kind (fsck's view): good ones on in-service, draining and decommissioned datanodes apart. */
+export interface ReplicaCounts {
+  /** Missing: no good replica at all; under/over-replicated and healthy compare `live` with the replication. */
+  health: BlockHealth;
+  /** Good replicas on in-service (NORMAL) datanodes: the block's live replication. */
+  live: number;
+  corrupt: number;
+  /** Good replicas on DECOMMISSION_IN_PROGRESS datanodes (readable, not counted). */
+  decommissioning: number;
+  /** Good replicas on DECOMMISSIONED datanodes (readable until the datanode goes, not counted). */
+  decommissioned: number;
+}
+
+/**
+ * Counts a block's replicas (among `liveDatanodes` when given), apart by the admin state of their datanode
+ * (`adminState`, all NORMAL when absent). A block fully replicated on in-service datanodes is healthy whatever its
+ * draining replicas; one whose only good replicas are on draining or decommissioned datanodes is under-replicated,
+ * not missing (it can still be read and copied).
+ */
+export function countReplicas(
+  b: BlockView,
+  liveDatanodes?: ReadonlySet<string>,
+  adminState?: (datanodeId: string) => AdminState,
+): ReplicaCounts {
+  const counts = { live: 0, corrupt: 0, decommissioning: 0, decommissioned: 0 };
   for (const [id, r] of b.replicas) {
     if (liveDatanodes && !liveDatanodes.has(id)) continue;
-    if (r.corrupt) corrupt += 1;
-    else live += 1;
+    if (r.corrupt) counts.corrupt += 1;
+    else {
+      const state = adminState?.(id) ?? "NORMAL";
+      if (state === "NORMAL") counts.live += 1;
+      else if (state === "DECOMMISSION_IN_PROGRESS") counts.decommissioning += 1;
+      else counts.decommissioned += 1;
+    }
   }
+  const { live } = counts;
   const health: BlockHealth =
-    live === 0
+    live + counts.decommissioning + counts.decommissioned === 0
       ? "missing"
       : live < b.expectedReplication
         ? "under-replicated"
         : live > b.expectedReplication
           ? "over-replicated"
           : "healthy";
-  return { health, live, corrupt };
+  return { health, ...counts };
 }
 
 /** HDFS's priority levels (see the module comment). */
@@ -91,10 +138,14 @@ export const ReplicationPriority = {
 /** Number of priority levels. */
 export const PRIORITY_LEVELS = 5;
 
-/** The queue of a block with `live` good replicas out of `expected`; undefined when it is not short. */
-export function replicationPriority(live: number, expected: number): number | undefined {
+/**
+ * The queue of a block with `live` good in-service replicas out of `expected`, and `outOfService` good replicas on
+ * draining or decommissioned datanodes; undefined when it is not short. A block held only out of service is at the
+ * highest level (HDFS's getPriority: it can still be copied, and soon it cannot).
+ */
+export function replicationPriority(live: number, expected: number, outOfService = 0): number | undefined {
   if (live >= expected) return undefined;
-  if (live === 0) return ReplicationPriority.Missing;
+  if (live === 0) return outOfService > 0 ? ReplicationPriority.Highest : ReplicationPriority.Missing;
   if (live === 1) return ReplicationPriority.Highest;
   if (live * 3 < expected) return ReplicationPriority.VeryUnderReplicated;
   return ReplicationPriority.UnderReplicated;
@@ -153,6 +204,10 @@ export interface ReplicationWork {
   timedOut: number;
   /** Waiting blocks left for a later tick by `maxWorkPerRun`. */
   deferred: number;
+  /** Datanodes whose drain completed on this tick (now DECOMMISSIONED; see `checkDecommissions`). */
+  decommissioned: string[];
+  /** Drains whose deadline passed since the last tick, each reported once, with the blocks still to copy. */
+  decommissionOverdue: DecommissionProgress["overdue"];
 }
 
 interface Pending {
@@ -195,6 +250,8 @@ export class ReplicationMonitor implements BlockEventListener {
   /** Copies by deadline (finite timeouts only). */
   private deadlines: Pending[] = [];
   private deadlineHead = 0;
+  /** Datanodes out of service: their replicas do not count, they are never targets (see decommission.ts). */
+  private readonly admin = new DecommissionTracker();
 
   constructor(
     readonly policy: PlacementPolicy,
@@ -253,6 +310,26 @@ export class ReplicationMonitor implements BlockEventListener {
     return this.parked.size;
   }
 
+  /** A datanode's admin state: NORMAL, DECOMMISSION_IN_PROGRESS or DECOMMISSIONED. */
+  adminState(datanodeId: string): AdminState {
+    return this.admin.adminState(datanodeId);
+  }
+
+  /** The datanodes out of service (draining or decommissioned), in the order their drains started. */
+  outOfService(): string[] {
+    return [...this.admin.datanodes()];
+  }
+
+  /** An out-of-service datanode's drain: state, times, blocks and what still needs copies; undefined if NORMAL. */
+  decommissionStatus(datanodeId: string, nowMs: number): DecommissionStatus | undefined {
+    return this.admin.status(datanodeId, nowMs);
+  }
+
+  /** What to persist of an out-of-service datanode; undefined if NORMAL. */
+  decommissionRecord(datanodeId: string): DecommissionRecord | undefined {
+    return this.admin.record(datanodeId);
+  }
+
   /** Up to `limit` missing blocks (no good replica), oldest first. */
   missingBlocks(limit = Infinity): BlockRecord[] {
     const out: BlockRecord[] = [];
@@ -282,9 +359,11 @@ export class ReplicationMonitor implements BlockEventListener {
     for (const p of [...(this.pending.get(blockId) ?? [])]) this.close(p);
     this.unqueue(blockId);
     this.excess.delete(blockId);
+    this.admin.forget(blockId);
   }
 
   datanodeRemoved(datanodeId: string, blockIds: Iterable<number>): void {
+    this.admin.removed(datanodeId);
     const touched = new Set<number>(blockIds);
     for (const p of [...(this.bySource.get(datanodeId) ?? [])]) {
       touched.add(p.blockId);
@@ -307,6 +386,60 @@ export class ReplicationMonitor implements BlockEventListener {
     this.parkedPerLevel.fill(0);
   }
 
+  // ------------------------------------------------------------------------------------------------ decommissioning
+
+  /**
+   * Takes a datanode out of service (HDFS's startDecommission): its replicas stop counting, so `blockIds` (the blocks
+   * it holds) queue for copies; copies in flight to it are given up. True when a drain started; on a datanode already
+   * out of service only a non-zero deadline is replaced (false).
+   */
+  decommission(datanodeId: string, blockIds: Iterable<number>, options: DecommissionOptions): boolean {
+    if (!this.admin.start(datanodeId, options)) return false;
+    this.reclassify(datanodeId, blockIds);
+    return true;
+  }
+
+  /** Brings back a persisted drain before any block report (a namenode's start): see DecommissionTracker.restore. */
+  restoreDecommission(record: DecommissionRecord, blockIds: Iterable<number>, awaitReport: boolean): void {
+    this.admin.restore(record, awaitReport);
+    this.reclassify(record.datanodeId, blockIds);
+  }
+
+  /**
+   * Puts a datanode back in service (HDFS's stopDecommission): its replicas count again. A block that is then
+   * over-replicated loses its surplus at the next tick, from the fullest datanodes (which need not be this one), as
+   * HDFS's processExtraRedundancyBlocksOnInService does. False when it was in service already.
+   */
+  recommission(datanodeId: string, blockIds: Iterable<number>): boolean {
+    if (!this.admin.end(datanodeId)) return false;
+    this.reclassify(datanodeId, blockIds);
+    return true;
+  }
+
+  /** The datanode sent a full block report: a drain waiting for it may complete. */
+  datanodeReported(datanodeId: string): void {
+    this.admin.reported(datanodeId);
+  }
+
+  /**
+   * Completes the drains with no block left to copy (DECOMMISSIONED at `nowMs`) and reports overdue ones once. Every
+   * tick runs it; a caller that ticks only when blocks wait (the simulator) calls it after copies land.
+   */
+  checkDecommissions(nowMs: number): DecommissionProgress {
+    return this.admin.check(nowMs);
+  }
+
+  /** A datanode's admin state changed: copies in flight to it no longer help, and its blocks count differently. */
+  private reclassify(datanodeId: string, blockIds: Iterable<number>): void {
+    const touched = new Set<number>(blockIds);
+    if (this.admin.outOfService(datanodeId))
+      for (const p of [...(this.byTarget.get(datanodeId) ?? [])]) {
+        touched.add(p.blockId);
+        this.dropTarget(p, datanodeId);
+      }
+    for (const id of touched) this.blockChanged(id);
+  }
+
   // ------------------------------------------------------------------------------------------------ the tick
 
   /**
@@ -326,6 +459,8 @@ export class ReplicationMonitor implements BlockEventListener {
       underReplicated: [],
       timedOut: 0,
       deferred: 0,
+      decommissioned: [],
+      decommissionOverdue: [],
     };
     this.expire(nowMs, work);
     this.deletions(live, work);
@@ -354,6 +489,9 @@ export class ReplicationMonitor implements BlockEventListener {
         } else queue.add(id);
       }
     }
+    const progress = this.checkDecommissions(nowMs);
+    work.decommissioned = progress.decommissioned;
+    work.decommissionOverdue = progress.overdue;
     return work;
   }
 
@@ -381,14 +519,17 @@ export class ReplicationMonitor implements BlockEventListener {
       if (!b?.committed) continue;
       const good: DatanodeView[] = [];
       const corrupt: string[] = [];
+      let outOfService = 0;
       for (const [dn, r] of b.replicas) {
         const d = live.get(dn);
         if (!d) continue;
         if (r.corrupt) corrupt.push(dn);
+        // A draining or decommissioned datanode's replicas leave with it: never deleted as surplus.
+        else if (this.admin.size > 0 && this.admin.outOfService(dn)) outOfService += 1;
         else good.push(d);
       }
       // The only replicas, though corrupt, are kept: they may be all that is left of the data.
-      if (good.length === 0) continue;
+      if (good.length + outOfService === 0) continue;
       const block = record(b);
       for (const dn of corrupt) work.delete.push({ datanodeId: dn, block, reason: "corrupt" });
       if (good.length > b.expectedReplication && !this.pending.has(id)) {
@@ -405,27 +546,42 @@ export class ReplicationMonitor implements BlockEventListener {
   private schedule(id: number, level: number, live: LiveDatanodes, nowMs: number, work: ReplicationWork): Outcome {
     const b = this.blocks.get(id);
     if (!b?.committed) return "done";
+    // Good replicas on live datanodes: in service (they count), and out of service (sources only).
     const good: string[] = [];
-    for (const [dn, r] of b.replicas) if (!r.corrupt && live.get(dn)) good.push(dn);
+    const draining: string[] = [];
+    const decommissioned: string[] = [];
+    const anyOut = this.admin.size > 0;
+    for (const [dn, r] of b.replicas) {
+      if (r.corrupt || !live.get(dn)) continue;
+      const state = anyOut ? this.admin.adminState(dn) : "NORMAL";
+      if (state === "NORMAL") good.push(dn);
+      else (state === "DECOMMISSION_IN_PROGRESS" ? draining : decommissioned).push(dn);
+    }
     let inFlight = 0;
     for (const p of this.pending.get(id) ?? []) inFlight += p.targets.size;
     const needed = b.expectedReplication - good.length - inFlight;
-    if (good.length === 0 || needed <= 0) return "done";
+    // Sources in order of preference: a draining datanode takes no new writes and its replicas must go anyway (HDFS
+    // prefers it too); a decommissioned one only when nothing else holds the block.
+    const tiers = draining.length + good.length > 0 ? [draining, good] : [decommissioned];
+    if (tiers.every((t) => t.length === 0) || needed <= 0) return "done";
     // A busy primary makes its datanode refuse reads, so it cannot be a source right now.
     const limit = this.options.maxReplicationStreams;
     let idle = false;
-    let fewest = Infinity;
     const sources: string[] = [];
-    for (const dn of good) {
-      if (live.get(dn)!.primaryBusy) continue;
-      idle = true;
-      const used = this.inFlight(dn);
-      if (used >= limit || used > fewest) continue;
-      if (used < fewest) {
-        fewest = used;
-        sources.length = 0;
+    for (const tier of tiers) {
+      let fewest = Infinity;
+      for (const dn of tier) {
+        if (live.get(dn)!.primaryBusy) continue;
+        idle = true;
+        const used = this.inFlight(dn);
+        if (used >= limit || used > fewest) continue;
+        if (used < fewest) {
+          fewest = used;
+          sources.length = 0;
+        }
+        sources.push(dn);
       }
-      sources.push(dn);
+      if (sources.length > 0) break;
     }
     // Every source at its stream limit: one frees up within a copy's time.
     if (sources.length === 0) return idle ? "wait" : "blocked";
@@ -440,6 +596,8 @@ export class ReplicationMonitor implements BlockEventListener {
     };
     for (const dn of b.replicas.keys()) exclude(dn);
     for (const p of this.pending.get(id) ?? []) for (const t of p.targets) exclude(t);
+    // Never a target: a datanode out of service (the policy then places the copy by the in-service replicas alone).
+    if (anyOut) for (const dn of this.admin.datanodes()) exclude(dn);
     let targets: DatanodeView[];
     try {
       targets = this.policy.chooseTargets({
@@ -472,18 +630,24 @@ export class ReplicationMonitor implements BlockEventListener {
 
   /** Puts a block in the queue its replicas say, or takes it out. */
   private classify(id: number, b: BlockView): void {
+    // Good replicas in service (live) and out of service: only the first count toward the replication.
+    let live = 0;
+    let outOfService = 0;
+    let corrupt = 0;
+    const anyOut = this.admin.size > 0;
+    for (const [dn, r] of b.replicas) {
+      if (r.corrupt) corrupt += 1;
+      else if (anyOut && this.admin.outOfService(dn)) outOfService += 1;
+      else live += 1;
+    }
+    // Before the committed test: a drain waits for the blocks being written on its datanode too.
+    if (anyOut) this.admin.observe(id, b.replicas, live, b.expectedReplication);
     if (!b.committed) {
       this.unqueue(id);
       return;
     }
-    let live = 0;
-    let corrupt = 0;
-    for (const r of b.replicas.values()) {
-      if (r.corrupt) corrupt += 1;
-      else live += 1;
-    }
-    if (live > 0 && (corrupt > 0 || live > b.expectedReplication)) this.excess.add(id);
-    const level = replicationPriority(live, b.expectedReplication);
+    if (live + outOfService > 0 && (corrupt > 0 || live > b.expectedReplication)) this.excess.add(id);
+    const level = replicationPriority(live, b.expectedReplication, outOfService);
     let inFlight = 0;
     for (const p of this.pending.get(id) ?? []) inFlight += p.targets.size;
     const waits =
