@@ -15,6 +15,8 @@ import type { ComputePolicy, StoragePlacement } from "../sim/results.js";
 import { action, commandLine, positiveInt, positiveNumber, print } from "./command-kit.js";
 import { duration } from "./format.js";
 import { parseShareFlag } from "./power-plan-command.js";
+import { registerAdmissionCommand } from "./sim-admission-command.js";
+import { registerSimLifetimeCommands } from "./sim-lifetime-commands.js";
 import { registerStorageSweepCommand } from "./sim-storage-sweep.js";
 import { registerValidateCommand } from "./testbed-command.js";
 
@@ -380,6 +382,8 @@ export function registerSimCommands(program: Command): void {
     );
 
   registerStorageSweepCommand(sim, { reporter: () => new ProgressReporter(), commandLine, outDir: DEFAULT_SIM_OUT });
+  registerSimLifetimeCommands(sim, { reporter: () => new ProgressReporter(), commandLine });
+  registerAdmissionCommand(sim, { reporter: () => new ProgressReporter(), commandLine });
 
   addCommonFlags(sim.command("power"), POWER_DEFAULTS)
     .description(

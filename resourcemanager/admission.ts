@@ -317,8 +317,9 @@ export interface AdmissionOptions {
   policy: AdmissionPolicy;
   /**
    * Zeroth: admit while the secondary demand after admission is at most this share of the cores harvestable now.
-   * Below 1 so that the primaries can grow a little before kills start, as the paper's threshold reserves cores for
-   * scale-outs; tune it (`tuneThreshold`).
+   * Below 1 keeps room for the primaries to grow before kills start, as the paper's threshold reserves cores for
+   * scale-outs; above 1 (at most 4) oversubscribes, as seeds/003's zeroth-moment threshold may: a job's demand is its
+   * widest stage for its whole life, which it rarely holds. Tune it (`tuneThreshold`).
    * @default 0.8
    */
   zerothThreshold: number;
@@ -372,11 +373,12 @@ export function resolveAdmissionOptions(partial: Partial<AdmissionOptions> = {})
   const o: AdmissionOptions = { ...DEFAULT_ADMISSION_OPTIONS, ...stripUndefined(partial) };
   const bad = (field: string, why: string): never => invalidOption("admission", field, why);
   if (!POLICIES.includes(o.policy)) bad("policy", `must be one of ${POLICIES.join(", ")}, got ${String(o.policy)}`);
-  const fraction = (field: "zerothThreshold" | "firstThreshold", v: number): void => {
-    if (!(typeof v === "number" && v > 0 && v <= 1)) bad(field, `must be in (0, 1], got ${String(v)}`);
+  const fraction = (field: "zerothThreshold" | "firstThreshold", v: number, max: number): void => {
+    if (!(typeof v === "number" && v > 0 && v <= max)) bad(field, `must be in (0, ${max}], got ${String(v)}`);
   };
-  fraction("zerothThreshold", o.zerothThreshold);
-  fraction("firstThreshold", o.firstThreshold);
+  fraction("zerothThreshold", o.zerothThreshold, 4);
+  // Markov's bound is a probability: 1 already admits everything.
+  fraction("firstThreshold", o.firstThreshold, 1);
   // 1 would admit even when the expected demand exceeds capacity (Cantelli's bound never exceeds 1).
   if (!(typeof o.secondThreshold === "number" && o.secondThreshold > 0 && o.secondThreshold < 1))
     bad("secondThreshold", `must be in (0, 1), got ${String(o.secondThreshold)}`);

@@ -13,7 +13,15 @@ export type { DaemonState } from "./resource-manager.js";
 export { resolveResourceManagerOptions } from "./options.js";
 export type { ResourceManagerOptions } from "./options.js";
 export { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./scheduler.js";
-export type { Allocation, Ask, AppView, NodeView, SchedulerOptions, SchedulerPolicy } from "./scheduler.js";
+export type {
+  Allocation,
+  Ask,
+  AppView,
+  NodeView,
+  SchedulerListener,
+  SchedulerOptions,
+  SchedulerPolicy,
+} from "./scheduler.js";
 export {
   averageServerSeries,
   classify,
@@ -120,3 +128,49 @@ export type {
   LiveNode,
   PlacementDecision,
 } from "./history-placement.js";
+export {
+  AdmissionOutlook,
+  AdmissionQueue,
+  DEFAULT_ADMISSION_OPTIONS,
+  DemandProfile,
+  decideAdmission,
+  neverAdmissible,
+  resolveAdmissionOptions,
+  thresholdOf,
+  tuneThreshold,
+} from "./admission.js";
+export type {
+  AdmissionCandidate,
+  AdmissionCluster,
+  AdmissionDecision,
+  AdmissionOptions,
+  AdmissionPolicy,
+  AdmissionServer,
+  AdmittedJob,
+  DemandProfileOptions,
+  PrimaryDemandSource,
+  QueuedJob,
+} from "./admission.js";
+export { DEFAULT_LIFETIME_OPTIONS, LifetimeDistribution, MIN_REMAINING_MS, OraclePredictor } from "./lifetime.js";
+export type { ContainerKey, LifetimePredictor } from "./lifetime.js";
+// Admission control in the simulator predicts job lifetimes with the resource manager's model.
+export { LifetimeModel, resolveLifetimeOptions } from "./lifetime.js";
+export type { LifetimeOptions } from "./lifetime.js";
+export {
+  DEFAULT_NODE_CHOICE_OPTIONS,
+  LifetimeNodeChoice,
+  lifetimeClassOf,
+  nilasBucket,
+  resolveNodeChoiceOptions,
+  temporalCost,
+} from "./node-choice.js";
+export type {
+  GrantedContainer,
+  LavaServerState,
+  LavaStateView,
+  NodeChoiceKind,
+  NodeChoiceOptions,
+  NodeChoiceSource,
+} from "./node-choice.js";
+export { DEFAULT_DRAIN_OPTIONS, DrainTracker, drainOrder, resolveDrainOptions } from "./drain.js";
+export type { DrainContainer, DrainOptions, DrainStatus, DrainStep } from "./drain.js";

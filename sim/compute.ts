@@ -49,12 +49,52 @@ import type {
   TenantClass,
 } from "../resourcemanager/index.js";
 import { SimEngine } from "./engine.js";
+import {
+  DrainTracker,
+  LifetimeNodeChoice,
+  OraclePredictor,
+  resolveDrainOptions,
+  resolveNodeChoiceOptions,
+} from "../resourcemanager/index.js";
+import type {
+  AppView,
+  ContainerKey,
+  DrainContainer,
+  DrainOptions,
+  LifetimePredictor,
+  NodeChoiceKind,
+  NodeChoiceOptions,
+  NodeView,
+  SchedulerPolicy,
+} from "../resourcemanager/index.js";
 import type { EngineProgress } from "./engine.js";
 import { taskDurationMs } from "./jobs.js";
 import type { JobStream, SimJob } from "./jobs.js";
 import { DAY_MS } from "./model.js";
 import type { SimCluster } from "./model.js";
 import type { ComputePolicy, ComputeResult, JobTypeFigures, SimJobType } from "./results.js";
+import {
+  AdmissionOutlook,
+  AdmissionQueue,
+  DemandProfile,
+  LifetimeModel,
+  neverAdmissible,
+  resolveAdmissionOptions,
+  resolveLifetimeOptions,
+  thresholdOf,
+} from "../resourcemanager/index.js";
+import type {
+  AdmissionCandidate,
+  AdmissionOptions,
+  AdmissionPolicy,
+  AdmissionServer,
+  AdmittedJob,
+  LifetimeOptions,
+  PrimaryDemandSource,
+  QueuedJob,
+} from "../resourcemanager/index.js";
+import { harvestableCoreMs } from "./jobs.js";
+import { isHarvestError } from "../common/errors.js";
 
 /** Options of {@link runCompute}; {@link resolveComputeOptions} fills the defaults and validates. */
 export interface ComputeOptions {
@@ -138,6 +178,37 @@ export interface ComputeOptions {
    */
   killCost?: Partial<KillCostModel>;
   /**
+   * Node choice by container lifetimes (seeds/002, sections 4.2 and 4.3): "stock" leaves it to the placement policy (a
+   * random free server, or the job's classes from a random start); "nilas" and "lava" wrap the placement policy in the
+   * resource manager's `LifetimeNodeChoice` and offer the servers best first. Absent or "stock": the figures of a run
+   * without this option, figure for figure.
+   * @default "stock"
+   */
+  nodeChoice?: NodeChoiceKind;
+  /**
+   * NILAS's buckets, LAVA's classes and the gate's wait (`NodeChoiceOptions`; the resource manager's defaults).
+   * @default {}
+   */
+  nodeChoiceOptions?: Partial<Omit<NodeChoiceOptions, "kind">>;
+  /**
+   * Where node choice and drains get container lifetimes: "learned" (a `LifetimeModel` fed as the resource manager
+   * feeds its own: every completed task's run time, every finished job's duration) or "oracle" (`OraclePredictor`:
+   * each task's true duration from the stream; see `runCompute` for what it does not know).
+   * @default "learned"
+   */
+  lifetimes?: LifetimeSource;
+  /**
+   * Whole-server reclaims (a primary's spike to the whole server, a reimage without notice), see
+   * {@link ReclaimOptions}.
+   * @default undefined (none)
+   */
+  reclaims?: ReclaimOptions;
+  /**
+   * Planned reimages announced ahead, met with or without a graceful drain, see {@link PlannedReimageOptions}.
+   * @default undefined (none)
+   */
+  reimages?: PlannedReimageOptions;
+  /**
    * Told about every `progressEvery` events (see `SimEngine.run`).
    * @default undefined
    */
@@ -149,6 +220,13 @@ export interface ComputeOptions {
    * @default undefined
    */
   observer?: ComputeObserver;
+  /**
+   * Admission control (seeds/003; see {@link SimAdmissionOptions}): arriving jobs wait in the resource manager's
+   * `AdmissionQueue` until the policy admits them. Absent or policy "none": every job is submitted on arrival, as
+   * without admission control, figure for figure.
+   * @default undefined
+   */
+  admission?: SimAdmissionOptions;
 }
 
 /**
@@ -255,9 +333,15 @@ export interface ComputeObserver {
 
 /** {@link ComputeOptions} with every default filled in. */
 export type ResolvedComputeOptions = Required<
-  Omit<ComputeOptions, "onProgress" | "observer" | "weights" | "killCost">
+  Omit<ComputeOptions, "onProgress" | "observer" | "weights" | "killCost" | "admission" | "reclaims" | "reimages">
 > &
-  Pick<ComputeOptions, "onProgress" | "observer"> & { weights: ClassWeights; killCost: KillCostModel };
+  Pick<ComputeOptions, "onProgress" | "observer"> & {
+    weights: ClassWeights;
+    killCost: KillCostModel;
+    admission?: ResolvedSimAdmissionOptions;
+    reclaims: ResolvedReclaimOptions | undefined;
+    reimages: ResolvedPlannedReimageOptions | undefined;
+  };
 
 /** A compute run's figures: the shared {@link ComputeResult} and what the simulator also counts. */
 export interface ComputeRunResult extends ComputeResult {
@@ -274,8 +358,52 @@ export interface ComputeRunResult extends ComputeResult {
   classifications: number;
   /** Classes of the last classification, "pattern-index: servers" (history only). */
   classes: string[];
+  /** The node choice and the lifetimes it was given. */
+  nodeChoice: NodeChoiceKind;
+  lifetimes: LifetimeSource;
+  /**
+   * Time-averaged share of servers with no secondary container (job managers count), over the experiment; a server
+   * away for a reclaim or reimage has none.
+   */
+  emptyServerShare: number;
+  /** The same among the servers in service whose primary (and reserve) leaves room for a task; 0 when none ever did. */
+  emptyShareWithRoom: number;
+  /** Whole-server reclaims, the share of them that found the server empty, and the core-hours their kills lost. */
+  reclaims: number;
+  reclaimsHittingEmpty: number;
+  reclaimKilledCoreHours: number;
+  /** What planned reimages cost (only with `reimages`). `taskKills` and `wastedCoreHours` count these kills too. */
+  reimages?: ReimageFigures;
   /** Simulation events per wall-clock second. */
   eventsPerSec: number;
+  /** The admission policy ("none" without admission control) and the threshold it compared with (1 for none). */
+  admission: AdmissionPolicy;
+  admissionThreshold: number;
+  /**
+   * Jobs the admission policy let in, jobs it refused on arrival because even an idle cluster would not admit them
+   * (`neverAdmissible`: never queued, never run, not in `jobs`), and jobs still waiting at the horizon. Without
+   * admission control every arrival counts as admitted at once.
+   */
+  jobsAdmitted: number;
+  jobsRejected: number;
+  jobsQueuedAtEnd: number;
+  /** Average wait in the admission queue of the admitted jobs, s (also inside their job times). */
+  avgAdmissionWaitS: number;
+  /**
+   * Core-hours held by secondary containers (tasks and job managers, from grant to release or the horizon, launches
+   * included) over the experiment period.
+   */
+  secondaryCoreHours: number;
+  /** Core-hours harvestable over the experiment period: capacity - primary - reserve, floored at 0 per server. */
+  harvestableCoreHours: number;
+  /** secondaryCoreHours / harvestableCoreHours (above 1 only under stock-unaware, which takes the primary's cores). */
+  harvestedUtilization: number;
+  /**
+   * The SLA metric of admission control: the core-hours killed containers held up to their kill
+   * (`wastedCoreHours`) over `secondaryCoreHours`, i.e. the share of what secondary containers held that kills threw
+   * away. 0 when nothing ran.
+   */
+  killedTaskHoursFraction: number;
 }
 
 function invalid(field: string, why: string): never {
@@ -304,8 +432,17 @@ export function resolveComputeOptions(
     checkInvariants: options.checkInvariants ?? false,
     killCost: { ...DEFAULT_KILL_COST, ...stripUndefined(options.killCost ?? {}) },
     progressEvery: options.progressEvery ?? 1_000_000,
+    nodeChoice: options.nodeChoice ?? "stock",
+    nodeChoiceOptions: options.nodeChoiceOptions ?? {},
+    lifetimes: options.lifetimes ?? "learned",
+    reclaims:
+      options.reclaims === undefined
+        ? undefined
+        : resolveReclaims(cluster, options.seed ?? cluster.seed, options.reclaims),
+    reimages: options.reimages === undefined ? undefined : resolveReimages(cluster, options.reimages),
     ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
     ...(options.observer !== undefined ? { observer: options.observer } : {}),
+    ...(options.admission !== undefined ? { admission: resolveSimAdmissionOptions(options.admission) } : {}),
   };
   if (o.policy !== "stock" && o.policy !== "stock-unaware" && o.policy !== "history")
     invalid("policy", `must be "stock", "stock-unaware" or "history" (got ${String(o.policy)})`);
@@ -352,6 +489,7 @@ export function resolveComputeOptions(
     if (!(j.submitMs >= cluster.historyMs && j.submitMs < cluster.horizonMs))
       invalid(`jobs[${i}].submitMs`, `must be in [${cluster.historyMs}, ${cluster.horizonMs}) (got ${j.submitMs})`);
   }
+  checkNodeChoice(o);
   return o;
 }
 
@@ -395,6 +533,16 @@ export function resolveComputeOptions(
  * - DAGs: a vertex's tasks become runnable when all its input vertices have finished; they run as far as containers
  *   are granted; a job ends with its last task. Task durations (at full speed) come from the stream
  *   (`taskDurationMs`), the same in every policy and for every attempt.
+ * - Admission control (seeds/003, `admission`): an arriving job is refused when even the idle cluster would not
+ *   admit it (`neverAdmissible`), else waits in the resource manager's `AdmissionQueue` (strict order unless
+ *   `backfill`), which is passed over on every arrival, every admitted job's end and every `tickMs` while jobs wait;
+ *   an admitted job is submitted then, its job time still counting from its arrival. The policy sees every server in
+ *   service with its capacity, the scheduler's reserve, what it holds, its primary's usage as last reported and its
+ *   primary's `DemandProfile` from the history before the run (by time of day for the tenants the classifier calls
+ *   periodic), and every admitted job not yet ended with its demand (job manager + max concurrency x task, at most the
+ *   pool) until its end re-predicted by the resource manager's `LifetimeModel` from its uptime (learned from the
+ *   admitted jobs' run times, admission to end). See `ComputeSim.startAdmission` and `evaluateAdmission`.
+ *   `killedTaskHoursFraction` and `harvestedUtilization` are kept under every policy.
  * - Jobs still running at the horizon are not in the averages (`jobsUnfinished`).
  * - Stock-unaware: the stock policy's scheduler with no reserve and the primary's usage never reported (0), so it
  *   grants up to each server's full capacity; no yield step runs and its containers share the CPU with the primary
@@ -403,6 +551,17 @@ export function resolveComputeOptions(
  *   of min(primary, max(0, primary + secondary held - capacity)) cores, integrated exactly over the run (the primary is
  *   flat within a slot; the integral steps whenever a slot begins or a task starts or ends) as
  *   `primaryCoreHoursTaken`. The same integral is kept under the other policies, where yielding makes it 0.
+ * - Lifetimes (seeds/002): under `nodeChoice` "nilas" or "lava" the placement policy is wrapped in the resource
+ *   manager's `LifetimeNodeChoice`, told of every grant and release by the scheduler's listener and ticked every
+ *   `retryIntervalMs`; where stock draws a random free server, the free servers that fit the job's next container (in
+ *   its classes under history; for a job manager, every server in service with room for one) heartbeat in the order
+ *   of `order`, best first, so that the gate takes the container on the best one. The learned model is fed as the
+ *   resource manager feeds its own: each completed task's run time (launch to end) under its job's name and vertex,
+ *   each finished job's duration. The oracle knows each task's duration at full speed, not its launch (under a second)
+ *   nor its slowdown by a primary that out-competes it; for a job manager it knows nothing (its job's remaining time
+ *   depends on the run itself) and asks the model. The empty-server share counts job managers as containers and a
+ *   server away for a reclaim or a reimage as empty. Reclaims and planned reimages: see `ReclaimOptions` and
+ *   `PlannedReimageOptions`; their kills count in `taskKills`, `jobManagerKills` and `wastedCoreHours` too.
  */
 export function runCompute(cluster: SimCluster, jobs: JobStream, options: ComputeOptions): ComputeRunResult {
   const o = resolveComputeOptions(cluster, jobs, options);
@@ -415,7 +574,7 @@ export function runCompute(cluster: SimCluster, jobs: JobStream, options: Comput
 // ------------------------------------------------------------------------------------------------ the simulation
 
 /** Independent random streams, one per purpose, so that one decision does not shift another's draws. */
-export const Stream = { Classes: 1, Kmeans: 2, Servers: 3, Launch: 4 } as const;
+export const Stream = { Classes: 1, Kmeans: 2, Servers: 3, Launch: 4, Reclaims: 5, Reimages: 6 } as const;
 
 /** The seed of a run's random stream `stream` (Algorithm 1's draws are `Stream.Classes`). */
 export function streamSeed(seed: number, stream: number): number {
@@ -480,6 +639,8 @@ interface Attempt {
   rate: number;
   /** Bumped whenever its end is rescheduled: an end event of an older version is stale. */
   version: number;
+  /** When a task launched (its run time counts from here); undefined until then and for job managers. */
+  launchedMs?: number;
 }
 
 /** The placement's log: the simulator keeps none. */
@@ -599,7 +760,7 @@ class ComputeSim {
       );
     }
     this.scheduler = new Scheduler(
-      this.history ?? new StockSchedulerPolicy(),
+      this.withNodeChoice(this.history ?? new StockSchedulerPolicy()),
       { reserveFraction, maxAllocationsPerHeartbeat: 0, maxAmShare: o.maxAmShare },
       () => `c${++this.containerSeq}`,
     );
@@ -638,6 +799,7 @@ class ComputeSim {
         ),
       );
     }
+    this.startLifetimes();
   }
 
   run(): void {
@@ -660,8 +822,10 @@ class ComputeSim {
       }
     }
     this.scheduleNextJob();
+    this.scheduleServerEvents();
     engine.run(cluster.horizonMs, this.o.onProgress, this.o.progressEvery);
     this.accrueTaken(cluster.horizonMs);
+    this.accrueOccupancy(cluster.horizonMs);
   }
 
   /** Schedules `fn` at `t`, wrapped in the invariant check when asked for. */
@@ -752,7 +916,7 @@ class ComputeSim {
     this.heartbeatPending[s] = 1;
     this.at(this.nextTick(s, this.cost.heartbeatIntervalMs, 11), () => {
       this.heartbeatPending[s] = 0;
-      this.report(s);
+      // The heartbeat reports the primary first, when the policy is primary-aware (stock-unaware never learns it).
       this.heartbeat(s);
     });
   }
@@ -801,6 +965,7 @@ class ComputeSim {
     this.takenMilli -= this.shortfall(s);
     change();
     this.takenMilli += this.shortfall(s);
+    this.noteOccupancy(s);
   }
 
   /**
@@ -890,7 +1055,9 @@ class ComputeSim {
     if (!job || job.submitMs >= this.cluster.horizonMs) return;
     this.at(job.submitMs, () => {
       this.nextJob++;
-      this.submit(job);
+      // With admission control the job waits in the admission queue, which submits it once admitted.
+      if (this.o.admission !== undefined && this.o.admission.policy !== "none") this.arrive(job);
+      else this.submit(job);
       this.scheduleNextJob();
     });
   }
@@ -987,6 +1154,10 @@ class ComputeSim {
 
   /** Heartbeats of the free servers the job may use, until its ask is met or they are full. */
   private place(run: JobRun): void {
+    if (this.nodeChoice) {
+      this.placeBestFirst(run);
+      return;
+    }
     if (this.needsJobManager(run)) {
       // The job manager may run anywhere (the history policy restricts only tasks).
       while (run.jobManager === undefined && this.free.size > 0) {
@@ -1022,7 +1193,10 @@ class ComputeSim {
   private heartbeat(s: number): number {
     if (this.aware) this.report(s);
     const allocs = this.scheduler.allocateOnNode(this.nodeIds[s]!);
-    for (const alloc of allocs) this.grant(alloc, s);
+    for (const alloc of allocs) {
+      this.grant(alloc, s);
+      if (this.nodeChoice) this.settleKey(alloc);
+    }
     this.refreshFree(s);
     return allocs.length;
   }
@@ -1104,6 +1278,7 @@ class ComputeSim {
     const s = a.server;
     a.launched = true;
     a.sinceMs = this.engine.clock.nowMs();
+    a.launchedMs = a.sinceMs;
     a.rate = this.rate[s]!;
     this.runningTaskMilli[s]! += a.milli;
     this.scheduleEnd(a);
@@ -1123,6 +1298,7 @@ class ComputeSim {
   private endAttempt(a: Attempt): void {
     const s = a.server;
     a.alive = false;
+    this.countHeld(a);
     this.scheduler.release(a.containerId);
     this.running[s]!.delete(a);
     a.run.attempts.delete(a);
@@ -1141,6 +1317,7 @@ class ComputeSim {
   private finish(a: Attempt): void {
     this.endAttempt(a);
     this.tasksCompleted++;
+    this.taskCompleted(a);
     const run = a.run;
     const v = Math.floor(a.task / TASK_STRIDE);
     this.o.observer?.onTaskEnded?.({
@@ -1186,6 +1363,8 @@ class ComputeSim {
     figures.sumMs += durationMs;
     this.lastRun.set(run.job.shape.name, { durationMs, seq: this.jobsFinished });
     this.remember(durationMs);
+    this.jobCompleted(run, durationMs, am);
+    this.admittedJobDone(run);
     this.o.observer?.onJobFinished?.({ job: run.job, jobType: run.type, durationMs });
   }
 
@@ -1219,7 +1398,7 @@ class ComputeSim {
 
   private refreshFree(s: number): void {
     const room = this.capMilli[s]! - this.seenMilli[s]! - this.reserveMilli[s]! - this.secondaryMilli[s]!;
-    this.free.set(s, room >= this.taskMilli);
+    this.free.set(s, room >= this.taskMilli && this.inService(s));
   }
 
   // ---------------------------------------------------------------------------------------------- Algorithm 1
@@ -1308,6 +1487,528 @@ class ComputeSim {
     });
   }
 
+  // ---------------------------------------------------------------------------------------------- lifetimes
+  // Node choice by lifetimes (NILAS, LAVA), whole-server reclaims, planned reimages and their drains (LARS), and the
+  // empty-server figures. Set up by the constructor (`withNodeChoice`, `startLifetimes`): field initializers run before
+  // it has its options.
+
+  /** The lifetime model, fed as the resource manager feeds its own (undefined when nothing asks it). */
+  private lifetimeModel: LifetimeModel | undefined;
+  /** What node choice and drains ask: the model, or the oracle in front of it. */
+  private predictor: LifetimePredictor | undefined;
+  /** NILAS or LAVA around the placement policy; undefined under the stock node choice. */
+  private nodeChoice: LifetimeNodeChoice | undefined;
+  /**
+   * Per job: task containers granted in the heartbeat under way whose task `grant` has not taken from the queue yet.
+   * The scheduler tells its listener of a grant before the simulator assigns the task, so the task a grant will run
+   * is the queue's head plus this many.
+   */
+  private readonly keysInFlight = new Map<string, number>();
+  /** Jobs with a retry pending after the node choice's gate declined them (see `placeBestFirst`). */
+  private readonly gateRetries = new Map<string, number>();
+  /** While true, the node choice's source lists every server in service (for `tick`), not only those with room. */
+  private tickingAll = false;
+  /** Per server: away (a reclaim or a reimage) until `downUntilMs`; draining for the reimage at `drainForMs`. */
+  private down = new Uint8Array(0);
+  private downUntilMs = new Float64Array(0);
+  private draining = new Uint8Array(0);
+  private drainForMs = new Float64Array(0);
+  private drains: DrainTracker | undefined;
+  /** Per server: no secondary container; in service, with room for a task beside its primary and reserve. */
+  private emptyFlag = new Uint8Array(0);
+  private roomFlag = new Uint8Array(0);
+  private emptyCount = 0;
+  private roomCount = 0;
+  private emptyRoomCount = 0;
+  /** Integrals (server-ms) of the counts above since the experiment began, up to `occupancySinceMs`. */
+  private emptyMs = 0;
+  private roomMs = 0;
+  private emptyRoomMs = 0;
+  private occupancySinceMs = 0;
+  private reclaimCount = 0;
+  private reclaimsOnEmpty = 0;
+  private reclaimKilledCoreMs = 0;
+  private readonly reimageTally = {
+    reimages: 0,
+    containersAtNotice: 0,
+    preempted: 0,
+    preemptedCoreMs: 0,
+    killedAtReimage: 0,
+    killedAtReimageCoreMs: 0,
+    finishedOnTheirOwn: 0,
+  };
+
+  /**
+   * Builds the lifetime model and predictor when node choice or a drain asks for them, and wraps `inner` (the
+   * placement policy) in NILAS or LAVA as the resource manager does (inside any power gate; the simulator has none).
+   */
+  private withNodeChoice(inner: SchedulerPolicy): SchedulerPolicy {
+    const o = this.o;
+    if (o.nodeChoice !== "stock" || (o.reimages !== undefined && o.reimages.drain !== "none")) {
+      this.lifetimeModel = new LifetimeModel();
+      this.predictor = o.lifetimes === "oracle" ? new OraclePredictor(this.lifetimeModel) : this.lifetimeModel;
+    }
+    if (o.nodeChoice === "stock") return inner;
+    this.nodeChoice = new LifetimeNodeChoice(
+      inner,
+      {
+        nodes: () => this.nodeChoiceNodes(),
+        keyOf: (app, priority) => this.keyOfNext(app.appId, priority),
+        node: (id) => this.scheduler.nodeView(id),
+      },
+      this.predictor!,
+      { ...o.nodeChoiceOptions, kind: o.nodeChoice },
+      this.engine.clock,
+    );
+    return this.nodeChoice;
+  }
+
+  /** Per-server state of reclaims, reimages and the empty-server figures; the node choice hears of every container. */
+  private startLifetimes(): void {
+    const n = this.nodeIds.length;
+    this.down = new Uint8Array(n);
+    this.downUntilMs = new Float64Array(n);
+    this.draining = new Uint8Array(n);
+    this.drainForMs = new Float64Array(n);
+    this.emptyFlag = new Uint8Array(n).fill(1);
+    this.emptyCount = n;
+    this.roomFlag = new Uint8Array(n);
+    for (let s = 0; s < n; s++) {
+      if (this.capMilli[s]! - this.reserveMilli[s]! < this.taskMilli) continue;
+      this.roomFlag[s] = 1;
+      this.roomCount++;
+      this.emptyRoomCount++;
+    }
+    this.occupancySinceMs = this.cluster.historyMs;
+    const reimages = this.o.reimages;
+    if (reimages && reimages.drain !== "none") this.drains = new DrainTracker(reimages.drainOptions);
+    const choice = this.nodeChoice;
+    if (choice)
+      this.scheduler.setListener({
+        granted: (alloc) =>
+          choice.onGranted({
+            containerId: alloc.containerId,
+            nodeId: alloc.nodeId,
+            key: this.keyOfGrant(alloc),
+            startMs: this.engine.clock.nowMs(),
+            resource: alloc.resource,
+          }),
+        released: (alloc) => choice.onReleased(alloc.containerId),
+      });
+  }
+
+  /** Schedules the node choice's upkeep, the reclaims and the planned reimages (none of them under plain stock). */
+  private scheduleServerEvents(): void {
+    const { cluster } = this;
+    const choice = this.nodeChoice;
+    if (choice) {
+      // The resource manager's monitor tick (`retryIntervalMs` models it here too): LAVA's deadlines and fill.
+      const tick = (t: number): void => {
+        if (t >= cluster.horizonMs) return;
+        this.at(t, () => {
+          this.tickingAll = true;
+          choice.tick(t);
+          this.tickingAll = false;
+          tick(t + this.o.retryIntervalMs);
+        });
+      };
+      tick(cluster.historyMs + this.o.retryIntervalMs);
+    }
+    const reclaims = this.o.reclaims;
+    if (reclaims)
+      for (const e of reclaims.events)
+        this.at(e.atMs, () =>
+          this.reclaim(reclaims.choose === "emptiest" ? this.emptiest(e.server) : e.server, reclaims.durationMs),
+        );
+    const reimages = this.o.reimages;
+    if (reimages)
+      for (const e of reimages.events) {
+        if (reimages.drain !== "none")
+          this.at(Math.max(cluster.historyMs, e.atMs - reimages.noticeMs), () => this.startDrain(e));
+        this.at(e.atMs, () => this.reimage(e));
+      }
+  }
+
+  /** Whether server `s` may receive containers: neither away nor draining. */
+  private inService(s: number): boolean {
+    return this.down.length === 0 || (this.down[s] === 0 && this.draining[s] === 0);
+  }
+
+  /** Server `s`'s headroom as the scheduler sees it (capacity - reported primary - reserve - held), milli-cores. */
+  private roomMilli(s: number): number {
+    return this.capMilli[s]! - this.seenMilli[s]! - this.reserveMilli[s]! - this.secondaryMilli[s]!;
+  }
+
+  /** The smallest container any job asks for: a task, or a job manager's. */
+  private minAskMilli(): number {
+    const am = this.cost.jobManagerMilli;
+    return am > 0 && am < this.taskMilli ? am : this.taskMilli;
+  }
+
+  /**
+   * The nodes the node choice weighs (its `NodeChoiceSource.nodes`): those in service with room for the smallest ask
+   * (a node without cannot take any container, so it is no rival), or, for its `tick`, every node in service.
+   */
+  private *nodeChoiceNodes(): IterableIterator<NodeView> {
+    const need = this.minAskMilli();
+    for (let s = 0; s < this.nodeIds.length; s++) {
+      if (!this.inService(s) || (!this.tickingAll && this.roomMilli(s) < need)) continue;
+      const view = this.scheduler.nodeView(this.nodeIds[s]!);
+      if (view) yield view;
+    }
+  }
+
+  /** What the predictor is told of task `task` (vertex x TASK_STRIDE + index) of `run`. */
+  private taskKey(run: JobRun, task: number): ContainerKey {
+    const v = Math.floor(task / TASK_STRIDE);
+    const key: ContainerKey = { job: run.job.shape.name, vertex: run.job.shape.vertices[v]!.name, isJobManager: false };
+    // The oracle's truth: the task's duration at full speed (its launch and any slowdown by the primary are not in it).
+    if (this.o.lifetimes === "oracle") key.trueLifetimeMs = taskDurationMs(this.stream, run.job, v, task % TASK_STRIDE);
+    return key;
+  }
+
+  /**
+   * What the predictor is told of `run`'s job manager. The oracle knows no truth for it (a job's remaining time
+   * depends on the run under way), so it asks the model: the job's past durations.
+   */
+  private jobManagerKey(run: JobRun): ContainerKey {
+    return { job: run.job.shape.name, vertex: "", isJobManager: true };
+  }
+
+  /** The key of the next container of `appId`'s ask at `priority` (the node choice's `keyOf`). */
+  private keyOfNext(appId: string, priority: number): ContainerKey {
+    const run = this.runs.get(appId);
+    if (!run) return { job: "", vertex: "", isJobManager: priority === AM_PRIORITY };
+    if (priority === AM_PRIORITY) return this.jobManagerKey(run);
+    const i = run.head + (this.keysInFlight.get(appId) ?? 0);
+    const task = run.queue[i] ?? run.queue[run.head];
+    return task === undefined ? { job: run.job.shape.name, vertex: "", isJobManager: false } : this.taskKey(run, task);
+  }
+
+  /**
+   * The key of a container the scheduler just granted (its listener runs inside the heartbeat, before `grant` gives
+   * the container its task): the task it will run, counted in `keysInFlight` until `settleKey`. A job manager that
+   * registers inside the same heartbeat (zero launch time) may take a task in between: the keys of that heartbeat's
+   * tasks of one job are then permuted among them.
+   */
+  private keyOfGrant(alloc: Allocation): ContainerKey {
+    const key = this.keyOfNext(alloc.appId, alloc.priority);
+    if (alloc.priority !== AM_PRIORITY)
+      this.keysInFlight.set(alloc.appId, (this.keysInFlight.get(alloc.appId) ?? 0) + 1);
+    return key;
+  }
+
+  /** `grant` gave a task container its task: it is no longer in flight. */
+  private settleKey(alloc: Allocation): void {
+    if (alloc.priority === AM_PRIORITY) return;
+    const n = (this.keysInFlight.get(alloc.appId) ?? 0) - 1;
+    if (n > 0) this.keysInFlight.set(alloc.appId, n);
+    else this.keysInFlight.delete(alloc.appId);
+  }
+
+  /**
+   * `place` under NILAS or LAVA: the servers that could take the job's next container now (in service with room for
+   * it, and in the job's classes under history), ranked by the node choice's `order` and heartbeating best first, so
+   * that its gate takes each container on the best one. Each server heartbeats once: its rank depends only on its own
+   * containers, so the order stays right for those not visited yet. The gate may still decline (LAVA: only recycling
+   * servers of the container's class or lower are left); it lets any server take an ask declined for `waitMs`, and
+   * the resource manager's servers heartbeat every second, so the job tries again after that wait (twice at most
+   * without a grant: a job that cannot be placed for another reason waits for the next change, as under stock).
+   */
+  private placeBestFirst(run: JobRun): void {
+    const choice = this.nodeChoice!;
+    const am = this.needsJobManager(run);
+    if (!am && (!run.decided || this.queued(run) === 0)) return;
+    const need = am ? this.cost.jobManagerMilli : this.taskMilli;
+    const servers: number[] = [];
+    if (am) {
+      for (let s = 0; s < this.nodeIds.length; s++) if (this.inService(s) && this.roomMilli(s) >= need) servers.push(s);
+    } else if (run.allowed) {
+      for (const s of run.allowed) if (this.free.has(s)) servers.push(s);
+    } else for (let i = 0; i < this.free.size; i++) servers.push(this.free.at(i));
+    if (servers.length === 0) return;
+    // Ties keep their order: by server index, whatever order the free list is in.
+    servers.sort((a, b) => a - b);
+    const views = servers.map((s) => this.scheduler.nodeView(this.nodeIds[s]!)!);
+    const app: AppView = { appId: run.appId, order: run.job.id, maxConcurrency: run.job.shape.maxConcurrency };
+    const hungry = (): boolean =>
+      this.runs.get(run.appId) === run && (am ? this.needsJobManager(run) : run.decided && this.queued(run) > 0);
+    const queuedBefore = this.queued(run);
+    for (const view of choice.order(app, am ? AM_PRIORITY : 0, views)) {
+      if (!hungry()) break;
+      this.heartbeat(this.serverIndex.get(view.nodeId)!);
+    }
+    if (!hungry() || !servers.some((s) => this.inService(s) && this.roomMilli(s) >= need)) {
+      this.gateRetries.delete(run.appId);
+      return;
+    }
+    const progressed = !am && this.queued(run) < queuedBefore;
+    const tries = progressed ? 0 : (this.gateRetries.get(run.appId) ?? 0);
+    if (tries >= 2) return;
+    this.gateRetries.set(run.appId, tries + 1);
+    this.at(this.engine.clock.nowMs() + choice.options.waitMs + 1, () => {
+      if (this.runs.get(run.appId) === run) this.place(run);
+    });
+  }
+
+  /** A task attempt completed: the model learns its run time (launch to end, as the node manager reports it). */
+  private taskCompleted(a: Attempt): void {
+    if (this.lifetimeModel) {
+      const vertex = a.run.job.shape.vertices[Math.floor(a.task / TASK_STRIDE)]!.name;
+      this.lifetimeModel.observeTask(
+        a.run.job.shape.name,
+        vertex,
+        this.engine.clock.nowMs() - (a.launchedMs ?? a.startMs),
+      );
+    }
+    if (this.draining[a.server] === 1) this.reimageTally.finishedOnTheirOwn++;
+  }
+
+  /** A job finished: the model learns its duration, the node choice forgets its waits. */
+  private jobCompleted(run: JobRun, durationMs: number, jobManager: Attempt | undefined): void {
+    this.lifetimeModel?.observeJob(run.job.shape.name, durationMs);
+    this.nodeChoice?.forget(run.appId);
+    this.gateRetries.delete(run.appId);
+    if (jobManager && this.draining[jobManager.server] === 1) this.reimageTally.finishedOnTheirOwn++;
+  }
+
+  /** Server `s`'s containers or room may have changed: keeps the empty-server counts and their integrals. */
+  private noteOccupancy(s: number): void {
+    if (this.emptyFlag.length === 0) return;
+    const empty = this.running[s]!.size === 0 ? 1 : 0;
+    const room = this.hasRoom(s) ? 1 : 0;
+    const wasEmpty = this.emptyFlag[s]!;
+    const hadRoom = this.roomFlag[s]!;
+    if (empty === wasEmpty && room === hadRoom) return;
+    this.accrueOccupancy(this.engine.clock.nowMs());
+    this.emptyCount += empty - wasEmpty;
+    this.roomCount += room - hadRoom;
+    this.emptyRoomCount += empty * room - wasEmpty * hadRoom;
+    this.emptyFlag[s] = empty;
+    this.roomFlag[s] = room;
+  }
+
+  /** In service, with room for a task beside its primary (as it is, reported or not) and reserve. */
+  private hasRoom(s: number): boolean {
+    return this.inService(s) && this.capMilli[s]! - this.primaryMilli[s]! - this.reserveMilli[s]! >= this.taskMilli;
+  }
+
+  private accrueOccupancy(nowMs: number): void {
+    const dt = nowMs - this.occupancySinceMs;
+    if (dt <= 0) return;
+    this.emptyMs += this.emptyCount * dt;
+    this.roomMs += this.roomCount * dt;
+    this.emptyRoomMs += this.emptyRoomCount * dt;
+    this.occupancySinceMs = nowMs;
+  }
+
+  /** Tells the scheduler whether server `s` takes containers, and offers it at once when it is back. */
+  private applyService(s: number): void {
+    const inService = this.inService(s);
+    this.scheduler.setSchedulable(this.nodeIds[s]!, inService);
+    this.refreshFree(s);
+    this.noteOccupancy(s);
+    if (inService) this.roomFreed(s);
+  }
+
+  /** Server `s` is away until `untilMs` (a reimage or reclaim); a later one extends it. */
+  private takeDown(s: number, untilMs: number): void {
+    this.downUntilMs[s] = Math.max(this.downUntilMs[s]!, untilMs);
+    if (this.down[s] === 1) return;
+    this.down[s] = 1;
+    this.applyService(s);
+    const back = (): void => {
+      const until = this.downUntilMs[s]!;
+      if (this.engine.clock.nowMs() < until) {
+        this.at(until, back);
+        return;
+      }
+      this.down[s] = 0;
+      this.applyService(s);
+    };
+    if (untilMs < this.cluster.horizonMs) this.at(untilMs, back);
+  }
+
+  /**
+   * Kills `containers` (tasks first, then job managers, each taking its job's running tasks) and lets their jobs ask
+   * again. Returns the core-hours lost (held time x cores), core-ms.
+   */
+  private killAll(containers: readonly Attempt[]): number {
+    const before = this.wastedCoreMs;
+    const touched = new Set<JobRun>();
+    for (const a of containers) if (a.alive && !a.isAm) this.killTask(a, touched);
+    for (const a of containers) if (a.alive && a.isAm) this.killJobManager(a, touched);
+    this.reAsk(touched, []);
+    return this.wastedCoreMs - before;
+  }
+
+  /** The server with the fewest secondary cores now, among those not away (ties: `preferred`, then the lowest index). */
+  private emptiest(preferred: number): number {
+    const now = this.engine.clock.nowMs();
+    const coresOn = (s: number): number => {
+      let milli = 0;
+      for (const a of this.running[s]!) milli += a.milli;
+      return milli;
+    };
+    let best = preferred;
+    let bestMilli = this.downUntilMs[preferred]! > now ? Infinity : coresOn(preferred);
+    for (let s = 0; s < this.running.length && bestMilli > 0; s++) {
+      if (s === preferred || this.downUntilMs[s]! > now) continue;
+      const m = coresOn(s);
+      if (m < bestMilli) {
+        best = s;
+        bestMilli = m;
+      }
+    }
+    return best;
+  }
+
+  /** A whole-server reclaim: the server goes away first (nothing is placed back on it), then all on it is killed. */
+  private reclaim(s: number, durationMs: number): void {
+    this.reclaimCount++;
+    if (this.running[s]!.size === 0) this.reclaimsOnEmpty++;
+    this.takeDown(s, this.engine.clock.nowMs() + durationMs);
+    this.reclaimKilledCoreMs += this.killAll([...this.running[s]!]);
+  }
+
+  /** A planned reimage's notice: the server drains (unless it already drains for an earlier reimage). */
+  private startDrain(e: ServerEvent): void {
+    const s = e.server;
+    if (this.draining[s] === 1) return;
+    this.draining[s] = 1;
+    this.drainForMs[s] = e.atMs;
+    this.reimageTally.containersAtNotice += this.running[s]!.size;
+    this.drains!.start(this.nodeIds[s]!, this.engine.clock.nowMs(), e.atMs);
+    this.applyService(s);
+    const step = (): void => {
+      if (this.draining[s] !== 1 || this.drainForMs[s] !== e.atMs) return;
+      this.stepDrain(s);
+      // Nothing arrives on a draining server: once it is empty, only the reimage is left.
+      const next = this.engine.clock.nowMs() + this.o.reimages!.stepIntervalMs;
+      if (this.running[s]!.size > 0 && next < e.atMs) this.at(next, step);
+    };
+    step();
+  }
+
+  /** One step of server `s`'s drain: the containers the tracker picks (LARS or arbitrary order) are preempted. */
+  private stepDrain(s: number): void {
+    const now = this.engine.clock.nowMs();
+    const byId = new Map<string, Attempt>();
+    const containers: DrainContainer[] = [];
+    for (const a of this.running[s]!) {
+      byId.set(a.containerId, a);
+      const startMs = a.launchedMs ?? now;
+      const key = a.isAm ? this.jobManagerKey(a.run) : this.taskKey(a.run, a.task);
+      containers.push({
+        containerId: a.containerId,
+        startMs,
+        isJobManager: a.isAm,
+        remainingMs: this.predictor!.remainingMs(key, now - startMs),
+      });
+    }
+    const step = this.drains!.step(this.nodeIds[s]!, now, containers);
+    const victims = step.preempt.map((id) => byId.get(id)).filter((a): a is Attempt => a !== undefined);
+    if (victims.length === 0) return;
+    const lostMs = this.killAll(victims);
+    const t = this.reimageTally;
+    if (step.atDeadline) {
+      t.killedAtReimage += victims.length;
+      t.killedAtReimageCoreMs += lostMs;
+    } else {
+      t.preempted += victims.length;
+      t.preemptedCoreMs += lostMs;
+    }
+  }
+
+  /**
+   * A planned reimage: the server goes away first; a drain for this reimage takes its deadline step (whatever is left
+   * is killed) and ends; without one, everything on the server is killed.
+   */
+  private reimage(e: ServerEvent): void {
+    const s = e.server;
+    const t = this.reimageTally;
+    t.reimages++;
+    this.takeDown(s, this.engine.clock.nowMs() + this.o.reimages!.outageMs);
+    if (this.draining[s] === 1 && this.drainForMs[s] === e.atMs) {
+      this.stepDrain(s);
+      this.drains!.stop(this.nodeIds[s]!);
+      this.draining[s] = 0;
+      this.applyService(s);
+    }
+    const left = [...this.running[s]!];
+    if (left.length === 0) return;
+    t.killedAtReimage += left.length;
+    t.killedAtReimageCoreMs += this.killAll(left);
+  }
+
+  /**
+   * `checkInvariants`' part: the node choice's registry holds exactly the containers each server runs, no server away
+   * or draining holds a container it was granted since, nothing is in flight between heartbeats, and the empty-server
+   * counts match the servers.
+   */
+  private checkLifetimeBooks(fail: (why: string) => never): void {
+    let empty = 0;
+    let room = 0;
+    let emptyRoom = 0;
+    for (let s = 0; s < this.nodeIds.length; s++) {
+      const id = this.nodeIds[s]!;
+      const held = this.running[s]!.size;
+      const known = this.nodeChoice?.containersOn(id).length ?? held;
+      if (known !== held) fail(`server ${id}: the node choice knows ${known} containers, it runs ${held}`);
+      if (this.down[s] === 1 && held > 0) fail(`server ${id} is away but runs ${held} containers`);
+      const e = held === 0 ? 1 : 0;
+      const r = this.hasRoom(s) ? 1 : 0;
+      if (this.emptyFlag[s] !== e || this.roomFlag[s] !== r) fail(`server ${id}: the empty-server flags are stale`);
+      empty += e;
+      room += r;
+      emptyRoom += e * r;
+    }
+    if (empty !== this.emptyCount || room !== this.roomCount || emptyRoom !== this.emptyRoomCount)
+      fail("the empty-server counts differ from the servers'");
+    if (this.keysInFlight.size > 0) fail("task grants are in flight between heartbeats");
+  }
+
+  /** The figures of node choice, reclaims and reimages (as of the horizon, once `run` has returned). */
+  private lifetimeFigures(): Pick<
+    ComputeRunResult,
+    | "nodeChoice"
+    | "lifetimes"
+    | "emptyServerShare"
+    | "emptyShareWithRoom"
+    | "reclaims"
+    | "reclaimsHittingEmpty"
+    | "reclaimKilledCoreHours"
+    | "reimages"
+  > {
+    const { cluster } = this;
+    const spanMs = (cluster.horizonMs - cluster.historyMs) * cluster.servers.length;
+    const t = this.reimageTally;
+    const hours = (coreMs: number): number => coreMs / 3_600_000;
+    return {
+      nodeChoice: this.o.nodeChoice,
+      lifetimes: this.o.lifetimes,
+      emptyServerShare: spanMs > 0 ? this.emptyMs / spanMs : 0,
+      emptyShareWithRoom: this.roomMs > 0 ? this.emptyRoomMs / this.roomMs : 0,
+      reclaims: this.reclaimCount,
+      reclaimsHittingEmpty: this.reclaimCount > 0 ? this.reclaimsOnEmpty / this.reclaimCount : 0,
+      reclaimKilledCoreHours: hours(this.reclaimKilledCoreMs),
+      ...(this.o.reimages
+        ? {
+            reimages: {
+              drain: this.o.reimages.drain,
+              reimages: t.reimages,
+              containersAtNotice: t.containersAtNotice,
+              preempted: t.preempted,
+              preemptedCoreHours: hours(t.preemptedCoreMs),
+              killedAtReimage: t.killedAtReimage,
+              killedAtReimageCoreHours: hours(t.killedAtReimageCoreMs),
+              finishedOnTheirOwn: t.finishedOnTheirOwn,
+            },
+          }
+        : {}),
+    };
+  }
+
   // ---------------------------------------------------------------------------------------------- checks and figures
 
   private checkInvariants(): void {
@@ -1352,7 +2053,9 @@ class ComputeSim {
         live.reserveMilli !== want.reserveMilli
       )
         fail(`server ${id}: the placement's live node differs from the scheduler's view`);
-      const free = this.capMilli[s]! - this.seenMilli[s]! - this.reserveMilli[s]! - secondary >= this.taskMilli;
+      const free =
+        this.capMilli[s]! - this.seenMilli[s]! - this.reserveMilli[s]! - secondary >= this.taskMilli &&
+        this.inService(s);
       if (free !== this.free.has(s)) fail(`server ${id} is ${free ? "missing from" : "wrongly in"} the free list`);
     }
     let taken = 0;
@@ -1367,6 +2070,7 @@ class ComputeSim {
         );
       for (const a of run.attempts) if (!a.alive) fail(`job ${run.appId} lists an ended attempt ${a.containerId}`);
     }
+    this.checkLifetimeBooks(fail);
   }
 
   result(wallMs: number): ComputeRunResult {
@@ -1408,8 +2112,468 @@ class ComputeSim {
       classifications: this.classifications,
       classes: this.classViews?.classViews().map((v) => `${v.classId}: ${v.servers.length}`) ?? [],
       eventsPerSec: wallMs > 0 ? events / (wallMs / 1000) : 0,
+      ...this.lifetimeFigures(),
+      ...this.admissionFigures(),
     };
   }
+
+  // ---------------------------------------------------------------------------------------------- admission control
+  // seeds/003 in front of `submit`, as the resource manager runs it (resourcemanager/admission.ts). The state is built
+  // on the first arrival, since field initializers run before the constructor has its options.
+
+  /** Admission control's state once a job has arrived under a policy other than none. */
+  private admissionState: AdmissionState | undefined;
+  /** Core-ms held by containers that have ended (see `countHeld`). */
+  private endedHeldCoreMs = 0;
+
+  /** A container ends: adds what it held, from its grant until now, to the secondary core-hours. */
+  private countHeld(a: Attempt): void {
+    this.endedHeldCoreMs += ((this.engine.clock.nowMs() - a.startMs) * a.milli) / 1000;
+  }
+
+  /**
+   * A job arrives under admission control: refused when even an idle cluster would not admit it (`neverAdmissible`),
+   * else queued behind the jobs before it, and the queue is evaluated at once.
+   */
+  private arrive(job: SimJob): void {
+    const adm = (this.admissionState ??= this.startAdmission());
+    const now = this.engine.clock.nowMs();
+    // What the job can hold at most (its DAG never runs more than its max concurrency at once), capped at the pool:
+    // a job wider than the cluster runs in waves of at most the whole pool.
+    const demandMilli = Math.min(adm.poolMilli, this.cost.jobManagerMilli + job.shape.maxConcurrency * this.taskMilli);
+    const waiting: WaitingJob = { appId: `j${job.id}`, priority: 0, job, demandMilli, arrivedMs: now };
+    if (neverAdmissible(adm.servers, this.admissionCandidate(adm, waiting), adm.options)) {
+      adm.jobsRejected++;
+      return;
+    }
+    if (adm.options.backfill || (adm.backlogHead === adm.backlog.length && adm.queue.size < ADMISSION_WINDOW)) {
+      adm.queue.enqueue(waiting, now);
+      adm.queued.set(waiting.appId, waiting);
+    } else adm.backlog.push(waiting);
+    this.evaluateAdmission();
+  }
+
+  /** A waiting job as the policy judges it: its demand for its predicted lifetime (the model's, from its name). */
+  private admissionCandidate(adm: AdmissionState, w: WaitingJob): AdmissionCandidate {
+    return { appId: w.appId, demandMilli: w.demandMilli, lifetimeMs: adm.lifetime.jobRemainingMs(w.job.shape.name, 0) };
+  }
+
+  /** Jobs waiting for admission: in the queue and in the backlog behind it. */
+  private admissionWaiting(adm: AdmissionState): number {
+    return adm.queue.size + adm.backlog.length - adm.backlogHead;
+  }
+
+  /**
+   * The resource manager's pass over its admission queue (on an arrival, a job's end and the admission tick): the
+   * cluster as the scheduler sees it now, one `AdmissionOutlook`, and every job the queue lets through (strict order
+   * unless `backfill`) is submitted. While jobs wait, the tick comes back every `tickMs`.
+   *
+   * Under strict order (one priority here) no job behind the first held one is judged, so the `AdmissionQueue` holds
+   * only the first `ADMISSION_WINDOW` waiting jobs and the rest wait in `backlog`, in arrival order with their arrival
+   * times; when the queue has admitted all it held, it takes the next ones and the pass goes on, as one more pass at
+   * the same time (the jobs just admitted are then among the admitted jobs, with the demand and end they were
+   * committed with). The decisions are those of one queue of every waiting job, without a walk over thousands of
+   * blocked jobs at every pass of an overloaded run.
+   */
+  private evaluateAdmission(): void {
+    const adm = this.admissionState;
+    if (!adm) return;
+    const now = this.engine.clock.nowMs();
+    for (;;) {
+      while (adm.queue.size < ADMISSION_WINDOW && adm.backlogHead < adm.backlog.length) {
+        const w = adm.backlog[adm.backlogHead++]!;
+        adm.queue.enqueue(w, w.arrivedMs);
+        adm.queued.set(w.appId, w);
+      }
+      if (adm.backlogHead > 1024 && adm.backlogHead * 2 > adm.backlog.length) {
+        adm.backlog = adm.backlog.slice(adm.backlogHead);
+        adm.backlogHead = 0;
+      }
+      if (adm.queue.size === 0) break;
+      this.admitFromQueue(adm, now);
+      // A held job stops the pass; an emptied queue takes the next jobs of the backlog.
+      if (adm.queue.size > 0 || adm.backlogHead === adm.backlog.length) break;
+    }
+    if (this.admissionWaiting(adm) > 0 && !adm.tickPending) {
+      adm.tickPending = true;
+      this.at(now + adm.tickMs, () => {
+        adm.tickPending = false;
+        this.evaluateAdmission();
+      });
+    }
+  }
+
+  /** One `AdmissionOutlook` of the cluster now, and the queue's walk under it: the admitted jobs are submitted. */
+  private admitFromQueue(adm: AdmissionState, now: number): void {
+    adm.servers.forEach((server, s) => {
+      server.allocatedMilli = this.secondaryMilli[s]!;
+      server.primaryNowMilli = this.seenMilli[s]!;
+    });
+    const admitted: AdmittedJob[] = [];
+    for (const [appId, j] of adm.admitted) {
+      const run = this.runs.get(appId);
+      let allocatedMilli = run?.jobManager?.milli ?? 0;
+      if (run) for (const a of run.attempts) allocatedMilli += a.milli;
+      // Re-predicted from its uptime (seeds/002), so a job running past its first prediction is expected to end
+      // later rather than counted at every step of the horizon.
+      const endMs = now + adm.lifetime.jobRemainingMs(j.name, now - j.admittedAtMs);
+      admitted.push({ appId, demandMilli: j.demandMilli, allocatedMilli, endMs });
+    }
+    // The outlook sums the primaries at every step up to the horizon, whatever the candidates need; a candidate is
+    // judged only at the steps before its predicted end, so a horizon cut to the longest prediction among the queued
+    // jobs gives the same decisions at a fraction of the cost.
+    let longestMs = 0;
+    for (const w of adm.queued.values()) longestMs = Math.max(longestMs, this.admissionCandidate(adm, w).lifetimeMs);
+    const options =
+      longestMs < adm.options.horizonMs ? { ...adm.options, horizonMs: Math.ceil(longestMs) } : adm.options;
+    // A server out of service (reclaimed, draining) takes no work: the resource manager's view leaves it out.
+    const servers = adm.servers.filter((_, s) => this.inService(s));
+    const outlook = new AdmissionOutlook({ servers, admitted }, now, options);
+    const entries = adm.queue.admitReady(now, (w) => {
+      const candidate = this.admissionCandidate(adm, w);
+      const decision = outlook.decide(candidate);
+      if (decision.admit) outlook.commit(candidate);
+      return decision;
+    });
+    for (const e of entries) {
+      const { job } = e.job;
+      adm.queued.delete(e.job.appId);
+      adm.admitted.set(e.job.appId, { name: job.shape.name, demandMilli: e.job.demandMilli, admittedAtMs: now });
+      adm.jobsAdmitted++;
+      adm.waitMs += e.waitedMs;
+      this.submit(job);
+    }
+  }
+
+  /**
+   * An admitted job ended: the lifetime model learns its run time (admission to end: what a prediction made at
+   * admission is for), and the queue is evaluated once this event is over (the job's containers are released by then).
+   */
+  private admittedJobDone(run: JobRun): void {
+    const adm = this.admissionState;
+    const j = adm?.admitted.get(run.appId);
+    if (!adm || !j) return;
+    const now = this.engine.clock.nowMs();
+    adm.admitted.delete(run.appId);
+    adm.lifetime.observeJob(j.name, now - j.admittedAtMs);
+    if (this.admissionWaiting(adm) > 0 && !adm.passPending) {
+      adm.passPending = true;
+      this.at(now, () => {
+        adm.passPending = false;
+        this.evaluateAdmission();
+      });
+    }
+  }
+
+  /**
+   * Admission control's view of the cluster, built once: every server's capacity and the scheduler's reserve, and its
+   * primary's `DemandProfile` from the history before the experiment, [0, historyMs) (the window the classifier reads
+   * at the start). The profile is by time of day when the classifier calls the tenant periodic on that window
+   * (`tenantFeatures`, the tenant registry's test, on the tenant's average-server series), from all samples otherwise.
+   * Each server's own series (its tenant's plus its offset) is what its node manager reports. The profiles are not
+   * rebuilt during the run (the resource manager rebuilds them every few minutes; over a few days the history barely
+   * moves). A server with too little history counts at its primary's live usage with no variance, as the resource
+   * manager does.
+   */
+  private startAdmission(): AdmissionState {
+    const { cluster } = this;
+    const resolved = this.o.admission!;
+    const slotMs = cluster.slotMs;
+    const to = Math.floor(cluster.historyMs / slotMs);
+    const timesMs: number[] = [];
+    for (let k = 0; k < to; k++) timesMs.push(k * slotMs);
+    const daily = DAY_MS % slotMs === 0 && DAY_MS / slotMs >= 3;
+    const periodic = cluster.tenants.map((t) => {
+      const cpuPct = Array.from(t.utilization.subarray(0, Math.min(to, t.utilization.length)));
+      if (!daily || cpuPct.length === 0) return false;
+      const series: UtilizationSeries = {
+        name: t.id,
+        stepSec: slotMs / 1000,
+        startMs: 0,
+        timesMs: timesMs.slice(0, cpuPct.length),
+        cpuPct,
+      };
+      return tenantFeatures(series, this.o.classifier).pattern === "periodic";
+    });
+    let poolMilli = 0;
+    const servers = cluster.servers.map((server): AdmissionServer => {
+      const s = server.index;
+      const tenant = cluster.tenants[server.tenant]!;
+      const series = tenant.utilization;
+      const cpuPct: number[] = [];
+      for (let k = 0; k < to && k < series.length; k++) {
+        const u = series[k]! + server.offsetPct;
+        cpuPct.push(u < 0 ? 0 : u > 100 ? 100 : u);
+      }
+      const profile = new DemandProfile(
+        { timesMs: timesMs.slice(0, cpuPct.length), cpuPct },
+        // Not periodic: the period only has to be a whole number of slots.
+        { periodic: periodic[server.tenant]!, slotMs, periodMs: daily ? DAY_MS : 3 * slotMs },
+      );
+      const live: PrimaryDemandSource = {
+        moments: () => ({
+          mean: (this.seenMilli[s]! / this.capMilli[s]!) * 100,
+          variance: 0,
+          samples: 0,
+          basis: "prior",
+        }),
+      };
+      poolMilli += Math.max(0, this.capMilli[s]! - this.reserveMilli[s]!);
+      return {
+        serverId: server.id,
+        capacityMilli: this.capMilli[s]!,
+        reserveMilli: this.reserveMilli[s]!,
+        allocatedMilli: 0,
+        primaryNowMilli: 0,
+        primary: profile.samples >= profile.options.minSamples ? slotTable(profile, slotMs, daily) : live,
+        tenant: tenant.id,
+      };
+    });
+    return {
+      options: resolved.options,
+      tickMs: resolved.tickMs,
+      queue: new AdmissionQueue<WaitingJob>({ backfill: resolved.options.backfill }),
+      lifetime: new LifetimeModel(resolved.lifetime),
+      servers,
+      poolMilli,
+      admitted: new Map(),
+      queued: new Map(),
+      backlog: [],
+      backlogHead: 0,
+      tickPending: false,
+      passPending: false,
+      jobsAdmitted: 0,
+      jobsRejected: 0,
+      waitMs: 0,
+    };
+  }
+
+  /** The admission and utilization figures of `result` (as of now, the horizon once `run` has returned). */
+  private admissionFigures(): Pick<
+    ComputeRunResult,
+    | "admission"
+    | "admissionThreshold"
+    | "jobsAdmitted"
+    | "jobsRejected"
+    | "jobsQueuedAtEnd"
+    | "avgAdmissionWaitS"
+    | "secondaryCoreHours"
+    | "harvestableCoreHours"
+    | "harvestedUtilization"
+    | "killedTaskHoursFraction"
+  > {
+    const { cluster } = this;
+    const now = this.engine.clock.nowMs();
+    let heldCoreMs = this.endedHeldCoreMs;
+    for (const containers of this.running)
+      for (const a of containers) heldCoreMs += ((now - a.startMs) * a.milli) / 1000;
+    const harvestable = harvestableCoreMs(cluster, cluster.historyMs, cluster.horizonMs, this.o.reserveFraction);
+    const adm = this.admissionState;
+    const options = this.o.admission?.options;
+    return {
+      admission: options?.policy ?? "none",
+      admissionThreshold: options ? thresholdOf(options) : 1,
+      jobsAdmitted: adm ? adm.jobsAdmitted : options && options.policy !== "none" ? 0 : this.nextJob,
+      jobsRejected: adm?.jobsRejected ?? 0,
+      jobsQueuedAtEnd: adm ? this.admissionWaiting(adm) : 0,
+      avgAdmissionWaitS: adm && adm.jobsAdmitted > 0 ? adm.waitMs / adm.jobsAdmitted / 1000 : 0,
+      secondaryCoreHours: heldCoreMs / 3_600_000,
+      harvestableCoreHours: harvestable / 3_600_000,
+      harvestedUtilization: harvestable > 0 ? heldCoreMs / harvestable : 0,
+      killedTaskHoursFraction: heldCoreMs > 0 ? this.wastedCoreMs / heldCoreMs : 0,
+    };
+  }
+}
+
+// ------------------------------------------------------------------------------------------------ lifetimes
+
+/** Where node choice and drains get container lifetimes: the learned model, or the truth from the job stream. */
+export type LifetimeSource = "learned" | "oracle";
+
+/** Something that happens to one whole server (a reclaim, a planned reimage): server index and simulated time. */
+export interface ServerEvent {
+  readonly server: number;
+  readonly atMs: number;
+}
+
+/**
+ * Whole-server reclaims: a primary's spike to the whole server, or a reimage or maintenance without notice. Each takes
+ * one server for `durationMs`: every secondary container there is killed at once (a task re-runs, a job manager's kill
+ * takes its job's running tasks, as in the yield step) and the server gets nothing until it is back.
+ */
+export interface ReclaimOptions {
+  /**
+   * Reclaims drawn at random (a Poisson process of this rate per server, each on a server drawn uniformly) from the
+   * run's own random stream (`Stream.Reclaims`), so every policy of a comparison sees the same reclaims.
+   * @default 0
+   */
+  perServerPerDay?: number;
+  /**
+   * Reclaims at given times and servers (tests, replayed traces), besides the drawn ones.
+   * @default []
+   */
+  events?: readonly ServerEvent[];
+  /** How long each reclaim keeps the server, ms. */
+  durationMs: number;
+  /**
+   * Which server a reclaim takes: "random", the drawn one (a primary's spike, a failure: nobody chooses); or
+   * "emptiest", the server with the fewest secondary cores on it at that moment (ties: the drawn one, then the lowest
+   * index), among those not already away: maintenance, a reimage or a large primary deployment that may pick its
+   * server, which is where empty servers pay (seeds/002: empty hosts for maintenance and large VMs).
+   * @default "random"
+   */
+  choose?: "random" | "emptiest";
+}
+
+/** {@link ReclaimOptions} resolved: every reclaim of the run, ascending by time. */
+export interface ResolvedReclaimOptions {
+  perServerPerDay: number;
+  durationMs: number;
+  choose: "random" | "emptiest";
+  events: readonly ServerEvent[];
+}
+
+/** How a planned reimage is met: not at all, or by a graceful drain in LARS order or in the baseline's order. */
+export type DrainMode = "none" | "lars" | "arbitrary";
+
+/**
+ * Planned reimages: each announced `noticeMs` before it. Without a drain ("none") the notice is ignored and at the
+ * reimage everything on the server is killed. With one, the server takes nothing new from the notice on and the
+ * resource manager's `DrainTracker` steps every `stepIntervalMs`: containers predicted (re-predicted at each step, from
+ * their uptime) to end before the reimage are left to finish, the others are preempted at a bounded rate, the longest
+ * predicted first (LARS, seeds/002 section 4.4) or the oldest first ("arbitrary"); at the reimage whatever is left is
+ * killed. Either way the server is then away for `outageMs`.
+ */
+export interface PlannedReimageOptions {
+  events: readonly ServerEvent[];
+  /** @default 1800000 (30 minutes) */
+  noticeMs?: number;
+  /** @default "lars" */
+  drain?: DrainMode;
+  /** How long a reimage keeps the server away, ms. @default 1800000 */
+  outageMs?: number;
+  /** The drain's step (the resource manager's monitor tick), ms. @default 10000 */
+  stepIntervalMs?: number;
+  /** The drain's rate, burst and margin (`DrainOptions`; its order comes from `drain`). @default {} */
+  drainOptions?: Partial<Omit<DrainOptions, "order">>;
+}
+
+/** {@link PlannedReimageOptions} resolved. */
+export interface ResolvedPlannedReimageOptions {
+  events: readonly ServerEvent[];
+  noticeMs: number;
+  drain: DrainMode;
+  outageMs: number;
+  stepIntervalMs: number;
+  drainOptions: DrainOptions;
+}
+
+/** What planned reimages cost in a run (`ComputeRunResult.reimages`). */
+export interface ReimageFigures {
+  drain: DrainMode;
+  /** Reimages that happened within the run. */
+  reimages: number;
+  /** Containers on a server when its drain started (0 without a drain). */
+  containersAtNotice: number;
+  /**
+   * Containers the drain preempted before the reimage, and the core-hours lost with them: held time x cores of each,
+   * and of the running tasks a preempted job manager took with it, wherever they ran.
+   */
+  preempted: number;
+  preemptedCoreHours: number;
+  /** Containers on the server at the reimage (all of them without a drain), killed, and the core-hours lost. */
+  killedAtReimage: number;
+  killedAtReimageCoreHours: number;
+  /** Containers of a draining server that ended on their own (tasks that completed, job managers whose job ended). */
+  finishedOnTheirOwn: number;
+}
+
+/**
+ * Whole-server events drawn as a Poisson process of `perServerPerDay` per server over the experiment [historyMs,
+ * horizonMs), each on a server drawn uniformly, from the run's random stream `stream` of `seed`; ascending by time.
+ */
+export function drawServerEvents(
+  cluster: SimCluster,
+  seed: number,
+  stream: number,
+  perServerPerDay: number,
+): ServerEvent[] {
+  const n = cluster.servers.length;
+  const events: ServerEvent[] = [];
+  if (!(perServerPerDay > 0) || n === 0) return events;
+  const rng = new SeededRng(streamSeed(seed, stream));
+  const perMs = (perServerPerDay * n) / DAY_MS;
+  let t = cluster.historyMs;
+  for (;;) {
+    t += -Math.log(1 - rng.next()) / perMs;
+    if (!(t < cluster.horizonMs)) return events;
+    events.push({ server: rng.int(n), atMs: Math.floor(t) });
+  }
+}
+
+/** Validates explicit server events: known servers, times within the experiment. */
+function checkServerEvents(cluster: SimCluster, field: string, events: readonly ServerEvent[]): void {
+  events.forEach((e, i) => {
+    if (!(Number.isInteger(e.server) && e.server >= 0 && e.server < cluster.servers.length))
+      invalid(`${field}[${i}].server`, `must be a server index in [0, ${cluster.servers.length}) (got ${e.server})`);
+    if (!(e.atMs >= cluster.historyMs && e.atMs < cluster.horizonMs))
+      invalid(`${field}[${i}].atMs`, `must be in [${cluster.historyMs}, ${cluster.horizonMs}) (got ${e.atMs})`);
+  });
+}
+
+/** Runs a resource manager resolver, turning its CONFIG_INVALID into INVALID_ARGUMENT naming `field.<inner>`. */
+function resolvedAs<T>(field: string, resolve: () => T): T {
+  try {
+    return resolve();
+  } catch (err) {
+    if (!(err instanceof HarvestError && err.code === "CONFIG_INVALID")) throw err;
+    const inner = err.details["field"];
+    return invalid(inner ? `${field}.${inner}` : field, `is invalid: ${err.message}`);
+  }
+}
+
+function resolveReclaims(cluster: SimCluster, seed: number, r: ReclaimOptions): ResolvedReclaimOptions {
+  const perServerPerDay = r.perServerPerDay ?? 0;
+  if (!(Number.isFinite(perServerPerDay) && perServerPerDay >= 0))
+    invalid("reclaims.perServerPerDay", `must be >= 0 (got ${perServerPerDay})`);
+  if (!(Number.isFinite(r.durationMs) && r.durationMs > 0))
+    invalid("reclaims.durationMs", `must be > 0 (got ${r.durationMs})`);
+  const given = r.events ?? [];
+  checkServerEvents(cluster, "reclaims.events", given);
+  const events = [...given, ...drawServerEvents(cluster, seed, Stream.Reclaims, perServerPerDay)].sort(
+    (a, b) => a.atMs - b.atMs,
+  );
+  const choose = r.choose ?? "random";
+  if (choose !== "random" && choose !== "emptiest") invalid("reclaims.choose", `must be "random" or "emptiest"`);
+  return { perServerPerDay, durationMs: r.durationMs, choose, events };
+}
+
+function resolveReimages(cluster: SimCluster, p: PlannedReimageOptions): ResolvedPlannedReimageOptions {
+  const noticeMs = p.noticeMs ?? 30 * 60_000;
+  const drain = p.drain ?? "lars";
+  const outageMs = p.outageMs ?? 30 * 60_000;
+  const stepIntervalMs = p.stepIntervalMs ?? 10_000;
+  if (!(Number.isFinite(noticeMs) && noticeMs >= 0)) invalid("reimages.noticeMs", `must be >= 0 (got ${noticeMs})`);
+  if (drain !== "none" && drain !== "lars" && drain !== "arbitrary")
+    invalid("reimages.drain", `must be "none", "lars" or "arbitrary" (got ${String(drain)})`);
+  if (!(Number.isFinite(outageMs) && outageMs >= 0)) invalid("reimages.outageMs", `must be >= 0 (got ${outageMs})`);
+  if (!(Number.isFinite(stepIntervalMs) && stepIntervalMs > 0))
+    invalid("reimages.stepIntervalMs", `must be > 0 (got ${stepIntervalMs})`);
+  checkServerEvents(cluster, "reimages.events", p.events);
+  const drainOptions = resolvedAs("reimages.drainOptions", () =>
+    resolveDrainOptions({ ...(p.drainOptions ?? {}), order: drain === "arbitrary" ? "arbitrary" : "lars" }),
+  );
+  const events = [...p.events].sort((a, b) => a.atMs - b.atMs);
+  return { events, noticeMs, drain, outageMs, stepIntervalMs, drainOptions };
+}
+
+/** Validates the node-choice fields of resolved options. */
+function checkNodeChoice(o: ResolvedComputeOptions): void {
+  if (o.nodeChoice !== "stock" && o.nodeChoice !== "nilas" && o.nodeChoice !== "lava")
+    invalid("nodeChoice", `must be "stock", "nilas" or "lava" (got ${String(o.nodeChoice)})`);
+  if (o.lifetimes !== "learned" && o.lifetimes !== "oracle")
+    invalid("lifetimes", `must be "learned" or "oracle" (got ${String(o.lifetimes)})`);
+  resolvedAs("nodeChoiceOptions", () => resolveNodeChoiceOptions({ ...o.nodeChoiceOptions, kind: o.nodeChoice }));
 }
 
 /** The first index of ascending `sorted` whose value is >= `v`. */
@@ -1422,4 +2586,113 @@ function lowerBound(sorted: readonly number[], v: number): number {
     else hi = mid;
   }
   return lo;
+}
+
+// ------------------------------------------------------------------------------------------------ admission control
+
+/**
+ * Admission control in the compute simulator (`ComputeOptions.admission`): seeds/003's policies with the resource
+ * manager's settings (`AdmissionOptions`: thresholds, horizon, steps, correlation, backfill), plus how often the queue
+ * is re-evaluated and the lifetime model's settings.
+ */
+export interface SimAdmissionOptions extends Partial<Omit<AdmissionOptions, "policy">> {
+  /** "none": no queue; every job is submitted on arrival, exactly as without admission control. */
+  policy: AdmissionPolicy;
+  /**
+   * While jobs wait, the queue is re-evaluated this often (the resource manager's monitor tick), besides on every
+   * arrival and every job's end.
+   * @default 60000
+   */
+  tickMs?: number;
+  /**
+   * The lifetime model that predicts a job's run time from its name's past runs (`LifetimeModel`; its
+   * `defaultLifetimeMs` is the prediction before any job has finished).
+   * @default {}
+   */
+  lifetime?: Partial<LifetimeOptions>;
+}
+
+/** {@link SimAdmissionOptions} resolved. */
+export interface ResolvedSimAdmissionOptions {
+  policy: AdmissionPolicy;
+  options: AdmissionOptions;
+  tickMs: number;
+  lifetime: LifetimeOptions;
+}
+
+/**
+ * Fills the defaults of `admission` and validates it: INVALID_ARGUMENT naming `admission.<field>`, as every compute
+ * option (the resource manager's resolvers say CONFIG_INVALID, which is about a daemon's configuration).
+ */
+export function resolveSimAdmissionOptions(admission: SimAdmissionOptions): ResolvedSimAdmissionOptions {
+  const { tickMs = 60_000, lifetime = {}, ...rest } = admission;
+  const named = <T>(prefix: string, resolve: () => T): T => {
+    try {
+      return resolve();
+    } catch (err) {
+      if (!isHarvestError(err, "CONFIG_INVALID")) throw err;
+      invalid(`admission.${prefix}${String(err.details["field"])}`, `is invalid: ${err.message}`);
+    }
+  };
+  const options = named("", () => resolveAdmissionOptions(rest));
+  const lifetimeOptions = named("lifetime.", () => resolveLifetimeOptions(lifetime));
+  if (!(Number.isFinite(tickMs) && tickMs > 0)) invalid("admission.tickMs", `must be > 0 (got ${tickMs})`);
+  return { policy: options.policy, options, tickMs, lifetime: lifetimeOptions };
+}
+
+/** A job in the simulated admission queue: the job and its demand (job manager + max concurrency x task size). */
+interface WaitingJob extends QueuedJob {
+  job: SimJob;
+  demandMilli: number;
+  arrivedMs: number;
+}
+
+/** Waiting jobs the simulated `AdmissionQueue` holds under strict order; the rest wait in a backlog behind them. */
+const ADMISSION_WINDOW = 16;
+
+/** Admission control's state in a run (see `ComputeSim.startAdmission`). */
+interface AdmissionState {
+  readonly options: AdmissionOptions;
+  readonly tickMs: number;
+  readonly queue: AdmissionQueue<WaitingJob>;
+  readonly lifetime: LifetimeModel;
+  /** Every server as the policy sees it; allocation and live primary usage are refreshed before each pass. */
+  readonly servers: AdmissionServer[];
+  /** Capacity - reserve summed over servers (the paper's C): no job's demand counts above it. */
+  readonly poolMilli: number;
+  /** Admitted jobs not yet ended, by application id. */
+  readonly admitted: Map<string, { name: string; demandMilli: number; admittedAtMs: number }>;
+  /** Jobs waiting behind the queue's `ADMISSION_WINDOW` (strict order only), from `backlogHead` on. */
+  backlog: WaitingJob[];
+  backlogHead: number;
+  /** The jobs in `queue`, by application id. */
+  readonly queued: Map<string, WaitingJob>;
+  /** A tick, or a pass after a job's end, is scheduled. */
+  tickPending: boolean;
+  passPending: boolean;
+  jobsAdmitted: number;
+  jobsRejected: number;
+  /** Sum of the admitted jobs' waits in the queue. */
+  waitMs: number;
+}
+
+/**
+ * A profile's moments read from a table of one entry per slot of the day (one entry when not periodic): a profile's
+ * answer depends only on the slot of the asked time within the period (`DemandProfile.moments`), so the table gives
+ * the same answers, and each pass over the admission queue, which asks every server at every step of the horizon,
+ * costs a lookup per server and step instead of a sum over the slot's window.
+ */
+function slotTable(profile: DemandProfile, slotMs: number, daily: boolean): PrimaryDemandSource {
+  if (!profile.options.periodic) {
+    const m = profile.moments(0);
+    return { moments: () => m };
+  }
+  const slots = daily ? DAY_MS / slotMs : 1;
+  const table = Array.from({ length: slots }, (_, k) => profile.moments(k * slotMs));
+  return {
+    moments: (atMs) => {
+      const k = Math.floor((((atMs % DAY_MS) + DAY_MS) % DAY_MS) / slotMs);
+      return table[Math.min(slots - 1, k)]!;
+    },
+  };
 }

@@ -1,0 +1,663 @@
+/**
+ * The drain experiment (`harvest sim drain`): planned reimages announced ahead, met without a drain (at the reimage
+ * everything on the server is killed) or with a graceful drain in LARS order (seeds/002 section 4.4: the longest
+ * predicted remaining lifetime is preempted first, so the short ones end on their own meanwhile) or in the baseline's
+ * arbitrary order (oldest first), on the same cluster, job stream and reimages. The drain is the resource manager's
+ * `DrainTracker`, stepped on the simulated clock with every container's remaining lifetime re-predicted from the
+ * learned lifetime model (see `PlannedReimageOptions` in compute.ts).
+ *
+ * A drain preempts what is predicted to outlive the reimage at a bounded rate, so the order decides which containers go
+ * first and, when the rate binds, which go at all: LARS preempts the ones predicted to run longest while the others
+ * may still end on their own. At the resource manager's default (one a second per server, bursts of two: two per
+ * 10-second step) a server's containers that must go are out within a minute or two; at one a minute a full server
+ * takes most of a 30-minute notice. The experiment runs both rates. A preempted container loses its work so far (it
+ * re-runs elsewhere; nothing is migrated), so the order also decides how much work is lost: oldest first preempts the
+ * containers that have done the most.
+ *
+ * The storage half (`drainStorage`) meets the same reimages in the storage simulator, whose namenode replication
+ * monitor either learns of each reimage when the disk is wiped and re-replicates afterwards (no drain), or decommissions
+ * the server's datanode at the notice, with the reimage as its deadline, so that its blocks are copied elsewhere first
+ * (HDFS's decommissioning; namenode/decommission.ts). It runs once without a drain and once per notice of a short
+ * sweep, since how long a drain takes depends on how much a server holds and the copy bandwidth, not on the compute
+ * half's preemption rates.
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { HarvestError } from "../common/errors.js";
+import { generateCluster } from "./cluster-gen.js";
+import { drawServerEvents, runCompute, Stream } from "./compute.js";
+import type { ComputeRunResult, DrainMode, ReimageFigures, ServerEvent } from "./compute.js";
+import { chooseTraces, RunTracker } from "./experiments.js";
+import type { ExperimentEvent } from "./experiments.js";
+import { generateJobStream } from "./jobs.js";
+import { DAY_MS, UTILIZATION_LEVELS } from "./model.js";
+import type { SimCluster, TraceSource, UtilizationLevel } from "./model.js";
+import {
+  assembleReport,
+  formatNumber,
+  markdownTable,
+  renderBarPanels,
+  SIM_JOB_TYPES,
+  toCsv,
+  writeReport,
+} from "./report.js";
+import type { RenderedReport } from "./report.js";
+import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./storage.js";
+import type { PlannedReimageFigures, StorageDrainMode, StorageOptions, StorageRunResult } from "./storage.js";
+
+/** Options of {@link runDrainExperiment}; {@link resolveDrainExperimentOptions} fills the defaults. */
+export interface DrainExperimentOptions {
+  /** @default 100 */
+  servers?: number;
+  /** Simulated days after the 30 days of history. @default 7 */
+  days?: number;
+  /** Offered batch load, a fraction of the harvestable core-hours (as the lifetime experiment's). @default 0.4 */
+  load?: number;
+  /** @default 1 */
+  seed?: number;
+  /** @default "medium" */
+  level?: UtilizationLevel;
+  /** Real traces from ../shared/data when there, else generated (with a note). @default "real" */
+  traces?: TraceSource;
+  /**
+   * Planned reimages per server per day, drawn at random from the seed (`Stream.Reimages`); or "cluster": the
+   * generated cluster's own reimage schedule (seeds/004's rates, about one per server per month: a few per week on 100
+   * servers, too few to compare on a short run). One a week gives about 100 on 100 servers over 7 days.
+   * @default 1/7
+   */
+  reimages?: number | "cluster";
+  /** How long before a reimage it is announced. @default 1800000 (30 minutes) */
+  noticeMs?: number;
+  /** How long a reimage keeps the server away. @default 1800000 */
+  outageMs?: number;
+  /** The drain's step (the resource manager's monitor tick). @default 10000 */
+  stepIntervalMs?: number;
+  /**
+   * Drain preemption rates to run, per second per server (each with LARS and with the arbitrary order): the
+   * resource manager's default, and one a minute, at which the rate binds.
+   * @default [1, 1/60]
+   */
+  preemptionsPerSecond?: readonly number[];
+  /**
+   * Notices the storage half runs decommissioning with, each beside one run without a drain. The default brackets the
+   * compute half's notice with two shorter ones, at which the default storage load (below) begins to miss deadlines.
+   * @default [300000, 600000, noticeMs] (5 and 10 minutes and the compute half's notice, sorted, without repeats)
+   */
+  storageNoticesMs?: readonly number[];
+  /**
+   * Blocks (256 MiB, 3 replicas, stock placement) written per server over the storage half's run: 1,000 fill about a
+   * third of a generated server's 2 TB disk by the end, so that a drain has minutes of copying to do at 50 MB/s; the
+   * storage experiment's default (30) drains in seconds whatever the notice.
+   * @default 1000
+   */
+  storageBlocksPerServer?: number;
+  /** Directory for drain.md, .csv, .json and the SVG plot; none: render only. */
+  out?: string;
+  command?: string;
+  onProgress?: (e: ExperimentEvent) => void;
+}
+
+/** {@link DrainExperimentOptions} with the defaults filled in. */
+export type ResolvedDrainExperimentOptions = Required<Omit<DrainExperimentOptions, "out" | "command" | "onProgress">> &
+  Pick<DrainExperimentOptions, "out" | "command" | "onProgress">;
+
+/** Storage notices run when none are given: 5 and 10 minutes, with the compute half's notice. */
+const DEFAULT_STORAGE_NOTICES_MS = [5 * 60_000, 10 * 60_000];
+
+/** One run: the drain mode, its preemption rate (undefined without a drain) and the figures. */
+export interface DrainRun {
+  drain: DrainMode;
+  preemptionsPerSecond: number | undefined;
+  result: ComputeRunResult;
+  /** `result.reimages`, always present here. */
+  reimages: ReimageFigures;
+}
+
+/** What the experiment produced. */
+export interface DrainExperimentOutcome {
+  runs: DrainRun[];
+  /** The reimages every run saw. */
+  events: readonly ServerEvent[];
+  /** The storage half's figures (see `drainStorage`). */
+  storage: DrainStorageFigures;
+  report: RenderedReport;
+  files: string[];
+  traces: TraceSource;
+}
+
+function invalid(field: string, why: string): never {
+  throw new HarvestError("INVALID_ARGUMENT", `drain experiment option ${field} ${why}`, { details: { field } });
+}
+
+/** Fills the defaults and validates every field (INVALID_ARGUMENT naming it). */
+export function resolveDrainExperimentOptions(o: DrainExperimentOptions = {}): ResolvedDrainExperimentOptions {
+  const r: ResolvedDrainExperimentOptions = {
+    servers: o.servers ?? 100,
+    days: o.days ?? 7,
+    load: o.load ?? 0.4,
+    seed: o.seed ?? 1,
+    level: o.level ?? "medium",
+    traces: o.traces ?? "real",
+    reimages: o.reimages ?? 1 / 7,
+    noticeMs: o.noticeMs ?? 30 * 60_000,
+    outageMs: o.outageMs ?? 30 * 60_000,
+    stepIntervalMs: o.stepIntervalMs ?? 10_000,
+    preemptionsPerSecond: o.preemptionsPerSecond ?? [1, 1 / 60],
+    storageNoticesMs: [
+      ...new Set(o.storageNoticesMs ?? [...DEFAULT_STORAGE_NOTICES_MS, o.noticeMs ?? 30 * 60_000]),
+    ].sort((a, b) => a - b),
+    storageBlocksPerServer: o.storageBlocksPerServer ?? 1000,
+    ...(o.out !== undefined ? { out: o.out } : {}),
+    ...(o.command !== undefined ? { command: o.command } : {}),
+    ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
+  };
+  if (!(Number.isSafeInteger(r.servers) && r.servers >= 1))
+    invalid("servers", `must be an integer >= 1 (got ${r.servers})`);
+  if (!(Number.isFinite(r.days) && r.days >= 1)) invalid("days", `must be at least 1 (got ${r.days})`);
+  if (!(Number.isFinite(r.load) && r.load > 0 && r.load <= 5)) invalid("load", `must be in (0, 5] (got ${r.load})`);
+  if (!(Number.isSafeInteger(r.seed) && r.seed >= 0)) invalid("seed", `must be an integer >= 0 (got ${r.seed})`);
+  if (!UTILIZATION_LEVELS.includes(r.level)) invalid("level", `must be one of ${UTILIZATION_LEVELS.join(", ")}`);
+  if (r.traces !== "generated" && r.traces !== "real") invalid("traces", `must be "generated" or "real"`);
+  if (r.reimages !== "cluster" && !(Number.isFinite(r.reimages) && r.reimages > 0))
+    invalid("reimages", `must be "cluster" or a rate > 0 per server per day (got ${String(r.reimages)})`);
+  for (const [field, v] of [
+    ["noticeMs", r.noticeMs],
+    ["outageMs", r.outageMs],
+  ] as const)
+    if (!(Number.isFinite(v) && v >= 0)) invalid(field, `must be >= 0 (got ${v})`);
+  if (!(Number.isFinite(r.stepIntervalMs) && r.stepIntervalMs > 0))
+    invalid("stepIntervalMs", `must be > 0 (got ${r.stepIntervalMs})`);
+  if (r.preemptionsPerSecond.length === 0) invalid("preemptionsPerSecond", "must name at least one rate");
+  for (const rate of r.preemptionsPerSecond)
+    if (!(Number.isFinite(rate) && rate > 0)) invalid("preemptionsPerSecond", `has ${rate}; rates must be > 0`);
+  if (r.storageNoticesMs.length === 0) invalid("storageNoticesMs", "must name at least one notice");
+  for (const notice of r.storageNoticesMs)
+    if (!(Number.isFinite(notice) && notice >= 0)) invalid("storageNoticesMs", `has ${notice}; notices must be >= 0`);
+  if (!(Number.isFinite(r.storageBlocksPerServer) && r.storageBlocksPerServer >= 0))
+    invalid("storageBlocksPerServer", `must be >= 0 (got ${r.storageBlocksPerServer})`);
+  return r;
+}
+
+/** The reimages of a run: drawn from the seed at `rate` per server per day, or the cluster's own in the experiment. */
+export function reimageEvents(cluster: SimCluster, seed: number, rate: number | "cluster"): ServerEvent[] {
+  if (rate !== "cluster") return drawServerEvents(cluster, seed, Stream.Reimages, rate);
+  return cluster.reimages
+    .filter((r) => r.atMs >= cluster.historyMs && r.atMs < cluster.horizonMs)
+    .map((r) => ({ server: r.server, atMs: r.atMs }));
+}
+
+// ------------------------------------------------------------------------------------------------ storage half
+
+/** The storage half's blocks: the storage experiment's default size and replication. */
+const STORAGE_BLOCK_BYTES = 256 * 2 ** 20;
+const STORAGE_REPLICATION = 3;
+
+/** One storage run: no drain, or decommissioning at one notice. */
+export interface DrainStorageRun {
+  drain: StorageDrainMode;
+  /** The notice decommissioning had; 0 without a drain (the notice changes nothing then). */
+  noticeMs: number;
+  /** The storage simulator's figures; `result.planned` is `planned`. */
+  result: StorageRunResult;
+  planned: PlannedReimageFigures;
+}
+
+/** The storage half's figures: the setup shared by its runs, and each run. */
+export interface DrainStorageFigures {
+  blocksPerServer: number;
+  blockBytes: number;
+  replication: number;
+  reReplicationBytesPerSec: number;
+  /** No drain first, then decommissioning at each notice, shortest first. */
+  runs: DrainStorageRun[];
+}
+
+/** Options of {@link drainStorage}. */
+export interface DrainStorageOptions {
+  /** Notices to run decommissioning with (each beside the one run without a drain). */
+  noticesMs: readonly number[];
+  /** Seeds the storage simulator (writes, placement, copy sources). */
+  seed: number;
+  /** Blocks written per server over the experiment (a Poisson process, by tasks on random servers). */
+  blocksPerServer: number;
+  /** Reports each run's progress (the experiment's). */
+  tracker?: RunTracker;
+}
+
+/** The storage half's runs' labels: "no drain", "decommission, 30 min notice". */
+export function storageLabel(drain: StorageDrainMode, noticeMs: number): string {
+  if (drain === "none") return "no drain";
+  const minutes = noticeMs / 60_000;
+  return `decommission, ${formatNumber(minutes, Number.isInteger(minutes) ? 0 : 1)} min notice`;
+}
+
+/**
+ * The storage half: the storage simulator (`runStorage`, the namenode's own ReplicationMonitor) with these planned
+ * reimages as its only wipes, once without a drain and once decommissioning at each notice, on the same cluster,
+ * writes and seed; stock placement, 3 replicas of 256 MiB, 50 MB/s of re-replication per server, two streams each way.
+ */
+export function drainStorage(
+  cluster: SimCluster,
+  events: readonly ServerEvent[],
+  options: DrainStorageOptions,
+): DrainStorageFigures {
+  const days = (cluster.horizonMs - cluster.historyMs) / DAY_MS;
+  const blocksPerDay = days > 0 ? (options.blocksPerServer * cluster.servers.length) / days : 0;
+  const plan: { drain: StorageDrainMode; noticeMs: number }[] = [
+    { drain: "none", noticeMs: 0 },
+    ...options.noticesMs.map((noticeMs) => ({ drain: "decommission" as const, noticeMs })),
+  ];
+  const runs = plan.map(({ drain, noticeMs }): DrainStorageRun => {
+    const run = (onProgress?: StorageOptions["onProgress"]): StorageRunResult =>
+      runStorage(cluster, {
+        placement: "stock",
+        replication: STORAGE_REPLICATION,
+        blockBytes: STORAGE_BLOCK_BYTES,
+        seed: options.seed,
+        blocksPerDay,
+        planned: { events, noticeMs, drain },
+        ...(onProgress ? { onProgress } : {}),
+      });
+    const label = `storage: ${storageLabel(drain, noticeMs)}`;
+    const result = options.tracker ? options.tracker.track(label, cluster.historyMs, run) : run();
+    return { drain, noticeMs, result, planned: result.planned! };
+  });
+  return {
+    blocksPerServer: options.blocksPerServer,
+    blockBytes: STORAGE_BLOCK_BYTES,
+    replication: STORAGE_REPLICATION,
+    reReplicationBytesPerSec: DEFAULT_RE_REPLICATION_BYTES_PER_SEC,
+    runs,
+  };
+}
+
+// ------------------------------------------------------------------------------------------------ running
+
+/** The runs of the experiment: no drain, then LARS and arbitrary at each rate. */
+function variants(o: ResolvedDrainExperimentOptions): { drain: DrainMode; rate: number | undefined }[] {
+  return [
+    { drain: "none", rate: undefined },
+    ...o.preemptionsPerSecond.flatMap((rate) => [
+      { drain: "lars" as const, rate },
+      { drain: "arbitrary" as const, rate },
+    ]),
+  ];
+}
+
+/** A run's label: "no drain", "LARS at 1/s", "arbitrary at 1/min". */
+export function drainLabel(drain: DrainMode, rate: number | undefined): string {
+  if (drain === "none" || rate === undefined) return "no drain";
+  const per =
+    rate >= 1 || rate * 60 < 1 ? `${formatNumber(rate, rate >= 1 ? 0 : 4)}/s` : `${formatNumber(rate * 60, 1)}/min`;
+  return `${drain === "lars" ? "LARS" : "arbitrary"} at ${per.replace(/\.0\//, "/")}`;
+}
+
+/** Runs every variant on one cluster, job stream and set of reimages, and renders (and writes) the report. */
+export async function runDrainExperiment(options: DrainExperimentOptions = {}): Promise<DrainExperimentOutcome> {
+  const o = resolveDrainExperimentOptions(options);
+  const plan = variants(o);
+  const tracker = new RunTracker(plan.length + 1 + o.storageNoticesMs.length, o.onProgress);
+  const traces = await chooseTraces(o.traces, (m) => tracker.note(m));
+  tracker.note(
+    `generating the ${o.level}-utilization cluster: ${o.servers} servers, ${o.days} days (${traces.source} traces)`,
+  );
+  const cluster = generateCluster({
+    servers: o.servers,
+    level: o.level,
+    days: o.days,
+    seed: o.seed,
+    source: traces.source,
+    ...(traces.templates ? { templates: traces.templates } : {}),
+  });
+  const jobs = generateJobStream(cluster, {
+    seed: o.seed,
+    load: o.load,
+    source: traces.source === "real" ? "mixed" : "tpcds",
+  });
+  for (const note of jobs.notes) tracker.note(`job stream: ${note}`);
+  const events = reimageEvents(cluster, o.seed, o.reimages);
+  tracker.note(`${events.length} planned reimages, each announced ${formatNumber(o.noticeMs / 60_000)} minutes ahead`);
+  const runs: DrainRun[] = plan.map(({ drain, rate }) => {
+    const result = tracker.track(`drain: ${drainLabel(drain, rate)}`, cluster.historyMs, (onProgress) =>
+      runCompute(cluster, jobs, {
+        policy: "stock",
+        seed: o.seed,
+        reimages: {
+          events,
+          drain,
+          noticeMs: o.noticeMs,
+          outageMs: o.outageMs,
+          stepIntervalMs: o.stepIntervalMs,
+          ...(rate !== undefined ? { drainOptions: { preemptionsPerSecond: rate } } : {}),
+        },
+        onProgress,
+        progressEvery: 100_000,
+      }),
+    );
+    return { drain, preemptionsPerSecond: rate, result, reimages: result.reimages! };
+  });
+  const storage = drainStorage(cluster, events, {
+    noticesMs: o.storageNoticesMs,
+    seed: o.seed,
+    blocksPerServer: o.storageBlocksPerServer,
+    tracker,
+  });
+  const report = renderDrainReport(runs, o, traces.source, events.length, storage);
+  const files: string[] = [];
+  if (o.out !== undefined) {
+    files.push(...writeReport(o.out, report));
+    const json = join(o.out, `${report.name}.json`);
+    writeFileSync(json, JSON.stringify(drainJson(runs, o, traces.source, events.length, storage), null, 2) + "\n");
+    files.push(json);
+  }
+  return { runs, events, storage, report, files, traces: traces.source };
+}
+
+/** The experiment as JSON (the CLI's --json prints the same). */
+export function drainJson(
+  runs: readonly DrainRun[],
+  o: ResolvedDrainExperimentOptions,
+  traces: TraceSource,
+  reimages: number,
+  storage: DrainStorageFigures,
+): unknown {
+  return {
+    setup: {
+      servers: o.servers,
+      days: o.days,
+      load: o.load,
+      seed: o.seed,
+      level: o.level,
+      traces,
+      reimages,
+      reimageRate: o.reimages,
+      noticeMs: o.noticeMs,
+      outageMs: o.outageMs,
+      stepIntervalMs: o.stepIntervalMs,
+      storageNoticesMs: o.storageNoticesMs,
+      storageBlocksPerServer: o.storageBlocksPerServer,
+    },
+    runs: runs.map((r) => ({
+      preemptionsPerSecond: r.preemptionsPerSecond ?? null,
+      ...r.reimages,
+      killedCoreHours: r.result.wastedCoreHours,
+      avgJobTimeS: r.result.avgJobTimeS,
+      byType: r.result.byType,
+      jobs: r.result.jobs,
+      jobsUnfinished: r.result.jobsUnfinished,
+      wallMs: Math.round(r.result.wallMs),
+    })),
+    storage: {
+      blocksPerServer: storage.blocksPerServer,
+      blockBytes: storage.blockBytes,
+      replication: storage.replication,
+      reReplicationBytesPerSec: storage.reReplicationBytesPerSec,
+      runs: storage.runs.map((r) => ({
+        ...r.planned,
+        noticeMs: r.noticeMs,
+        blocks: r.result.blocks,
+        blocksLost: r.result.blocksLost,
+        replicasLost: r.result.replicasLost,
+        copiesFailed: r.result.copiesFailed,
+        writesShort: r.result.writesShort,
+        underReplicatedAtEnd: r.result.underReplicatedAtEnd,
+        wallMs: Math.round(r.result.wallMs),
+      })),
+    },
+  };
+}
+
+// ------------------------------------------------------------------------------------------------ the report
+
+function setupLine(o: ResolvedDrainExperimentOptions, traces: TraceSource, reimages: number): string {
+  const rate =
+    o.reimages === "cluster" ? "the cluster's own reimages" : `${formatNumber(o.reimages, 3)} per server per day`;
+  return (
+    `${formatNumber(o.servers)} servers, ${o.days} simulated days after 30 days of history, ${o.level} utilization, ` +
+    `seed ${o.seed}, ${traces} traces, offered load ${o.load}, stock task placement; ${formatNumber(reimages)} planned ` +
+    `reimages (${rate}), each announced ${formatNumber(o.noticeMs / 60_000)} minutes ahead and keeping its server ` +
+    `${formatNumber(o.outageMs / 60_000)} minutes; the drain steps every ${formatNumber(o.stepIntervalMs / 1000)} s`
+  );
+}
+
+/**
+ * The storage half's part of the summary: its setup, one row per run, and what the notices came to, in words drawn
+ * from the figures (which notices sufficed is measured, not assumed).
+ */
+function storageSummary(storage: DrainStorageFigures, reimages: number): string {
+  const gib = (bytes: number): string => formatNumber(bytes / 2 ** 30, 1);
+  const minutes = (ms: number): string => formatNumber(ms / 60_000, 1);
+  const table = markdownTable(
+    [
+      { header: "variant", align: "left" },
+      { header: "blocks", align: "right" },
+      { header: "blocks lost", align: "right" },
+      { header: "below 3 replicas (block-h)", align: "right" },
+      { header: "peak below 3", align: "right" },
+      { header: "drains done by the reimage", align: "right" },
+      { header: "missed (blocks left to copy)", align: "right" },
+      { header: "drain time mean / max (min)", align: "right" },
+      { header: "copied for drains (GiB)", align: "right" },
+      { header: "copied after wipes (GiB)", align: "right" },
+    ],
+    storage.runs.map((r) => {
+      const p = r.planned;
+      const drained = r.drain === "decommission";
+      return [
+        storageLabel(r.drain, r.noticeMs),
+        formatNumber(r.result.blocks),
+        formatNumber(r.result.blocksLost),
+        formatNumber(p.underReplicatedBlockHours, 1),
+        formatNumber(p.peakUnderReplicated),
+        drained ? `${formatNumber(p.drainsCompleted)} / ${formatNumber(p.drainsStarted)}` : "-",
+        drained ? `${formatNumber(p.drainsMissed)} (${formatNumber(p.blocksNeedingCopiesAtMissedDeadlines)})` : "-",
+        drained && p.drainsCompleted > 0 ? `${minutes(p.drainMsMean)} / ${minutes(p.drainMsMax)}` : "-",
+        gib(p.drainCopyBytes),
+        gib(p.wipeCopyBytes),
+      ];
+    }),
+  );
+  const none = storage.runs.find((r) => r.drain === "none");
+  const verdicts = storage.runs
+    .filter((r) => r.drain === "decommission")
+    .map((r) => {
+      const p = r.planned;
+      const missed =
+        p.drainsMissed === 0
+          ? "every drain completed before its reimage"
+          : `${formatNumber(p.drainsMissed)} of ${formatNumber(p.drainsStarted)} drains missed their reimage with ` +
+            `${formatNumber(p.blocksNeedingCopiesAtMissedDeadlines)} blocks still to copy`;
+      return `at ${minutes(r.noticeMs)} minutes' notice ${missed} (${formatNumber(p.underReplicatedBlockHours, 1)} block-hours below 3 replicas)`;
+    });
+  return [
+    `Storage half: the same ${formatNumber(reimages)} reimages in the storage simulator, whose namenode replication ` +
+      `monitor either re-replicates after each wipe (no drain) or decommissions the server at the notice with the ` +
+      `reimage as deadline (its blocks are copied elsewhere under the same limits: ` +
+      `${formatNumber(storage.reReplicationBytesPerSec / 1e6)} MB/s per server, two copies in and two out at once), ` +
+      `then wipes it anyway. ${formatNumber(storage.blocksPerServer)} blocks of ` +
+      `${formatNumber(storage.blockBytes / 2 ** 20)} MiB per server are written over the run, ` +
+      `${storage.replication} replicas each, stock placement. "Below 3 replicas" counts replicas on disk wherever ` +
+      "they are (a draining server still holds its own), over the run; drain time is notice to DECOMMISSIONED.",
+    "",
+    table,
+    "",
+    `Without a drain: ${formatNumber(none?.planned.underReplicatedBlockHours ?? 0, 1)} block-hours below 3 replicas, ` +
+      `${formatNumber(none?.result.blocksLost ?? 0)} blocks lost; with decommissioning ${verdicts.join("; ")}.`,
+  ].join("\n");
+}
+
+/** The drain experiment's report: the comparison table, every run's job times, CSV and SVG plots. */
+export function renderDrainReport(
+  runs: readonly DrainRun[],
+  o: ResolvedDrainExperimentOptions,
+  traces: TraceSource,
+  reimages: number,
+  storage: DrainStorageFigures,
+): RenderedReport {
+  const main = markdownTable(
+    [
+      { header: "variant", align: "left" },
+      { header: "on servers at notice", align: "right" },
+      { header: "preempted", align: "right" },
+      { header: "preempted (core-h)", align: "right" },
+      { header: "killed at reimage", align: "right" },
+      { header: "killed at reimage (core-h)", align: "right" },
+      { header: "finished on their own", align: "right" },
+      { header: "killed in all (core-h)", align: "right" },
+      { header: "avg job time (s)", align: "right" },
+    ],
+    runs.map((r) => [
+      drainLabel(r.drain, r.preemptionsPerSecond),
+      r.drain === "none" ? "-" : formatNumber(r.reimages.containersAtNotice),
+      formatNumber(r.reimages.preempted),
+      formatNumber(r.reimages.preemptedCoreHours, 1),
+      formatNumber(r.reimages.killedAtReimage),
+      formatNumber(r.reimages.killedAtReimageCoreHours, 1),
+      r.drain === "none" ? "-" : formatNumber(r.reimages.finishedOnTheirOwn),
+      formatNumber(r.result.wastedCoreHours, 1),
+      formatNumber(r.result.avgJobTimeS, 1),
+    ]),
+  );
+  const summary = [
+    "Containers disrupted by planned reimages and the work lost with them (held time x cores; a job manager's",
+    "preemption also loses its job's running tasks, wherever they ran), split into preempted by the drain before the",
+    "reimage and killed at it; containers of a draining server that ended on their own; killed work in all (primary",
+    "tenants' kills included) and job time.",
+    "",
+    main,
+    "",
+    storageSummary(storage, reimages),
+  ].join("\n");
+  const runsTable = markdownTable(
+    [
+      { header: "variant", align: "left" },
+      { header: "reimages", align: "right" },
+      { header: "jobs", align: "right" },
+      { header: "avg job time (s)", align: "right" },
+      ...SIM_JOB_TYPES.map((t) => ({ header: `${t} (s)`, align: "right" as const })),
+      { header: "task kills", align: "right" },
+      { header: "job-manager kills", align: "right" },
+      { header: "unfinished", align: "right" },
+      { header: "wall (s)", align: "right" },
+    ],
+    runs.map((r) => [
+      drainLabel(r.drain, r.preemptionsPerSecond),
+      formatNumber(r.reimages.reimages),
+      `${formatNumber(r.result.jobs)} / ${formatNumber(r.result.jobsSubmitted)}`,
+      formatNumber(r.result.avgJobTimeS, 1),
+      ...SIM_JOB_TYPES.map((t) =>
+        r.result.byType[t].jobs > 0 ? formatNumber(r.result.byType[t].avgJobTimeS, 1) : "-",
+      ),
+      formatNumber(r.result.taskKills),
+      formatNumber(r.result.jobManagerKills),
+      formatNumber(r.result.jobsUnfinished),
+      formatNumber(r.result.wallMs / 1000, 1),
+    ]),
+  );
+  const csv = toCsv(
+    [
+      "drain",
+      "preemptions_per_second",
+      "reimages",
+      "containers_at_notice",
+      "preempted",
+      "preempted_core_hours",
+      "killed_at_reimage",
+      "killed_at_reimage_core_hours",
+      "finished_on_their_own",
+      "killed_core_hours",
+      "jobs",
+      "jobs_unfinished",
+      "avg_job_time_s",
+      ...SIM_JOB_TYPES.map((t) => `${t}_avg_job_time_s`),
+      "wall_ms",
+    ],
+    runs.map((r) => [
+      r.drain,
+      r.preemptionsPerSecond ?? "",
+      r.reimages.reimages,
+      r.reimages.containersAtNotice,
+      r.reimages.preempted,
+      r.reimages.preemptedCoreHours,
+      r.reimages.killedAtReimage,
+      r.reimages.killedAtReimageCoreHours,
+      r.reimages.finishedOnTheirOwn,
+      r.result.wastedCoreHours,
+      r.result.jobs,
+      r.result.jobsUnfinished,
+      r.result.avgJobTimeS,
+      ...SIM_JOB_TYPES.map((t) => r.result.byType[t].avgJobTimeS),
+      Math.round(r.result.wallMs),
+    ]),
+  );
+  const storageCategories = storage.runs.map((r) => storageLabel(r.drain, r.noticeMs));
+  const storageTitle = "Replicas of planned reimages: no drain vs decommissioning at each notice";
+  const storagePlot = renderBarPanels({
+    title: storageTitle,
+    yName: "",
+    widthPx: 1200,
+    panels: [
+      {
+        title: "block-hours below 3 replicas",
+        categories: storageCategories,
+        series: [{ name: "block-hours", values: storage.runs.map((r) => r.planned.underReplicatedBlockHours) }],
+      },
+      {
+        title: "drains at their reimage",
+        categories: storageCategories,
+        series: [
+          { name: "completed before the reimage", values: storage.runs.map((r) => r.planned.drainsCompleted) },
+          { name: "missed", values: storage.runs.map((r) => r.planned.drainsMissed) },
+        ],
+      },
+      {
+        title: "GiB copied",
+        categories: storageCategories,
+        series: [
+          { name: "for drains", values: storage.runs.map((r) => r.planned.drainCopyBytes / 2 ** 30) },
+          { name: "after wipes", values: storage.runs.map((r) => r.planned.wipeCopyBytes / 2 ** 30) },
+        ],
+      },
+    ],
+  });
+  const categories = runs.map((r) => drainLabel(r.drain, r.preemptionsPerSecond));
+  const title = "Containers disrupted by planned reimages, and the work lost";
+  const plot = renderBarPanels({
+    title,
+    yName: "",
+    widthPx: 1100,
+    panels: [
+      {
+        title: "containers",
+        categories,
+        series: [
+          { name: "preempted before the reimage", values: runs.map((r) => r.reimages.preempted) },
+          { name: "killed at the reimage", values: runs.map((r) => r.reimages.killedAtReimage) },
+        ],
+      },
+      {
+        title: "core-hours lost",
+        categories,
+        series: [
+          { name: "preempted before the reimage", values: runs.map((r) => r.reimages.preemptedCoreHours) },
+          { name: "killed at the reimage", values: runs.map((r) => r.reimages.killedAtReimageCoreHours) },
+        ],
+      },
+    ],
+  });
+  return assembleReport(
+    "drain",
+    "Graceful drains before planned reimages: LARS vs arbitrary order vs no drain (seeds/002)",
+    setupLine(o, traces, reimages),
+    o.command !== undefined ? { command: o.command } : {},
+    {
+      summary,
+      runsTable,
+      csv,
+      plots: [
+        { suffix: "disruptions", title, svg: plot },
+        { suffix: "storage", title: storageTitle, svg: storagePlot },
+      ],
+    },
+  );
+}

@@ -1,0 +1,471 @@
+/**
+ * The lifetime experiment (`harvest sim lifetime`): lifetime-aware node choice, NILAS and LAVA (seeds/002, sections
+ * 4.2 and 4.3), against the stock node choice on one cluster and one job stream, each with learned and with oracle
+ * lifetimes, under whole-server reclaims. The question of seeds/002 is the share of empty servers (hosts): a server
+ * with no secondary container can be handed back whole (to its primary, to a reimage, to a large container) without
+ * killing anything. Measured per run: the time-averaged empty-server share and its difference from stock in
+ * percentage points, the work killed by whole-server reclaims and by everything, job times, unfinished jobs.
+ *
+ * What differs from the seed's setting, and so what the figures can and cannot show:
+ * - The stock baseline here is YARN's: a job's tasks go to the free servers in the order heartbeats come, i.e. at
+ *   random, which spreads them. Borg's baseline (the seed's) already bin-packs, so the seed's gains (+2.3 to 9.2 pp in
+ *   production pilots; +6.1 for NILAS and +6.5 for LAVA on average in simulation) are over a packer; ours are over a
+ *   spreader and can be larger for that reason alone.
+ * - Reclaims hit a server drawn uniformly. Then the expected work a reclaim kills is the work held on an average
+ *   server, whatever the placement: packing makes more reclaims find an empty server and each of the others find
+ *   more. The seed's gain on maintenance comes from maintenance choosing empty hosts first, which a primary's spike
+ *   does not.
+ * - A harvested server also yields to its primary: a server packed to its harvestable room kills a task at any growth
+ *   of its primary, where a spread one had slack. The total killed work shows that cost.
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { HarvestError } from "../common/errors.js";
+import { generateCluster } from "./cluster-gen.js";
+import { runCompute } from "./compute.js";
+import type { ComputeRunResult, LifetimeSource } from "./compute.js";
+import { chooseTraces, RunTracker } from "./experiments.js";
+import type { ExperimentEvent } from "./experiments.js";
+import { generateJobStream } from "./jobs.js";
+import { UTILIZATION_LEVELS } from "./model.js";
+import type { TraceSource, UtilizationLevel } from "./model.js";
+import {
+  assembleReport,
+  formatNumber,
+  markdownTable,
+  renderBarPanels,
+  SIM_JOB_TYPES,
+  toCsv,
+  writeReport,
+} from "./report.js";
+import type { RenderedReport } from "./report.js";
+
+/** A node choice of the comparison (`ComputeOptions.nodeChoice`). */
+export type NodeChoiceVariant = "stock" | "nilas" | "lava";
+
+/** One run of the comparison: a node choice with its lifetimes (stock uses none; it is "learned" by convention). */
+export interface LifetimeVariant {
+  nodeChoice: NodeChoiceVariant;
+  lifetimes: LifetimeSource;
+}
+
+/** Every run of `--compare`: stock once, then NILAS and LAVA each with learned and with oracle lifetimes. */
+export const LIFETIME_VARIANTS: readonly LifetimeVariant[] = [
+  { nodeChoice: "stock", lifetimes: "learned" },
+  { nodeChoice: "nilas", lifetimes: "learned" },
+  { nodeChoice: "nilas", lifetimes: "oracle" },
+  { nodeChoice: "lava", lifetimes: "learned" },
+  { nodeChoice: "lava", lifetimes: "oracle" },
+];
+
+/** What seeds/002 reports for empty hosts, to print beside ours. */
+export const SEED_EMPTY_HOSTS = Object.freeze({
+  /** Production pilots of NILAS, Table 1: +2.3 to +9.2 pp. */
+  pilotsPp: [2.3, 9.2] as const,
+  /** Simulation of 24 pools, Figure 6, average over pools: NILAS +6.1 pp, LAVA +6.5 pp (production lifetimes). */
+  simulationPp: { nilas: 6.1, lava: 6.5 },
+});
+
+/** Options of {@link runLifetimeExperiment}; {@link resolveLifetimeExperimentOptions} fills the defaults. */
+export interface LifetimeExperimentOptions {
+  /**
+   * Servers of the cluster. With the default days and load the five runs take about 80 s on 2 cores (stock 2 s,
+   * each lifetime-aware run 15 to 30 s).
+   * @default 100
+   */
+  servers?: number;
+  /**
+   * Simulated days after the 30 days of history (arrivals stop 12 hours before the end, so late jobs finish).
+   * @default 7
+   */
+  days?: number;
+  /**
+   * Offered batch load: a fraction of the cluster's harvestable core-hours (`generateJobStream`). The default leaves
+   * stock with empty servers a quarter to a third of the time: a saturated cluster has none and an idle one is all
+   * empty, and neither can show a difference.
+   * @default 0.4
+   */
+  load?: number;
+  /** @default 1 */
+  seed?: number;
+  /** Average primary utilization. @default "medium" */
+  level?: UtilizationLevel;
+  /**
+   * Primary utilization (and, when real, half the job shapes from the Alibaba sample): real traces from
+   * ../shared/data when it is there, else generated ones, with a note.
+   * @default "real"
+   */
+  traces?: TraceSource;
+  /**
+   * Whole-server reclaims per server per day. One a week: seeds/004 (section 3.3) finds most servers reimaged at most
+   * once a month, and primary spikes to the whole server come on top; a week gives the few-day run enough reclaims
+   * (about 100 on 100 servers over 7 days) to compare, without making reclaims the main cause of kills.
+   * @default 1/7
+   */
+  reclaimsPerServerPerDay?: number;
+  /**
+   * How long a reclaim keeps the server: half an hour, a primary's burst or a reimage's downtime.
+   * @default 1800000
+   */
+  reclaimDurationMs?: number;
+  /**
+   * Which server a reclaim takes (`ReclaimOptions.choose`): "random" (a primary's spike, a failure) or "emptiest"
+   * (maintenance or a large deployment that may pick its server: where empty servers pay).
+   * @default "random"
+   */
+  reclaimChoice?: "random" | "emptiest";
+  /** The runs. @default LIFETIME_VARIANTS */
+  variants?: readonly LifetimeVariant[];
+  /** Directory for lifetime.md, .csv, .json and the SVG plot; none: render only. */
+  out?: string;
+  /** The command line shown in the report. */
+  command?: string;
+  onProgress?: (e: ExperimentEvent) => void;
+}
+
+/** {@link LifetimeExperimentOptions} with the defaults filled in. */
+export type ResolvedLifetimeExperimentOptions = Required<
+  Omit<LifetimeExperimentOptions, "out" | "command" | "onProgress">
+> &
+  Pick<LifetimeExperimentOptions, "out" | "command" | "onProgress">;
+
+/** One run's figures. */
+export interface LifetimeRun extends LifetimeVariant {
+  result: ComputeRunResult;
+  /** Empty-server share minus stock's, percentage points (0 for stock; NaN without a stock run). */
+  emptyDeltaPp: number;
+}
+
+/** What the experiment produced. */
+export interface LifetimeExperimentOutcome {
+  runs: LifetimeRun[];
+  report: RenderedReport;
+  files: string[];
+  traces: TraceSource;
+}
+
+function invalid(field: string, why: string): never {
+  throw new HarvestError("INVALID_ARGUMENT", `lifetime experiment option ${field} ${why}`, { details: { field } });
+}
+
+/** Fills the defaults and validates every field (INVALID_ARGUMENT naming it). */
+export function resolveLifetimeExperimentOptions(o: LifetimeExperimentOptions = {}): ResolvedLifetimeExperimentOptions {
+  const r: ResolvedLifetimeExperimentOptions = {
+    servers: o.servers ?? 100,
+    days: o.days ?? 7,
+    load: o.load ?? 0.4,
+    seed: o.seed ?? 1,
+    level: o.level ?? "medium",
+    traces: o.traces ?? "real",
+    reclaimsPerServerPerDay: o.reclaimsPerServerPerDay ?? 1 / 7,
+    reclaimDurationMs: o.reclaimDurationMs ?? 30 * 60_000,
+    reclaimChoice: o.reclaimChoice ?? "random",
+    variants: o.variants ?? LIFETIME_VARIANTS,
+    ...(o.out !== undefined ? { out: o.out } : {}),
+    ...(o.command !== undefined ? { command: o.command } : {}),
+    ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
+  };
+  if (!(Number.isSafeInteger(r.servers) && r.servers >= 1))
+    invalid("servers", `must be an integer >= 1 (got ${r.servers})`);
+  if (!(Number.isFinite(r.days) && r.days >= 1)) invalid("days", `must be at least 1 (got ${r.days})`);
+  if (!(Number.isFinite(r.load) && r.load > 0 && r.load <= 5)) invalid("load", `must be in (0, 5] (got ${r.load})`);
+  if (!(Number.isSafeInteger(r.seed) && r.seed >= 0)) invalid("seed", `must be an integer >= 0 (got ${r.seed})`);
+  if (!UTILIZATION_LEVELS.includes(r.level)) invalid("level", `must be one of ${UTILIZATION_LEVELS.join(", ")}`);
+  if (r.traces !== "generated" && r.traces !== "real") invalid("traces", `must be "generated" or "real"`);
+  if (!(Number.isFinite(r.reclaimsPerServerPerDay) && r.reclaimsPerServerPerDay >= 0))
+    invalid("reclaimsPerServerPerDay", `must be >= 0 (got ${r.reclaimsPerServerPerDay})`);
+  if (!(Number.isFinite(r.reclaimDurationMs) && r.reclaimDurationMs > 0))
+    invalid("reclaimDurationMs", `must be > 0 (got ${r.reclaimDurationMs})`);
+  if (r.reclaimChoice !== "random" && r.reclaimChoice !== "emptiest")
+    invalid("reclaimChoice", `must be "random" or "emptiest"`);
+  if (r.variants.length === 0) invalid("variants", "must name at least one run");
+  for (const v of r.variants) {
+    if (!["stock", "nilas", "lava"].includes(v.nodeChoice))
+      invalid("variants", `has node choice ${String(v.nodeChoice)}`);
+    if (v.lifetimes !== "learned" && v.lifetimes !== "oracle")
+      invalid("variants", `has lifetimes ${String(v.lifetimes)}`);
+  }
+  return r;
+}
+
+/** A run's label: "stock", "nilas (learned)", "lava (oracle)". */
+export function variantLabel(v: LifetimeVariant): string {
+  return v.nodeChoice === "stock" ? "stock" : `${v.nodeChoice} (${v.lifetimes})`;
+}
+
+/**
+ * Runs every variant on one cluster and job stream (generated once from the seed) with the same reclaims (drawn from
+ * the runs' shared seed), and renders (and, given `out`, writes) the report.
+ */
+export async function runLifetimeExperiment(
+  options: LifetimeExperimentOptions = {},
+): Promise<LifetimeExperimentOutcome> {
+  const o = resolveLifetimeExperimentOptions(options);
+  const tracker = new RunTracker(o.variants.length, o.onProgress);
+  const traces = await chooseTraces(o.traces, (m) => tracker.note(m));
+  tracker.note(
+    `generating the ${o.level}-utilization cluster: ${o.servers} servers, ${o.days} days (${traces.source} traces)`,
+  );
+  const cluster = generateCluster({
+    servers: o.servers,
+    level: o.level,
+    days: o.days,
+    seed: o.seed,
+    source: traces.source,
+    ...(traces.templates ? { templates: traces.templates } : {}),
+  });
+  // Real traces also mean real job shapes, as in the compute experiment: half the recurring jobs from the Alibaba DAGs.
+  const jobs = generateJobStream(cluster, {
+    seed: o.seed,
+    load: o.load,
+    source: traces.source === "real" ? "mixed" : "tpcds",
+  });
+  for (const note of jobs.notes) tracker.note(`job stream: ${note}`);
+  const results = o.variants.map((v) => ({
+    ...v,
+    result: tracker.track(`lifetime ${variantLabel(v)}`, cluster.historyMs, (onProgress) =>
+      runCompute(cluster, jobs, {
+        policy: "stock",
+        seed: o.seed,
+        nodeChoice: v.nodeChoice,
+        lifetimes: v.lifetimes,
+        reclaims: {
+          perServerPerDay: o.reclaimsPerServerPerDay,
+          durationMs: o.reclaimDurationMs,
+          choose: o.reclaimChoice,
+        },
+        onProgress,
+        progressEvery: 100_000,
+      }),
+    ),
+  }));
+  const stock = results.find((r) => r.nodeChoice === "stock");
+  const runs: LifetimeRun[] = results.map((r) => ({
+    ...r,
+    emptyDeltaPp: stock ? (r.result.emptyServerShare - stock.result.emptyServerShare) * 100 : Number.NaN,
+  }));
+  const report = renderLifetimeReport(runs, o, traces.source);
+  const files: string[] = [];
+  if (o.out !== undefined) {
+    files.push(...writeReport(o.out, report));
+    const json = join(o.out, `${report.name}.json`);
+    writeFileSync(json, JSON.stringify(lifetimeJson(runs, o, traces.source), null, 2) + "\n");
+    files.push(json);
+  }
+  return { runs, report, files, traces: traces.source };
+}
+
+/** The experiment as JSON: its setup and every run's figures (the CLI's --json prints the same). */
+export function lifetimeJson(
+  runs: readonly LifetimeRun[],
+  o: ResolvedLifetimeExperimentOptions,
+  traces: TraceSource,
+): unknown {
+  return {
+    setup: {
+      servers: o.servers,
+      days: o.days,
+      load: o.load,
+      seed: o.seed,
+      level: o.level,
+      traces,
+      reclaimsPerServerPerDay: o.reclaimsPerServerPerDay,
+      reclaimChoice: o.reclaimChoice,
+      reclaimDurationMs: o.reclaimDurationMs,
+    },
+    seed002EmptyHostsPp: SEED_EMPTY_HOSTS,
+    runs: runs.map((r) => ({
+      nodeChoice: r.nodeChoice,
+      lifetimes: r.lifetimes,
+      emptyServerShare: r.result.emptyServerShare,
+      emptyDeltaPp: Number.isFinite(r.emptyDeltaPp) ? r.emptyDeltaPp : null,
+      emptyShareWithRoom: r.result.emptyShareWithRoom,
+      reclaims: r.result.reclaims,
+      reclaimsHittingEmpty: r.result.reclaimsHittingEmpty,
+      reclaimKilledCoreHours: r.result.reclaimKilledCoreHours,
+      killedCoreHours: r.result.wastedCoreHours,
+      taskKills: r.result.taskKills,
+      jobManagerKills: r.result.jobManagerKills,
+      avgJobTimeS: r.result.avgJobTimeS,
+      byType: r.result.byType,
+      jobs: r.result.jobs,
+      jobsSubmitted: r.result.jobsSubmitted,
+      jobsUnfinished: r.result.jobsUnfinished,
+      wallMs: Math.round(r.result.wallMs),
+    })),
+  };
+}
+
+// ------------------------------------------------------------------------------------------------ the report
+
+const pct = (share: number): string => `${formatNumber(share * 100, 1)} %`;
+const pp = (v: number): string => (Number.isFinite(v) ? `${v > 0 ? "+" : ""}${formatNumber(v, 1)} pp` : "-");
+
+function setupLine(o: ResolvedLifetimeExperimentOptions, traces: TraceSource): string {
+  return (
+    `${formatNumber(o.servers)} servers, ${o.days} simulated days after 30 days of history, ${o.level} utilization, ` +
+    `seed ${o.seed}, ${traces} traces, offered load ${o.load} of the harvestable core-hours, stock (primary-aware) ` +
+    `task placement; whole-server reclaims ${formatNumber(o.reclaimsPerServerPerDay, 3)} per server per day, ` +
+    `${formatNumber(o.reclaimDurationMs / 60_000)} minutes each, the same in every run, each on ` +
+    (o.reclaimChoice === "emptiest"
+      ? "the server with the least secondary work (maintenance that may choose)"
+      : "the server drawn (nobody chooses)")
+  );
+}
+
+/** The lifetime experiment's report: the comparison table, the seed's figures beside ours, CSV and an SVG plot. */
+export function renderLifetimeReport(
+  runs: readonly LifetimeRun[],
+  o: ResolvedLifetimeExperimentOptions,
+  traces: TraceSource,
+): RenderedReport {
+  const main = markdownTable(
+    [
+      { header: "node choice", align: "left" },
+      { header: "empty servers", align: "right" },
+      { header: "vs stock", align: "right" },
+      { header: "seeds/002", align: "right" },
+      { header: "empty with room", align: "right" },
+      { header: "reclaims on empty", align: "right" },
+      { header: "killed by reclaims (core-h)", align: "right" },
+      { header: "killed in all (core-h)", align: "right" },
+      { header: "avg job time (s)", align: "right" },
+      { header: "unfinished", align: "right" },
+    ],
+    runs.map((r) => [
+      variantLabel(r),
+      pct(r.result.emptyServerShare),
+      r.nodeChoice === "stock" ? "-" : pp(r.emptyDeltaPp),
+      r.nodeChoice === "stock"
+        ? "-"
+        : `+${SEED_EMPTY_HOSTS.pilotsPp[0]} to ${SEED_EMPTY_HOSTS.pilotsPp[1]} pp (sim. +${SEED_EMPTY_HOSTS.simulationPp[r.nodeChoice]})`,
+      pct(r.result.emptyShareWithRoom),
+      `${pct(r.result.reclaimsHittingEmpty)} of ${formatNumber(r.result.reclaims)}`,
+      formatNumber(r.result.reclaimKilledCoreHours, 1),
+      formatNumber(r.result.wastedCoreHours, 1),
+      formatNumber(r.result.avgJobTimeS, 1),
+      formatNumber(r.result.jobsUnfinished),
+    ]),
+  );
+  const summary = [
+    "Time-averaged share of servers with no secondary container, the change from stock in percentage points, and what",
+    "seeds/002 reports for empty hosts (production pilots of NILAS, Table 1; in parentheses its simulation average over",
+    "24 pools, Figure 6). Its baseline already bin-packs; ours (YARN's) places at random among the free servers.",
+    '"Empty with room": the same share among the servers in service whose primary leaves room for a task.',
+    "",
+    main,
+    "",
+    "Reclaims hit a server drawn at random, so the work a reclaim kills is, in expectation, the work held on an",
+    "average server whatever the placement; killed work in all also counts the tasks a primary's growth kills, which a",
+    "server packed to its harvestable room suffers more often.",
+  ].join("\n");
+  const runsTable = markdownTable(
+    [
+      { header: "node choice", align: "left" },
+      { header: "jobs", align: "right" },
+      { header: "avg job time (s)", align: "right" },
+      ...SIM_JOB_TYPES.map((t) => ({ header: `${t} (s)`, align: "right" as const })),
+      { header: "task kills", align: "right" },
+      { header: "job-manager kills", align: "right" },
+      { header: "reclaims", align: "right" },
+      { header: "events", align: "right" },
+      { header: "wall (s)", align: "right" },
+    ],
+    runs.map((r) => [
+      variantLabel(r),
+      `${formatNumber(r.result.jobs)} / ${formatNumber(r.result.jobsSubmitted)}`,
+      formatNumber(r.result.avgJobTimeS, 1),
+      ...SIM_JOB_TYPES.map((t) =>
+        r.result.byType[t].jobs > 0 ? formatNumber(r.result.byType[t].avgJobTimeS, 1) : "-",
+      ),
+      formatNumber(r.result.taskKills),
+      formatNumber(r.result.jobManagerKills),
+      formatNumber(r.result.reclaims),
+      formatNumber(r.result.events),
+      formatNumber(r.result.wallMs / 1000, 1),
+    ]),
+  );
+  const csv = toCsv(
+    [
+      "node_choice",
+      "lifetimes",
+      "empty_server_share",
+      "empty_delta_pp",
+      "empty_share_with_room",
+      "reclaims",
+      "reclaims_hitting_empty",
+      "reclaim_killed_core_hours",
+      "killed_core_hours",
+      "task_kills",
+      "job_manager_kills",
+      "jobs",
+      "jobs_submitted",
+      "jobs_unfinished",
+      "avg_job_time_s",
+      ...SIM_JOB_TYPES.map((t) => `${t}_avg_job_time_s`),
+      "events",
+      "wall_ms",
+    ],
+    runs.map((r) => [
+      r.nodeChoice,
+      r.lifetimes,
+      r.result.emptyServerShare,
+      r.emptyDeltaPp,
+      r.result.emptyShareWithRoom,
+      r.result.reclaims,
+      r.result.reclaimsHittingEmpty,
+      r.result.reclaimKilledCoreHours,
+      r.result.wastedCoreHours,
+      r.result.taskKills,
+      r.result.jobManagerKills,
+      r.result.jobs,
+      r.result.jobsSubmitted,
+      r.result.jobsUnfinished,
+      r.result.avgJobTimeS,
+      ...SIM_JOB_TYPES.map((t) => r.result.byType[t].avgJobTimeS),
+      r.result.events,
+      Math.round(r.result.wallMs),
+    ]),
+  );
+  return assembleReport(
+    "lifetime",
+    "Lifetime-aware node choice: NILAS and LAVA vs stock (seeds/002)",
+    setupLine(o, traces),
+    o.command !== undefined ? { command: o.command } : {},
+    { summary, runsTable, csv, plots: [lifetimePlot(runs)] },
+  );
+}
+
+/** Empty servers, reclaim-killed and all killed work, per node choice, learned and oracle lifetimes side by side. */
+function lifetimePlot(runs: readonly LifetimeRun[]): RenderedReport["plots"][number] {
+  const choices = (["stock", "nilas", "lava"] as const).filter((c) => runs.some((r) => r.nodeChoice === c));
+  const series = (value: (r: LifetimeRun) => number) =>
+    (["learned", "oracle"] as const).map((lifetimes) => ({
+      name: `${lifetimes} lifetimes`,
+      values: choices.map((c) => {
+        // Stock has no lifetimes: its one run stands under "learned".
+        const r = runs.find(
+          (x) => x.nodeChoice === c && (c === "stock" ? lifetimes === "learned" : x.lifetimes === lifetimes),
+        );
+        return r ? value(r) : undefined;
+      }),
+    }));
+  const title = "Empty servers and killed work by node choice";
+  return {
+    suffix: "empty-servers",
+    title,
+    svg: renderBarPanels({
+      title,
+      yName: "",
+      panels: [
+        { title: "empty servers (%)", categories: choices, series: series((r) => r.result.emptyServerShare * 100) },
+        {
+          title: "killed by reclaims (core-h)",
+          categories: choices,
+          series: series((r) => r.result.reclaimKilledCoreHours),
+        },
+        { title: "killed in all (core-h)", categories: choices, series: series((r) => r.result.wastedCoreHours) },
+      ],
+    }),
+  };
+}
