@@ -158,11 +158,42 @@ describe("the harvest CLI", () => {
     expect(tenants.map((t) => [t.name, t.pattern, t.reimages])).toEqual([["web", "periodic", 2]]);
     expect(harvest("admin", "classes", "--json").stdout).toContain('"periodic-0"');
 
+    // A planned reimage: the operator drains server-2, jobs keep running on server-1, then it comes back.
+    const drain = harvest("admin", "drain", "server-2", "--deadline", "10m", "--json");
+    expect(drain.code, drain.stderr).toBe(0);
+    const drained = JSON.parse(drain.stdout) as {
+      drains: { nodeId: string; deadlineMs: number }[];
+      datanodes: { datanodeId: string; state: string }[];
+    };
+    expect(drained.drains.map((d) => d.nodeId)).toEqual(["server-2"]);
+    expect(drained.drains[0]!.deadlineMs).toBeGreaterThan(Date.now() + 9 * 60_000);
+    expect(drained.datanodes.map((d) => [d.datanodeId, d.state !== "NORMAL"])).toEqual([["server-2", true]]);
+    const during = harvest("job", "submit", join(packageRoot(), "examples", "dags", "three-stage.json"), "--wait");
+    expect(during.code, during.stderr + during.stdout).toBe(0);
+    const duringId = /submitted (application_\d+_\d+)/.exec(during.stdout)?.[1];
+    const ran = JSON.parse(harvest("job", "status", duringId!, "--json").stdout) as {
+      containers: { nodeId: string }[];
+    };
+    expect(new Set(ran.containers.map((x) => x.nodeId))).toEqual(new Set(["server-1"]));
+    const drainStatus = harvest("admin", "drain", "--status");
+    expect(drainStatus.code, drainStatus.stderr).toBe(0);
+    expect(drainStatus.stdout).toMatch(/server-2\s+DRAINED/);
+    expect(drainStatus.stdout).toMatch(/server-2\s+DECOMMISSION(ED|_IN_PROGRESS)/);
+    const typo = harvest("admin", "drain", "server-9");
+    expect(typo.code).toBe(1);
+    expect(typo.stderr).toContain("NODE_NOT_FOUND");
+    expect(typo.stderr).toContain("server-1, server-2");
+    const badDeadline = harvest("admin", "drain", "server-2", "--deadline", "tomorrow");
+    expect(badDeadline.code).toBe(1);
+    expect(badDeadline.stderr).toContain("INVALID_ARGUMENT");
+    expect(harvest("admin", "undrain", "server-2").code).toBe(0);
+    expect(harvest("admin", "drain", "--status").stdout).toContain("no server is draining");
+
     const down = harvest("cluster", "down");
     expect(down.code, down.stderr).toBe(0);
     for (const d of [desc.rm, desc.nn!, ...desc.nodes, ...desc.nodes.map((n) => n.datanode!)])
       expect(isRunning(d)).toBe(false);
     expect(existsSync(join(dir, "cluster.json"))).toBe(false);
     expect(readFileSync(join(dir, "logs", "rm.log"), "utf8")).toContain("resource manager serving");
-  });
+  }, 180_000);
 });
