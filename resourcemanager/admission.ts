@@ -800,6 +800,40 @@ export function tuneThreshold(
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
+// A job's demand.
+
+/**
+ * What a recurring job holds on average over its life, learned from its past runs: the cores its containers held
+ * (job manager included), integrated over the run, divided by the run's length. seeds/003's deployments have a fixed
+ * size; a batch job's size changes stage by stage, and counting its widest stage for its whole life (the only safe
+ * figure for a job never seen) overstates what the moment estimates should add to E[D] several times over. The mean
+ * of the last `maxRuns` runs is the job's demand, never above its widest stage; a job never seen counts at its widest.
+ * Pure; the resource manager and the simulator feed it the same way (at each successful end).
+ */
+export class JobDemandModel {
+  private readonly runs = new Map<string, number[]>();
+
+  constructor(private readonly maxRuns = 20) {}
+
+  /** One finished run of `name`: it held `meanMilli` milli-cores on average. Odd values are ignored. */
+  observe(name: string, meanMilli: number): void {
+    if (!(Number.isFinite(meanMilli) && meanMilli > 0)) return;
+    const list = this.runs.get(name) ?? [];
+    list.push(meanMilli);
+    if (list.length > this.maxRuns) list.shift();
+    this.runs.set(name, list);
+  }
+
+  /** The demand to count for a run of `name` whose widest stage (with its job manager) holds `widestMilli`. */
+  demandMilli(name: string, widestMilli: number): number {
+    const list = this.runs.get(name);
+    if (!list || list.length === 0) return widestMilli;
+    const mean = list.reduce((a, b) => a + b, 0) / list.length;
+    return Math.min(widestMilli, Math.ceil(mean));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
 // The queue.
 
 /** What the queue needs of a job; the caller's type may carry more (demand, lifetime). */

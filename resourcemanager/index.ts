@@ -131,6 +131,7 @@ export type {
 export {
   AdmissionOutlook,
   AdmissionQueue,
+  JobDemandModel,
   DEFAULT_ADMISSION_OPTIONS,
   DemandProfile,
   decideAdmission,

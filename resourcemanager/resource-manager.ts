@@ -16,6 +16,7 @@ import { INSECURE_WARNING } from "../common/options.js";
 import { maxConcurrency, parseDag, topologicalOrder } from "../common/dag-spec.js";
 import type { DagSpec } from "../common/dag-spec.js";
 import { AdmissionControl, readAdmissionThresholds } from "./admission-control.js";
+import { JobDemandModel } from "./admission.js";
 import type { AdmittedJob } from "./admission.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { serveWorkerStream } from "../common/worker-stream.js";
@@ -105,6 +106,8 @@ interface AppRuntime {
   vertices?: string[];
   /** Run times of the tasks that succeeded, by vertex (for the job history and the lifetime model). */
   taskDurations: Map<string, number[]>;
+  /** Core-ms its ended containers held (admission's mean demand). */
+  heldCoreMs: number;
 }
 
 /** How an application's containers ended, counted over all its attempts. */
@@ -144,6 +147,8 @@ export class ResourceManager {
   private readonly admission: AdmissionControl;
   /** NILAS or LAVA node choice (seeds/002); undefined under the stock node choice. */
   private readonly nodeChoice: LifetimeNodeChoice | undefined;
+  /** What each recurring job held on average in its past runs (admission counts it). */
+  private readonly demand = new JobDemandModel();
   /** How long tasks and jobs live, learned from the job history (lifetime.ts): drains and node choice ask it. */
   private readonly lifetimes: LifetimeModel;
   /** Power domains: draws per domain, alerts, node budgets. */
@@ -744,7 +749,10 @@ export class ResourceManager {
 
   // ---------------------------------------------------------------------------------------------- admission
 
-  /** The cores admission control counts for a job: its job manager and its widest stage, capped at the cluster's. */
+  /**
+   * The cores admission control counts for a job: what its past runs held on average (`JobDemandModel`), never more
+   * than its job manager and its widest stage (capped at the cluster's); a job never seen counts at that.
+   */
   private jobDemandMilli(dag: DagSpec): number {
     let taskMilli = 0;
     for (const v of dag.vertices) taskMilli = Math.max(taskMilli, v.resources.vcoresMilli);
@@ -752,7 +760,9 @@ export class ResourceManager {
     for (const v of this.scheduler.nodeViews()) clusterMilli += v.capacity.vcoresMilli;
     const wide = maxConcurrency(dag) * taskMilli;
     // A stage wider than the cluster runs in waves: it never holds more than the cluster.
-    return this.options.amResource.vcoresMilli + (clusterMilli > 0 ? Math.min(wide, clusterMilli) : wide);
+    const widest = this.options.amResource.vcoresMilli + (clusterMilli > 0 ? Math.min(wide, clusterMilli) : wide);
+    // What its past runs held on average (a job never seen: its widest stage).
+    return this.demand.demandMilli(dag.name, widest);
   }
 
   private queueForAdmission(app: AppRuntime): void {
@@ -1047,7 +1057,7 @@ export class ResourceManager {
   private onContainerCompleted(alloc: Allocation, st: ContainerStatus): void {
     const app = this.apps.get(alloc.appId);
     if (!app) return;
-    this.recordEnd(app, st, alloc.priority);
+    this.recordEnd(app, st, alloc.priority, alloc.resource.vcoresMilli);
     if (isTerminal(app.record.state)) {
       if (app.amContainerId === alloc.containerId) this.scheduler.removeApp(alloc.appId);
       return;
@@ -1064,7 +1074,7 @@ export class ResourceManager {
   }
 
   /** Marks a container's reference complete and counts how it ended (once per container). */
-  private recordEnd(app: AppRuntime | undefined, st: ContainerStatus, priority?: number): void {
+  private recordEnd(app: AppRuntime | undefined, st: ContainerStatus, priority?: number, milli = 0): void {
     const ref = app?.containers.get(st.containerId ?? "");
     if (!app || !ref || ref.state === "COMPLETE") return;
     // After a user's kill every container ends because of it, including a job manager that exits on its own.
@@ -1076,6 +1086,7 @@ export class ResourceManager {
     ref.finishedMs = st.finishedMs ?? this.clock.nowMs();
     const counts = ref.isAm ? app.amCounts : app.taskCounts;
     const ranMs = Number(ref.finishedMs) - Number(ref.startedMs ?? 0);
+    if (Number(ref.startedMs ?? 0) > 0 && ranMs > 0) app.heldCoreMs += (ranMs * milli) / 1000;
     if (cause === "SUCCEEDED" && !ref.isAm && priority !== undefined && Number(ref.startedMs ?? 0) > 0 && ranMs >= 0)
       this.recordTaskDuration(app, priority, ranMs);
     if (cause === "SUCCEEDED") counts.succeeded++;
@@ -1102,6 +1113,7 @@ export class ResourceManager {
     // Oldest first, so that each key keeps its most recent samples.
     for (const h of history.reverse()) {
       if (h.outcome === "JOB_SUCCEEDED") this.lifetimes.observeJob(h.name, h.durationMs);
+      if (h.meanDemandMilli !== undefined) this.demand.observe(h.name, h.meanDemandMilli);
       for (const [vertex, durations] of Object.entries(h.taskDurations ?? {}))
         for (const d of durations) this.lifetimes.observeTask(h.name, vertex, d);
     }
@@ -1171,6 +1183,7 @@ export class ResourceManager {
       taskCounts: zeroCounts(),
       amCounts: zeroCounts(),
       taskDurations: new Map(),
+      heldCoreMs: 0,
     };
   }
 
@@ -1446,7 +1459,14 @@ export class ResourceManager {
       tasksPreempted: app.progress?.tasksPreempted ?? 0,
       taskDurations: Object.fromEntries(app.taskDurations),
     };
-    if (outcome === "JOB_SUCCEEDED") this.lifetimes.observeJob(app.record.name, history.durationMs);
+    const ranMs = now - (app.record.admittedMs || app.record.submitMs);
+    if (outcome === "JOB_SUCCEEDED" && ranMs > 0) {
+      // The job manager's container (still running now) held its cores for the whole run.
+      const amHeld = ((app.record.startMs ? now - app.record.startMs : 0) * this.options.amResource.vcoresMilli) / 1000;
+      history.meanDemandMilli = Math.round((1000 * (app.heldCoreMs + amHeld)) / ranMs);
+      this.demand.observe(app.record.name, history.meanDemandMilli);
+      this.lifetimes.observeJob(app.record.name, history.durationMs);
+    }
     // Durable before anyone is told.
     await this.store.finishApp(app.record, history);
     await this.evictCompleted();

@@ -59,6 +59,8 @@ export interface HistoryRecord {
    * records written before lifetimes were kept.
    */
   taskDurations?: Record<string, number[]>;
+  /** The cores its containers held on average over the run, milli-cores (admission's `JobDemandModel`). */
+  meanDemandMilli?: number;
 }
 
 /** The power-domain tree as stored (PowerAdmin.SetDomains and SetBudget write it whole). */

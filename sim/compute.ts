@@ -76,6 +76,7 @@ import type { ComputePolicy, ComputeResult, JobTypeFigures, SimJobType } from ".
 import {
   AdmissionOutlook,
   AdmissionQueue,
+  JobDemandModel,
   DemandProfile,
   LifetimeModel,
   neverAdmissible,
@@ -2128,7 +2129,10 @@ class ComputeSim {
 
   /** A container ends: adds what it held, from its grant until now, to the secondary core-hours. */
   private countHeld(a: Attempt): void {
-    this.endedHeldCoreMs += ((this.engine.clock.nowMs() - a.startMs) * a.milli) / 1000;
+    const coreMs = ((this.engine.clock.nowMs() - a.startMs) * a.milli) / 1000;
+    this.endedHeldCoreMs += coreMs;
+    const admitted = this.admissionState?.admitted.get(a.run.appId);
+    if (admitted) admitted.heldCoreMs += coreMs;
   }
 
   /**
@@ -2140,7 +2144,11 @@ class ComputeSim {
     const now = this.engine.clock.nowMs();
     // What the job can hold at most (its DAG never runs more than its max concurrency at once), capped at the pool:
     // a job wider than the cluster runs in waves of at most the whole pool.
-    const demandMilli = Math.min(adm.poolMilli, this.cost.jobManagerMilli + job.shape.maxConcurrency * this.taskMilli);
+    // What its past runs held on average (the resource manager's `JobDemandModel`), never more than that.
+    const demandMilli = adm.demand.demandMilli(
+      job.shape.name,
+      Math.min(adm.poolMilli, this.cost.jobManagerMilli + job.shape.maxConcurrency * this.taskMilli),
+    );
     const waiting: WaitingJob = { appId: `j${job.id}`, priority: 0, job, demandMilli, arrivedMs: now };
     if (neverAdmissible(adm.servers, this.admissionCandidate(adm, waiting), adm.options)) {
       adm.jobsRejected++;
@@ -2238,7 +2246,12 @@ class ComputeSim {
     for (const e of entries) {
       const { job } = e.job;
       adm.queued.delete(e.job.appId);
-      adm.admitted.set(e.job.appId, { name: job.shape.name, demandMilli: e.job.demandMilli, admittedAtMs: now });
+      adm.admitted.set(e.job.appId, {
+        name: job.shape.name,
+        demandMilli: e.job.demandMilli,
+        admittedAtMs: now,
+        heldCoreMs: 0,
+      });
       adm.jobsAdmitted++;
       adm.waitMs += e.waitedMs;
       this.submit(job);
@@ -2256,6 +2269,7 @@ class ComputeSim {
     const now = this.engine.clock.nowMs();
     adm.admitted.delete(run.appId);
     adm.lifetime.observeJob(j.name, now - j.admittedAtMs);
+    if (now > j.admittedAtMs) adm.demand.observe(j.name, (1000 * j.heldCoreMs) / (now - j.admittedAtMs));
     if (this.admissionWaiting(adm) > 0 && !adm.passPending) {
       adm.passPending = true;
       this.at(now, () => {
@@ -2337,6 +2351,7 @@ class ComputeSim {
       servers,
       poolMilli,
       admitted: new Map(),
+      demand: new JobDemandModel(),
       queued: new Map(),
       backlog: [],
       backlogHead: 0,
@@ -2661,7 +2676,9 @@ interface AdmissionState {
   /** Capacity - reserve summed over servers (the paper's C): no job's demand counts above it. */
   readonly poolMilli: number;
   /** Admitted jobs not yet ended, by application id. */
-  readonly admitted: Map<string, { name: string; demandMilli: number; admittedAtMs: number }>;
+  readonly admitted: Map<string, { name: string; demandMilli: number; admittedAtMs: number; heldCoreMs: number }>;
+  /** What each recurring job held on average in its past runs: the demand the policies count. */
+  readonly demand: JobDemandModel;
   /** Jobs waiting behind the queue's `ADMISSION_WINDOW` (strict order only), from `backlogHead` on. */
   backlog: WaitingJob[];
   backlogHead: number;

@@ -9,6 +9,7 @@ import {
   DemandProfile,
   fixedDemand,
   idleClusterDecision,
+  JobDemandModel,
   markovBound,
   neverAdmissible,
   primaryDemandMoments,
@@ -557,5 +558,23 @@ describe("the admission queue", () => {
     expect(head!.decision!.bound).toBe(1);
     expect(head!.reason).toContain("waits: first-moment (Markov) bound 1.000 > 0.800 now");
     expect(next!.blockedBy).toBe("j3");
+  });
+});
+
+describe("JobDemandModel: what a recurring job holds on average", () => {
+  it("counts the mean of its past runs, never above its widest stage, and the widest for a job never seen", () => {
+    const m = new JobDemandModel(2);
+    expect(m.demandMilli("etl", 5_000)).toBe(5_000);
+    m.observe("etl", 1_000);
+    m.observe("etl", 3_000);
+    // (1000 + 3000) / 2 = 2000; capped by a narrower widest stage.
+    expect(m.demandMilli("etl", 5_000)).toBe(2_000);
+    expect(m.demandMilli("etl", 1_500)).toBe(1_500);
+    // Only the last two runs count: (3000 + 5000) / 2 = 4000. Odd values are ignored.
+    m.observe("etl", 5_000);
+    m.observe("etl", Number.NaN);
+    m.observe("etl", -1);
+    expect(m.demandMilli("etl", 10_000)).toBe(4_000);
+    expect(m.demandMilli("other", 700)).toBe(700);
   });
 });
