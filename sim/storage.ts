@@ -62,6 +62,81 @@ export interface StorageObserver {
   readonly onEnd?: (replicasOf: (block: number) => number[]) => void;
 }
 
+/** A planned reimage: `server`'s disk is wiped at `atMs` (an index into `SimCluster.servers`). */
+export interface StorageReimage {
+  readonly server: number;
+  readonly atMs: number;
+}
+
+/**
+ * How the namenode meets a planned reimage: "none" ignores the notice (the wipe at its time, re-replication after it,
+ * as for the cluster's own reimages); "decommission" takes the server's datanode out of service at the notice, with the
+ * reimage as the drain's deadline (HDFS's decommissioning, namenode/decommission.ts).
+ */
+export type StorageDrainMode = "none" | "decommission";
+
+/**
+ * Planned reimages with notice (`StorageOptions.planned`): they replace `cluster.reimages` as the run's wipes. With
+ * "decommission", at each notice the server's datanode is decommissioned (the monitor's `decommission`, deadline = the
+ * reimage): its replicas stop counting, so the monitor copies its blocks elsewhere under the same stream and bandwidth
+ * limits as any re-replication, preferring it as the source; it takes no new write or copy. At the reimage its disk is
+ * wiped whether or not the drain completed, and the datanode comes back empty and in service (recommissioned). A
+ * reimage announced while its server still drains for an earlier one waits: its drain starts after that reimage.
+ */
+export interface PlannedStorageReimages {
+  /** The reimages, each in [cluster.historyMs, cluster.horizonMs); those of one instant are applied in this order. */
+  readonly events: readonly StorageReimage[];
+  /**
+   * How long before its reimage each is announced (a notice that would come before the experiment comes at its
+   * start).
+   * @default 1800000 (30 minutes)
+   */
+  readonly noticeMs?: number;
+  /** @default "decommission" */
+  readonly drain?: StorageDrainMode;
+}
+
+/** {@link PlannedStorageReimages} resolved: events sorted by time (stably), defaults filled. */
+export interface ResolvedPlannedStorageReimages {
+  readonly events: readonly StorageReimage[];
+  readonly noticeMs: number;
+  readonly drain: StorageDrainMode;
+}
+
+/** What planned reimages did to a run (`StorageRunResult.planned`, only with `StorageOptions.planned`). */
+export interface PlannedReimageFigures {
+  drain: StorageDrainMode;
+  noticeMs: number;
+  /** Planned reimages applied. */
+  reimages: number;
+  /**
+   * Blocks below the replication factor on disk, integrated over the experiment, block-hours: replicas count wherever
+   * they are, a draining server's too (it holds its data until the wipe), so a drain that completes leaves none; lost
+   * blocks and the instant a write's pipeline is built do not count.
+   */
+  underReplicatedBlockHours: number;
+  /** Most blocks below the replication factor at once (after each event). */
+  peakUnderReplicated: number;
+  /** Drains started ("decommission" only: one per reimage). */
+  drainsStarted: number;
+  /** Drains DECOMMISSIONED by their reimage (the deadline), and those still in progress at it. */
+  drainsCompleted: number;
+  drainsMissed: number;
+  /** The missed drains' blocks still needing copies at their deadline (the monitor's `blocksNeedingCopies`), summed. */
+  blocksNeedingCopiesAtMissedDeadlines: number;
+  /** Notice to DECOMMISSIONED of the completed drains, ms: mean and longest (0 when none completed). */
+  drainMsMean: number;
+  drainMsMax: number;
+  /**
+   * Replicas created by completed copies of blocks that had a replica on an out-of-service server when the copy was
+   * scheduled (the drains' copies), and by every other copy (re-replication after wipes); bytes = x blockBytes.
+   */
+  drainCopies: number;
+  drainCopyBytes: number;
+  wipeCopies: number;
+  wipeCopyBytes: number;
+}
+
 /** Options of {@link runStorage}; {@link resolveStorageOptions} fills the defaults and validates. */
 export interface StorageOptions {
   /** The replica placement policy: HDFS's rack-aware one, or the diversity grid of seeds/004, Algorithm 2. */
@@ -136,6 +211,12 @@ export interface StorageOptions {
    */
   stockWindowServers?: number;
   /**
+   * Planned reimages announced ahead, met with or without decommissioning (see {@link PlannedStorageReimages}); they
+   * replace `cluster.reimages`. Absent: the cluster's reimages, without notice, figure for figure as before.
+   * @default undefined
+   */
+  planned?: PlannedStorageReimages;
+  /**
    * Verify after every reimage, and at the end, that no replica outlived a reimage of its server and that the block
    * and server tables agree (O(blocks x replication) each time: tests only). A violation throws INTERNAL.
    * @default false
@@ -154,8 +235,8 @@ export interface StorageOptions {
 }
 
 /** {@link StorageOptions} with every default filled in. */
-export type ResolvedStorageOptions = Required<Omit<StorageOptions, "writes" | "observer" | "onProgress">> &
-  Pick<StorageOptions, "writes" | "observer" | "onProgress">;
+export type ResolvedStorageOptions = Required<Omit<StorageOptions, "writes" | "observer" | "onProgress" | "planned">> &
+  Pick<StorageOptions, "writes" | "observer" | "onProgress"> & { planned?: ResolvedPlannedStorageReimages };
 
 /** A storage run's figures: the shared {@link StorageResult} and what the simulator also counts. */
 export interface StorageRunResult extends StorageResult {
@@ -175,6 +256,8 @@ export interface StorageRunResult extends StorageResult {
   placementDegrades: number;
   /** Simulation events per wall-clock second. */
   eventsPerSec: number;
+  /** What planned reimages did (only with `StorageOptions.planned`). */
+  planned?: PlannedReimageFigures;
 }
 
 function invalid(field: string, why: string): never {
@@ -202,6 +285,7 @@ export function resolveStorageOptions(cluster: SimCluster, options: StorageOptio
     ...(options.writes !== undefined ? { writes: options.writes } : {}),
     ...(options.observer !== undefined ? { observer: options.observer } : {}),
     ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
+    ...(options.planned !== undefined ? { planned: resolvePlanned(cluster, options.planned) } : {}),
   };
   if (o.placement !== "stock" && o.placement !== "diversity")
     invalid("placement", `must be "stock" or "diversity" (got ${String(o.placement)})`);
@@ -234,6 +318,25 @@ export function resolveStorageOptions(cluster: SimCluster, options: StorageOptio
       invalid(`writes[${i}].writer`, `must be a server index in 0..${servers - 1} (got ${w.writer})`);
   }
   return o;
+}
+
+/** Fills the defaults of planned reimages and validates them (INVALID_ARGUMENT naming the field). */
+function resolvePlanned(cluster: SimCluster, p: PlannedStorageReimages): ResolvedPlannedStorageReimages {
+  const noticeMs = p.noticeMs ?? 30 * 60_000;
+  const drain = p.drain ?? "decommission";
+  if (!(Number.isFinite(noticeMs) && noticeMs >= 0)) invalid("planned.noticeMs", `must be >= 0 (got ${noticeMs})`);
+  if (drain !== "none" && drain !== "decommission")
+    invalid("planned.drain", `must be "none" or "decommission" (got ${String(drain)})`);
+  const servers = cluster.servers.length;
+  p.events.forEach((e, i) => {
+    if (!(Number.isInteger(e.server) && e.server >= 0 && e.server < servers))
+      invalid(`planned.events[${i}].server`, `must be a server index in 0..${servers - 1} (got ${e.server})`);
+    if (!(e.atMs >= cluster.historyMs && e.atMs < cluster.horizonMs))
+      invalid(`planned.events[${i}].atMs`, `must be in [${cluster.historyMs}, ${cluster.horizonMs}) (got ${e.atMs})`);
+  });
+  // A stable sort: reimages of one instant keep the caller's order (the cluster's own give the same run as without).
+  const events = p.events.map((e) => ({ server: e.server, atMs: e.atMs })).sort((a, b) => a.atMs - b.atMs);
+  return { events, noticeMs, drain };
 }
 
 /**
@@ -303,6 +406,11 @@ export function learnPlacementTenants(cluster: SimCluster): PlacementTenant[] {
  *   every `gridRefreshMs`.
  * - Accesses: Poisson reads of a uniformly random written block that is not lost; unavailable when every live
  *   replica's server has primary utilization >= busyThresholdPct at that time.
+ * - Planned reimages (`planned`) replace the cluster's; with "decommission" a server is out of service from its notice
+ *   to its reimage (see {@link PlannedStorageReimages}): the monitor (which completes drains on its ticks) is also asked
+ *   to check its drains after every copy lands and at the drain's start, since it ticks only while blocks wait; writes
+ *   leave out-of-service servers out (as the namenode's addBlock does), and a block may then hold more replicas than
+ *   its replication (the in-service ones plus those on out-of-service servers) until the wipe.
  */
 export function runStorage(cluster: SimCluster, options: StorageOptions): StorageRunResult {
   const o = resolveStorageOptions(cluster, options);
@@ -420,6 +528,11 @@ class ServerBlocks {
 class StorageSim {
   private readonly engine = new SimEngine();
   private readonly R: number;
+  /**
+   * Replica slots per block in `rep`: R, or more with decommissioning, where a block keeps its replicas on
+   * out-of-service servers beside R in-service ones (grown by `widen` when a block needs more).
+   */
+  private W: number;
   private readonly S: number;
   private readonly n: number;
   private readonly copyMs: number;
@@ -484,6 +597,28 @@ class StorageSim {
   // Scratch for policy calls.
   private readonly noneExcluded: ReadonlySet<string> = new Set<string>();
 
+  // Planned reimages (`o.planned`); all empty or 0 without.
+  private readonly decommissioning: boolean;
+  /** Invariant: the ids of the servers with `outFlag` set, i.e. out of service at the monitor (draining or done). */
+  private readonly outOfService = new Set<string>();
+  private readonly outFlag: Uint8Array;
+  /** Per server, the times of its announced reimages not yet applied, in order; the first is its drain's deadline. */
+  private readonly announced: number[][];
+  /** Per copy: 1 when its block had a replica on an out-of-service server when it was scheduled (a drain's copy). */
+  private copyForDrain: Uint8Array = new Uint8Array(0);
+  /** Blocks (not lost) below R replicas on disk, and their integral over time (see `PlannedReimageFigures`). */
+  private readonly trackUnder: boolean;
+  private under = 0;
+  private underSinceMs = 0;
+  private underMs = 0;
+  private peakUnder = 0;
+  private drainsStarted = 0;
+  private drainsCompleted = 0;
+  private drainsMissed = 0;
+  private blocksNeedingAtMissed = 0;
+  private readonly drainMs: number[] = [];
+  private drainReplicas = 0;
+
   // Figures.
   private blocksLost = 0;
   private replicasLost = 0;
@@ -503,6 +638,11 @@ class StorageSim {
     const n = cluster.servers.length;
     this.n = n;
     this.R = o.replication;
+    this.decommissioning = o.planned?.drain === "decommission";
+    this.W = this.decommissioning ? this.R + 1 : this.R;
+    this.trackUnder = o.planned !== undefined;
+    this.outFlag = new Uint8Array(n);
+    this.announced = this.decommissioning ? Array.from({ length: n }, () => []) : [];
     this.S = o.replicationStreams;
     this.copyMs = ((o.blockBytes * o.replicationStreams) / o.reReplicationBytesPerSec) * 1000;
     this.writeRng = new SeededRng(streamSeed(o.seed, Stream.Writes));
@@ -543,8 +683,8 @@ class StorageSim {
     const days = (cluster.horizonMs - cluster.historyMs) / DAY_MS;
     const expected = o.writes ? o.writes.length : o.blocksPerDay * days;
     this.blockCap = Math.max(16, Math.ceil(expected + 6 * Math.sqrt(expected) + 16));
-    this.rep = new Int32Array(this.blockCap * this.R);
-    this.repEpoch = new Int32Array(this.blockCap * this.R);
+    this.rep = new Int32Array(this.blockCap * this.W);
+    this.repEpoch = new Int32Array(this.blockCap * this.W);
     this.live = new Uint8Array(this.blockCap);
     this.flags = new Uint8Array(this.blockCap);
     this.growCopies(64);
@@ -573,7 +713,7 @@ class StorageSim {
   private blockView(b: number): BlockView | undefined {
     if (!(b >= 0 && b < this.blockCount)) return undefined;
     const replicas = new Map<string, { corrupt: boolean }>();
-    for (let k = b * this.R; k < b * this.R + this.live[b]!; k++) replicas.set(this.ids[this.rep[k]!]!, GOOD);
+    for (let k = b * this.W; k < b * this.W + this.live[b]!; k++) replicas.set(this.ids[this.rep[k]!]!, GOOD);
     return {
       blockId: b,
       genStamp: 0,
@@ -620,12 +760,15 @@ class StorageSim {
     }
     this.scheduleWrites(from, until);
     this.scheduleAccesses(from, until);
-    this.scheduleReimages(from, until);
+    this.underSinceMs = from;
+    if (o.planned) this.schedulePlanned(o.planned, from, until);
+    else this.scheduleReimages(from, until);
     engine.run(until, o.onProgress);
+    if (this.trackUnder) this.countUnder(until, 0);
     if (o.checkInvariants) this.check([]);
     o.observer?.onEnd?.((b) => {
       if (!(b >= 0 && b < this.blockCount)) return [];
-      return Array.from(this.rep.subarray(b * this.R, b * this.R + this.live[b]!));
+      return Array.from(this.rep.subarray(b * this.W, b * this.W + this.live[b]!));
     });
   }
 
@@ -659,6 +802,30 @@ class StorageSim {
       underReplicatedAtEnd: under,
       placementDegrades: this.degrades,
       eventsPerSec: wallMs > 0 ? events / (wallMs / 1000) : 0,
+      ...(o.planned ? { planned: this.plannedFigures(o.planned) } : {}),
+    };
+  }
+
+  private plannedFigures(p: ResolvedPlannedStorageReimages): PlannedReimageFigures {
+    const bytes = this.o.blockBytes;
+    const wipeCopies = this.reReplications - this.drainReplicas;
+    const drains = this.drainMs;
+    return {
+      drain: p.drain,
+      noticeMs: p.noticeMs,
+      reimages: this.reimagesApplied,
+      underReplicatedBlockHours: this.underMs / 3_600_000,
+      peakUnderReplicated: this.peakUnder,
+      drainsStarted: this.drainsStarted,
+      drainsCompleted: this.drainsCompleted,
+      drainsMissed: this.drainsMissed,
+      blocksNeedingCopiesAtMissedDeadlines: this.blocksNeedingAtMissed,
+      drainMsMean: drains.length > 0 ? drains.reduce((a, x) => a + x, 0) / drains.length : 0,
+      drainMsMax: drains.reduce((a, x) => Math.max(a, x), 0),
+      drainCopies: this.drainReplicas,
+      drainCopyBytes: this.drainReplicas * bytes,
+      wipeCopies,
+      wipeCopyBytes: wipeCopies * bytes,
     };
   }
 
@@ -716,10 +883,33 @@ class StorageSim {
     if (i < reimages.length && reimages[i]!.atMs < until) this.engine.at(reimages[i]!.atMs, batch);
   }
 
+  /**
+   * Planned reimages in place of the cluster's: batched by instant as `scheduleReimages` does; with decommissioning,
+   * every notice is scheduled first, so a notice at its reimage's instant (no notice) comes before it.
+   */
+  private schedulePlanned(p: ResolvedPlannedStorageReimages, from: number, until: number): void {
+    const events = p.events;
+    if (this.decommissioning)
+      for (const e of events)
+        this.engine.at(Math.max(from, e.atMs - p.noticeMs), () => this.announce(e.server, e.atMs));
+    let i = 0;
+    const batch = (): void => {
+      const at = events[i]!.atMs;
+      const hit: number[] = [];
+      while (i < events.length && events[i]!.atMs === at) hit.push(events[i++]!.server);
+      for (const s of hit) this.plannedReimage(s);
+      if (this.o.checkInvariants) this.check(hit);
+      if (i < events.length && events[i]!.atMs < until) this.engine.at(events[i]!.atMs, batch);
+    };
+    if (events.length > 0 && events[0]!.atMs < until) this.engine.at(events[0]!.atMs, batch);
+  }
+
   // ---------------------------------------------------------------------------------------------- writes and reads
 
   private write(writer: number): void {
-    const targets = this.choose(this.R, writer, [], this.noneExcluded, this.placeRng);
+    // Out-of-service datanodes take no new block (the namenode leaves them out of addBlock's targets).
+    const excluded = this.outOfService.size > 0 ? this.outOfService : this.noneExcluded;
+    const targets = this.choose(this.R, writer, [], excluded, this.placeRng);
     if (targets.length === 0) {
       this.writesFailed++;
       return;
@@ -730,6 +920,7 @@ class StorageSim {
       this.o.observer?.onPlaced?.(b, t, this.engine.clock.nowMs(), "write");
     }
     if (targets.length < this.R) this.writesShort++;
+    if (this.trackUnder) this.countUnder(this.engine.clock.nowMs(), this.underDelta(b, 0));
     // The namenode learns of the block with its replicas; one written short waits for a copy.
     this.monitor.blockChanged(b);
     this.workWaits();
@@ -743,7 +934,7 @@ class StorageSim {
       const b = Math.min(this.blockCount - 1, Math.floor(rng.next() * this.blockCount));
       if ((this.flags[b]! & LOST) !== 0) continue;
       this.accesses++;
-      const base = b * this.R;
+      const base = b * this.W;
       const live = this.live[b]!;
       let available = false;
       for (let k = 0; k < live; k++) {
@@ -765,7 +956,7 @@ class StorageSim {
   private growBlocks(): void {
     const cap = this.blockCap * 2;
     const grow32 = (a: Int32Array): Int32Array => {
-      const g = new Int32Array(cap * this.R);
+      const g = new Int32Array(cap * this.W);
       g.set(a);
       return g;
     };
@@ -782,7 +973,8 @@ class StorageSim {
   }
 
   private addReplica(b: number, server: number): void {
-    const at = b * this.R + this.live[b]!;
+    if (this.live[b] === this.W) this.widen();
+    const at = b * this.W + this.live[b]!;
     this.rep[at] = server;
     this.repEpoch[at] = this.epoch[server]!;
     this.live[b]!++;
@@ -790,9 +982,44 @@ class StorageSim {
     this.serverBlocks.push(server, b);
   }
 
+  /**
+   * One more replica slot per block (decommissioning only: a block holds replicas on out-of-service servers beside R
+   * in-service ones, more than one such server only when drains overlap).
+   */
+  private widen(): void {
+    const W = this.W;
+    const wider = W + 1;
+    const rep = new Int32Array(this.blockCap * wider);
+    const repEpoch = new Int32Array(this.blockCap * wider);
+    for (let b = 0; b < this.blockCount; b++) {
+      rep.set(this.rep.subarray(b * W, b * W + this.live[b]!), b * wider);
+      repEpoch.set(this.repEpoch.subarray(b * W, b * W + this.live[b]!), b * wider);
+    }
+    this.rep = rep;
+    this.repEpoch = repEpoch;
+    this.W = wider;
+  }
+
+  /**
+   * Block-hours below R replicas: integrates the count up to `nowMs`, then applies `delta` (+1: a block fell below R,
+   * -1: one reached R again or was lost).
+   */
+  private countUnder(nowMs: number, delta: number): void {
+    this.underMs += this.under * (nowMs - this.underSinceMs);
+    this.underSinceMs = nowMs;
+    this.under += delta;
+    if (this.under > this.peakUnder) this.peakUnder = this.under;
+  }
+
+  /** `countUnder`'s delta for block `b`, whose live replicas went from `before` to `live[b]` (0: new, or lost). */
+  private underDelta(b: number, before: number): number {
+    const after = this.live[b]!;
+    return (after > 0 && after < this.R ? 1 : 0) - (before > 0 && before < this.R ? 1 : 0);
+  }
+
   /** Removes a replica, keeping the others in placement order (as the block map's replica map does). */
   private removeReplica(b: number, server: number): void {
-    const base = b * this.R;
+    const base = b * this.W;
     const last = base + this.live[b]! - 1;
     for (let k = base; k <= last; k++) {
       if (this.rep[k] !== server) continue;
@@ -929,7 +1156,9 @@ class StorageSim {
     const blocks = this.serverBlocks.list(s);
     for (let j = 0; j < blocks.length; j++) {
       const b = blocks[j]!;
+      const before = this.live[b]!;
       this.removeReplica(b, s);
+      if (this.trackUnder) this.countUnder(this.engine.clock.nowMs(), this.underDelta(b, before));
       this.replicasLost++;
       if (this.live[b] === 0) {
         this.flags[b]! |= LOST;
@@ -942,6 +1171,73 @@ class StorageSim {
     this.serverBlocks.clear(s);
     this.stored[s] = 0;
     this.workWaits();
+  }
+
+  // ---------------------------------------------------------------------------------------------- planned reimages
+
+  /** A planned reimage of `s` at `atMs` is announced: its drain starts now, or after the one it is in finishes. */
+  private announce(s: number, atMs: number): void {
+    const queue = this.announced[s]!;
+    queue.push(atMs);
+    if (queue.length === 1) this.startDrain(s, atMs);
+  }
+
+  /** Decommissions `s`'s datanode with `deadlineMs`: copies on their way to it are given up, its blocks queue. */
+  private startDrain(s: number, deadlineMs: number): void {
+    const now = this.engine.clock.nowMs();
+    const id = this.ids[s]!;
+    this.drainsStarted++;
+    // The monitor gives up the copies to it (they no longer help); the model's copies lose that target with them.
+    for (let k = s * this.S; k < (s + 1) * this.S; k++) {
+      const c = this.inSlots[k]!;
+      if (c >= 0) this.dropTarget(c, s);
+    }
+    this.outOfService.add(id);
+    this.outFlag[s] = 1;
+    this.monitor.decommission(id, this.serverBlocks.list(s), { nowMs: now, deadlineMs });
+    // A server that holds nothing to copy is decommissioned at once.
+    this.monitor.checkDecommissions(now);
+    this.workWaits();
+  }
+
+  /**
+   * A planned reimage: with decommissioning, the drain is judged at its deadline (completed, or missed with the blocks
+   * still needing copies), the disk is wiped as for any reimage, and the empty datanode is back in service; the next
+   * reimage announced for it, if any, starts its drain.
+   */
+  private plannedReimage(s: number): void {
+    if (!this.decommissioning) {
+      this.reimage(s);
+      return;
+    }
+    const now = this.engine.clock.nowMs();
+    const id = this.ids[s]!;
+    if (this.outFlag[s] === 1) {
+      this.monitor.checkDecommissions(now);
+      const status = this.monitor.decommissionStatus(id, now);
+      if (status?.state === "DECOMMISSIONED") {
+        this.drainsCompleted++;
+        this.drainMs.push(status.finishedMs - status.startedMs);
+      } else {
+        this.drainsMissed++;
+        this.blocksNeedingAtMissed += status?.blocksNeedingCopies ?? 0;
+      }
+    }
+    this.reimage(s);
+    const queue = this.announced[s]!;
+    queue.shift();
+    if (this.outFlag[s] === 1) {
+      this.monitor.recommission(id, []);
+      this.outOfService.delete(id);
+      this.outFlag[s] = 0;
+    }
+    if (queue.length > 0) this.startDrain(s, queue[0]!);
+  }
+
+  /** Whether block `b` has a replica on an out-of-service server. */
+  private heldOutOfService(b: number): boolean {
+    for (let k = b * this.W; k < b * this.W + this.live[b]!; k++) if (this.outFlag[this.rep[k]!] === 1) return true;
+    return false;
   }
 
   // ---------------------------------------------------------------------------------------------- copies
@@ -960,6 +1256,9 @@ class StorageSim {
     const left = new Uint8Array(cap);
     left.set(this.copyLeft);
     this.copyLeft = left;
+    const forDrain = new Uint8Array(cap);
+    forDrain.set(this.copyForDrain);
+    this.copyForDrain = forDrain;
     for (let c = cap - 1; c >= this.copyCap; c--) this.freeCopies.push(c);
     this.copyCap = cap;
   }
@@ -971,6 +1270,7 @@ class StorageSim {
     this.copyBlock[c] = b;
     this.copySource[c] = source;
     this.copyLeft[c] = targets.length;
+    if (this.decommissioning) this.copyForDrain[c] = this.heldOutOfService(b) ? 1 : 0;
     takeSlot(this.outSlots, this.outUsed, this.S, source, c);
     for (let i = 0; i < this.R; i++) {
       const t = i < targets.length ? targets[i]! : -1;
@@ -989,13 +1289,19 @@ class StorageSim {
       const t = this.copyTargets[c * this.R + i]!;
       if (t < 0) continue;
       this.releaseTarget(c, i, t);
+      const before = this.live[b]!;
       this.addReplica(b, t);
+      if (this.trackUnder) this.countUnder(this.engine.clock.nowMs(), this.underDelta(b, before));
       this.reReplications++;
+      if (this.copyForDrain[c] === 1) this.drainReplicas++;
       this.o.observer?.onPlaced?.(b, t, this.engine.clock.nowMs(), "copy");
     }
     this.freeCopy(c);
     // The targets' replicas reach the namenode: the copy is settled (a target dropped on the way leaves it short).
     this.monitor.blockChanged(b);
+    // The monitor completes drains on its ticks, which run only while blocks wait: the last copy of a drain must be
+    // seen now, not at whatever tick comes next.
+    if (this.outOfService.size > 0) this.monitor.checkDecommissions(this.engine.clock.nowMs());
     this.workWaits();
   }
 
@@ -1101,20 +1407,30 @@ class StorageSim {
     for (const s of reimaged)
       if (this.serverBlocks.count[s] !== 0) fail(`server ${s} holds replicas after its reimage`);
     const R = this.R;
+    const W = this.W;
     const perServer = new Int32Array(this.n);
+    let under = 0;
     for (let b = 0; b < this.blockCount; b++) {
       const live = this.live[b]!;
       const inflight = this.monitor.pendingTargets(b).length;
       if ((this.flags[b]! & LOST) !== 0 && (live !== 0 || inflight !== 0)) fail(`lost block ${b} has replicas`);
-      if (live + inflight > R) fail(`block ${b} has ${live} replicas and ${inflight} copies`);
+      // Replicas on out-of-service servers do not count: they are what a drain copies.
+      let inService = 0;
+      for (let k = 0; k < live; k++) if (this.outFlag[this.rep[b * W + k]!] === 0) inService++;
+      if (inService + inflight > R) fail(`block ${b} has ${inService} replicas in service and ${inflight} copies`);
+      if (live > 0 && live < R) under++;
       for (let k = 0; k < live; k++) {
-        const s = this.rep[b * R + k]!;
+        const s = this.rep[b * W + k]!;
         if (reimaged.includes(s)) fail(`block ${b} has a replica on server ${s}, reimaged just now`);
-        if (this.repEpoch[b * R + k] !== this.epoch[s]) fail(`block ${b}'s replica on ${s} outlived a reimage`);
-        for (let j = 0; j < k; j++) if (this.rep[b * R + j] === s) fail(`block ${b} has two replicas on ${s}`);
+        if (this.repEpoch[b * W + k] !== this.epoch[s]) fail(`block ${b}'s replica on ${s} outlived a reimage`);
+        for (let j = 0; j < k; j++) if (this.rep[b * W + j] === s) fail(`block ${b} has two replicas on ${s}`);
         perServer[s]!++;
       }
     }
+    if (this.trackUnder && under !== this.under) fail(`${under} blocks below ${R} replicas, counted ${this.under}`);
+    for (const id of this.outOfService)
+      if (this.monitor.adminState(id) === "NORMAL")
+        fail(`server ${id} is out of service here, in service at the monitor`);
     for (let s = 0; s < this.n; s++) {
       if (perServer[s] !== this.stored[s] || perServer[s] !== this.serverBlocks.count[s])
         fail(
