@@ -1,6 +1,34 @@
-/** A simulated cluster built by hand, for the simulator's tests: tenants in order, their servers numbered in turn. */
+/**
+ * What the simulator's tests share: a simulated cluster built by hand (tenants in order, their servers numbered in
+ * turn), a one-vertex job, a run's figures without its wall-clock ones, and the field an option error names.
+ */
+import { isHarvestError } from "../common/errors.js";
 import type { UtilizationPattern } from "../common/trace-gen.js";
+import type { ComputeRunResult } from "../sim/compute.js";
+import { jobShape } from "../sim/jobs.js";
+import type { SimJobShape } from "../sim/jobs.js";
 import type { SimCluster, SimServer, SimTenant } from "../sim/model.js";
+
+/** A one-vertex job of `tasks` tasks of `taskMs` each. */
+export function flatJob(name: string, tasks: number, taskMs: number): SimJobShape {
+  return jobShape(name, [{ name: "work", tasks, taskMs }]);
+}
+
+/** The figures of a run that must not depend on the wall clock. */
+export function figures(r: ComputeRunResult): Omit<ComputeRunResult, "wallMs" | "eventsPerSec"> {
+  const { wallMs: _wall, eventsPerSec: _rate, ...rest } = r;
+  return rest;
+}
+
+/** The field a HarvestError names (`CODE:field`), or the error itself; undefined when `fn` does not throw. */
+export function fieldOf(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return isHarvestError(err) ? `${err.code}:${err.details["field"]}` : err;
+  }
+  return undefined;
+}
 
 /** One tenant of a hand-built cluster. */
 export interface TenantSpec {

@@ -16,10 +16,10 @@ import { HistoryPlacement, LiveClassViews, liveNodeOf } from "../../resourcemana
 import type { PlacementDecision } from "../../resourcemanager/history-placement.js";
 import { Scheduler } from "../../resourcemanager/scheduler.js";
 import { runCompute, Stream, streamSeed } from "../../sim/compute.js";
-import { jobShape, jobStream } from "../../sim/jobs.js";
+import { jobStream } from "../../sim/jobs.js";
 import type { SimJob, SimJobShape } from "../../sim/jobs.js";
 import { DAY_MS } from "../../sim/model.js";
-import { handCluster } from "../sim-hand-cluster.js";
+import { flatJob, handCluster } from "../sim-hand-cluster.js";
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -28,10 +28,6 @@ const RESERVE = 0.1;
 const SEED = 7;
 /** Small, so that a job's last run can fall out of the history the resource manager reads. */
 const JOB_HISTORY_WINDOW = 5;
-
-function flatJob(name: string, tasks: number, taskMs: number): SimJobShape {
-  return jobShape(name, [{ name: "work", tasks, taskMs }]);
-}
 
 /** What the simulator did, in the order it did it. */
 type SimEvent =

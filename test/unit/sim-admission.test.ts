@@ -10,10 +10,9 @@ import { readAdmissionThresholds } from "../../resourcemanager/admission-control
 import { runAdmissionExperiment, thresholdsFile } from "../../sim/admission-experiment.js";
 import { generateCluster } from "../../sim/cluster-gen.js";
 import { NO_KILL_COST, runCompute } from "../../sim/compute.js";
-import type { ComputeRunResult } from "../../sim/compute.js";
 import { generateJobStream, jobShape, jobStream } from "../../sim/jobs.js";
 import { DAY_MS } from "../../sim/model.js";
-import { handCluster } from "../sim-hand-cluster.js";
+import { figures, handCluster } from "../sim-hand-cluster.js";
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -21,12 +20,6 @@ const SLOT_MS = 5 * MINUTE_MS;
 
 const tmp = mkdtempSync(join(tmpdir(), "harvest-sim-admission-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-/** The figures of a run that must not depend on the wall clock. */
-function figures(r: ComputeRunResult): Omit<ComputeRunResult, "wallMs" | "eventsPerSec"> {
-  const { wallMs: _wall, eventsPerSec: _rate, ...rest } = r;
-  return rest;
-}
 
 describe("admission control in the compute simulator", () => {
   it("changes nothing without a policy: absent and none give the same figures, event for event", () => {

@@ -5,17 +5,16 @@ import { join } from "node:path";
 import { Command } from "commander";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { registerSimCommands } from "../../cli/sim-commands.js";
-import { isHarvestError } from "../../common/errors.js";
 import { parseAlibabaTasks } from "../../common/alibaba-dag.js";
 import { SeededRng } from "../../common/rng.js";
 import { generateCluster } from "../../sim/cluster-gen.js";
 import { DEFAULT_KILL_COST, NO_KILL_COST, runCompute } from "../../sim/compute.js";
 import type { ComputeObserver, ComputeRunResult } from "../../sim/compute.js";
 import { alibabaShape, generateJobStream, jobShape, jobStream, TPCDS_QUERIES, tpcdsShape } from "../../sim/jobs.js";
-import type { JobStream, SimJobShape } from "../../sim/jobs.js";
+import type { JobStream } from "../../sim/jobs.js";
 import { DAY_MS } from "../../sim/model.js";
 import type { SimCluster } from "../../sim/model.js";
-import { handCluster as buildHandCluster } from "../sim-hand-cluster.js";
+import { fieldOf, figures, flatJob, handCluster as buildHandCluster } from "../sim-hand-cluster.js";
 import type { TenantSpec } from "../sim-hand-cluster.js";
 
 const MINUTE_MS = 60_000;
@@ -29,27 +28,6 @@ function handCluster(tenants: readonly TenantSpec[], historyMs: number, experime
 
 const tmp = mkdtempSync(join(tmpdir(), "harvest-sim-compute-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-/** A one-vertex job of `tasks` tasks of `taskMs` each. */
-function flatJob(name: string, tasks: number, taskMs: number): SimJobShape {
-  return jobShape(name, [{ name: "work", tasks, taskMs }]);
-}
-
-/** The figures of a run that must not depend on the wall clock. */
-function figures(r: ComputeRunResult): Omit<ComputeRunResult, "wallMs" | "eventsPerSec"> {
-  const { wallMs: _wall, eventsPerSec: _rate, ...rest } = r;
-  return rest;
-}
-
-/** The field a HarvestError names, or the error itself. */
-function fieldOf(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return isHarvestError(err) ? `${err.code}:${err.details["field"]}` : err;
-  }
-  return undefined;
-}
 
 describe("job streams", () => {
   const cluster = generateCluster({ servers: 40, historyDays: 3, days: 3, seed: 3 });

@@ -4,13 +4,12 @@
  * reimage as deadline.
  */
 import { describe, expect, it } from "vitest";
-import { isHarvestError } from "../../common/errors.js";
 import { SeededRng } from "../../common/rng.js";
 import { drainStorage, storageLabel } from "../../sim/drain-experiment.js";
 import type { SimCluster, SimReimage } from "../../sim/model.js";
 import { runStorage } from "../../sim/storage.js";
 import type { StorageOptions, StorageRunResult, StorageWrite } from "../../sim/storage.js";
-import { handCluster } from "../sim-hand-cluster.js";
+import { fieldOf, handCluster } from "../sim-hand-cluster.js";
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -19,16 +18,6 @@ const DAY_MS = 24 * HOUR_MS;
 function withoutTiming(r: StorageRunResult): Omit<StorageRunResult, "wallMs" | "eventsPerSec"> {
   const { wallMs: _wall, eventsPerSec: _rate, ...rest } = r;
   return rest;
-}
-
-/** The field a HarvestError names, or the error itself. */
-function fieldOf(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return isHarvestError(err) ? `${err.code}:${err.details["field"]}` : err;
-  }
-  return undefined;
 }
 
 /**

@@ -5,27 +5,16 @@ import { join } from "node:path";
 import { Command } from "commander";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { registerSimCommands } from "../../cli/sim-commands.js";
-import { isHarvestError } from "../../common/errors.js";
 import { NO_KILL_COST, runCompute } from "../../sim/compute.js";
 import type { ComputeOptions, DrainMode, ReimageFigures } from "../../sim/compute.js";
 import { jobShape, jobStream } from "../../sim/jobs.js";
-import { handCluster } from "../sim-hand-cluster.js";
+import { fieldOf, handCluster } from "../sim-hand-cluster.js";
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
 
 const tmp = mkdtempSync(join(tmpdir(), "harvest-sim-drain-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-/** The field a HarvestError names, or the error itself. */
-function fieldOf(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return isHarvestError(err) ? `${err.code}:${err.details["field"]}` : err;
-  }
-  return undefined;
-}
 
 describe("planned reimages", () => {
   it("leaves every container to finish when the notice is longer than every task, where no drain kills them", () => {

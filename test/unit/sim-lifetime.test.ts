@@ -5,41 +5,19 @@ import { join } from "node:path";
 import { Command } from "commander";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { registerSimCommands } from "../../cli/sim-commands.js";
-import { isHarvestError } from "../../common/errors.js";
 import { generateCluster } from "../../sim/cluster-gen.js";
 import { NO_KILL_COST, runCompute } from "../../sim/compute.js";
-import type { ComputeOptions, ComputeRunResult } from "../../sim/compute.js";
-import { generateJobStream, jobShape, jobStream } from "../../sim/jobs.js";
+import type { ComputeOptions } from "../../sim/compute.js";
+import { generateJobStream, jobStream } from "../../sim/jobs.js";
 import { DAY_MS } from "../../sim/model.js";
-import type { SimJobInput, SimJobShape } from "../../sim/jobs.js";
-import { handCluster } from "../sim-hand-cluster.js";
+import type { SimJobInput } from "../../sim/jobs.js";
+import { fieldOf, figures, flatJob, handCluster } from "../sim-hand-cluster.js";
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
 
 const tmp = mkdtempSync(join(tmpdir(), "harvest-sim-lifetime-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-/** A one-vertex job of `tasks` tasks of `taskMs` each. */
-function flatJob(name: string, tasks: number, taskMs: number): SimJobShape {
-  return jobShape(name, [{ name: "work", tasks, taskMs }]);
-}
-
-/** The figures of a run that must not depend on the wall clock. */
-function figures(r: ComputeRunResult): Omit<ComputeRunResult, "wallMs" | "eventsPerSec"> {
-  const { wallMs: _wall, eventsPerSec: _rate, ...rest } = r;
-  return rest;
-}
-
-/** The field a HarvestError names, or the error itself. */
-function fieldOf(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return isHarvestError(err) ? `${err.code}:${err.details["field"]}` : err;
-  }
-  return undefined;
-}
 
 describe("node choice in the compute simulator", () => {
   it("gives the figures of the release before node choice when it is absent or stock", () => {
