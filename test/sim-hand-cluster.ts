@@ -2,12 +2,34 @@
  * What the simulator's tests share: a simulated cluster built by hand (tenants in order, their servers numbered in
  * turn), a one-vertex job, a run's figures without its wall-clock ones, and the field an option error names.
  */
+import { Command } from "commander";
+import { vi } from "vitest";
+import { registerSimCommands } from "../cli/sim-commands.js";
 import { isHarvestError } from "../common/errors.js";
 import type { UtilizationPattern } from "../common/trace-gen.js";
 import type { ComputeRunResult } from "../sim/compute.js";
 import { jobShape } from "../sim/jobs.js";
 import type { SimJobShape } from "../sim/jobs.js";
 import type { SimCluster, SimServer, SimTenant } from "../sim/model.js";
+
+/** Runs `harvest <argv...>` (a `sim` command) in this process; returns what it printed on stdout (stderr is dropped). */
+export async function runSimCommand(argv: readonly string[]): Promise<string> {
+  const program = new Command().exitOverride();
+  registerSimCommands(program);
+  const out: string[] = [];
+  const stdout = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
+    out.push(String(chunk));
+    return true;
+  });
+  const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+  try {
+    await program.parseAsync([...argv], { from: "user" });
+  } finally {
+    stdout.mockRestore();
+    stderr.mockRestore();
+  }
+  return out.join("");
+}
 
 /** A one-vertex job of `tasks` tasks of `taskMs` each. */
 export function flatJob(name: string, tasks: number, taskMs: number): SimJobShape {

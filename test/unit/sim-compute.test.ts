@@ -2,9 +2,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Command } from "commander";
-import { afterAll, describe, expect, it, vi } from "vitest";
-import { registerSimCommands } from "../../cli/sim-commands.js";
+import { afterAll, describe, expect, it } from "vitest";
 import { parseAlibabaTasks } from "../../common/alibaba-dag.js";
 import { SeededRng } from "../../common/rng.js";
 import { generateCluster } from "../../sim/cluster-gen.js";
@@ -14,7 +12,7 @@ import { alibabaShape, generateJobStream, jobShape, jobStream, TPCDS_QUERIES, tp
 import type { JobStream } from "../../sim/jobs.js";
 import { DAY_MS } from "../../sim/model.js";
 import type { SimCluster } from "../../sim/model.js";
-import { fieldOf, figures, flatJob, handCluster as buildHandCluster } from "../sim-hand-cluster.js";
+import { fieldOf, figures, flatJob, handCluster as buildHandCluster, runSimCommand } from "../sim-hand-cluster.js";
 import type { TenantSpec } from "../sim-hand-cluster.js";
 
 const MINUTE_MS = 60_000;
@@ -327,26 +325,21 @@ describe("runCompute", () => {
   });
 
   it("runs all three policies on one cluster and job stream with sim compute --compare", async () => {
-    const program = new Command().exitOverride();
-    registerSimCommands(program);
-    const out: string[] = [];
-    const stdout = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
-      out.push(String(chunk));
-      return true;
-    });
-    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     const dir = join(tmp, "compare");
-    try {
-      await program.parseAsync(
-        ["sim", "compute", "--compare", "--servers", "20", "--days", "1", "--out", dir, "--json"],
-        { from: "user" },
-      );
-    } finally {
-      stdout.mockRestore();
-      stderr.mockRestore();
-    }
+    const printed = await runSimCommand([
+      "sim",
+      "compute",
+      "--compare",
+      "--servers",
+      "20",
+      "--days",
+      "1",
+      "--out",
+      dir,
+      "--json",
+    ]);
     expect(process.exitCode).toBe(0);
-    const outcome = JSON.parse(out.join("")) as { results: ComputeRunResult[] };
+    const outcome = JSON.parse(printed) as { results: ComputeRunResult[] };
     expect(outcome.results.map((r) => r.policy)).toEqual(["stock", "stock-unaware", "history"]);
     const [stock, unaware, history] = outcome.results;
     expect(unaware!.taskKills).toBe(0);

@@ -2,13 +2,11 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Command } from "commander";
-import { afterAll, describe, expect, it, vi } from "vitest";
-import { registerSimCommands } from "../../cli/sim-commands.js";
+import { afterAll, describe, expect, it } from "vitest";
 import { NO_KILL_COST, runCompute } from "../../sim/compute.js";
 import type { ComputeOptions, DrainMode, ReimageFigures } from "../../sim/compute.js";
 import { jobShape, jobStream } from "../../sim/jobs.js";
-import { fieldOf, handCluster } from "../sim-hand-cluster.js";
+import { fieldOf, handCluster, runSimCommand } from "../sim-hand-cluster.js";
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -126,30 +124,16 @@ describe("planned reimages", () => {
 
 describe("harvest sim drain", () => {
   it("runs no drain, then LARS and arbitrary at each rate, on one tiny cluster and writes the report", async () => {
-    const program = new Command().exitOverride();
-    registerSimCommands(program);
-    const out: string[] = [];
-    const stdout = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
-      out.push(String(chunk));
-      return true;
-    });
-    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     const dir = join(tmp, "drain");
-    try {
-      await program.parseAsync(
-        ["sim", "drain", "--servers", "10", "--days", "1", "--traces", "generated", "--reimage-rate", "1"].concat([
-          "--out",
-          dir,
-          "--json",
-        ]),
-        { from: "user" },
-      );
-    } finally {
-      stdout.mockRestore();
-      stderr.mockRestore();
-    }
+    const printed = await runSimCommand(
+      ["sim", "drain", "--servers", "10", "--days", "1", "--traces", "generated", "--reimage-rate", "1"].concat([
+        "--out",
+        dir,
+        "--json",
+      ]),
+    );
     expect(process.exitCode).toBe(0);
-    const outcome = JSON.parse(out.join("")) as {
+    const outcome = JSON.parse(printed) as {
       setup: { reimages: number };
       runs: { drain: string; preemptionsPerSecond: number | null; reimages: number; preempted: number }[];
     };

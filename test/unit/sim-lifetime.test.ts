@@ -2,16 +2,14 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Command } from "commander";
-import { afterAll, describe, expect, it, vi } from "vitest";
-import { registerSimCommands } from "../../cli/sim-commands.js";
+import { afterAll, describe, expect, it } from "vitest";
 import { generateCluster } from "../../sim/cluster-gen.js";
 import { NO_KILL_COST, runCompute } from "../../sim/compute.js";
 import type { ComputeOptions } from "../../sim/compute.js";
 import { generateJobStream, jobStream } from "../../sim/jobs.js";
 import { DAY_MS } from "../../sim/model.js";
 import type { SimJobInput } from "../../sim/jobs.js";
-import { fieldOf, figures, flatJob, handCluster } from "../sim-hand-cluster.js";
+import { fieldOf, figures, flatJob, handCluster, runSimCommand } from "../sim-hand-cluster.js";
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -188,30 +186,16 @@ describe("node choice in the compute simulator", () => {
 
 describe("harvest sim lifetime", () => {
   it("runs stock, NILAS and LAVA with both lifetimes on one tiny cluster and writes the report", async () => {
-    const program = new Command().exitOverride();
-    registerSimCommands(program);
-    const out: string[] = [];
-    const stdout = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => {
-      out.push(String(chunk));
-      return true;
-    });
-    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     const dir = join(tmp, "lifetime");
-    try {
-      await program.parseAsync(
-        ["sim", "lifetime", "--compare", "--servers", "10", "--days", "1", "--traces", "generated"].concat([
-          "--out",
-          dir,
-          "--json",
-        ]),
-        { from: "user" },
-      );
-    } finally {
-      stdout.mockRestore();
-      stderr.mockRestore();
-    }
+    const printed = await runSimCommand(
+      ["sim", "lifetime", "--compare", "--servers", "10", "--days", "1", "--traces", "generated"].concat([
+        "--out",
+        dir,
+        "--json",
+      ]),
+    );
     expect(process.exitCode).toBe(0);
-    const outcome = JSON.parse(out.join("")) as {
+    const outcome = JSON.parse(printed) as {
       runs: { nodeChoice: string; lifetimes: string; emptyDeltaPp: number | null; emptyServerShare: number }[];
       files: string[];
     };
