@@ -27,10 +27,10 @@ import { HarvestError } from "../common/errors.js";
 import { generateCluster } from "./cluster-gen.js";
 import { drawServerEvents, runCompute, Stream } from "./compute.js";
 import type { ComputeRunResult, DrainMode, ReimageFigures, ServerEvent } from "./compute.js";
-import { chooseTraces, RunTracker } from "./experiments.js";
+import { checkRunSize, chooseTraces, RunTracker } from "./experiments.js";
 import type { ExperimentEvent } from "./experiments.js";
 import { generateJobStream } from "./jobs.js";
-import { DAY_MS, UTILIZATION_LEVELS } from "./model.js";
+import { DAY_MS } from "./model.js";
 import type { SimCluster, TraceSource, UtilizationLevel } from "./model.js";
 import {
   assembleReport,
@@ -151,13 +151,7 @@ export function resolveDrainExperimentOptions(o: DrainExperimentOptions = {}): R
     ...(o.command !== undefined ? { command: o.command } : {}),
     ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
   };
-  if (!(Number.isSafeInteger(r.servers) && r.servers >= 1))
-    invalid("servers", `must be an integer >= 1 (got ${r.servers})`);
-  if (!(Number.isFinite(r.days) && r.days >= 1)) invalid("days", `must be at least 1 (got ${r.days})`);
-  if (!(Number.isFinite(r.load) && r.load > 0 && r.load <= 5)) invalid("load", `must be in (0, 5] (got ${r.load})`);
-  if (!(Number.isSafeInteger(r.seed) && r.seed >= 0)) invalid("seed", `must be an integer >= 0 (got ${r.seed})`);
-  if (!UTILIZATION_LEVELS.includes(r.level)) invalid("level", `must be one of ${UTILIZATION_LEVELS.join(", ")}`);
-  if (r.traces !== "generated" && r.traces !== "real") invalid("traces", `must be "generated" or "real"`);
+  checkRunSize(r, invalid);
   if (r.reimages !== "cluster" && !(Number.isFinite(r.reimages) && r.reimages > 0))
     invalid("reimages", `must be "cluster" or a rate > 0 per server per day (got ${String(r.reimages)})`);
   for (const [field, v] of [

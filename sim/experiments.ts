@@ -489,3 +489,24 @@ export async function runGrid(options: GridOptions = {}): Promise<GridOutcome> {
   });
   return { compute, storage };
 }
+
+/** The size of one experiment's runs, as `sim lifetime` and `sim drain` take it. */
+export interface RunSize {
+  servers: number;
+  days: number;
+  load: number;
+  seed: number;
+  level: UtilizationLevel;
+  traces: TraceSource;
+}
+
+/** Checks a run size, calling `invalid` (which throws) with the first field out of range. */
+export function checkRunSize(r: RunSize, invalid: (field: string, why: string) => never): void {
+  if (!(Number.isSafeInteger(r.servers) && r.servers >= 1))
+    invalid("servers", `must be an integer >= 1 (got ${r.servers})`);
+  if (!(Number.isFinite(r.days) && r.days >= 1)) invalid("days", `must be at least 1 (got ${r.days})`);
+  if (!(Number.isFinite(r.load) && r.load > 0 && r.load <= 5)) invalid("load", `must be in (0, 5] (got ${r.load})`);
+  if (!(Number.isSafeInteger(r.seed) && r.seed >= 0)) invalid("seed", `must be an integer >= 0 (got ${r.seed})`);
+  if (!UTILIZATION_LEVELS.includes(r.level)) invalid("level", `must be one of ${UTILIZATION_LEVELS.join(", ")}`);
+  if (r.traces !== "generated" && r.traces !== "real") invalid("traces", `must be "generated" or "real"`);
+}

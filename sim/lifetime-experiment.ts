@@ -24,10 +24,9 @@ import { HarvestError } from "../common/errors.js";
 import { generateCluster } from "./cluster-gen.js";
 import { runCompute } from "./compute.js";
 import type { ComputeRunResult, LifetimeSource } from "./compute.js";
-import { chooseTraces, RunTracker } from "./experiments.js";
+import { checkRunSize, chooseTraces, RunTracker } from "./experiments.js";
 import type { ExperimentEvent } from "./experiments.js";
 import { generateJobStream } from "./jobs.js";
-import { UTILIZATION_LEVELS } from "./model.js";
 import type { TraceSource, UtilizationLevel } from "./model.js";
 import {
   assembleReport,
@@ -165,13 +164,7 @@ export function resolveLifetimeExperimentOptions(o: LifetimeExperimentOptions = 
     ...(o.command !== undefined ? { command: o.command } : {}),
     ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
   };
-  if (!(Number.isSafeInteger(r.servers) && r.servers >= 1))
-    invalid("servers", `must be an integer >= 1 (got ${r.servers})`);
-  if (!(Number.isFinite(r.days) && r.days >= 1)) invalid("days", `must be at least 1 (got ${r.days})`);
-  if (!(Number.isFinite(r.load) && r.load > 0 && r.load <= 5)) invalid("load", `must be in (0, 5] (got ${r.load})`);
-  if (!(Number.isSafeInteger(r.seed) && r.seed >= 0)) invalid("seed", `must be an integer >= 0 (got ${r.seed})`);
-  if (!UTILIZATION_LEVELS.includes(r.level)) invalid("level", `must be one of ${UTILIZATION_LEVELS.join(", ")}`);
-  if (r.traces !== "generated" && r.traces !== "real") invalid("traces", `must be "generated" or "real"`);
+  checkRunSize(r, invalid);
   if (!(Number.isFinite(r.reclaimsPerServerPerDay) && r.reclaimsPerServerPerDay >= 0))
     invalid("reclaimsPerServerPerDay", `must be >= 0 (got ${r.reclaimsPerServerPerDay})`);
   if (!(Number.isFinite(r.reclaimDurationMs) && r.reclaimDurationMs > 0))
