@@ -2,7 +2,7 @@
 import { Command } from "commander";
 import { JobClient } from "../client/job-client.js";
 import { DfsClient } from "../client/dfs-client.js";
-import { errorMessage, HarvestError } from "../common/errors.js";
+import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 import {
   clientSecurityOf,
   defaultClientConfigFile,
@@ -131,6 +131,46 @@ export function action<A extends unknown[]>(fn: (...args: A) => Promise<number |
       process.exitCode = 1;
     }
   };
+}
+
+/** INVALID_ARGUMENT naming `flag` (in its details too). */
+export function badFlag(flag: string, why: string): never {
+  throw new HarvestError("INVALID_ARGUMENT", `${flag} ${why}`, { details: { flag } });
+}
+
+/**
+ * Rethrows an experiment's rejection of one of its options as INVALID_ARGUMENT naming the flag that set it
+ * (`flagOf`: option field -> flag); any other error as it is.
+ */
+export function rethrowAsFlagError(err: unknown, flagOf: Readonly<Record<string, string>>): never {
+  const field = isHarvestError(err, "INVALID_ARGUMENT") ? err.details["field"] : undefined;
+  const flag = field !== undefined ? flagOf[field] : undefined;
+  if (flag === undefined) throw err;
+  throw new HarvestError("INVALID_ARGUMENT", `${flag}: ${errorMessage(err)}`, { details: { flag }, cause: err });
+}
+
+/** One of `allowed`, or INVALID_ARGUMENT naming the flag. */
+export function oneOf<T extends string>(v: string, allowed: readonly T[], flag: string): T {
+  if (!(allowed as readonly string[]).includes(v))
+    badFlag(flag, `must be one of ${allowed.join(", ")} (got ${JSON.stringify(v)})`);
+  return v as T;
+}
+
+/** What a `sim` experiment prints: its title, summary, every run's table and the files it wrote. */
+export function experimentText(
+  title: string,
+  o: { report: { summary: string; runsTable: string }; files: readonly string[] },
+): string {
+  return [
+    title,
+    "",
+    o.report.summary,
+    "",
+    "Every run:",
+    "",
+    o.report.runsTable,
+    ...(o.files.length > 0 ? ["", `wrote ${o.files.join(", ")}`] : []),
+  ].join("\n");
 }
 
 /** A positive integer flag value, or INVALID_ARGUMENT naming the flag. */

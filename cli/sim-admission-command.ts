@@ -6,14 +6,13 @@
  * manager's `admissionThresholdsFile` option reads.
  */
 import type { Command } from "commander";
-import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 import type {
   AdmissionExperimentOptions,
   AdmissionExperimentOutcome,
   TunedPolicy,
 } from "../sim/admission-experiment.js";
 import type { TraceSource } from "../sim/model.js";
-import { action, positiveInt, positiveNumber, print } from "./command-kit.js";
+import { action, badFlag, oneOf, positiveInt, positiveNumber, print, rethrowAsFlagError } from "./command-kit.js";
 import { duration } from "./format.js";
 import { parseShareFlag } from "./power-plan-command.js";
 import type { SimCommandKit } from "./sim-storage-sweep.js";
@@ -52,16 +51,6 @@ const FLAG_OF: Readonly<Record<string, string>> = {
   traces: "--traces",
 };
 
-function badFlag(flag: string, why: string): never {
-  throw new HarvestError("INVALID_ARGUMENT", `${flag} ${why}`, { details: { flag } });
-}
-
-function oneOf<T extends string>(v: string, allowed: readonly T[], flag: string): T {
-  if (!(allowed as readonly string[]).includes(v))
-    badFlag(flag, `must be one of ${allowed.join(", ")} (got ${JSON.stringify(v)})`);
-  return v as T;
-}
-
 /**
  * The experiment's options from the flags (INVALID_ARGUMENT naming the flag when one does not parse): `--compare`
  * tunes all three policies, otherwise `--policy` alone (second by default); both at once is an error.
@@ -99,10 +88,7 @@ async function runFromFlags(o: AdmissionFlags, kit: AdmissionCommandKit): Promis
       onProgress: kit.reporter().onProgress,
     });
   } catch (err) {
-    const field = isHarvestError(err, "INVALID_ARGUMENT") ? err.details["field"] : undefined;
-    const flag = field !== undefined ? FLAG_OF[field] : undefined;
-    if (flag === undefined) throw err;
-    throw new HarvestError("INVALID_ARGUMENT", `${flag}: ${errorMessage(err)}`, { details: { flag }, cause: err });
+    rethrowAsFlagError(err, FLAG_OF);
   }
 }
 

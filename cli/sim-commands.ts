@@ -12,7 +12,7 @@ import { UTILIZATION_LEVELS } from "../sim/model.js";
 import type { TraceSource, UtilizationLevel } from "../sim/model.js";
 import type { CappingMode, PowerDomainLevel, PowerPlacement } from "../sim/power.js";
 import type { ComputePolicy, StoragePlacement } from "../sim/results.js";
-import { action, commandLine, positiveInt, positiveNumber, print } from "./command-kit.js";
+import { action, commandLine, experimentText, oneOf, positiveInt, positiveNumber, print } from "./command-kit.js";
 import { duration } from "./format.js";
 import { parseShareFlag } from "./power-plan-command.js";
 import { registerAdmissionCommand } from "./sim-admission-command.js";
@@ -61,19 +61,6 @@ interface SimFlags {
 }
 
 // ------------------------------------------------------------------------------------------------ flag parsing
-
-/** One of `allowed`, or INVALID_ARGUMENT naming the flag. */
-function oneOf<T extends string>(v: string, allowed: readonly T[], flag: string): T {
-  if (!(allowed as readonly string[]).includes(v))
-    throw new HarvestError(
-      "INVALID_ARGUMENT",
-      `${flag} must be one of ${allowed.join(", ")} (got ${JSON.stringify(v)})`,
-      {
-        details: { flag },
-      },
-    );
-  return v as T;
-}
 
 /** Utilization levels: "low", "medium,high" or "all". */
 export function parseLevels(v: string, flag = "--utilization"): UtilizationLevel[] {
@@ -187,16 +174,7 @@ export class ProgressReporter {
 // ------------------------------------------------------------------------------------------------ output
 
 function outcomeText(title: string, o: ExperimentOutcome<unknown>): string {
-  return [
-    `${title} (${o.traces} traces)`,
-    "",
-    o.report.summary,
-    "",
-    "Every run:",
-    "",
-    o.report.runsTable,
-    ...(o.files.length > 0 ? ["", `wrote ${o.files.join(", ")}`] : []),
-  ].join("\n");
+  return experimentText(`${title} (${o.traces} traces)`, o);
 }
 
 function outcomeJson(o: ExperimentOutcome<unknown>): unknown {

@@ -5,38 +5,19 @@
  * progress on stderr, print their tables and write a markdown report, a CSV, a JSON file and an SVG plot to `--out`.
  */
 import type { Command } from "commander";
-import { HarvestError } from "../common/errors.js";
-import type { ExperimentEvent } from "../sim/experiments.js";
 import type { DrainExperimentOutcome } from "../sim/drain-experiment.js";
 import type { LifetimeExperimentOutcome, LifetimeVariant } from "../sim/lifetime-experiment.js";
 import { UTILIZATION_LEVELS } from "../sim/model.js";
 import type { TraceSource, UtilizationLevel } from "../sim/model.js";
-import { action, positiveInt, positiveNumber, print } from "./command-kit.js";
+import { action, badFlag, experimentText, oneOf, positiveInt, positiveNumber, print } from "./command-kit.js";
+import type { SimCommandKit } from "./sim-storage-sweep.js";
 
-/**
- * What these subcommands take from the `sim` command family (cli/sim-commands.ts) that registers them, so that this
- * module does not import that one (which imports this one).
- */
-export interface SimLifetimeKit {
-  /** A fresh progress reporter writing to stderr, as every `sim` experiment's. */
-  reporter: () => { onProgress: (e: ExperimentEvent) => void };
-  /** The command line as the user typed it (shown in the report). */
-  commandLine: () => string;
-}
+/** What these subcommands take from the `sim` command family that registers them (its progress and command line). */
+export type SimLifetimeKit = Omit<SimCommandKit, "outDir">;
 
 /** Where the reports go without `--out`. */
 export const DEFAULT_LIFETIME_OUT = "docs/results/lifetime";
 export const DEFAULT_DRAIN_OUT = "docs/results/drain";
-
-function badFlag(flag: string, why: string): never {
-  throw new HarvestError("INVALID_ARGUMENT", `${flag} ${why}`, { details: { flag } });
-}
-
-function oneOf<T extends string>(v: string, allowed: readonly T[], flag: string): T {
-  if (!(allowed as readonly string[]).includes(v))
-    badFlag(flag, `must be one of ${allowed.join(", ")} (got ${JSON.stringify(v)})`);
-  return v as T;
-}
 
 /** A seed: an integer in 0..2^32-1. */
 function seedOf(v: string): number {
@@ -87,29 +68,11 @@ function addSizeFlags(cmd: Command): Command {
 }
 
 function lifetimeText(o: LifetimeExperimentOutcome): string {
-  return [
-    `Lifetime-aware node choice (${o.traces} traces)`,
-    "",
-    o.report.summary,
-    "",
-    "Every run:",
-    "",
-    o.report.runsTable,
-    ...(o.files.length > 0 ? ["", `wrote ${o.files.join(", ")}`] : []),
-  ].join("\n");
+  return experimentText(`Lifetime-aware node choice (${o.traces} traces)`, o);
 }
 
 function drainText(o: DrainExperimentOutcome): string {
-  return [
-    `Graceful drains before planned reimages (${o.traces} traces, ${o.events.length} reimages)`,
-    "",
-    o.report.summary,
-    "",
-    "Every run:",
-    "",
-    o.report.runsTable,
-    ...(o.files.length > 0 ? ["", `wrote ${o.files.join(", ")}`] : []),
-  ].join("\n");
+  return experimentText(`Graceful drains before planned reimages (${o.traces} traces, ${o.events.length} reimages)`, o);
 }
 
 /** Adds `lifetime` and `drain` to the `sim` command. */

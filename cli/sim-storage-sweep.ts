@@ -4,12 +4,11 @@
  * its tables and writes a markdown report, CSVs and an SVG plot to `--out`.
  */
 import type { Command } from "commander";
-import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 import type { ExperimentEvent } from "../sim/experiments.js";
 import { UTILIZATION_LEVELS } from "../sim/model.js";
 import type { TraceSource, UtilizationLevel } from "../sim/model.js";
 import type { ResolvedStorageSweepOptions, StorageSweepOptions, StorageSweepOutcome } from "../sim/storage-sweep.js";
-import { action, positiveInt, print } from "./command-kit.js";
+import { action, badFlag, oneOf, positiveInt, print, rethrowAsFlagError } from "./command-kit.js";
 import { duration } from "./format.js";
 
 /**
@@ -51,10 +50,6 @@ const FLAG_OF: Readonly<Record<string, string>> = {
   traces: "--traces",
 };
 
-function badFlag(flag: string, why: string): never {
-  throw new HarvestError("INVALID_ARGUMENT", `${flag} ${why}`, { details: { flag } });
-}
-
 /** A comma list of numbers ("5,10,20,50"); INVALID_ARGUMENT naming `flag` for anything else. */
 function numberList(v: string, flag: string): number[] {
   const parts = v.split(",").map((s) => s.trim());
@@ -63,12 +58,6 @@ function numberList(v: string, flag: string): number[] {
     if (!Number.isFinite(n)) badFlag(flag, `must be a comma list of numbers (got ${JSON.stringify(v)})`);
     return n;
   });
-}
-
-function oneOf<T extends string>(v: string, allowed: readonly T[], flag: string): T {
-  if (!(allowed as readonly string[]).includes(v))
-    badFlag(flag, `must be one of ${allowed.join(", ")} (got ${JSON.stringify(v)})`);
-  return v as T;
 }
 
 /**
@@ -103,10 +92,7 @@ export async function resolveStorageSweepFlags(o: StorageSweepFlags): Promise<Re
   try {
     return resolveStorageSweepOptions(options);
   } catch (err) {
-    const field = isHarvestError(err, "INVALID_ARGUMENT") ? err.details["field"] : undefined;
-    const flag = field !== undefined ? FLAG_OF[field] : undefined;
-    if (flag === undefined) throw err;
-    throw new HarvestError("INVALID_ARGUMENT", `${flag}: ${errorMessage(err)}`, { details: { flag }, cause: err });
+    rethrowAsFlagError(err, FLAG_OF);
   }
 }
 

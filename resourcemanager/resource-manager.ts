@@ -919,7 +919,7 @@ export class ResourceManager {
           containerId: alloc.containerId,
           startMs,
           isJobManager: alloc.priority === AM_PRIORITY,
-          remainingMs: this.predictRemainingMs(app, alloc, now - startMs),
+          remainingMs: this.lifetimes.remainingMs(this.containerKey(alloc.appId, alloc.priority), now - startMs),
         };
       });
       const step = this.drains.step(nodeId, now, containers);
@@ -964,14 +964,6 @@ export class ResourceManager {
       }
     }
     return app.vertices[priority];
-  }
-
-  /** A container's predicted remaining lifetime at `uptimeMs`, from the lifetime model (re-predicted on every call). */
-  private predictRemainingMs(app: AppRuntime | undefined, alloc: Allocation, uptimeMs: number): number {
-    const job = app?.record.name ?? "";
-    if (alloc.priority === AM_PRIORITY) return this.lifetimes.jobRemainingMs(job, uptimeMs);
-    const vertex = app ? (this.vertexOf(app, alloc.priority) ?? "") : "";
-    return this.lifetimes.taskRemainingMs(job, vertex, uptimeMs);
   }
 
   // ---------------------------------------------------------------------------------------------- containers
