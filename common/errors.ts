@@ -23,6 +23,8 @@ export const ERROR_CODES = {
   // Things that do not exist.
   APP_NOT_FOUND: GrpcStatus.NOT_FOUND,
   APP_ATTEMPT_UNKNOWN: GrpcStatus.FAILED_PRECONDITION,
+  // An application event its state does not accept (resourcemanager/app-state.ts): a bug or a stale job manager.
+  APP_INVALID_TRANSITION: GrpcStatus.FAILED_PRECONDITION,
   NODE_NOT_REGISTERED: GrpcStatus.FAILED_PRECONDITION,
   // A node id no resource manager has ever seen (a typo in `harvest admin drain`).
   NODE_NOT_FOUND: GrpcStatus.NOT_FOUND,

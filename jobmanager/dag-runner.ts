@@ -176,6 +176,20 @@ export class DagRunner {
     return this.apply(task, end, diagnostics, outputDir);
   }
 
+  /**
+   * Takes over a task a previous job-manager attempt launched on `containerId`, still running (keep-containers-across-
+   * attempts): it counts as started, and its end arrives like any other. False when the task is not waiting for work.
+   */
+  adopt(containerId: string, vertex: string, index: number): boolean {
+    const task = this.task(vertex, index);
+    if (!task || task.state !== "PENDING" || this.byContainer.has(containerId)) return false;
+    task.state = "RUNNING";
+    task.attempts += 1;
+    task.containerId = containerId;
+    this.byContainer.set(containerId, task);
+    return true;
+  }
+
   private apply(task: TaskRecord, end: AttemptEnd, diagnostics: string, outputDir: string | undefined): EndVerdict {
     task.lastDiagnostics = diagnostics;
     switch (end) {

@@ -16,6 +16,7 @@ import { DagRunner } from "./dag-runner.js";
 import type { AttemptEnd, TaskRecord } from "./dag-runner.js";
 import type { ApplicationMasterServiceClient } from "../proto/generated/harvest/v1/ApplicationMasterService.js";
 import type { AllocateResponseOutput } from "../proto/generated/harvest/v1/AllocateResponse.js";
+import type { RegisterAmResponseOutput } from "../proto/generated/harvest/v1/RegisterAmResponse.js";
 import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js";
 import type { ContainerManagerClient } from "../proto/generated/harvest/v1/ContainerManager.js";
 import type { JobProgress } from "../proto/generated/harvest/v1/JobProgress.js";
@@ -81,20 +82,7 @@ export class JobManager {
     this.runner = new DagRunner(this.dag, { maxTaskAttempts: this.options.maxTaskAttempts, maxLaunchFailures: 10 });
     this.journal = join(this.options.stagingDir, appId, "journal.jsonl");
     await this.recover();
-    const concurrency = maxConcurrency(this.dag);
-    try {
-      await this.rmCall((c) => call(c, c.registerApplicationMaster, { appId, attempt, maxConcurrency: concurrency }));
-    } catch (err) {
-      if (isHarvestError(err, "APP_ATTEMPT_UNKNOWN", "APP_ALREADY_FINISHED")) return "SUPERSEDED";
-      throw err;
-    }
-    this.log.info("job manager registered", {
-      appId,
-      attempt,
-      job: this.dag.name,
-      vertices: this.dag.vertices.length,
-      maxConcurrency: concurrency,
-    });
+    if (!(await this.register())) return "SUPERSEDED";
 
     for (;;) {
       let res: AllocateResponseOutput;
@@ -118,6 +106,11 @@ export class JobManager {
         throw err;
       }
       this.releases = [];
+      if (res.resync) {
+        this.log.info("the resource manager restarted; registering again (running tasks are kept)");
+        if (!(await this.register())) return "SUPERSEDED";
+        continue;
+      }
       if (res.shutdown) {
         this.log.info("the resource manager asked the job manager to shut down (job killed)");
         return "KILLED";
@@ -130,6 +123,44 @@ export class JobManager {
       if (this.runner.succeeded) return this.finish("SUCCEEDED", "");
       await sleep(this.options.heartbeatMs);
     }
+  }
+
+  /**
+   * Registers this attempt (again after a resource manager restart) and takes over the job's running containers that
+   * the journal names; the others are released. False: this attempt is no longer current.
+   */
+  private async register(): Promise<boolean> {
+    const { appId, attempt } = this.options;
+    const concurrency = maxConcurrency(this.dag);
+    let res: RegisterAmResponseOutput;
+    try {
+      res = await this.rmCall((c) =>
+        call(c, c.registerApplicationMaster, {
+          appId,
+          attempt,
+          maxConcurrency: concurrency,
+          runningContainers: this.runner.activeContainers(),
+        }),
+      );
+    } catch (err) {
+      if (isHarvestError(err, "APP_ATTEMPT_UNKNOWN", "APP_ALREADY_FINISHED")) return false;
+      throw err;
+    }
+    let kept = 0;
+    for (const c of res.previousContainers) {
+      if (this.runner.taskOf(c.id)) kept++;
+      else this.releases.push(c.id);
+    }
+    this.log.info("job manager registered", {
+      appId,
+      attempt,
+      job: this.dag.name,
+      vertices: this.dag.vertices.length,
+      maxConcurrency: concurrency,
+      runningTasksKept: kept,
+      released: res.previousContainers.length - kept,
+    });
+    return true;
   }
 
   private onAllocated(c: ContainerOutput): void {
@@ -162,6 +193,14 @@ export class JobManager {
     };
     try {
       await mkdir(outputDir, { recursive: true });
+      // In the journal before it starts: a later attempt that finds it running takes it over instead of re-running it.
+      await this.journalLaunch({
+        kind: "launch",
+        containerId: c.id,
+        vertex: task.vertex,
+        index: task.index,
+        outputDir,
+      });
       const nm = this.nm(c.nmAddress);
       await call(nm, nm.startContainer, {
         container: c,
@@ -190,7 +229,14 @@ export class JobManager {
     this.outputDirs.delete(containerId);
     if (verdict.kind === "unknown") return;
     if (taskBefore)
-      this.record({ vertex: taskBefore.vertex, index: taskBefore.index, end: cause, diagnostics, outputDir });
+      this.record({
+        containerId,
+        vertex: taskBefore.vertex,
+        index: taskBefore.index,
+        end: cause,
+        diagnostics,
+        outputDir,
+      });
     const fields = { containerId, cause, diagnostics };
     if (verdict.kind === "retry") {
       if (cause === "PREEMPTED_BY_PRIMARY")
@@ -220,6 +266,16 @@ export class JobManager {
       .catch((err: unknown) => this.log.warn("could not append to the recovery journal", { error: errorMessage(err) }));
   }
 
+  /** Appends a launch to the journal and waits until it is written (after the ends queued before it). */
+  private async journalLaunch(entry: LaunchEntry): Promise<void> {
+    const line = JSON.stringify(entry) + "\n";
+    const write = this.journalWrites.then(() => appendFile(this.journal, line));
+    this.journalWrites = write.catch((err: unknown) =>
+      this.log.warn("could not append to the recovery journal", { error: errorMessage(err) }),
+    );
+    await write;
+  }
+
   private async recover(): Promise<void> {
     let text: string;
     try {
@@ -228,21 +284,40 @@ export class JobManager {
       return;
     }
     let replayed = 0;
+    // Launches with no end yet: still running (the resource manager keeps them for this attempt) or ended unseen.
+    const open = new Map<string, LaunchEntry>();
     for (const line of text.split("\n")) {
       if (!line.trim()) continue;
-      let e: JournalEntry;
+      let e: JournalEntry | LaunchEntry;
       try {
-        e = JSON.parse(line) as JournalEntry;
+        e = JSON.parse(line) as JournalEntry | LaunchEntry;
       } catch {
-        // A torn last line from a killed attempt: that attempt end is simply not recovered.
+        // A torn last line from a killed attempt: that entry is simply not recovered.
         continue;
       }
-      if (e.end === "SUCCEEDED" && !(e.outputDir && (await exists(e.outputDir)))) continue;
-      this.runner.replay(e.vertex, e.index, e.end, e.diagnostics, e.outputDir);
+      if ("kind" in e && e.kind === "launch") {
+        open.set(e.containerId, e);
+        continue;
+      }
+      const end = e as JournalEntry;
+      if (end.containerId) open.delete(end.containerId);
+      if (end.end === "SUCCEEDED" && !(end.outputDir && (await exists(end.outputDir)))) continue;
+      this.runner.replay(end.vertex, end.index, end.end, end.diagnostics, end.outputDir);
       replayed++;
     }
+    // Taken over: the resource manager answers each one it no longer holds as completed at registration.
+    let adopted = 0;
+    for (const l of open.values()) {
+      if (!this.runner.adopt(l.containerId, l.vertex, l.index)) continue;
+      this.outputDirs.set(l.containerId, l.outputDir);
+      adopted++;
+    }
     const done = this.runner.progress().reduce((a, v) => a + v.succeeded, 0);
-    this.log.info("recovered from the previous attempt's journal", { entries: replayed, tasksAlreadyDone: done });
+    this.log.info("recovered from the previous attempt's journal", {
+      entries: replayed,
+      tasksAlreadyDone: done,
+      runningTasksTakenOver: adopted,
+    });
   }
 
   private async finish(outcome: "SUCCEEDED" | "FAILED" | "KILLED", diagnostics: string): Promise<JobManagerExit> {
@@ -328,11 +403,22 @@ export function jobManagerOptionsFromEnv(env: NodeJS.ProcessEnv): JobManagerOpti
 
 /** One ended task attempt in the recovery journal. */
 interface JournalEntry {
+  /** Absent in journals written before launches were journaled. */
+  containerId?: string;
   vertex: string;
   index: number;
   end: AttemptEnd;
   diagnostics: string;
   outputDir: string | undefined;
+}
+
+/** A task launched on a container, journaled before the launch. */
+interface LaunchEntry {
+  kind: "launch";
+  containerId: string;
+  vertex: string;
+  index: number;
+  outputDir: string;
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -48,6 +48,8 @@ export interface ContainerSpec {
   vcoresMilli: number;
   memoryMb: number;
   isAm: boolean;
+  /** The grant's priority (the vertex's topological position; -1 a job manager), reported back to the resource manager. */
+  priority?: number;
   /** The job's priority (0..100, from the grant); the capping agent throttles and kills the least critical first. */
   jobPriority?: number;
   /**

@@ -4,6 +4,8 @@
  * resource manager over one long-lived stream, reconnecting with backoff when the resource manager goes away.
  */
 import type * as grpc from "@grpc/grpc-js";
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { systemClock } from "../common/clock.js";
@@ -19,7 +21,7 @@ import { formatAddress } from "../common/net-address.js";
 import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
 import { isContainerId, parseAppId } from "../common/ids.js";
 import { Logger } from "../common/log.js";
-import { packageRoot } from "../common/paths.js";
+import { distEntry, packageRoot } from "../common/paths.js";
 import { fromWire } from "../common/resource.js";
 import { detectCgroups } from "./cgroups.js";
 import type { CgroupController } from "./cgroups.js";
@@ -82,6 +84,10 @@ export class NodeManager {
   private readonly unacked = new Map<string, ContainerProcess>();
   /** Containers the yield controller is already killing: their cores are on their way back. */
   private readonly dying = new Set<string>();
+  /** The watchdog that kills the containers if this process dies. */
+  private reaper: ChildProcess | undefined;
+  /** Completions the resource manager recorded, kept `completedRetentionMs` for a re-registration (oldest first). */
+  private readonly recorded = new Map<string, ContainerProcess>();
   private cgroups!: CgroupController;
   /** Whom each container runs as (never root). */
   private readonly accounts: ContainerAccounts;
@@ -159,6 +165,7 @@ export class NodeManager {
     for (const dir of [this.options.dataDir, join(this.options.dataDir, "containers")])
       if (!ensureDirMode(dir, 0o711)) this.log.warn("cannot set the mode of a directory", { dir, mode: "711" });
     this.killLeftovers();
+    if (this.options.orphanReaper) this.startReaper();
     this.cgroups = detectCgroups(`harvest/${this.options.nodeId}`, this.options.cgroups);
     this.log.info("cpu limits", { mode: this.cgroups.mode, detail: this.cgroups.reason });
     if (this.accounts.switches) this.log.info("containers run as", this.accounts.describe());
@@ -249,6 +256,7 @@ export class NodeManager {
     await shutdownServer(this.server, 1_000);
     await this.monitor?.stop();
     this.cgroups?.close();
+    this.reaper?.stdin?.end();
     this.stateValue = "stopped";
   }
 
@@ -290,7 +298,11 @@ export class NodeManager {
         rack: this.options.rack,
         capacity: this.options.capacity,
         primarySource: this.monitor.source,
-        containers: [...this.containers.values()].map((c) => this.status(c)),
+        // Everything a restarted resource manager needs to keep the work: what runs, and what finished recently (it may
+        // have recorded a completion and died before its job manager heard of it).
+        containers: [...this.containers.values(), ...this.unacked.values(), ...this.recorded.values()].map((c) =>
+          this.status(c),
+        ),
         powerProfile: this.options.powerProfile,
         chassis: this.options.powerDomain,
       },
@@ -311,7 +323,7 @@ export class NodeManager {
       this.heartbeat();
     } else if (msg.ack) {
       this.capping.setDomainBudget(msg.ack.nodeBudgetWatts, msg.ack.budgetDomain);
-      for (const id of msg.ack.completedRecorded) this.unacked.delete(id);
+      for (const id of msg.ack.completedRecorded) this.onRecorded(id);
       for (const k of msg.ack.containersToKill) {
         const c = this.containers.get(k.containerId);
         if (c) {
@@ -324,6 +336,19 @@ export class NodeManager {
           c.kill(k.cause as ExitCause, this.options.killGraceMs);
         }
       }
+    }
+  }
+
+  /** The resource manager recorded a completion: kept a while for a re-registration, then forgotten. */
+  private onRecorded(containerId: string): void {
+    const c = this.unacked.get(containerId);
+    if (!c) return;
+    this.unacked.delete(containerId);
+    this.recorded.set(containerId, c);
+    const cutoff = this.clock.nowMs() - this.options.completedRetentionMs;
+    for (const [id, old] of this.recorded) {
+      if (old.finishedMs >= cutoff) break;
+      this.recorded.delete(id);
     }
   }
 
@@ -613,6 +638,7 @@ export class NodeManager {
           vcoresMilli: resource.vcoresMilli,
           memoryMb: resource.memoryMb,
           isAm: req.isAm,
+          priority: grant.priority,
           jobPriority: grant.jobPriority,
           account,
           workDir: join(this.options.dataDir, "containers", req.appId, grant.id),
@@ -713,6 +739,7 @@ export class NodeManager {
       startedMs: c.startedMs,
       finishedMs: c.finishedMs,
       isAm: c.spec.isAm,
+      priority: c.spec.priority ?? 0,
       nodeId: this.options.nodeId,
       powerWatts: this.capping?.containerWatts(c.spec.containerId) ?? 0,
     };
@@ -756,6 +783,25 @@ export class NodeManager {
       if (existsSync(dir)) return dir;
     }
     return undefined;
+  }
+
+  /**
+   * Starts the watchdog that kills this node manager's containers when it dies (orphan-reaper.ts). It holds the read
+   * end of a pipe whose write end only this process has; it never keeps this process alive.
+   */
+  private startReaper(): void {
+    try {
+      const child = spawn(process.execPath, [distEntry("nodemanager/orphan-reaper.js"), this.options.dataDir], {
+        stdio: ["pipe", "ignore", "inherit"],
+        detached: true,
+      });
+      child.on("error", (err) => this.log.warn("orphan reaper could not start", { error: errorMessage(err) }));
+      child.unref();
+      (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+      this.reaper = child;
+    } catch (err) {
+      this.log.warn("orphan reaper could not start; containers may outlive a crash", { error: errorMessage(err) });
+    }
   }
 
   /** Kills container processes a previous run of this node manager left behind (their work is already lost). */

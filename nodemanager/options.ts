@@ -45,6 +45,16 @@ export interface NodeManagerOptions {
   heartbeatIntervalMs: number;
   /** SIGTERM-to-SIGKILL grace when killing a container. @default 250 */
   killGraceMs: number;
+  /**
+   * How long a completion the resource manager recorded is still reported when this node registers again, so that a
+   * resource manager that restarted before passing it to its job manager learns of it. @default 600000
+   */
+  completedRetentionMs: number;
+  /**
+   * Containers die with their node manager: a watchdog process kills them when this node manager dies (kill -9), so
+   * that no orphan keeps running while its task re-runs elsewhere. false leaves them to a restart's cleanup. @default true
+   */
+  orphanReaper: boolean;
   /** Which cgroup interface to use. @default "auto" */
   cgroups: "auto" | "v1" | "v2" | "none";
   /**
@@ -110,6 +120,8 @@ export function resolveNodeManagerOptions(
     reserveFraction: 0.1,
     heartbeatIntervalMs: 1_000,
     killGraceMs: 250,
+    completedRetentionMs: 600_000,
+    orphanReaper: true,
     cgroups: "auto",
     containerUser: "nobody",
     containerMinUid: 1000,
@@ -151,6 +163,8 @@ export function resolveNodeManagerOptions(
   ] as const)
     if (!(o[f] > 0)) bad(f, "must be positive");
   if (!(o.killGraceMs >= 0)) bad("killGraceMs", "must be >= 0");
+  if (!(o.completedRetentionMs >= 0)) bad("completedRetentionMs", "must be >= 0");
+  if (typeof o.orphanReaper !== "boolean") bad("orphanReaper", "must be true or false");
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");
   if (!["auto", "v1", "v2", "none"].includes(o.cgroups)) bad("cgroups", 'must be "auto", "v1", "v2" or "none"');
   if (typeof o.containerUser !== "string" || !isAccountName(o.containerUser))

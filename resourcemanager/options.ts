@@ -61,6 +61,12 @@ export interface ResourceManagerOptions {
   /** A running job manager silent for this long is considered dead. @default 30000 */
   amExpiryMs: number;
   /**
+   * After a restart, how long the resource manager waits for node managers to re-register with the containers they
+   * still run before it starts a new job-manager attempt for a job whose job manager no node reported (YARN's
+   * work-preserving recovery wait). Running containers are kept either way. @default 10000
+   */
+  resyncWindowMs: number;
+  /**
    * Where a job's containers may go: "stock" (any server with headroom, history-oblivious YARN) or "history"
    * (seeds/004 Algorithm 1: only servers of the utilization classes chosen for the job). @default "stock"
    */
@@ -179,6 +185,7 @@ export function resolveResourceManagerOptions(
     jobManagerCommand: [process.execPath, distEntry("jobmanager/main.js")],
     containerLaunchExpiryMs: 30_000,
     amExpiryMs: 30_000,
+    resyncWindowMs: 10_000,
     schedulerPolicy: "stock",
     classWeights: {},
     jobTypes: {},
@@ -226,6 +233,7 @@ export function resolveResourceManagerOptions(
     "heartbeatIntervalMs",
     "containerLaunchExpiryMs",
     "amExpiryMs",
+    "resyncWindowMs",
     "monitorIntervalMs",
     "reclusterIntervalMs",
   ] as const) {

@@ -122,6 +122,8 @@ interface AppState extends AppView {
   containers: Set<string>;
   /** Has an entry in `hungry` (kept with it, so that membership costs no scan). */
   inHungry: boolean;
+  /** Nodes its job manager's container avoids (where the job's manager just failed or was preempted). */
+  amAvoid: Set<string>;
 }
 
 /** Pure scheduler state: nodes, applications, outstanding asks and live allocations. */
@@ -264,7 +266,30 @@ export class Scheduler {
       outstanding: 0,
       containers: new Set(),
       inHungry: false,
+      amAvoid: new Set(),
     });
+  }
+
+  /**
+   * Nodes where the application's job manager should not go (YARN's AM blacklisting): its last attempts failed or were
+   * preempted there. Ignored while every schedulable node is on the list, so that a job is never starved by it.
+   */
+  setAmAvoid(appId: string, nodeIds: Iterable<string>): void {
+    const app = this.apps.get(appId);
+    if (app) app.amAvoid = new Set(nodeIds);
+  }
+
+  /**
+   * Re-tracks a container that a node reports running but this scheduler does not hold (after a restart of the
+   * resource manager: the allocation is rebuilt from the node's report). The node and the application must be known;
+   * the node may end up above its headroom, as it is in fact. False when it cannot be tracked.
+   */
+  recover(alloc: Allocation): boolean {
+    const node = this.nodes.get(alloc.nodeId);
+    const app = this.apps.get(alloc.appId);
+    if (!node || !app || this.allocations.has(alloc.containerId)) return false;
+    this.track({ ...alloc, resource: { ...alloc.resource } }, node, app);
+    return true;
   }
 
   /** Records the DAG's max concurrency, sent by the job manager at registration. */
@@ -352,6 +377,7 @@ export class Scheduler {
           amBlocked = true;
           continue;
         }
+        if (priority === AM_PRIORITY && app.amAvoid.has(nodeId) && this.anyNodeBesides(app.amAvoid)) continue;
         view ??= this.view(node);
         if (!this.policy.allows(app, view, priority, ask.resource)) continue;
         let first = true;
@@ -415,6 +441,12 @@ export class Scheduler {
       hungryApps: this.hungry.filter((a) => a.outstanding > 0).length,
       containers: this.allocations.size,
     };
+  }
+
+  /** True when some schedulable node is not in `avoid`. */
+  private anyNodeBesides(avoid: ReadonlySet<string>): boolean {
+    for (const n of this.nodes.values()) if (n.schedulable && !avoid.has(n.nodeId)) return true;
+    return false;
   }
 
   /** Whether one more job manager of `resource` stays within `maxAmShare` (one is always allowed). */

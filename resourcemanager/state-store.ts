@@ -38,6 +38,8 @@ export interface AppRecord {
    * resource manager's data directory, and the token never appears in reports or logs).
    */
   dfsToken?: string;
+  /** Servers where this job's manager failed or was preempted, newest last: its next attempts go elsewhere. */
+  amAvoidNodes?: string[];
 }
 
 /** Application states, as YARN names them. */

@@ -477,3 +477,58 @@ describe("maxAmShare: job managers hold at most a share of the harvestable cores
     expect(s.allocateOnNode("n1")).toHaveLength(4);
   });
 });
+
+describe("job-manager placement memory (AM blacklisting)", () => {
+  it("sends a job's next job manager to another node than the one it failed on", () => {
+    const s = newScheduler();
+    s.addNode("a", res(4000, 4096));
+    s.addNode("b", res(4000, 4096));
+    s.addApp("app1", 1);
+    s.setAmAvoid("app1", ["a"]);
+    s.setAsks("app1", [{ priority: AM_PRIORITY, resource: res(500), count: 1 }]);
+    expect(s.allocateOnNode("a")).toEqual([]);
+    expect(s.allocateOnNode("b").map((x) => x.nodeId)).toEqual(["b"]);
+  });
+
+  it("still places it when every node is on the list, rather than starve the job", () => {
+    const s = newScheduler();
+    s.addNode("a", res(4000, 4096));
+    s.addApp("app1", 1);
+    s.setAmAvoid("app1", ["a"]);
+    s.setAsks("app1", [{ priority: AM_PRIORITY, resource: res(500), count: 1 }]);
+    expect(s.allocateOnNode("a").map((x) => x.nodeId)).toEqual(["a"]);
+  });
+
+  it("lets tasks use an avoided node: only the job manager stays away", () => {
+    const s = newScheduler();
+    s.addNode("a", res(4000, 4096));
+    s.addNode("b", res(4000, 4096));
+    s.addApp("app1", 1);
+    s.setAmAvoid("app1", ["a"]);
+    s.setAsks("app1", [{ priority: 0, resource: res(1000), count: 2 }]);
+    expect(s.allocateOnNode("a")).toHaveLength(2);
+  });
+});
+
+describe("recovering allocations a node reports after a restart", () => {
+  it("counts a recovered container against its node and job, once", () => {
+    const s = newScheduler();
+    s.addNode("a", res(4000, 4096));
+    s.addApp("app1", 1);
+    const alloc = { containerId: "c-old", appId: "app1", nodeId: "a", priority: 0, resource: res(1000, 100) };
+    expect(s.recover(alloc)).toBe(true);
+    expect(s.recover(alloc)).toBe(false);
+    expect(s.nodeView("a")?.allocated.vcoresMilli).toBe(1000);
+    expect(s.allocatedMilliOf("app1")).toBe(1000);
+    expect(s.release("c-old")?.nodeId).toBe("a");
+    expect(s.nodeView("a")?.allocated.vcoresMilli).toBe(0);
+  });
+
+  it("refuses a container of an unknown node or job", () => {
+    const s = newScheduler();
+    s.addNode("a", res(4000, 4096));
+    s.addApp("app1", 1);
+    expect(s.recover({ containerId: "x", appId: "app1", nodeId: "zz", priority: 0, resource: res(1) })).toBe(false);
+    expect(s.recover({ containerId: "y", appId: "nope", nodeId: "a", priority: 0, resource: res(1) })).toBe(false);
+  });
+});

@@ -1,0 +1,163 @@
+/**
+ * Nothing lost when a daemon dies: kill -9 the resource manager or a job manager in the middle of a job of real task
+ * processes, start it again, and check from the tasks' own records that no finished task ran again and no running
+ * task was killed; kill -9 a node manager and check that its containers did not outlive it.
+ */
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readCluster, restartDaemon } from "../../cli/cluster.js";
+import { containerProcessFile } from "../../common/container-leftovers.js";
+import { startTestCluster, traceSpec } from "./harness.js";
+import type { TestCluster } from "./harness.js";
+
+/** A task that writes "start i" when it starts and "done i" after 1.5 + 0.7 i seconds, in the shared log. */
+const TASK = [
+  'const fs = require("fs");',
+  "const [log, i] = process.argv.slice(1);",
+  'fs.appendFileSync(log, "start " + i + "\\n");',
+  'setTimeout(() => fs.appendFileSync(log, "done " + i + "\\n"), 1500 + 700 * Number(i));',
+].join(" ");
+
+function markedJob(name: string, log: string, tasks: number): string {
+  return JSON.stringify({
+    name,
+    vertices: [
+      {
+        name: "work",
+        parallelism: tasks,
+        command: ["node", "-e", TASK, log, "${HARVEST_TASK_INDEX}"],
+        resources: { vcores: 1, memoryMb: 64 },
+      },
+    ],
+  });
+}
+
+/** How often each task index started and finished, from the tasks' own log. */
+function runs(log: string): { starts: Map<string, number>; dones: Map<string, number> } {
+  const starts = new Map<string, number>();
+  const dones = new Map<string, number>();
+  const text = existsSync(log) ? readFileSync(log, "utf8") : "";
+  for (const line of text.split("\n")) {
+    const [what, i] = line.split(" ");
+    if (i === undefined) continue;
+    const m = what === "start" ? starts : dones;
+    m.set(i, (m.get(i) ?? 0) + 1);
+  }
+  return { starts, dones };
+}
+
+async function until(pred: () => boolean, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!pred()) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("work-preserving restarts (kill -9)", () => {
+  let c: TestCluster;
+  let logs: string;
+  beforeAll(async () => {
+    logs = mkdtempSync(join(tmpdir(), "harvest-wp-"));
+    // The tasks write their log as the containers' unprivileged account.
+    chmodSync(logs, 0o1777);
+    const idle = traceSpec(
+      logs,
+      "idle",
+      300,
+      Array.from({ length: 100 }, () => 0),
+    );
+    c = await startTestCluster({
+      primaries: [idle, idle],
+      storage: false,
+      rm: { resyncWindowMs: 4_000, nodeExpiryMs: 4_000 },
+      nm: { reconnectMaxMs: 500 },
+    });
+  });
+  afterAll(async () => {
+    await c?.stop();
+    rmSync(logs, { recursive: true, force: true });
+  });
+
+  it("a resource manager killed mid-job keeps every running task and re-runs none that finished while it was down", async () => {
+    const log = join(logs, "rm.log");
+    const appId = await c.client.submit(markedJob("rm-kill", log, 5));
+    await until(() => runs(log).starts.size === 5);
+    process.kill(readCluster(c.dir).rm.pid, "SIGKILL");
+    // Tasks 0 and 1 end while it is down.
+    await sleep(2_500);
+    await restartDaemon(c.dir, "rm");
+    const r = await c.client.waitForCompletion(appId, undefined, 200);
+    expect(r.state).toBe("FINISHED");
+    expect(r.attempts).toBe(1);
+    const { starts, dones } = runs(log);
+    expect([...starts.values()]).toEqual([1, 1, 1, 1, 1]);
+    expect([...dones.keys()].sort()).toEqual(["0", "1", "2", "3", "4"]);
+    expect([...dones.values()]).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it("a job manager killed mid-job is replaced by an attempt that takes over its running tasks", async () => {
+    const log = join(logs, "jm.log");
+    const appId = await c.client.submit(markedJob("jm-kill", log, 5));
+    await until(() => runs(log).starts.size === 5);
+    const status = await c.client.status(appId);
+    const am = status.containers.find((x) => x.isAm && x.state !== "COMPLETE");
+    expect(am).toBeDefined();
+    const node = readCluster(c.dir).nodes.find((n) => n.nodeId === am!.nodeId)!;
+    const record = JSON.parse(
+      readFileSync(containerProcessFile(join(node.dataDir, "containers", appId, am!.containerId)), "utf8"),
+    ) as { pid: number };
+    process.kill(record.pid, "SIGKILL");
+    const r = await c.client.waitForCompletion(appId, undefined, 200);
+    expect(r.state).toBe("FINISHED");
+    expect(r.attempts).toBe(2);
+    // No task container was released or killed by the new attempt: each task started once and finished once.
+    expect(r.taskContainers?.killed).toBe(0);
+    const { starts, dones } = runs(log);
+    expect([...starts.values()]).toEqual([1, 1, 1, 1, 1]);
+    expect([...dones.values()]).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it("the containers of a node manager killed with -9 die with it, and their tasks finish elsewhere once", async () => {
+    const log = join(logs, "nm.log");
+    const appId = await c.client.submit(markedJob("nm-kill", log, 4));
+    await until(() => runs(log).starts.size === 4);
+    const status = await c.client.status(appId);
+    const victim = readCluster(c.dir).nodes.find((n) =>
+      status.containers.some((x) => !x.isAm && x.state !== "COMPLETE" && x.nodeId === n.nodeId),
+    )!;
+    const pids = status.containers
+      .filter((x) => x.nodeId === victim.nodeId && x.state !== "COMPLETE")
+      .map(
+        (x) =>
+          (
+            JSON.parse(
+              readFileSync(containerProcessFile(join(victim.dataDir, "containers", appId, x.containerId)), "utf8"),
+            ) as { pid: number }
+          ).pid,
+      );
+    expect(pids.length).toBeGreaterThan(0);
+    process.kill(victim.pid, "SIGKILL");
+    await until(() => pids.every((p) => !alive(p)), 5_000);
+    const r = await c.client.waitForCompletion(appId, undefined, 200);
+    expect(r.state).toBe("FINISHED");
+    // Every task finished exactly once: the orphans were killed before they could finish beside their re-runs.
+    const { dones } = runs(log);
+    expect([...dones.keys()].sort()).toEqual(["0", "1", "2", "3"]);
+    expect([...dones.values()]).toEqual([1, 1, 1, 1]);
+    await restartDaemon(c.dir, victim.nodeId);
+  });
+});
