@@ -47,6 +47,12 @@ import type { StartContainerRequestOutput } from "../proto/generated/harvest/v1/
 
 /** Per job, in `<dataDir>/containers/<appId>/`: who submitted it (see checkContainerAccess). */
 const OWNER_FILE = "owner.json";
+/** How a container ended, beside its work directory: `<workDir>.exit.json`. */
+const EXIT_SUFFIX = ".exit.json";
+
+function exitFile(workDir: string): string {
+  return `${workDir}${EXIT_SUFFIX}`;
+}
 /** Lifecycle of the node manager. */
 export type NodeManagerState = "new" | "starting" | "running" | "stopping" | "stopped";
 
@@ -86,6 +92,8 @@ export class NodeManager {
   private readonly dying = new Set<string>();
   /** The watchdog that kills the containers if this process dies. */
   private reaper: ChildProcess | undefined;
+  /** Completions found on disk at start (a previous run of this node manager died before reporting them). */
+  private readonly restored = new Map<string, ContainerStatus>();
   /** Completions the resource manager recorded, kept `completedRetentionMs` for a re-registration (oldest first). */
   private readonly recorded = new Map<string, ContainerProcess>();
   private cgroups!: CgroupController;
@@ -164,6 +172,7 @@ export class NodeManager {
     // Containers pass through to their own work directories below; nothing else here is theirs to list.
     for (const dir of [this.options.dataDir, join(this.options.dataDir, "containers")])
       if (!ensureDirMode(dir, 0o711)) this.log.warn("cannot set the mode of a directory", { dir, mode: "711" });
+    this.restoreExits();
     this.killLeftovers();
     if (this.options.orphanReaper) this.startReaper();
     this.cgroups = detectCgroups(`harvest/${this.options.nodeId}`, this.options.cgroups);
@@ -300,9 +309,12 @@ export class NodeManager {
         primarySource: this.monitor.source,
         // Everything a restarted resource manager needs to keep the work: what runs, and what finished recently (it may
         // have recorded a completion and died before its job manager heard of it).
-        containers: [...this.containers.values(), ...this.unacked.values(), ...this.recorded.values()].map((c) =>
-          this.status(c),
-        ),
+        containers: [
+          ...[...this.containers.values(), ...this.unacked.values(), ...this.recorded.values()].map((c) =>
+            this.status(c),
+          ),
+          ...this.restored.values(),
+        ],
         powerProfile: this.options.powerProfile,
         chassis: this.options.powerDomain,
       },
@@ -341,6 +353,7 @@ export class NodeManager {
 
   /** The resource manager recorded a completion: kept a while for a re-registration, then forgotten. */
   private onRecorded(containerId: string): void {
+    this.restored.delete(containerId);
     const c = this.unacked.get(containerId);
     if (!c) return;
     this.unacked.delete(containerId);
@@ -357,6 +370,7 @@ export class NodeManager {
     const containers: ContainerStatus[] = [];
     for (const c of this.containers.values()) containers.push(this.status(c));
     for (const c of this.unacked.values()) containers.push(this.status(c));
+    for (const st of this.restored.values()) containers.push(st);
     this.stream.write({
       heartbeat: {
         seq: ++this.seq,
@@ -671,6 +685,7 @@ export class NodeManager {
     this.containers.delete(id);
     this.dying.delete(id);
     this.unacked.set(id, c);
+    this.persistExit(c);
     this.log.info("container finished", { containerId: id, cause: c.cause, exitCode: c.exitCode });
     this.heartbeatSoon();
   }
@@ -783,6 +798,50 @@ export class NodeManager {
       if (existsSync(dir)) return dir;
     }
     return undefined;
+  }
+
+  /**
+   * Writes how a container ended beside its work directory (where only this node manager writes), so that a run of
+   * this node manager that dies before reporting it does not lose it: the next run reports it at registration (a task
+   * that finished is not re-run because its node manager died a moment later).
+   */
+  private persistExit(c: ContainerProcess): void {
+    try {
+      writeFileAtomic(exitFile(c.spec.workDir), JSON.stringify(this.status(c)) + "\n", 0o600);
+    } catch (err) {
+      this.log.warn("could not record a container's exit", { containerId: c.spec.containerId, error: errorMessage(err) });
+    }
+  }
+
+  /** Loads the exits a previous run recorded within `completedRetentionMs` (reported until recorded). */
+  private restoreExits(): void {
+    const root = join(this.options.dataDir, "containers");
+    const cutoff = this.clock.nowMs() - this.options.completedRetentionMs;
+    let apps: string[];
+    try {
+      apps = readdirSync(root);
+    } catch {
+      return;
+    }
+    for (const app of apps) {
+      let files: string[];
+      try {
+        files = readdirSync(join(root, app)).filter((f) => f.endsWith(EXIT_SUFFIX));
+      } catch {
+        continue;
+      }
+      for (const f of files) {
+        try {
+          const st = JSON.parse(readFileSync(join(root, app, f), "utf8")) as ContainerStatus;
+          if (typeof st.containerId !== "string" || !isContainerId(st.containerId)) continue;
+          if (Number(st.finishedMs ?? 0) < cutoff) continue;
+          this.restored.set(st.containerId, { ...st, nodeId: this.options.nodeId, state: "COMPLETE" });
+        } catch {
+          // A torn record: that exit is lost, as it would have been without it.
+        }
+      }
+    }
+    if (this.restored.size > 0) this.log.info("exits recorded by a previous run", { containers: this.restored.size });
   }
 
   /**

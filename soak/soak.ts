@@ -1,0 +1,518 @@
+/**
+ * The soak: a real local cluster (resource manager, namenode, node managers, datanodes, job managers, tasks, all
+ * separate processes) runs a stream of DAG jobs and DFS writers and readers while a chaos loop kill -9s a random daemon
+ * every few seconds and starts it again as an operator would (`harvest cluster restart`). At the end it checks what a
+ * user was promised:
+ * - every file whose write was acknowledged reads back byte-identical;
+ * - every job whose submission was acknowledged finished, or failed with a stated reason;
+ * - no task ran twice to completion (the tasks write their own record of each start and end);
+ * - fsck is healthy once re-replication had its time; no process of the cluster is left after `cluster down`.
+ * Jepsen-style in spirit: the workload keeps going through the faults, and only the final state is judged.
+ */
+import { createHash } from "node:crypto";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import {
+  isRunning,
+  localDfsClient,
+  localJobClient,
+  readCluster,
+  restartDaemon,
+  startCluster,
+  stopCluster,
+} from "../cli/cluster.js";
+import type { DfsClient } from "../client/dfs-client.js";
+import type { JobClient } from "../client/job-client.js";
+import { containerProcessFile } from "../common/container-leftovers.js";
+import { errorMessage } from "../common/errors.js";
+import { SeededRng } from "../common/rng.js";
+
+/** What a soak runs. */
+export interface SoakOptions {
+  /** Minutes of chaos (the workload runs through them; checks follow). */
+  minutes: number;
+  /** Seeds the chaos, the workload and the file contents. @default 1 */
+  seed: number;
+  /** A kill every this many ms, drawn uniformly. @default [3000, 6000] */
+  killEveryMs: [number, number];
+  /** Servers (a node manager and a datanode each). @default 3 */
+  servers: number;
+  /** Jobs in flight at once. @default 2 */
+  jobsInFlight: number;
+  /** Where the cluster lives (removed afterwards unless `keep`). @default a temporary directory */
+  dir?: string;
+  keep: boolean;
+  /** Progress lines. */
+  log: (line: string) => void;
+}
+
+/** Which daemons a soak kills. */
+export type SoakTarget = "rm" | "nn" | "nm" | "dn" | "jm";
+
+/** What a soak saw and found. */
+export interface SoakReport {
+  minutes: number;
+  seed: number;
+  kills: Record<SoakTarget, number>;
+  jobs: { submitted: number; finished: number; failed: number; killed: number; unfinished: number };
+  tasks: { completed: number; completedTwice: number };
+  files: { written: number; bytes: number; verified: number; mismatched: number };
+  /** Calls that failed during the faults and were tried again. */
+  retries: { submit: number; status: number; write: number; read: number };
+  fsckHealthy: boolean;
+  leftoverProcesses: number;
+  /** Broken promises: empty when the soak passed. */
+  violations: string[];
+}
+
+const DEFAULTS: Omit<SoakOptions, "minutes"> = {
+  seed: 1,
+  killEveryMs: [3_000, 6_000],
+  servers: 3,
+  jobsInFlight: 2,
+  keep: false,
+  log: () => undefined,
+};
+
+/** A task that records "start <app> <vertex> <index>" when it starts and "done ..." when its work is over. */
+const TASK = [
+  'const fs = require("fs");',
+  "const [log, app, v, i, ms] = process.argv.slice(1);",
+  'const line = (w) => fs.appendFileSync(log, w + " " + app + " " + v + " " + i + "\\n");',
+  'line("start");',
+  'setTimeout(() => line("done"), Number(ms));',
+].join(" ");
+
+/** Runs a soak; resolves with its report (violations listed, never thrown). */
+export async function runSoak(partial: Partial<SoakOptions> & { minutes: number }): Promise<SoakReport> {
+  const o: SoakOptions = { ...DEFAULTS, ...partial };
+  const rng = new SeededRng(o.seed);
+  const dir = o.dir ?? mkdtempSync(join(tmpdir(), "harvest-soak-"));
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o755);
+  const taskLogDir = join(dir, "task-log");
+  mkdirSync(taskLogDir, { recursive: true });
+  // The tasks write their record as the containers' unprivileged account.
+  chmodSync(taskLogDir, 0o1777);
+  const taskLog = join(taskLogDir, "tasks.log");
+  const report: SoakReport = {
+    minutes: o.minutes,
+    seed: o.seed,
+    kills: { rm: 0, nn: 0, nm: 0, dn: 0, jm: 0 },
+    jobs: { submitted: 0, finished: 0, failed: 0, killed: 0, unfinished: 0 },
+    tasks: { completed: 0, completedTwice: 0 },
+    files: { written: 0, bytes: 0, verified: 0, mismatched: 0 },
+    retries: { submit: 0, status: 0, write: 0, read: 0 },
+    fsckHealthy: false,
+    leftoverProcesses: 0,
+    violations: [],
+  };
+  o.log(`soak: starting a ${o.servers}-server cluster in ${dir}`);
+  const trace = join(dir, "idle.csv");
+  writeFileSync(trace, "time_s,cpu_pct\n0,0\n86400,0\n");
+  await startCluster({
+    dir,
+    primaries: Array.from({ length: o.servers }, () => `trace:${trace}`),
+    speed: 1,
+    vcores: 4,
+    memoryMb: 4096,
+    startTimeoutMs: 60_000,
+    rm: { resyncWindowMs: 3_000, nodeExpiryMs: 5_000, amExpiryMs: 15_000 },
+    nm: { reconnectMaxMs: 1_000 },
+    nn: { datanodeExpiryMs: 8_000 },
+  });
+  const jobs = localJobClient(readCluster(dir));
+  const dfs = localDfsClient(readCluster(dir));
+  const acked = new Map<string, { sha256: string; bytes: number }>();
+  const submitted = new Set<string>();
+  const stopAt = Date.now() + o.minutes * 60_000;
+  let running = true;
+  try {
+    const chaos = chaosLoop(dir, o, rng, report, () => running && Date.now() < stopAt, jobs);
+    const work = Promise.all([
+      jobLoop(jobs, taskLog, o, rng, submitted, report, () => Date.now() < stopAt),
+      writeLoop(dfs, rng, acked, report, () => Date.now() < stopAt),
+      readLoop(dfs, rng, acked, report, () => Date.now() < stopAt),
+    ]);
+    await chaos;
+    running = false;
+    await work;
+    o.log("soak: chaos over; every daemon up again; waiting for the jobs to end");
+    await ensureAllUp(dir);
+    await settleJobs(jobs, submitted, report, o);
+    await verifyFiles(dfs, acked, report, o);
+    report.fsckHealthy = await waitForHealthyFsck(dfs, 120_000);
+    if (!report.fsckHealthy) report.violations.push("fsck not healthy (missing, corrupt or under-replicated blocks)");
+    countTaskRuns(taskLog, report);
+  } catch (err) {
+    report.violations.push(`soak aborted: ${errorMessage(err)}`);
+  } finally {
+    running = false;
+    jobs.close();
+    dfs.close();
+    await stopCluster(dir).catch(() => undefined);
+    report.leftoverProcesses = await leftoverProcesses(dir);
+    if (report.leftoverProcesses > 0)
+      report.violations.push(`${report.leftoverProcesses} process(es) of the cluster left after cluster down`);
+    if (!o.keep) rmSync(dir, { recursive: true, force: true });
+  }
+  return report;
+}
+
+// ------------------------------------------------------------------------------------------------ chaos
+
+async function chaosLoop(
+  dir: string,
+  o: SoakOptions,
+  rng: SeededRng,
+  report: SoakReport,
+  going: () => boolean,
+  jobs: JobClient,
+): Promise<void> {
+  const targets: SoakTarget[] = ["rm", "nn", "nm", "dn", "jm"];
+  while (going()) {
+    await sleep(o.killEveryMs[0] + rng.next() * (o.killEveryMs[1] - o.killEveryMs[0]));
+    if (!going()) break;
+    const target = targets[Math.floor(rng.next() * targets.length)]!;
+    const c = readCluster(dir);
+    const server = c.nodes[Math.floor(rng.next() * c.nodes.length)]!;
+    let name: string | undefined;
+    let pid: number | undefined;
+    if (target === "rm") [name, pid] = ["rm", c.rm.pid];
+    else if (target === "nn" && c.nn) [name, pid] = ["nn", c.nn.pid];
+    else if (target === "nm") [name, pid] = [server.nodeId, server.pid];
+    else if (target === "dn" && server.datanode) [name, pid] = [`${server.nodeId}-dn`, server.datanode.pid];
+    else if (target === "jm") pid = await jobManagerPid(dir, jobs);
+    if (pid === undefined) continue;
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      continue;
+    }
+    report.kills[target]++;
+    o.log(`soak: kill -9 ${name ?? "a job manager"} (process ${pid})`);
+    if (!name) continue;
+    // Down for a moment, as an operator takes to notice and restart it.
+    await sleep(500 + rng.next() * 2_000);
+    await restartWhenDead(dir, name);
+  }
+}
+
+/** Restarts a killed daemon once its process is gone. */
+async function restartWhenDead(dir: string, name: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    try {
+      await restartDaemon(dir, name, 60_000);
+      return;
+    } catch (err) {
+      if (!/already running/.test(errorMessage(err))) throw err;
+      await sleep(100);
+    }
+  }
+}
+
+/** Restarts whatever is down (a kill whose restart was cut short by the end of the chaos). */
+async function ensureAllUp(dir: string): Promise<void> {
+  const c = readCluster(dir);
+  const names = ["rm", ...(c.nn ? ["nn"] : [])];
+  for (const n of c.nodes) names.push(n.nodeId, ...(n.datanode ? [`${n.nodeId}-dn`] : []));
+  const all = [c.rm, ...(c.nn ? [c.nn] : []), ...c.nodes.flatMap((n) => [n, ...(n.datanode ? [n.datanode] : [])])];
+  for (const [i, d] of all.entries()) if (!isRunning(d)) await restartWhenDead(dir, names[i]!);
+}
+
+/** The pid of a running job manager, from its container's launch record (undefined: none runs). */
+async function jobManagerPid(dir: string, jobs: JobClient): Promise<number | undefined> {
+  try {
+    const running = await jobs.list(["RUNNING"]);
+    if (running.length === 0) return undefined;
+    const app = await jobs.status(running[0]!.appId);
+    const am = app.containers.find((x) => x.isAm && x.state !== "COMPLETE");
+    const node = readCluster(dir).nodes.find((n) => n.nodeId === am?.nodeId);
+    if (!am || !node) return undefined;
+    const record = JSON.parse(
+      readFileSync(containerProcessFile(join(node.dataDir, "containers", app.appId, am.containerId)), "utf8"),
+    ) as { pid?: unknown };
+    return typeof record.pid === "number" ? record.pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// ------------------------------------------------------------------------------------------------ workload
+
+async function jobLoop(
+  jobs: JobClient,
+  taskLog: string,
+  o: SoakOptions,
+  rng: SeededRng,
+  submitted: Set<string>,
+  report: SoakReport,
+  going: () => boolean,
+): Promise<void> {
+  const inFlight = new Set<string>();
+  let n = 0;
+  while (going()) {
+    for (const id of [...inFlight]) {
+      try {
+        const r = await jobs.status(id);
+        if (["FINISHED", "FAILED", "KILLED"].includes(r.state)) inFlight.delete(id);
+      } catch {
+        report.retries.status++;
+      }
+    }
+    if (inFlight.size < o.jobsInFlight) {
+      const dag = soakDag(`soak-${n++}`, taskLog, rng);
+      try {
+        const id = await jobs.submit(dag);
+        submitted.add(id);
+        inFlight.add(id);
+        report.jobs.submitted++;
+      } catch {
+        // Not acknowledged (the resource manager is down): nothing was promised; try again.
+        report.retries.submit++;
+      }
+    }
+    await sleep(500);
+  }
+}
+
+/** Two stages of marked tasks: three of 1-3 s, then one of 1 s. */
+function soakDag(name: string, taskLog: string, rng: SeededRng): string {
+  const task = (vertex: string, ms: number): string[] => [
+    "node",
+    "-e",
+    TASK,
+    taskLog,
+    "${HARVEST_APP_ID}",
+    vertex,
+    "${HARVEST_TASK_INDEX}",
+    String(ms),
+  ];
+  return JSON.stringify({
+    name,
+    vertices: [
+      {
+        name: "map",
+        parallelism: 3,
+        command: task("map", Math.round(1_000 + rng.next() * 2_000)),
+        resources: { vcores: 0.5, memoryMb: 64 },
+      },
+      { name: "reduce", parallelism: 1, command: task("reduce", 1_000), resources: { vcores: 0.5, memoryMb: 64 } },
+    ],
+    edges: [{ from: "map", to: "reduce", type: "scatter-gather" }],
+  });
+}
+
+async function writeLoop(
+  dfs: DfsClient,
+  rng: SeededRng,
+  acked: Map<string, { sha256: string; bytes: number }>,
+  report: SoakReport,
+  going: () => boolean,
+): Promise<void> {
+  let n = 0;
+  while (going()) {
+    const path = `/soak/f-${String(n++).padStart(5, "0")}`;
+    const bytes = Math.round(16 * 1024 + rng.next() * 2 * 1024 * 1024);
+    const data = pseudoRandomBytes(rng, bytes);
+    try {
+      await pipeline(Readable.from([data]), dfs.createWriteStream(path));
+      // Acknowledged: from here on it must read back whole.
+      acked.set(path, { sha256: sha256(data), bytes });
+      report.files.written++;
+      report.files.bytes += bytes;
+    } catch {
+      report.retries.write++;
+    }
+    await sleep(200);
+  }
+}
+
+async function readLoop(
+  dfs: DfsClient,
+  rng: SeededRng,
+  acked: Map<string, { sha256: string; bytes: number }>,
+  report: SoakReport,
+  going: () => boolean,
+): Promise<void> {
+  while (going()) {
+    await sleep(700);
+    const paths = [...acked.keys()];
+    if (paths.length === 0) continue;
+    const path = paths[Math.floor(rng.next() * paths.length)]!;
+    try {
+      const got = await readAll(dfs, path);
+      if (sha256(got) !== acked.get(path)!.sha256) {
+        report.files.mismatched++;
+        report.violations.push(`${path} read back different from what was written (${got.length} bytes)`);
+      }
+    } catch {
+      report.retries.read++;
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------ checks
+
+async function settleJobs(jobs: JobClient, submitted: Set<string>, report: SoakReport, o: SoakOptions): Promise<void> {
+  const deadline = Date.now() + 5 * 60_000;
+  const pending = new Set(submitted);
+  while (pending.size > 0 && Date.now() < deadline) {
+    for (const id of [...pending]) {
+      try {
+        const r = await jobs.status(id);
+        if (!["FINISHED", "FAILED", "KILLED"].includes(r.state)) continue;
+        pending.delete(id);
+        if (r.state === "FINISHED") report.jobs.finished++;
+        else {
+          if (r.state === "FAILED") report.jobs.failed++;
+          else report.jobs.killed++;
+          o.log(`soak: ${id} ${r.state}: ${r.diagnostics}`);
+          if (!r.diagnostics.trim()) report.violations.push(`${id} ended ${r.state} without a reason`);
+        }
+      } catch {
+        report.retries.status++;
+      }
+    }
+    if (pending.size > 0) await sleep(1_000);
+  }
+  report.jobs.unfinished = pending.size;
+  for (const id of pending) report.violations.push(`${id} did not end within 5 minutes of the chaos`);
+}
+
+async function verifyFiles(
+  dfs: DfsClient,
+  acked: Map<string, { sha256: string; bytes: number }>,
+  report: SoakReport,
+  o: SoakOptions,
+): Promise<void> {
+  o.log(`soak: reading back ${acked.size} acknowledged files`);
+  for (const [path, want] of acked) {
+    let got: Buffer | undefined;
+    for (let attempt = 0; attempt < 20 && !got; attempt++) {
+      try {
+        got = await readAll(dfs, path);
+      } catch (err) {
+        report.retries.read++;
+        if (attempt === 19) report.violations.push(`${path} cannot be read: ${errorMessage(err)}`);
+        else await sleep(1_000);
+      }
+    }
+    if (!got) continue;
+    if (sha256(got) === want.sha256) report.files.verified++;
+    else {
+      report.files.mismatched++;
+      report.violations.push(`${path}: ${got.length} bytes read back, ${want.bytes} written, content differs`);
+    }
+  }
+}
+
+async function waitForHealthyFsck(dfs: DfsClient, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const f = await dfs.fsck("/");
+      if (f.healthy && f.underReplicated.length === 0 && f.missing.length === 0 && f.corrupt.length === 0) return true;
+    } catch {
+      // The namenode may still be leaving safe mode.
+    }
+    if (Date.now() > deadline) return false;
+    await sleep(1_000);
+  }
+}
+
+/** Counts tasks that completed, and those that completed more than once (a promise broken). */
+function countTaskRuns(taskLog: string, report: SoakReport): void {
+  const done = new Map<string, number>();
+  const text = existsSync(taskLog) ? readFileSync(taskLog, "utf8") : "";
+  for (const line of text.split("\n")) {
+    const [what, ...key] = line.split(" ");
+    if (what !== "done" || key.length !== 3) continue;
+    const k = key.join(" ");
+    done.set(k, (done.get(k) ?? 0) + 1);
+  }
+  report.tasks.completed = done.size;
+  for (const [k, n] of done) {
+    if (n < 2) continue;
+    report.tasks.completedTwice++;
+    report.violations.push(`task ${k} ran to completion ${n} times`);
+  }
+}
+
+/** Processes whose command line or environment names the cluster directory (after `cluster down`). */
+async function leftoverProcesses(dir: string): Promise<number> {
+  await sleep(1_000);
+  // This process and the ones that started it (a shell, `timeout`) name the directory too.
+  const ancestors = new Set<number>();
+  for (let pid = process.pid; pid > 1 && !ancestors.has(pid);) {
+    ancestors.add(pid);
+    try {
+      pid = Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[1] ?? 0);
+    } catch {
+      break;
+    }
+  }
+  let n = 0;
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    if (ancestors.has(Number(pid))) continue;
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      const env = readFileSync(`/proc/${pid}/environ`, "utf8");
+      if (cmd.includes(dir) || env.includes(dir)) n++;
+    } catch {
+      // Gone, or not ours to read.
+    }
+  }
+  return n;
+}
+
+// ------------------------------------------------------------------------------------------------ helpers
+
+async function readAll(dfs: DfsClient, path: string): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const chunk of dfs.createReadStream(path)) parts.push(chunk as Buffer);
+  return Buffer.concat(parts);
+}
+
+function pseudoRandomBytes(rng: SeededRng, n: number): Buffer {
+  const b = Buffer.alloc(n);
+  for (let i = 0; i + 4 <= n; i += 4) b.writeUInt32LE(Math.floor(rng.next() * 0x1_0000_0000), i);
+  return b;
+}
+
+function sha256(b: Buffer): string {
+  return createHash("sha256").update(b).digest("hex");
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** The report as lines for a terminal. */
+export function soakSummary(r: SoakReport): string {
+  const k = r.kills;
+  return [
+    `soak: ${r.minutes} min, seed ${r.seed}`,
+    `kills: rm ${k.rm}, nn ${k.nn}, nm ${k.nm}, dn ${k.dn}, jm ${k.jm} (total ${k.rm + k.nn + k.nm + k.dn + k.jm})`,
+    `jobs: ${r.jobs.submitted} submitted, ${r.jobs.finished} finished, ${r.jobs.failed} failed, ${r.jobs.killed} killed, ${r.jobs.unfinished} unfinished`,
+    `tasks: ${r.tasks.completed} completed, ${r.tasks.completedTwice} completed twice`,
+    `files: ${r.files.written} written (${(r.files.bytes / 1024 / 1024).toFixed(1)} MiB), ${r.files.verified} verified, ${r.files.mismatched} mismatched`,
+    `retries: submit ${r.retries.submit}, status ${r.retries.status}, write ${r.retries.write}, read ${r.retries.read}`,
+    `fsck healthy: ${r.fsckHealthy ? "yes" : "NO"}; leftover processes: ${r.leftoverProcesses}`,
+    r.violations.length === 0
+      ? "violations: none"
+      : `violations (${r.violations.length}):\n  ${r.violations.join("\n  ")}`,
+  ].join("\n");
+}
