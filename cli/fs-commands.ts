@@ -48,7 +48,7 @@ function statusLine(s: DfsFileStatus): (string | number)[] {
     s.owner,
     s.group,
     new Date(s.mtimeMs).toISOString().slice(0, 19).replace("T", " "),
-    s.path + (s.isDir ? "/" : s.complete ? "" : " (being written)"),
+    s.path + (s.isDir ? "/" : s.complete ? (s.recoveredMs > 0 ? " (recovered)" : "") : " (being written)"),
   ];
 }
 
@@ -104,13 +104,22 @@ export function registerFsCommands(program: Command): void {
   common(fs.command("get <path> <local>"))
     .description("copy a file out of the file system (verified chunk by chunk; fails over between replicas)")
     .option("--overwrite", "replace an existing local file")
+    .option("--allow-open", "copy the visible prefix of a file still being written (refused otherwise)")
     .action(
-      action(async (path: string, local: string, o: GlobalOpts & { overwrite?: boolean }) => {
+      action(async (path: string, local: string, o: GlobalOpts & { overwrite?: boolean; allowOpen?: boolean }) => {
         const started = Date.now();
         const bytes = await withDfs(o, async (c) => {
           const st = await c.stat(path);
+          if (!st.complete && o.allowOpen)
+            process.stderr.write(
+              `harvest: warning: ${st.path} is still being written; copying the ${st.length} bytes visible now\n`,
+            );
           const bar = progress(st.length, "get");
-          const n = await c.get(path, local, { overwrite: o.overwrite ?? false, onProgress: (b) => bar.update(b) });
+          const n = await c.get(path, local, {
+            overwrite: o.overwrite ?? false,
+            allowOpen: o.allowOpen ?? false,
+            onProgress: (b) => bar.update(b),
+          });
           bar.done();
           return n;
         });
@@ -171,6 +180,9 @@ export function registerFsCommands(program: Command): void {
               `group       ${st.group}`,
               `mode        ${formatMode(st.mode, st.isDir)} (${st.mode.toString(8).padStart(4, "0")})`,
               `modified    ${new Date(st.mtimeMs).toISOString()}`,
+              ...(st.recoveredMs > 0
+                ? [`recovered   ${new Date(st.recoveredMs).toISOString()}: ${st.recoveredReason}`]
+                : []),
             ].join("\n"),
           );
         }),
@@ -264,11 +276,21 @@ export function registerFsCommands(program: Command): void {
             [
               `${path ?? "/"}: ${r.healthy ? "HEALTHY" : "NOT HEALTHY"}${r.safeMode ? " (namenode in safe mode)" : ""}`,
               `  ${r.files} files, ${r.directories} directories, ${r.blocks} blocks, ${r.totalBytes} bytes`,
-              `  datanodes: ${r.liveDatanodes} live, ${r.deadDatanodes} dead`,
-              `  under-replicated ${r.underReplicated.length}, missing ${r.missing.length}, corrupt ${r.corrupt.length}`,
+              `  datanodes: ${r.liveDatanodes} live (${r.staleDatanodes} stale: no recent heartbeat), ${r.deadDatanodes} dead`,
+              `  under-replicated ${r.underReplicated.length}, missing ${r.missing.length}, corrupt ${r.corrupt.length}, ` +
+                `suspect ${r.suspect.length} (${r.suspectReplicas} replicas on stale datanodes)`,
               ...list("missing", r.missing),
               ...list("corrupt", r.corrupt),
               ...list("under-replicated", r.underReplicated),
+              ...list("suspect (replicas on stale datanodes listed)", r.suspect),
+              ...(r.recovered.length === 0
+                ? []
+                : [
+                    "recovered by lease recovery (may be shorter than what their writer sent):",
+                    ...r.recovered.map(
+                      (f) => `  ${f.path}  ${f.length} bytes  ${new Date(f.recoveredMs).toISOString()}  ${f.reason}`,
+                    ),
+                  ]),
             ].join("\n"),
           );
           return r.healthy ? 0 : 1;

@@ -84,7 +84,10 @@ export interface DfsCreateOptions {
   replication?: number;
   /** 0 or absent: the namenode's default. */
   blockSizeBytes?: number;
-  /** Called with the bytes acknowledged by every replica so far. */
+  /**
+   * Called with the bytes acknowledged by every replica of the pipeline so far (packet by packet, never decreasing).
+   * Should the writer die, lease recovery keeps at least these bytes.
+   */
   onProgress?: (bytes: number) => void;
 }
 
@@ -95,6 +98,8 @@ export class DfsClient {
   private readonly dataClients = new Map<string, DataTransferClient>();
   /** What reads met so far: replicas refused because their primary was busy, failovers, corrupt replicas found. */
   readonly readStats = { busyRefusals: 0, failovers: 0, corruptReplicas: 0 };
+  /** What writes met so far: pipelines that failed and were replaced (a datanode died, refused, or stayed silent). */
+  readonly writeStats = { pipelineFailures: 0 };
 
   constructor(
     readonly namenodeAddress: string,
@@ -202,7 +207,12 @@ export class DfsClient {
     return new DfsWriteStream(this, normalizeDfsPath(path), opts);
   }
 
-  /** A readable stream of a file (or of `length` bytes from `offset`), verified chunk by chunk, with replica failover. */
+  /**
+   * A readable stream of a file (or of `length` bytes from `offset`), verified chunk by chunk, with replica failover.
+   * As in HDFS, a file still being written can be read: the stream returns its visible prefix (the blocks committed
+   * so far; the block being written is not yet visible) and ends there. `stat()` says whether a file is complete;
+   * `get()` refuses an open file unless asked.
+   */
   createReadStream(path: string, opts: { offset?: number; length?: number } = {}): Readable {
     return new DfsReadStream(this, normalizeDfsPath(path), opts.offset ?? 0, opts.length ?? 0);
   }
@@ -221,12 +231,14 @@ export class DfsClient {
 
   /**
    * Copies a file out to a local path, through a temporary file renamed into place at the end (a failed copy leaves
-   * nothing behind). An existing local file is replaced only with `overwrite`.
+   * nothing behind). An existing local file is replaced only with `overwrite`. A file still being written (or whose
+   * writer died and whose lease is not recovered yet) is refused with NAMENODE_FILE_INCOMPLETE: a copy of it would
+   * silently be a prefix. With `allowOpen` its visible prefix is copied (see `createReadStream`).
    */
   async get(
     dfsPath: string,
     localPath: string,
-    opts: { overwrite?: boolean; onProgress?: (bytes: number) => void } = {},
+    opts: { overwrite?: boolean; onProgress?: (bytes: number) => void; allowOpen?: boolean } = {},
   ): Promise<number> {
     const source = normalizeDfsPath(dfsPath);
     if (
@@ -243,6 +255,13 @@ export class DfsClient {
     const status = await this.stat(source);
     if (status.isDir)
       throw new HarvestError("NAMENODE_IS_A_DIRECTORY", `${source} is a directory`, { details: { path: source } });
+    if (!status.complete && !opts.allowOpen)
+      throw new HarvestError(
+        "NAMENODE_FILE_INCOMPLETE",
+        `${source} is still being written (or its writer died and its lease is not recovered yet); ` +
+          `only ${status.length} bytes are visible. Copy the visible prefix with allowOpen (--allow-open)`,
+        { details: { path: source, visibleBytes: String(status.length) } },
+      );
     const partial = `${localPath}.harvest-partial-${process.pid}`;
     let bytes = 0;
     const counter = new Transform({
@@ -329,10 +348,14 @@ class BlockWrite {
   /** The last packet is acknowledged: every replica has the block on disk. */
   private done = false;
   private onFailure: ((err: Error) => void) | undefined;
+  /** Where each packet in flight ends in the block, by seq (its ack makes that many bytes acknowledged). */
+  private readonly packetEnds = new Map<number, number>();
 
   constructor(
     private readonly client: DfsClient,
     readonly located: LocatedBlockOutput,
+    /** Told the bytes of this block every replica acknowledged, packet by packet. */
+    private readonly onAcked: (bytesInBlock: number) => void = () => undefined,
   ) {}
 
   /** Opens the pipeline and replays any packets already taken (after a failover). */
@@ -350,9 +373,14 @@ class BlockWrite {
             { details: { datanodeId: ack.failedDatanodeId || first.datanodeId, code: ack.errorCode } },
           ),
         );
-      } else if (this.finished && ack.seq === this.seq) {
-        this.done = true;
-        this.lastAcked?.();
+      } else {
+        const end = this.packetEnds.get(ack.seq);
+        this.packetEnds.delete(ack.seq);
+        if (end !== undefined) this.onAcked(end);
+        if (this.finished && ack.seq === this.seq) {
+          this.done = true;
+          this.lastAcked?.();
+        }
       }
     });
     stream.on("error", (err: Error) => {
@@ -417,6 +445,7 @@ class BlockWrite {
   private send(data: Buffer, offset: number, last: boolean): boolean {
     if (!this.stream) return true;
     this.seq += 1;
+    this.packetEnds.set(this.seq, offset + data.length);
     return this.stream.write({
       data: { seq: this.seq, offsetInBlock: offset, data, checksums: chunkChecksums(data), last },
     });
@@ -460,7 +489,11 @@ class DfsWriteStream extends Writable {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private acked = 0;
+  /** The most ever reported to onProgress (a replay after a failover acknowledges bytes again). */
+  private reported = 0;
   private readonly excluded = new Set<string>();
+  /** The error code of each failed pipeline attempt (a full disk is told apart from other failures). */
+  private readonly failureCodes: string[] = [];
 
   constructor(
     private readonly client: DfsClient,
@@ -561,13 +594,35 @@ class DfsWriteStream extends Writable {
       numBytes: bw.bytes,
     };
     this.acked += bw.bytes;
-    this.opts.onProgress?.(this.acked);
+    this.progress(this.acked);
     this.current = undefined;
+  }
+
+  private progress(bytes: number): void {
+    if (bytes <= this.reported) return;
+    this.reported = bytes;
+    this.opts.onProgress?.(bytes);
+  }
+
+  /**
+   * The error a write that gives up ends with: DATANODE_NO_SPACE when every pipeline failed because a datanode's disk
+   * was full (the user's problem is room, not the network), else DFS_WRITE_FAILED.
+   */
+  private givingUp(message: string, cause: unknown): HarvestError {
+    const full = this.failureCodes.length > 0 && this.failureCodes.every((c) => c === "DATANODE_NO_SPACE");
+    return new HarvestError(
+      full ? "DATANODE_NO_SPACE" : "DFS_WRITE_FAILED",
+      full ? `${message}; no datanode had room (their disks are full)` : message,
+      { cause, details: { path: this.path, excluded: [...this.excluded].join(",") } },
+    );
   }
 
   /** Abandons a failed block and replays its packets to a new pipeline without the failed datanode. */
   private async failover(failed: BlockWrite, err: unknown): Promise<BlockWrite> {
     failed.close();
+    this.client.writeStats.pipelineFailures++;
+    const herr = isHarvestError(err) ? err : undefined;
+    this.failureCodes.push(herr?.details["code"] || herr?.code || "INTERNAL");
     const bad = failed.failedDatanode ?? failed.located.locations[0]?.datanodeId;
     if (bad) this.excluded.add(bad);
     if (failed.located.block) {
@@ -581,10 +636,9 @@ class DfsWriteStream extends Writable {
     }
     const attempts = this.excluded.size;
     if (attempts >= this.client.options.maxBlockAttempts) {
-      throw new HarvestError(
-        "DFS_WRITE_FAILED",
+      throw this.givingUp(
         `writing ${this.path} failed on ${attempts} pipelines (last: ${errorMessage(err)}); excluded datanodes: ${[...this.excluded].join(", ")}`,
-        { cause: err },
+        err,
       );
     }
     const next = await this.newPipeline(failed.packets);
@@ -602,16 +656,16 @@ class DfsWriteStream extends Writable {
       });
     } catch (err) {
       if (isHarvestError(err, "NAMENODE_NOT_ENOUGH_DATANODES")) {
-        throw new HarvestError(
-          "DFS_WRITE_FAILED",
+        throw this.givingUp(
           `no datanode can take a block of ${this.path} (excluded: ${[...this.excluded].join(", ") || "none"}): ${errorMessage(err)}`,
-          { cause: err },
+          err,
         );
       }
       throw err;
     }
     this.previous = undefined;
-    const bw = new BlockWrite(this.client, located);
+    const base = this.acked;
+    const bw = new BlockWrite(this.client, located, (inBlock) => this.progress(base + inBlock));
     for (const p of replay) {
       bw.packets.push(p);
       bw.bytes += p.length;

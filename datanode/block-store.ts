@@ -13,11 +13,16 @@
  * crash leaves either an rbw leftover (deleted at the next start: its writes were never acknowledged) or a complete
  * replica. File names are built only from validated integers (`checkBlockId`, `checkGenStamp`); nothing from the wire
  * becomes a path any other way.
+ *
+ * Lease recovery: a replica whose writer went away mid-block (`ReplicaWriter.keepForRecovery`) stays in rbw/ so the
+ * namenode can ask for its length (`recoveryState`, which verifies the checksums) and have it finalized at a prefix
+ * every surviving replica holds (`commitRecovered`); a delete command, or `dropKeptReplicas` after a while, removes it.
+ * A full file system (ENOSPC, EDQUOT) is DATANODE_NO_SPACE, never INTERNAL.
  */
 import { crc32c } from "@node-rs/crc32";
 import { randomUUID } from "node:crypto";
 import type { FileHandle } from "node:fs/promises";
-import { mkdir, open, readdir, readFile, rename, rm, stat, statfs } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, rm, stat, statfs, truncate } from "node:fs/promises";
 import { join } from "node:path";
 import { errorMessage, HarvestError } from "../common/errors.js";
 
@@ -42,6 +47,25 @@ export interface BlockKey {
 /** A finalized replica the store holds. */
 export interface StoredReplica extends BlockKey {
   numBytes: number;
+}
+
+/** What a store holds of a block under lease recovery (see `BlockStore.recoveryState`). */
+export interface RecoveryState {
+  state: "REPLICA_MISSING" | "REPLICA_BEING_WRITTEN" | "REPLICA_FINALIZED";
+  /** Bytes in the replica. */
+  numBytes: number;
+  /** The longest prefix whose every chunk matches its stored checksum. */
+  verifiedBytes: number;
+}
+
+/** Turns a file system "no room" failure into DATANODE_NO_SPACE; anything else is returned unchanged. */
+export function noSpaceError(err: unknown, blockId: number): unknown {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code !== "ENOSPC" && code !== "EDQUOT") return err;
+  return new HarvestError("DATANODE_NO_SPACE", `the disk is full: cannot write block ${blockId} (${code})`, {
+    details: { blockId: String(blockId) },
+    cause: err,
+  });
 }
 
 /** A chunk-aligned piece of a replica with the stored checksum of each of its chunks. */
@@ -333,10 +357,62 @@ export class BlockStore {
     }
   }
 
-  /** Deletes a finalized replica; false when it is not held (deleting twice is harmless). */
+  /**
+   * What this store holds of `block` for lease recovery: a finalized replica of that generation, or a kept (or still
+   * open) rbw replica with the longest prefix of it that matches its checksums. A writer still attached must be stopped
+   * first (its session is the datanode's business); its bytes so far are then counted as they are on disk.
+   */
+  async recoveryState(block: BlockKey): Promise<RecoveryState> {
+    const key = checkBlockKey(block);
+    const replica = this.replicas.get(key.blockId);
+    if (replica && replica.genStamp === key.genStamp)
+      return { state: "REPLICA_FINALIZED", numBytes: replica.numBytes, verifiedBytes: replica.numBytes };
+    const writer = this.writers.get(key.blockId);
+    if (!writer || writer.block.genStamp !== key.genStamp || writer.status !== "open")
+      return { state: "REPLICA_MISSING", numBytes: 0, verifiedBytes: 0 };
+    const { numBytes, verifiedBytes } = await writer.verifiedLength();
+    return { state: "REPLICA_BEING_WRITTEN", numBytes, verifiedBytes };
+  }
+
+  /**
+   * Finalizes a kept rbw replica at `length` (a prefix of its verified bytes): the data is truncated, the last partial
+   * chunk's checksum recomputed, both files synced and moved into current/. A replica already finalized at `length`
+   * is left as it is. DATANODE_BLOCK_NOT_FOUND when there is nothing to finalize, INVALID_ARGUMENT when `length` is
+   * longer than what verifies.
+   */
+  async commitRecovered(block: BlockKey, length: number): Promise<StoredReplica> {
+    const key = checkBlockKey(block);
+    const replica = this.replicas.get(key.blockId);
+    if (replica && replica.genStamp === key.genStamp && replica.numBytes === length) return { ...replica };
+    const writer = this.writers.get(key.blockId);
+    if (!writer || writer.block.genStamp !== key.genStamp || writer.status !== "open" || !writer.kept)
+      throw new HarvestError(
+        "DATANODE_BLOCK_NOT_FOUND",
+        `no replica of block ${key.blockId} generation ${key.genStamp} kept for recovery here`,
+      );
+    return writer.commitRecovered(length);
+  }
+
+  /** Drops replicas kept for recovery since before `beforeMs` (the namenode never asked for them); returns how many. */
+  async dropKeptReplicas(beforeMs: number): Promise<number> {
+    let dropped = 0;
+    for (const w of [...this.writers.values()]) {
+      if (w.keptSinceMs === undefined || w.keptSinceMs >= beforeMs) continue;
+      await w.abort();
+      dropped += 1;
+    }
+    return dropped;
+  }
+
+  /** Deletes a finalized replica, or one kept for recovery; false when it is not held (deleting twice is harmless). */
   async delete(block: BlockKey): Promise<boolean> {
     const key = checkBlockKey(block);
     const replica = this.replicas.get(key.blockId);
+    const kept = this.writers.get(key.blockId);
+    if ((!replica || replica.genStamp !== key.genStamp) && kept?.kept && kept.block.genStamp === key.genStamp) {
+      await kept.abort();
+      return true;
+    }
     if (!replica || replica.genStamp !== key.genStamp) return false;
     this.forget(replica);
     const dir = this.subdir(key.blockId);
@@ -520,6 +596,8 @@ export class ReplicaWriter {
   private written = 0;
   private state: "open" | "finalized" | "aborted" = "open";
   private invalidReason: string | undefined;
+  /** Set when its writer went away and the replica is kept for lease recovery (ms since the epoch). */
+  private keptSince: number | undefined;
   private tail: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -538,11 +616,115 @@ export class ReplicaWriter {
     return this.written;
   }
 
+  /** Whether the replica is kept for lease recovery (its writer went away). */
+  get kept(): boolean {
+    return this.keptSince !== undefined;
+  }
+
+  /** When the replica was kept for lease recovery, or undefined. */
+  get keptSinceMs(): number | undefined {
+    return this.keptSince;
+  }
+
   /** @internal Creates the rbw files. */
   async openFiles(): Promise<void> {
-    this.data = await open(join(this.rbwDir, blockName(this.block)), "w");
-    this.meta = await open(join(this.rbwDir, metaName(this.block)), "w");
-    await this.meta.write(metaHeader(), 0, META_HEADER_BYTES, 0);
+    try {
+      this.data = await open(join(this.rbwDir, blockName(this.block)), "w");
+      this.meta = await open(join(this.rbwDir, metaName(this.block)), "w");
+      await this.meta.write(metaHeader(), 0, META_HEADER_BYTES, 0);
+    } catch (err) {
+      throw noSpaceError(err, this.block.blockId);
+    }
+  }
+
+  /**
+   * The writer went away before the last packet: the replica stays in rbw/ (closed, no more writes) for lease
+   * recovery, instead of being deleted. Later `abort` (a delete command) or `commitRecovered` settles it.
+   */
+  keepForRecovery(nowMs = Date.now()): Promise<void> {
+    return this.serial(async () => {
+      if (this.state !== "open" || this.keptSince !== undefined) return;
+      this.keptSince = nowMs;
+      await this.closeFiles();
+    });
+  }
+
+  /** The bytes on disk and the longest prefix of them whose chunks match the stored checksums. */
+  verifiedLength(): Promise<{ numBytes: number; verifiedBytes: number }> {
+    return this.serial(async () => {
+      const dataPath = join(this.rbwDir, blockName(this.block));
+      const metaPath = join(this.rbwDir, metaName(this.block));
+      const data = await readFile(dataPath).catch(() => Buffer.alloc(0));
+      const meta = await readFile(metaPath).catch(() => Buffer.alloc(0));
+      let verified = 0;
+      if (meta.length >= META_HEADER_BYTES && meta.subarray(0, META_HEADER_BYTES).equals(metaHeader())) {
+        const sums = Math.floor((meta.length - META_HEADER_BYTES) / 4);
+        for (let i = 0; i < sums && i * CHUNK_SIZE < data.length; i++) {
+          const end = Math.min(data.length, (i + 1) * CHUNK_SIZE);
+          const stored = meta.readUInt32BE(META_HEADER_BYTES + i * 4);
+          if (crc32c(data.subarray(i * CHUNK_SIZE, end)) >>> 0 !== stored) break;
+          verified = end;
+        }
+      }
+      return { numBytes: data.length, verifiedBytes: verified };
+    });
+  }
+
+  /** @internal See BlockStore.commitRecovered. */
+  commitRecovered(length: number): Promise<StoredReplica> {
+    return this.serial(async () => {
+      if (this.invalidReason !== undefined || this.state !== "open")
+        throw new HarvestError("DATANODE_BLOCK_NOT_FOUND", `block ${this.block.blockId} is no longer kept here`);
+      const dataPath = join(this.rbwDir, blockName(this.block));
+      const metaPath = join(this.rbwDir, metaName(this.block));
+      const data = await readFile(dataPath);
+      const meta = await readFile(metaPath);
+      const chunks = chunksFor(length);
+      if (
+        !(Number.isSafeInteger(length) && length >= 0 && length <= data.length) ||
+        meta.length < META_HEADER_BYTES + chunks * 4
+      )
+        throw new HarvestError(
+          "INVALID_ARGUMENT",
+          `block ${this.block.blockId}: cannot keep ${length} bytes of a replica of ${data.length}`,
+          { details: { field: "length" } },
+        );
+      for (let i = 0; i < Math.floor(length / CHUNK_SIZE); i++) {
+        const stored = meta.readUInt32BE(META_HEADER_BYTES + i * 4);
+        if (crc32c(data.subarray(i * CHUNK_SIZE, (i + 1) * CHUNK_SIZE)) >>> 0 !== stored)
+          throw new HarvestError(
+            "DATANODE_CHECKSUM_MISMATCH",
+            `block ${this.block.blockId}: chunk ${i} does not match its checksum; cannot keep ${length} bytes`,
+          );
+      }
+      try {
+        await truncate(dataPath, length);
+        await truncate(metaPath, META_HEADER_BYTES + chunks * 4);
+        const fd = await open(metaPath, "r+");
+        const dfd = await open(dataPath, "r+");
+        try {
+          // A kept prefix ending mid-chunk gets that partial chunk's own checksum.
+          if (length % CHUNK_SIZE !== 0) {
+            const tail = data.subarray((chunks - 1) * CHUNK_SIZE, length);
+            const sum = Buffer.alloc(4);
+            sum.writeUInt32BE(crc32c(tail) >>> 0, 0);
+            await fd.write(sum, 0, 4, META_HEADER_BYTES + (chunks - 1) * 4);
+          }
+          await fd.sync();
+          await dfd.sync();
+        } finally {
+          await fd.close();
+          await dfd.close();
+        }
+      } catch (err) {
+        throw noSpaceError(err, this.block.blockId);
+      }
+      this.written = length;
+      const replica = await this.store.commit(this, length);
+      this.state = "finalized";
+      this.keptSince = undefined;
+      return replica;
+    });
   }
 
   /**
@@ -581,8 +763,12 @@ export class ReplicaWriter {
       this.store.checkSpace(data.length, this.block.blockId);
       const sums = Buffer.alloc(expected.length * 4);
       expected.forEach((c, i) => sums.writeUInt32BE(c, i * 4));
-      await writeAll(this.data!, data, offset);
-      await writeAll(this.meta!, sums, META_HEADER_BYTES + (offset / CHUNK_SIZE) * 4);
+      try {
+        await writeAll(this.data!, data, offset);
+        await writeAll(this.meta!, sums, META_HEADER_BYTES + (offset / CHUNK_SIZE) * 4);
+      } catch (err) {
+        throw noSpaceError(err, this.block.blockId);
+      }
       this.written += data.length;
     });
   }
@@ -596,8 +782,12 @@ export class ReplicaWriter {
           "DATANODE_PROTOCOL_ERROR",
           `block ${this.block.blockId}: finalize at ${numBytes} bytes but ${this.written} were written`,
         );
-      await this.data!.sync();
-      await this.meta!.sync();
+      try {
+        await this.data!.sync();
+        await this.meta!.sync();
+      } catch (err) {
+        throw noSpaceError(err, this.block.blockId);
+      }
       await this.closeFiles();
       this.checkOpen();
       const replica = await this.store.commit(this, numBytes);
@@ -628,6 +818,8 @@ export class ReplicaWriter {
   private checkOpen(): void {
     if (this.invalidReason !== undefined)
       throw new HarvestError("DATANODE_BLOCK_NOT_FOUND", `block ${this.block.blockId}: ${this.invalidReason}`);
+    if (this.keptSince !== undefined)
+      throw new HarvestError("DATANODE_PROTOCOL_ERROR", `block ${this.block.blockId} is kept for lease recovery`);
     if (this.state !== "open")
       throw new HarvestError("DATANODE_PROTOCOL_ERROR", `block ${this.block.blockId} is already ${this.state}`);
   }

@@ -7,6 +7,9 @@
  * written here AND downstream acknowledged it; the last packet only after the local finalize (fsync) too. Acks go out
  * in packet order. The first failure anywhere ends the session with exactly one not-ok ack naming the first node that
  * failed (this node, what downstream named, or downstream[0] when its stream died), and the local replica is dropped.
+ * A downstream that is connected but acknowledges nothing for `ackTimeoutMs` (keepalives only catch dead peers) is
+ * such a failure too, named as the failed node. When the writer itself goes away (its call is cancelled: it died or
+ * its connection broke), or lease recovery stops the write, the replica is kept in rbw/ for lease recovery instead.
  */
 import type { BlockAccess } from "../common/block-token.js";
 import type * as grpc from "@grpc/grpc-js";
@@ -46,7 +49,12 @@ export interface DataTransferHost {
   checkBlockToken(token: string, blockId: number, access: BlockAccess): void;
   /** How this datanode reaches others in a pipeline (its daemon certificate; undefined: plaintext). */
   clientSecurity?: ClientSecurity;
+  /** A downstream datanode silent this long while a packet waits for its ack fails the pipeline. @default 30000 */
+  ackTimeoutMs?: number;
 }
+
+/** See DataTransferHost.ackTimeoutMs. */
+const DEFAULT_ACK_TIMEOUT_MS = 30_000;
 
 function busyError(datanodeId: string): HarvestError {
   return new HarvestError(
@@ -90,6 +98,15 @@ export class DataTransferService {
   /** Fails every write in progress (each upstream gets a not-ok ack naming this node). */
   abortAll(code: ErrorCode, message: string): void {
     for (const s of [...this.sessions]) s.fail(new HarvestError(code, message), this.host.datanodeId);
+  }
+
+  /**
+   * Lease recovery: stops the writes of `blockId` in progress here (their upstream gets a not-ok ack) and keeps what
+   * they wrote; resolves once the replica is closed.
+   */
+  async stopWritesOf(blockId: number): Promise<void> {
+    for (const s of [...this.sessions])
+      if (s.blockId === blockId) await s.stopForRecovery(`block ${blockId} is under lease recovery`);
   }
 
   /** Closes the clients to other datanodes. */
@@ -156,6 +173,10 @@ class WriteSession {
   private readonly over = new AbortController();
   private chain: Promise<void> = Promise.resolve();
   private queued = 0;
+  /** Armed while a forwarded packet waits for downstream's ack; fails the pipeline when it fires. */
+  private ackTimer: NodeJS.Timeout | undefined;
+  /** Settles once the replica is kept or dropped after a failure. */
+  private settled: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly svc: DataTransferService,
@@ -169,6 +190,17 @@ class WriteSession {
     return this.svc.host.datanodeId;
   }
 
+  /** The block being written (0 before the header). */
+  get blockId(): number {
+    return this.block?.blockId ?? 0;
+  }
+
+  /** Ends the write with a not-ok ack naming this node and keeps the replica for lease recovery. */
+  async stopForRecovery(why: string): Promise<void> {
+    this.failWith("DATANODE_PIPELINE_FAILED", why, this.self, true);
+    await this.settled;
+  }
+
   start(): void {
     const { call } = this;
     call.on("data", (msg: WritePacketOutput) => {
@@ -177,7 +209,8 @@ class WriteSession {
       this.enqueue(() => this.onPacket(msg));
     });
     call.on("end", () => this.enqueue(() => this.onUpstreamEnd()));
-    call.on("cancelled", () => this.finish("the writer cancelled the write"));
+    // The writer went away mid-block (maybe it died): what it wrote is kept for lease recovery.
+    call.on("cancelled", () => this.finish("the writer cancelled the write", true));
     // Our own call.emit('error') is the only source; grpc-js turns it into the call's status.
     call.on("error", () => undefined);
   }
@@ -255,6 +288,7 @@ class WriteSession {
     this.pending.push(entry);
     if (p.last) this.sawLast = true;
     if (this.down) {
+      this.armAckTimer();
       const ok = this.down.write({ data: p });
       if (p.last) this.down.end();
       else if (!ok) await drained(this.down, this.over.signal);
@@ -289,7 +323,32 @@ class WriteSession {
     }
     head.down = true;
     if (head.last) this.downstreamDone = true;
+    // Downstream is alive: the next packet waiting for its ack gets a full timeout from now.
+    this.clearAckTimer();
+    if (this.pending.some((e) => !e.down)) this.armAckTimer();
     this.flush();
+  }
+
+  private armAckTimer(): void {
+    const next = this.downstream[0];
+    if (this.ackTimer || !next) return;
+    const timeoutMs = this.svc.host.ackTimeoutMs ?? DEFAULT_ACK_TIMEOUT_MS;
+    this.ackTimer = setTimeout(() => {
+      this.ackTimer = undefined;
+      this.fail(
+        new HarvestError(
+          "DATANODE_PIPELINE_FAILED",
+          `downstream ${next.datanodeId} sent no acknowledgement in ${timeoutMs} ms`,
+          { details: { datanodeId: next.datanodeId } },
+        ),
+        next.datanodeId,
+      );
+    }, timeoutMs);
+  }
+
+  private clearAckTimer(): void {
+    if (this.ackTimer) clearTimeout(this.ackTimer);
+    this.ackTimer = undefined;
   }
 
   /** Sends every ack whose packet is done here and downstream, in order. */
@@ -308,6 +367,8 @@ class WriteSession {
   }
 
   private async onUpstreamEnd(): Promise<void> {
+    // A writer that hangs up cleanly mid-block broke the protocol (its replica goes); one that vanished (killed, its
+    // connection lost) cancels instead, and what it wrote is kept for lease recovery.
     if (!this.sawLast) throw protocolError("the stream ended before the last packet");
   }
 
@@ -317,7 +378,7 @@ class WriteSession {
     this.failWith(h.code, h.message, failedDatanodeId);
   }
 
-  private failWith(code: string, message: string, failedDatanodeId: string): void {
+  private failWith(code: string, message: string, failedDatanodeId: string, keep = false): void {
     if (this.over.signal.aborted) return;
     const seq = this.pending[0]?.seq ?? this.lastSeq;
     this.log.info("write failed", { blockId: this.block?.blockId, code, message, failedDatanodeId });
@@ -327,13 +388,17 @@ class WriteSession {
     } catch {
       // The upstream is gone already.
     }
-    this.finish(message);
+    this.finish(message, keep);
   }
 
-  /** Releases everything; with a reason, the attempt failed and leaves no replica behind. */
-  private finish(failure?: string): void {
+  /**
+   * Releases everything; with a reason, the attempt failed and leaves no replica behind, unless `keep`: then an
+   * unfinished replica stays in rbw/ for lease recovery (and a finalized one stays as it is).
+   */
+  private finish(failure?: string, keep = false): void {
     if (this.over.signal.aborted) return;
     this.over.abort();
+    this.clearAckTimer();
     if (this.call.isPaused()) this.call.resume();
     this.onClose();
     if (failure === undefined) return;
@@ -342,8 +407,17 @@ class WriteSession {
     const block = this.block;
     if (!writer || !block) return;
     const store = this.svc.host.store;
+    if (keep) {
+      this.settled = writer
+        .keepForRecovery()
+        .then(() => {
+          if (writer.kept) this.log.info("writer gone: replica kept for lease recovery", { blockId: block.blockId });
+        })
+        .catch((err: unknown) => this.log.warn("could not keep a replica", { error: errorMessage(err) }));
+      return;
+    }
     // Queued behind any write or finalize in progress; a replica finalized before the failure goes too.
-    void writer
+    this.settled = writer
       .abort()
       .then(async () => {
         if (writer.status === "finalized") await store.delete(block);

@@ -37,6 +37,8 @@ import type { NamenodeToDatanodeOutput } from "../proto/generated/harvest/v1/Nam
 import type { RegisterDatanode } from "../proto/generated/harvest/v1/RegisterDatanode.js";
 import type { ReimageResponse } from "../proto/generated/harvest/v1/ReimageResponse.js";
 import type { ReplicateCommandOutput } from "../proto/generated/harvest/v1/ReplicateCommand.js";
+import type { RecoverBlockCommandOutput } from "../proto/generated/harvest/v1/RecoverBlockCommand.js";
+import type { CommitRecoveryCommandOutput } from "../proto/generated/harvest/v1/CommitRecoveryCommand.js";
 
 /** Lifecycle of the datanode. */
 export type DataNodeState = "new" | "starting" | "running" | "stopping" | "stopped";
@@ -184,6 +186,7 @@ export class DataNode {
       isPrimaryBusy: () => this.busy,
       reimage: () => this.reimage(),
       checkBlockToken: (token, blockId, access) => this.checkBlockToken(token, blockId, access),
+      ackTimeoutMs: this.options.pipelineAckTimeoutMs,
       ...(this.options.tls ? { clientSecurity: this.options.tls } : {}),
     });
     this.transfer = transfer;
@@ -420,6 +423,52 @@ export class DataNode {
     }
     for (const r of cmds.replicate) this.replications.push(r);
     this.pumpReplications();
+    for (const r of cmds.recover)
+      this.recoverBlock(r).catch((err: unknown) =>
+        this.log.warn("block recovery failed", { blockId: r.block?.blockId, error: errorMessage(err) }),
+      );
+    for (const c of cmds.commitRecovery)
+      this.commitRecovery(c).catch((err: unknown) =>
+        this.log.warn("could not finalize a recovered replica", {
+          blockId: c.block?.blockId,
+          error: errorMessage(err),
+        }),
+      );
+  }
+
+  /** Lease recovery, first step: stop any write of the block, keep its replica, tell the namenode what is there. */
+  private async recoverBlock(cmd: RecoverBlockCommandOutput): Promise<void> {
+    const key = checkBlockKey(cmd.block);
+    await this.transfer?.stopWritesOf(key.blockId);
+    const st = await this.store.recoveryState(key);
+    this.log.info("block recovery: replica state", { blockId: key.blockId, ...st });
+    this.send({
+      recovery: {
+        block: { ...key, numBytes: st.numBytes },
+        recoveryId: cmd.recoveryId,
+        state: st.state,
+        numBytes: st.numBytes,
+        verifiedBytes: st.verifiedBytes,
+        committed: false,
+      },
+    });
+  }
+
+  /** Lease recovery, second step: finalize the kept replica at the length the namenode chose, and say so. */
+  private async commitRecovery(cmd: CommitRecoveryCommandOutput): Promise<void> {
+    const key = checkBlockKey(cmd.block);
+    const replica = await this.store.commitRecovered(key, cmd.length);
+    this.log.info("block recovery: replica finalized", { blockId: key.blockId, bytes: replica.numBytes });
+    this.send({
+      recovery: {
+        block: replica,
+        recoveryId: cmd.recoveryId,
+        state: "REPLICA_FINALIZED",
+        numBytes: replica.numBytes,
+        verifiedBytes: replica.numBytes,
+        committed: true,
+      },
+    });
   }
 
   private blockReport(): void {
@@ -442,6 +491,13 @@ export class DataNode {
         activeTransfers: this.activeTransfers,
       },
     });
+    // Replicas kept for a lease recovery that never came (the namenode deleted the file, or was away too long) go.
+    store
+      .dropKeptReplicas(this.clock.nowMs() - this.options.keptReplicaTtlMs)
+      .then((n) => {
+        if (n > 0) this.log.info("dropped replicas kept for a lease recovery that never came", { replicas: n });
+      })
+      .catch((err: unknown) => this.log.warn("cannot drop kept replicas", { error: errorMessage(err) }));
     // For the next heartbeat: the file system is shared with the primary, whose files change its free space.
     store
       .refreshDiskStats()

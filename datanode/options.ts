@@ -67,6 +67,16 @@ export interface DataNodeOptions {
   maxConcurrentReplications: number;
   /** Bytes per second one replication may send; 0 means unthrottled. @default 0 */
   replicationBandwidth: number;
+  /**
+   * In a write pipeline, a downstream datanode that acknowledges nothing for this long while a packet waits (alive
+   * but silent: keepalives catch only dead peers) fails the pipeline, named, so the writer replaces it. @default 30000
+   */
+  pipelineAckTimeoutMs: number;
+  /**
+   * A replica whose writer went away mid-block is kept this long for the namenode's lease recovery (which finalizes
+   * it at the length every surviving replica holds, or deletes it); then it is deleted. @default 3600000 (1 h)
+   */
+  keptReplicaTtlMs: number;
 }
 
 /** What a caller must give; everything else has a default. */
@@ -98,6 +108,8 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     registerTimeoutMs: 3_000,
     maxConcurrentReplications: 2,
     replicationBandwidth: 0,
+    pipelineAckTimeoutMs: 30_000,
+    keptReplicaTtlMs: 3_600_000,
     ...stripUndefined(partial),
     datanodeId: partial.datanodeId,
     namenodeAddress: partial.namenodeAddress,
@@ -125,6 +137,8 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     "reconnectMinMs",
     "reconnectMaxMs",
     "registerTimeoutMs",
+    "pipelineAckTimeoutMs",
+    "keptReplicaTtlMs",
   ] as const)
     if (!(Number.isFinite(o[f]) && o[f] > 0)) bad(f, "must be positive");
   if (o.reconnectMaxMs < o.reconnectMinMs) bad("reconnectMaxMs", "must be >= reconnectMinMs");

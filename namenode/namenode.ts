@@ -5,6 +5,10 @@
  * the namenode stays in safe mode (reads answered, mutations refused) until enough blocks are reported. Safe mode and
  * the replication monitor count committed blocks only: the last block of an open file has no final length yet.
  *
+ * Lease recovery (block-recovery.ts): a file whose writer went silent is closed with its last block at the length
+ * every surviving replica of its pipeline holds, asked over the datanodes' streams, and marked recovered. A datanode
+ * silent for `staleAfterMs` is stale: fsck lists its replicas as suspect, and new blocks and copies avoid it.
+ *
  * Decommissioning (the NamenodeAdmin service, admins only): the policy is the replication monitor's (decommission.ts);
  * this class checks who asks and which datanodes, persists the records before answering, keeps draining datanodes out
  * of new pipelines, orders reads with them last, and reports drains in fsck, GetDatanodes and GetDecommissionStatus.
@@ -28,6 +32,10 @@ import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownS
 import { Logger } from "../common/log.js";
 import { SeededRng } from "../common/rng.js";
 import { replicatedBlockMap } from "./block-manager.js";
+import { BlockRecoveries } from "./block-recovery.js";
+import type { RecoveryAnswer, RecoveryOutcome, BlockRecoveryRecord } from "./block-recovery.js";
+import type { BlockRecoveryReportOutput } from "../proto/generated/harvest/v1/BlockRecoveryReport.js";
+import type { RecoveredFile } from "../proto/generated/harvest/v1/RecoveredFile.js";
 import type { BlockManager } from "./block-manager.js";
 import type { ReplicaDeletion } from "./block-manager.js";
 import { Namespace } from "./namespace.js";
@@ -146,6 +154,8 @@ export class NameNode {
   /** When each degrade reason was last logged, so a small cluster does not flood the log. */
   private readonly degradeLogged = new Map<string, number>();
   private recovering = false;
+  /** Last blocks of files whose lease expired, being recovered from their datanodes. */
+  private readonly recoveries: BlockRecoveries;
   private boundPort = 0;
   /** Decommission records are written one after another, each with the state current when it runs (latest wins). */
   private adminWrites: Promise<void> = Promise.resolve();
@@ -179,6 +189,7 @@ export class NameNode {
       maxWorkPerRun: this.options.maxReplicationWorkPerRun || Infinity,
       maxReceiveStreams: this.options.maxReplicationReceiveStreams || Infinity,
     }));
+    this.recoveries = new BlockRecoveries({ answerTimeoutMs: this.options.blockRecoveryTimeoutMs });
     this.store = new NamespaceStore(join(this.options.dataDir, "namespace"));
     const listener: NamespaceListener = {
       blockAllocated: (block, inodeId, replication) => this.blocks.addBlock(block, inodeId, replication, false),
@@ -272,7 +283,9 @@ export class NameNode {
       AddBlock: unary((req: AddBlockRequestOutput) => this.addBlock(req)),
       AbandonBlock: unary(async (req: AbandonBlockRequestOutput) => {
         this.checkWritable();
-        await this.namespace.abandonBlock(req.path, req.clientName, req.block);
+        const pipeline = await this.namespace.abandonBlock(req.path, req.clientName, req.block);
+        // Its datanodes may have kept what they got when the writer hung up on them (for lease recovery): not needed.
+        if (req.block) for (const dn of pipeline) this.queueDeletions([{ datanodeId: dn, block: req.block }]);
         return {};
       }),
       Complete: unary((req: CompleteRequestOutput) => {
@@ -421,16 +434,29 @@ export class NameNode {
     const { block, offset, targets } = await this.namespace.addBlock(
       { path: req.path, clientName: req.clientName, previous: req.previous },
       (file) => {
-        // A datanode out of service takes no new replica.
+        // A datanode out of service takes no new replica; a stale one only when fresh ones are too few.
         const live = this.liveViews().filter((d) => this.monitor.adminState(d.datanodeId) === "NORMAL");
-        const chosen = this.placement.chooseTargets({
-          replication: file.inode.replication,
+        const request = {
           writerDatanodeId: file.inode.writerDatanodeId || undefined,
-          excluded,
-          datanodes: live,
           blockSizeBytes: file.inode.blockSizeBytes,
           rng: this.rng,
+        };
+        const chosen = this.placement.chooseTargets({
+          ...request,
+          replication: file.inode.replication,
+          excluded,
+          datanodes: live.filter((d) => !d.stale),
         });
+        if (chosen.length < file.inode.replication && live.some((d) => d.stale))
+          chosen.push(
+            ...this.placement.chooseTargets({
+              ...request,
+              replication: file.inode.replication - chosen.length,
+              excluded: new Set([...excluded, ...chosen.map((d) => d.datanodeId)]),
+              existing: chosen.map((d) => d.datanodeId),
+              datanodes: live,
+            }),
+          );
         if (chosen.length === 0)
           throw new HarvestError(
             "NAMENODE_NOT_ENOUGH_DATANODES",
@@ -440,6 +466,7 @@ export class NameNode {
           );
         return chosen;
       },
+      (chosen) => chosen.map((d) => d.datanodeId),
     );
     return {
       block,
@@ -477,8 +504,9 @@ export class NameNode {
     const groups: DatanodeEntry[][] = Array.from({ length: 6 }, () => []);
     for (const r of this.blocks.liveReplicas(blockId)) {
       const d = this.datanodes.get(r.datanodeId);
+      // A stale datanode may be dead: read from it only after the others, as from a busy one.
       if (d?.state === "LIVE")
-        groups[(d.primaryBusy ? 3 : 0) + READ_RANK[this.monitor.adminState(d.datanodeId)]]!.push(d);
+        groups[(d.primaryBusy || this.isStale(d) ? 3 : 0) + READ_RANK[this.monitor.adminState(d.datanodeId)]]!.push(d);
     }
     return groups.flatMap((g) => this.shuffle(g)).map((d) => this.info(d.datanodeId));
   }
@@ -505,7 +533,12 @@ export class NameNode {
    */
   private fsck(path: string): FsckReport {
     const { files, directories } = this.namespace.walk(path);
-    const liveIds = new Set(this.liveViews().map((d) => d.datanodeId));
+    const views = this.liveViews();
+    const liveIds = new Set(views.map((d) => d.datanodeId));
+    const staleIds = new Set(views.filter((d) => d.stale).map((d) => d.datanodeId));
+    const suspect: FsckBlock[] = [];
+    let suspectReplicas = 0;
+    const recovered: RecoveredFile[] = [];
     const adminState = (id: string): AdminState => this.monitor.adminState(id);
     const under: FsckBlock[] = [];
     const missing: FsckBlock[] = [];
@@ -516,6 +549,13 @@ export class NameNode {
     let decommissionedReplicas = 0;
     for (const f of files) {
       totalBytes += f.length;
+      if (f.inode.recovered)
+        recovered.push({
+          path: f.path,
+          recoveredMs: f.inode.recovered.atMs,
+          reason: f.inode.recovered.reason,
+          length: f.length,
+        });
       for (const lb of f.blocks) {
         blocks += 1;
         const info = this.blocks.get(lb.block.blockId);
@@ -548,6 +588,15 @@ export class NameNode {
         if (c.health === "missing") missing.push(entry(holders(false)));
         else if (c.health === "under-replicated") under.push(entry(holders(false)));
         if (c.corrupt > 0) corrupt.push(entry(holders(true)));
+        // Replicas on datanodes that stopped heartbeating still count until they are declared dead: suspect.
+        const onStale = [...info.replicas.values()]
+          .filter((r) => !r.corrupt && staleIds.has(r.datanodeId))
+          .map((r) => r.datanodeId)
+          .sort();
+        if (onStale.length > 0) {
+          suspectReplicas += onStale.length;
+          suspect.push(entry(onStale));
+        }
       }
     }
     let live = 0;
@@ -575,6 +624,10 @@ export class NameNode {
       decommissionedReplicas,
       decommissioningDatanodes: out.decommissioning,
       decommissionedDatanodes: out.decommissioned,
+      staleDatanodes: staleIds.size,
+      suspect,
+      suspectReplicas,
+      recovered,
     };
   }
 
@@ -726,6 +779,7 @@ export class NameNode {
         else if (msg.blockReport) this.onBlockReport(entry, msg.blockReport);
         else if (msg.received) this.onBlocksReceived(entry, msg.received);
         else if (msg.reimage) this.onReimageReport(entry);
+        else if (msg.recovery) this.onRecoveryReport(entry, msg.recovery);
         else throw new HarvestError("INVALID_ARGUMENT", "datanode message carries nothing");
       },
       onClose: () => {
@@ -842,6 +896,21 @@ export class NameNode {
     if (this.safeModeOn) this.checkSafeMode();
   }
 
+  private onRecoveryReport(entry: DatanodeEntry, report: BlockRecoveryReportOutput): void {
+    if (!report.block) throw new HarvestError("INVALID_ARGUMENT", "a recovery report needs its block");
+    const answer: RecoveryAnswer = {
+      recoveryId: report.recoveryId,
+      blockId: report.block.blockId,
+      state: report.state,
+      numBytes: report.numBytes,
+      verifiedBytes: report.verifiedBytes,
+      committed: report.committed,
+    };
+    this.recoveries.onAnswer(entry.datanodeId, answer);
+    // Answers move the recovery on at once rather than at the next tick.
+    this.recoveryTick();
+  }
+
   private onReimageReport(entry: DatanodeEntry): void {
     const count = !entry.sessionWipeCounted;
     if (count) entry.reportedWipeOf = entry.storageId;
@@ -904,7 +973,10 @@ export class NameNode {
       else this.log.warn("datanode dead: no heartbeat within the expiry", context);
     }
     this.checkSafeMode();
-    if (!this.safeModeOn) this.recoverLeases();
+    if (!this.safeModeOn) {
+      this.recoverLeases();
+      this.recoveryTick();
+    }
   }
 
   private checkSafeMode(): void {
@@ -928,15 +1000,69 @@ export class NameNode {
     this.recovering = true;
     const work = async (): Promise<void> => {
       for (const path of expired) {
-        if (await this.namespace.recoverLease(path, this.options.leaseTimeoutMs))
-          this.log.warn("lease expired: file closed without its last uncommitted block", { path });
+        const begun = await this.namespace.beginRecovery(path, this.options.leaseTimeoutMs);
+        if (begun === "closed") this.log.warn("lease expired: file closed (no block was being written)", { path });
+        else if (begun) {
+          this.recoveries.start(path, begun.inodeId, begun.block, begun.pipeline, this.clock.nowMs());
+          this.log.warn("lease expired: recovering the last block from its datanodes", {
+            path,
+            blockId: begun.block.blockId,
+            pipeline: begun.pipeline,
+          });
+        }
       }
+      this.recoveryTick();
     };
     work()
       .catch((err: unknown) => this.log.error("lease recovery failed", { error: errorMessage(err) }))
       .finally(() => {
         this.recovering = false;
       });
+  }
+
+  /** Sends the block recoveries' commands and applies the recoveries that ended to the namespace. */
+  private recoveryTick(): void {
+    if (this.recoveries.size === 0 || this.stateValue !== "running") return;
+    for (const r of [...this.recoveries.all()])
+      if (!this.namespace.isRecovering(r.inodeId)) this.recoveries.forget(r.inodeId);
+    const work = this.recoveries.tick(this.clock.nowMs(), (id) => {
+      const d = this.datanodes.get(id);
+      return d?.state === "LIVE" && d.stream !== undefined;
+    });
+    const send = (datanodeId: string, commands: Partial<NamenodeToDatanode["commands"]>): void => {
+      this.datanodes.get(datanodeId)?.stream?.write({
+        commands: { seq: 0, replicate: [], delete: [], reregister: false, ...commands },
+      });
+    };
+    for (const a of work.asks) send(a.datanodeId, { recover: [{ block: a.block, recoveryId: a.recoveryId }] });
+    for (const c of work.commits)
+      send(c.datanodeId, { commitRecovery: [{ block: c.block, recoveryId: c.recoveryId, length: c.length }] });
+    for (const r of work.restarted)
+      this.log.warn("block recovery: no datanode holding the block answered in time; asking again", {
+        path: r.path,
+        blockId: r.block.blockId,
+        pipeline: r.pipeline,
+        attempt: r.attempts,
+      });
+    for (const { recovery, outcome } of work.finished)
+      this.finishRecovery(recovery, outcome).catch((err: unknown) =>
+        this.log.error("could not close a recovered file", { path: recovery.path, error: errorMessage(err) }),
+      );
+  }
+
+  private async finishRecovery(r: BlockRecoveryRecord, outcome: RecoveryOutcome): Promise<void> {
+    const reason =
+      outcome.kind === "commit"
+        ? outcome.reason
+        : `lease expired; last block ${r.block.blockId} dropped: ${outcome.reason}`;
+    const length = outcome.kind === "commit" ? outcome.length : 0;
+    if (!(await this.namespace.finishRecovery(r.inodeId, r.block.blockId, length, reason))) {
+      this.log.info("block recovery ended: the file was deleted or replaced meanwhile", { path: r.path });
+      return;
+    }
+    if (outcome.kind === "drop")
+      this.queueDeletions(outcome.holders.map((datanodeId) => ({ datanodeId, block: r.block })));
+    this.log.warn("lease recovered: file closed", { path: r.path, blockId: r.block.blockId, length, reason });
   }
 
   private replicationTick(): void {
@@ -1045,9 +1171,15 @@ export class NameNode {
         rack: d.rack,
         remainingBytes: d.remainingBytes,
         primaryBusy: d.primaryBusy,
+        stale: this.isStale(d),
       });
     }
     return out;
+  }
+
+  /** Live, but silent for longer than the stale interval (it may be dead). */
+  private isStale(d: DatanodeEntry): boolean {
+    return d.state === "LIVE" && this.clock.nowMs() - d.lastHeartbeatMs > this.options.staleAfterMs;
   }
 
   private info(datanodeId: string): DatanodeInfo {
@@ -1069,6 +1201,7 @@ export class NameNode {
       primaryBusy: d.primaryBusy,
       reimages: d.reimages,
       adminState: this.monitor.adminState(d.datanodeId),
+      stale: this.isStale(d),
     };
   }
 

@@ -63,6 +63,13 @@ export interface FileRecord extends InodeBase {
   leaseHolder: string;
   /** The datanode the writer runs on ("" if none): the first replica of each new block goes there. */
   writerDatanodeId: string;
+  /**
+   * The write pipeline (datanode ids) of the last block while it is uncommitted: where lease recovery looks for its
+   * replicas. Absent once the block is committed, and in files stored before lease recovery asked datanodes.
+   */
+  pipeline?: string[];
+  /** Set when lease recovery closed the file: when, and why (for fsck and `fs stat`). */
+  recovered?: { atMs: number; reason: string };
 }
 
 /** A directory or a file. */

@@ -6,12 +6,13 @@
  * whose writer has not been answered yet; no writer is ever told "done" before its change is durable. Should a sync
  * fail, memory is ahead of disk: the namespace refuses every later mutation until the namenode restarts and reloads.
  *
- * Leases (kept simple, and different from HDFS): a writer's lease is renewed by each call it makes on the file
- * (Create/AddBlock/AbandonBlock/Complete; the protocol has no separate renewal). A file open for longer than the lease
- * timeout since that writer's last call is recovered: the block being written, if any, is dropped, and the file is
- * closed with its committed blocks. HDFS
- * would instead ask the datanodes for the last block's length; here data of a writer that vanished mid-block is lost.
- * Lease times are not persisted: after a restart every open file gets a full timeout.
+ * Leases: a writer's lease is renewed by each call it makes on the file (Create/AddBlock/AbandonBlock/Complete; the
+ * protocol has no separate renewal). A file open for longer than the lease timeout since that writer's last call is
+ * recovered (`beginRecovery`): without a block being written it is closed at once; otherwise the file is marked
+ * under recovery (its writer's calls are refused) while the namenode asks the datanodes of the block's pipeline for
+ * their replicas (namenode/block-recovery.ts), and `finishRecovery` closes it with the last block at the length every
+ * surviving replica holds (HDFS's block recovery). Either way the file keeps a `recovered` mark. Lease times and the
+ * under-recovery mark are not persisted: after a restart every open file gets a full timeout.
  *
  * Permissions (HDFS's, namenode/permissions.ts): every method a client reaches takes the `caller` and checks it, inside
  * the mutation queue, before it looks at whether its target exists; the namenode's own work (lease recovery, tests of
@@ -118,6 +119,8 @@ export class Namespace {
   private readonly children = new Map<number, Map<string, number>>();
   /** Last call of each open file's writer, by inode id (not persisted). */
   private readonly leaseRenewedMs = new Map<number, number>();
+  /** Open files whose lease expired and whose last block is being recovered, by inode id (not persisted). */
+  private readonly recovering = new Set<number>();
   private counters: Counters = { nextInodeId: ROOT_INODE_ID + 1, nextBlockId: 1, nextGenStamp: 1_000 };
   private tail: Promise<unknown> = Promise.resolve();
   /** The sync of the running mutation's last change (set by `commit`). */
@@ -261,7 +264,7 @@ export class Namespace {
     const now = this.clock.nowMs();
     const out: string[] = [];
     for (const [id, renewed] of this.leaseRenewedMs) {
-      if (now - renewed < timeoutMs) continue;
+      if (now - renewed < timeoutMs || this.recovering.has(id)) continue;
       const path = this.pathOf(id);
       if (path) out.push(path);
     }
@@ -371,7 +374,10 @@ export class Namespace {
       change.putEdges.push({ parentId: parent.id, name, childId: file.id });
       change.counters = { nextInodeId: file.id + 1 };
       await this.commit(change);
-      if (existing) this.leaseRenewedMs.delete(existing.id);
+      if (existing) {
+        this.leaseRenewedMs.delete(existing.id);
+        this.recovering.delete(existing.id);
+      }
       this.leaseRenewedMs.set(file.id, now);
       if (removed.length > 0) this.listener.blocksRemoved(removed);
       return this.status(p, file);
@@ -385,6 +391,7 @@ export class Namespace {
   async addBlock<T>(
     req: { path: string; clientName: string; previous?: BlockRecord | null },
     chooseTargets: (file: FileView) => T,
+    pipelineOf: (targets: T) => string[] = () => [],
   ): Promise<{ block: BlockRecord; offset: number; targets: T }> {
     const p = normalizeDfsPath(req.path);
     return this.exclusive(async () => {
@@ -401,7 +408,13 @@ export class Namespace {
       const offset = blocks.reduce((sum, b) => sum + b.numBytes, 0);
       blocks.push(block);
       const change = emptyChange();
-      change.putInodes.push({ ...file, blocks, committedBlocks, mtimeMs: this.clock.nowMs() });
+      change.putInodes.push({
+        ...file,
+        blocks,
+        committedBlocks,
+        pipeline: pipelineOf(targets),
+        mtimeMs: this.clock.nowMs(),
+      });
       change.counters = { nextBlockId: block.blockId + 1, nextGenStamp: block.genStamp + 1 };
       await this.commit(change);
       this.leaseRenewedMs.set(file.id, this.clock.nowMs());
@@ -411,8 +424,11 @@ export class Namespace {
     });
   }
 
-  /** Drops the file's last, uncommitted block (its pipeline failed); the writer then asks for another. */
-  async abandonBlock(path: string, clientName: string, block: BlockRecord | null | undefined): Promise<void> {
+  /**
+   * Drops the file's last, uncommitted block (its pipeline failed); the writer then asks for another. Returns the
+   * block's pipeline (replicas its datanodes kept should go).
+   */
+  async abandonBlock(path: string, clientName: string, block: BlockRecord | null | undefined): Promise<string[]> {
     const p = normalizeDfsPath(path);
     return this.exclusive(async () => {
       const file = this.leasedFile(p, clientName);
@@ -423,10 +439,12 @@ export class Namespace {
           `block ${block?.blockId ?? "(none)"} is not the block being written to ${p}`,
         );
       const change = emptyChange();
-      change.putInodes.push({ ...file, blocks: file.blocks.slice(0, -1), mtimeMs: this.clock.nowMs() });
+      const { pipeline = [], ...rest } = file;
+      change.putInodes.push({ ...rest, blocks: file.blocks.slice(0, -1), mtimeMs: this.clock.nowMs() });
       await this.commit(change);
       this.leaseRenewedMs.set(file.id, this.clock.nowMs());
       this.listener.blocksRemoved([last]);
+      return pipeline;
     });
   }
 
@@ -486,7 +504,10 @@ export class Namespace {
       change.delEdges.push({ parentId: parent.id, name: inode.name });
       change.putInodes.push({ ...parent, mtimeMs: this.clock.nowMs() });
       await this.commit(change);
-      for (const id of removedIds) this.leaseRenewedMs.delete(id);
+      for (const id of removedIds) {
+        this.leaseRenewedMs.delete(id);
+        this.recovering.delete(id);
+      }
       if (removed.length > 0) this.listener.blocksRemoved(removed);
       return true;
     });
@@ -568,8 +589,9 @@ export class Namespace {
   }
 
   /**
-   * Closes a file whose writer's lease expired: the last, uncommitted block is dropped and the file is complete with
-   * its committed blocks. False if the file is gone, closed or its lease was renewed meanwhile.
+   * Closes a file whose writer's lease expired without asking anyone: the last, uncommitted block is dropped and the
+   * file is complete with its committed blocks (marked recovered). False if the file is gone, closed or its lease was
+   * renewed meanwhile. The namenode uses it only when the block's pipeline is unknown; see `beginRecovery`.
    */
   async recoverLease(path: string, timeoutMs: number): Promise<boolean> {
     const p = normalizeDfsPath(path);
@@ -580,21 +602,97 @@ export class Namespace {
       if (this.clock.nowMs() - renewed < timeoutMs) return false;
       // Only a block still being written is dropped; committed ones keep their final length.
       const dropped = inode.blocks.slice(inode.committedBlocks);
-      await this.closeFile(inode, inode.blocks.slice(0, inode.committedBlocks));
+      const reason =
+        dropped.length > 0
+          ? "lease expired; the block being written was dropped (its replicas are unknown)"
+          : "lease expired; no block was being written";
+      await this.closeFile(inode, inode.blocks.slice(0, inode.committedBlocks), reason);
+      this.recovering.delete(inode.id);
       if (dropped.length > 0) this.listener.blocksRemoved(dropped);
       return true;
     });
   }
 
-  /** Closes a file with `blocks` as its final block list and releases its lease (Complete and lease recovery). */
-  private async closeFile(file: FileRecord, blocks: BlockRecord[]): Promise<FileRecord> {
+  /**
+   * Starts the recovery of a file whose writer's lease expired. Without a block being written the file is closed at
+   * once ("closed"); otherwise it is marked under recovery, its writer's calls are refused from now on, and the
+   * block with its pipeline is returned for the namenode to ask the datanodes. Undefined if the file is gone, closed,
+   * already under recovery or its lease was renewed meanwhile.
+   */
+  async beginRecovery(
+    path: string,
+    timeoutMs: number,
+  ): Promise<"closed" | { inodeId: number; block: BlockRecord; pipeline: string[] } | undefined> {
+    const p = normalizeDfsPath(path);
+    return this.exclusive(async () => {
+      const inode = this.resolve(p);
+      if (!inode || inode.kind !== "file" || inode.complete || this.recovering.has(inode.id)) return undefined;
+      const renewed = this.leaseRenewedMs.get(inode.id) ?? 0;
+      if (this.clock.nowMs() - renewed < timeoutMs) return undefined;
+      const last = inode.blocks[inode.blocks.length - 1];
+      if (inode.committedBlocks >= inode.blocks.length || !last) {
+        await this.closeFile(inode, inode.blocks, "lease expired; no block was being written");
+        return "closed";
+      }
+      if (!inode.pipeline || inode.pipeline.length === 0) {
+        // Stored before recovery asked datanodes: nobody to ask, the block is dropped.
+        await this.closeFile(
+          inode,
+          inode.blocks.slice(0, -1),
+          "lease expired; the block being written was dropped (its replicas are unknown)",
+        );
+        this.listener.blocksRemoved([last]);
+        return "closed";
+      }
+      this.recovering.add(inode.id);
+      return { inodeId: inode.id, block: { ...last }, pipeline: [...inode.pipeline] };
+    });
+  }
+
+  /** Whether the file with this inode id is still open and under recovery (not deleted or replaced meanwhile). */
+  isRecovering(inodeId: number): boolean {
+    return this.recovering.has(inodeId);
+  }
+
+  /**
+   * Ends a recovery `beginRecovery` started: the last block is committed at `length` (dropped when 0) and the file
+   * closed with a `recovered` mark giving `reason`. False if the file was deleted or replaced meanwhile.
+   */
+  async finishRecovery(inodeId: number, blockId: number, length: number, reason: string): Promise<boolean> {
+    if (!(Number.isSafeInteger(length) && length >= 0)) throw invalid("length", "must be >= 0");
+    return this.exclusive(async () => {
+      const inode = this.inodes.get(inodeId);
+      const last = inode?.kind === "file" ? inode.blocks[inode.blocks.length - 1] : undefined;
+      if (!inode || inode.kind !== "file" || !this.recovering.has(inodeId) || last?.blockId !== blockId) {
+        this.recovering.delete(inodeId);
+        return false;
+      }
+      const blocks = inode.blocks.slice(0, -1);
+      const kept = length > 0 ? { ...last, numBytes: length } : undefined;
+      if (kept) blocks.push(kept);
+      await this.closeFile(inode, blocks, reason);
+      this.recovering.delete(inodeId);
+      if (kept) this.listener.blockCommitted(kept);
+      else this.listener.blocksRemoved([last]);
+      return true;
+    });
+  }
+
+  /**
+   * Closes a file with `blocks` as its final block list and releases its lease (Complete, and lease recovery with the
+   * `recovered` reason).
+   */
+  private async closeFile(file: FileRecord, blocks: BlockRecord[], recoveredReason?: string): Promise<FileRecord> {
+    const { pipeline: _pipeline, ...rest } = file;
+    const now = this.clock.nowMs();
     const done: FileRecord = {
-      ...file,
+      ...rest,
       blocks,
       committedBlocks: blocks.length,
       complete: true,
       leaseHolder: "",
-      mtimeMs: this.clock.nowMs(),
+      mtimeMs: now,
+      ...(recoveredReason !== undefined ? { recovered: { atMs: now, reason: recoveredReason } } : {}),
     };
     const change = emptyChange();
     change.putInodes.push(done);
@@ -694,6 +792,12 @@ export class Namespace {
   private leasedFile(p: string, clientName: string): FileRecord {
     const inode = this.mustResolve(p);
     if (inode.kind !== "file") throw new HarvestError("NAMENODE_IS_A_DIRECTORY", `${p} is a directory`);
+    if (this.recovering.has(inode.id))
+      throw new HarvestError(
+        "NAMENODE_LEASE_MISMATCH",
+        `the lease on ${p} expired and the namenode is recovering the file; write it again`,
+        { details: { path: p } },
+      );
     if (inode.complete || inode.leaseHolder !== clientName)
       throw new HarvestError(
         "NAMENODE_LEASE_MISMATCH",
@@ -812,6 +916,8 @@ export class Namespace {
         ctimeMs: inode.ctimeMs,
         complete: true,
         blocks: 0,
+        recoveredMs: 0,
+        recoveredReason: "",
       };
     return {
       path: p,
@@ -826,6 +932,8 @@ export class Namespace {
       ctimeMs: inode.ctimeMs,
       complete: inode.complete,
       blocks: inode.blocks.length,
+      recoveredMs: inode.recovered?.atMs ?? 0,
+      recoveredReason: inode.recovered?.reason ?? "",
     };
   }
 }

@@ -43,6 +43,18 @@ export interface NameNodeOptions {
   defaultBlockSizeBytes: number;
   /** A datanode silent for this long is dead and its replicas are gone. @default 30000 */
   datanodeExpiryMs: number;
+  /**
+   * A live datanode silent for this long is stale (HDFS's stale datanode interval): fsck lists its replicas as
+   * suspect, and new blocks and copies avoid it as a target (it is a copy source of last resort) until it heartbeats
+   * again or is declared dead. @default 5 × heartbeatIntervalMs, at most datanodeExpiryMs
+   */
+  staleAfterMs: number;
+  /**
+   * Lease recovery waits this long for the datanodes of the last block's pipeline to answer (and then to finalize the
+   * replica) before it goes on without the silent ones, or, when none holding the block answered, tries again.
+   * @default 10000
+   */
+  blockRecoveryTimeoutMs: number;
   /** Datanodes heartbeat this often (told at registration). @default 1000 */
   heartbeatIntervalMs: number;
   /** Safe mode ends once this fraction of the committed blocks has a reported replica. @default 0.999 */
@@ -62,7 +74,10 @@ export interface NameNodeOptions {
    * considerLoad leaves out overloaded datanodes); 0 for no limit. @default 0
    */
   maxReplicationReceiveStreams: number;
-  /** An open file whose writer is silent this long is closed (its last uncommitted block dropped). @default 60000 */
+  /**
+   * An open file whose writer is silent this long is recovered: its last block is kept at the length every surviving
+   * replica holds, and the file is closed and marked recovered. @default 60000
+   */
   leaseTimeoutMs: number;
   /** How often datanode liveness, leases and safe mode are checked. @default 500 */
   monitorIntervalMs: number;
@@ -113,6 +128,8 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
     maxReplication: 32,
     defaultBlockSizeBytes: 64 * 1024 * 1024,
     datanodeExpiryMs: 30_000,
+    staleAfterMs: 0,
+    blockRecoveryTimeoutMs: 10_000,
     heartbeatIntervalMs: 1_000,
     safeModeThreshold: 0.999,
     safeModeExtensionMs: 0,
@@ -157,11 +174,16 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
     "leaseTimeoutMs",
     "monitorIntervalMs",
     "tenantRefreshMs",
+    "blockRecoveryTimeoutMs",
   ] as const) {
     if (!(o[f] > 0)) bad(f, "must be a positive number of milliseconds");
   }
   if (o.heartbeatIntervalMs > 2 ** 31 - 1) bad("heartbeatIntervalMs", "must fit in an int32");
   if (o.datanodeExpiryMs <= o.heartbeatIntervalMs) bad("datanodeExpiryMs", "must be longer than heartbeatIntervalMs");
+  if (!(Number.isFinite(o.staleAfterMs) && o.staleAfterMs >= 0)) bad("staleAfterMs", "must be >= 0 (0: the default)");
+  o.staleAfterMs ||= Math.min(5 * o.heartbeatIntervalMs, o.datanodeExpiryMs);
+  if (o.staleAfterMs <= o.heartbeatIntervalMs || o.staleAfterMs > o.datanodeExpiryMs)
+    bad("staleAfterMs", "must be longer than heartbeatIntervalMs and at most datanodeExpiryMs");
   if (!(o.safeModeThreshold >= 0 && o.safeModeThreshold <= 1)) bad("safeModeThreshold", "must be in [0, 1]");
   if (!(o.safeModeExtensionMs >= 0)) bad("safeModeExtensionMs", "must be >= 0");
   if (!Number.isInteger(o.maxReplicationStreams) || o.maxReplicationStreams < 1)

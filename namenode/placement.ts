@@ -13,6 +13,8 @@ export interface DatanodeView {
   readonly remainingBytes: number;
   /** The primary tenant is busy: the datanode refuses reads and writes for now. */
   readonly primaryBusy: boolean;
+  /** Silent for longer than the stale interval (it may be dead): callers avoid it as a target. @default false */
+  readonly stale?: boolean;
 }
 
 /** One placement question. */

@@ -562,8 +562,13 @@ export class ReplicationMonitor implements BlockEventListener {
     const needed = b.expectedReplication - good.length - inFlight;
     // Sources in order of preference: a draining datanode takes no new writes and its replicas must go anyway (HDFS
     // prefers it too); a decommissioned one only when nothing else holds the block.
-    const tiers = draining.length + good.length > 0 ? [draining, good] : [decommissioned];
-    if (tiers.every((t) => t.length === 0) || needed <= 0) return "done";
+    const byPreference = draining.length + good.length > 0 ? [draining, good] : [decommissioned];
+    if (byPreference.every((t) => t.length === 0) || needed <= 0) return "done";
+    // A stale datanode (silent, maybe dead) is a source only when no fresh one of the same tier is there.
+    const tiers = byPreference.flatMap((t) => [
+      t.filter((dn) => !live.get(dn)!.stale),
+      t.filter((dn) => live.get(dn)!.stale),
+    ]);
     // A busy primary makes its datanode refuse reads, so it cannot be a source right now.
     const limit = this.options.maxReplicationStreams;
     let idle = false;
@@ -596,8 +601,15 @@ export class ReplicationMonitor implements BlockEventListener {
     };
     for (const dn of b.replicas.keys()) exclude(dn);
     for (const p of this.pending.get(id) ?? []) for (const t of p.targets) exclude(t);
-    // Never a target: a datanode out of service (the policy then places the copy by the in-service replicas alone).
+    // Never a target: a datanode out of service (the policy then places the copy by the in-service replicas alone),
+    // nor a stale one (a copy sent to a datanode that may be dead waits a whole timeout to be found lost).
     if (anyOut) for (const dn of this.admin.datanodes()) exclude(dn);
+    let staleExcluded = false;
+    for (const d of live.all)
+      if (d.stale) {
+        exclude(d.datanodeId);
+        staleExcluded = true;
+      }
     let targets: DatanodeView[];
     try {
       targets = this.policy.chooseTargets({
@@ -611,8 +623,9 @@ export class ReplicationMonitor implements BlockEventListener {
     } finally {
       for (const dn of added) excluded.delete(dn);
     }
-    // No target: a receive stream frees within a copy's time; primary load and free space change with datanode state.
-    if (targets.length === 0) return loadExcluded ? "wait" : "blocked";
+    // No target: a receive stream frees within a copy's time, a stale datanode heartbeats again or is declared dead;
+    // primary load and free space change with datanode state.
+    if (targets.length === 0) return loadExcluded || staleExcluded ? "wait" : "blocked";
     const sourceId = sources[Math.min(sources.length - 1, Math.floor(this.rng.next() * sources.length))]!;
     this.open({
       blockId: id,
@@ -623,7 +636,7 @@ export class ReplicationMonitor implements BlockEventListener {
     });
     work.replicate.push({ sourceId, block: record(b), targets, priority: level });
     if (targets.length >= needed) return "done";
-    return loadExcluded ? "wait" : "blocked";
+    return loadExcluded || staleExcluded ? "wait" : "blocked";
   }
 
   // ------------------------------------------------------------------------------------------------ bookkeeping

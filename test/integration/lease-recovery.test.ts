@@ -1,0 +1,244 @@
+/**
+ * Lease recovery on real daemons: an in-process namenode and three datanodes (real gRPC on loopback, real block
+ * files), and a writer in its own process that is kill -9'd mid-block after the pipeline acknowledged some bytes. Once
+ * its lease expires the namenode asks the datanodes for the last block's replicas and keeps the prefix every surviving
+ * one holds: the file reads back with every acknowledged byte, byte-identical, and is marked recovered. While the
+ * writer is alive, `get` of the open file is refused with a coded error unless the visible prefix is asked for.
+ */
+import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { DfsClient } from "../../client/dfs-client.js";
+import { isHarvestError } from "../../common/errors.js";
+import { Logger } from "../../common/log.js";
+import { distEntry } from "../../common/paths.js";
+import { StepPrimaryMonitor } from "../../common/step-monitor.js";
+import { DataNode } from "../../datanode/index.js";
+import { NameNode } from "../../namenode/index.js";
+import { requireBuild } from "./harness.js";
+
+const quiet = new Logger("test", "error");
+const KiB = 1024;
+const BLOCK = 256 * KiB;
+const PACKET = 64 * KiB;
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function readAll(dfs: DfsClient, path: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of dfs.createReadStream(path)) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return "OK";
+  } catch (err) {
+    return isHarvestError(err) ? err.code : `not a HarvestError: ${String(err)}`;
+  }
+}
+
+/**
+ * A writer process: writes `local` into `path` through DfsClient (never closing it), prints every acknowledged byte
+ * count as `acked <n>`, and lives until killed.
+ */
+class WriterProcess {
+  readonly proc: ChildProcess;
+  acked = 0;
+  stderr = "";
+
+  constructor(nnAddress: string, path: string, local: string) {
+    const client = pathToFileURL(distEntry("client/dfs-client.js")).href;
+    const script = `
+      import { readFileSync } from "node:fs";
+      const { DfsClient } = await import(${JSON.stringify(client)});
+      const dfs = new DfsClient(${JSON.stringify(nnAddress)}, { clientName: "doomed-writer-" + process.pid });
+      const out = dfs.createWriteStream(${JSON.stringify(path)}, {
+        replication: 3,
+        blockSizeBytes: ${BLOCK},
+        onProgress: (b) => process.stdout.write("acked " + b + "\\n"),
+      });
+      out.on("error", (err) => process.stderr.write("write failed: " + err.message + "\\n"));
+      out.write(readFileSync(${JSON.stringify(local)}));
+      setInterval(() => undefined, 60_000);
+    `;
+    this.proc = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
+    let buffered = "";
+    this.proc.stdout!.on("data", (d: Buffer) => {
+      buffered += d.toString();
+      const lines = buffered.split("\n");
+      buffered = lines.pop() ?? "";
+      for (const line of lines) {
+        const m = /^acked (\d+)$/.exec(line);
+        if (m) this.acked = Math.max(this.acked, Number(m[1]));
+      }
+    });
+    this.proc.stderr!.on("data", (d: Buffer) => (this.stderr += d.toString()));
+  }
+
+  /** kill -9: no goodbye to the namenode or the datanodes. */
+  async kill(): Promise<void> {
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return;
+    const exited = new Promise((r) => this.proc.once("exit", r));
+    this.proc.kill("SIGKILL");
+    await exited;
+  }
+}
+
+describe("lease recovery of a file whose writer was killed mid-block", () => {
+  let dir: string;
+  let nn: NameNode;
+  let dfs: DfsClient;
+  const datanodes = new Map<string, DataNode>();
+  const writers: WriterProcess[] = [];
+
+  async function startDatanode(id: string): Promise<DataNode> {
+    const dn = new DataNode(
+      { datanodeId: id, namenodeAddress: nn.address, dataDir: join(dir, id), capacityBytes: 1 << 30 },
+      { logger: quiet, monitor: new StepPrimaryMonitor({ capacityMilli: 1000 }) },
+    );
+    await dn.start();
+    datanodes.set(id, dn);
+    return dn;
+  }
+
+  /** Runs the CLI against this namenode (asynchronously: the daemons serve from this process). */
+  async function harvest(...args: string[]): Promise<{ status: number | null; stderr: string }> {
+    const config = join(dir, "client.json");
+    writeFileSync(config, JSON.stringify({ nnAddress: nn.address }));
+    const cli = spawn(process.execPath, [distEntry("cli/harvest.js"), ...args, "--config", config], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    cli.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const status = await new Promise<number | null>((resolve) => cli.on("exit", resolve));
+    return { status, stderr };
+  }
+
+  /** Starts a writer of `bytes` random bytes and waits until the pipeline acknowledged `ackedAtLeast` of them. */
+  async function writeUntilAcked(path: string, bytes: number, ackedAtLeast: number): Promise<[WriterProcess, Buffer]> {
+    const data = randomBytes(bytes);
+    const local = join(dir, `${path.replaceAll("/", "_")}.src`);
+    writeFileSync(local, data);
+    const w = new WriterProcess(nn.address, path, local);
+    writers.push(w);
+    await until(`${ackedAtLeast} acknowledged bytes (writer said: ${w.stderr})`, async () =>
+      w.acked >= ackedAtLeast ? true : undefined,
+    );
+    return [w, data];
+  }
+
+  beforeAll(async () => {
+    requireBuild();
+    dir = mkdtempSync(join(tmpdir(), "harvest-lease-"));
+    nn = new NameNode(
+      {
+        dataDir: join(dir, "nn"),
+        insecure: true,
+        heartbeatIntervalMs: 200,
+        datanodeExpiryMs: 5_000,
+        monitorIntervalMs: 100,
+        replicationIntervalMs: 200,
+        // Long enough for the CLI to look at the open file while its writer lives (the lease renews only on calls).
+        leaseTimeoutMs: 4_000,
+        blockRecoveryTimeoutMs: 1_500,
+        defaultReplication: 3,
+      },
+      { logger: quiet },
+    );
+    await nn.start();
+    for (const id of ["dn1", "dn2", "dn3"]) await startDatanode(id);
+    dfs = new DfsClient(nn.address);
+    await until("three datanodes", async () => ((await dfs.datanodes()).length === 3 ? true : undefined));
+  });
+
+  afterEach(async () => {
+    for (const w of writers.splice(0)) await w.kill();
+  });
+
+  afterAll(async () => {
+    dfs?.close();
+    await Promise.all([...datanodes.values()].map((d) => d.stop()));
+    await nn?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("keeps every acknowledged byte, byte-identical, and marks the file recovered", async () => {
+    // Two whole blocks, and half of a third acknowledged packet by packet; the tail stays in the writer's buffer.
+    const acked = 2 * BLOCK + 2 * PACKET;
+    const [writer, data] = await writeUntilAcked("/logs/app.log", acked + 1000, acked);
+
+    // While the writer lives, the file is open: a copy of it is refused, or asked for as the visible prefix.
+    const copy = join(dir, "open-copy");
+    expect(await codeOf(dfs.get("/logs/app.log", copy))).toBe("NAMENODE_FILE_INCOMPLETE");
+    expect(existsSync(copy)).toBe(false);
+    const visible = await dfs.get("/logs/app.log", copy, { allowOpen: true });
+    expect(visible).toBeGreaterThanOrEqual(2 * BLOCK);
+    expect(readFileSync(copy).equals(data.subarray(0, visible))).toBe(true);
+    const refused = await harvest("fs", "get", "/logs/app.log", join(dir, "cli-copy"));
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain("[NAMENODE_FILE_INCOMPLETE]");
+    const allowed = await harvest("fs", "get", "/logs/app.log", join(dir, "cli-copy"), "--allow-open");
+    expect(allowed.status).toBe(0);
+    expect(allowed.stderr).toContain("still being written");
+    expect(
+      data.subarray(0, readFileSync(join(dir, "cli-copy")).length).equals(readFileSync(join(dir, "cli-copy"))),
+    ).toBe(true);
+
+    await writer.kill();
+    const ackedBeforeDeath = writer.acked;
+    expect(ackedBeforeDeath).toBeGreaterThanOrEqual(acked);
+    const st = await until("the lease to be recovered", async () => {
+      const s = await dfs.stat("/logs/app.log");
+      return s.complete ? s : undefined;
+    });
+    expect(st.length).toBeGreaterThanOrEqual(ackedBeforeDeath);
+    expect(st.length).toBeLessThanOrEqual(data.length);
+    expect(st.blocks).toBe(3);
+    expect(st.recoveredMs).toBeGreaterThan(0);
+    expect(st.recoveredReason).toMatch(/lease expired/);
+    const back = await readAll(dfs, "/logs/app.log");
+    expect(back.length).toBe(st.length);
+    expect(back.equals(data.subarray(0, back.length))).toBe(true);
+
+    const fsck = await dfs.fsck("/logs");
+    expect(fsck.recovered.map((f) => f.path)).toEqual(["/logs/app.log"]);
+    // The recovered block has its replicas: the file is healthy and fully replicated.
+    await until("the recovered block's replicas", async () => {
+      const r = await dfs.fsck("/logs");
+      return r.healthy && r.underReplicated.length === 0 ? true : undefined;
+    });
+  });
+
+  it("skips a datanode that is down during recovery and keeps the prefix on the others", async () => {
+    const acked = BLOCK + 3 * PACKET;
+    const [writer, data] = await writeUntilAcked("/logs/second.log", acked, acked);
+    await writer.kill();
+    // One of the three replicas of the last block goes away before the namenode asks.
+    await datanodes.get("dn3")!.stop();
+    datanodes.delete("dn3");
+    const st = await until("the lease to be recovered without dn3", async () => {
+      const s = await dfs.stat("/logs/second.log");
+      return s.complete ? s : undefined;
+    });
+    expect(st.length).toBeGreaterThanOrEqual(acked);
+    expect(st.recoveredReason).not.toMatch(/dn3/);
+    const back = await readAll(dfs, "/logs/second.log");
+    expect(back.equals(data.subarray(0, back.length))).toBe(true);
+    expect(back.length).toBeGreaterThanOrEqual(acked);
+  });
+});
