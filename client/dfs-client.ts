@@ -17,6 +17,7 @@ import { normalizeDfsPath, parentPath } from "../common/dfs-path.js";
 import { errorMessage, fromGrpcError, HarvestError, isHarvestError } from "../common/errors.js";
 import { CLAIMED_USER_METADATA, localUserName } from "../common/fs-permission.js";
 import { TOKEN_METADATA } from "../common/auth.js";
+import { Logger } from "../common/log.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import type { BlockOutput } from "../proto/generated/harvest/v1/Block.js";
@@ -75,6 +76,19 @@ export interface DfsClientOptions {
    * @default ""
    */
   dfsToken: string;
+  /**
+   * While any write stream of this client is open, its leases are renewed (RenewLease) this often, so that a writer
+   * streaming one long block is not taken for dead. Keep it well under the namenode's lease timeout (a third of it).
+   * @default 10000
+   */
+  leaseRenewMs: number;
+  /**
+   * How long a write keeps retrying a namenode call that failed because the namenode is away (UNAVAILABLE) or in safe
+   * mode after a restart, before the write fails with that error. 0: no retry. @default 60000
+   */
+  namenodeRetryMs: number;
+  /** Where renewal failures and retries are logged. @default a Logger named "dfs-client" */
+  logger: Logger;
 }
 
 /** Options of a new file. */
@@ -98,8 +112,12 @@ export class DfsClient {
   private readonly dataClients = new Map<string, DataTransferClient>();
   /** What reads met so far: replicas refused because their primary was busy, failovers, corrupt replicas found. */
   readonly readStats = { busyRefusals: 0, failovers: 0, corruptReplicas: 0 };
-  /** What writes met so far: pipelines that failed and were replaced (a datanode died, refused, or stayed silent). */
-  readonly writeStats = { pipelineFailures: 0 };
+  /**
+   * What writes met so far: pipelines that failed and were replaced (a datanode died, refused, or stayed silent),
+   * lease renewals sent, and namenode calls retried through an outage.
+   */
+  readonly writeStats = { pipelineFailures: 0, leaseRenewals: 0, namenodeRetries: 0 };
+  private readonly renewer: LeaseRenewer;
 
   constructor(
     readonly namenodeAddress: string,
@@ -113,8 +131,26 @@ export class DfsClient {
       namenodeTimeoutMs: 30_000,
       user: localUserName(),
       dfsToken: "",
+      leaseRenewMs: 10_000,
+      namenodeRetryMs: 60_000,
+      logger: new Logger("dfs-client"),
       ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)),
     };
+    if (!(Number.isSafeInteger(this.options.leaseRenewMs) && this.options.leaseRenewMs > 0))
+      throw new HarvestError(
+        "INVALID_ARGUMENT",
+        `leaseRenewMs must be a positive integer, not ${this.options.leaseRenewMs}`,
+        {
+          details: { field: "leaseRenewMs" },
+        },
+      );
+    if (!(Number.isSafeInteger(this.options.namenodeRetryMs) && this.options.namenodeRetryMs >= 0))
+      throw new HarvestError(
+        "INVALID_ARGUMENT",
+        `namenodeRetryMs must be a non-negative integer, not ${this.options.namenodeRetryMs}`,
+        { details: { field: "namenodeRetryMs" } },
+      );
+    this.renewer = new LeaseRenewer(this);
     const security = this.options.security;
     this.nn = makeClient(
       loadHarvestProto().ClientNamenode,
@@ -281,8 +317,9 @@ export class DfsClient {
     return bytes;
   }
 
-  /** Closes every channel. */
+  /** Closes every channel (and stops renewing leases). */
   close(): void {
+    this.renewer.stop();
     this.nn.close();
     for (const c of this.dataClients.values()) c.close();
   }
@@ -300,6 +337,37 @@ export class DfsClient {
   /** @internal */
   get namenode(): ClientNamenodeClient {
     return this.nn;
+  }
+
+  /** @internal The write streams open now: their leases are renewed until they end. */
+  get leases(): LeaseRenewer {
+    return this.renewer;
+  }
+
+  /**
+   * @internal A namenode call of a write, retried while the namenode is away (UNAVAILABLE) or in safe mode, for up to
+   * `namenodeRetryMs` (waits of 250 ms doubling up to 4 s). Only calls whose retry is harmless go through here.
+   */
+  async nnCallRetrying<Req, Res>(
+    what: string,
+    method: (req: Req, cb: (err: grpc.ServiceError | null, res?: Res) => void) => unknown,
+    req: Req,
+  ): Promise<Res> {
+    const deadline = Date.now() + this.options.namenodeRetryMs;
+    for (let waitMs = 250; ; waitMs = Math.min(waitMs * 2, 4_000)) {
+      try {
+        return await this.nnCall(method, req);
+      } catch (err) {
+        const transient = isHarvestError(err, "UNAVAILABLE") || isHarvestError(err, "NAMENODE_SAFE_MODE");
+        if (!transient || Date.now() + waitMs > deadline) throw err;
+        this.writeStats.namenodeRetries++;
+        this.options.logger.warn(`namenode unavailable during ${what}; retrying`, {
+          inMs: waitMs,
+          error: errorMessage(err),
+        });
+        await new Promise((r) => setTimeout(r, waitMs));
+      }
+    }
   }
 
   /** @internal */
@@ -332,6 +400,52 @@ export function chunkChecksums(data: Buffer): number[] {
 }
 
 // ------------------------------------------------------------------------------------------------ writing
+
+/**
+ * Renews the client's leases (RenewLease, every `leaseRenewMs`) while at least one of its write streams is open: a
+ * writer streaming one long block makes no other namenode call for a while. One renewal at a time; a failure is
+ * logged and the next tick tries again; the timer is unref'd and stops when the last stream ends.
+ */
+class LeaseRenewer {
+  private readonly open = new Set<object>();
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight = false;
+
+  constructor(private readonly client: DfsClient) {}
+
+  /** A write stream opened (its file exists on the namenode). */
+  add(stream: object): void {
+    this.open.add(stream);
+    if (this.timer) return;
+    this.timer = setInterval(() => this.renew(), this.client.options.leaseRenewMs);
+    this.timer.unref();
+  }
+
+  /** A write stream ended (completed, failed or destroyed). */
+  remove(stream: object): void {
+    this.open.delete(stream);
+    if (this.open.size === 0) this.stop();
+  }
+
+  /** Stops renewing (the client is closing). */
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private renew(): void {
+    if (this.inFlight || this.open.size === 0) return;
+    this.inFlight = true;
+    this.client
+      .nnCall(this.client.namenode.renewLease, { clientName: this.client.options.clientName })
+      .then(
+        () => this.client.writeStats.leaseRenewals++,
+        (err: unknown) =>
+          this.client.options.logger.warn("could not renew the lease; will retry", { error: errorMessage(err) }),
+      )
+      .finally(() => (this.inFlight = false));
+  }
+}
 
 /**
  * One block's write through a pipeline. Packets go out as data arrives; they are kept until the block's last packet
@@ -506,9 +620,15 @@ class DfsWriteStream extends Writable {
   override _construct(callback: (err?: Error | null) => void): void {
     // Like HDFS's create(createParent=true): missing parent directories are made first.
     const parent = parentPath(this.path);
-    (parent === "/" ? Promise.resolve() : this.client.mkdir(parent).then(() => undefined))
+    const parentMade =
+      parent === "/"
+        ? Promise.resolve()
+        : this.client
+            .nnCallRetrying("mkdirs", this.client.namenode.mkdirs, { path: parent, owner: this.client.options.user })
+            .then(() => undefined);
+    parentMade
       .then(() =>
-        this.client.nnCall(this.client.namenode.create, {
+        this.client.nnCallRetrying("create", this.client.namenode.create, {
           path: this.path,
           owner: this.client.options.user,
           replication: this.opts.replication ?? 0,
@@ -521,6 +641,7 @@ class DfsWriteStream extends Writable {
       .then(
         (status) => {
           this.created = true;
+          this.client.leases.add(this);
           this.blockSize = status.blockSize;
           if (!(this.blockSize > 0)) throw new HarvestError("DFS_WRITE_FAILED", "the namenode reported no block size");
           callback();
@@ -536,6 +657,12 @@ class DfsWriteStream extends Writable {
 
   override _final(callback: (err?: Error | null) => void): void {
     this.finishAll().then(() => callback(), callback);
+  }
+
+  override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
+    // Finished, failed or destroyed: this stream's file needs no more renewals (other open streams keep theirs).
+    this.client.leases.remove(this);
+    callback(err);
   }
 
   private async take(chunk: Buffer): Promise<void> {
@@ -648,7 +775,7 @@ class DfsWriteStream extends Writable {
   private async newPipeline(replay: Buffer[]): Promise<BlockWrite> {
     let located: LocatedBlockOutput;
     try {
-      located = await this.client.nnCall(this.client.namenode.addBlock, {
+      located = await this.client.nnCallRetrying("addBlock", this.client.namenode.addBlock, {
         path: this.path,
         clientName: this.client.options.clientName,
         ...(this.previous ? { previous: this.previous } : {}),
@@ -677,7 +804,7 @@ class DfsWriteStream extends Writable {
   private async finishAll(): Promise<void> {
     if (!this.created) return;
     if (this.pendingBytes > 0 || this.current) await this.endBlock();
-    await this.client.nnCall(this.client.namenode.complete, {
+    await this.client.nnCallRetrying("complete", this.client.namenode.complete, {
       path: this.path,
       clientName: this.client.options.clientName,
       ...(this.previous ? { last: this.previous } : {}),

@@ -10,8 +10,9 @@
  * the CRC32C of every 512-byte chunk of the data (the last chunk may be shorter) as uint32 BE.
  *
  * Invariants: a replica reaches current/ only by rename, after its data, its meta and the directory are fsynced, so a
- * crash leaves either an rbw leftover (deleted at the next start: its writes were never acknowledged) or a complete
- * replica. File names are built only from validated integers (`checkBlockId`, `checkGenStamp`); nothing from the wire
+ * crash leaves either an rbw leftover or a complete replica. An rbw leftover may hold bytes the pipeline acknowledged
+ * to a writer (acks do not wait for the final fsync), so the next start keeps it, cut to its checksum-verified prefix,
+ * as a replica kept for lease recovery (below); only leftovers with nothing verifiable are deleted. File names are built only from validated integers (`checkBlockId`, `checkGenStamp`); nothing from the wire
  * becomes a path any other way.
  *
  * Lease recovery: a replica whose writer went away mid-block (`ReplicaWriter.keepForRecovery`) stays in rbw/ so the
@@ -98,7 +99,9 @@ export interface BlockStoreOptions {
 /** What the start-up scan found. */
 export interface ScanResult {
   replicas: number;
-  /** Unfinished replicas removed from rbw/. */
+  /** Unfinished replicas kept in rbw/ for lease recovery (cut to their checksum-verified prefix). */
+  rbwKept: number;
+  /** Unfinished replicas removed from rbw/ (nothing of them verified, or a newer generation is finalized). */
   rbwRemoved: number;
   /** Data or meta files without their other half, removed. */
   orphansRemoved: number;
@@ -202,9 +205,12 @@ export class BlockStore {
     this.listener = options.listener ?? {};
   }
 
-  /** Opens (creating if needed) the storage at `options.dataDir`: reads VERSION, drops rbw leftovers, scans current/. */
+  /**
+   * Opens (creating if needed) the storage at `options.dataDir`: reads VERSION, scans current/, and keeps rbw leftovers
+   * for lease recovery (see `keptReplicas`).
+   */
   static async open(options: BlockStoreOptions): Promise<BlockStore> {
-    const store = new BlockStore(options, { replicas: 0, rbwRemoved: 0, orphansRemoved: 0 });
+    const store = new BlockStore(options, { replicas: 0, rbwKept: 0, rbwRemoved: 0, orphansRemoved: 0 });
     await store.init(options.capacityBytes ?? 0);
     return store;
   }
@@ -258,9 +264,14 @@ export class BlockStore {
     return [...this.corruptReplicas.values()].map((r) => ({ ...r }));
   }
 
-  /** Replicas being written now. */
+  /** Replicas being written now (replicas kept for lease recovery included). */
   get openWriters(): number {
     return this.writers.size;
+  }
+
+  /** Replicas kept in rbw/ for lease recovery (their writer went away, or the datanode restarted under them). */
+  keptReplicas(): StoredReplica[] {
+    return [...this.writers.values()].filter((w) => w.kept).map((w) => ({ ...w.block, numBytes: w.bytesWritten }));
   }
 
   /**
@@ -458,12 +469,52 @@ export class BlockStore {
     const fs = await statfs(this.dataDir);
     this.capacity = capacityBytes > 0 ? capacityBytes : fs.blocks * fs.bsize;
     this.diskAvailable = fs.bavail * fs.bsize;
-    // Nothing in rbw/ was ever acknowledged to a writer: it goes.
-    for (const name of await readdir(this.rbwDir)) {
-      await rm(join(this.rbwDir, name), { recursive: true, force: true });
-      if (!name.endsWith(".meta")) this.scan.rbwRemoved++;
-    }
     await this.scanCurrent();
+    await this.scanRbw();
+  }
+
+  /**
+   * Keeps each rbw leftover (a data file with the meta of one generation) for lease recovery: its pipeline may have
+   * acknowledged its bytes to a writer that the namenode will recover. It is cut to the prefix whose chunks match their
+   * checksums (a crash can leave a torn tail) and kept as if its writer had gone away just now, so the datanode answers
+   * the namenode's RecoverBlock for it and drops it on a delete command or after its kept-replica time. Leftovers with
+   * nothing verified, without their other half, or superseded by a finalized replica go.
+   */
+  private async scanRbw(): Promise<void> {
+    const names = await readdir(this.rbwDir);
+    const metas = new Map<number, number[]>();
+    const data = new Set<number>();
+    for (const name of names) {
+      const d = /^blk_(\d+)$/.exec(name);
+      const m = /^blk_(\d+)_(\d+)\.meta$/.exec(name);
+      if (d) data.add(Number(d[1]));
+      else if (m) metas.set(Number(m[1]), [...(metas.get(Number(m[1])) ?? []), Number(m[2])]);
+    }
+    const keep = new Set<string>();
+    const nowMs = Date.now();
+    for (const id of data) {
+      const gens = (metas.get(id) ?? []).filter(Number.isSafeInteger).sort((a, b) => b - a);
+      const genStamp = gens[0];
+      const finalized = this.replicas.get(id);
+      if (
+        genStamp === undefined ||
+        !Number.isSafeInteger(id) ||
+        id <= 0 ||
+        (finalized !== undefined && finalized.genStamp >= genStamp)
+      )
+        continue;
+      const writer = new ReplicaWriter(this, { blockId: id, genStamp }, this.rbwDir);
+      const verified = await writer.adoptLeftover(nowMs);
+      if (verified <= 0) continue;
+      this.writers.set(id, writer);
+      keep.add(blockName(writer.block)).add(metaName(writer.block));
+      this.scan.rbwKept++;
+    }
+    for (const name of names) {
+      if (keep.has(name)) continue;
+      await rm(join(this.rbwDir, name), { recursive: true, force: true });
+      if (/^blk_\d+$/.test(name)) this.scan.rbwRemoved++;
+    }
   }
 
   private async makeDirs(): Promise<void> {
@@ -624,6 +675,20 @@ export class ReplicaWriter {
   /** When the replica was kept for lease recovery, or undefined. */
   get keptSinceMs(): number | undefined {
     return this.keptSince;
+  }
+
+  /**
+   * @internal An rbw leftover found at start: cuts its files to the checksum-verified prefix and keeps it for lease
+   * recovery (as `keepForRecovery` would). Returns the bytes kept; 0 means nothing verified (the caller deletes it).
+   */
+  async adoptLeftover(nowMs: number): Promise<number> {
+    const { verifiedBytes } = await this.verifiedLength();
+    if (verifiedBytes <= 0) return 0;
+    await truncate(join(this.rbwDir, blockName(this.block)), verifiedBytes);
+    await truncate(join(this.rbwDir, metaName(this.block)), META_HEADER_BYTES + chunksFor(verifiedBytes) * 4);
+    this.written = verifiedBytes;
+    this.keptSince = nowMs;
+    return verifiedBytes;
   }
 
   /** @internal Creates the rbw files. */

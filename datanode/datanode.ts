@@ -165,6 +165,12 @@ export class DataNode {
     this.storeValue = store;
     if (store.scan.rbwRemoved > 0 || store.scan.orphansRemoved > 0)
       this.log.info("removed unfinished replicas", { rbw: store.scan.rbwRemoved, orphans: store.scan.orphansRemoved });
+    // Their writers may have been acknowledged: kept until the namenode's lease recovery settles them (or the TTL).
+    if (store.scan.rbwKept > 0)
+      this.log.info("kept unfinished replicas for lease recovery", {
+        replicas: store.keptReplicas().map((r) => `${r.blockId}@${r.genStamp}:${r.numBytes}`),
+        ttlMs: this.options.keptReplicaTtlMs,
+      });
     this.monitor =
       this.deps.monitor ??
       createPrimaryMonitor(this.options.primary, {

@@ -292,6 +292,10 @@ export class NameNode {
         this.checkWritable();
         return this.namespace.complete(req.path, req.clientName, req.last);
       }),
+      // Not refused in safe mode: a writer keeps its leases while the namenode waits for block reports.
+      RenewLease: unary((req: { clientName: string }, c) => ({
+        renewed: this.namespace.renewLease(req.clientName, this.checked(this.callerOf(c))),
+      })),
       GetBlockLocations: unary((req: GetBlockLocationsRequestOutput, c) => {
         const caller = this.callerOf(c);
         return this.blockLocations(req, this.checked(caller), caller.user);

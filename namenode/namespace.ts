@@ -6,8 +6,8 @@
  * whose writer has not been answered yet; no writer is ever told "done" before its change is durable. Should a sync
  * fail, memory is ahead of disk: the namespace refuses every later mutation until the namenode restarts and reloads.
  *
- * Leases: a writer's lease is renewed by each call it makes on the file (Create/AddBlock/AbandonBlock/Complete; the
- * protocol has no separate renewal). A file open for longer than the lease timeout since that writer's last call is
+ * Leases: a writer's lease is renewed by each call it makes on the file (Create/AddBlock/AbandonBlock/Complete) and by
+ * RenewLease, which renews every file its client name holds (`renewLease`). A file open for longer than the lease timeout since that writer's last call is
  * recovered (`beginRecovery`): without a block being written it is closed at once; otherwise the file is marked
  * under recovery (its writer's calls are refused) while the namenode asks the datanodes of the block's pipeline for
  * their replicas (namenode/block-recovery.ts), and `finishRecovery` closes it with the last block at the length every
@@ -446,6 +446,27 @@ export class Namespace {
       this.listener.blocksRemoved([last]);
       return pipeline;
     });
+  }
+
+  /**
+   * Renews the lease on every file open for writing by `clientName` (RenewLease: a writer streaming a long block makes
+   * no other call). With a caller that is not the superuser, only files it owns are renewed: another user's client
+   * name renews nothing. Files under recovery stay under recovery. Returns how many leases were renewed. Lease times
+   * are not persisted, so nothing is written.
+   */
+  renewLease(clientName: string, caller?: Caller): number {
+    if (!clientName) throw invalid("clientName", "a lease renewal needs the writer's client name");
+    const now = this.clock.nowMs();
+    let renewed = 0;
+    for (const id of this.leaseRenewedMs.keys()) {
+      const inode = this.inodes.get(id);
+      if (inode?.kind !== "file" || inode.complete || inode.leaseHolder !== clientName) continue;
+      if (this.recovering.has(id)) continue;
+      if (caller && !caller.superuser && inode.owner !== caller.user) continue;
+      this.leaseRenewedMs.set(id, now);
+      renewed += 1;
+    }
+    return renewed;
   }
 
   /**

@@ -163,7 +163,7 @@ describe("block store", () => {
     await w.abort();
   });
 
-  it("removes rbw leftovers on restart and lists the finalized replicas that survived", async () => {
+  it("keeps rbw leftovers on restart for lease recovery and lists the finalized replicas that survived", async () => {
     const kept = randomBytes(3000);
     await writeReplica(store, { blockId: 100, genStamp: 4 }, kept);
     await writeReplica(store, { blockId: 165, genStamp: 1 }, randomBytes(10));
@@ -171,18 +171,53 @@ describe("block store", () => {
     const part = randomBytes(1024);
     await unfinished.write(0, part, chunkChecksums(part));
     const storageId = store.storageId;
-    // A crash: the writer is never finalized nor aborted.
+    // A crash: the writer is never finalized nor aborted. Its pipeline may have acknowledged those 1024 bytes.
     const reopened = await BlockStore.open({ dataDir: dir });
-    expect(reopened.scan.rbwRemoved).toBe(1);
-    expect(readdirSync(join(dir, "rbw"))).toEqual([]);
+    expect(reopened.scan.rbwKept).toBe(1);
+    expect(reopened.scan.rbwRemoved).toBe(0);
     expect(reopened.storageId).toBe(storageId);
     expect(reopened.list().sort((a, b) => a.blockId - b.blockId)).toEqual([
       { blockId: 100, genStamp: 4, numBytes: 3000 },
       { blockId: 165, genStamp: 1, numBytes: 10 },
     ]);
     expect((await readAll(reopened, { blockId: 100, genStamp: 4 })).equals(kept)).toBe(true);
+    // Not readable as a finished replica, but there for the namenode's block recovery.
     expect(await codeOf(readAll(reopened, { blockId: 200, genStamp: 1 }))).toBe("DATANODE_BLOCK_NOT_FOUND");
+    expect(await reopened.recoveryState({ blockId: 200, genStamp: 1 })).toEqual({
+      state: "REPLICA_BEING_WRITTEN",
+      numBytes: 1024,
+      verifiedBytes: 1024,
+    });
+    await reopened.commitRecovered({ blockId: 200, genStamp: 1 }, 1024);
+    expect((await readAll(reopened, { blockId: 200, genStamp: 1 })).equals(part)).toBe(true);
+    expect(readdirSync(join(dir, "rbw"))).toEqual([]);
     await unfinished.abort();
+  });
+
+  it("cuts a kept rbw leftover to its checksum-verified prefix and drops one with nothing verified", async () => {
+    const good = randomBytes(2048);
+    const w = await store.createRbw({ blockId: 300, genStamp: 2 });
+    await w.write(0, good, chunkChecksums(good));
+    // A crash between the data write and its checksums: 700 more data bytes, no meta for them.
+    const fd = openSync(join(dir, "rbw", "blk_300"), "r+");
+    writeSync(fd, randomBytes(700), 0, 700, 2048);
+    closeSync(fd);
+    // A replica that got no verified byte at all.
+    await store.createRbw({ blockId: 301, genStamp: 2 });
+    const reopened = await BlockStore.open({ dataDir: dir });
+    expect(reopened.scan.rbwKept).toBe(1);
+    expect(reopened.scan.rbwRemoved).toBe(1);
+    expect(reopened.keptReplicas()).toEqual([{ blockId: 300, genStamp: 2, numBytes: 2048 }]);
+    expect(await reopened.recoveryState({ blockId: 300, genStamp: 2 })).toEqual({
+      state: "REPLICA_BEING_WRITTEN",
+      numBytes: 2048,
+      verifiedBytes: 2048,
+    });
+    expect(readdirSync(join(dir, "rbw")).sort()).toEqual(["blk_300", "blk_300_2.meta"]);
+    // Once the kept-replica time passes without the namenode asking, it goes.
+    expect(await reopened.dropKeptReplicas(Date.now() + 1)).toBe(1);
+    expect(readdirSync(join(dir, "rbw"))).toEqual([]);
+    expect(reopened.keptReplicas()).toEqual([]);
   });
 
   it("drops a data file without its meta (a finalize cut short) on restart", async () => {

@@ -287,6 +287,24 @@ describe("the namespace", () => {
     expect(ns.expiredLeases(60_000)).toEqual([]);
   });
 
+  it("renews every open file of a client name on RenewLease, but only for its owner", async () => {
+    await create("/a");
+    await create("/b");
+    await create("/other", { clientName: "writer-2" });
+    const bob = { user: "bob", groups: ["bob"], superuser: false };
+    const alice = { user: "alice", groups: ["alice"], superuser: false };
+    clock.advance(50_000);
+    // A stranger naming alice's client renews nothing; an empty client name is refused.
+    expect(ns.renewLease("writer-1", bob)).toBe(0);
+    expect(await codeOf(Promise.resolve().then(() => ns.renewLease("", alice)))).toBe("INVALID_ARGUMENT");
+    expect(ns.renewLease("writer-1", alice)).toBe(2);
+    clock.advance(20_000);
+    // Renewed 20 s ago: alive. The other client's file, silent for 70 s: expired.
+    expect(ns.expiredLeases(60_000)).toEqual(["/other"]);
+    clock.advance(40_000);
+    expect(ns.expiredLeases(60_000).sort()).toEqual(["/a", "/b", "/other"]);
+  });
+
   it("has the same tree after a restart on the same store, including renames and recursive deletes", async () => {
     await ns.mkdirs("/keep/sub", "alice");
     await ns.mkdirs("/gone/deep/er", "alice");
