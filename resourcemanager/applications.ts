@@ -19,7 +19,7 @@ import { maxConcurrency, parseDag, topologicalOrder } from "../common/dag-spec.j
 import type { DagSpec } from "../common/dag-spec.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { call } from "../common/grpc.js";
-import { formatAppId, formatContainerId, parseAppId } from "../common/ids.js";
+import { containerIdParts, formatAppId, formatContainerId, parseAppId } from "../common/ids.js";
 import type { Logger } from "../common/log.js";
 import { packageRoot } from "../common/paths.js";
 import { fits, fromWire } from "../common/resource.js";
@@ -269,7 +269,7 @@ export class Applications {
     const app = this.apps.get(st.appId ?? "");
     if (!app || isTerminal(app.record.state) || !this.fromBeforeRestart(id)) return false;
     const isAm = st.isAm === true;
-    if (isAm && (attemptOfContainer(id) !== app.record.attempt || app.amContainerId !== undefined)) return false;
+    if (isAm && (containerIdParts(id)?.attempt !== app.record.attempt || app.amContainerId !== undefined)) return false;
     const priority = isAm ? AM_PRIORITY : Math.max(0, Number(st.priority ?? 0));
     const alloc: Allocation = {
       containerId: id,
@@ -313,7 +313,7 @@ export class Applications {
     app.forwarded.add(id);
     if (st.isAm) {
       // The current attempt's job manager ended while this resource manager was down.
-      if (attemptOfContainer(id) === app.record.attempt && app.amContainerId === undefined)
+      if (containerIdParts(id)?.attempt === app.record.attempt && app.amContainerId === undefined)
         this.amAttemptEnded(
           app,
           (st.cause ?? "FAILED") as ExitCauseOutput,
@@ -365,7 +365,7 @@ export class Applications {
 
   /** True for a container id granted by an earlier incarnation of this resource manager. */
   private fromBeforeRestart(containerId: string): boolean {
-    const epoch = epochOfContainer(containerId);
+    const epoch = containerIdParts(containerId)?.epoch;
     return epoch !== undefined && epoch < this.deps.epoch();
   }
 
@@ -1146,18 +1146,6 @@ function checkAsk(
     throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].count out of range`, {
       details: { field: `asks[${i}].count` },
     });
-}
-
-/** The resource manager epoch a container id carries (`container_<epoch>_<app>_<attempt>_<seq>`). */
-function epochOfContainer(containerId: string): number | undefined {
-  const m = /^container_(\d+)_\d+_\d+_\d+$/.exec(containerId);
-  return m ? Number(m[1]) : undefined;
-}
-
-/** The job attempt a container was granted to. */
-function attemptOfContainer(containerId: string): number | undefined {
-  const m = /^container_\d+_\d+_(\d+)_\d+$/.exec(containerId);
-  return m ? Number(m[1]) : undefined;
 }
 
 /** Writes a file and fsyncs it before resolving. */

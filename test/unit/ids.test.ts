@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { HarvestError } from "../../common/errors.js";
-import { formatAppId, formatContainerId, isContainerId, parseAppId } from "../../common/ids.js";
+import { containerIdParts, formatAppId, formatContainerId, isContainerId, parseAppId } from "../../common/ids.js";
 
 describe("application ids", () => {
   it("formats an id the way YARN does, with a zero-padded sequence", () => {
@@ -66,5 +66,21 @@ describe("container ids", () => {
     "CONTAINER_1700000000000_0003_01_000042",
   ])("rejects %j", (id) => {
     expect(isContainerId(id)).toBe(false);
+  });
+});
+
+describe("container id parts", () => {
+  it("reads back the epoch, job, attempt and number a container id was made from", () => {
+    expect(containerIdParts(formatContainerId(1700000000123, 42, 3, 7))).toEqual({
+      epoch: 1700000000123,
+      appSeq: 42,
+      attempt: 3,
+      seq: 7,
+    });
+  });
+
+  it("refuses what is not a container id", () => {
+    for (const bad of ["", "container_1_0001_01", "container_x_0001_01_000001", "../container_1_0001_01_000001"])
+      expect(containerIdParts(bad)).toBeUndefined();
   });
 });
