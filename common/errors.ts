@@ -117,9 +117,22 @@ export function toServiceError(err: unknown): Partial<ServiceError> {
   const herr = err instanceof HarvestError ? err : new HarvestError("INTERNAL", errorMessage(err), { cause: err });
   const metadata = new Metadata();
   metadata.set(CODE_METADATA_KEY, herr.code);
-  if (Object.keys(herr.details).length > 0)
-    metadata.set(DETAILS_METADATA_KEY, Buffer.from(JSON.stringify(herr.details), "utf8"));
-  return { code: ERROR_CODES[herr.code], details: herr.message, metadata };
+  if (Object.keys(herr.details).length > 0) {
+    const details = Object.fromEntries(Object.entries(herr.details).map(([k, v]) => [k, forHeader(String(v), 512)]));
+    metadata.set(DETAILS_METADATA_KEY, Buffer.from(JSON.stringify(details), "utf8"));
+  }
+  return { code: ERROR_CODES[herr.code], details: forHeader(herr.message, MAX_WIRE_MESSAGE_CHARS), metadata };
+}
+
+// The message and details travel in HTTP/2 trailers: one over the peer's header-list limit (a request's 100 kB name
+// quoted back) broke the whole connection, and grpc-js throws on a lone surrogate (a user's text cut mid-pair, as
+// JSON.parse's messages do), which left the call unanswered. Both are bounded and made well-formed here.
+const MAX_WIRE_MESSAGE_CHARS = 2_000;
+
+/** `text` cut to `max` characters (marked "..."), with every lone UTF-16 surrogate replaced by U+FFFD. */
+function forHeader(text: string, max: number): string {
+  const cut = text.length > max ? text.slice(0, max) + "..." : text;
+  return cut.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
 }
 
 /** Turns an error from a gRPC call back into a HarvestError; transport failures become UNAVAILABLE/DEADLINE_EXCEEDED. */

@@ -336,6 +336,11 @@ function decodeEntities(s: string): string {
  * `spec:<n>` without the shared data.
  */
 export function resolvePowerProfile(spec: string): PowerProfile {
+  // Configuration files reach here unchecked: a number or null is a bad option, not a TypeError.
+  if (typeof spec !== "string")
+    throw new HarvestError("CONFIG_INVALID", `power profile must be a string, got ${JSON.stringify(spec)}`, {
+      details: { field: "profile" },
+    });
   const wanted = spec.trim();
   const builtin = BUILTIN_POWER_PROFILES.find((p) => p.id === wanted);
   if (builtin) return { ...builtin };

@@ -135,6 +135,7 @@ export function validatePowerDomainConfig(config: PowerDomainConfig): PowerDomai
   const invalid = (field: string, why: string): never => {
     throw new HarvestError("INVALID_ARGUMENT", `${field} ${why}`, { details: { field } });
   };
+  if (typeof config !== "object" || config === null) invalid("config", "must be { domains, nodes }");
   if (!Array.isArray(config.domains)) invalid("domains", "must be a list of { path, budgetWatts }");
   if (typeof config.nodes !== "object" || config.nodes === null || Array.isArray(config.nodes))
     invalid("nodes", "must map node ids to domain paths");
