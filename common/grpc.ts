@@ -5,7 +5,7 @@
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { join } from "node:path";
-import { fromGrpcError, toServiceError } from "./errors.js";
+import { errorMessage, fromGrpcError, HarvestError, toServiceError } from "./errors.js";
 import { bindAddress } from "./net-address.js";
 import { packageRoot } from "./paths.js";
 import { channelCredentials } from "./tls.js";
@@ -55,9 +55,40 @@ export function loadHarvestProto(): HarvestProto {
     "node_admin.proto",
   ];
   const definition = protoLoader.loadSync(files, { ...LOADER_OPTIONS, includeDirs: [protoDir] });
+  tolerateUndecodableRequests(definition);
   const loaded = grpc.loadPackageDefinition(definition) as unknown as { harvest: { v1: HarvestProto } };
   cached = loaded.harvest.v1;
   return cached;
+}
+
+/** Marks a request whose bytes did not decode (see `tolerateUndecodableRequests`). */
+const UNDECODABLE = Symbol("undecodable request");
+
+/**
+ * grpc-js answers a request whose bytes do not decode with a bare INTERNAL, before any Harvest code runs. Instead
+ * each server method decodes such bytes to an empty request marked UNDECODABLE, which `unary` refuses with
+ * INVALID_ARGUMENT (a stream handler sees a message with no fields, which it refuses as it refuses any bad message).
+ */
+function tolerateUndecodableRequests(definition: protoLoader.PackageDefinition): void {
+  for (const service of Object.values(definition)) {
+    for (const method of Object.values(service as Record<string, unknown>)) {
+      const m = method as { requestDeserialize?: (b: Buffer) => unknown } | null;
+      if (typeof m !== "object" || m === null || typeof m.requestDeserialize !== "function") continue;
+      const decode = m.requestDeserialize.bind(m);
+      m.requestDeserialize = (bytes: Buffer): unknown => {
+        try {
+          return decode(bytes);
+        } catch (err) {
+          return { [UNDECODABLE]: errorMessage(err) };
+        }
+      };
+    }
+  }
+}
+
+function undecodable(request: unknown): string | undefined {
+  if (typeof request !== "object" || request === null) return undefined;
+  return (request as { [UNDECODABLE]?: string })[UNDECODABLE];
 }
 
 /**
@@ -127,7 +158,12 @@ export function unary<Req, Res>(
 ): grpc.handleUnaryCall<Req, Res> {
   return (call, callback) => {
     Promise.resolve()
-      .then(() => fn(call.request, call))
+      .then(() => {
+        const why = undecodable(call.request);
+        if (why !== undefined)
+          throw new HarvestError("INVALID_ARGUMENT", `the request's bytes are not a valid message: ${why}`);
+        return fn(call.request, call);
+      })
       .then(
         (res) => callback(null, res),
         (err: unknown) => callback(toServiceError(err) as grpc.ServiceError),

@@ -6,6 +6,28 @@ export function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
+/**
+ * The defaults with the options given laid over them (undefined leaves a default), after checking that each given
+ * option has the kind of value its default has (an object, a list, a string, a number, a boolean): a `null` or a
+ * number where an object belongs is CONFIG_INVALID naming the field, not a TypeError deep in a daemon's start.
+ */
+export function mergeOptions<T extends object>(daemon: string, defaults: T, partial: object): T {
+  for (const [k, v] of Object.entries(partial)) {
+    const d = (defaults as Record<string, unknown>)[k];
+    if (v === undefined || d === undefined) continue;
+    const want = kindOf(d);
+    if (kindOf(v) !== want) invalidOption(daemon, k, `must be ${want} (got ${kindOf(v)})`);
+  }
+  return { ...defaults, ...stripUndefined(partial) } as T;
+}
+
+function kindOf(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "a list";
+  if (typeof v === "object") return "an object";
+  return `a ${typeof v}`;
+}
+
 /** Throws CONFIG_INVALID naming the daemon's option. */
 export function invalidOption(daemon: string, field: string, why: string): never {
   throw new HarvestError("CONFIG_INVALID", `${daemon} option ${field} ${why}`, { details: { field } });

@@ -11,6 +11,7 @@
  */
 import { Level } from "level";
 import type { Clock } from "../common/clock.js";
+import { mergeOptions } from "../common/options.js";
 import { HarvestError } from "../common/errors.js";
 import type { Logger } from "../common/log.js";
 import { SeededRng } from "../common/rng.js";
@@ -92,8 +93,11 @@ export const DEFAULT_TENANT_REGISTRY_OPTIONS: Readonly<Omit<TenantRegistryOption
 
 /** Fills defaults and validates, naming the bad field (`tenants.<field>`). */
 export function resolveTenantRegistryOptions(partial: Partial<TenantRegistryOptions> = {}): TenantRegistryOptions {
-  const o: TenantRegistryOptions = { ...DEFAULT_TENANT_REGISTRY_OPTIONS, classifier: {}, criticality: {} };
-  for (const [k, v] of Object.entries(partial)) if (v !== undefined) (o as unknown as Record<string, unknown>)[k] = v;
+  const o: TenantRegistryOptions = mergeOptions(
+    "resource manager tenants",
+    { ...DEFAULT_TENANT_REGISTRY_OPTIONS, classifier: {}, criticality: {} },
+    partial,
+  );
   const bad = (field: string, why: string): never => {
     throw new HarvestError("CONFIG_INVALID", `resource manager option tenants.${field} ${why}`, {
       details: { field: `tenants.${field}` },

@@ -323,14 +323,14 @@ export function rawCall(
 }
 
 /**
- * The property of every answer: OK, or a Harvest error code (never INTERNAL) in the trailers. Only bytes that do not
- * decode as the request type may be refused by gRPC itself, before any Harvest code runs (no code then).
+ * The property of every answer: OK, or a Harvest error code (never INTERNAL) in the trailers; bytes that do not decode
+ * as the request type too (INVALID_ARGUMENT, common/grpc.ts). Only a message over gRPC's size limit is refused by gRPC
+ * itself, before any Harvest code runs (no code then).
  */
 export function checkOutcome(o: Outcome, what: string): void {
   if (o.status === grpc.status.OK) return;
   if (o.status === grpc.status.DEADLINE_EXCEEDED) throw new Error(`${what}: no answer before the deadline (a hang)`);
   if (o.code === undefined) {
-    if (o.status === grpc.status.INTERNAL && /deserializ|parse/i.test(o.details)) return;
     if (o.status === grpc.status.RESOURCE_EXHAUSTED && /larger than max/i.test(o.details)) return;
     throw new Error(`${what}: status ${grpc.status[o.status]} without a Harvest code: ${o.details}`);
   }

@@ -363,8 +363,6 @@ describe("fuzzing the parsers", () => {
     for (const [name, resolve] of Object.entries(daemons)) {
       fc.assert(
         fc.property(optionsFor(resolve({})), (opts) => {
-          // Cases of a known bug (the skipped test below) are left out so that the rest is still fuzzed.
-          fc.pre(!Object.entries(opts).some(([k, v]) => isKnownOptionBug(name, k, v)));
           parsesOrRefuses(`${name} options`, () => resolve(opts));
         }),
         fuzzParams(),
@@ -389,14 +387,15 @@ describe("fuzzing the parsers", () => {
 
   // Bug (nodemanager/options.ts, resourcemanager/options.ts, resourcemanager/tenant-registry.ts, not ours to edit): an
   // option of the wrong type in a daemon's configuration file throws a TypeError instead of CONFIG_INVALID naming it.
-  it.skip("refuses daemon options of the wrong type with CONFIG_INVALID (known bug: TypeError)", () => {
+  // Regression (found by this file): these threw a TypeError deep in the resolver; mergeOptions checks kinds first.
+  it("refuses daemon options of the wrong type with CONFIG_INVALID", () => {
     const dataDir = "/nonexistent/harvest-fuzz";
     const cases: [string, () => unknown][] = [
-      ...Object.keys(KNOWN_OPTION_BUGS["resourcemanager"]!).map((k): [string, () => unknown] => [
+      ...Object.keys(WRONG_KIND_OPTIONS["resourcemanager"]!).map((k): [string, () => unknown] => [
         `resourcemanager ${k}: null`,
         () => resolveResourceManagerOptions({ [k]: null, dataDir } as never),
       ]),
-      ...Object.keys(KNOWN_OPTION_BUGS["nodemanager"]!).map((k): [string, () => unknown] => [
+      ...Object.keys(WRONG_KIND_OPTIONS["nodemanager"]!).map((k): [string, () => unknown] => [
         `nodemanager ${k}: ${k === "powerDomain" ? "0" : "null"}`,
         () =>
           resolveNodeManagerOptions({
@@ -406,7 +405,7 @@ describe("fuzzing the parsers", () => {
             dataDir,
           } as never),
       ]),
-      ...Object.keys(KNOWN_OPTION_BUGS["tenantRegistry"]!).map((k): [string, () => unknown] => [
+      ...Object.keys(WRONG_KIND_OPTIONS["tenantRegistry"]!).map((k): [string, () => unknown] => [
         `tenant registry ${k}: null`,
         () => resolveTenantRegistryOptions({ [k]: null } as never),
       ]),
@@ -523,10 +522,10 @@ function catchError(fn: () => unknown): unknown {
 }
 
 /**
- * Option fields whose resolver throws a TypeError for a value of the wrong type (found by this file; see the skipped
- * test): every object-valued field given null, and the node manager's powerDomain given anything but a string.
+ * Option fields whose resolver threw a TypeError for a value of the wrong type (found by this file): every
+ * object-valued field given null, and the node manager's powerDomain given anything but a string.
  */
-const KNOWN_OPTION_BUGS: Record<string, Record<string, (v: unknown) => boolean>> = {
+const WRONG_KIND_OPTIONS: Record<string, Record<string, (v: unknown) => boolean>> = {
   resourcemanager: Object.fromEntries(
     [
       "amResource",
@@ -547,8 +546,3 @@ const KNOWN_OPTION_BUGS: Record<string, Record<string, (v: unknown) => boolean>>
   },
   tenantRegistry: { classifier: (v) => v === null, criticality: (v) => v === null },
 };
-
-function isKnownOptionBug(resolver: string, key: string, value: unknown): boolean {
-  const bugs = KNOWN_OPTION_BUGS[resolver];
-  return bugs !== undefined && Object.hasOwn(bugs, key) ? bugs[key]!(value) : false;
-}
