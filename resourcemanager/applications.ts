@@ -120,6 +120,8 @@ export class Applications {
   /** Granted containers not yet reported by their node manager, with the time granted. */
   private readonly launchPending = new Map<string, number>();
   private clusterTs = 0;
+  /** Until then node managers may still be re-registering after a restart (the largest node may be missing). */
+  private nodesSettleMs = 0;
   private containerSeq = 0;
 
   constructor(private readonly deps: ApplicationDeps) {}
@@ -158,6 +160,7 @@ export class Applications {
   async recover(clusterTs: number): Promise<void> {
     this.clusterTs = clusterTs;
     const now = this.deps.clock.nowMs();
+    this.nodesSettleMs = now + this.deps.options.resyncWindowMs;
     let resyncing = 0;
     for (const record of await this.deps.store.loadApps()) {
       const app = this.newRuntime(record);
@@ -1001,7 +1004,10 @@ export class Applications {
     // This resource manager restarted (or never saw the registration): register again, then go on.
     if (!app.registered) return { allocated: [], completed: [], shutdown: false, resync: true };
     const max = scheduler.maxNodeCapacity();
-    for (const [i, ask] of req.asks.entries()) checkAsk(i, ask, max);
+    // Right after a restart the largest nodes may not have re-registered yet: an ask that fit when the job was
+    // submitted must not fail the job then (found by the soak).
+    const settled = max.vcoresMilli > 0 && clock.nowMs() >= this.nodesSettleMs;
+    for (const [i, ask] of req.asks.entries()) checkAsk(i, ask, settled ? max : undefined);
     for (const id of req.releases) {
       if (id === app.amContainerId) continue;
       const alloc = scheduler.allocation(id);
@@ -1123,11 +1129,11 @@ export class Applications {
   }
 }
 
-/** Rejects an ask no node could ever grant. */
+/** Rejects a malformed ask, and (given the largest node) one no node could ever grant. */
 function checkAsk(
   i: number,
   ask: { priority: number; resource: { vcoresMilli: number; memoryMb: number } | null; count: number },
-  max: { vcoresMilli: number; memoryMb: number },
+  max: { vcoresMilli: number; memoryMb: number } | undefined,
 ): void {
   const r = fromWire(ask.resource);
   if (!Number.isInteger(ask.priority) || ask.priority < 0)
@@ -1138,7 +1144,7 @@ function checkAsk(
     throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].resource must be positive`, {
       details: { field: `asks[${i}].resource` },
     });
-  if (!fits(r, max))
+  if (max && !fits(r, max))
     throw new HarvestError("DAG_RESOURCES_TOO_LARGE", `asks[${i}] asks for more than any node has`, {
       details: { field: `asks[${i}].resource` },
     });

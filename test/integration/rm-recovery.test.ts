@@ -65,3 +65,29 @@ describe("a resource manager with a small completed-application limit", () => {
     expect((await client.history()).map((h) => h.appId).sort()).toEqual([...ids].sort());
   });
 });
+
+describe("a restarted resource manager whose node managers come back late", () => {
+  let c: LocalCluster | undefined;
+  afterAll(async () => c?.stop());
+
+  // Found by the soak: a job manager's asks reached the restarted resource manager before any node had re-registered,
+  // were refused as larger than every node (there was none), and the job manager failed.
+  it("does not refuse a running job's asks before the nodes have re-registered", async () => {
+    c = await startLocalCluster({ nm: { reconnectMinMs: 4_000, reconnectMaxMs: 4_000 } });
+    // Two of three tasks fit beside the job manager: one stays asked for across the restart.
+    const appId = await c.client.submit(
+      JSON.stringify({ name: "late-nodes", vertices: [cpuVertex("a", 3, { holdSeconds: 3, vcores: 1.5 })] }),
+    );
+    await waitFor(c.client, appId, (r) => (r.progress?.vertices[0]?.running ?? 0) >= 2);
+    const port = Number(c.rm.address.split(":")[1]);
+    await c.rm.stop();
+    const rm = new ResourceManager({ dataDir: join(c.dir, "rm"), port }, { logger: new Logger("test", "error") });
+    await rm.start();
+    c.onStop.push(() => rm.stop());
+    const again = new JobClient(rm.address);
+    c.onStop.push(async () => again.close());
+    const r = await again.waitForCompletion(appId, undefined, 200);
+    expect(r.state).toBe("FINISHED");
+    expect(r.attempts).toBe(1);
+  });
+});
