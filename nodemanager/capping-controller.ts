@@ -15,11 +15,24 @@
  *     (the seed keeps "the highest frequency that keeps the power below this threshold"), so that the climb settles
  *     under the target rather than overshooting the cap and falling back to the floor;
  *   capped, draw between target and cap: hold (stop raising);
- *   capped, draw > cap again: back to the floor at once;
+ *   capped, draw > cap on the reading right after a raise: undo that raise (the rest stay where they were);
+ *   capped, draw > cap again otherwise: back to the floor at once;
  *   capped, floor in force for killDeadlineMs and draw still > budget: kill (the seed falls back to RAPL on the whole
  *     socket here; Harvest must never slow the primary tenant, so it kills secondary work instead), one kill step every
  *     killIntervalMs, least critical first, youngest first within a criticality, the job manager's container last;
  *   capped, draw < budget x uncapFraction for quietMs: lift the cap (seed: "after some time, 30 secs by default").
+ *
+ * Raising acts only on what a reading can tell (the cause of capping-bench steps that never settled, issue 15):
+ * - A raise waits for a clean reading, one whose whole period ran at the current quotas. The reading right after a
+ *   change spans the change itself, and a CFS quota write refills the group's runtime for the current kernel period:
+ *   a container just raised runs up to one kernel period (100 ms) more than its new quota, so that reading is inflated
+ *   by as much as half the quota over a 200 ms period. Raising again on it (or on the next, lower, reading as if the
+ *   raise had done nothing) made the climb cross the cap, drop to the floor and start over, period after period.
+ * - Such a transient is real power, so a raise also leaves room for it under the cap: the largest excess of a reading
+ *   right after a raise over the clean reading that follows, learned during the capped episode.
+ * - Only containers that use (nearly) all of their quota are raised: raising an idle one (a job manager) or one that
+ *   other work starves of CPU changes nothing now but lets it jump over the cap later. The quota they leave unused is
+ *   counted as if used when the headroom is estimated, for the same reason.
  *
  * Hysteresis: the thresholds are strictly ordered (uncap < target < cap, checked by resolveCappingOptions), raising
  * stops at the target, short of the cap, and the cap is lifted only after a quiet period well below it, so a draw that
@@ -182,8 +195,23 @@ export class CappingController {
   /** Containers already handed out for killing (kept at their floor until they leave the input). */
   private readonly killed = new Set<string>();
   private missingReadings = 0;
-  /** Time of the last floor drop or raise (raising waits stepMs after either). */
+  /**
+   * Time of the last floor drop, raise or undone raise (raising waits stepMs after either). Invariant: a reading is
+   * clean (its whole period ran at the current quotas) iff the tick before it came after this.
+   */
   private lastChangeMs = 0;
+  /** The previous tick's time: where this tick's reading began. */
+  private windowStartMs: number | undefined;
+  /** The last raise: when, the quotas before it, the draw it was decided on, and how many containers it raised. */
+  private lastRaise: { atMs: number; before: Map<string, number>; drawWatts: number; count: number } | undefined;
+  /** The reading right after the last raise, until the clean reading that follows it says how much was transient. */
+  private afterRaiseWatts: number | undefined;
+  /**
+   * The largest transient per raised container seen in this capped episode: how much the reading that spans a raise
+   * exceeded the clean reading after it (or, when it crossed the cap, the draw the raise was decided on), over the
+   * number of containers raised (each quota write refills one group). Raises leave it free under the cap.
+   */
+  private transientWattsPerContainer = 0;
   /** Since when every container has been at its floor; undefined once one has been raised. */
   private floorSinceMs: number | undefined;
   private quietSinceMs: number | undefined;
@@ -221,6 +249,7 @@ export class CappingController {
     // Throttled time accrues for the period that just ended, at the throttling the previous decision imposed.
     if (this.lastTickMs !== undefined && input.nowMs > this.lastTickMs)
       this.counters.throttledContainerMs += this.throttledCount * (input.nowMs - this.lastTickMs);
+    this.windowStartMs = this.lastTickMs;
     this.lastTickMs = input.nowMs;
     const decision = this.decide(input);
     this.throttledCount = 0;
@@ -293,7 +322,13 @@ export class CappingController {
 
     // Capped from here on.
     this.admitNewAtFloor(input.containers);
-    this.updateEstimate(input.nowMs, draw);
+    const clean = this.readingIsClean();
+    if (clean) {
+      this.updateEstimate(input.nowMs, draw);
+      this.learnTransient(draw);
+    } else if (this.lastRaise?.atMs === this.lastChangeMs) {
+      this.afterRaiseWatts = draw;
+    }
     if (draw < uncapWatts) {
       this.quietSinceMs ??= input.nowMs;
       if (input.nowMs - this.quietSinceMs >= o.quietMs) {
@@ -302,6 +337,17 @@ export class CappingController {
       }
     } else {
       this.quietSinceMs = undefined;
+    }
+
+    if (draw > capWatts && !clean && this.lastRaise !== undefined && this.lastRaise.atMs === this.lastChangeMs) {
+      // This reading spans the last raise, which is what most likely took the draw over: take back just that raise, and
+      // count its whole rise as transient, so that no raise as large is tried again this episode.
+      this.transientWattsPerContainer = Math.max(
+        this.transientWattsPerContainer,
+        (draw - this.lastRaise.drawWatts) / this.lastRaise.count,
+      );
+      this.undoRaise(input.nowMs);
+      return this.result([], `capped: draw ${w(draw)} > cap ${w(capWatts)} right after a raise; raise undone`);
     }
 
     if (draw > capWatts && !this.everyoneAtFloor(input.containers)) {
@@ -326,13 +372,24 @@ export class CappingController {
     if (draw >= targetWatts)
       return this.result([], `capped: draw ${w(draw)} >= target ${w(targetWatts)}; holding quotas`);
 
+    if (!clean)
+      return this.result(
+        [],
+        `capped: draw ${w(draw)} < target ${w(targetWatts)}; waiting for a reading at these quotas`,
+      );
     if (input.nowMs - this.lastChangeMs < o.stepMs)
       return this.result([], `capped: draw ${w(draw)} < target ${w(targetWatts)}; next raise after ${o.stepMs} ms`);
-    const raised = this.raise(input.containers, targetWatts - draw);
+    const before = new Map(this.limits);
+    const raised = this.raise(input.containers, targetWatts - draw, capWatts - draw);
     if (raised.length === 0)
-      return this.result([], `capped: draw ${w(draw)} < target ${w(targetWatts)}; nothing left to raise`);
+      return this.result(
+        [],
+        `capped: draw ${w(draw)} < target ${w(targetWatts)}; nothing to raise within the headroom`,
+      );
     this.lastChangeMs = input.nowMs;
     this.floorSinceMs = undefined;
+    this.lastRaise = { atMs: input.nowMs, before, drawWatts: draw, count: raised.length };
+    this.afterRaiseWatts = undefined;
     return this.result([], `capped: draw ${w(draw)} < target ${w(targetWatts)}; raised ${raised.join(", ")}`);
   }
 
@@ -361,6 +418,8 @@ export class CappingController {
     this.lastChangeMs = nowMs;
     this.floorSinceMs = nowMs;
     this.lastKillMs = undefined;
+    this.lastRaise = undefined;
+    this.afterRaiseWatts = undefined;
     this.drop = drawWatts !== undefined && removedMilli > 0 ? { atMs: nowMs, drawWatts, removedMilli } : undefined;
   }
 
@@ -370,34 +429,74 @@ export class CappingController {
   }
 
   /**
-   * Raises up to containersPerStep containers below their allocation, most critical first, then oldest first, each by
-   * stepFraction of its allocation, but in all by no more than the estimated headroom to the target (seeds/000,
-   * III-D: "the highest frequency that keeps the power below this threshold"), so that the climb settles under the
-   * target instead of overshooting the cap and dropping back to the floor. Without an estimate, full steps.
+   * Raises up to containersPerStep containers below their allocation that use their quota, most critical first, then
+   * oldest first, each by stepFraction of its allocation, but in all by no more than the estimated headroom (seeds/000,
+   * III-D: "the highest frequency that keeps the power below this threshold"): the room to the target, and to the cap
+   * less the transient of each container raised, less what the quota containers leave unused would draw if they used
+   * it, so that the climb settles under the target instead of overshooting the cap and dropping back to the floor.
+   * Without an estimate, full steps. Returns the containers raised.
    */
-  private raise(containers: readonly CappingContainer[], headroomWatts: number): string[] {
+  private raise(containers: readonly CappingContainer[], toTargetWatts: number, toCapWatts: number): string[] {
     const o = this.options;
+    let unusedMilli = 0;
+    for (const c of containers)
+      if (!this.killed.has(c.containerId) && c.usageMilli !== undefined)
+        unusedMilli += Math.max(0, this.quotaOf(c) - c.usageMilli);
     const order = containers
-      .filter((c) => !this.killed.has(c.containerId) && this.quotaOf(c) < c.allocationMilli)
+      .filter(
+        (c) =>
+          !this.killed.has(c.containerId) &&
+          this.quotaOf(c) < c.allocationMilli &&
+          (c.usageMilli === undefined || c.usageMilli >= USED_QUOTA_FRACTION * this.quotaOf(c)),
+      )
       .sort(
         (a, b) =>
           b.criticality - a.criticality ||
           a.startedMs - b.startedMs ||
           (a.containerId < b.containerId ? -1 : a.containerId > b.containerId ? 1 : 0),
       );
-    let headroomMilli =
-      this.wattsPerMilli !== undefined && this.wattsPerMilli > 0 ? headroomWatts / this.wattsPerMilli : Infinity;
+    const perMilli = this.wattsPerMilli !== undefined && this.wattsPerMilli > 0 ? this.wattsPerMilli : undefined;
     const raised: string[] = [];
+    let milli = 0;
     for (const c of order.slice(0, o.containersPerStep)) {
+      const roomWatts = Math.min(toTargetWatts, toCapWatts - (raised.length + 1) * this.transientWattsPerContainer);
+      const headroomMilli = perMilli === undefined ? Infinity : roomWatts / perMilli - unusedMilli - milli;
       const quota = this.quotaOf(c);
       const step = Math.floor(Math.min(o.stepFraction * c.allocationMilli, c.allocationMilli - quota, headroomMilli));
       // Steps smaller than the kernel's quota resolution (10 milli-cores: 1 ms per 100 ms) are not worth a write.
       if (step < MIN_RAISE_MILLI && quota + step < c.allocationMilli) break;
+      if (step <= 0) break;
       this.limits.set(c.containerId, quota + step);
-      headroomMilli -= step;
+      milli += step;
       raised.push(c.containerId);
     }
     return raised;
+  }
+
+  /** Whether this tick's reading ran entirely at the current quotas (see lastChangeMs). */
+  private readingIsClean(): boolean {
+    return this.windowStartMs !== undefined && this.windowStartMs > this.lastChangeMs;
+  }
+
+  /** On the first clean reading after a raise: how much the reading that spanned the raise exceeded it. */
+  private learnTransient(cleanWatts: number): void {
+    if (this.afterRaiseWatts === undefined || !this.lastRaise) return;
+    const perContainer = (this.afterRaiseWatts - cleanWatts) / this.lastRaise.count;
+    this.transientWattsPerContainer = Math.max(this.transientWattsPerContainer, perContainer);
+    this.afterRaiseWatts = undefined;
+  }
+
+  /** Puts back the quotas the last raise changed (a container raised to its allocation included). */
+  private undoRaise(nowMs: number): void {
+    const raise = this.lastRaise;
+    if (!raise) return;
+    for (const id of [...this.limits.keys()]) {
+      const before = raise.before.get(id);
+      if (before !== undefined) this.limits.set(id, before);
+    }
+    this.lastRaise = undefined;
+    this.afterRaiseWatts = undefined;
+    this.lastChangeMs = nowMs;
   }
 
   /** Measures watts per milli-core from the readings at the floor that follow a drop (before any raise or kill). */
@@ -446,6 +545,9 @@ export class CappingController {
     this.lastKillMs = undefined;
     this.drop = undefined;
     this.wattsPerMilli = undefined;
+    this.lastRaise = undefined;
+    this.afterRaiseWatts = undefined;
+    this.transientWattsPerContainer = 0;
   }
 
   private floorText(input: CappingInput): string {
@@ -464,6 +566,8 @@ export class CappingController {
 
 /** Raises smaller than this are skipped (the CFS quota's resolution at a 100 ms period is 10 milli-cores). */
 const MIN_RAISE_MILLI = 10;
+/** A container using at least this share of its quota is held back by it (and worth raising). */
+const USED_QUOTA_FRACTION = 0.8;
 
 function w(watts: number): string {
   return `${watts.toFixed(1)} W`;

@@ -13,8 +13,14 @@ import { join } from "node:path";
 /** Which cgroup interface a node manager uses. */
 export type CgroupMode = "v2" | "v1" | "none";
 
-/** CFS period for quotas (100 ms, the kernel default). */
-const PERIOD_US = 100_000;
+/**
+ * CFS period for quotas: 20 ms, not the kernel's 100 ms default. Writing a quota grants a fresh full quota for the
+ * current period, so a container whose quota the capping agent raises can overrun it by up to one period: at 100 ms
+ * that burst (measured up to +0.15 core per raise) made the next meter reading cross the budget and the agent drop
+ * everything to the floor, so a budget step could fail to settle within 3 s; at 20 ms it is about 0.03 core. The
+ * smallest quota (1 ms, the kernel's minimum) is then 50 milli-cores, the capping agent's smallest floor.
+ */
+const PERIOD_US = 20_000;
 /** The lowest CPU weights: v1 `cpu.shares` (kernel minimum 2) and v2 `cpu.weight` (minimum 1). */
 const V1_MIN_SHARES = 2;
 const V2_MIN_WEIGHT = 1;
