@@ -9,7 +9,16 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { Command, Option } from "commander";
 import { errorMessage, HarvestError } from "../common/errors.js";
-import { action, clusterTarget, common, positiveInt, positiveNumber, print, withClient } from "./command-kit.js";
+import {
+  action,
+  badFlag,
+  clusterTarget,
+  common,
+  positiveInt,
+  positiveNumber,
+  print,
+  withClient,
+} from "./command-kit.js";
 import type { GlobalOpts } from "./command-kit.js";
 import { distEntry } from "../common/paths.js";
 import { clusterDaemons, resolveClusterDir, restartDaemon, startCluster, stopCluster } from "./cluster.js";
@@ -20,7 +29,8 @@ import { registerAdminCommands } from "./admin-commands.js";
 import { registerFsCommands } from "./fs-commands.js";
 import { registerSimCommands } from "./sim-commands.js";
 import { registerPowerCommands } from "./power-commands.js";
-import { duration, follow, outcomeText, progressLines, table } from "./format.js";
+import { duration, LiveDisplay, outcomeText, progressLines, table } from "./format.js";
+import type { JobClient, JobReport } from "../client/job-client.js";
 import { choosePrimaries } from "./primary-traces.js";
 
 const program = new Command();
@@ -204,11 +214,54 @@ common(cluster.command("down"), { clientConfig: false })
 
 const job = program.command("job").description("submit and follow DAG jobs");
 
+/** The flag that bounds how long --wait polls through a resource-manager outage. */
+const RM_RETRY_FLAG = [
+  "--rm-retry <duration>",
+  "with --wait: keep polling through a resource-manager outage this long (e.g. 90s, 2m)",
+  "120s",
+] as const;
+
+/** A duration flag's milliseconds: "90s", "2m", "1500ms", "1h"; a bare number is seconds. */
+function durationFlagMs(value: string, flag: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(value);
+  if (!m) return badFlag(flag, `must be a duration such as 120s, 2m or 500ms (got ${JSON.stringify(value)})`);
+  const unitMs = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[(m[2] ?? "s") as "ms" | "s" | "m" | "h"];
+  return Number(m[1]) * unitMs;
+}
+
+/**
+ * Follows a job to its end with the live per-vertex display, polling through resource-manager outages of up to
+ * `rmRetryMs` each; says so on stderr once per outage, and again when the resource manager answers.
+ */
+async function followJob(c: JobClient, appId: string, live: boolean, rmRetryMs: number): Promise<JobReport> {
+  let display = new LiveDisplay();
+  return c.waitForCompletion(
+    appId,
+    (r) => {
+      if (live) display.update(progressLines(r, Date.now()), r.state + JSON.stringify(r.progress?.vertices ?? []));
+    },
+    {
+      rmRetryMs,
+      onOutage: (outage) => {
+        process.stderr.write(
+          `harvest: resource manager unreachable; retrying for up to ${Math.round(rmRetryMs / 1000)} s (${outage.error.code})\n`,
+        );
+        // Draw the display afresh below the message rather than over it.
+        display = new LiveDisplay();
+      },
+      onRecovered: (_outage, downMs) =>
+        process.stderr.write(`harvest: resource manager reachable again after ${duration(downMs)}\n`),
+    },
+  );
+}
+
 common(job.command("submit <dag>"))
   .description("submit a DAG job file (JSON); with --wait, follow it to the end and exit 0 only if it succeeded")
   .option("--wait", "show live progress per vertex and wait for the outcome")
+  .option(...RM_RETRY_FLAG)
   .action(
-    action(async (dagPath: string, o: GlobalOpts & { wait?: boolean }) => {
+    action(async (dagPath: string, o: GlobalOpts & { wait?: boolean; rmRetry: string }) => {
+      const rmRetryMs = durationFlagMs(o.rmRetry, "--rm-retry");
       if (!existsSync(dagPath)) throw new HarvestError("INVALID_ARGUMENT", `no such DAG file: ${dagPath}`);
       const dagJson = readFileSync(dagPath, "utf8");
       return withClient(o, async (c) => {
@@ -218,7 +271,7 @@ common(job.command("submit <dag>"))
           return 0;
         }
         if (!o.json) process.stdout.write(`submitted ${appId}\n`);
-        const report = await follow(c, appId, !o.json);
+        const report = await followJob(c, appId, !o.json, rmRetryMs);
         print(o, report, () => outcomeText(report));
         return report.state === "FINISHED" ? 0 : 1;
       });
@@ -226,10 +279,18 @@ common(job.command("submit <dag>"))
   );
 
 common(job.command("status <appId>"))
-  .description("show a job's state, per-vertex progress and containers")
+  .description("show a job's state, per-vertex progress and containers; with --wait, follow it to the end")
+  .option("--wait", "show live progress per vertex, wait for the outcome and exit 0 only if it succeeded")
+  .option(...RM_RETRY_FLAG)
   .action(
-    action(async (appId: string, o: GlobalOpts) =>
-      withClient(o, async (c) => {
+    action(async (appId: string, o: GlobalOpts & { wait?: boolean; rmRetry: string }) => {
+      const rmRetryMs = durationFlagMs(o.rmRetry, "--rm-retry");
+      return withClient(o, async (c) => {
+        if (o.wait) {
+          const report = await followJob(c, appId, !o.json, rmRetryMs);
+          print(o, report, () => outcomeText(report));
+          return report.state === "FINISHED" ? 0 : 1;
+        }
         const r = await c.status(appId);
         print(o, r, () =>
           [
@@ -243,8 +304,9 @@ common(job.command("status <appId>"))
             .filter(Boolean)
             .join("\n"),
         );
-      }),
-    ),
+        return 0;
+      });
+    }),
   );
 
 common(job.command("list"))

@@ -6,7 +6,8 @@ import { clientConfigOf, clientSecurityOf, rmAddressFromConfig } from "./client-
 import type { ClientConfig } from "./client-config.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import type { ClientSecurity } from "../common/grpc.js";
-import { HarvestError } from "../common/errors.js";
+import { HarvestError, isHarvestError } from "../common/errors.js";
+import { invalidOption } from "../common/options.js";
 import type { ApplicationClientServiceClient } from "../proto/generated/harvest/v1/ApplicationClientService.js";
 import type { ApplicationReportOutput } from "../proto/generated/harvest/v1/ApplicationReport.js";
 import type { JobHistoryEntryOutput } from "../proto/generated/harvest/v1/JobHistoryEntry.js";
@@ -23,23 +24,62 @@ export type JobHistoryEntry = JobHistoryEntryOutput;
 /** States after which a job never changes. */
 export const TERMINAL_STATES: readonly string[] = ["FINISHED", "FAILED", "KILLED"];
 
+/** How long `waitForCompletion` polls through a resource-manager outage by default (2 minutes). */
+export const DEFAULT_RM_RETRY_MS = 120_000;
+
+/** Settings of a JobClient. */
+export interface JobClientOptions {
+  /** TLS and this user's certificate (a secure cluster); undefined: plaintext. */
+  security?: ClientSecurity;
+  /**
+   * The namenode: with a certificate, `submit` asks it for a delegation token the job's tasks act on the file
+   * system with, as the submitter. Empty: the job's tasks get none.
+   */
+  nnAddress?: string;
+  /**
+   * How long `waitForCompletion` keeps polling while the resource manager cannot be reached (UNAVAILABLE or
+   * DEADLINE_EXCEEDED), counted from the first failed poll of an outage; 0 gives up at the first. @default 120000
+   */
+  rmRetryMs?: number;
+}
+
+/** A resource-manager outage as `waitForCompletion` saw it. */
+export interface RmOutage {
+  /** When the first poll of the outage failed (epoch ms). */
+  sinceMs: number;
+  /** How long the wait keeps trying from `sinceMs` before it gives up. */
+  retryForMs: number;
+  /** The error of the first failed poll (code UNAVAILABLE or DEADLINE_EXCEEDED). */
+  error: HarvestError;
+}
+
+/** Options of one `waitForCompletion`. */
+export interface WaitOptions {
+  /** Time between two polls. @default 500 */
+  pollMs?: number;
+  /** Overrides the client's `rmRetryMs` for this wait. */
+  rmRetryMs?: number;
+  /** Called once per outage, at its first failed poll (the CLI prints "resource manager unreachable; ..."). */
+  onOutage?: (outage: RmOutage) => void;
+  /** Called at the first successful poll after an outage, with how long it lasted. */
+  onRecovered?: (outage: RmOutage, downMs: number) => void;
+}
+
+/** Errors that mean "the resource manager did not answer", as opposed to an answer that is an error. */
+const RM_UNREACHABLE_CODES = ["UNAVAILABLE", "DEADLINE_EXCEEDED"] as const;
+
 /** Client of a resource manager's client protocol. */
 export class JobClient {
   private readonly rm: ApplicationClientServiceClient;
   private readonly nms = new Map<string, ContainerManagerClient>();
+  private readonly rmRetryMs: number;
 
+  /** Throws CONFIG_INVALID when `options.rmRetryMs` is not a number of milliseconds >= 0. */
   constructor(
     readonly rmAddress: string,
-    readonly options: {
-      /** TLS and this user's certificate (a secure cluster); undefined: plaintext. */
-      security?: ClientSecurity;
-      /**
-       * The namenode: with a certificate, `submit` asks it for a delegation token the job's tasks act on the file
-       * system with, as the submitter. Empty: the job's tasks get none.
-       */
-      nnAddress?: string;
-    } = {},
+    readonly options: JobClientOptions = {},
   ) {
+    this.rmRetryMs = checkRetryMs(options.rmRetryMs ?? DEFAULT_RM_RETRY_MS, "rmRetryMs");
     this.rm = makeClient(loadHarvestProto().ApplicationClientService, rmAddress, options.security);
   }
   /**
@@ -94,13 +134,44 @@ export class JobClient {
     return (await call(this.rm, this.rm.getJobHistory, { name, limit })).entries;
   }
 
-  /** Polls until the job reaches a terminal state, calling `onUpdate` with every report. */
-  async waitForCompletion(appId: string, onUpdate?: (r: JobReport) => void, pollMs = 500): Promise<JobReport> {
+  /**
+   * Polls until the job reaches a terminal state, calling `onUpdate` with every report. Polls that fail because the
+   * resource manager cannot be reached (UNAVAILABLE, DEADLINE_EXCEEDED: down, restarting, partitioned) are retried
+   * for up to `rmRetryMs` per outage, so a short outage does not end the wait; the job's real outcome is what resolves.
+   * Past the window, the last such error is thrown; any other error (APP_NOT_FOUND, PERMISSION_DENIED) at once.
+   * `options` may be the poll interval in ms (the older signature).
+   */
+  async waitForCompletion(
+    appId: string,
+    onUpdate?: (r: JobReport) => void,
+    options: WaitOptions | number = {},
+  ): Promise<JobReport> {
+    const o = typeof options === "number" ? { pollMs: options } : options;
+    const pollMs = o.pollMs ?? 500;
+    const retryForMs = o.rmRetryMs === undefined ? this.rmRetryMs : checkRetryMs(o.rmRetryMs, "rmRetryMs");
+    let outage: RmOutage | undefined;
     for (;;) {
-      const report = await this.status(appId);
+      let report: JobReport;
+      try {
+        report = await this.status(appId);
+      } catch (err) {
+        if (!isHarvestError(err, ...RM_UNREACHABLE_CODES)) throw err;
+        const now = Date.now();
+        if (!outage) {
+          outage = { sinceMs: now, retryForMs, error: err };
+          o.onOutage?.(outage);
+        }
+        if (now - outage.sinceMs >= retryForMs) throw gaveUp(this.rmAddress, appId, outage, err);
+        await sleep(Math.min(pollMs, outage.sinceMs + retryForMs - now));
+        continue;
+      }
+      if (outage) {
+        o.onRecovered?.(outage, Date.now() - outage.sinceMs);
+        outage = undefined;
+      }
       onUpdate?.(report);
       if (TERMINAL_STATES.includes(report.state)) return report;
-      await new Promise((r) => setTimeout(r, pollMs));
+      await sleep(pollMs);
     }
   }
 
@@ -131,4 +202,25 @@ export class JobClient {
     this.rm.close();
     for (const nm of this.nms.values()) nm.close();
   }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, Math.max(0, ms)));
+}
+
+function checkRetryMs(ms: number, field: string): number {
+  if (!(typeof ms === "number" && Number.isFinite(ms) && ms >= 0))
+    invalidOption("job client", field, `must be a number of milliseconds >= 0 (got ${String(ms)})`);
+  return ms;
+}
+
+/** The error a wait ends with when the resource manager stayed unreachable for the whole retry window. */
+function gaveUp(rmAddress: string, appId: string, outage: RmOutage, last: HarvestError): HarvestError {
+  const s = Math.round(outage.retryForMs / 1000);
+  return new HarvestError(
+    last.code,
+    `resource manager at ${rmAddress} unreachable for ${s} s while waiting for ${appId}; gave up (${last.message}). ` +
+      `The job may still be running: 'harvest job status ${appId}' once the resource manager is back`,
+    { details: { ...last.details, appId, rmAddress }, cause: last },
+  );
 }
