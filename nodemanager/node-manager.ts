@@ -809,7 +809,10 @@ export class NodeManager {
     try {
       writeFileAtomic(exitFile(c.spec.workDir), JSON.stringify(this.status(c)) + "\n", 0o600);
     } catch (err) {
-      this.log.warn("could not record a container's exit", { containerId: c.spec.containerId, error: errorMessage(err) });
+      this.log.warn("could not record a container's exit", {
+        containerId: c.spec.containerId,
+        error: errorMessage(err),
+      });
     }
   }
 
