@@ -209,13 +209,20 @@ function rmdirQuietly(dir: string): void {
   }
 }
 
-/** The container's CPU quota in µs per 100 ms period, read back from whichever hierarchy holds it. */
-function quotaUsOf(containerId: string): number {
+/** The container's CPU quota in cores (quota over period), read back from whichever hierarchy holds it. */
+function quotaCoresOf(containerId: string): number {
   for (const root of cgroupRoots) {
     const v1 = join(root, groupName, containerId, "cpu.cfs_quota_us");
-    if (existsSync(v1)) return Number(readFileSync(v1, "utf8"));
+    if (existsSync(v1))
+      return (
+        Number(readFileSync(v1, "utf8")) /
+        Number(readFileSync(join(root, groupName, containerId, "cpu.cfs_period_us"), "utf8"))
+      );
     const v2 = join(root, groupName, containerId, "cpu.max");
-    if (existsSync(v2)) return Number(readFileSync(v2, "utf8").split(" ")[0]);
+    if (existsSync(v2)) {
+      const [quota, period] = readFileSync(v2, "utf8").trim().split(" ");
+      return Number(quota) / Number(period);
+    }
   }
   throw new Error(`no cgroup for ${containerId}`);
 }
@@ -229,10 +236,10 @@ describe.skipIf(cgroups.mode === "none")(`cgroup throttler (${cgroups.mode})`, (
     const t = createThrottler(cgroups);
     throttlers.push(t);
     expect(t.mode).toBe("cgroup");
-    expect(quotaUsOf(containerId)).toBe(100_000);
+    expect(quotaCoresOf(containerId)).toBeCloseTo(1, 6);
 
     t.setLimit(containerId, 200, 1000, () => [pid]);
-    expect(quotaUsOf(containerId)).toBe(20_000);
+    expect(quotaCoresOf(containerId)).toBeCloseTo(0.2, 6);
     await sleep(200);
     const throttled = await coresUsed(pid, 2000);
     expect(throttled).toBeLessThan(0.3);
@@ -241,7 +248,7 @@ describe.skipIf(cgroups.mode === "none")(`cgroup throttler (${cgroups.mode})`, (
     expect(procState(pid)).not.toBe("T");
 
     t.setLimit(containerId, undefined, 1000, () => [pid]);
-    expect(quotaUsOf(containerId)).toBe(100_000);
+    expect(quotaCoresOf(containerId)).toBeCloseTo(1, 6);
     expect(await coresUsed(pid, 1000)).toBeGreaterThan(0.3);
 
     killGroup(pid);
