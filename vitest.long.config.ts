@@ -1,9 +1,9 @@
 import { defineConfig } from "vitest/config";
 
 /**
- * Long tests, run by `npm run test:long`, not by `npm test`: end-to-end runs of experiments whose size cannot shrink
- * below what keeps the default suite under ten minutes (the validation testbed: a real cluster under two policies, then
- * the simulator).
+ * Long tests, run by `npm run test:long` (and by CI after `npm test`), not by `npm test`: what does not fit in the
+ * default suite's ten minutes (the validation testbed: a real cluster under two policies, then the simulator;
+ * deployment, the multi-host cluster, and the slower integration tests of admission and history placement).
  */
 export default defineConfig({
   test: {

@@ -1,5 +1,5 @@
 /**
- * A short soak (soak/soak.ts): half a minute of random kill -9s of every kind of daemon under a stream of jobs and DFS
+ * A short soak (soak/soak.ts): 20 seconds of random kill -9s of every kind of daemon under a stream of jobs and DFS
  * writers and readers, then the promises checked. `npm run soak -- --minutes 30` is the long one.
  */
 import { describe, expect, it } from "vitest";
@@ -10,12 +10,12 @@ describe("a soak with random kills", () => {
   it("loses no acknowledged byte, ends every job with a reason, runs no task twice to completion, leaves nothing behind", async () => {
     requireBuild();
     const lines: string[] = [];
-    const r = await runSoak({ minutes: 0.5, seed: 7, killEveryMs: [2_000, 4_000], log: (l) => lines.push(l) });
+    const r = await runSoak({ minutes: 0.35, seed: 7, killEveryMs: [2_000, 4_000], log: (l) => lines.push(l) });
     const summary = soakSummary(r);
     // The summary is the failure message: what was killed, and which promise broke.
     expect(r.violations, summary + "\n" + lines.join("\n")).toEqual([]);
     const kills = Object.values(r.kills).reduce((a, b) => a + b, 0);
-    expect(kills, summary).toBeGreaterThanOrEqual(5);
+    expect(kills, summary).toBeGreaterThanOrEqual(4);
     expect(r.jobs.finished, summary).toBeGreaterThan(0);
     expect(r.files.verified, summary).toBe(r.files.written);
     expect(r.files.written, summary).toBeGreaterThan(0);

@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TenantAdminClient } from "../../client/tenant-admin-client.js";
 import type { JobReport } from "../../client/job-client.js";
 import { SeededRng } from "../../common/rng.js";
-import { cpuVertex, startTestCluster, traceSpec, waitFor } from "./harness.js";
-import type { TestCluster } from "./harness.js";
+import { cpuVertex, startTestCluster, traceSpec, waitFor } from "../integration/harness.js";
+import type { TestCluster } from "../integration/harness.js";
 
 const DAY_S = 86_400;
 

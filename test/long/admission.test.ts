@@ -5,8 +5,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
-import { cpuVertex, startLocalCluster, waitFor } from "./harness.js";
-import type { LocalCluster } from "./harness.js";
+import { cpuVertex, startLocalCluster, waitFor } from "../integration/harness.js";
+import type { LocalCluster } from "../integration/harness.js";
 
 /** A job manager (0.5 cores) and two 1-core tasks: 2.5 cores of the node's 3.6 harvestable (4 cores, 10 % reserve). */
 const job = (name: string, holdSeconds: number): string =>
