@@ -16,8 +16,8 @@ import type { DfsClient } from "../../client/dfs-client.js";
 import { localDfsClient } from "../../cli/cluster.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import type { NodeAdminClient } from "../../proto/generated/harvest/v1/NodeAdmin.js";
-import { cpuVertex, startTestCluster, traceSpec, waitFor } from "./harness.js";
-import type { TestCluster } from "./harness.js";
+import { cpuVertex, startTestCluster, traceSpec, waitFor } from "../integration/harness.js";
+import type { TestCluster } from "../integration/harness.js";
 
 const KiB = 1024;
 
