@@ -280,10 +280,6 @@ export class BlockStore {
    */
   async createRbw(block: BlockKey): Promise<ReplicaWriter> {
     const key = checkBlockKey(block);
-    const stale = this.writers.get(key.blockId);
-    // A replica kept for lease recovery is no live write: a copy of the committed block (re-replication) or a newer
-    // pipeline replaces it. Refusing it left blocks under-replicated until the kept replica's TTL (found by the soak).
-    if (stale?.kept && stale.block.genStamp <= key.genStamp) await stale.abort();
     if (this.writers.has(key.blockId))
       throw new HarvestError("DATANODE_BLOCK_EXISTS", `block ${key.blockId} is already being written here`);
     const existing = this.replicas.get(key.blockId);

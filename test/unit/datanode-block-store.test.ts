@@ -194,21 +194,6 @@ describe("block store", () => {
     await unfinished.abort();
   });
 
-  // Found by the 30-minute soak: a kept leftover refused re-replication of its (committed) block, which stayed
-  // under-replicated until the kept replica's TTL.
-  it("lets a copy of the block replace a replica kept for recovery", async () => {
-    const unfinished = await store.createRbw({ blockId: 400, genStamp: 3 });
-    const part = randomBytes(1024);
-    await unfinished.write(0, part, chunkChecksums(part));
-    const reopened = await BlockStore.open({ dataDir: dir });
-    expect(reopened.scan.rbwKept).toBe(1);
-    const whole = randomBytes(4096);
-    await writeReplica(reopened, { blockId: 400, genStamp: 3 }, whole);
-    expect((await readAll(reopened, { blockId: 400, genStamp: 3 })).equals(whole)).toBe(true);
-    expect(reopened.keptReplicas()).toEqual([]);
-    await unfinished.abort();
-  });
-
   it("cuts a kept rbw leftover to its checksum-verified prefix and drops one with nothing verified", async () => {
     const good = randomBytes(2048);
     const w = await store.createRbw({ blockId: 300, genStamp: 2 });
