@@ -27,6 +27,8 @@ export interface SendBlockOptions {
   pieces: AsyncIterable<ReadPiece>;
   /** Bytes per second to send at most; 0 means unthrottled. @default 0 */
   bandwidthBytesPerSec?: number;
+  /** A copy of a committed block by re-replication (see WriteHeader.transfer). @default false */
+  transfer?: boolean;
   /** Aborting cancels the write. */
   signal?: AbortSignal;
 }
@@ -101,6 +103,7 @@ export async function sendBlock(options: SendBlockOptions): Promise<SendBlockRes
         downstream: options.downstream,
         clientName: options.clientName,
         blockToken: options.blockToken,
+        transfer: options.transfer ?? false,
       },
     });
     const it = options.pieces[Symbol.asyncIterator]();

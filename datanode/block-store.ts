@@ -277,9 +277,16 @@ export class BlockStore {
   /**
    * Starts a replica in rbw/. Refused with DATANODE_BLOCK_EXISTS when the block is being written here already or a
    * replica of the same or a newer generation is finalized; an older generation is replaced when this one finalizes.
+   * With `replaceKept` (a re-replication copy of a committed block), a replica kept for lease recovery of the same or an
+   * older generation is dropped first: once the block is committed, no recovery will ask for it.
    */
-  async createRbw(block: BlockKey): Promise<ReplicaWriter> {
+  async createRbw(block: BlockKey, options: { replaceKept?: boolean } = {}): Promise<ReplicaWriter> {
     const key = checkBlockKey(block);
+    const kept = this.writers.get(key.blockId);
+    // Only a namenode's copy may replace it: a client's pipeline recovery (a newer generation) must not take the replica
+    // a concurrent lease recovery is asking for. Refusing the copy left blocks under-replicated until the kept
+    // replica's TTL (found by the 30-minute soak).
+    if (options.replaceKept === true && kept?.kept && kept.block.genStamp <= key.genStamp) await kept.abort();
     if (this.writers.has(key.blockId))
       throw new HarvestError("DATANODE_BLOCK_EXISTS", `block ${key.blockId} is already being written here`);
     const existing = this.replicas.get(key.blockId);

@@ -95,9 +95,13 @@ export class DataTransferService {
     return c;
   }
 
-  /** Fails every write in progress (each upstream gets a not-ok ack naming this node). */
-  abortAll(code: ErrorCode, message: string): void {
-    for (const s of [...this.sessions]) s.fail(new HarvestError(code, message), this.host.datanodeId);
+  /**
+   * Fails every write in progress (each upstream gets a not-ok ack naming this node). With `keep` (the datanode is
+   * stopping), the unfinished replicas stay in rbw/ for lease recovery: their writer may be dying too, and they may
+   * hold acknowledged bytes. Resolves once every replica is kept or dropped.
+   */
+  async abortAll(code: ErrorCode, message: string, keep = false): Promise<void> {
+    await Promise.all([...this.sessions].map((s) => s.abort(new HarvestError(code, message), keep)));
   }
 
   /**
@@ -246,7 +250,7 @@ class WriteSession {
     }
     this.block = block;
     this.downstream = header.downstream;
-    this.writer = await this.svc.host.store.createRbw(block);
+    this.writer = await this.svc.host.store.createRbw(block, { replaceKept: header.transfer });
     const next = this.downstream[0];
     if (!next) return;
     const down = this.svc.clientFor(next.address).writeBlock();
@@ -270,7 +274,15 @@ class WriteSession {
     });
     const rest: DatanodeInfo[] = this.downstream.slice(1);
     // The token travels down the pipeline: every replica checks it.
-    down.write({ header: { block, downstream: rest, clientName: header.clientName, blockToken: header.blockToken } });
+    down.write({
+      header: {
+        block,
+        downstream: rest,
+        clientName: header.clientName,
+        blockToken: header.blockToken,
+        transfer: header.transfer,
+      },
+    });
     this.log.debug("pipeline open", { blockId: block.blockId, downstream: next.datanodeId });
   }
 
@@ -367,9 +379,18 @@ class WriteSession {
   }
 
   private async onUpstreamEnd(): Promise<void> {
-    // A writer that hangs up cleanly mid-block broke the protocol (its replica goes); one that vanished (killed, its
-    // connection lost) cancels instead, and what it wrote is kept for lease recovery.
-    if (!this.sawLast) throw protocolError("the stream ended before the last packet");
+    // An upstream that hangs up mid-block is kept for lease recovery, like one that vanished (cancelled): when the
+    // writer dies, the head datanode cancels its downstream call, and grpc-js may deliver that to the next node as a
+    // plain end. Dropping the replica there lost acknowledged bytes on every replica but the head's (found by the
+    // lease-recovery test with the head datanode down during recovery: no replica was left to recover).
+    if (!this.sawLast)
+      this.failWith("DATANODE_PROTOCOL_ERROR", "the stream ended before the last packet", this.self, true);
+  }
+
+  /** Ends the session with a not-ok ack naming this node; keeps the replica for lease recovery or drops it. */
+  async abort(err: HarvestError, keep: boolean): Promise<void> {
+    this.failWith(err.code, err.message, this.self, keep);
+    await this.settled;
   }
 
   /** Ends the session with one not-ok ack naming `failedDatanodeId`, and drops the local replica. */

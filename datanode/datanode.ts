@@ -244,7 +244,7 @@ export class DataNode {
     ])
       if (t) clearTimeout(t);
     this.stopping.abort();
-    this.transfer?.abortAll("UNAVAILABLE", `datanode ${this.options.datanodeId} is stopping`);
+    await this.transfer?.abortAll("UNAVAILABLE", `datanode ${this.options.datanodeId} is stopping`, true);
     this.stream?.end();
     this.stream = undefined;
     this.nnChannel?.close();
@@ -258,7 +258,7 @@ export class DataNode {
   /** Wipes the storage as a disk reimage would and tells the namenode: re-register, ReimageReport, empty report. */
   async reimage(): Promise<ReimageResponse> {
     if (this.stateValue !== "running") throw new HarvestError("UNAVAILABLE", "datanode is not running");
-    this.transfer?.abortAll("UNAVAILABLE", `datanode ${this.options.datanodeId} is being reimaged`);
+    await this.transfer?.abortAll("UNAVAILABLE", `datanode ${this.options.datanodeId} is being reimaged`);
     const { storageId, wiped } = await this.store.wipe();
     this.received.length = 0;
     this.deleted.length = 0;
@@ -601,6 +601,8 @@ export class DataNode {
       blockToken: cmd.blockToken,
       pieces: this.store.read(key),
       bandwidthBytesPerSec: this.options.replicationBandwidth,
+      // The namenode replicates committed blocks only: a target's kept replica of it is stale.
+      transfer: true,
       signal: this.stopping.signal,
     });
     this.log.info("replicated", {

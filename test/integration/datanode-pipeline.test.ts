@@ -351,11 +351,19 @@ describe("datanode pipeline", () => {
     await expectFailure([header(2 ** 60), packet()], "DATANODE_BAD_BLOCK_ID");
     await expectFailure([header(nextBlockId++), packet({ checksums: [sums[0]!, 0] })], "DATANODE_CHECKSUM_MISMATCH");
     await expectFailure([header(nextBlockId++), packet({ offsetInBlock: 512 })], "DATANODE_PROTOCOL_ERROR");
-    await expectFailure([header(nextBlockId++), packet({ last: false })], "DATANODE_PROTOCOL_ERROR");
+    const unfinished = nextBlockId++;
+    await expectFailure([header(unfinished), packet({ last: false })], "DATANODE_PROTOCOL_ERROR");
     await expectFailure([header(nextBlockId++), header(nextBlockId++)], "DATANODE_PROTOCOL_ERROR");
     expect(await readCode(dn2, { blockId: -5, genStamp: 1 })).toBe("DATANODE_BAD_BLOCK_ID");
     expect(await readCode(dn2, { blockId: 987_654, genStamp: 1 })).toBe("DATANODE_BLOCK_NOT_FOUND");
-    expect(readdirSync(join(dn2.options.dataDir, "rbw"))).toEqual([]);
+    // Nothing of the refused writes is left, but a stream that ended mid-block is kept for lease recovery, as HDFS
+    // keeps an rbw replica (its packets may have been acknowledged), and is never readable as a finished replica.
+    expect(readdirSync(join(dn2.options.dataDir, "rbw")).sort()).toEqual([
+      `blk_${unfinished}`,
+      `blk_${unfinished}_1.meta`,
+    ]);
+    expect(dn2.store.keptReplicas().map((r) => r.blockId)).toEqual([unfinished]);
+    expect(await readCode(dn2, { blockId: unfinished, genStamp: 1 })).toBe("DATANODE_BLOCK_NOT_FOUND");
     const ok = randomBytes(10_000);
     const { block, w } = await write(dn2, [], ok);
     expect(w.failure()).toBeUndefined();

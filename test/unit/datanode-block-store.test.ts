@@ -9,8 +9,13 @@ import { BlockStore, CHUNK_SIZE, chunkChecksums } from "../../datanode/block-sto
 import type { BlockKey, ReplicaWriter, StoredReplica } from "../../datanode/block-store.js";
 
 /** Writes `data` in 64 KiB packets with correct checksums and finalizes. */
-async function writeReplica(store: BlockStore, block: BlockKey, data: Buffer): Promise<StoredReplica> {
-  const w = await store.createRbw(block);
+async function writeReplica(
+  store: BlockStore,
+  block: BlockKey,
+  data: Buffer,
+  options: { replaceKept?: boolean } = {},
+): Promise<StoredReplica> {
+  const w = await store.createRbw(block, options);
   for (let at = 0; at < data.length; at += 64 * 1024) {
     const piece = data.subarray(at, Math.min(data.length, at + 64 * 1024));
     await w.write(at, piece, chunkChecksums(piece));
@@ -190,6 +195,28 @@ describe("block store", () => {
     });
     await reopened.commitRecovered({ blockId: 200, genStamp: 1 }, 1024);
     expect((await readAll(reopened, { blockId: 200, genStamp: 1 })).equals(part)).toBe(true);
+    expect(readdirSync(join(dir, "rbw"))).toEqual([]);
+    await unfinished.abort();
+  });
+
+  // Found by the 30-minute soak: a kept leftover refused re-replication of its (committed) block, which stayed
+  // under-replicated until the kept replica's TTL.
+  it("lets a re-replication copy replace a replica kept for recovery, but not a client's write", async () => {
+    const unfinished = await store.createRbw({ blockId: 400, genStamp: 3 });
+    const part = randomBytes(1024);
+    await unfinished.write(0, part, chunkChecksums(part));
+    const reopened = await BlockStore.open({ dataDir: dir });
+    expect(reopened.scan.rbwKept).toBe(1);
+    const whole = randomBytes(4096);
+    // A client's pipeline (recovery with a newer generation) must not take the replica a lease recovery asks for.
+    expect(await codeOf(writeReplica(reopened, { blockId: 400, genStamp: 4 }, whole))).toBe("DATANODE_BLOCK_EXISTS");
+    // An older generation than the kept one is stale: it never replaces it.
+    expect(await codeOf(writeReplica(reopened, { blockId: 400, genStamp: 2 }, whole, { replaceKept: true }))).toBe(
+      "DATANODE_BLOCK_EXISTS",
+    );
+    await writeReplica(reopened, { blockId: 400, genStamp: 3 }, whole, { replaceKept: true });
+    expect((await readAll(reopened, { blockId: 400, genStamp: 3 })).equals(whole)).toBe(true);
+    expect(reopened.keptReplicas()).toEqual([]);
     expect(readdirSync(join(dir, "rbw"))).toEqual([]);
     await unfinished.abort();
   });
