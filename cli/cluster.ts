@@ -31,6 +31,8 @@ export interface DaemonRecord {
   /** The process's start time (/proc/<pid>/stat field 22), so that a reused pid is never taken for it. */
   startTime?: string;
   address: string;
+  /** Base URL of its web server (UI, REST API, /metrics); absent for daemons that serve none or older descriptors. */
+  httpUrl?: string;
   dataDir: string;
   log: string;
   /** The program it runs (the `harvest` CLI, or a daemon's main.js in old descriptors). */
@@ -336,8 +338,14 @@ async function launchDaemon(
   const configFile = join(dir, "run", `${name}.json`);
   writeAtomic(configFile, JSON.stringify(config, null, 2) + "\n");
   const record = await spawnDaemon(dir, name, kind, configFile, timeoutMs);
-  if (!config["port"])
-    writeAtomic(configFile, JSON.stringify({ ...config, port: portOf(record.address) }, null, 2) + "\n");
+  // Pin both ports: a restart serves on the same addresses and URL.
+  const pinned = {
+    ...config,
+    ...(config["port"] ? {} : { port: portOf(record.address) }),
+    ...(config["httpPort"] || !record.httpUrl ? {} : { httpPort: Number(new URL(record.httpUrl).port) }),
+  };
+  if (pinned["port"] !== config["port"] || pinned["httpPort"] !== config["httpPort"])
+    writeAtomic(configFile, JSON.stringify(pinned, null, 2) + "\n");
   return record;
 }
 
@@ -376,7 +384,7 @@ async function spawnDaemon(
     }
     await sleep(50);
   }
-  const ready = JSON.parse(readFileSync(readyFile, "utf8")) as { address: string; pid: number };
+  const ready = JSON.parse(readFileSync(readyFile, "utf8")) as { address: string; pid: number; httpUrl?: string };
   const dataDir = (JSON.parse(readFileSync(configFile, "utf8")) as { dataDir: string }).dataDir;
   return {
     name,
@@ -384,6 +392,7 @@ async function spawnDaemon(
     pid: ready.pid,
     ...(startTime ? { startTime } : {}),
     address: ready.address,
+    ...(ready.httpUrl ? { httpUrl: ready.httpUrl } : {}),
     dataDir,
     log,
     entry,

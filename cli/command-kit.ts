@@ -202,6 +202,14 @@ export function withDfs<T>(opts: GlobalOpts, fn: (c: DfsClient) => Promise<T>): 
   return fn(client).finally(() => client.close());
 }
 
+/** A duration flag's milliseconds: "90s", "2m", "1500ms", "1h"; a bare number is seconds. */
+export function durationFlagMs(value: string, flag: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(value);
+  if (!m) return badFlag(flag, `must be a duration such as 120s, 2m or 500ms (got ${JSON.stringify(value)})`);
+  const unitMs = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[(m[2] ?? "s") as "ms" | "s" | "m" | "h"];
+  return Number(m[1]) * unitMs;
+}
+
 /** The command line as a user would type it again (shown in reports). */
 export function commandLine(): string {
   const quote = (a: string): string => (/^[\w./:,=@%+-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`);

@@ -11,9 +11,9 @@ import { Command, Option } from "commander";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import {
   action,
-  badFlag,
   clusterTarget,
   common,
+  durationFlagMs,
   positiveInt,
   positiveNumber,
   print,
@@ -29,6 +29,7 @@ import { registerAdminCommands } from "./admin-commands.js";
 import { registerFsCommands } from "./fs-commands.js";
 import { registerSimCommands } from "./sim-commands.js";
 import { registerPowerCommands } from "./power-commands.js";
+import { registerUiCommands } from "./ui-commands.js";
 import { duration, LiveDisplay, outcomeText, progressLines, table } from "./format.js";
 import type { JobClient, JobReport } from "../client/job-client.js";
 import { choosePrimaries } from "./primary-traces.js";
@@ -98,10 +99,14 @@ common(cluster.command("up"), { clientConfig: false })
                 ? ` (mutual TLS; CA ${c.security.ca}, you are the admin ${c.security.cert})`
                 : " (INSECURE: plaintext, nobody authenticated)"),
             `resource manager  ${c.rm.address}  (log ${c.rm.log})`,
+            ...(c.rm.httpUrl ? [`  web UI           ${c.rm.httpUrl}/`] : []),
+            ...(c.nn ? [`namenode          ${c.nn.address}  (log ${c.nn.log})`] : []),
+            ...(c.nn?.httpUrl ? [`  web UI           ${c.nn.httpUrl}/`] : []),
             ...c.nodes.map(
               (n, i) => `${n.nodeId.padEnd(17)} ${n.address}  primary ${primaries[i]?.label ?? n.primary}`,
             ),
             `next: harvest job submit <dag.json> --wait --dir ${dir}`,
+            ...(c.security ? [`web UIs: 'harvest ui login --dir ${dir}' prints login URLs for your browser`] : []),
           ].join("\n"),
         );
       },
@@ -133,6 +138,7 @@ common(cluster.command("status"))
                   state: d.running ? "running" : "dead",
                   pid: d.pid,
                   address: d.address,
+                  ...(d.httpUrl ? { httpUrl: d.httpUrl } : {}),
                   log: d.log,
                 })),
               }
@@ -147,8 +153,16 @@ common(cluster.command("status"))
             ...(daemons
               ? [
                   table(
-                    ["DAEMON", "KIND", "STATE", "PID", "ADDRESS", "LOG"],
-                    daemons.map((d) => [d.name, d.kind ?? "", d.running ? "running" : "dead", d.pid, d.address, d.log]),
+                    ["DAEMON", "KIND", "STATE", "PID", "ADDRESS", "WEB", "LOG"],
+                    daemons.map((d) => [
+                      d.name,
+                      d.kind ?? "",
+                      d.running ? "running" : "dead",
+                      d.pid,
+                      d.address,
+                      d.httpUrl ?? "",
+                      d.log,
+                    ]),
                   ),
                   dead ? `${dead} daemon(s) dead: 'harvest cluster restart <daemon>' starts one again` : "",
                 ]
@@ -220,14 +234,6 @@ const RM_RETRY_FLAG = [
   "with --wait: keep polling through a resource-manager outage this long (e.g. 90s, 2m)",
   "120s",
 ] as const;
-
-/** A duration flag's milliseconds: "90s", "2m", "1500ms", "1h"; a bare number is seconds. */
-function durationFlagMs(value: string, flag: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(value);
-  if (!m) return badFlag(flag, `must be a duration such as 120s, 2m or 500ms (got ${JSON.stringify(value)})`);
-  const unitMs = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[(m[2] ?? "s") as "ms" | "s" | "m" | "h"];
-  return Number(m[1]) * unitMs;
-}
 
 /**
  * Follows a job to its end with the live per-vertex display, polling through resource-manager outages of up to
@@ -401,6 +407,7 @@ registerAdminCommands(program);
 // ------------------------------------------------------------------------------------------------ power
 
 registerPowerCommands(program);
+registerUiCommands(program);
 
 // ------------------------------------------------------------------------------------------------ sim
 

@@ -5,6 +5,7 @@
  */
 import { clientConfigOf, clientSecurityOf, nnAddressFromConfig } from "./client-config.js";
 import type { ClientConfig } from "./client-config.js";
+import type { WebTokenResponseOutput } from "../proto/generated/harvest/v1/WebTokenResponse.js";
 import type * as grpc from "@grpc/grpc-js";
 import { Metadata } from "@grpc/grpc-js";
 import { crc32c } from "@node-rs/crc32";
@@ -189,6 +190,11 @@ export class DfsClient {
   /** Creates a directory and its missing parents. */
   async mkdir(path: string): Promise<DfsFileStatus> {
     return this.nnCall(this.nn.mkdirs, { path: normalizeDfsPath(path), owner: this.options.user });
+  }
+
+  /** A web token for this client's certificate and the namenode's web URL (`harvest ui login`). */
+  webToken(lifetimeMs = 0): Promise<WebTokenResponseOutput> {
+    return this.nnCall(this.nn.getWebToken, { lifetimeMs });
   }
 
   async stat(path: string): Promise<DfsFileStatus> {

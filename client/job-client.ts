@@ -4,6 +4,7 @@
  */
 import { clientConfigOf, clientSecurityOf, rmAddressFromConfig } from "./client-config.js";
 import type { ClientConfig } from "./client-config.js";
+import type { WebTokenResponseOutput } from "../proto/generated/harvest/v1/WebTokenResponse.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import { HarvestError, isHarvestError } from "../common/errors.js";
@@ -128,6 +129,11 @@ export class JobClient {
 
   async nodes(): Promise<NodeInfo[]> {
     return (await call(this.rm, this.rm.getClusterNodes, {})).nodes;
+  }
+
+  /** A web token for this client's certificate and the resource manager's web URL (`harvest ui login`). */
+  webToken(lifetimeMs = 0): Promise<WebTokenResponseOutput> {
+    return call(this.rm, this.rm.getWebToken, { lifetimeMs });
   }
 
   async history(name = "", limit = 0): Promise<JobHistoryEntry[]> {

@@ -14,6 +14,8 @@ export interface RunnableDaemon {
   start(): Promise<void>;
   stop(): Promise<void>;
   readonly address: string;
+  /** Base URL of the daemon's web server (UI, REST API, /metrics), when it serves one. */
+  readonly httpUrl?: string | undefined;
 }
 
 /** Parses `--config` and `--ready-file` from argv. */
@@ -59,7 +61,14 @@ export function runDaemon(
   daemon.start().then(
     () => {
       if (readyFile) {
-        writeFileAtomic(readyFile, JSON.stringify({ address: daemon.address, pid: process.pid }));
+        writeFileAtomic(
+          readyFile,
+          JSON.stringify({
+            address: daemon.address,
+            pid: process.pid,
+            ...(daemon.httpUrl ? { httpUrl: daemon.httpUrl } : {}),
+          }),
+        );
       }
     },
     (err: unknown) => {

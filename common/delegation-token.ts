@@ -13,17 +13,24 @@ import { writeFileAtomic } from "./atomic-file.js";
 export interface DelegationClaims {
   /** The user the holder acts as. */
   owner: string;
+  /** The owner's certificate role, for web tokens (`harvest ui login`), which stand in for the certificate. */
+  role?: string;
   expiresMs: number;
   /** Random, so that two tokens for one owner differ. */
   nonce: string;
 }
 
-/** Issues and checks delegation tokens with one secret key. */
+/**
+ * Issues and checks delegation tokens with one secret key. The same scheme, with kind "w1" and a key of its own, signs
+ * the web tokens of `harvest ui login`: a token of one kind never passes as the other.
+ */
 export class DelegationTokens {
   constructor(
     private readonly key: Buffer,
     /** The longest lifetime a token is issued for. */
     readonly maxLifetimeMs: number,
+    /** The token's first part: "d1" for DFS delegation tokens, "w1" for web tokens. @default "d1" */
+    private readonly kind = "d1",
   ) {}
 
   /** The key in `file`, created (32 random bytes, mode 0600) when there is none. */
@@ -38,10 +45,15 @@ export class DelegationTokens {
   }
 
   /** A token for `owner`, valid `lifetimeMs` (at most the maximum; 0 asks for the maximum) from `nowMs`. */
-  issue(owner: string, nowMs: number, lifetimeMs = 0): { token: string; expiresMs: number } {
+  issue(owner: string, nowMs: number, lifetimeMs = 0, role?: string): { token: string; expiresMs: number } {
     const life = lifetimeMs > 0 ? Math.min(lifetimeMs, this.maxLifetimeMs) : this.maxLifetimeMs;
-    const claims: DelegationClaims = { owner, expiresMs: nowMs + life, nonce: randomBytes(8).toString("hex") };
-    const body = `d1.${Buffer.from(JSON.stringify(claims)).toString("base64url")}`;
+    const claims: DelegationClaims = {
+      owner,
+      expiresMs: nowMs + life,
+      nonce: randomBytes(8).toString("hex"),
+      ...(role !== undefined ? { role } : {}),
+    };
+    const body = `${this.kind}.${Buffer.from(JSON.stringify(claims)).toString("base64url")}`;
     return { token: `${body}.${this.sign(body).toString("base64url")}`, expiresMs: claims.expiresMs };
   }
 
@@ -49,7 +61,7 @@ export class DelegationTokens {
   verify(token: unknown, nowMs: number): DelegationClaims | undefined {
     if (typeof token !== "string" || token.length > 2048) return undefined;
     const parts = token.split(".");
-    if (parts.length !== 3 || parts[0] !== "d1") return undefined;
+    if (parts.length !== 3 || parts[0] !== this.kind) return undefined;
     const expected = this.sign(`${parts[0]}.${parts[1]}`);
     const given = Buffer.from(parts[2]!, "base64url");
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;

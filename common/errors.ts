@@ -81,6 +81,8 @@ export const ERROR_CODES = {
   PERMISSION_DENIED: GrpcStatus.PERMISSION_DENIED,
   CA_EXISTS: GrpcStatus.ALREADY_EXISTS,
   CA_NOT_FOUND: GrpcStatus.NOT_FOUND,
+  // The web server has no page, API resource or asset at that path.
+  WEB_NOT_FOUND: GrpcStatus.NOT_FOUND,
   // The peer is not there or not serving.
   UNAVAILABLE: GrpcStatus.UNAVAILABLE,
   DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,

@@ -3,6 +3,8 @@
  * binding servers, creating clients, and turning unary calls into promises that throw HarvestErrors.
  */
 import * as grpc from "@grpc/grpc-js";
+import type { Registry } from "prom-client";
+import { grpcServerMetrics } from "./metrics.js";
 import * as protoLoader from "@grpc/proto-loader";
 import { join } from "node:path";
 import { errorMessage, fromGrpcError, HarvestError, toServiceError } from "./errors.js";
@@ -112,9 +114,9 @@ const SERVER_OPTIONS: grpc.ServerOptions = {
   "grpc.http2.max_ping_strikes": 0,
 };
 
-/** Creates a gRPC server with Harvest's options. */
-export function createServer(): grpc.Server {
-  return new grpc.Server(SERVER_OPTIONS);
+/** Creates a gRPC server with Harvest's options; with `metrics`, its calls are counted there (common/metrics.ts). */
+export function createServer(metrics?: Registry): grpc.Server {
+  return new grpc.Server({ ...SERVER_OPTIONS, ...(metrics ? { interceptors: [grpcServerMetrics(metrics)] } : {}) });
 }
 
 /**

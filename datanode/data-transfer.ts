@@ -20,6 +20,8 @@ import type { ClientSecurity } from "../common/grpc.js";
 import type { Logger } from "../common/log.js";
 import { checkBlockKey } from "./block-store.js";
 import type { BlockKey, BlockStore, ReplicaWriter } from "./block-store.js";
+import { NO_TRANSFER_METRICS } from "./dn-metrics.js";
+import type { TransferMetrics } from "./dn-metrics.js";
 import { drained } from "./stream-util.js";
 import type { DataTransferClient, DataTransferHandlers } from "../proto/generated/harvest/v1/DataTransfer.js";
 import type { DatanodeInfo, DatanodeInfoOutput } from "../proto/generated/harvest/v1/DatanodeInfo.js";
@@ -51,6 +53,8 @@ export interface DataTransferHost {
   clientSecurity?: ClientSecurity;
   /** A downstream datanode silent this long while a packet waits for its ack fails the pipeline. @default 30000 */
   ackTimeoutMs?: number;
+  /** Where bytes, blocks, refusals and failures are counted (dn-metrics.ts). @default counts nothing */
+  metrics?: TransferMetrics;
 }
 
 /** See DataTransferHost.ackTimeoutMs. */
@@ -68,8 +72,18 @@ export class DataTransferService {
   private readonly sessions = new Set<WriteSession>();
   private readonly clients = new Map<string, DataTransferClient>();
   private reads = 0;
+  /** The host's metrics, or a stand-in that counts nothing. */
+  readonly metrics: TransferMetrics;
 
-  constructor(readonly host: DataTransferHost) {}
+  constructor(readonly host: DataTransferHost) {
+    this.metrics = host.metrics ?? NO_TRANSFER_METRICS;
+  }
+
+  /** Counts a refusal while the primary tenant is busy and returns the error to throw. */
+  refuseBusy(operation: "read" | "write"): HarvestError {
+    this.metrics.refusedBusy(operation);
+    return busyError(this.host.datanodeId);
+  }
 
   /** Writes and reads in progress (for heartbeats). */
   get activeTransfers(): number {
@@ -134,14 +148,17 @@ export class DataTransferService {
       const req = call.request;
       const block = checkBlockKey(req.block);
       host.checkBlockToken(req.blockToken, block.blockId, "READ");
-      if (host.isPrimaryBusy()) throw busyError(host.datanodeId);
+      if (host.isPrimaryBusy()) throw this.refuseBusy("read");
       for await (const piece of host.store.read(block, req.offset, req.length)) {
         if (cancelled.signal.aborted) return;
         // The primary wins mid-read too: the reader moves on to another replica.
-        if (host.isPrimaryBusy()) throw busyError(host.datanodeId);
-        if (!call.write(piece)) await drained(call, cancelled.signal);
+        if (host.isPrimaryBusy()) throw this.refuseBusy("read");
+        const ok = call.write(piece);
+        this.metrics.bytesRead(piece.data.length);
+        if (!ok) await drained(call, cancelled.signal);
       }
       call.end();
+      this.metrics.blockRead();
     } catch (err) {
       if (!isHarvestError(err)) host.log.warn("read failed", { error: errorMessage(err) });
       if (!cancelled.signal.aborted) call.emit("error", toServiceError(err));
@@ -214,7 +231,10 @@ class WriteSession {
     });
     call.on("end", () => this.enqueue(() => this.onUpstreamEnd()));
     // The writer went away mid-block (maybe it died): what it wrote is kept for lease recovery.
-    call.on("cancelled", () => this.finish("the writer cancelled the write", true));
+    call.on("cancelled", () => {
+      if (!this.over.signal.aborted) this.svc.metrics.writeFailed("CANCELLED");
+      this.finish("the writer cancelled the write", true);
+    });
     // Our own call.emit('error') is the only source; grpc-js turns it into the call's status.
     call.on("error", () => undefined);
   }
@@ -243,7 +263,7 @@ class WriteSession {
   private async openPipeline(header: WriteHeaderOutput): Promise<void> {
     const block = checkBlockKey(header.block);
     this.svc.host.checkBlockToken(header.blockToken, block.blockId, "WRITE");
-    if (this.svc.host.isPrimaryBusy()) throw busyError(this.self);
+    if (this.svc.host.isPrimaryBusy()) throw this.svc.refuseBusy("write");
     for (const d of header.downstream) {
       if (!d.datanodeId || !d.address)
         throw protocolError("every downstream datanode needs a datanode_id and an address");
@@ -291,9 +311,15 @@ class WriteSession {
       throw protocolError(`packet seq ${p.seq} does not follow ${this.lastSeq}`);
     if (p.data.length > MAX_PACKET_BYTES)
       throw protocolError(`packet of ${p.data.length} bytes exceeds ${MAX_PACKET_BYTES}`);
-    if (this.svc.host.isPrimaryBusy()) throw busyError(this.self);
+    if (this.svc.host.isPrimaryBusy()) throw this.svc.refuseBusy("write");
     // Verified and on local disk (not yet synced) before it travels on: a bad packet never reaches downstream.
-    await writer.write(p.offsetInBlock, p.data, p.checksums);
+    try {
+      await writer.write(p.offsetInBlock, p.data, p.checksums);
+    } catch (err) {
+      if (isHarvestError(err, "DATANODE_CHECKSUM_MISMATCH")) this.svc.metrics.checksumFailed("write");
+      throw err;
+    }
+    this.svc.metrics.bytesWritten(p.data.length);
     this.lastSeq = p.seq;
     this.nextOffset = p.offsetInBlock + p.data.length;
     const entry: PendingAck = { seq: p.seq, last: p.last, local: !p.last, down: !this.down };
@@ -371,6 +397,7 @@ class WriteSession {
       this.pending.shift();
       this.call.write({ seq: head.seq, ok: true });
       if (head.last) {
+        this.svc.metrics.blockWritten();
         this.svc.host.log.debug("block received", { blockId: this.block?.blockId, bytes: this.nextOffset });
         this.call.end();
         this.finish();
@@ -402,6 +429,7 @@ class WriteSession {
   private failWith(code: string, message: string, failedDatanodeId: string, keep = false): void {
     if (this.over.signal.aborted) return;
     const seq = this.pending[0]?.seq ?? this.lastSeq;
+    this.svc.metrics.writeFailed(code);
     this.log.info("write failed", { blockId: this.block?.blockId, code, message, failedDatanodeId });
     try {
       this.call.write({ seq, ok: false, errorCode: code, errorMessage: message, failedDatanodeId });

@@ -20,12 +20,14 @@ import { errorMessage, HarvestError } from "../common/errors.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
+import { startDaemonWeb, WebServer } from "../common/web-server.js";
 import { createPrimaryMonitor } from "../common/primary-monitor.js";
 import type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
 import { sendBlock } from "./block-sender.js";
 import { BlockStore, checkBlockKey } from "./block-store.js";
 import type { StoredReplica } from "./block-store.js";
 import { DataTransferService } from "./data-transfer.js";
+import { DataNodeMetrics } from "./dn-metrics.js";
 import { resolveDataNodeOptions } from "./options.js";
 import type { DataNodeOptions, DataNodeOptionsInput } from "./options.js";
 import type { Block } from "../proto/generated/harvest/v1/Block.js";
@@ -60,7 +62,11 @@ export class DataNode {
   private stateValue: DataNodeState = "new";
   private readonly clock: Clock;
   private readonly log: Logger;
-  private readonly server = createServer();
+  /** Prometheus metrics (dn-metrics.ts); the gRPC server counts its calls there too. */
+  private readonly metrics: DataNodeMetrics;
+  private readonly server: grpc.Server;
+  /** Serves `/metrics` once started. */
+  private web: WebServer | undefined;
   private storeValue: BlockStore | undefined;
   private transfer: DataTransferService | undefined;
   private monitor: PrimaryMonitor | undefined;
@@ -100,6 +106,12 @@ export class DataNode {
     this.options = resolveDataNodeOptions(options);
     this.clock = deps.clock ?? systemClock;
     this.log = deps.logger ?? new Logger(`dn:${this.options.datanodeId}`);
+    this.metrics = new DataNodeMetrics(this.options.datanodeId, {
+      store: () => this.storeValue,
+      activeTransfers: () => this.activeTransfers,
+      primaryBusy: () => this.busy,
+    });
+    this.server = createServer(this.metrics.registry);
     this.heartbeatIntervalMs = this.options.heartbeatIntervalMs;
     this.backoffMs = this.options.reconnectMinMs;
   }
@@ -111,6 +123,11 @@ export class DataNode {
   /** host:port of this datanode's DataTransfer service. */
   get address(): string {
     return formatAddress(this.options.advertiseHost, this.boundPort);
+  }
+
+  /** Base URL of this datanode's web server (`/metrics`), once started. */
+  get httpUrl(): string | undefined {
+    return this.web?.url;
   }
 
   /** The replicas (valid once started). */
@@ -193,6 +210,7 @@ export class DataNode {
       reimage: () => this.reimage(),
       checkBlockToken: (token, blockId, access) => this.checkBlockToken(token, blockId, access),
       ackTimeoutMs: this.options.pipelineAckTimeoutMs,
+      metrics: this.metrics,
       ...(this.options.tls ? { clientSecurity: this.options.tls } : {}),
     });
     this.transfer = transfer;
@@ -217,10 +235,12 @@ export class DataNode {
     if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.server.addService(proto.DataTransfer.service, transfer.handlers());
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
+    await this.startWeb();
     this.stateValue = "running";
     this.connect();
     this.log.info("datanode serving", {
       address: this.address,
+      httpUrl: this.httpUrl,
       storageId: store.storageId,
       replicas: store.scan.replicas,
       capacityBytes: store.capacityBytes,
@@ -250,6 +270,7 @@ export class DataNode {
     this.nnChannel?.close();
     this.nnClient?.close();
     if (wasStarted) await shutdownServer(this.server, 1_000);
+    await this.web?.stop();
     this.transfer?.close();
     await this.monitor?.stop();
     this.stateValue = "stopped";
@@ -271,6 +292,24 @@ export class DataNode {
       this.send({ register: this.registration() });
     }
     return { storageId, blocksWiped: wiped };
+  }
+
+  /**
+   * Serves `/metrics` (with TLS: to any certificate under the cluster CA). A port that cannot be bound stops the
+   * datanode: its configuration names one it cannot have.
+   */
+  private async startWeb(): Promise<void> {
+    const web = new WebServer({
+      host: this.options.httpHost,
+      port: this.options.httpPort,
+      advertiseHost: this.options.advertiseHost,
+      tls: this.options.tls,
+      metrics: this.metrics.registry,
+      title: "Harvest datanode",
+      log: this.log,
+    });
+    await startDaemonWeb(web, "datanode", () => shutdownServer(this.server, 0));
+    this.web = web;
   }
 
   // ---------------------------------------------------------------------------------------------- primary tenant
@@ -531,6 +570,7 @@ export class DataNode {
   }
 
   private onCorrupt(replica: StoredReplica, reason: string): void {
+    this.metrics.checksumFailed("read");
     this.log.warn("corrupt replica", { blockId: replica.blockId, genStamp: replica.genStamp, reason });
     this.badBlocks.set(replica.blockId, { replica, reason });
     this.reportBadBlocks();
@@ -568,14 +608,15 @@ export class DataNode {
       const cmd = this.replications.shift()!;
       this.replicating++;
       this.replicate(cmd)
-        .catch((err: unknown) =>
+        .catch((err: unknown) => {
+          this.metrics.replicationFailed();
           this.log.warn("replication failed", {
             blockId: cmd.block?.blockId,
             targets: cmd.targets.map((t) => t.datanodeId),
             error: errorMessage(err),
             failedDatanodeId: err instanceof HarvestError ? err.details["failedDatanodeId"] : undefined,
-          }),
-        )
+          });
+        })
         .finally(() => {
           this.replicating--;
           this.pumpReplications();
@@ -588,7 +629,10 @@ export class DataNode {
     const key = checkBlockKey(cmd.block);
     const [first, ...rest] = cmd.targets;
     if (!first?.address) throw new HarvestError("INVALID_ARGUMENT", `replicate block ${key.blockId}: no target`);
-    if (this.busy) throw new HarvestError("DATANODE_PRIMARY_BUSY", "the primary tenant is busy; not replicating now");
+    if (this.busy) {
+      this.metrics.refusedBusy("replicate");
+      throw new HarvestError("DATANODE_PRIMARY_BUSY", "the primary tenant is busy; not replicating now");
+    }
     const replica = this.store.get(key.blockId);
     if (!replica || replica.genStamp !== key.genStamp)
       throw new HarvestError("DATANODE_BLOCK_NOT_FOUND", `no replica of block ${key.blockId} to copy`);
@@ -605,6 +649,7 @@ export class DataNode {
       transfer: true,
       signal: this.stopping.signal,
     });
+    this.metrics.replicationSent(result.numBytes);
     this.log.info("replicated", {
       blockId: key.blockId,
       bytes: result.numBytes,

@@ -1,5 +1,5 @@
 /** Datanode options: every field has a default; `resolveDataNodeOptions` fills and validates them. */
-import { resolveAdvertiseHost } from "../common/net-address.js";
+import { isValidHost, isWildcardHost, resolveAdvertiseHost } from "../common/net-address.js";
 import { checkSecurityOptions, invalidOption, stripUndefined } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
 
@@ -15,6 +15,10 @@ export interface DataNodeOptions {
   host: string;
   /** Port; 0 picks a free one. @default 0 */
   port: number;
+  /** Interface of the web server (`/metrics`). @default the bind `host` */
+  httpHost: string;
+  /** Port of the web server; 0 picks a free one. @default 0 */
+  httpPort: number;
   /**
    * Host name or IP that peers and clients use to reach this daemon (what it registers and writes in ready files).
    * @default the bind `host`, or this machine's host name when `host` is a wildcard (0.0.0.0, ::)
@@ -91,6 +95,8 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
   const o: DataNodeOptions = {
     host: "127.0.0.1",
     port: 0,
+    httpHost: "",
+    httpPort: 0,
     advertiseHost: "",
     insecure: false,
     rack: "/default-rack",
@@ -122,7 +128,13 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     bad("namenodeAddress", "is required (host:port of the namenode)");
   if (typeof o.dataDir !== "string" || !o.dataDir) bad("dataDir", "is required");
   if (!(Number.isInteger(o.port) && o.port >= 0 && o.port <= 65_535)) bad("port", "must be an integer in 0..65535");
+  if (!(Number.isInteger(o.httpPort) && o.httpPort >= 0 && o.httpPort <= 65_535))
+    bad("httpPort", "must be an integer in 0..65535 (0 picks a free port)");
   o.advertiseHost = resolveAdvertiseHost("datanode", o.host, o.advertiseHost);
+  if (typeof o.httpHost !== "string") bad("httpHost", "must be an IP address or host name to bind");
+  o.httpHost ||= o.host;
+  if (!(isWildcardHost(o.httpHost) || isValidHost(o.httpHost)))
+    bad("httpHost", `must be an IP address or host name to bind (got ${JSON.stringify(o.httpHost)})`);
   checkSecurityOptions("datanode", o);
   if (!(Number.isSafeInteger(o.capacityBytes) && o.capacityBytes >= 0))
     bad("capacityBytes", "must be a non-negative integer (0 = the file system's size)");

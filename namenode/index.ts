@@ -12,6 +12,7 @@ export { resolveNameNodeOptions } from "./options.js";
 export type { NameNodeOptions } from "./options.js";
 export { Namespace } from "./namespace.js";
 export type {
+  ContentSummary,
   CreateFileRequest,
   FileView,
   LocatedBlockRecord,

@@ -30,12 +30,16 @@ import { serveWorkerStream } from "../common/worker-stream.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
+import { daemonRegistry } from "../common/metrics.js";
+import { startDaemonWeb, WebServer } from "../common/web-server.js";
+import { WebTokens } from "../common/web-token.js";
+import type { Principal } from "../common/auth.js";
 import { SeededRng } from "../common/rng.js";
 import { replicatedBlockMap } from "./block-manager.js";
 import { BlockRecoveries } from "./block-recovery.js";
 import type { RecoveryAnswer, RecoveryOutcome, BlockRecoveryRecord } from "./block-recovery.js";
 import type { BlockRecoveryReportOutput } from "../proto/generated/harvest/v1/BlockRecoveryReport.js";
-import type { RecoveredFile } from "../proto/generated/harvest/v1/RecoveredFile.js";
+import type { RecoveredFileOutput } from "../proto/generated/harvest/v1/RecoveredFile.js";
 import type { BlockManager } from "./block-manager.js";
 import type { ReplicaDeletion } from "./block-manager.js";
 import { Namespace } from "./namespace.js";
@@ -50,6 +54,12 @@ import { DiversityPlacementPolicy } from "./diversity-placement.js";
 import type { TenantAdminClient } from "../proto/generated/harvest/v1/TenantAdmin.js";
 import type { DatanodeView, PlacementPolicy } from "./placement.js";
 import { countReplicas } from "./replication-monitor.js";
+import { countPriority, NameNodeMetrics } from "./nn-metrics.js";
+import type { BlockHealthCounts, DatanodeCounts, NameNodeSummary } from "./nn-metrics.js";
+import { registerNameNodeApi } from "./web-api.js";
+import { registerNameNodePages } from "./web-pages.js";
+import { placementReport } from "./web.js";
+import type { FileBlockLocations, NameNodeWebSource, PlacementReport } from "./web.js";
 import type { ReplicationMonitor } from "./replication-monitor.js";
 import type { AdminState } from "./decommission.js";
 import type { AbandonBlockRequestOutput } from "../proto/generated/harvest/v1/AbandonBlockRequest.js";
@@ -59,22 +69,22 @@ import type { BlocksReceivedOutput } from "../proto/generated/harvest/v1/BlocksR
 import type { CompleteRequestOutput } from "../proto/generated/harvest/v1/CompleteRequest.js";
 import type { CreateRequestOutput } from "../proto/generated/harvest/v1/CreateRequest.js";
 import type { DatanodeHeartbeatOutput } from "../proto/generated/harvest/v1/DatanodeHeartbeat.js";
-import type { DatanodeInfo } from "../proto/generated/harvest/v1/DatanodeInfo.js";
-import type { DatanodeReport } from "../proto/generated/harvest/v1/DatanodeReport.js";
+import type { DatanodeInfoOutput } from "../proto/generated/harvest/v1/DatanodeInfo.js";
+import type { DatanodeReportOutput } from "../proto/generated/harvest/v1/DatanodeReport.js";
 import type { DatanodeToNamenodeOutput } from "../proto/generated/harvest/v1/DatanodeToNamenode.js";
 import type { DatanodeAdminStatus } from "../proto/generated/harvest/v1/DatanodeAdminStatus.js";
 import type { DecommissionRequestOutput } from "../proto/generated/harvest/v1/DecommissionRequest.js";
 import type { DecommissionStatusResponse } from "../proto/generated/harvest/v1/DecommissionStatusResponse.js";
-import type { FsckBlock } from "../proto/generated/harvest/v1/FsckBlock.js";
-import type { FsckReport } from "../proto/generated/harvest/v1/FsckReport.js";
+import type { FsckBlockOutput } from "../proto/generated/harvest/v1/FsckBlock.js";
+import type { FsckReportOutput } from "../proto/generated/harvest/v1/FsckReport.js";
 import type { GetBlockLocationsRequestOutput } from "../proto/generated/harvest/v1/GetBlockLocationsRequest.js";
+import type { FileStatusOutput } from "../proto/generated/harvest/v1/FileStatus.js";
 import type { LocatedBlock } from "../proto/generated/harvest/v1/LocatedBlock.js";
-import type { LocatedBlocks } from "../proto/generated/harvest/v1/LocatedBlocks.js";
 import type { NamenodeToDatanode } from "../proto/generated/harvest/v1/NamenodeToDatanode.js";
 import type { RegisterDatanodeOutput } from "../proto/generated/harvest/v1/RegisterDatanode.js";
 import type { ReplicateCommand } from "../proto/generated/harvest/v1/ReplicateCommand.js";
 import type { ReportBadBlocksRequestOutput } from "../proto/generated/harvest/v1/ReportBadBlocksRequest.js";
-import type { SafeModeStatus } from "../proto/generated/harvest/v1/SafeModeStatus.js";
+import type { SafeModeStatusOutput } from "../proto/generated/harvest/v1/SafeModeStatus.js";
 
 /** Lifecycle of a daemon. */
 export type DaemonState = "new" | "starting" | "running" | "stopping" | "stopped";
@@ -126,7 +136,16 @@ export class NameNode {
   private readonly clock: Clock;
   /** Signs block access tokens; undefined when the namenode issues none (`blockTokens: false`). */
   private readonly blockKeys: BlockKeyManager | undefined;
-  private readonly server = createServer();
+  /** The daemon's Prometheus metrics (gRPC calls, process, and `harvest_nn_*`), served at the web server's /metrics. */
+  private readonly registry = daemonRegistry("namenode");
+  private readonly metrics: NameNodeMetrics;
+  private readonly server = createServer(this.registry);
+  /** The web UI, REST API and /metrics (set while started). */
+  private web: WebServer | undefined;
+  /** Issues and checks web tokens (secure namenodes only). */
+  private webTokens: WebTokens | undefined;
+  /** What `copiesArrived` was at the last replication tick (the metrics count the difference). */
+  private copiesArrivedSeen = 0;
   /** Who may call what (common/auth.ts); TLS when `tls` is set. */
   private readonly gate: Gate;
   /** Issues and checks delegation tokens (secure namenodes only). */
@@ -177,6 +196,7 @@ export class NameNode {
       : undefined;
     this.log = deps.logger ?? new Logger("nn");
     this.rng = new SeededRng(this.options.seed);
+    this.metrics = new NameNodeMetrics(this.registry, () => this.summary());
     if (this.options.placementPolicy === "diversity") {
       this.diversity = new DiversityPlacementPolicy({ onDegrade: (reason) => this.onPlacementDegraded(reason) });
       this.placement = this.diversity;
@@ -218,6 +238,11 @@ export class NameNode {
     return formatAddress(this.options.advertiseHost, this.boundPort);
   }
 
+  /** Base URL of the web UI, REST API and /metrics (valid once started). */
+  get httpUrl(): string | undefined {
+    return this.web?.url;
+  }
+
   /** True while mutations are refused (after a start, until enough blocks are reported). */
   get inSafeMode(): boolean {
     return this.safeModeOn;
@@ -230,11 +255,13 @@ export class NameNode {
     // The namespace, its edits and the delegation key are the namenode's alone.
     if (!ensureDirMode(this.options.dataDir, 0o700))
       this.log.warn("cannot make the data directory private (0700)", { dir: this.options.dataDir });
-    if (this.options.tls)
+    if (this.options.tls) {
       this.delegation = new DelegationTokens(
         DelegationTokens.keyFromFile(join(this.options.dataDir, "delegation.key")),
         this.options.delegationTokenMaxLifetimeMs,
       );
+      this.webTokens = new WebTokens(this.options.dataDir, this.clock);
+    }
     await this.store.open();
     await this.namespace.load();
     for (const { block, inodeId, replication, committed } of this.namespace.allBlocks())
@@ -246,12 +273,13 @@ export class NameNode {
     this.checkSafeMode();
     const proto = loadHarvestProto();
     // Datanodes (daemon certificates) on their stream; people, daemons, and tasks with their submitter's delegation
-    // token on the client protocol. Only a certificate may ask for a delegation token (a token does not mint one).
+    // token on the client protocol. Only a certificate may ask for a delegation token or a web token (a token does
+    // not mint one).
     const anyone = [...ANY_CERTIFICATE, "dfs-token"] as const;
     const clientRules = Object.fromEntries(
       Object.keys(proto.ClientNamenode.service).map((m) => [
         m,
-        m === "GetDelegationToken" ? ["user", "admin"] : anyone,
+        m === "GetDelegationToken" ? ["user", "admin"] : m === "GetWebToken" ? ANY_CERTIFICATE : anyone,
       ]),
     ) as ServiceRules;
     const gate = this.gate
@@ -267,66 +295,89 @@ export class NameNode {
       DatanodeChannel: (s: DatanodeStream) => this.onDatanodeStream(s),
     });
     this.server.addService(proto.ClientNamenode.service, {
-      Mkdirs: unary((req: { path: string; owner: string }, c) => {
-        this.checkWritable();
-        const caller = this.callerOf(c, req.owner);
-        return this.namespace.mkdirs(req.path, caller.user, this.checked(caller));
-      }),
-      Create: unary((req: CreateRequestOutput, c) => {
-        this.checkWritable();
-        const caller = this.callerOf(c, req.owner);
-        return this.namespace.create(
-          { ...req, owner: caller.user, blockSizeBytes: req.blockSize },
-          this.checked(caller),
-        );
-      }),
-      AddBlock: unary((req: AddBlockRequestOutput) => this.addBlock(req)),
-      AbandonBlock: unary(async (req: AbandonBlockRequestOutput) => {
-        this.checkWritable();
-        const pipeline = await this.namespace.abandonBlock(req.path, req.clientName, req.block);
-        // Its datanodes may have kept what they got when the writer hung up on them (for lease recovery): not needed.
-        if (req.block) for (const dn of pipeline) this.queueDeletions([{ datanodeId: dn, block: req.block }]);
-        return {};
-      }),
-      Complete: unary((req: CompleteRequestOutput) => {
-        this.checkWritable();
-        return this.namespace.complete(req.path, req.clientName, req.last);
-      }),
+      Mkdirs: unary((req: { path: string; owner: string }, c) =>
+        this.metrics.observe("mkdirs", () => {
+          this.checkWritable();
+          const caller = this.callerOf(c, req.owner);
+          return this.namespace.mkdirs(req.path, caller.user, this.checked(caller));
+        }),
+      ),
+      Create: unary((req: CreateRequestOutput, c) =>
+        this.metrics.observe("create", () => {
+          this.checkWritable();
+          const caller = this.callerOf(c, req.owner);
+          return this.namespace.create(
+            { ...req, owner: caller.user, blockSizeBytes: req.blockSize },
+            this.checked(caller),
+          );
+        }),
+      ),
+      AddBlock: unary((req: AddBlockRequestOutput) => this.metrics.observe("addBlock", () => this.addBlock(req))),
+      AbandonBlock: unary((req: AbandonBlockRequestOutput) =>
+        this.metrics.observe("abandonBlock", async () => {
+          this.checkWritable();
+          const pipeline = await this.namespace.abandonBlock(req.path, req.clientName, req.block);
+          // Its datanodes may have kept what they got when the writer hung up on them (for lease recovery): not
+          // needed.
+          if (req.block) for (const dn of pipeline) this.queueDeletions([{ datanodeId: dn, block: req.block }]);
+          return {};
+        }),
+      ),
+      Complete: unary((req: CompleteRequestOutput) =>
+        this.metrics.observe("complete", () => {
+          this.checkWritable();
+          return this.namespace.complete(req.path, req.clientName, req.last);
+        }),
+      ),
       // Not refused in safe mode: a writer keeps its leases while the namenode waits for block reports.
-      RenewLease: unary((req: { clientName: string }, c) => ({
-        renewed: this.namespace.renewLease(req.clientName, this.checked(this.callerOf(c))),
-      })),
+      RenewLease: unary((req: { clientName: string }, c) =>
+        this.metrics.observe("renewLease", () => ({
+          renewed: this.namespace.renewLease(req.clientName, this.checked(this.callerOf(c))),
+        })),
+      ),
       GetBlockLocations: unary((req: GetBlockLocationsRequestOutput, c) => {
         const caller = this.callerOf(c);
-        return this.blockLocations(req, this.checked(caller), caller.user);
+        const located = this.locateBlocks(req.path, req.offset, req.length, this.checked(caller));
+        return {
+          fileLength: located.fileLength,
+          complete: located.complete,
+          blocks: located.blocks.map((b) => ({
+            ...b,
+            blockToken: this.blockKeys?.issue(b.block.blockId, "READ", caller.user) ?? "",
+          })),
+        };
       }),
-      List: unary((req: { path: string }, c) => ({
-        entries: this.namespace.list(req.path, this.checked(this.callerOf(c))),
-      })),
-      Stat: unary((req: { path: string }, c) => this.namespace.stat(req.path, this.checked(this.callerOf(c)))),
-      Delete: unary(async (req: { path: string; recursive: boolean }, c) => {
-        this.checkWritable();
-        return { deleted: await this.namespace.delete(req.path, req.recursive, this.checked(this.callerOf(c))) };
-      }),
-      Rename: unary((req: { src: string; dst: string }, c) => {
-        this.checkWritable();
-        return this.namespace.rename(req.src, req.dst, this.checked(this.callerOf(c)));
-      }),
-      SetPermission: unary((req: { path: string; mode: number }, c) => {
-        this.checkWritable();
-        return this.namespace.setPermission(req.path, req.mode, this.checked(this.callerOf(c)));
-      }),
-      SetOwner: unary((req: { path: string; owner: string; group: string }, c) => {
-        this.checkWritable();
-        return this.namespace.setOwner(req.path, req.owner, req.group, this.checked(this.callerOf(c)));
-      }),
-      ReportBadBlocks: unary((req: ReportBadBlocksRequestOutput) => this.reportBadBlocks(req)),
+      List: unary((req: { path: string }, c) => ({ entries: this.list(req.path, this.checked(this.callerOf(c))) })),
+      Stat: unary((req: { path: string }, c) => this.stat(req.path, this.checked(this.callerOf(c)))),
+      Delete: unary((req: { path: string; recursive: boolean }, c) =>
+        this.metrics.observe("delete", async () => {
+          this.checkWritable();
+          return { deleted: await this.namespace.delete(req.path, req.recursive, this.checked(this.callerOf(c))) };
+        }),
+      ),
+      Rename: unary((req: { src: string; dst: string }, c) =>
+        this.metrics.observe("rename", () => {
+          this.checkWritable();
+          return this.namespace.rename(req.src, req.dst, this.checked(this.callerOf(c)));
+        }),
+      ),
+      SetPermission: unary((req: { path: string; mode: number }, c) =>
+        this.metrics.observe("setPermission", () => {
+          this.checkWritable();
+          return this.namespace.setPermission(req.path, req.mode, this.checked(this.callerOf(c)));
+        }),
+      ),
+      SetOwner: unary((req: { path: string; owner: string; group: string }, c) =>
+        this.metrics.observe("setOwner", () => {
+          this.checkWritable();
+          return this.namespace.setOwner(req.path, req.owner, req.group, this.checked(this.callerOf(c)));
+        }),
+      ),
+      ReportBadBlocks: unary((req: ReportBadBlocksRequestOutput) =>
+        this.metrics.observe("reportBadBlocks", () => this.reportBadBlocks(req)),
+      ),
       Fsck: unary((req: { path: string }) => this.fsck(req.path || "/")),
-      GetDatanodes: unary(() => ({
-        datanodes: [...this.datanodes.values()]
-          .sort((a, b) => (a.datanodeId < b.datanodeId ? -1 : 1))
-          .map((d) => this.datanodeReport(d)),
-      })),
+      GetDatanodes: unary(() => ({ datanodes: this.datanodeReports() })),
       GetSafeMode: unary(() => this.safeModeStatus()),
       GetDelegationToken: unary((req: { lifetimeMs: number }, c) => {
         if (!this.delegation) return { token: "", owner: "", expiresMs: 0 };
@@ -334,6 +385,14 @@ export class NameNode {
         const issued = this.delegation.issue(owner, this.clock.nowMs(), req.lifetimeMs);
         this.log.info("delegation token issued", { owner, expiresMs: issued.expiresMs });
         return { token: issued.token, owner, expiresMs: issued.expiresMs };
+      }),
+      // On an insecure namenode the web UI is open to all: there is nothing to log in to.
+      GetWebToken: unary((req: { lifetimeMs: number }, c) => {
+        const url = this.httpUrl ?? "";
+        if (!this.webTokens) return { token: "", owner: "", role: "", expiresMs: 0, url };
+        const issued = this.webTokens.issue(gate.principal(c), req.lifetimeMs, url);
+        this.log.info("web token issued", { owner: issued.owner, role: issued.role, expiresMs: issued.expiresMs });
+        return issued;
       }),
     });
     this.server.addService(proto.NamenodeAdmin.service, {
@@ -353,6 +412,21 @@ export class NameNode {
       }),
     });
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
+    const web = new WebServer({
+      host: this.options.httpHost,
+      port: this.options.httpPort,
+      advertiseHost: this.options.advertiseHost,
+      tls: this.options.tls,
+      ...(this.webTokens ? { tokens: this.webTokens.verify } : {}),
+      metrics: this.registry,
+      title: "Harvest namenode",
+      log: this.log,
+    });
+    const source = this.webSource();
+    registerNameNodeApi(web, source);
+    registerNameNodePages(web, source);
+    await startDaemonWeb(web, "namenode", () => shutdownServer(this.server, 0));
+    this.web = web;
     this.livenessTimer = setInterval(() => this.checkLiveness(), this.options.monitorIntervalMs);
     this.replicationTimer = setInterval(() => this.replicationTick(), this.options.replicationIntervalMs);
     if (this.diversity) {
@@ -364,6 +438,7 @@ export class NameNode {
     const counts = this.namespace.counts();
     this.log.info("namenode serving", {
       address: this.address,
+      httpUrl: this.httpUrl,
       placement: this.placement.name,
       ...counts,
       safeMode: this.safeModeOn,
@@ -381,6 +456,7 @@ export class NameNode {
     this.tenantAdmin?.close();
     for (const d of this.datanodes.values()) d.stream?.end();
     await shutdownServer(this.server, 1_000);
+    await this.web?.stop();
     if (wasRunning) {
       await this.namespace.drain();
       await this.adminWrites;
@@ -398,10 +474,7 @@ export class NameNode {
    * name equal to the `superuser` option is the superuser. A plaintext call that claims no one is "nobody".
    */
   private callerOf(c: grpc.ServerUnaryCall<unknown, unknown>, claimedUser = ""): Caller {
-    if (this.gate.secure) {
-      const who = this.gate.principal(c);
-      return { user: who.name, groups: this.groupsOf(who.name), superuser: who.role === "admin" };
-    }
+    if (this.gate.secure) return this.callerOfPrincipal(this.gate.principal(c));
     const fromMetadata = c.metadata.get(CLAIMED_USER_METADATA)[0];
     const claimed = (typeof fromMetadata === "string" ? fromMetadata : "") || claimedUser || ANONYMOUS_USER;
     if (!isValidIdentityName(claimed))
@@ -409,6 +482,11 @@ export class NameNode {
         details: { field: "user" },
       });
     return { user: claimed, groups: this.groupsOf(claimed), superuser: claimed === this.options.superuser };
+  }
+
+  /** An authenticated caller: the certificate's (or token's) name; the `admin` role is the superuser. */
+  private callerOfPrincipal(who: Principal): Caller {
+    return { user: who.name, groups: this.groupsOf(who.name), superuser: who.role === "admin" };
   }
 
   /** The caller the namespace checks, or undefined when permissions are off (`permissions: false`). */
@@ -480,31 +558,42 @@ export class NameNode {
     };
   }
 
-  private blockLocations(req: GetBlockLocationsRequestOutput, caller: Caller | undefined, user: string): LocatedBlocks {
-    if (!(req.offset >= 0) || !(req.length >= 0))
-      throw new HarvestError("INVALID_ARGUMENT", "offset and length must be >= 0", { details: { field: "offset" } });
-    const file = this.namespace.file(req.path, caller);
-    const end = req.length > 0 ? req.offset + req.length : Infinity;
-    const blocks: LocatedBlock[] = [];
-    for (const b of file.blocks) {
-      const overlaps =
-        b.offset < end && (b.offset + b.block.numBytes > req.offset || (!b.committed && b.offset >= req.offset));
-      if (!overlaps) continue;
-      blocks.push({
-        block: b.block,
-        offset: b.offset,
-        locations: this.readOrder(b.block.blockId),
-        blockToken: this.blockKeys?.issue(b.block.blockId, "READ", user) ?? "",
-      });
-    }
-    return { fileLength: file.length, blocks, complete: file.inode.complete };
+  /**
+   * The blocks of a file overlapping `offset`..`offset + length` (`length` 0: to the end; the block being written
+   * counts once the range reaches it), each with its good replicas in read order: GetBlockLocations, which adds block
+   * tokens, and the REST API, which shows none. READ on the file.
+   */
+  private locateBlocks(path: string, offset: number, length: number, caller: Caller | undefined): FileBlockLocations {
+    return this.metrics.observe("getBlockLocations", () => {
+      if (!(offset >= 0) || !(length >= 0))
+        throw new HarvestError("INVALID_ARGUMENT", "offset and length must be >= 0", { details: { field: "offset" } });
+      const file = this.namespace.file(path, caller);
+      const end = length > 0 ? offset + length : Infinity;
+      const blocks: FileBlockLocations["blocks"] = [];
+      for (const b of file.blocks) {
+        const overlaps =
+          b.offset < end && (b.offset + b.block.numBytes > offset || (!b.committed && b.offset >= offset));
+        if (overlaps) blocks.push({ block: b.block, offset: b.offset, locations: this.readOrder(b.block.blockId) });
+      }
+      return { fileLength: file.length, blocks, complete: file.inode.complete };
+    });
+  }
+
+  /** A directory's entries, or a file's own status (List; the REST API's LISTSTATUS). */
+  private list(path: string, caller: Caller | undefined): FileStatusOutput[] {
+    return this.metrics.observe("listing", () => this.namespace.list(path, caller));
+  }
+
+  /** A file's or directory's status (Stat; the REST API's GETFILESTATUS). */
+  private stat(path: string, caller: Caller | undefined): FileStatusOutput {
+    return this.metrics.observe("getFileInfo", () => this.namespace.stat(path, caller));
   }
 
   /**
    * Good replicas on live datanodes: those whose primary is not busy first (a busy one refuses reads), and within each
    * group the in-service ones, then draining, then decommissioned ones (HDFS sorts those last too: they are leaving).
    */
-  private readOrder(blockId: number): DatanodeInfo[] {
+  private readOrder(blockId: number): DatanodeInfoOutput[] {
     const groups: DatanodeEntry[][] = Array.from({ length: 6 }, () => []);
     for (const r of this.blocks.liveReplicas(blockId)) {
       const d = this.datanodes.get(r.datanodeId);
@@ -535,18 +624,22 @@ export class NameNode {
    * decommissioned datanodes are counted apart: a block fully replicated without them is healthy); `corrupt`: blocks
    * with a corrupt replica, listing its holders.
    */
-  private fsck(path: string): FsckReport {
+  private fsck(path: string): FsckReportOutput {
+    return this.metrics.observe("fsck", () => this.fsckReport(path));
+  }
+
+  private fsckReport(path: string): FsckReportOutput {
     const { files, directories } = this.namespace.walk(path);
     const views = this.liveViews();
     const liveIds = new Set(views.map((d) => d.datanodeId));
     const staleIds = new Set(views.filter((d) => d.stale).map((d) => d.datanodeId));
-    const suspect: FsckBlock[] = [];
+    const suspect: FsckBlockOutput[] = [];
     let suspectReplicas = 0;
-    const recovered: RecoveredFile[] = [];
+    const recovered: RecoveredFileOutput[] = [];
     const adminState = (id: string): AdminState => this.monitor.adminState(id);
-    const under: FsckBlock[] = [];
-    const missing: FsckBlock[] = [];
-    const corrupt: FsckBlock[] = [];
+    const under: FsckBlockOutput[] = [];
+    const missing: FsckBlockOutput[] = [];
+    const corrupt: FsckBlockOutput[] = [];
     let blocks = 0;
     let totalBytes = 0;
     let decommissioningReplicas = 0;
@@ -579,7 +672,7 @@ export class NameNode {
             )
             .map((r) => r.datanodeId)
             .sort();
-        const entry = (datanodes: string[]): FsckBlock => ({
+        const entry = (datanodes: string[]): FsckBlockOutput => ({
           path: f.path,
           block: lb.block,
           liveReplicas: c.live,
@@ -635,7 +728,7 @@ export class NameNode {
     };
   }
 
-  private safeModeStatus(): SafeModeStatus {
+  private safeModeStatus(): SafeModeStatusOutput {
     const { total, reported } = this.blocks.reportedCounts();
     return {
       on: this.safeModeOn,
@@ -644,6 +737,130 @@ export class NameNode {
       threshold: this.options.safeModeThreshold,
       reason: this.safeModeOn ? `${reported} of ${total} blocks reported` : "",
     };
+  }
+
+  // ---------------------------------------------------------------------------------------------- web and metrics
+
+  /** What the web routes read: the functions the gRPC services call (web.ts). */
+  private webSource(): NameNodeWebSource {
+    return {
+      summary: () => this.summary(),
+      callerOf: (principal) => this.webCaller(principal),
+      list: (path, caller) => this.list(path, caller),
+      stat: (path, caller) => this.stat(path, caller),
+      contentSummary: (path, caller) =>
+        this.metrics.observe("getContentSummary", () => this.namespace.contentSummary(path, caller)),
+      blockLocations: (path, offset, length, caller) => this.locateBlocks(path, offset, length, caller),
+      fsck: (path) => this.fsck(path),
+      datanodes: () => this.datanodeReports(),
+      placement: () => this.placementReport(),
+    };
+  }
+
+  /**
+   * The DFS caller of a web request: its certificate's or web token's identity, as over gRPC; on an insecure namenode,
+   * where the web server authenticates nobody, the superuser (as the gRPC gate's principal is an admin then).
+   */
+  private webCaller(principal: Principal | undefined): Caller | undefined {
+    const su = this.options.superuser;
+    return this.checked(
+      principal ? this.callerOfPrincipal(principal) : { user: su, groups: this.groupsOf(su), superuser: true },
+    );
+  }
+
+  /** The namenode at a glance: `/ws/v1/nn/info`, the overview page and the metrics' gauges. */
+  private summary(): NameNodeSummary {
+    return {
+      address: this.address,
+      httpUrl: this.httpUrl ?? "",
+      state: this.stateValue,
+      safeMode: this.safeModeStatus(),
+      placementPolicy: this.placement.name,
+      ...this.namespace.counts(),
+      blockHealth: this.blockHealth(),
+      datanodes: this.datanodeCounts(),
+    };
+  }
+
+  /** Committed blocks by health over the whole block map, judged as fsck judges them (one pass, no namespace walk). */
+  private blockHealth(): BlockHealthCounts {
+    const liveIds = new Set(this.liveViews().map((d) => d.datanodeId));
+    const adminState = (id: string): AdminState => this.monitor.adminState(id);
+    const out: BlockHealthCounts = {
+      underReplicated: 0,
+      underReplicatedByPriority: { highest: 0, veryUnderReplicated: 0, underReplicated: 0 },
+      missing: 0,
+      corrupt: 0,
+      pendingReplication: this.monitor.pendingBlocks(),
+    };
+    for (const info of this.blocks.all()) {
+      if (!info.committed) continue;
+      const c = countReplicas(info, liveIds, adminState);
+      if (c.health === "missing") out.missing += 1;
+      else if (c.health === "under-replicated") {
+        out.underReplicated += 1;
+        countPriority(
+          out.underReplicatedByPriority,
+          c.live,
+          info.expectedReplication,
+          c.decommissioning + c.decommissioned,
+        );
+      }
+      if (c.corrupt > 0) out.corrupt += 1;
+    }
+    return out;
+  }
+
+  /** Datanodes by liveness and admin state, and the live ones' space. Dead counts as fsck does (not DECOMMISSIONED). */
+  private datanodeCounts(): DatanodeCounts {
+    const out: DatanodeCounts = {
+      live: 0,
+      stale: 0,
+      dead: 0,
+      decommissioning: 0,
+      decommissioned: 0,
+      primaryBusy: 0,
+      capacityBytes: 0,
+      usedBytes: 0,
+      remainingBytes: 0,
+    };
+    for (const d of this.datanodes.values()) {
+      if (d.state !== "LIVE") {
+        if (this.monitor.adminState(d.datanodeId) !== "DECOMMISSIONED") out.dead += 1;
+        continue;
+      }
+      if (this.isStale(d)) out.stale += 1;
+      else out.live += 1;
+      if (d.primaryBusy) out.primaryBusy += 1;
+      out.capacityBytes += d.capacityBytes;
+      out.usedBytes += d.usedBytes;
+      out.remainingBytes += d.remainingBytes;
+    }
+    for (const id of this.monitor.outOfService())
+      out[this.monitor.adminState(id) === "DECOMMISSIONED" ? "decommissioned" : "decommissioning"] += 1;
+    return out;
+  }
+
+  /** Every datanode the namenode has heard from since its start, by id (GetDatanodes; `/ws/v1/nn/datanodes`). */
+  private datanodeReports(): DatanodeReportOutput[] {
+    return [...this.datanodes.values()]
+      .sort((a, b) => (a.datanodeId < b.datanodeId ? -1 : 1))
+      .map((d) => this.datanodeReport(d));
+  }
+
+  /** Where the good replicas of committed blocks on live datanodes sit in the diversity grid. */
+  private placementReport(): PlacementReport {
+    const live = new Set(this.liveViews().map((d) => d.datanodeId));
+    const blocks = this.blocks;
+    function* holders(): Generator<string[]> {
+      for (const info of blocks.all()) {
+        if (!info.committed) continue;
+        const ids: string[] = [];
+        for (const r of info.replicas.values()) if (!r.corrupt && live.has(r.datanodeId)) ids.push(r.datanodeId);
+        yield ids;
+      }
+    }
+    return placementReport(this.placement.name, this.diversity?.grid, holders());
   }
 
   // ---------------------------------------------------------------------------------------------- decommissioning
@@ -1073,6 +1290,11 @@ export class NameNode {
     if (this.safeModeOn || this.stateValue !== "running") return;
     // The monitor keeps the under-replicated blocks itself, fed by the block map's events: a tick looks at those only.
     const work = this.monitor.tick(this.liveViews(), this.clock.nowMs());
+    const arrived = this.monitor.copiesArrived();
+    this.metrics.replicationCompleted.inc(arrived - this.copiesArrivedSeen);
+    this.copiesArrivedSeen = arrived;
+    this.metrics.replicationScheduled.inc(work.replicate.length);
+    this.metrics.replicationTimedOut.inc(work.timedOut);
     for (const task of work.replicate) {
       const source = this.datanodes.get(task.sourceId);
       source?.replicate.push({
@@ -1082,6 +1304,7 @@ export class NameNode {
       });
     }
     for (const del of work.delete) {
+      this.metrics.replicaDeletions.inc({ reason: del.reason });
       this.blocks.invalidate(del.datanodeId, del.block.blockId);
       this.datanodes.get(del.datanodeId)?.deletes.push(del.block);
     }
@@ -1186,12 +1409,12 @@ export class NameNode {
     return d.state === "LIVE" && this.clock.nowMs() - d.lastHeartbeatMs > this.options.staleAfterMs;
   }
 
-  private info(datanodeId: string): DatanodeInfo {
+  private info(datanodeId: string): DatanodeInfoOutput {
     const d = this.datanodes.get(datanodeId);
     return { datanodeId, address: d?.address ?? "", rack: d?.rack ?? "" };
   }
 
-  private datanodeReport(d: DatanodeEntry): DatanodeReport {
+  private datanodeReport(d: DatanodeEntry): DatanodeReportOutput {
     return {
       datanodeId: d.datanodeId,
       address: d.address,

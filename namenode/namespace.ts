@@ -98,6 +98,17 @@ export interface FileView {
   blocks: LocatedBlockRecord[];
 }
 
+/** What a subtree holds (HDFS's ContentSummary). */
+export interface ContentSummary {
+  files: number;
+  /** Directories, the subtree's root included when it is one. */
+  directories: number;
+  /** Bytes in its files. */
+  length: number;
+  /** Bytes its files take on the datanodes: each file's length times its replication. */
+  spaceConsumed: number;
+}
+
 /** Counts over the whole namespace. */
 export interface NamespaceCounts {
   files: number;
@@ -217,6 +228,23 @@ export class Namespace {
     };
     visit(p, start);
     return { files, directories };
+  }
+
+  /**
+   * Files, directories and bytes at or below `path`. Asks READ_EXECUTE of every directory there that has entries, as
+   * HDFS's getContentSummary does (a caller who may not list a directory does not learn what is in it).
+   */
+  contentSummary(path: string, caller?: Caller): ContentSummary {
+    const p = normalizeDfsPath(path);
+    this.authorize(p, caller, { sub: READ | EXECUTE });
+    const { files, directories } = this.walk(p);
+    let length = 0;
+    let spaceConsumed = 0;
+    for (const f of files) {
+      length += f.length;
+      spaceConsumed += f.length * f.inode.replication;
+    }
+    return { files: files.length, directories, length, spaceConsumed };
   }
 
   /** Every block of every file with its owner inode and replication (to rebuild the block map at start). */

@@ -1,6 +1,6 @@
 /** Namenode options: every field has a default; `resolveNameNodeOptions` fills and validates them. */
 import { localUserName } from "../common/fs-permission.js";
-import { resolveAdvertiseHost } from "../common/net-address.js";
+import { isValidHost, isWildcardHost, resolveAdvertiseHost } from "../common/net-address.js";
 import { checkSecurityOptions, invalidOption, stripUndefined } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
 
@@ -10,6 +10,10 @@ export interface NameNodeOptions {
   host: string;
   /** Port to bind; 0 picks a free one. @default 0 */
   port: number;
+  /** Interface the web server (UI, REST API, `/metrics`) binds. @default the bind `host` */
+  httpHost: string;
+  /** Port of the web server; 0 picks a free one (`httpUrl` reports it). @default 0 */
+  httpPort: number;
   /**
    * Issue block access tokens, which datanodes then require for every read and write (HDFS's block tokens). @default true
    */
@@ -118,6 +122,8 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
   const o: NameNodeOptions = {
     host: "127.0.0.1",
     port: 0,
+    httpHost: "",
+    httpPort: 0,
     blockTokens: true,
     blockTokenLifetimeMs: 3_600_000,
     blockKeyUpdateIntervalMs: 1_800_000,
@@ -159,8 +165,13 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
   if (typeof o.blockTokens !== "boolean") bad("blockTokens", "must be true or false");
   for (const f of ["blockTokenLifetimeMs", "blockKeyUpdateIntervalMs"] as const)
     if (!(Number.isFinite(o[f]) && o[f] > 0)) bad(f, "must be a positive number of milliseconds");
-  if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) bad("port", "must be an integer in 0..65535");
+  for (const f of ["port", "httpPort"] as const)
+    if (!Number.isInteger(o[f]) || o[f] < 0 || o[f] > 65535) bad(f, "must be an integer in 0..65535");
   o.advertiseHost = resolveAdvertiseHost("namenode", o.host, o.advertiseHost);
+  // The web server binds beside the gRPC server unless told otherwise (the host is valid by now).
+  o.httpHost ||= o.host;
+  if (typeof o.httpHost !== "string" || !(isWildcardHost(o.httpHost) || isValidHost(o.httpHost)))
+    bad("httpHost", `must be an IP address or host name to bind (got ${JSON.stringify(o.httpHost)})`);
   if (!Number.isInteger(o.maxReplication) || o.maxReplication < 1) bad("maxReplication", "must be an integer >= 1");
   if (!Number.isInteger(o.defaultReplication) || o.defaultReplication < 1 || o.defaultReplication > o.maxReplication)
     bad("defaultReplication", "must be an integer in 1..maxReplication");

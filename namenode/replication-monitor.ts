@@ -252,6 +252,8 @@ export class ReplicationMonitor implements BlockEventListener {
   private deadlineHead = 0;
   /** Datanodes out of service: their replicas do not count, they are never targets (see decommission.ts). */
   private readonly admin = new DecommissionTracker();
+  /** Good replicas that scheduled copies delivered to their targets, since the monitor was made (metrics). */
+  private arrived = 0;
 
   constructor(
     readonly policy: PlacementPolicy,
@@ -279,6 +281,11 @@ export class ReplicationMonitor implements BlockEventListener {
   /** Copies in flight to a datanode. */
   incoming(targetId: string): number {
     return this.byTarget.get(targetId)?.size ?? 0;
+  }
+
+  /** Good replicas that scheduled copies delivered, since the monitor was made (a count that only grows). */
+  copiesArrived(): number {
+    return this.arrived;
   }
 
   /** Blocks with a copy in flight. */
@@ -351,7 +358,12 @@ export class ReplicationMonitor implements BlockEventListener {
     }
     // Targets that now hold the block (or a corrupt copy of it) have reported: their copies are settled.
     for (const p of [...(this.pending.get(blockId) ?? [])])
-      for (const t of [...p.targets]) if (b.replicas.has(t)) this.dropTarget(p, t);
+      for (const t of [...p.targets]) {
+        const r = b.replicas.get(t);
+        if (!r) continue;
+        if (!r.corrupt) this.arrived += 1;
+        this.dropTarget(p, t);
+      }
     this.classify(blockId, b);
   }
 

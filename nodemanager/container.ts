@@ -68,7 +68,15 @@ export function expandArg(arg: string, env: Record<string, string>): string {
 
 // Only these variables pass from the node manager's own environment into containers (HOME, USER and LOGNAME are the
 // container's account's).
-const INHERITED_ENV = ["PATH", "LANG", "TZ", "TMPDIR", "HARVEST_LOG_LEVEL", "HARVEST_SHARED_DATA"];
+const INHERITED_ENV = [
+  "PATH",
+  "LANG",
+  "TZ",
+  "TMPDIR",
+  "HARVEST_LOG_LEVEL",
+  "HARVEST_LOG_FORMAT",
+  "HARVEST_SHARED_DATA",
+];
 
 /** A running or finished container process. */
 export class ContainerProcess {

@@ -21,6 +21,7 @@ import { formatAddress } from "../common/net-address.js";
 import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
 import { isContainerId, parseAppId } from "../common/ids.js";
 import { Logger } from "../common/log.js";
+import { startDaemonWeb, WebServer } from "../common/web-server.js";
 import { distEntry, packageRoot } from "../common/paths.js";
 import { fromWire } from "../common/resource.js";
 import { detectCgroups } from "./cgroups.js";
@@ -39,6 +40,7 @@ import { createPowerMeter, raplAvailable } from "./power-meter.js";
 import type { PowerMeter } from "./power-meter.js";
 import { createThrottler } from "./throttler.js";
 import { chooseVictims } from "./yield-controller.js";
+import { NodeManagerMetrics } from "./nm-metrics.js";
 import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
 import type { NodeToRm } from "../proto/generated/harvest/v1/NodeToRm.js";
 import type { RmToNodeOutput } from "../proto/generated/harvest/v1/RmToNode.js";
@@ -82,14 +84,20 @@ export class NodeManager {
   private stateValue: NodeManagerState = "new";
   private readonly clock: Clock;
   private readonly log: Logger;
-  private readonly server = createServer();
+  /** Prometheus metrics (nm-metrics.ts); the gRPC server counts its calls there too. */
+  private readonly metrics: NodeManagerMetrics;
+  private readonly server: grpc.Server;
+  /** Serves `/metrics` once started. */
+  private web: WebServer | undefined;
   /** Who may call what (common/auth.ts); TLS when `tls` is set. */
   private readonly gate: Gate;
   private readonly containers = new Map<string, ContainerProcess>();
   /** Completed containers not yet acknowledged by the resource manager. */
   private readonly unacked = new Map<string, ContainerProcess>();
-  /** Containers the yield controller is already killing: their cores are on their way back. */
+  /** Containers being killed (by the yield controller, the capping agent, a release...): counted as killed once. */
   private readonly dying = new Set<string>();
+  /** When the yield controller chose each container it is killing (performance.now()), for the yield latency. */
+  private readonly yieldChosenAt = new Map<string, number>();
   /** The watchdog that kills the containers if this process dies. */
   private reaper: ChildProcess | undefined;
   /** Completions found on disk at start (a previous run of this node manager died before reporting them). */
@@ -132,6 +140,13 @@ export class NodeManager {
     this.gate = new Gate(this.options.tls, { "am-token": amTokenVerifier(this.options.secret) });
     this.clock = deps.clock ?? systemClock;
     this.log = deps.logger ?? new Logger(`nm:${this.options.nodeId}`);
+    this.metrics = new NodeManagerMetrics(this.options.nodeId, {
+      capacityMilli: this.options.capacity.vcoresMilli,
+      running: () => this.runningSpecs(),
+      primary: () => this.lastSample,
+      capping: () => this.capping?.snapshot(),
+    });
+    this.server = createServer(this.metrics.registry);
     this.heartbeatIntervalMs = this.options.heartbeatIntervalMs;
     this.backoffMs = this.options.reconnectMinMs;
   }
@@ -143,6 +158,11 @@ export class NodeManager {
   /** host:port of this node's ContainerManager service. */
   get address(): string {
     return formatAddress(this.options.advertiseHost, this.boundPort);
+  }
+
+  /** Base URL of this node's web server (`/metrics`), once started. */
+  get httpUrl(): string | undefined {
+    return this.web?.url;
   }
 
   /** Whether the resource manager has acknowledged this node's registration on the current stream. */
@@ -229,12 +249,14 @@ export class NodeManager {
     if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.capping = this.createCappingAgent();
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
+    await this.startWeb();
     this.yieldTimer = setInterval(() => this.yieldTick(), this.options.yieldTickMs);
     this.cappingTimer = setInterval(() => this.cappingTick(), this.options.cappingPeriodMs);
     this.stateValue = "running";
     this.connect();
     this.log.info("node manager serving", {
       address: this.address,
+      httpUrl: this.httpUrl,
       capacity: this.options.capacity,
       primary: this.monitor.source,
       powerMeter: this.capping.snapshot().meter,
@@ -257,12 +279,16 @@ export class NodeManager {
       if (t) clearTimeout(t);
     // Continue every throttled container first: a stopped process does not act on SIGTERM.
     this.capping?.close();
-    for (const c of this.containers.values()) c.killNow("LOST");
+    for (const c of this.containers.values()) {
+      if (!this.dying.has(c.spec.containerId)) this.metrics.containerKilled("LOST");
+      c.killNow("LOST");
+    }
     await Promise.all([...this.containers.values()].map((c) => c.waitForExit()));
     this.stream?.end();
     this.stream = undefined;
     this.rmClient?.close();
     await shutdownServer(this.server, 1_000);
+    await this.web?.stop();
     await this.monitor?.stop();
     this.cgroups?.close();
     this.reaper?.stdin?.end();
@@ -343,6 +369,7 @@ export class NodeManager {
             containerId: k.containerId,
             cause: k.cause,
           });
+          this.countKill(k.containerId, k.cause as ExitCause);
           this.dying.add(k.containerId);
           this.capping.forget(k.containerId);
           c.kill(k.cause as ExitCause, this.options.killGraceMs);
@@ -371,6 +398,7 @@ export class NodeManager {
     for (const c of this.containers.values()) containers.push(this.status(c));
     for (const c of this.unacked.values()) containers.push(this.status(c));
     for (const st of this.restored.values()) containers.push(st);
+    this.metrics.heartbeatSent();
     this.stream.write({
       heartbeat: {
         seq: ++this.seq,
@@ -429,6 +457,8 @@ export class NodeManager {
     for (const id of decision.victims) {
       const c = this.containers.get(id);
       if (!c) continue;
+      this.countKill(id, "PREEMPTED_BY_PRIMARY");
+      this.yieldChosenAt.set(id, performance.now());
       this.dying.add(id);
       this.log.info("primary tenant needs the cores: preempting", {
         containerId: id,
@@ -493,6 +523,7 @@ export class NodeManager {
         kill: (id, reason) => {
           const c = this.containers.get(id);
           if (!c || this.dying.has(id)) return;
+          this.countKill(id, "PREEMPTED_BY_POWER");
           this.dying.add(id);
           this.log.info("over the power budget after throttling: killing", { containerId: id, reason });
           c.kill("PREEMPTED_BY_POWER", this.options.killGraceMs);
@@ -667,6 +698,7 @@ export class NodeManager {
       });
     }
     this.containers.set(grant.id, proc);
+    this.metrics.containerLaunched(req.isAm);
     this.log.info("container started", {
       containerId: grant.id,
       appId: req.appId,
@@ -684,6 +716,11 @@ export class NodeManager {
     this.cpuSeen.delete(id);
     this.containers.delete(id);
     this.dying.delete(id);
+    const chosenAt = this.yieldChosenAt.get(id);
+    this.yieldChosenAt.delete(id);
+    if (chosenAt !== undefined && c.cause === "PREEMPTED_BY_PRIMARY")
+      this.metrics.yieldCompleted((performance.now() - chosenAt) / 1000);
+    this.metrics.containerCompleted(c.cause);
     this.unacked.set(id, c);
     this.persistExit(c);
     this.log.info("container finished", { containerId: id, cause: c.cause, exitCode: c.exitCode });
@@ -696,10 +733,40 @@ export class NodeManager {
       if (this.unacked.has(containerId)) return { wasRunning: false };
       throw new HarvestError("CONTAINER_NOT_FOUND", `no container ${containerId} on ${this.options.nodeId}`);
     }
+    this.countKill(containerId, "RELEASED");
     this.dying.add(containerId);
     this.capping.forget(containerId);
     c.kill("RELEASED", this.options.killGraceMs);
     return { wasRunning: true };
+  }
+
+  /** Counts a kill the node manager begins, once per container (the first cause wins, as in ContainerProcess.kill). */
+  private countKill(containerId: string, cause: ExitCause): void {
+    const c = this.containers.get(containerId);
+    if (c && c.state === "RUNNING" && !this.dying.has(containerId)) this.metrics.containerKilled(cause);
+  }
+
+  /** The running containers' allocations, for the metrics' gauges. */
+  private *runningSpecs(): Iterable<{ isAm: boolean; vcoresMilli: number; memoryMb: number }> {
+    for (const c of this.containers.values()) if (c.state === "RUNNING") yield c.spec;
+  }
+
+  /**
+   * Serves `/metrics` (with TLS: to any certificate under the cluster CA). A port that cannot be bound stops the node
+   * manager: its configuration names one it cannot have.
+   */
+  private async startWeb(): Promise<void> {
+    const web = new WebServer({
+      host: this.options.httpHost,
+      port: this.options.httpPort,
+      advertiseHost: this.options.advertiseHost,
+      tls: this.options.tls,
+      metrics: this.metrics.registry,
+      title: "Harvest node manager",
+      log: this.log,
+    });
+    await startDaemonWeb(web, "node manager", () => shutdownServer(this.server, 0));
+    this.web = web;
   }
 
   /**

@@ -1,5 +1,5 @@
 /** Node manager options: every field has a default; `resolveNodeManagerOptions` fills and validates them. */
-import { resolveAdvertiseHost } from "../common/net-address.js";
+import { isValidHost, isWildcardHost, resolveAdvertiseHost } from "../common/net-address.js";
 import { checkSecurityOptions, invalidOption, mergeOptions } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
 import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../common/power-profiles.js";
@@ -22,6 +22,10 @@ export interface NodeManagerOptions {
   host: string;
   /** Port; 0 picks a free one. @default 0 */
   port: number;
+  /** Interface of the web server (`/metrics`). @default the bind `host` */
+  httpHost: string;
+  /** Port of the web server; 0 picks a free one. @default 0 */
+  httpPort: number;
   /**
    * Host name or IP that peers and clients use to reach this daemon (what it registers and writes in ready files).
    * @default the bind `host`, or this machine's host name when `host` is a wildcard (0.0.0.0, ::)
@@ -113,6 +117,8 @@ export function resolveNodeManagerOptions(
         nnAddress: "",
         host: "127.0.0.1",
         port: 0,
+        httpHost: "",
+        httpPort: 0,
         advertiseHost: "",
         rack: "/default-rack",
         capacity: { vcoresMilli: 4000, memoryMb: 4096 },
@@ -152,9 +158,14 @@ export function resolveNodeManagerOptions(
   if (!o.rmAddress) bad("rmAddress", "is required (host:port of the resource manager)");
   if (!o.dataDir) bad("dataDir", "is required");
   if (!(Number.isInteger(o.port) && o.port >= 0 && o.port <= 65_535)) bad("port", "must be an integer in 0..65535");
+  if (!(Number.isInteger(o.httpPort) && o.httpPort >= 0 && o.httpPort <= 65_535))
+    bad("httpPort", "must be an integer in 0..65535 (0 picks a free port)");
   if (typeof o.secret !== "string" || o.secret.startsWith("REPLACE-WITH"))
     bad("secret", "must be the cluster's secret (the example config's placeholder is not one: openssl rand -hex 32)");
   o.advertiseHost = resolveAdvertiseHost("node manager", o.host, o.advertiseHost);
+  o.httpHost ||= o.host;
+  if (!(isWildcardHost(o.httpHost) || isValidHost(o.httpHost)))
+    bad("httpHost", `must be an IP address or host name to bind (got ${JSON.stringify(o.httpHost)})`);
   checkSecurityOptions("node manager", o);
   if (o.tls && !o.secret) bad("secret", "is required with tls: container and job-manager tokens are checked with it");
   if (!(o.capacity.vcoresMilli > 0 && o.capacity.memoryMb > 0)) bad("capacity", "must be positive");

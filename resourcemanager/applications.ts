@@ -94,6 +94,16 @@ function zeroCounts(): ContainerCounts {
   return { allocated: 0, succeeded: 0, failed: 0, preempted: 0, lost: 0, killed: 0 };
 }
 
+/** What the application lifecycle tells as it happens (the daemon's metrics count it). */
+export interface ApplicationObserver {
+  /** A job was accepted (durable). */
+  submitted(appId: string): void;
+  /** A job ended (durable), in its final state. */
+  finished(appId: string, state: AppRecord["state"], outcome: AppRecord["outcome"]): void;
+  /** A container this resource manager granted ended, once per container, with how it ended. */
+  containerEnded(isAm: boolean, cause: ExitCauseOutput): void;
+}
+
 /** What the application lifecycle needs from the rest of the resource manager. */
 export interface ApplicationDeps {
   options: ResourceManagerOptions;
@@ -112,6 +122,8 @@ export interface ApplicationDeps {
   address: () => string;
   /** This incarnation's start time: container ids carry it, so that a container from before a restart is told apart. */
   epoch: () => number;
+  /** Told of submissions, ends and container completions. @default none */
+  observer?: ApplicationObserver;
 }
 
 /** The applications of one resource manager. */
@@ -632,6 +644,7 @@ export class Applications {
       counts.preempted++;
     else if (cause === "LOST") counts.lost++;
     else counts.killed++;
+    this.deps.observer?.containerEnded(ref.isAm === true, cause);
   }
 
   /** A task that succeeded: its run time joins the lifetime model now and its job's history record at the end. */
@@ -843,6 +856,7 @@ export class Applications {
       this.askForJobManager(app);
     }
     log.info("application submitted", { appId, name: dag.name, user: record.user, vertices: dag.vertices.length });
+    this.deps.observer?.submitted(appId);
     return { appId };
   }
 
@@ -1093,6 +1107,7 @@ export class Applications {
     }
     // Durable before anyone is told.
     await store.finishApp(app.record, history);
+    this.deps.observer?.finished(app.record.appId, state, outcome);
     await this.evictCompleted();
     const keepAm = state !== "KILLED" && app.amContainerId !== undefined;
     this.releaseAll(app, state === "KILLED" ? "KILLED_BY_USER" : "RELEASED", keepAm);

@@ -45,6 +45,51 @@ export interface NodeEntry {
   stream: NodeStream | undefined;
   /** Kills to send with the next heartbeat answer. */
   pendingKills: Map<string, ExitCauseOutput>;
+  /** The last heartbeats' samples, oldest first (the web UI's live charts); kept across re-registrations. */
+  recent: RingBuffer<NodeSample>;
+}
+
+/** Heartbeat samples kept per node for the live charts (two minutes at the default 1 s interval). */
+export const NODE_SAMPLES_KEPT = 120;
+
+/** What one heartbeat showed of a node. */
+export interface NodeSample {
+  timeMs: number;
+  /** The primary tenant's cores. */
+  primaryMilli: number;
+  /** Harvest's containers' cores. */
+  allocatedMilli: number;
+  /** The draw the power domains count for the node (0: no reading and no estimate yet). */
+  drawWatts: number;
+}
+
+/** A bounded first-in first-out buffer: once full, each push drops the oldest item. */
+export class RingBuffer<T> {
+  private readonly items: T[] = [];
+  private next = 0;
+
+  constructor(readonly capacity: number) {
+    if (!(Number.isInteger(capacity) && capacity > 0))
+      throw new HarvestError("INVALID_ARGUMENT", `ring buffer capacity must be an integer > 0, got ${capacity}`);
+  }
+
+  /** Adds an item, dropping the oldest when full. */
+  push(item: T): void {
+    if (this.items.length < this.capacity) this.items.push(item);
+    else this.items[this.next] = item;
+    this.next = (this.next + 1) % this.capacity;
+  }
+
+  /** How many items it holds. */
+  get size(): number {
+    return this.items.length;
+  }
+
+  /** The items, oldest first (a copy). */
+  toArray(): T[] {
+    if (this.items.length < this.capacity) return [...this.items];
+    return [...this.items.slice(this.next), ...this.items.slice(0, this.next)];
+  }
 }
 
 /** What node tracking tells the rest of the resource manager. */
@@ -165,6 +210,7 @@ export class NodeTracker {
       state: "RUNNING",
       stream,
       pendingKills: existing?.pendingKills ?? new Map(),
+      recent: existing?.recent ?? new RingBuffer<NodeSample>(NODE_SAMPLES_KEPT),
     };
     if (existing && existing.nmAddress !== reg.nmAddress) this.dropClient(existing.nmAddress);
     this.nodes.set(nodeId, entry);
@@ -238,6 +284,12 @@ export class NodeTracker {
       utilization: (node.primaryUsage.vcoresMilli + allocated) / node.capacity.vcoresMilli,
     });
     this.deps.events.heartbeat(node);
+    node.recent.push({
+      timeMs: node.lastHeartbeatMs,
+      primaryMilli: node.primaryUsage.vcoresMilli,
+      allocatedMilli: scheduler.nodeView(nodeId)?.allocated.vcoresMilli ?? 0,
+      drawWatts: power.placementFacts(nodeId)?.drawWatts ?? 0,
+    });
     const kills = [...node.pendingKills].map(([containerId, cause]) => ({ containerId, cause }));
     node.pendingKills.clear();
     const budget = power.nodeBudget(nodeId);

@@ -27,6 +27,10 @@ export interface ResourceManagerOptions {
   host: string;
   /** Port to bind; 0 picks a free one. @default 0 */
   port: number;
+  /** Interface the web server (UI, REST API, `/metrics`) binds. @default the bind `host` */
+  httpHost: string;
+  /** Port of the web server; 0 picks a free one (the ready file and `harvest cluster up` record the URL). @default 0 */
+  httpPort: number;
   /**
    * Host name or IP that peers and clients use to reach this daemon (what it registers and writes in ready files).
    * @default the bind `host`, or this machine's host name when `host` is a wildcard (0.0.0.0, ::)
@@ -176,6 +180,8 @@ export function resolveResourceManagerOptions(
       {
         host: "127.0.0.1",
         port: 0,
+        httpHost: "",
+        httpPort: 0,
         advertiseHost: "",
         stagingDir: join(partial.dataDir, "staging"),
         nodeExpiryMs: 10_000,
@@ -228,6 +234,11 @@ export function resolveResourceManagerOptions(
   const bad = (field: string, why: string): never => invalidOption("resource manager", field, why);
   if (!o.dataDir) bad("dataDir", "is required");
   if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) bad("port", "must be an integer in 0..65535");
+  if (!Number.isInteger(o.httpPort) || o.httpPort < 0 || o.httpPort > 65535)
+    bad("httpPort", "must be an integer in 0..65535");
+  o.httpHost ||= o.host;
+  if (o.httpPort !== 0 && o.httpPort === o.port && o.httpHost === o.host)
+    bad("httpPort", "must differ from port: the web server and the gRPC server each need their own");
   if (typeof o.secret !== "string" || o.secret.startsWith("REPLACE-WITH"))
     bad("secret", "must be the cluster's secret (the example config's placeholder is not one: openssl rand -hex 32)");
   o.advertiseHost = resolveAdvertiseHost("resource manager", o.host, o.advertiseHost);

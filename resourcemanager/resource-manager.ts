@@ -2,7 +2,8 @@
  * The resource manager daemon: the services (client, application-master, resource-tracker and admin protocols) and
  * the wiring of its parts. Node tracking is `NodeTracker` (node-tracker.ts), the application lifecycle (attempts, the
  * AM protocol, recovery after a restart) is `Applications` (applications.ts); this class holds the policies both use
- * (scheduler, placement, power, drains, admission, lifetimes) and the periodic monitor.
+ * (scheduler, placement, power, drains, admission, lifetimes) and the periodic monitor. Its web server (UI, REST API,
+ * `/metrics`; web.ts, web-pages.ts, rm-metrics.ts) reads the same functions its gRPC services answer with.
  */
 import { ensureDirMode } from "../common/atomic-file.js";
 import { join } from "node:path";
@@ -17,6 +18,18 @@ import { errorMessage, HarvestError } from "../common/errors.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, createServer, loadHarvestProto, shutdownServer, unary } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
+import { daemonRegistry } from "../common/metrics.js";
+import { parseDag } from "../common/dag-spec.js";
+import type { DagSpec } from "../common/dag-spec.js";
+import type { UtilizationSeries } from "../common/trace-io.js";
+import { startDaemonWeb, WebServer } from "../common/web-server.js";
+import { WebTokens } from "../common/web-token.js";
+import { averageServerSeries } from "./classifier.js";
+import { RmMetrics } from "./rm-metrics.js";
+import type { RmGaugeSource } from "./rm-metrics.js";
+import { registerRmApi, serviceStateOf } from "./web.js";
+import type { RmWebSource } from "./web.js";
+import { registerRmPages } from "./web-pages.js";
 import { resolveResourceManagerOptions } from "./options.js";
 import type { ResourceManagerOptions } from "./options.js";
 import { Applications } from "./applications.js";
@@ -32,16 +45,20 @@ import { LifetimeModel } from "./lifetime.js";
 import { LifetimeNodeChoice } from "./node-choice.js";
 import type { DrainContainer, DrainStatus } from "./drain.js";
 import { PowerDomains } from "./power-domains.js";
-import { powerAdminHandlers } from "./power-admin.js";
+import { listMessage, powerAdminHandlers } from "./power-admin.js";
 import { PowerAwarePolicy, primaryHistoryOf, primaryOutlook } from "./power-placement.js";
 import type { PowerNode } from "./power-placement.js";
-import { tenantAdminHandlers } from "./tenant-admin.js";
+import { classesMessage, tenantAdminHandlers, tenantsMessage } from "./tenant-admin.js";
 import { TenantRegistry } from "./tenant-registry.js";
 import type { ClassSnapshot } from "./tenant-registry.js";
 import { HistoryPlacement, LiveClassViews, liveNodeOf, liveUtilization } from "./history-placement.js";
 import type { LiveNode } from "./history-placement.js";
 import type { StoredDrain } from "./state-store.js";
 import type { NodeDrain } from "../proto/generated/harvest/v1/NodeDrain.js";
+import type { ClusterNodesResponse } from "../proto/generated/harvest/v1/ClusterNodesResponse.js";
+import type { GetJobHistoryResponse } from "../proto/generated/harvest/v1/GetJobHistoryResponse.js";
+import type { ListClassesResponse } from "../proto/generated/harvest/v1/ListClassesResponse.js";
+import type { ListTenantsResponse } from "../proto/generated/harvest/v1/ListTenantsResponse.js";
 
 /** Lifecycle of a daemon. */
 export type DaemonState = "new" | "starting" | "running" | "stopping" | "stopped";
@@ -52,7 +69,14 @@ export class ResourceManager {
   private stateValue: DaemonState = "new";
   private readonly log: Logger;
   private readonly clock: Clock;
-  private readonly server = createServer();
+  /** Prometheus metrics of this daemon (process, gRPC calls, `harvest_rm_*`), served at `/metrics`. */
+  private readonly registry = daemonRegistry("resourcemanager");
+  private readonly server = createServer(this.registry);
+  private readonly metrics: RmMetrics;
+  /** The web UI, REST API and `/metrics`; set while serving. */
+  private web: WebServer | undefined;
+  /** Signs the web UI's login tokens (GetWebToken); its key lives in the data directory, so set at start. */
+  private webTokens: WebTokens | undefined;
   /** Who may call what (common/auth.ts); TLS when `tls` is set. */
   private readonly gate: Gate;
   private readonly store: RmStateStore;
@@ -193,6 +217,8 @@ export class ResourceManager {
           }),
         released: (a) => choice.onReleased(a.containerId),
       });
+    // Counters are fed as things happen; gauges read the live state at each scrape.
+    this.metrics = new RmMetrics(this.registry, this.gaugeSource());
     this.nodes = new NodeTracker(this.options, {
       scheduler: this.scheduler,
       power: this.power,
@@ -219,6 +245,7 @@ export class ResourceManager {
       log: this.log,
       address: () => this.address,
       epoch: () => this.epoch,
+      observer: this.metrics,
     });
   }
 
@@ -237,6 +264,11 @@ export class ResourceManager {
     return formatAddress(this.options.advertiseHost, this.boundPort);
   }
 
+  /** Base URL of the web UI, REST API and `/metrics` (undefined until started). */
+  get httpUrl(): string | undefined {
+    return this.web?.url;
+  }
+
   /** Opens the store, recovers applications, binds the server; resolves once serving. */
   async start(): Promise<void> {
     if (this.stateValue !== "new") throw new Error(`resource manager cannot start from state ${this.stateValue}`);
@@ -251,6 +283,7 @@ export class ResourceManager {
     ] as const)
       if (!ensureDirMode(dir, mode))
         this.log.warn("cannot set the mode of a directory", { dir, mode: mode.toString(8) });
+    this.webTokens = new WebTokens(this.options.dataDir, this.clock);
     await this.store.open();
     await this.tenants.open();
     await this.recluster("startup");
@@ -284,6 +317,8 @@ export class ResourceManager {
         KillApplication: ["user", "admin"],
         GetClusterNodes: ANY_CERTIFICATE,
         GetJobHistory: ANY_CERTIFICATE,
+        // Only a certificate begets a web token (WebTokens.issue refuses a token-holder).
+        GetWebToken: ANY_CERTIFICATE,
       })
       .allow(proto.TenantAdmin.service, {
         RegisterTenant: ["admin"],
@@ -337,17 +372,18 @@ export class ResourceManager {
         );
         return this.apps.kill(req.appId, who.name);
       }),
-      GetClusterNodes: unary(() => ({ nodes: [...this.nodes.all()].map((n) => this.nodes.report(n)) })),
-      GetJobHistory: unary(async (req: { name: string; limit: number }) => ({
-        entries: await this.store.history(req.name, req.limit),
-      })),
+      GetClusterNodes: unary(() => this.clusterNodes()),
+      GetJobHistory: unary((req: { name: string; limit: number }) => this.jobHistory(req.name, req.limit)),
+      GetWebToken: unary((req: { lifetimeMs: number }, c) =>
+        this.tokens().issue(gate.principal(c), req.lifetimeMs, this.httpUrl ?? ""),
+      ),
     });
     this.server.addService(
       proto.TenantAdmin.service,
       tenantAdminHandlers({
         registry: this.tenants,
         nowMs: () => this.clock.nowMs(),
-        liveUtilization: (servers) => liveUtilization(this.liveNodes(servers)),
+        liveUtilization: (servers) => this.liveUtilizationOf(servers),
         onReclustered: (snapshot) => this.onReclustered(snapshot),
       }),
     );
@@ -367,11 +403,13 @@ export class ResourceManager {
     });
     if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
+    await this.startWeb();
     this.monitorTimer = setInterval(() => this.monitor(), this.options.monitorIntervalMs);
     this.reclusterTimer = setInterval(() => void this.recluster("periodic"), this.options.reclusterIntervalMs);
     this.stateValue = "running";
     this.log.info("resource manager serving", {
       address: this.address,
+      web: this.httpUrl,
       policy: this.scheduler.policy.name,
       recoveredApps: this.apps.size,
       powerDomains: this.power.config.domains.length,
@@ -384,11 +422,161 @@ export class ResourceManager {
     this.stateValue = "stopping";
     if (this.monitorTimer) clearInterval(this.monitorTimer);
     if (this.reclusterTimer) clearInterval(this.reclusterTimer);
+    await this.web?.stop();
     await shutdownServer(this.server, 1_000);
     this.nodes.close();
     await this.store.close().catch(() => undefined);
     await this.tenants.close().catch(() => undefined);
     this.stateValue = "stopped";
+  }
+
+  // ---------------------------------------------------------------------------------------------- web and metrics
+
+  private tokens(): WebTokens {
+    if (!this.webTokens) throw new HarvestError("UNAVAILABLE", "the resource manager is not started");
+    return this.webTokens;
+  }
+
+  /** Starts the web server after the gRPC bind; on failure the gRPC server is shut again and the error thrown. */
+  private async startWeb(): Promise<void> {
+    const web = new WebServer({
+      host: this.options.httpHost,
+      port: this.options.httpPort,
+      advertiseHost: this.options.advertiseHost,
+      tls: this.options.tls,
+      tokens: this.tokens().verify,
+      metrics: this.registry,
+      title: "Harvest resource manager",
+      log: this.log.child("web"),
+    });
+    const source = this.webSource();
+    registerRmApi(web, source);
+    registerRmPages(web, source);
+    await startDaemonWeb(web, "resource manager", async () => {
+      await shutdownServer(this.server, 1_000);
+      await this.store.close().catch(() => undefined);
+      await this.tenants.close().catch(() => undefined);
+      this.stateValue = "stopped";
+    });
+    this.web = web;
+  }
+
+  /** GetClusterNodes' answer (the REST API's nodes are this, plus drain, class and power). */
+  private clusterNodes(): ClusterNodesResponse {
+    return { nodes: [...this.nodes.all()].map((n) => this.nodes.report(n)) };
+  }
+
+  /** GetJobHistory's answer. */
+  private async jobHistory(name: string, limit: number): Promise<GetJobHistoryResponse> {
+    return { entries: await this.store.history(name, limit) };
+  }
+
+  /** TenantAdmin.ListTenants' answer for every tenant: the very function its handler calls. */
+  private tenantList(): ListTenantsResponse {
+    return tenantsMessage({ registry: this.tenants, liveUtilization: (servers) => this.liveUtilizationOf(servers) });
+  }
+
+  /** TenantAdmin.ListClasses' answer: the very function its handler calls. */
+  private classList(): ListClassesResponse {
+    return classesMessage(this.tenants.snapshot, { liveUtilization: (servers) => this.liveUtilizationOf(servers) });
+  }
+
+  /** Live primary utilization (CPU %) averaged over those of `servers` that heartbeat, if any does. */
+  private liveUtilizationOf(servers: readonly string[]): number | undefined {
+    return liveUtilization(this.liveNodes(servers));
+  }
+
+  /** A tenant's average server over the last `days` days, from its servers' stored history. */
+  private async tenantSeries(name: string, days: number): Promise<UtilizationSeries> {
+    const tenant = this.tenants.tenant(name);
+    const now = this.clock.nowMs();
+    const fromMs = now - days * 86_400_000;
+    const series = await Promise.all(tenant.servers.map((s) => this.tenants.serverSeries(s, fromMs, now + 1)));
+    return averageServerSeries(series, { slotSec: this.tenants.options.slotSec, windowDays: days, name });
+  }
+
+  /** The job's DAG, parsed from its stored file (undefined for an unknown job or an unreadable file). */
+  private dagOf(appId: string): DagSpec | undefined {
+    const app = this.apps.get(appId);
+    if (!app) return undefined;
+    try {
+      return parseDag(app.record.dagJson, { maxParallelism: this.options.maxParallelism });
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** What the web server reads: the functions the gRPC handlers answer with, and a few facts. */
+  private webSource(): RmWebSource {
+    return {
+      listApplications: (states) => this.apps.list(states),
+      getApplication: (appId) => this.apps.report(this.apps.getApp(appId)),
+      dagOf: (appId) => this.dagOf(appId),
+      getClusterNodes: () => this.clusterNodes(),
+      getJobHistory: (name, limit) => this.jobHistory(name, limit),
+      listTenants: () => this.tenantList(),
+      listClasses: () => this.classList(),
+      listDomains: () => listMessage(this.power.snapshot()),
+      getDrainStatus: () => this.drainReport(),
+      nodeClass: (nodeId) => {
+        const tenant = this.tenants.ownerOf(nodeId);
+        return tenant ? (this.tenants.snapshot.stats.get(tenant.name)?.classId ?? "") : "";
+      },
+      nodeSamples: (nodeId) => this.nodes.get(nodeId)?.recent.toArray() ?? [],
+      tenantUtilization: (tenant, days) => this.tenantSeries(tenant, days),
+      info: () => ({
+        state: this.stateValue,
+        startedMs: this.epoch,
+        rmAddress: this.address,
+        secure: this.gate.secure,
+        schedulerPolicy: this.options.schedulerPolicy,
+        nodeChoice: this.options.nodeChoice,
+        admission: this.options.admission,
+        powerPlacement: this.options.powerPlacement,
+        reserveFraction: this.options.reserveFraction,
+        heartbeatIntervalMs: this.options.heartbeatIntervalMs,
+        admissionQueueLength: this.admission.waiting,
+      }),
+    };
+  }
+
+  /** What the `harvest_rm_*` gauges read at each scrape. */
+  private gaugeSource(): RmGaugeSource {
+    return {
+      nodesByState: () => {
+        const drains = new Map(this.drains.status().map((d) => [d.nodeId, d.state]));
+        const by: Record<string, number> = {};
+        for (const n of this.nodes.all()) {
+          const state = serviceStateOf(n.state, drains.get(n.nodeId) ?? "");
+          by[state] = (by[state] ?? 0) + 1;
+        }
+        return by;
+      },
+      containersRunning: () => {
+        const by = { job_manager: 0, task: 0 };
+        for (const v of this.scheduler.nodeViews())
+          for (const a of this.scheduler.containersOn(v.nodeId))
+            by[a.priority === AM_PRIORITY ? "job_manager" : "task"]++;
+        return by;
+      },
+      appsByState: () => {
+        const by: Record<string, number> = {};
+        for (const a of this.apps.list([]).apps) by[a.state ?? ""] = (by[a.state ?? ""] ?? 0) + 1;
+        return by;
+      },
+      admissionQueueLength: () => this.admission.waiting,
+      millicores: () => {
+        const v = { capacity: 0, primary: 0, allocated: 0 };
+        // The scheduler holds the registered nodes that are not lost.
+        for (const n of this.scheduler.nodeViews()) {
+          v.capacity += n.capacity.vcoresMilli;
+          v.primary += n.primaryUsage.vcoresMilli;
+          v.allocated += n.allocated.vcoresMilli;
+        }
+        return v;
+      },
+      powerDomains: () => this.power.snapshot().domains,
+    };
   }
 
   // ---------------------------------------------------------------------------------------------- tenants
@@ -423,8 +611,12 @@ export class ResourceManager {
     return {
       containers: (node, statuses, how) => this.apps.onNodeContainers(node, statuses, how),
       heartbeat: (node) => {
+        this.metrics.onHeartbeat();
         this.logPowerAlerts();
-        for (const alloc of this.scheduler.allocateOnNode(node.nodeId)) this.apps.onAllocated(alloc, node);
+        for (const alloc of this.scheduler.allocateOnNode(node.nodeId)) {
+          this.metrics.onAllocated(alloc.priority === AM_PRIORITY ? "job_manager" : "task");
+          this.apps.onAllocated(alloc, node);
+        }
       },
       lost: (node, allocations) => this.apps.onNodeLost(node, allocations),
     };

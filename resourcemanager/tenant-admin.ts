@@ -116,10 +116,7 @@ export function tenantAdminHandlers(deps: TenantAdminDeps): grpc.UntypedServiceI
       const owner = await registry.recordReimage(req.server, atMs);
       return { tenant: owner?.name ?? "", atMs };
     }),
-    ListTenants: unary((req: { name: string }) => {
-      const tenants = req.name ? [registry.tenant(req.name)] : registry.tenants();
-      return { tenants: tenants.map(info), clusteredMs: registry.snapshot.clusteredMs };
-    }),
+    ListTenants: unary((req: { name: string }) => tenantsMessage(deps, req.name)),
     ListClasses: unary(() => classesMessage(registry.snapshot, deps)),
     Recluster: unary(recluster),
   };
@@ -150,7 +147,24 @@ export function tenantInfo(t: TenantRecord, snapshot: ClassSnapshot, live: numbe
   };
 }
 
-function classesMessage(snapshot: ClassSnapshot, deps: TenantAdminDeps): ListClassesResponse {
+/** TenantAdmin.ListTenants' answer: one tenant (`name`) or all, with what the last classification said of each. */
+export function tenantsMessage(
+  deps: Pick<TenantAdminDeps, "registry" | "liveUtilization">,
+  name = "",
+): { tenants: TenantInfo[]; clusteredMs: number } {
+  const { registry } = deps;
+  const tenants = name ? [registry.tenant(name)] : registry.tenants();
+  return {
+    tenants: tenants.map((t) => tenantInfo(t, registry.snapshot, deps.liveUtilization(t.servers))),
+    clusteredMs: registry.snapshot.clusteredMs,
+  };
+}
+
+/** TenantAdmin.ListClasses' answer: the classes of `snapshot` with each class's live utilization. */
+export function classesMessage(
+  snapshot: ClassSnapshot,
+  deps: Pick<TenantAdminDeps, "liveUtilization">,
+): ListClassesResponse {
   return {
     clusteredMs: snapshot.clusteredMs,
     unclassified: snapshot.unclassified,

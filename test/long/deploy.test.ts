@@ -110,8 +110,8 @@ describe("one daemon per host, started from the example configs", () => {
       key: join(tlsDir, `${host}-key.pem`),
     });
     // The shipped examples, with this test's directories and ports: every interface bound, loopback advertised (the
-    // host name a real server advertises is not resolvable everywhere).
-    const here = { host: "0.0.0.0", advertiseHost: "127.0.0.1" };
+    // host name a real server advertises is not resolvable everywhere), web servers on free ports.
+    const here = { host: "0.0.0.0", advertiseHost: "127.0.0.1", httpPort: 0 };
     rmAddress = `127.0.0.1:${rmPort}`;
     const nnAddress = `127.0.0.1:${nnPort}`;
     const write = (kind: string, config: Record<string, unknown>): void => {

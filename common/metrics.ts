@@ -1,0 +1,61 @@
+/**
+ * Prometheus metrics (prom-client): one registry per daemon (tests run several daemons in one process), the Node.js
+ * process metrics in it, and the gRPC server's calls by service, method and outcome. Daemons add their own metrics to
+ * their registry; `WebServer` serves it at `/metrics`. Metric names are `harvest_<daemon>_<what>` with units in the
+ * name (`_seconds`, `_bytes`, `_watts`) and `_total` on counters; the README lists them.
+ */
+import * as grpc from "@grpc/grpc-js";
+import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+
+/** The daemons that serve metrics. */
+export type MetricsDaemon = "resourcemanager" | "nodemanager" | "namenode" | "datanode" | "jobmanager";
+
+/** A daemon's registry, with the process metrics and `daemon` (and `node`, the server, when given) on every series; not `instance`, which Prometheus sets itself when it scrapes. */
+export function daemonRegistry(daemon: MetricsDaemon, node?: string): Registry {
+  const registry = new Registry();
+  registry.setDefaultLabels(node ? { daemon, node } : { daemon });
+  collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
+/** Latency buckets in seconds, from a millisecond to a minute. */
+export const LATENCY_BUCKETS_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/**
+ * A gRPC server interceptor that counts every call by service, method, gRPC code and Harvest error code, and times
+ * it (`harvest_grpc_server_handled_total`, `harvest_grpc_server_handling_seconds`), in the shape of go-grpc-prometheus.
+ */
+export function grpcServerMetrics(registry: Registry): grpc.ServerInterceptor {
+  const handled = new Counter({
+    name: "harvest_grpc_server_handled_total",
+    help: "gRPC calls served, by service, method, gRPC status code and Harvest error code (empty when OK)",
+    labelNames: ["service", "method", "code", "harvest_code"],
+    registers: [registry],
+  });
+  const seconds = new Histogram({
+    name: "harvest_grpc_server_handling_seconds",
+    help: "Time from a gRPC call's start to its status, by service and method",
+    labelNames: ["service", "method"],
+    buckets: LATENCY_BUCKETS_SECONDS,
+    registers: [registry],
+  });
+  return (method, call) => {
+    const started = process.hrtime.bigint();
+    const slash = method.path.lastIndexOf("/");
+    const service = method.path.slice(1, slash).replace(/^harvest\.v1\./, "");
+    const name = method.path.slice(slash + 1);
+    return new grpc.ServerInterceptingCall(call, {
+      sendStatus: (status, next) => {
+        const harvestCode = status.metadata?.get("harvest-code")[0];
+        handled.inc({
+          service,
+          method: name,
+          code: grpc.status[status.code] ?? String(status.code),
+          harvest_code: typeof harvestCode === "string" ? harvestCode : "",
+        });
+        seconds.observe({ service, method: name }, Number(process.hrtime.bigint() - started) / 1e9);
+        next(status);
+      },
+    });
+  };
+}

@@ -1,0 +1,208 @@
+/**
+ * The node manager's Prometheus metrics (`harvest_nm_*`, common/metrics.ts for the conventions): heartbeats, the
+ * containers' lifecycle and why they were killed, how fast the node yields to its primary tenant, what it harvests,
+ * and the capping agent's state. Counters are bumped by the node manager as things happen; gauges read the node
+ * manager's state when `/metrics` is scraped, so they are never stale.
+ */
+import { Counter, Gauge, Histogram } from "prom-client";
+import type { Registry } from "prom-client";
+import { daemonRegistry, LATENCY_BUCKETS_SECONDS } from "../common/metrics.js";
+import type { PrimarySample } from "../common/primary-monitor.js";
+import type { CappingSnapshot } from "./capping-agent.js";
+import type { ExitCause } from "./container.js";
+
+/** A running container as the gauges count it. */
+export interface MetricsContainer {
+  isAm: boolean;
+  vcoresMilli: number;
+  memoryMb: number;
+}
+
+/** What the gauges read at each scrape. */
+export interface NodeManagerMetricsSource {
+  /** The node's advertised cores, x1000. */
+  readonly capacityMilli: number;
+  /** The containers whose processes are running now (those being killed included). */
+  running(): Iterable<MetricsContainer>;
+  /** The primary tenant's latest sample. */
+  primary(): PrimarySample;
+  /** The capping agent's view; undefined before the node manager has started it. */
+  capping(): CappingSnapshot | undefined;
+}
+
+/** Buckets of yield latency: a kill lands within a yield tick plus the SIGTERM grace, seconds at worst. */
+const YIELD_BUCKETS_SECONDS = LATENCY_BUCKETS_SECONDS.filter((s) => s >= 0.005 && s <= 30);
+
+/** The label value of an exit cause: the wire name in lower case (`preempted_by_primary`). */
+export function causeLabel(cause: ExitCause | undefined): string {
+  return (cause ?? "unknown").toLowerCase();
+}
+
+/** The meter kind of a power meter's description ("rapl: ...", "model: ...", "trace: ..."). */
+function meterKind(description: string): string {
+  const kind = description.split(":")[0]?.trim() ?? "";
+  return /^[a-z]+$/.test(kind) ? kind : "other";
+}
+
+/** A node manager's metrics, in a registry of their own (with the process and gRPC server metrics). */
+export class NodeManagerMetrics {
+  /** The registry `/metrics` serves; also given to the gRPC server (createServer). */
+  readonly registry: Registry;
+  private readonly heartbeats: Counter;
+  private readonly launched: Counter<"kind">;
+  private readonly completed: Counter<"cause">;
+  private readonly kills: Counter<"cause">;
+  private readonly yieldSeconds: Histogram;
+
+  constructor(nodeId: string, source: NodeManagerMetricsSource) {
+    const registry = daemonRegistry("nodemanager", nodeId);
+    this.registry = registry;
+    const registers = [registry];
+    this.heartbeats = new Counter({
+      name: "harvest_nm_heartbeats_total",
+      help: "Heartbeats sent to the resource manager",
+      registers,
+    });
+    this.launched = new Counter({
+      name: "harvest_nm_containers_launched_total",
+      help: "Containers launched, by kind (task or job_manager)",
+      labelNames: ["kind"],
+      registers,
+    });
+    this.completed = new Counter({
+      name: "harvest_nm_containers_completed_total",
+      help: "Containers that ended, by exit cause (succeeded, failed, preempted_by_primary, preempted_by_power, ...)",
+      labelNames: ["cause"],
+      registers,
+    });
+    this.kills = new Counter({
+      name: "harvest_nm_container_kills_total",
+      help:
+        "Containers this node manager decided to kill, by cause: preempted_by_primary (the yield controller), " +
+        "preempted_by_power (the capping agent), released (the job manager), and what the resource manager asked " +
+        "(killed_by_user, preempted_by_drain, ...); lost when the node manager stops",
+      labelNames: ["cause"],
+      registers,
+    });
+    this.yieldSeconds = new Histogram({
+      name: "harvest_nm_yield_seconds",
+      help:
+        "Per container preempted for the primary tenant: seconds from the yield tick that saw the primary need the " +
+        "cores to the container's exit (its cores free again)",
+      buckets: YIELD_BUCKETS_SECONDS,
+      registers,
+    });
+    new Gauge({
+      name: "harvest_nm_containers_running",
+      help: "Containers whose processes run now, by kind (task or job_manager)",
+      labelNames: ["kind"],
+      registers,
+      collect(this: Gauge<"kind">) {
+        let tasks = 0;
+        let ams = 0;
+        for (const c of source.running())
+          if (c.isAm) ams++;
+          else tasks++;
+        this.set({ kind: "task" }, tasks);
+        this.set({ kind: "job_manager" }, ams);
+      },
+    });
+    new Gauge({
+      name: "harvest_nm_capacity_millicores",
+      help: "Cores this node offers to Harvest, x1000",
+      registers,
+      collect(this: Gauge) {
+        this.set(source.capacityMilli);
+      },
+    });
+    new Gauge({
+      name: "harvest_nm_harvested_millicores",
+      help: "Cores allocated to the running containers (what Harvest holds on this node), x1000",
+      registers,
+      collect(this: Gauge) {
+        let milli = 0;
+        for (const c of source.running()) milli += c.vcoresMilli;
+        this.set(milli);
+      },
+    });
+    new Gauge({
+      name: "harvest_nm_harvested_memory_mb",
+      help: "Memory allocated to the running containers, MB",
+      registers,
+      collect(this: Gauge) {
+        let mb = 0;
+        for (const c of source.running()) mb += c.memoryMb;
+        this.set(mb);
+      },
+    });
+    new Gauge({
+      name: "harvest_nm_primary_cpu_millicores",
+      help: "Cores the primary tenant uses, x1000, at the yield controller's latest sample",
+      registers,
+      collect(this: Gauge) {
+        this.set(source.primary().cpuMilli);
+      },
+    });
+    new Gauge({
+      name: "harvest_nm_power_capped",
+      help: "1 while the capping agent holds a cap on the containers (capped, or stale: no meter reading), else 0",
+      registers,
+      collect(this: Gauge) {
+        const p = source.capping();
+        this.set(p && p.state !== "uncapped" ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "harvest_nm_power_budget_watts",
+      help: "The power budget in force on this node (the smaller of its own and its power domain's), watts; 0: none",
+      registers,
+      collect(this: Gauge) {
+        this.set(source.capping()?.budgetWatts ?? 0);
+      },
+    });
+    new Gauge({
+      name: "harvest_nm_power_draw_watts",
+      help: "The server's power draw at the last reading, watts, by meter (rapl: measured; model, trace: modelled)",
+      labelNames: ["meter"],
+      registers,
+      collect(this: Gauge<"meter">) {
+        this.reset();
+        const p = source.capping();
+        if (p?.watts !== undefined) this.set({ meter: meterKind(p.meter) }, p.watts);
+      },
+    });
+    new Gauge({
+      name: "harvest_nm_throttled_containers",
+      help: "Containers the capping agent runs below their allocation now",
+      registers,
+      collect(this: Gauge) {
+        this.set(source.capping()?.throttledContainers ?? 0);
+      },
+    });
+  }
+
+  /** A heartbeat went to the resource manager. */
+  heartbeatSent(): void {
+    this.heartbeats.inc();
+  }
+
+  /** A container's process started. */
+  containerLaunched(isAm: boolean): void {
+    this.launched.inc({ kind: isAm ? "job_manager" : "task" });
+  }
+
+  /** A container's process ended, for `cause`. */
+  containerCompleted(cause: ExitCause | undefined): void {
+    this.completed.inc({ cause: causeLabel(cause) });
+  }
+
+  /** The node manager began killing a container for `cause` (counted once per container). */
+  containerKilled(cause: ExitCause): void {
+    this.kills.inc({ cause: causeLabel(cause) });
+  }
+
+  /** A container preempted for the primary tenant exited `seconds` after the tick that chose it. */
+  yieldCompleted(seconds: number): void {
+    this.yieldSeconds.observe(seconds);
+  }
+}

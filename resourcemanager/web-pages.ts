@@ -1,0 +1,742 @@
+/**
+ * The resource manager's web pages: Cluster (`/`), Jobs (`/jobs`, `/jobs/:appId`), Tenants, Classes and Power.
+ * Server-rendered HTML over the same view model as the REST API (web.ts); charts are drawn in the browser by
+ * `/assets/rm.js` (echarts) from each page's `#page-data`. Every value put into HTML goes through `escapeHtml`; no
+ * element carries an inline style or script (the pages' CSP forbids both): bars are SVG with presentation attributes.
+ * Elements scripts and browser tests look for have stable ids and `data-*` keys (listed on each page function).
+ */
+import type { Access } from "../common/auth.js";
+import { formatBytes, formatDuration, formatTime, renderPage } from "../common/web-page.js";
+import type { NavLink } from "../common/web-page.js";
+import { escapeHtml } from "../common/web-server.js";
+import type { WebRequest, WebServer } from "../common/web-server.js";
+import { APP_STATES } from "./rm-metrics.js";
+import {
+  ACCESS,
+  appDetail,
+  clusterTotals,
+  isFinished,
+  logsCommand,
+  nodeInfos,
+  parseStates,
+  tenantUtilization,
+  waitingOf,
+  wire,
+} from "./web.js";
+import type { ClusterTotals, DagView, RmNodeInfo, RmWebSource } from "./web.js";
+import type { ApplicationReportOutput } from "../proto/generated/harvest/v1/ApplicationReport.js";
+import type { ContainerCountsOutput } from "../proto/generated/harvest/v1/ContainerCounts.js";
+
+const DAEMON = "resource manager";
+/** Live pages reload this often. */
+const REFRESH_SECONDS = 5;
+/** Containers listed on a job page (newest first); the REST API has them all. */
+const MAX_CONTAINER_ROWS = 200;
+const CHART_SCRIPTS = ["echarts.min.js", "rm.js"] as const;
+
+const NAV: readonly (NavLink & { access: readonly Access[] })[] = [
+  { href: "/", label: "Cluster", access: ACCESS.cluster },
+  { href: "/jobs", label: "Jobs", access: ACCESS.cluster },
+  { href: "/tenants", label: "Tenants", access: ACCESS.tenants },
+  { href: "/classes", label: "Classes", access: ACCESS.classes },
+  { href: "/power", label: "Power", access: ACCESS.admin },
+  { href: "/ws/v1/cluster/info", label: "REST API", access: ACCESS.cluster },
+  { href: "/metrics", label: "Metrics", access: ACCESS.cluster },
+];
+
+/** The navigation a caller may follow (all of it on an insecure cluster). */
+function navFor(req: WebRequest): NavLink[] {
+  const role = req.principal?.role;
+  return NAV.filter((l) => role === undefined || l.access.includes(role as Access)).map(({ href, label }) => ({
+    href,
+    label,
+  }));
+}
+
+function page(
+  req: WebRequest,
+  parts: { title: string; current: string; body: string; data?: unknown; charts?: boolean; refresh?: boolean },
+): { html: string } {
+  return {
+    html: renderPage({
+      title: parts.title,
+      daemon: DAEMON,
+      nav: navFor(req),
+      current: parts.current,
+      body: parts.body,
+      ...(parts.charts ? { scripts: CHART_SCRIPTS } : {}),
+      ...(parts.data !== undefined ? { data: parts.data } : {}),
+      principal: req.principal,
+      refreshSeconds: parts.refresh ? REFRESH_SECONDS : 0,
+    }),
+  };
+}
+
+// ------------------------------------------------------------------------------------------------ HTML helpers
+
+/** A table column; `className` goes on every cell of the column. */
+interface Col<Row> {
+  label: string;
+  cell: (row: Row) => string;
+  numeric?: boolean;
+  className?: string;
+}
+
+/**
+ * An HTML table whose rows carry `data-*` keys (escaped); a paragraph with the same id when there are no rows.
+ * (common/web-page.ts's `renderTable` has no per-row attributes, which the pages' tests and scripts need.)
+ */
+function table<Row>(
+  id: string,
+  cols: readonly Col<Row>[],
+  rows: readonly Row[],
+  empty: string,
+  key: (row: Row) => Record<string, string>,
+): string {
+  if (rows.length === 0) return `<p class="empty" id="${escapeHtml(id)}">${escapeHtml(empty)}</p>`;
+  const cls = (c: Col<Row>): string => {
+    const names = [c.numeric ? "num" : "", c.className ?? ""].filter((n) => n).join(" ");
+    return names ? ` class="${escapeHtml(names)}"` : "";
+  };
+  const head = cols.map((c) => `<th${c.numeric ? ' class="num"' : ""}>${escapeHtml(c.label)}</th>`).join("");
+  const body = rows
+    .map((r) => {
+      const attrs = Object.entries(key(r))
+        .map(([k, v]) => ` data-${escapeHtml(k)}="${escapeHtml(v)}"`)
+        .join("");
+      return `<tr${attrs}>${cols.map((c) => `<td${cls(c)}>${c.cell(r)}</td>`).join("")}</tr>`;
+    })
+    .join("\n");
+  return `<table id="${escapeHtml(id)}"><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table>`;
+}
+
+/** A state badge: the text is the state itself (tests read it), the class colours it. */
+function badge(state: string, id?: string): string {
+  const cls = state.replace(/[^A-Za-z_-]/g, "");
+  return `<span class="state ${cls}"${id ? ` id="${escapeHtml(id)}"` : ""}>${escapeHtml(state)}</span>`;
+}
+
+function cores(milli: number): string {
+  return (milli / 1000).toFixed(1);
+}
+
+function pct(v: number): string {
+  return `${v.toFixed(0)}%`;
+}
+
+function watts(w: number): string {
+  return `${w >= 100 ? w.toFixed(0) : w.toFixed(1)} W`;
+}
+
+function clampPct(v: number): number {
+  return Number.isFinite(v) ? Math.min(100, Math.max(0, v)) : 0;
+}
+
+/**
+ * A horizontal bar as inline SVG (presentation attributes, which the CSP allows where a style attribute is refused):
+ * `parts` are [percent, colour] from the left.
+ */
+function bar(parts: readonly [number, string][], label: string): string {
+  let x = 0;
+  const rects = parts
+    .map(([p, colour]) => {
+      const w = clampPct(Math.min(p, 100 - x));
+      const r = `<rect x="${x.toFixed(2)}" width="${w.toFixed(2)}" height="10" fill="${colour}"/>`;
+      x += w;
+      return r;
+    })
+    .join("");
+  return (
+    `<svg class="usage" width="120" height="10" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" ` +
+    `aria-label="${escapeHtml(label)}"><title>${escapeHtml(label)}</title>` +
+    `<rect width="100" height="10" fill="#eaecf0"/>${rects}</svg>`
+  );
+}
+
+const PRIMARY_COLOUR = "#f79009";
+const HARVEST_COLOUR = "#2f6f3e";
+const ALERT_COLOUR = "#b42318";
+
+function tiles(items: readonly [string, string][]): string {
+  return `<div class="totals" id="totals">${items
+    .map(
+      ([k, v]) => `<div class="tile"><div class="v">${escapeHtml(v)}</div><div class="k">${escapeHtml(k)}</div></div>`,
+    )
+    .join("")}</div>`;
+}
+
+function facts(items: readonly [string, string][], id: string): string {
+  const rows = items.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${v}</td></tr>`).join("");
+  return `<table id="${escapeHtml(id)}" class="facts"><tbody>${rows}</tbody></table>`;
+}
+
+function appLink(appId: string): string {
+  return `<a href="/jobs/${encodeURIComponent(appId)}">${escapeHtml(appId)}</a>`;
+}
+
+function classLinks(ids: readonly string[]): string {
+  return ids.length === 0 ? '<span class="muted">any</span>' : ids.map((c) => escapeHtml(c)).join(", ");
+}
+
+function ago(nowMs: number, thenMs: number): string {
+  return thenMs > 0 ? `${formatDuration(Math.max(0, nowMs - thenMs))} ago` : "-";
+}
+
+// ------------------------------------------------------------------------------------------------ cluster
+
+/** The cluster's totals as tiles. */
+function totalsTiles(t: ClusterTotals): string {
+  const n = t.nodesByState;
+  const a = t.appsByState;
+  const waiting = (a["QUEUED"] ?? 0) + (a["ACCEPTED"] ?? 0);
+  const finished = (a["FINISHED"] ?? 0) + (a["FAILED"] ?? 0) + (a["KILLED"] ?? 0);
+  return tiles([
+    ["servers running", String(n["RUNNING"] ?? 0)],
+    ["lost", String(n["LOST"] ?? 0)],
+    ["draining / drained", `${n["DRAINING"] ?? 0} / ${n["DRAINED"] ?? 0}`],
+    ["jobs running", String(a["RUNNING"] ?? 0)],
+    ["jobs waiting", String(waiting)],
+    ["jobs ended", String(finished)],
+    ["cores", cores(t.vcoresMilli.capacity)],
+    ["primary cores", cores(t.vcoresMilli.primary)],
+    ["harvested cores", cores(t.vcoresMilli.allocated)],
+    ["free cores", cores(t.vcoresMilli.free)],
+    ["memory", formatBytes(t.memoryMb.capacity * 1024 * 1024)],
+    ["containers", String(t.containers)],
+    ["power draw", watts(t.powerDrawWatts)],
+  ]);
+}
+
+/** A server's live chart data: its last heartbeats in percent of its cores. */
+interface Spark {
+  id: string;
+  node: string;
+  timesMs: number[];
+  primaryPct: number[];
+  harvestPct: number[];
+}
+
+/**
+ * `/`: totals, then `#servers` with one `tr[data-node]` per server, its state in `td.node-state`, a usage bar and a
+ * live chart (`div.spark[data-node]`, drawn by rm.js from `sparks` in the page data).
+ */
+function clusterPage(source: RmWebSource, req: WebRequest): { html: string } {
+  const now = Date.now();
+  const nodes = nodeInfos(source);
+  const totals = clusterTotals(nodes, wire.apps(source, []));
+  const sparks: Spark[] = [];
+  const sparkOf = new Map<string, string>();
+  nodes.forEach((n, i) => {
+    const cap = n.capacity?.vcoresMilli ?? 0;
+    const recent = source.nodeSamples(n.nodeId);
+    const id = `spark-${i}`;
+    sparkOf.set(n.nodeId, id);
+    sparks.push({
+      id,
+      node: n.nodeId,
+      timesMs: recent.map((s) => s.timeMs),
+      primaryPct: recent.map((s) => (cap > 0 ? round1((100 * s.primaryMilli) / cap) : 0)),
+      harvestPct: recent.map((s) => (cap > 0 ? round1((100 * s.allocatedMilli) / cap) : 0)),
+    });
+  });
+  const cols: Col<RmNodeInfo>[] = [
+    {
+      label: "Server",
+      cell: (n) =>
+        `${escapeHtml(n.nodeId)}<br><span class="muted">${escapeHtml(n.nmAddress)} ${escapeHtml(n.rack)}</span>`,
+    },
+    { label: "State", className: "node-state", cell: (n) => badge(n.serviceState) },
+    {
+      label: "Class",
+      cell: (n) => (n.classId ? escapeHtml(n.classId) : '<span class="muted">-</span>'),
+    },
+    {
+      label: "Capacity",
+      numeric: true,
+      cell: (n) =>
+        `${cores(n.capacity?.vcoresMilli ?? 0)} cores<br><span class="muted">${escapeHtml(formatBytes((n.capacity?.memoryMb ?? 0) * 1024 * 1024))}</span>`,
+    },
+    { label: "Primary", numeric: true, cell: (n) => `${cores(n.primaryUsage?.vcoresMilli ?? 0)} cores` },
+    {
+      label: "Harvested",
+      numeric: true,
+      cell: (n) =>
+        `${cores(n.allocated?.vcoresMilli ?? 0)} cores<br><span class="muted">${n.containers} container${n.containers === 1 ? "" : "s"}</span>`,
+    },
+    {
+      label: "Usage",
+      cell: (n) => {
+        const cap = n.capacity?.vcoresMilli ?? 0;
+        const p = cap > 0 ? (100 * (n.primaryUsage?.vcoresMilli ?? 0)) / cap : 0;
+        const h = cap > 0 ? (100 * (n.allocated?.vcoresMilli ?? 0)) / cap : 0;
+        return bar(
+          [
+            [p, PRIMARY_COLOUR],
+            [h, HARVEST_COLOUR],
+          ],
+          `primary ${pct(p)}, harvested ${pct(h)} of ${cores(cap)} cores`,
+        );
+      },
+    },
+    {
+      label: "Last 2 min",
+      cell: (n) =>
+        `<div class="spark" id="${escapeHtml(sparkOf.get(n.nodeId) ?? "")}" data-node="${escapeHtml(n.nodeId)}"></div>`,
+    },
+    {
+      label: "Power",
+      numeric: true,
+      cell: (n) => {
+        if (!n.power) return '<span class="muted">-</span>';
+        const cap = n.power.capWatts > 0 ? `cap ${watts(n.power.capWatts)}` : "no cap";
+        return `${watts(n.power.drawWatts)}<br><span class="muted">${escapeHtml(cap)}</span>`;
+      },
+    },
+    { label: "Heartbeat", cell: (n) => escapeHtml(ago(now, n.lastHeartbeatMs)) },
+  ];
+  const body = `${totalsTiles(totals)}
+<h2>Servers</h2>
+<p class="muted">Usage bars and live charts: the primary tenant's share of each server's cores (orange) and Harvest's (green); the charts cover the last heartbeats.</p>
+${table("servers", cols, nodes, "No node manager has registered yet.", (n) => ({ node: n.nodeId }))}`;
+  return page(req, {
+    title: "Cluster",
+    current: "/",
+    body,
+    data: { kind: "cluster", sparks },
+    charts: true,
+    refresh: true,
+  });
+}
+
+function round1(v: number): number {
+  return Math.round(v * 10) / 10;
+}
+
+// ------------------------------------------------------------------------------------------------ jobs
+
+function taskTotals(r: ApplicationReportOutput): { total: number; succeeded: number } {
+  let total = 0;
+  let succeeded = 0;
+  for (const v of r.progress?.vertices ?? []) {
+    total += v.total;
+    succeeded += v.succeeded;
+  }
+  return { total, succeeded };
+}
+
+function progressCell(r: ApplicationReportOutput): string {
+  const { total, succeeded } = taskTotals(r);
+  if (total === 0) return '<span class="muted">-</span>';
+  const p = (100 * succeeded) / total;
+  return `${bar([[p, HARVEST_COLOUR]], `${succeeded} of ${total} tasks`)} ${succeeded}/${total}`;
+}
+
+function outcomeText(outcome: string): string {
+  return outcome === "JOB_OUTCOME_UNSPECIFIED" ? "" : outcome.replace(/^JOB_/, "");
+}
+
+/**
+ * `/jobs` (`?state=RUNNING,FINISHED` filters): `#jobs-running`, `#jobs-waiting` (with why) and `#jobs-finished`, one
+ * `tr[data-app]` per job.
+ */
+function jobsPage(source: RmWebSource, req: WebRequest): { html: string } {
+  const now = Date.now();
+  const states = parseStates(req.query.get("state"), APP_STATES, "state");
+  const apps = wire.apps(source, states).sort((a, b) => b.submitMs - a.submitMs);
+  const running = apps.filter((a) => !isFinished(a.state) && !waitingOf(a));
+  const waiting = apps.filter((a) => waitingOf(a));
+  const finished = apps.filter((a) => isFinished(a.state));
+  const key = (a: ApplicationReportOutput): Record<string, string> => ({ app: a.appId });
+  const id: Col<ApplicationReportOutput> = { label: "Application", cell: (a) => appLink(a.appId) };
+  const name: Col<ApplicationReportOutput> = { label: "Name", cell: (a) => escapeHtml(a.name) };
+  const user: Col<ApplicationReportOutput> = { label: "User", cell: (a) => escapeHtml(a.user) };
+  const state: Col<ApplicationReportOutput> = { label: "State", className: "app-state", cell: (a) => badge(a.state) };
+  const counts = (c: ContainerCountsOutput | null): string =>
+    c ? `${c.preempted} / ${c.lost} / ${c.failed}` : '<span class="muted">-</span>';
+  const runningTable = table(
+    "jobs-running",
+    [
+      id,
+      name,
+      user,
+      state,
+      { label: "Progress", cell: progressCell },
+      { label: "Started", cell: (a) => escapeHtml(formatTime(a.startMs)) },
+      { label: "Elapsed", numeric: true, cell: (a) => escapeHtml(formatDuration(now - (a.startMs || a.submitMs))) },
+      { label: "Job-manager attempts", numeric: true, cell: (a) => String(a.attempts) },
+      { label: "Tasks preempted / lost / failed", numeric: true, cell: (a) => counts(a.taskContainers) },
+      { label: "Classes", cell: (a) => classLinks(a.classes) },
+    ],
+    running,
+    "No job is running.",
+    key,
+  );
+  const waitingTable = table(
+    "jobs-waiting",
+    [
+      id,
+      name,
+      user,
+      state,
+      { label: "Waiting for", cell: (a) => escapeHtml(waitingOf(a)?.kind ?? "") },
+      { label: "Reason", cell: (a) => escapeHtml(waitingOf(a)?.reason ?? "") },
+      { label: "Submitted", cell: (a) => escapeHtml(formatTime(a.submitMs)) },
+      { label: "Waited", numeric: true, cell: (a) => escapeHtml(formatDuration(now - a.submitMs)) },
+    ],
+    waiting,
+    "No job is waiting.",
+    key,
+  );
+  const finishedTable = table(
+    "jobs-finished",
+    [
+      id,
+      name,
+      user,
+      state,
+      { label: "Outcome", cell: (a) => escapeHtml(outcomeText(a.outcome)) },
+      { label: "Duration", numeric: true, cell: (a) => escapeHtml(formatDuration(a.finishMs - a.submitMs)) },
+      { label: "Finished", cell: (a) => escapeHtml(formatTime(a.finishMs)) },
+      { label: "Tasks preempted / lost / failed", numeric: true, cell: (a) => counts(a.taskContainers) },
+      { label: "Diagnostics", cell: (a) => escapeHtml(a.diagnostics) },
+    ],
+    finished,
+    "No job has ended (or the filter hides them).",
+    key,
+  );
+  const options = ["", ...APP_STATES]
+    .map(
+      (s) =>
+        `<option value="${escapeHtml(s)}"${states.length === 1 && states[0] === s ? " selected" : ""}>${escapeHtml(s || "all states")}</option>`,
+    )
+    .join("");
+  const body = `<form class="filter" method="get" action="/jobs" id="jobs-filter"><label for="state">State</label>
+<select name="state" id="state">${options}</select><button type="submit">Filter</button></form>
+<h2>Running (${running.length})</h2>
+${runningTable}
+<h2>Waiting (${waiting.length})</h2>
+${waitingTable}
+<h2>Ended (${finished.length})</h2>
+${finishedTable}`;
+  return page(req, { title: "Jobs", current: "/jobs", body, refresh: true });
+}
+
+function countsRow(label: string, c: ContainerCountsOutput | null): { label: string; c: ContainerCountsOutput } {
+  return { label, c: c ?? { allocated: 0, succeeded: 0, failed: 0, preempted: 0, lost: 0, killed: 0 } };
+}
+
+/**
+ * `/jobs/:appId`: `#app-state` (the report's state) and `#app-outcome`, the facts, `#attempts` (containers by how they
+ * ended, tasks and job managers), `#dag` (the graph, drawn by rm.js from `dag` in the page data), `#vertices` with one
+ * `tr[data-vertex]` per vertex, and `#containers` with each container's `harvest job logs` command.
+ */
+function jobPage(source: RmWebSource, req: WebRequest): { html: string } {
+  const now = Date.now();
+  const appId = req.params["appId"] ?? "";
+  const a = appDetail(source, appId);
+  const outcome = outcomeText(a.outcome);
+  const ended = isFinished(a.state);
+  const info = facts(
+    [
+      ["Name", escapeHtml(a.name)],
+      ["User", escapeHtml(a.user)],
+      ["State", badge(a.state, "app-state")],
+      ["Outcome", outcome ? badge(outcome, "app-outcome") : '<span id="app-outcome" class="muted"></span>'],
+      ["Submitted", escapeHtml(formatTime(a.submitMs))],
+      ["Started", escapeHtml(formatTime(a.startMs))],
+      ["Finished", escapeHtml(formatTime(a.finishMs))],
+      ["Duration", escapeHtml(formatDuration((ended ? a.finishMs : now) - a.submitMs))],
+      ["Job-manager attempts", `<span id="am-attempts">${a.attempts}</span>`],
+      ["Job type", escapeHtml(a.jobType || "-")],
+      ["Classes", `<span id="app-classes">${classLinks(a.classes)}</span>`],
+      ["Placement", `<span id="placement-note">${escapeHtml(a.placementNote || "-")}</span>`],
+      [
+        "Waiting for",
+        `<span id="app-waiting">${a.waiting ? `${escapeHtml(a.waiting.kind)}: ${escapeHtml(a.waiting.reason)}` : "-"}</span>`,
+      ],
+      ["Diagnostics", `<span id="app-diagnostics">${escapeHtml(a.diagnostics || "-")}</span>`],
+      ["Job manager's log", `<code>${escapeHtml(logsCommand(a.appId))}</code>`],
+    ],
+    "app-facts",
+  );
+  const attempts = table(
+    "attempts",
+    [
+      { label: "Containers", cell: (r) => escapeHtml(r.label) },
+      { label: "Allocated", numeric: true, cell: (r) => String(r.c.allocated) },
+      { label: "Succeeded", numeric: true, cell: (r) => String(r.c.succeeded) },
+      { label: "Preempted", numeric: true, cell: (r) => String(r.c.preempted) },
+      { label: "Lost", numeric: true, cell: (r) => String(r.c.lost) },
+      { label: "Failed", numeric: true, cell: (r) => String(r.c.failed) },
+      { label: "Killed or released", numeric: true, cell: (r) => String(r.c.killed) },
+    ],
+    [countsRow("tasks", a.taskContainers), countsRow("job managers", a.amContainers)],
+    "",
+    (r) => ({ kind: r.label }),
+  );
+  const vertices = table(
+    "vertices",
+    [
+      { label: "Vertex", cell: (v) => escapeHtml(v.name) },
+      { label: "State", className: "vertex-state", cell: (v) => (v.state ? badge(v.state) : "") },
+      { label: "Tasks", numeric: true, cell: (v) => String(v.total) },
+      { label: "Succeeded", numeric: true, cell: (v) => String(v.succeeded) },
+      { label: "Running", numeric: true, cell: (v) => String(v.running) },
+      { label: "Preempted", numeric: true, cell: (v) => String(v.preempted) },
+      { label: "Lost", numeric: true, cell: (v) => String(v.lost) },
+      { label: "Failed attempts", numeric: true, cell: (v) => String(v.failedAttempts) },
+      {
+        label: "Progress",
+        cell: (v) =>
+          bar([[v.total > 0 ? (100 * v.succeeded) / v.total : 0, HARVEST_COLOUR]], `${v.succeeded} of ${v.total}`),
+      },
+      {
+        label: "Per task",
+        numeric: true,
+        cell: (v) => (v.vcoresMilli > 0 ? `${cores(v.vcoresMilli)} cores, ${v.memoryMb} MB` : "-"),
+      },
+    ],
+    a.dag.vertices,
+    "The job manager has not reported its vertices yet.",
+    (v) => ({ vertex: v.name }),
+  );
+  const refs = [...a.containers].reverse().slice(0, MAX_CONTAINER_ROWS);
+  const containers = table(
+    "containers",
+    [
+      { label: "Container", cell: (c) => `<code>${escapeHtml(c.containerId)}</code>` },
+      { label: "Kind", cell: (c) => (c.isAm ? "job manager" : "task") },
+      { label: "Server", cell: (c) => escapeHtml(c.nodeId) },
+      { label: "State", cell: (c) => badge(c.state) },
+      { label: "Ended by", cell: (c) => escapeHtml(c.cause === "EXIT_CAUSE_UNSPECIFIED" ? "" : c.cause) },
+      { label: "Started", cell: (c) => escapeHtml(formatTime(c.startedMs)) },
+      { label: "Finished", cell: (c) => escapeHtml(formatTime(c.finishedMs)) },
+      {
+        label: "Log (on its node manager)",
+        cell: (c) => `<code>${escapeHtml(logsCommand(a.appId, c.containerId))}</code>`,
+      },
+    ],
+    refs,
+    "No container was granted yet.",
+    (c) => ({ container: c.containerId }),
+  );
+  const more =
+    a.containers.length > refs.length
+      ? `<p class="muted">The newest ${refs.length} of ${a.containers.length} containers; <a href="/ws/v1/cluster/apps/${encodeURIComponent(a.appId)}">the REST API</a> lists them all.</p>`
+      : "";
+  const body = `${info}
+<h2>DAG</h2>
+<div id="dag" class="dag" role="img" aria-label="${escapeHtml(`DAG of ${a.name}: ${a.dag.vertices.length} vertices`)}"></div>
+${vertices}
+<h2>Containers by how they ended</h2>
+${attempts}
+<h2>Containers</h2>
+<p class="muted">Harvest's node managers serve no logs over HTTP: run the command with your certificate.</p>
+${containers}${more}`;
+  const data: { kind: string; dag: DagView } = { kind: "job", dag: a.dag };
+  return page(req, { title: a.appId, current: "/jobs", body, data, charts: true, refresh: !ended });
+}
+
+// ------------------------------------------------------------------------------------------------ tenants, classes
+
+/**
+ * `/tenants`: `#tenants` with one `tr[data-tenant]` per tenant; per tenant a 30-day chart (`#tenant-history-<i>`) and
+ * a daily profile (`#tenant-profile-<i>`), drawn by rm.js from `tenants` in the page data.
+ */
+async function tenantsPage(source: RmWebSource, req: WebRequest): Promise<{ html: string }> {
+  const list = wire.tenants(source);
+  const usage = await Promise.all(list.tenants.map((t) => tenantUtilization(source, t.name)));
+  const rows = list.tenants.map((t, i) => ({ t, i }));
+  const tenantsTable = table(
+    "tenants",
+    [
+      { label: "Tenant", cell: (r) => escapeHtml(r.t.name) },
+      { label: "Environment", cell: (r) => escapeHtml(r.t.environment) },
+      { label: "Function", cell: (r) => escapeHtml(r.t.machineFunction) },
+      { label: "Criticality", cell: (r) => escapeHtml(r.t.effectiveCriticality || "-") },
+      {
+        label: "Servers",
+        cell: (r) =>
+          `${r.t.servers.length}<br><span class="muted">${escapeHtml(r.t.servers.slice(0, 8).join(", "))}${r.t.servers.length > 8 ? ", ..." : ""}</span>`,
+      },
+      { label: "Pattern", cell: (r) => escapeHtml(r.t.pattern || "-") },
+      { label: "Class", cell: (r) => escapeHtml(r.t.classId || "-") },
+      { label: "Average", numeric: true, cell: (r) => pct(r.t.averagePct) },
+      { label: "Peak", numeric: true, cell: (r) => pct(r.t.peakPct) },
+      { label: "Now", numeric: true, cell: (r) => pct(r.t.currentPct) },
+      { label: "Reimages / server-month", numeric: true, cell: (r) => r.t.reimagesPerServerMonth.toFixed(2) },
+    ],
+    rows,
+    "No tenant is registered ('harvest admin tenant register').",
+    (r) => ({ tenant: r.t.name }),
+  );
+  const charts = rows
+    .map(
+      (r) => `<h2>${escapeHtml(r.t.name)}</h2>
+<div class="chart" id="tenant-history-${r.i}" data-tenant="${escapeHtml(r.t.name)}" role="img" aria-label="${escapeHtml(`${r.t.name}: hourly utilization, last 30 days`)}"></div>
+<div class="chart" id="tenant-profile-${r.i}" data-tenant="${escapeHtml(r.t.name)}" role="img" aria-label="${escapeHtml(`${r.t.name}: mean utilization by hour of day (UTC)`)}"></div>`,
+    )
+    .join("\n");
+  const clustered =
+    list.clusteredMs > 0 ? `classified ${escapeHtml(formatTime(list.clusteredMs))} UTC` : "not classified yet";
+  const body = `<p class="muted">Primary tenants and what the last classification found (${clustered}). Charts: each tenant's average server, hourly means over the last 30 days, and its daily profile (UTC).</p>
+${tenantsTable}
+${charts}`;
+  const data = {
+    kind: "tenants",
+    tenants: usage.map((u, i) => ({ id: i, name: u.tenant, history: u.history, profile: u.profile })),
+  };
+  return page(req, { title: "Tenants", current: "/tenants", body, data, charts: true });
+}
+
+/** `/classes`: the classes side by side (`#classes`, one column `th[data-class]` each) and a chart (`#classes-chart`). */
+function classesPage(source: RmWebSource, req: WebRequest): { html: string } {
+  const list = wire.classes(source);
+  const cls = list.classes;
+  let body: string;
+  if (cls.length === 0) {
+    body = `<p class="empty" id="classes">No utilization classes yet: they are built from the tenants' history at the next recluster ('harvest admin recluster').</p>`;
+  } else {
+    const row = (label: string, cell: (c: (typeof cls)[number]) => string): string =>
+      `<tr><th>${escapeHtml(label)}</th>${cls.map((c) => `<td>${cell(c)}</td>`).join("")}</tr>`;
+    body = `<table id="classes"><thead><tr><th></th>${cls
+      .map((c) => `<th data-class="${escapeHtml(c.id)}">${escapeHtml(c.id)}</th>`)
+      .join("")}</tr></thead><tbody>
+${row("Pattern", (c) => escapeHtml(c.pattern))}
+${row("Average", (c) => pct(c.averagePct))}
+${row("Peak", (c) => pct(c.peakPct))}
+${row("Now", (c) => pct(c.currentPct))}
+${row("Usage", (c) =>
+  bar(
+    [
+      [c.averagePct, PRIMARY_COLOUR],
+      [Math.max(0, c.peakPct - c.averagePct), "#fec84b"],
+    ],
+    `average ${pct(c.averagePct)}, peak ${pct(c.peakPct)}`,
+  ),
+)}
+${row("Tenants", (c) => escapeHtml(c.tenants.join(", ") || "-"))}
+${row("Servers", (c) => `${c.servers.length}`)}
+</tbody></table>
+<div class="chart" id="classes-chart" role="img" aria-label="average, peak and current utilization per class"></div>`;
+  }
+  const unclassified =
+    list.unclassified.length > 0
+      ? `<h2>Not classified</h2><ul id="unclassified">${list.unclassified.map((u) => `<li>${escapeHtml(u)}</li>`).join("")}</ul>`
+      : "";
+  const clustered = list.clusteredMs > 0 ? `Classified ${escapeHtml(formatTime(list.clusteredMs))} UTC.` : "";
+  const data = {
+    kind: "classes",
+    classes: cls.map((c) => ({ id: c.id, average: c.averagePct, peak: c.peakPct, current: c.currentPct })),
+  };
+  return page(req, {
+    title: "Utilization classes",
+    current: "/classes",
+    body: `<p class="muted">${clustered} Algorithm 1 (seeds/004) picks among these for each job.</p>\n${body}\n${unclassified}`,
+    data,
+    charts: true,
+  });
+}
+
+// ------------------------------------------------------------------------------------------------ power
+
+/** `/power`: the domain tree (`#domains`, `tr[data-domain]`) and the servers' draws and caps (`#power-nodes`). */
+function powerPage(source: RmWebSource, req: WebRequest): { html: string } {
+  const p = wire.power(source);
+  const domains = table(
+    "domains",
+    [
+      {
+        label: "Domain",
+        cell: (d) => `${"&nbsp;".repeat(d.depth * 4)}${escapeHtml(d.path.slice(d.path.lastIndexOf("/") + 1))}`,
+      },
+      { label: "Kind", cell: (d) => escapeHtml(d.kind) },
+      { label: "Budget", numeric: true, cell: (d) => (d.budgetWatts > 0 ? watts(d.budgetWatts) : "-") },
+      { label: "Draw", numeric: true, cell: (d) => watts(d.drawWatts) },
+      {
+        label: "Of budget",
+        cell: (d) =>
+          d.budgetWatts > 0
+            ? bar(
+                [[(100 * d.drawWatts) / d.budgetWatts, d.alert ? ALERT_COLOUR : HARVEST_COLOUR]],
+                `${pct((100 * d.drawWatts) / d.budgetWatts)} of the budget`,
+              )
+            : "",
+      },
+      {
+        label: "Alert",
+        className: "domain-alert",
+        cell: (d) => (d.alert ? `${badge("CAPPING")} since ${escapeHtml(formatTime(d.alertSinceMs))}` : ""),
+      },
+      { label: "Node share", numeric: true, cell: (d) => (d.shareWatts > 0 ? watts(d.shareWatts) : "-") },
+      { label: "Nodes", numeric: true, cell: (d) => String(d.nodes) },
+      { label: "Stale", numeric: true, cell: (d) => String(d.staleNodes) },
+      { label: "Capped nodes", numeric: true, cell: (d) => String(d.cappedNodes) },
+      { label: "Throttled containers", numeric: true, cell: (d) => String(d.throttledContainers) },
+    ],
+    p.domains,
+    "No power domain (option powerDomains, or 'harvest power set-budget').",
+    (d) => ({ domain: d.path }),
+  );
+  const nodes = table(
+    "power-nodes",
+    [
+      { label: "Server", cell: (n) => escapeHtml(n.nodeId) },
+      {
+        label: "Domain",
+        cell: (n) => `${escapeHtml(n.domain)} <span class="muted">(${escapeHtml(n.domainSource)})</span>`,
+      },
+      { label: "State", cell: (n) => badge(n.state) },
+      {
+        label: "Draw",
+        numeric: true,
+        cell: (n) => `${watts(n.drawWatts)} <span class="muted">${escapeHtml(n.drawSource)}</span>`,
+      },
+      {
+        label: "Cap in force",
+        numeric: true,
+        cell: (n) =>
+          n.nodeBudgetWatts > 0
+            ? `${watts(n.nodeBudgetWatts)} <span class="muted">from ${escapeHtml(n.budgetDomain)}</span>`
+            : "-",
+      },
+      { label: "Capping agent", cell: (n) => escapeHtml(n.cappingState || "-") },
+      { label: "Throttled", numeric: true, cell: (n) => String(n.throttledContainers) },
+      { label: "Power kills", numeric: true, cell: (n) => String(n.powerKills) },
+      { label: "Meter", cell: (n) => escapeHtml(n.powerMeter || "-") },
+      { label: "Profile", cell: (n) => escapeHtml(n.powerProfile) },
+    ],
+    p.nodes,
+    "No node manager has registered yet.",
+    (n) => ({ node: n.nodeId }),
+  );
+  const body = `<p class="muted">A domain alerts at ${pct(100 * p.alertFraction)} of its budget (its nodes then get an even share as their cap) and lifts the caps below ${pct(100 * p.uncapFraction)}.</p>
+<h2>Domains</h2>
+${domains}
+<h2>Servers</h2>
+${nodes}`;
+  return page(req, { title: "Power", current: "/power", body, refresh: true });
+}
+
+// ------------------------------------------------------------------------------------------------ routes
+
+/** The pages' paths and who may read each (the REST API's roles for the same data). */
+export const PAGE_ROUTES: readonly { path: string; access: readonly Access[] }[] = [
+  { path: "/", access: ACCESS.cluster },
+  { path: "/jobs", access: ACCESS.cluster },
+  { path: "/jobs/:appId", access: ACCESS.cluster },
+  { path: "/tenants", access: ACCESS.tenants },
+  { path: "/classes", access: ACCESS.classes },
+  { path: "/power", access: ACCESS.admin },
+];
+
+/** Adds the pages to the web server. */
+export function registerRmPages(web: WebServer, source: RmWebSource): void {
+  web
+    .get("/", ACCESS.cluster, (req) => clusterPage(source, req))
+    .get("/jobs", ACCESS.cluster, (req) => jobsPage(source, req))
+    .get("/jobs/:appId", ACCESS.cluster, (req) => jobPage(source, req))
+    .get("/tenants", ACCESS.tenants, (req) => tenantsPage(source, req))
+    .get("/classes", ACCESS.classes, (req) => classesPage(source, req))
+    .get("/power", ACCESS.admin, (req) => powerPage(source, req));
+}

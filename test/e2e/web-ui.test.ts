@@ -1,0 +1,209 @@
+/**
+ * The web UIs in a real browser (Debian's Chromium, headless, through puppeteer-core) against a real secure
+ * `harvest cluster up`: the user logs in with the URL `harvest ui login` prints, and then sees every server on the
+ * cluster page, follows a submitted job to FINISHED on its DAG page, sees a node whose node manager was kill -9'd go
+ * LOST, finds a file just written in the namenode's explorer, and watches a reimaged server's blocks go
+ * under-replicated and then healthy again. No page logs a console error. A screenshot of each page is saved under
+ * `test-artifacts/web/` (not committed). Without Chromium the test skips with a message; CI installs it.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Browser, Page } from "puppeteer-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ClusterDescriptor } from "../../cli/cluster.js";
+import { distEntry, packageRoot } from "../../common/paths.js";
+import { findChromium, launchBrowser, spkiHash, watchedPage } from "../../examples/browser-kit.js";
+import { requireBuild } from "../integration/harness.js";
+
+const chromium = findChromium();
+if (!chromium)
+  console.warn("web-ui browser tests skipped: no Chromium (apt-get install chromium, or set HARVEST_CHROMIUM)");
+
+const dir = mkdtempSync(join(tmpdir(), "harvest-web-"));
+const artifacts = join(packageRoot(), "test-artifacts", "web");
+
+function harvest(...args: string[]): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [distEntry("cli/harvest.js"), ...args], {
+    encoding: "utf8",
+    timeout: 120_000,
+    env: { ...process.env, HARVEST_CLUSTER_DIR: dir },
+  });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Reloads `page` at `url` until the JavaScript expression `probe`, evaluated in the page, is true. */
+async function reloadUntil(page: Page, url: string, what: string, probe: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    await page.goto(url, { waitUntil: "load" });
+    if ((await page.evaluate(probe)) === true) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} at ${url}`);
+    await new Promise((r) => setTimeout(r, 700));
+  }
+}
+
+describe.skipIf(!chromium)("the web UIs in a real browser", () => {
+  let desc: ClusterDescriptor;
+  let browser: Browser;
+  let page: Page;
+  let errors: string[];
+  let rmUrl: string;
+  let nnUrl: string;
+
+  async function shot(name: string): Promise<void> {
+    await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
+  }
+
+  beforeAll(async () => {
+    requireBuild();
+    mkdirSync(artifacts, { recursive: true });
+    // Idle primaries (the job runs at once), quick loss detection and re-replication.
+    const idle = join(dir, "idle.csv");
+    writeFileSync(idle, ["time_s,cpu_pct", ...Array.from({ length: 50 }, (_, i) => `${i * 300},3`)].join("\n") + "\n");
+    const config = join(dir, "daemons.json");
+    writeFileSync(
+      config,
+      JSON.stringify({
+        rm: { nodeExpiryMs: 3_000 },
+        // Re-replication waits a few seconds, so that the browser sees the blocks under-replicated first.
+        nn: { heartbeatIntervalMs: 300, replicationIntervalMs: 5_000 },
+        dn: { heartbeatIntervalMs: 300 },
+      }),
+    );
+    const up = harvest("cluster", "up", "--servers", "3", "--primary", `trace:${idle}`, "--config", config, "--json");
+    expect(up.code, up.stderr).toBe(0);
+    desc = JSON.parse(up.stdout) as ClusterDescriptor;
+    const login = harvest("ui", "login", "--json");
+    expect(login.code, login.stderr).toBe(0);
+    const logins = (JSON.parse(login.stdout) as { logins: { daemon: string; url: string; loginUrl: string }[] }).logins;
+    const rm = logins.find((l) => l.daemon === "resourcemanager")!;
+    const nn = logins.find((l) => l.daemon === "namenode")!;
+    expect(rm.url).toMatch(/^https:\/\//);
+    rmUrl = rm.url;
+    nnUrl = nn.url;
+    const certOf = (name: string): string =>
+      (JSON.parse(readFileSync(join(dir, "run", `${name}.json`), "utf8")) as { tls: { cert: string } }).tls.cert;
+    browser = await launchBrowser(chromium!, [spkiHash(certOf("rm")), spkiHash(certOf("nn"))]);
+    ({ page, errors } = await watchedPage(browser));
+    // A browser without a certificate or token is refused...
+    const refused = await page.goto(`${rmUrl}/`);
+    expect(refused?.status()).toBe(401);
+    expect(await page.content()).toContain("harvest ui login");
+    errors.length = 0;
+    // ...and logs in with the URLs `harvest ui login` printed.
+    await page.goto(rm.loginUrl);
+    await page.goto(nn.loginUrl);
+    expect(page.url()).toBe(`${nnUrl}/`);
+  }, 90_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    if (existsSync(join(dir, "cluster.json"))) harvest("cluster", "down");
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("lists every server on the cluster page", async () => {
+    await reloadUntil(
+      page,
+      `${rmUrl}/`,
+      "three running servers",
+      `[...document.querySelectorAll("#servers tr[data-node] .node-state")].every((c) => c.textContent === "RUNNING")
+        && document.querySelectorAll("#servers tr[data-node]").length === 3`,
+    );
+    const nodes = await page.$$eval("#servers tr[data-node]", (rows) => rows.map((r) => r.getAttribute("data-node")));
+    expect(nodes.sort()).toEqual(desc.nodes.map((n) => n.nodeId).sort());
+    await shot("cluster");
+  });
+
+  it("shows a submitted job's DAG with its vertices until it finishes", async () => {
+    const submit = harvest("job", "submit", join(packageRoot(), "examples", "dags", "three-stage.json"), "--json");
+    expect(submit.code, submit.stderr).toBe(0);
+    const appId = (JSON.parse(submit.stdout) as { appId: string }).appId;
+    await reloadUntil(
+      page,
+      `${rmUrl}/jobs`,
+      "the job in the jobs page",
+      `document.querySelector('tr[data-app="${appId}"]') !== null`,
+    );
+    expect(await page.$(`tr[data-app="${appId}"]`)).not.toBeNull();
+    await shot("jobs");
+    const dag = JSON.parse(readFileSync(join(packageRoot(), "examples", "dags", "three-stage.json"), "utf8")) as {
+      vertices: { name: string }[];
+    };
+    await reloadUntil(
+      page,
+      `${rmUrl}/jobs/${appId}`,
+      "the job to finish",
+      `/FINISHED|SUCCEEDED/.test(document.querySelector("#app-state")?.textContent ?? "")`,
+      60_000,
+    );
+    const vertices = await page.$$eval("#vertices tr[data-vertex]", (rows) =>
+      rows.map((r) => r.getAttribute("data-vertex")),
+    );
+    expect(vertices.sort()).toEqual(dag.vertices.map((v) => v.name).sort());
+    // The DAG chart drew something.
+    expect(await page.$eval("#dag", (d) => d.querySelector("canvas, svg") !== null)).toBe(true);
+    await shot("job");
+  }, 90_000);
+
+  it("shows a node whose node manager was killed as LOST", async () => {
+    const victim = desc.nodes[2]!;
+    process.kill(victim.pid, "SIGKILL");
+    await reloadUntil(
+      page,
+      `${rmUrl}/`,
+      `${victim.nodeId} LOST`,
+      `document.querySelector('#servers tr[data-node="${victim.nodeId}"] .node-state')?.textContent === "LOST"`,
+    );
+    const state = await page.$eval(`#servers tr[data-node="${victim.nodeId}"] .node-state`, (c) => c.textContent);
+    expect(state).toBe("LOST");
+    await shot("cluster-lost-node");
+  }, 60_000);
+
+  it("lists a file just written, and a reimaged server's blocks as under-replicated, then healthy", async () => {
+    const corpus = join(packageRoot(), "examples", "data", "corpus.txt");
+    expect(harvest("fs", "mkdir", "/web").code).toBe(0);
+    const put = harvest("fs", "put", corpus, "/web/corpus.txt", "--replication", "3");
+    expect(put.code, put.stderr).toBe(0);
+    await page.goto(`${nnUrl}/explorer?path=/web`);
+    expect(await page.$('#entries tr[data-path="/web/corpus.txt"]')).not.toBeNull();
+    await shot("explorer");
+    await page.goto(`${nnUrl}/datanodes`);
+    expect((await page.$$("#datanodes tr[data-datanode]")).length).toBe(3);
+    await shot("datanodes");
+
+    // Wipe a server: every server holds a replica, so its blocks go under-replicated until copied again.
+    const reimage = harvest("admin", "reimage", "server-1");
+    expect(reimage.code, reimage.stderr).toBe(0);
+    await reloadUntil(
+      page,
+      `${nnUrl}/blocks`,
+      "the file under-replicated",
+      `document.querySelector('#under-replicated tr[data-path="/web/corpus.txt"]') !== null &&
+        /UNHEALTHY/.test(document.querySelector("#health-summary")?.textContent ?? "")`,
+      15_000,
+    );
+    await shot("blocks-under-replicated");
+    await reloadUntil(
+      page,
+      `${nnUrl}/blocks`,
+      "healthy blocks",
+      `(document.querySelector("#health-summary")?.textContent ?? "").trim().startsWith("HEALTHY")`,
+    );
+    await shot("blocks");
+    await page.goto(`${nnUrl}/placement`);
+    expect(await page.$("#placement-grid")).not.toBeNull();
+    await shot("placement");
+  }, 90_000);
+
+  it("renders the tenants, classes and power pages, and no page logged a console error", async () => {
+    for (const path of ["/tenants", "/classes", "/power"]) {
+      const res = await page.goto(`${rmUrl}${path}`, { waitUntil: "load" });
+      expect(res?.status(), path).toBe(200);
+      await shot(path.slice(1));
+    }
+    expect(errors).toEqual([]);
+  });
+});
