@@ -250,6 +250,9 @@ describe("the namenode's web UI, REST API and metrics", () => {
   it("refuses paths that are not valid DFS paths, unknown operations and missing files with coded errors", async () => {
     for (const path of [
       "/webhdfs/v1/home/..%2Falice?op=LISTSTATUS",
+      // As sent on the wire: the server must not resolve the dot segments itself and list /etc.
+      "/webhdfs/v1/home/alice/../../etc?op=LISTSTATUS",
+      "/webhdfs/v1/home/%2e%2e/etc?op=LISTSTATUS",
       "/webhdfs/v1/home//alice?op=LISTSTATUS",
       "/webhdfs/v1/home/a%00b?op=GETFILESTATUS",
       "/ws/v1/nn/fsck?path=/home/../etc",

@@ -13,6 +13,7 @@ const RULES = {
   KillApplication: ["admin"],
   GetClusterNodes: [],
   GetJobHistory: ["daemon"],
+  GetWebToken: ["user", "admin", "daemon"],
 } as const;
 
 function metadata(entries: Record<string, string> = {}): grpc.Metadata {

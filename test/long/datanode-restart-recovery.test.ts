@@ -17,8 +17,8 @@ import { localDfsClient, readCluster, restartDaemon } from "../../cli/cluster.js
 import type { DfsClient } from "../../client/dfs-client.js";
 import { Logger } from "../../common/log.js";
 import { distEntry } from "../../common/paths.js";
-import { startTestCluster, traceSpec } from "./harness.js";
-import type { TestCluster } from "./harness.js";
+import { startTestCluster, traceSpec } from "../integration/harness.js";
+import type { TestCluster } from "../integration/harness.js";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
