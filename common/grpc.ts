@@ -3,8 +3,6 @@
  * binding servers, creating clients, and turning unary calls into promises that throw HarvestErrors.
  */
 import * as grpc from "@grpc/grpc-js";
-import type { Registry } from "prom-client";
-import { grpcServerMetrics } from "./metrics.js";
 import * as protoLoader from "@grpc/proto-loader";
 import { join } from "node:path";
 import { errorMessage, fromGrpcError, HarvestError, toServiceError } from "./errors.js";
@@ -114,9 +112,12 @@ const SERVER_OPTIONS: grpc.ServerOptions = {
   "grpc.http2.max_ping_strikes": 0,
 };
 
-/** Creates a gRPC server with Harvest's options; with `metrics`, its calls are counted there (common/metrics.ts). */
-export function createServer(metrics?: Registry): grpc.Server {
-  return new grpc.Server({ ...SERVER_OPTIONS, ...(metrics ? { interceptors: [grpcServerMetrics(metrics)] } : {}) });
+/**
+ * Creates a gRPC server with Harvest's options and `interceptors` (a daemon passes `grpcServerMetrics(registry)` from
+ * common/metrics.ts; taken as a parameter so that job managers, tasks and the CLI never load prom-client).
+ */
+export function createServer(interceptors: grpc.ServerInterceptor[] = []): grpc.Server {
+  return new grpc.Server({ ...SERVER_OPTIONS, ...(interceptors.length > 0 ? { interceptors } : {}) });
 }
 
 /**

@@ -20,6 +20,7 @@ import { errorMessage, HarvestError } from "../common/errors.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
+import { grpcServerMetrics } from "../common/metrics.js";
 import { startDaemonWeb, WebServer } from "../common/web-server.js";
 import { createPrimaryMonitor } from "../common/primary-monitor.js";
 import type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
@@ -111,7 +112,7 @@ export class DataNode {
       activeTransfers: () => this.activeTransfers,
       primaryBusy: () => this.busy,
     });
-    this.server = createServer(this.metrics.registry);
+    this.server = createServer([grpcServerMetrics(this.metrics.registry)]);
     this.heartbeatIntervalMs = this.options.heartbeatIntervalMs;
     this.backoffMs = this.options.reconnectMinMs;
   }

@@ -30,7 +30,7 @@ import { serveWorkerStream } from "../common/worker-stream.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
-import { daemonRegistry } from "../common/metrics.js";
+import { daemonRegistry, grpcServerMetrics } from "../common/metrics.js";
 import { startDaemonWeb, WebServer } from "../common/web-server.js";
 import { WebTokens } from "../common/web-token.js";
 import type { Principal } from "../common/auth.js";
@@ -139,7 +139,7 @@ export class NameNode {
   /** The daemon's Prometheus metrics (gRPC calls, process, and `harvest_nn_*`), served at the web server's /metrics. */
   private readonly registry = daemonRegistry("namenode");
   private readonly metrics: NameNodeMetrics;
-  private readonly server = createServer(this.registry);
+  private readonly server = createServer([grpcServerMetrics(this.registry)]);
   /** The web UI, REST API and /metrics (set while started). */
   private web: WebServer | undefined;
   /** Issues and checks web tokens (secure namenodes only). */

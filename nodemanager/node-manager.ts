@@ -21,6 +21,7 @@ import { formatAddress } from "../common/net-address.js";
 import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
 import { isContainerId, parseAppId } from "../common/ids.js";
 import { Logger } from "../common/log.js";
+import { grpcServerMetrics } from "../common/metrics.js";
 import { startDaemonWeb, WebServer } from "../common/web-server.js";
 import { distEntry, packageRoot } from "../common/paths.js";
 import { fromWire } from "../common/resource.js";
@@ -146,7 +147,7 @@ export class NodeManager {
       primary: () => this.lastSample,
       capping: () => this.capping?.snapshot(),
     });
-    this.server = createServer(this.metrics.registry);
+    this.server = createServer([grpcServerMetrics(this.metrics.registry)]);
     this.heartbeatIntervalMs = this.options.heartbeatIntervalMs;
     this.backoffMs = this.options.reconnectMinMs;
   }

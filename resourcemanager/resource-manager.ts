@@ -18,7 +18,7 @@ import { errorMessage, HarvestError } from "../common/errors.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, createServer, loadHarvestProto, shutdownServer, unary } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
-import { daemonRegistry } from "../common/metrics.js";
+import { daemonRegistry, grpcServerMetrics } from "../common/metrics.js";
 import { parseDag } from "../common/dag-spec.js";
 import type { DagSpec } from "../common/dag-spec.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
@@ -71,7 +71,7 @@ export class ResourceManager {
   private readonly clock: Clock;
   /** Prometheus metrics of this daemon (process, gRPC calls, `harvest_rm_*`), served at `/metrics`. */
   private readonly registry = daemonRegistry("resourcemanager");
-  private readonly server = createServer(this.registry);
+  private readonly server = createServer([grpcServerMetrics(this.registry)]);
   private readonly metrics: RmMetrics;
   /** The web UI, REST API and `/metrics`; set while serving. */
   private web: WebServer | undefined;
