@@ -195,7 +195,8 @@ export class WebServer {
     const { tls } = this.options;
     const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
       this.handle(req, res).catch((err: unknown) => {
-        this.options.log.warn("web request failed", { url: req.url, error: errorMessage(err) });
+        // The path only: a query may hold a login token.
+        this.options.log.warn("web request failed", { path: (req.url ?? "").split("?")[0], error: errorMessage(err) });
         if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
         res.end();
       });
