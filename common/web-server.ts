@@ -269,7 +269,7 @@ export class WebServer {
         this.requireAccess(principal, this.options.metricsAccess ?? ANY, "/metrics");
         const metrics = this.options.metrics;
         if (!metrics) throw new HarvestError("WEB_NOT_FOUND", "no metrics here");
-        return this.send(res, { text: await metrics.metrics(), contentType: metrics.contentType });
+        return this.send(res, { text: exposition(await metrics.metrics()), contentType: metrics.contentType });
       }
       const match = this.match(path);
       if (!match) throw new HarvestError("WEB_NOT_FOUND", `nothing is served at ${path}`);
@@ -444,4 +444,12 @@ export function errorResponse(err: HarvestError, html: boolean, loginHint = fals
 <link rel="stylesheet" href="/assets/harvest.css"></head><body><main><h1>${status}: ${escapeHtml(err.code)}</h1>
 <p>${escapeHtml(err.message)}</p>${hint}<p><a href="/">Home</a></p></main></body></html>`,
   };
+}
+
+/**
+ * prom-client writes a NaN sample (the event-loop delay's mean when two scrapes come within one sampling interval) as
+ * `Nan`; the text format spells it `NaN`, and strict parsers refuse the other.
+ */
+export function exposition(text: string): string {
+  return text.replace(/ Nan$/gm, " NaN");
 }

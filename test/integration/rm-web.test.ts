@@ -125,7 +125,7 @@ function parsePrometheus(text: string): Map<string, Family> {
     const v = fields[0]!;
     const value = v === "+Inf" ? Infinity : v === "-Inf" ? -Infinity : v === "NaN" ? NaN : Number(v);
     if (!/^(NaN|[+-]Inf|[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)$/.test(v))
-      throw new Error(`line ${line}: bad value ${v}`);
+      throw new Error(`line ${line}: bad value ${v}: ${raw}`);
     if (fields[1] !== undefined && !/^-?\d+$/.test(fields[1])) throw new Error(`line ${line}: bad timestamp`);
     const family = familyOf(name, families);
     if (!family || !family.type) throw new Error(`line ${line}: sample ${name} without a TYPE`);
