@@ -66,6 +66,8 @@ export interface AppRuntime {
   forwarded: Set<string>;
   /** Containers the job manager said at registration it runs, to settle once the nodes had time to report them. */
   claims: Set<string> | undefined;
+  /** Claims answered LOST: a node that reports one later (it came back late) has it killed, as the job was told. */
+  toldLost: Set<string>;
   progress: JobProgress | undefined;
   containers: Map<string, ContainerRef>;
   taskCounts: ContainerCounts;
@@ -134,6 +136,11 @@ export class Applications {
   private clusterTs = 0;
   /** Until then node managers may still be re-registering after a restart (the largest node may be missing). */
   private nodesSettleMs = 0;
+  /**
+   * After a restart, until then a claimed container no node reported may still be on a node that has not re-registered
+   * yet (its node manager restarting too): a node silent as long as the node expiry is lost by the usual rule.
+   */
+  private claimsSettleMs = 0;
   private containerSeq = 0;
 
   constructor(private readonly deps: ApplicationDeps) {}
@@ -173,6 +180,7 @@ export class Applications {
     this.clusterTs = clusterTs;
     const now = this.deps.clock.nowMs();
     this.nodesSettleMs = now + this.deps.options.resyncWindowMs;
+    this.claimsSettleMs = now + Math.max(this.deps.options.resyncWindowMs, this.deps.options.nodeExpiryMs);
     let resyncing = 0;
     for (const record of await this.deps.store.loadApps()) {
       const app = this.newRuntime(record);
@@ -203,7 +211,6 @@ export class Applications {
       if (app.resyncUntilMs === 0 || now < app.resyncUntilMs) continue;
       app.resyncUntilMs = 0;
       if (isTerminal(app.record.state)) continue;
-      this.settleClaims(app);
       // Its job manager is back (a node reported it, or it registered again): it goes on.
       if (app.amContainerId !== undefined || app.registered) continue;
       // A resource manager restart is not the job manager's fault: a new attempt without counting a failure.
@@ -226,6 +233,7 @@ export class Applications {
       completed: [],
       forwarded: new Set(),
       claims: undefined,
+      toldLost: new Set(),
       progress: undefined,
       containers: new Map(),
       taskCounts: zeroCounts(),
@@ -268,7 +276,9 @@ export class Applications {
         this.launchPending.delete(id);
       } else {
         // After a node was declared lost its jobs were told to re-run that work: it ends LOST, as the jobs were told.
-        this.deps.nodes.kill(node.nodeId, id, how.wasLost ? "LOST" : "RELEASED", false);
+        // Or its job was told it was lost (its node came back after the claims were settled): it ends LOST too.
+        const toldLost = how.wasLost || this.apps.get(st.appId ?? "")?.toldLost.has(id) === true;
+        this.deps.nodes.kill(node.nodeId, id, toldLost ? "LOST" : "RELEASED", false);
       }
     }
     if (how.registration) this.reconcileNode(node, seen);
@@ -282,7 +292,7 @@ export class Applications {
   private adopt(node: NodeEntry, st: ContainerStatus): boolean {
     const id = st.containerId ?? "";
     const app = this.apps.get(st.appId ?? "");
-    if (!app || isTerminal(app.record.state) || !this.fromBeforeRestart(id)) return false;
+    if (!app || isTerminal(app.record.state) || !this.fromBeforeRestart(id) || app.toldLost.has(id)) return false;
     const isAm = st.isAm === true;
     if (isAm && (containerIdParts(id)?.attempt !== app.record.attempt || app.amContainerId !== undefined)) return false;
     const priority = isAm ? AM_PRIORITY : Math.max(0, Number(st.priority ?? 0));
@@ -325,6 +335,7 @@ export class Applications {
     const app = this.apps.get(st.appId ?? "");
     this.recordEnd(app, st);
     if (!app || isTerminal(app.record.state) || !this.fromBeforeRestart(id) || app.forwarded.has(id)) return;
+    if (app.toldLost.has(id)) return; // Its job already re-ran that work.
     app.forwarded.add(id);
     if (st.isAm) {
       // The current attempt's job manager ended while this resource manager was down.
@@ -407,6 +418,7 @@ export class Applications {
       });
     }
     this.endResyncs(now);
+    for (const app of this.apps.values()) if (app.claims && !isTerminal(app.record.state)) this.settleClaims(app);
     for (const app of this.apps.values()) {
       // From its launch on, a job manager must register and then heartbeat within the expiry (YARN's AM liveness).
       const launched = app.amContainerId !== undefined && scheduler.allocation(app.amContainerId) !== undefined;
@@ -924,8 +936,8 @@ export class Applications {
     app.registered = true;
     app.lastAmContactMs = clock.nowMs();
     app.claims = new Set((req.runningContainers ?? []).slice(0, 100_000));
-    // Right after a restart the nodes may not all have reported yet: the claims are settled when the window ends.
-    if (app.resyncUntilMs === 0) this.settleClaims(app);
+    // Right after a restart the nodes may not all have reported yet: claims no node reported wait for them (tick).
+    this.settleClaims(app);
     app.record.diagnostics = "";
     app.record.maxConcurrency = Math.max(0, Math.floor(req.maxConcurrency));
     if (app.record.startMs === 0) app.record.startMs = clock.nowMs();
@@ -959,19 +971,27 @@ export class Applications {
 
   /**
    * Answers every container the job manager claims to run that this resource manager no longer holds: with how it
-   * ended when that is known, as LOST otherwise (no node reported it). Duplicates are harmless to a job manager (an end
-   * it already saw is ignored); a task waiting for ever on a container that is gone is not.
+   * ended when that is known, as LOST otherwise (no node reported it), but never before a node that has not
+   * re-registered since a restart could still report it (`claimsSettleMs`): a task answered LOST is run again, and
+   * the first run may be finishing on that node. Duplicates are harmless to a job manager (an end it already saw is
+   * ignored); a task waiting for ever on a container that is gone is not.
    */
   private settleClaims(app: AppRuntime): void {
     const claims = app.claims;
-    app.claims = undefined;
-    if (!claims || claims.size === 0) return;
+    if (!claims) return;
+    const mayStillReport = this.deps.clock.nowMs() < this.claimsSettleMs;
     const queued = new Set(app.completed.map((c) => c.containerId));
     let settled = 0;
     for (const id of claims) {
-      if (this.deps.scheduler.allocation(id) || queued.has(id)) continue;
+      if (this.deps.scheduler.allocation(id) || queued.has(id)) {
+        claims.delete(id);
+        continue;
+      }
       const ref = app.containers.get(id);
       const ended = ref?.state === "COMPLETE";
+      if (!ended && mayStillReport) continue;
+      claims.delete(id);
+      if (!ended) app.toldLost.add(id);
       app.completed.push({
         containerId: id,
         appId: app.record.appId,
@@ -987,6 +1007,7 @@ export class Applications {
       });
       settled++;
     }
+    if (claims.size === 0) app.claims = undefined;
     if (settled > 0)
       this.deps.log.info("containers a job manager claimed are gone; told it", { appId: app.record.appId, settled });
   }

@@ -67,7 +67,12 @@ export interface SoakReport {
   seed: number;
   kills: Record<SoakTarget, number>;
   jobs: { submitted: number; finished: number; failed: number; killed: number; unfinished: number };
-  tasks: { completed: number; completedTwice: number };
+  /**
+   * Tasks whose work finished (they wrote "done"); of them, those run again after a success the cluster had recorded
+   * (a node manager wrote the exit down: a broken promise), and those run again because their server died between the
+   * work's end and the exit being recorded (at-least-once, as in Hadoop: nothing had recorded that success).
+   */
+  tasks: { completed: number; completedTwice: number; rerunUnrecorded: number };
   files: { written: number; bytes: number; verified: number; mismatched: number };
   /** Calls that failed during the faults and were tried again. */
   retries: { submit: number; status: number; write: number; read: number };
@@ -86,11 +91,13 @@ const DEFAULTS: Omit<SoakOptions, "minutes"> = {
   log: () => undefined,
 };
 
-/** A task that records "start <app> <vertex> <index>" when it starts and "done ..." when its work is over. */
+/**
+ * A task that records "start <app> <vertex> <index> <container>" when it starts and "done ..." when its work is over.
+ */
 const TASK = [
   'const fs = require("fs");',
-  "const [log, app, v, i, ms] = process.argv.slice(1);",
-  'const line = (w) => fs.appendFileSync(log, w + " " + app + " " + v + " " + i + "\\n");',
+  "const [log, app, v, i, ms, container] = process.argv.slice(1);",
+  'const line = (w) => fs.appendFileSync(log, w + " " + app + " " + v + " " + i + " " + container + "\\n");',
   'line("start");',
   'setTimeout(() => line("done"), Number(ms));',
 ].join(" ");
@@ -112,7 +119,7 @@ export async function runSoak(partial: Partial<SoakOptions> & { minutes: number 
     seed: o.seed,
     kills: { rm: 0, nn: 0, nm: 0, dn: 0, jm: 0 },
     jobs: { submitted: 0, finished: 0, failed: 0, killed: 0, unfinished: 0 },
-    tasks: { completed: 0, completedTwice: 0 },
+    tasks: { completed: 0, completedTwice: 0, rerunUnrecorded: 0 },
     files: { written: 0, bytes: 0, verified: 0, mismatched: 0 },
     retries: { submit: 0, status: 0, write: 0, read: 0 },
     fsckHealthy: false,
@@ -155,7 +162,7 @@ export async function runSoak(partial: Partial<SoakOptions> & { minutes: number 
     await verifyFiles(dfs, acked, report, o);
     report.fsckHealthy = await waitForHealthyFsck(dfs, 120_000);
     if (!report.fsckHealthy) report.violations.push("fsck not healthy (missing, corrupt or under-replicated blocks)");
-    countTaskRuns(taskLog, report);
+    countTaskRuns(taskLog, recordedSuccesses(join(dir, "logs")), report);
   } catch (err) {
     report.violations.push(`soak aborted: ${errorMessage(err)}`);
   } finally {
@@ -299,6 +306,7 @@ function soakDag(name: string, taskLog: string, rng: SeededRng): string {
     vertex,
     "${HARVEST_TASK_INDEX}",
     String(ms),
+    "${HARVEST_CONTAINER_ID}",
   ];
   return JSON.stringify({
     name,
@@ -433,21 +441,50 @@ async function waitForHealthyFsck(dfs: DfsClient, timeoutMs: number): Promise<bo
   }
 }
 
-/** Counts tasks that completed, and those that completed more than once (a promise broken). */
-function countTaskRuns(taskLog: string, report: SoakReport): void {
-  const done = new Map<string, number>();
+/** The containers whose success a node manager recorded ("container finished" SUCCEEDED, logged once written down). */
+export function recordedSuccesses(logDir: string): Set<string> {
+  const out = new Set<string>();
+  if (!existsSync(logDir)) return out;
+  for (const f of readdirSync(logDir)) {
+    if (!/^server-\d+\.log$/.test(f)) continue;
+    for (const line of readFileSync(join(logDir, f), "utf8").split("\n")) {
+      const m = /container finished (\{.*\})\s*$/.exec(line);
+      if (!m) continue;
+      try {
+        const f = JSON.parse(m[1]!) as { containerId?: string; cause?: string };
+        if (f.cause === "SUCCEEDED" && f.containerId) out.add(f.containerId);
+      } catch {
+        // A line cut short by a kill: that exit was not recorded either.
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Counts tasks that completed, and those whose work ran to its end again after a run whose success was recorded (a
+ * promise broken). A run whose success nothing recorded (its server died as it ended) may run again: counted apart.
+ */
+export function countTaskRuns(taskLog: string, recorded: ReadonlySet<string>, report: SoakReport): void {
+  const done = new Map<string, string[]>();
   const text = existsSync(taskLog) ? readFileSync(taskLog, "utf8") : "";
   for (const line of text.split("\n")) {
-    const [what, ...key] = line.split(" ");
-    if (what !== "done" || key.length !== 3) continue;
-    const k = key.join(" ");
-    done.set(k, (done.get(k) ?? 0) + 1);
+    const [what, app, vertex, index, container] = line.split(" ");
+    if (what !== "done" || !container) continue;
+    const k = `${app} ${vertex} ${index}`;
+    done.set(k, [...(done.get(k) ?? []), container]);
   }
   report.tasks.completed = done.size;
-  for (const [k, n] of done) {
-    if (n < 2) continue;
+  for (const [k, runs] of done) {
+    if (runs.length < 2) continue;
+    // Every run but the last was followed by another: a broken promise when the cluster had recorded its success.
+    const known = runs.slice(0, -1).filter((c) => recorded.has(c));
+    if (known.length === 0) {
+      report.tasks.rerunUnrecorded++;
+      continue;
+    }
     report.tasks.completedTwice++;
-    report.violations.push(`task ${k} ran to completion ${n} times`);
+    report.violations.push(`task ${k} ran to completion ${runs.length} times (after ${known.join(", ")} succeeded)`);
   }
 }
 
@@ -507,7 +544,7 @@ export function soakSummary(r: SoakReport): string {
     `soak: ${r.minutes} min, seed ${r.seed}`,
     `kills: rm ${k.rm}, nn ${k.nn}, nm ${k.nm}, dn ${k.dn}, jm ${k.jm} (total ${k.rm + k.nn + k.nm + k.dn + k.jm})`,
     `jobs: ${r.jobs.submitted} submitted, ${r.jobs.finished} finished, ${r.jobs.failed} failed, ${r.jobs.killed} killed, ${r.jobs.unfinished} unfinished`,
-    `tasks: ${r.tasks.completed} completed, ${r.tasks.completedTwice} completed twice`,
+    `tasks: ${r.tasks.completed} completed, ${r.tasks.completedTwice} run again after a recorded success, ${r.tasks.rerunUnrecorded} run again after their server died as they ended`,
     `files: ${r.files.written} written (${(r.files.bytes / 1024 / 1024).toFixed(1)} MiB), ${r.files.verified} verified, ${r.files.mismatched} mismatched`,
     `retries: submit ${r.retries.submit}, status ${r.retries.status}, write ${r.retries.write}, read ${r.retries.read}`,
     `fsck healthy: ${r.fsckHealthy ? "yes" : "NO"}; leftover processes: ${r.leftoverProcesses}`,

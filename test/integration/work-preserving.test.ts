@@ -83,7 +83,8 @@ describe("work-preserving restarts (kill -9)", () => {
     c = await startTestCluster({
       primaries: [idle, idle],
       storage: false,
-      rm: { resyncWindowMs: 4_000, nodeExpiryMs: 4_000 },
+      // A resync window shorter than the node expiry: a node may re-register after the window (see the fourth test).
+      rm: { resyncWindowMs: 1_000, nodeExpiryMs: 6_000 },
       nm: { reconnectMaxMs: 500 },
     });
   });
@@ -129,6 +130,37 @@ describe("work-preserving restarts (kill -9)", () => {
     const { starts, dones } = runs(log);
     expect([...starts.values()]).toEqual([1, 1, 1, 1, 1]);
     expect([...dones.values()]).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it("a node manager still down when a restarted resource manager's window ends: its finished tasks count, none re-run", async () => {
+    const log = join(logs, "late-node.log");
+    const appId = await c.client.submit(markedJob("late-node", log, 5));
+    await until(() => runs(log).starts.size === 5);
+    const status = await c.client.status(appId);
+    const amNode = status.containers.find((x) => x.isAm && x.state !== "COMPLETE")?.nodeId;
+    // A server running tasks but not the job manager (which would die with it).
+    const late = readCluster(c.dir).nodes.find(
+      (n) => n.nodeId !== amNode && status.containers.some((x) => !x.isAm && x.nodeId === n.nodeId),
+    )!;
+    expect(late).toBeDefined();
+    process.kill(readCluster(c.dir).rm.pid, "SIGKILL");
+    // Every task finishes while the resource manager is down; the late server's node manager records their exits...
+    await until(() => runs(log).dones.size === 5);
+    await sleep(1_000);
+    // ...and dies before it could report them.
+    process.kill(late.pid, "SIGKILL");
+    await restartDaemon(c.dir, "rm");
+    // The job manager registers again, claiming the late server's tasks; the resync window (1 s) ends meanwhile.
+    await sleep(2_500);
+    await restartDaemon(c.dir, late.nodeId);
+    const r = await c.client.waitForCompletion(appId, undefined, 200);
+    expect(r.state).toBe("FINISHED");
+    expect(r.attempts).toBe(1);
+    // The late server's successes were waited for, not answered LOST: no task ran twice.
+    const { starts, dones } = runs(log);
+    expect([...starts.values()]).toEqual([1, 1, 1, 1, 1]);
+    expect([...dones.values()]).toEqual([1, 1, 1, 1, 1]);
+    expect(r.taskContainers?.lost).toBe(0);
   });
 
   it("the containers of a node manager killed with -9 die with it, and their tasks finish elsewhere once", async () => {
