@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { writeFileAtomic } from "./atomic-file.js";
 import { errorMessage } from "./errors.js";
+import { watchEventLoopStalls } from "./stall-watch.js";
 import { Logger } from "./log.js";
 import { requireSecurityChoice } from "./options.js";
 
@@ -60,6 +61,7 @@ export function runDaemon(
   process.once("SIGINT", () => stop("SIGINT"));
   daemon.start().then(
     () => {
+      watchEventLoopStalls(log);
       if (readyFile) {
         writeFileAtomic(
           readyFile,

@@ -70,7 +70,8 @@ export interface SoakReport {
   /**
    * Tasks whose work finished (they wrote "done"); of them, those run again after a success the cluster had recorded
    * (a node manager wrote the exit down: a broken promise), and those run again because their server died between the
-   * work's end and the exit being recorded (at-least-once, as in Hadoop: nothing had recorded that success).
+   * work's end and the exit being recorded, or went silent past the node expiry so that the job was told the run was
+   * lost (at-least-once, as in Hadoop: a success nobody recorded in time is re-run).
    */
   tasks: { completed: number; completedTwice: number; rerunUnrecorded: number };
   files: { written: number; bytes: number; verified: number; mismatched: number };
@@ -162,7 +163,7 @@ export async function runSoak(partial: Partial<SoakOptions> & { minutes: number 
     await verifyFiles(dfs, acked, report, o);
     report.fsckHealthy = await waitForHealthyFsck(dfs, 120_000);
     if (!report.fsckHealthy) report.violations.push("fsck not healthy (missing, corrupt or under-replicated blocks)");
-    countTaskRuns(taskLog, recordedSuccesses(join(dir, "logs")), report);
+    countTaskRuns(taskLog, recordedSuccesses(join(dir, "logs")), report, toldNodeLost(join(dir, "rm", "staging")));
   } catch (err) {
     report.violations.push(`soak aborted: ${errorMessage(err)}`);
   } finally {
@@ -462,10 +463,39 @@ export function recordedSuccesses(logDir: string): Set<string> {
 }
 
 /**
- * Counts tasks that completed, and those whose work ran to its end again after a run whose success was recorded (a
- * promise broken). A run whose success nothing recorded (its server died as it ended) may run again: counted apart.
+ * The containers whose job manager was told their node was lost (silent past the node expiry), from the jobs'
+ * recovery journals: a success such a node records afterwards comes too late, and the job has run the task again.
  */
-export function countTaskRuns(taskLog: string, recorded: ReadonlySet<string>, report: SoakReport): void {
+export function toldNodeLost(stagingDir: string): Set<string> {
+  const out = new Set<string>();
+  if (!existsSync(stagingDir)) return out;
+  for (const app of readdirSync(stagingDir)) {
+    const journal = join(stagingDir, app, "journal.jsonl");
+    if (!existsSync(journal)) continue;
+    for (const line of readFileSync(journal, "utf8").split("\n")) {
+      try {
+        const e = JSON.parse(line) as { containerId?: string; end?: string; diagnostics?: string };
+        if (e.end === "LOST" && e.containerId && /^node \S+ lost \(no heartbeat/.test(e.diagnostics ?? ""))
+          out.add(e.containerId);
+      } catch {
+        // A blank or torn line.
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Counts tasks that completed, and those whose work ran to its end again after a run whose success was recorded (a
+ * promise broken). A run whose success nothing recorded (its server died as it ended), or recorded only after its job
+ * was told the node was lost, may run again: counted apart.
+ */
+export function countTaskRuns(
+  taskLog: string,
+  recorded: ReadonlySet<string>,
+  report: SoakReport,
+  nodeLost: ReadonlySet<string> = new Set(),
+): void {
   const done = new Map<string, string[]>();
   const text = existsSync(taskLog) ? readFileSync(taskLog, "utf8") : "";
   for (const line of text.split("\n")) {
@@ -478,7 +508,7 @@ export function countTaskRuns(taskLog: string, recorded: ReadonlySet<string>, re
   for (const [k, runs] of done) {
     if (runs.length < 2) continue;
     // Every run but the last was followed by another: a broken promise when the cluster had recorded its success.
-    const known = runs.slice(0, -1).filter((c) => recorded.has(c));
+    const known = runs.slice(0, -1).filter((c) => recorded.has(c) && !nodeLost.has(c));
     if (known.length === 0) {
       report.tasks.rerunUnrecorded++;
       continue;
@@ -544,7 +574,7 @@ export function soakSummary(r: SoakReport): string {
     `soak: ${r.minutes} min, seed ${r.seed}`,
     `kills: rm ${k.rm}, nn ${k.nn}, nm ${k.nm}, dn ${k.dn}, jm ${k.jm} (total ${k.rm + k.nn + k.nm + k.dn + k.jm})`,
     `jobs: ${r.jobs.submitted} submitted, ${r.jobs.finished} finished, ${r.jobs.failed} failed, ${r.jobs.killed} killed, ${r.jobs.unfinished} unfinished`,
-    `tasks: ${r.tasks.completed} completed, ${r.tasks.completedTwice} run again after a recorded success, ${r.tasks.rerunUnrecorded} run again after their server died as they ended`,
+    `tasks: ${r.tasks.completed} completed, ${r.tasks.completedTwice} run again after a recorded success, ${r.tasks.rerunUnrecorded} run again after their server died or went silent as they ended`,
     `files: ${r.files.written} written (${(r.files.bytes / 1024 / 1024).toFixed(1)} MiB), ${r.files.verified} verified, ${r.files.mismatched} mismatched`,
     `retries: submit ${r.retries.submit}, status ${r.retries.status}, write ${r.retries.write}, read ${r.retries.read}`,
     `fsck healthy: ${r.fsckHealthy ? "yes" : "NO"}; leftover processes: ${r.leftoverProcesses}`,

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { countTaskRuns, recordedSuccesses } from "../../soak/soak.js";
+import { countTaskRuns, recordedSuccesses, toldNodeLost } from "../../soak/soak.js";
 import type { SoakReport } from "../../soak/soak.js";
 
 const dir = mkdtempSync(join(tmpdir(), "harvest-soak-runs-"));
@@ -66,5 +66,33 @@ describe("the soak's count of task runs", () => {
     expect(r.tasks.rerunUnrecorded).toBe(2);
     expect(r.violations).toHaveLength(1);
     expect(r.violations[0]).toContain("app1 map 0");
+  });
+
+  it("lets a task run again whose success its node recorded only after the job was told the node was lost", () => {
+    const staging = join(dir, "staging");
+    mkdirSync(join(staging, "app3"), { recursive: true });
+    const end = (containerId: string, diagnostics: string): string =>
+      JSON.stringify({ containerId, vertex: "map", index: 0, end: "LOST", diagnostics });
+    writeFileSync(
+      join(staging, "app3", "journal.jsonl"),
+      [
+        end("c1", "node server-1 lost (no heartbeat for 5000 ms)"),
+        end("c4", "no node reports this container any more (its node restarted or was lost)"),
+        "{torn",
+      ].join("\n"),
+    );
+    const lost = toldNodeLost(staging);
+    expect([...lost]).toEqual(["c1"]);
+    const taskLog = join(dir, "tasks-lost.log");
+    // c1's success came after its job heard the node was lost; c4's was answered LOST while recorded: broken.
+    writeFileSync(
+      taskLog,
+      ["done app3 map 0 c1", "done app3 map 0 c2", "done app3 map 1 c4", "done app3 map 1 c5"].join("\n"),
+    );
+    const r = report();
+    countTaskRuns(taskLog, recordedSuccesses(logs), r, lost);
+    expect(r.tasks.rerunUnrecorded).toBe(1);
+    expect(r.tasks.completedTwice).toBe(1);
+    expect(r.violations[0]).toContain("app3 map 1");
   });
 });
