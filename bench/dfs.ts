@@ -36,7 +36,17 @@ const FLAGS = {
   servers: { kind: "int", default: 4, min: 3, help: "datanodes (one per server)" },
   "block-mib": { kind: "int", default: 64, min: 1, help: "block size in MiB" },
   tls: { kind: "bool", help: "also run on a mutual-TLS cluster and compare it with plaintext" },
+  grpc: {
+    kind: "bool",
+    help: "also move the blocks over the datanodes' gRPC DataTransfer service (the data path before the transfer port)",
+  },
 } as const satisfies Record<string, FlagSpec>;
+
+/** Issue 17: put r1, get and put r3 at least these fractions of cp + sync, on plaintext and on TLS. */
+const GOALS: Record<Transport, { put1: number; get: number; put3: number }> = {
+  plaintext: { put1: 0.5, get: 0.6, put3: 0.25 },
+  TLS: { put1: 0.35, get: 0.45, put3: 0.2 },
+};
 
 /** Issue 12: DFS get with TLS at least this fraction of plaintext. */
 const TARGET_TLS_GET_RATIO = 0.7;
@@ -64,9 +74,13 @@ async function timedAsync<T>(fn: () => Promise<T>): Promise<[T, number]> {
 /** Plaintext, or mutual TLS under the cluster's CA. */
 type Transport = "plaintext" | "TLS";
 
+/** How the block data moves: the block transfer port, or the gRPC DataTransfer service (the baseline). */
+type DataPath = "transfer port" | "gRPC";
+
 /** One replication's put and get on one cluster. */
 interface DfsRun {
   transport: Transport;
+  path: DataPath;
   replication: number;
   putMs: number;
   getMs: number;
@@ -110,29 +124,35 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         startTimeoutMs: 30_000,
         insecure: transport === "plaintext",
       });
-      // As the admin who started it: the admin certificate on the TLS cluster, plaintext on the other.
-      const dfs = localDfsClient(desc);
+      const paths: DataPath[] = f.grpc ? ["transfer port", "gRPC"] : ["transfer port"];
       try {
-        for (const replication of [1, 3]) {
-          progress(`${transport}: put with replication ${replication}`);
-          const path = `/bench/r${replication}.bin`;
-          const [, putMs] = await timedAsync(() =>
-            dfs.put(source, path, { replication, blockSizeBytes: f["block-mib"] * MiB }),
-          );
-          progress(`${transport}: get with replication ${replication}`);
-          const [hash, getMs] = await timedAsync(() => sha256(dfs.createReadStream(path)));
-          rows.push({ transport, replication, putMs, getMs, ok: hash === sourceHash });
-          await dfs.delete(path);
+        for (const dataPath of paths) {
+          // As the admin who started it: the admin certificate on the TLS cluster, plaintext on the other.
+          const dfs = localDfsClient(desc, { transferProtocol: dataPath === "transfer port" });
+          try {
+            for (const replication of [1, 3]) {
+              progress(`${transport}, ${dataPath}: put with replication ${replication}`);
+              const path = `/bench/r${replication}.bin`;
+              const [, putMs] = await timedAsync(() =>
+                dfs.put(source, path, { replication, blockSizeBytes: f["block-mib"] * MiB }),
+              );
+              progress(`${transport}, ${dataPath}: get with replication ${replication}`);
+              const [hash, getMs] = await timedAsync(() => sha256(dfs.createReadStream(path)));
+              rows.push({ transport, path: dataPath, replication, putMs, getMs, ok: hash === sourceHash });
+              await dfs.delete(path);
+            }
+          } finally {
+            dfs.close();
+          }
         }
       } finally {
-        dfs.close();
         await stopCluster(clusterDir);
       }
     }
     const mbps = (ms: number): number => bytes / 1e6 / (ms / 1000);
     const cpTotal = cpMs + syncMs;
     const label = (op: string, r: DfsRun): string =>
-      `${op}, replication ${r.replication}${f.tls ? `, ${r.transport}` : ""}`;
+      `${op}, replication ${r.replication}${f.tls ? `, ${r.transport}` : ""}${f.grpc ? `, ${r.path}` : ""}`;
     const lines = [
       `dfs throughput: ${f["size-mib"]} MiB file, ${f.servers} datanodes on one disk (loopback), block ${f["block-mib"]} MiB` +
         (f.tls ? "; a plaintext cluster, then a mutual-TLS one" : "; plaintext"),
@@ -157,8 +177,11 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       ),
       "",
       "  replication 3 writes three copies to the same disk here; on real servers each replica has its own disk",
+      "",
+      ...goalLines(rows, mbps(cpTotal), mbps),
     ];
-    const result: Record<string, unknown> = { flags: f, bytes, cpMs, syncMs, runs: rows };
+    if (f.grpc) lines.push("", ...grpcComparison(rows, mbps));
+    const result: Record<string, unknown> = { flags: f, bytes, cpMs, syncMs, runs: rows, goals: GOALS };
     if (f.tls) {
       const comparison = tlsComparison(rows, mbps);
       lines.push("", ...comparison.lines);
@@ -168,6 +191,47 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** The issue's goals against cp + sync, for the block transfer port's runs. */
+function goalLines(rows: readonly DfsRun[], cpMBps: number, mbps: (ms: number) => number): string[] {
+  const out: string[] = [];
+  for (const transport of ["plaintext", "TLS"] as const) {
+    const goal = GOALS[transport];
+    const r1 = rows.find((r) => r.transport === transport && r.path === "transfer port" && r.replication === 1);
+    const r3 = rows.find((r) => r.transport === transport && r.path === "transfer port" && r.replication === 3);
+    if (!r1 || !r3) continue;
+    const checks = [
+      ["put, replication 1", goalRatio(mbps(r1.putMs), cpMBps, goal.put1)],
+      ["get", goalRatio(Math.min(mbps(r1.getMs), mbps(r3.getMs)), cpMBps, goal.get)],
+      ["put, replication 3", goalRatio(mbps(r3.putMs), cpMBps, goal.put3)],
+    ] as const;
+    out.push(
+      `goals, ${transport} (issue 17, vs cp + sync): ` +
+        checks.map(([what, c]) => `${what} ${c.text} ${c.verdict}`).join("; "),
+    );
+  }
+  return out;
+}
+
+/** The block transfer port against the gRPC DataTransfer service, same cluster, same run. */
+function grpcComparison(rows: readonly DfsRun[], mbps: (ms: number) => number): string[] {
+  const out: string[][] = [];
+  for (const r of rows) {
+    if (r.path !== "transfer port") continue;
+    const g = rows.find((x) => x.path === "gRPC" && x.transport === r.transport && x.replication === r.replication);
+    if (!g) continue;
+    for (const op of ["put", "get"] as const) {
+      const a = mbps(op === "put" ? r.putMs : r.getMs);
+      const b = mbps(op === "put" ? g.putMs : g.getMs);
+      out.push([`${op}, replication ${r.replication}, ${r.transport}`, fmt(b), fmt(a), ratio(a, b)]);
+    }
+  }
+  return [
+    "dfs, block transfer port vs the gRPC DataTransfer service (same cluster, same run):",
+    "",
+    ...table(["operation", "gRPC MB/s", "transfer port MB/s", "port / gRPC"], out),
+  ];
 }
 
 /** One operation's MB/s on both transports. */
@@ -190,8 +254,10 @@ function tlsComparison(
   const gets: string[] = [];
   let allMet = true;
   for (const replication of [1, 3]) {
-    const plain = rows.find((r) => r.transport === "plaintext" && r.replication === replication);
-    const tls = rows.find((r) => r.transport === "TLS" && r.replication === replication);
+    const plain = rows.find(
+      (r) => r.transport === "plaintext" && r.path === "transfer port" && r.replication === replication,
+    );
+    const tls = rows.find((r) => r.transport === "TLS" && r.path === "transfer port" && r.replication === replication);
     if (!plain || !tls) continue;
     for (const op of ["put", "get"] as const) {
       const a = mbps(op === "put" ? plain.putMs : plain.getMs);

@@ -8,7 +8,9 @@ import type { ClientConfig } from "./client-config.js";
 import type { WebTokenResponseOutput } from "../proto/generated/harvest/v1/WebTokenResponse.js";
 import type * as grpc from "@grpc/grpc-js";
 import { Metadata } from "@grpc/grpc-js";
-import { crc32c } from "@node-rs/crc32";
+import { CHUNK_BYTES, checksumsMatch, chunkChecksums } from "../common/checksum.js";
+import { BlockConnection } from "../common/block-transfer.js";
+import type { PacketStream } from "../common/block-transfer.js";
 import { randomUUID } from "node:crypto";
 import { createReadStream as fsReadStream, createWriteStream as fsWriteStream } from "node:fs";
 import { rename, rm, stat as fsStat } from "node:fs/promises";
@@ -31,7 +33,8 @@ import type { LocatedBlockOutput } from "../proto/generated/harvest/v1/LocatedBl
 import type { LocatedBlocksOutput } from "../proto/generated/harvest/v1/LocatedBlocks.js";
 import type { ReadChunkOutput } from "../proto/generated/harvest/v1/ReadChunk.js";
 import type { WriteAckOutput } from "../proto/generated/harvest/v1/WriteAck.js";
-import type { WritePacket } from "../proto/generated/harvest/v1/WritePacket.js";
+import type { DatanodeInfoOutput } from "../proto/generated/harvest/v1/DatanodeInfo.js";
+import type { ReadBlockRequest } from "../proto/generated/harvest/v1/ReadBlockRequest.js";
 
 /** A file or directory as the namenode reports it. */
 export type DfsFileStatus = FileStatusOutput;
@@ -42,8 +45,17 @@ export type DfsBlockLocations = LocatedBlocksOutput;
 /** A datanode as the namenode sees it. */
 export type DfsDatanode = DatanodeReportOutput;
 
-/** Bytes covered by one checksum. */
-export const CHUNK_BYTES = 512;
+/** A replica range being read, on either transport: 'data' delivers ReadChunks, then 'end' (or 'error'). */
+export interface BlockReadStream {
+   
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  pause(): unknown;
+  resume(): unknown;
+  cancel(): void;
+}
+
+/** Bytes covered by one checksum (common/checksum.ts). */
+export { CHUNK_BYTES };
 /** Data bytes per write packet (a multiple of CHUNK_BYTES). */
 const PACKET_BYTES = 64 * 1024;
 
@@ -77,6 +89,11 @@ export interface DfsClientOptions {
    * @default ""
    */
   dfsToken: string;
+  /**
+   * Move block data over the datanodes' block transfer ports (common/block-transfer.ts) where they have one; false:
+   * over their gRPC DataTransfer service, the baseline the benchmark compares with. @default true
+   */
+  transferProtocol: boolean;
   /**
    * While any write stream of this client is open, its leases are renewed (RenewLease) this often, so that a writer
    * streaming one long block is not taken for dead. Keep it well under the namenode's lease timeout (a third of it).
@@ -132,6 +149,7 @@ export class DfsClient {
       namenodeTimeoutMs: 30_000,
       user: localUserName(),
       dfsToken: "",
+      transferProtocol: true,
       leaseRenewMs: 10_000,
       namenodeRetryMs: 60_000,
       logger: new Logger("dfs-client"),
@@ -331,6 +349,20 @@ export class DfsClient {
   }
 
   /** @internal */
+  /** @internal Opens a block write to the head of a pipeline (its transfer port, else its gRPC service). */
+  openWrite(head: DatanodeInfoOutput, blockToken: string): PacketStream {
+    if (this.options.transferProtocol && head.transferAddress)
+      return BlockConnection.open(head.transferAddress, this.options.security);
+    return this.datanode(head.address).writeBlock(blockTokenMetadata(blockToken));
+  }
+
+  /** @internal Opens a read of a replica's range (its transfer port, else its gRPC service). */
+  openRead(dn: DatanodeInfoOutput, request: ReadBlockRequest): BlockReadStream {
+    if (this.options.transferProtocol && dn.transferAddress)
+      return BlockConnection.read(dn.transferAddress, this.options.security, request);
+    return this.datanode(dn.address).readBlock(request, blockTokenMetadata(request.blockToken ?? ""));
+  }
+
   datanode(address: string): DataTransferClient {
     let c = this.dataClients.get(address);
     if (!c) {
@@ -397,13 +429,7 @@ function blockTokenMetadata(token: string): Metadata {
   return md;
 }
 
-/** CRC32C of each CHUNK_BYTES piece of `data`. */
-export function chunkChecksums(data: Buffer): number[] {
-  const out: number[] = [];
-  for (let i = 0; i < data.length; i += CHUNK_BYTES)
-    out.push(crc32c(data.subarray(i, Math.min(i + CHUNK_BYTES, data.length))));
-  return out;
-}
+export { chunkChecksums };
 
 // ------------------------------------------------------------------------------------------------ writing
 
@@ -460,7 +486,7 @@ class LeaseRenewer {
 class BlockWrite {
   readonly packets: Buffer[] = [];
   bytes = 0;
-  private stream: grpc.ClientDuplexStream<WritePacket, WriteAckOutput> | undefined;
+  private stream: PacketStream | undefined;
   private failure: HarvestError | undefined;
   private lastAcked: (() => void) | undefined;
   private seq = 0;
@@ -482,7 +508,7 @@ class BlockWrite {
   open(): void {
     const first = this.located.locations[0];
     if (!first) throw new HarvestError("DFS_WRITE_FAILED", "the namenode gave an empty pipeline");
-    const stream = this.client.datanode(first.address).writeBlock(blockTokenMetadata(this.located.blockToken));
+    const stream = this.client.openWrite(first, this.located.blockToken);
     this.stream = stream;
     stream.on("data", (ack: WriteAckOutput) => {
       if (!ack.ok) {
@@ -826,7 +852,7 @@ class DfsReadStream extends Readable {
   private position: number;
   private end = 0;
   private reading = false;
-  private current: grpc.ClientReadableStream<ReadChunkOutput> | undefined;
+  private current: BlockReadStream | undefined;
 
   constructor(
     private readonly client: DfsClient,
@@ -898,7 +924,7 @@ class DfsReadStream extends Readable {
         const blockEnd = Math.min(lb.offset + lb.block.numBytes, this.end);
         if (this.position >= blockEnd) return;
         try {
-          await this.readReplica(lb, dn.address, this.position - lb.offset, blockEnd - this.position);
+          await this.readReplica(lb, dn, this.position - lb.offset, blockEnd - this.position);
           if (this.position >= blockEnd) return;
         } catch (err) {
           const herr = fromGrpcError(err);
@@ -930,18 +956,21 @@ class DfsReadStream extends Readable {
     );
   }
 
-  private readReplica(lb: LocatedBlockOutput, address: string, offsetInBlock: number, length: number): Promise<void> {
+  private readReplica(
+    lb: LocatedBlockOutput,
+    dn: DatanodeInfoOutput,
+    offsetInBlock: number,
+    length: number,
+  ): Promise<void> {
+    const address = dn.transferAddress || dn.address;
     return new Promise((resolve, reject) => {
-      const stream = this.client.datanode(address).readBlock(
-        {
-          block: lb.block,
-          offset: offsetInBlock,
-          length,
-          clientName: this.client.options.clientName,
-          blockToken: lb.blockToken,
-        },
-        blockTokenMetadata(lb.blockToken),
-      );
+      const stream = this.client.openRead(dn, {
+        block: lb.block,
+        offset: offsetInBlock,
+        length,
+        clientName: this.client.options.clientName,
+        blockToken: lb.blockToken,
+      });
       this.current = stream;
       let wantFrom = lb.offset + offsetInBlock;
       const wantTo = wantFrom + length;
@@ -980,8 +1009,7 @@ class DfsReadStream extends Readable {
 
 /** Checks each 512-byte chunk of a read piece against its CRC32C. */
 function verifyChunk(chunk: ReadChunkOutput): void {
-  const sums = chunkChecksums(chunk.data);
-  if (sums.length !== chunk.checksums.length || sums.some((s, i) => s !== chunk.checksums[i])) {
+  if (!checksumsMatch(chunk.data, chunk.checksums)) {
     throw new HarvestError("DATANODE_CHECKSUM_MISMATCH", `checksum mismatch in data read at offset ${chunk.offset}`);
   }
 }

@@ -7,14 +7,14 @@ import { ERROR_CODES, fromGrpcError, HarvestError } from "../common/errors.js";
 import type { ErrorCode } from "../common/errors.js";
 import type { BlockKey, ReadPiece } from "./block-store.js";
 import { drained, sleep } from "./stream-util.js";
-import type { DataTransferClient } from "../proto/generated/harvest/v1/DataTransfer.js";
+import type { PacketStream } from "../common/block-transfer.js";
 import type { DatanodeInfo } from "../proto/generated/harvest/v1/DatanodeInfo.js";
 import type { WriteAckOutput } from "../proto/generated/harvest/v1/WriteAck.js";
 
 /** What `sendBlock` needs. */
 export interface SendBlockOptions {
-  /** A DataTransfer client for the first node of the pipeline. */
-  client: DataTransferClient;
+  /** Opens the write to the first node of the pipeline (its transfer port, or its gRPC DataTransfer service). */
+  open: () => PacketStream;
   /** Id of the first node (named as the failed node when its stream dies). */
   targetId: string;
   block: BlockKey;
@@ -53,7 +53,7 @@ export function ackError(ack: WriteAckOutput): HarvestError {
 
 /** Writes a block through a WriteBlock pipeline; rejects with a HarvestError naming the failed datanode. */
 export async function sendBlock(options: SendBlockOptions): Promise<SendBlockResult> {
-  const stream = options.client.writeBlock();
+  const stream = options.open();
   const acks: WriteAckOutput[] = [];
   const failure = new AbortController();
   // Held in an object: callbacks set it, and TypeScript would otherwise narrow a local to its initial value.

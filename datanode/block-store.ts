@@ -20,7 +20,7 @@
  * every surviving replica holds (`commitRecovered`); a delete command, or `dropKeptReplicas` after a while, removes it.
  * A full file system (ENOSPC, EDQUOT) is DATANODE_NO_SPACE, never INTERNAL.
  */
-import { crc32c } from "@node-rs/crc32";
+import { checksumsMatch, chunkChecksum, chunkChecksums, firstBadChunk } from "../common/checksum.js";
 import { randomUUID } from "node:crypto";
 import type { FileHandle } from "node:fs/promises";
 import { mkdir, open, readdir, readFile, rename, rm, stat, statfs, truncate } from "node:fs/promises";
@@ -133,13 +133,7 @@ export function checkBlockKey(block: { blockId?: unknown; genStamp?: unknown } |
   return { blockId: checkBlockId(block.blockId), genStamp: checkGenStamp(block.genStamp) };
 }
 
-/** The CRC32C of every `chunkSize` chunk of `data` (the last may be shorter). */
-export function chunkChecksums(data: Uint8Array, chunkSize = CHUNK_SIZE): number[] {
-  const out: number[] = [];
-  for (let at = 0; at < data.length; at += chunkSize)
-    out.push(crc32c(Buffer.from(data.buffer, data.byteOffset + at, Math.min(chunkSize, data.length - at))) >>> 0);
-  return out;
-}
+export { chunkChecksums };
 
 function blockName(b: BlockKey): string {
   return `blk_${b.blockId}`;
@@ -360,13 +354,11 @@ export class BlockStore {
         const n = chunksFor(readLen);
         const sums = await readFully(meta, n * 4, META_HEADER_BYTES + chunk0 * 4);
         if (bytes.length !== readLen || sums.length !== n * 4) throw corrupt(`truncated at offset ${at}`);
-        const checksums: number[] = [];
-        for (let i = 0; i < n; i++) {
-          const stored = sums.readUInt32BE(i * 4);
-          const actual = crc32c(bytes.subarray(i * CHUNK_SIZE, Math.min(readLen, (i + 1) * CHUNK_SIZE))) >>> 0;
-          if (stored !== actual) throw corrupt(`checksum mismatch in chunk ${chunk0 + i}`);
-          checksums.push(stored);
-        }
+        const checksums = new Array<number>(n);
+        for (let i = 0; i < n; i++) checksums[i] = sums.readUInt32BE(i * 4);
+        // The whole piece in one native CRC; only a piece that fails is walked chunk by chunk to name the chunk.
+        if (!checksumsMatch(bytes, checksums))
+          throw corrupt(`checksum mismatch in chunk ${chunk0 + Math.max(0, firstBadChunk(bytes, checksums))}`);
         yield { offset: at, data: bytes, checksums };
       }
     } finally {
@@ -734,7 +726,7 @@ export class ReplicaWriter {
         for (let i = 0; i < sums && i * CHUNK_SIZE < data.length; i++) {
           const end = Math.min(data.length, (i + 1) * CHUNK_SIZE);
           const stored = meta.readUInt32BE(META_HEADER_BYTES + i * 4);
-          if (crc32c(data.subarray(i * CHUNK_SIZE, end)) >>> 0 !== stored) break;
+          if (chunkChecksum(data, i * CHUNK_SIZE, end) !== stored) break;
           verified = end;
         }
       }
@@ -763,7 +755,7 @@ export class ReplicaWriter {
         );
       for (let i = 0; i < Math.floor(length / CHUNK_SIZE); i++) {
         const stored = meta.readUInt32BE(META_HEADER_BYTES + i * 4);
-        if (crc32c(data.subarray(i * CHUNK_SIZE, (i + 1) * CHUNK_SIZE)) >>> 0 !== stored)
+        if (chunkChecksum(data, i * CHUNK_SIZE, (i + 1) * CHUNK_SIZE) !== stored)
           throw new HarvestError(
             "DATANODE_CHECKSUM_MISMATCH",
             `block ${this.block.blockId}: chunk ${i} does not match its checksum; cannot keep ${length} bytes`,
@@ -779,7 +771,7 @@ export class ReplicaWriter {
           if (length % CHUNK_SIZE !== 0) {
             const tail = data.subarray((chunks - 1) * CHUNK_SIZE, length);
             const sum = Buffer.alloc(4);
-            sum.writeUInt32BE(crc32c(tail) >>> 0, 0);
+            sum.writeUInt32BE(chunkChecksum(tail), 0);
             await fd.write(sum, 0, 4, META_HEADER_BYTES + (chunks - 1) * 4);
           }
           await fd.sync();
@@ -819,22 +811,21 @@ export class ReplicaWriter {
           "DATANODE_PROTOCOL_ERROR",
           `block ${this.block.blockId}: data after a partial chunk at offset ${this.written}`,
         );
-      const expected = chunkChecksums(data);
-      if (checksums.length !== expected.length)
+      const chunks = Math.ceil(data.length / CHUNK_SIZE);
+      if (checksums.length !== chunks)
         throw new HarvestError(
           "DATANODE_CHECKSUM_MISMATCH",
-          `block ${this.block.blockId}: ${checksums.length} checksums for ${expected.length} chunks at offset ${offset}`,
+          `block ${this.block.blockId}: ${checksums.length} checksums for ${chunks} chunks at offset ${offset}`,
         );
-      for (let i = 0; i < expected.length; i++) {
-        if (checksums[i]! >>> 0 !== expected[i])
-          throw new HarvestError(
-            "DATANODE_CHECKSUM_MISMATCH",
-            `block ${this.block.blockId}: checksum mismatch in chunk ${offset / CHUNK_SIZE + i}`,
-          );
-      }
+      // One native CRC of the packet against the fold of its chunk checksums; the bad chunk is named on a failure.
+      if (!checksumsMatch(data, checksums))
+        throw new HarvestError(
+          "DATANODE_CHECKSUM_MISMATCH",
+          `block ${this.block.blockId}: checksum mismatch in chunk ${offset / CHUNK_SIZE + Math.max(0, firstBadChunk(data, checksums))}`,
+        );
       this.store.checkSpace(data.length, this.block.blockId);
-      const sums = Buffer.alloc(expected.length * 4);
-      expected.forEach((c, i) => sums.writeUInt32BE(c, i * 4));
+      const sums = Buffer.alloc(chunks * 4);
+      for (let i = 0; i < chunks; i++) sums.writeUInt32BE(checksums[i]! >>> 0, i * 4);
       try {
         await writeAll(this.data!, data, offset);
         await writeAll(this.meta!, sums, META_HEADER_BYTES + (offset / CHUNK_SIZE) * 4);

@@ -23,13 +23,16 @@ import type { BlockKey, BlockStore, ReplicaWriter } from "./block-store.js";
 import { NO_TRANSFER_METRICS } from "./dn-metrics.js";
 import type { TransferMetrics } from "./dn-metrics.js";
 import { drained } from "./stream-util.js";
+import type { Drainable } from "./stream-util.js";
+import { BlockConnection } from "../common/block-transfer.js";
+import type { PacketStream } from "../common/block-transfer.js";
 import type { DataTransferClient, DataTransferHandlers } from "../proto/generated/harvest/v1/DataTransfer.js";
 import type { DatanodeInfo, DatanodeInfoOutput } from "../proto/generated/harvest/v1/DatanodeInfo.js";
 import type { ReadBlockRequestOutput } from "../proto/generated/harvest/v1/ReadBlockRequest.js";
 import type { ReadChunk } from "../proto/generated/harvest/v1/ReadChunk.js";
 import type { ReimageResponse } from "../proto/generated/harvest/v1/ReimageResponse.js";
 import type { WriteAck, WriteAckOutput } from "../proto/generated/harvest/v1/WriteAck.js";
-import type { WritePacket, WritePacketOutput } from "../proto/generated/harvest/v1/WritePacket.js";
+import type { WritePacketOutput } from "../proto/generated/harvest/v1/WritePacket.js";
 import type { DataPacketOutput } from "../proto/generated/harvest/v1/DataPacket.js";
 import type { WriteHeaderOutput } from "../proto/generated/harvest/v1/WriteHeader.js";
 
@@ -37,6 +40,25 @@ import type { WriteHeaderOutput } from "../proto/generated/harvest/v1/WriteHeade
 export const MAX_PACKET_BYTES = 1024 * 1024;
 /** Packets read from the upstream but not yet processed before the upstream is paused (backpressure). */
 const MAX_QUEUED_PACKETS = 4;
+
+/**
+ * The upstream end of a write, on either transport: a gRPC `WriteBlock` server call or a block transfer connection
+ * (block-server.ts). 'data' delivers `WritePacket`s, 'end' the writer's clean end, 'cancelled' the writer vanishing.
+ */
+export interface WriteUpstream extends Drainable {
+   
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  isPaused(): boolean;
+  pause(): unknown;
+  resume(): unknown;
+  write(ack: WriteAck): boolean;
+  end(): void;
+}
+
+/** Where a read's pieces go, on either transport; false from `write`: wait for 'drain'. */
+export interface ReadSink extends Drainable {
+  write(piece: ReadChunk): boolean;
+}
 
 /** What the service needs from its datanode. */
 export interface DataTransferHost {
@@ -51,6 +73,11 @@ export interface DataTransferHost {
   checkBlockToken(token: string, blockId: number, access: BlockAccess): void;
   /** How this datanode reaches others in a pipeline (its daemon certificate; undefined: plaintext). */
   clientSecurity?: ClientSecurity;
+  /**
+   * Forward pipelines over the block transfer protocol to a downstream that has a transfer address (else gRPC).
+   * @default true
+   */
+  transferProtocol?: boolean;
   /** A downstream datanode silent this long while a packet waits for its ack fails the pipeline. @default 30000 */
   ackTimeoutMs?: number;
   /** Where bytes, blocks, refusals and failures are counted (dn-metrics.ts). @default counts nothing */
@@ -99,6 +126,16 @@ export class DataTransferService {
     };
   }
 
+  /**
+   * Opens the write to the next datanode of a pipeline: on its block transfer port when it has one (and the protocol
+   * is on), else on its gRPC DataTransfer service.
+   */
+  openDownstream(next: DatanodeInfoOutput): PacketStream {
+    if (next.transferAddress && this.host.transferProtocol !== false)
+      return BlockConnection.open(next.transferAddress, this.host.clientSecurity);
+    return this.clientFor(next.address).writeBlock();
+  }
+
   /** A (cached) client for another datanode's DataTransfer service. */
   clientFor(address: string): DataTransferClient {
     let c = this.clients.get(address);
@@ -133,37 +170,53 @@ export class DataTransferService {
     this.clients.clear();
   }
 
-  private writeBlock(call: grpc.ServerDuplexStream<WritePacketOutput, WriteAck>): void {
-    const session = new WriteSession(this, call, () => this.sessions.delete(session));
+  /** Serves one write, from a gRPC call or a block transfer connection. */
+  startWrite(upstream: WriteUpstream): void {
+    const session = new WriteSession(this, upstream, () => this.sessions.delete(session));
     this.sessions.add(session);
     session.start();
   }
 
-  private async readBlock(call: grpc.ServerWritableStream<ReadBlockRequestOutput, ReadChunk>): Promise<void> {
+  private writeBlock(call: grpc.ServerDuplexStream<WritePacketOutput, WriteAck>): void {
+    this.startWrite(call);
+  }
+
+  /**
+   * Sends a range of a finalized replica to `sink`, piece by piece with its checksums, with back-pressure; stops when
+   * `cancelled` aborts. Throws a HarvestError (bad token, busy primary, missing or corrupt replica).
+   */
+  async serveRead(req: ReadBlockRequestOutput, sink: ReadSink, cancelled: AbortSignal): Promise<void> {
     const { host } = this;
-    const cancelled = new AbortController();
-    call.on("cancelled", () => cancelled.abort());
     this.reads++;
     try {
-      const req = call.request;
       const block = checkBlockKey(req.block);
       host.checkBlockToken(req.blockToken, block.blockId, "READ");
       if (host.isPrimaryBusy()) throw this.refuseBusy("read");
       for await (const piece of host.store.read(block, req.offset, req.length)) {
-        if (cancelled.signal.aborted) return;
+        if (cancelled.aborted) return;
         // The primary wins mid-read too: the reader moves on to another replica.
         if (host.isPrimaryBusy()) throw this.refuseBusy("read");
-        const ok = call.write(piece);
+        const ok = sink.write(piece);
         this.metrics.bytesRead(piece.data.length);
-        if (!ok) await drained(call, cancelled.signal);
+        if (!ok) await drained(sink, cancelled);
       }
-      call.end();
       this.metrics.blockRead();
     } catch (err) {
       if (!isHarvestError(err)) host.log.warn("read failed", { error: errorMessage(err) });
-      if (!cancelled.signal.aborted) call.emit("error", toServiceError(err));
+      throw err;
     } finally {
       this.reads--;
+    }
+  }
+
+  private async readBlock(call: grpc.ServerWritableStream<ReadBlockRequestOutput, ReadChunk>): Promise<void> {
+    const cancelled = new AbortController();
+    call.on("cancelled", () => cancelled.abort());
+    try {
+      await this.serveRead(call.request, call, cancelled.signal);
+      if (!cancelled.signal.aborted) call.end();
+    } catch (err) {
+      if (!cancelled.signal.aborted) call.emit("error", toServiceError(err));
     }
   }
 }
@@ -183,7 +236,7 @@ class WriteSession {
   private block: BlockKey | undefined;
   private downstream: DatanodeInfoOutput[] = [];
   private writer: ReplicaWriter | undefined;
-  private down: grpc.ClientDuplexStream<WritePacket, WriteAckOutput> | undefined;
+  private down: PacketStream | undefined;
   private readonly pending: PendingAck[] = [];
   private lastSeq = -1;
   private sawLast = false;
@@ -201,7 +254,7 @@ class WriteSession {
 
   constructor(
     private readonly svc: DataTransferService,
-    private readonly call: grpc.ServerDuplexStream<WritePacketOutput, WriteAck>,
+    private readonly call: WriteUpstream,
     private readonly onClose: () => void,
   ) {
     this.log = svc.host.log;
@@ -273,7 +326,7 @@ class WriteSession {
     this.writer = await this.svc.host.store.createRbw(block, { replaceKept: header.transfer });
     const next = this.downstream[0];
     if (!next) return;
-    const down = this.svc.clientFor(next.address).writeBlock();
+    const down = this.svc.openDownstream(next);
     this.down = down;
     down.on("data", (ack: WriteAckOutput) => this.onDownstreamAck(ack, next));
     down.on("error", (err: Error) => {

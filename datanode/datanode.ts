@@ -28,6 +28,8 @@ import { sendBlock } from "./block-sender.js";
 import { BlockStore, checkBlockKey } from "./block-store.js";
 import type { StoredReplica } from "./block-store.js";
 import { DataTransferService } from "./data-transfer.js";
+import { BlockServer } from "./block-server.js";
+import type { Identity } from "../common/tls.js";
 import { DataNodeMetrics } from "./dn-metrics.js";
 import { resolveDataNodeOptions } from "./options.js";
 import type { DataNodeOptions, DataNodeOptionsInput } from "./options.js";
@@ -70,6 +72,9 @@ export class DataNode {
   private web: WebServer | undefined;
   private storeValue: BlockStore | undefined;
   private transfer: DataTransferService | undefined;
+  private blockServer: BlockServer | undefined;
+  /** The bound block transfer port (0: none). */
+  private transferBoundPort = 0;
   private monitor: PrimaryMonitor | undefined;
   private lastSample: PrimarySample = { cpuMilli: 0, utilization: 0 };
   private busy = false;
@@ -124,6 +129,32 @@ export class DataNode {
   /** host:port of this datanode's DataTransfer service. */
   get address(): string {
     return formatAddress(this.options.advertiseHost, this.boundPort);
+  }
+
+  /** host:port of the block transfer port ("" when it serves blocks over gRPC only). */
+  get transferAddress(): string {
+    return this.transferBoundPort > 0 ? formatAddress(this.options.advertiseHost, this.transferBoundPort) : "";
+  }
+
+  /**
+   * Who may move blocks on the transfer port, as on the gRPC port: a certificate under the cluster CA, or a block
+   * token the namenode signed (a job's tasks hold no certificate). Each operation then checks its token's block and
+   * mode. A plaintext cluster admits everyone (it says so at start).
+   */
+  private admitTransfer(identity: Identity | undefined, token: string): void {
+    if (!this.options.tls || identity) return;
+    if (this.blockKeys !== "off") {
+      try {
+        verifyBlockTokenSignature(token, this.blockKeys, this.clock.nowMs());
+        return;
+      } catch {
+        // Refused below.
+      }
+    }
+    throw new HarvestError(
+      "UNAUTHENTICATED",
+      "block transfer refused: the peer presented no certificate signed by the cluster CA and no valid block token",
+    );
   }
 
   /** Base URL of this datanode's web server (`/metrics`), once started. */
@@ -236,6 +267,13 @@ export class DataNode {
     if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.server.addService(proto.DataTransfer.service, transfer.handlers());
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
+    if (this.options.transferPort >= 0) {
+      this.blockServer = new BlockServer(
+        { transfer, log: this.log, admit: (identity, token) => this.admitTransfer(identity, token) },
+        this.options.tls,
+      );
+      this.transferBoundPort = await this.blockServer.listen(this.options.host, this.options.transferPort);
+    }
     await this.startWeb();
     this.stateValue = "running";
     this.connect();
@@ -266,6 +304,7 @@ export class DataNode {
       if (t) clearTimeout(t);
     this.stopping.abort();
     await this.transfer?.abortAll("UNAVAILABLE", `datanode ${this.options.datanodeId} is stopping`, true);
+    await this.blockServer?.close();
     this.stream?.end();
     this.stream = undefined;
     this.nnChannel?.close();
@@ -378,6 +417,7 @@ export class DataNode {
     return {
       datanodeId: this.options.datanodeId,
       address: this.address,
+      transferAddress: this.transferAddress,
       rack: this.options.rack,
       capacityBytes: this.store.capacityBytes,
       usedBytes: this.store.usedBytes(),
@@ -637,8 +677,9 @@ export class DataNode {
     const replica = this.store.get(key.blockId);
     if (!replica || replica.genStamp !== key.genStamp)
       throw new HarvestError("DATANODE_BLOCK_NOT_FOUND", `no replica of block ${key.blockId} to copy`);
+    const transfer = this.transfer!;
     const result = await sendBlock({
-      client: this.transfer!.clientFor(first.address),
+      open: () => transfer.openDownstream(first),
       targetId: first.datanodeId,
       block: replica,
       downstream: rest,

@@ -15,6 +15,11 @@ export interface DataNodeOptions {
   host: string;
   /** Port; 0 picks a free one. @default 0 */
   port: number;
+  /**
+   * Port of the block transfer protocol (block data off the RPC layer, common/block-transfer.ts; HDFS's 9866); 0 picks
+   * a free one, -1 serves blocks over gRPC only. @default 0
+   */
+  transferPort: number;
   /** Interface of the web server (`/metrics`). @default the bind `host` */
   httpHost: string;
   /** Port of the web server; 0 picks a free one. @default 0 */
@@ -95,6 +100,7 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
   const o: DataNodeOptions = {
     host: "127.0.0.1",
     port: 0,
+    transferPort: 0,
     httpHost: "",
     httpPort: 0,
     advertiseHost: "",
@@ -128,6 +134,8 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     bad("namenodeAddress", "is required (host:port of the namenode)");
   if (typeof o.dataDir !== "string" || !o.dataDir) bad("dataDir", "is required");
   if (!(Number.isInteger(o.port) && o.port >= 0 && o.port <= 65_535)) bad("port", "must be an integer in 0..65535");
+  if (!(Number.isInteger(o.transferPort) && o.transferPort >= -1 && o.transferPort <= 65_535))
+    bad("transferPort", "must be an integer in 0..65535, or -1 for none");
   if (!(Number.isInteger(o.httpPort) && o.httpPort >= 0 && o.httpPort <= 65_535))
     bad("httpPort", "must be an integer in 0..65535 (0 picks a free port)");
   o.advertiseHost = resolveAdvertiseHost("datanode", o.host, o.advertiseHost);

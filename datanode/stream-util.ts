@@ -1,11 +1,16 @@
 /** Small helpers for Node streams under gRPC: waiting for 'drain' without hanging on a stream that died. */
-import type { Writable } from "node:stream";
+/** Anything that can ask its writer to wait: a Node stream, a gRPC call, a block transfer connection. */
+export interface Drainable {
+  readonly writableNeedDrain: boolean;
+  on(event: string, listener: () => void): unknown;
+  off(event: string, listener: () => void): unknown;
+}
 
 /**
  * Resolves once `stream` can take more writes: at once when it does not need draining, else on 'drain', or when the
  * stream closes, errors or finishes, or `signal` aborts (so that a dead peer never leaves a writer waiting).
  */
-export function drained(stream: Writable, signal?: AbortSignal): Promise<void> {
+export function drained(stream: Drainable, signal?: AbortSignal): Promise<void> {
   if (!stream.writableNeedDrain || signal?.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = (): void => {

@@ -97,6 +97,8 @@ type DatanodeStream = grpc.ServerDuplexStream<DatanodeToNamenodeOutput, Namenode
 interface DatanodeEntry {
   datanodeId: string;
   address: string;
+  /** Its block transfer port (empty: gRPC only). */
+  transferAddress: string;
   rack: string;
   storageId: string;
   capacityBytes: number;
@@ -1027,6 +1029,7 @@ export class NameNode {
     const entry: DatanodeEntry = existing ?? {
       datanodeId: id,
       address: reg.address,
+      transferAddress: reg.transferAddress,
       rack: "",
       storageId: record?.storageId ?? reg.storageId,
       capacityBytes: 0,
@@ -1047,6 +1050,7 @@ export class NameNode {
     const wiped = entry.storageId !== "" && reg.storageId !== entry.storageId;
     Object.assign(entry, {
       address: reg.address,
+      transferAddress: reg.transferAddress,
       rack: reg.rack || "/default-rack",
       capacityBytes: reg.capacityBytes,
       usedBytes: reg.usedBytes,
@@ -1411,7 +1415,7 @@ export class NameNode {
 
   private info(datanodeId: string): DatanodeInfoOutput {
     const d = this.datanodes.get(datanodeId);
-    return { datanodeId, address: d?.address ?? "", rack: d?.rack ?? "" };
+    return { datanodeId, address: d?.address ?? "", rack: d?.rack ?? "", transferAddress: d?.transferAddress ?? "" };
   }
 
   private datanodeReport(d: DatanodeEntry): DatanodeReportOutput {

@@ -1,0 +1,463 @@
+/**
+ * The block transfer protocol: block data between clients and datanodes on a plain TCP (or TLS) connection of its own,
+ * off the RPC layer, as HDFS's DataTransferProtocol. gRPC stays for control (namenode calls, reports, reimage).
+ *
+ * A connection carries one operation. The opener sends the 4-byte magic `HBT1`, then frames; every frame is
+ * `u32 length | u8 kind | body` (length counts kind and body, big-endian):
+ *
+ * - WRITE_HEADER (opener): a `WriteHeader` protobuf (block, the rest of the pipeline, block token). Then DATA frames.
+ * - READ_REQUEST (opener): a `ReadBlockRequest` protobuf. The datanode answers DATA frames, then END.
+ * - DATA: `u48 seq | u48 offset | u8 flags (1: last) | u32 n | n x u32 chunk CRC32C | data`. The data follows the
+ *   checksums unframed, so a 64 KiB packet is written to the socket as it is and read back as a slice, never encoded.
+ * - ACK (datanode, per write packet, in order): a `WriteAck` protobuf; a not-ok ack ends the write.
+ * - ERROR (datanode): JSON `{ code, message, details }`, a Harvest error, then the connection closes.
+ * - END (datanode): the read range is complete.
+ *
+ * Back-pressure comes from the socket: a writer waits for 'drain', and a reader pauses the socket while its consumer
+ * is full, so nothing is buffered without bound. `BlockConnection` presents the stream interface the gRPC streams had
+ * (`write`, `end`, `cancel`, 'data', 'error', 'end', 'drain'), so the pipeline logic is the same on either transport.
+ */
+import { EventEmitter } from "node:events";
+import * as net from "node:net";
+import * as tls from "node:tls";
+import { readFileSync } from "node:fs";
+import { HarvestError, isHarvestError, ERROR_CODES } from "./errors.js";
+import type { ErrorCode } from "./errors.js";
+import { loadHarvestProto } from "./grpc.js";
+import type { ClientTls } from "./tls.js";
+
+/** The first bytes of every connection. */
+export const TRANSFER_MAGIC = Buffer.from("HBT1", "latin1");
+
+/** Frame kinds. */
+export const FRAME = {
+  WRITE_HEADER: 1,
+  READ_REQUEST: 2,
+  DATA: 3,
+  ACK: 4,
+  ERROR: 5,
+  END: 6,
+} as const;
+export type FrameKind = (typeof FRAME)[keyof typeof FRAME];
+
+/** Largest frame accepted: a 1 MiB packet with its checksums and header, with room to spare. */
+export const MAX_FRAME_BYTES = 1024 * 1024 + 64 * 1024;
+
+const DATA_HEADER_BYTES = 6 + 6 + 1 + 4;
+
+/** A data packet as the pipeline handles it (the shape of the protobuf `DataPacket` and `ReadChunk`). */
+export interface DataFrame {
+  seq: number;
+  offsetInBlock: number;
+  last: boolean;
+  checksums: number[];
+  data: Buffer;
+}
+
+/** What a writer sends on a write stream (the `WritePacket` message of the gRPC service). */
+export interface PacketMessage {
+  header?: object;
+  data?: { seq: number; offsetInBlock: number; data: Buffer; checksums: number[]; last: boolean };
+}
+
+/**
+ * The writing end of a block write, on either transport: a gRPC `WriteBlock` client stream or a `BlockConnection`.
+ * 'data' delivers acks, 'error' a failure, 'end' the peer closing.
+ */
+export interface PacketStream {
+  write(msg: PacketMessage): boolean;
+  end(): void;
+  cancel(): void;
+  readonly writableNeedDrain: boolean;
+   
+  on(event: string, listener: (...args: any[]) => void): unknown;
+   
+  off(event: string, listener: (...args: any[]) => void): unknown;
+}
+
+/** One decoded frame. */
+export type Frame =
+  | { kind: typeof FRAME.DATA; packet: DataFrame }
+  | { kind: typeof FRAME.ERROR; error: HarvestError }
+  | { kind: typeof FRAME.END }
+  | { kind: typeof FRAME.WRITE_HEADER | typeof FRAME.READ_REQUEST | typeof FRAME.ACK; body: Buffer };
+
+function protocolError(message: string): HarvestError {
+  return new HarvestError("DATANODE_PROTOCOL_ERROR", message);
+}
+
+/** The frame header (length and kind) and the DATA header with its checksums; the data goes after them as it is. */
+export function dataFrameHead(
+  p: { seq: number; offsetInBlock: number; last: boolean; checksums: ArrayLike<number> },
+  dataLength: number,
+): Buffer {
+  const n = p.checksums.length;
+  const head = Buffer.allocUnsafe(5 + DATA_HEADER_BYTES + 4 * n);
+  head.writeUInt32BE(1 + DATA_HEADER_BYTES + 4 * n + dataLength, 0);
+  head.writeUInt8(FRAME.DATA, 4);
+  head.writeUIntBE(p.seq, 5, 6);
+  head.writeUIntBE(p.offsetInBlock, 11, 6);
+  head.writeUInt8(p.last ? 1 : 0, 17);
+  head.writeUInt32BE(n, 18);
+  for (let i = 0; i < n; i++) head.writeUInt32BE(p.checksums[i]! >>> 0, 22 + 4 * i);
+  return head;
+}
+
+/** A frame of `kind` with `body`. */
+export function frame(kind: FrameKind, body: Buffer = Buffer.alloc(0)): Buffer {
+  const head = Buffer.allocUnsafe(5);
+  head.writeUInt32BE(1 + body.length, 0);
+  head.writeUInt8(kind, 4);
+  return Buffer.concat([head, body]);
+}
+
+/** An ERROR frame for `err`. */
+export function errorFrame(err: HarvestError): Buffer {
+  return frame(
+    FRAME.ERROR,
+    Buffer.from(JSON.stringify({ code: err.code, message: err.message, details: err.details }), "utf8"),
+  );
+}
+
+function decodeData(body: Buffer): DataFrame {
+  if (body.length < DATA_HEADER_BYTES) throw protocolError("a DATA frame shorter than its header");
+  const n = body.readUInt32BE(13);
+  const dataAt = DATA_HEADER_BYTES + 4 * n;
+  if (n > body.length || dataAt > body.length) throw protocolError(`a DATA frame with ${n} checksums does not fit`);
+  const checksums = new Array<number>(n);
+  for (let i = 0; i < n; i++) checksums[i] = body.readUInt32BE(DATA_HEADER_BYTES + 4 * i);
+  return {
+    seq: body.readUIntBE(0, 6),
+    offsetInBlock: body.readUIntBE(6, 6),
+    last: (body.readUInt8(12) & 1) === 1,
+    checksums,
+    data: body.subarray(dataAt),
+  };
+}
+
+function decodeError(body: Buffer): HarvestError {
+  try {
+    const e = JSON.parse(body.toString("utf8")) as { code?: unknown; message?: unknown; details?: unknown };
+    const code =
+      typeof e.code === "string" && e.code in ERROR_CODES ? (e.code as ErrorCode) : "DATANODE_PROTOCOL_ERROR";
+    const details =
+      e.details && typeof e.details === "object"
+        ? (e.details as Record<string, string>)
+        : ({} as Record<string, string>);
+    return new HarvestError(code, typeof e.message === "string" ? e.message : "the datanode failed", { details });
+  } catch {
+    return protocolError("an unreadable ERROR frame");
+  }
+}
+
+/**
+ * Splits a byte stream into frames. Bytes are kept as the chunks that arrived; a frame within one chunk is a slice of
+ * it (no copy), one that spans chunks is joined once.
+ */
+export class FrameReader {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  private magicSeen: boolean;
+
+  constructor(opts: { expectMagic: boolean }) {
+    this.magicSeen = !opts.expectMagic;
+  }
+
+  /** Takes bytes; returns the frames now complete. Throws DATANODE_PROTOCOL_ERROR on a malformed stream. */
+  push(chunk: Buffer): Frame[] {
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    const out: Frame[] = [];
+    for (;;) {
+      if (!this.magicSeen) {
+        if (this.buffered < TRANSFER_MAGIC.length) return out;
+        if (!this.take(TRANSFER_MAGIC.length).equals(TRANSFER_MAGIC))
+          throw protocolError("not a block transfer connection (bad magic)");
+        this.magicSeen = true;
+      }
+      if (this.buffered < 5) return out;
+      const length = this.peekLength();
+      if (length < 1 || length > MAX_FRAME_BYTES) throw protocolError(`a frame of ${length} bytes`);
+      if (this.buffered < 4 + length) return out;
+      const whole = this.take(4 + length);
+      const kind = whole.readUInt8(4);
+      const body = whole.subarray(5);
+      switch (kind) {
+        case FRAME.DATA:
+          out.push({ kind, packet: decodeData(body) });
+          break;
+        case FRAME.ERROR:
+          out.push({ kind, error: decodeError(body) });
+          break;
+        case FRAME.END:
+          out.push({ kind });
+          break;
+        case FRAME.WRITE_HEADER:
+        case FRAME.READ_REQUEST:
+        case FRAME.ACK:
+          out.push({ kind, body });
+          break;
+        default:
+          throw protocolError(`an unknown frame kind ${kind}`);
+      }
+    }
+  }
+
+  private peekLength(): number {
+    const first = this.chunks[0]!;
+    if (first.length >= 4) return first.readUInt32BE(0);
+    const head = Buffer.concat(this.chunks, Math.min(this.buffered, 8));
+    return head.readUInt32BE(0);
+  }
+
+  /** Removes and returns the next `n` buffered bytes (a slice when they lie in one chunk). */
+  private take(n: number): Buffer {
+    this.buffered -= n;
+    const first = this.chunks[0]!;
+    if (first.length >= n) {
+      if (first.length === n) this.chunks.shift();
+      else this.chunks[0] = first.subarray(n);
+      return first.subarray(0, n);
+    }
+    const out = Buffer.allocUnsafe(n);
+    let at = 0;
+    while (at < n) {
+      const c = this.chunks[0]!;
+      const k = Math.min(c.length, n - at);
+      c.copy(out, at, 0, k);
+      at += k;
+      if (k === c.length) this.chunks.shift();
+      else this.chunks[0] = c.subarray(k);
+    }
+    return out;
+  }
+}
+
+// ------------------------------------------------------------------------------------------------ protobuf bodies
+
+interface Codec {
+  serialize(value: object): Buffer;
+  deserialize(bytes: Buffer): object;
+}
+
+let codecs: Record<"header" | "request" | "ack", Codec> | undefined;
+
+/**
+ * The bodies' codecs: the DataTransfer gRPC service's own (de)serializers, so both transports read a message alike. A
+ * write's header travels as a `WritePacket` holding only its `header`.
+ */
+function bodies(): Record<"header" | "request" | "ack", Codec> {
+  if (!codecs) {
+    const svc = loadHarvestProto().DataTransfer.service;
+    const write = svc["WriteBlock"]!;
+    const read = svc["ReadBlock"]!;
+    codecs = {
+      header: { serialize: write.requestSerialize, deserialize: write.requestDeserialize } as Codec,
+      request: { serialize: read.requestSerialize, deserialize: read.requestDeserialize } as Codec,
+      ack: { serialize: write.responseSerialize, deserialize: write.responseDeserialize } as Codec,
+    };
+  }
+  return codecs;
+}
+
+/** Encodes a write's header (a `WritePacket` with `header`), a ReadBlockRequest or a WriteAck. */
+export function encodeBody(which: "header" | "request" | "ack", message: object): Buffer {
+  return bodies()[which].serialize(which === "header" ? { header: message } : message);
+}
+
+/** Decodes a body; throws DATANODE_PROTOCOL_ERROR when it is not that message. */
+export function decodeBody<T>(which: "header" | "request" | "ack", body: Buffer): T {
+  let out: object;
+  try {
+    out = bodies()[which].deserialize(body);
+  } catch (err) {
+    throw protocolError(`a malformed ${which} frame: ${(err as Error).message}`);
+  }
+  if (which === "header") {
+    const header = (out as { header?: object | null }).header;
+    if (!header) throw protocolError("a write header frame without its header");
+    return header as T;
+  }
+  return out as T;
+}
+
+// ------------------------------------------------------------------------------------------------ connections
+
+/** How to reach datanodes' transfer ports: plaintext, or TLS under the cluster CA with this party's certificate. */
+export type TransferSecurity = ClientTls | undefined;
+
+const pemCache = new Map<string, Buffer>();
+function pem(file: string): Buffer {
+  let b = pemCache.get(file);
+  if (!b) {
+    b = readFileSync(file);
+    pemCache.set(file, b);
+  }
+  return b;
+}
+
+/** Splits `host:port` (IPv6 in brackets). */
+export function splitAddress(address: string): { host: string; port: number } {
+  const m = /^\[([^\]]+)\]:(\d+)$/.exec(address) ?? /^([^:]+):(\d+)$/.exec(address);
+  if (!m) throw new HarvestError("INVALID_ARGUMENT", `bad transfer address ${JSON.stringify(address)}`);
+  return { host: m[1]!, port: Number(m[2]) };
+}
+
+/** Opens a connection to a datanode's transfer port and sends the magic. */
+export function connectTransfer(address: string, security: TransferSecurity, timeoutMs = 10_000): net.Socket {
+  const { host, port } = splitAddress(address);
+  const socket = security
+    ? tls.connect({
+        host,
+        port,
+        ca: pem(security.ca),
+        ...(security.cert && security.key ? { cert: pem(security.cert), key: pem(security.key) } : {}),
+        // Harvest checks the server's certificate against the address dialled (IPs included); no SNI name.
+        servername: net.isIP(host) ? "" : host,
+      })
+    : net.connect({ host, port });
+  socket.setNoDelay(true);
+  socket.setTimeout(timeoutMs, () =>
+    socket.destroy(new HarvestError("UNAVAILABLE", `no answer from ${address} within ${timeoutMs} ms`)),
+  );
+  socket.write(TRANSFER_MAGIC);
+  return socket;
+}
+
+/**
+ * One operation's connection seen from its opener, with the stream interface of a gRPC client stream: `write` takes
+ * `{ header }` or `{ data }` (a write) and returns false when the socket wants a 'drain'; 'data' delivers acks (a
+ * write) or packets (a read); 'error' a HarvestError; 'end' the peer closing cleanly.
+ */
+export class BlockConnection extends EventEmitter {
+  private readonly reader = new FrameReader({ expectMagic: false });
+  private closed = false;
+  private sawEnd = false;
+  private isRead = false;
+
+  constructor(
+    readonly address: string,
+    private readonly socket: net.Socket,
+  ) {
+    super();
+    socket.on("data", (chunk: Buffer) => this.onBytes(chunk));
+    socket.on("drain", () => this.emit("drain"));
+    socket.on("error", (err: Error) =>
+      this.failWith(
+        isHarvestError(err)
+          ? err
+          : new HarvestError("UNAVAILABLE", `datanode ${address}: ${err.message}`, { cause: err }),
+      ),
+    );
+    socket.on("end", () => {
+      if (this.closed) return;
+      // A read ends with an END frame; a connection that just closes has not delivered the whole range.
+      if (this.isRead)
+        return this.failWith(new HarvestError("UNAVAILABLE", `datanode ${address} closed the read before its end`));
+      this.closed = true;
+      this.emit("end");
+    });
+    socket.on("close", () => {
+      if (!this.closed) this.failWith(new HarvestError("UNAVAILABLE", `datanode ${address} closed the connection`));
+      this.emit("close");
+    });
+  }
+
+  /** Connects to a datanode's transfer port; the first `write` ({ header }) or `read` names the operation. */
+  static open(address: string, security: TransferSecurity): BlockConnection {
+    return new BlockConnection(address, connectTransfer(address, security));
+  }
+
+  /** Opens a read of a range: the datanode answers DATA frames ('data': { offset, data, checksums }), then END. */
+  static read(address: string, security: TransferSecurity, request: object): BlockConnection {
+    const c = BlockConnection.open(address, security);
+    c.isRead = true;
+    c.socket.write(frame(FRAME.READ_REQUEST, encodeBody("request", request)));
+    return c;
+  }
+
+  get writableNeedDrain(): boolean {
+    return this.socket.writableNeedDrain;
+  }
+
+  /** Sends a write's `{ header }` or a `{ data }` packet, as on the gRPC stream; false: wait for 'drain'. */
+  write(msg: PacketMessage): boolean {
+    if (this.closed) return true;
+    if (msg.header) return this.socket.write(frame(FRAME.WRITE_HEADER, encodeBody("header", msg.header)));
+    const p = msg.data;
+    if (!p) return true;
+    this.socket.cork();
+    this.socket.write(dataFrameHead(p, p.data.length));
+    const ok = p.data.length > 0 ? this.socket.write(p.data) : true;
+    process.nextTick(() => this.socket.uncork());
+    return ok;
+  }
+
+  /**
+   * The opener is done sending. Nothing to do on the wire: a write's last packet says so, and the datanode closes the
+   * connection after its last ack (TLS has no dependable half-close).
+   */
+  end(): void {}
+
+  /** Abandons the operation at once. */
+  cancel(): void {
+    this.closed = true;
+    this.socket.destroy();
+  }
+
+  pause(): void {
+    this.socket.pause();
+  }
+
+  resume(): void {
+    this.socket.resume();
+  }
+
+  private onBytes(chunk: Buffer): void {
+    if (this.closed) return;
+    let frames: Frame[];
+    try {
+      frames = this.reader.push(chunk);
+    } catch (err) {
+      this.failWith(err as HarvestError);
+      return;
+    }
+    for (const f of frames) {
+      if (this.closed) return;
+      switch (f.kind) {
+        case FRAME.ACK:
+          try {
+            this.emit("data", decodeBody("ack", f.body));
+          } catch (err) {
+            this.failWith(err as HarvestError);
+          }
+          break;
+        case FRAME.DATA:
+          this.emit("data", { offset: f.packet.offsetInBlock, data: f.packet.data, checksums: f.packet.checksums });
+          break;
+        case FRAME.ERROR:
+          this.failWith(f.error);
+          break;
+        case FRAME.END:
+          this.sawEnd = true;
+          this.closed = true;
+          this.socket.end();
+          this.emit("end");
+          break;
+        default:
+          this.failWith(protocolError(`a ${f.kind} frame from a datanode`));
+      }
+    }
+  }
+
+  private failWith(err: HarvestError): void {
+    if (this.closed && !this.sawEnd) {
+      if (!this.socket.destroyed) this.socket.destroy();
+      return;
+    }
+    if (this.sawEnd) return;
+    this.closed = true;
+    this.socket.destroy();
+    this.emit("error", err);
+  }
+}

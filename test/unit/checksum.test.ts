@@ -1,0 +1,59 @@
+/** Chunk checksums in bulk, against the native CRC32C as the oracle. */
+import { crc32c } from "@node-rs/crc32";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { CHUNK_BYTES, checksumsMatch, chunkChecksums, combineChecksums, firstBadChunk } from "../../common/checksum.js";
+
+/** One native call per chunk: the way the checksums were computed before, and an independent oracle. */
+function nativeChunks(data: Buffer, chunk = CHUNK_BYTES): number[] {
+  const out: number[] = [];
+  for (let at = 0; at < data.length; at += chunk)
+    out.push(crc32c(data.subarray(at, Math.min(at + chunk, data.length))) >>> 0);
+  return out;
+}
+
+const packets = fc.uint8Array({ minLength: 0, maxLength: 5 * CHUNK_BYTES + 300 }).map((a) => Buffer.from(a));
+
+describe("chunk checksums", () => {
+  it("are the CRC32C of each 512-byte chunk, the last possibly shorter", () => {
+    fc.assert(
+      fc.property(packets, (data) => {
+        expect(chunkChecksums(data)).toEqual(nativeChunks(data));
+      }),
+    );
+    const big = Buffer.alloc(64 * 1024 + 17, 0xa5);
+    expect(chunkChecksums(big)).toEqual(nativeChunks(big));
+    expect(chunkChecksums(big, 4096)).toEqual(nativeChunks(big, 4096));
+  });
+
+  it("combine to the CRC of the concatenation", () => {
+    fc.assert(
+      fc.property(packets, packets, (a, b) => {
+        const whole = crc32c(Buffer.concat([a, b])) >>> 0;
+        expect(combineChecksums(crc32c(a) >>> 0, crc32c(b) >>> 0, b.length)).toBe(whole);
+      }),
+    );
+  });
+
+  it("match in bulk exactly when every chunk matches, and the bad chunk is named", () => {
+    fc.assert(
+      fc.property(packets, fc.nat(), fc.integer({ min: 1, max: 255 }), (data, where, flip) => {
+        const sums = nativeChunks(data);
+        expect(checksumsMatch(data, sums)).toBe(true);
+        expect(firstBadChunk(data, sums)).toBe(-1);
+        if (data.length === 0) return;
+        const at = where % data.length;
+        const bad = Buffer.from(data);
+        bad[at] = bad[at]! ^ flip;
+        expect(checksumsMatch(bad, sums)).toBe(false);
+        expect(firstBadChunk(bad, sums)).toBe(Math.floor(at / CHUNK_BYTES));
+        // A wrong checksum, a missing one and an extra one are refused too.
+        const wrongSum = [...sums];
+        wrongSum[sums.length - 1] = (wrongSum[sums.length - 1]! ^ flip) >>> 0;
+        expect(checksumsMatch(data, wrongSum)).toBe(false);
+        expect(checksumsMatch(data, sums.slice(1))).toBe(false);
+        expect(checksumsMatch(data, [...sums, 0])).toBe(false);
+      }),
+    );
+  });
+});
