@@ -1,7 +1,10 @@
 /**
  * `npm run bench -- dfs`: put and get of a large file through Harvest's file system on a local cluster (namenode and
  * datanodes as separate processes on loopback, one disk), with replication 1 and 3, against `cp` of the same file on
- * the same disk in the same run. The cluster runs plaintext (`insecure`).
+ * the same disk in the same run, with the issue's goals (issue 17) beside the ratios. The cluster runs plaintext
+ * (`insecure`). Blocks move over the datanodes' block transfer ports; `--grpc` repeats every put and get over their
+ * gRPC DataTransfer service (the data path before the ports) and prints port / gRPC. After the replication-3 get,
+ * `--readers` (16) clients read that file at once while the datanodes' resident sizes are sampled.
  *
  * With `--tls` the same puts and gets run twice in this run: on a plaintext cluster, then on a cluster started as
  * `harvest cluster up` starts one by default: a CA made in the (temporary) cluster directory, a `daemon` certificate
@@ -19,6 +22,7 @@ import {
   createReadStream,
   mkdtempSync,
   openSync,
+  readFileSync,
   rmSync,
   writeFileSync,
   writeSync,
@@ -36,11 +40,32 @@ const FLAGS = {
   servers: { kind: "int", default: 4, min: 3, help: "datanodes (one per server)" },
   "block-mib": { kind: "int", default: 64, min: 1, help: "block size in MiB" },
   tls: { kind: "bool", help: "also run on a mutual-TLS cluster and compare it with plaintext" },
+  readers: {
+    kind: "int",
+    default: 16,
+    min: 0,
+    help: "concurrent readers of the replication-3 file whose datanode memory is measured (0: skip)",
+  },
   grpc: {
     kind: "bool",
     help: "also move the blocks over the datanodes' gRPC DataTransfer service (the data path before the transfer port)",
   },
 } as const satisfies Record<string, FlagSpec>;
+
+const MiB = 1024 * 1024;
+
+/** Issue 17: a datanode serving 16 concurrent readers stays under this resident size. */
+const DATANODE_RSS_GOAL_BYTES = 200 * MiB;
+
+/** Resident bytes of a process (VmRSS), 0 when it is gone. */
+function rssBytes(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
 
 /** Issue 17: put r1, get and put r3 at least these fractions of cp + sync, on plaintext and on TLS. */
 const GOALS: Record<Transport, { put1: number; get: number; put3: number }> = {
@@ -50,8 +75,6 @@ const GOALS: Record<Transport, { put1: number; get: number; put3: number }> = {
 
 /** Issue 12: DFS get with TLS at least this fraction of plaintext. */
 const TARGET_TLS_GET_RATIO = 0.7;
-
-const MiB = 1024 * 1024;
 
 async function sha256(stream: NodeJS.ReadableStream): Promise<string> {
   const h = createHash("sha256");
@@ -111,6 +134,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
     const idle = join(work, "idle.csv");
     writeFileSync(idle, "time_s,cpu_pct\n0,0\n300,0\n600,0\n");
     const rows: DfsRun[] = [];
+    let readersRun: ReadersRun | undefined;
     const transports: Transport[] = f.tls ? ["plaintext", "TLS"] : ["plaintext"];
     for (const transport of transports) {
       const clusterDir = join(work, `cluster-${transport.toLowerCase()}`);
@@ -139,6 +163,9 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
               progress(`${transport}, ${dataPath}: get with replication ${replication}`);
               const [hash, getMs] = await timedAsync(() => sha256(dfs.createReadStream(path)));
               rows.push({ transport, path: dataPath, replication, putMs, getMs, ok: hash === sourceHash });
+              if (replication === 3 && dataPath === "transfer port" && f.readers > 0 && !readersRun) {
+                readersRun = await concurrentReaders(dfs, path, f.readers, sourceHash, desc, progress);
+              }
               await dfs.delete(path);
             }
           } finally {
@@ -181,7 +208,16 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       ...goalLines(rows, mbps(cpTotal), mbps),
     ];
     if (f.grpc) lines.push("", ...grpcComparison(rows, mbps));
-    const result: Record<string, unknown> = { flags: f, bytes, cpMs, syncMs, runs: rows, goals: GOALS };
+    if (readersRun)
+      lines.push(
+        "",
+        `${readersRun.readers} concurrent readers of the replication-3 file (transfer port): ${fmt(
+          (readersRun.readers * bytes) / 1e6 / (readersRun.ms / 1000),
+        )} MB/s in all, every read byte-identical: ${readersRun.ok ? "yes" : "NO"}; largest datanode resident size ${fmt(
+          readersRun.maxRssBytes / MiB,
+        )} MiB (goal < ${fmt(DATANODE_RSS_GOAL_BYTES / MiB, 0)} MiB: ${readersRun.maxRssBytes < DATANODE_RSS_GOAL_BYTES ? "met" : "NOT met"})`,
+      );
+    const result: Record<string, unknown> = { flags: f, bytes, cpMs, syncMs, runs: rows, goals: GOALS, readersRun };
     if (f.tls) {
       const comparison = tlsComparison(rows, mbps);
       lines.push("", ...comparison.lines);
@@ -190,6 +226,40 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
     return { lines, result };
   } finally {
     rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** Concurrent reads of one file and the datanodes' largest resident size meanwhile. */
+interface ReadersRun {
+  readers: number;
+  ms: number;
+  ok: boolean;
+  maxRssBytes: number;
+}
+
+async function concurrentReaders(
+  dfs: ReturnType<typeof localDfsClient>,
+  path: string,
+  readers: number,
+  sourceHash: string,
+  desc: Awaited<ReturnType<typeof startCluster>>,
+  progress: (line: string) => void,
+): Promise<ReadersRun> {
+  progress(`${readers} concurrent readers of ${path}`);
+  const pids = desc.nodes.flatMap((n) => (n.datanode ? [n.datanode.pid] : []));
+  let maxRssBytes = 0;
+  const sample = (): void => {
+    for (const pid of pids) maxRssBytes = Math.max(maxRssBytes, rssBytes(pid));
+  };
+  const timer = setInterval(sample, 100);
+  try {
+    const [hashes, ms] = await timedAsync(() =>
+      Promise.all(Array.from({ length: readers }, () => sha256(dfs.createReadStream(path)))),
+    );
+    sample();
+    return { readers, ms, ok: hashes.every((h) => h === sourceHash), maxRssBytes };
+  } finally {
+    clearInterval(timer);
   }
 }
 

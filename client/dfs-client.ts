@@ -715,12 +715,25 @@ class DfsWriteStream extends Writable {
     return (this.current?.bytes ?? 0) + this.pendingBytes;
   }
 
+  /** The first `n` pending bytes: a slice when they lie in one buffer (a large write is never copied whole). */
   private takePending(n: number): Buffer {
-    const all = Buffer.concat(this.pending);
-    const out = all.subarray(0, n);
-    const rest = all.subarray(n);
-    this.pending = rest.length > 0 ? [rest] : [];
-    this.pendingBytes = rest.length;
+    this.pendingBytes -= n;
+    const first = this.pending[0]!;
+    if (first.length >= n) {
+      if (first.length === n) this.pending.shift();
+      else this.pending[0] = first.subarray(n);
+      return first.subarray(0, n);
+    }
+    const out = Buffer.allocUnsafe(n);
+    let at = 0;
+    while (at < n) {
+      const b = this.pending[0]!;
+      const k = Math.min(b.length, n - at);
+      b.copy(out, at, 0, k);
+      at += k;
+      if (k === b.length) this.pending.shift();
+      else this.pending[0] = b.subarray(k);
+    }
     return out;
   }
 

@@ -794,9 +794,15 @@ export class ReplicaWriter {
   /**
    * Appends `data` at `offset`, which must be where the previous write ended, and must be chunk-aligned (only the
    * final write may end mid-chunk). `checksums` holds the CRC32C of each 512-byte chunk of `data`; any mismatch is
-   * refused with DATANODE_CHECKSUM_MISMATCH and nothing is written.
+   * refused with DATANODE_CHECKSUM_MISMATCH and nothing is written. With `verified`, the caller has checked them
+   * against the data already (the pipeline does, before it forwards a packet).
    */
-  write(offset: number, data: Uint8Array, checksums: readonly number[]): Promise<void> {
+  write(
+    offset: number,
+    data: Uint8Array,
+    checksums: readonly number[],
+    opts: { verified?: boolean } = {},
+  ): Promise<void> {
     return this.serial(async () => {
       this.checkOpen();
       if (!(Number.isSafeInteger(offset) && offset === this.written))
@@ -818,7 +824,7 @@ export class ReplicaWriter {
           `block ${this.block.blockId}: ${checksums.length} checksums for ${chunks} chunks at offset ${offset}`,
         );
       // One native CRC of the packet against the fold of its chunk checksums; the bad chunk is named on a failure.
-      if (!checksumsMatch(data, checksums))
+      if (!opts.verified && !checksumsMatch(data, checksums))
         throw new HarvestError(
           "DATANODE_CHECKSUM_MISMATCH",
           `block ${this.block.blockId}: checksum mismatch in chunk ${offset / CHUNK_SIZE + Math.max(0, firstBadChunk(data, checksums))}`,

@@ -18,7 +18,8 @@ import type { ErrorCode } from "../common/errors.js";
 import { loadHarvestProto, makeClient, unary } from "../common/grpc.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import type { Logger } from "../common/log.js";
-import { checkBlockKey } from "./block-store.js";
+import { CHUNK_SIZE, checkBlockKey, READ_PIECE_BYTES } from "./block-store.js";
+import { checksumsMatch, firstBadChunk } from "../common/checksum.js";
 import type { BlockKey, BlockStore, ReplicaWriter } from "./block-store.js";
 import { NO_TRANSFER_METRICS } from "./dn-metrics.js";
 import type { TransferMetrics } from "./dn-metrics.js";
@@ -185,14 +186,19 @@ export class DataTransferService {
    * Sends a range of a finalized replica to `sink`, piece by piece with its checksums, with back-pressure; stops when
    * `cancelled` aborts. Throws a HarvestError (bad token, busy primary, missing or corrupt replica).
    */
-  async serveRead(req: ReadBlockRequestOutput, sink: ReadSink, cancelled: AbortSignal): Promise<void> {
+  async serveRead(
+    req: ReadBlockRequestOutput,
+    sink: ReadSink,
+    cancelled: AbortSignal,
+    pieceBytes = READ_PIECE_BYTES,
+  ): Promise<void> {
     const { host } = this;
     this.reads++;
     try {
       const block = checkBlockKey(req.block);
       host.checkBlockToken(req.blockToken, block.blockId, "READ");
       if (host.isPrimaryBusy()) throw this.refuseBusy("read");
-      for await (const piece of host.store.read(block, req.offset, req.length)) {
+      for await (const piece of host.store.read(block, req.offset, req.length, pieceBytes)) {
         if (cancelled.aborted) return;
         // The primary wins mid-read too: the reader moves on to another replica.
         if (host.isPrimaryBusy()) throw this.refuseBusy("read");
@@ -365,31 +371,42 @@ class WriteSession {
     if (p.data.length > MAX_PACKET_BYTES)
       throw protocolError(`packet of ${p.data.length} bytes exceeds ${MAX_PACKET_BYTES}`);
     if (this.svc.host.isPrimaryBusy()) throw this.svc.refuseBusy("write");
-    // Verified and on local disk (not yet synced) before it travels on: a bad packet never reaches downstream.
-    try {
-      await writer.write(p.offsetInBlock, p.data, p.checksums);
-    } catch (err) {
-      if (isHarvestError(err, "DATANODE_CHECKSUM_MISMATCH")) this.svc.metrics.checksumFailed("write");
-      throw err;
+    if (p.offsetInBlock !== this.nextOffset)
+      throw protocolError(`packet at offset ${p.offsetInBlock}, expected ${this.nextOffset}`);
+    if (p.data.length > 0 && this.nextOffset % CHUNK_SIZE !== 0)
+      throw protocolError(`data after a partial chunk at offset ${this.nextOffset}`);
+    // Verified before it travels on (one native CRC of the packet): a bad packet never reaches downstream.
+    if (!checksumsMatch(p.data, p.checksums)) {
+      this.svc.metrics.checksumFailed("write");
+      const bad = Math.max(0, firstBadChunk(p.data, p.checksums));
+      throw new HarvestError(
+        "DATANODE_CHECKSUM_MISMATCH",
+        `block ${this.blockId}: checksum mismatch in chunk ${p.offsetInBlock / CHUNK_SIZE + bad}`,
+      );
     }
-    this.svc.metrics.bytesWritten(p.data.length);
     this.lastSeq = p.seq;
     this.nextOffset = p.offsetInBlock + p.data.length;
-    const entry: PendingAck = { seq: p.seq, last: p.last, local: !p.last, down: !this.down };
+    const entry: PendingAck = { seq: p.seq, last: p.last, local: false, down: !this.down };
     this.pending.push(entry);
     if (p.last) this.sawLast = true;
+    // Downstream first, so every hop writes while the next one receives (HDFS's pipeline); the ack still waits for
+    // both this node's write and downstream's ack.
+    let downstreamReady: Promise<void> | undefined;
     if (this.down) {
       this.armAckTimer();
       const ok = this.down.write({ data: p });
       if (p.last) this.down.end();
-      else if (!ok) await drained(this.down, this.over.signal);
+      else if (!ok) downstreamReady = drained(this.down, this.over.signal);
     }
+    await writer.write(p.offsetInBlock, p.data, p.checksums, { verified: true });
+    this.svc.metrics.bytesWritten(p.data.length);
     if (p.last) {
       // Our fsync runs while downstream does its own; the last ack waits for both.
       await writer.finalize(this.nextOffset);
-      entry.local = true;
     }
+    entry.local = true;
     this.flush();
+    await downstreamReady;
     // An upstream that does not read its acks is not fed more until it does.
     if (this.call.writableNeedDrain) await drained(this.call, this.over.signal);
   }

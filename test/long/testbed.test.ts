@@ -59,14 +59,20 @@ describe("harvest sim validate", () => {
     expect(r.status, r.stderr).toBe(0);
     const report = JSON.parse(r.stdout) as ValidationReport;
 
-    // Both testbed runs finished every job they submitted, and they submitted the whole schedule.
+    // Both testbed runs submitted the whole schedule and the simulator ran the same jobs. A job still running at the
+    // schedule's deadline (1.5x its planned time) is cut there on both sides; how many are cut depends on the machine's
+    // speed (the real side) and the plan (the simulator's), so the sides must agree within a job or a tenth, and most
+    // jobs must finish, rather than every one beating a wall-clock deadline.
     expect(report.plan.jobs).toBeGreaterThan(0);
+    const slack = Math.max(1, Math.ceil(report.plan.jobs / 10));
     for (const policy of ["stock", "history"] as const) {
       expect(report.jobsSubmitted.testbed[policy]).toBe(report.plan.jobs);
-      expect(report.jobsFinished.testbed[policy]).toBe(report.plan.jobs);
-      // The simulator ran the same jobs.
+      expect(report.jobsFinished.testbed[policy]).toBeGreaterThanOrEqual(Math.ceil(report.plan.jobs * 0.8));
       expect(report.jobsSubmitted.simulator[policy]).toBe(report.jobsSubmitted.testbed[policy]);
-      expect(report.jobsFinished.simulator[policy]).toBe(report.jobsFinished.testbed[policy]);
+      expect(
+        Math.abs(report.jobsFinished.simulator[policy] - report.jobsFinished.testbed[policy]),
+        `${policy}: simulator ${report.jobsFinished.simulator[policy]}, testbed ${report.jobsFinished.testbed[policy]} finished`,
+      ).toBeLessThanOrEqual(slack);
       expect(report.jobTime.testbed[policy]).toBeGreaterThan(0);
       expect(report.jobTime.simulator[policy]).toBeGreaterThan(0);
     }
