@@ -47,7 +47,6 @@ export type DfsDatanode = DatanodeReportOutput;
 
 /** A replica range being read, on either transport: 'data' delivers ReadChunks, then 'end' (or 'error'). */
 export interface BlockReadStream {
-   
   on(event: string, listener: (...args: any[]) => void): unknown;
   pause(): unknown;
   resume(): unknown;

@@ -69,9 +69,9 @@ export interface PacketStream {
   end(): void;
   cancel(): void;
   readonly writableNeedDrain: boolean;
-   
+
   on(event: string, listener: (...args: any[]) => void): unknown;
-   
+
   off(event: string, listener: (...args: any[]) => void): unknown;
 }
 

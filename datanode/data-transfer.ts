@@ -47,7 +47,6 @@ const MAX_QUEUED_PACKETS = 4;
  * (block-server.ts). 'data' delivers `WritePacket`s, 'end' the writer's clean end, 'cancelled' the writer vanishing.
  */
 export interface WriteUpstream extends Drainable {
-   
   on(event: string, listener: (...args: any[]) => void): unknown;
   isPaused(): boolean;
   pause(): unknown;
