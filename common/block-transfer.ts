@@ -5,7 +5,8 @@
  * A connection carries one operation. The opener sends the 4-byte magic `HBT1`, then frames; every frame is
  * `u32 length | u8 kind | body` (length counts kind and body, big-endian):
  *
- * - WRITE_HEADER (opener): a `WriteHeader` protobuf (block, the rest of the pipeline, block token). Then DATA frames.
+ * - WRITE_HEADER (opener): a `WritePacket` protobuf holding only its `header` (block, the rest of the pipeline, block
+ *   token). Then DATA frames.
  * - READ_REQUEST (opener): a `ReadBlockRequest` protobuf. The datanode answers DATA frames, then END.
  * - DATA: `u48 seq | u48 offset | u8 flags (1: last) | u32 n | n x u32 chunk CRC32C | data`. The data follows the
  *   checksums unframed, so a 64 KiB packet is written to the socket as it is and read back as a slice, never encoded.
@@ -296,6 +297,9 @@ function pem(file: string): Buffer {
   return b;
 }
 
+/** Idle time before TCP keepalive probes on a transfer connection (gRPC's channels ping every 5 s). */
+export const TRANSFER_KEEPALIVE_MS = 5_000;
+
 /** Splits `host:port` (IPv6 in brackets). */
 export function splitAddress(address: string): { host: string; port: number } {
   const m = /^\[([^\]]+)\]:(\d+)$/.exec(address) ?? /^([^:]+):(\d+)$/.exec(address);
@@ -317,9 +321,16 @@ export function connectTransfer(address: string, security: TransferSecurity, tim
       })
     : net.connect({ host, port });
   socket.setNoDelay(true);
-  socket.setTimeout(timeoutMs, () =>
-    socket.destroy(new HarvestError("UNAVAILABLE", `no answer from ${address} within ${timeoutMs} ms`)),
+  // A peer that vanishes without a word (a server powered off, a partition) is noticed as gRPC's keepalives do.
+  socket.setKeepAlive(true, TRANSFER_KEEPALIVE_MS);
+  // Only the connection (and TLS handshake) is timed: once up, a paused reader or a pipeline waiting for its acks may
+  // be quiet for long (the datanodes' ack timeout covers a silent peer).
+  const connectTimer = setTimeout(
+    () => socket.destroy(new HarvestError("UNAVAILABLE", `no connection to ${address} within ${timeoutMs} ms`)),
+    timeoutMs,
   );
+  socket.once(security ? "secureConnect" : "connect", () => clearTimeout(connectTimer));
+  socket.once("close", () => clearTimeout(connectTimer));
   socket.write(TRANSFER_MAGIC);
   return socket;
 }

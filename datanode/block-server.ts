@@ -18,6 +18,7 @@ import {
   FRAME,
   frame,
   FrameReader,
+  TRANSFER_KEEPALIVE_MS,
 } from "../common/block-transfer.js";
 import type { Frame } from "../common/block-transfer.js";
 import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
@@ -111,6 +112,7 @@ export class BlockServer {
     this.sockets.add(socket);
     socket.on("close", () => this.sockets.delete(socket));
     socket.setNoDelay(true);
+    socket.setKeepAlive(true, TRANSFER_KEEPALIVE_MS);
     const identity =
       socket instanceof tls.TLSSocket
         ? socket.authorized
