@@ -25,6 +25,7 @@ import { readFileSync } from "node:fs";
 import { HarvestError, isHarvestError, ERROR_CODES } from "./errors.js";
 import type { ErrorCode } from "./errors.js";
 import { loadHarvestProto } from "./grpc.js";
+import { parseHostPort } from "./net-address.js";
 import type { ClientTls } from "./tls.js";
 
 /** The first bytes of every connection. */
@@ -300,16 +301,18 @@ function pem(file: string): Buffer {
 /** Idle time before TCP keepalive probes on a transfer connection (gRPC's channels ping every 5 s). */
 export const TRANSFER_KEEPALIVE_MS = 5_000;
 
-/** Splits `host:port` (IPv6 in brackets). */
-export function splitAddress(address: string): { host: string; port: number } {
-  const m = /^\[([^\]]+)\]:(\d+)$/.exec(address) ?? /^([^:]+):(\d+)$/.exec(address);
-  if (!m) throw new HarvestError("INVALID_ARGUMENT", `bad transfer address ${JSON.stringify(address)}`);
-  return { host: m[1]!, port: Number(m[2]) };
-}
-
 /** Opens a connection to a datanode's transfer port and sends the magic. */
 export function connectTransfer(address: string, security: TransferSecurity, timeoutMs = 10_000): net.Socket {
-  const { host, port } = splitAddress(address);
+  const parsed = parseHostPort(address);
+  if (!parsed) {
+    // As a datanode that cannot be reached: the caller moves on to another replica or pipeline.
+    const socket = new net.Socket();
+    process.nextTick(() =>
+      socket.destroy(new HarvestError("UNAVAILABLE", `bad transfer address ${JSON.stringify(address)}`)),
+    );
+    return socket;
+  }
+  const { host, port } = parsed;
   const socket = security
     ? tls.connect({
         host,

@@ -51,3 +51,12 @@ export function bindAddress(host: string, port: number): string {
   if (host === "") return `0.0.0.0:${port}`;
   return formatAddress(host === "[::]" ? "::" : host, port);
 }
+
+/** Splits a peer's `host:port` (IPv6 in brackets); undefined unless the host is valid and the port in 1..65535. */
+export function parseHostPort(address: string): { host: string; port: number } | undefined {
+  const m = /^\[([^\]]+)\]:(\d{1,5})$/.exec(address) ?? /^([^:[\]]+):(\d{1,5})$/.exec(address);
+  if (!m) return undefined;
+  const port = Number(m[2]);
+  if (!(port >= 1 && port <= 65_535) || !isValidHost(m[1]!)) return undefined;
+  return { host: m[1]!, port };
+}

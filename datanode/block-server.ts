@@ -123,6 +123,7 @@ export class BlockServer {
     const idle = setTimeout(() => socket.destroy(), FIRST_FRAME_TIMEOUT_MS);
     let handler: ((frames: Frame[]) => void) | undefined;
     const refuse = (err: unknown): void => {
+      this.host.transfer.metrics.transferConnection("refused");
       const h = isHarvestError(err) ? err : new HarvestError("DATANODE_PROTOCOL_ERROR", errorMessage(err));
       socket.end(errorFrame(h));
       setTimeout(() => socket.destroy(), 1_000).unref();
@@ -168,6 +169,7 @@ export class BlockServer {
     if (first.kind === FRAME.WRITE_HEADER) {
       const header = decodeBody<WriteHeaderOutput>("header", first.body);
       this.host.admit(identity, header.blockToken);
+      this.host.transfer.metrics.transferConnection("write");
       const upstream = new SocketUpstream(socket);
       this.host.transfer.startWrite(upstream);
       upstream.deliver({ header });
@@ -181,6 +183,7 @@ export class BlockServer {
     if (first.kind === FRAME.READ_REQUEST) {
       const request = decodeBody<ReadBlockRequestOutput>("request", first.body);
       this.host.admit(identity, request.blockToken);
+      this.host.transfer.metrics.transferConnection("read");
       void this.read(request, socket);
       return () => {
         throw new HarvestError("DATANODE_PROTOCOL_ERROR", "frames after a read request");

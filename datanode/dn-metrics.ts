@@ -29,6 +29,8 @@ export interface TransferMetrics {
   checksumFailed(operation: "read" | "write"): void;
   /** A write session on this datanode failed, with its Harvest error code (or CANCELLED: the writer went away). */
   writeFailed(code: string): void;
+  /** A connection to the block transfer port began a write or a read, or was refused (bad peer or bad frames). */
+  transferConnection(outcome: "write" | "read" | "refused"): void;
 }
 
 /** What the gauges read at each scrape. */
@@ -55,6 +57,7 @@ export class DataNodeMetrics implements TransferMetrics {
   private readonly busy: Counter<"operation">;
   private readonly checksums: Counter<"operation">;
   private readonly writeFailures: Counter<"code">;
+  private readonly transferConnections: Counter<"outcome">;
 
   constructor(datanodeId: string, source: DataNodeMetricsSource) {
     const registry = daemonRegistry("datanode", datanodeId);
@@ -111,6 +114,12 @@ export class DataNodeMetrics implements TransferMetrics {
       name: "harvest_dn_write_failures_total",
       help: "Write pipeline sessions on this datanode that failed, by Harvest error code (CANCELLED: the writer left)",
       labelNames: ["code"],
+      registers,
+    });
+    this.transferConnections = new Counter({
+      name: "harvest_dn_transfer_connections_total",
+      help: "Connections to the block transfer port, by outcome: write, read, or refused (no certificate or token, bad frames)",
+      labelNames: ["outcome"],
       registers,
     });
     new Gauge({
@@ -207,6 +216,11 @@ export class DataNodeMetrics implements TransferMetrics {
     this.writeFailures.inc({ code: code === "CANCELLED" || code in ERROR_CODES ? code : "OTHER" });
   }
 
+  /** See TransferMetrics. */
+  transferConnection(outcome: "write" | "read" | "refused"): void {
+    this.transferConnections.inc({ outcome });
+  }
+
   /** A replica of `bytes` was copied to another datanode's pipeline. */
   replicationSent(bytes: number): void {
     this.replications.inc();
@@ -228,4 +242,5 @@ export const NO_TRANSFER_METRICS: TransferMetrics = {
   refusedBusy: () => undefined,
   checksumFailed: () => undefined,
   writeFailed: () => undefined,
+  transferConnection: () => undefined,
 };

@@ -27,7 +27,7 @@ import type { ServiceRules } from "../common/auth.js";
 import { DelegationTokens } from "../common/delegation-token.js";
 import { INSECURE_WARNING } from "../common/options.js";
 import { serveWorkerStream } from "../common/worker-stream.js";
-import { formatAddress } from "../common/net-address.js";
+import { formatAddress, parseHostPort } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { daemonRegistry, grpcServerMetrics } from "../common/metrics.js";
@@ -1022,6 +1022,13 @@ export class NameNode {
       throw new HarvestError("INVALID_ARGUMENT", "datanode registration needs its address", {
         details: { field: "address" },
       });
+    // Clients dial it: a registration naming something that is not host:port is refused, not passed on to them.
+    if (reg.transferAddress && !parseHostPort(reg.transferAddress))
+      throw new HarvestError(
+        "INVALID_ARGUMENT",
+        `datanode ${id}: transfer address ${JSON.stringify(reg.transferAddress.slice(0, 100))} is not host:port`,
+        { details: { field: "transferAddress" } },
+      );
     const now = this.clock.nowMs();
     const existing = this.datanodes.get(id);
     if (existing?.stream && existing.stream !== stream) existing.stream.end();

@@ -109,8 +109,8 @@ describe("node manager and datanode metrics", () => {
       expect(sumSamples(m, "harvest_dn_capacity_bytes")).toBeGreaterThan(0);
       expect(sumSamples(m, "harvest_dn_replicas")).toBeGreaterThanOrEqual(4);
       expect(m.get("harvest_dn_bytes_written_total")?.[0]?.labels).toMatchObject({ daemon: "datanode" });
-      // The gRPC server's calls are counted in the same registry.
-      expect(m.has("harvest_grpc_server_handled_total")).toBe(true);
+      // The blocks came over the block transfer port, whose connections are counted in the same registry.
+      expect(sumSamples(m, "harvest_dn_transfer_connections_total", { outcome: "write" })).toBeGreaterThan(0);
     }
     expect(written).toBeGreaterThanOrEqual(FILE_BYTES * REPLICATION);
     expect(blocks).toBeGreaterThanOrEqual(4 * REPLICATION);
@@ -132,6 +132,14 @@ describe("node manager and datanode metrics", () => {
       launched += sumSamples(m, "harvest_nm_containers_launched_total");
       completed += sumSamples(m, "harvest_nm_containers_completed_total", { cause: "succeeded" });
     }
+    // The job managers' StartContainer calls, counted by the gRPC server in the node managers' registries.
+    let startCalls = 0;
+    for (const nm of c.desc.nodes)
+      startCalls += sumSamples(await scrape(c, nm), "harvest_grpc_server_handled_total", {
+        method: "StartContainer",
+        code: "OK",
+      });
+    expect(startCalls).toBeGreaterThanOrEqual(2);
     // A job manager and two tasks at least.
     expect(launched).toBeGreaterThanOrEqual(3);
     expect(completed).toBeGreaterThanOrEqual(2);

@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { describe, expect, it } from "vitest";
-import { bindAddress, formatAddress, resolveAdvertiseHost } from "../../common/net-address.js";
+import { bindAddress, formatAddress, parseHostPort, resolveAdvertiseHost } from "../../common/net-address.js";
 import { resolveDataNodeOptions } from "../../datanode/options.js";
 import { resolveNameNodeOptions } from "../../namenode/options.js";
 import { resolveNodeManagerOptions } from "../../nodemanager/options.js";
@@ -43,5 +43,13 @@ describe("bind and advertised addresses", () => {
       resolveDataNodeOptions({ datanodeId: "s7", namenodeAddress: "m:1", dataDir: "/d", ...on }).advertiseHost,
     ).toBe("server-7.example.net");
     expect(resolveResourceManagerOptions({ dataDir: "/d" }).advertiseHost).toBe("127.0.0.1");
+  });
+
+  it("reads a peer's host:port, and nothing else", () => {
+    expect(parseHostPort("10.0.0.7:9866")).toEqual({ host: "10.0.0.7", port: 9866 });
+    expect(parseHostPort("server-1.example.net:9866")).toEqual({ host: "server-1.example.net", port: 9866 });
+    expect(parseHostPort("[fd00::7]:9866")).toEqual({ host: "fd00::7", port: 9866 });
+    for (const bad of ["valueOf", "", "host:", ":9866", "host:0", "host:70000", "a b:1", "fd00::7:9866", "h:1:2"])
+      expect(parseHostPort(bad), bad).toBeUndefined();
   });
 });
