@@ -23,7 +23,6 @@ import {
 import type { Frame } from "../common/block-transfer.js";
 import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 import type { Logger } from "../common/log.js";
-import { formatAddress } from "../common/net-address.js";
 import { identityOfCertificate } from "../common/tls.js";
 import type { Identity, TlsFiles } from "../common/tls.js";
 import type { DataTransferService, ReadSink, WriteUpstream } from "./data-transfer.js";
@@ -103,11 +102,6 @@ export class BlockServer {
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 
-  /** The address to advertise for a bound port. */
-  static address(advertiseHost: string, port: number): string {
-    return formatAddress(advertiseHost, port);
-  }
-
   private accept(socket: net.Socket): void {
     this.sockets.add(socket);
     socket.on("close", () => this.sockets.delete(socket));
@@ -134,7 +128,6 @@ export class BlockServer {
         frames = reader.push(chunk);
       } catch (err) {
         socket.off("data", onData);
-        if (handler) handler = undefined;
         refuse(err);
         return;
       }
