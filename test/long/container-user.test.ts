@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containerProcessFile } from "../../common/container-leftovers.js";
 import { lookupAccount } from "../../nodemanager/run-as.js";
-import { cpuVertex, findFiles, startTestCluster, traceSpec } from "./harness.js";
-import type { TestCluster } from "./harness.js";
+import { cpuVertex, findFiles, startTestCluster, traceSpec } from "../integration/harness.js";
+import type { TestCluster } from "../integration/harness.js";
 
 const asRoot = process.getuid?.() === 0;
 if (!asRoot) console.log("skipping container-user.test.ts: node managers switch users only when they run as root");

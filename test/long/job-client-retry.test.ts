@@ -8,8 +8,8 @@ import { isHarvestError } from "../../common/errors.js";
 import { Logger } from "../../common/log.js";
 import { ResourceManager } from "../../resourcemanager/resource-manager.js";
 import type { RmOutage } from "../../client/job-client.js";
-import { cpuVertex, startLocalCluster, waitFor } from "./harness.js";
-import type { LocalCluster } from "./harness.js";
+import { cpuVertex, startLocalCluster, waitFor } from "../integration/harness.js";
+import type { LocalCluster } from "../integration/harness.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

@@ -19,7 +19,7 @@ import { ResourceManager } from "../../resourcemanager/resource-manager.js";
 import type { ApplicationMasterServiceClient } from "../../proto/generated/harvest/v1/ApplicationMasterService.js";
 import type { ContainerManagerClient } from "../../proto/generated/harvest/v1/ContainerManager.js";
 import type { PowerAdminClient } from "../../proto/generated/harvest/v1/PowerAdmin.js";
-import { requireBuild } from "./harness.js";
+import { requireBuild } from "../integration/harness.js";
 
 const CAPACITY_MILLI = 4_000;
 /** The primary's steady level: 25 % of the server. */

@@ -4,8 +4,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { JobClient } from "../../client/job-client.js";
 import { Logger } from "../../common/log.js";
 import { ResourceManager } from "../../resourcemanager/resource-manager.js";
-import { cpuVertex, startLocalCluster, waitFor } from "./harness.js";
-import type { LocalCluster } from "./harness.js";
+import { cpuVertex, startLocalCluster, waitFor } from "../integration/harness.js";
+import type { LocalCluster } from "../integration/harness.js";
 
 describe("a restarted resource manager", () => {
   let c: LocalCluster | undefined;

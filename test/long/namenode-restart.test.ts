@@ -13,8 +13,8 @@ import { localDfsClient, restartDaemon } from "../../cli/cluster.js";
 import type { DfsClient } from "../../client/dfs-client.js";
 import { isHarvestError } from "../../common/errors.js";
 import { Logger } from "../../common/log.js";
-import { startTestCluster, traceSpec } from "./harness.js";
-import type { TestCluster } from "./harness.js";
+import { startTestCluster, traceSpec } from "../integration/harness.js";
+import type { TestCluster } from "../integration/harness.js";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
