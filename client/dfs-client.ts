@@ -10,6 +10,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { Metadata } from "@grpc/grpc-js";
 import { CHUNK_BYTES, checksumsMatch, chunkChecksums } from "../common/checksum.js";
 import { BlockConnection } from "../common/block-transfer.js";
+import { ByteQueue } from "../common/byte-queue.js";
 import type { PacketStream } from "../common/block-transfer.js";
 import { randomUUID } from "node:crypto";
 import { createReadStream as fsReadStream, createWriteStream as fsWriteStream } from "node:fs";
@@ -631,8 +632,8 @@ class DfsWriteStream extends Writable {
   private blockSize = 0;
   private previous: BlockOutput | undefined;
   private current: BlockWrite | undefined;
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
+  /** Bytes taken but not yet sent in a packet (a large write is sliced, never re-joined per packet). */
+  private readonly pending = new ByteQueue();
   private acked = 0;
   /** The most ever reported to onProgress (a replay after a failover acknowledges bytes again). */
   private reported = 0;
@@ -703,37 +704,14 @@ class DfsWriteStream extends Writable {
       const piece = data.subarray(0, room);
       data = data.subarray(piece.length);
       this.pending.push(piece);
-      this.pendingBytes += piece.length;
-      while (this.pendingBytes >= PACKET_BYTES) await this.sendPacket(this.takePending(PACKET_BYTES));
+      while (this.pending.length >= PACKET_BYTES) await this.sendPacket(this.pending.take(PACKET_BYTES));
       if (this.blockBytes() === this.blockSize) await this.endBlock();
     }
   }
 
   /** Bytes of the current block, sent or pending. */
   private blockBytes(): number {
-    return (this.current?.bytes ?? 0) + this.pendingBytes;
-  }
-
-  /** The first `n` pending bytes: a slice when they lie in one buffer (a large write is never copied whole). */
-  private takePending(n: number): Buffer {
-    this.pendingBytes -= n;
-    const first = this.pending[0]!;
-    if (first.length >= n) {
-      if (first.length === n) this.pending.shift();
-      else this.pending[0] = first.subarray(n);
-      return first.subarray(0, n);
-    }
-    const out = Buffer.allocUnsafe(n);
-    let at = 0;
-    while (at < n) {
-      const b = this.pending[0]!;
-      const k = Math.min(b.length, n - at);
-      b.copy(out, at, 0, k);
-      at += k;
-      if (k === b.length) this.pending.shift();
-      else this.pending[0] = b.subarray(k);
-    }
-    return out;
+    return (this.current?.bytes ?? 0) + this.pending.length;
   }
 
   private async sendPacket(data: Buffer): Promise<void> {
@@ -747,7 +725,7 @@ class DfsWriteStream extends Writable {
   }
 
   private async endBlock(): Promise<void> {
-    if (this.pendingBytes > 0) await this.sendPacket(this.takePending(this.pendingBytes));
+    if (this.pending.length > 0) await this.sendPacket(this.pending.take(this.pending.length));
     let bw = this.current;
     if (!bw) return;
     for (;;) {
@@ -847,7 +825,7 @@ class DfsWriteStream extends Writable {
 
   private async finishAll(): Promise<void> {
     if (!this.created) return;
-    if (this.pendingBytes > 0 || this.current) await this.endBlock();
+    if (this.pending.length > 0 || this.current) await this.endBlock();
     await this.client.nnCallRetrying("complete", this.client.namenode.complete, {
       path: this.path,
       clientName: this.client.options.clientName,

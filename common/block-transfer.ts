@@ -25,6 +25,7 @@ import { readFileSync } from "node:fs";
 import { HarvestError, isHarvestError, ERROR_CODES } from "./errors.js";
 import type { ErrorCode } from "./errors.js";
 import { loadHarvestProto } from "./grpc.js";
+import { ByteQueue } from "./byte-queue.js";
 import { parseHostPort } from "./net-address.js";
 import type { ClientTls } from "./tls.js";
 
@@ -157,8 +158,7 @@ function decodeError(body: Buffer): HarvestError {
  * it (no copy), one that spans chunks is joined once.
  */
 export class FrameReader {
-  private chunks: Buffer[] = [];
-  private buffered = 0;
+  private readonly queue = new ByteQueue();
   private magicSeen: boolean;
 
   constructor(opts: { expectMagic: boolean }) {
@@ -167,21 +167,20 @@ export class FrameReader {
 
   /** Takes bytes; returns the frames now complete. Throws DATANODE_PROTOCOL_ERROR on a malformed stream. */
   push(chunk: Buffer): Frame[] {
-    this.chunks.push(chunk);
-    this.buffered += chunk.length;
+    this.queue.push(chunk);
     const out: Frame[] = [];
     for (;;) {
       if (!this.magicSeen) {
-        if (this.buffered < TRANSFER_MAGIC.length) return out;
-        if (!this.take(TRANSFER_MAGIC.length).equals(TRANSFER_MAGIC))
+        if (this.queue.length < TRANSFER_MAGIC.length) return out;
+        if (!this.queue.take(TRANSFER_MAGIC.length).equals(TRANSFER_MAGIC))
           throw protocolError("not a block transfer connection (bad magic)");
         this.magicSeen = true;
       }
-      if (this.buffered < 5) return out;
-      const length = this.peekLength();
+      if (this.queue.length < 5) return out;
+      const length = this.queue.peekUInt32BE();
       if (length < 1 || length > MAX_FRAME_BYTES) throw protocolError(`a frame of ${length} bytes`);
-      if (this.buffered < 4 + length) return out;
-      const whole = this.take(4 + length);
+      if (this.queue.length < 4 + length) return out;
+      const whole = this.queue.take(4 + length);
       const kind = whole.readUInt8(4);
       const body = whole.subarray(5);
       switch (kind) {
@@ -203,35 +202,6 @@ export class FrameReader {
           throw protocolError(`an unknown frame kind ${kind}`);
       }
     }
-  }
-
-  private peekLength(): number {
-    const first = this.chunks[0]!;
-    if (first.length >= 4) return first.readUInt32BE(0);
-    const head = Buffer.concat(this.chunks, Math.min(this.buffered, 8));
-    return head.readUInt32BE(0);
-  }
-
-  /** Removes and returns the next `n` buffered bytes (a slice when they lie in one chunk). */
-  private take(n: number): Buffer {
-    this.buffered -= n;
-    const first = this.chunks[0]!;
-    if (first.length >= n) {
-      if (first.length === n) this.chunks.shift();
-      else this.chunks[0] = first.subarray(n);
-      return first.subarray(0, n);
-    }
-    const out = Buffer.allocUnsafe(n);
-    let at = 0;
-    while (at < n) {
-      const c = this.chunks[0]!;
-      const k = Math.min(c.length, n - at);
-      c.copy(out, at, 0, k);
-      at += k;
-      if (k === c.length) this.chunks.shift();
-      else this.chunks[0] = c.subarray(k);
-    }
-    return out;
   }
 }
 

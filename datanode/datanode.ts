@@ -142,19 +142,21 @@ export class DataNode {
    * mode. A plaintext cluster admits everyone (it says so at start).
    */
   private admitTransfer(identity: Identity | undefined, token: string): void {
-    if (!this.options.tls || identity) return;
-    if (this.blockKeys !== "off") {
-      try {
-        verifyBlockTokenSignature(token, this.blockKeys, this.clock.nowMs());
-        return;
-      } catch {
-        // Refused below.
-      }
-    }
+    if (!this.options.tls || identity || this.blockTokenUser(token) !== undefined) return;
     throw new HarvestError(
       "UNAUTHENTICATED",
       "block transfer refused: the peer presented no certificate signed by the cluster CA and no valid block token",
     );
+  }
+
+  /** Who a block token was issued to, when the namenode signed it and it has not expired (its mode is checked later). */
+  private blockTokenUser(token: string): string | undefined {
+    if (this.blockKeys === "off") return undefined;
+    try {
+      return verifyBlockTokenSignature(token, this.blockKeys, this.clock.nowMs()).user;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Base URL of this datanode's web server (`/metrics`), once started. */
@@ -251,13 +253,8 @@ export class DataNode {
     const proto = loadHarvestProto();
     const gate = new Gate(this.options.tls, {
       "block-token": (token) => {
-        if (this.blockKeys === "off") return undefined;
-        try {
-          const claims = verifyBlockTokenSignature(token, this.blockKeys, this.clock.nowMs());
-          return { name: claims.user, role: "task", via: "token" };
-        } catch {
-          return undefined;
-        }
+        const user = this.blockTokenUser(token);
+        return user === undefined ? undefined : { name: user, role: "task", via: "token" };
       },
     }).allow(proto.DataTransfer.service, {
       WriteBlock: [...ANY_CERTIFICATE, "block-token"],
