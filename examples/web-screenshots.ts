@@ -1,14 +1,15 @@
 /**
  * `npm run screenshots`: the README's pictures of the web UIs. Brings up a secure 4-server cluster (`harvest cluster
- * up`, real traces when ../shared/data is there), stores a file, runs the demo's word-count job, logs a headless
+ * up`, real traces when ../shared/data is there), registers two primary tenants with a month of utilization history (real
+ * series from ../shared/data, or a generated daily pattern), stores a file, runs the demo's word-count job, logs a headless
  * Chromium in with `harvest ui login` and saves the main pages as PNGs in docs/screenshots/ (or `--out DIR`), then
  * tears the cluster down. Needs Chromium (Debian's `chromium`, or $HARVEST_CHROMIUM).
  */
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { distEntry, packageRoot } from "../common/paths.js";
+import { distEntry, packageRoot, sharedDataDir } from "../common/paths.js";
 import { findChromium, launchBrowser, spkiHash, watchedPage } from "./browser-kit.js";
 
 const outArg = process.argv.indexOf("--out");
@@ -25,12 +26,59 @@ function harvest(...args: string[]): string {
   return r.stdout;
 }
 
+/** A month of 5-minute samples ending now: busy from `from` to `to` o'clock UTC on weekdays, quiet otherwise. */
+function generatedHistory(name: string, from: number, to: number, busyPct: number): string {
+  const step = 300;
+  const end = Math.floor(Date.now() / 1000 / step) * step;
+  const rows = ["time_s,cpu_pct"];
+  for (let t = end - 30 * 86_400 + step; t <= end; t += step) {
+    const d = new Date(t * 1000);
+    const busy = d.getUTCDay() % 6 !== 0 && d.getUTCHours() >= from && d.getUTCHours() < to;
+    rows.push(`${t},${busy ? busyPct : 8 + (t % 7)}`);
+  }
+  const file = join(dir, `${name}.csv`);
+  writeFileSync(file, rows.join("\n") + "\n");
+  return file;
+}
+
+/** Two tenants on two servers each, with the history the tenants and classes pages plot. */
+function registerTenants(): void {
+  const shared = sharedDataDir();
+  const tenants = [
+    {
+      name: "web",
+      servers: ["server-1", "server-2"],
+      history: shared
+        ? { file: join(shared, "bitbrains_rnd_2013-7", "raw", "44.csv"), format: "bitbrains" }
+        : { file: generatedHistory("web", 8, 18, 65), format: "csv" },
+    },
+    {
+      name: "search",
+      servers: ["server-3", "server-4"],
+      history: shared
+        ? {
+            file: join(shared, "nab_aws_cloudwatch", "realAWSCloudwatch", "ec2_cpu_utilization_77c1ca.csv"),
+            format: "nab",
+          }
+        : { file: generatedHistory("search", 13, 23, 45), format: "csv" },
+    },
+  ];
+  for (const t of tenants) {
+    harvest("admin", "tenant", "register", t.name, "--environment", "prod", "--function", t.name);
+    harvest("admin", "tenant", "assign", t.name, ...t.servers);
+    const args = ["admin", "history", "import", t.history.file, "--format", t.history.format, "--tenant", t.name];
+    harvest(...args, "--shift-to-now");
+  }
+  harvest("admin", "recluster");
+}
+
 async function main(): Promise<void> {
   const chromium = findChromium();
   if (!chromium) throw new Error("no Chromium: apt-get install chromium (or set HARVEST_CHROMIUM)");
   mkdirSync(out, { recursive: true });
   harvest("cluster", "up", "--servers", "4", "--speed", "600");
   try {
+    registerTenants();
     harvest("fs", "mkdir", "/demo");
     harvest("fs", "put", join(packageRoot(), "examples", "data", "corpus.txt"), "/demo/corpus.txt");
     const appId = (
