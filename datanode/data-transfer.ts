@@ -39,6 +39,8 @@ import type { WriteHeaderOutput } from "../proto/generated/harvest/v1/WriteHeade
 
 /** Largest data packet accepted (senders use 64 KiB; this only bounds memory against a misbehaving one). */
 export const MAX_PACKET_BYTES = 1024 * 1024;
+/** Bytes a write session lets wait for the disk before it reads the next packet (backpressure to the upstream). */
+const MAX_UNWRITTEN_BYTES = 8 * 1024 * 1024;
 /** Packets read from the upstream but not yet processed before the upstream is paused (backpressure). */
 const MAX_QUEUED_PACKETS = 4;
 
@@ -397,14 +399,28 @@ class WriteSession {
       if (p.last) this.down.end();
       else if (!ok) downstreamReady = drained(this.down, this.over.signal);
     }
-    await writer.write(p.offsetInBlock, p.data, p.checksums, { verified: true });
-    this.svc.metrics.bytesWritten(p.data.length);
+    // The local write is accepted at once and lands with the packets that arrive meanwhile (the writer's group
+    // commit); its ack goes when it is in the files. Only a backlog of unwritten bytes holds the next packet back.
+    const written = writer.write(p.offsetInBlock, p.data, p.checksums, { verified: true });
+    const bytes = p.data.length;
     if (p.last) {
+      await written;
+      this.svc.metrics.bytesWritten(bytes);
       // Our fsync runs while downstream does its own; the last ack waits for both.
       await writer.finalize(this.nextOffset);
+      entry.local = true;
+      this.flush();
+    } else {
+      written.then(
+        () => {
+          this.svc.metrics.bytesWritten(bytes);
+          entry.local = true;
+          this.flush();
+        },
+        (err: unknown) => this.fail(err, this.self),
+      );
+      if (writer.bytesAccepted - writer.bytesWritten > MAX_UNWRITTEN_BYTES) await written;
     }
-    entry.local = true;
-    this.flush();
     await downstreamReady;
     // An upstream that does not read its acks is not fed more until it does.
     if (this.call.writableNeedDrain) await drained(this.call, this.over.signal);

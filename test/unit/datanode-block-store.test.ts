@@ -145,6 +145,57 @@ describe("block store", () => {
     expect(readdirSync(join(dir, "current", "subdir9")).sort()).toEqual(["blk_9", "blk_9_2.meta"]);
   });
 
+  it("takes writes issued back to back without waiting, lands them in order, and finalizes after the last", async () => {
+    // The pipeline hands a packet to the writer and reads the next one at once; the writer lands what piled up
+    // together. Every write's promise resolves, the finalize sees them all, and the replica reads back identical.
+    const data = randomBytes(3 * 1024 * 1024 + 100);
+    const w = await store.createRbw({ blockId: 21, genStamp: 1 });
+    const writes: Promise<void>[] = [];
+    for (let at = 0; at < data.length; at += 64 * 1024) {
+      const piece = data.subarray(at, Math.min(data.length, at + 64 * 1024));
+      writes.push(w.write(at, piece, chunkChecksums(piece)));
+    }
+    // Space is reserved as writes are accepted, before they reach the disk.
+    expect(store.usedBytes()).toBe(data.length);
+    const replica = await w.finalize(data.length);
+    await Promise.all(writes);
+    expect(replica.numBytes).toBe(data.length);
+    expect(sha(await readAll(store, { blockId: 21, genStamp: 1 }))).toBe(sha(data));
+  });
+
+  it("refuses a bad write among queued ones without losing the others", async () => {
+    const w = await store.createRbw({ blockId: 22, genStamp: 1 });
+    const a = randomBytes(4096);
+    const b = randomBytes(4096);
+    const first = w.write(0, a, chunkChecksums(a));
+    // Out of place, then a wrong checksum: refused, and nothing of them is written.
+    const misplaced = codeOf(w.write(8192, b, chunkChecksums(b)));
+    const corrupt = codeOf(w.write(4096, b, chunkChecksums(randomBytes(4096))));
+    const second = w.write(4096, b, chunkChecksums(b));
+    expect(await misplaced).toBe("DATANODE_PROTOCOL_ERROR");
+    expect(await corrupt).toBe("DATANODE_CHECKSUM_MISMATCH");
+    await Promise.all([first, second]);
+    await w.finalize(8192);
+    expect(sha(await readAll(store, { blockId: 22, genStamp: 1 }))).toBe(sha(Buffer.concat([a, b])));
+  });
+
+  it("fails every write queued behind one the disk refused, and the finalize", async () => {
+    const w = await store.createRbw({ blockId: 23, genStamp: 1 });
+    const a = randomBytes(4096);
+    await w.write(0, a, chunkChecksums(a));
+    // An I/O error under the writer: its data file is no longer writable.
+    await (w as unknown as { data: { close(): Promise<void> } }).data.close();
+    const [b, c, d] = [randomBytes(4096), randomBytes(4096), randomBytes(4096)];
+    const queued = [w.write(4096, b, chunkChecksums(b)), w.write(8192, c, chunkChecksums(c))];
+    const codes = await Promise.all(queued.map((p) => codeOf(p)));
+    expect(codes[0]).toBeTruthy();
+    expect(codes[1]).toBe(codes[0]);
+    // Nothing after it can land in the right place: later writes and the finalize fail the same way.
+    expect(await codeOf(w.write(12288, d, chunkChecksums(d)))).toBe(codes[0]);
+    expect(await codeOf(w.finalize(16384))).toBe(codes[0]);
+    await w.abort();
+  });
+
   it("keeps an aborted replica out of the store", async () => {
     const w: ReplicaWriter = await store.createRbw({ blockId: 11, genStamp: 1 });
     const data = randomBytes(4096);
