@@ -1,7 +1,8 @@
 /**
  * `npm run bench -- namenode`: metadata operations per second of a real NameNode over gRPC (create + addBlock +
- * complete of small files, each durable in LevelDB before the answer) from N concurrent clients, against read-only
- * `stat` calls in the same run; then the namenode's heap per million blocks after building at least 200,000 blocks.
+ * complete of small files, each durable in LevelDB before the answer) from N concurrent clients, sent as DfsClient sends
+ * them (on a ClientNamenode.NamespaceCalls stream per client, through client/namespace-channel.ts) and as one unary
+ * call each, against read-only unary `stat` calls in the same run; then the namenode's heap per million blocks after building at least 200,000 blocks.
  * Datanodes are played over the real DatanodeChannel stream: they register and report every block as received, as a
  * real datanode would after finalizing it.
  */
@@ -9,6 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type * as grpc from "@grpc/grpc-js";
+import { Metadata } from "@grpc/grpc-js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { NameNode } from "../namenode/namenode.js";
@@ -17,7 +19,9 @@ import type { DatanodeToNamenode } from "../proto/generated/harvest/v1/DatanodeT
 import type { NamenodeToDatanodeOutput } from "../proto/generated/harvest/v1/NamenodeToDatanode.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
-import { fmt, mib, ratio, settledMemory, table } from "./report.js";
+import { goalRatio, fmt, mib, ratio, settledMemory, table } from "./report.js";
+import { NamespaceChannel } from "../client/namespace-channel.js";
+import type { StreamedCalls } from "../client/namespace-channel.js";
 
 const FLAGS = {
   clients: { kind: "int", default: 32, min: 1, help: "concurrent clients (calls in flight)" },
@@ -31,6 +35,8 @@ const HADOOP_ANCHOR_OPS = 10_500;
 /** HDFS's rule of thumb: about 1 GB of namenode heap per million blocks (with their files). */
 const HDFS_BYTES_PER_MILLION_BLOCKS = 1e9;
 const BLOCK_BYTES = 1024;
+/** Issue 17: durable create+addBlock+complete at least this fraction of the stat baseline's ops/s. */
+const DURABLE_GOAL = 0.8;
 
 type DnStream = grpc.ClientDuplexStream<DatanodeToNamenode, NamenodeToDatanodeOutput>;
 
@@ -91,6 +97,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
   const clients: ClientNamenodeClient[] = Array.from({ length: f.clients }, () =>
     makeClient(loadHarvestProto().ClientNamenode, nn.address),
   );
+  const channels = clients.map((c) => new NamespaceChannel(c, () => new Metadata(), 60_000));
   try {
     // Wait until the three datanodes are live.
     for (let i = 0; i < 100; i++) {
@@ -110,9 +117,32 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       }
     };
 
+    /** How the durable calls travel: one unary call each, or on a NamespaceCalls stream per client (DfsClient's way). */
+    type Via = "unary" | "stream";
+    const calls = (
+      i: number,
+      via: Via,
+    ): { [K in keyof StreamedCalls]: (req: StreamedCalls[K]["req"]) => Promise<StreamedCalls[K]["res"]> } => {
+      const c = clients[i]!;
+      if (via === "stream") {
+        const ch = channels[i]!;
+        return {
+          create: (req) => ch.call("create", req, 30_000),
+          addBlock: (req) => ch.call("addBlock", req, 30_000),
+          complete: (req) => ch.call("complete", req, 30_000),
+        };
+      }
+      return {
+        create: (req) => call(c, c.create, req),
+        addBlock: (req) => call(c, c.addBlock, req),
+        complete: (req) => call(c, c.complete, req),
+      };
+    };
+
     /** One small file: create, one block, complete. Three durable metadata operations. */
-    const writeFile = async (c: ClientNamenodeClient, path: string, blocks: number, name: string): Promise<void> => {
-      await call(c, c.create, {
+    const writeFile = async (i: number, via: Via, path: string, blocks: number, name: string): Promise<void> => {
+      const nnCalls = calls(i, via);
+      await nnCalls.create({
         path,
         owner: "bench",
         replication: 3,
@@ -122,7 +152,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       });
       let previous: { blockId: number; genStamp: number; numBytes: number } | undefined;
       for (let b = 0; b < blocks; b++) {
-        const lb = await call(c, c.addBlock, {
+        const lb = await nnCalls.addBlock({
           path,
           clientName: name,
           ...(previous ? { previous } : {}),
@@ -136,34 +166,43 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         );
         previous = { blockId: blk.blockId, genStamp: blk.genStamp, numBytes: BLOCK_BYTES };
       }
-      await call(c, c.complete, { path, clientName: name, ...(previous ? { last: previous } : {}) });
+      await nnCalls.complete({ path, clientName: name, ...(previous ? { last: previous } : {}) });
     };
 
-    // (1) Durable metadata operations.
-    progress(`create + addBlock + complete from ${f.clients} clients for ${f.seconds} s`);
+    // (1) Durable metadata operations, on the stream as DfsClient sends them, then as unary calls.
     let files = 0;
-    let deadline = performance.now() + f.seconds * 1000;
-    let t0 = performance.now();
-    await Promise.all(
-      clients.map(async (c, i) => {
-        for (let j = 0; performance.now() < deadline; j++) {
-          await writeFile(c, `/bench/c${i}-f${j}`, 1, `bench-${i}`);
-          files++;
-        }
-      }),
-    );
-    const writeSecs = (performance.now() - t0) / 1000;
-    const writeOps = (files * 3) / writeSecs;
+    const durable: Record<Via, { ops: number; files: number; secs: number }> = {
+      stream: { ops: 0, files: 0, secs: 0 },
+      unary: { ops: 0, files: 0, secs: 0 },
+    };
+    for (const via of ["stream", "unary"] as const) {
+      progress(`create + addBlock + complete (${via}) from ${f.clients} clients for ${f.seconds} s`);
+      let done = 0;
+      const deadline = performance.now() + f.seconds * 1000;
+      const t0 = performance.now();
+      await Promise.all(
+        clients.map(async (_, i) => {
+          for (let j = 0; performance.now() < deadline; j++) {
+            await writeFile(i, via, `/bench/${via}-c${i}-f${j}`, 1, `bench-${i}`);
+            done++;
+          }
+        }),
+      );
+      const secs = (performance.now() - t0) / 1000;
+      durable[via] = { ops: (done * 3) / secs, files: done, secs };
+      files += done;
+    }
+    const writeOps = durable.stream.ops;
 
     // Baseline: read-only stat calls (no disk) at the same concurrency.
     progress(`stat from ${f.clients} clients for ${f.seconds} s (baseline)`);
     let stats = 0;
-    deadline = performance.now() + f.seconds * 1000;
-    t0 = performance.now();
+    let deadline = performance.now() + f.seconds * 1000;
+    let t0 = performance.now();
     await Promise.all(
       clients.map(async (c, i) => {
         while (performance.now() < deadline) {
-          await call(c, c.stat, { path: `/bench/c${i}-f0` });
+          await call(c, c.stat, { path: `/bench/stream-c${i}-f0` });
           stats++;
         }
       }),
@@ -178,11 +217,11 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
     let next = 0;
     t0 = performance.now();
     await Promise.all(
-      clients.map(async (c, i) => {
+      clients.map(async (_, i) => {
         for (;;) {
           const k = next++;
           if (k >= needFiles) return;
-          await writeFile(c, `/bench/m${k}`, perFile, `bench-m-${i}`);
+          await writeFile(i, "stream", `/bench/m${k}`, perFile, `bench-m-${i}`);
           if (k % 500 === 0) progress(`  ${k * perFile} blocks`);
         }
       }),
@@ -195,31 +234,35 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
     const perMillion = (heapBytes / totalBlocks) * 1e6;
     const lines = [
       `namenode metadata throughput: a real NameNode over gRPC on loopback, ${f.clients} concurrent clients, 3 datanodes (played over the real stream)`,
-      "  every create/addBlock/complete is in LevelDB (synced) before its answer",
+      "  every create/addBlock/complete is in LevelDB (synced) before its answer; stream: on one NamespaceCalls stream per",
+      "  client, as DfsClient sends them; unary: one gRPC call each (stat is one unary call each)",
       "",
       ...table(
         ["operation", "ops/s", "files/s", "vs stat baseline", "vs Hadoop anchor (10.5k/s open)"],
         [
-          [
-            "create + addBlock + complete",
-            fmt(writeOps, 0),
-            fmt(files / writeSecs, 0),
-            ratio(writeOps, statOps),
-            ratio(writeOps, HADOOP_ANCHOR_OPS),
-          ],
+          ...(["stream", "unary"] as const).map((via) => [
+            via === "stream" ? "create + addBlock + complete, stream" : "create + addBlock + complete, unary",
+            fmt(durable[via].ops, 0),
+            fmt(durable[via].files / durable[via].secs, 0),
+            ratio(durable[via].ops, statOps),
+            ratio(durable[via].ops, HADOOP_ANCHOR_OPS),
+          ]),
           ["stat (baseline, read-only)", fmt(statOps, 0), "-", "1.00x", ratio(statOps, HADOOP_ANCHOR_OPS)],
         ],
       ),
       "",
-      `namenode memory: ${totalFiles.toLocaleString("en-US")} files, ${totalBlocks.toLocaleString("en-US")} blocks (each reported by 3 datanodes), built in ${fmt(buildSecs, 1)} s (${fmt((totalBlocks + 2 * totalFiles) / buildSecs, 0)} durable ops/s)`,
+      `namenode memory: ${totalFiles.toLocaleString("en-US")} files, ${totalBlocks.toLocaleString("en-US")} blocks (each reported by 3 datanodes)${needFiles > 0 ? `, the last ${(needFiles * perFile).toLocaleString("en-US")} built in ${fmt(buildSecs, 1)} s (${fmt((needFiles * (perFile + 2)) / buildSecs, 0)} durable ops/s)` : ""}`,
       `  heap ${mib(heapBytes)} over the empty process: ${fmt(heapBytes / totalBlocks, 0)} B per block with its share of files = ${mib(perMillion)} per million blocks`,
       `  HDFS rule of thumb: ~1 GB per million blocks; ratio ${ratio(perMillion, HDFS_BYTES_PER_MILLION_BLOCKS)}`,
+      "",
+      `goal (issue 17): durable create+addBlock+complete as DfsClient sends them ${goalRatio(writeOps, statOps, DURABLE_GOAL).text} of stat: ${goalRatio(writeOps, statOps, DURABLE_GOAL).verdict}`,
     ];
     return {
       lines,
       result: {
         flags: f,
         writeOps,
+        durable,
         statOps,
         files,
         totalBlocks,
@@ -229,6 +272,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       },
     };
   } finally {
+    for (const ch of channels) ch.close();
     for (const c of clients) c.close();
     for (const d of dns) d.stop();
     await nn.stop();

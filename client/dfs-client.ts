@@ -13,6 +13,7 @@ import { BlockConnection } from "../common/block-transfer.js";
 import { ByteQueue } from "../common/byte-queue.js";
 import type { PacketStream } from "../common/block-transfer.js";
 import { randomUUID } from "node:crypto";
+import { NamespaceChannel } from "./namespace-channel.js";
 import { createReadStream as fsReadStream, createWriteStream as fsWriteStream } from "node:fs";
 import { rename, rm, stat as fsStat } from "node:fs/promises";
 import { Readable, Transform, Writable } from "node:stream";
@@ -97,6 +98,11 @@ export interface DfsClientOptions {
    */
   transferProtocol: boolean;
   /**
+   * Send writes' Create, AddBlock and Complete on one ClientNamenode.NamespaceCalls stream (client/namespace-channel.ts)
+   * instead of one unary call each; false: unary calls, the baseline `bench namenode` compares with. @default true
+   */
+  namespaceStream: boolean;
+  /**
    * While any write stream of this client is open, its leases are renewed (RenewLease) this often, so that a writer
    * streaming one long block is not taken for dead. Keep it well under the namenode's lease timeout (a third of it).
    * @default 10000
@@ -138,6 +144,7 @@ export class DfsClient {
    */
   readonly writeStats = { pipelineFailures: 0, leaseRenewals: 0, namenodeRetries: 0 };
   private readonly renewer: LeaseRenewer;
+  private readonly namespaceChannel: NamespaceChannel;
 
   constructor(
     readonly namenodeAddress: string,
@@ -152,6 +159,7 @@ export class DfsClient {
       user: localUserName(),
       dfsToken: "",
       transferProtocol: true,
+      namespaceStream: true,
       leaseRenewMs: 10_000,
       namenodeRetryMs: 60_000,
       logger: new Logger("dfs-client"),
@@ -180,6 +188,7 @@ export class DfsClient {
         ? { ...security, tokens: { [TOKEN_METADATA["dfs-token"]]: this.options.dfsToken } }
         : security,
     );
+    this.namespaceChannel = new NamespaceChannel(this.nn, () => this.callMetadata());
   }
 
   /**
@@ -347,6 +356,7 @@ export class DfsClient {
   /** Closes every channel (and stops renewing leases). */
   close(): void {
     this.renewer.stop();
+    this.namespaceChannel.close();
     this.nn.close();
     for (const c of this.dataClients.values()) c.close();
   }
@@ -411,14 +421,29 @@ export class DfsClient {
     }
   }
 
-  /** @internal */
+  /** @internal A namenode call: Create, AddBlock and Complete on the NamespaceCalls stream (`namespaceStream`). */
   nnCall<Req, Res>(
     method: (req: Req, cb: (err: grpc.ServiceError | null, res?: Res) => void) => unknown,
     req: Req,
   ): Promise<Res> {
+    if (this.options.namespaceStream) {
+      const kind =
+        method === this.nn.create
+          ? "create"
+          : method === this.nn.addBlock
+            ? "addBlock"
+            : method === this.nn.complete
+              ? "complete"
+              : undefined;
+      if (kind) return this.namespaceChannel.call(kind, req as never, this.options.namenodeTimeoutMs) as Promise<Res>;
+    }
+    return call(this.nn, method, req, this.options.namenodeTimeoutMs, this.callMetadata());
+  }
+
+  private callMetadata(): Metadata {
     const metadata = new Metadata();
     metadata.set(CLAIMED_USER_METADATA, this.options.user);
-    return call(this.nn, method, req, this.options.namenodeTimeoutMs, metadata);
+    return metadata;
   }
 }
 

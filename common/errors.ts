@@ -137,6 +137,27 @@ function forHeader(text: string, max: number): string {
   return cut.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
 }
 
+/**
+ * An error as a message field (a call answered on a stream, e.g. ClientNamenode.NamespaceCalls): the HarvestError's
+ * code, message and details, as a unary call carries them in its status.
+ */
+export function callErrorOf(err: unknown): { code: string; message: string; details: Record<string, string> } {
+  const herr = err instanceof HarvestError ? err : new HarvestError("INTERNAL", errorMessage(err), { cause: err });
+  const details = Object.fromEntries(Object.entries(herr.details).map(([k, v]) => [k, String(v)]));
+  return { code: herr.code, message: herr.message, details };
+}
+
+/** The HarvestError a `callErrorOf` message stands for (an unknown code is INTERNAL, naming it). */
+export function fromCallError(e: {
+  code: string;
+  message: string;
+  details?: Record<string, string> | null;
+}): HarvestError {
+  if (e.code in ERROR_CODES)
+    return new HarvestError(e.code as ErrorCode, e.message, { details: { ...(e.details ?? {}) } });
+  return new HarvestError("INTERNAL", `${e.code}: ${e.message}`, { details: { ...(e.details ?? {}) } });
+}
+
 /** Turns an error from a gRPC call back into a HarvestError; transport failures become UNAVAILABLE/DEADLINE_EXCEEDED. */
 export function fromGrpcError(err: unknown): HarvestError {
   if (err instanceof HarvestError) return err;

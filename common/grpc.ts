@@ -86,7 +86,7 @@ function tolerateUndecodableRequests(definition: protoLoader.PackageDefinition):
   }
 }
 
-function undecodable(request: unknown): string | undefined {
+export function undecodable(request: unknown): string | undefined {
   if (typeof request !== "object" || request === null) return undefined;
   return (request as { [UNDECODABLE]?: string })[UNDECODABLE];
 }

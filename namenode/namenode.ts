@@ -19,16 +19,25 @@ import { ensureDirMode } from "../common/atomic-file.js";
 import { BlockKeyManager } from "../common/block-token.js";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
-import { errorMessage, HarvestError } from "../common/errors.js";
+import { callErrorOf, errorMessage, HarvestError } from "../common/errors.js";
 import { CLAIMED_USER_METADATA } from "../common/fs-permission.js";
 import { isValidIdentityName } from "../common/tls.js";
 import { ANY_CERTIFICATE, Gate, requireAccess } from "../common/auth.js";
-import type { ServiceRules } from "../common/auth.js";
+import type { CallContext, ServiceRules } from "../common/auth.js";
 import { DelegationTokens } from "../common/delegation-token.js";
 import { INSECURE_WARNING } from "../common/options.js";
 import { serveWorkerStream } from "../common/worker-stream.js";
 import { formatAddress, parseHostPort } from "../common/net-address.js";
-import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
+import {
+  bindServer,
+  call,
+  createServer,
+  loadHarvestProto,
+  makeClient,
+  shutdownServer,
+  unary,
+  undecodable,
+} from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { daemonRegistry, grpcServerMetrics } from "../common/metrics.js";
 import { startDaemonWeb, WebServer } from "../common/web-server.js";
@@ -80,6 +89,8 @@ import type { FsckReportOutput } from "../proto/generated/harvest/v1/FsckReport.
 import type { GetBlockLocationsRequestOutput } from "../proto/generated/harvest/v1/GetBlockLocationsRequest.js";
 import type { FileStatusOutput } from "../proto/generated/harvest/v1/FileStatus.js";
 import type { LocatedBlock } from "../proto/generated/harvest/v1/LocatedBlock.js";
+import type { NamespaceCallOutput } from "../proto/generated/harvest/v1/NamespaceCall.js";
+import type { NamespaceResult } from "../proto/generated/harvest/v1/NamespaceResult.js";
 import type { NamenodeToDatanode } from "../proto/generated/harvest/v1/NamenodeToDatanode.js";
 import type { RegisterDatanodeOutput } from "../proto/generated/harvest/v1/RegisterDatanode.js";
 import type { ReplicateCommand } from "../proto/generated/harvest/v1/ReplicateCommand.js";
@@ -91,6 +102,13 @@ export type DaemonState = "new" | "starting" | "running" | "stopping" | "stopped
 
 /** A datanode is LIVE while it heartbeats within the expiry, DEAD after. */
 export type DatanodeState = "LIVE" | "DEAD";
+
+/** A ClientNamenode.NamespaceCalls stream, server side. */
+type NamespaceStream = grpc.ServerDuplexStream<NamespaceCallOutput, NamespaceResult>;
+/** What a call tells about its caller: the peer's certificate, the token and claimed user in its metadata. */
+type CallerContext = CallContext;
+/** Unanswered calls a NamespaceCalls stream may have before the namenode stops reading it. */
+const MAX_STREAMED_CALLS = 64;
 
 type DatanodeStream = grpc.ServerDuplexStream<DatanodeToNamenodeOutput, NamenodeToDatanode>;
 
@@ -304,16 +322,7 @@ export class NameNode {
           return this.namespace.mkdirs(req.path, caller.user, this.checked(caller));
         }),
       ),
-      Create: unary((req: CreateRequestOutput, c) =>
-        this.metrics.observe("create", () => {
-          this.checkWritable();
-          const caller = this.callerOf(c, req.owner);
-          return this.namespace.create(
-            { ...req, owner: caller.user, blockSizeBytes: req.blockSize },
-            this.checked(caller),
-          );
-        }),
-      ),
+      Create: unary((req: CreateRequestOutput, c) => this.createFile(req, c)),
       AddBlock: unary((req: AddBlockRequestOutput) => this.metrics.observe("addBlock", () => this.addBlock(req))),
       AbandonBlock: unary((req: AbandonBlockRequestOutput) =>
         this.metrics.observe("abandonBlock", async () => {
@@ -325,12 +334,8 @@ export class NameNode {
           return {};
         }),
       ),
-      Complete: unary((req: CompleteRequestOutput) =>
-        this.metrics.observe("complete", () => {
-          this.checkWritable();
-          return this.namespace.complete(req.path, req.clientName, req.last);
-        }),
-      ),
+      Complete: unary((req: CompleteRequestOutput) => this.completeFile(req)),
+      NamespaceCalls: (stream: NamespaceStream) => this.onNamespaceStream(stream),
       // Not refused in safe mode: a writer keeps its leases while the namenode waits for block reports.
       RenewLease: unary((req: { clientName: string }, c) =>
         this.metrics.observe("renewLease", () => ({
@@ -475,7 +480,7 @@ export class NameNode {
    * authentication: the `harvest-user` metadata, else `claimedUser` (the owner Create and Mkdirs carry); the claimed
    * name equal to the `superuser` option is the superuser. A plaintext call that claims no one is "nobody".
    */
-  private callerOf(c: grpc.ServerUnaryCall<unknown, unknown>, claimedUser = ""): Caller {
+  private callerOf(c: CallerContext, claimedUser = ""): Caller {
     if (this.gate.secure) return this.callerOfPrincipal(this.gate.principal(c));
     const fromMetadata = c.metadata.get(CLAIMED_USER_METADATA)[0];
     const claimed = (typeof fromMetadata === "string" ? fromMetadata : "") || claimedUser || ANONYMOUS_USER;
@@ -510,6 +515,66 @@ export class NameNode {
         "retry once the datanodes have reported",
       { details: { blocksReported: String(reported), blocksTotal: String(total) } },
     );
+  }
+
+  /** ClientNamenode.Create, on its own or on a NamespaceCalls stream. */
+  private createFile(req: CreateRequestOutput, c: CallerContext): Promise<FileStatusOutput> {
+    return this.metrics.observe("create", () => {
+      this.checkWritable();
+      const caller = this.callerOf(c, req.owner);
+      return this.namespace.create({ ...req, owner: caller.user, blockSizeBytes: req.blockSize }, this.checked(caller));
+    });
+  }
+
+  /** ClientNamenode.Complete, on its own or on a NamespaceCalls stream. */
+  private completeFile(req: CompleteRequestOutput): Promise<FileStatusOutput> {
+    return this.metrics.observe("complete", () => {
+      this.checkWritable();
+      return this.namespace.complete(req.path, req.clientName, req.last);
+    });
+  }
+
+  /**
+   * ClientNamenode.NamespaceCalls: each message is one Create, AddBlock or Complete, run as its unary call runs (the
+   * caller is the stream's), answered by id as soon as it is done; a failure is that call's coded error, and the
+   * stream goes on. A client with more than MAX_STREAMED_CALLS unanswered is not read until some are answered.
+   */
+  private onNamespaceStream(stream: NamespaceStream): void {
+    let inFlight = 0;
+    let ended = false;
+    const closeIfDone = (): void => {
+      if (ended && inFlight === 0) stream.end();
+    };
+    stream.on("data", (msg: NamespaceCallOutput) => {
+      inFlight++;
+      if (inFlight >= MAX_STREAMED_CALLS) stream.pause();
+      const why = undecodable(msg);
+      Promise.resolve()
+        .then((): Promise<NamespaceResult> => {
+          if (why !== undefined)
+            throw new HarvestError("INVALID_ARGUMENT", `the request's bytes are not a valid message: ${why}`);
+          if (msg.create) return this.createFile(msg.create, stream).then((r) => ({ id: msg.id, create: r }));
+          if (msg.addBlock)
+            return this.metrics
+              .observe("addBlock", () => this.addBlock(msg.addBlock!))
+              .then((r) => ({ id: msg.id, addBlock: r }));
+          if (msg.complete) return this.completeFile(msg.complete).then((r) => ({ id: msg.id, complete: r }));
+          throw new HarvestError("INVALID_ARGUMENT", "a NamespaceCall names no call (create, addBlock or complete)");
+        })
+        .catch((err: unknown) => ({ id: msg.id, error: callErrorOf(err) }))
+        .then((result) => {
+          inFlight--;
+          if (stream.isPaused() && inFlight < MAX_STREAMED_CALLS) stream.resume();
+          if (!stream.cancelled && !stream.destroyed) stream.write(result);
+          closeIfDone();
+        })
+        .catch(() => undefined);
+    });
+    stream.on("end", () => {
+      ended = true;
+      closeIfDone();
+    });
+    stream.on("error", () => undefined);
   }
 
   private async addBlock(req: AddBlockRequestOutput): Promise<LocatedBlock> {

@@ -20,6 +20,8 @@ import type { DatanodeCommandsOutput } from "../../proto/generated/harvest/v1/Da
 import type { DatanodeHeartbeat } from "../../proto/generated/harvest/v1/DatanodeHeartbeat.js";
 import type { DatanodeToNamenode } from "../../proto/generated/harvest/v1/DatanodeToNamenode.js";
 import type { NamenodeToDatanodeOutput } from "../../proto/generated/harvest/v1/NamenodeToDatanode.js";
+import type { NamespaceCall } from "../../proto/generated/harvest/v1/NamespaceCall.js";
+import type { NamespaceResultOutput } from "../../proto/generated/harvest/v1/NamespaceResult.js";
 
 const GiB = 1024 ** 3;
 const quiet = new Logger("test", "error");
@@ -243,6 +245,49 @@ describe("a namenode serving fake datanodes", () => {
     const fsck = await call(h.client, h.client.fsck, { path: "/" });
     expect(fsck).toMatchObject({ files: 1, directories: 2, blocks: 1, totalBytes: 3000, healthy: true });
     expect(fsck.underReplicated).toEqual([]);
+  });
+
+  it("answers Create, AddBlock and Complete on one NamespaceCalls stream by id, each error in its own result", async () => {
+    const stream = h.client.namespaceCalls();
+    const waiting = new Map<number, (r: NamespaceResultOutput) => void>();
+    stream.on("data", (r: NamespaceResultOutput) => waiting.get(r.id)?.(r));
+    const failed = new Promise<never>((_, reject) => stream.on("error", reject));
+    const ask = (msg: NamespaceCall): Promise<NamespaceResultOutput> =>
+      Promise.race([
+        new Promise<NamespaceResultOutput>((resolve) => {
+          waiting.set(Number(msg.id), resolve);
+          stream.write(msg);
+        }),
+        failed,
+      ]);
+    await call(h.client, h.client.mkdirs, { path: "/stream", owner: "alice" });
+    // Several in flight at once, answered by id; the failures are coded and the stream goes on.
+    const [a, exists, empty, b] = await Promise.all([
+      ask({ id: 11, create: createReq("/stream/a") }),
+      ask({ id: 12, create: createReq("/data/f") }),
+      ask({ id: 13 }),
+      ask({ id: 14, create: createReq("/stream/b") }),
+    ]);
+    expect(a.create).toMatchObject({ path: "/stream/a", complete: false });
+    expect(exists.error?.code).toBe("NAMENODE_FILE_EXISTS");
+    expect(exists.error?.message).toContain("/data/f");
+    expect(empty.error?.code).toBe("INVALID_ARGUMENT");
+    expect(b.create?.path).toBe("/stream/b");
+    // A whole small file on the stream: its block on three datanodes, reported, then the file closed.
+    const added = await ask({ id: 15, addBlock: { path: "/stream/a", clientName: "w1", excludedDatanodes: [] } });
+    expect(added.addBlock?.locations).toHaveLength(3);
+    const written = { ...(added.addBlock?.block as BlockOutput), numBytes: 100 };
+    for (const l of added.addBlock?.locations ?? []) await byId(l.datanodeId).received([written]);
+    const done = await ask({ id: 16, complete: { path: "/stream/a", clientName: "w1", last: written } });
+    expect(done.complete).toMatchObject({ path: "/stream/a", length: 100, complete: true });
+    // The lease is the writer's: another client may not add to the file.
+    const stranger = await ask({ id: 17, addBlock: { path: "/stream/b", clientName: "w2", excludedDatanodes: [] } });
+    expect(stranger.error?.code).toMatch(/^NAMENODE_/);
+    expect((await ask({ id: 18, complete: { path: "/stream/b", clientName: "w1" } })).complete?.complete).toBe(true);
+    stream.end();
+    // What the stream did is what a unary Stat sees.
+    expect(await call(h.client, h.client.stat, { path: "/stream/a" })).toMatchObject({ length: 100, complete: true });
+    await call(h.client, h.client.delete, { path: "/stream", recursive: true });
   });
 
   it("declares a silent datanode dead and has a surviving replica copied on a later heartbeat", async () => {
