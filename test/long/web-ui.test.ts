@@ -10,7 +10,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Browser, Page } from "puppeteer-core";
+import type { Browser, HTTPResponse, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClusterDescriptor } from "../../cli/cluster.js";
 import { distEntry, packageRoot } from "../../common/paths.js";
@@ -33,12 +33,31 @@ function harvest(...args: string[]): { code: number; stdout: string; stderr: str
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
+/**
+ * Opens `url` in `page` and resolves once that page has loaded and is the one shown. A live page (the cluster page,
+ * block health) reloads itself every 5 s; should its reload be in flight as the test navigates away, puppeteer can
+ * report the load of one navigation while the other commits. Such a visit is made again.
+ */
+async function visit(page: Page, url: string): Promise<HTTPResponse | null> {
+  const path = new URL(url).pathname;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const res = await page.goto(url, { waitUntil: "load" });
+      if (new URL(page.url()).pathname === path && (await page.evaluate("document.readyState")) === "complete")
+        return res;
+    } catch (err) {
+      if (attempt >= 3 || !/context was destroyed|ERR_ABORTED|frame was detached/i.test(String(err))) throw err;
+    }
+    if (attempt >= 3) throw new Error(`could not open ${url}: the browser shows ${page.url()}`);
+  }
+}
+
 /** Reloads `page` at `url` until the JavaScript expression `probe`, evaluated in the page, is true. */
 async function reloadUntil(page: Page, url: string, what: string, probe: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    await page.goto(url, { waitUntil: "load" });
-    if ((await page.evaluate(probe)) === true) return;
+    await visit(page, url);
+    if ((await page.evaluate(probe).catch(() => false)) === true) return;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} at ${url}`);
     await new Promise((r) => setTimeout(r, 700));
   }
@@ -167,10 +186,10 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
     expect(harvest("fs", "mkdir", "/web").code).toBe(0);
     const put = harvest("fs", "put", corpus, "/web/corpus.txt", "--replication", "3");
     expect(put.code, put.stderr).toBe(0);
-    await page.goto(`${nnUrl}/explorer?path=/web`);
+    await visit(page, `${nnUrl}/explorer?path=/web`);
     expect(await page.$('#entries tr[data-path="/web/corpus.txt"]')).not.toBeNull();
     await shot("explorer");
-    await page.goto(`${nnUrl}/datanodes`);
+    await visit(page, `${nnUrl}/datanodes`);
     expect((await page.$$("#datanodes tr[data-datanode]")).length).toBe(3);
     await shot("datanodes");
 
@@ -193,12 +212,14 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
       `(document.querySelector("#health-summary")?.textContent ?? "").trim().startsWith("HEALTHY")`,
     );
     await shot("blocks");
-    await page.goto(`${nnUrl}/placement`);
+    await visit(page, `${nnUrl}/placement`);
     expect(await page.$("#placement-grid")).not.toBeNull();
     await shot("placement");
   }, 90_000);
 
   it("plots a tenant's last 30 days and daily profile from its imported history", async () => {
+    // No live page reloads itself in the background while the commands below run.
+    await page.goto("about:blank");
     // 30 days of 5-minute samples ending now: the tenant is busy (70 %) 09:00-17:00 UTC and quiet (10 %) otherwise.
     const busy = (hour: number): number => (hour >= 9 && hour < 17 ? 70 : 10);
     const step = 300;
@@ -219,7 +240,7 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
       expect(r.code, `harvest ${args.join(" ")}: ${r.stderr}`).toBe(0);
     }
 
-    await page.goto(`${rmUrl}/tenants`, { waitUntil: "load" });
+    await visit(page, `${rmUrl}/tenants`);
     expect(await page.$('#tenants tr[data-tenant="web"]')).not.toBeNull();
     // Both of the tenant's charts drew (ECharts renders into a canvas).
     for (const chart of ["history", "profile"])
@@ -244,13 +265,13 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
     for (let h = 0; h < 24; h++) if (!liveHours.has(h)) expect(usage.profile[h], `hour ${h}`).toBeCloseTo(busy(h), 0);
 
     // The recluster put the tenant in a class.
-    await page.goto(`${rmUrl}/classes`, { waitUntil: "load" });
+    await visit(page, `${rmUrl}/classes`);
     expect(await page.$eval("body", (b) => b.textContent ?? "")).toContain("web");
   }, 90_000);
 
   it("renders the classes and power pages, and no page logged a console error", async () => {
     for (const path of ["/classes", "/power"]) {
-      const res = await page.goto(`${rmUrl}${path}`, { waitUntil: "load" });
+      const res = await visit(page, `${rmUrl}${path}`);
       expect(res?.status(), path).toBe(200);
       await shot(path.slice(1));
     }
