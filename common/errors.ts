@@ -115,8 +115,13 @@ export function isHarvestError(err: unknown, ...codes: ErrorCode[]): err is Harv
 }
 
 /** Turns any thrown value into the error object a gRPC handler passes to its callback. */
+/** `err` itself when it is a HarvestError, else an INTERNAL one carrying its message (and it as the cause). */
+export function asHarvestError(err: unknown): HarvestError {
+  return err instanceof HarvestError ? err : new HarvestError("INTERNAL", errorMessage(err), { cause: err });
+}
+
 export function toServiceError(err: unknown): Partial<ServiceError> {
-  const herr = err instanceof HarvestError ? err : new HarvestError("INTERNAL", errorMessage(err), { cause: err });
+  const herr = asHarvestError(err);
   const metadata = new Metadata();
   metadata.set(CODE_METADATA_KEY, herr.code);
   if (Object.keys(herr.details).length > 0) {
@@ -142,9 +147,8 @@ function forHeader(text: string, max: number): string {
  * code, message and details, as a unary call carries them in its status.
  */
 export function callErrorOf(err: unknown): { code: string; message: string; details: Record<string, string> } {
-  const herr = err instanceof HarvestError ? err : new HarvestError("INTERNAL", errorMessage(err), { cause: err });
-  const details = Object.fromEntries(Object.entries(herr.details).map(([k, v]) => [k, String(v)]));
-  return { code: herr.code, message: herr.message, details };
+  const herr = asHarvestError(err);
+  return { code: herr.code, message: herr.message, details: { ...herr.details } };
 }
 
 /** The HarvestError a `callErrorOf` message stands for (an unknown code is INTERNAL, naming it). */
@@ -153,9 +157,9 @@ export function fromCallError(e: {
   message: string;
   details?: Record<string, string> | null;
 }): HarvestError {
-  if (e.code in ERROR_CODES)
-    return new HarvestError(e.code as ErrorCode, e.message, { details: { ...(e.details ?? {}) } });
-  return new HarvestError("INTERNAL", `${e.code}: ${e.message}`, { details: { ...(e.details ?? {}) } });
+  const details = { ...(e.details ?? {}) };
+  if (e.code in ERROR_CODES) return new HarvestError(e.code as ErrorCode, e.message, { details });
+  return new HarvestError("INTERNAL", `${e.code}: ${e.message}`, { details });
 }
 
 /** Turns an error from a gRPC call back into a HarvestError; transport failures become UNAVAILABLE/DEADLINE_EXCEEDED. */

@@ -21,7 +21,7 @@ import type { TLSSocket } from "node:tls";
 import type { Registry } from "prom-client";
 import type { Access, Principal } from "./auth.js";
 import { status as GrpcStatus } from "@grpc/grpc-js";
-import { ERROR_CODES, errorMessage, HarvestError, isHarvestError } from "./errors.js";
+import { asHarvestError, ERROR_CODES, errorMessage, HarvestError } from "./errors.js";
 import type { Logger } from "./log.js";
 import { formatAddress } from "./net-address.js";
 import { packageRoot } from "./paths.js";
@@ -284,7 +284,7 @@ export class WebServer {
       });
       this.send(res, out, req.method === "HEAD");
     } catch (err) {
-      const h = isHarvestError(err) ? err : new HarvestError("INTERNAL", errorMessage(err), { cause: err });
+      const h = asHarvestError(err);
       if (h.code === "INTERNAL") this.options.log.warn("web route failed", { path, error: h.message });
       this.send(res, errorResponse(h, wantsHtml, this.secure && h.code === "UNAUTHENTICATED"));
     }

@@ -21,7 +21,7 @@ import {
   TRANSFER_KEEPALIVE_MS,
 } from "../common/block-transfer.js";
 import type { Frame } from "../common/block-transfer.js";
-import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
+import { asHarvestError, errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 import type { Logger } from "../common/log.js";
 import { identityOfCertificate } from "../common/tls.js";
 import type { Identity, TlsFiles } from "../common/tls.js";
@@ -193,8 +193,7 @@ export class BlockServer {
       await this.host.transfer.serveRead(request, sink, cancelled.signal, TRANSFER_READ_PIECE_BYTES);
       if (!cancelled.signal.aborted) socket.end(frame(FRAME.END));
     } catch (err) {
-      if (!cancelled.signal.aborted)
-        socket.end(errorFrame(isHarvestError(err) ? err : new HarvestError("INTERNAL", errorMessage(err))));
+      if (!cancelled.signal.aborted) socket.end(errorFrame(asHarvestError(err)));
     }
   }
 }

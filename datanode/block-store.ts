@@ -25,7 +25,7 @@ import { randomUUID } from "node:crypto";
 import type { FileHandle } from "node:fs/promises";
 import { mkdir, open, readdir, readFile, rename, rm, stat, statfs, truncate } from "node:fs/promises";
 import { join } from "node:path";
-import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
+import { asHarvestError, errorMessage, HarvestError } from "../common/errors.js";
 
 /** Bytes covered by one checksum. */
 export const CHUNK_SIZE = 512;
@@ -878,7 +878,6 @@ export class ReplicaWriter {
     this.flushScheduled = false;
     const batch = this.queued;
     this.queued = [];
-    if (batch.length === 0) return;
     try {
       if (this.writeFailure) throw this.writeFailure;
       this.checkOpen();
@@ -901,7 +900,7 @@ export class ReplicaWriter {
       for (const w of batch) w.resolve();
     } catch (err) {
       // Nothing after a failed write can land in the right place: every later write fails too.
-      this.writeFailure ??= isHarvestError(err) ? err : new HarvestError("INTERNAL", errorMessage(err), { cause: err });
+      this.writeFailure ??= asHarvestError(err);
       for (const w of batch) w.reject(this.writeFailure);
     }
   }

@@ -13,7 +13,14 @@
  */
 import type { BlockAccess } from "../common/block-token.js";
 import type * as grpc from "@grpc/grpc-js";
-import { errorMessage, fromGrpcError, HarvestError, isHarvestError, toServiceError } from "../common/errors.js";
+import {
+  asHarvestError,
+  errorMessage,
+  fromGrpcError,
+  HarvestError,
+  isHarvestError,
+  toServiceError,
+} from "../common/errors.js";
 import type { ErrorCode } from "../common/errors.js";
 import { loadHarvestProto, makeClient, unary } from "../common/grpc.js";
 import type { ClientSecurity } from "../common/grpc.js";
@@ -507,7 +514,7 @@ class WriteSession {
 
   /** Ends the session with one not-ok ack naming `failedDatanodeId`, and drops the local replica. */
   fail(err: unknown, failedDatanodeId: string): void {
-    const h = isHarvestError(err) ? err : new HarvestError("INTERNAL", errorMessage(err), { cause: err });
+    const h = asHarvestError(err);
     this.failWith(h.code, h.message, failedDatanodeId);
   }
 

@@ -105,8 +105,6 @@ export type DatanodeState = "LIVE" | "DEAD";
 
 /** A ClientNamenode.NamespaceCalls stream, server side. */
 type NamespaceStream = grpc.ServerDuplexStream<NamespaceCallOutput, NamespaceResult>;
-/** What a call tells about its caller: the peer's certificate, the token and claimed user in its metadata. */
-type CallerContext = CallContext;
 /** Unanswered calls a NamespaceCalls stream may have before the namenode stops reading it. */
 const MAX_STREAMED_CALLS = 64;
 
@@ -323,7 +321,7 @@ export class NameNode {
         }),
       ),
       Create: unary((req: CreateRequestOutput, c) => this.createFile(req, c)),
-      AddBlock: unary((req: AddBlockRequestOutput) => this.metrics.observe("addBlock", () => this.addBlock(req))),
+      AddBlock: unary((req: AddBlockRequestOutput) => this.addBlockCall(req)),
       AbandonBlock: unary((req: AbandonBlockRequestOutput) =>
         this.metrics.observe("abandonBlock", async () => {
           this.checkWritable();
@@ -480,7 +478,7 @@ export class NameNode {
    * authentication: the `harvest-user` metadata, else `claimedUser` (the owner Create and Mkdirs carry); the claimed
    * name equal to the `superuser` option is the superuser. A plaintext call that claims no one is "nobody".
    */
-  private callerOf(c: CallerContext, claimedUser = ""): Caller {
+  private callerOf(c: CallContext, claimedUser = ""): Caller {
     if (this.gate.secure) return this.callerOfPrincipal(this.gate.principal(c));
     const fromMetadata = c.metadata.get(CLAIMED_USER_METADATA)[0];
     const claimed = (typeof fromMetadata === "string" ? fromMetadata : "") || claimedUser || ANONYMOUS_USER;
@@ -518,12 +516,17 @@ export class NameNode {
   }
 
   /** ClientNamenode.Create, on its own or on a NamespaceCalls stream. */
-  private createFile(req: CreateRequestOutput, c: CallerContext): Promise<FileStatusOutput> {
+  private createFile(req: CreateRequestOutput, c: CallContext): Promise<FileStatusOutput> {
     return this.metrics.observe("create", () => {
       this.checkWritable();
       const caller = this.callerOf(c, req.owner);
       return this.namespace.create({ ...req, owner: caller.user, blockSizeBytes: req.blockSize }, this.checked(caller));
     });
+  }
+
+  /** ClientNamenode.AddBlock, on its own or on a NamespaceCalls stream. */
+  private addBlockCall(req: AddBlockRequestOutput): Promise<LocatedBlock> {
+    return this.metrics.observe("addBlock", () => this.addBlock(req));
   }
 
   /** ClientNamenode.Complete, on its own or on a NamespaceCalls stream. */
@@ -554,10 +557,7 @@ export class NameNode {
           if (why !== undefined)
             throw new HarvestError("INVALID_ARGUMENT", `the request's bytes are not a valid message: ${why}`);
           if (msg.create) return this.createFile(msg.create, stream).then((r) => ({ id: msg.id, create: r }));
-          if (msg.addBlock)
-            return this.metrics
-              .observe("addBlock", () => this.addBlock(msg.addBlock!))
-              .then((r) => ({ id: msg.id, addBlock: r }));
+          if (msg.addBlock) return this.addBlockCall(msg.addBlock).then((r) => ({ id: msg.id, addBlock: r }));
           if (msg.complete) return this.completeFile(msg.complete).then((r) => ({ id: msg.id, complete: r }));
           throw new HarvestError("INVALID_ARGUMENT", "a NamespaceCall names no call (create, addBlock or complete)");
         })
