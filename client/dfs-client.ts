@@ -14,10 +14,11 @@ import { ByteQueue } from "../common/byte-queue.js";
 import type { PacketStream } from "../common/block-transfer.js";
 import { randomUUID } from "node:crypto";
 import { NamespaceChannel } from "./namespace-channel.js";
-import { createReadStream as fsReadStream, createWriteStream as fsWriteStream } from "node:fs";
-import { rename, rm, stat as fsStat } from "node:fs/promises";
+import { createWriteStream as fsWriteStream } from "node:fs";
+import { open, rename, rm, stat as fsStat } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import { Readable, Transform, Writable } from "node:stream";
-import { pipeline } from "node:stream/promises";
+import { finished, pipeline } from "node:stream/promises";
 import { normalizeDfsPath, parentPath } from "../common/dfs-path.js";
 import { errorMessage, fromGrpcError, HarvestError, isHarvestError } from "../common/errors.js";
 import { CLAIMED_USER_METADATA, localUserName } from "../common/fs-permission.js";
@@ -37,6 +38,7 @@ import type { ReadChunkOutput } from "../proto/generated/harvest/v1/ReadChunk.js
 import type { WriteAckOutput } from "../proto/generated/harvest/v1/WriteAck.js";
 import type { DatanodeInfoOutput } from "../proto/generated/harvest/v1/DatanodeInfo.js";
 import type { ReadBlockRequest } from "../proto/generated/harvest/v1/ReadBlockRequest.js";
+import { ReplayArena } from "./replay-arena.js";
 
 /** A file or directory as the namenode reports it. */
 export type DfsFileStatus = FileStatusOutput;
@@ -296,8 +298,7 @@ export class DfsClient {
         details: { field: "localPath" },
       });
     });
-    // Large reads: one read per 16 packets, each packet a slice of it (no copy).
-    await pipeline(fsReadStream(localPath, { highWaterMark: LOCAL_READ_BYTES }), this.createWriteStream(target, opts));
+    await writeLocalFile(localPath, this.createWriteStream(target, opts));
     return this.stat(target);
   }
 
@@ -461,6 +462,50 @@ export { chunkChecksums };
 
 // ------------------------------------------------------------------------------------------------ writing
 
+/** Read buffers `put` cycles through: one being read while the write stream takes another, and a spare. */
+const LOCAL_READ_RING = 3;
+
+/**
+ * Writes a local file into `out` (a DfsWriteStream) and ends it: large reads (16 packets each) into a few buffers used
+ * again and again, the next read running while `out` takes the previous one. A fresh 1 MiB buffer per read, as a file
+ * read stream makes, grows V8's external memory by a GiB per GiB put, and V8 answers with a full collection every few
+ * dozen reads (about a hundred per GiB, profiled). A buffer is read into again only after `out` has taken it (the
+ * write's callback): `out` copies what it keeps for a replay (ReplayArena), and the tail under one packet that it may
+ * still hold in its queue is taken first by the next write, two reads before that buffer is reused.
+ */
+async function writeLocalFile(localPath: string, out: Writable): Promise<void> {
+  // Listening from the start: a stream that fails (say the file exists) emits 'error' before any write returns.
+  const done = finished(out);
+  done.catch(() => undefined);
+  let fh: FileHandle | undefined;
+  let next: Promise<Buffer> | undefined;
+  try {
+    fh = await open(localPath, "r");
+    const file = fh;
+    const ring = Array.from({ length: LOCAL_READ_RING }, () => Buffer.allocUnsafeSlow(LOCAL_READ_BYTES));
+    let n = 0;
+    const readNext = (): Promise<Buffer> =>
+      file.read(ring[n++ % LOCAL_READ_RING]!, 0, LOCAL_READ_BYTES, null).then((r) => r.buffer.subarray(0, r.bytesRead));
+    next = readNext();
+    for (;;) {
+      const chunk = await next;
+      if (chunk.length === 0) break;
+      next = readNext();
+      await new Promise<void>((resolve, reject) => out.write(chunk, (err) => (err ? reject(err) : resolve())));
+    }
+    out.end();
+    await done;
+  } catch (err) {
+    // The write stream's own failure (a namenode refusal, a pipeline given up) is the one to report.
+    const cause = (out as Writable & { errored: Error | null }).errored ?? (err as Error);
+    out.destroy(cause);
+    throw cause;
+  } finally {
+    await next?.catch(() => undefined);
+    await fh?.close();
+  }
+}
+
 /**
  * Renews the client's leases (RenewLease, every `leaseRenewMs`) while at least one of its write streams is open: a
  * writer streaming one long block makes no other namenode call for a while. One renewal at a time; a failure is
@@ -508,8 +553,9 @@ class LeaseRenewer {
 }
 
 /**
- * One block's write through a pipeline. Packets go out as data arrives; they are kept until the block's last packet
- * is acknowledged (every replica on disk), so the block can be replayed to a new pipeline if a datanode fails.
+ * One block's write through a pipeline. Packets go out as data arrives; they are kept (copies in the write stream's
+ * ReplayArena) until the block's last packet is acknowledged (every replica on disk), so the block can be replayed to
+ * a new pipeline if a datanode fails.
  */
 class BlockWrite {
   readonly packets: Buffer[] = [];
@@ -662,6 +708,8 @@ class DfsWriteStream extends Writable {
   private current: BlockWrite | undefined;
   /** Bytes taken but not yet sent in a packet (a large write is sliced, never re-joined per packet). */
   private readonly pending = new ByteQueue();
+  /** Copies of the current block's packets, for a failover's replay (reused block after block). */
+  private readonly replay = new ReplayArena();
   private acked = 0;
   /** The most ever reported to onProgress (a replay after a failover acknowledges bytes again). */
   private reported = 0;
@@ -745,7 +793,7 @@ class DfsWriteStream extends Writable {
   private async sendPacket(data: Buffer): Promise<void> {
     this.current ??= await this.newPipeline([]);
     try {
-      await this.current.add(data);
+      await this.current.add(this.replay.keep(data));
     } catch (err) {
       // The packet was kept: a failover replays it with the rest of the block.
       this.current = await this.failover(this.current, err);
@@ -765,6 +813,8 @@ class DfsWriteStream extends Writable {
       }
     }
     bw.close();
+    // Every replica has the block: its packets will not be replayed, and their slabs take the next block's.
+    this.replay.reset();
     this.previous = {
       blockId: bw.located.block?.blockId ?? 0,
       genStamp: bw.located.block?.genStamp ?? 0,
