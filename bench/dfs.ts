@@ -86,10 +86,13 @@ async function sameAs(stream: NodeJS.ReadableStream, source: string): Promise<bo
   try {
     let at = 0;
     let same = true;
+    // One buffer for the expected bytes, grown when a piece is larger: the checker allocates next to nothing.
+    let scratch = Buffer.allocUnsafeSlow(1024 * 1024);
     for await (const chunk of stream) {
       const piece = chunk as Buffer;
       if (!same) continue;
-      const expected = Buffer.allocUnsafe(piece.length);
+      if (piece.length > scratch.length) scratch = Buffer.allocUnsafeSlow(piece.length);
+      const expected = scratch.subarray(0, piece.length);
       const n = readSync(fd, expected, 0, piece.length, at);
       same = n === piece.length && expected.equals(piece);
       at += piece.length;
