@@ -55,12 +55,31 @@ export interface DataFrame {
   last: boolean;
   checksums: number[];
   data: Buffer;
+  /**
+   * From a FrameReader made with `dataPieces`: the data as slices of the socket chunks that hold it, never joined
+   * (`data` is then empty). A datanode verifies, writes and forwards a packet from its pieces: a 64 KiB packet always
+   * spans socket reads, and joining it cost a copy and a fresh buffer per packet at every hop.
+   */
+  pieces?: Buffer[];
+}
+
+/** A packet's data as consecutive pieces (`pieces` when it came in pieces, else its `data`). */
+export function packetPieces(p: { data: Buffer; pieces?: Buffer[] }): Buffer[] {
+  return p.pieces ?? [p.data];
+}
+
+/** The bytes of a packet's data. */
+export function packetLength(p: { data: Buffer; pieces?: Buffer[] }): number {
+  if (!p.pieces) return p.data.length;
+  let n = 0;
+  for (const piece of p.pieces) n += piece.length;
+  return n;
 }
 
 /** What a writer sends on a write stream (the `WritePacket` message of the gRPC service). */
 export interface PacketMessage {
   header?: object;
-  data?: { seq: number; offsetInBlock: number; data: Buffer; checksums: number[]; last: boolean };
+  data?: { seq: number; offsetInBlock: number; data: Buffer; pieces?: Buffer[]; checksums: number[]; last: boolean };
 }
 
 /**
@@ -161,8 +180,11 @@ export class FrameReader {
   private readonly queue = new ByteQueue();
   private magicSeen: boolean;
 
-  constructor(opts: { expectMagic: boolean }) {
+  private readonly dataPieces: boolean;
+
+  constructor(opts: { expectMagic: boolean; dataPieces?: boolean }) {
     this.magicSeen = !opts.expectMagic;
+    this.dataPieces = opts.dataPieces ?? false;
   }
 
   /** Takes bytes; returns the frames now complete. Throws DATANODE_PROTOCOL_ERROR on a malformed stream. */
@@ -180,6 +202,10 @@ export class FrameReader {
       const length = this.queue.peekUInt32BE();
       if (length < 1 || length > MAX_FRAME_BYTES) throw protocolError(`a frame of ${length} bytes`);
       if (this.queue.length < 4 + length) return out;
+      if (this.dataPieces && length >= 1 + DATA_HEADER_BYTES && this.queue.peekByte(4) === FRAME.DATA) {
+        out.push({ kind: FRAME.DATA, packet: this.takeDataPieces(length) });
+        continue;
+      }
       const whole = this.queue.take(4 + length);
       const kind = whole.readUInt8(4);
       const body = whole.subarray(5);
@@ -202,6 +228,24 @@ export class FrameReader {
           throw protocolError(`an unknown frame kind ${kind}`);
       }
     }
+  }
+  /** A DATA frame of `length` (kind and body): its head and checksums copied out, its data as pieces. */
+  private takeDataPieces(length: number): DataFrame {
+    const fixed = this.queue.take(5 + DATA_HEADER_BYTES);
+    const n = fixed.readUInt32BE(5 + 13);
+    const headBytes = DATA_HEADER_BYTES + 4 * n;
+    if (n > length || 1 + headBytes > length) throw protocolError(`a DATA frame with ${n} checksums does not fit`);
+    const sums = this.queue.take(4 * n);
+    const checksums = new Array<number>(n);
+    for (let i = 0; i < n; i++) checksums[i] = sums.readUInt32BE(4 * i);
+    return {
+      seq: fixed.readUIntBE(5, 6),
+      offsetInBlock: fixed.readUIntBE(11, 6),
+      last: (fixed.readUInt8(17) & 1) === 1,
+      checksums,
+      data: Buffer.alloc(0),
+      pieces: this.queue.takePieces(length - 1 - headBytes),
+    };
   }
 }
 
@@ -371,8 +415,9 @@ export class BlockConnection extends EventEmitter {
     const p = msg.data;
     if (!p) return true;
     this.socket.cork();
-    this.socket.write(dataFrameHead(p, p.data.length));
-    const ok = p.data.length > 0 ? this.socket.write(p.data) : true;
+    this.socket.write(dataFrameHead(p, packetLength(p)));
+    let ok = true;
+    for (const piece of packetPieces(p)) if (piece.length > 0) ok = this.socket.write(piece);
     process.nextTick(() => this.socket.uncork());
     return ok;
   }

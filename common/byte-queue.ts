@@ -24,8 +24,38 @@ export class ByteQueue {
     return first.length >= 4 ? first.readUInt32BE(0) : Buffer.concat(this.chunks, 4).readUInt32BE(0);
   }
 
+  /** The byte at `at` from the front (`at` below `length`). */
+  peekByte(at: number): number {
+    for (const c of this.chunks) {
+      if (at < c.length) return c[at]!;
+      at -= c.length;
+    }
+    throw new RangeError(`no byte at ${at} in a queue of ${this.bytes}`);
+  }
+
+  /** Removes the first `n` queued bytes (`n` at most `length`) as slices of the buffers that hold them: no copy. */
+  takePieces(n: number): Buffer[] {
+    this.bytes -= n;
+    const out: Buffer[] = [];
+    let left = n;
+    while (left > 0) {
+      const c = this.chunks[0]!;
+      if (c.length <= left) {
+        out.push(c);
+        this.chunks.shift();
+        left -= c.length;
+      } else {
+        out.push(c.subarray(0, left));
+        this.chunks[0] = c.subarray(left);
+        left = 0;
+      }
+    }
+    return out;
+  }
+
   /** Removes and returns the first `n` queued bytes (`n` at most `length`). */
   take(n: number): Buffer {
+    if (n === 0) return Buffer.alloc(0);
     this.bytes -= n;
     const first = this.chunks[0]!;
     if (first.length >= n) {

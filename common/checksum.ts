@@ -84,19 +84,28 @@ export function combineChecksums(crcA: number, crcB: number, lengthB: number): n
 
 /**
  * True when `checksums` are the CRC32Cs of `data`'s `chunkBytes` chunks: one native CRC of the whole range against
- * the fold of the chunk CRCs.
+ * the fold of the chunk CRCs. `data` may come as consecutive pieces (a packet as the socket's chunks hold it): the
+ * CRC runs on from piece to piece, nothing is joined.
  */
-export function checksumsMatch(data: Uint8Array, checksums: ArrayLike<number>, chunkBytes = CHUNK_BYTES): boolean {
-  const chunks = Math.ceil(data.length / chunkBytes);
+export function checksumsMatch(
+  data: Uint8Array | readonly Uint8Array[],
+  checksums: ArrayLike<number>,
+  chunkBytes = CHUNK_BYTES,
+): boolean {
+  const pieces = data instanceof Uint8Array ? [data] : data;
+  let length = 0;
+  for (const p of pieces) length += p.length;
+  const chunks = Math.ceil(length / chunkBytes);
   if (checksums.length !== chunks) return false;
   if (chunks === 0) return true;
   let folded = checksums[0]! >>> 0;
   for (let i = 1; i < chunks; i++) {
-    const len = Math.min(chunkBytes, data.length - i * chunkBytes);
+    const len = Math.min(chunkBytes, length - i * chunkBytes);
     folded = combineChecksums(folded, checksums[i]! >>> 0, len);
   }
-  const buf = Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.length);
-  return crc32c(buf) >>> 0 === folded;
+  let crc = 0;
+  for (const p of pieces) crc = crc32c(Buffer.isBuffer(p) ? p : Buffer.from(p.buffer, p.byteOffset, p.length), crc);
+  return crc >>> 0 === folded;
 }
 
 /** The index of the first chunk of `data` whose CRC32C is not its checksum (-1: none; a missing checksum counts). */

@@ -113,7 +113,8 @@ export class BlockServer {
           ? identityOfCertificate(socket.getPeerCertificate())
           : undefined
         : undefined;
-    const reader = new FrameReader({ expectMagic: true });
+    // A write's packets stay the socket's chunks that carry them (`pieces`): verified, forwarded and written unjoined.
+    const reader = new FrameReader({ expectMagic: true, dataPieces: true });
     const idle = setTimeout(() => socket.destroy(), FIRST_FRAME_TIMEOUT_MS);
     let handler: ((frames: Frame[]) => void) | undefined;
     const refuse = (err: unknown): void => {

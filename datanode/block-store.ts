@@ -809,7 +809,8 @@ export class ReplicaWriter {
    * Appends `data` at `offset`, which must be where the previous write ended, and must be chunk-aligned (only the
    * final write may end mid-chunk). `checksums` holds the CRC32C of each 512-byte chunk of `data`; any mismatch is
    * refused with DATANODE_CHECKSUM_MISMATCH and nothing is written. With `verified`, the caller has checked them
-   * against the data already (the pipeline does, before it forwards a packet).
+   * against the data already (the pipeline does, before it forwards a packet). `data` may be consecutive pieces (a
+   * packet as the socket's chunks hold it): they are checked and written as they are, never joined.
    *
    * A write is checked and accepted at once, and resolves when its bytes (and checksums) are in the files. Writes
    * accepted while earlier ones are on their way to the disk are written together by the next flush: one `writev` of
@@ -818,11 +819,14 @@ export class ReplicaWriter {
    */
   write(
     offset: number,
-    data: Uint8Array,
+    data: Uint8Array | readonly Uint8Array[],
     checksums: readonly number[],
     opts: { verified?: boolean } = {},
   ): Promise<void> {
     let sums: Buffer;
+    const pieces = data instanceof Uint8Array ? [data] : data;
+    let length = 0;
+    for (const p of pieces) length += p.length;
     try {
       this.checkOpen();
       if (this.writeFailure) throw this.writeFailure;
@@ -832,33 +836,33 @@ export class ReplicaWriter {
           `block ${this.block.blockId}: write at offset ${offset}, expected ${this.accepted}`,
           { details: { field: "offset" } },
         );
-      if (data.length === 0 && checksums.length === 0) return this.flushed();
+      if (length === 0 && checksums.length === 0) return this.flushed();
       if (this.accepted % CHUNK_SIZE !== 0)
         throw new HarvestError(
           "DATANODE_PROTOCOL_ERROR",
           `block ${this.block.blockId}: data after a partial chunk at offset ${this.accepted}`,
         );
-      const chunks = Math.ceil(data.length / CHUNK_SIZE);
+      const chunks = Math.ceil(length / CHUNK_SIZE);
       if (checksums.length !== chunks)
         throw new HarvestError(
           "DATANODE_CHECKSUM_MISMATCH",
           `block ${this.block.blockId}: ${checksums.length} checksums for ${chunks} chunks at offset ${offset}`,
         );
       // One native CRC of the packet against the fold of its chunk checksums; the bad chunk is named on a failure.
-      if (!opts.verified && !checksumsMatch(data, checksums))
+      if (!opts.verified && !checksumsMatch(pieces, checksums))
         throw new HarvestError(
           "DATANODE_CHECKSUM_MISMATCH",
-          `block ${this.block.blockId}: checksum mismatch in chunk ${offset / CHUNK_SIZE + Math.max(0, firstBadChunk(data, checksums))}`,
+          `block ${this.block.blockId}: checksum mismatch in chunk ${offset / CHUNK_SIZE + Math.max(0, firstBadChunk(Buffer.concat(pieces), checksums))}`,
         );
-      this.store.checkSpace(data.length, this.block.blockId);
+      this.store.checkSpace(length, this.block.blockId);
       sums = Buffer.allocUnsafe(chunks * 4);
       for (let i = 0; i < chunks; i++) sums.writeUInt32BE(checksums[i]! >>> 0, i * 4);
     } catch (err) {
       return Promise.reject(err as Error);
     }
-    this.accepted += data.length;
+    this.accepted += length;
     return new Promise<void>((resolve, reject) => {
-      this.queued.push({ offset, data, sums, resolve, reject });
+      this.queued.push({ offset, pieces, length, sums, resolve, reject });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         void this.serial(() => this.flushQueued());
@@ -888,7 +892,7 @@ export class ReplicaWriter {
         await Promise.all([
           writevAll(
             this.data!,
-            batch.map((w) => w.data),
+            batch.flatMap((w) => w.pieces),
             first.offset,
           ),
           writeAll(this.meta!, sums, metaAt),
@@ -896,7 +900,7 @@ export class ReplicaWriter {
       } catch (err) {
         throw noSpaceError(err, this.block.blockId);
       }
-      for (const w of batch) this.written += w.data.length;
+      for (const w of batch) this.written += w.length;
       for (const w of batch) w.resolve();
     } catch (err) {
       // Nothing after a failed write can land in the right place: every later write fails too.
@@ -975,14 +979,15 @@ export class ReplicaWriter {
 /** A write accepted by a ReplicaWriter and not yet in its files. */
 interface QueuedWrite {
   offset: number;
-  data: Uint8Array;
+  pieces: readonly Uint8Array[];
+  length: number;
   sums: Buffer;
   resolve: () => void;
   reject: (err: Error) => void;
 }
 
 /** Writes every buffer of `parts` back to back from `position`, however the kernel splits the writes. */
-async function writevAll(fh: FileHandle, parts: Uint8Array[], position: number): Promise<void> {
+async function writevAll(fh: FileHandle, parts: readonly Uint8Array[], position: number): Promise<void> {
   let rest = parts;
   let at = position;
   while (rest.length > 0) {

@@ -32,7 +32,7 @@ import { NO_TRANSFER_METRICS } from "./dn-metrics.js";
 import type { TransferMetrics } from "./dn-metrics.js";
 import { drained } from "./stream-util.js";
 import type { Drainable } from "./stream-util.js";
-import { BlockConnection } from "../common/block-transfer.js";
+import { BlockConnection, packetLength, packetPieces } from "../common/block-transfer.js";
 import type { PacketStream } from "../common/block-transfer.js";
 import type { DataTransferClient, DataTransferHandlers } from "../proto/generated/harvest/v1/DataTransfer.js";
 import type { DatanodeInfo, DatanodeInfoOutput } from "../proto/generated/harvest/v1/DatanodeInfo.js";
@@ -373,27 +373,30 @@ class WriteSession {
     this.log.debug("pipeline open", { blockId: block.blockId, downstream: next.datanodeId });
   }
 
-  private async writePacket(p: DataPacketOutput, writer: ReplicaWriter): Promise<void> {
+  private async writePacket(p: DataPacketOutput & { pieces?: Buffer[] }, writer: ReplicaWriter): Promise<void> {
     if (!(Number.isSafeInteger(p.seq) && p.seq > this.lastSeq))
       throw protocolError(`packet seq ${p.seq} does not follow ${this.lastSeq}`);
-    if (p.data.length > MAX_PACKET_BYTES)
-      throw protocolError(`packet of ${p.data.length} bytes exceeds ${MAX_PACKET_BYTES}`);
+    // From the transfer port the data comes as the socket's chunks that hold it: checked, forwarded and written as
+    // they are.
+    const pieces = packetPieces(p);
+    const length = packetLength(p);
+    if (length > MAX_PACKET_BYTES) throw protocolError(`packet of ${length} bytes exceeds ${MAX_PACKET_BYTES}`);
     if (this.svc.host.isPrimaryBusy()) throw this.svc.refuseBusy("write");
     if (p.offsetInBlock !== this.nextOffset)
       throw protocolError(`packet at offset ${p.offsetInBlock}, expected ${this.nextOffset}`);
-    if (p.data.length > 0 && this.nextOffset % CHUNK_SIZE !== 0)
+    if (length > 0 && this.nextOffset % CHUNK_SIZE !== 0)
       throw protocolError(`data after a partial chunk at offset ${this.nextOffset}`);
     // Verified before it travels on (one native CRC of the packet): a bad packet never reaches downstream.
-    if (!checksumsMatch(p.data, p.checksums)) {
+    if (!checksumsMatch(pieces, p.checksums)) {
       this.svc.metrics.checksumFailed("write");
-      const bad = Math.max(0, firstBadChunk(p.data, p.checksums));
+      const bad = Math.max(0, firstBadChunk(Buffer.concat(pieces), p.checksums));
       throw new HarvestError(
         "DATANODE_CHECKSUM_MISMATCH",
         `block ${this.blockId}: checksum mismatch in chunk ${p.offsetInBlock / CHUNK_SIZE + bad}`,
       );
     }
     this.lastSeq = p.seq;
-    this.nextOffset = p.offsetInBlock + p.data.length;
+    this.nextOffset = p.offsetInBlock + length;
     const entry: PendingAck = { seq: p.seq, last: p.last, local: false, down: !this.down };
     this.pending.push(entry);
     if (p.last) this.sawLast = true;
@@ -402,14 +405,16 @@ class WriteSession {
     let downstreamReady: Promise<void> | undefined;
     if (this.down) {
       this.armAckTimer();
-      const ok = this.down.write({ data: p });
+      // A gRPC downstream (the baseline data path) sends the packet as one protobuf message: joined for it.
+      const packet = p.pieces && !(this.down instanceof BlockConnection) ? { ...p, data: Buffer.concat(pieces) } : p;
+      const ok = this.down.write({ data: packet });
       if (p.last) this.down.end();
       else if (!ok) downstreamReady = drained(this.down, this.over.signal);
     }
     // The local write is accepted at once and lands with the packets that arrive meanwhile (the writer's group
     // commit); its ack goes when it is in the files. Only a backlog of unwritten bytes holds the next packet back.
-    const written = writer.write(p.offsetInBlock, p.data, p.checksums, { verified: true });
-    const bytes = p.data.length;
+    const written = writer.write(p.offsetInBlock, pieces, p.checksums, { verified: true });
+    const bytes = length;
     if (p.last) {
       await written;
       this.svc.metrics.bytesWritten(bytes);

@@ -56,4 +56,20 @@ describe("chunk checksums", () => {
       }),
     );
   });
+
+  it("match the same when the data comes as pieces cut anywhere (a packet as the socket's chunks hold it)", () => {
+    fc.assert(
+      fc.property(packets, fc.array(fc.nat(), { maxLength: 6 }), fc.nat(), (data, cuts, where) => {
+        const sums = nativeChunks(data);
+        const at = [...new Set(cuts.map((c) => c % (data.length + 1)))].sort((a, b) => a - b);
+        const cutUp = (b: Buffer): Buffer[] =>
+          [...at, b.length].map((end, i) => b.subarray(i === 0 ? 0 : at[i - 1]!, end));
+        expect(checksumsMatch(cutUp(data), sums)).toBe(true);
+        if (data.length === 0) return;
+        const bad = Buffer.from(data);
+        bad[where % data.length] = bad[where % data.length]! ^ 0x5a;
+        expect(checksumsMatch(cutUp(bad), sums)).toBe(false);
+      }),
+    );
+  });
 });

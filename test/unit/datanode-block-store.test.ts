@@ -98,6 +98,9 @@ describe("block store", () => {
     sums[2] = (sums[2]! + 1) >>> 0;
     expect(await codeOf(w.write(0, data, sums))).toBe("DATANODE_CHECKSUM_MISMATCH");
     expect(await codeOf(w.write(0, data, sums.slice(0, 3)))).toBe("DATANODE_CHECKSUM_MISMATCH");
+    expect(await codeOf(w.write(0, [data.subarray(0, 700), data.subarray(700)], sums))).toBe(
+      "DATANODE_CHECKSUM_MISMATCH",
+    );
     expect(w.bytesWritten).toBe(0);
     await w.write(0, data, chunkChecksums(data));
     expect(w.bytesWritten).toBe(2048);
@@ -151,9 +154,12 @@ describe("block store", () => {
     const data = randomBytes(3 * 1024 * 1024 + 100);
     const w = await store.createRbw({ blockId: 21, genStamp: 1 });
     const writes: Promise<void>[] = [];
-    for (let at = 0; at < data.length; at += 64 * 1024) {
+    for (let at = 0, i = 0; at < data.length; at += 64 * 1024, i++) {
       const piece = data.subarray(at, Math.min(data.length, at + 64 * 1024));
-      writes.push(w.write(at, piece, chunkChecksums(piece)));
+      // Every other packet as the transfer port hands it over: cut where socket reads happened to end.
+      const cuts = [1000, 40_000].filter((c) => c < piece.length);
+      const parts = [0, ...cuts].map((from, k) => piece.subarray(from, [...cuts, piece.length][k]));
+      writes.push(w.write(at, i % 2 === 1 ? parts : piece, chunkChecksums(piece)));
     }
     // Space is reserved as writes are accepted, before they reach the disk.
     expect(store.usedBytes()).toBe(data.length);
