@@ -161,7 +161,7 @@ async function fsyncDir(dir: string): Promise<void> {
 }
 
 async function readFully(fh: FileHandle, length: number, position: number): Promise<Buffer> {
-  const buf = Buffer.alloc(length);
+  const buf = Buffer.allocUnsafe(length); // every byte is read into, or cut off below
   let got = 0;
   while (got < length) {
     const { bytesRead } = await fh.read(buf, got, length - got, position + got);
@@ -327,6 +327,7 @@ export class BlockStore {
     const dir = this.subdir(key.blockId);
     let data: FileHandle | undefined;
     let meta: FileHandle | undefined;
+    let ahead: Promise<[Buffer, Buffer]> | undefined;
     const corrupt = (reason: string): HarvestError => {
       this.markCorrupt(replica, reason);
       return new HarvestError("DATANODE_CORRUPT_BLOCK", `replica of block ${key.blockId} is corrupt: ${reason}`, {
@@ -345,14 +346,27 @@ export class BlockStore {
       }
       const header = await readFully(meta, META_HEADER_BYTES, 0);
       if (!header.equals(metaHeader())) throw corrupt("bad meta header");
+      const dataFile = data;
+      const metaFile = meta;
+      // A piece's data and checksums are read together, and the next piece is read while this one is checked and
+      // sent (one piece of read-ahead: the disk and the socket work at once).
+      const load = (at: number): Promise<[Buffer, Buffer]> => {
+        const len = Math.min(piece, end - at);
+        // The stored tail may be shorter than a chunk; a read ending mid-chunk still covers the whole chunk.
+        const readLen = Math.min(chunksFor(len) * CHUNK_SIZE, replica.numBytes - at);
+        return Promise.all([
+          readFully(dataFile, readLen, at),
+          readFully(metaFile, chunksFor(readLen) * 4, META_HEADER_BYTES + (at / CHUNK_SIZE) * 4),
+        ]);
+      };
+      ahead = start < end ? load(start) : undefined;
       for (let at = start; at < end; at += piece) {
         const len = Math.min(piece, end - at);
         const chunk0 = at / CHUNK_SIZE;
-        // The stored tail may be shorter than a chunk; a read ending mid-chunk still covers the whole chunk.
         const readLen = Math.min(chunksFor(len) * CHUNK_SIZE, replica.numBytes - at);
-        const bytes = await readFully(data, readLen, at);
+        const [bytes, sums] = await ahead!;
+        ahead = at + piece < end ? load(at + piece) : undefined;
         const n = chunksFor(readLen);
-        const sums = await readFully(meta, n * 4, META_HEADER_BYTES + chunk0 * 4);
         if (bytes.length !== readLen || sums.length !== n * 4) throw corrupt(`truncated at offset ${at}`);
         const checksums = new Array<number>(n);
         for (let i = 0; i < n; i++) checksums[i] = sums.readUInt32BE(i * 4);
@@ -362,6 +376,8 @@ export class BlockStore {
         yield { offset: at, data: bytes, checksums };
       }
     } finally {
+      // A reader that stops early leaves a read-ahead in flight: it settles before the files close.
+      await ahead?.catch(() => undefined);
       await data?.close();
       await meta?.close();
     }

@@ -72,6 +72,22 @@ describe("block store", () => {
     expect(last.offset + last.data.length).toBeGreaterThanOrEqual(71_000);
   });
 
+  it("closes the replica's files when a reader stops early, with the next piece already being read", async () => {
+    const data = randomBytes(1024 * 1024);
+    await writeReplica(store, { blockId: 8, genStamp: 1 }, data);
+    const openFiles = (): number => readdirSync("/proc/self/fd").length;
+    const before = openFiles();
+    for (let i = 0; i < 20; i++) {
+      for await (const p of store.read({ blockId: 8, genStamp: 1 }, 0, 0, 64 * 1024)) {
+        expect(p.data.equals(data.subarray(0, p.data.length))).toBe(true);
+        break;
+      }
+    }
+    expect(openFiles()).toBe(before);
+    // And the whole replica still reads back, piece after piece.
+    expect(sha(await readAll(store, { blockId: 8, genStamp: 1 }))).toBe(sha(data));
+  });
+
   it("detects a flipped byte in a finalized data file and notes the replica as corrupt", async () => {
     const corrupted: number[] = [];
     const s = await BlockStore.open({ dataDir: dir, listener: { corrupt: (r) => corrupted.push(r.blockId) } });
