@@ -302,9 +302,16 @@ export class BlockStore {
   /**
    * Streams `length` bytes (0 = to the end) of a finalized replica from `offset` aligned down to a chunk, in
    * chunk-aligned pieces of at most `pieceBytes`, each checked against its stored checksums before it is yielded.
-   * A mismatch marks the replica corrupt and throws DATANODE_CORRUPT_BLOCK.
+   * A mismatch marks the replica corrupt and throws DATANODE_CORRUPT_BLOCK. With `readAhead` (the default) the next
+   * piece is read while the caller handles this one.
    */
-  async *read(block: BlockKey, offset = 0, length = 0, pieceBytes = READ_PIECE_BYTES): AsyncGenerator<ReadPiece> {
+  async *read(
+    block: BlockKey,
+    offset = 0,
+    length = 0,
+    pieceBytes = READ_PIECE_BYTES,
+    opts: { readAhead?: boolean } = {},
+  ): AsyncGenerator<ReadPiece> {
     const key = checkBlockKey(block);
     const replica = this.replicas.get(key.blockId);
     if (!replica || replica.genStamp !== key.genStamp)
@@ -348,8 +355,8 @@ export class BlockStore {
       if (!header.equals(metaHeader())) throw corrupt("bad meta header");
       const dataFile = data;
       const metaFile = meta;
-      // A piece's data and checksums are read together, and the next piece is read while this one is checked and
-      // sent (one piece of read-ahead: the disk and the socket work at once).
+      // A piece's data and checksums are read together, and (with `readAhead`, the default) the next piece is read
+      // while this one is checked and sent: the disk and the socket work at once.
       const load = (at: number): Promise<[Buffer, Buffer]> => {
         const len = Math.min(piece, end - at);
         // The stored tail may be shorter than a chunk; a read ending mid-chunk still covers the whole chunk.
@@ -364,8 +371,8 @@ export class BlockStore {
         const len = Math.min(piece, end - at);
         const chunk0 = at / CHUNK_SIZE;
         const readLen = Math.min(chunksFor(len) * CHUNK_SIZE, replica.numBytes - at);
-        const [bytes, sums] = await ahead!;
-        ahead = at + piece < end ? load(at + piece) : undefined;
+        const [bytes, sums] = await (ahead ?? load(at));
+        ahead = (opts.readAhead ?? true) && at + piece < end ? load(at + piece) : undefined;
         const n = chunksFor(readLen);
         if (bytes.length !== readLen || sums.length !== n * 4) throw corrupt(`truncated at offset ${at}`);
         const checksums = new Array<number>(n);

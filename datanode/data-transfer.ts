@@ -48,6 +48,12 @@ import type { WriteHeaderOutput } from "../proto/generated/harvest/v1/WriteHeade
 export const MAX_PACKET_BYTES = 1024 * 1024;
 /** Bytes a write session lets wait for the disk before it reads the next packet (backpressure to the upstream). */
 const MAX_UNWRITTEN_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Reads served at once up to which each reads a piece ahead. Beyond it the readers themselves keep the disk and the
+ * sockets busy, and a piece ahead for each would only add to the datanode's memory (16 readers of 512 KiB pieces).
+ */
+const READ_AHEAD_MAX_READERS = 4;
 /** Packets read from the upstream but not yet processed before the upstream is paused (backpressure). */
 const MAX_QUEUED_PACKETS = 4;
 
@@ -206,7 +212,8 @@ export class DataTransferService {
       const block = checkBlockKey(req.block);
       host.checkBlockToken(req.blockToken, block.blockId, "READ");
       if (host.isPrimaryBusy()) throw this.refuseBusy("read");
-      for await (const piece of host.store.read(block, req.offset, req.length, pieceBytes)) {
+      const readAhead = this.reads <= READ_AHEAD_MAX_READERS;
+      for await (const piece of host.store.read(block, req.offset, req.length, pieceBytes, { readAhead })) {
         if (cancelled.aborted) return;
         // The primary wins mid-read too: the reader moves on to another replica.
         if (host.isPrimaryBusy()) throw this.refuseBusy("read");
