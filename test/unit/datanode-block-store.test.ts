@@ -185,6 +185,25 @@ describe("block store", () => {
     expect(sha(await readAll(store, { blockId: 21, genStamp: 1 }))).toBe(sha(data));
   });
 
+  it("writes a block of several sync-behind steps (8 MiB each) and an abort in the middle of one leaves nothing", async () => {
+    const data = randomBytes(20 * 1024 * 1024);
+    const w = await store.createRbw({ blockId: 22, genStamp: 1 });
+    for (let at = 0; at < data.length; at += 64 * 1024) {
+      const piece = data.subarray(at, at + 64 * 1024);
+      await w.write(at, piece, chunkChecksums(piece));
+    }
+    await w.finalize(data.length);
+    expect(sha(await readAll(store, { blockId: 22, genStamp: 1 }))).toBe(sha(data));
+    const aborted = await store.createRbw({ blockId: 23, genStamp: 1 });
+    for (let at = 0; at < 9 * 1024 * 1024; at += 64 * 1024) {
+      const piece = data.subarray(at, at + 64 * 1024);
+      await aborted.write(at, piece, chunkChecksums(piece));
+    }
+    await aborted.abort();
+    expect(store.usedBytes()).toBe(data.length);
+    expect(await codeOf(readAll(store, { blockId: 23, genStamp: 1 }))).toBe("DATANODE_BLOCK_NOT_FOUND");
+  });
+
   it("refuses a bad write among queued ones without losing the others", async () => {
     const w = await store.createRbw({ blockId: 22, genStamp: 1 });
     const a = randomBytes(4096);
