@@ -174,12 +174,12 @@ function decodeError(body: Buffer): HarvestError {
 
 /**
  * Splits a byte stream into frames. Bytes are kept as the chunks that arrived; a frame within one chunk is a slice of
- * it (no copy), one that spans chunks is joined once.
+ * it (no copy), one that spans chunks is joined once. With `dataPieces` a DATA frame's data is never joined: it comes
+ * as the slices of the chunks that hold it (`DataFrame.pieces`), for a datanode to verify, forward and write as is.
  */
 export class FrameReader {
   private readonly queue = new ByteQueue();
   private magicSeen: boolean;
-
   private readonly dataPieces: boolean;
 
   constructor(opts: { expectMagic: boolean; dataPieces?: boolean }) {
@@ -229,6 +229,7 @@ export class FrameReader {
       }
     }
   }
+
   /** A DATA frame of `length` (kind and body): its head and checksums copied out, its data as pieces. */
   private takeDataPieces(length: number): DataFrame {
     const fixed = this.queue.take(5 + DATA_HEADER_BYTES);
