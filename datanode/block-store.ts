@@ -943,7 +943,8 @@ export class ReplicaWriter {
    * Sync-behind (as HDFS's dfs.datanode.sync.behind.writes): once SYNC_BEHIND_BYTES more are in the data file, an
    * fdatasync starts in the background, so the disk writes the block while it still arrives and the fsync before the
    * last ack has little left to do (measured: put, replication 1, about 12 % faster). It changes no guarantee: acks
-   * still wait for that final fsync, and a failure here is the final fsync's to report.
+   * still wait for that final fsync. A failed background sync fails the replica's later writes and its finalize: Linux
+   * reports a writeback error to one fsync per file, so the final fsync might not see it again.
    */
   private startSyncBehind(): void {
     const data = this.data;
@@ -955,7 +956,9 @@ export class ReplicaWriter {
         () => {
           this.syncedBytes = upTo;
         },
-        () => undefined,
+        (err: unknown) => {
+          this.writeFailure ??= asHarvestError(noSpaceError(err, this.block.blockId));
+        },
       )
       .finally(() => {
         this.syncBehind = undefined;
@@ -972,8 +975,9 @@ export class ReplicaWriter {
           "DATANODE_PROTOCOL_ERROR",
           `block ${this.block.blockId}: finalize at ${numBytes} bytes but ${this.written} were written`,
         );
+      await this.syncBehind;
+      if (this.writeFailure) throw this.writeFailure;
       try {
-        await this.syncBehind;
         await this.data!.sync();
         await this.meta!.sync();
       } catch (err) {

@@ -237,6 +237,21 @@ describe("block store", () => {
     await w.abort();
   });
 
+  it("fails the later writes and the finalize when a background sync-behind fails (its error is not lost)", async () => {
+    const w = await store.createRbw({ blockId: 24, genStamp: 1 });
+    // The disk fails the background fdatasync; Linux would report that writeback error to this one call only.
+    const eio = Object.assign(new Error("EIO: i/o error, fdatasync"), { code: "EIO" });
+    (w as unknown as { data: { datasync(): Promise<void> } }).data.datasync = () => Promise.reject(eio);
+    const data = randomBytes(64 * 1024);
+    let at = 0;
+    // 8 MiB in the file: the sync-behind starts (and fails) after the last of these writes.
+    for (; at < 8 * 1024 * 1024; at += data.length) await w.write(at, data, chunkChecksums(data));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(await codeOf(w.write(at, data, chunkChecksums(data)))).toBe("INTERNAL");
+    expect(await codeOf(w.finalize(at))).toBe("INTERNAL");
+    await w.abort();
+  });
+
   it("keeps an aborted replica out of the store", async () => {
     const w: ReplicaWriter = await store.createRbw({ blockId: 11, genStamp: 1 });
     const data = randomBytes(4096);
