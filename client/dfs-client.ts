@@ -471,7 +471,9 @@ const LOCAL_READ_RING = 3;
  * read stream makes, grows V8's external memory by a GiB per GiB put, and V8 answers with a full collection every few
  * dozen reads (about a hundred per GiB, profiled). A buffer is read into again only after `out` has taken it (the
  * write's callback): `out` copies what it keeps for a replay (ReplayArena), and the tail under one packet that it may
- * still hold in its queue is taken first by the next write, two reads before that buffer is reused.
+ * still hold in its queue is taken first by the next write, two reads before that buffer is reused. That holds for
+ * full 1 MiB reads (each far longer than a packet); a short read (the end of the file, or a pipe) is written as a
+ * copy, so a queue holding several short reads never points into a buffer being read into.
  */
 async function writeLocalFile(localPath: string, out: Writable): Promise<void> {
   // Listening from the start: a stream that fails (say the file exists) emits 'error' before any write returns.
@@ -485,7 +487,9 @@ async function writeLocalFile(localPath: string, out: Writable): Promise<void> {
     const ring = Array.from({ length: LOCAL_READ_RING }, () => Buffer.allocUnsafeSlow(LOCAL_READ_BYTES));
     let n = 0;
     const readNext = (): Promise<Buffer> =>
-      file.read(ring[n++ % LOCAL_READ_RING]!, 0, LOCAL_READ_BYTES, null).then((r) => r.buffer.subarray(0, r.bytesRead));
+      file
+        .read(ring[n++ % LOCAL_READ_RING]!, 0, LOCAL_READ_BYTES, null)
+        .then((r) => (r.bytesRead === LOCAL_READ_BYTES ? r.buffer : Buffer.from(r.buffer.subarray(0, r.bytesRead))));
     next = readNext();
     for (;;) {
       const chunk = await next;
