@@ -232,21 +232,14 @@ export class FrameReader {
 
   /** A DATA frame of `length` (kind and body): its head and checksums copied out, its data as pieces. */
   private takeDataPieces(length: number): DataFrame {
-    const fixed = this.queue.take(5 + DATA_HEADER_BYTES);
-    const n = fixed.readUInt32BE(5 + 13);
+    const fixed = this.queue.take(5 + DATA_HEADER_BYTES).subarray(5);
+    const n = fixed.readUInt32BE(13);
     const headBytes = DATA_HEADER_BYTES + 4 * n;
     if (n > length || 1 + headBytes > length) throw protocolError(`a DATA frame with ${n} checksums does not fit`);
-    const sums = this.queue.take(4 * n);
-    const checksums = new Array<number>(n);
-    for (let i = 0; i < n; i++) checksums[i] = sums.readUInt32BE(4 * i);
-    return {
-      seq: fixed.readUIntBE(5, 6),
-      offsetInBlock: fixed.readUIntBE(11, 6),
-      last: (fixed.readUInt8(17) & 1) === 1,
-      checksums,
-      data: Buffer.alloc(0),
-      pieces: this.queue.takePieces(length - 1 - headBytes),
-    };
+    // The head and its checksums decode as a DATA body without data; the data stays in the queue's chunks.
+    const packet = decodeData(Buffer.concat([fixed, this.queue.take(4 * n)]));
+    packet.pieces = this.queue.takePieces(length - 1 - headBytes);
+    return packet;
   }
 }
 
