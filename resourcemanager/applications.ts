@@ -56,6 +56,8 @@ export interface AppRuntime {
   amContainerId: string | undefined;
   registered: boolean;
   lastAmContactMs: number;
+  /** Recovered after a restart and waiting for `openResyncWindows`. */
+  resyncing: boolean;
   /** After a restart: until then, node managers may still report this job's job manager (0: not resyncing). */
   resyncUntilMs: number;
   /** Granted containers not yet handed to the job manager. */
@@ -175,13 +177,12 @@ export class Applications {
 
   // -------------------------------------------------------------------------------------------- recovery
 
-  /** Loads the applications from the store after a (re)start: finished ones as they are, the others resyncing. */
+  /**
+   * Loads the applications from the store after a (re)start: finished ones as they are, the others resyncing once
+   * `openResyncWindows` is called.
+   */
   async recover(clusterTs: number): Promise<void> {
     this.clusterTs = clusterTs;
-    const now = this.deps.clock.nowMs();
-    this.nodesSettleMs = now + this.deps.options.resyncWindowMs;
-    this.claimsSettleMs = now + Math.max(this.deps.options.resyncWindowMs, this.deps.options.nodeExpiryMs);
-    let resyncing = 0;
     for (const record of await this.deps.store.loadApps()) {
       const app = this.newRuntime(record);
       this.apps.set(record.appId, app);
@@ -194,6 +195,24 @@ export class Applications {
       // Its job manager and containers may still run: wait for the nodes to report them before anything new starts.
       this.deps.scheduler.addApp(record.appId, record.seq);
       this.deps.scheduler.setAmAvoid(record.appId, record.amAvoidNodes ?? []);
+      app.resyncing = true;
+    }
+  }
+
+  /**
+   * Opens the resync windows of the recovered jobs. Called when the resource manager starts serving, not when it loads
+   * its store: a node manager cannot report before then, and loading, binding and starting the web server of a busy
+   * server take part of a short window.
+   */
+  openResyncWindows(): void {
+    const now = this.deps.clock.nowMs();
+    this.nodesSettleMs = now + this.deps.options.resyncWindowMs;
+    this.claimsSettleMs = now + Math.max(this.deps.options.resyncWindowMs, this.deps.options.nodeExpiryMs);
+    let resyncing = 0;
+    for (const app of this.apps.values()) {
+      if (!app.resyncing) continue;
+      app.resyncing = false;
+      if (isTerminal(app.record.state)) continue;
       app.resyncUntilMs = now + this.deps.options.resyncWindowMs;
       app.lastAmContactMs = now;
       resyncing++;
@@ -228,6 +247,7 @@ export class Applications {
       amContainerId: undefined,
       registered: false,
       lastAmContactMs: 0,
+      resyncing: false,
       resyncUntilMs: 0,
       delivery: [],
       completed: [],

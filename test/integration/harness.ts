@@ -66,7 +66,9 @@ export async function startTestCluster(opts: {
     async stop() {
       client.close();
       await stopCluster(dir).catch(() => undefined);
-      rmSync(dir, { recursive: true, force: true });
+      // HARVEST_KEEP_TEST_CLUSTERS=1 keeps the directory, with every daemon's log, to look into a failure.
+      if (process.env["HARVEST_KEEP_TEST_CLUSTERS"] === "1") console.log(`kept test cluster ${dir}`);
+      else rmSync(dir, { recursive: true, force: true });
     },
   };
 }

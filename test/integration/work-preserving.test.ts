@@ -84,7 +84,8 @@ describe("work-preserving restarts (kill -9)", () => {
       primaries: [idle, idle],
       storage: false,
       // A resync window shorter than the node expiry: a node may re-register after the window (see the fourth test).
-      rm: { resyncWindowMs: 2_500, nodeExpiryMs: 9_000 },
+      // 5 s: a node manager re-registered about 1 s after a restart here, and a job manager in backoff up to 5 s later.
+      rm: { resyncWindowMs: 5_000, nodeExpiryMs: 14_000 },
       nm: { reconnectMaxMs: 500 },
     });
   });
@@ -150,8 +151,8 @@ describe("work-preserving restarts (kill -9)", () => {
     // ...and dies before it could report them.
     process.kill(late.pid, "SIGKILL");
     await restartDaemon(c.dir, "rm");
-    // The job manager registers again, claiming the late server's tasks; the resync window (2.5 s) ends meanwhile.
-    await sleep(4_000);
+    // The job manager registers again, claiming the late server's tasks; the resync window (5 s) ends meanwhile.
+    await sleep(7_500);
     await restartDaemon(c.dir, late.nodeId);
     const r = await c.client.waitForCompletion(appId, undefined, 200);
     expect(r.state).toBe("FINISHED");
