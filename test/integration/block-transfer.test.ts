@@ -148,6 +148,33 @@ describe("the block transfer port of a secure cluster", () => {
     expect(await codeOf(readRange(at, undefined, request(first!.block!, first!.blockToken)))).toBe("UNAVAILABLE");
   });
 
+  it("encrypts block data with TLS 1.3's AES-128-GCM, and still serves a TLS 1.2 client", async () => {
+    const d = dfs(admin);
+    const [first] = (await d.blockLocations("/bt/a.bin")).blocks;
+    const [host, port] = first!.locations[0]!.transferAddress.split(":") as [string, string];
+    const handshake = (maxVersion: tls.SecureVersion): Promise<{ protocol: string | null; cipher: string }> =>
+      new Promise((resolve, reject) => {
+        const socket = tls.connect({
+          host,
+          port: Number(port),
+          ca: readFileSync(admin.ca),
+          cert: readFileSync(admin.cert!),
+          key: readFileSync(admin.key!),
+          maxVersion,
+        });
+        socket.on("secureConnect", () => {
+          resolve({ protocol: socket.getProtocol(), cipher: socket.getCipher().name });
+          socket.destroy();
+        });
+        socket.on("error", reject);
+      });
+    // The client offers Node's default order (AES-256 first); the datanode's order wins.
+    expect(await handshake("TLSv1.3")).toEqual({ protocol: "TLSv1.3", cipher: "TLS_AES_128_GCM_SHA256" });
+    const old = await handshake("TLSv1.2");
+    expect(old.protocol).toBe("TLSv1.2");
+    expect(old.cipher).toMatch(/GCM|CHACHA20/);
+  });
+
   it("answers garbage with a coded error and keeps serving", async () => {
     const d = dfs(admin);
     const [first] = (await d.blockLocations("/bt/a.bin")).blocks;
