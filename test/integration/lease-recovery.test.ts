@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { DfsClient } from "../../client/dfs-client.js";
+import { DfsClient, PACKET_BYTES } from "../../client/dfs-client.js";
 import { isHarvestError } from "../../common/errors.js";
 import { Logger } from "../../common/log.js";
 import { distEntry } from "../../common/paths.js";
@@ -23,9 +23,9 @@ import { NameNode } from "../../namenode/index.js";
 import { requireBuild } from "./harness.js";
 
 const quiet = new Logger("test", "error");
-const KiB = 1024;
-const BLOCK = 256 * KiB;
-const PACKET = 64 * KiB;
+/** The writer's packet: acknowledged bytes advance a packet at a time. */
+const PACKET = PACKET_BYTES;
+const BLOCK = 4 * PACKET;
 
 async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
