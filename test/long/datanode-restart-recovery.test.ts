@@ -14,16 +14,17 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { localDfsClient, readCluster, restartDaemon } from "../../cli/cluster.js";
+import { PACKET_BYTES } from "../../client/dfs-client.js";
 import type { DfsClient } from "../../client/dfs-client.js";
 import { Logger } from "../../common/log.js";
 import { distEntry } from "../../common/paths.js";
 import { startTestCluster, traceSpec } from "../integration/harness.js";
 import type { TestCluster } from "../integration/harness.js";
 
-const KiB = 1024;
-const MiB = 1024 * KiB;
-const BLOCK = MiB;
-const PACKET = 64 * KiB;
+const MiB = 1024 * 1024;
+/** The writer's packet: acknowledged bytes advance a packet at a time. */
+const PACKET = PACKET_BYTES;
+const BLOCK = Math.max(MiB, 4 * PACKET);
 const quiet = new Logger("test", "error");
 
 async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
