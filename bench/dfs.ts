@@ -5,7 +5,9 @@
  * (`insecure`). Blocks move over the datanodes' block transfer ports; `--grpc` repeats every put and get over their
  * gRPC DataTransfer service (the data path before the ports) and prints port / gRPC. After the replication-3 get,
  * `--readers` (16) clients read that file at once while the datanodes' resident sizes are sampled. Each get reads the
- * file twice and times the second read: the first warms the read path up (V8 compiles it as it runs).
+ * file twice and times the second read: the first warms the read path up (V8 compiles it as it runs). The datanodes
+ * serve short-circuit reads: after each get over the transfer port, a second client, which reads the replicas' files
+ * itself (client/short-circuit.ts), gets the file the same way; its rows and goal line stand apart from the network's.
  *
  * With `--tls` the same puts and gets run twice in this run: on a plaintext cluster, then on a cluster started as
  * `harvest cluster up` starts one by default: a CA made in the (temporary) cluster directory, a `daemon` certificate
@@ -131,6 +133,9 @@ interface DfsRun {
   putMs: number;
   getMs: number;
   ok: boolean;
+  /** On the transfer port's runs: the same get by a client reading the replicas' files (short-circuit). */
+  localGetMs?: number;
+  localOk?: boolean;
 }
 
 async function run(argv: readonly string[], progress: (line: string) => void): Promise<BenchReport> {
@@ -171,12 +176,15 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         memoryMb: 4096,
         startTimeoutMs: 30_000,
         insecure: transport === "plaintext",
+        // The datanodes serve short-circuit reads; only the client made for them asks (`localDfs` below).
+        dn: { shortCircuitReads: true },
       });
       const paths: DataPath[] = f.grpc ? ["transfer port", "gRPC"] : ["transfer port"];
       try {
         for (const dataPath of paths) {
           // As the admin who started it: the admin certificate on the TLS cluster, plaintext on the other.
-          const dfs = localDfsClient(desc, { transferProtocol: dataPath === "transfer port" });
+          const dfs = localDfsClient(desc, { transferProtocol: dataPath === "transfer port", shortCircuit: false });
+          const localDfs = dataPath === "transfer port" ? localDfsClient(desc, { shortCircuit: true }) : undefined;
           try {
             for (const replication of [1, 3]) {
               progress(`${transport}, ${dataPath}: put with replication ${replication}`);
@@ -192,7 +200,15 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
               const warm = await sameAs(dfs.createReadStream(path), source);
               const [same, getMs] = await timedAsync(() => sameAs(dfs.createReadStream(path), source));
               const ok = warm && same;
-              rows.push({ transport, path: dataPath, replication, putMs, getMs, ok });
+              const run: DfsRun = { transport, path: dataPath, replication, putMs, getMs, ok };
+              if (localDfs) {
+                progress(`${transport}: short-circuit get with replication ${replication} (warm-up, then timed)`);
+                const localWarm = await sameAs(localDfs.createReadStream(path), source);
+                const [localSame, localGetMs] = await timedAsync(() => sameAs(localDfs.createReadStream(path), source));
+                run.localGetMs = localGetMs;
+                run.localOk = localWarm && localSame && localDfs.readStats.shortCircuitReads > 0;
+              }
+              rows.push(run);
               if (replication === 3 && dataPath === "transfer port" && f.readers > 0 && !readersRun) {
                 readersRun = await concurrentReaders(dfs, path, f.readers, source, desc, progress);
               }
@@ -200,6 +216,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
             }
           } finally {
             dfs.close();
+            localDfs?.close();
           }
         }
       } finally {
@@ -216,6 +233,8 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       "  put: local file -> client -> pipeline of datanodes, every block fsynced at every replica before it counts",
       "  get: datanodes -> client, every 512-byte chunk's CRC32C verified, every byte compared with the source file;",
       "       the second read of the file is timed (the first warms the read path up)",
+      "  get, short-circuit: the same, by a client that reads the replicas' files itself (its datanodes are on its",
+      "       server); the other gets read over the network",
       "",
       ...table(
         ["operation", "MB/s", "seconds", "vs cp+sync", "vs node", "byte-identical"],
@@ -245,6 +264,18 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
               ratio(mbps(r.getMs), mbps(nodeMs)),
               r.ok ? "yes" : "NO",
             ],
+            ...(r.localGetMs === undefined
+              ? []
+              : [
+                  [
+                    label("get, short-circuit", r),
+                    fmt(mbps(r.localGetMs)),
+                    fmt(r.localGetMs / 1000, 2),
+                    ratio(mbps(r.localGetMs), mbps(cpTotal)),
+                    ratio(mbps(r.localGetMs), mbps(nodeMs)),
+                    r.localOk ? "yes" : "NO",
+                  ],
+                ]),
           ]),
         ],
       ),
@@ -254,6 +285,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       "  checksums, no acknowledgements (what any Node data path here can reach; cp copies inside the kernel)",
       "",
       ...goalLines(rows, mbps(cpTotal), mbps),
+      ...localGoalLines(rows, mbps(cpTotal), mbps),
     ];
     if (f.grpc) lines.push("", ...grpcComparison(rows, mbps));
     if (readersRun)
@@ -337,6 +369,18 @@ function goalLines(rows: readonly DfsRun[], cpMBps: number, mbps: (ms: number) =
       `goals, ${transport} (issue 17, vs cp + sync): ` +
         checks.map(([what, c]) => `${what} ${c.text} ${c.verdict}`).join("; "),
     );
+  }
+  return out;
+}
+
+/** Short-circuit gets against the issue's get goals (a reader on the datanodes' server: not what the goals measure). */
+function localGoalLines(rows: readonly DfsRun[], cpMBps: number, mbps: (ms: number) => number): string[] {
+  const out: string[] = [];
+  for (const transport of ["plaintext", "TLS"] as const) {
+    const local = rows.filter((r) => r.transport === transport && r.localGetMs !== undefined);
+    if (local.length === 0) continue;
+    const c = goalRatio(Math.min(...local.map((r) => mbps(r.localGetMs!))), cpMBps, GOALS[transport].get);
+    out.push(`short-circuit get, ${transport} (a reader on the datanodes' server): ${c.text} ${c.verdict}`);
   }
   return out;
 }

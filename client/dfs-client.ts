@@ -11,7 +11,7 @@ import { Metadata } from "@grpc/grpc-js";
 import { CHUNK_BYTES, checksumsMatch, chunkChecksums } from "../common/checksum.js";
 import { BlockConnection } from "../common/block-transfer.js";
 import { ByteQueue } from "../common/byte-queue.js";
-import type { PacketStream } from "../common/block-transfer.js";
+import type { BlockReadStream, PacketStream } from "../common/block-transfer.js";
 import { randomUUID } from "node:crypto";
 import { NamespaceChannel } from "./namespace-channel.js";
 import { createWriteStream as fsWriteStream } from "node:fs";
@@ -39,6 +39,8 @@ import type { WriteAckOutput } from "../proto/generated/harvest/v1/WriteAck.js";
 import type { DatanodeInfoOutput } from "../proto/generated/harvest/v1/DatanodeInfo.js";
 import type { ReadBlockRequest } from "../proto/generated/harvest/v1/ReadBlockRequest.js";
 import { ReplayArena } from "./replay-arena.js";
+import { ShortCircuitRead } from "./short-circuit.js";
+import { isThisServer, parseHostPort } from "../common/net-address.js";
 
 /** A file or directory as the namenode reports it. */
 export type DfsFileStatus = FileStatusOutput;
@@ -49,13 +51,7 @@ export type DfsBlockLocations = LocatedBlocksOutput;
 /** A datanode as the namenode sees it. */
 export type DfsDatanode = DatanodeReportOutput;
 
-/** A replica range being read, on either transport: 'data' delivers ReadChunks, then 'end' (or 'error'). */
-export interface BlockReadStream {
-  on(event: string, listener: (...args: any[]) => void): unknown;
-  pause(): unknown;
-  resume(): unknown;
-  cancel(): void;
-}
+export type { BlockReadStream } from "../common/block-transfer.js";
 
 /** Bytes covered by one checksum (common/checksum.ts). */
 export { CHUNK_BYTES };
@@ -104,6 +100,12 @@ export interface DfsClientOptions {
    */
   transferProtocol: boolean;
   /**
+   * Read a replica whose datanode is on this server from its files (client/short-circuit.ts, HDFS's short-circuit
+   * local read), when that datanode serves them (DataNodeOptions.shortCircuitReads) and this process may open them;
+   * otherwise, and with `transferProtocol` false, over the network. @default true
+   */
+  shortCircuit: boolean;
+  /**
    * Send writes' Create, AddBlock and Complete on one ClientNamenode.NamespaceCalls stream (client/namespace-channel.ts)
    * instead of one unary call each; false: unary calls, the baseline `bench namenode` compares with. @default true
    */
@@ -143,7 +145,10 @@ export class DfsClient {
   private readonly nn: ClientNamenodeClient;
   private readonly dataClients = new Map<string, DataTransferClient>();
   /** What reads met so far: replicas refused because their primary was busy, failovers, corrupt replicas found. */
-  readonly readStats = { busyRefusals: 0, failovers: 0, corruptReplicas: 0 };
+  /** Reads: refusals of busy primaries, failovers, bad replicas reported, ranges read from local files. */
+  readonly readStats = { busyRefusals: 0, failovers: 0, corruptReplicas: 0, shortCircuitReads: 0 };
+  /** Datanodes on this server that refused a short-circuit read, or whose files this process cannot open. */
+  private readonly noShortCircuit = new Set<string>();
   /**
    * What writes met so far: pipelines that failed and were replaced (a datanode died, refused, or stayed silent),
    * lease renewals sent, and namenode calls retried through an outage.
@@ -165,6 +170,7 @@ export class DfsClient {
       user: localUserName(),
       dfsToken: "",
       transferProtocol: true,
+      shortCircuit: true,
       namespaceStream: true,
       leaseRenewMs: 10_000,
       namenodeRetryMs: 60_000,
@@ -374,11 +380,39 @@ export class DfsClient {
     return this.datanode(head.address).writeBlock(blockTokenMetadata(blockToken));
   }
 
-  /** @internal Opens a read of a replica's range (its transfer port, else its gRPC service). */
+  /**
+   * @internal Opens a read of a replica's range: from its files when its datanode is on this server (short-circuit),
+   * else over its transfer port, else its gRPC service.
+   */
   openRead(dn: DatanodeInfoOutput, request: ReadBlockRequest): BlockReadStream {
-    if (this.options.transferProtocol && dn.transferAddress)
-      return BlockConnection.read(dn.transferAddress, this.options.security, request);
-    return this.datanode(dn.address).readBlock(request, blockTokenMetadata(request.blockToken ?? ""));
+    const network = (): BlockReadStream =>
+      this.options.transferProtocol && dn.transferAddress
+        ? BlockConnection.read(dn.transferAddress, this.options.security, request)
+        : this.datanode(dn.address).readBlock(request, blockTokenMetadata(request.blockToken ?? ""));
+    const host = parseHostPort(dn.transferAddress)?.host;
+    if (
+      !this.options.shortCircuit ||
+      !this.options.transferProtocol ||
+      !host ||
+      !isThisServer(host) ||
+      this.noShortCircuit.has(dn.datanodeId)
+    )
+      return network();
+    return new ShortCircuitRead({
+      address: dn.transferAddress,
+      security: this.options.security,
+      request,
+      numBytes: Number(request.block?.numBytes ?? 0),
+      fallback: network,
+      onFallback: (reason) => {
+        this.noShortCircuit.add(dn.datanodeId);
+        this.options.logger.debug("short-circuit read unavailable; reading over the network", {
+          datanodeId: dn.datanodeId,
+          reason,
+        });
+      },
+      onLocal: () => this.readStats.shortCircuitReads++,
+    });
   }
 
   datanode(address: string): DataTransferClient {

@@ -13,6 +13,9 @@
  * - ACK (datanode, per write packet, in order): a `WriteAck` protobuf; a not-ok ack ends the write.
  * - ERROR (datanode): JSON `{ code, message, details }`, a Harvest error, then the connection closes.
  * - END (datanode): the read range is complete.
+ * - LOCAL_READ (opener on the datanode's own server): a `ReadBlockRequest` protobuf asking to read a finalized replica
+ *   from its files (a short-circuit read). The datanode answers one LOCAL_GRANT, JSON `{ dataPath, metaPath, numBytes }`,
+ *   or an ERROR, then closes.
  *
  * Back-pressure comes from the socket: a writer waits for 'drain', and a reader pauses the socket while its consumer
  * is full, so nothing is buffered without bound. `BlockConnection` presents the stream interface the gRPC streams had
@@ -40,6 +43,8 @@ export const FRAME = {
   ACK: 4,
   ERROR: 5,
   END: 6,
+  LOCAL_READ: 7,
+  LOCAL_GRANT: 8,
 } as const;
 export type FrameKind = (typeof FRAME)[keyof typeof FRAME];
 
@@ -97,12 +102,31 @@ export interface PacketStream {
   off(event: string, listener: (...args: any[]) => void): unknown;
 }
 
+/**
+ * A replica range being read, on any transport (a `BlockConnection` read, a gRPC `ReadBlock` call, a client's
+ * short-circuit read of the files): 'data' delivers pieces with their checksums, then 'end' (or 'error').
+ */
+export interface BlockReadStream {
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  pause(): unknown;
+  resume(): unknown;
+  cancel(): void;
+}
+
 /** One decoded frame. */
 export type Frame =
   | { kind: typeof FRAME.DATA; packet: DataFrame }
   | { kind: typeof FRAME.ERROR; error: HarvestError }
   | { kind: typeof FRAME.END }
-  | { kind: typeof FRAME.WRITE_HEADER | typeof FRAME.READ_REQUEST | typeof FRAME.ACK; body: Buffer };
+  | {
+      kind:
+        | typeof FRAME.WRITE_HEADER
+        | typeof FRAME.READ_REQUEST
+        | typeof FRAME.ACK
+        | typeof FRAME.LOCAL_READ
+        | typeof FRAME.LOCAL_GRANT;
+      body: Buffer;
+    };
 
 function protocolError(message: string): HarvestError {
   return new HarvestError("DATANODE_PROTOCOL_ERROR", message);
@@ -222,6 +246,8 @@ export class FrameReader {
         case FRAME.WRITE_HEADER:
         case FRAME.READ_REQUEST:
         case FRAME.ACK:
+        case FRAME.LOCAL_READ:
+        case FRAME.LOCAL_GRANT:
           out.push({ kind, body });
           break;
         default:

@@ -71,6 +71,8 @@ export const ERROR_CODES = {
   DATANODE_PIPELINE_FAILED: GrpcStatus.UNAVAILABLE,
   DATANODE_PROTOCOL_ERROR: GrpcStatus.INVALID_ARGUMENT,
   DATANODE_BAD_TOKEN: GrpcStatus.PERMISSION_DENIED,
+  // A short-circuit read was refused: the datanode does not serve them, or the client is not on its server.
+  DATANODE_SHORT_CIRCUIT_REFUSED: GrpcStatus.FAILED_PRECONDITION,
   DFS_WRITE_FAILED: GrpcStatus.UNAVAILABLE,
   DFS_READ_FAILED: GrpcStatus.UNAVAILABLE,
   // HDFS permissions refused the caller (details: path, user, access).

@@ -2,7 +2,7 @@
  * Bind and advertised addresses. A daemon binds `host` (an interface, or 0.0.0.0 / :: for all of them) and tells peers
  * and clients `advertiseHost`, the name or IP they reach it by; the two differ on any real deployment.
  */
-import { hostname } from "node:os";
+import { hostname, networkInterfaces } from "node:os";
 import { isIP } from "node:net";
 import { invalidOption } from "./options.js";
 
@@ -59,4 +59,38 @@ export function parseHostPort(address: string): { host: string; port: number } |
   const port = Number(m[2]);
   if (!(port >= 1 && port <= 65_535) || !isValidHost(m[1]!)) return undefined;
   return { host: m[1]!, port };
+}
+
+/** An IP as a socket reports it, IPv4-mapped IPv6 ("::ffff:10.0.0.1") as plain IPv4. */
+function plainIp(ip: string): string {
+  return ip.startsWith("::ffff:") && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip;
+}
+
+function isLoopbackIp(ip: string): boolean {
+  const p = plainIp(ip);
+  return p === "::1" || (isIP(p) === 4 && p.startsWith("127."));
+}
+
+/**
+ * True when a connection's peer is on this server: its address is a loopback one, or the very address it reached this
+ * server at (the kernel delivers a connection to one of its own addresses locally). What a datanode asks before it
+ * tells a client where a replica's files are.
+ */
+export function isLocalPeer(remoteAddress: string | undefined, localAddress: string | undefined): boolean {
+  if (!remoteAddress) return false;
+  if (isLoopbackIp(remoteAddress)) return true;
+  return localAddress !== undefined && plainIp(remoteAddress) === plainIp(localAddress);
+}
+
+/**
+ * True when `host` names this server: "localhost", this machine's host name, a loopback address or one of its
+ * interfaces' addresses. Other host names are not resolved: false. What a client asks before it tries a short-circuit
+ * read (a datanode that advertises a name resolving here but not equal to the host name is read over the network).
+ */
+export function isThisServer(host: string): boolean {
+  if (host === "localhost" || host.toLowerCase() === hostname().toLowerCase()) return true;
+  if (!isIP(host)) return false;
+  if (isLoopbackIp(host)) return true;
+  const ip = plainIp(host);
+  return Object.values(networkInterfaces()).some((list) => (list ?? []).some((a) => a.address === ip));
 }

@@ -24,6 +24,7 @@ import type { Frame } from "../common/block-transfer.js";
 import { asHarvestError, errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 import type { Logger } from "../common/log.js";
 import { identityOfCertificate } from "../common/tls.js";
+import { isLocalPeer } from "../common/net-address.js";
 import type { Identity, TlsFiles } from "../common/tls.js";
 import type { DataTransferService, ReadSink, WriteUpstream } from "./data-transfer.js";
 import type { ReadBlockRequestOutput } from "../proto/generated/harvest/v1/ReadBlockRequest.js";
@@ -40,6 +41,8 @@ export interface BlockServerHost {
    * blocks with this token at all (the token's mode and block are checked by the operation itself).
    */
   admit(identity: Identity | undefined, blockToken: string): void;
+  /** Whether a client on this server may read replicas from their files (DataNodeOptions.shortCircuitReads). */
+  readonly shortCircuitReads: boolean;
 }
 
 /**
@@ -194,7 +197,28 @@ export class BlockServer {
         throw new HarvestError("DATANODE_PROTOCOL_ERROR", "frames after a read request");
       };
     }
-    throw new HarvestError("DATANODE_PROTOCOL_ERROR", `a connection must start with a write header or a read request`);
+    if (first.kind === FRAME.LOCAL_READ) {
+      const request = decodeBody<ReadBlockRequestOutput>("request", first.body);
+      if (!this.host.shortCircuitReads)
+        throw new HarvestError("DATANODE_SHORT_CIRCUIT_REFUSED", "this datanode does not serve short-circuit reads");
+      // Only a client on this server can open the files; the datanode tells no one else where they are.
+      if (!isLocalPeer(socket.remoteAddress, socket.localAddress))
+        throw new HarvestError(
+          "DATANODE_SHORT_CIRCUIT_REFUSED",
+          `short-circuit reads are for clients on this server, not ${socket.remoteAddress ?? "an unknown peer"}`,
+        );
+      this.host.admit(identity, request.blockToken);
+      const grant = this.host.transfer.grantLocalRead(request);
+      this.host.transfer.metrics.transferConnection("local-read");
+      socket.end(frame(FRAME.LOCAL_GRANT, Buffer.from(JSON.stringify(grant), "utf8")));
+      return () => {
+        throw new HarvestError("DATANODE_PROTOCOL_ERROR", "frames after a short-circuit read request");
+      };
+    }
+    throw new HarvestError(
+      "DATANODE_PROTOCOL_ERROR",
+      "a connection must start with a write header, a read request or a short-circuit read request",
+    );
   }
 
   private async read(request: ReadBlockRequestOutput, socket: net.Socket): Promise<void> {

@@ -6,8 +6,8 @@
  *   <dataDir>/current/subdir<id % 64>/blk_<id>          finalized data
  *   <dataDir>/current/subdir<id % 64>/blk_<id>_<gs>.meta
  *
- * A meta file is a 7-byte header (uint16 BE version, uint8 checksum type = CRC32C, uint32 BE chunk size) followed by
- * the CRC32C of every 512-byte chunk of the data (the last chunk may be shorter) as uint32 BE.
+ * A meta file is a 7-byte header and the CRC32C of every 512-byte chunk of the data (common/replica-file.ts, which
+ * also reads a range of a replica for this store and for a client's short-circuit read).
  *
  * Invariants: a replica reaches current/ only by rename, after its data, its meta and the directory are fsynced, so a
  * crash leaves either an rbw leftover or a complete replica. An rbw leftover may hold bytes the pipeline acknowledged
@@ -26,6 +26,7 @@ import type { FileHandle } from "node:fs/promises";
 import { mkdir, open, readdir, readFile, rename, rm, stat, statfs, truncate } from "node:fs/promises";
 import { join } from "node:path";
 import { asHarvestError, errorMessage, HarvestError } from "../common/errors.js";
+import { chunksFor, META_HEADER_BYTES, metaHeader, readReplicaRange } from "../common/replica-file.js";
 
 /** Bytes covered by one checksum. */
 export const CHUNK_SIZE = 512;
@@ -37,9 +38,6 @@ const SYNC_BEHIND_BYTES = 8 * 1024 * 1024;
 /** Number of `subdir<n>` directories under current/. */
 export const SUBDIR_COUNT = 64;
 
-const META_VERSION = 1;
-const META_TYPE_CRC32C = 2;
-const META_HEADER_BYTES = 7;
 const LAYOUT_VERSION = 1;
 
 /** A block as the store names it: which block and which generation of it. */
@@ -146,14 +144,6 @@ function metaName(b: BlockKey): string {
   return `blk_${b.blockId}_${b.genStamp}.meta`;
 }
 
-function metaHeader(): Buffer {
-  const h = Buffer.alloc(META_HEADER_BYTES);
-  h.writeUInt16BE(META_VERSION, 0);
-  h.writeUInt8(META_TYPE_CRC32C, 2);
-  h.writeUInt32BE(CHUNK_SIZE, 3);
-  return h;
-}
-
 async function fsyncDir(dir: string): Promise<void> {
   const fh = await open(dir, "r");
   try {
@@ -161,21 +151,6 @@ async function fsyncDir(dir: string): Promise<void> {
   } finally {
     await fh.close();
   }
-}
-
-async function readFully(fh: FileHandle, length: number, position: number): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(length); // every byte is read into, or cut off below
-  let got = 0;
-  while (got < length) {
-    const { bytesRead } = await fh.read(buf, got, length - got, position + got);
-    if (bytesRead === 0) break;
-    got += bytesRead;
-  }
-  return got === length ? buf : buf.subarray(0, got);
-}
-
-function chunksFor(numBytes: number): number {
-  return Math.ceil(numBytes / CHUNK_SIZE);
 }
 
 /** The replicas of one datanode. Open with `BlockStore.open()`. */
@@ -331,13 +306,11 @@ export class BlockStore {
       );
     if (!(Number.isSafeInteger(length) && length >= 0))
       throw new HarvestError("INVALID_ARGUMENT", `bad length ${length}`, { details: { field: "length" } });
-    const piece = Math.max(CHUNK_SIZE, Math.floor(pieceBytes / CHUNK_SIZE) * CHUNK_SIZE);
     const start = Math.floor(offset / CHUNK_SIZE) * CHUNK_SIZE;
     const end = length === 0 ? replica.numBytes : Math.min(replica.numBytes, offset + length);
     const dir = this.subdir(key.blockId);
     let data: FileHandle | undefined;
     let meta: FileHandle | undefined;
-    let ahead: Promise<[Buffer, Buffer]> | undefined;
     const corrupt = (reason: string): HarvestError => {
       this.markCorrupt(replica, reason);
       return new HarvestError("DATANODE_CORRUPT_BLOCK", `replica of block ${key.blockId} is corrupt: ${reason}`, {
@@ -354,43 +327,42 @@ export class BlockStore {
           throw new HarvestError("DATANODE_BLOCK_NOT_FOUND", `block ${key.blockId} was deleted`, { cause: err });
         throw corrupt(`cannot open its files: ${errorMessage(err)}`);
       }
-      const header = await readFully(meta, META_HEADER_BYTES, 0);
-      if (!header.equals(metaHeader())) throw corrupt("bad meta header");
-      const dataFile = data;
-      const metaFile = meta;
       // A piece's data and checksums are read together, and (with `readAhead`, the default) the next piece is read
       // while this one is checked and sent: the disk and the socket work at once.
-      const load = (at: number): Promise<[Buffer, Buffer]> => {
-        const len = Math.min(piece, end - at);
-        // The stored tail may be shorter than a chunk; a read ending mid-chunk still covers the whole chunk.
-        const readLen = Math.min(chunksFor(len) * CHUNK_SIZE, replica.numBytes - at);
-        return Promise.all([
-          readFully(dataFile, readLen, at),
-          readFully(metaFile, chunksFor(readLen) * 4, META_HEADER_BYTES + (at / CHUNK_SIZE) * 4),
-        ]);
-      };
-      ahead = start < end ? load(start) : undefined;
-      for (let at = start; at < end; at += piece) {
-        const len = Math.min(piece, end - at);
-        const chunk0 = at / CHUNK_SIZE;
-        const readLen = Math.min(chunksFor(len) * CHUNK_SIZE, replica.numBytes - at);
-        const [bytes, sums] = await (ahead ?? load(at));
-        ahead = (opts.readAhead ?? true) && at + piece < end ? load(at + piece) : undefined;
-        const n = chunksFor(readLen);
-        if (bytes.length !== readLen || sums.length !== n * 4) throw corrupt(`truncated at offset ${at}`);
-        const checksums = new Array<number>(n);
-        for (let i = 0; i < n; i++) checksums[i] = sums.readUInt32BE(i * 4);
-        // The whole piece in one native CRC; only a piece that fails is walked chunk by chunk to name the chunk.
-        if (!checksumsMatch(bytes, checksums))
-          throw corrupt(`checksum mismatch in chunk ${chunk0 + Math.max(0, firstBadChunk(bytes, checksums))}`);
-        yield { offset: at, data: bytes, checksums };
-      }
+      yield* readReplicaRange({
+        data,
+        meta,
+        numBytes: replica.numBytes,
+        start,
+        end,
+        pieceBytes,
+        readAhead: opts.readAhead ?? true,
+        corrupt,
+      });
     } finally {
-      // A reader that stops early leaves a read-ahead in flight: it settles before the files close.
-      await ahead?.catch(() => undefined);
       await data?.close();
       await meta?.close();
     }
+  }
+
+  /**
+   * Where a finalized replica's files are, for a client on this server that reads them itself (a short-circuit read):
+   * DATANODE_BLOCK_NOT_FOUND when this store holds no replica of that generation.
+   */
+  localFiles(block: BlockKey): { dataPath: string; metaPath: string; numBytes: number } {
+    const key = checkBlockKey(block);
+    const replica = this.replicas.get(key.blockId);
+    if (!replica || replica.genStamp !== key.genStamp)
+      throw new HarvestError(
+        "DATANODE_BLOCK_NOT_FOUND",
+        `no replica of block ${key.blockId} generation ${key.genStamp} here`,
+      );
+    const dir = this.subdir(key.blockId);
+    return {
+      dataPath: join(dir, blockName(replica)),
+      metaPath: join(dir, metaName(replica)),
+      numBytes: replica.numBytes,
+    };
   }
 
   /**

@@ -230,6 +230,17 @@ export class DataTransferService {
     }
   }
 
+  /**
+   * A short-circuit read (block-server.ts, for a client on this server): where a finalized replica's files are, once
+   * the token allows reading the block and the primary tenant is not busy. The client reads and verifies the files.
+   */
+  grantLocalRead(req: ReadBlockRequestOutput): { dataPath: string; metaPath: string; numBytes: number } {
+    const block = checkBlockKey(req.block);
+    this.host.checkBlockToken(req.blockToken, block.blockId, "READ");
+    if (this.host.isPrimaryBusy()) throw this.refuseBusy("read");
+    return this.host.store.localFiles(block);
+  }
+
   private async readBlock(call: grpc.ServerWritableStream<ReadBlockRequestOutput, ReadChunk>): Promise<void> {
     const cancelled = new AbortController();
     call.on("cancelled", () => cancelled.abort());

@@ -199,9 +199,14 @@ export class DataNode {
   async start(): Promise<void> {
     if (this.stateValue !== "new") throw new Error(`datanode cannot start from state ${this.stateValue}`);
     this.stateValue = "starting";
-    // Blocks are served only through the data-transfer port, with a token: no local account reads them directly.
-    if (!ensureDirMode(this.options.dataDir, 0o700))
-      this.log.warn("cannot make the data directory private (0700)", { dir: this.options.dataDir });
+    // Blocks are served only through the data-transfer port, with a token: no local account reads them directly
+    // (unless the operator lets the datanode's group read them, for short-circuit reads).
+    const mode = parseInt(this.options.dataDirMode, 8);
+    if (!ensureDirMode(this.options.dataDir, mode))
+      this.log.warn("cannot set the data directory's mode", {
+        dir: this.options.dataDir,
+        mode: this.options.dataDirMode,
+      });
     // A namenode required block tokens before: require them from the start (refusing all until keys arrive).
     if (existsSync(join(this.options.dataDir, BLOCK_TOKENS_MARKER))) this.blockKeys = new Map();
     const store = await BlockStore.open({
@@ -266,7 +271,12 @@ export class DataNode {
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
     if (this.options.transferPort >= 0) {
       this.blockServer = new BlockServer(
-        { transfer, log: this.log, admit: (identity, token) => this.admitTransfer(identity, token) },
+        {
+          transfer,
+          log: this.log,
+          admit: (identity, token) => this.admitTransfer(identity, token),
+          shortCircuitReads: this.options.shortCircuitReads,
+        },
         this.options.tls,
       );
       this.transferBoundPort = await this.blockServer.listen(this.options.host, this.options.transferPort);

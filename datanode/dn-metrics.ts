@@ -29,8 +29,11 @@ export interface TransferMetrics {
   checksumFailed(operation: "read" | "write"): void;
   /** A write session on this datanode failed, with its Harvest error code (or CANCELLED: the writer went away). */
   writeFailed(code: string): void;
-  /** A connection to the block transfer port began a write or a read, or was refused (bad peer or bad frames). */
-  transferConnection(outcome: "write" | "read" | "refused"): void;
+  /**
+   * A connection to the block transfer port began a write or a read, was granted a short-circuit read (local-read), or
+   * was refused (bad peer or bad frames).
+   */
+  transferConnection(outcome: "write" | "read" | "local-read" | "refused"): void;
 }
 
 /** What the gauges read at each scrape. */
@@ -118,7 +121,7 @@ export class DataNodeMetrics implements TransferMetrics {
     });
     this.transferConnections = new Counter({
       name: "harvest_dn_transfer_connections_total",
-      help: "Connections to the block transfer port, by outcome: write, read, or refused (no certificate or token, bad frames)",
+      help: "Connections to the block transfer port, by outcome: write, read, local-read (a short-circuit read granted), or refused (no certificate or token, bad frames)",
       labelNames: ["outcome"],
       registers,
     });
@@ -217,7 +220,7 @@ export class DataNodeMetrics implements TransferMetrics {
   }
 
   /** See TransferMetrics. */
-  transferConnection(outcome: "write" | "read" | "refused"): void {
+  transferConnection(outcome: "write" | "read" | "local-read" | "refused"): void {
     this.transferConnections.inc({ outcome });
   }
 

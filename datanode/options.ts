@@ -20,6 +20,22 @@ export interface DataNodeOptions {
    * a free one, -1 serves blocks over gRPC only. @default 0
    */
   transferPort: number;
+  /**
+   * Let a client on this server read a finalized replica straight from its files (HDFS's short-circuit local read,
+   * `dfs.client.read.shortcircuit`): on its transfer port the datanode checks the block token and the primary's load
+   * and answers where the files are; the client reads and verifies them itself. The client also needs the operating
+   * system's permission to read this datanode's `current/` directory (run it as the datanode's account, or give that
+   * account's group read access); without it, the client falls back to the transfer port. The primary-busy refusal
+   * then applies per block instead of per 512 KiB piece. @default false
+   */
+  shortCircuitReads: boolean;
+  /**
+   * Mode of `dataDir` (HDFS's `dfs.datanode.data.dir.perm`): "700", only the datanode's account reads replicas; "750",
+   * accounts in its group may too, which short-circuit reads by clients of other accounts need. They can then read any
+   * replica without a block token (HDFS's legacy short-circuit trust): give that group only to trusted accounts.
+   * @default "700"
+   */
+  dataDirMode: "700" | "750";
   /** Interface of the web server (`/metrics`). @default the bind `host` */
   httpHost: string;
   /** Port of the web server; 0 picks a free one. @default 0 */
@@ -101,6 +117,8 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     host: "127.0.0.1",
     port: 0,
     transferPort: 0,
+    shortCircuitReads: false,
+    dataDirMode: "700",
     httpHost: "",
     httpPort: 0,
     advertiseHost: "",
@@ -136,6 +154,9 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
   if (!(Number.isInteger(o.port) && o.port >= 0 && o.port <= 65_535)) bad("port", "must be an integer in 0..65535");
   if (!(Number.isInteger(o.transferPort) && o.transferPort >= -1 && o.transferPort <= 65_535))
     bad("transferPort", "must be an integer in 0..65535, or -1 for none");
+  if (typeof o.shortCircuitReads !== "boolean") bad("shortCircuitReads", "must be true or false");
+  if (o.dataDirMode !== "700" && o.dataDirMode !== "750")
+    bad("dataDirMode", 'must be "700" (the datanode\'s account only) or "750" (its group may read replicas too)');
   if (!(Number.isInteger(o.httpPort) && o.httpPort >= 0 && o.httpPort <= 65_535))
     bad("httpPort", "must be an integer in 0..65535 (0 picks a free port)");
   o.advertiseHost = resolveAdvertiseHost("datanode", o.host, o.advertiseHost);

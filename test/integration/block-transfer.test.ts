@@ -12,6 +12,7 @@ import * as net from "node:net";
 import * as tls from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
+import { askLocalRead } from "../../client/short-circuit.js";
 import { createCa, issueCertificate } from "../../cli/cluster-ca.js";
 import { BlockConnection, FRAME, FrameReader, TRANSFER_MAGIC } from "../../common/block-transfer.js";
 import type { ClientSecurity } from "../../common/grpc.js";
@@ -146,6 +147,21 @@ describe("the block transfer port of a secure cluster", () => {
     expect(await codeOf(readRange(at, alice, request(first!.block!, second!.blockToken)))).toBe("DATANODE_BAD_TOKEN");
     // A plaintext client cannot talk to the TLS port.
     expect(await codeOf(readRange(at, undefined, request(first!.block!, first!.blockToken)))).toBe("UNAVAILABLE");
+  });
+
+  it("a client on the datanodes' server reads over the port when they do not serve short-circuit reads", async () => {
+    const d = dfs(admin);
+    const [first] = (await d.blockLocations("/bt/a.bin")).blocks;
+    const request = { block: first!.block, offset: 0, length: 0, clientName: "test", blockToken: first!.blockToken };
+    expect(await codeOf(askLocalRead(first!.locations[0]!.transferAddress, admin, request as never))).toBe(
+      "DATANODE_SHORT_CIRCUIT_REFUSED",
+    );
+    // The client asks (it is on their server), is refused, and reads every block over the transfer port.
+    const out = join(work, "fallback.bin");
+    await d.get("/bt/a.bin", out);
+    expect(readFileSync(out).equals(data)).toBe(true);
+    expect(d.readStats.shortCircuitReads).toBe(0);
+    expect(d.readStats.failovers).toBe(0);
   });
 
   it("encrypts block data with TLS 1.3's AES-128-GCM, and still serves a TLS 1.2 client", async () => {

@@ -9,6 +9,7 @@ import { closeSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, writeF
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { askLocalRead } from "../../client/short-circuit.js";
 import { fromGrpcError, isHarvestError } from "../../common/errors.js";
 import {
   bindServer,
@@ -278,13 +279,33 @@ describe("datanode pipeline", () => {
     const trace = join(dir, "busy.csv");
     writeFileSync(trace, "time_s,cpu_pct\n0,100\n60,100\n");
     const busy = new DataNode(
-      { datanodeId: "busy", namenodeAddress: nn.address, dataDir: join(dir, "busy"), primary: `trace:${trace}` },
+      {
+        datanodeId: "busy",
+        namenodeAddress: nn.address,
+        dataDir: join(dir, "busy"),
+        primary: `trace:${trace}`,
+        shortCircuitReads: true,
+      },
       { logger: quiet },
     );
     nodes.push(busy);
     await busy.start();
     expect(busy.isPrimaryBusy()).toBe(true);
     expect(await readCode(busy, { blockId: 1, genStamp: 1 })).toBe("DATANODE_PRIMARY_BUSY");
+    // A client on this server asking to read the files itself is refused as well.
+    const local = askLocalRead(busy.transferAddress, undefined, {
+      block: { blockId: 1, genStamp: 1, numBytes: 0 },
+      offset: 0,
+      length: 0,
+      clientName: "test",
+      blockToken: "",
+    });
+    expect(
+      await local.then(
+        () => "granted",
+        (err: unknown) => (isHarvestError(err) ? err.code : String(err)),
+      ),
+    ).toBe("DATANODE_PRIMARY_BUSY");
     const direct = await write(busy, [], randomBytes(5000));
     expect(direct.w.failure()).toMatchObject({ errorCode: "DATANODE_PRIMARY_BUSY", failedDatanodeId: "busy" });
     // Behind a healthy node, the busy one is named as the node that failed.
