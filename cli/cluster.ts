@@ -13,11 +13,11 @@ import { writeFileAtomic } from "../common/atomic-file.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { assertCanEnter, lookupAccount } from "../nodemanager/run-as.js";
 import { distEntry } from "../common/paths.js";
+import type * as CaModule from "./cluster-ca.js";
 import { DfsClient } from "../client/dfs-client.js";
 import type { DfsClientOptions } from "../client/dfs-client.js";
 import { JobClient } from "../client/job-client.js";
 import type { DaemonKind } from "./daemon-kinds.js";
-import { issueClusterCertificates } from "./cluster-ca.js";
 import { localUserName } from "../common/fs-permission.js";
 import type { ClientSecurity } from "../common/grpc.js";
 
@@ -164,14 +164,18 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
   const daemonNames = ["rm", ...(withStorage ? ["nn"] : []), ...serverNames.flatMap((n) => [n, `${n}-dn`])];
   // Daemons serve on loopback; the admin is whoever started the cluster. Searchable, so containers read the CA's
   // certificate (every key in it is 0600).
-  const security = opts.insecure
-    ? undefined
-    : await issueClusterCertificates(join(dir, "security"), {
-        caName: `Harvest local cluster CA (${dir})`,
-        daemons: Object.fromEntries(daemonNames.map((n) => [n, ["127.0.0.1", "localhost"]])),
-        admin: localUserName(),
-        dirMode: 0o755,
-      });
+  let security: Awaited<ReturnType<typeof CaModule.issueClusterCertificates>> | undefined;
+  if (!opts.insecure) {
+    // X.509 is a large import, loaded only where certificates are made: every `harvest` command and daemon loads
+    // this module.
+    const { issueClusterCertificates } = await import("./cluster-ca.js");
+    security = await issueClusterCertificates(join(dir, "security"), {
+      caName: `Harvest local cluster CA (${dir})`,
+      daemons: Object.fromEntries(daemonNames.map((n) => [n, ["127.0.0.1", "localhost"]])),
+      admin: localUserName(),
+      dirMode: 0o755,
+    });
+  }
   if (security && asRoot) chmodSync(join(dir, "security"), 0o711);
   // Every daemon binds and advertises loopback: this is the one place that assumes a single machine.
   const loopback = { host: "127.0.0.1", advertiseHost: "127.0.0.1", port: 0 };

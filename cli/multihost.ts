@@ -20,7 +20,6 @@ import {
 } from "node:fs";
 import { appendFileSync, writeFileSync, writeSync } from "node:fs";
 import { execFileSync } from "node:child_process";
-import { issueClusterCertificates } from "./cluster-ca.js";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { errorMessage, HarvestError } from "../common/errors.js";
@@ -244,6 +243,7 @@ class Scenario {
     writeFileSync(trace, rows.join("\n") + "\n");
     // Secure as a deployment is: a CA, a daemon certificate per host naming its address, and the admin's for the
     // client, issued as the README's deployment steps do.
+    const { issueClusterCertificates } = await import("./cluster-ca.js");
     const tls = await issueClusterCertificates(join(runDir, "security"), {
       caName: "Harvest multi-host lab CA",
       daemons: Object.fromEntries([MASTER, ...SERVERS].map((h) => [h, [lab.ipOf(h)]])),

@@ -3,13 +3,18 @@
  * with the hosts they serve on) and people (role user or admin, their name in the subject).
  */
 import type { Command } from "commander";
+import type * as CaModule from "./cluster-ca.js";
 import { HarvestError } from "../common/errors.js";
 import { IDENTITY_ROLES } from "../common/tls.js";
 import type { IdentityRole } from "../common/tls.js";
-import { caFiles, createCa, issueCertificate } from "./cluster-ca.js";
 import { action, positiveInt, print } from "./command-kit.js";
 
 /** Adds `harvest security ...` to the program. */
+/** The certificate code (X.509), loaded by the commands that make certificates only: it is a large import. */
+function caModule(): Promise<typeof CaModule> {
+  return import("./cluster-ca.js");
+}
+
 export function registerSecurityCommands(program: Command): void {
   const security = program.command("security").description("the cluster CA and the certificates it issues");
 
@@ -21,6 +26,7 @@ export function registerSecurityCommands(program: Command): void {
     .option("--json", "machine-readable output")
     .action(
       action(async (o: { dir: string; days: string; json?: boolean }) => {
+        const { createCa } = await caModule();
         const files = await createCa(o.dir, { days: positiveInt(o.days, "--days") });
         print(o, files, () =>
           [
@@ -55,6 +61,7 @@ export function registerSecurityCommands(program: Command): void {
         }) => {
           if (!IDENTITY_ROLES.includes(o.role as IdentityRole))
             throw new HarvestError("INVALID_ARGUMENT", `--role must be one of ${IDENTITY_ROLES.join(", ")}`);
+          const { caFiles, issueCertificate } = await caModule();
           const files = await issueCertificate(o.dir, o.out ?? o.dir, {
             name: o.name,
             role: o.role as IdentityRole,
