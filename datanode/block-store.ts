@@ -277,6 +277,19 @@ export class BlockStore {
     return writer;
   }
 
+  /** The finalized replica of `block`'s generation; DATANODE_BLOCK_NOT_FOUND when this store holds none. */
+  private finalized(block: BlockKey): [BlockKey, StoredReplica] {
+    const key = checkBlockKey(block);
+    const replica = this.replicas.get(key.blockId);
+    if (!replica || replica.genStamp !== key.genStamp)
+      throw new HarvestError(
+        "DATANODE_BLOCK_NOT_FOUND",
+        // The generation held is not named: a caller probing ids must learn nothing it could use.
+        `no replica of block ${key.blockId} generation ${key.genStamp} here`,
+      );
+    return [key, replica];
+  }
+
   /**
    * Streams `length` bytes (0 = to the end) of a finalized replica from `offset` aligned down to a chunk, in
    * chunk-aligned pieces of at most `pieceBytes`, each checked against its stored checksums before it is yielded.
@@ -290,14 +303,7 @@ export class BlockStore {
     pieceBytes = READ_PIECE_BYTES,
     opts: { readAhead?: boolean } = {},
   ): AsyncGenerator<ReadPiece> {
-    const key = checkBlockKey(block);
-    const replica = this.replicas.get(key.blockId);
-    if (!replica || replica.genStamp !== key.genStamp)
-      throw new HarvestError(
-        "DATANODE_BLOCK_NOT_FOUND",
-        // The generation held is not named: a caller probing ids must learn nothing it could use.
-        `no replica of block ${key.blockId} generation ${key.genStamp} here`,
-      );
+    const [key, replica] = this.finalized(block);
     if (!(Number.isSafeInteger(offset) && offset >= 0 && offset <= replica.numBytes))
       throw new HarvestError(
         "INVALID_ARGUMENT",
@@ -350,13 +356,7 @@ export class BlockStore {
    * DATANODE_BLOCK_NOT_FOUND when this store holds no replica of that generation.
    */
   localFiles(block: BlockKey): { dataPath: string; metaPath: string; numBytes: number } {
-    const key = checkBlockKey(block);
-    const replica = this.replicas.get(key.blockId);
-    if (!replica || replica.genStamp !== key.genStamp)
-      throw new HarvestError(
-        "DATANODE_BLOCK_NOT_FOUND",
-        `no replica of block ${key.blockId} generation ${key.genStamp} here`,
-      );
+    const [key, replica] = this.finalized(block);
     const dir = this.subdir(key.blockId);
     return {
       dataPath: join(dir, blockName(replica)),
