@@ -144,8 +144,10 @@ export class DfsClient {
   readonly options: DfsClientOptions;
   private readonly nn: ClientNamenodeClient;
   private readonly dataClients = new Map<string, DataTransferClient>();
-  /** What reads met so far: replicas refused because their primary was busy, failovers, corrupt replicas found. */
-  /** Reads: refusals of busy primaries, failovers, bad replicas reported, ranges read from local files. */
+  /**
+   * What reads met so far: replicas refused because their primary was busy, failovers, corrupt replicas found, and
+   * replica ranges read from their files (short-circuit).
+   */
   readonly readStats = { busyRefusals: 0, failovers: 0, corruptReplicas: 0, shortCircuitReads: 0 };
   /** Datanodes on this server that refused a short-circuit read, or whose files this process cannot open. */
   private readonly noShortCircuit = new Set<string>();
