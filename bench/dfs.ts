@@ -225,6 +225,15 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
     }
     const mbps = (ms: number): number => bytes / 1e6 / (ms / 1000);
     const cpTotal = cpMs + syncMs;
+    /** One put or get: MB/s, seconds, against both baselines, and whether the bytes came back identical. */
+    const dfsRow = (what: string, ms: number, identical: string): string[] => [
+      what,
+      fmt(mbps(ms)),
+      fmt(ms / 1000, 2),
+      ratio(mbps(ms), mbps(cpTotal)),
+      ratio(mbps(ms), mbps(nodeMs)),
+      identical,
+    ];
     const label = (op: string, r: DfsRun): string =>
       `${op}, replication ${r.replication}${f.tls ? `, ${r.transport}` : ""}${f.grpc ? `, ${r.path}` : ""}`;
     const lines = [
@@ -248,34 +257,11 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
             "-",
           ],
           ...rows.flatMap((r) => [
-            [
-              label("put", r),
-              fmt(mbps(r.putMs)),
-              fmt(r.putMs / 1000, 2),
-              ratio(mbps(r.putMs), mbps(cpTotal)),
-              ratio(mbps(r.putMs), mbps(nodeMs)),
-              "-",
-            ],
-            [
-              label("get", r),
-              fmt(mbps(r.getMs)),
-              fmt(r.getMs / 1000, 2),
-              ratio(mbps(r.getMs), mbps(cpTotal)),
-              ratio(mbps(r.getMs), mbps(nodeMs)),
-              r.ok ? "yes" : "NO",
-            ],
+            dfsRow(label("put", r), r.putMs, "-"),
+            dfsRow(label("get", r), r.getMs, r.ok ? "yes" : "NO"),
             ...(r.localGetMs === undefined
               ? []
-              : [
-                  [
-                    label("get, short-circuit", r),
-                    fmt(mbps(r.localGetMs)),
-                    fmt(r.localGetMs / 1000, 2),
-                    ratio(mbps(r.localGetMs), mbps(cpTotal)),
-                    ratio(mbps(r.localGetMs), mbps(nodeMs)),
-                    r.localOk ? "yes" : "NO",
-                  ],
-                ]),
+              : [dfsRow(label("get, short-circuit", r), r.localGetMs, r.localOk ? "yes" : "NO")]),
           ]),
         ],
       ),

@@ -21,7 +21,6 @@ import { connectTransfer, encodeBody, frame, FRAME, FrameReader } from "../commo
 import type { BlockReadStream, TransferSecurity } from "../common/block-transfer.js";
 import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 import { readReplicaRange } from "../common/replica-file.js";
-import { CHUNK_BYTES } from "../common/checksum.js";
 import type { ReadBlockRequest } from "../proto/generated/harvest/v1/ReadBlockRequest.js";
 
 /** Where a replica's files are, as the datanode answers. */
@@ -173,17 +172,13 @@ export class ShortCircuitRead extends EventEmitter {
         return this.fallBack(`cannot open the replica's files: ${errorMessage(err)}`);
       }
       target.onLocal();
-      const offset = Number(target.request.offset ?? 0);
-      const length = Number(target.request.length ?? 0);
-      const start = Math.floor(offset / CHUNK_BYTES) * CHUNK_BYTES;
-      const end = length === 0 ? grant.numBytes : Math.min(grant.numBytes, offset + length);
       const blockId = String(target.request.block?.blockId ?? "");
       const pieces = readReplicaRange({
         data,
         meta,
         numBytes: grant.numBytes,
-        start,
-        end,
+        offset: Number(target.request.offset ?? 0),
+        length: Number(target.request.length ?? 0),
         pieceBytes: LOCAL_PIECE_BYTES,
         // The reader verifies every piece, whichever way it came.
         verify: false,

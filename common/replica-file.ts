@@ -53,9 +53,9 @@ export interface ReplicaRange {
   meta: FileHandle;
   /** The replica's length. */
   numBytes: number;
-  /** Where the range starts (aligned down to a chunk) and ends (`end` at most `numBytes`). */
-  start: number;
-  end: number;
+  /** Where the range starts (read from the chunk that holds it) and how long it is (0: to the replica's end). */
+  offset: number;
+  length: number;
   /** Largest piece (a multiple of the chunk size). */
   pieceBytes: number;
   /** Read the next piece while the caller handles this one. @default true */
@@ -70,16 +70,18 @@ export interface ReplicaRange {
 }
 
 /**
- * Yields `[start, end)` of a replica in pieces, each piece's data and checksums read together. A reader that stops
- * early leaves no read in flight: the generator's `finally` waits for a read ahead to settle. The caller opens and
- * closes the files.
+ * Yields `length` bytes of a replica from `offset` aligned down to a chunk, in chunk-aligned pieces, each piece's data
+ * and checksums read together. A reader that stops early leaves no read in flight: the generator's `finally` waits for
+ * a read ahead to settle. The caller opens and closes the files.
  */
 export async function* readReplicaRange(r: ReplicaRange): AsyncGenerator<ReplicaPiece> {
   const header = await readFully(r.meta, META_HEADER_BYTES, 0);
   if (!header.equals(metaHeader())) throw r.corrupt("bad meta header");
   const piece = Math.max(CHUNK_BYTES, Math.floor(r.pieceBytes / CHUNK_BYTES) * CHUNK_BYTES);
+  const start = Math.floor(r.offset / CHUNK_BYTES) * CHUNK_BYTES;
+  const end = r.length === 0 ? r.numBytes : Math.min(r.numBytes, r.offset + r.length);
   const load = (at: number): Promise<[Buffer, Buffer]> => {
-    const len = Math.min(piece, r.end - at);
+    const len = Math.min(piece, end - at);
     // The stored tail may be shorter than a chunk; a read ending mid-chunk still covers the whole chunk.
     const readLen = Math.min(chunksFor(len) * CHUNK_BYTES, r.numBytes - at);
     return Promise.all([
@@ -87,13 +89,13 @@ export async function* readReplicaRange(r: ReplicaRange): AsyncGenerator<Replica
       readFully(r.meta, chunksFor(readLen) * 4, META_HEADER_BYTES + (at / CHUNK_BYTES) * 4),
     ]);
   };
-  let ahead: Promise<[Buffer, Buffer]> | undefined = r.start < r.end ? load(r.start) : undefined;
+  let ahead: Promise<[Buffer, Buffer]> | undefined = start < end ? load(start) : undefined;
   try {
-    for (let at = r.start; at < r.end; at += piece) {
-      const len = Math.min(piece, r.end - at);
+    for (let at = start; at < end; at += piece) {
+      const len = Math.min(piece, end - at);
       const readLen = Math.min(chunksFor(len) * CHUNK_BYTES, r.numBytes - at);
       const [bytes, sums] = await (ahead ?? load(at));
-      ahead = (r.readAhead ?? true) && at + piece < r.end ? load(at + piece) : undefined;
+      ahead = (r.readAhead ?? true) && at + piece < end ? load(at + piece) : undefined;
       const n = chunksFor(readLen);
       if (bytes.length !== readLen || sums.length !== n * 4) throw r.corrupt(`truncated at offset ${at}`);
       const checksums = new Array<number>(n);

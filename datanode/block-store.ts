@@ -312,8 +312,6 @@ export class BlockStore {
       );
     if (!(Number.isSafeInteger(length) && length >= 0))
       throw new HarvestError("INVALID_ARGUMENT", `bad length ${length}`, { details: { field: "length" } });
-    const start = Math.floor(offset / CHUNK_SIZE) * CHUNK_SIZE;
-    const end = length === 0 ? replica.numBytes : Math.min(replica.numBytes, offset + length);
     const dir = this.subdir(key.blockId);
     let data: FileHandle | undefined;
     let meta: FileHandle | undefined;
@@ -339,8 +337,8 @@ export class BlockStore {
         data,
         meta,
         numBytes: replica.numBytes,
-        start,
-        end,
+        offset,
+        length,
         pieceBytes,
         readAhead: opts.readAhead ?? true,
         corrupt,
