@@ -18,6 +18,7 @@ import { DfsClient } from "../client/dfs-client.js";
 import type { DfsClientOptions } from "../client/dfs-client.js";
 import { JobClient } from "../client/job-client.js";
 import type { DaemonKind } from "./daemon-kinds.js";
+import { daemonNodeOptions } from "./node-options.js";
 import { localUserName } from "../common/fs-permission.js";
 import type { ClientSecurity } from "../common/grpc.js";
 
@@ -367,9 +368,10 @@ async function spawnDaemon(
   const fd = openSync(log, "a");
   // HARVEST_DAEMON_CPU_PROF=<dir>: every daemon writes a V8 CPU profile there when it exits (DEVELOPERS.md).
   const profileDir = process.env["HARVEST_DAEMON_CPU_PROF"];
-  const nodeArgs = profileDir
-    ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`]
-    : [];
+  const nodeArgs = [
+    ...daemonNodeOptions(kind),
+    ...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : []),
+  ];
   const args = [...nodeArgs, entry, "daemon", kind, "--config", configFile, "--ready-file", readyFile];
   const child = spawn(process.execPath, args, {
     detached: true,

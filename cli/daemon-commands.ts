@@ -11,12 +11,14 @@ import type { Command } from "commander";
 import { runDaemon } from "../common/daemon-main.js";
 import type { RunnableDaemon } from "../common/daemon-main.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
+import { Logger } from "../common/log.js";
 import { distEntry } from "../common/paths.js";
 import { processStartTime } from "../common/container-leftovers.js";
 import { isOurProcess } from "./cluster.js";
 import { action, print } from "./command-kit.js";
 import { DAEMON_KINDS, SHORT_NAMES as SHORT, daemonKind } from "./daemon-kinds.js";
 import type { DaemonKind } from "./daemon-kinds.js";
+import { daemonNodeOptions, missingNodeOptions, nodeOptionsVariable } from "./node-options.js";
 
 /** Loads the daemon class of `kind` (only that one: a node manager's process never loads the namenode). */
 async function daemonFactory(kind: DaemonKind): Promise<(config: Record<string, unknown>) => RunnableDaemon> {
@@ -42,6 +44,12 @@ async function daemonFactory(kind: DaemonKind): Promise<(config: Record<string, 
 
 /** Runs a daemon in this process until SIGTERM/SIGINT. */
 export async function runDaemonForeground(kind: DaemonKind, configFile: string, readyFile?: string): Promise<void> {
+  const missing = missingNodeOptions(kind);
+  if (missing.length > 0)
+    new Logger(SHORT[kind]).warn(
+      `started without its Node options ${missing.join(" ")} (${nodeOptionsVariable(kind)}); give them to node ` +
+        `before the script, as deploy/systemd/harvest-${kind}.service and 'harvest daemon start' do`,
+    );
   const make = await daemonFactory(kind);
   runDaemon(SHORT[kind], make, ["--config", resolve(configFile), ...(readyFile ? ["--ready-file", readyFile] : [])]);
 }
@@ -125,7 +133,7 @@ export async function startDaemonBackground(
   const cli = distEntry("cli/harvest.js");
   const child = spawn(
     process.execPath,
-    [cli, "daemon", kind, "--config", files.config, "--ready-file", files.readyFile],
+    [...daemonNodeOptions(kind), cli, "daemon", kind, "--config", files.config, "--ready-file", files.readyFile],
     {
       detached: true,
       stdio: ["ignore", fd, fd],

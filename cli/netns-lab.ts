@@ -28,6 +28,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { distEntry } from "../common/paths.js";
 import type { DaemonKind } from "./daemon-kinds.js";
+import { daemonNodeOptions } from "./node-options.js";
 
 /** A host of the lab: its name (part of its namespace's name) and its IPv4 address. */
 export interface LabHost {
@@ -408,6 +409,7 @@ export class NetnsLab {
         host,
         [
           process.execPath,
+          ...daemonNodeOptions(kind),
           distEntry("cli/harvest.js"),
           "daemon",
           kind,

@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { distEntry, packageRoot } from "../../common/paths.js";
-import { isRunning } from "../../cli/cluster.js";
+import { allDaemons, isRunning } from "../../cli/cluster.js";
+import { DEFAULT_NODE_OPTIONS } from "../../cli/node-options.js";
 import type { ClusterDescriptor } from "../../cli/cluster.js";
 import { requireBuild } from "../integration/harness.js";
 
@@ -39,6 +40,14 @@ describe("the harvest CLI", () => {
     expect(up.code, up.stderr).toBe(0);
     const desc = JSON.parse(up.stdout) as ClusterDescriptor;
     expect(desc.nodes).toHaveLength(2);
+    // Each datanode runs with its Node options (cli/node-options.ts), and no other daemon does.
+    const daemons = allDaemons(desc);
+    expect(daemons.filter((d) => d.kind === "datanode")).toHaveLength(2);
+    for (const d of daemons) {
+      const argv = readFileSync(`/proc/${d.pid}/cmdline`, "utf8").split("\0");
+      for (const option of DEFAULT_NODE_OPTIONS.datanode)
+        expect(argv.includes(option), `${d.name}: ${argv.join(" ")}`).toBe(d.kind === "datanode");
+    }
 
     const again = harvest("cluster", "up", "--servers", "1");
     expect(again.code).toBe(1);

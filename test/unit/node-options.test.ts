@@ -1,0 +1,52 @@
+/** The Node options each daemon starts with: defaults, HARVEST_<KIND>_OPTS, refusal of what is not an option. */
+import { describe, expect, it } from "vitest";
+import {
+  DEFAULT_NODE_OPTIONS,
+  daemonNodeOptions,
+  missingNodeOptions,
+  nodeOptionsVariable,
+} from "../../cli/node-options.js";
+import { isHarvestError } from "../../common/errors.js";
+
+describe("daemon Node options", () => {
+  it("gives the datanode a larger initial old space by default, and the others nothing", () => {
+    expect(daemonNodeOptions("datanode", {})).toEqual(["--initial-old-space-size=128"]);
+    for (const kind of ["resourcemanager", "namenode", "nodemanager"] as const)
+      expect(daemonNodeOptions(kind, {})).toEqual([]);
+  });
+
+  it("lets HARVEST_<KIND>_OPTS replace a kind's defaults, empty meaning none", () => {
+    expect(nodeOptionsVariable("datanode")).toBe("HARVEST_DATANODE_OPTS");
+    expect(
+      daemonNodeOptions("datanode", { HARVEST_DATANODE_OPTS: "  --max-old-space-size=512\t--stack-trace-limit=50 " }),
+    ).toEqual(["--max-old-space-size=512", "--stack-trace-limit=50"]);
+    expect(daemonNodeOptions("datanode", { HARVEST_DATANODE_OPTS: "" })).toEqual([]);
+    expect(daemonNodeOptions("namenode", { HARVEST_NAMENODE_OPTS: "--max-semi-space-size=8" })).toEqual([
+      "--max-semi-space-size=8",
+    ]);
+    // One kind's variable leaves the others alone.
+    expect(daemonNodeOptions("datanode", { HARVEST_NAMENODE_OPTS: "--max-semi-space-size=8" })).toEqual([
+      ...DEFAULT_NODE_OPTIONS.datanode,
+    ]);
+  });
+
+  it("refuses a word that is not an option (a script, an argument, a shell word) with CONFIG_INVALID", () => {
+    for (const bad of ["/tmp/evil.js", "--max-old-space-size=512 evil.js", "-e", "--require=x;rm", "--=1", "$(id)"]) {
+      let err: unknown;
+      try {
+        daemonNodeOptions("datanode", { HARVEST_DATANODE_OPTS: bad });
+      } catch (e) {
+        err = e;
+      }
+      expect(isHarvestError(err, "CONFIG_INVALID"), bad).toBe(true);
+      expect(String((err as Error).message)).toContain("HARVEST_DATANODE_OPTS");
+    }
+  });
+
+  it("names the options a process lacks", () => {
+    expect(missingNodeOptions("datanode", [], {})).toEqual(["--initial-old-space-size=128"]);
+    expect(missingNodeOptions("datanode", ["--initial-old-space-size=128"], {})).toEqual([]);
+    expect(missingNodeOptions("nodemanager", [], {})).toEqual([]);
+    expect(missingNodeOptions("datanode", [], { HARVEST_DATANODE_OPTS: "" })).toEqual([]);
+  });
+});
