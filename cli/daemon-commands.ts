@@ -44,12 +44,18 @@ async function daemonFactory(kind: DaemonKind): Promise<(config: Record<string, 
 
 /** Runs a daemon in this process until SIGTERM/SIGINT. */
 export async function runDaemonForeground(kind: DaemonKind, configFile: string, readyFile?: string): Promise<void> {
-  const missing = missingNodeOptions(kind);
-  if (missing.length > 0)
-    new Logger(SHORT[kind]).warn(
-      `started without its Node options ${missing.join(" ")} (${nodeOptionsVariable(kind)}); give them to node ` +
-        `before the script, as deploy/systemd/harvest-${kind}.service and 'harvest daemon start' do`,
-    );
+  // Node read its options before this script ran: a daemon lacking some can only say so.
+  const log = new Logger(SHORT[kind]);
+  try {
+    const missing = missingNodeOptions(kind);
+    if (missing.length > 0)
+      log.warn(
+        `started without its Node options ${missing.join(" ")} (${nodeOptionsVariable(kind)}); give them to node ` +
+          `before the script, as deploy/systemd/harvest-${kind}.service and 'harvest daemon start' do`,
+      );
+  } catch (err) {
+    log.warn(errorMessage(err));
+  }
   const make = await daemonFactory(kind);
   runDaemon(SHORT[kind], make, ["--config", resolve(configFile), ...(readyFile ? ["--ready-file", readyFile] : [])]);
 }

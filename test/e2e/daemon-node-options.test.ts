@@ -56,5 +56,14 @@ describe("a datanode's Node options", () => {
     );
     expect(bare.status).toBe(2);
     expect(bare.stderr).toContain(`${WARNING} ${DEFAULT_NODE_OPTIONS.datanode.join(" ")}`);
+
+    // A variable that is not a list of options is named, and the daemon goes on to its own checks.
+    const wrong = run(
+      [process.execPath, distEntry("cli/harvest.js"), "daemon", "datanode", "--config", "/nonexistent.json"],
+      { HARVEST_DATANODE_OPTS: "--initial-old-space-size=128 evil.js" },
+    );
+    expect(wrong.stderr).toContain('HARVEST_DATANODE_OPTS: "evil.js" is not a Node option');
+    expect(wrong.stderr).toContain("bad configuration");
+    expect(wrong.status).toBe(2);
   });
 });
