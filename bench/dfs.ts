@@ -196,8 +196,9 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
               // As for the get below: the first put of a cluster's life took up to 1.8x the time of the puts after
               // it here (V8 compiles the write path as it runs, and the page cache's copies cost more the first
               // time), so a warm-up put of the same file goes first.
-              await dfs.put(source, `/bench/warm-r${replication}.bin`, putOpts);
-              await dfs.delete(`/bench/warm-r${replication}.bin`);
+              const warmPath = `/bench/warm-r${replication}.bin`;
+              await dfs.put(source, warmPath, putOpts);
+              await dfs.delete(warmPath);
               const [, putMs] = await timedAsync(() => dfs.put(source, path, putOpts));
               progress(
                 `${transport}, ${dataPath}: get with replication ${replication} (a warm-up read, then the timed one)`,

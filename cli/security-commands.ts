@@ -9,12 +9,12 @@ import { IDENTITY_ROLES } from "../common/tls.js";
 import type { IdentityRole } from "../common/tls.js";
 import { action, positiveInt, print } from "./command-kit.js";
 
-/** Adds `harvest security ...` to the program. */
 /** The certificate code (X.509), loaded by the commands that make certificates only: it is a large import. */
 function caModule(): Promise<typeof CaModule> {
   return import("./cluster-ca.js");
 }
 
+/** Adds `harvest security ...` to the program. */
 export function registerSecurityCommands(program: Command): void {
   const security = program.command("security").description("the cluster CA and the certificates it issues");
 

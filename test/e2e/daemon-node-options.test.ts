@@ -50,18 +50,18 @@ describe("a datanode's Node options", () => {
     expect(unit.status).toBe(2);
     expect(unit.stderr).not.toContain(WARNING);
 
-    const bare = run(
-      [process.execPath, distEntry("cli/harvest.js"), "daemon", "datanode", "--config", "/nonexistent.json"],
-      {},
-    );
+    // `harvest daemon datanode` run straight by node, as a unit without the options would.
+    const foreground = (extra: Record<string, string>): { status: number | null; stderr: string } =>
+      run(
+        [process.execPath, distEntry("cli/harvest.js"), "daemon", "datanode", "--config", "/nonexistent.json"],
+        extra,
+      );
+    const bare = foreground({});
     expect(bare.status).toBe(2);
     expect(bare.stderr).toContain(`${WARNING} ${DEFAULT_NODE_OPTIONS.datanode.join(" ")}`);
 
     // A variable that is not a list of options is named, and the daemon goes on to its own checks.
-    const wrong = run(
-      [process.execPath, distEntry("cli/harvest.js"), "daemon", "datanode", "--config", "/nonexistent.json"],
-      { HARVEST_DATANODE_OPTS: "--initial-old-space-size=128 evil.js" },
-    );
+    const wrong = foreground({ HARVEST_DATANODE_OPTS: "--initial-old-space-size=128 evil.js" });
     expect(wrong.stderr).toContain('HARVEST_DATANODE_OPTS: "evil.js" is not a Node option');
     expect(wrong.stderr).toContain("bad configuration");
     expect(wrong.status).toBe(2);

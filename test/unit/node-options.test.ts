@@ -6,7 +6,7 @@ import {
   missingNodeOptions,
   nodeOptionsVariable,
 } from "../../cli/node-options.js";
-import { isHarvestError } from "../../common/errors.js";
+import { thrown } from "../error-code.js";
 
 describe("daemon Node options", () => {
   it("gives the datanode a larger initial old space by default, and the others nothing", () => {
@@ -32,14 +32,9 @@ describe("daemon Node options", () => {
 
   it("refuses a word that is not an option (a script, an argument, a shell word) with CONFIG_INVALID", () => {
     for (const bad of ["/tmp/evil.js", "--max-old-space-size=512 evil.js", "-e", "--require=x;rm", "--=1", "$(id)"]) {
-      let err: unknown;
-      try {
-        daemonNodeOptions("datanode", { HARVEST_DATANODE_OPTS: bad });
-      } catch (e) {
-        err = e;
-      }
-      expect(isHarvestError(err, "CONFIG_INVALID"), bad).toBe(true);
-      expect(String((err as Error).message)).toContain("HARVEST_DATANODE_OPTS");
+      const err = thrown(() => daemonNodeOptions("datanode", { HARVEST_DATANODE_OPTS: bad }));
+      expect(err.code, bad).toBe("CONFIG_INVALID");
+      expect(err.message).toContain("HARVEST_DATANODE_OPTS");
     }
   });
 
