@@ -26,6 +26,21 @@ describe("chunk checksums", () => {
     expect(chunkChecksums(big, 4096)).toEqual(nativeChunks(big, 4096));
   });
 
+  it("are right for a view that starts inside a larger buffer, and match the standard check value", () => {
+    // CRC-32C's published check value: the CRC of the nine ASCII digits "123456789" is 0xE3069283.
+    const digits = Buffer.from("123456789");
+    expect(chunkChecksums(digits)).toEqual([0xe3069283]);
+    // The same digits at odd offsets of other memory: only the view's own bytes count.
+    const host = Buffer.alloc(4 * CHUNK_BYTES + 40, 0x33);
+    for (const at of [1, 7, CHUNK_BYTES + 3]) {
+      digits.copy(host, at);
+      expect(chunkChecksums(host.subarray(at, at + digits.length))).toEqual([0xe3069283]);
+      expect(chunkChecksums(new Uint8Array(host.buffer, host.byteOffset + at, digits.length))).toEqual([0xe3069283]);
+    }
+    const inner = host.subarray(5, 5 + 3 * CHUNK_BYTES + 9);
+    expect(chunkChecksums(inner)).toEqual(nativeChunks(Buffer.from(inner)));
+  });
+
   it("combine to the CRC of the concatenation", () => {
     fc.assert(
       fc.property(packets, packets, (a, b) => {
