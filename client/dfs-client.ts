@@ -38,7 +38,7 @@ import type { ReadChunkOutput } from "../proto/generated/harvest/v1/ReadChunk.js
 import type { WriteAckOutput } from "../proto/generated/harvest/v1/WriteAck.js";
 import type { DatanodeInfoOutput } from "../proto/generated/harvest/v1/DatanodeInfo.js";
 import type { ReadBlockRequest } from "../proto/generated/harvest/v1/ReadBlockRequest.js";
-import { ReplayArena } from "./replay-arena.js";
+import { ReplayArena, SlabPool } from "./replay-arena.js";
 import { ShortCircuitRead } from "./short-circuit.js";
 import { isThisServer, parseHostPort } from "../common/net-address.js";
 
@@ -158,6 +158,8 @@ export class DfsClient {
   readonly writeStats = { pipelineFailures: 0, leaseRenewals: 0, namenodeRetries: 0 };
   private readonly renewer: LeaseRenewer;
   private readonly namespaceChannel: NamespaceChannel;
+  /** @internal Replay slabs a completed write stream leaves for the next one (ReplayArena). */
+  readonly slabPool = new SlabPool();
 
   constructor(
     readonly namenodeAddress: string,
@@ -369,6 +371,7 @@ export class DfsClient {
   /** Closes every channel (and stops renewing leases). */
   close(): void {
     this.renewer.stop();
+    this.slabPool.clear();
     this.namespaceChannel.close();
     this.nn.close();
     for (const c of this.dataClients.values()) c.close();
@@ -752,8 +755,8 @@ class DfsWriteStream extends Writable {
   private current: BlockWrite | undefined;
   /** Bytes taken but not yet sent in a packet (a large write is sliced, never re-joined per packet). */
   private readonly pending = new ByteQueue();
-  /** Copies of the current block's packets, for a failover's replay (reused block after block). */
-  private readonly replay = new ReplayArena();
+  /** Copies of the current block's packets, for a failover's replay (reused block after block, then by the client). */
+  private readonly replay: ReplayArena;
   private acked = 0;
   /** The most ever reported to onProgress (a replay after a failover acknowledges bytes again). */
   private reported = 0;
@@ -767,6 +770,7 @@ class DfsWriteStream extends Writable {
     private readonly opts: DfsCreateOptions,
   ) {
     super({ highWaterMark: LOCAL_READ_BYTES });
+    this.replay = new ReplayArena(undefined, client.slabPool);
   }
 
   override _construct(callback: (err?: Error | null) => void): void {
@@ -808,7 +812,12 @@ class DfsWriteStream extends Writable {
   }
 
   override _final(callback: (err?: Error | null) => void): void {
-    this.finishAll().then(() => callback(), callback);
+    this.finishAll().then(() => {
+      // Every packet is acknowledged: no socket reads from the slabs any more, and the client's next stream may.
+      // A stream that fails keeps its slabs out of the pool (a pipeline given up may still hold packets unsent).
+      this.replay.release();
+      callback();
+    }, callback);
   }
 
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {

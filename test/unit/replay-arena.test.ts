@@ -1,11 +1,11 @@
 /**
  * The write stream's replay arena (client/replay-arena.ts): what a failover replays is exactly what was sent, even
- * when the caller reuses its buffer (as `put` does with its read buffers), and block after block the arena reuses its
- * slabs instead of growing.
+ * when the caller reuses its buffer (as `put` does with its read buffers), block after block the arena reuses its
+ * slabs instead of growing, and a client's pool hands a completed stream's slabs to the next one.
  */
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { ReplayArena } from "../../client/replay-arena.js";
+import { ReplayArena, SlabPool } from "../../client/replay-arena.js";
 
 describe("ReplayArena", () => {
   it("keeps copies that survive the caller overwriting its buffer", () => {
@@ -51,5 +51,53 @@ describe("ReplayArena", () => {
     const arena = new ReplayArena();
     arena.keep(randomBytes(1000));
     expect(arena.capacityBytes).toBeLessThanOrEqual(64 * 1024);
+  });
+
+  it("grows its slabs to 4 MiB: a 64 MiB block of 256 KiB packets fits in a few dozen slabs", () => {
+    const arena = new ReplayArena();
+    const packet = randomBytes(256 * 1024);
+    for (let at = 0; at < 64 * 1024 * 1024; at += packet.length) arena.keep(packet);
+    // 256 KiB, 256 KiB, 256 KiB, 512 KiB, 1 MiB, 2 MiB, then 4 MiB slabs: 22 in all.
+    expect(arena.slabCount).toBeLessThanOrEqual(24);
+    expect(arena.capacityBytes).toBeLessThan(68 * 1024 * 1024);
+  });
+});
+
+describe("SlabPool", () => {
+  it("gives a released arena's slabs to the next arena, which then allocates nothing and keeps bytes intact", () => {
+    const pool = new SlabPool();
+    const first = new ReplayArena(undefined, pool);
+    const packets = Array.from({ length: 40 }, () => randomBytes(256 * 1024));
+    for (const p of packets) first.keep(p);
+    const slabs = first.capacityBytes;
+    first.release();
+    expect(first.capacityBytes).toBe(0);
+    expect(pool.freeSlabBytes).toBe(slabs);
+
+    const second = new ReplayArena(undefined, pool);
+    const others = packets.map(() => randomBytes(256 * 1024));
+    const kept = others.map((p) => second.keep(p));
+    expect(pool.freeSlabBytes).toBe(0);
+    expect(second.capacityBytes).toBe(slabs);
+    kept.forEach((k, i) => expect(k.equals(others[i]!)).toBe(true));
+  });
+
+  it("hands the smallest free slab that is large enough, else the largest that fits the packet, else a new one", () => {
+    const pool = new SlabPool();
+    const [small, mid, large] = [64 * 1024, 512 * 1024, 4 * 1024 * 1024].map((n) => Buffer.alloc(n));
+    pool.give([large!, small!, mid!]);
+    expect(pool.take(1000, 256 * 1024)).toBe(mid);
+    expect(pool.take(1000, 8 * 1024 * 1024)).toBe(large);
+    expect(pool.take(100 * 1024, 128 * 1024)).not.toBe(small);
+    expect(pool.take(1000, 64 * 1024)).toBe(small);
+    expect(pool.freeSlabBytes).toBe(0);
+  });
+
+  it("keeps at most its cap, and lets its slabs go after a while without a take", async () => {
+    const pool = new SlabPool(1024 * 1024, 30);
+    pool.give([Buffer.alloc(512 * 1024), Buffer.alloc(512 * 1024), Buffer.alloc(512 * 1024)]);
+    expect(pool.freeSlabBytes).toBe(1024 * 1024);
+    await new Promise((r) => setTimeout(r, 120));
+    expect(pool.freeSlabBytes).toBe(0);
   });
 });
