@@ -616,7 +616,8 @@ export class BlockStore {
     await rename(join(this.rbwDir, metaName(key)), join(dir, metaName(key)));
     await rename(join(this.rbwDir, blockName(key)), join(dir, blockName(key)));
     if (old && old.genStamp !== key.genStamp) await rm(join(dir, metaName(old)), { force: true });
-    await Promise.all([fsyncDir(dir), fsyncDir(this.rbwDir)]);
+    await fsyncDir(dir);
+    await fsyncDir(this.rbwDir);
     const replica: StoredReplica = { ...key, numBytes };
     this.writers.delete(key.blockId);
     this.corruptReplicas.delete(key.blockId);
@@ -947,9 +948,8 @@ export class ReplicaWriter {
       await this.syncBehind;
       if (this.writeFailure) throw this.writeFailure;
       try {
-        // Both at once, on two of libuv's threads: a replication-1 put's finalize took 13.5-14.1 ms a block against
-        // 16.2-24.5 ms one after the other (paired runs here; with replication 3 the difference was within the noise).
-        await Promise.all([this.data!.sync(), this.meta!.sync()]);
+        await this.data!.sync();
+        await this.meta!.sync();
       } catch (err) {
         throw noSpaceError(err, this.block.blockId);
       }
