@@ -34,6 +34,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { localDfsClient, startCluster, stopCluster } from "../cli/cluster.js";
 import { daemonNodeOptions } from "../cli/node-options.js";
+import { daemonEnvironment, TUNABLES_VARIABLE } from "../cli/malloc-tunables.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import type { FlagSpec } from "./flags.js";
@@ -125,6 +126,18 @@ type Transport = "plaintext" | "TLS";
 
 /** How the block data moves: the block transfer port, or the gRPC DataTransfer service (the baseline). */
 type DataPath = "transfer port" | "gRPC";
+
+/**
+ * The malloc setting of the bench's client (this process, and the Node baseline's receivers it starts) and of the
+ * datanodes, which their launcher gives the setting when the variable is unset.
+ */
+function mallocSetting(env: NodeJS.ProcessEnv): string {
+  const show = (v: string | undefined): string =>
+    v === undefined || v === "" ? "glibc's defaults" : `${TUNABLES_VARIABLE}=${v}`;
+  const client = show(env[TUNABLES_VARIABLE]);
+  const datanodes = show(daemonEnvironment("datanode", env)[TUNABLES_VARIABLE]);
+  return client === datanodes ? `client and datanodes ${client}` : `client ${client}, datanodes ${datanodes}`;
+}
 
 /** One replication's put and get on one cluster. */
 interface DfsRun {
@@ -264,6 +277,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       "  get, short-circuit: the same, by a client that reads the replicas' files itself (its datanodes are on its",
       "       server); the other gets read over the network",
       `  datanodes' Node options (HARVEST_DATANODE_OPTS): ${daemonNodeOptions("datanode").join(" ") || "none"}`,
+      `  glibc's malloc (cli/malloc-tunables.ts): ${mallocSetting(process.env)}`,
       "",
       ...table(
         ["operation", "MB/s", "seconds", "vs cp+sync", "vs node", "byte-identical"],

@@ -2,7 +2,8 @@
  * The benchmark dispatcher: `node dist/bench/run.js <name> [--flags] [--json]` (also `npm run bench -- <name>` and
  * `harvest bench <name>`). Prints a human table, or the figures as JSON with `--json`; progress goes to stderr.
  * An unknown name lists the benchmarks and exits 2. Benchmarks measure memory after full collections, so the
- * dispatcher re-runs itself with --expose-gc when started without it.
+ * dispatcher re-runs itself with --expose-gc when started without it, and then with the malloc setting of the data
+ * commands (cli/malloc-tunables.ts) unless GLIBC_TUNABLES is set.
  */
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -15,6 +16,7 @@ import { namenodeBench } from "./namenode.js";
 import { powerModelBench } from "./powermodel.js";
 import { schedulerBench } from "./scheduler.js";
 import { yieldBench } from "./yield.js";
+import { withMallocTunables } from "../cli/malloc-tunables.js";
 
 const BENCHES: readonly BenchDefinition[] = [
   yieldBench,
@@ -52,7 +54,8 @@ async function main(argv: string[]): Promise<number> {
       ["--expose-gc", ...process.execArgv, fileURLToPath(import.meta.url), ...argv],
       {
         stdio: "inherit",
-        env: { ...process.env, HARVEST_BENCH_NO_RESPAWN: "1" },
+        // The clients of the dfs bench run in this process: with the malloc setting `harvest fs put|get` starts with.
+        env: { ...withMallocTunables(), HARVEST_BENCH_NO_RESPAWN: "1" },
       },
     );
     return r.status ?? 1;

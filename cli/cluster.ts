@@ -18,6 +18,7 @@ import { DfsClient } from "../client/dfs-client.js";
 import type { DfsClientOptions } from "../client/dfs-client.js";
 import { JobClient } from "../client/job-client.js";
 import type { DaemonKind } from "./daemon-kinds.js";
+import { daemonEnvironment } from "./malloc-tunables.js";
 import { daemonNodeOptions } from "./node-options.js";
 import { localUserName } from "../common/fs-permission.js";
 import type { ClientSecurity } from "../common/grpc.js";
@@ -376,7 +377,7 @@ async function spawnDaemon(
   const child = spawn(process.execPath, args, {
     detached: true,
     stdio: ["ignore", fd, fd],
-    env: process.env,
+    env: daemonEnvironment(kind),
   });
   closeSync(fd);
   child.unref();

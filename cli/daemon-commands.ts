@@ -18,6 +18,7 @@ import { isOurProcess } from "./cluster.js";
 import { action, print } from "./command-kit.js";
 import { DAEMON_KINDS, SHORT_NAMES as SHORT, daemonKind } from "./daemon-kinds.js";
 import type { DaemonKind } from "./daemon-kinds.js";
+import { daemonEnvironment, missingMallocTunables, TUNABLES_VARIABLE } from "./malloc-tunables.js";
 import { daemonNodeOptions, missingNodeOptions, nodeOptionsVariable } from "./node-options.js";
 
 /** Loads the daemon class of `kind` (only that one: a node manager's process never loads the namenode). */
@@ -52,6 +53,12 @@ export async function runDaemonForeground(kind: DaemonKind, configFile: string, 
       log.warn(
         `started without its Node options ${missing.join(" ")} (${nodeOptionsVariable(kind)}); give them to node ` +
           `before the script, as deploy/systemd/harvest-${kind}.service and 'harvest daemon start' do`,
+      );
+    const tunables = missingMallocTunables(kind);
+    if (tunables)
+      log.warn(
+        `started without its malloc setting ${tunables} (cli/malloc-tunables.ts); set it in its environment, as ` +
+          `deploy/systemd/harvest-${kind}.service and 'harvest daemon start' do, or set ${TUNABLES_VARIABLE} empty for none`,
       );
   } catch (err) {
     log.warn(errorMessage(err));
@@ -143,6 +150,7 @@ export async function startDaemonBackground(
     {
       detached: true,
       stdio: ["ignore", fd, fd],
+      env: daemonEnvironment(kind),
     },
   );
   closeSync(fd);

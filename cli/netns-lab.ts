@@ -28,6 +28,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { distEntry } from "../common/paths.js";
 import type { DaemonKind } from "./daemon-kinds.js";
+import { daemonEnvironment } from "./malloc-tunables.js";
 import { daemonNodeOptions } from "./node-options.js";
 
 /** A host of the lab: its name (part of its namespace's name) and its IPv4 address. */
@@ -418,7 +419,7 @@ export class NetnsLab {
           "--ready-file",
           readyFile,
         ],
-        { stdio: ["ignore", fd, fd], name },
+        { stdio: ["ignore", fd, fd], name, env: daemonEnvironment(kind) },
       );
     } finally {
       closeSync(fd);

@@ -1,12 +1,14 @@
 /** The `harvest` command as a user runs it: cluster up, job submit --wait, status/list/logs/history, cluster down. */
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { distEntry, packageRoot } from "../../common/paths.js";
 import { allDaemons, isRunning } from "../../cli/cluster.js";
 import { DEFAULT_NODE_OPTIONS } from "../../cli/node-options.js";
+import { MALLOC_TUNABLES, TUNABLES_VARIABLE } from "../../cli/malloc-tunables.js";
 import type { ClusterDescriptor } from "../../cli/cluster.js";
 import { requireBuild } from "../integration/harness.js";
 
@@ -19,6 +21,71 @@ function harvest(...args: string[]): { code: number; stdout: string; stderr: str
     env: { ...process.env, HARVEST_CLUSTER_DIR: dir },
   });
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** A process's environment, from /proc. */
+function environOf(pid: number): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const kv of readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")) {
+    const at = kv.indexOf("=");
+    if (at > 0) out[kv.slice(0, at)] = kv.slice(at + 1);
+  }
+  return out;
+}
+
+/** The processes whose parent is `pid`. */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) out.push(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * `harvest fs cat <path>` started without GLIBC_TUNABLES, its output held back until the process it started again is
+ * found; `then` acts on the two (the default lets the output flow). Resolves with that process's environment, the
+ * bytes, and how the command ended.
+ */
+async function catRestarted(
+  path: string,
+  then: (cli: number, restarted: number) => void = () => undefined,
+): Promise<{
+  env: Record<string, string>;
+  restarted: number;
+  stdout: Buffer;
+  code: number | null;
+  signal: string | null;
+}> {
+  const env: NodeJS.ProcessEnv = { ...process.env, HARVEST_CLUSTER_DIR: dir };
+  delete env[TUNABLES_VARIABLE];
+  const child = spawn(process.execPath, [distEntry("cli/harvest.js"), "fs", "cat", path], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const chunks: Buffer[] = [];
+  child.stdout.pause();
+  child.stdout.on("data", (c: Buffer) => chunks.push(c));
+  const ended = new Promise<{ code: number | null; signal: string | null }>((r) =>
+    child.once("exit", (code, signal) => r({ code, signal })),
+  );
+  let restarted: number | undefined;
+  for (let i = 0; i < 500 && restarted === undefined; i++) {
+    restarted = childrenOf(child.pid!)[0];
+    if (restarted === undefined) await new Promise((r) => setTimeout(r, 20));
+  }
+  expect(restarted, "the command started no second process").toBeDefined();
+  const restartedEnv = environOf(restarted!);
+  then(child.pid!, restarted!);
+  child.stdout.resume();
+  const end = await ended;
+  return { env: restartedEnv, restarted: restarted!, stdout: Buffer.concat(chunks), ...end };
 }
 
 describe("the harvest CLI", () => {
@@ -35,7 +102,7 @@ describe("the harvest CLI", () => {
     expect(r.stderr).toContain("CLUSTER_NOT_FOUND");
   });
 
-  it("brings a cluster up, runs a DAG job to success with --wait, reports it, and tears everything down", () => {
+  it("brings a cluster up, runs a DAG job to success with --wait, reports it, and tears everything down", async () => {
     const up = harvest("cluster", "up", "--servers", "2", "--primary", "trace", "--speed", "1", "--json");
     expect(up.code, up.stderr).toBe(0);
     const desc = JSON.parse(up.stdout) as ClusterDescriptor;
@@ -47,6 +114,10 @@ describe("the harvest CLI", () => {
       const argv = readFileSync(`/proc/${d.pid}/cmdline`, "utf8").split("\0");
       for (const option of DEFAULT_NODE_OPTIONS.datanode)
         expect(argv.includes(option), `${d.name}: ${argv.join(" ")}`).toBe(d.kind === "datanode");
+      // And the datanodes with glibc's malloc setting (cli/malloc-tunables.ts), unless this test's own has one.
+      expect(environOf(d.pid)[TUNABLES_VARIABLE]).toBe(
+        d.kind === "datanode" ? (process.env[TUNABLES_VARIABLE] ?? MALLOC_TUNABLES) : process.env[TUNABLES_VARIABLE],
+      );
     }
 
     const again = harvest("cluster", "up", "--servers", "1");
@@ -95,6 +166,19 @@ describe("the harvest CLI", () => {
     expect(cat.stdout).toBe(readFileSync(corpus, "utf8"));
     const ls = harvest("fs", "ls", "/inputs", "--json");
     expect((JSON.parse(ls.stdout) as { path: string }[]).map((e) => e.path)).toEqual(["/inputs/corpus.txt"]);
+    // A data command started without glibc's malloc setting runs again with it (cli/malloc-tunables.ts): the second
+    // process has it, the bytes and the exit code come through, and an interrupt of the first stops both.
+    const big = join(dir, "big.bin");
+    writeFileSync(big, randomBytes(4 << 20));
+    expect(harvest("fs", "put", big, "/inputs/big.bin").code).toBe(0);
+    const restarted = await catRestarted("/inputs/big.bin");
+    expect(restarted.env[TUNABLES_VARIABLE]).toBe(MALLOC_TUNABLES);
+    expect(restarted.code).toBe(0);
+    expect(restarted.stdout.equals(readFileSync(big))).toBe(true);
+    const interrupted = await catRestarted("/inputs/big.bin", (cli) => process.kill(cli, "SIGINT"));
+    expect(interrupted.signal).toBe("SIGINT");
+    expect(existsSync(`/proc/${interrupted.restarted}`)).toBe(false);
+    expect(harvest("fs", "rm", "/inputs/big.bin").code).toBe(0);
     const local = join(dir, "corpus.copy");
     expect(harvest("fs", "get", "/inputs/corpus.txt", local).code).toBe(0);
     expect(readFileSync(local)).toEqual(readFileSync(corpus));

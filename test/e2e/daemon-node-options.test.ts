@@ -1,6 +1,6 @@
 /**
- * The systemd unit's command (deploy/systemd) gives a datanode its Node options. The daemon itself is the witness: run
- * in the foreground without them, it warns and names them. (`harvest cluster up`'s datanodes: test/e2e/cli.test.ts.)
+ * The systemd unit's command (deploy/systemd) gives a datanode its Node options and glibc's malloc setting. The daemon
+ * itself is the witness: run in the foreground without them, it warns and names them. (`harvest cluster up`'s datanodes: test/e2e/cli.test.ts.)
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, mkdirSync } from "node:fs";
@@ -8,11 +8,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { DEFAULT_NODE_OPTIONS } from "../../cli/node-options.js";
+import { MALLOC_TUNABLES, TUNABLES_VARIABLE } from "../../cli/malloc-tunables.js";
 import { distEntry, packageRoot } from "../../common/paths.js";
 import { requireBuild } from "../integration/harness.js";
 
 const dir = mkdtempSync(join(tmpdir(), "harvest-node-options-"));
 const WARNING = "started without its Node options";
+const MALLOC_WARNING = "started without its malloc setting";
 
 /** The unit's `Environment=NAME=value` settings and the shell script its `ExecStart=/bin/sh -c '...'` runs. */
 function unitCommand(unit: string): { env: Record<string, string>; script: string } {
@@ -32,16 +34,19 @@ describe("a datanode's Node options", () => {
     requireBuild();
     const { env, script } = unitCommand("harvest-datanode.service");
     expect(env["HARVEST_DATANODE_OPTS"]).toBe(DEFAULT_NODE_OPTIONS.datanode.join(" "));
+    expect(env[TUNABLES_VARIABLE]).toBe(MALLOC_TUNABLES);
     // `harvest` on PATH as npm installs it: a link to the CLI's script. The unit's config file does not exist here,
     // so the datanode stops at its configuration, after its check of the options.
     const bin = join(dir, "bin");
     mkdirSync(bin);
     symlinkSync(distEntry("cli/harvest.js"), join(bin, "harvest"));
     const run = (cmd: string[], extra: Record<string, string>): { status: number | null; stderr: string } => {
+      const base: NodeJS.ProcessEnv = { ...process.env };
+      delete base[TUNABLES_VARIABLE];
       const r = spawnSync(cmd[0]!, cmd.slice(1), {
         encoding: "utf8",
         timeout: 60_000,
-        env: { ...process.env, ...extra, PATH: `${bin}:${process.env["PATH"] ?? ""}` },
+        env: { ...base, ...extra, PATH: `${bin}:${process.env["PATH"] ?? ""}` },
       });
       return { status: r.status, stderr: r.stderr };
     };
@@ -49,6 +54,7 @@ describe("a datanode's Node options", () => {
     expect(unit.stderr).toContain("bad configuration");
     expect(unit.status).toBe(2);
     expect(unit.stderr).not.toContain(WARNING);
+    expect(unit.stderr).not.toContain(MALLOC_WARNING);
 
     // `harvest daemon datanode` run straight by node, as a unit without the options would.
     const foreground = (extra: Record<string, string>): { status: number | null; stderr: string } =>
@@ -59,6 +65,9 @@ describe("a datanode's Node options", () => {
     const bare = foreground({});
     expect(bare.status).toBe(2);
     expect(bare.stderr).toContain(`${WARNING} ${DEFAULT_NODE_OPTIONS.datanode.join(" ")}`);
+    expect(bare.stderr).toContain(`${MALLOC_WARNING} ${TUNABLES_VARIABLE}=${MALLOC_TUNABLES}`);
+    // Set empty, the variable is the operator's choice of glibc's defaults: no warning.
+    expect(foreground({ [TUNABLES_VARIABLE]: "" }).stderr).not.toContain(MALLOC_WARNING);
 
     // A variable that is not a list of options is named, and the daemon goes on to its own checks.
     const wrong = foreground({ HARVEST_DATANODE_OPTS: "--initial-old-space-size=128 evil.js" });
