@@ -8,11 +8,13 @@
  * measured). `glibc.malloc.top_pad` makes glibc keep 64 MiB free at the top when it trims. Memory stays warm, and the
  * process holds at most that much more.
  *
- * Measured (1 GiB, 4 datanodes, fresh cluster per run, two passes; DEVELOPERS.md has the script's shape):
+ * Measured (1 GiB, 4 datanodes, fresh cluster per run, two passes; DEVELOPERS.md says how):
  * - plaintext gets, replication 1, client and datanodes with the setting: 608-885 MB/s against 380-431 without. The
  *   client's page faults per get fell from 14,000-25,000 to 19-4,200. Replication 3: 670-694 against 242-335.
- * - with the client only: 425-669 MB/s. The datanodes alone had not helped before; the two together did.
- * - TLS gets: 301-497 against 326-441 (decryption leads their profile).
+ * - with the client only: 425-669 MB/s. The datanodes alone, with another setting tried before (fixed mmap and trim
+ *   thresholds), had not helped; the two together did.
+ * - TLS gets (decryption leads their profile): 301-497 MB/s against 326-441 with replication 1, 333-521 against
+ *   250-326 with replication 3.
  * - puts: replication 1 191-252 against 219-243 MB/s; replication 3 84-119 against 91-120. No gain and, in the noise,
  *   no loss.
  * - memory: the datanodes' peak resident size rose by 10-15 MiB (151-157 against 140-145 MiB).
