@@ -27,6 +27,7 @@ import { mkdir, open, readdir, readFile, rename, rm, stat, statfs, truncate } fr
 import { join } from "node:path";
 import { asHarvestError, errorMessage, HarvestError } from "../common/errors.js";
 import { chunksFor, META_HEADER_BYTES, metaHeader, readReplicaRange } from "../common/replica-file.js";
+import { DirectWrites } from "./direct-write.js";
 
 /** Bytes covered by one checksum. */
 export const CHUNK_SIZE = 512;
@@ -85,6 +86,8 @@ export interface BlockStoreListener {
   deleted?(replica: StoredReplica): void;
   /** A replica's data does not match its checksums (or its files are damaged). */
   corrupt?(replica: StoredReplica, reason: string): void;
+  /** Direct writes stopped (the file system refused them): replicas are written through the page cache from now on. */
+  directWritesOff?(reason: string): void;
 }
 
 /** Settings of a block store. */
@@ -95,6 +98,11 @@ export interface BlockStoreOptions {
   capacityBytes?: number;
   /** Notified of finalizations, deletions and corruption. @default none */
   listener?: BlockStoreListener;
+  /**
+   * Write replica data with O_DIRECT from aligned memory, past the page cache (datanode/direct-write.ts); false writes
+   * through the page cache, as stock HDFS does. @default false
+   */
+  directWrites?: boolean;
 }
 
 /** What the start-up scan found. */
@@ -166,6 +174,8 @@ export class BlockStore {
   private capacity = 0;
   private finalizedBytes = 0;
   private diskAvailable = Number.MAX_SAFE_INTEGER;
+  /** @internal Staging memory of direct writes, when they are on. */
+  readonly direct: DirectWrites | undefined;
 
   private constructor(
     options: BlockStoreOptions,
@@ -175,6 +185,15 @@ export class BlockStore {
     this.currentDir = join(options.dataDir, "current");
     this.rbwDir = join(options.dataDir, "rbw");
     this.listener = options.listener ?? {};
+    this.direct = options.directWrites
+      ? new DirectWrites(undefined, (reason) => this.listener.directWritesOff?.(reason))
+      : undefined;
+  }
+
+  /** "on", "off" (configured so), or why the file system made the store stop them. */
+  get directWritesState(): string {
+    if (!this.direct) return "off";
+    return this.direct.disabledReason === undefined ? "on" : `stopped: ${this.direct.disabledReason}`;
   }
 
   /**
@@ -638,6 +657,8 @@ export class BlockStore {
  */
 export class ReplicaWriter {
   private data: FileHandle | undefined;
+  /** The data file opened for direct writes (datanode/direct-write.ts), when the store makes them. */
+  private direct: FileHandle | undefined;
   private meta: FileHandle | undefined;
   private written = 0;
   private state: "open" | "finalized" | "aborted" = "open";
@@ -706,6 +727,7 @@ export class ReplicaWriter {
   async openFiles(): Promise<void> {
     try {
       this.data = await open(join(this.rbwDir, blockName(this.block)), "w");
+      this.direct = await this.store.direct?.openFor(join(this.rbwDir, blockName(this.block)));
       this.meta = await open(join(this.rbwDir, metaName(this.block)), "w");
       await this.meta.write(metaHeader(), 0, META_HEADER_BYTES, 0);
     } catch (err) {
@@ -888,10 +910,12 @@ export class ReplicaWriter {
       const metaAt = META_HEADER_BYTES + (first.offset / CHUNK_SIZE) * 4;
       const sums = batch.length === 1 ? first.sums : Buffer.concat(batch.map((w) => w.sums));
       try {
+        let length = 0;
+        for (const w of batch) length += w.length;
         await Promise.all([
-          writevAll(
-            this.data!,
+          this.writeData(
             batch.flatMap((w) => w.pieces),
+            length,
             first.offset,
           ),
           writeAll(this.meta!, sums, metaAt),
@@ -907,6 +931,12 @@ export class ReplicaWriter {
       this.writeFailure ??= asHarvestError(err);
       for (const w of batch) w.reject(this.writeFailure);
     }
+  }
+
+  /** Writes data at `position`: directly when the store makes direct writes and the run is aligned, else buffered. */
+  private async writeData(pieces: readonly Uint8Array[], length: number, position: number): Promise<void> {
+    if (this.direct && (await this.store.direct!.write(this.direct, pieces, length, position))) return;
+    await writevAll(this.data!, pieces, position);
   }
 
   /**
@@ -990,10 +1020,12 @@ export class ReplicaWriter {
   }
 
   private async closeFiles(): Promise<void> {
-    const [d, m] = [this.data, this.meta];
+    const [d, dd, m] = [this.data, this.direct, this.meta];
     this.data = undefined;
+    this.direct = undefined;
     this.meta = undefined;
     await d?.close();
+    await dd?.close();
     await m?.close();
   }
 

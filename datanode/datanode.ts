@@ -212,10 +212,12 @@ export class DataNode {
     const store = await BlockStore.open({
       dataDir: this.options.dataDir,
       capacityBytes: this.options.capacityBytes,
+      directWrites: this.options.directWrites,
       listener: {
         finalized: (r) => this.queueReceived(r, "received"),
         deleted: (r) => this.queueReceived(r, "deleted"),
         corrupt: (r, reason) => this.onCorrupt(r, reason),
+        directWritesOff: (reason) => this.log.warn("writing replicas through the page cache", { reason }),
       },
     });
     this.storeValue = store;
@@ -290,6 +292,7 @@ export class DataNode {
       storageId: store.storageId,
       replicas: store.scan.replicas,
       capacityBytes: store.capacityBytes,
+      directWrites: store.directWritesState,
       primary: this.monitor.source,
     });
   }
