@@ -56,6 +56,10 @@ const FLAGS = {
     kind: "bool",
     help: "also move the blocks over the datanodes' gRPC DataTransfer service (the data path before the transfer port)",
   },
+  "page-cache": {
+    kind: "bool",
+    help: "datanodes write replicas through the page cache (directWrites false, stock HDFS) instead of with O_DIRECT",
+  },
 } as const satisfies Record<string, FlagSpec>;
 
 const MiB = 1024 * 1024;
@@ -198,7 +202,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         startTimeoutMs: 30_000,
         insecure: transport === "plaintext",
         // The datanodes serve short-circuit reads; only the client made for them asks (`localDfs` below).
-        dn: { shortCircuitReads: true },
+        dn: { shortCircuitReads: true, directWrites: !f["page-cache"] },
       });
       const paths: DataPath[] = f.grpc ? ["transfer port", "gRPC"] : ["transfer port"];
       try {
@@ -278,6 +282,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       "       server); the other gets read over the network",
       `  datanodes' Node options (HARVEST_DATANODE_OPTS): ${daemonNodeOptions("datanode").join(" ") || "none"}`,
       `  glibc's malloc (cli/malloc-tunables.ts): ${mallocSetting(process.env)}`,
+      `  datanodes write replicas ${f["page-cache"] ? "through the page cache (--page-cache, stock HDFS)" : "with O_DIRECT (directWrites; --page-cache for the page cache)"}`,
       "",
       ...table(
         ["operation", "MB/s", "seconds", "vs cp+sync", "vs node", "byte-identical"],
