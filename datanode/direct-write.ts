@@ -13,8 +13,10 @@
  * 4 KiB multiples) is written through the ordinary file handle, and the kernel keeps the two views of the file
  * coherent. Durability is unchanged: the final fsync of the file still comes before the last ack.
  *
- * A file system without `O_DIRECT` (ramfs; tmpfs before Linux 6.6), or one that refuses the alignment, answers EINVAL: the store then writes
- * buffered from that moment on and says why (`DirectWrites.disabledReason`). Stock HDFS writes through the page cache;
+ * A file system without `O_DIRECT` (ramfs; tmpfs before Linux 6.6), or one that refuses the alignment, answers EINVAL:
+ * the store then writes buffered from that moment on and says why (`DirectWrites.disabledReason`), as it does when the
+ * memory cannot be had (V8 reserves address space around a WebAssembly memory: the process's virtual size grows by
+ * several GiB, its resident size only by the slabs it touches). Stock HDFS writes through the page cache;
  * `directWrites: false` in the datanode's options keeps that baseline.
  */
 import { constants } from "node:fs";
@@ -46,7 +48,14 @@ export class DirectWrites {
     slabs = POOL_SLABS,
     private readonly onDisable: (reason: string) => void = () => undefined,
   ) {
-    const memory = new WasmMemory({ initial: Math.ceil((slabs * SLAB_BYTES) / WASM_PAGE) });
+    let memory: { buffer: ArrayBuffer };
+    try {
+      memory = new WasmMemory({ initial: Math.ceil((slabs * SLAB_BYTES) / WASM_PAGE) });
+    } catch (err) {
+      // Reported when the store's owner asks (`disabledReason`): the constructor runs before anyone listens.
+      this.disabled = `no aligned memory: ${(err as Error).message}`;
+      return;
+    }
     for (let i = 0; i < slabs; i++) this.free.push(new Uint8Array(memory.buffer, i * SLAB_BYTES, SLAB_BYTES));
   }
 
@@ -80,7 +89,8 @@ export class DirectWrites {
   /**
    * Writes `pieces` (`length` bytes, consecutive) at `position` through `fh` when the run is aligned and slabs are
    * free; returns false, having written nothing, when it must go through the ordinary handle instead. A refusal of the
-   * alignment turns direct writes off and returns false; any other failure is thrown.
+   * alignment turns direct writes off and returns false (part of the run may be written: the caller writes all of it
+   * again); any other failure is thrown.
    */
   async write(fh: FileHandle, pieces: readonly Uint8Array[], length: number, position: number): Promise<boolean> {
     if (this.disabled !== undefined || length === 0) return false;
