@@ -15,8 +15,8 @@
  *   thresholds), had not helped; the two together did.
  * - TLS gets (decryption leads their profile): 301-497 MB/s against 326-441 with replication 1, 333-521 against
  *   250-326 with replication 3.
- * - puts: replication 1 191-252 against 219-243 MB/s; replication 3 84-119 against 91-120. No gain and, in the noise,
- *   no loss.
+ * - puts: replication 1 191-252 against 219-243 MB/s; replication 3 78-119 against 91-120 (three passes). No gain; a
+ *   loss, if any, is within the noise.
  * - memory: the datanodes' peak resident size rose by 10-15 MiB (151-157 against 140-145 MiB).
  *
  * The rule for every variable here is the Node options' (cli/node-options.ts): set, even empty, it is the operator's
