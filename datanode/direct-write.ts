@@ -1,10 +1,13 @@
 /**
  * Direct writes of replica data (`O_DIRECT`): the bytes go from page-aligned memory to the disk, past the page cache.
  *
- * Why. A buffered write makes the kernel find a page-cache page for every 4 KiB and copy into it, then write it back.
+ * Why. A buffered write makes the kernel find a page-cache page for every 4 KiB and copy into it, then write it back;
+ * and on a primary tenant's server the page cache is the primary's memory, which harvested data should not crowd out.
  * On the VM where Harvest was measured, writing 1 GiB buffered and fdatasync'ing it cost 0.65-2.1 s of system time; the
  * same from aligned memory with `O_DIRECT`, 1 MiB at a time with two in flight, cost 0.11-0.17 s and ran as fast or
- * faster (592-1,080 against 238-619 MB/s). A datanode's CPU is what a put waits for on a small server.
+ * faster (592-1,080 against 238-619 MB/s). In paired puts of 1 GiB the datanodes' CPU halved with replication 3
+ * (6.2-7.3 s against 10.3-14.0 s, 155-195 against 102-145 MB/s); with replication 1 it did not change beyond the
+ * noise once the page cache reused its pages (README, Benchmarks).
  *
  * How. `O_DIRECT` wants the memory, the file offset and the length aligned to the device's block size. Node has no
  * aligned allocation, but a WebAssembly memory starts on a page: the pool's slabs are page-aligned views into one. A

@@ -30,8 +30,8 @@ export interface DataNodeOptions {
    */
   shortCircuitReads: boolean;
   /**
-   * Write replica data with O_DIRECT from aligned memory, past the page cache (datanode/direct-write.ts): far less CPU
-   * per byte. false writes through the page cache, as stock HDFS does. A file system that refuses direct writes
+   * Write replica data with O_DIRECT from aligned memory, past the page cache (datanode/direct-write.ts): less CPU per
+   * byte, and the primary's page cache left alone. false writes through the page cache, as stock HDFS does. A file system that refuses direct writes
    * (ramfs) gets buffered ones, with a warning. @default true
    */
   directWrites: boolean;
