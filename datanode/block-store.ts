@@ -28,6 +28,7 @@ import { join } from "node:path";
 import { asHarvestError, errorMessage, HarvestError } from "../common/errors.js";
 import { chunksFor, META_HEADER_BYTES, metaHeader, readReplicaRange } from "../common/replica-file.js";
 import { DirectWrites } from "./direct-write.js";
+import { writeAll, writevAll } from "./positional-write.js";
 
 /** Bytes covered by one checksum. */
 export const CHUNK_SIZE = 512;
@@ -1044,27 +1045,4 @@ interface QueuedWrite {
   sums: Buffer;
   resolve: () => void;
   reject: (err: Error) => void;
-}
-
-/** Writes every buffer of `parts` back to back from `position`, however the kernel splits the writes. */
-async function writevAll(fh: FileHandle, parts: readonly Uint8Array[], position: number): Promise<void> {
-  let rest = parts;
-  let at = position;
-  while (rest.length > 0) {
-    const { bytesWritten } = await fh.writev(rest, at);
-    at += bytesWritten;
-    let left = bytesWritten;
-    let i = 0;
-    while (i < rest.length && left >= rest[i]!.length) left -= rest[i++]!.length;
-    rest = rest.slice(i);
-    if (left > 0 && rest.length > 0) rest = [rest[0]!.subarray(left), ...rest.slice(1)];
-  }
-}
-
-async function writeAll(fh: FileHandle, data: Uint8Array, position: number): Promise<void> {
-  let done = 0;
-  while (done < data.length) {
-    const { bytesWritten } = await fh.write(data, done, data.length - done, position + done);
-    done += bytesWritten;
-  }
 }

@@ -25,6 +25,7 @@
 import { constants } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { open } from "node:fs/promises";
+import { writeAll } from "./positional-write.js";
 
 /** File offsets, lengths and memory of direct writes are multiples of this (covers 512-byte and 4 KiB sectors). */
 export const DIRECT_ALIGN = 4096;
@@ -147,7 +148,7 @@ export class DirectWrites {
             within = 0;
           }
         }
-        const write = writeFully(fh, slab.subarray(0, n), position + done);
+        const write = writeAll(fh, slab.subarray(0, n), position + done);
         write.catch(() => undefined); // awaited below; marked handled so a second failure is not reported loose
         pending.push(write);
         done += n;
@@ -170,13 +171,4 @@ export class DirectWrites {
 /** The kernel's answer to an unsupported or misaligned direct write. */
 function isRefusal(err: unknown): boolean {
   return (err as NodeJS.ErrnoException | undefined)?.code === "EINVAL";
-}
-
-async function writeFully(fh: FileHandle, data: Uint8Array, position: number): Promise<void> {
-  let at = 0;
-  while (at < data.length) {
-    const { bytesWritten } = await fh.write(data, at, data.length - at, position + at);
-    if (bytesWritten === 0) throw Object.assign(new Error("a direct write wrote nothing"), { code: "EIO" });
-    at += bytesWritten;
-  }
 }

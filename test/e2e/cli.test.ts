@@ -10,6 +10,7 @@ import { allDaemons, isRunning } from "../../cli/cluster.js";
 import { DEFAULT_NODE_OPTIONS } from "../../cli/node-options.js";
 import { MALLOC_TUNABLES, TUNABLES_VARIABLE } from "../../cli/malloc-tunables.js";
 import type { ClusterDescriptor } from "../../cli/cluster.js";
+import { procStatFields } from "../../common/proc-stats.js";
 import { requireBuild } from "../integration/harness.js";
 
 const dir = mkdtempSync(join(tmpdir(), "harvest-e2e-"));
@@ -33,19 +34,11 @@ function environOf(pid: number): Record<string, string> {
   return out;
 }
 
-/** The processes whose parent is `pid`. */
+/** The processes whose parent is `pid` (field 4 of /proc/<pid>/stat). */
 function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) out.push(Number(d));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
+  return readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d) && Number(procStatFields(Number(d))?.[1]) === pid)
+    .map(Number);
 }
 
 /**
