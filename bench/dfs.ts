@@ -56,6 +56,10 @@ const FLAGS = {
     kind: "bool",
     help: "also move the blocks over the datanodes' gRPC DataTransfer service (the data path before the transfer port)",
   },
+  "randomize-read-order": {
+    kind: "bool",
+    help: "the namenode shuffles a block's replicas on every request (randomizeReadOrder) instead of one order per block",
+  },
   "page-cache": {
     kind: "bool",
     help: "datanodes write replicas through the page cache (directWrites false, stock HDFS) instead of with O_DIRECT",
@@ -203,6 +207,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         insecure: transport === "plaintext",
         // The datanodes serve short-circuit reads; only the client made for them asks (`localDfs` below).
         dn: { shortCircuitReads: true, directWrites: !f["page-cache"] },
+        nn: { randomizeReadOrder: f["randomize-read-order"] },
       });
       const paths: DataPath[] = f.grpc ? ["transfer port", "gRPC"] : ["transfer port"];
       try {
@@ -282,6 +287,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       "       server); the other gets read over the network",
       `  datanodes' Node options (HARVEST_DATANODE_OPTS): ${daemonNodeOptions("datanode").join(" ") || "none"}`,
       `  glibc's malloc (cli/malloc-tunables.ts): ${mallocSetting(process.env)}`,
+      `  readers try a block's replicas ${f["randomize-read-order"] ? "in a fresh random order per request (--randomize-read-order)" : "in one order per block (HDFS's default; --randomize-read-order: per request)"}`,
       `  datanodes write replicas ${f["page-cache"] ? "through the page cache (--page-cache, stock HDFS)" : "with O_DIRECT (directWrites; --page-cache for the page cache)"}`,
       "",
       ...table(

@@ -44,6 +44,7 @@ import { startDaemonWeb, WebServer } from "../common/web-server.js";
 import { WebTokens } from "../common/web-token.js";
 import type { Principal } from "../common/auth.js";
 import { SeededRng } from "../common/rng.js";
+import { orderReplicas } from "./read-order.js";
 import { replicatedBlockMap } from "./block-manager.js";
 import { BlockRecoveries } from "./block-recovery.js";
 import type { RecoveryAnswer, RecoveryOutcome, BlockRecoveryRecord } from "./block-recovery.js";
@@ -668,7 +669,10 @@ export class NameNode {
       if (d?.state === "LIVE")
         groups[(d.primaryBusy || this.isStale(d) ? 3 : 0) + READ_RANK[this.monitor.adminState(d.datanodeId)]]!.push(d);
     }
-    return groups.flatMap((g) => this.shuffle(g)).map((d) => this.info(d.datanodeId));
+    const policy = this.options.randomizeReadOrder ? "request" : "block";
+    return orderReplicas(groups, blockId, policy, (d) => d.datanodeId, this.options.seed, this.rng).map((d) =>
+      this.info(d.datanodeId),
+    );
   }
 
   private reportBadBlocks(req: ReportBadBlocksRequestOutput): Record<string, never> {
@@ -1506,13 +1510,5 @@ export class NameNode {
       adminState: this.monitor.adminState(d.datanodeId),
       stale: this.isStale(d),
     };
-  }
-
-  private shuffle<T>(items: T[]): T[] {
-    for (let i = items.length - 1; i > 0; i--) {
-      const j = this.rng.int(i + 1);
-      [items[i], items[j]] = [items[j] as T, items[i] as T];
-    }
-    return items;
   }
 }

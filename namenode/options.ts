@@ -99,6 +99,13 @@ export interface NameNodeOptions {
   tenantRefreshMs: number;
   /** Seed of the random source behind placement and replication choices. @default 1 */
   seed: number;
+  /**
+   * The order of a block's equally good replicas in GetBlockLocations: false (HDFS's default for
+   * `dfs.namenode.randomize-block-locations-per-block`) keeps one pseudo-random order per block for every reader, so
+   * repeated reads of a block find its pages in one server's page cache; true shuffles them on every request
+   * (namenode/read-order.ts). @default false
+   */
+  randomizeReadOrder: boolean;
   /** Check HDFS-style permissions on every client call (HDFS's `dfs.permissions.enabled`). @default true */
   permissions: boolean;
   /**
@@ -151,6 +158,7 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
     rmAddress: "",
     tenantRefreshMs: 30_000,
     seed: 1,
+    randomizeReadOrder: false,
     permissions: true,
     superuser: "",
     userGroups: {},
@@ -209,6 +217,7 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
     bad("rmAddress", "is required by the diversity placement (it reads the tenants from the resource manager)");
   if (o.tenantRefreshMs > 2 ** 31 - 1) bad("tenantRefreshMs", "must fit in an int32");
   if (!Number.isInteger(o.seed)) bad("seed", "must be an integer");
+  if (typeof o.randomizeReadOrder !== "boolean") bad("randomizeReadOrder", "must be true or false");
   if (typeof o.permissions !== "boolean") bad("permissions", "must be true or false");
   o.superuser ||= localUserName();
   if (typeof o.superuser !== "string" || !NAME.test(o.superuser))

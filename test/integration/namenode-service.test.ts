@@ -242,6 +242,14 @@ describe("a namenode serving fake datanodes", () => {
     expect(locations[2]).toBe(busy.id);
     busy.busy = false;
     await busy.heartbeat();
+    // Every request for the block names its replicas in the same order (HDFS's default): repeated reads find the
+    // block's pages in one server's page cache.
+    const orders = new Set<string>();
+    for (let i = 0; i < 8; i++) {
+      const again = await call(h.client, h.client.getBlockLocations, { path: "/data/f", offset: 0, length: 0 });
+      orders.add((again.blocks[0]?.locations ?? []).map((l) => l.datanodeId).join(","));
+    }
+    expect(orders.size).toBe(1);
     const fsck = await call(h.client, h.client.fsck, { path: "/" });
     expect(fsck).toMatchObject({ files: 1, directories: 2, blocks: 1, totalBytes: 3000, healthy: true });
     expect(fsck.underReplicated).toEqual([]);
