@@ -28,9 +28,17 @@ export function chunksFor(numBytes: number): number {
   return Math.ceil(numBytes / CHUNK_BYTES);
 }
 
-/** Reads `length` bytes at `position`, fewer only at the end of the file. */
-export async function readFully(fh: FileHandle, length: number, position: number): Promise<Buffer> {
-  const buf = Buffer.allocUnsafe(length); // every byte is read into, or cut off below
+/**
+ * Reads `length` bytes at `position` into `into` (a fresh buffer when not given), fewer only at the end of the file;
+ * returns the part read.
+ */
+export async function readFully(
+  fh: FileHandle,
+  length: number,
+  position: number,
+  into: Buffer = Buffer.allocUnsafe(length), // every byte is read into, or cut off below
+): Promise<Buffer> {
+  const buf = into.length === length ? into : into.subarray(0, length);
   let got = 0;
   while (got < length) {
     const { bytesRead } = await fh.read(buf, got, length - got, position + got);
@@ -38,6 +46,12 @@ export async function readFully(fh: FileHandle, length: number, position: number
     got += bytesRead;
   }
   return got === length ? buf : buf.subarray(0, got);
+}
+
+/** Where a read's pieces go: buffers lent by the reader's owner, who takes each back once it is done with it. */
+export interface PieceBuffers {
+  readonly bufferBytes: number;
+  take(): Buffer;
 }
 
 /** A chunk-aligned piece of a replica with the CRC32C of each of its chunks. */
@@ -60,6 +74,11 @@ export interface ReplicaRange {
   pieceBytes: number;
   /** Read the next piece while the caller handles this one. @default true */
   readAhead?: boolean;
+  /**
+   * Read the data of pieces that fit into buffers from here (the caller gives each piece's data back when it is done
+   * with it); else every piece is a fresh buffer. @default none
+   */
+  buffers?: PieceBuffers;
   /**
    * Check each piece against its checksums here (a mismatch is `corrupt`). False: the caller verifies (a client checks
    * every piece it gets, from any transport). @default true
@@ -84,8 +103,9 @@ export async function* readReplicaRange(r: ReplicaRange): AsyncGenerator<Replica
     const len = Math.min(piece, end - at);
     // The stored tail may be shorter than a chunk; a read ending mid-chunk still covers the whole chunk.
     const readLen = Math.min(chunksFor(len) * CHUNK_BYTES, r.numBytes - at);
+    const into = r.buffers && readLen <= r.buffers.bufferBytes ? r.buffers.take() : undefined;
     return Promise.all([
-      readFully(r.data, readLen, at),
+      readFully(r.data, readLen, at, into),
       readFully(r.meta, chunksFor(readLen) * 4, META_HEADER_BYTES + (at / CHUNK_BYTES) * 4),
     ]);
   };

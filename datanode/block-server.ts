@@ -250,14 +250,15 @@ class SocketReadSink implements ReadSink {
     return this.socket.off(event, listener);
   }
 
-  write(piece: ReadChunk): boolean {
+  write(piece: ReadChunk, sent?: (err?: Error | null) => void): boolean {
     const data = piece.data as Buffer;
     const checksums = piece.checksums ?? [];
     this.socket.cork();
     this.socket.write(
       dataFrameHead({ seq: 0, offsetInBlock: Number(piece.offset ?? 0), last: false, checksums }, data.length),
     );
-    const ok = this.socket.write(data);
+    // The bytes are written as they are (no copy): `sent` runs once the socket is done with them.
+    const ok = this.socket.write(data, sent);
     this.socket.uncork();
     return ok;
   }

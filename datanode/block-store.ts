@@ -27,6 +27,7 @@ import { mkdir, open, readdir, readFile, rename, rm, stat, statfs, truncate } fr
 import { join } from "node:path";
 import { asHarvestError, errorMessage, HarvestError } from "../common/errors.js";
 import { chunksFor, META_HEADER_BYTES, metaHeader, readReplicaRange } from "../common/replica-file.js";
+import type { PieceBuffers } from "../common/replica-file.js";
 import { DirectWrites } from "./direct-write.js";
 import { writeAll, writevAll } from "./positional-write.js";
 
@@ -314,14 +315,15 @@ export class BlockStore {
    * Streams `length` bytes (0 = to the end) of a finalized replica from `offset` aligned down to a chunk, in
    * chunk-aligned pieces of at most `pieceBytes`, each checked against its stored checksums before it is yielded.
    * A mismatch marks the replica corrupt and throws DATANODE_CORRUPT_BLOCK. With `readAhead` (the default) the next
-   * piece is read while the caller handles this one.
+   * piece is read while the caller handles this one. With `buffers`, pieces' data are read into buffers taken from it,
+   * which the caller gives back once it is done with each (datanode/read-buffers.ts).
    */
   async *read(
     block: BlockKey,
     offset = 0,
     length = 0,
     pieceBytes = READ_PIECE_BYTES,
-    opts: { readAhead?: boolean } = {},
+    opts: { readAhead?: boolean; buffers?: PieceBuffers } = {},
   ): AsyncGenerator<ReadPiece> {
     const [key, replica] = this.finalized(block);
     if (!(Number.isSafeInteger(offset) && offset >= 0 && offset <= replica.numBytes))
@@ -361,6 +363,7 @@ export class BlockStore {
         length,
         pieceBytes,
         readAhead: opts.readAhead ?? true,
+        buffers: opts.buffers,
         corrupt,
       });
     } finally {

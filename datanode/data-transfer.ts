@@ -30,6 +30,7 @@ import { checksumsMatch, firstBadChunk } from "../common/checksum.js";
 import type { BlockKey, BlockStore, ReplicaWriter } from "./block-store.js";
 import { NO_TRANSFER_METRICS } from "./dn-metrics.js";
 import type { TransferMetrics } from "./dn-metrics.js";
+import { ReadBufferPool } from "./read-buffers.js";
 import { drained } from "./stream-util.js";
 import type { Drainable } from "./stream-util.js";
 import { BlockConnection, packetLength, packetPieces } from "../common/block-transfer.js";
@@ -54,6 +55,11 @@ const MAX_UNWRITTEN_BYTES = 8 * 1024 * 1024;
  * sockets busy, and a piece ahead for each would only add to the datanode's memory (16 readers of 512 KiB pieces).
  */
 const READ_AHEAD_MAX_READERS = 4;
+/**
+ * Free read buffers a datanode keeps per piece size: enough for 16 readers with a piece in the socket and one read
+ * ahead each at the transfer port's 512 KiB (more come and go as garbage, as every piece did before the pool).
+ */
+const READ_BUFFERS_KEPT_BYTES = 16 * 1024 * 1024;
 /** Packets read from the upstream but not yet processed before the upstream is paused (backpressure). */
 const MAX_QUEUED_PACKETS = 4;
 
@@ -72,7 +78,8 @@ export interface WriteUpstream extends Drainable {
 
 /** Where a read's pieces go, on either transport; false from `write`: wait for 'drain'. */
 export interface ReadSink extends Drainable {
-  write(piece: ReadChunk): boolean;
+  /** Sends `piece`; `sent` runs once its bytes are no longer needed (sent, or the sink is gone). */
+  write(piece: ReadChunk, sent?: (err?: Error | null) => void): boolean;
 }
 
 /** What the service needs from its datanode. */
@@ -114,6 +121,8 @@ export class DataTransferService {
   private readonly sessions = new Set<WriteSession>();
   private readonly clients = new Map<string, DataTransferClient>();
   private reads = 0;
+  /** The buffers reads are served from, by piece size (the transfer port's and gRPC's). */
+  private readonly readPools = new Map<number, ReadBufferPool>();
   /** The host's metrics, or a stand-in that counts nothing. */
   readonly metrics: TransferMetrics;
 
@@ -125,6 +134,16 @@ export class DataTransferService {
   refuseBusy(operation: "read" | "write"): HarvestError {
     this.metrics.refusedBusy(operation);
     return busyError(this.host.datanodeId);
+  }
+
+  /** The pool of buffers for reads in pieces of `pieceBytes`. */
+  readBuffers(pieceBytes: number): ReadBufferPool {
+    let pool = this.readPools.get(pieceBytes);
+    if (!pool) {
+      pool = new ReadBufferPool(pieceBytes, READ_BUFFERS_KEPT_BYTES);
+      this.readPools.set(pieceBytes, pool);
+    }
+    return pool;
   }
 
   /** Writes and reads in progress (for heartbeats). */
@@ -213,11 +232,12 @@ export class DataTransferService {
       host.checkBlockToken(req.blockToken, block.blockId, "READ");
       if (host.isPrimaryBusy()) throw this.refuseBusy("read");
       const readAhead = this.reads <= READ_AHEAD_MAX_READERS;
-      for await (const piece of host.store.read(block, req.offset, req.length, pieceBytes, { readAhead })) {
+      const buffers = this.readBuffers(pieceBytes);
+      for await (const piece of host.store.read(block, req.offset, req.length, pieceBytes, { readAhead, buffers })) {
         if (cancelled.aborted) return;
         // The primary wins mid-read too: the reader moves on to another replica.
         if (host.isPrimaryBusy()) throw this.refuseBusy("read");
-        const ok = sink.write(piece);
+        const ok = sink.write(piece, () => buffers.give(piece.data));
         this.metrics.bytesRead(piece.data.length);
         if (!ok) await drained(sink, cancelled);
       }
