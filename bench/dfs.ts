@@ -68,6 +68,9 @@ const FLAGS = {
 
 const MiB = 1024 * 1024;
 
+/** cp + sync runs of the baseline; the fastest counts. */
+const CP_RUNS = 3;
+
 /** Issue 17: a datanode serving 16 concurrent readers stays under this resident size. */
 const DATANODE_RSS_GOAL_BYTES = 200 * MiB;
 
@@ -176,9 +179,18 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
 
     // Baseline: cp on the same disk, flushed (the file system's writes are fsynced at every block end).
     execFileSync("sync");
-    const [, cpMs] = timed(() => execFileSync("cp", [join(work, "source.bin"), join(work, "copy.bin")]));
-    const [, syncMs] = timed(() => execFileSync("sync"));
-    rmSync(join(work, "copy.bin"));
+    // Three times, the fastest counts: a single cp + sync swung from 470 to 1,300 MB/s between runs here (writing a new
+    // file's pages costs more while the page cache grows into memory the VM has not touched yet), and the fastest is
+    // the harder baseline for every ratio below.
+    const cpRuns: { cpMs: number; syncMs: number }[] = [];
+    for (let i = 0; i < CP_RUNS; i++) {
+      const [, cpMs] = timed(() => execFileSync("cp", [join(work, "source.bin"), join(work, "copy.bin")]));
+      const [, syncMs] = timed(() => execFileSync("sync"));
+      rmSync(join(work, "copy.bin"));
+      execFileSync("sync");
+      cpRuns.push({ cpMs, syncMs });
+    }
+    const { cpMs, syncMs } = cpRuns.reduce((a, b) => (b.cpMs + b.syncMs < a.cpMs + a.syncMs ? b : a));
     progress("node: file -> loopback TCP -> file + fsync (no protocol, no checksums; a warm-up, then the timed one)");
     const nodeMs = await nodeCeilingMs(source, [join(work, "node-copy.bin")]);
     progress(
@@ -293,7 +305,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       ...table(
         ["operation", "MB/s", "seconds", "vs cp+sync", "vs node", "byte-identical"],
         [
-          ["cp + sync (baseline)", fmt(mbps(cpTotal)), fmt(cpTotal / 1000, 2), "1.00x", "-"],
+          ["cp + sync (baseline, fastest of 3)", fmt(mbps(cpTotal)), fmt(cpTotal / 1000, 2), "1.00x", "-"],
           [
             "node: file -> TCP -> file",
             fmt(mbps(nodeMs)),
@@ -318,6 +330,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         ],
       ),
       "",
+      `  cp + sync runs: ${cpRuns.map((r) => fmt(mbps(r.cpMs + r.syncMs))).join(", ")} MB/s (the fastest is the baseline)`,
       "  replication 3 writes three copies to the same disk here; on real servers each replica has its own disk",
       "  node: the same bytes from a Node process over loopback TCP into a file in another, fsynced: no protocol, no",
       "  checksums, no acknowledgements (a plain Node data path; cp copies inside the kernel, with copy_file_range);",
@@ -343,6 +356,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       bytes,
       cpMs,
       syncMs,
+      cpRuns,
       nodeMs,
       node3Ms,
       runs: rows,
