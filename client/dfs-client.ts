@@ -9,9 +9,9 @@ import type { WebTokenResponseOutput } from "../proto/generated/harvest/v1/WebTo
 import type * as grpc from "@grpc/grpc-js";
 import { Metadata } from "@grpc/grpc-js";
 import { CHUNK_BYTES, checksumsMatch, chunkChecksums } from "../common/checksum.js";
-import { BlockConnection } from "../common/block-transfer.js";
+import { BlockConnection, packetPieces } from "../common/block-transfer.js";
 import { ByteQueue } from "../common/byte-queue.js";
-import type { BlockReadStream, PacketStream } from "../common/block-transfer.js";
+import type { BlockReadStream, PacketStream, ReadPiece } from "../common/block-transfer.js";
 import { randomUUID } from "node:crypto";
 import { NamespaceChannel } from "./namespace-channel.js";
 import { createWriteStream as fsWriteStream } from "node:fs";
@@ -1095,24 +1095,30 @@ class DfsReadStream extends Readable {
       this.current = stream;
       let wantFrom = lb.offset + offsetInBlock;
       const wantTo = wantFrom + length;
-      stream.on("data", (chunk: ReadChunkOutput) => {
+      stream.on("data", (chunk: ReadPiece | ReadChunkOutput) => {
+        const parts = packetPieces(chunk);
         try {
-          verifyChunk(chunk);
+          verifyChunk(Number(chunk.offset), parts, chunk.checksums);
         } catch (err) {
           stream.cancel();
           reject(err);
           return;
         }
-        // Trim to what is still wanted: a replica resumes chunk-aligned, possibly before our position.
-        const start = lb.offset + chunk.offset;
-        const from = Math.max(wantFrom, start);
-        const to = Math.min(wantTo, start + chunk.data.length);
-        if (to > from) {
-          const piece = chunk.data.subarray(from - start, to - start);
-          wantFrom = to;
-          this.position = to;
-          if (!this.push(piece)) stream.pause();
+        // Trim to what is still wanted: a replica resumes chunk-aligned, possibly before our position. The parts are
+        // handed on as they came (a transfer connection's socket chunks), none copied.
+        let start = lb.offset + Number(chunk.offset);
+        let more = true;
+        for (const part of parts) {
+          const from = Math.max(wantFrom, start);
+          const to = Math.min(wantTo, start + part.length);
+          if (to > from) {
+            wantFrom = to;
+            this.position = to;
+            more = this.push(part.subarray(from - start, to - start)) && more;
+          }
+          start += part.length;
         }
+        if (!more) stream.pause();
       });
       stream.on("error", (err) => {
         this.current = undefined;
@@ -1128,9 +1134,9 @@ class DfsReadStream extends Readable {
   }
 }
 
-/** Checks each 512-byte chunk of a read piece against its CRC32C. */
-function verifyChunk(chunk: ReadChunkOutput): void {
-  if (!checksumsMatch(chunk.data, chunk.checksums)) {
-    throw new HarvestError("DATANODE_CHECKSUM_MISMATCH", `checksum mismatch in data read at offset ${chunk.offset}`);
+/** Checks each 512-byte chunk of a read piece (as its consecutive parts) against its CRC32C. */
+function verifyChunk(offset: number, parts: readonly Buffer[], checksums: number[]): void {
+  if (!checksumsMatch(parts, checksums)) {
+    throw new HarvestError("DATANODE_CHECKSUM_MISMATCH", `checksum mismatch in data read at offset ${offset}`);
   }
 }

@@ -104,13 +104,26 @@ export interface PacketStream {
 
 /**
  * A replica range being read, on any transport (a `BlockConnection` read, a gRPC `ReadBlock` call, a client's
- * short-circuit read of the files): 'data' delivers pieces with their checksums, then 'end' (or 'error').
+ * short-circuit read of the files): 'data' delivers pieces with their checksums (`ReadPiece`), then 'end' (or
+ * 'error').
  */
 export interface BlockReadStream {
   on(event: string, listener: (...args: any[]) => void): unknown;
   pause(): unknown;
   resume(): unknown;
   cancel(): void;
+}
+
+/**
+ * One piece of a read as a `BlockReadStream` delivers it: the data at `offset` in the block and the CRC32C of each of
+ * its chunks. The data is `data`, or, from a transfer connection, the consecutive `pieces` that hold it (`data` then
+ * empty): `packetPieces` gives either as a list.
+ */
+export interface ReadPiece {
+  offset: number;
+  data: Buffer;
+  pieces?: Buffer[];
+  checksums: number[];
 }
 
 /** One decoded frame. */
@@ -378,7 +391,9 @@ export function connectTransfer(address: string, security: TransferSecurity, tim
  * write) or packets (a read); 'error' a HarvestError; 'end' the peer closing cleanly.
  */
 export class BlockConnection extends EventEmitter {
-  private readonly reader = new FrameReader({ expectMagic: false });
+  // A read's DATA frames come as the socket chunks that hold them (never joined: no copy of the data, no fresh
+  // buffer per frame); a write's connection only gets acks.
+  private readonly reader = new FrameReader({ expectMagic: false, dataPieces: true });
   private closed = false;
   private sawEnd = false;
   private isRead = false;
@@ -482,7 +497,12 @@ export class BlockConnection extends EventEmitter {
           }
           break;
         case FRAME.DATA:
-          this.emit("data", { offset: f.packet.offsetInBlock, data: f.packet.data, checksums: f.packet.checksums });
+          this.emit("data", {
+            offset: f.packet.offsetInBlock,
+            data: f.packet.data,
+            pieces: f.packet.pieces,
+            checksums: f.packet.checksums,
+          });
           break;
         case FRAME.ERROR:
           this.failWith(f.error);

@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { askLocalRead } from "../../client/short-circuit.js";
 import { createCa, issueCertificate } from "../../cli/cluster-ca.js";
-import { BlockConnection, FRAME, FrameReader, TRANSFER_MAGIC } from "../../common/block-transfer.js";
+import { BlockConnection, FRAME, FrameReader, packetPieces, TRANSFER_MAGIC } from "../../common/block-transfer.js";
+import type { ReadPiece } from "../../common/block-transfer.js";
 import type { ClientSecurity } from "../../common/grpc.js";
 import { isHarvestError } from "../../common/errors.js";
 import { startTestCluster, traceSpec } from "./harness.js";
@@ -25,7 +26,7 @@ function readRange(address: string, security: ClientSecurity | undefined, reques
   return new Promise((resolve, reject) => {
     const conn = BlockConnection.read(address, security, request);
     const parts: Buffer[] = [];
-    conn.on("data", (c: { data: Buffer }) => parts.push(Buffer.from(c.data)));
+    conn.on("data", (c: ReadPiece) => parts.push(...packetPieces(c).map((p) => Buffer.from(p))));
     conn.on("error", reject);
     conn.on("end", () => resolve(Buffer.concat(parts)));
   });

@@ -127,7 +127,13 @@ describe("a datanode's read buffers", () => {
     await Promise.all(
       reads.map((r) =>
         svc.serveRead(
-          { block: r.b.key, offset: r.offset, length: 0, blockToken: "", clientName: "t" },
+          {
+            block: { ...r.b.key, numBytes: r.b.data.length },
+            offset: r.offset,
+            length: 0,
+            blockToken: "",
+            clientName: "t",
+          },
           r.sink,
           new AbortController().signal,
           pieceBytes,
