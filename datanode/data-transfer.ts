@@ -60,8 +60,11 @@ const READ_AHEAD_MAX_READERS = 4;
  * ahead each at the transfer port's 512 KiB (more come and go as garbage, as every piece did before the pool).
  */
 const READ_BUFFERS_KEPT_BYTES = 16 * 1024 * 1024;
-/** Packets read from the upstream but not yet processed before the upstream is paused (backpressure). */
-const MAX_QUEUED_PACKETS = 4;
+/**
+ * Packets read from the upstream but not yet processed before the upstream is paused (backpressure): 4 MiB of 256 KiB
+ * packets per write, enough to keep the disk's four direct writes (direct-write.ts) fed while the socket refills.
+ */
+const MAX_QUEUED_PACKETS = 16;
 
 /**
  * The upstream end of a write, on either transport: a gRPC `WriteBlock` server call or a block transfer connection
