@@ -5,7 +5,7 @@
  * Pure but for reading trace files; seeded, so the same options give the same plan.
  */
 import { HarvestError } from "../common/errors.js";
-import { SeededRng } from "../common/rng.js";
+import { SeededRng, shuffle } from "../common/rng.js";
 import { DEMO_STEP_SEC } from "../common/trace-gen.js";
 import type { UtilizationPattern } from "../common/trace-gen.js";
 import {
@@ -299,14 +299,6 @@ function byPattern(traces: readonly GridTrace[], rng: SeededRng): GridTrace[] {
   for (let round = 0; out.length < traces.length; round++)
     for (const list of lists) if (round < list.length) out.push(list[round]!);
   return out;
-}
-
-function shuffle<T>(items: T[], rng: SeededRng): T[] {
-  for (let i = items.length - 1; i > 0; i--) {
-    const j = rng.int(i + 1);
-    [items[i], items[j]] = [items[j]!, items[i]!];
-  }
-  return items;
 }
 
 /** The servers of a generated cluster (`generateCluster`, medium utilization): each server's own series. */

@@ -5,6 +5,17 @@ export interface Rng {
   next(): number;
 }
 
+/** Shuffles `items` in place (Fisher-Yates from the end, one draw per position) and returns them. */
+export function shuffle<T>(items: T[], rng: Rng): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(rng.next() * (i + 1));
+    const v = items[i] as T;
+    items[i] = items[j] as T;
+    items[j] = v;
+  }
+  return items;
+}
+
 /** mulberry32: small, fast and good enough for placement decisions and workload generation. */
 export class SeededRng implements Rng {
   private state: number;

@@ -21,6 +21,8 @@ export async function writeAll(fh: FileHandle, data: Uint8Array, position: numbe
   let done = 0;
   while (done < data.length) {
     const { bytesWritten } = await fh.write(data, done, data.length - done, position + done);
+    // A write that moves nothing would loop for ever: fail as the disk's error instead.
+    if (bytesWritten === 0) throw Object.assign(new Error("a write wrote nothing"), { code: "EIO" });
     done += bytesWritten;
   }
 }

@@ -5,6 +5,7 @@
  * replica away. A pure policy over plain data, shared by the namenode and the simulator.
  */
 import type { Rng } from "../common/rng.js";
+import { shuffle } from "../common/rng.js";
 import { StockPlacementPolicy } from "./placement.js";
 import type { DatanodeView, PlacementPolicy, PlacementRequest } from "./placement.js";
 
@@ -460,7 +461,7 @@ class Placement {
   private fromCells(cellOk: (c: CellSlot) => boolean, newEnvironment: boolean): Choice | undefined {
     const candidates = this.grid.cells.filter((c) => c.tenants.length > 0 && cellOk(c));
     // Trying the cells in random order makes the first that can take the replica a uniform choice among those.
-    shuffle(this.req.rng, candidates);
+    shuffle(candidates, this.req.rng);
     for (const cell of candidates) {
       const choice = this.fromCell(cell, newEnvironment);
       if (choice) return choice;
@@ -614,15 +615,6 @@ function upperBound(cumulative: Float64Array, x: number): number {
 /** A uniform index in [0, n); -1 when n is 0, which indexes nothing. */
 function pickIndex(rng: Rng, n: number): number {
   return Math.min(n - 1, Math.floor(rng.next() * n));
-}
-
-function shuffle<T>(rng: Rng, items: T[]): void {
-  for (let i = items.length - 1; i > 0; i--) {
-    const j = pickIndex(rng, i + 1);
-    const tmp = items[i] as T;
-    items[i] = items[j] as T;
-    items[j] = tmp;
-  }
 }
 
 function maskText(mask: number): string {

@@ -11,18 +11,9 @@
  * - "request" (the option set true): a fresh random order on every request, from the caller's random source.
  */
 import type { Rng } from "../common/rng.js";
-import { SeededRng } from "../common/rng.js";
+import { SeededRng, shuffle } from "../common/rng.js";
 
 export type ReadOrderPolicy = "block" | "request";
-
-/** Fisher-Yates in place with `rng`. */
-function shuffleInPlace<T>(items: T[], rng: Rng): T[] {
-  for (let i = items.length - 1; i > 0; i--) {
-    const j = Math.floor(rng.next() * (i + 1));
-    [items[i], items[j]] = [items[j] as T, items[i] as T];
-  }
-  return items;
-}
 
 /**
  * The seed of a block's order: the block id mixed with the namespace's seed, so that two clusters with the same
@@ -51,8 +42,8 @@ export function orderReplicas<T>(
 ): T[] {
   const blockRng = policy === "block" ? new SeededRng(blockSeed(blockId, seed)) : undefined;
   return groups.flatMap((g) => {
-    if (!blockRng) return shuffleInPlace([...g], rng);
+    if (!blockRng) return shuffle([...g], rng);
     const sorted = [...g].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
-    return shuffleInPlace(sorted, blockRng);
+    return shuffle(sorted, blockRng);
   });
 }

@@ -10,7 +10,7 @@
  * horizon extends the reimage history of a shorter one.
  */
 import { HarvestError } from "../common/errors.js";
-import { SeededRng } from "../common/rng.js";
+import { SeededRng, shuffle } from "../common/rng.js";
 import type { UtilizationPattern } from "../common/trace-gen.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
 import { patternOf } from "../resourcemanager/index.js";
@@ -1070,15 +1070,6 @@ function fillTo(
     if (assigned + sizes[t]! > target + tolerance) continue;
     take(t);
     assigned += sizes[t]!;
-  }
-}
-
-function shuffle<T>(items: T[], rng: SeededRng): void {
-  for (let i = items.length - 1; i > 0; i--) {
-    const j = rng.int(i + 1);
-    const v = items[i]!;
-    items[i] = items[j]!;
-    items[j] = v;
   }
 }
 
