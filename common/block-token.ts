@@ -6,6 +6,7 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { HarvestError } from "./errors.js";
+import { mergeOptions } from "./options.js";
 
 /** What a token lets its holder do with a block. */
 export type BlockAccess = "READ" | "WRITE";
@@ -39,7 +40,11 @@ export interface BlockKeyOptions {
 
 /** Fills the defaults and checks the options. */
 export function resolveBlockKeyOptions(o: Partial<BlockKeyOptions> = {}): BlockKeyOptions {
-  const r: BlockKeyOptions = { tokenLifetimeMs: 3_600_000, keyUpdateIntervalMs: 1_800_000, ...o };
+  const r = mergeOptions<BlockKeyOptions>(
+    "blockTokens",
+    { tokenLifetimeMs: 3_600_000, keyUpdateIntervalMs: 1_800_000 },
+    o,
+  );
   if (!(r.tokenLifetimeMs > 0)) throw new HarvestError("CONFIG_INVALID", "blockTokens.tokenLifetimeMs must be > 0");
   if (!(r.keyUpdateIntervalMs > 0))
     throw new HarvestError("CONFIG_INVALID", "blockTokens.keyUpdateIntervalMs must be > 0");

@@ -1,7 +1,7 @@
 /** Namenode options: every field has a default; `resolveNameNodeOptions` fills and validates them. */
 import { localUserName } from "../common/fs-permission.js";
 import { isValidHost, isWildcardHost, resolveAdvertiseHost } from "../common/net-address.js";
-import { checkSecurityOptions, invalidOption, stripUndefined } from "../common/options.js";
+import { checkSecurityOptions, invalidOption, mergeOptions } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
 
 /** Settings of a namenode. */
@@ -127,42 +127,49 @@ const NAME = /^[A-Za-z0-9_.@-]{1,64}$/;
 /** Fills defaults and validates; throws CONFIG_INVALID naming the field. */
 export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dataDir: string }): NameNodeOptions {
   const o: NameNodeOptions = {
-    host: "127.0.0.1",
-    port: 0,
-    httpHost: "",
-    httpPort: 0,
-    blockTokens: true,
-    blockTokenLifetimeMs: 3_600_000,
-    blockKeyUpdateIntervalMs: 1_800_000,
-    advertiseHost: "",
-    insecure: false,
-    delegationTokenMaxLifetimeMs: 7 * 86_400_000,
-    defaultReplication: 3,
-    maxReplication: 32,
-    defaultBlockSizeBytes: 64 * 1024 * 1024,
-    datanodeExpiryMs: 30_000,
-    staleAfterMs: 0,
-    blockRecoveryTimeoutMs: 10_000,
-    heartbeatIntervalMs: 1_000,
-    safeModeThreshold: 0.999,
-    safeModeExtensionMs: 0,
-    replicationIntervalMs: 1_000,
-    maxReplicationStreams: 4,
-    replicationTimeoutMs: 30_000,
-    maxReplicationWorkPerRun: 0,
-    maxReplicationReceiveStreams: 0,
-    leaseTimeoutMs: 60_000,
-    monitorIntervalMs: 500,
-    maxDeletesPerHeartbeat: 1_000,
-    placementPolicy: "stock",
-    rmAddress: "",
-    tenantRefreshMs: 30_000,
-    seed: 1,
-    randomizeReadOrder: false,
-    permissions: true,
-    superuser: "",
-    userGroups: {},
-    ...stripUndefined(partial),
+    // Each option given must have its default's kind: an object where a number belongs is CONFIG_INVALID naming the
+    // field, not a TypeError from the checks below.
+    ...mergeOptions(
+      "namenode",
+      {
+        host: "127.0.0.1",
+        port: 0,
+        httpHost: "",
+        httpPort: 0,
+        blockTokens: true,
+        blockTokenLifetimeMs: 3_600_000,
+        blockKeyUpdateIntervalMs: 1_800_000,
+        advertiseHost: "",
+        insecure: false,
+        delegationTokenMaxLifetimeMs: 7 * 86_400_000,
+        defaultReplication: 3,
+        maxReplication: 32,
+        defaultBlockSizeBytes: 64 * 1024 * 1024,
+        datanodeExpiryMs: 30_000,
+        staleAfterMs: 0,
+        blockRecoveryTimeoutMs: 10_000,
+        heartbeatIntervalMs: 1_000,
+        safeModeThreshold: 0.999,
+        safeModeExtensionMs: 0,
+        replicationIntervalMs: 1_000,
+        maxReplicationStreams: 4,
+        replicationTimeoutMs: 30_000,
+        maxReplicationWorkPerRun: 0,
+        maxReplicationReceiveStreams: 0,
+        leaseTimeoutMs: 60_000,
+        monitorIntervalMs: 500,
+        maxDeletesPerHeartbeat: 1_000,
+        placementPolicy: "stock",
+        rmAddress: "",
+        tenantRefreshMs: 30_000,
+        seed: 1,
+        randomizeReadOrder: false,
+        permissions: true,
+        superuser: "",
+        userGroups: {},
+      },
+      partial,
+    ),
     dataDir: partial.dataDir,
   };
   const bad = (field: string, why: string): never => invalidOption("namenode", field, why);
