@@ -57,10 +57,12 @@ export type { BlockReadStream } from "../common/block-transfer.js";
 export { CHUNK_BYTES };
 /**
  * Data bytes per write packet (a multiple of CHUNK_BYTES). HDFS sends 64 KiB; here each packet costs every hop a
- * frame, an ack and their socket writes, and 256 KiB packets put 10-25 % more through than 64 KiB ones on this 2-core
- * machine (paired runs, replication 1 and 3; 512 KiB was no better). A datanode takes up to MAX_PACKET_BYTES.
+ * frame, an ack and their socket writes. 256 KiB packets put 10-25 % more through than 64 KiB ones on this 2-core
+ * machine; 1 MiB packets, with the datanodes' queue bounded in bytes (data-transfer.ts), 5-10 % more again (paired
+ * puts of 1 GiB, replication 1: 773-823 against 676-785 MB/s, and the datanode's CPU 0.85-0.93 against 1.0-1.28 s).
+ * A datanode takes up to MAX_PACKET_BYTES; `put` reads at least a packet at a time (see writeLocalFile).
  */
-export const PACKET_BYTES = 256 * 1024;
+export const PACKET_BYTES = 1024 * 1024;
 /** How much of a local file `put` reads at a time. */
 const LOCAL_READ_BYTES = 1024 * 1024;
 
@@ -515,7 +517,7 @@ const LOCAL_READ_RING = 3;
  * dozen reads (about a hundred per GiB, profiled). A buffer is read into again only after `out` has taken it (the
  * write's callback): `out` copies what it keeps for a replay (ReplayArena), and the tail under one packet that it may
  * still hold in its queue is taken first by the next write, two reads before that buffer is reused. That holds for
- * full 1 MiB reads (each far longer than a packet); a short read (the end of the file, or a pipe) is written as a
+ * full 1 MiB reads (each at least a packet); a short read (the end of the file, or a pipe) is written as a
  * copy, so a queue holding several short reads never points into a buffer being read into.
  */
 async function writeLocalFile(localPath: string, out: Writable): Promise<void> {

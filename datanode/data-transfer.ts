@@ -45,7 +45,7 @@ import type { WritePacketOutput } from "../proto/generated/harvest/v1/WritePacke
 import type { DataPacketOutput } from "../proto/generated/harvest/v1/DataPacket.js";
 import type { WriteHeaderOutput } from "../proto/generated/harvest/v1/WriteHeader.js";
 
-/** Largest data packet accepted (senders use 64 KiB; this only bounds memory against a misbehaving one). */
+/** Largest data packet accepted (the client sends 1 MiB; this bounds memory against a misbehaving sender). */
 export const MAX_PACKET_BYTES = 1024 * 1024;
 /** Bytes a write session lets wait for the disk before it reads the next packet (backpressure to the upstream). */
 const MAX_UNWRITTEN_BYTES = 8 * 1024 * 1024;
@@ -61,10 +61,11 @@ const READ_AHEAD_MAX_READERS = 4;
  */
 const READ_BUFFERS_KEPT_BYTES = 16 * 1024 * 1024;
 /**
- * Packets read from the upstream but not yet processed before the upstream is paused (backpressure): 4 MiB of 256 KiB
- * packets per write, enough to keep the disk's four direct writes (direct-write.ts) fed while the socket refills.
+ * Bytes of packets read from the upstream but not yet processed before the upstream is paused (backpressure): enough
+ * to keep the disk's four direct writes (direct-write.ts) fed while the socket refills. Counted in bytes, not packets,
+ * so a sender's packet size does not change what a write session may hold (four of the client's 1 MiB packets).
  */
-const MAX_QUEUED_PACKETS = 16;
+const MAX_QUEUED_BYTES = 4 * 1024 * 1024;
 
 /**
  * The upstream end of a write, on either transport: a gRPC `WriteBlock` server call or a block transfer connection
@@ -301,7 +302,8 @@ class WriteSession {
   /** Aborted when the session is over (completed, failed or cancelled). */
   private readonly over = new AbortController();
   private chain: Promise<void> = Promise.resolve();
-  private queued = 0;
+  /** Bytes of packet data read from the upstream and not yet processed. */
+  private queuedBytes = 0;
   /** Armed while a forwarded packet waits for downstream's ack; fails the pipeline when it fires. */
   private ackTimer: NodeJS.Timeout | undefined;
   /** Settles once the replica is kept or dropped after a failure. */
@@ -334,8 +336,12 @@ class WriteSession {
     const { call } = this;
     call.on("data", (msg: WritePacketOutput) => {
       if (this.over.signal.aborted) return;
-      if (++this.queued >= MAX_QUEUED_PACKETS) call.pause();
-      this.enqueue(() => this.onPacket(msg));
+      const data = msg.data as (DataPacketOutput & { pieces?: Buffer[] }) | null | undefined;
+      // Counted before the packet is checked: a malformed one (no data at all) counts as nothing.
+      const bytes = data?.pieces ? packetLength(data) : (data?.data?.length ?? 0);
+      this.queuedBytes += bytes;
+      if (this.queuedBytes >= MAX_QUEUED_BYTES) call.pause();
+      this.enqueue(() => this.onPacket(msg), bytes);
     });
     call.on("end", () => this.enqueue(() => this.onUpstreamEnd()));
     // The writer went away mid-block (maybe it died): what it wrote is kept for lease recovery.
@@ -347,13 +353,15 @@ class WriteSession {
     call.on("error", () => undefined);
   }
 
-  private enqueue(step: () => Promise<void>): void {
+  /** Runs `step` after every step queued before it; `bytes` of packet data leave the queue when it is done. */
+  private enqueue(step: () => Promise<void>, bytes = 0): void {
     this.chain = this.chain
       .then(() => (this.over.signal.aborted ? undefined : step()))
       .catch((err: unknown) => this.fail(err, this.self))
       .finally(() => {
-        this.queued = Math.max(0, this.queued - 1);
-        if (this.call.isPaused() && (this.queued < MAX_QUEUED_PACKETS || this.over.signal.aborted)) this.call.resume();
+        this.queuedBytes -= bytes;
+        if (this.call.isPaused() && (this.queuedBytes < MAX_QUEUED_BYTES || this.over.signal.aborted))
+          this.call.resume();
       });
   }
 

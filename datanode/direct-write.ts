@@ -37,9 +37,9 @@ export const SLAB_BYTES = 1024 * 1024;
  */
 export const POOL_SLABS = 16;
 /**
- * Direct writes of one replica in flight at once. Four against two, with 16 packets queued per write (data-transfer.ts)
- * against 4, in paired puts of 1 GiB: replication 1 at 774-823 against 712-785 MB/s, replication 3 at 330-365 against
- * 313-333 (three rounds each); each change alone gave part of it.
+ * Direct writes of one replica in flight at once. Four against two, with 4 MiB of packets queued per write
+ * (data-transfer.ts) against 1 MiB, in paired puts of 1 GiB: replication 1 at 774-823 against 712-785 MB/s,
+ * replication 3 at 330-365 against 313-333 (three rounds each); each change alone gave part of it.
  */
 const IN_FLIGHT = 4;
 const WASM_PAGE = 65536;
