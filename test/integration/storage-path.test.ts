@@ -6,6 +6,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import {
   createReadStream,
+  mkdirSync,
   readdirSync,
   readFileSync,
   writeFileSync,
@@ -263,6 +264,42 @@ describe("the file system on four servers", () => {
     });
     expect(healed.blocks).toBe(4);
     expect(await sha256OfStream(dfs.createReadStream("/reimage.bin"))).toBe(hash);
+  });
+
+  it("writes a block again when its pipeline fails at the block's end, after the next block has started", async () => {
+    // A block's end overlaps the next block's start: its replicas fsync and finalize while the next block streams.
+    // Here server-3's finalize of the file's second block fails (the place its data file is moved to is taken by a
+    // directory), so that block's last ack comes back not ok after every data packet was acknowledged.
+    const local = join(work, "tail.bin");
+    const hash = writeRandomFile(local, 14 * MiB);
+    const writer = localDfsClient(c.desc, { writerDatanodeId: "server-3" });
+    await dfs.put(local, "/tail-probe.bin", { replication: 1, blockSizeBytes: 4 * MiB });
+    const probe = await dfs.blockLocations("/tail-probe.bin");
+    const lastId = Math.max(...probe.blocks.map((b) => b.block!.blockId));
+    await dfs.delete("/tail-probe.bin");
+    // Nothing else allocates blocks meanwhile: the file's blocks get the next ids.
+    const secondId = lastId + 2;
+    const dn3 = c.desc.nodes.find((n) => n.nodeId === "server-3")!.datanode!;
+    const trap = join(dn3.dataDir, "current", `subdir${secondId % 64}`, `blk_${secondId}`);
+    mkdirSync(join(trap, "occupied"), { recursive: true });
+    try {
+      await writer.put(local, "/tail.bin", { replication: 3, blockSizeBytes: 4 * MiB });
+      expect(writer.writeStats.pipelineFailures).toBeGreaterThan(0);
+    } finally {
+      writer.close();
+      rmSync(trap, { recursive: true, force: true });
+    }
+    expect((await dfs.stat("/tail.bin")).length).toBe(14 * MiB);
+    expect(await sha256OfStream(dfs.createReadStream("/tail.bin"))).toBe(hash);
+    const blocks = (await dfs.blockLocations("/tail.bin")).blocks;
+    expect(blocks.map((b) => b.block!.numBytes)).toEqual([4 * MiB, 4 * MiB, 4 * MiB, 2 * MiB]);
+    // The abandoned block is no block of the file; every block has its three replicas, none of them on server-3 for
+    // the block written again there.
+    expect(blocks.some((b) => b.block!.blockId === secondId)).toBe(false);
+    await until("three replicas of every block", async () => {
+      const now = (await dfs.blockLocations("/tail.bin")).blocks;
+      return now.every((b) => b.locations.length === 3) ? true : undefined;
+    });
   });
 
   it("survives a datanode killed in the middle of a write: the file completes and reads back byte-identical", async () => {
