@@ -135,10 +135,8 @@ export interface DfsCreateOptions {
   /** 0 or absent: the namenode's default. */
   blockSizeBytes?: number;
   /**
-   * Called with the bytes acknowledged by every replica of the pipeline so far (packet by packet, never decreasing;
-   * a block's bytes only once every block before it is finalized at every replica). Should the writer die, lease
-   * recovery keeps at least these bytes, unless it dies in a failover: the failed pipeline's block is abandoned
-   * before it is written again.
+   * Called with the bytes acknowledged by every replica of the pipeline so far (packet by packet, never decreasing).
+   * Should the writer die, lease recovery keeps at least these bytes.
    */
   onProgress?: (bytes: number) => void;
 }
@@ -616,8 +614,6 @@ class BlockWrite {
   private lastAcked: (() => void) | undefined;
   private seq = 0;
   private finished = false;
-  /** The writer let the pipeline go (`close`): later acks are ignored. */
-  private letGo = false;
   /** The last packet is acknowledged: every replica has the block on disk. */
   private done = false;
   private onFailure: ((err: Error) => void) | undefined;
@@ -649,8 +645,7 @@ class BlockWrite {
       } else {
         const end = this.packetEnds.get(ack.seq);
         this.packetEnds.delete(ack.seq);
-        // Acks that arrive after the writer let the pipeline go (abandoned to write the block again) count for nothing.
-        if (end !== undefined && !this.letGo) this.onAcked(end);
+        if (end !== undefined) this.onAcked(end);
         if (this.finished && ack.seq === this.seq) {
           this.done = true;
           this.lastAcked?.();
@@ -712,9 +707,7 @@ class BlockWrite {
     });
   }
 
-  /** Lets the pipeline go: done with it, or abandoned. */
   close(): void {
-    this.letGo = true;
     this.stream?.end();
   }
 
@@ -757,37 +750,16 @@ class BlockWrite {
   }
 }
 
-/**
- * A block whose last packet is sent and whose last ack (every replica finalized) is awaited while the next block is
- * written: the fsyncs, the acks and the namenode's addBlock at a block's end overlap the next block's data.
- */
-interface ClosingBlock {
-  readonly write: BlockWrite;
-  /** The copies of its packets, kept until its last ack (a failed tail writes the block again from them). */
-  readonly arena: ReplayArena;
-  /** Settles when the last ack came or the pipeline failed; never rejects. */
-  readonly settled: Promise<void>;
-  done: boolean;
-  failure: unknown;
-}
-
 class DfsWriteStream extends Writable {
   private created = false;
   private blockSize = 0;
   private previous: BlockOutput | undefined;
   private current: BlockWrite | undefined;
-  /** The block before `current`, still being finalized by its replicas (at most one at a time). */
-  private closing: ClosingBlock | undefined;
   /** Bytes taken but not yet sent in a packet (a large write is sliced, never re-joined per packet). */
   private readonly pending = new ByteQueue();
   /** Copies of the current block's packets, for a failover's replay (reused block after block, then by the client). */
-  private replay: ReplayArena;
-  /** The arena of the last block that closed, to be reused by the next block (two alternate). */
-  private spare: ReplayArena | undefined;
-  /** Bytes of the blocks before `closing` (or before `current` when nothing is closing), every replica finalized. */
+  private readonly replay: ReplayArena;
   private acked = 0;
-  /** Bytes the current block acknowledged while the block before it was still closing (reported once it closed). */
-  private deferred = 0;
   /** The most ever reported to onProgress (a replay after a failover acknowledges bytes again). */
   private reported = 0;
   private readonly excluded = new Set<string>();
@@ -846,7 +818,6 @@ class DfsWriteStream extends Writable {
       // Every packet is acknowledged: no socket reads from the slabs any more, and the client's next stream may.
       // A stream that fails keeps its slabs out of the pool (a pipeline given up may still hold packets unsent).
       this.replay.release();
-      this.spare?.release();
       callback();
     }, callback);
   }
@@ -875,8 +846,6 @@ class DfsWriteStream extends Writable {
   }
 
   private async sendPacket(data: Buffer): Promise<void> {
-    // The block before failed at its end: it and this one are written again first.
-    if (this.closing?.failure !== undefined) await this.settleClosing();
     this.current ??= await this.newPipeline([]);
     try {
       await this.current.add(this.replay.keep(data));
@@ -886,101 +855,29 @@ class DfsWriteStream extends Writable {
     }
   }
 
-  /**
-   * Sends the current block's last packet and moves on without waiting for its ack: the block closes (its replicas
-   * fsync and finalize, the ack comes back) while the next one is written. The block before must have closed first.
-   */
   private async endBlock(): Promise<void> {
     if (this.pending.length > 0) await this.sendPacket(this.pending.take(this.pending.length));
-    if (!this.current) return;
-    await this.settleClosing();
-    // A failed close before may have written this block again on another pipeline.
-    const write = this.current;
-    if (!write) return;
-    const closing: ClosingBlock = {
-      write,
-      arena: this.replay,
-      done: false,
-      failure: undefined,
-      settled: Promise.resolve()
-        .then(() => write.finish())
-        .then(
-          () => this.blockClosed(closing),
-          (err: unknown) => {
-            closing.failure = err ?? new HarvestError("DATANODE_PIPELINE_FAILED", "the pipeline failed");
-          },
-        ),
-    };
-    this.closing = closing;
-    this.previous = {
-      blockId: write.located.block?.blockId ?? 0,
-      genStamp: write.located.block?.genStamp ?? 0,
-      numBytes: write.bytes,
-    };
-    this.current = undefined;
-    this.replay = this.spare ?? new ReplayArena(undefined, this.client.slabPool);
-    this.spare = undefined;
-  }
-
-  /** The closing block's last ack came: every replica has it on disk. */
-  private blockClosed(closing: ClosingBlock): void {
-    closing.done = true;
-    closing.write.close();
-    if (this.closing === closing) this.closing = undefined;
-    this.acked += closing.write.bytes;
-    this.progress(this.acked);
-    if (this.deferred > 0) this.progress(this.deferred);
-    this.deferred = 0;
-    // Its packets will not be replayed: its slabs take a later block's.
-    closing.arena.reset();
-    this.spare = closing.arena;
-  }
-
-  /**
-   * Waits until the closing block (if any) has closed. If its pipeline failed at the end, the block after it (the
-   * file's last) is abandoned, then the closing block itself (committed by the next addBlock), and both are written
-   * again from their kept packets: the closing one on a new pipeline without the failed datanode, to its last ack,
-   * then the next one.
-   */
-  private async settleClosing(): Promise<void> {
-    const closing = this.closing;
-    if (!closing) return;
-    await closing.settled;
-    if (closing.done) return;
-    this.closing = undefined;
-    const next = this.current;
-    this.current = undefined;
-    this.deferred = 0;
-    if (next) {
-      next.close();
-      if (next.located.block) {
-        await this.client
-          .nnCall(this.client.namenode.abandonBlock, {
-            path: this.path,
-            clientName: this.client.options.clientName,
-            block: next.located.block,
-          })
-          .catch(() => undefined);
-      }
-    }
-    // The closing block is no longer the committed last block once abandoned: nothing to commit with the next call.
-    this.previous = undefined;
-    let write = await this.failover(closing.write, closing.failure);
+    let bw = this.current;
+    if (!bw) return;
     for (;;) {
       try {
-        await write.finish();
+        await bw.finish();
         break;
       } catch (err) {
-        write = await this.failover(write, err);
+        bw = await this.failover(bw, err);
       }
     }
-    this.blockClosed({ ...closing, write });
+    bw.close();
+    // Every replica has the block: its packets will not be replayed, and their slabs take the next block's.
+    this.replay.reset();
     this.previous = {
-      blockId: write.located.block?.blockId ?? 0,
-      genStamp: write.located.block?.genStamp ?? 0,
-      numBytes: write.bytes,
+      blockId: bw.located.block?.blockId ?? 0,
+      genStamp: bw.located.block?.genStamp ?? 0,
+      numBytes: bw.bytes,
     };
-    if (next) this.current = await this.newPipeline(next.packets);
+    this.acked += bw.bytes;
+    this.progress(this.acked);
+    this.current = undefined;
   }
 
   private progress(bytes: number): void {
@@ -1049,14 +946,8 @@ class DfsWriteStream extends Writable {
       throw err;
     }
     this.previous = undefined;
-    // Where this block starts in the file; while the block before is closing, what this one acknowledges is reported
-    // only once that one has closed (onProgress promises every byte before too).
-    const closing = this.closing;
-    const base = this.acked + (closing ? closing.write.bytes : 0);
-    const bw = new BlockWrite(this.client, located, (inBlock) => {
-      if (closing && !closing.done) this.deferred = Math.max(this.deferred, base + inBlock);
-      else this.progress(base + inBlock);
-    });
+    const base = this.acked;
+    const bw = new BlockWrite(this.client, located, (inBlock) => this.progress(base + inBlock));
     for (const p of replay) {
       bw.packets.push(p);
       bw.bytes += p.length;
@@ -1068,7 +959,6 @@ class DfsWriteStream extends Writable {
   private async finishAll(): Promise<void> {
     if (!this.created) return;
     if (this.pending.length > 0 || this.current) await this.endBlock();
-    await this.settleClosing();
     await this.client.nnCallRetrying("complete", this.client.namenode.complete, {
       path: this.path,
       clientName: this.client.options.clientName,

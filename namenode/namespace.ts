@@ -453,31 +453,22 @@ export class Namespace {
   }
 
   /**
-   * Drops the file's last block (its pipeline failed); the writer then asks for another. Returns the block's pipeline
-   * (replicas its datanodes kept should go). The last block may be committed already: a writer starts the next block
-   * while the one before is still being finalized, and if that one's pipeline then fails, the writer abandons the new
-   * block and then the committed one, and writes both again. Only the file's last block, and only by the writer that
-   * holds the lease of the open file; the blocks before it stay.
+   * Drops the file's last, uncommitted block (its pipeline failed); the writer then asks for another. Returns the
+   * block's pipeline (replicas its datanodes kept should go).
    */
   async abandonBlock(path: string, clientName: string, block: BlockRecord | null | undefined): Promise<string[]> {
     const p = normalizeDfsPath(path);
     return this.exclusive(async () => {
       const file = this.leasedFile(p, clientName);
       const last = file.blocks[file.blocks.length - 1];
-      if (!block || !last || last.blockId !== block.blockId)
+      if (!block || !last || last.blockId !== block.blockId || file.committedBlocks >= file.blocks.length)
         throw new HarvestError(
           "NAMENODE_BLOCK_MISMATCH",
-          `block ${block?.blockId ?? "(none)"} is not the last block of ${p}`,
+          `block ${block?.blockId ?? "(none)"} is not the block being written to ${p}`,
         );
       const change = emptyChange();
       const { pipeline = [], ...rest } = file;
-      const blocks = file.blocks.slice(0, -1);
-      change.putInodes.push({
-        ...rest,
-        blocks,
-        committedBlocks: Math.min(file.committedBlocks, blocks.length),
-        mtimeMs: this.clock.nowMs(),
-      });
+      change.putInodes.push({ ...rest, blocks: file.blocks.slice(0, -1), mtimeMs: this.clock.nowMs() });
       await this.commit(change);
       this.leaseRenewedMs.set(file.id, this.clock.nowMs());
       this.listener.blocksRemoved([last]);

@@ -266,10 +266,10 @@ describe("the file system on four servers", () => {
     expect(await sha256OfStream(dfs.createReadStream("/reimage.bin"))).toBe(hash);
   });
 
-  it("writes a block again when its pipeline fails at the block's end, after the next block has started", async () => {
-    // A block's end overlaps the next block's start: its replicas fsync and finalize while the next block streams.
-    // Here server-3's finalize of the file's second block fails (the place its data file is moved to is taken by a
-    // directory), so that block's last ack comes back not ok after every data packet was acknowledged.
+  it("writes a block again when its pipeline fails at the block's end, after every data packet was acknowledged", async () => {
+    // Server-3's finalize of the file's second block fails (the place its data file is moved to is taken by a
+    // directory), so that block's last ack comes back not ok after every data packet was acknowledged: the client
+    // abandons the block and writes it again on a pipeline without server-3.
     const local = join(work, "tail.bin");
     const hash = writeRandomFile(local, 14 * MiB);
     const writer = localDfsClient(c.desc, { writerDatanodeId: "server-3" });
@@ -293,8 +293,7 @@ describe("the file system on four servers", () => {
     expect(await sha256OfStream(dfs.createReadStream("/tail.bin"))).toBe(hash);
     const blocks = (await dfs.blockLocations("/tail.bin")).blocks;
     expect(blocks.map((b) => b.block!.numBytes)).toEqual([4 * MiB, 4 * MiB, 4 * MiB, 2 * MiB]);
-    // The abandoned block is no block of the file; every block has its three replicas, none of them on server-3 for
-    // the block written again there.
+    // The abandoned block is no block of the file, and every block has its three replicas.
     expect(blocks.some((b) => b.block!.blockId === secondId)).toBe(false);
     await until("three replicas of every block", async () => {
       const now = (await dfs.blockLocations("/tail.bin")).blocks;

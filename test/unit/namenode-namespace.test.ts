@@ -193,7 +193,7 @@ describe("the namespace", () => {
     const first = await ns.addBlock({ path: "/f", clientName: "writer-1" }, noTargets);
     const committedFirst = { ...first.block, numBytes: 4096 };
     const second = await ns.addBlock({ path: "/f", clientName: "writer-1", previous: committedFirst }, noTargets);
-    // Only the last block can be abandoned: not the committed one while another follows it.
+    // A committed block cannot be abandoned; the one being written can.
     expect(await codeOf(ns.abandonBlock("/f", "writer-1", first.block))).toBe("NAMENODE_BLOCK_MISMATCH");
     await ns.abandonBlock("/f", "writer-1", second.block);
     const retry = await ns.addBlock({ path: "/f", clientName: "writer-1" }, noTargets);
@@ -213,31 +213,6 @@ describe("the namespace", () => {
     ).toBe("NAMENODE_BLOCK_MISMATCH");
     expect((await ns.complete("/f", "writer-1", null)).length).toBe(4096);
     expect(events.removed).toEqual([second.block.blockId, retry.block.blockId, retryWithPrevious.block.blockId]);
-  });
-
-  it("lets a writer take back a committed last block whose pipeline failed after the next block started", async () => {
-    await create("/f");
-    const first = await ns.addBlock({ path: "/f", clientName: "writer-1" }, noTargets);
-    const committedFirst = { ...first.block, numBytes: 4096 };
-    const second = await ns.addBlock({ path: "/f", clientName: "writer-1", previous: committedFirst }, noTargets);
-    const third = await ns.addBlock(
-      { path: "/f", clientName: "writer-1", previous: { ...second.block, numBytes: 8192 } },
-      noTargets,
-    );
-    // The second block's tail failed while the third was being written: the third goes, then the second.
-    await ns.abandonBlock("/f", "writer-1", third.block);
-    expect(await codeOf(ns.abandonBlock("/f", "someone", second.block))).toBe("NAMENODE_LEASE_MISMATCH");
-    await ns.abandonBlock("/f", "writer-1", second.block);
-    expect(ns.stat("/f").blocks).toBe(1);
-    expect(ns.stat("/f").length).toBe(4096);
-    // Written again: the second block's bytes start where the first block ends.
-    const again = await ns.addBlock({ path: "/f", clientName: "writer-1" }, noTargets);
-    expect(again.offset).toBe(4096);
-    const done = await ns.complete("/f", "writer-1", { ...again.block, numBytes: 100 });
-    expect(done.length).toBe(4196);
-    expect(events.removed).toEqual([third.block.blockId, second.block.blockId]);
-    // A complete file's blocks are no one's to abandon.
-    expect(await codeOf(ns.abandonBlock("/f", "writer-1", again.block))).toBe("NAMENODE_LEASE_MISMATCH");
   });
 
   it("lists a directory by name and a file as itself, and stats missing paths as not found", async () => {
