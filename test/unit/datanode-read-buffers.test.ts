@@ -11,14 +11,13 @@ import { join } from "node:path";
 import { EventEmitter } from "node:events";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { Logger } from "../../common/log.js";
 import { SeededRng } from "../../common/rng.js";
 import { BlockStore, chunkChecksums } from "../../datanode/block-store.js";
 import type { BlockKey } from "../../datanode/block-store.js";
-import { DataTransferService } from "../../datanode/data-transfer.js";
 import type { ReadSink } from "../../datanode/data-transfer.js";
 import { ReadBufferPool } from "../../datanode/read-buffers.js";
 import type { ReadChunk } from "../../proto/generated/harvest/v1/ReadChunk.js";
+import { standaloneTransferService } from "../transfer-service.js";
 
 const KiB = 1024;
 
@@ -109,14 +108,7 @@ describe("a datanode's read buffers", () => {
       await w.finalize(data.length);
       blocks.push({ key, data });
     }
-    const svc = new DataTransferService({
-      datanodeId: "dn1",
-      store,
-      log: new Logger("test", "error", () => undefined),
-      isPrimaryBusy: () => false,
-      reimage: () => Promise.reject(new Error("not here")),
-      checkBlockToken: () => undefined,
-    });
+    const svc = standaloneTransferService(store);
     const rng = new SeededRng(5);
     const pieceBytes = 64 * KiB;
     const reads = Array.from({ length: 24 }, (_, i) => {

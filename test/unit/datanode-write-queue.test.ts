@@ -11,11 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { chunkChecksums } from "../../common/checksum.js";
-import { Logger } from "../../common/log.js";
 import { BlockStore } from "../../datanode/block-store.js";
-import { DataTransferService, MAX_PACKET_BYTES } from "../../datanode/data-transfer.js";
+import { MAX_PACKET_BYTES } from "../../datanode/data-transfer.js";
 import type { WriteUpstream } from "../../datanode/data-transfer.js";
 import type { WriteAck } from "../../proto/generated/harvest/v1/WriteAck.js";
+import { standaloneTransferService } from "../transfer-service.js";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -89,14 +89,7 @@ describe("a datanode's write queue", () => {
     const dir = mkdtempSync(join(tmpdir(), "harvest-dn-wq-"));
     dirs.push(dir);
     const store = await BlockStore.open({ dataDir: dir });
-    const svc = new DataTransferService({
-      datanodeId: "dn1",
-      store,
-      log: new Logger("test", "error", () => undefined),
-      isPrimaryBusy: () => false,
-      reimage: () => Promise.reject(new Error("not here")),
-      checkBlockToken: () => undefined,
-    });
+    const svc = standaloneTransferService(store);
     const data = randomBytes(24 * MiB);
     const packets: { data: Buffer; offset: number; last: boolean }[] = [];
     for (let at = 0; at < data.length; at += packetBytes)
