@@ -66,6 +66,11 @@ const READ_BUFFERS_KEPT_BYTES = 16 * 1024 * 1024;
  * so a sender's packet size does not change what a write session may hold (four of the client's 1 MiB packets).
  */
 const MAX_QUEUED_BYTES = 4 * 1024 * 1024;
+/**
+ * Messages queued before the upstream is paused however small they are: a flood of empty packets costs memory too
+ * (the byte bound alone would never pause it). 256 is 4 MiB of 16 KiB packets.
+ */
+const MAX_QUEUED_MESSAGES = 256;
 
 /**
  * The upstream end of a write, on either transport: a gRPC `WriteBlock` server call or a block transfer connection
@@ -302,8 +307,9 @@ class WriteSession {
   /** Aborted when the session is over (completed, failed or cancelled). */
   private readonly over = new AbortController();
   private chain: Promise<void> = Promise.resolve();
-  /** Bytes of packet data read from the upstream and not yet processed. */
+  /** Bytes of packet data, and messages, read from the upstream and not yet processed. */
   private queuedBytes = 0;
+  private queuedMessages = 0;
   /** Armed while a forwarded packet waits for downstream's ack; fails the pipeline when it fires. */
   private ackTimer: NodeJS.Timeout | undefined;
   /** Settles once the replica is kept or dropped after a failure. */
@@ -340,8 +346,9 @@ class WriteSession {
       // Counted before the packet is checked: a malformed one (no data at all) counts as nothing.
       const bytes = data?.pieces ? packetLength(data) : (data?.data?.length ?? 0);
       this.queuedBytes += bytes;
-      if (this.queuedBytes >= MAX_QUEUED_BYTES) call.pause();
-      this.enqueue(() => this.onPacket(msg), bytes);
+      this.queuedMessages += 1;
+      if (this.queueFull()) call.pause();
+      this.enqueue(() => this.onPacket(msg), bytes, true);
     });
     call.on("end", () => this.enqueue(() => this.onUpstreamEnd()));
     // The writer went away mid-block (maybe it died): what it wrote is kept for lease recovery.
@@ -353,16 +360,25 @@ class WriteSession {
     call.on("error", () => undefined);
   }
 
-  /** Runs `step` after every step queued before it; `bytes` of packet data leave the queue when it is done. */
-  private enqueue(step: () => Promise<void>, bytes = 0): void {
+  /**
+   * Runs `step` after every step queued before it. A packet's step (`counted`) leaves the queue's count, with its
+   * `bytes`, when it is done.
+   */
+  private enqueue(step: () => Promise<void>, bytes = 0, counted = false): void {
     this.chain = this.chain
       .then(() => (this.over.signal.aborted ? undefined : step()))
       .catch((err: unknown) => this.fail(err, this.self))
       .finally(() => {
-        this.queuedBytes -= bytes;
-        if (this.call.isPaused() && (this.queuedBytes < MAX_QUEUED_BYTES || this.over.signal.aborted))
-          this.call.resume();
+        if (counted) {
+          this.queuedBytes -= bytes;
+          this.queuedMessages -= 1;
+        }
+        if (this.call.isPaused() && (!this.queueFull() || this.over.signal.aborted)) this.call.resume();
       });
+  }
+
+  private queueFull(): boolean {
+    return this.queuedBytes >= MAX_QUEUED_BYTES || this.queuedMessages >= MAX_QUEUED_MESSAGES;
   }
 
   private async onPacket(msg: WritePacketOutput): Promise<void> {

@@ -1,8 +1,9 @@
 /**
  * A write session's queue (datanode/data-transfer.ts): a sender that pushes packets faster than the datanode takes
  * them is paused once a bounded number of bytes waits, whatever size its packets are (a count of packets would let a
- * sender of 1 MiB packets park sixteen times as much memory as one of 64 KiB). Once paused and resumed, every packet
- * is written, acknowledged in order, and the replica reads back byte-identical.
+ * sender of 1 MiB packets park sixteen times as much memory as one of 64 KiB), and once a few hundred packets wait
+ * however small (a flood of empty packets would otherwise queue without end). Once paused and resumed, every packet is
+ * written, acknowledged in order, and the replica reads back byte-identical.
  */
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
@@ -29,6 +30,7 @@ class EagerUpstream extends EventEmitter implements WriteUpstream {
   private paused = false;
   private next = 0;
   pausedAtBytes: number | undefined;
+  pausedAtPackets: number | undefined;
   private deliveredBytes = 0;
   readonly writableNeedDrain = false;
 
@@ -40,7 +42,10 @@ class EagerUpstream extends EventEmitter implements WriteUpstream {
     return this.paused;
   }
   pause(): void {
-    if (!this.paused && this.pausedAtBytes === undefined) this.pausedAtBytes = this.deliveredBytes;
+    if (!this.paused && this.pausedAtBytes === undefined) {
+      this.pausedAtBytes = this.deliveredBytes;
+      this.pausedAtPackets = this.next;
+    }
     this.paused = true;
   }
   resume(): void {
@@ -85,13 +90,15 @@ describe("a datanode's write queue", () => {
     for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 
-  async function writeThrough(packetBytes: number, blockId: number) {
+  async function writeThrough(packetBytes: number, blockId: number, emptyPackets = 0) {
     const dir = mkdtempSync(join(tmpdir(), "harvest-dn-wq-"));
     dirs.push(dir);
     const store = await BlockStore.open({ dataDir: dir });
     const svc = standaloneTransferService(store);
     const data = randomBytes(24 * MiB);
     const packets: { data: Buffer; offset: number; last: boolean }[] = [];
+    // Packets without data first (as a writer that flushes often sends): they cost memory however small they are.
+    for (let i = 0; i < emptyPackets; i++) packets.push({ data: Buffer.alloc(0), offset: 0, last: false });
     for (let at = 0; at < data.length; at += packetBytes)
       packets.push({ data: data.subarray(at, at + packetBytes), offset: at, last: false });
     packets.push({ data: Buffer.alloc(0), offset: data.length, last: true });
@@ -116,6 +123,15 @@ describe("a datanode's write queue", () => {
     expect(up.pausedAtBytes!).toBeLessThanOrEqual(4 * MiB + bytes);
     expect(up.acks.every((a) => a.ok)).toBe(true);
     expect(up.acks.map((a) => a.seq)).toEqual(up.acks.map((_, i) => i + 1));
+    expect(readBack.equals(data)).toBe(true);
+  });
+
+  it("pauses a sender that floods it with empty packets after a few hundred, then writes every byte", async () => {
+    const { up, data, readBack } = await writeThrough(MAX_PACKET_BYTES, 3, 5_000);
+    expect(up.pausedAtBytes).toBe(0);
+    expect(up.pausedAtPackets!).toBeLessThanOrEqual(300);
+    expect(up.acks.every((a) => a.ok)).toBe(true);
+    expect(up.acks).toHaveLength(5_000 + 24 + 1);
     expect(readBack.equals(data)).toBe(true);
   });
 });
