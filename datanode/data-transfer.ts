@@ -348,7 +348,7 @@ class WriteSession {
       this.queuedBytes += bytes;
       this.queuedMessages += 1;
       if (this.queueFull()) call.pause();
-      this.enqueue(() => this.onPacket(msg), bytes, true);
+      this.enqueue(() => this.onPacket(msg), bytes);
     });
     call.on("end", () => this.enqueue(() => this.onUpstreamEnd()));
     // The writer went away mid-block (maybe it died): what it wrote is kept for lease recovery.
@@ -361,15 +361,15 @@ class WriteSession {
   }
 
   /**
-   * Runs `step` after every step queued before it. A packet's step (`counted`) leaves the queue's count, with its
-   * `bytes`, when it is done.
+   * Runs `step` after every step queued before it. A message's step (given its `bytes`) leaves the queue's counts when
+   * it is done.
    */
-  private enqueue(step: () => Promise<void>, bytes = 0, counted = false): void {
+  private enqueue(step: () => Promise<void>, bytes?: number): void {
     this.chain = this.chain
       .then(() => (this.over.signal.aborted ? undefined : step()))
       .catch((err: unknown) => this.fail(err, this.self))
       .finally(() => {
-        if (counted) {
+        if (bytes !== undefined) {
           this.queuedBytes -= bytes;
           this.queuedMessages -= 1;
         }

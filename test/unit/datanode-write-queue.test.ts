@@ -97,7 +97,7 @@ describe("a datanode's write queue", () => {
     const svc = standaloneTransferService(store);
     const data = randomBytes(24 * MiB);
     const packets: { data: Buffer; offset: number; last: boolean }[] = [];
-    // Packets without data first (as a writer that flushes often sends): they cost memory however small they are.
+    // Packets without data first (the protocol accepts them): they cost memory however small they are.
     for (let i = 0; i < emptyPackets; i++) packets.push({ data: Buffer.alloc(0), offset: 0, last: false });
     for (let at = 0; at < data.length; at += packetBytes)
       packets.push({ data: data.subarray(at, at + packetBytes), offset: at, last: false });
