@@ -22,6 +22,7 @@ import { randomBytes } from "node:crypto";
 import {
   chmodSync,
   closeSync,
+  existsSync,
   mkdtempSync,
   openSync,
   readFileSync,
@@ -34,6 +35,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { localDfsClient, startCluster, stopCluster } from "../cli/cluster.js";
 import { daemonNodeOptions } from "../cli/node-options.js";
+import { SUBDIR_COUNT } from "../datanode/block-store.js";
 import { daemonEnvironment, TUNABLES_VARIABLE } from "../cli/malloc-tunables.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
@@ -247,7 +249,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
               // time), so a warm-up put of the same file goes first.
               const warmPath = `/bench/warm-r${replication}.bin`;
               await dfs.put(source, warmPath, putOpts);
-              await dfs.delete(warmPath);
+              await deleteAndSettle(dfs, warmPath, desc);
               const [, putMs] = await timedAsync(() => dfs.put(source, path, putOpts));
               progress(
                 `${transport}, ${dataPath}: get with replication ${replication} (a warm-up read, then the timed one)`,
@@ -415,6 +417,33 @@ async function concurrentReaders(
   } finally {
     clearInterval(timer);
   }
+}
+
+/**
+ * Deletes a file, waits until no datanode has a replica of it left on disk, then syncs, as the cp baseline removes its
+ * copy and syncs before each timed run. A put timed while the datanodes were still freeing the warm-up file's blocks
+ * measured that too: on a file system mounted with `discard` (this machine's), a finalize's fsync waited up to 0.5 s
+ * for the freed blocks' discards, and replication-3 puts ran at 350 MB/s instead of 430-450.
+ */
+async function deleteAndSettle(
+  dfs: ReturnType<typeof localDfsClient>,
+  path: string,
+  desc: Awaited<ReturnType<typeof startCluster>>,
+): Promise<void> {
+  const ids = (await dfs.blockLocations(path)).blocks.map((b) => b.block?.blockId ?? 0);
+  const dataDirs = desc.nodes.flatMap((n) => (n.datanode ? [n.datanode.dataDir] : []));
+  const replicaFiles = dataDirs.flatMap((dir) =>
+    ids.map((id) => join(dir, "current", `subdir${id % SUBDIR_COUNT}`, `blk_${id}`)),
+  );
+  // Waiting for files that were never there would time nothing: the layout is datanode/block-store.ts's.
+  if (!replicaFiles.some((f) => existsSync(f))) throw new Error(`no replica file of ${path} found to wait for`);
+  await dfs.delete(path);
+  const deadline = Date.now() + 60_000;
+  while (replicaFiles.some((f) => existsSync(f))) {
+    if (Date.now() > deadline) throw new Error(`the datanodes did not delete ${path}'s replicas within 60 s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  execFileSync("sync");
 }
 
 /** The issue's goals against cp + sync, for the block transfer port's runs. */
