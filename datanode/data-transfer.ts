@@ -3,11 +3,7 @@
  *
  * Write pipeline (one WriteSession per WriteBlock call): the first message is the header; the node creates its rbw
  * replica and, when the header names a downstream, opens WriteBlock to downstream[0] with the rest of the list. Every
- * data packet is forwarded and written locally. The pipeline's last node verifies every packet's checksums before it
- * writes it; the others (with `pipelineVerify: "tail"`, HDFS's rule) keep each packet until downstream acknowledges
- * it, and check their own copy only when downstream reports a checksum mismatch, so that the first node whose copy is
- * bad is the one named. With "every-hop", each node verifies a packet before it forwards it. Packet `seq` is
- * acknowledged upstream only when it is
+ * data packet is verified and written locally, then forwarded. Packet `seq` is acknowledged upstream only when it is
  * written here AND downstream acknowledged it; the last packet only after the local finalize (fsync) too. Acks go out
  * in packet order. The first failure anywhere ends the session with exactly one not-ok ack naming the first node that
  * failed (this node, what downstream named, or downstream[0] when its stream died), and the local replica is dropped.
@@ -115,18 +111,9 @@ export interface DataTransferHost {
   transferProtocol?: boolean;
   /** A downstream datanode silent this long while a packet waits for its ack fails the pipeline. @default 30000 */
   ackTimeoutMs?: number;
-  /**
-   * Which nodes of a write pipeline verify a packet's checksums on its way in: "tail", only the last (HDFS's rule; the
-   * others check their copy only when downstream reports a mismatch), or "every-hop", each before it forwards.
-   * @default "tail"
-   */
-  pipelineVerify?: PipelineVerify;
   /** Where bytes, blocks, refusals and failures are counted (dn-metrics.ts). @default counts nothing */
   metrics?: TransferMetrics;
 }
-
-/** See DataTransferHost.pipelineVerify. */
-export type PipelineVerify = "tail" | "every-hop";
 
 /** See DataTransferHost.ackTimeoutMs. */
 const DEFAULT_ACK_TIMEOUT_MS = 30_000;
@@ -302,11 +289,6 @@ interface PendingAck {
   local: boolean;
   /** Acknowledged by downstream (true at once when there is none). */
   down: boolean;
-  /**
-   * A packet forwarded without being verified here (a "tail" pipeline's upstream node), kept until downstream
-   * acknowledges it: if downstream reports a checksum mismatch, this copy is checked to name the right node.
-   */
-  unverified?: { offset: number; pieces: Buffer[]; checksums: number[] };
 }
 
 /** One WriteBlock call. Packets are processed one at a time in arrival order; acks leave in packet order. */
@@ -469,18 +451,18 @@ class WriteSession {
       throw protocolError(`packet at offset ${p.offsetInBlock}, expected ${this.nextOffset}`);
     if (length > 0 && this.nextOffset % CHUNK_SIZE !== 0)
       throw protocolError(`data after a partial chunk at offset ${this.nextOffset}`);
-    // The last node verifies every packet before it writes it (one native CRC of the packet). An upstream node of a
-    // "tail" pipeline forwards and writes it unverified: the last node's ack vouches for it, the stored checksums are
-    // the writer's (a bad chunk is still found on a read), and a failed block leaves no replica behind.
-    const verifyHere = !this.down || this.svc.host.pipelineVerify === "every-hop";
-    if (verifyHere) {
-      const bad = badChunk(pieces, p.checksums);
-      if (bad >= 0) throw this.checksumMismatch(p.offsetInBlock, bad);
+    // Verified before it travels on (one native CRC of the packet): a bad packet never reaches downstream.
+    if (!checksumsMatch(pieces, p.checksums)) {
+      this.svc.metrics.checksumFailed("write");
+      const bad = Math.max(0, firstBadChunk(Buffer.concat(pieces), p.checksums));
+      throw new HarvestError(
+        "DATANODE_CHECKSUM_MISMATCH",
+        `block ${this.blockId}: checksum mismatch in chunk ${p.offsetInBlock / CHUNK_SIZE + bad}`,
+      );
     }
     this.lastSeq = p.seq;
     this.nextOffset = p.offsetInBlock + length;
     const entry: PendingAck = { seq: p.seq, last: p.last, local: false, down: !this.down };
-    if (!verifyHere) entry.unverified = { offset: p.offsetInBlock, pieces, checksums: p.checksums };
     this.pending.push(entry);
     if (p.last) this.sawLast = true;
     // Downstream first, so every hop writes while the next one receives (HDFS's pipeline); the ack still waits for
@@ -525,18 +507,6 @@ class WriteSession {
     if (this.over.signal.aborted) return;
     if (!ack.ok) {
       const code = ack.errorCode || "DATANODE_PIPELINE_FAILED";
-      // Downstream got a bad packet. If this node's copy is bad too, the damage came from upstream: this node is the
-      // one to name (as it would be had it verified on the way in), and the nodes above check theirs in turn.
-      if (code === "DATANODE_CHECKSUM_MISMATCH") {
-        for (const e of this.pending) {
-          if (e.down || !e.unverified) continue;
-          const bad = badChunk(e.unverified.pieces, e.unverified.checksums);
-          if (bad < 0) continue;
-          const err = this.checksumMismatch(e.unverified.offset, bad);
-          this.failWith(err.code, err.message, this.self);
-          return;
-        }
-      }
       this.failWith(code, ack.errorMessage || "downstream failed", ack.failedDatanodeId || next.datanodeId);
       return;
     }
@@ -552,21 +522,11 @@ class WriteSession {
       return;
     }
     head.down = true;
-    head.unverified = undefined;
     if (head.last) this.downstreamDone = true;
     // Downstream is alive: the next packet waiting for its ack gets a full timeout from now.
     this.clearAckTimer();
     if (this.pending.some((e) => !e.down)) this.armAckTimer();
     this.flush();
-  }
-
-  /** Counts a packet that failed its checksums here, and the error naming its first bad chunk. */
-  private checksumMismatch(offsetInBlock: number, badChunkIndex: number): HarvestError {
-    this.svc.metrics.checksumFailed("write");
-    return new HarvestError(
-      "DATANODE_CHECKSUM_MISMATCH",
-      `block ${this.blockId}: checksum mismatch in chunk ${offsetInBlock / CHUNK_SIZE + badChunkIndex}`,
-    );
   }
 
   private armAckTimer(): void {
@@ -675,12 +635,6 @@ class WriteSession {
       })
       .catch((err: unknown) => this.log.warn("could not drop a failed replica", { error: errorMessage(err) }));
   }
-}
-
-/** The index of a packet's first chunk that fails its checksum, or -1 (one native CRC when all is well). */
-function badChunk(pieces: Buffer[], checksums: number[]): number {
-  if (checksumsMatch(pieces, checksums)) return -1;
-  return Math.max(0, firstBadChunk(Buffer.concat(pieces), checksums));
 }
 
 function protocolError(message: string): HarvestError {
