@@ -294,7 +294,8 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       `dfs throughput: ${f["size-mib"]} MiB file, ${f.servers} datanodes on one disk (loopback), block ${f["block-mib"]} MiB` +
         (f.tls ? "; a plaintext cluster, then a mutual-TLS one" : "; plaintext"),
       "  put: local file -> client -> pipeline of datanodes, every block fsynced at every replica before it counts;",
-      "       the second put of the file is timed (the first warms the write path up)",
+      "       the second put of the file is timed (the first warms the write path up, and is deleted, its replicas",
+      "       gone and synced, before the timed one starts, as cp's copy is before each timed cp)",
       "  get: datanodes -> client, every 512-byte chunk's CRC32C verified, every byte compared with the source file;",
       "       the second read of the file is timed (the first warms the read path up)",
       "  get, short-circuit: the same, by a client that reads the replicas' files itself (its datanodes are on its",
