@@ -66,6 +66,10 @@ const FLAGS = {
     kind: "bool",
     help: "datanodes write replicas through the page cache (directWrites false, stock HDFS) instead of with O_DIRECT",
   },
+  "every-hop": {
+    kind: "bool",
+    help: "every datanode of a write pipeline verifies packets before it forwards them (pipelineVerify every-hop) instead of only the last",
+  },
 } as const satisfies Record<string, FlagSpec>;
 
 const MiB = 1024 * 1024;
@@ -220,7 +224,11 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         startTimeoutMs: 30_000,
         insecure: transport === "plaintext",
         // The datanodes serve short-circuit reads; only the client made for them asks (`localDfs` below).
-        dn: { shortCircuitReads: true, directWrites: !f["page-cache"] },
+        dn: {
+          shortCircuitReads: true,
+          directWrites: !f["page-cache"],
+          pipelineVerify: f["every-hop"] ? "every-hop" : "tail",
+        },
         nn: { randomizeReadOrder: f["randomize-read-order"] },
       });
       const paths: DataPath[] = f.grpc ? ["transfer port", "gRPC"] : ["transfer port"];
@@ -303,6 +311,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       `  datanodes' Node options (HARVEST_DATANODE_OPTS): ${daemonNodeOptions("datanode").join(" ") || "none"}`,
       `  glibc's malloc (cli/malloc-tunables.ts): ${mallocSetting(process.env)}`,
       `  readers try a block's replicas ${f["randomize-read-order"] ? "in a fresh random order per request (--randomize-read-order)" : "in one order per block (HDFS's default; --randomize-read-order: per request)"}`,
+      `  write pipelines verify packets ${f["every-hop"] ? "at every datanode before it forwards them (--every-hop)" : "at their last datanode, as HDFS (pipelineVerify tail; --every-hop: at each)"}`,
       `  datanodes write replicas ${f["page-cache"] ? "through the page cache (--page-cache, stock HDFS)" : "with O_DIRECT (directWrites; --page-cache for the page cache)"}`,
       "",
       ...table(

@@ -475,7 +475,8 @@ export class BlockStore {
 
   // ---------------------------------------------------------------------------------------------- internals
 
-  private subdir(blockId: number): string {
+  /** @internal The directory of block `blockId`'s finalized replica. */
+  subdir(blockId: number): string {
     return join(this.currentDir, `subdir${blockId % SUBDIR_COUNT}`);
   }
 
@@ -751,11 +752,15 @@ export class ReplicaWriter {
     });
   }
 
-  /** The bytes on disk and the longest prefix of them whose chunks match the stored checksums. */
+  /**
+   * The bytes on disk and the longest prefix of them whose chunks match the stored checksums: of the rbw files, or of
+   * the replica in current/ once this writer finalized it.
+   */
   verifiedLength(): Promise<{ numBytes: number; verifiedBytes: number }> {
     return this.serial(async () => {
-      const dataPath = join(this.rbwDir, blockName(this.block));
-      const metaPath = join(this.rbwDir, metaName(this.block));
+      const dir = this.state === "finalized" ? this.store.subdir(this.block.blockId) : this.rbwDir;
+      const dataPath = join(dir, blockName(this.block));
+      const metaPath = join(dir, metaName(this.block));
       const data = await readFile(dataPath).catch(() => Buffer.alloc(0));
       const meta = await readFile(metaPath).catch(() => Buffer.alloc(0));
       let verified = 0;
@@ -834,7 +839,7 @@ export class ReplicaWriter {
    * Appends `data` at `offset`, which must be where the previous write ended, and must be chunk-aligned (only the
    * final write may end mid-chunk). `checksums` holds the CRC32C of each 512-byte chunk of `data`; any mismatch is
    * refused with DATANODE_CHECKSUM_MISMATCH and nothing is written. With `verified`, the caller has checked them
-   * against the data already (the pipeline does, before it forwards a packet). `data` may be consecutive pieces (a
+   * against the data already, or leaves that to the pipeline's last node (data-transfer.ts, `pipelineVerify`). `data` may be consecutive pieces (a
    * packet as the socket's chunks hold it): they are checked and written as they are, never joined.
    *
    * A write is checked and accepted at once, and resolves when its bytes (and checksums) are in the files. Writes

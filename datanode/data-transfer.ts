@@ -3,7 +3,10 @@
  *
  * Write pipeline (one WriteSession per WriteBlock call): the first message is the header; the node creates its rbw
  * replica and, when the header names a downstream, opens WriteBlock to downstream[0] with the rest of the list. Every
- * data packet is verified and written locally, then forwarded. Packet `seq` is acknowledged upstream only when it is
+ * data packet is forwarded and written locally. The pipeline's last node verifies every packet's checksums before it
+ * writes it; the others (with `pipelineVerify: "tail"`, HDFS's rule) do not, and when downstream reports a checksum
+ * mismatch they check their own copy on disk, so that the first node whose copy is bad is the one named. With
+ * "every-hop", each node verifies a packet before it forwards it. Packet `seq` is acknowledged upstream only when it is
  * written here AND downstream acknowledged it; the last packet only after the local finalize (fsync) too. Acks go out
  * in packet order. The first failure anywhere ends the session with exactly one not-ok ack naming the first node that
  * failed (this node, what downstream named, or downstream[0] when its stream died), and the local replica is dropped.
@@ -111,9 +114,18 @@ export interface DataTransferHost {
   transferProtocol?: boolean;
   /** A downstream datanode silent this long while a packet waits for its ack fails the pipeline. @default 30000 */
   ackTimeoutMs?: number;
+  /**
+   * Which nodes of a write pipeline verify a packet's checksums on its way in: "tail", only the last (HDFS's rule; the
+   * others check their copy only when downstream reports a mismatch), or "every-hop", each before it forwards.
+   * @default "tail"
+   */
+  pipelineVerify?: PipelineVerify;
   /** Where bytes, blocks, refusals and failures are counted (dn-metrics.ts). @default counts nothing */
   metrics?: TransferMetrics;
 }
+
+/** See DataTransferHost.pipelineVerify. */
+export type PipelineVerify = "tail" | "every-hop";
 
 /** See DataTransferHost.ackTimeoutMs. */
 const DEFAULT_ACK_TIMEOUT_MS = 30_000;
@@ -303,6 +315,8 @@ class WriteSession {
   private sawLast = false;
   /** Downstream acknowledged the last packet: it has the whole replica on disk. */
   private downstreamDone = false;
+  /** Downstream sent its not-ok ack: its stream's end, errors and silence say nothing more. */
+  private downstreamFailed = false;
   private nextOffset = 0;
   /** Aborted when the session is over (completed, failed or cancelled). */
   private readonly over = new AbortController();
@@ -409,7 +423,7 @@ class WriteSession {
     this.down = down;
     down.on("data", (ack: WriteAckOutput) => this.onDownstreamAck(ack, next));
     down.on("error", (err: Error) => {
-      if (this.downstreamDone) return;
+      if (this.downstreamDone || this.downstreamFailed) return;
       const h = fromGrpcError(err);
       this.fail(
         new HarvestError("DATANODE_PIPELINE_FAILED", `downstream ${next.datanodeId} failed: ${h.code}: ${h.message}`),
@@ -418,7 +432,7 @@ class WriteSession {
     });
     down.on("end", () => {
       // Downstream closes once it acknowledged the last packet, possibly before our own finalize is done.
-      if (!this.over.signal.aborted && !this.downstreamDone)
+      if (!this.over.signal.aborted && !this.downstreamDone && !this.downstreamFailed)
         this.fail(
           new HarvestError("DATANODE_PIPELINE_FAILED", `downstream ${next.datanodeId} ended the stream early`),
           next.datanodeId,
@@ -451,14 +465,12 @@ class WriteSession {
       throw protocolError(`packet at offset ${p.offsetInBlock}, expected ${this.nextOffset}`);
     if (length > 0 && this.nextOffset % CHUNK_SIZE !== 0)
       throw protocolError(`data after a partial chunk at offset ${this.nextOffset}`);
-    // Verified before it travels on (one native CRC of the packet): a bad packet never reaches downstream.
-    if (!checksumsMatch(pieces, p.checksums)) {
-      this.svc.metrics.checksumFailed("write");
-      const bad = Math.max(0, firstBadChunk(Buffer.concat(pieces), p.checksums));
-      throw new HarvestError(
-        "DATANODE_CHECKSUM_MISMATCH",
-        `block ${this.blockId}: checksum mismatch in chunk ${p.offsetInBlock / CHUNK_SIZE + bad}`,
-      );
+    // The last node verifies every packet before it writes it (one native CRC of the packet). An upstream node of a
+    // "tail" pipeline forwards and writes it unverified: the last node's ack vouches for it, the stored checksums are
+    // the writer's (a bad chunk is still found on a read), and a failed block leaves no replica behind.
+    if (this.verifiesOnArrival) {
+      const bad = badChunk(pieces, p.checksums);
+      if (bad >= 0) throw this.checksumMismatch(p.offsetInBlock, bad);
     }
     this.lastSeq = p.seq;
     this.nextOffset = p.offsetInBlock + length;
@@ -504,10 +516,24 @@ class WriteSession {
   }
 
   private onDownstreamAck(ack: WriteAckOutput, next: DatanodeInfoOutput): void {
-    if (this.over.signal.aborted) return;
+    if (this.over.signal.aborted || this.downstreamFailed) return;
     if (!ack.ok) {
+      this.downstreamFailed = true;
+      this.clearAckTimer();
       const code = ack.errorCode || "DATANODE_PIPELINE_FAILED";
-      this.failWith(code, ack.errorMessage || "downstream failed", ack.failedDatanodeId || next.datanodeId);
+      const message = ack.errorMessage || "downstream failed";
+      const named = ack.failedDatanodeId || next.datanodeId;
+      // Downstream got a bad packet that this node forwarded unverified. If this node's copy is bad too, the damage
+      // came from upstream: this node is the one to name (as it would be had it verified the packet on arrival), and
+      // the nodes above check theirs in turn. The check reads the replica's files once its accepted writes are in
+      // them: a failure's cost, and nothing is kept in memory for it meanwhile.
+      if (code === "DATANODE_CHECKSUM_MISMATCH" && !this.verifiesOnArrival) {
+        void this.badLocalCopy().then((err) =>
+          err ? this.failWith(err.code, err.message, this.self) : this.failWith(code, message, named),
+        );
+        return;
+      }
+      this.failWith(code, message, named);
       return;
     }
     const head = this.pending.find((e) => !e.down);
@@ -529,9 +555,40 @@ class WriteSession {
     this.flush();
   }
 
+  /** Whether this node verifies each packet as it arrives: the pipeline's last node always, each with "every-hop". */
+  private get verifiesOnArrival(): boolean {
+    return !this.down || this.svc.host.pipelineVerify === "every-hop";
+  }
+
+  /** The checksum error of this node's copy of the replica so far, if a chunk of it is bad (undefined: it is good). */
+  private async badLocalCopy(): Promise<HarvestError | undefined> {
+    const writer = this.writer;
+    // A replica finalized already (its last packet came before downstream's verdict) is checked in current/.
+    if (!writer || writer.status === "aborted") return undefined;
+    try {
+      const { numBytes, verifiedBytes } = await writer.verifiedLength();
+      return verifiedBytes < numBytes ? this.checksumMismatch(verifiedBytes, 0) : undefined;
+    } catch (err) {
+      this.log.warn("could not check the local copy after a downstream checksum mismatch", {
+        blockId: this.blockId,
+        error: errorMessage(err),
+      });
+      return undefined;
+    }
+  }
+
+  /** Counts a packet that failed its checksums here, and the error naming its first bad chunk. */
+  private checksumMismatch(offsetInBlock: number, badChunkIndex: number): HarvestError {
+    this.svc.metrics.checksumFailed("write");
+    return new HarvestError(
+      "DATANODE_CHECKSUM_MISMATCH",
+      `block ${this.blockId}: checksum mismatch in chunk ${offsetInBlock / CHUNK_SIZE + badChunkIndex}`,
+    );
+  }
+
   private armAckTimer(): void {
     const next = this.downstream[0];
-    if (this.ackTimer || !next) return;
+    if (this.ackTimer || !next || this.downstreamFailed) return;
     const timeoutMs = this.svc.host.ackTimeoutMs ?? DEFAULT_ACK_TIMEOUT_MS;
     this.ackTimer = setTimeout(() => {
       this.ackTimer = undefined;
@@ -635,6 +692,12 @@ class WriteSession {
       })
       .catch((err: unknown) => this.log.warn("could not drop a failed replica", { error: errorMessage(err) }));
   }
+}
+
+/** The index of a packet's first chunk that fails its checksum, or -1 (one native CRC when all is well). */
+function badChunk(pieces: Buffer[], checksums: number[]): number {
+  if (checksumsMatch(pieces, checksums)) return -1;
+  return Math.max(0, firstBadChunk(Buffer.concat(pieces), checksums));
 }
 
 function protocolError(message: string): HarvestError {

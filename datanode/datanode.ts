@@ -251,6 +251,7 @@ export class DataNode {
       reimage: () => this.reimage(),
       checkBlockToken: (token, blockId, access) => this.checkBlockToken(token, blockId, access),
       ackTimeoutMs: this.options.pipelineAckTimeoutMs,
+      pipelineVerify: this.options.pipelineVerify,
       metrics: this.metrics,
       ...(this.options.tls ? { clientSecurity: this.options.tls } : {}),
     });

@@ -2,6 +2,7 @@
 import { isValidHost, isWildcardHost, resolveAdvertiseHost } from "../common/net-address.js";
 import { checkSecurityOptions, invalidOption, stripUndefined } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
+import type { PipelineVerify } from "./data-transfer.js";
 
 /** Settings of a datanode. */
 export interface DataNodeOptions {
@@ -35,6 +36,13 @@ export interface DataNodeOptions {
    * (ramfs) gets buffered ones, with a warning. @default true
    */
   directWrites: boolean;
+  /**
+   * Which datanodes of a write pipeline verify each packet's checksums on its way in: "tail", only the last one, as
+   * HDFS does (the others forward and write it, and check their copy on disk only when downstream reports a mismatch,
+   * to name the node that first got it bad); "every-hop", each node before it forwards, so a bad packet never travels
+   * on, at the cost of one more CRC pass over the data per upstream node. @default "tail"
+   */
+  pipelineVerify: PipelineVerify;
   /**
    * Mode of `dataDir` (HDFS's `dfs.datanode.data.dir.perm`): "700", only the datanode's account reads replicas; "750",
    * accounts in its group may too, which short-circuit reads by clients of other accounts need. They can then read any
@@ -125,6 +133,7 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     transferPort: 0,
     shortCircuitReads: false,
     directWrites: true,
+    pipelineVerify: "tail",
     dataDirMode: "700",
     httpHost: "",
     httpPort: 0,
@@ -163,6 +172,8 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     bad("transferPort", "must be an integer in 0..65535, or -1 for none");
   if (typeof o.shortCircuitReads !== "boolean") bad("shortCircuitReads", "must be true or false");
   if (typeof o.directWrites !== "boolean") bad("directWrites", "must be true or false");
+  if (o.pipelineVerify !== "tail" && o.pipelineVerify !== "every-hop")
+    bad("pipelineVerify", 'must be "tail" (the pipeline\'s last datanode verifies) or "every-hop"');
   if (o.dataDirMode !== "700" && o.dataDirMode !== "750")
     bad("dataDirMode", 'must be "700" (the datanode\'s account only) or "750" (its group may read replicas too)');
   if (!(Number.isInteger(o.httpPort) && o.httpPort >= 0 && o.httpPort <= 65_535))

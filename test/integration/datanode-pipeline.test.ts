@@ -26,6 +26,7 @@ import { Logger } from "../../common/log.js";
 import { StepPrimaryMonitor } from "../../common/step-monitor.js";
 import { chunkChecksums, DataNode } from "../../datanode/index.js";
 import type { DataNodeOptionsInput } from "../../datanode/index.js";
+import { resolveDataNodeOptions } from "../../datanode/options.js";
 import type { DataTransferClient } from "../../proto/generated/harvest/v1/DataTransfer.js";
 import type { DatanodeInfo } from "../../proto/generated/harvest/v1/DatanodeInfo.js";
 import type { DatanodeToNamenodeOutput } from "../../proto/generated/harvest/v1/DatanodeToNamenode.js";
@@ -397,88 +398,107 @@ describe("datanode pipeline", () => {
     expect((await readBlock(dn2, block)).equals(ok)).toBe(true);
   });
 
-  it("names the datanode whose copy of a packet first went bad and keeps no replica", async () => {
-    const a = await startDataNode("bad-a");
-    const b = await startDataNode("bad-b");
-    const c = await startDataNode("bad-c");
-    // A hop that flips one byte of what it carries: the transfer stream from the node before `target`, one byte
-    // well inside the data of its fifth 64 KiB packet (past the magic, the header frame and four packet frames).
-    const corrupting = async (target: DataNode): Promise<DatanodeInfo> => {
-      const [host, port] = target.transferAddress.split(":");
-      const flipAt = 4 + 1_000 + 4 * (DATA_FRAME_HEAD + PACKET) + DATA_FRAME_HEAD + 30_000;
-      const proxy = createNetServer((inbound) => {
-        const outbound = connectNet({ host: host!, port: Number(port) });
-        let seen = 0;
-        inbound.on("data", (chunk: Buffer) => {
-          if (flipAt >= seen && flipAt < seen + chunk.length) chunk[flipAt - seen] = chunk[flipAt - seen]! ^ 0xff;
-          seen += chunk.length;
-          outbound.write(chunk);
+  for (const mode of ["tail", "every-hop"] as const)
+    it(`names the datanode whose copy of a packet first went bad (pipelineVerify ${mode}) and keeps no replica`, async () => {
+      const a = await startDataNode(`${mode}-a`, { pipelineVerify: mode });
+      const b = await startDataNode(`${mode}-b`, { pipelineVerify: mode });
+      const c = await startDataNode(`${mode}-c`, { pipelineVerify: mode });
+      // A hop that flips one byte of what it carries: the transfer stream from the node before `target`, one byte
+      // well inside the data of its fifth 64 KiB packet (past the magic, the header frame and four packet frames).
+      const corrupting = async (target: DataNode): Promise<DatanodeInfo> => {
+        const [host, port] = target.transferAddress.split(":");
+        const flipAt = 4 + 1_000 + 4 * (DATA_FRAME_HEAD + PACKET) + DATA_FRAME_HEAD + 30_000;
+        const proxy = createNetServer((inbound) => {
+          const outbound = connectNet({ host: host!, port: Number(port) });
+          let seen = 0;
+          inbound.on("data", (chunk: Buffer) => {
+            if (flipAt >= seen && flipAt < seen + chunk.length) chunk[flipAt - seen] = chunk[flipAt - seen]! ^ 0xff;
+            seen += chunk.length;
+            outbound.write(chunk);
+          });
+          outbound.pipe(inbound);
+          for (const s of [inbound, outbound]) s.on("error", () => (inbound.destroy(), outbound.destroy()));
+          inbound.on("close", () => outbound.destroy());
+          outbound.on("close", () => inbound.destroy());
         });
-        outbound.pipe(inbound);
-        for (const s of [inbound, outbound]) s.on("error", () => (inbound.destroy(), outbound.destroy()));
-        inbound.on("close", () => outbound.destroy());
-        outbound.on("close", () => inbound.destroy());
-      });
-      proxies.push(proxy);
-      await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
-      const proxyPort = (proxy.address() as AddressInfo).port;
-      return { ...info(target), transferAddress: `127.0.0.1:${proxyPort}` };
-    };
-    const data = randomBytes(1024 * 1024);
-    const expectNamed = async (first: DataNode, downstream: DatanodeInfo[], named: string): Promise<void> => {
+        proxies.push(proxy);
+        await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+        const proxyPort = (proxy.address() as AddressInfo).port;
+        return { ...info(target), transferAddress: `127.0.0.1:${proxyPort}` };
+      };
+      const data = randomBytes(1024 * 1024);
+      const expectNamed = async (first: DataNode, downstream: DatanodeInfo[], named: string): Promise<void> => {
+        const block = { blockId: nextBlockId++, genStamp: 1 };
+        const w = new RawWrite(client(first));
+        w.send({ header: { block, downstream, clientName: "test" } });
+        w.sendData(data, 0, data.length);
+        w.end();
+        await w.settled();
+        expect(w.failure()).toMatchObject({
+          ok: false,
+          errorCode: "DATANODE_CHECKSUM_MISMATCH",
+          failedDatanodeId: named,
+        });
+        // No node keeps the block: a replica finalized before the verdict came back up the pipeline is dropped too.
+        await until("no replica of the failed block", () =>
+          [a, b, c].every((dn) => dn.store.get(block.blockId) === undefined),
+        );
+      };
+
+      // From the writer: the head datanode is named, whether it found the packet bad on arrival (every-hop) or found its
+      // own copy bad once the last node had (tail).
+      const bad = Buffer.from(data);
+      bad[200_000] = bad[200_000]! ^ 0x01;
       const block = { blockId: nextBlockId++, genStamp: 1 };
-      const w = new RawWrite(client(first));
-      w.send({ header: { block, downstream, clientName: "test" } });
-      w.sendData(data, 0, data.length);
+      const w = new RawWrite(client(a));
+      w.send({ header: { block, downstream: [info(b), info(c)], clientName: "test" } });
+      for (let at = 0; at < data.length; at += PACKET) {
+        // The checksums are the good data's: the packet went bad after they were computed.
+        const sums = chunkChecksums(data.subarray(at, at + PACKET));
+        const piece = bad.subarray(at, at + PACKET);
+        w.send({
+          data: { seq: at / PACKET, offsetInBlock: at, data: piece, checksums: sums, last: at + PACKET >= data.length },
+        });
+      }
       w.end();
       await w.settled();
       expect(w.failure()).toMatchObject({
-        ok: false,
         errorCode: "DATANODE_CHECKSUM_MISMATCH",
-        failedDatanodeId: named,
+        failedDatanodeId: a.options.datanodeId,
       });
-      // No node finalized the block: a corrupt packet never becomes part of a finished replica.
-      for (const dn of [a, b, c]) expect(dn.store.get(block.blockId)).toBeUndefined();
-    };
+      await until("no replica of the failed block", () =>
+        [a, b, c].every((dn) => dn.store.get(block.blockId) === undefined),
+      );
 
-    // From the writer: the head datanode finds the packet bad before it forwards it, and is named.
-    const bad = Buffer.from(data);
-    bad[200_000] = bad[200_000]! ^ 0x01;
-    const block = { blockId: nextBlockId++, genStamp: 1 };
-    const w = new RawWrite(client(a));
-    w.send({ header: { block, downstream: [info(b), info(c)], clientName: "test" } });
-    for (let at = 0; at < data.length; at += PACKET) {
-      // The checksums are the good data's: the packet went bad after they were computed.
-      const sums = chunkChecksums(data.subarray(at, at + PACKET));
-      const piece = bad.subarray(at, at + PACKET);
-      w.send({
-        data: { seq: at / PACKET, offsetInBlock: at, data: piece, checksums: sums, last: at + PACKET >= data.length },
-      });
-    }
-    w.end();
-    await w.settled();
-    expect(w.failure()).toMatchObject({
-      errorCode: "DATANODE_CHECKSUM_MISMATCH",
-      failedDatanodeId: a.options.datanodeId,
+      // On the hop into the middle node, and on the hop into the last.
+      await expectNamed(
+        a,
+        [await corrupting(b), { ...info(c), transferAddress: c.transferAddress }],
+        b.options.datanodeId,
+      );
+      await expectNamed(
+        a,
+        [{ ...info(b), transferAddress: b.transferAddress }, await corrupting(c)],
+        c.options.datanodeId,
+      );
+
+      // The same nodes then write a block through the same pipeline, and every replica reads back identical.
+      const good = await write(a, [b, c], data);
+      expect(good.w.failure()).toBeUndefined();
+      for (const dn of [a, b, c]) expect((await readBlock(dn, good.block)).equals(data)).toBe(true);
     });
-    for (const dn of [a, b, c]) expect(dn.store.get(block.blockId)).toBeUndefined();
 
-    // On the hop into the middle node, and on the hop into the last.
-    await expectNamed(
-      a,
-      [await corrupting(b), { ...info(c), transferAddress: c.transferAddress }],
-      b.options.datanodeId,
-    );
-    await expectNamed(
-      a,
-      [{ ...info(b), transferAddress: b.transferAddress }, await corrupting(c)],
-      c.options.datanodeId,
-    );
-
-    // The same nodes then write a block through the same pipeline, and every replica reads back identical.
-    const good = await write(a, [b, c], data);
-    expect(good.w.failure()).toBeUndefined();
-    for (const dn of [a, b, c]) expect((await readBlock(dn, good.block)).equals(data)).toBe(true);
+  it("verifies at the pipeline's tail unless told every-hop, and takes no other rule", () => {
+    const base = { datanodeId: "s1", namenodeAddress: "m:1", dataDir: "/d" };
+    expect(resolveDataNodeOptions(base).pipelineVerify).toBe("tail");
+    expect(resolveDataNodeOptions({ ...base, pipelineVerify: "every-hop" }).pipelineVerify).toBe("every-hop");
+    let err: unknown;
+    try {
+      resolveDataNodeOptions({ ...base, pipelineVerify: "sometimes" as never });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toMatchObject({ code: "CONFIG_INVALID", message: expect.stringContaining("pipelineVerify") });
   });
 
   it("refuses to serve a corrupt replica and reports it to the namenode", async () => {
