@@ -839,8 +839,9 @@ export class ReplicaWriter {
    * Appends `data` at `offset`, which must be where the previous write ended, and must be chunk-aligned (only the
    * final write may end mid-chunk). `checksums` holds the CRC32C of each 512-byte chunk of `data`; any mismatch is
    * refused with DATANODE_CHECKSUM_MISMATCH and nothing is written. With `verified`, the caller has checked them
-   * against the data already, or leaves that to the pipeline's last node (data-transfer.ts, `pipelineVerify`). `data` may be consecutive pieces (a
-   * packet as the socket's chunks hold it): they are checked and written as they are, never joined.
+   * against the data already, or leaves that to the pipeline's last node (data-transfer.ts, `pipelineVerify`). `data`
+   * may be consecutive pieces (a packet as the socket's chunks hold it): they are checked and written as they are,
+   * never joined.
    *
    * A write is checked and accepted at once, and resolves when its bytes (and checksums) are in the files. Writes
    * accepted while earlier ones are on their way to the disk are written together by the next flush: one `writev` of

@@ -116,7 +116,7 @@ export interface DataTransferHost {
   ackTimeoutMs?: number;
   /**
    * Which nodes of a write pipeline verify a packet's checksums on its way in: "tail", only the last (HDFS's rule; the
-   * others check their copy only when downstream reports a mismatch), or "every-hop", each before it forwards.
+   * others check their copy on disk only when downstream reports a mismatch), or "every-hop", each before it forwards.
    * @default "tail"
    */
   pipelineVerify?: PipelineVerify;
