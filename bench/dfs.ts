@@ -25,6 +25,7 @@ import {
   existsSync,
   mkdtempSync,
   openSync,
+  readdirSync,
   readFileSync,
   readSync,
   rmSync,
@@ -421,10 +422,11 @@ async function concurrentReaders(
 }
 
 /**
- * Deletes a file, waits until no datanode has a replica of it left on disk, then syncs, as the cp baseline removes its
- * copy and syncs before each timed run. A put timed while the datanodes were still freeing the warm-up file's blocks
- * measured that too: on a file system mounted with `discard` (this machine's), a finalize's fsync waited up to 0.5 s
- * for the freed blocks' discards, and replication-3 puts ran at 350 MB/s instead of 430-450.
+ * Deletes a file, waits until no datanode has a replica of it left on disk, its trash included (deletions are paced,
+ * datanode/replica-trash.ts), then syncs, as the cp baseline removes its copy and syncs before each timed run. A put
+ * timed while the datanodes were still freeing the warm-up file's blocks measured that too: before deletions were
+ * paced, on a file system mounted with `discard` (this machine's), a finalize's fsync waited up to 0.5 s for the freed
+ * blocks' discards, and replication-3 puts ran at 350 MB/s instead of 430-450.
  */
 async function deleteAndSettle(
   dfs: ReturnType<typeof localDfsClient>,
@@ -440,7 +442,9 @@ async function deleteAndSettle(
   if (!replicaFiles.some((f) => existsSync(f))) throw new Error(`no replica file of ${path} found to wait for`);
   await dfs.delete(path);
   const deadline = Date.now() + 60_000;
-  while (replicaFiles.some((f) => existsSync(f))) {
+  const trashEmpty = (dir: string): boolean =>
+    !existsSync(join(dir, "trash")) || readdirSync(join(dir, "trash")).length === 0;
+  while (replicaFiles.some((f) => existsSync(f)) || !dataDirs.every(trashEmpty)) {
     if (Date.now() > deadline) throw new Error(`the datanodes did not delete ${path}'s replicas within 60 s`);
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -11,6 +11,7 @@ import type { BenchDefinition } from "./definition.js";
 import { BenchUsageError, describeFlags } from "./flags.js";
 import { cappingBench } from "./capping.js";
 import { classifyBench } from "./classify.js";
+import { deletesBench } from "./deletes.js";
 import { dfsBench } from "./dfs.js";
 import { namenodeBench } from "./namenode.js";
 import { powerModelBench } from "./powermodel.js";
@@ -23,6 +24,7 @@ const BENCHES: readonly BenchDefinition[] = [
   schedulerBench,
   namenodeBench,
   dfsBench,
+  deletesBench,
   classifyBench,
   powerModelBench,
   cappingBench,

@@ -29,6 +29,7 @@ import { asHarvestError, errorMessage, HarvestError } from "../common/errors.js"
 import { chunksFor, META_HEADER_BYTES, metaHeader, readReplicaRange } from "../common/replica-file.js";
 import type { PieceBuffers } from "../common/replica-file.js";
 import { DirectWrites } from "./direct-write.js";
+import { ReplicaTrash } from "./replica-trash.js";
 import { writeAll, writevAll } from "./positional-write.js";
 
 /** Bytes covered by one checksum. */
@@ -90,6 +91,8 @@ export interface BlockStoreListener {
   corrupt?(replica: StoredReplica, reason: string): void;
   /** Direct writes stopped (the file system refused them): replicas are written through the page cache from now on. */
   directWritesOff?(reason: string): void;
+  /** A deleted replica's data in the trash could not be freed (the next open tries again). */
+  trashFailed?(file: string, reason: string): void;
 }
 
 /** Settings of a block store. */
@@ -105,7 +108,20 @@ export interface BlockStoreOptions {
    * through the page cache, as stock HDFS does. @default false
    */
   directWrites?: boolean;
+  /**
+   * Deleted replicas are freed at most this many bytes per second, cut `deleteChunkBytes` at a time from a trash
+   * directory (datanode/replica-trash.ts), so the discards of a burst of deletions do not stall the primary's fsyncs;
+   * 0 removes a replica's files when it is deleted, as stock HDFS does. @default 0
+   */
+  deleteBytesPerSecond?: number;
+  /** Bytes a paced deletion frees at a time. @default 8 MiB */
+  deleteChunkBytes?: number;
+  /** While true, paced deletions wait (the datanode passes "the primary is busy"). @default never */
+  deletesPaused?: () => boolean;
 }
+
+/** Bytes a paced deletion frees at a time unless told otherwise. */
+export const DELETE_CHUNK_BYTES = 8 * 1024 * 1024;
 
 /** What the start-up scan found. */
 export interface ScanResult {
@@ -168,7 +184,11 @@ export class BlockStore {
   readonly dataDir: string;
   private readonly currentDir: string;
   private readonly rbwDir: string;
+  private readonly trashDir: string;
   private readonly listener: BlockStoreListener;
+  private readonly options: BlockStoreOptions;
+  /** Deleted replicas' data being freed (opened by `init`). */
+  private trash!: ReplicaTrash;
   private readonly replicas = new Map<number, StoredReplica>();
   private readonly corruptReplicas = new Map<number, StoredReplica>();
   private readonly writers = new Map<number, ReplicaWriter>();
@@ -186,6 +206,8 @@ export class BlockStore {
     this.dataDir = options.dataDir;
     this.currentDir = join(options.dataDir, "current");
     this.rbwDir = join(options.dataDir, "rbw");
+    this.trashDir = join(options.dataDir, "trash");
+    this.options = options;
     this.listener = options.listener ?? {};
     this.direct = options.directWrites
       ? new DirectWrites(undefined, (reason) => this.listener.directWritesOff?.(reason))
@@ -218,11 +240,29 @@ export class BlockStore {
     return this.capacity;
   }
 
-  /** Bytes held by finalized replicas and replicas being written (data only; meta adds under 1%). */
+  /**
+   * Bytes held by finalized replicas, replicas being written and deleted replicas not yet freed (data only; meta adds
+   * under 1%).
+   */
   usedBytes(): number {
     let rbw = 0;
     for (const w of this.writers.values()) rbw += w.bytesAccepted;
-    return this.finalizedBytes + rbw;
+    return this.finalizedBytes + rbw + this.trash.pendingBytes;
+  }
+
+  /** Bytes of deleted replicas not yet freed (paced deletions, see `BlockStoreOptions.deleteBytesPerSecond`). */
+  get trashBytes(): number {
+    return this.trash.pendingBytes;
+  }
+
+  /** Resolves once every deleted replica's data is freed. */
+  trashDrained(): Promise<void> {
+    return this.trash.drained();
+  }
+
+  /** Stops freeing deleted replicas (what is left is freed after the next open). */
+  async close(): Promise<void> {
+    await this.trash.close();
   }
 
   /** Bytes still free for replicas: the capacity left, bounded by what the file system has left (it is shared). */
@@ -445,7 +485,9 @@ export class BlockStore {
     if (!replica || replica.genStamp !== key.genStamp) return false;
     this.forget(replica);
     const dir = this.subdir(key.blockId);
-    await rm(join(dir, blockName(replica)), { force: true });
+    // The data first: a meta left alone by a crash is removed by the next scan.
+    if (this.pacedDeletes) await this.trash.take(join(dir, blockName(replica)));
+    else await rm(join(dir, blockName(replica)), { force: true });
     await rm(join(dir, metaName(replica)), { force: true });
     this.listener.deleted?.({ ...replica });
     return true;
@@ -459,9 +501,12 @@ export class BlockStore {
     this.replicas.clear();
     this.corruptReplicas.clear();
     this.finalizedBytes = 0;
+    await this.trash.close();
     await rm(this.currentDir, { recursive: true, force: true });
     await rm(this.rbwDir, { recursive: true, force: true });
+    await rm(this.trashDir, { recursive: true, force: true });
     await this.makeDirs();
+    await this.openTrash();
     await this.writeVersion(`DS-${randomUUID()}`);
     return { storageId: this.storageIdValue, wiped };
   }
@@ -490,6 +535,21 @@ export class BlockStore {
     this.diskAvailable = fs.bavail * fs.bsize;
     await this.scanCurrent();
     await this.scanRbw();
+    await this.openTrash();
+  }
+
+  private get pacedDeletes(): boolean {
+    return (this.options.deleteBytesPerSecond ?? 0) > 0;
+  }
+
+  private async openTrash(): Promise<void> {
+    this.trash = await ReplicaTrash.open({
+      dir: this.trashDir,
+      bytesPerSecond: this.options.deleteBytesPerSecond ?? 0,
+      chunkBytes: this.options.deleteChunkBytes ?? DELETE_CHUNK_BYTES,
+      ...(this.options.deletesPaused ? { paused: this.options.deletesPaused } : {}),
+      onError: (file, err) => this.listener.trashFailed?.(file, errorMessage(err)),
+    });
   }
 
   /**

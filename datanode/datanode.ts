@@ -213,11 +213,16 @@ export class DataNode {
       dataDir: this.options.dataDir,
       capacityBytes: this.options.capacityBytes,
       directWrites: this.options.directWrites,
+      deleteBytesPerSecond: this.options.deleteBytesPerSecond,
+      deleteChunkBytes: this.options.deleteChunkBytes,
+      // Freeing is disk work on the primary's disk: none of it while the primary is busy, as for reads and writes.
+      deletesPaused: () => this.busy,
       listener: {
         finalized: (r) => this.queueReceived(r, "received"),
         deleted: (r) => this.queueReceived(r, "deleted"),
         corrupt: (r, reason) => this.onCorrupt(r, reason),
         directWritesOff: (reason) => this.log.warn("writing replicas through the page cache", { reason }),
+        trashFailed: (file, reason) => this.log.warn("could not free a deleted replica", { file, reason }),
       },
     });
     this.storeValue = store;
@@ -324,6 +329,7 @@ export class DataNode {
     await this.web?.stop();
     this.transfer?.close();
     await this.monitor?.stop();
+    await this.storeValue?.close();
     this.stateValue = "stopped";
   }
 

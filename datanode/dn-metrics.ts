@@ -134,6 +134,14 @@ export class DataNodeMetrics implements TransferMetrics {
       },
     });
     new Gauge({
+      name: "harvest_dn_trash_bytes",
+      help: "Bytes of deleted replicas not yet freed (paced deletions; counted as used space until freed)",
+      registers,
+      collect(this: Gauge) {
+        this.set(source.store()?.trashBytes ?? 0);
+      },
+    });
+    new Gauge({
       name: "harvest_dn_corrupt_replicas",
       help: "Replicas found corrupt and not deleted yet",
       registers,

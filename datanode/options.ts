@@ -107,6 +107,16 @@ export interface DataNodeOptions {
   /** Bytes per second one replication may send; 0 means unthrottled. @default 0 */
   replicationBandwidth: number;
   /**
+   * Deleted replicas are freed at most this many bytes per second, cut `deleteChunkBytes` at a time (from `trash/`
+   * in the data directory, datanode/replica-trash.ts), and not at all while the primary is busy: on a disk that
+   * discards freed blocks, a burst of deletions stalls every fsync of the primary's. They count as used space until
+   * freed. 0 removes a replica's files as soon as the namenode deletes it, as stock HDFS does. @default 268435456
+   * (256 MiB/s)
+   */
+  deleteBytesPerSecond: number;
+  /** Bytes a paced deletion frees at a time (a multiple of 4096). @default 8388608 (8 MiB) */
+  deleteChunkBytes: number;
+  /**
    * In a write pipeline, a downstream datanode that acknowledges nothing for this long while a packet waits (alive
    * but silent: keepalives catch only dead peers) fails the pipeline, named, so the writer replaces it. @default 30000
    */
@@ -154,6 +164,8 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     registerTimeoutMs: 3_000,
     maxConcurrentReplications: 2,
     replicationBandwidth: 0,
+    deleteBytesPerSecond: 256 * 1024 * 1024,
+    deleteChunkBytes: 8 * 1024 * 1024,
     pipelineAckTimeoutMs: 30_000,
     keptReplicaTtlMs: 3_600_000,
     ...stripUndefined(partial),
@@ -206,5 +218,9 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     bad("maxConcurrentReplications", "must be a positive integer");
   if (!(Number.isFinite(o.replicationBandwidth) && o.replicationBandwidth >= 0))
     bad("replicationBandwidth", "must be >= 0 (0 = unthrottled)");
+  if (!(Number.isSafeInteger(o.deleteBytesPerSecond) && o.deleteBytesPerSecond >= 0))
+    bad("deleteBytesPerSecond", "must be a non-negative integer (0 = remove replicas at once, unpaced)");
+  if (!(Number.isSafeInteger(o.deleteChunkBytes) && o.deleteChunkBytes >= 4096 && o.deleteChunkBytes % 4096 === 0))
+    bad("deleteChunkBytes", "must be a positive multiple of 4096");
   return o;
 }

@@ -5,7 +5,17 @@
  */
 import type * as grpc from "@grpc/grpc-js";
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import type { AddressInfo, Server } from "node:net";
 import { connect as connectNet, createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -340,6 +350,30 @@ describe("datanode pipeline", () => {
     monitor.set(100);
     await until("the calm state", () => !dn.isPrimaryBusy());
     expect((await readBlock(dn, block)).equals(data)).toBe(true);
+  });
+
+  it("reports a deleted replica at once but frees its space only while the primary is not busy", async () => {
+    const monitor = new StepPrimaryMonitor({ capacityMilli: 1000 });
+    const dn = await startDataNode("deleter", { monitorTickMs: 20, deleteChunkBytes: 64 * 1024 }, monitor);
+    const data = randomBytes(1_000_000);
+    const { block } = await write(dn, [], data);
+    await until("registered", () => dn.isRegistered);
+    monitor.set(950);
+    await until("the busy state", () => dn.isPrimaryBusy());
+    nn.command("deleter", { commands: { delete: [block] } });
+    await until("the deletion report", () =>
+      nn.of("deleter").some((m) => m.received?.deleted.some((b) => b.blockId === block.blockId)),
+    );
+    expect(dn.store.get(block.blockId)).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 300));
+    // Still on the primary's disk, and counted as used: nothing is freed while the primary is busy.
+    expect(dn.store.trashBytes).toBe(data.length);
+    expect(dn.store.usedBytes()).toBe(data.length);
+    const trash = join(dn.options.dataDir, "trash");
+    expect(readdirSync(trash).map((n) => statSync(join(trash, n)).size)).toEqual([data.length]);
+    monitor.set(100);
+    await until("the trash to be freed", () => dn.store.trashBytes === 0 && readdirSync(trash).length === 0);
+    expect(dn.store.usedBytes()).toBe(0);
   });
 
   it("wipes its replicas on Reimage and re-registers empty with a new storage id", async () => {
