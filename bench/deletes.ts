@@ -29,7 +29,7 @@ const FLAGS = {
   "replica-mib": { kind: "int", default: 64, min: 1, help: "size of each replica in MiB" },
   "rate-mib": {
     kind: "int",
-    default: 256,
+    default: 1024,
     min: 1,
     help: "paced deletion: MiB freed per second (deleteBytesPerSecond)",
   },

@@ -110,8 +110,8 @@ export interface DataNodeOptions {
    * Deleted replicas are freed at most this many bytes per second, cut `deleteChunkBytes` at a time (from `trash/`
    * in the data directory, datanode/replica-trash.ts), and not at all while the primary is busy: on a disk that
    * discards freed blocks, a burst of deletions stalls every fsync of the primary's. They count as used space until
-   * freed. 0 removes a replica's files as soon as the namenode deletes it, as stock HDFS does. @default 268435456
-   * (256 MiB/s)
+   * freed. 0 removes a replica's files as soon as the namenode deletes it, as stock HDFS does. @default 1073741824
+   * (1 GiB/s)
    */
   deleteBytesPerSecond: number;
   /** Bytes a paced deletion frees at a time (a multiple of 4096). @default 8388608 (8 MiB) */
@@ -164,7 +164,7 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     registerTimeoutMs: 3_000,
     maxConcurrentReplications: 2,
     replicationBandwidth: 0,
-    deleteBytesPerSecond: 256 * 1024 * 1024,
+    deleteBytesPerSecond: 1024 * 1024 * 1024,
     deleteChunkBytes: 8 * 1024 * 1024,
     pipelineAckTimeoutMs: 30_000,
     keptReplicaTtlMs: 3_600_000,

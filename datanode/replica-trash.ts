@@ -4,11 +4,13 @@
  * Why. Freeing a file is disk work the primary pays for. On a file system that discards freed blocks as it frees
  * them (ext4 or XFS mounted with `discard`, common on SSDs and cloud volumes), the discards of a whole replica go out
  * in one journal commit, and every fsync on that file system waits for it. On the VM where Harvest was measured (ext4,
- * `discard`), a loop of 4 KiB writes + fdatasync standing in for the primary saw p99 0.4 ms idle; while 48 replicas of
- * 64 MiB were deleted at once (the delete commands for a 1 GiB file at replication 3 arrive together), p99 67 ms and
- * max 92 ms; deleted one after another, max 10.6 ms with every deletion stalling one fsync over 5 ms; cut 8 MiB at a
- * time at 256 MiB/s, p99 1.1 ms, max 4.1 ms, none over 5 ms (`npm run bench -- deletes`). RocksDB's DeleteScheduler
- * frees its files the same way (a rename into a trash directory, then truncation in chunks at a rate).
+ * `discard`; `npm run bench -- deletes`), a stand-in primary writing 4 KiB and calling fdatasync every 5 ms saw p99
+ * 0.4-1.1 ms with no deletion; while 48 replicas of 64 MiB were deleted at once (the delete commands for a 1 GiB file at
+ * replication 3 arrive together), p99 57-68 ms, max 65-86 ms; freed 8 MiB at a time, p99 1.4-1.8 ms and max 2.0-2.6 ms
+ * whether paced at 256 MiB/s, 1 GiB/s or not at all (the space came back after 12.7, 3.4 and 1.0 s). There the chunks
+ * did the work; the pace bounds the freeing a disk does per second, for disks whose discards hold up other I/O
+ * (non-queued TRIM), which that VM's does not show. RocksDB's DeleteScheduler frees its files the same way (a rename
+ * into a trash directory, then truncation in chunks at a rate).
  *
  * How. `take` renames a replica's data file into the trash directory (one rename: the replica is gone for readers and
  * reports at once), and a single background loop frees the trash a file at a time, oldest first: cut from its end
