@@ -486,8 +486,7 @@ export class BlockStore {
     this.forget(replica);
     const dir = this.subdir(key.blockId);
     // The data first: a meta left alone by a crash is removed by the next scan.
-    if (this.pacedDeletes) await this.trash.take(join(dir, blockName(replica)));
-    else await rm(join(dir, blockName(replica)), { force: true });
+    await this.removeData(join(dir, blockName(replica)));
     await rm(join(dir, metaName(replica)), { force: true });
     this.listener.deleted?.({ ...replica });
     return true;
@@ -538,8 +537,13 @@ export class BlockStore {
     await this.openTrash();
   }
 
-  private get pacedDeletes(): boolean {
-    return (this.options.deleteBytesPerSecond ?? 0) > 0;
+  /**
+   * @internal Removes a replica's data file (a deletion, or an unfinished replica given up): through the trash when
+   * deletions are paced, at once otherwise or once the store is closed.
+   */
+  async removeData(path: string): Promise<void> {
+    if ((this.options.deleteBytesPerSecond ?? 0) > 0 && !this.trash.closed) await this.trash.take(path);
+    else await rm(path, { force: true });
   }
 
   private async openTrash(): Promise<void> {
@@ -1069,7 +1073,7 @@ export class ReplicaWriter {
       await this.closeFiles();
       this.store.release(this);
       if (this.invalidReason === undefined) {
-        await rm(join(this.rbwDir, blockName(this.block)), { force: true });
+        await this.store.removeData(join(this.rbwDir, blockName(this.block)));
         await rm(join(this.rbwDir, metaName(this.block)), { force: true });
       }
     });

@@ -95,6 +95,11 @@ export class ReplicaTrash {
     return this.queue.length;
   }
 
+  /** Whether `close` was called (`take` then refuses). */
+  get closed(): boolean {
+    return this.stopping.signal.aborted;
+  }
+
   /** Bytes freed since the trash was opened. */
   get freedBytes(): number {
     return this.freed;

@@ -208,6 +208,20 @@ describe("block store with paced deletes", () => {
     await reopened.close();
   });
 
+  it("frees an unfinished replica that is given up through the trash too", async () => {
+    const store = await open();
+    const w = await store.createRbw({ blockId: 5, genStamp: 1 });
+    const data = randomBytes(2 * MiB);
+    await w.write(0, data, chunkChecksums(data));
+    await w.abort();
+    expect(readdirSync(join(dir, "rbw"))).toEqual([]);
+    expect(store.trashBytes).toBe(2 * MiB);
+    paused = false;
+    await store.trashDrained();
+    expect(readdirSync(join(dir, "trash"))).toEqual([]);
+    await store.close();
+  });
+
   it("removes a replica's files at once with the stock setting (0) and never uses the trash", async () => {
     const store = await open({ deleteBytesPerSecond: 0 });
     await writeReplica(store, { blockId: 3, genStamp: 1 }, randomBytes(2 * MiB));
