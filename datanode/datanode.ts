@@ -226,6 +226,8 @@ export class DataNode {
       },
     });
     this.storeValue = store;
+    if (store.trashBytes > 0)
+      this.log.info("freeing deleted replicas left in trash/ by the last run", { bytes: store.trashBytes });
     if (store.scan.rbwRemoved > 0 || store.scan.orphansRemoved > 0)
       this.log.info("removed unfinished replicas", { rbw: store.scan.rbwRemoved, orphans: store.scan.orphansRemoved });
     // Their writers may have been acknowledged: kept until the namenode's lease recovery settles them (or the TTL).
