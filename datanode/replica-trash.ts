@@ -23,6 +23,7 @@
 import { mkdir, readdir, rename, rm, stat, truncate } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
+import { HarvestError } from "../common/errors.js";
 
 /** How often a paused trash asks `paused()` again. */
 const PAUSE_POLL_MS = 250;
@@ -110,8 +111,9 @@ export class ReplicaTrash {
    * is not there is nothing to free.
    */
   async take(path: string): Promise<void> {
-    if (this.stopping.signal.aborted) throw new Error("the trash is closed");
-    // Names sort in arrival order, across restarts too (the time first), and never collide.
+    if (this.stopping.signal.aborted)
+      throw new HarvestError("UNAVAILABLE", "the trash is closed (its datanode is stopping)");
+    // Names sort in arrival order, across restarts too: the time first, then a sequence number.
     this.seq += 1;
     const name = `${Date.now().toString().padStart(15, "0")}-${String(this.seq).padStart(9, "0")}-${basename(path)}`;
     try {
@@ -144,11 +146,13 @@ export class ReplicaTrash {
 
   private kick(): void {
     if (this.running || this.queue.length === 0 || this.stopping.signal.aborted) return;
-    this.running = this.drain().finally(() => {
-      this.running = undefined;
-      if (this.queue.length > 0 && !this.stopping.signal.aborted) this.kick();
-      else for (const w of this.idleWaiters.splice(0)) w();
-    });
+    this.running = this.drain()
+      .catch((err: unknown) => this.options.onError?.(this.options.dir, err))
+      .finally(() => {
+        this.running = undefined;
+        if (this.queue.length > 0 && !this.stopping.signal.aborted) this.kick();
+        else for (const w of this.idleWaiters.splice(0)) w();
+      });
   }
 
   private async drain(): Promise<void> {
