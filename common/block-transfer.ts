@@ -350,7 +350,7 @@ function secureContextOf(security: NonNullable<TransferSecurity>): tls.SecureCon
   if (!context) {
     context = tls.createSecureContext({
       ca: readFileSync(security.ca),
-      ...(security.cert && security.key ? { cert: readFileSync(security.cert), key: readFileSync(security.key) } : {}),
+      ...(withCert ? { cert: readFileSync(security.cert!), key: readFileSync(security.key!) } : {}),
     });
     contextCache.set(key, context);
   }

@@ -2,6 +2,7 @@
 import { isValidHost, isWildcardHost, resolveAdvertiseHost } from "../common/net-address.js";
 import { checkSecurityOptions, invalidOption, stripUndefined } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
+import { DELETE_CHUNK_BYTES } from "./block-store.js";
 import type { PipelineVerify } from "./data-transfer.js";
 
 /** Settings of a datanode. */
@@ -165,7 +166,7 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     maxConcurrentReplications: 2,
     replicationBandwidth: 0,
     deleteBytesPerSecond: 1024 * 1024 * 1024,
-    deleteChunkBytes: 8 * 1024 * 1024,
+    deleteChunkBytes: DELETE_CHUNK_BYTES,
     pipelineAckTimeoutMs: 30_000,
     keptReplicaTtlMs: 3_600_000,
     ...stripUndefined(partial),
