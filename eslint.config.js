@@ -2,7 +2,7 @@
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "proto/generated/**", "coverage/**"] },
+  { ignores: ["dist/**", "node_modules/**", "proto/generated/**", "coverage/**", "build/**"] },
   {
     files: ["**/*.ts"],
     extends: [tseslint.configs.base],

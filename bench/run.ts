@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import type { BenchDefinition } from "./definition.js";
 import { BenchUsageError, describeFlags } from "./flags.js";
 import { cappingBench } from "./capping.js";
+import { checksumsBench } from "./checksums.js";
 import { classifyBench } from "./classify.js";
 import { deletesBench } from "./deletes.js";
 import { dfsBench } from "./dfs.js";
@@ -24,6 +25,7 @@ const BENCHES: readonly BenchDefinition[] = [
   schedulerBench,
   namenodeBench,
   dfsBench,
+  checksumsBench,
   deletesBench,
   classifyBench,
   powerModelBench,

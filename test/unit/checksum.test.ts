@@ -2,7 +2,15 @@
 import { crc32c } from "@node-rs/crc32";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CHUNK_BYTES, checksumsMatch, chunkChecksums, combineChecksums, firstBadChunk } from "../../common/checksum.js";
+import {
+  CHUNK_BYTES,
+  checksumMode,
+  checksumsMatch,
+  chunkChecksums,
+  chunkChecksumsBy,
+  combineChecksums,
+  firstBadChunk,
+} from "../../common/checksum.js";
 
 /** One native call per chunk: the way the checksums were computed before, and an independent oracle. */
 function nativeChunks(data: Buffer, chunk = CHUNK_BYTES): number[] {
@@ -39,6 +47,59 @@ describe("chunk checksums", () => {
     }
     const inner = host.subarray(5, 5 + 3 * CHUNK_BYTES + 9);
     expect(chunkChecksums(inner)).toEqual(nativeChunks(Buffer.from(inner)));
+  });
+
+  it("come from Harvest's native routine, built by npm ci (CI requires it; elsewhere a machine may lack a compiler)", (ctx) => {
+    if (checksumMode() === "per-chunk" && !process.env["CI"]) {
+      console.warn("checksum test: the native routine is not built here (scripts/build-native.mjs); skipped");
+      ctx.skip();
+    }
+    expect(checksumMode()).not.toBe("per-chunk");
+  });
+
+  it("are the same by the CPU's instruction, the native table walk and per-chunk calls, for any chunk size", (ctx) => {
+    if (checksumMode() === "per-chunk") ctx.skip();
+    const sizes = fc.integer({ min: 1, max: 1100 });
+    const offsets = fc.integer({ min: 0, max: 15 });
+    fc.assert(
+      fc.property(packets, sizes, offsets, (data, chunk, skew) => {
+        // At every alignment: the data starts `skew` bytes into other memory.
+        const host = Buffer.alloc(data.length + skew, 0x77);
+        data.copy(host, skew);
+        const view = host.subarray(skew);
+        const oracle = nativeChunks(data, chunk);
+        expect(chunkChecksumsBy("native", view, chunk)).toEqual(oracle);
+        expect(chunkChecksumsBy("native-table", view, chunk)).toEqual(oracle);
+        expect(chunkChecksumsBy("per-chunk", view, chunk)).toEqual(oracle);
+      }),
+    );
+    // A whole 1 MiB packet (the client's) and an empty one.
+    const big = Buffer.alloc(1024 * 1024);
+    for (let i = 0; i < big.length; i++) big[i] = (i * 2654435761) >>> 24;
+    expect(chunkChecksums(big)).toEqual(nativeChunks(big));
+    expect(chunkChecksums(Buffer.alloc(0))).toEqual([]);
+  });
+
+  it("refuse bad arguments at the native routine with an exception, not a crash", async (ctx) => {
+    if (checksumMode() === "per-chunk") ctx.skip();
+    const { createRequire } = await import("node:module");
+    const { packageRoot } = await import("../../common/paths.js");
+    const routine = createRequire(import.meta.url)(`${packageRoot()}/build/Release/harvest_checksums.node`) as {
+      chunks: (...args: unknown[]) => number;
+    };
+    const data = Buffer.alloc(1000, 1);
+    expect(() => routine.chunks("not bytes", 512, new Uint32Array(2))).toThrow(TypeError);
+    expect(() => routine.chunks(new Float64Array(4), 512, new Uint32Array(2))).toThrow(TypeError);
+    expect(() => routine.chunks(data, 0, new Uint32Array(2))).toThrow(RangeError);
+    expect(() => routine.chunks(data, 1.5, new Uint32Array(2))).toThrow(RangeError);
+    expect(() => routine.chunks(data, Number.NaN, new Uint32Array(2))).toThrow(RangeError);
+    expect(() => routine.chunks(data, "512", new Uint32Array(2))).toThrow(TypeError);
+    expect(() => routine.chunks(data, 512, new Uint32Array(1))).toThrow(RangeError);
+    expect(() => routine.chunks(data, 512, [0, 0])).toThrow(TypeError);
+    expect(() => routine.chunks(data, 512)).toThrow(TypeError);
+    const out = new Uint32Array(2);
+    expect(routine.chunks(data, 512, out)).toBe(2);
+    expect([...out]).toEqual(nativeChunks(data));
   });
 
   it("combine to the CRC of the concatenation", () => {
