@@ -187,11 +187,10 @@ export function checksumsMatch(
 
 /** The index of the first chunk of `data` whose CRC32C is not its checksum (-1: none; a missing checksum counts). */
 export function firstBadChunk(data: Uint8Array, checksums: ArrayLike<number>, chunkBytes = CHUNK_BYTES): number {
-  const chunks = Math.ceil(data.length / chunkBytes);
-  for (let i = 0; i < chunks; i++) {
+  const actual = chunkChecksums(data, chunkBytes);
+  for (let i = 0; i < actual.length; i++) {
     const sum = checksums[i];
-    if (sum === undefined) return i;
-    if (crcRange(data, i * chunkBytes, Math.min((i + 1) * chunkBytes, data.length)) !== sum >>> 0) return i;
+    if (sum === undefined || actual[i] !== sum >>> 0) return i;
   }
-  return checksums.length > chunks ? chunks : -1;
+  return checksums.length > actual.length ? actual.length : -1;
 }
