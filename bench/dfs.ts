@@ -36,6 +36,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { localDfsClient, startCluster, stopCluster } from "../cli/cluster.js";
 import { daemonNodeOptions } from "../cli/node-options.js";
+import { clockTicksPerSecond, procStatFields } from "../common/proc-stats.js";
 import { SUBDIR_COUNT } from "../datanode/block-store.js";
 import { daemonEnvironment, TUNABLES_VARIABLE } from "../cli/malloc-tunables.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
@@ -82,6 +83,29 @@ const CP_RUNS = 3;
 const DATANODE_RSS_GOAL_BYTES = 200 * MiB;
 
 /** Resident bytes of a process (VmRSS), 0 when it is gone. */
+/** CPU seconds an operation cost: this process (the client) and the datanodes together. */
+interface CpuSeconds {
+  client: number;
+  datanodes: number;
+}
+
+/** A process's CPU time so far (user + system), in seconds; 0 when it is gone. */
+function processCpuSeconds(pid: number): number {
+  const fields = procStatFields(pid);
+  // utime and stime are fields 14 and 15, at index k - 3.
+  return fields ? (Number(fields[11]) + Number(fields[12])) / clockTicksPerSecond() : 0;
+}
+
+/** Runs `fn` and measures what it cost this process and the processes `pids`. */
+async function withCpu<T>(pids: readonly number[], fn: () => Promise<T>): Promise<[T, CpuSeconds]> {
+  const client0 = process.cpuUsage();
+  const dn0 = pids.map(processCpuSeconds);
+  const out = await fn();
+  const client = process.cpuUsage(client0);
+  const datanodes = pids.reduce((sum, pid, i) => sum + processCpuSeconds(pid) - dn0[i]!, 0);
+  return [out, { client: (client.user + client.system) / 1e6, datanodes }];
+}
+
 function rssBytes(pid: number): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -165,8 +189,12 @@ interface DfsRun {
   putMs: number;
   getMs: number;
   ok: boolean;
+  /** CPU of the timed put and get: the client (this process) and the datanodes. */
+  putCpu: CpuSeconds;
+  getCpu: CpuSeconds;
   /** On the transfer port's runs: the same get by a client reading the replicas' files (short-circuit). */
   localGetMs?: number;
+  localGetCpu?: CpuSeconds;
   localOk?: boolean;
 }
 
@@ -251,21 +279,27 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
               const warmPath = `/bench/warm-r${replication}.bin`;
               await dfs.put(source, warmPath, putOpts);
               await deleteAndSettle(dfs, warmPath, desc);
-              const [, putMs] = await timedAsync(() => dfs.put(source, path, putOpts));
+              const dnPids = desc.nodes.flatMap((n) => (n.datanode ? [n.datanode.pid] : []));
+              const [[, putMs], putCpu] = await withCpu(dnPids, () => timedAsync(() => dfs.put(source, path, putOpts)));
               progress(
                 `${transport}, ${dataPath}: get with replication ${replication} (a warm-up read, then the timed one)`,
               );
               // The first read of a cluster's life warms up the client's and the datanodes' read paths (V8 compiles
               // them as they run, connections open): it ran 1.3-2x slower than the reads after it. It is checked too.
               const warm = await sameAs(dfs.createReadStream(path), source);
-              const [same, getMs] = await timedAsync(() => sameAs(dfs.createReadStream(path), source));
+              const [[same, getMs], getCpu] = await withCpu(dnPids, () =>
+                timedAsync(() => sameAs(dfs.createReadStream(path), source)),
+              );
               const ok = warm && same;
-              const run: DfsRun = { transport, path: dataPath, replication, putMs, getMs, ok };
+              const run: DfsRun = { transport, path: dataPath, replication, putMs, getMs, ok, putCpu, getCpu };
               if (localDfs) {
                 progress(`${transport}: short-circuit get with replication ${replication} (warm-up, then timed)`);
                 const localWarm = await sameAs(localDfs.createReadStream(path), source);
-                const [localSame, localGetMs] = await timedAsync(() => sameAs(localDfs.createReadStream(path), source));
+                const [[localSame, localGetMs], localGetCpu] = await withCpu(dnPids, () =>
+                  timedAsync(() => sameAs(localDfs.createReadStream(path), source)),
+                );
                 run.localGetMs = localGetMs;
+                run.localGetCpu = localGetCpu;
                 run.localOk = localWarm && localSame && localDfs.readStats.shortCircuitReads > 0;
               }
               rows.push(run);
@@ -289,12 +323,20 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
      * One put or get: MB/s, seconds, against both baselines, and whether the bytes came back identical. A put with
      * replication 3 is held against Node's chain of three; a get reads one replica, as Node's single copy does.
      */
-    const dfsRow = (what: string, ms: number, identical: string, node = nodeMs): string[] => [
+    const dfsRow = (
+      what: string,
+      ms: number,
+      identical: string,
+      cpu: CpuSeconds | undefined,
+      node = nodeMs,
+    ): string[] => [
       what,
       fmt(mbps(ms)),
       fmt(ms / 1000, 2),
       ratio(mbps(ms), mbps(cpTotal)),
       ratio(mbps(ms), mbps(node)),
+      cpu ? fmt(cpu.client, 2) : "-",
+      cpu ? fmt(cpu.datanodes, 2) : "-",
       identical,
     ];
     const label = (op: string, r: DfsRun): string =>
@@ -316,14 +358,16 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       `  datanodes write replicas ${f["page-cache"] ? "through the page cache (--page-cache, stock HDFS)" : "with O_DIRECT (directWrites; --page-cache for the page cache)"}`,
       "",
       ...table(
-        ["operation", "MB/s", "seconds", "vs cp+sync", "vs node", "byte-identical"],
+        ["operation", "MB/s", "seconds", "vs cp+sync", "vs node", "client CPU s", "datanodes CPU s", "byte-identical"],
         [
-          ["cp + sync (baseline, fastest of 3)", fmt(mbps(cpTotal)), fmt(cpTotal / 1000, 2), "1.00x", "-"],
+          ["cp + sync (baseline, fastest of 3)", fmt(mbps(cpTotal)), fmt(cpTotal / 1000, 2), "1.00x", "-", "-", "-"],
           [
             "node: file -> TCP -> file",
             fmt(mbps(nodeMs)),
             fmt(nodeMs / 1000, 2),
             ratio(mbps(nodeMs), mbps(cpTotal)),
+            "-",
+            "-",
             "-",
           ],
           [
@@ -332,13 +376,15 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
             fmt(node3Ms / 1000, 2),
             ratio(mbps(node3Ms), mbps(cpTotal)),
             "-",
+            "-",
+            "-",
           ],
           ...rows.flatMap((r) => [
-            dfsRow(label("put", r), r.putMs, "-", r.replication === 3 ? node3Ms : nodeMs),
-            dfsRow(label("get", r), r.getMs, r.ok ? "yes" : "NO"),
+            dfsRow(label("put", r), r.putMs, "-", r.putCpu, r.replication === 3 ? node3Ms : nodeMs),
+            dfsRow(label("get", r), r.getMs, r.ok ? "yes" : "NO", r.getCpu),
             ...(r.localGetMs === undefined
               ? []
-              : [dfsRow(label("get, short-circuit", r), r.localGetMs, r.localOk ? "yes" : "NO")]),
+              : [dfsRow(label("get, short-circuit", r), r.localGetMs, r.localOk ? "yes" : "NO", r.localGetCpu)]),
           ]),
         ],
       ),
@@ -350,6 +396,9 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       "  chained: three such processes, each writing its file and forwarding to the next, as a pipeline of",
       "  replication 3 does. Each is timed after a warm-up transfer, once: its figure swings widely from run to run",
       "  here. Puts with replication 3 are held against the chain in the vs-node column",
+      "  CPU: seconds of user + system time of the timed operation, in the client (this process; a get's includes",
+      "  comparing every byte with the source file) and in all datanodes together. On a VM whose speed drifts, paired",
+      "  runs compare these better than MB/s",
       "",
       ...goalLines(rows, mbps(cpTotal), mbps),
       ...localGoalLines(rows, mbps(cpTotal), mbps),
