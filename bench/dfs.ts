@@ -128,7 +128,7 @@ const TARGET_TLS_GET_RATIO = 0.7;
  * True when `stream` yields exactly the bytes of the local file `source`: each piece compared with the same range of
  * the file (a memcmp, far cheaper than hashing, so the get's figure is the file system's, not the checker's).
  */
-async function sameAs(stream: NodeJS.ReadableStream, source: string): Promise<boolean> {
+export async function sameAs(stream: NodeJS.ReadableStream, source: string): Promise<boolean> {
   const fd = openSync(source, "r");
   try {
     let at = 0;

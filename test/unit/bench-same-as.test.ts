@@ -1,0 +1,41 @@
+/** The dfs bench's byte check: a get counts as identical only when every byte, and no more, matches the source. */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import fc from "fast-check";
+import { afterAll, describe, expect, it } from "vitest";
+import { sameAs } from "../../bench/dfs.js";
+
+const dir = mkdtempSync(join(tmpdir(), "harvest-same-as-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The file's bytes cut into pieces at `cuts` (as a get's stream delivers them). */
+function pieces(data: Buffer, cuts: number[]): Readable {
+  const at = [...new Set(cuts.map((c) => c % (data.length + 1)))].sort((a, b) => a - b);
+  const out = [...at, data.length].map((end, i) => data.subarray(i === 0 ? 0 : at[i - 1]!, end));
+  return Readable.from(out.filter((p) => p.length > 0));
+}
+
+describe("bench dfs byte check", () => {
+  // Larger than the checker's 1 MiB scratch buffer, cut anywhere.
+  const data = randomBytes(9 * 1024 * 1024 + 777);
+  const source = join(dir, "source.bin");
+  writeFileSync(source, data);
+
+  it("accepts the same bytes however they are cut, and refuses a changed, missing or extra byte", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.nat(), { maxLength: 40 }), fc.nat(), async (cuts, where) => {
+        expect(await sameAs(pieces(data, cuts), source)).toBe(true);
+        const changed = Buffer.from(data);
+        const at = where % data.length;
+        changed[at] = changed[at]! ^ 0x01;
+        expect(await sameAs(pieces(changed, cuts), source)).toBe(false);
+        expect(await sameAs(pieces(data.subarray(0, data.length - 1), cuts), source)).toBe(false);
+        expect(await sameAs(pieces(Buffer.concat([data, Buffer.from([0])]), cuts), source)).toBe(false);
+      }),
+      { numRuns: 15 },
+    );
+  });
+});
