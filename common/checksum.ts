@@ -8,9 +8,11 @@
  *   1 GiB the client spent 0.9-1.1 s of CPU with it and 1.3-1.9 s without (replication 1, plaintext). A build without
  *   the routine (no C compiler; scripts/build-native.mjs) makes the per-chunk calls, as does
  *   `HARVEST_NATIVE_CHECKSUMS=0`.
- * - `checksumsMatch` checks a packet in one native call: CRC32C is linear, so the CRC of the whole packet is the fold
- *   of its chunks' CRCs (zlib's crc32_combine), and the fold costs four table lookups a chunk. Only a packet that fails
- *   is walked chunk by chunk (`firstBadChunk`) to name the bad chunk, so the per-chunk granularity on disk stays.
+ * - `checksumsMatch` (the pipeline's last datanode, every reader) checks a packet in one call into the same routine,
+ *   which computes its chunks' CRCs across the pieces the packet came in and compares them. Without the routine, one
+ *   @node-rs/crc32 CRC of the whole packet is held against the fold of its chunk CRCs (CRC32C is linear: zlib's
+ *   crc32_combine; four table lookups a chunk). Either way only a failing packet is walked chunk by chunk to name the
+ *   bad chunk, so the per-chunk granularity on disk stays.
  */
 import { createRequire } from "node:module";
 import { join } from "node:path";
@@ -21,6 +23,17 @@ import { packageRoot } from "./paths.js";
 interface NativeChecksums {
   /** Writes the CRC32C of each `chunkBytes` chunk of `data` to `out` and returns how many. */
   chunks(data: Uint8Array, chunkBytes: number, out: Uint32Array, portable?: boolean): number;
+  /**
+   * The index of the first chunk of `pieces` whose CRC is not the next of `sums[0, count)`, -1 when all match and
+   * there are exactly as many.
+   */
+  verify(
+    pieces: Uint8Array | readonly Uint8Array[],
+    chunkBytes: number,
+    sums: Uint32Array,
+    count: number,
+    portable?: boolean,
+  ): number;
   /** Whether the CPU's CRC32 instruction does the work (else a table walk). */
   hardware(): boolean;
 }
@@ -160,11 +173,22 @@ export function combineChecksums(crcA: number, crcB: number, lengthB: number): n
 }
 
 /**
- * True when `checksums` are the CRC32Cs of `data`'s `chunkBytes` chunks: one native CRC of the whole range against
- * the fold of the chunk CRCs. `data` may come as consecutive pieces (a packet as the socket's chunks hold it): the
- * CRC runs on from piece to piece, nothing is joined.
+ * True when `checksums` are the CRC32Cs of `data`'s `chunkBytes` chunks. `data` may come as consecutive pieces (a
+ * packet as the socket's chunks hold it; a chunk may span two): nothing is joined. With the native routine, one call
+ * computes the chunks' CRCs (three at a time) and compares them; without it, one @node-rs/crc32 CRC of the whole range
+ * is held against the fold of the chunk CRCs (`foldedChecksumsMatch`).
  */
 export function checksumsMatch(
+  data: Uint8Array | readonly Uint8Array[],
+  checksums: ArrayLike<number>,
+  chunkBytes = CHUNK_BYTES,
+): boolean {
+  const bad = nativeBadChunk(data, checksums, chunkBytes);
+  return bad === undefined ? foldedChecksumsMatch(data, checksums, chunkBytes) : bad === -1;
+}
+
+/** `checksumsMatch` by one @node-rs/crc32 CRC of the whole range against the fold of the chunk CRCs. */
+export function foldedChecksumsMatch(
   data: Uint8Array | readonly Uint8Array[],
   checksums: ArrayLike<number>,
   chunkBytes = CHUNK_BYTES,
@@ -185,12 +209,63 @@ export function checksumsMatch(
   return crc >>> 0 === folded;
 }
 
-/** The index of the first chunk of `data` whose CRC32C is not its checksum (-1: none; a missing checksum counts). */
-export function firstBadChunk(data: Uint8Array, checksums: ArrayLike<number>, chunkBytes = CHUNK_BYTES): number {
-  const actual = chunkChecksums(data, chunkBytes);
+/**
+ * The index of the first chunk of `data` (one buffer or consecutive pieces) whose CRC32C is not its checksum (-1:
+ * none; a missing checksum counts, and extra checksums name the chunk after the last).
+ */
+export function firstBadChunk(
+  data: Uint8Array | readonly Uint8Array[],
+  checksums: ArrayLike<number>,
+  chunkBytes = CHUNK_BYTES,
+): number {
+  const bad = nativeBadChunk(data, checksums, chunkBytes);
+  if (bad !== undefined) return bad;
+  return firstMismatch(chunkChecksums(data instanceof Uint8Array ? data : Buffer.concat(data), chunkBytes), checksums);
+}
+
+/** The first index where `actual` and `expected` CRCs differ (see firstBadChunk), or -1. */
+function firstMismatch(actual: readonly number[], expected: ArrayLike<number>): number {
   for (let i = 0; i < actual.length; i++) {
-    const sum = checksums[i];
+    const sum = expected[i];
     if (sum === undefined || actual[i] !== sum >>> 0) return i;
   }
-  return checksums.length > actual.length ? actual.length : -1;
+  return expected.length > actual.length ? actual.length : -1;
+}
+
+/** Pieces the native check takes in one call (native/checksums.c); a packet from TLS comes in about 65. */
+const NATIVE_MAX_PIECES = 1024;
+
+/** The expected CRCs as the native check reads them (grown as packets need). */
+let scratchSums = new Uint32Array(2048);
+
+/** `firstBadChunk` by the native routine; undefined when it is not built or `data` has too many pieces for it. */
+function nativeBadChunk(
+  data: Uint8Array | readonly Uint8Array[],
+  checksums: ArrayLike<number>,
+  chunkBytes: number,
+  portable = false,
+): number | undefined {
+  if (!native || (!(data instanceof Uint8Array) && data.length > NATIVE_MAX_PIECES)) return undefined;
+  const n = checksums.length;
+  if (scratchSums.length < n) scratchSums = new Uint32Array(n);
+  const sums = scratchSums;
+  for (let i = 0; i < n; i++) sums[i] = checksums[i]! >>> 0;
+  return native.verify(data, chunkBytes, sums, n, portable);
+}
+
+/**
+ * `firstBadChunk` by a given way (for tests and the bench): the native check as this CPU runs it, its table walk, or
+ * the per-chunk oracle. Undefined when the routine is not built.
+ */
+export function firstBadChunkBy(
+  mode: "native" | "native-table" | "per-chunk",
+  data: Uint8Array | readonly Uint8Array[],
+  checksums: ArrayLike<number>,
+  chunkBytes = CHUNK_BYTES,
+): number | undefined {
+  if (mode !== "per-chunk") return nativeBadChunk(data, checksums, chunkBytes, mode === "native-table");
+  return firstMismatch(
+    perChunkChecksums(data instanceof Uint8Array ? data : Buffer.concat(data), chunkBytes),
+    checksums,
+  );
 }

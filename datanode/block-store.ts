@@ -943,11 +943,11 @@ export class ReplicaWriter {
           "DATANODE_CHECKSUM_MISMATCH",
           `block ${this.block.blockId}: ${checksums.length} checksums for ${chunks} chunks at offset ${offset}`,
         );
-      // One native CRC of the packet against the fold of its chunk checksums; the bad chunk is named on a failure.
+      // One native call checks the packet (common/checksum.ts); the bad chunk is named on a failure.
       if (!opts.verified && !checksumsMatch(pieces, checksums))
         throw new HarvestError(
           "DATANODE_CHECKSUM_MISMATCH",
-          `block ${this.block.blockId}: checksum mismatch in chunk ${offset / CHUNK_SIZE + Math.max(0, firstBadChunk(Buffer.concat(pieces), checksums))}`,
+          `block ${this.block.blockId}: checksum mismatch in chunk ${offset / CHUNK_SIZE + Math.max(0, firstBadChunk(pieces, checksums))}`,
         );
       this.store.checkSpace(length, this.block.blockId);
       sums = Buffer.allocUnsafe(chunks * 4);

@@ -694,10 +694,10 @@ class WriteSession {
   }
 }
 
-/** The index of a packet's first chunk that fails its checksum, or -1 (one native CRC when all is well). */
+/** The index of a packet's first chunk that fails its checksum, or -1 (one native call when all is well). */
 function badChunk(pieces: Buffer[], checksums: number[]): number {
   if (checksumsMatch(pieces, checksums)) return -1;
-  return Math.max(0, firstBadChunk(Buffer.concat(pieces), checksums));
+  return Math.max(0, firstBadChunk(pieces, checksums));
 }
 
 function protocolError(message: string): HarvestError {

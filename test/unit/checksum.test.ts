@@ -10,6 +10,8 @@ import {
   chunkChecksumsBy,
   combineChecksums,
   firstBadChunk,
+  firstBadChunkBy,
+  foldedChecksumsMatch,
 } from "../../common/checksum.js";
 
 /** One native call per chunk: the way the checksums were computed before, and an independent oracle. */
@@ -97,9 +99,81 @@ describe("chunk checksums", () => {
     expect(() => routine.chunks(data, 512, new Uint32Array(1))).toThrow(RangeError);
     expect(() => routine.chunks(data, 512, [0, 0])).toThrow(TypeError);
     expect(() => routine.chunks(data, 512)).toThrow(TypeError);
+    const verify = (routine as unknown as { verify: (...args: unknown[]) => number }).verify;
+    const sums = Uint32Array.from(nativeChunks(data));
+    expect(verify([data.subarray(0, 300), data.subarray(300)], 512, sums, 2)).toBe(-1);
+    expect(() => verify([data, "not bytes"], 512, sums, 2)).toThrow(TypeError);
+    expect(() => verify(42, 512, sums, 2)).toThrow(TypeError);
+    expect(() => verify(data, 0, sums, 2)).toThrow(RangeError);
+    expect(() => verify(data, 512, [1, 2], 2)).toThrow(TypeError);
+    expect(() => verify(data, 512, sums, 3)).toThrow(RangeError);
+    expect(() => verify(data, 512, sums, -1)).toThrow(RangeError);
+    expect(() => verify(new Array(1025).fill(data.subarray(0, 1)), 512, sums, 2)).toThrow(RangeError);
     const out = new Uint32Array(2);
     expect(routine.chunks(data, 512, out)).toBe(2);
     expect([...out]).toEqual(nativeChunks(data));
+  });
+
+  it("are checked the same by the native routine, its table walk, the fold and per chunk, on pieces cut anywhere", (ctx) => {
+    if (checksumMode() === "per-chunk") ctx.skip();
+    const chunkSizes = fc.constantFrom(CHUNK_BYTES, 1, 7, 64, 100, 4096);
+    fc.assert(
+      fc.property(
+        packets,
+        chunkSizes,
+        fc.array(fc.nat(), { maxLength: 8 }),
+        fc.nat(),
+        fc.constantFrom("good", "flip", "missing", "extra", "wrong"),
+        (data, chunk, cuts, where, damage) => {
+          const at = [...new Set(cuts.map((c) => c % (data.length + 1)))].sort((a, b) => a - b);
+          const sums = nativeChunks(data, chunk);
+          let bytes = data;
+          let expected = -1;
+          if (damage === "flip" && data.length > 0) {
+            bytes = Buffer.from(data);
+            bytes[where % data.length] = bytes[where % data.length]! ^ 0x10;
+            expected = Math.floor((where % data.length) / chunk);
+          } else if (damage === "missing" && sums.length > 0) {
+            sums.pop();
+            expected = sums.length;
+          } else if (damage === "extra") {
+            expected = sums.length;
+            sums.push(0);
+          } else if (damage === "wrong" && sums.length > 0) {
+            const i = where % sums.length;
+            sums[i] = (sums[i]! ^ 0x80000000) >>> 0;
+            expected = i;
+          }
+          const pieces = [...at, bytes.length].map((end, i) => bytes.subarray(i === 0 ? 0 : at[i - 1]!, end));
+          for (const given of [bytes, pieces]) {
+            expect(firstBadChunkBy("native", given, sums, chunk)).toBe(expected);
+            expect(firstBadChunkBy("native-table", given, sums, chunk)).toBe(expected);
+            expect(firstBadChunkBy("per-chunk", given, sums, chunk)).toBe(expected);
+            expect(firstBadChunk(given, sums, chunk)).toBe(expected);
+            expect(checksumsMatch(given, sums, chunk)).toBe(expected === -1);
+            expect(foldedChecksumsMatch(given, sums, chunk)).toBe(expected === -1);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("check a packet of many pieces (more than one native call takes) the same way", () => {
+    const data = Buffer.alloc(CHUNK_BYTES * 8 + 3);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 31) & 0xff;
+    // 2,000 pieces of one or two bytes: past what the native routine takes at once, the fold path checks them.
+    const pieces: Buffer[] = [];
+    for (let at = 0; at < data.length; at += 2) pieces.push(data.subarray(at, Math.min(at + 2, data.length)));
+    expect(pieces.length).toBeGreaterThan(1024);
+    const sums = nativeChunks(data);
+    expect(checksumsMatch(pieces, sums)).toBe(true);
+    const bad = Buffer.from(data);
+    bad[CHUNK_BYTES * 5 + 9] = bad[CHUNK_BYTES * 5 + 9]! ^ 1;
+    const badPieces: Buffer[] = [];
+    for (let at = 0; at < bad.length; at += 2) badPieces.push(bad.subarray(at, Math.min(at + 2, bad.length)));
+    expect(checksumsMatch(badPieces, sums)).toBe(false);
+    expect(firstBadChunk(badPieces, sums)).toBe(5);
   });
 
   it("combine to the CRC of the concatenation", () => {
