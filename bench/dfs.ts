@@ -82,7 +82,6 @@ const CP_RUNS = 3;
 /** Issue 17: a datanode serving 16 concurrent readers stays under this resident size. */
 const DATANODE_RSS_GOAL_BYTES = 200 * MiB;
 
-/** Resident bytes of a process (VmRSS), 0 when it is gone. */
 /** CPU seconds an operation cost: this process (the client) and the datanodes together. */
 interface CpuSeconds {
   client: number;
@@ -106,6 +105,7 @@ async function withCpu<T>(pids: readonly number[], fn: () => Promise<T>): Promis
   return [out, { client: (client.user + client.system) / 1e6, datanodes }];
 }
 
+/** Resident bytes of a process (VmRSS), 0 when it is gone. */
 function rssBytes(pid: number): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));

@@ -1,5 +1,6 @@
 /*
- * Harvest's one native routine: the CRC32C (Castagnoli) of every fixed-size chunk of a buffer, in one call.
+ * Harvest's one native routine: the CRC32C (Castagnoli) of every fixed-size chunk of a buffer, computed or checked in
+ * one call.
  *
  * A writer checksums every 512-byte chunk of the data it stores (HDFS's layout: one CRC per chunk on disk, so a single
  * bad chunk is located). From JavaScript that was one call into a CRC library per chunk, two million calls a GiB, and
