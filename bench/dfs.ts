@@ -261,6 +261,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         nn: { randomizeReadOrder: f["randomize-read-order"] },
       });
       const paths: DataPath[] = f.grpc ? ["transfer port", "gRPC"] : ["transfer port"];
+      const dnPids = desc.nodes.flatMap((n) => (n.datanode ? [n.datanode.pid] : []));
       try {
         for (const dataPath of paths) {
           // As the admin who started it: the admin certificate on the TLS cluster, plaintext on the other.
@@ -279,7 +280,6 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
               const warmPath = `/bench/warm-r${replication}.bin`;
               await dfs.put(source, warmPath, putOpts);
               await deleteAndSettle(dfs, warmPath, desc);
-              const dnPids = desc.nodes.flatMap((n) => (n.datanode ? [n.datanode.pid] : []));
               const [[, putMs], putCpu] = await withCpu(dnPids, () => timedAsync(() => dfs.put(source, path, putOpts)));
               progress(
                 `${transport}, ${dataPath}: get with replication ${replication} (a warm-up read, then the timed one)`,
@@ -304,7 +304,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
               }
               rows.push(run);
               if (replication === 3 && dataPath === "transfer port" && f.readers > 0 && !readersRun) {
-                readersRun = await concurrentReaders(dfs, path, f.readers, source, desc, progress);
+                readersRun = await concurrentReaders(dfs, path, f.readers, source, dnPids, progress);
               }
               await dfs.delete(path);
             }
@@ -449,11 +449,11 @@ async function concurrentReaders(
   path: string,
   readers: number,
   source: string,
-  desc: Awaited<ReturnType<typeof startCluster>>,
+  /** The datanodes' processes, whose resident sizes are sampled. */
+  pids: readonly number[],
   progress: (line: string) => void,
 ): Promise<ReadersRun> {
   progress(`${readers} concurrent readers of ${path}`);
-  const pids = desc.nodes.flatMap((n) => (n.datanode ? [n.datanode.pid] : []));
   let maxRssBytes = 0;
   const sample = (): void => {
     for (const pid of pids) maxRssBytes = Math.max(maxRssBytes, rssBytes(pid));
