@@ -68,6 +68,10 @@ const FLAGS = {
     kind: "bool",
     help: "datanodes write replicas through the page cache (directWrites false, stock HDFS) instead of with O_DIRECT",
   },
+  "buffered-reads": {
+    kind: "bool",
+    help: "datanodes read and verify every piece of a plaintext read before sending it (zeroCopyReads false) instead of sending it from the block file with sendfile",
+  },
   "every-hop": {
     kind: "bool",
     help: "every datanode of a write pipeline verifies packets before it forwards them (pipelineVerify every-hop) instead of only the last",
@@ -256,6 +260,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         dn: {
           shortCircuitReads: true,
           directWrites: !f["page-cache"],
+          zeroCopyReads: !f["buffered-reads"],
           pipelineVerify: f["every-hop"] ? "every-hop" : "tail",
         },
         nn: { randomizeReadOrder: f["randomize-read-order"] },
@@ -355,6 +360,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       `  glibc's malloc (cli/malloc-tunables.ts): ${mallocSetting(process.env)}`,
       `  readers try a block's replicas ${f["randomize-read-order"] ? "in a fresh random order per request (--randomize-read-order)" : "in one order per block (HDFS's default; --randomize-read-order: per request)"}`,
       `  write pipelines verify packets ${f["every-hop"] ? "at every datanode before it forwards them (--every-hop)" : "at their last datanode, as HDFS (pipelineVerify tail; --every-hop: at each)"}`,
+      `  plaintext reads ${f["buffered-reads"] ? "are read and verified by the datanode, then sent (--buffered-reads)" : "send their data from the block files with sendfile (zeroCopyReads; --buffered-reads: read, verify, send)"}`,
       `  datanodes write replicas ${f["page-cache"] ? "through the page cache (--page-cache, stock HDFS)" : "with O_DIRECT (directWrites; --page-cache for the page cache)"}`,
       "",
       ...table(

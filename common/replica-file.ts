@@ -57,7 +57,10 @@ export interface PieceBuffers {
 /** A chunk-aligned piece of a replica with the CRC32C of each of its chunks. */
 export interface ReplicaPiece {
   offset: number;
+  /** The piece's bytes (empty when the range was read without its data: see `ReplicaRange.withData`). */
   data: Buffer;
+  /** Bytes in the piece (`data.length` when the data was read). */
+  length: number;
   checksums: number[];
 }
 
@@ -84,9 +87,16 @@ export interface ReplicaRange {
    * every piece it gets, from any transport). @default true
    */
   verify?: boolean;
+  /**
+   * Read the data. False: only the checksums, for a caller that sends the data from the file itself (a zero-copy
+   * read, datanode/zero-copy.ts); the data file's length is checked once, and nothing is verified here. @default true
+   */
+  withData?: boolean;
   /** The error for a replica that is not what its files should hold (bad header, truncated, bad checksum). */
   corrupt: (reason: string) => Error;
 }
+
+const NO_DATA = Buffer.alloc(0);
 
 /**
  * Yields `length` bytes of a replica from `offset` aligned down to a chunk, in chunk-aligned pieces, each piece's data
@@ -99,13 +109,15 @@ export async function* readReplicaRange(r: ReplicaRange): AsyncGenerator<Replica
   const piece = Math.max(CHUNK_BYTES, Math.floor(r.pieceBytes / CHUNK_BYTES) * CHUNK_BYTES);
   const start = Math.floor(r.offset / CHUNK_BYTES) * CHUNK_BYTES;
   const end = r.length === 0 ? r.numBytes : Math.min(r.numBytes, r.offset + r.length);
+  const withData = r.withData ?? true;
+  if (!withData && start < end && (await r.data.stat()).size < r.numBytes) throw r.corrupt("truncated data file");
   const load = (at: number): Promise<[Buffer, Buffer]> => {
     const len = Math.min(piece, end - at);
     // The stored tail may be shorter than a chunk; a read ending mid-chunk still covers the whole chunk.
     const readLen = Math.min(chunksFor(len) * CHUNK_BYTES, r.numBytes - at);
-    const into = r.buffers && readLen <= r.buffers.bufferBytes ? r.buffers.take() : undefined;
+    const into = withData && r.buffers && readLen <= r.buffers.bufferBytes ? r.buffers.take() : undefined;
     return Promise.all([
-      readFully(r.data, readLen, at, into),
+      withData ? readFully(r.data, readLen, at, into) : Promise.resolve(NO_DATA),
       readFully(r.meta, chunksFor(readLen) * 4, META_HEADER_BYTES + (at / CHUNK_BYTES) * 4),
     ]);
   };
@@ -117,15 +129,15 @@ export async function* readReplicaRange(r: ReplicaRange): AsyncGenerator<Replica
       const [bytes, sums] = await (ahead ?? load(at));
       ahead = (r.readAhead ?? true) && at + piece < end ? load(at + piece) : undefined;
       const n = chunksFor(readLen);
-      if (bytes.length !== readLen || sums.length !== n * 4) throw r.corrupt(`truncated at offset ${at}`);
+      if ((withData && bytes.length !== readLen) || sums.length !== n * 4) throw r.corrupt(`truncated at offset ${at}`);
       const checksums = new Array<number>(n);
       for (let i = 0; i < n; i++) checksums[i] = sums.readUInt32BE(i * 4);
       // The whole piece in one native CRC; only a piece that fails is walked chunk by chunk to name the chunk.
-      if ((r.verify ?? true) && !checksumsMatch(bytes, checksums))
+      if (withData && (r.verify ?? true) && !checksumsMatch(bytes, checksums))
         throw r.corrupt(
           `checksum mismatch in chunk ${at / CHUNK_BYTES + Math.max(0, firstBadChunk(bytes, checksums))}`,
         );
-      yield { offset: at, data: bytes, checksums };
+      yield { offset: at, data: bytes, length: readLen, checksums };
     }
   } finally {
     await ahead?.catch(() => undefined);

@@ -26,7 +26,9 @@ import type { Logger } from "../common/log.js";
 import { identityOfCertificate } from "../common/tls.js";
 import { isLocalPeer } from "../common/net-address.js";
 import type { Identity, TlsFiles } from "../common/tls.js";
-import type { DataTransferService, ReadSink, WriteUpstream } from "./data-transfer.js";
+import type { DataTransferService, FileReadSink, ReadSink, WriteUpstream } from "./data-transfer.js";
+import type { FilePiece } from "./block-store.js";
+import { plainSocketDescriptor, sendFileFrames, zeroCopyAvailable } from "./zero-copy.js";
 import type { ReadBlockRequestOutput } from "../proto/generated/harvest/v1/ReadBlockRequest.js";
 import type { ReadChunk } from "../proto/generated/harvest/v1/ReadChunk.js";
 import type { WriteAck } from "../proto/generated/harvest/v1/WriteAck.js";
@@ -43,6 +45,8 @@ export interface BlockServerHost {
   admit(identity: Identity | undefined, blockToken: string): void;
   /** Whether a client on this server may read replicas from their files (DataNodeOptions.shortCircuitReads). */
   readonly shortCircuitReads: boolean;
+  /** Whether plaintext reads send replica data from its files with sendfile (DataNodeOptions.zeroCopyReads). */
+  readonly zeroCopyReads: boolean;
 }
 
 /**
@@ -224,12 +228,54 @@ export class BlockServer {
   private async read(request: ReadBlockRequestOutput, socket: net.Socket): Promise<void> {
     const cancelled = new AbortController();
     socket.on("close", () => cancelled.abort());
-    const sink = new SocketReadSink(socket);
+    // Plaintext reads send their data from the block file (datanode/zero-copy.ts) unless the datanode is told not to.
+    const zeroCopy = this.host.zeroCopyReads && zeroCopyAvailable() && plainSocketDescriptor(socket) !== undefined;
+    const fileSink = zeroCopy ? new FileSocketSink(socket) : undefined;
     try {
-      await this.host.transfer.serveRead(request, sink, cancelled.signal, TRANSFER_READ_PIECE_BYTES);
+      if (fileSink)
+        await this.host.transfer.serveReadFromFile(request, fileSink, cancelled.signal, TRANSFER_READ_PIECE_BYTES);
+      else
+        await this.host.transfer.serveRead(
+          request,
+          new SocketReadSink(socket),
+          cancelled.signal,
+          TRANSFER_READ_PIECE_BYTES,
+        );
       if (!cancelled.signal.aborted) socket.end(frame(FRAME.END));
     } catch (err) {
-      if (!cancelled.signal.aborted) socket.end(errorFrame(asHarvestError(err)));
+      if (cancelled.signal.aborted) return;
+      // A send that failed may have left a frame half written: an ERROR frame after it would read as data, so the
+      // reader only sees the connection close (and tries another replica).
+      if (fileSink?.broken) socket.destroy();
+      else socket.end(errorFrame(asHarvestError(err)));
+    }
+  }
+}
+
+/** A zero-copy read's pieces as DATA frames: each head from memory, its data from the block file (zero-copy.ts). */
+class FileSocketSink implements FileReadSink {
+  /** A send failed partway: the stream may end inside a frame. */
+  broken = false;
+
+  constructor(private readonly socket: net.Socket) {}
+
+  async sendFromFile(pieces: readonly FilePiece[], cancelled: AbortSignal): Promise<void> {
+    if (pieces.length === 0) return;
+    // The native send writes beside Node's queue for the socket, which must be empty first.
+    if (this.socket.writableLength > 0) await new Promise((resolve) => this.socket.write(Buffer.alloc(0), resolve));
+    const fd = plainSocketDescriptor(this.socket);
+    if (fd === undefined) throw new HarvestError("UNAVAILABLE", "the reader's connection closed");
+    const frames = pieces.map((p) => ({
+      head: dataFrameHead({ seq: 0, offsetInBlock: p.offset, last: false, checksums: p.checksums }, p.length),
+      offset: p.offset,
+      length: p.length,
+    }));
+    try {
+      await sendFileFrames(fd, pieces[0]!.file.fd, frames, cancelled);
+    } catch (err) {
+      this.broken = true;
+      if (isHarvestError(err) && err.code === "DATANODE_CORRUPT_BLOCK") throw pieces[0]!.corrupt(err.message);
+      throw err;
     }
   }
 }

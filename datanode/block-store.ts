@@ -27,7 +27,7 @@ import { mkdir, open, readdir, readFile, rename, rm, stat, statfs, truncate } fr
 import { join } from "node:path";
 import { asHarvestError, errorMessage, HarvestError } from "../common/errors.js";
 import { chunksFor, META_HEADER_BYTES, metaHeader, readReplicaRange } from "../common/replica-file.js";
-import type { PieceBuffers } from "../common/replica-file.js";
+import type { PieceBuffers, ReplicaPiece } from "../common/replica-file.js";
 import { DirectWrites } from "./direct-write.js";
 import { ReplicaTrash } from "./replica-trash.js";
 import { writeAll, writevAll } from "./positional-write.js";
@@ -79,6 +79,16 @@ export interface ReadPiece {
   offset: number;
   data: Buffer;
   checksums: number[];
+}
+
+/** A piece of a replica to send from its file: `length` bytes at `offset` of `file`, with their chunk checksums. */
+export interface FilePiece {
+  offset: number;
+  length: number;
+  checksums: number[];
+  file: FileHandle;
+  /** Marks the replica corrupt (its file turned out shorter than its length) and returns the error to throw. */
+  corrupt: (reason: string) => Error;
 }
 
 /** What the store tells its owner about (the datanode turns these into reports to the namenode). */
@@ -365,6 +375,34 @@ export class BlockStore {
     pieceBytes = READ_PIECE_BYTES,
     opts: { readAhead?: boolean; buffers?: PieceBuffers } = {},
   ): AsyncGenerator<ReadPiece> {
+    for await (const [piece] of this.pieces(block, offset, length, pieceBytes, { ...opts, withData: true }))
+      yield piece!;
+  }
+
+  /**
+   * As `read`, for a caller that sends the bytes from the replica's file itself (a zero-copy read,
+   * datanode/zero-copy.ts): only the checksums are read, and nothing is verified here (the reader verifies); a data
+   * file shorter than the replica throws DATANODE_CORRUPT_BLOCK. Pieces come in batches of at least `batchBytes` (the
+   * last may be smaller), each piece naming its range and the open data file, which stays open while the caller
+   * handles the batch.
+   */
+  async *readForSending(
+    block: BlockKey,
+    offset: number,
+    length: number,
+    pieceBytes: number,
+    batchBytes: number,
+  ): AsyncGenerator<FilePiece[]> {
+    yield* this.pieces(block, offset, length, pieceBytes, { withData: false, batchBytes });
+  }
+
+  private async *pieces(
+    block: BlockKey,
+    offset: number,
+    length: number,
+    pieceBytes: number,
+    opts: { readAhead?: boolean; buffers?: PieceBuffers; withData: boolean; batchBytes?: number },
+  ): AsyncGenerator<Array<ReplicaPiece & Pick<FilePiece, "file" | "corrupt">>> {
     const [key, replica] = this.finalized(block);
     if (!(Number.isSafeInteger(offset) && offset >= 0 && offset <= replica.numBytes))
       throw new HarvestError(
@@ -395,7 +433,7 @@ export class BlockStore {
       }
       // A piece's data and checksums are read together, and (with `readAhead`, the default) the next piece is read
       // while this one is checked and sent: the disk and the socket work at once.
-      yield* readReplicaRange({
+      const pieces = readReplicaRange({
         data,
         meta,
         numBytes: replica.numBytes,
@@ -404,8 +442,22 @@ export class BlockStore {
         pieceBytes,
         readAhead: opts.readAhead ?? true,
         buffers: opts.buffers,
+        withData: opts.withData,
         corrupt,
       });
+      // Batches are yielded inside this `try`: the files stay open while the caller sends from them.
+      let batch: Array<ReplicaPiece & Pick<FilePiece, "file" | "corrupt">> = [];
+      let bytes = 0;
+      for await (const p of pieces) {
+        batch.push(Object.assign(p, { file: data, corrupt }));
+        bytes += p.length;
+        if (bytes >= (opts.batchBytes ?? 0)) {
+          yield batch;
+          batch = [];
+          bytes = 0;
+        }
+      }
+      if (batch.length > 0) yield batch;
     } finally {
       await data?.close();
       await meta?.close();

@@ -30,7 +30,7 @@ import type { ClientSecurity } from "../common/grpc.js";
 import type { Logger } from "../common/log.js";
 import { CHUNK_SIZE, checkBlockKey, READ_PIECE_BYTES } from "./block-store.js";
 import { checksumsMatch, firstBadChunk } from "../common/checksum.js";
-import type { BlockKey, BlockStore, ReplicaWriter } from "./block-store.js";
+import type { BlockKey, BlockStore, FilePiece, ReplicaWriter } from "./block-store.js";
 import { NO_TRANSFER_METRICS } from "./dn-metrics.js";
 import type { TransferMetrics } from "./dn-metrics.js";
 import { ReadBufferPool } from "./read-buffers.js";
@@ -58,6 +58,11 @@ const MAX_UNWRITTEN_BYTES = 8 * 1024 * 1024;
  * sockets busy, and a piece ahead for each would only add to the datanode's memory (16 readers of 512 KiB pieces).
  */
 const READ_AHEAD_MAX_READERS = 4;
+/**
+ * Bytes of a zero-copy read sent per native call (one thread each, datanode/zero-copy.ts): 8 pieces of 512 KiB. The
+ * primary's load is checked between calls, so a busy primary stops a read within a few milliseconds of data.
+ */
+const ZERO_COPY_BATCH_BYTES = 4 * 1024 * 1024;
 /**
  * Free read buffers a datanode keeps per piece size: enough for 16 readers with a piece in the socket and one read
  * ahead each at the transfer port's 512 KiB (more come and go as garbage, as every piece did before the pool).
@@ -92,6 +97,11 @@ export interface WriteUpstream extends Drainable {
 export interface ReadSink extends Drainable {
   /** Sends `piece`; `sent` runs once its bytes are no longer needed (sent, or the sink is gone). */
   write(piece: ReadChunk, sent?: (err?: Error | null) => void): boolean;
+}
+
+/** Where a zero-copy read's pieces go: each batch is sent from its file before the promise resolves. */
+export interface FileReadSink {
+  sendFromFile(pieces: readonly FilePiece[], cancelled: AbortSignal): Promise<void>;
 }
 
 /** What the service needs from its datanode. */
@@ -246,12 +256,8 @@ export class DataTransferService {
     cancelled: AbortSignal,
     pieceBytes = READ_PIECE_BYTES,
   ): Promise<void> {
-    const { host } = this;
-    this.reads++;
-    try {
-      const block = checkBlockKey(req.block);
-      host.checkBlockToken(req.blockToken, block.blockId, "READ");
-      if (host.isPrimaryBusy()) throw this.refuseBusy("read");
+    await this.serving(req, async (block) => {
+      const { host } = this;
       const readAhead = this.reads <= READ_AHEAD_MAX_READERS;
       const buffers = this.readBuffers(pieceBytes);
       for await (const piece of host.store.read(block, req.offset, req.length, pieceBytes, { readAhead, buffers })) {
@@ -262,6 +268,41 @@ export class DataTransferService {
         this.metrics.bytesRead(piece.data.length);
         if (!ok) await drained(sink, cancelled);
       }
+    });
+  }
+
+  /**
+   * As `serveRead`, with the data sent from the replica's file by `sink` (a zero-copy read, datanode/zero-copy.ts):
+   * the datanode reads only the checksums, in batches of ZERO_COPY_BATCH_BYTES, and checks the primary's load before
+   * each batch.
+   */
+  async serveReadFromFile(
+    req: ReadBlockRequestOutput,
+    sink: FileReadSink,
+    cancelled: AbortSignal,
+    pieceBytes: number,
+  ): Promise<void> {
+    await this.serving(req, async (block) => {
+      const { host } = this;
+      const batches = host.store.readForSending(block, req.offset, req.length, pieceBytes, ZERO_COPY_BATCH_BYTES);
+      for await (const batch of batches) {
+        if (cancelled.aborted) return;
+        if (host.isPrimaryBusy()) throw this.refuseBusy("read");
+        await sink.sendFromFile(batch, cancelled);
+        for (const piece of batch) this.metrics.bytesRead(piece.length, true);
+      }
+    });
+  }
+
+  /** Checks a read's block, token and the primary's load, counts it while `send` sends it. */
+  private async serving(req: ReadBlockRequestOutput, send: (block: BlockKey) => Promise<void>): Promise<void> {
+    const { host } = this;
+    this.reads++;
+    try {
+      const block = checkBlockKey(req.block);
+      host.checkBlockToken(req.blockToken, block.blockId, "READ");
+      if (host.isPrimaryBusy()) throw this.refuseBusy("read");
+      await send(block);
       this.metrics.blockRead();
     } catch (err) {
       if (!isHarvestError(err)) host.log.warn("read failed", { error: errorMessage(err) });

@@ -29,6 +29,7 @@ import { BlockStore, checkBlockKey } from "./block-store.js";
 import type { StoredReplica } from "./block-store.js";
 import { DataTransferService } from "./data-transfer.js";
 import { BlockServer } from "./block-server.js";
+import { zeroCopyAvailable } from "./zero-copy.js";
 import type { Identity } from "../common/tls.js";
 import { DataNodeMetrics } from "./dn-metrics.js";
 import { resolveDataNodeOptions } from "./options.js";
@@ -190,6 +191,17 @@ export class DataNode {
     return this.busy;
   }
 
+  /**
+   * Whether reads on the transfer port send replica data from its files (zero-copy.ts): "on"; "off" (configured so,
+   * or no transfer port); "TLS" (a secure cluster encrypts in the process); "unavailable" (the native routine was not
+   * built, or HARVEST_ZERO_COPY_READS=0).
+   */
+  get zeroCopyReadsState(): "on" | "off" | "TLS" | "unavailable" {
+    if (!this.options.zeroCopyReads || this.options.transferPort < 0) return "off";
+    if (this.options.tls) return "TLS";
+    return zeroCopyAvailable() ? "on" : "unavailable";
+  }
+
   /** Transfers in progress: pipeline writes, reads and replications. */
   get activeTransfers(): number {
     return (this.transfer?.activeTransfers ?? 0) + this.replicating;
@@ -286,6 +298,7 @@ export class DataNode {
           log: this.log,
           admit: (identity, token) => this.admitTransfer(identity, token),
           shortCircuitReads: this.options.shortCircuitReads,
+          zeroCopyReads: this.options.zeroCopyReads,
         },
         this.options.tls,
       );
@@ -301,6 +314,7 @@ export class DataNode {
       replicas: store.scan.replicas,
       capacityBytes: store.capacityBytes,
       directWrites: store.directWritesState,
+      zeroCopyReads: this.zeroCopyReadsState,
       primary: this.monitor.source,
     });
   }

@@ -19,8 +19,8 @@ export interface TransferMetrics {
   bytesWritten(bytes: number): void;
   /** A replica was written through a pipeline to the end (finalized here and acknowledged upstream). */
   blockWritten(): void;
-  /** Bytes sent to a reader. */
-  bytesRead(bytes: number): void;
+  /** Bytes sent to a reader; `fromFile`: by sendfile, straight from the replica's file (zeroCopyReads). */
+  bytesRead(bytes: number, fromFile?: boolean): void;
   /** A read was served to its end. */
   blockRead(): void;
   /** An operation was refused because the primary tenant is busy. */
@@ -52,6 +52,7 @@ export class DataNodeMetrics implements TransferMetrics {
   readonly registry: Registry;
   private readonly written: Counter;
   private readonly read: Counter;
+  private readonly readFromFile: Counter;
   private readonly blocksWrittenTotal: Counter;
   private readonly blocksReadTotal: Counter;
   private readonly replications: Counter;
@@ -74,6 +75,11 @@ export class DataNodeMetrics implements TransferMetrics {
     this.read = new Counter({
       name: "harvest_dn_bytes_read_total",
       help: "Bytes of replicas sent to readers",
+      registers,
+    });
+    this.readFromFile = new Counter({
+      name: "harvest_dn_bytes_read_zero_copy_total",
+      help: "Bytes of replicas sent to readers straight from their files by sendfile (zeroCopyReads), part of harvest_dn_bytes_read_total",
       registers,
     });
     this.blocksWrittenTotal = new Counter({
@@ -202,8 +208,9 @@ export class DataNodeMetrics implements TransferMetrics {
   }
 
   /** See TransferMetrics. */
-  bytesRead(bytes: number): void {
+  bytesRead(bytes: number, fromFile = false): void {
     this.read.inc(bytes);
+    if (fromFile) this.readFromFile.inc(bytes);
   }
 
   /** See TransferMetrics. */

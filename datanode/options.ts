@@ -38,6 +38,14 @@ export interface DataNodeOptions {
    */
   directWrites: boolean;
   /**
+   * Send the data of reads on the plaintext transfer port straight from the block files with sendfile (HDFS's
+   * `transferTo`, datanode/zero-copy.ts): the bytes never enter the datanode, which reads only their checksums; the
+   * client verifies every chunk and reports a bad replica to the namenode. false reads every piece into memory and
+   * verifies it before sending (as reads over TLS and gRPC always do). Without the native routine (no C compiler at
+   * build) reads take that path anyway. @default true
+   */
+  zeroCopyReads: boolean;
+  /**
    * Which datanodes of a write pipeline verify each packet's checksums on its way in: "tail", only the last one, as
    * HDFS does (the others forward and write it, and check their copy on disk only when downstream reports a mismatch,
    * to name the node that first got it bad); "every-hop", each node before it forwards, so a bad packet never travels
@@ -144,6 +152,7 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     transferPort: 0,
     shortCircuitReads: false,
     directWrites: true,
+    zeroCopyReads: true,
     pipelineVerify: "tail",
     dataDirMode: "700",
     httpHost: "",
@@ -185,6 +194,7 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     bad("transferPort", "must be an integer in 0..65535, or -1 for none");
   if (typeof o.shortCircuitReads !== "boolean") bad("shortCircuitReads", "must be true or false");
   if (typeof o.directWrites !== "boolean") bad("directWrites", "must be true or false");
+  if (typeof o.zeroCopyReads !== "boolean") bad("zeroCopyReads", "must be true or false");
   if (o.pipelineVerify !== "tail" && o.pipelineVerify !== "every-hop")
     bad("pipelineVerify", 'must be "tail" (the pipeline\'s last datanode verifies) or "every-hop"');
   if (o.dataDirMode !== "700" && o.dataDirMode !== "750")

@@ -1,19 +1,21 @@
-// Builds Harvest's native checksum routine (native/checksums.c, binding.gyp) into build/Release/ with npm's own
-// node-gyp, when it is out of date. It is optional: on a machine without a C compiler (or without Node's headers and
-// no network to fetch them) the build warns and the data path computes chunk checksums one library call per chunk
-// (common/checksum.ts), as before. `HARVEST_REQUIRE_NATIVE=1` (CI) makes a failed build an error instead.
+// Builds Harvest's two native routines (binding.gyp) into build/Release/ with npm's own node-gyp, when they are out of
+// date: the chunk checksums of a packet in one call (native/checksums.c) and zero-copy sends of replica data
+// (native/sendfile.c). They are optional: on a machine without a C compiler (or without Node's headers and no network
+// to fetch them) the build warns, the data path computes chunk checksums one library call per chunk
+// (common/checksum.ts), and datanodes read replica data into memory to send it (datanode/zero-copy.ts).
+// `HARVEST_REQUIRE_NATIVE=1` (CI) makes a failed build an error instead.
 import { spawnSync } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const output = join(root, "build", "Release", "harvest_checksums.node");
-const inputs = [join(root, "binding.gyp"), join(root, "native", "checksums.c")];
+const outputs = ["harvest_checksums", "harvest_sendfile"].map((t) => join(root, "build", "Release", `${t}.node`));
+const inputs = [join(root, "binding.gyp"), join(root, "native", "checksums.c"), join(root, "native", "sendfile.c")];
 const required = process.env.HARVEST_REQUIRE_NATIVE === "1";
 
 const mtime = (p) => statSync(p).mtimeMs;
-if (existsSync(output) && inputs.every((p) => mtime(p) <= mtime(output))) process.exit(0);
+if (outputs.every((o) => existsSync(o) && inputs.every((p) => mtime(p) <= mtime(o)))) process.exit(0);
 
 // npm tells its scripts where its node-gyp is; run by hand, it sits beside npm in Node's installation.
 const candidates = [
@@ -23,7 +25,7 @@ const candidates = [
 const gyp = candidates.find((p) => existsSync(p));
 
 function giveUp(why) {
-  const message = `harvest: the native checksum routine was not built (${why}); chunk checksums fall back to one call per chunk`;
+  const message = `harvest: the native routines were not built (${why}); chunk checksums fall back to one call per chunk, and datanodes send reads from memory`;
   if (required) {
     console.error(`${message}, and HARVEST_REQUIRE_NATIVE=1 asks for it`);
     process.exit(1);
@@ -37,7 +39,7 @@ const args = [gyp, "rebuild", "--silent"];
 // `npm run` passes npm's nodedir (Node's headers on this machine) to its scripts; node-gyp run by hand does not read it.
 if (process.env.npm_config_nodedir) args.push(`--nodedir=${process.env.npm_config_nodedir}`);
 const run = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8" });
-if (run.status !== 0 || !existsSync(output)) {
+if (run.status !== 0 || !outputs.every((o) => existsSync(o))) {
   const detail = `${run.stderr ?? ""}${run.stdout ?? ""}`.trim().split("\n").slice(-8).join("\n");
   if (detail) console.warn(detail);
   giveUp(run.error ? run.error.message : `node-gyp exited with ${run.status}`);
