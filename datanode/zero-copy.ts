@@ -17,7 +17,7 @@
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import type * as net from "node:net";
-import { HarvestError } from "../common/errors.js";
+import { errorMessage, HarvestError } from "../common/errors.js";
 import { packageRoot } from "../common/paths.js";
 
 /** The native routine (native/sendfile.c). */
@@ -90,22 +90,29 @@ export function sendFileFrames(
   if (signal?.aborted) return Promise.reject(cancelledError());
   const n = native;
   return new Promise<number>((resolve, reject) => {
+    let job: object;
     const onAbort = (): void => n.cancel(job);
-    const job = n.send(
-      socketFd,
-      fileFd,
-      frames.map((f) => f.head),
-      frames.map((f) => f.offset),
-      frames.map((f) => f.length),
-      (error, sent) => {
-        signal?.removeEventListener("abort", onAbort);
-        if (error === null) resolve(sent);
-        else if (error === "ECANCELED") reject(cancelledError());
-        else if (error === "EOF")
-          reject(new HarvestError("DATANODE_CORRUPT_BLOCK", "the block file is shorter than its replica's length"));
-        else reject(new HarvestError("UNAVAILABLE", `sending block data failed: ${error}`));
-      },
-    );
+    try {
+      job = n.send(
+        socketFd,
+        fileFd,
+        frames.map((f) => f.head),
+        frames.map((f) => f.offset),
+        frames.map((f) => f.length),
+        (error, sent) => {
+          signal?.removeEventListener("abort", onAbort);
+          if (error === null) resolve(sent);
+          else if (error === "ECANCELED") reject(cancelledError());
+          else if (error === "EOF")
+            reject(new HarvestError("DATANODE_CORRUPT_BLOCK", "the block file is shorter than its replica's length"));
+          else reject(new HarvestError("UNAVAILABLE", `sending block data failed: ${error}`));
+        },
+      );
+    } catch (err) {
+      // Bad frames (a TypeError), or no descriptor or thread to be had: nothing was sent.
+      reject(new HarvestError("UNAVAILABLE", `cannot send block data: ${errorMessage(err)}`, { cause: err }));
+      return;
+    }
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }

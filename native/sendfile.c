@@ -152,9 +152,11 @@ static void *run(void *arg) {
   pthread_mutex_unlock(&job->lock);
   close(job->file_fd);
   job->error = err;
-  /* The JavaScript callback runs later on the loop's thread (call_done), then drops the thread's reference. */
-  napi_call_threadsafe_function(job->done, job, napi_tsfn_blocking);
-  napi_release_threadsafe_function(job->done, napi_tsfn_release);
+  /* The JavaScript callback runs later on the loop's thread (call_done), then drops the thread's reference; when the
+     environment is going away it never runs, and the reference is dropped here. */
+  napi_threadsafe_function done = job->done;
+  if (napi_call_threadsafe_function(done, job, napi_tsfn_blocking) != napi_ok) job_release(job);
+  napi_release_threadsafe_function(done, napi_tsfn_release);
   return NULL;
 }
 
@@ -222,6 +224,7 @@ static napi_value Send(napi_env env, napi_callback_info info) {
 
   job_t *job = calloc(1, sizeof(job_t));
   if (!job) return throw_type(env, "out of memory");
+  pthread_mutex_init(&job->lock, NULL);
   job->frames = frames;
   job->head_lengths = calloc(frames, sizeof(size_t));
   job->offsets = calloc(frames, sizeof(int64_t));
@@ -242,14 +245,15 @@ static napi_value Send(napi_env env, napi_callback_info info) {
   }
   if (ok) job->heads = malloc(total > 0 ? total : 1);
   ok = ok && job->heads;
-  for (uint32_t i = 0, at = 0; ok && i < frames; i++) {
+  size_t at = 0;
+  for (uint32_t i = 0; ok && i < frames; i++) {
     napi_value h;
     size_t len = 0;
     void *data = NULL;
     napi_get_element(env, argv[2], i, &h);
     napi_get_buffer_info(env, h, &data, &len);
     memcpy(job->heads + at, data, len);
-    at += (uint32_t)len;
+    at += len;
   }
   ok = ok && get_i64_array(env, argv[3], frames, job->offsets) && get_i64_array(env, argv[4], frames, job->lengths);
   if (!ok) {
@@ -267,7 +271,6 @@ static napi_value Send(napi_env env, napi_callback_info info) {
     napi_throw_error(env, errno_name(e), "cannot duplicate the socket's or the file's descriptor");
     return NULL;
   }
-  pthread_mutex_init(&job->lock, NULL);
   job->refs = 2;
 
   napi_value name, handle;
