@@ -356,7 +356,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       "       the second read of the file is timed (the first warms the read path up)",
       "  get, short-circuit: the same, by a client that reads the replicas' files itself (its datanodes are on its",
       "       server); the other gets read over the network",
-      `  datanodes' Node options (HARVEST_DATANODE_OPTS): ${daemonNodeOptions("datanode").join(" ") || "none"}`,
+      `  datanodes' Node options (HARVEST_DATANODE_OPTS): ${daemonNodeOptions("datanode").join(" ") || "none"}; the client's (this process): ${process.execArgv.join(" ") || "none"}`,
       `  glibc's malloc (cli/malloc-tunables.ts): ${mallocSetting(process.env)}`,
       `  readers try a block's replicas ${f["randomize-read-order"] ? "in a fresh random order per request (--randomize-read-order)" : "in one order per block (HDFS's default; --randomize-read-order: per request)"}`,
       `  write pipelines verify packets ${f["every-hop"] ? "at every datanode before it forwards them (--every-hop)" : "at their last datanode, as HDFS (pipelineVerify tail; --every-hop: at each)"}`,

@@ -19,6 +19,7 @@ import { powerModelBench } from "./powermodel.js";
 import { schedulerBench } from "./scheduler.js";
 import { yieldBench } from "./yield.js";
 import { withMallocTunables } from "../cli/malloc-tunables.js";
+import { missingClientNodeOptions } from "../cli/node-options.js";
 
 const BENCHES: readonly BenchDefinition[] = [
   yieldBench,
@@ -55,10 +56,11 @@ async function main(argv: string[]): Promise<number> {
     // Memory figures need full collections; re-run with the flag rather than report numbers full of garbage.
     const r = spawnSync(
       process.execPath,
-      ["--expose-gc", ...process.execArgv, fileURLToPath(import.meta.url), ...argv],
+      ["--expose-gc", ...missingClientNodeOptions(), ...process.execArgv, fileURLToPath(import.meta.url), ...argv],
       {
         stdio: "inherit",
-        // The clients of the dfs bench run in this process: with the malloc setting `harvest fs put|get` starts with.
+        // The clients of the dfs bench run in this process: with the malloc setting and the Node options that
+        // `harvest fs put|get` starts with.
         env: { ...withMallocTunables(), HARVEST_BENCH_NO_RESPAWN: "1" },
       },
     );

@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 /**
  * The `harvest` command's entry. A command that moves file data (`fs put`, `get`, `cat`) started without glibc's malloc
- * setting runs again with it (cli/malloc-tunables.ts), before the commands are loaded, so that the second start costs
- * a bare Node start, not the whole CLI's. Everything else is cli/harvest-cli.ts.
+ * setting (cli/malloc-tunables.ts) or the data client's Node options (cli/node-options.ts) runs again with them, before
+ * the commands are loaded, so that the second start costs a bare Node start, not the whole CLI's. Everything else is
+ * cli/harvest-cli.ts.
  */
-import { dataCommandRestartEnv, runAgain } from "./malloc-tunables.js";
+import { dataCommandRestartEnv, isDataCommand, runAgain } from "./malloc-tunables.js";
+import { missingClientNodeOptions } from "./node-options.js";
 
 const restartEnv = dataCommandRestartEnv(process.argv);
-if (restartEnv) runAgain(restartEnv);
+const nodeOptions = isDataCommand(process.argv) ? missingClientNodeOptions() : [];
+if (restartEnv || nodeOptions.length > 0) runAgain(restartEnv ?? process.env, nodeOptions);
 else await import("./harvest-cli.js");

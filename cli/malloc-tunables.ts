@@ -73,20 +73,28 @@ export function dataCommandRestartEnv(
   platform: NodeJS.Platform = process.platform,
 ): NodeJS.ProcessEnv | undefined {
   if (platform !== "linux" || env[TUNABLES_VARIABLE] !== undefined) return undefined;
-  const words = argv.slice(2);
-  if (!DATA_COMMANDS.some((c) => c.every((w, i) => words[i] === w))) return undefined;
+  if (!isDataCommand(argv)) return undefined;
   return withMallocTunables(env);
 }
 
 /** Signals a terminal or a supervisor sends that the restarted process must get too. */
 const FORWARDED: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
+/** Whether `argv` (process.argv) is a `harvest` command that moves file data through this process. */
+export function isDataCommand(argv: readonly string[]): boolean {
+  const words = argv.slice(2);
+  return DATA_COMMANDS.some((c) => c.every((w, i) => words[i] === w));
+}
+
 /**
- * Runs this script again, with the same Node options and arguments, under `env`; this process only waits, passes
- * signals on and leaves as the new one does (its exit code, or its signal).
+ * Runs this script again, with `nodeOptions` before the same Node options and arguments, under `env`; this process
+ * only waits, passes signals on and leaves as the new one does (its exit code, or its signal).
  */
-export function runAgain(env: NodeJS.ProcessEnv): void {
-  const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { stdio: "inherit", env });
+export function runAgain(env: NodeJS.ProcessEnv, nodeOptions: readonly string[] = []): void {
+  const child = spawn(process.execPath, [...nodeOptions, ...process.execArgv, ...process.argv.slice(1)], {
+    stdio: "inherit",
+    env,
+  });
   const forward = (signal: NodeJS.Signals): void => {
     child.kill(signal);
   };

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { distEntry, packageRoot } from "../../common/paths.js";
 import { allDaemons, isRunning } from "../../cli/cluster.js";
-import { DEFAULT_NODE_OPTIONS } from "../../cli/node-options.js";
+import { DATA_CLIENT_NODE_OPTIONS, DEFAULT_NODE_OPTIONS } from "../../cli/node-options.js";
 import { MALLOC_TUNABLES, TUNABLES_VARIABLE } from "../../cli/malloc-tunables.js";
 import type { ClusterDescriptor } from "../../cli/cluster.js";
 import { procStatFields } from "../../common/proc-stats.js";
@@ -51,6 +51,8 @@ async function catRestarted(
   then: (cli: number, restarted: number) => void = () => undefined,
 ): Promise<{
   env: Record<string, string>;
+  /** The restarted process's command line. */
+  argv: string[];
   restarted: number;
   stdout: Buffer;
   code: number | null;
@@ -75,10 +77,11 @@ async function catRestarted(
   }
   expect(restarted, "the command started no second process").toBeDefined();
   const restartedEnv = environOf(restarted!);
+  const argv = readFileSync(`/proc/${restarted!}/cmdline`, "utf8").split("\0");
   then(child.pid!, restarted!);
   child.stdout.resume();
   const end = await ended;
-  return { env: restartedEnv, restarted: restarted!, stdout: Buffer.concat(chunks), ...end };
+  return { env: restartedEnv, argv, restarted: restarted!, stdout: Buffer.concat(chunks), ...end };
 }
 
 describe("the harvest CLI", () => {
@@ -166,6 +169,12 @@ describe("the harvest CLI", () => {
     expect(harvest("fs", "put", big, "/inputs/big.bin").code).toBe(0);
     const restarted = await catRestarted("/inputs/big.bin");
     expect(restarted.env[TUNABLES_VARIABLE]).toBe(MALLOC_TUNABLES);
+    // With the data client's Node options too (cli/node-options.ts), given before the script.
+    for (const option of DATA_CLIENT_NODE_OPTIONS)
+      expect(restarted.argv.indexOf(option), restarted.argv.join(" ")).toBeGreaterThan(0);
+    expect(restarted.argv.indexOf(DATA_CLIENT_NODE_OPTIONS[0]!)).toBeLessThan(
+      restarted.argv.findIndex((w) => w.endsWith("harvest.js")),
+    );
     expect(restarted.code).toBe(0);
     expect(restarted.stdout.equals(readFileSync(big))).toBe(true);
     const interrupted = await catRestarted("/inputs/big.bin", (cli) => process.kill(cli, "SIGINT"));

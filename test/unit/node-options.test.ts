@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import {
   DEFAULT_NODE_OPTIONS,
   daemonNodeOptions,
+  missingClientNodeOptions,
   missingNodeOptions,
   nodeOptionsVariable,
 } from "../../cli/node-options.js";
@@ -43,5 +44,18 @@ describe("daemon Node options", () => {
     expect(missingNodeOptions("datanode", ["--initial-old-space-size=128"], {})).toEqual([]);
     expect(missingNodeOptions("nodemanager", [], {})).toEqual([]);
     expect(missingNodeOptions("datanode", [], { HARVEST_DATANODE_OPTS: "" })).toEqual([]);
+  });
+});
+
+describe("a data client's Node options", () => {
+  it("are the datanode's larger initial old space, added unless the process has the option in any size", () => {
+    expect(missingClientNodeOptions([], {})).toEqual(["--initial-old-space-size=128"]);
+    expect(missingClientNodeOptions(["--expose-gc"], { NODE_OPTIONS: "--max-old-space-size=512" })).toEqual([
+      "--initial-old-space-size=128",
+    ]);
+    expect(missingClientNodeOptions(["--initial-old-space-size=128"], {})).toEqual([]);
+    // An operator's own size, on the command line or in NODE_OPTIONS, is kept.
+    expect(missingClientNodeOptions(["--initial-old-space-size=64"], {})).toEqual([]);
+    expect(missingClientNodeOptions([], { NODE_OPTIONS: "--trace-gc --initial-old-space-size=256" })).toEqual([]);
   });
 });
