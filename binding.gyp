@@ -5,13 +5,22 @@
       "sources": ["native/checksums.c"],
       "cflags": ["-O3", "-Wall", "-Wextra"],
       "cflags_c": ["-std=c11"]
-    },
-    {
-      "target_name": "harvest_sendfile",
-      "sources": ["native/sendfile.c"],
-      "cflags": ["-O2", "-Wall", "-Wextra", "-pthread"],
-      "cflags_c": ["-std=gnu11"],
-      "ldflags": ["-pthread"]
     }
+  ],
+  "conditions": [
+    [
+      "OS=='linux'",
+      {
+        "targets": [
+          {
+            "target_name": "harvest_sendfile",
+            "sources": ["native/sendfile.c"],
+            "cflags": ["-O2", "-Wall", "-Wextra", "-pthread"],
+            "cflags_c": ["-std=gnu11"],
+            "ldflags": ["-pthread"]
+          }
+        ]
+      }
+    ]
   ]
 }

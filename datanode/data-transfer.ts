@@ -256,7 +256,7 @@ export class DataTransferService {
     cancelled: AbortSignal,
     pieceBytes = READ_PIECE_BYTES,
   ): Promise<void> {
-    await this.serving(req, async (block) => {
+    await this.serving(req, cancelled, async (block) => {
       const { host } = this;
       const readAhead = this.reads <= READ_AHEAD_MAX_READERS;
       const buffers = this.readBuffers(pieceBytes);
@@ -282,7 +282,7 @@ export class DataTransferService {
     cancelled: AbortSignal,
     pieceBytes: number,
   ): Promise<void> {
-    await this.serving(req, async (block) => {
+    await this.serving(req, cancelled, async (block) => {
       const { host } = this;
       const batches = host.store.readForSending(block, req.offset, req.length, pieceBytes, ZERO_COPY_BATCH_BYTES);
       for await (const batch of batches) {
@@ -294,8 +294,15 @@ export class DataTransferService {
     });
   }
 
-  /** Checks a read's block, token and the primary's load, counts it while `send` sends it. */
-  private async serving(req: ReadBlockRequestOutput, send: (block: BlockKey) => Promise<void>): Promise<void> {
+  /**
+   * Checks a read's block, token and the primary's load, and counts it as a read in progress while `send` sends it
+   * (and as a block read once sent, unless cancelled).
+   */
+  private async serving(
+    req: ReadBlockRequestOutput,
+    cancelled: AbortSignal,
+    send: (block: BlockKey) => Promise<void>,
+  ): Promise<void> {
     const { host } = this;
     this.reads++;
     try {
@@ -303,7 +310,7 @@ export class DataTransferService {
       host.checkBlockToken(req.blockToken, block.blockId, "READ");
       if (host.isPrimaryBusy()) throw this.refuseBusy("read");
       await send(block);
-      this.metrics.blockRead();
+      if (!cancelled.aborted) this.metrics.blockRead();
     } catch (err) {
       if (!isHarvestError(err)) host.log.warn("read failed", { error: errorMessage(err) });
       throw err;

@@ -10,7 +10,9 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const outputs = ["harvest_checksums", "harvest_sendfile"].map((t) => join(root, "build", "Release", `${t}.node`));
+// sendfile(2) as used there is Linux's (binding.gyp builds it only there).
+const targets = process.platform === "linux" ? ["harvest_checksums", "harvest_sendfile"] : ["harvest_checksums"];
+const outputs = targets.map((t) => join(root, "build", "Release", `${t}.node`));
 const inputs = [join(root, "binding.gyp"), join(root, "native", "checksums.c"), join(root, "native", "sendfile.c")];
 const required = process.env.HARVEST_REQUIRE_NATIVE === "1";
 
