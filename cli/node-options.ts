@@ -15,7 +15,7 @@
  * A client that reads or writes file data makes the same buffers, and the same option helps it: `harvest fs put`,
  * `get` and `cat`, and the dfs bench, start again with it (`DATA_CLIENT_NODE_OPTIONS`). Without it the bench's client
  * ran 40-60 full collections in about half of its 1 GiB gets (0.4-1.7 s of user CPU per get, varying with when the
- * collections fell); with it, none, and 0.3-0.6 s (issue 17's note).
+ * collections fell); with it, none after the first get, and 0.3-0.75 s (issue 17's note).
  */
 import { HarvestError } from "../common/errors.js";
 import type { DaemonKind } from "./daemon-kinds.js";
