@@ -105,8 +105,9 @@ static const char *send_all(job_t *job) {
     head_at += head_left;
     while (head_left > 0) {
       if (atomic_load(&job->cancelled)) return "ECANCELED";
-      /* MSG_MORE: the head goes out in the same segments as the start of its data. */
-      ssize_t n = send(job->socket_fd, head, head_left, MSG_NOSIGNAL | MSG_MORE);
+      /* MSG_MORE: the head goes out in the same segments as the start of its data (a head without data is not held
+         back waiting for more). */
+      ssize_t n = send(job->socket_fd, head, head_left, MSG_NOSIGNAL | (job->lengths[i] > 0 ? MSG_MORE : 0));
       if (n > 0) {
         head += n;
         head_left -= (size_t)n;
