@@ -15,10 +15,8 @@
  *   crc32_combine; four table lookups a chunk). Either way only a failing packet is walked chunk by chunk to name the
  *   bad chunk, so the per-chunk granularity on disk stays.
  */
-import { createRequire } from "node:module";
-import { join } from "node:path";
 import { crc32c } from "@node-rs/crc32";
-import { packageRoot } from "./paths.js";
+import { loadNativeAddon } from "./paths.js";
 
 /** Harvest's native routine (native/checksums.c). */
 interface NativeChecksums {
@@ -39,18 +37,8 @@ interface NativeChecksums {
   hardware(): boolean;
 }
 
-function loadNative(): NativeChecksums | undefined {
-  if (process.env["HARVEST_NATIVE_CHECKSUMS"] === "0") return undefined;
-  try {
-    return createRequire(import.meta.url)(
-      join(packageRoot(), "build", "Release", "harvest_checksums.node"),
-    ) as NativeChecksums;
-  } catch {
-    return undefined;
-  }
-}
-
-const native = loadNative();
+const native =
+  process.env["HARVEST_NATIVE_CHECKSUMS"] === "0" ? undefined : loadNativeAddon<NativeChecksums>("harvest_checksums");
 
 /**
  * How chunk checksums are computed in this process: "native" (one call per packet, the CPU's CRC instruction),

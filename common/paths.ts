@@ -1,5 +1,6 @@
 /** Locating the package on disk, whether running from sources (vitest, tsx) or from dist/. */
 import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -16,6 +17,18 @@ export function packageRoot(): string {
   }
   root = dir;
   return root;
+}
+
+/**
+ * One of Harvest's native routines: binding.gyp's target `target`, built into build/Release/ by `npm run build`
+ * (scripts/build-native.mjs); undefined when it was not built or does not load on this machine.
+ */
+export function loadNativeAddon<T>(target: string): T | undefined {
+  try {
+    return createRequire(import.meta.url)(join(packageRoot(), "build", "Release", `${target}.node`)) as T;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The compiled entry point of a program shipped in dist/ (e.g. "jobmanager/main.js"). */

@@ -14,11 +14,9 @@
  * `zeroCopyReads: false` (the baseline), read and verify every piece as before. Where the routine was not built (no C
  * compiler, scripts/build-native.mjs), or on a system without sendfile, reads take the ordinary path.
  */
-import { createRequire } from "node:module";
-import { join } from "node:path";
 import type * as net from "node:net";
 import { errorMessage, HarvestError } from "../common/errors.js";
-import { packageRoot } from "../common/paths.js";
+import { loadNativeAddon } from "../common/paths.js";
 
 /** The native routine (native/sendfile.c). */
 interface NativeSendfile {
@@ -39,18 +37,10 @@ interface NativeSendfile {
   cancel(job: object): void;
 }
 
-function loadNative(): NativeSendfile | undefined {
-  if (process.platform !== "linux" || process.env["HARVEST_ZERO_COPY_READS"] === "0") return undefined;
-  try {
-    return createRequire(import.meta.url)(
-      join(packageRoot(), "build", "Release", "harvest_sendfile.node"),
-    ) as NativeSendfile;
-  } catch {
-    return undefined;
-  }
-}
-
-const native = loadNative();
+const native =
+  process.platform !== "linux" || process.env["HARVEST_ZERO_COPY_READS"] === "0"
+    ? undefined
+    : loadNativeAddon<NativeSendfile>("harvest_sendfile");
 
 /** Whether this process can send replica data with sendfile (the routine is built; HARVEST_ZERO_COPY_READS is not 0). */
 export function zeroCopyAvailable(): boolean {

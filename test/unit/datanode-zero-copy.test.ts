@@ -8,12 +8,11 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
-import { createRequire } from "node:module";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { packageRoot } from "../../common/paths.js";
+import { loadNativeAddon } from "../../common/paths.js";
 import { plainSocketDescriptor, sendFileFrames, zeroCopyAvailable } from "../../datanode/zero-copy.js";
 import type { FileFrame } from "../../datanode/zero-copy.js";
 import { codeOf } from "../error-code.js";
@@ -78,6 +77,10 @@ describe.skipIf(!zeroCopyAvailable())("sending block data from a file with sendf
     file = await open(join(dir, "blk"), "r");
   });
 
+  /** What a reader should get for `frames`: each head, then its range of the file. */
+  const wireBytes = (frames: readonly FileFrame[]): Buffer =>
+    Buffer.concat(frames.flatMap((f) => [f.head, content.subarray(f.offset, f.offset + f.length)]));
+
   afterAll(async () => {
     await file.close();
     rmSync(dir, { recursive: true, force: true });
@@ -92,7 +95,7 @@ describe.skipIf(!zeroCopyAvailable())("sending block data from a file with sendf
         { head: Buffer.from("empty|"), offset: 5000, length: 0 },
         { head: Buffer.from("tail|"), offset: content.length - 1234, length: 1234 },
       ];
-      const expected = Buffer.concat(frames.flatMap((f) => [f.head, content.subarray(f.offset, f.offset + f.length)]));
+      const expected = wireBytes(frames);
       const got = receive(client, expected.length);
       const sent = await sendFileFrames(plainSocketDescriptor(server)!, file.fd, frames);
       expect(sent).toBe(expected.length);
@@ -111,7 +114,7 @@ describe.skipIf(!zeroCopyAvailable())("sending block data from a file with sendf
         offset: i * 8 * MiB,
         length: 8 * MiB,
       }));
-      const expected = Buffer.concat(frames.flatMap((f) => [f.head, content.subarray(f.offset, f.offset + f.length)]));
+      const expected = wireBytes(frames);
       let finished = false;
       const sending = sendFileFrames(plainSocketDescriptor(server)!, file.fd, frames).then((n) => {
         finished = true;
@@ -185,11 +188,11 @@ describe.skipIf(!zeroCopyAvailable())("sending block data from a file with sendf
     }
   });
 
-  it("refuses bad arguments with a TypeError and starts nothing", () => {
-    const native = createRequire(import.meta.url)(join(packageRoot(), "build", "Release", "harvest_sendfile.node")) as {
+  it("refuses bad arguments with a TypeError", () => {
+    const native = loadNativeAddon<{
       send: (...args: unknown[]) => unknown;
       cancel: (job: unknown) => void;
-    };
+    }>("harvest_sendfile")!;
     const noop = (): void => undefined;
     const h = [Buffer.from("h")];
     expect(() => native.send(-1, file.fd, h, [0], [1], noop)).toThrow(TypeError);
