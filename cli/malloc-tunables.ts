@@ -23,6 +23,7 @@
  * and is left alone; unset, Harvest's setting applies. musl and other C libraries ignore the variable.
  */
 import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import type { DaemonKind } from "./daemon-kinds.js";
 
 /** The variable glibc reads its tunables from, once, as a process starts. */
@@ -91,14 +92,17 @@ export function isDataCommand(argv: readonly string[]): boolean {
  * only waits, passes signals on and leaves as the new one does (its exit code, or its signal).
  */
 export function runAgain(env: NodeJS.ProcessEnv, nodeOptions: readonly string[] = []): void {
-  const child = spawn(process.execPath, [...nodeOptions, ...process.execArgv, ...process.argv.slice(1)], {
+  // Listening before the spawn: the child exists (and may be signalled) while `spawn` still waits for its exec, and a
+  // signal this process had no listener for then would end it at once and leave the child running on its own.
+  let child: ChildProcess | undefined;
+  const forward = (signal: NodeJS.Signals): void => {
+    child?.kill(signal);
+  };
+  for (const s of FORWARDED) process.on(s, forward);
+  child = spawn(process.execPath, [...nodeOptions, ...process.execArgv, ...process.argv.slice(1)], {
     stdio: "inherit",
     env,
   });
-  const forward = (signal: NodeJS.Signals): void => {
-    child.kill(signal);
-  };
-  for (const s of FORWARDED) process.on(s, forward);
   child.once("error", (err) => {
     process.stderr.write(`harvest: could not start again with ${TUNABLES_VARIABLE}: ${err.message}\n`);
     process.exit(1);
