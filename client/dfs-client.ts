@@ -9,7 +9,7 @@ import type { WebTokenResponseOutput } from "../proto/generated/harvest/v1/WebTo
 import type * as grpc from "@grpc/grpc-js";
 import { Metadata } from "@grpc/grpc-js";
 import { CHUNK_BYTES, checksumsMatch, chunkChecksums } from "../common/checksum.js";
-import { BlockConnection, packetPieces } from "../common/block-transfer.js";
+import { BlockConnection, dataFrameHeadBytes, packetPieces } from "../common/block-transfer.js";
 import { ByteQueue } from "../common/byte-queue.js";
 import type { BlockReadStream, PacketStream, ReadPiece } from "../common/block-transfer.js";
 import { randomUUID } from "node:crypto";
@@ -602,12 +602,22 @@ class LeaseRenewer {
 }
 
 /**
+ * A packet of a block being written, as the write stream's ReplayArena keeps it: `data`, and the buffer that ends with
+ * it with room for its frame head before (`headRoom`, common/block-transfer.ts), so that a transfer connection sends
+ * head and data as one buffer.
+ */
+interface KeptPacket {
+  data: Buffer;
+  headRoom?: Buffer;
+}
+
+/**
  * One block's write through a pipeline. Packets go out as data arrives; they are kept (copies in the write stream's
  * ReplayArena) until the block's last packet is acknowledged (every replica on disk), so the block can be replayed to
  * a new pipeline if a datanode fails.
  */
 class BlockWrite {
-  readonly packets: Buffer[] = [];
+  readonly packets: KeptPacket[] = [];
   bytes = 0;
   private stream: PacketStream | undefined;
   private failure: HarvestError | undefined;
@@ -682,18 +692,18 @@ class BlockWrite {
     let offset = 0;
     for (const p of this.packets) {
       this.send(p, offset, false);
-      offset += p.length;
+      offset += p.data.length;
     }
   }
 
   /** Sends one packet (and keeps it for a replay). Resolves when the transport can take more. */
-  async add(data: Buffer): Promise<void> {
+  async add(packet: KeptPacket): Promise<void> {
     // Keep the packet before anything can fail: a failover replays exactly what was kept.
-    this.packets.push(data);
+    this.packets.push(packet);
     const offset = this.bytes;
-    this.bytes += data.length;
+    this.bytes += packet.data.length;
     this.throwIfFailed();
-    if (!this.send(data, offset, false)) await this.drained();
+    if (!this.send(packet, offset, false)) await this.drained();
   }
 
   /** Sends the last packet and resolves once every replica has the block on disk. */
@@ -703,7 +713,7 @@ class BlockWrite {
     return new Promise((resolve, reject) => {
       this.lastAcked = resolve;
       this.onFailure = reject;
-      this.send(Buffer.alloc(0), this.bytes, true);
+      this.send({ data: Buffer.alloc(0) }, this.bytes, true);
     });
   }
 
@@ -711,12 +721,12 @@ class BlockWrite {
     this.stream?.end();
   }
 
-  private send(data: Buffer, offset: number, last: boolean): boolean {
+  private send({ data, headRoom }: KeptPacket, offset: number, last: boolean): boolean {
     if (!this.stream) return true;
     this.seq += 1;
     this.packetEnds.set(this.seq, offset + data.length);
     return this.stream.write({
-      data: { seq: this.seq, offsetInBlock: offset, data, checksums: chunkChecksums(data), last },
+      data: { seq: this.seq, offsetInBlock: offset, data, checksums: chunkChecksums(data), last, headRoom },
     });
   }
 
@@ -848,7 +858,9 @@ class DfsWriteStream extends Writable {
   private async sendPacket(data: Buffer): Promise<void> {
     this.current ??= await this.newPipeline([]);
     try {
-      await this.current.add(this.replay.keep(data));
+      // Kept with room for the frame's head before it (the transfer port sends head and data as one buffer).
+      const headRoom = this.replay.keep(data, dataFrameHeadBytes(Math.ceil(data.length / CHUNK_BYTES)));
+      await this.current.add({ data: headRoom.subarray(headRoom.length - data.length), headRoom });
     } catch (err) {
       // The packet was kept: a failover replays it with the rest of the block.
       this.current = await this.failover(this.current, err);
@@ -927,7 +939,7 @@ class DfsWriteStream extends Writable {
     return next;
   }
 
-  private async newPipeline(replay: Buffer[]): Promise<BlockWrite> {
+  private async newPipeline(replay: KeptPacket[]): Promise<BlockWrite> {
     let located: LocatedBlockOutput;
     try {
       located = await this.client.nnCallRetrying("addBlock", this.client.namenode.addBlock, {
@@ -950,7 +962,7 @@ class DfsWriteStream extends Writable {
     const bw = new BlockWrite(this.client, located, (inBlock) => this.progress(base + inBlock));
     for (const p of replay) {
       bw.packets.push(p);
-      bw.bytes += p.length;
+      bw.bytes += p.data.length;
     }
     bw.open();
     return bw;

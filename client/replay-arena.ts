@@ -7,7 +7,7 @@
  * each packet into a few slabs that are reused block after block costs one memcpy a packet and allocates nothing once
  * the first block is written (measured: the client's CPU for a 1 GiB put fell by about half).
  *
- * Slabs grow from 64 KiB to 4 MiB as a stream writes more, so a small file keeps a small slab. A kept copy is valid
+ * Slabs grow from 65 KiB to 4,160 KiB as a stream writes more, so a small file keeps a small slab. A kept copy is valid
  * until `reset`, which the writer calls when every replica has acknowledged the block's last packet.
  *
  * A write stream that completes gives its slabs to its client's `SlabPool`, and the client's next write stream takes
@@ -16,8 +16,13 @@
  * fresh slabs, 18,000 faults; taken from the pool, the same put took under 1,000 and the client's CPU fell from
  * 1.71-1.91 s to 1.31-1.40 s (four puts each way, one client).
  */
-const FIRST_SLAB_BYTES = 64 * 1024;
-const MAX_SLAB_BYTES = 4 * 1024 * 1024;
+/**
+ * Slabs are this times a power of two: 64 KiB and a sixty-fourth more, the room a packet's frame head takes (a 4-byte
+ * CRC per 512-byte chunk, and a header; see `keep`). So a slab of 1 MiB of packets holds them with their heads.
+ */
+const FIRST_SLAB_BYTES = 65 * 1024;
+/** Four 1 MiB packets with their heads' room. */
+const MAX_SLAB_BYTES = 64 * FIRST_SLAB_BYTES;
 
 /** A pool keeps at most this many bytes of free slabs: two blocks of the default size. */
 export const POOL_MAX_FREE_BYTES = 128 * 1024 * 1024;
@@ -95,17 +100,22 @@ export class ReplayArena {
     private readonly pool?: SlabPool,
   ) {}
 
-  /** A copy of `data` that stays as it is until the next `reset`. */
-  keep(data: Uint8Array): Buffer {
-    if (data.length === 0) return Buffer.alloc(0);
+  /**
+   * A copy of `data` that stays as it is until the next `reset`, after `headRoom` bytes of the same slab that are the
+   * caller's (a block writer writes the packet's frame head there: common/block-transfer.ts, `headRoom`). Returns the
+   * room and the copy as one buffer; its last `data.length` bytes are the copy.
+   */
+  keep(data: Uint8Array, headRoom = 0): Buffer {
+    const need = headRoom + data.length;
+    if (need === 0) return Buffer.alloc(0);
     let s = this.slabs[this.slab];
-    if (s && this.used + data.length > s.length) {
+    if (s && this.used + need > s.length) {
       this.slab++;
       this.used = 0;
       s = this.slabs[this.slab];
     }
     // A slab too small for this packet (a later, larger one is made or found) is skipped, not split across.
-    while (s && data.length > s.length) {
+    while (s && need > s.length) {
       this.slab++;
       this.used = 0;
       s = this.slabs[this.slab];
@@ -113,13 +123,13 @@ export class ReplayArena {
     if (!s) {
       // Doubling by multiplication: a 32-bit shift of 64 KiB wraps to 0 after 16 doublings.
       const grown = Math.min(this.maxSlabBytes, FIRST_SLAB_BYTES * 2 ** Math.min(this.slabs.length, 16));
-      s = this.pool ? this.pool.take(data.length, grown) : Buffer.allocUnsafeSlow(Math.max(grown, data.length));
+      s = this.pool ? this.pool.take(need, grown) : Buffer.allocUnsafeSlow(Math.max(grown, need));
       this.slabs.push(s);
       this.slab = this.slabs.length - 1;
     }
-    s.set(data, this.used);
-    const out = s.subarray(this.used, this.used + data.length);
-    this.used += data.length;
+    s.set(data, this.used + headRoom);
+    const out = s.subarray(this.used, this.used + need);
+    this.used += need;
     return out;
   }
 

@@ -84,7 +84,22 @@ export function packetLength(p: { data: Buffer; pieces?: Buffer[] }): number {
 /** What a writer sends on a write stream (the `WritePacket` message of the gRPC service). */
 export interface PacketMessage {
   header?: object;
-  data?: { seq: number; offsetInBlock: number; data: Buffer; pieces?: Buffer[]; checksums: number[]; last: boolean };
+  data?: {
+    seq: number;
+    offsetInBlock: number;
+    data: Buffer;
+    pieces?: Buffer[];
+    checksums: number[];
+    last: boolean;
+    /**
+     * A buffer that ends with `data` (the same memory) and has at least `dataFrameHeadBytes` free before it: a
+     * transfer connection writes the frame's head there and sends head and data as one buffer. TLS encrypts a single
+     * buffer as it is, while a head and data written together are first joined into a new buffer (a copy of every
+     * byte). The room, like the data, must stay as it is until the write is done (a plaintext socket may send from
+     * it later); the gRPC transport ignores it.
+     */
+    headRoom?: Buffer;
+  };
 }
 
 /**
@@ -145,21 +160,45 @@ function protocolError(message: string): HarvestError {
   return new HarvestError("DATANODE_PROTOCOL_ERROR", message);
 }
 
+/** Bytes of a DATA frame's head (frame header, DATA header, checksums) for a packet with `checksums` chunk CRCs. */
+export function dataFrameHeadBytes(checksums: number): number {
+  return 5 + DATA_HEADER_BYTES + 4 * checksums;
+}
+
+type DataHead = { seq: number; offsetInBlock: number; last: boolean; checksums: ArrayLike<number> };
+
 /** The frame header (length and kind) and the DATA header with its checksums; the data goes after them as it is. */
-export function dataFrameHead(
-  p: { seq: number; offsetInBlock: number; last: boolean; checksums: ArrayLike<number> },
-  dataLength: number,
-): Buffer {
-  const n = p.checksums.length;
-  const head = Buffer.allocUnsafe(5 + DATA_HEADER_BYTES + 4 * n);
-  head.writeUInt32BE(1 + DATA_HEADER_BYTES + 4 * n + dataLength, 0);
-  head.writeUInt8(FRAME.DATA, 4);
-  head.writeUIntBE(p.seq, 5, 6);
-  head.writeUIntBE(p.offsetInBlock, 11, 6);
-  head.writeUInt8(p.last ? 1 : 0, 17);
-  head.writeUInt32BE(n, 18);
-  for (let i = 0; i < n; i++) head.writeUInt32BE(p.checksums[i]! >>> 0, 22 + 4 * i);
+export function dataFrameHead(p: DataHead, dataLength: number): Buffer {
+  const head = Buffer.allocUnsafe(dataFrameHeadBytes(p.checksums.length));
+  writeDataFrameHead(p, dataLength, head, 0);
   return head;
+}
+
+/** Writes `dataFrameHead(p, dataLength)` into `target` at `at`. */
+function writeDataFrameHead(p: DataHead, dataLength: number, target: Buffer, at: number): void {
+  const n = p.checksums.length;
+  target.writeUInt32BE(1 + DATA_HEADER_BYTES + 4 * n + dataLength, at);
+  target.writeUInt8(FRAME.DATA, at + 4);
+  target.writeUIntBE(p.seq, at + 5, 6);
+  target.writeUIntBE(p.offsetInBlock, at + 11, 6);
+  target.writeUInt8(p.last ? 1 : 0, at + 17);
+  target.writeUInt32BE(n, at + 18);
+  for (let i = 0; i < n; i++) target.writeUInt32BE(p.checksums[i]! >>> 0, at + 22 + 4 * i);
+}
+
+/**
+ * The frame (head and data) of `p` as one buffer in its `headRoom`, the head written there; undefined when it has no
+ * room, or the room does not end with its data.
+ */
+function frameInHeadRoom(p: NonNullable<PacketMessage["data"]>): Buffer | undefined {
+  const room = p.headRoom;
+  if (!room || p.pieces) return undefined;
+  const { data } = p;
+  const endsWithData = room.buffer === data.buffer && room.byteOffset + room.length === data.byteOffset + data.length;
+  const start = room.length - data.length - dataFrameHeadBytes(p.checksums.length);
+  if (!endsWithData || start < 0) return undefined;
+  writeDataFrameHead(p, data.length, room, start);
+  return room.subarray(start);
 }
 
 /** A frame of `kind` with `body`. */
@@ -460,6 +499,8 @@ export class BlockConnection extends EventEmitter {
     if (msg.header) return this.socket.write(frame(FRAME.WRITE_HEADER, encodeBody("header", msg.header)));
     const p = msg.data;
     if (!p) return true;
+    const whole = frameInHeadRoom(p);
+    if (whole) return this.socket.write(whole);
     this.socket.cork();
     this.socket.write(dataFrameHead(p, packetLength(p)));
     let ok = true;

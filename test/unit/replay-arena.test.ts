@@ -50,7 +50,33 @@ describe("ReplayArena", () => {
   it("keeps a small file's block in a small slab", () => {
     const arena = new ReplayArena();
     arena.keep(randomBytes(1000));
-    expect(arena.capacityBytes).toBeLessThanOrEqual(64 * 1024);
+    expect(arena.capacityBytes).toBeLessThanOrEqual(65 * 1024);
+  });
+
+  it("keeps room before each copy that is the caller's: writing it changes no other packet", () => {
+    const arena = new ReplayArena(1024 * 1024);
+    const sent = [100, 512, 65_536, 300_000, 1, 700_000].map((n) => randomBytes(n));
+    const room = 8214;
+    const kept = sent.map((b) => arena.keep(b, room));
+    kept.forEach((k, i) => {
+      expect(k.length).toBe(room + sent[i]!.length);
+      expect(k.subarray(room).equals(sent[i]!)).toBe(true);
+    });
+    for (const k of kept) k.fill(0xab, 0, room);
+    kept.forEach((k, i) => expect(k.subarray(room).equals(sent[i]!)).toBe(true));
+  });
+
+  it("holds a 64 MiB block of 1 MiB packets, each with its frame head's room, in slabs of four packets", () => {
+    const arena = new ReplayArena();
+    const packet = randomBytes(1024 * 1024);
+    const room = 8214; // a 1 MiB packet's frame head: 2,048 CRCs and the headers
+    for (let b = 0; b < 2; b++) {
+      for (let at = 0; at < 64 * 1024 * 1024; at += packet.length) arena.keep(packet, room);
+      arena.reset();
+    }
+    // 65 KiB to 2,080 KiB slabs first (the smaller ones skipped for a 1 MiB packet), then 4,160 KiB ones of 4 each.
+    expect(arena.slabCount).toBeLessThanOrEqual(22);
+    expect(arena.capacityBytes).toBeLessThan(70 * 1024 * 1024);
   });
 
   it("grows its slabs to 4 MiB: a 64 MiB block of 256 KiB packets fits in a few dozen slabs", () => {
