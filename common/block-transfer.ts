@@ -187,13 +187,11 @@ function writeDataFrameHead(p: DataHead, dataLength: number, target: Buffer, at:
 }
 
 /**
- * The frame (head and data) of `p` as one buffer in its `headRoom`, the head written there; undefined when it has no
- * room, or the room does not end with its data.
+ * The DATA frame of `p` with `data` as one buffer, its head written into `room`: a buffer that ends with `data` (the
+ * same memory) and has room for the head before it. Undefined, and nothing written, when there is no such room.
  */
-function frameInHeadRoom(p: NonNullable<PacketMessage["data"]>): Buffer | undefined {
-  const room = p.headRoom;
-  if (!room || p.pieces) return undefined;
-  const { data } = p;
+export function dataFrameInRoom(p: DataHead, data: Buffer, room: Buffer | undefined): Buffer | undefined {
+  if (!room) return undefined;
   const endsWithData = room.buffer === data.buffer && room.byteOffset + room.length === data.byteOffset + data.length;
   const start = room.length - data.length - dataFrameHeadBytes(p.checksums.length);
   if (!endsWithData || start < 0) return undefined;
@@ -499,7 +497,7 @@ export class BlockConnection extends EventEmitter {
     if (msg.header) return this.socket.write(frame(FRAME.WRITE_HEADER, encodeBody("header", msg.header)));
     const p = msg.data;
     if (!p) return true;
-    const whole = frameInHeadRoom(p);
+    const whole = p.pieces ? undefined : dataFrameInRoom(p, p.data, p.headRoom);
     if (whole) return this.socket.write(whole);
     this.socket.cork();
     this.socket.write(dataFrameHead(p, packetLength(p)));

@@ -12,6 +12,7 @@ import * as tls from "node:tls";
 import type { AddressInfo } from "node:net";
 import {
   dataFrameHead,
+  dataFrameInRoom,
   decodeBody,
   encodeBody,
   errorFrame,
@@ -296,13 +297,14 @@ class SocketReadSink implements ReadSink {
     return this.socket.off(event, listener);
   }
 
-  write(piece: ReadChunk, sent?: (err?: Error | null) => void): boolean {
+  write(piece: ReadChunk, sent?: (err?: Error | null) => void, headRoom?: Buffer): boolean {
     const data = piece.data as Buffer;
-    const checksums = piece.checksums ?? [];
+    const head = { seq: 0, offsetInBlock: Number(piece.offset ?? 0), last: false, checksums: piece.checksums ?? [] };
+    // Head and data as one buffer when the piece's buffer has room for the head: TLS would join them into a new one.
+    const whole = dataFrameInRoom(head, data, headRoom);
+    if (whole) return this.socket.write(whole, sent);
     this.socket.cork();
-    this.socket.write(
-      dataFrameHead({ seq: 0, offsetInBlock: Number(piece.offset ?? 0), last: false, checksums }, data.length),
-    );
+    this.socket.write(dataFrameHead(head, data.length));
     // The bytes are written as they are (no copy): `sent` runs once the socket is done with them.
     const ok = this.socket.write(data, sent);
     this.socket.uncork();

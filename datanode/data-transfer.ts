@@ -36,7 +36,7 @@ import type { TransferMetrics } from "./dn-metrics.js";
 import { ReadBufferPool } from "./read-buffers.js";
 import { drained } from "./stream-util.js";
 import type { Drainable } from "./stream-util.js";
-import { BlockConnection, packetLength, packetPieces } from "../common/block-transfer.js";
+import { BlockConnection, dataFrameHeadBytes, packetLength, packetPieces } from "../common/block-transfer.js";
 import type { PacketStream } from "../common/block-transfer.js";
 import type { DataTransferClient, DataTransferHandlers } from "../proto/generated/harvest/v1/DataTransfer.js";
 import type { DatanodeInfo, DatanodeInfoOutput } from "../proto/generated/harvest/v1/DatanodeInfo.js";
@@ -95,8 +95,11 @@ export interface WriteUpstream extends Drainable {
 
 /** Where a read's pieces go, on either transport; false from `write`: wait for 'drain'. */
 export interface ReadSink extends Drainable {
-  /** Sends `piece`; `sent` runs once its bytes are no longer needed (sent, or the sink is gone). */
-  write(piece: ReadChunk, sent?: (err?: Error | null) => void): boolean;
+  /**
+   * Sends `piece`; `sent` runs once its bytes are no longer needed (sent, or the sink is gone). `headRoom`, when
+   * given, ends with the piece's data and has free room before it, for a frame head (PacketMessage.headRoom).
+   */
+  write(piece: ReadChunk, sent?: (err?: Error | null) => void, headRoom?: Buffer): boolean;
 }
 
 /** Where a zero-copy read's pieces go: each batch is sent from its file before the promise resolves. */
@@ -171,7 +174,12 @@ export class DataTransferService {
   readBuffers(pieceBytes: number): ReadBufferPool {
     let pool = this.readPools.get(pieceBytes);
     if (!pool) {
-      pool = new ReadBufferPool(pieceBytes, READ_BUFFERS_KEPT_BYTES);
+      // With room for a transfer frame's head before each piece (SocketReadSink sends the two as one buffer).
+      pool = new ReadBufferPool(
+        pieceBytes,
+        READ_BUFFERS_KEPT_BYTES,
+        dataFrameHeadBytes(Math.ceil(pieceBytes / CHUNK_SIZE)),
+      );
       this.readPools.set(pieceBytes, pool);
     }
     return pool;
@@ -264,7 +272,7 @@ export class DataTransferService {
         if (cancelled.aborted) return;
         // The primary wins mid-read too: the reader moves on to another replica.
         if (host.isPrimaryBusy()) throw this.refuseBusy("read");
-        const ok = sink.write(piece, () => buffers.give(piece.data));
+        const ok = sink.write(piece, () => buffers.give(piece.data), buffers.roomFor(piece.data));
         this.metrics.bytesRead(piece.data.length);
         if (!ok) await drained(sink, cancelled);
       }

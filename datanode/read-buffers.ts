@@ -11,6 +11,10 @@
  * A buffer is lent once and taken back once: `give` ignores a buffer it did not lend or already has back, so a
  * callback that fires twice can never hand one buffer to two reads (which would send one read's bytes to another).
  * A buffer never given back (a read cut short) is simply collected.
+ *
+ * Each buffer starts with `headRoom` bytes before the part lent for data, free for the frame head the piece goes out
+ * with (common/block-transfer.ts, `dataFrameInRoom`): a TLS connection then encrypts head and data as one buffer
+ * instead of joining them into a new one first.
  */
 export class ReadBufferPool {
   private readonly free: ArrayBuffer[] = [];
@@ -23,13 +27,16 @@ export class ReadBufferPool {
   /**
    * @param bufferBytes size of every buffer (the read's piece size)
    * @param maxFreeBytes free buffers kept at most (more given back are dropped), in bytes
+   * @param headRoom bytes before each buffer's data, free for a frame head (`roomFor`)
    */
   constructor(
     readonly bufferBytes: number,
     maxFreeBytes: number,
+    readonly headRoom = 0,
   ) {
     if (!(Number.isSafeInteger(bufferBytes) && bufferBytes > 0)) throw new RangeError("bufferBytes must be > 0");
-    this.maxFree = Math.max(0, Math.floor(maxFreeBytes / bufferBytes));
+    if (!(Number.isSafeInteger(headRoom) && headRoom >= 0)) throw new RangeError("headRoom must be >= 0");
+    this.maxFree = Math.max(0, Math.floor(maxFreeBytes / (bufferBytes + headRoom)));
   }
 
   /** Free buffers held now. */
@@ -42,9 +49,19 @@ export class ReadBufferPool {
     this.takes++;
     let ab = this.free.pop();
     if (ab) this.reuses++;
-    else ab = Buffer.allocUnsafeSlow(this.bufferBytes).buffer as ArrayBuffer;
+    else ab = Buffer.allocUnsafeSlow(this.headRoom + this.bufferBytes).buffer as ArrayBuffer;
     this.lent.add(ab);
-    return Buffer.from(ab, 0, this.bufferBytes);
+    return Buffer.from(ab, this.headRoom, this.bufferBytes);
+  }
+
+  /**
+   * For `view`, data in a buffer lent now: the same memory from the start of its head room to the end of `view`, for a
+   * frame head to be written just before the data. Undefined when `view` is in no buffer lent now, or has less room.
+   */
+  roomFor(view: Uint8Array): Buffer | undefined {
+    const ab = view.buffer as ArrayBuffer;
+    if (this.headRoom === 0 || !this.lent.has(ab) || view.byteOffset < this.headRoom) return undefined;
+    return Buffer.from(ab, 0, view.byteOffset + view.length);
   }
 
   /** Takes back a buffer from `take` (or any view of one); anything else is ignored. */

@@ -24,6 +24,8 @@ const KiB = 1024;
 /** A sink that holds every piece's buffer for a random few milliseconds before it copies the bytes and lets go. */
 class SlowSink extends EventEmitter implements ReadSink {
   readonly parts: Buffer[] = [];
+  /** Pieces that came with a head room. */
+  rooms = 0;
   private pending = 0;
   constructor(private readonly rng: SeededRng) {
     super();
@@ -31,8 +33,13 @@ class SlowSink extends EventEmitter implements ReadSink {
   get writableNeedDrain(): boolean {
     return this.pending >= 2;
   }
-  write(piece: ReadChunk, sent?: (err?: Error | null) => void): boolean {
+  write(piece: ReadChunk, sent?: (err?: Error | null) => void, headRoom?: Buffer): boolean {
     const data = piece.data as Buffer;
+    // Whatever a socket sink writes into the room before the data (a frame head) must leave every piece's bytes alone.
+    if (headRoom) {
+      this.rooms++;
+      headRoom.fill(0xff, 0, headRoom.length - data.length);
+    }
     const slot = this.parts.length;
     this.parts.push(Buffer.alloc(0));
     this.pending++;
@@ -75,6 +82,25 @@ describe("a datanode's read buffers", () => {
     expect(c.length).toBe(64 * KiB);
     for (const x of [b, c, d]) pool.give(x);
     expect(pool.freeBuffers).toBe(2); // the cap: 128 KiB of free buffers
+  });
+
+  it("lends each buffer with room before its data, given for a buffer lent now and only for one", () => {
+    const pool = new ReadBufferPool(64 * KiB, 128 * KiB, 4118);
+    const a = pool.take();
+    expect(a.length).toBe(64 * KiB);
+    a.fill(7);
+    const piece = a.subarray(0, 10 * KiB);
+    const room = pool.roomFor(piece)!;
+    expect(room.length).toBe(4118 + piece.length);
+    expect(room.subarray(4118).equals(piece)).toBe(true);
+    room.fill(0xff, 0, 4118);
+    expect(a.every((x) => x === 7)).toBe(true);
+    expect(pool.roomFor(a.subarray(1))).toBeDefined(); // more room than asked for is still room
+    expect(pool.roomFor(Buffer.alloc(10))).toBeUndefined(); // never lent
+    expect(pool.roomFor(Buffer.from(a.buffer, 100, 10))).toBeUndefined(); // less than the head room before it
+    pool.give(a);
+    expect(pool.roomFor(piece)).toBeUndefined(); // given back: the room is the pool's again
+    expect(new ReadBufferPool(64 * KiB, 128 * KiB).roomFor(new ReadBufferPool(64 * KiB, 0).take())).toBeUndefined();
   });
 
   it("never has one buffer lent twice, whatever the order of takes and gives", () => {
@@ -133,6 +159,8 @@ describe("a datanode's read buffers", () => {
       ),
     );
     for (const r of reads) expect((await r.sink.settled()).equals(r.b.data.subarray(r.offset))).toBe(true);
+    // Every piece came with room for its frame head, which the sink wrote over.
+    expect(reads.every((r) => r.sink.rooms === r.sink.parts.length)).toBe(true);
     const pool = svc.readBuffers(pieceBytes);
     expect(pool.reuses).toBeGreaterThan(pool.takes / 2);
   });
