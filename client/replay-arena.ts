@@ -24,7 +24,7 @@ const FIRST_SLAB_BYTES = 65 * 1024;
 /** Four 1 MiB packets with their heads' room. */
 const MAX_SLAB_BYTES = 64 * FIRST_SLAB_BYTES;
 
-/** A pool keeps at most this many bytes of free slabs: two blocks of the default size. */
+/** A pool keeps at most this many bytes of free slabs: almost two blocks of the default size (68 MiB of slabs each). */
 export const POOL_MAX_FREE_BYTES = 128 * 1024 * 1024;
 /** A pool nobody took from for this long lets its slabs go. */
 export const POOL_IDLE_MS = 30_000;
