@@ -104,7 +104,9 @@ export function runAgain(env: NodeJS.ProcessEnv, nodeOptions: readonly string[] 
     env,
   });
   child.once("error", (err) => {
-    process.stderr.write(`harvest: could not start again with ${TUNABLES_VARIABLE}: ${err.message}\n`);
+    process.stderr.write(
+      `harvest: could not start again with the data settings (${TUNABLES_VARIABLE}, Node options): ${err.message}\n`,
+    );
     process.exit(1);
   });
   child.once("exit", (code, signal) => {
