@@ -54,7 +54,7 @@ const FLAGS = {
     help: "timed puts and gets of each kind after the warm-up; the fastest counts, as cp + sync's fastest of 3 does",
   },
   servers: { kind: "int", default: 4, min: 3, help: "datanodes (one per server)" },
-  "block-mib": { kind: "int", default: 64, min: 1, help: "block size in MiB" },
+  "block-mib": { kind: "int", default: 128, min: 1, help: "block size in MiB (the namenode's default)" },
   tls: { kind: "bool", help: "also run on a mutual-TLS cluster and compare it with plaintext" },
   readers: {
     kind: "int",

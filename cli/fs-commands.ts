@@ -66,7 +66,7 @@ export function registerFsCommands(program: Command): void {
   common(fs.command("put <local> <path>"))
     .description("copy a local file into the file system (acknowledged only when every replica is on disk)")
     .option("--replication <n>", "replicas per block (default: the namenode's, 3)")
-    .option("--block-size-mb <n>", "block size in MiB (default: the namenode's, 64)")
+    .option("--block-size-mb <n>", "block size in MiB (default: the namenode's, 128)")
     .option("--overwrite", "replace an existing file")
     .action(
       action(

@@ -59,7 +59,7 @@ export interface NamespaceListener {
 export interface NamespaceOptions {
   /** Replication of files created with 0. @default 3 */
   defaultReplication: number;
-  /** Block size of files created with 0. @default 64 MiB */
+  /** Block size of files created with 0. @default 128 MiB (HDFS 2's `dfs.blocksize`) */
   defaultBlockSizeBytes: number;
   /** Largest replication accepted. @default 32 */
   maxReplication: number;
@@ -147,7 +147,7 @@ export class Namespace {
   ) {
     this.options = {
       defaultReplication: 3,
-      defaultBlockSizeBytes: 64 * 1024 * 1024,
+      defaultBlockSizeBytes: 128 * 1024 * 1024,
       maxReplication: 32,
       superuser: "harvest",
       ...options,

@@ -119,6 +119,26 @@ describe("SlabPool", () => {
     expect(pool.freeSlabBytes).toBe(0);
   });
 
+  it("takes back every slab of a block of the namenode's default size, and the next stream allocates none", () => {
+    const pool = new SlabPool();
+    const first = new ReplayArena(undefined, pool);
+    const packet = randomBytes(1024 * 1024);
+    const room = 8214;
+    const block = 128 * 1024 * 1024; // NamenodeOptions.defaultBlockSizeBytes
+    for (let at = 0; at < block; at += packet.length) first.keep(packet, room);
+    const slabs = first.capacityBytes;
+    first.release();
+    expect(pool.freeSlabBytes).toBe(slabs);
+
+    const second = new ReplayArena(undefined, pool);
+    const other = randomBytes(1024 * 1024);
+    let last = Buffer.alloc(0);
+    for (let at = 0; at < block; at += other.length) last = second.keep(other, room);
+    expect(pool.freeSlabBytes).toBe(0);
+    expect(second.capacityBytes).toBe(slabs);
+    expect(last.subarray(room).equals(other)).toBe(true);
+  });
+
   it("keeps at most its cap, and lets its slabs go after a while without a take", async () => {
     const pool = new SlabPool(1024 * 1024, 30);
     pool.give([Buffer.alloc(512 * 1024), Buffer.alloc(512 * 1024), Buffer.alloc(512 * 1024)]);
