@@ -19,7 +19,7 @@ function pieces(data: Buffer, cuts: number[]): Readable {
 }
 
 describe("bench dfs byte check", () => {
-  // Larger than the checker's 1 MiB scratch buffer, cut anywhere.
+  // Larger than two of the checker's 4 MiB windows, cut anywhere.
   const data = randomBytes(9 * 1024 * 1024 + 777);
   const source = join(dir, "source.bin");
   writeFileSync(source, data);
