@@ -134,42 +134,99 @@ const GOALS: Record<Transport, { put1: number; get: number; put3: number }> = {
 /** Issue 12: DFS get with TLS at least this fraction of plaintext. */
 const TARGET_TLS_GET_RATIO = 0.7;
 
-/** The byte check reads the source file this much at a time. */
+/** The byte check reads a source file this much at a time. */
 const SAME_AS_WINDOW_BYTES = 4 * 1024 * 1024;
 
+/** The bench's source pattern: 4 MiB and an odd 4,099 bytes. */
+const PATTERN_BYTES = 4 * 1024 * 1024 + 4099;
+
 /**
- * True when `stream` yields exactly the bytes of the local file `source`: each piece compared with the same range of
- * the file (a memcmp, far cheaper than hashing, so the get's figure is the file system's, not the checker's). The
- * file is read 4 MiB at a time into one buffer, not once per piece: a TLS get yields 16 KiB pieces, 65,536 a GiB.
+ * The bench's source file: a random pattern repeated to `length` bytes. The pattern's odd length keeps it out of step
+ * with every 512-byte chunk, packet and block: two chunks of a file hold the same bytes only 512 x the pattern's length
+ * apart (2.0 GiB for the bench's), so a get that yields a chunk, a packet or a block in the wrong place fails the
+ * byte check, as it would against a file of random bytes throughout. The check compares with the pattern in memory
+ * and never reads the file back: reading 1 GiB back cost the get's thread 0.3-0.4 s of its 1.5-2 s here, more when
+ * the host had paged the file out (DEVELOPERS.md).
  */
-export async function sameAs(stream: NodeJS.ReadableStream, source: string): Promise<boolean> {
-  const fd = openSync(source, "r");
+export class RepeatingSource {
+  constructor(
+    readonly length: number,
+    readonly pattern: Buffer = randomBytes(PATTERN_BYTES),
+  ) {
+    if (pattern.length === 0) throw new Error("a repeating source needs a pattern");
+  }
+
+  /** Writes the file's bytes to `path`. */
+  writeTo(path: string): void {
+    const fd = openSync(path, "w");
+    try {
+      for (let at = 0; at < this.length;) {
+        const bytes = this.expectedAt(at);
+        at += writeSync(fd, bytes, 0, bytes.length, at);
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** The file's bytes from `at` on, as far as the pattern runs on unbroken (none at the end). */
+  expectedAt(at: number): Buffer {
+    const from = at % this.pattern.length;
+    return this.pattern.subarray(from, from + Math.max(0, Math.min(this.pattern.length - from, this.length - at)));
+  }
+}
+
+/** The bytes of the local file at `path`, read a window at a time; `close` when done. */
+class FileWindows {
+  private readonly fd: number;
+  private readonly window = Buffer.allocUnsafeSlow(SAME_AS_WINDOW_BYTES);
+  /** The file's bytes [windowAt, windowAt + windowLength) are in `window`. */
+  private windowAt = 0;
+  private windowLength = 0;
+
+  constructor(path: string) {
+    this.fd = openSync(path, "r");
+  }
+
+  /** The file's bytes from `at` on that are in the window, read in when `at` is past it (none at the end). */
+  expectedAt(at: number): Buffer {
+    if (at < this.windowAt || at >= this.windowAt + this.windowLength) {
+      this.windowAt = at;
+      this.windowLength = readSync(this.fd, this.window, 0, this.window.length, at);
+    }
+    return this.window.subarray(at - this.windowAt, this.windowLength);
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
+}
+
+/**
+ * True when `stream` yields exactly the bytes of `source`, a local file or the bench's repeating source: each piece
+ * compared with the same range of it (a memcmp, far cheaper than hashing, so the get's figure is the file system's,
+ * not the checker's). A file is read 4 MiB at a time into one buffer, not once per piece: a TLS get yields 16 KiB
+ * pieces, 65,536 a GiB.
+ */
+export async function sameAs(stream: NodeJS.ReadableStream, source: string | RepeatingSource): Promise<boolean> {
+  const expected = typeof source === "string" ? new FileWindows(source) : source;
   try {
-    const window = Buffer.allocUnsafeSlow(SAME_AS_WINDOW_BYTES);
-    /** The file's bytes [windowAt, windowAt + windowLength) are in `window`. */
-    let windowAt = 0;
-    let windowLength = 0;
     let at = 0;
     let same = true;
     for await (const chunk of stream) {
       const piece = chunk as Buffer;
       for (let done = 0; same && done < piece.length;) {
-        if (at === windowAt + windowLength) {
-          windowAt = at;
-          windowLength = readSync(fd, window, 0, window.length, at);
-          if (windowLength === 0) same = false; // the stream is longer than the file
-          continue;
-        }
-        const n = Math.min(piece.length - done, windowAt + windowLength - at);
-        same = window.subarray(at - windowAt, at - windowAt + n).equals(piece.subarray(done, done + n));
+        const bytes = expected.expectedAt(at);
+        // No bytes left: the stream is longer than the source.
+        const n = Math.min(bytes.length, piece.length - done);
+        same = n > 0 && bytes.subarray(0, n).equals(piece.subarray(done, done + n));
         done += n;
         at += n;
       }
     }
-    const tail = Buffer.alloc(1);
-    return same && readSync(fd, tail, 0, 1, at) === 0;
+    return same && expected.expectedAt(at).length === 0;
   } finally {
-    closeSync(fd);
+    if (expected instanceof FileWindows) expected.close();
   }
 }
 
@@ -266,10 +323,8 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
   try {
     progress(`writing a ${f["size-mib"]} MiB random file`);
     const source = join(work, "source.bin");
-    const fd = openSync(source, "w");
-    const block = randomBytes(4 * MiB);
-    for (let left = bytes; left > 0; left -= block.length) writeSync(fd, block, 0, Math.min(left, block.length));
-    closeSync(fd);
+    const expected = new RepeatingSource(bytes);
+    expected.writeTo(source);
 
     // Baseline: cp on the same disk, flushed (the file system's writes are fsynced at every block end).
     execFileSync("sync");
@@ -354,8 +409,8 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
               );
               // The first read of a cluster's life warms up the client's and the datanodes' read paths (V8 compiles
               // them as they run, connections open): it ran 1.3-2x slower than the reads after it. It is checked too.
-              const warm = await sameAs(dfs.createReadStream(path), source);
-              const get = await fastestOf(f.rounds, dnPids, () => sameAs(dfs.createReadStream(path), source));
+              const warm = await sameAs(dfs.createReadStream(path), expected);
+              const get = await fastestOf(f.rounds, dnPids, () => sameAs(dfs.createReadStream(path), expected));
               const ok = warm && get.values.every((same) => same);
               const run: DfsRun = {
                 transport,
@@ -373,8 +428,10 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
                 progress(
                   `${transport}: short-circuit get with replication ${replication} (warm-up, then ${timedRuns(f.rounds)})`,
                 );
-                const localWarm = await sameAs(localDfs.createReadStream(path), source);
-                const local = await fastestOf(f.rounds, dnPids, () => sameAs(localDfs.createReadStream(path), source));
+                const localWarm = await sameAs(localDfs.createReadStream(path), expected);
+                const local = await fastestOf(f.rounds, dnPids, () =>
+                  sameAs(localDfs.createReadStream(path), expected),
+                );
                 run.localGetMs = local.ms;
                 run.localGetRoundsMs = local.roundsMs;
                 run.localGetCpu = local.cpu;
@@ -383,7 +440,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
               }
               rows.push(run);
               if (replication === 3 && dataPath === "transfer port" && f.readers > 0 && !readersRun) {
-                readersRun = await concurrentReaders(dfs, path, f.readers, source, dnPids, progress);
+                readersRun = await concurrentReaders(dfs, path, f.readers, expected, dnPids, progress);
               }
               await dfs.delete(path);
             }
@@ -426,8 +483,8 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       "  put: local file -> client -> pipeline of datanodes, every block fsynced at every replica before it counts;",
       `       a warm-up put, then ${timedRuns(f.rounds)}, each after the file before it was deleted, its replicas`,
       "       gone and synced, as cp's copy is before each timed cp",
-      "  get: datanodes -> client, every 512-byte chunk's CRC32C verified, every byte compared with the source file;",
-      `       a warm-up read, then ${timedRuns(f.rounds)}`,
+      "  get: datanodes -> client, every 512-byte chunk's CRC32C verified, every byte compared with the source's (the",
+      `       random pattern it repeats, in memory); a warm-up read, then ${timedRuns(f.rounds)}`,
       "  get, short-circuit: the same, by a client that reads the replicas' files itself (its datanodes are on its",
       "       server); the other gets read over the network",
       `  datanodes' Node options (HARVEST_DATANODE_OPTS): ${daemonNodeOptions("datanode").join(" ") || "none"}; the client's (this process): ${process.execArgv.join(" ") || "none"}`,
@@ -478,7 +535,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       "  replication 3 does. Each is timed after a warm-up transfer, once: its figure swings widely from run to run",
       "  here. Puts with replication 3 are held against the chain in the vs-node column",
       "  CPU: seconds of user + system time of the fastest timed run, in the client (this process; a get's includes",
-      "  comparing every byte with the source file) and in all datanodes together. On a VM whose speed drifts, paired",
+      "  comparing every byte with the source's) and in all datanodes together. On a VM whose speed drifts, paired",
       "  runs compare these better than MB/s",
       "",
       ...goalLines(rows, mbps(cpTotal), mbps),
@@ -529,7 +586,7 @@ async function concurrentReaders(
   dfs: ReturnType<typeof localDfsClient>,
   path: string,
   readers: number,
-  source: string,
+  source: RepeatingSource,
   /** The datanodes' processes, whose resident sizes are sampled. */
   pids: readonly number[],
   progress: (line: string) => void,

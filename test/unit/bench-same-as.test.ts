@@ -1,12 +1,15 @@
-/** The dfs bench's byte check: a get counts as identical only when every byte, and no more, matches the source. */
+/**
+ * The dfs bench's byte check: a get counts as identical only when every byte, and no more, matches the source (a file,
+ * or the bench's repeating source in memory).
+ */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { sameAs } from "../../bench/dfs.js";
+import { RepeatingSource, sameAs } from "../../bench/dfs.js";
 
 const dir = mkdtempSync(join(tmpdir(), "harvest-same-as-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -36,6 +39,48 @@ describe("bench dfs byte check", () => {
         expect(await sameAs(pieces(Buffer.concat([data, Buffer.from([0])]), cuts), source)).toBe(false);
       }),
       { numRuns: 15 },
+    );
+  });
+});
+
+describe("bench dfs source", () => {
+  // A short pattern of odd length, so that a file of a few dozen KiB repeats it many times.
+  const source = new RepeatingSource(100 * 1024 + 17, randomBytes(8 * 1024 + 3));
+  const file = join(dir, "repeating.bin");
+  source.writeTo(file);
+  const bytes = readFileSync(file);
+
+  it("writes the pattern repeated to the file's length, and checks a get against it without the file", async () => {
+    expect(bytes.length).toBe(source.length);
+    for (let at = 0; at < bytes.length; at += source.pattern.length) {
+      const end = Math.min(bytes.length, at + source.pattern.length);
+      expect(bytes.subarray(at, end).equals(source.pattern.subarray(0, end - at))).toBe(true);
+    }
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.nat(), { maxLength: 40 }), fc.nat(), async (cuts, where) => {
+        expect(await sameAs(pieces(bytes, cuts), source)).toBe(true);
+        const changed = Buffer.from(bytes);
+        changed[where % bytes.length] ^= 0x80;
+        expect(await sameAs(pieces(changed, cuts), source)).toBe(false);
+        expect(await sameAs(pieces(bytes.subarray(0, bytes.length - 1), cuts), source)).toBe(false);
+        expect(await sameAs(pieces(Buffer.concat([bytes, bytes.subarray(0, 1)]), cuts), source)).toBe(false);
+      }),
+      { numRuns: 15 },
+    );
+  });
+
+  it("holds no two 512-byte chunks alike: a chunk yielded in another chunk's place fails the check", async () => {
+    const chunks = Math.floor(bytes.length / 512);
+    await fc.assert(
+      fc.asyncProperty(fc.nat(), fc.nat(), async (a, b) => {
+        const [from, to] = [(a % chunks) * 512, (b % chunks) * 512];
+        fc.pre(from !== to);
+        const moved = Buffer.from(bytes);
+        bytes.copy(moved, to, from, from + 512);
+        expect(await sameAs(pieces(moved, []), source)).toBe(false);
+        expect(await sameAs(pieces(moved, []), file)).toBe(false);
+      }),
+      { numRuns: 50 },
     );
   });
 });

@@ -132,7 +132,7 @@ describe("SlabPool", () => {
 
     const second = new ReplayArena(undefined, pool);
     const other = randomBytes(1024 * 1024);
-    let last = Buffer.alloc(0);
+    let last: Buffer = Buffer.alloc(0);
     for (let at = 0; at < block; at += other.length) last = second.keep(other, room);
     expect(pool.freeSlabBytes).toBe(0);
     expect(second.capacityBytes).toBe(slabs);
