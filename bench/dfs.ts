@@ -210,20 +210,26 @@ class FileWindows {
  */
 export async function sameAs(stream: NodeJS.ReadableStream, source: string | RepeatingSource): Promise<boolean> {
   const expected = typeof source === "string" ? new FileWindows(source) : source;
-  try {
-    let at = 0;
-    let same = true;
-    for await (const chunk of stream) {
-      const piece = chunk as Buffer;
-      for (let done = 0; same && done < piece.length;) {
-        const bytes = expected.expectedAt(at);
-        // No bytes left: the stream is longer than the source.
-        const n = Math.min(bytes.length, piece.length - done);
-        same = n > 0 && bytes.subarray(0, n).equals(piece.subarray(done, done + n));
-        done += n;
-        at += n;
-      }
+  let at = 0;
+  let same = true;
+  const check = (piece: Buffer): void => {
+    for (let done = 0; same && done < piece.length;) {
+      const bytes = expected.expectedAt(at);
+      // No bytes left: the stream is longer than the source.
+      const n = Math.min(bytes.length, piece.length - done);
+      same = n > 0 && bytes.subarray(0, n).equals(piece.subarray(done, done + n));
+      done += n;
+      at += n;
     }
+  };
+  try {
+    // Flowing, as `harvest fs get` reads (a pipeline into a file): piece by piece as they come. An async iterator
+    // reads a paused stream, whose read() joins every piece buffered into one new buffer, a copy of every byte.
+    await new Promise<void>((resolve, reject) => {
+      stream.on("data", check);
+      stream.once("end", resolve);
+      stream.once("error", reject);
+    });
     return same && expected.expectedAt(at).length === 0;
   } finally {
     if (expected instanceof FileWindows) expected.close();
