@@ -1,6 +1,7 @@
 /** `harvest fs ...`: the file system from the command line, over the DfsClient. */
 import type { Command } from "commander";
 import { stat as fsStat } from "node:fs/promises";
+import { pipeline } from "node:stream/promises";
 import { HarvestError } from "../common/errors.js";
 import { formatMode, parseMode } from "../common/fs-permission.js";
 import type { DfsFileStatus } from "../client/dfs-client.js";
@@ -136,9 +137,11 @@ export function registerFsCommands(program: Command): void {
     .action(
       action(async (path: string, o: GlobalOpts) =>
         withDfs(o, async (c) => {
-          for await (const chunk of c.createReadStream(path)) {
-            if (!process.stdout.write(chunk as Buffer)) await new Promise((r) => process.stdout.once("drain", r));
-          }
+          // A pipeline reads the file flowing, piece by piece (an async iterator's paused reads join the pieces
+          // buffered into new buffers); standard output stays open. A reader that stops early (`| head`) is no error.
+          await pipeline(c.createReadStream(path), process.stdout).catch((err: unknown) => {
+            if ((err as NodeJS.ErrnoException).code !== "EPIPE") throw err;
+          });
         }),
       ),
     );
