@@ -180,6 +180,19 @@ describe("the harvest CLI", () => {
     const interrupted = await catRestarted("/inputs/big.bin", (cli) => process.kill(cli, "SIGINT"));
     expect(interrupted.signal).toBe("SIGINT");
     expect(existsSync(`/proc/${interrupted.restarted}`)).toBe(false);
+    // A reader that stops early (more than a pipe's worth is left to write) ends the command quietly, with status 0.
+    const head = spawnSync(
+      "bash",
+      [
+        "-c",
+        `"$0" "$1" fs cat /inputs/big.bin | head -c 10 | wc -c; echo "\${PIPESTATUS[0]}"`,
+        process.execPath,
+        distEntry("cli/harvest.js"),
+      ],
+      { env: { ...process.env, HARVEST_CLUSTER_DIR: dir }, encoding: "utf8" },
+    );
+    expect(head.stdout.trim().split(/\s+/), head.stderr).toEqual(["10", "0"]);
+    expect(head.stderr).toBe("");
     expect(harvest("fs", "rm", "/inputs/big.bin").code).toBe(0);
     const local = join(dir, "corpus.copy");
     expect(harvest("fs", "get", "/inputs/corpus.txt", local).code).toBe(0);
