@@ -226,7 +226,17 @@ export async function sameAs(stream: NodeJS.ReadableStream, source: string | Rep
     // Flowing, as `harvest fs get` reads (a pipeline into a file): piece by piece as they come. An async iterator
     // reads a paused stream, whose read() joins every piece buffered into one new buffer, a copy of every byte.
     await new Promise<void>((resolve, reject) => {
-      stream.on("data", check);
+      // A failed read of the source file is the check's error, not an exception thrown into the stream's emit.
+      const onData = (piece: Buffer): void => {
+        try {
+          check(piece);
+        } catch (err) {
+          stream.off("data", onData);
+          stream.pause();
+          reject(err as Error);
+        }
+      };
+      stream.on("data", onData);
       stream.once("end", resolve);
       stream.once("error", reject);
     });

@@ -60,13 +60,27 @@ describe("bench dfs source", () => {
       fc.asyncProperty(fc.array(fc.nat(), { maxLength: 40 }), fc.nat(), async (cuts, where) => {
         expect(await sameAs(pieces(bytes, cuts), source)).toBe(true);
         const changed = Buffer.from(bytes);
-        changed[where % bytes.length] ^= 0x80;
+        const at = where % bytes.length;
+        changed[at] = changed[at]! ^ 0x80;
         expect(await sameAs(pieces(changed, cuts), source)).toBe(false);
         expect(await sameAs(pieces(bytes.subarray(0, bytes.length - 1), cuts), source)).toBe(false);
         expect(await sameAs(pieces(Buffer.concat([bytes, bytes.subarray(0, 1)]), cuts), source)).toBe(false);
       }),
       { numRuns: 15 },
     );
+  });
+
+  it("rejects when the expected bytes cannot be had, and leaves the stream unbroken", async () => {
+    class Failing extends RepeatingSource {
+      override expectedAt(at: number): Buffer {
+        if (at >= 4096) throw new Error("EIO: the source went away");
+        return super.expectedAt(at);
+      }
+    }
+    await expect(sameAs(pieces(bytes, [1000, 5000]), new Failing(source.length, source.pattern))).rejects.toThrow(
+      "EIO",
+    );
+    await expect(sameAs(pieces(bytes, []), join(dir, "missing.bin"))).rejects.toThrow("ENOENT");
   });
 
   it("holds no two 512-byte chunks alike: a chunk yielded in another chunk's place fails the check", async () => {
