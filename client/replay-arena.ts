@@ -12,9 +12,9 @@
  *
  * A write stream that completes gives its slabs to its client's `SlabPool`, and the client's next write stream takes
  * them from there. Fresh memory is dear: the first write to each page faults, and on this VM a fault cost about 13 µs
- * (3.5 s a GiB to fill memory first touched, 47 ms to fill it again). A 1 GiB put wrote a block's worth (64 MiB) of
- * fresh slabs (64 MiB blocks then), 18,000 faults; taken from the pool, the same put took under 1,000 and the client's CPU fell from
- * 1.71-1.91 s to 1.31-1.40 s (four puts each way, one client).
+ * (3.5 s a GiB to fill memory first touched, 47 ms to fill it again). A 1 GiB put of 64 MiB blocks wrote a block's
+ * worth of fresh slabs, 18,000 faults; taken from the pool, the same put took under 1,000 and the client's CPU fell
+ * from 1.71-1.91 s to 1.31-1.40 s (four puts each way, one client).
  */
 /**
  * Slabs are this times a power of two: 64 KiB and a sixty-fourth more, the room a packet's frame head takes (a 4-byte

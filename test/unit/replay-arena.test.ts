@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { ReplayArena, SlabPool } from "../../client/replay-arena.js";
+import { resolveNameNodeOptions } from "../../namenode/options.js";
 
 describe("ReplayArena", () => {
   it("keeps copies that survive the caller overwriting its buffer", () => {
@@ -120,11 +121,12 @@ describe("SlabPool", () => {
   });
 
   it("takes back every slab of a block of the namenode's default size, and the next stream allocates none", () => {
+    // 1 MiB packets, each with its frame head's room (the client's: dfs-client.ts).
     const pool = new SlabPool();
     const first = new ReplayArena(undefined, pool);
     const packet = randomBytes(1024 * 1024);
     const room = 8214;
-    const block = 128 * 1024 * 1024; // NamenodeOptions.defaultBlockSizeBytes
+    const block = resolveNameNodeOptions({ dataDir: "unused" }).defaultBlockSizeBytes;
     for (let at = 0; at < block; at += packet.length) first.keep(packet, room);
     const slabs = first.capacityBytes;
     first.release();
