@@ -70,7 +70,7 @@ describe("bench dfs source", () => {
     );
   });
 
-  it("rejects when the expected bytes cannot be had, and leaves the stream unbroken", async () => {
+  it("rejects when the expected bytes cannot be had: a source that fails, a file that is not there", async () => {
     class Failing extends RepeatingSource {
       override expectedAt(at: number): Buffer {
         if (at >= 4096) throw new Error("EIO: the source went away");
