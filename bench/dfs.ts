@@ -42,7 +42,7 @@ import { daemonEnvironment, TUNABLES_VARIABLE } from "../cli/malloc-tunables.js"
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import type { FlagSpec } from "./flags.js";
-import { nodeCeilingMs } from "./node-ceiling.js";
+import { makeCeilingTls, nodeCeilingMs } from "./node-ceiling.js";
 import { fmt, goalRatio, ratio, table } from "./report.js";
 
 const FLAGS = {
@@ -276,6 +276,18 @@ function mallocSetting(env: NodeJS.ProcessEnv): string {
   return client === datanodes ? `client and datanodes ${client}` : `client ${client}, datanodes ${datanodes}`;
 }
 
+/** Node's baselines over mutual TLS (`--tls`): milliseconds of the fastest timed transfer of each. */
+interface TlsCeiling {
+  /** File -> TLS -> file + fsync. */
+  oneMs: number;
+  /** A chain of three such processes. */
+  threeMs: number;
+  /** File -> TLS -> a process that writes nothing: the transport alone. */
+  aloneMs: number;
+  /** A chain of three processes that write nothing. */
+  alone3Ms: number;
+}
+
 /** One replication's put and get on one cluster. */
 interface DfsRun {
   transport: Transport;
@@ -356,15 +368,25 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       cpRuns.push({ cpMs, syncMs });
     }
     const { cpMs, syncMs } = cpRuns.reduce((a, b) => (b.cpMs + b.syncMs < a.cpMs + a.syncMs ? b : a));
-    progress("node: file -> loopback TCP -> file + fsync (no protocol, no checksums; a warm-up, then the timed one)");
-    const nodeMs = await nodeCeilingMs(source, [join(work, "node-copy.bin")]);
     progress(
-      "node: file -> loopback TCP -> a chain of 3 processes, each writing its file + fsync (warm-up, then timed)",
+      `node: file -> loopback TCP -> file + fsync (no protocol, no checksums; a warm-up, then ${timedRuns(f.rounds)})`,
     );
-    const node3Ms = await nodeCeilingMs(
-      source,
-      [1, 2, 3].map((i) => join(work, `node-copy-${i}.bin`)),
-    );
+    const copies = [1, 2, 3].map((i) => join(work, `node-copy-${i}.bin`));
+    const ceilingRounds = { rounds: f.rounds };
+    const nodeMs = await nodeCeilingMs(source, copies.slice(0, 1), ceilingRounds);
+    progress("node: file -> loopback TCP -> a chain of 3 processes, each writing its file + fsync");
+    const node3Ms = await nodeCeilingMs(source, copies, ceilingRounds);
+    let tlsCeiling: TlsCeiling | undefined;
+    if (f.tls) {
+      const ceiling = { ...ceilingRounds, tls: await makeCeilingTls(join(work, "ceiling-ca")) };
+      progress("node over mutual TLS: file -> file + fsync, and a chain of 3 such processes");
+      const oneMs = await nodeCeilingMs(source, copies.slice(0, 1), ceiling);
+      const threeMs = await nodeCeilingMs(source, copies, ceiling);
+      progress("node over mutual TLS, writing no file: 1 process, and a chain of 3 (the transport alone)");
+      const aloneMs = await nodeCeilingMs(source, [null], ceiling);
+      const alone3Ms = await nodeCeilingMs(source, [null, null, null], ceiling);
+      tlsCeiling = { oneMs, threeMs, aloneMs, alone3Ms };
+    }
 
     const idle = join(work, "idle.csv");
     writeFileSync(idle, "time_s,cpu_pct\n0,0\n300,0\n600,0\n");
@@ -491,6 +513,24 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       cpu ? fmt(cpu.datanodes, 2) : "-",
       identical,
     ];
+    const baselineRow = (what: string, ms: number): string[] => [
+      what,
+      fmt(mbps(ms)),
+      fmt(ms / 1000, 2),
+      ratio(mbps(ms), mbps(cpTotal)),
+      "-",
+      "-",
+      "-",
+    ];
+    /** What a put is held against in the vs-node column: Node's copy or chain, over TLS for a TLS put. */
+    const nodeBaselineMs = (r: DfsRun): number =>
+      r.transport === "TLS" && tlsCeiling
+        ? r.replication === 3
+          ? tlsCeiling.threeMs
+          : tlsCeiling.oneMs
+        : r.replication === 3
+          ? node3Ms
+          : nodeMs;
     const label = (op: string, r: DfsRun): string =>
       `${op}, replication ${r.replication}${f.tls ? `, ${r.transport}` : ""}${f.grpc ? `, ${r.path}` : ""}`;
     const lines = [
@@ -514,26 +554,18 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         ["operation", "MB/s", "seconds", "vs cp+sync", "vs node", "client CPU s", "datanodes CPU s", "byte-identical"],
         [
           ["cp + sync (baseline, fastest of 3)", fmt(mbps(cpTotal)), fmt(cpTotal / 1000, 2), "1.00x", "-", "-", "-"],
-          [
-            "node: file -> TCP -> file",
-            fmt(mbps(nodeMs)),
-            fmt(nodeMs / 1000, 2),
-            ratio(mbps(nodeMs), mbps(cpTotal)),
-            "-",
-            "-",
-            "-",
-          ],
-          [
-            "node: file -> TCP -> 3 files, chained",
-            fmt(mbps(node3Ms)),
-            fmt(node3Ms / 1000, 2),
-            ratio(mbps(node3Ms), mbps(cpTotal)),
-            "-",
-            "-",
-            "-",
-          ],
+          baselineRow("node: file -> TCP -> file", nodeMs),
+          baselineRow("node: file -> TCP -> 3 files, chained", node3Ms),
+          ...(tlsCeiling
+            ? [
+                baselineRow("node: file -> TLS -> file", tlsCeiling.oneMs),
+                baselineRow("node: file -> TLS -> 3 files, chained", tlsCeiling.threeMs),
+                baselineRow("node: file -> TLS, no file (TLS alone)", tlsCeiling.aloneMs),
+                baselineRow("node: file -> TLS -> 3, chained, no files", tlsCeiling.alone3Ms),
+              ]
+            : []),
           ...rows.flatMap((r) => [
-            dfsRow(label("put", r), r.putMs, "-", r.putCpu, r.replication === 3 ? node3Ms : nodeMs),
+            dfsRow(label("put", r), r.putMs, "-", r.putCpu, nodeBaselineMs(r)),
             dfsRow(label("get", r), r.getMs, r.ok ? "yes" : "NO", r.getCpu),
             ...(r.localGetMs === undefined
               ? []
@@ -548,13 +580,21 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       "  node: the same bytes from a Node process over loopback TCP into a file in another, fsynced: no protocol, no",
       "  checksums, no acknowledgements (a plain Node data path; cp copies inside the kernel, with copy_file_range);",
       "  chained: three such processes, each writing its file and forwarding to the next, as a pipeline of",
-      "  replication 3 does. Each is timed after a warm-up transfer, once: its figure swings widely from run to run",
-      "  here. Puts with replication 3 are held against the chain in the vs-node column",
+      "  replication 3 does. Puts with replication 3 are held against the chain in the vs-node column. Each",
+      `  transfers once to warm up, then ${timedRuns(f.rounds)}; its figure swings widely from run to run here`,
+      ...(tlsCeiling
+        ? [
+            "  TLS: the same over mutual TLS with the transfer port's cipher order; TLS puts are held against these. No",
+            "  file: the receivers drop the bytes, so the row is what Node's TLS alone carries through those hops; a put",
+            "  over them also writes every replica",
+          ]
+        : []),
       "  CPU: seconds of user + system time of the fastest timed run, in the client (this process; a get's includes",
       "  comparing every byte with the source's) and in all datanodes together. On a VM whose speed drifts, paired",
       "  runs compare these better than MB/s",
       "",
       ...goalLines(rows, mbps(cpTotal), mbps),
+      ...(tlsCeiling ? tlsBoundLines(tlsCeiling, mbps(cpTotal), mbps) : []),
       ...localGoalLines(rows, mbps(cpTotal), mbps),
     ];
     if (f.grpc) lines.push("", ...grpcComparison(rows, mbps));
@@ -575,6 +615,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       cpRuns,
       nodeMs,
       node3Ms,
+      tlsCeiling,
       runs: rows,
       goals: GOALS,
       readersRun,
@@ -693,6 +734,17 @@ function goalLines(rows: readonly DfsRun[], cpMBps: number, mbps: (ms: number) =
     );
   }
   return out;
+}
+
+/** What Node's TLS alone carried, against the TLS put goals: about the most a put over those hops could reach. */
+function tlsBoundLines(c: TlsCeiling, cpMBps: number, mbps: (ms: number) => number): string[] {
+  const bound = (ms: number, goal: number): string =>
+    `${fmt(mbps(ms))} MB/s, ${ratio(mbps(ms), cpMBps)} of cp + sync (the goal asks ${fmt(goal, 2)}x)`;
+  return [
+    "  Node's TLS alone through the same hops, no file written (a TLS put also writes every replica):",
+    `    1 hop: ${bound(c.aloneMs, GOALS.TLS.put1)}`,
+    `    3 hops: ${bound(c.alone3Ms, GOALS.TLS.put3)}`,
+  ];
 }
 
 /** Short-circuit gets against the issue's get goals (a reader on the datanodes' server: not what the goals measure). */
