@@ -10,8 +10,8 @@
  * after another, so the bench times transfers after a warm-up one, as it times its puts.
  *
  * Over TLS (`CeilingOptions.tls`) every hop is mutual TLS with the transfer port's cipher order, as on a secure
- * cluster. A receiver given `-` for its file writes nothing: the chain then measures the transport alone, an upper
- * bound for any put over it, since a put also writes every replica to the disk.
+ * cluster. A receiver given `-` for its file writes nothing: the chain then measures the transport alone, which a put
+ * over the same hops uses while it also writes every replica to the disk.
  */
 import { fork } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
@@ -55,7 +55,8 @@ export interface CeilingChain {
   readonly port: number;
   /**
    * Sends `source` down the chain; resolves with the milliseconds from the first byte read until every receiver has
-   * written (and fsynced) or dropped the last byte.
+   * written (and fsynced) or dropped the last byte. Rejects when the source cannot be read or the connection fails;
+   * the chain is then to be closed.
    */
   transfer(source: string): Promise<number>;
   /** Stops the receivers (their files stay). */
@@ -96,8 +97,14 @@ export async function startCeilingChain(
       const done = Promise.all(children.map((c) => nextMessage<string>(c)));
       const t0 = performance.now();
       const socket = connect(port, credentials);
-      createReadStream(source, { highWaterMark: READ_BYTES }).pipe(socket);
-      await done;
+      const file = createReadStream(source, { highWaterMark: READ_BYTES });
+      file.pipe(socket);
+      // A refused connection or an unreadable source fails the transfer rather than leave it waiting for the chain.
+      await new Promise<void>((resolve, reject) => {
+        socket.once("error", reject);
+        file.once("error", reject);
+        done.then(() => resolve(), reject);
+      }).finally(() => socket.destroy());
       return performance.now() - t0;
     },
     close,

@@ -84,6 +84,15 @@ describe("Node ceiling chains", () => {
     }
   });
 
+  it("a transfer of a source that cannot be read fails instead of waiting for the chain", async () => {
+    const chain = await startCeilingChain([null]);
+    try {
+      await expect(chain.transfer(join(work, "no-such-source.bin"))).rejects.toThrow(/ENOENT/);
+    } finally {
+      chain.close();
+    }
+  });
+
   it("nodeCeilingMs times the fastest round and removes the files it wrote", async () => {
     const source = sourceFile("timed.bin", 1024 * 1024);
     const files = [join(work, "timed-1.bin"), null];
