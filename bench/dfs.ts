@@ -715,13 +715,18 @@ function roundLines(rows: readonly DfsRun[], mbps: (ms: number) => number, round
   return out;
 }
 
+/** The run of `transport` and `replication` over the block transfer port (the path the goals judge). */
+function transferPortRun(rows: readonly DfsRun[], transport: Transport, replication: number): DfsRun | undefined {
+  return rows.find((r) => r.transport === transport && r.path === "transfer port" && r.replication === replication);
+}
+
 /** The issue's goals against cp + sync, for the block transfer port's runs. */
 function goalLines(rows: readonly DfsRun[], cpMBps: number, mbps: (ms: number) => number): string[] {
   const out: string[] = [];
   for (const transport of ["plaintext", "TLS"] as const) {
     const goal = GOALS[transport];
-    const r1 = rows.find((r) => r.transport === transport && r.path === "transfer port" && r.replication === 1);
-    const r3 = rows.find((r) => r.transport === transport && r.path === "transfer port" && r.replication === 3);
+    const r1 = transferPortRun(rows, transport, 1);
+    const r3 = transferPortRun(rows, transport, 3);
     if (!r1 || !r3) continue;
     const checks = [
       ["put, replication 1", goalRatio(mbps(r1.putMs), cpMBps, goal.put1)],
@@ -739,7 +744,7 @@ function goalLines(rows: readonly DfsRun[], cpMBps: number, mbps: (ms: number) =
 /** What Node's TLS alone carried, against the TLS put goals: about the most a put over those hops could reach. */
 function tlsBoundLines(c: TlsCeiling, rows: readonly DfsRun[], cpMBps: number, mbps: (ms: number) => number): string[] {
   const bound = (ms: number, goal: number, replication: number): string => {
-    const put = rows.find((r) => r.transport === "TLS" && r.path === "transfer port" && r.replication === replication);
+    const put = transferPortRun(rows, "TLS", replication);
     const share = put
       ? `; the TLS put with replication ${replication} ran at ${ratio(mbps(put.putMs), mbps(ms))} of it`
       : "";
@@ -804,10 +809,8 @@ function tlsComparison(
   const gets: string[] = [];
   let allMet = true;
   for (const replication of [1, 3]) {
-    const plain = rows.find(
-      (r) => r.transport === "plaintext" && r.path === "transfer port" && r.replication === replication,
-    );
-    const tls = rows.find((r) => r.transport === "TLS" && r.path === "transfer port" && r.replication === replication);
+    const plain = transferPortRun(rows, "plaintext", replication);
+    const tls = transferPortRun(rows, "TLS", replication);
     if (!plain || !tls) continue;
     for (const op of ["put", "get"] as const) {
       const a = mbps(op === "put" ? plain.putMs : plain.getMs);
