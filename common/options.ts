@@ -33,6 +33,14 @@ export function invalidOption(daemon: string, field: string, why: string): never
   throw new HarvestError("CONFIG_INVALID", `${daemon} option ${field} ${why}`, { details: { field } });
 }
 
+/**
+ * Throws INVALID_ARGUMENT naming an option of `what` (an experiment, a job stream, a simulated policy): the one
+ * resolver error of the simulator's and the benches' options, as `invalidOption` is the daemons'.
+ */
+export function invalidArgument(what: string, field: string, why: string): never {
+  throw new HarvestError("INVALID_ARGUMENT", `${what} option ${field} ${why}`, { details: { field } });
+}
+
 /** A daemon's TLS files as its configuration gives them (`tls: { ca, cert, key }`). */
 export interface TlsOption {
   ca: string;
