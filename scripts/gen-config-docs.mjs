@@ -3,7 +3,7 @@
 // option group whose interface carries `@default`s. `--check` writes nothing and exits 1 naming the drift when the file
 // on disk differs from what it would write (part of `npm run lint`); `--missing` lists the fields that lack a doc
 // comment or a `@default`. Run it with `npm run gen:docs` after changing an options file.
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as prettier from "prettier";
@@ -42,6 +42,8 @@ const SECTIONS = [
     title: "Client configuration file",
     file: "client/client-config.ts",
     name: "ClientConfig",
+    // Where the configuration was read from: set by the loader, not an option of the file.
+    skip: ["source"],
     how: "`~/.harvest/client.json`, `$HARVEST_CONF` or `--config F`: how the `harvest` command, `JobClient.fromConfig()` and `DfsClient.fromConfig()` find a cluster. Relative paths are relative to the file.",
   },
   {
@@ -71,18 +73,33 @@ function createProgram() {
   const configPath = join(root, "tsconfig.json");
   const { config } = ts.readConfigFile(configPath, ts.sys.readFile);
   const parsed = ts.parseJsonConfigFileContent(config, ts.sys, root);
-  const rootNames = SECTIONS.map((s) => join(root, s.file));
-  return ts.createProgram({ rootNames, options: { ...parsed.options, noEmit: true } });
+  // A file that moved is looked for behind its folder's index.ts (see findInterface).
+  const rootNames = SECTIONS.map((s) => join(root, s.file)).map((f) =>
+    existsSync(f) ? f : join(dirname(f), "index.ts"),
+  );
+  return ts.createProgram({
+    rootNames: rootNames.filter((f) => existsSync(f)),
+    options: { ...parsed.options, noEmit: true },
+  });
 }
 
-/** The interface `name` declared in `file`, or an error naming both. */
+/**
+ * The interface `name` declared in `file`; when it is not there (moved by a refactoring), the one interface of that
+ * name anywhere in the program, with a warning to update SECTIONS; else an error naming both.
+ */
 function findInterface(program, file, name) {
-  const sf = program.getSourceFile(join(root, file));
-  if (!sf)
-    throw new Error(`gen-config-docs: ${file} not found (moved? update SECTIONS in scripts/gen-config-docs.mjs)`);
-  const decl = sf.statements.find((s) => ts.isInterfaceDeclaration(s) && s.name.text === name);
-  if (!decl) throw new Error(`gen-config-docs: interface ${name} not found in ${file}`);
-  return decl;
+  const isIt = (s) => ts.isInterfaceDeclaration(s) && s.name.text === name;
+  const decl = program.getSourceFile(join(root, file))?.statements.find(isIt);
+  if (decl) return decl;
+  const found = program
+    .getSourceFiles()
+    .filter((sf) => !sf.fileName.includes("node_modules"))
+    .flatMap((sf) => sf.statements.filter(isIt));
+  if (found.length !== 1)
+    throw new Error(`gen-config-docs: interface ${name} not found in ${file} (moved? update SECTIONS in this script)`);
+  const where = relative(root, found[0].getSourceFile().fileName);
+  console.error(`gen-config-docs: ${name} is in ${where}, not ${file}: update SECTIONS in scripts/gen-config-docs.mjs`);
+  return found[0];
 }
 
 /** A member's doc comment (one line) and its `@default` text, both undefined when absent. */
@@ -202,13 +219,14 @@ function render(program) {
     "([deploying](deploying.md)).",
     "",
   ];
-  for (const s of SECTIONS) out.push(`- [${s.title}](#${anchor(s.title)}) (\`${s.name}\`, \`${s.file}\`)`);
+  for (const s of SECTIONS) out.push(`- [${s.title}](#${anchor(s.title)}) (\`${s.name}\`)`);
   out.push("");
   const header = ["| option | type | default | meaning |", "| --- | --- | --- | --- |"];
   for (const s of SECTIONS) {
     const decl = findInterface(program, s.file, s.name);
-    out.push(`## ${s.title}`, "", `\`${s.name}\` in \`${s.file}\`. ${s.how}`, "");
-    const { rows, nested } = tableOf(checker, decl, "", new Set(), missing, s.file);
+    const file = relative(root, decl.getSourceFile().fileName);
+    out.push(`## ${s.title}`, "", `\`${s.name}\` in \`${file}\`. ${s.how}`, "");
+    const { rows, nested } = tableOf(checker, decl, "", new Set(s.skip ?? []), missing, file);
     out.push(...header, ...rows, "");
     const queue = [...nested];
     while (queue.length > 0) {
