@@ -52,7 +52,7 @@ import type { PowerProfile } from "../common/power-profiles.js";
 import { BurnPrimaryMonitor } from "../common/primary-monitor.js";
 import type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
 import { StepPrimaryMonitor } from "../common/step-monitor.js";
-import { resolveCappingOptions } from "../nodemanager/capping-controller.js";
+import { resolveCappingOptions } from "../nodemanager/policy/capping-controller.js";
 import { NodeManager } from "../nodemanager/node-manager.js";
 import { ResourceManager } from "../resourcemanager/resource-manager.js";
 import type { ApplicationClientServiceClient } from "../proto/generated/harvest/v1/ApplicationClientService.js";

@@ -13,12 +13,12 @@ import {
   parseDrawsCsv,
   planOversubscription,
   resolveOversubscriptionOptions,
-} from "../resourcemanager/oversubscription-planner.js";
+} from "../resourcemanager/policy/oversubscription-planner.js";
 import type {
   CappingPlan,
   OversubscriptionOptions,
   OversubscriptionPlan,
-} from "../resourcemanager/oversubscription-planner.js";
+} from "../resourcemanager/policy/oversubscription-planner.js";
 import { action, positiveInt, positiveNumber, print } from "./command-kit.js";
 import { table } from "./format.js";
 

@@ -21,7 +21,7 @@ import {
   fixedDemand,
   idleClusterDecision,
   resolveAdmissionOptions,
-} from "./admission.js";
+} from "./policy/admission.js";
 import type {
   AdmissionDecision,
   AdmissionOptions,
@@ -30,7 +30,7 @@ import type {
   AdmittedJob,
   PrimaryDemandSource,
   QueueEntry,
-} from "./admission.js";
+} from "./policy/admission.js";
 
 /** A job waiting for admission. */
 export interface AdmissionJob {

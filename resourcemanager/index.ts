@@ -12,7 +12,7 @@ export { ResourceManager } from "./resource-manager.js";
 export type { DaemonState } from "./resource-manager.js";
 export { resolveResourceManagerOptions } from "./options.js";
 export type { ResourceManagerOptions } from "./options.js";
-export { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./scheduler.js";
+export { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./policy/scheduler.js";
 export type {
   Allocation,
   Ask,
@@ -21,7 +21,7 @@ export type {
   SchedulerListener,
   SchedulerOptions,
   SchedulerPolicy,
-} from "./scheduler.js";
+} from "./policy/scheduler.js";
 export {
   averageServerSeries,
   classify,
@@ -31,7 +31,7 @@ export {
   percentileSorted,
   resolveClassifierOptions,
   tenantFeatures,
-} from "./classifier.js";
+} from "./policy/classifier.js";
 export type {
   ClassifierOptions,
   FeaturedTenant,
@@ -39,9 +39,14 @@ export type {
   TenantClass,
   TenantFeatures,
   TenantInput,
-} from "./classifier.js";
-export { criticality, DEFAULT_HISTORY_WINDOW, resolveCriticalityOptions, tenantHistoryVerdict } from "./criticality.js";
-export type { CriticalityOptions, HistoryWindowOptions, TenantHistoryVerdict } from "./criticality.js";
+} from "./policy/classifier.js";
+export {
+  criticality,
+  DEFAULT_HISTORY_WINDOW,
+  resolveCriticalityOptions,
+  tenantHistoryVerdict,
+} from "./policy/criticality.js";
+export type { CriticalityOptions, HistoryWindowOptions, TenantHistoryVerdict } from "./policy/criticality.js";
 export {
   DEFAULT_CLASS_WEIGHTS,
   HistorySchedulerPolicy,
@@ -52,7 +57,7 @@ export {
   resolveClassWeights,
   resolveJobTypeOptions,
   selectClasses,
-} from "./class-selection.js";
+} from "./policy/class-selection.js";
 export type {
   ClassSelection,
   ClassView,
@@ -61,7 +66,7 @@ export type {
   JobType,
   JobTypeOptions,
   ServerCapacity,
-} from "./class-selection.js";
+} from "./policy/class-selection.js";
 export { TenantRegistry, resolveTenantRegistryOptions } from "./tenant-registry.js";
 export type { TenantRecord, TenantRegistryOptions } from "./tenant-registry.js";
 export {
@@ -71,7 +76,7 @@ export {
   rackDomain,
   resolvePowerDomainOptions,
   validatePowerDomainConfig,
-} from "./power-domains.js";
+} from "./policy/power-domains.js";
 export type {
   NodeBudget,
   PowerDomainConfig,
@@ -79,7 +84,7 @@ export type {
   PowerDomainSpec,
   PowerDomainsSnapshot,
   PowerReport,
-} from "./power-domains.js";
+} from "./policy/power-domains.js";
 export {
   DEFAULT_POWER_PLACEMENT_OPTIONS,
   PowerAwarePolicy,
@@ -92,7 +97,7 @@ export {
   primaryOutlook,
   rankPowerNodes,
   resolvePowerPlacementOptions,
-} from "./power-placement.js";
+} from "./policy/power-placement.js";
 export type {
   DomainPower,
   PowerAsk,
@@ -100,19 +105,19 @@ export type {
   PowerPlacementOptions,
   PowerScore,
   PrimaryHistory,
-} from "./power-placement.js";
+} from "./policy/power-placement.js";
 export {
   DEFAULT_OVERSUBSCRIPTION_OPTIONS,
   planOversubscription,
   resolveOversubscriptionOptions,
-} from "./oversubscription-planner.js";
+} from "./policy/oversubscription-planner.js";
 export type {
   CappingApproach,
   DrawSample,
   DrawsHistory,
   OversubscriptionOptions,
   OversubscriptionPlan,
-} from "./oversubscription-planner.js";
+} from "./policy/oversubscription-planner.js";
 export {
   HistoryPlacement,
   LiveClassViews,
@@ -120,14 +125,14 @@ export {
   classViewsOf,
   liveNodeOf,
   liveUtilization,
-} from "./history-placement.js";
+} from "./policy/history-placement.js";
 export type {
   ClassViewSource,
   HistoryPlacementOptions,
   JobPlacement,
   LiveNode,
   PlacementDecision,
-} from "./history-placement.js";
+} from "./policy/history-placement.js";
 export {
   AdmissionOutlook,
   AdmissionQueue,
@@ -139,7 +144,7 @@ export {
   resolveAdmissionOptions,
   thresholdOf,
   tuneThreshold,
-} from "./admission.js";
+} from "./policy/admission.js";
 export type {
   AdmissionCandidate,
   AdmissionCluster,
@@ -151,12 +156,17 @@ export type {
   DemandProfileOptions,
   PrimaryDemandSource,
   QueuedJob,
-} from "./admission.js";
-export { DEFAULT_LIFETIME_OPTIONS, LifetimeDistribution, MIN_REMAINING_MS, OraclePredictor } from "./lifetime.js";
-export type { ContainerKey, LifetimePredictor } from "./lifetime.js";
+} from "./policy/admission.js";
+export {
+  DEFAULT_LIFETIME_OPTIONS,
+  LifetimeDistribution,
+  MIN_REMAINING_MS,
+  OraclePredictor,
+} from "./policy/lifetime.js";
+export type { ContainerKey, LifetimePredictor } from "./policy/lifetime.js";
 // Admission control in the simulator predicts job lifetimes with the resource manager's model.
-export { LifetimeModel, resolveLifetimeOptions } from "./lifetime.js";
-export type { LifetimeOptions } from "./lifetime.js";
+export { LifetimeModel, resolveLifetimeOptions } from "./policy/lifetime.js";
+export type { LifetimeOptions } from "./policy/lifetime.js";
 export {
   DEFAULT_NODE_CHOICE_OPTIONS,
   LifetimeNodeChoice,
@@ -164,7 +174,7 @@ export {
   nilasBucket,
   resolveNodeChoiceOptions,
   temporalCost,
-} from "./node-choice.js";
+} from "./policy/node-choice.js";
 export type {
   GrantedContainer,
   LavaServerState,
@@ -172,6 +182,6 @@ export type {
   NodeChoiceKind,
   NodeChoiceOptions,
   NodeChoiceSource,
-} from "./node-choice.js";
-export { DEFAULT_DRAIN_OPTIONS, DrainTracker, drainOrder, resolveDrainOptions } from "./drain.js";
-export type { DrainContainer, DrainOptions, DrainStatus, DrainStep } from "./drain.js";
+} from "./policy/node-choice.js";
+export { DEFAULT_DRAIN_OPTIONS, DrainTracker, drainOrder, resolveDrainOptions } from "./policy/drain.js";
+export type { DrainContainer, DrainOptions, DrainStatus, DrainStep } from "./policy/drain.js";

@@ -15,14 +15,14 @@ import {
   primaryDemandMoments,
   resolveAdmissionOptions,
   tuneThreshold,
-} from "../../resourcemanager/admission.js";
+} from "../../resourcemanager/policy/admission.js";
 import type {
   AdmissionCluster,
   AdmissionDecision,
   AdmissionServer,
   DemandMoments,
   PrimaryDemandSource,
-} from "../../resourcemanager/admission.js";
+} from "../../resourcemanager/policy/admission.js";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

@@ -7,7 +7,7 @@ import { SeededRng } from "../../common/rng.js";
 import { generateUtilization } from "../../common/trace-gen.js";
 import type { UtilizationSeries } from "../../common/trace-io.js";
 import { readUtilizationFile, resample } from "../../common/trace-io.js";
-import type { TenantInput } from "../../resourcemanager/classifier.js";
+import type { TenantInput } from "../../resourcemanager/policy/classifier.js";
 import {
   averageServerSeries,
   classify,
@@ -16,7 +16,7 @@ import {
   percentileSorted,
   resolveClassifierOptions,
   tenantFeatures,
-} from "../../resourcemanager/classifier.js";
+} from "../../resourcemanager/policy/classifier.js";
 
 const STEP_SEC = 300;
 const DAY_STEPS = 86_400 / STEP_SEC;

@@ -7,8 +7,8 @@ import {
   parseDrawsCsv,
   planOversubscription,
   resolveOversubscriptionOptions,
-} from "../../resourcemanager/oversubscription-planner.js";
-import type { OversubscriptionOptions } from "../../resourcemanager/oversubscription-planner.js";
+} from "../../resourcemanager/policy/oversubscription-planner.js";
+import type { OversubscriptionOptions } from "../../resourcemanager/policy/oversubscription-planner.js";
 
 /** A server whose draw is linear in utilization: 100 W idle, 100 + 200 u W under load, 300 W at 100 %. */
 const LINEAR: PowerProfile = {

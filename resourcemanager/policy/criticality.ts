@@ -5,9 +5,9 @@
  * features with the peak, and this verdict), so the registry and the simulator derive both alike. Pure: no I/O, no
  * clock.
  */
-import { HarvestError } from "../common/errors.js";
-import type { UtilizationSeries } from "../common/trace-io.js";
-import { resample } from "../common/trace-io.js";
+import { HarvestError } from "../../common/errors.js";
+import type { UtilizationSeries } from "../../common/trace-io.js";
+import { resample } from "../../common/trace-io.js";
 import { averageServerSeries, tenantFeatures } from "./classifier.js";
 import type { ClassifierOptions, TenantFeatures } from "./classifier.js";
 

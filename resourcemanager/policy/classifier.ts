@@ -5,13 +5,13 @@
  */
 import FFT from "fft.js";
 import { kmeans } from "ml-kmeans";
-import { HarvestError } from "../common/errors.js";
-import type { Rng } from "../common/rng.js";
-import type { UtilizationPattern } from "../common/trace-gen.js";
-import type { UtilizationSeries } from "../common/trace-io.js";
-import { resample } from "../common/trace-io.js";
+import { HarvestError } from "../../common/errors.js";
+import type { Rng } from "../../common/rng.js";
+import type { UtilizationPattern } from "../../common/trace-gen.js";
+import type { UtilizationSeries } from "../../common/trace-io.js";
+import { resample } from "../../common/trace-io.js";
 
-export type { UtilizationPattern } from "../common/trace-gen.js";
+export type { UtilizationPattern } from "../../common/trace-gen.js";
 
 const DAY_MS = 86_400_000;
 

@@ -29,12 +29,12 @@
  * A domain's reading in a slot is the sum of its servers' draws: N readings = domains x slots. Errors: TRACE_MALFORMED
  * with the 1-based line (details: file, line, reason); options out of range: INVALID_ARGUMENT naming the option.
  */
-import { HarvestError } from "../common/errors.js";
-import { profileWatts } from "../common/power-profiles.js";
-import type { PowerProfile } from "../common/power-profiles.js";
-import { SeededRng } from "../common/rng.js";
-import { generateUtilization } from "../common/trace-gen.js";
-import type { UtilizationPattern } from "../common/trace-gen.js";
+import { HarvestError } from "../../common/errors.js";
+import { profileWatts } from "../../common/power-profiles.js";
+import type { PowerProfile } from "../../common/power-profiles.js";
+import { SeededRng } from "../../common/rng.js";
+import { generateUtilization } from "../../common/trace-gen.js";
+import type { UtilizationPattern } from "../../common/trace-gen.js";
 import { percentileSorted } from "./classifier.js";
 
 // ------------------------------------------------------------------------------------------------ options

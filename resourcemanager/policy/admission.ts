@@ -37,8 +37,8 @@
  *   (section 5.2), because Markov's and Cantelli's bounds are loose (sections 4.2, 4.3). `tuneThreshold` is that search;
  *   the defaults below are starting points to be tuned the same way against the kill rate the operator accepts.
  */
-import { HarvestError } from "../common/errors.js";
-import { invalidOption, stripUndefined } from "../common/options.js";
+import { HarvestError } from "../../common/errors.js";
+import { invalidOption, stripUndefined } from "../../common/options.js";
 
 const DAY_MS = 86_400_000;
 

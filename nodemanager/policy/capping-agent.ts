@@ -8,13 +8,13 @@
  * last heartbeat acknowledgement (seeds/000, section III-C: a domain near its budget gives each server its share).
  * The primary tenant is never an input of the controller, so it is never throttled or killed.
  */
-import type { Logger } from "../common/log.js";
+import type { Logger } from "../../common/log.js";
 import { CappingController } from "./capping-controller.js";
 import type { CappingOptions, CappingState, CappingStats } from "./capping-controller.js";
-import type { PowerMeter, PowerReading } from "./power-meter.js";
+import type { PowerMeter, PowerReading } from "../power-meter.js";
 import { PowerModel } from "./power-model.js";
 import type { PowerEntity } from "./power-model.js";
-import type { Throttler } from "./throttler.js";
+import type { Throttler } from "../throttler.js";
 
 /** A secondary container as the agent sees it on one tick. */
 export interface AgentContainer {
