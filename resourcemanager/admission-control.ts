@@ -14,23 +14,14 @@ import { readFileSync } from "node:fs";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import type { Logger } from "../common/log.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
-import {
-  AdmissionOutlook,
-  AdmissionQueue,
-  DemandProfile,
-  fixedDemand,
-  idleClusterDecision,
-  resolveAdmissionOptions,
-} from "./policy/admission.js";
-import type {
-  AdmissionDecision,
-  AdmissionOptions,
-  AdmissionPolicy,
-  AdmissionServer,
-  AdmittedJob,
-  PrimaryDemandSource,
-  QueueEntry,
-} from "./policy/admission.js";
+import { AdmissionOutlook, idleClusterDecision } from "./policy/admission.js";
+import { AdmissionQueue } from "./policy/admission-queue.js";
+import { DemandProfile, fixedDemand } from "./policy/demand-profile.js";
+import { resolveAdmissionOptions } from "./policy/admission-options.js";
+import type { AdmissionDecision, AdmissionServer, AdmittedJob } from "./policy/admission.js";
+import type { AdmissionOptions, AdmissionPolicy } from "./policy/admission-options.js";
+import type { PrimaryDemandSource } from "./policy/demand-profile.js";
+import type { QueueEntry } from "./policy/admission-queue.js";
 
 /** A job waiting for admission. */
 export interface AdmissionJob {

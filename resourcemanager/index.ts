@@ -1,12 +1,14 @@
 /**
- * The resource manager: daemon, options, and the pure policies it runs, which benchmarks and the simulator call from
- * here and nowhere else (scripts/check-imports.mjs):
+ * The resource manager: daemon, options, and the pure policies it runs (`policy/`), which the simulator, the
+ * benchmarks and the soak call from here and nowhere else (scripts/check-imports.mjs):
  * - the scheduler (`Scheduler`, `StockSchedulerPolicy`; `HistorySchedulerPolicy` under Algorithm 1);
  * - the utilization classifier (`tenantFeatures`, `classifyFeatures`) and criticality (`criticality`,
  *   `tenantHistoryVerdict`), as the tenant registry runs them;
  * - history-based placement, Algorithm 1 (`HistoryPlacement` over a `ClassViewSource`; `selectClasses`);
  * - power: domains and budgets (`PowerDomains`), power-aware placement (`PowerAwarePolicy`), the oversubscription
- *   planner (`planOversubscription`).
+ *   planner (`planOversubscription`);
+ * - admission (`AdmissionQueue`, `decideAdmission`), lifetimes and node choice (`LifetimeModel`,
+ *   `LifetimeNodeChoice`), drains in LARS order (`DrainTracker`, `drainOrder`).
  */
 export { ResourceManager } from "./resource-manager.js";
 export type { DaemonState } from "./resource-manager.js";
@@ -22,24 +24,14 @@ export type {
   SchedulerOptions,
   SchedulerPolicy,
 } from "./policy/scheduler.js";
-export {
-  averageServerSeries,
-  classify,
-  classifyFeatures,
-  DEFAULT_CLASSIFIER_OPTIONS,
-  patternOf,
-  percentileSorted,
-  resolveClassifierOptions,
-  tenantFeatures,
-} from "./policy/classifier.js";
-export type {
-  ClassifierOptions,
-  FeaturedTenant,
-  PatternProfile,
-  TenantClass,
-  TenantFeatures,
-  TenantInput,
-} from "./policy/classifier.js";
+export { averageServerSeries } from "./policy/average-server.js";
+export { classify, classifyFeatures, tenantFeatures } from "./policy/classifier.js";
+export { DEFAULT_CLASSIFIER_OPTIONS, resolveClassifierOptions } from "./policy/classifier-options.js";
+export { patternOf } from "./policy/utilization-pattern.js";
+export { percentileSorted } from "./policy/percentiles.js";
+export type { ClassifierOptions } from "./policy/classifier-options.js";
+export type { FeaturedTenant, TenantClass, TenantFeatures, TenantInput } from "./policy/classifier.js";
+export type { PatternProfile } from "./policy/utilization-pattern.js";
 export {
   criticality,
   DEFAULT_HISTORY_WINDOW,
@@ -67,8 +59,6 @@ export type {
   JobTypeOptions,
   ServerCapacity,
 } from "./policy/class-selection.js";
-export { TenantRegistry, resolveTenantRegistryOptions } from "./tenant-registry.js";
-export type { TenantRecord, TenantRegistryOptions } from "./tenant-registry.js";
 export {
   DEFAULT_POWER_DOMAIN_OPTIONS,
   PowerDomains,
@@ -113,11 +103,10 @@ export {
 } from "./policy/oversubscription-planner.js";
 export type {
   CappingApproach,
-  DrawSample,
-  DrawsHistory,
   OversubscriptionOptions,
   OversubscriptionPlan,
 } from "./policy/oversubscription-planner.js";
+export type { DrawSample, DrawsHistory } from "./policy/draws-history.js";
 export {
   HistoryPlacement,
   LiveClassViews,
@@ -133,30 +122,20 @@ export type {
   LiveNode,
   PlacementDecision,
 } from "./policy/history-placement.js";
-export {
-  AdmissionOutlook,
-  AdmissionQueue,
-  JobDemandModel,
-  DEFAULT_ADMISSION_OPTIONS,
-  DemandProfile,
-  decideAdmission,
-  neverAdmissible,
-  resolveAdmissionOptions,
-  thresholdOf,
-  tuneThreshold,
-} from "./policy/admission.js";
+export { AdmissionOutlook, decideAdmission, neverAdmissible, tuneThreshold } from "./policy/admission.js";
+export { AdmissionQueue, JobDemandModel } from "./policy/admission-queue.js";
+export { DEFAULT_ADMISSION_OPTIONS, resolveAdmissionOptions, thresholdOf } from "./policy/admission-options.js";
+export { DemandProfile } from "./policy/demand-profile.js";
 export type {
   AdmissionCandidate,
   AdmissionCluster,
   AdmissionDecision,
-  AdmissionOptions,
-  AdmissionPolicy,
   AdmissionServer,
   AdmittedJob,
-  DemandProfileOptions,
-  PrimaryDemandSource,
-  QueuedJob,
 } from "./policy/admission.js";
+export type { AdmissionOptions, AdmissionPolicy } from "./policy/admission-options.js";
+export type { DemandProfileOptions, PrimaryDemandSource } from "./policy/demand-profile.js";
+export type { QueuedJob } from "./policy/admission-queue.js";
 export {
   DEFAULT_LIFETIME_OPTIONS,
   LifetimeDistribution,

@@ -16,8 +16,8 @@ import type { DrainOptions } from "./policy/drain.js";
 import { resolveLifetimeOptions } from "./policy/lifetime.js";
 import type { LifetimeOptions } from "./policy/lifetime.js";
 import { resolveNodeChoiceOptions } from "./policy/node-choice.js";
-import { resolveAdmissionOptions } from "./policy/admission.js";
-import type { AdmissionOptions, AdmissionPolicy } from "./policy/admission.js";
+import { resolveAdmissionOptions } from "./policy/admission-options.js";
+import type { AdmissionOptions, AdmissionPolicy } from "./policy/admission-options.js";
 import type { NodeChoiceKind, NodeChoiceOptions } from "./policy/node-choice.js";
 import type { TenantRegistryOptions } from "./tenant-registry.js";
 

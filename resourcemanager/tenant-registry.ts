@@ -17,8 +17,10 @@ import type { Logger } from "../common/log.js";
 import { SeededRng } from "../common/rng.js";
 import type { TraceWarnings, UtilizationSeries } from "../common/trace-io.js";
 import { describeTraceWarnings, hasTraceWarnings, traceWarningFields } from "../common/trace-io.js";
-import { classifyFeatures, resolveClassifierOptions } from "./policy/classifier.js";
-import type { ClassifierOptions, TenantClass, TenantFeatures } from "./policy/classifier.js";
+import { classifyFeatures } from "./policy/classifier.js";
+import { resolveClassifierOptions } from "./policy/classifier-options.js";
+import type { ClassifierOptions } from "./policy/classifier-options.js";
+import type { TenantClass, TenantFeatures } from "./policy/classifier.js";
 import { DEFAULT_HISTORY_WINDOW, resolveCriticalityOptions, tenantHistoryVerdict } from "./policy/criticality.js";
 import type { CriticalityOptions } from "./policy/criticality.js";
 

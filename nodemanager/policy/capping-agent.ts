@@ -56,6 +56,25 @@ export interface CappingSnapshot {
   stats: CappingStats;
 }
 
+/** The heartbeat's power fields of a capping snapshot (what the resource manager's power domains read). */
+export function heartbeatPowerFields(p: CappingSnapshot): {
+  powerWatts: number;
+  powerMeter: string;
+  powerCapped: boolean;
+  cappingState: string;
+  throttledContainers: number;
+  powerKills: number;
+} {
+  return {
+    powerWatts: p.watts ?? 0,
+    powerMeter: p.meter,
+    powerCapped: p.throttledContainers > 0,
+    cappingState: p.state,
+    throttledContainers: p.throttledContainers,
+    powerKills: p.kills,
+  };
+}
+
 /** What the agent needs from the node manager. */
 export interface CappingAgentDeps {
   meter: PowerMeter;

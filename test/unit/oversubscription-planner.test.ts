@@ -2,9 +2,8 @@ import { describe, expect, it } from "vitest";
 import { HarvestError } from "../../common/errors.js";
 import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../../common/power-profiles.js";
 import type { PowerProfile } from "../../common/power-profiles.js";
+import { generateDrawsHistory, parseDrawsCsv } from "../../resourcemanager/policy/draws-history.js";
 import {
-  generateDrawsHistory,
-  parseDrawsCsv,
   planOversubscription,
   resolveOversubscriptionOptions,
 } from "../../resourcemanager/policy/oversubscription-planner.js";
