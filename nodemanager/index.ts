@@ -1,9 +1,12 @@
 /**
- * The node manager: daemon, options, the primary-tenant monitors, and the pure policies it runs, which the simulator
- * calls from here and nowhere else (scripts/check-imports.mjs):
+ * The node manager: daemon, options, the primary-tenant monitors, and the pure policies it runs (`policy/`), which the
+ * simulator, the benchmarks and the soak call from here and nowhere else (scripts/check-imports.mjs):
  * - the yield controller's choice of victims when the primary needs its cores (`chooseVictims`);
  * - the capping agent and its controller: throttle, raise and kill secondary containers under a power budget
- *   (`CappingAgent`, `resolveCappingOptions`).
+ *   (`CappingAgent`, `resolveCappingOptions`);
+ * - the per-container power model (`PowerModel`, seeds/001 section 3).
+ * Beside them, the container parts the primary-burst bench drives alone (`ContainerProcess`, `ContainerAccounts`,
+ * `detectCgroups`).
  */
 export { NodeManager } from "./node-manager.js";
 export type { NodeManagerDeps, NodeManagerState, PreemptionEvent } from "./node-manager.js";
@@ -21,3 +24,7 @@ export { CappingAgent } from "./policy/capping-agent.js";
 export type { AgentContainer, CappingAgentDeps } from "./policy/capping-agent.js";
 export { resolveCappingOptions } from "./policy/capping-controller.js";
 export type { CappingOptions, CappingState } from "./policy/capping-controller.js";
+export { PowerModel, SEED_USAGE_FEATURES } from "./policy/power-model.js";
+export type { EntityUsage, UsageFeature } from "./policy/power-model.js";
+export { ContainerProcess } from "./container.js";
+export { ContainerAccounts } from "./run-as.js";
