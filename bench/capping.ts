@@ -53,9 +53,9 @@ import { resolveCappingOptions } from "../nodemanager/index.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import { readProcessCpu, waitFor } from "./node-bench.js";
-import { startSingleNode, submitBenchJob } from "./single-node.js";
+import { AM_VCORES_MILLI, RESERVE_FRACTION, startSingleNode, submitBenchJob } from "./single-node.js";
 import type { FlagSpec, Flags } from "./flags.js";
-import { fmt, preciseNowMs, ratio, summarize, table } from "./report.js";
+import { fmt, preciseNowMs, ratio, summarize, summaryRow, table } from "./report.js";
 import type { Summary } from "./report.js";
 
 const FLAGS = {
@@ -104,8 +104,6 @@ const TARGET_P99_MS = 1_000;
 const SAMPLE_INTERVAL_MS = 5;
 const TASK_VCORES_MILLI = 1_000;
 const TASK_MEMORY_MB = 128;
-const AM_VCORES_MILLI = 500;
-const RESERVE_FRACTION = 0.1;
 /** Room kept above the primary's level so that the yield controller never preempts a container here. */
 const YIELD_MARGIN_FRACTION = 0.15;
 /** After the budget is lifted: time for the containers to burn again and for two meter readings to show it. */
@@ -356,8 +354,7 @@ async function runMode(
       cappingPeriodMs: f["period-ms"],
       throttle: mode,
     },
-    reserveFraction: RESERVE_FRACTION,
-    amResource: { vcoresMilli: AM_VCORES_MILLI, memoryMb: 128 },
+    amMemoryMb: 128,
     monitor,
     logName: `nm:bench-${mode}`,
     onLogLine: (line) => {
@@ -634,20 +631,12 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
     capped: summarize(r.outcomes.map((o) => o.cappedMs)),
     firstUnder: summarize(r.outcomes.map((o) => o.firstUnderMs)),
   }));
-  const row = (label: string, x: Summary): string[] => [
-    label,
-    String(x.count),
-    fmt(x.p50),
-    fmt(x.p99),
-    fmt(x.max),
-    fmt(x.mean),
-  ];
   const rows: string[][] = [];
   for (const { r, bench, meter, capped, firstUnder } of sums) {
-    rows.push(row(`${r.mode}: settle, draw (bench)`, bench));
-    rows.push(row(`  settle, meter reading`, meter));
-    rows.push(row(`  T0 -> capped (period wait)`, capped));
-    rows.push(row(`  T0 -> first reading under`, firstUnder));
+    rows.push(summaryRow(`${r.mode}: settle, draw (bench)`, bench));
+    rows.push(summaryRow(`  settle, meter reading`, meter));
+    rows.push(summaryRow(`  T0 -> capped (period wait)`, capped));
+    rows.push(summaryRow(`  T0 -> first reading under`, firstUnder));
   }
   const lines = [
     ...head,

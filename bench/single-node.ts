@@ -18,6 +18,10 @@ import type { ApplicationMasterServiceClient } from "../proto/generated/harvest/
 import type { ContainerManagerClient } from "../proto/generated/harvest/v1/ContainerManager.js";
 import { benchLogger, waitFor } from "./node-bench.js";
 
+/** The share of the node kept for its primary, on both daemons. */
+export const RESERVE_FRACTION = 0.1;
+/** The cores of the job manager's container. */
+export const AM_VCORES_MILLI = 500;
 /** The job manager's container: the bench itself plays the job manager, so this process only holds the slot. */
 const IDLE_JOB_MANAGER = "setInterval(() => {}, 1 << 30)";
 
@@ -25,12 +29,10 @@ const IDLE_JOB_MANAGER = "setInterval(() => {}, 1 << 30)";
 export interface SingleNodeOptions {
   /** The bench's name: the temporary directory is `harvest-bench-<name>-*`. */
   name: string;
-  /** The node manager's options beyond its id, the resource manager's address, its data directory and the reserve. */
+  /** The node manager's options beyond the resource manager's address, its data directory and the reserve. */
   nm: Partial<NodeManagerOptions> & { nodeId: string };
-  /** The share of each server kept for its primary, on both daemons. */
-  reserveFraction: number;
-  /** The job manager's container. */
-  amResource: Resources;
+  /** The memory of the job manager's container. */
+  amMemoryMb: number;
   /** The primary tenant the node manager watches. */
   monitor: PrimaryMonitor;
   /** The node manager's logger name. */
@@ -65,8 +67,8 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
       dataDir: join(dir, "rm"),
       // Grants arrive on node heartbeats; a short interval keeps steps short without changing what is measured.
       heartbeatIntervalMs: 100,
-      reserveFraction: o.reserveFraction,
-      amResource: o.amResource,
+      reserveFraction: RESERVE_FRACTION,
+      amResource: { vcoresMilli: AM_VCORES_MILLI, memoryMb: o.amMemoryMb },
       jobManagerCommand: ["node", "-e", IDLE_JOB_MANAGER],
     },
     { logger: new Logger("rm", "warn") },
@@ -82,7 +84,7 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
   try {
     await rm.start();
     nm = new NodeManager(
-      { ...o.nm, rmAddress: rm.address, dataDir: join(dir, "nm"), reserveFraction: o.reserveFraction },
+      { ...o.nm, rmAddress: rm.address, dataDir: join(dir, "nm"), reserveFraction: RESERVE_FRACTION },
       {
         monitor: o.monitor,
         logger: benchLogger(o.logName, (line) => {

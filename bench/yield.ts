@@ -41,9 +41,9 @@ import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import { primaryBurstReport } from "./primary-burst.js";
 import { readProcessCpu, waitFor } from "./node-bench.js";
-import { startSingleNode, submitBenchJob } from "./single-node.js";
+import { AM_VCORES_MILLI, RESERVE_FRACTION, startSingleNode, submitBenchJob } from "./single-node.js";
 import type { FlagSpec, Flags } from "./flags.js";
-import { fmt, preciseNowMs, quantile, ratio, summarize, table } from "./report.js";
+import { fmt, preciseNowMs, quantile, ratio, summarize, summaryRow, table } from "./report.js";
 import type { Summary } from "./report.js";
 
 const FLAGS = {
@@ -83,8 +83,6 @@ const SAMPLE_INTERVAL_MS = 2;
 const MIN_BURN_CPU_MS = 100;
 const TASK_VCORES_MILLI = 1_000;
 const TASK_MEMORY_MB = 256;
-const AM_VCORES_MILLI = 500;
-const RESERVE_FRACTION = 0.1;
 /**
  * The task's first line writes the wall-clock time it runs at to HARVEST_BENCH_MARK: container launch time is that
  * minus the time the job manager (this bench) called startContainer.
@@ -228,8 +226,7 @@ async function runMode(cgroups: "auto" | "none", f: YieldFlags, progress: (line:
       yieldTickMs: f["tick-ms"],
       killGraceMs: f["grace-ms"],
     },
-    reserveFraction: RESERVE_FRACTION,
-    amResource: { vcoresMilli: AM_VCORES_MILLI, memoryMb: 256 },
+    amMemoryMb: 256,
     monitor,
     logName: `nm:bench-${cgroups}`,
     onPreempt: (e) => {
@@ -419,19 +416,11 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
   const rows: string[][] = [];
   const sums = results.map((r) => ({ r, s: summaries(r) }));
   for (const { r, s } of sums) {
-    const row = (label: string, x: Summary): string[] => [
-      label,
-      String(x.count),
-      fmt(x.p50),
-      fmt(x.p99),
-      fmt(x.max),
-      fmt(x.mean),
-    ];
-    rows.push(row(r.mode, s.release));
-    rows.push(row("  T0 -> kill decision (tick)", s.decide));
-    rows.push(row("  kill decision -> release", s.killToRelease));
-    rows.push(row("  T0 -> process exit", s.exit));
-    rows.push(row("  kill decision -> process exit", s.killToExit));
+    rows.push(summaryRow(r.mode, s.release));
+    rows.push(summaryRow("  T0 -> kill decision (tick)", s.decide));
+    rows.push(summaryRow("  kill decision -> release", s.killToRelease));
+    rows.push(summaryRow("  T0 -> process exit", s.exit));
+    rows.push(summaryRow("  kill decision -> process exit", s.killToExit));
   }
   const lines = [...head, ...table(["release latency (ms)", "n", "p50", "p99", "max", "mean"], rows)];
   const cg = sums.find((x) => x.r.throttled);
