@@ -1,4 +1,4 @@
-/** The scheduler bench's part (1): allocations per second of the resource manager's own scheduler over simulated nodes. */
+/** The scheduler bench's part (1): allocations per second of the resource manager's scheduler over simulated nodes. */
 import { formatAppId, formatContainerId } from "../common/ids.js";
 import { SeededRng } from "../common/rng.js";
 import { Scheduler, StockSchedulerPolicy } from "../resourcemanager/index.js";

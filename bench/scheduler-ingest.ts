@@ -1,4 +1,4 @@
-/** The scheduler bench's part (2): heartbeat ingest of a real resource manager from a swarm of simulated node managers. */
+/** The scheduler bench's part (2): heartbeat ingest of a real resource manager from a swarm of simulated nodes. */
 import { mkdtemp, rm as removeDir } from "node:fs/promises";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";

@@ -112,7 +112,7 @@ export class ContainerRecords {
     }
   }
 
-  /** The exits a previous run recorded that finished at `cutoffMs` or later (reported until recorded), as COMPLETE, by id. */
+  /** The exits a previous run recorded that finished at `cutoffMs` or later (reported until recorded), by id. */
   restoreExits(cutoffMs: number): Map<string, ContainerStatus> {
     const root = join(this.dataDir, "containers");
     const restored = new Map<string, ContainerStatus>();

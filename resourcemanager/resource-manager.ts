@@ -94,7 +94,7 @@ export class ResourceManager {
   private readonly nodeChoice: LifetimeNodeChoice | undefined;
   /** What each recurring job held on average in its past runs (admission counts it). */
   private readonly demand = new JobDemandModel();
-  /** How long tasks and jobs live, learned from the job history (lifetime.ts): drains and node choice ask it. */
+  /** How long tasks and jobs live, learned from the job history (policy/lifetime.ts): drains and node choice ask it. */
   private readonly lifetimes: LifetimeModel;
   /** Power domains: draws per domain, alerts, node budgets. */
   private readonly power: PowerDomains;

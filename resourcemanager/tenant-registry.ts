@@ -2,8 +2,8 @@
  * The registry of primary tenants (seeds/004, sections 3 and 4): who they are (environment, machine function,
  * criticality), which servers they own, their CPU-utilization history per server, the disk reimages of their servers,
  * and the utilization classes built from that history. Kept in LevelDB under the resource manager's data directory;
- * every acknowledged write is durable. The classification itself is the pure code of `classifier.ts` and
- * `criticality.ts`; this module only feeds it.
+ * every acknowledged write is durable. The classification itself is the pure code of `policy/classifier.ts` and
+ * `policy/criticality.ts`; this module only feeds it.
  *
  * History is stored per server in day chunks of fixed slots (`slotSec`, 2 minutes by default, as AutoPilot records):
  * each slot keeps the sum and count of the samples that fell into it, so live samples, streamed samples and imported

@@ -1,4 +1,4 @@
-/** The admission queue (priority, then submission order) and a job's demand as admission counts it (seeds/003). Pure. */
+/** The admission queue (priority, then submission order) and a job's demand as admission counts it (seeds/003). */
 import { HarvestError } from "../../common/errors.js";
 import type { AdmissionDecision } from "./admission.js";
 

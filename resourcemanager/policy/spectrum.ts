@@ -1,4 +1,4 @@
-/** The daily-harmonic share of a series' spectral power (Goertzel for a few bins, fft.js otherwise), for the pattern test. */
+/** The daily-harmonic share of a series' spectral power (Goertzel or fft.js), for the utilization pattern test. */
 import FFT from "fft.js";
 import type { ClassifierOptions } from "./classifier-options.js";
 
