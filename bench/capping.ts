@@ -36,12 +36,9 @@
  * (it holds a 230 W cap like RAPL does); the issue reports RAPL settling in under 2 s and asks for 1 s.
  */
 import { readFileSync } from "node:fs";
-import { chmod, mkdtemp, rm as removeDir } from "node:fs/promises";
-import { cpus, loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
+import { cpus, loadavg } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
-import { Logger } from "../common/log.js";
+import { call } from "../common/grpc.js";
 import {
   BUILTIN_POWER_PROFILES,
   DEFAULT_POWER_PROFILE_ID,
@@ -52,17 +49,13 @@ import type { PowerProfile } from "../common/power-profiles.js";
 import { BurnPrimaryMonitor } from "../common/primary-monitor.js";
 import type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
 import { StepPrimaryMonitor } from "../common/step-monitor.js";
-import { resolveCappingOptions } from "../nodemanager/capping-controller.js";
-import { NodeManager } from "../nodemanager/node-manager.js";
-import { ResourceManager } from "../resourcemanager/resource-manager.js";
-import type { ApplicationClientServiceClient } from "../proto/generated/harvest/v1/ApplicationClientService.js";
-import type { ApplicationMasterServiceClient } from "../proto/generated/harvest/v1/ApplicationMasterService.js";
-import type { ContainerManagerClient } from "../proto/generated/harvest/v1/ContainerManager.js";
+import { resolveCappingOptions } from "../nodemanager/index.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
-import { benchLogger, readProcessCpu, waitFor } from "./node-bench.js";
+import { readProcessCpu, waitFor } from "./node-bench.js";
+import { AM_VCORES_MILLI, RESERVE_FRACTION, startSingleNode, submitBenchJob } from "./single-node.js";
 import type { FlagSpec, Flags } from "./flags.js";
-import { fmt, preciseNowMs, ratio, summarize, table } from "./report.js";
+import { fmt, preciseNowMs, ratio, summarize, summaryRow, table } from "./report.js";
 import type { Summary } from "./report.js";
 
 const FLAGS = {
@@ -111,8 +104,6 @@ const TARGET_P99_MS = 1_000;
 const SAMPLE_INTERVAL_MS = 5;
 const TASK_VCORES_MILLI = 1_000;
 const TASK_MEMORY_MB = 128;
-const AM_VCORES_MILLI = 500;
-const RESERVE_FRACTION = 0.1;
 /** Room kept above the primary's level so that the yield controller never preempts a container here. */
 const YIELD_MARGIN_FRACTION = 0.15;
 /** After the budget is lifted: time for the containers to burn again and for two meter readings to show it. */
@@ -127,7 +118,6 @@ const MIN_THROTTLEABLE_SHARE = 0.04;
 const PRIMARY_TOLERANCE = 0.9;
 /** How often the bench, as the job manager, heartbeats the resource manager. */
 const AM_HEARTBEAT_MS = 2_000;
-const IDLE_JOB_MANAGER = "setInterval(() => {}, 1 << 30)";
 const BURN = "for (;;) {}";
 
 /** A process's cumulative CPU, sampled; gives its rate (cores) over a trailing window. */
@@ -344,97 +334,54 @@ async function runMode(
   const monitor: PrimaryMonitor & { helperPid?: () => number | undefined } = burning
     ? new OwnCpuPrimaryMonitor(Math.min(100, (100 * primaryFraction * capacityCores) / cpus().length))
     : new StepPrimaryMonitor({ capacityMilli, initialMilli: primaryFraction * capacityMilli });
-  const dir = await mkdtemp(join(tmpdir(), "harvest-bench-capping-"));
-  // Containers never run as root: the account they run as passes through to the staging and work directories.
-  await chmod(dir, 0o711);
-  let cgroupDetail = "unknown";
   let kills = 0;
   let yieldPreemptions = 0;
   let helperPid: number | undefined;
-  const rm = new ResourceManager(
-    {
-      dataDir: join(dir, "rm"),
-      heartbeatIntervalMs: 100,
-      reserveFraction: RESERVE_FRACTION,
-      amResource: { vcoresMilli: AM_VCORES_MILLI, memoryMb: 128 },
-      jobManagerCommand: ["node", "-e", IDLE_JOB_MANAGER],
-    },
-    { logger: new Logger("rm", "warn") },
-  );
-  let nm: NodeManager | undefined;
-  const proto = loadHarvestProto();
-  let clientRm: ApplicationClientServiceClient | undefined;
-  let amRm: ApplicationMasterServiceClient | undefined;
-  let nmClient: ContainerManagerClient | undefined;
   let traces: CpuTrace[] = [];
   let primaryTrace: CpuTrace | undefined;
   let sampler: NodeJS.Timeout | undefined;
   let amHeartbeat: NodeJS.Timeout | undefined;
   let containersLost = 0;
+  const cluster = await startSingleNode({
+    name: "capping",
+    nm: {
+      // Unique per run: a node's cgroup is harvest/<nodeId>, and other runs may share the machine.
+      nodeId: `bench-capping-${mode}-${process.pid}`,
+      capacity: { vcoresMilli: capacityMilli, memoryMb: 8192 },
+      cgroups: "auto",
+      powerMeter: "model",
+      powerProfile: profile.id,
+      cappingPeriodMs: f["period-ms"],
+      throttle: mode,
+    },
+    amMemoryMb: 128,
+    monitor,
+    logName: `nm:bench-${mode}`,
+    onLogLine: (line) => {
+      if (line.includes("] over the power budget after throttling: killing ")) kills++;
+    },
+    onPreempt: () => yieldPreemptions++,
+  });
   try {
-    await rm.start();
-    nm = new NodeManager(
-      {
-        // Unique per run: a node's cgroup is harvest/<nodeId>, and other runs may share the machine.
-        nodeId: `bench-capping-${mode}-${process.pid}`,
-        rmAddress: rm.address,
-        dataDir: join(dir, "nm"),
-        capacity: { vcoresMilli: capacityMilli, memoryMb: 8192 },
-        cgroups: "auto",
-        reserveFraction: RESERVE_FRACTION,
-        powerMeter: "model",
-        powerProfile: profile.id,
-        cappingPeriodMs: f["period-ms"],
-        throttle: mode,
-      },
-      {
-        monitor,
-        logger: benchLogger(`nm:bench-${mode}`, (line) => {
-          const at = line.indexOf("] cpu limits ");
-          if (at >= 0) {
-            try {
-              const fields = JSON.parse(line.slice(line.indexOf("{", at))) as { mode: string; detail: string };
-              cgroupDetail = `${fields.mode}: ${fields.detail}`;
-            } catch {
-              cgroupDetail = line.slice(at + 2);
-            }
-          }
-          if (line.includes("] over the power budget after throttling: killing ")) kills++;
-        }),
-        onPreempt: () => yieldPreemptions++,
-      },
-    );
-    const node = nm;
-    await node.start();
-    await waitFor("the node manager to register", 10_000, () => node.isRegistered);
+    const node = cluster.nm;
     helperPid = monitor.helperPid?.();
     if (burning && helperPid === undefined) throw new Error("the burn helper process is not running");
     primaryTrace = helperPid !== undefined ? new CpuTrace(helperPid, true) : undefined;
-    progress(`${mode}: ${cgroupDetail}; ${node.power.meter}; primary ${monitor.source}`);
+    progress(`${mode}: ${cluster.cgroupDetail}; ${node.power.meter}; primary ${monitor.source}`);
 
-    clientRm = makeClient(proto.ApplicationClientService, rm.address);
-    amRm = makeClient(proto.ApplicationMasterService, rm.address);
-    nmClient = makeClient(proto.ContainerManager, node.address);
-    const dag = {
-      name: "bench-capping",
-      vertices: [
-        {
-          name: "burn",
-          parallelism: k,
-          command: ["node", "-e", BURN],
-          resources: { vcoresMilli: TASK_VCORES_MILLI, memoryMb: TASK_MEMORY_MB },
-        },
-      ],
-    };
-    const crm = clientRm;
-    const { appId } = await call(crm, crm.submitApplication, { dagJson: JSON.stringify(dag), user: "bench" });
-    await waitFor("the job manager container", 10_000, async () => {
-      const report = await call(crm, crm.getApplication, { appId });
-      return report.containers.some((c) => c.isAm && c.state === "RUNNING");
-    });
-    const am = amRm;
-    const nmc = nmClient;
-    await call(am, am.registerApplicationMaster, { appId, attempt: 1, maxConcurrency: k });
+    const crm = cluster.clientRm;
+    const appId = await submitBenchJob(
+      cluster,
+      "bench-capping",
+      {
+        parallelism: k,
+        command: ["node", "-e", BURN],
+        resources: { vcoresMilli: TASK_VCORES_MILLI, memoryMb: TASK_MEMORY_MB },
+      },
+      true,
+    );
+    const am = cluster.amRm;
+    const nmc = cluster.nmClient;
     let toppingUp = false;
     /** Asks for and starts containers until K burn (after a kill the resource manager grants a replacement). */
     const topUp = async (): Promise<void> => {
@@ -617,7 +564,7 @@ async function runMode(
     return {
       mode,
       throttle: mode === "cgroup" ? "cgroup CPU quota" : "SIGSTOP/SIGCONT duty cycle",
-      cgroupDetail,
+      cgroupDetail: cluster.cgroupDetail,
       meter: node.power.meter,
       capacityMilli,
       outcomes,
@@ -635,12 +582,7 @@ async function runMode(
   } finally {
     if (sampler) clearInterval(sampler);
     if (amHeartbeat) clearInterval(amHeartbeat);
-    clientRm?.close();
-    amRm?.close();
-    nmClient?.close();
-    await nm?.stop();
-    await rm.stop();
-    await removeDir(dir, { recursive: true, force: true });
+    await cluster.close();
   }
 }
 
@@ -689,20 +631,12 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
     capped: summarize(r.outcomes.map((o) => o.cappedMs)),
     firstUnder: summarize(r.outcomes.map((o) => o.firstUnderMs)),
   }));
-  const row = (label: string, x: Summary): string[] => [
-    label,
-    String(x.count),
-    fmt(x.p50),
-    fmt(x.p99),
-    fmt(x.max),
-    fmt(x.mean),
-  ];
   const rows: string[][] = [];
   for (const { r, bench, meter, capped, firstUnder } of sums) {
-    rows.push(row(`${r.mode}: settle, draw (bench)`, bench));
-    rows.push(row(`  settle, meter reading`, meter));
-    rows.push(row(`  T0 -> capped (period wait)`, capped));
-    rows.push(row(`  T0 -> first reading under`, firstUnder));
+    rows.push(summaryRow(`${r.mode}: settle, draw (bench)`, bench));
+    rows.push(summaryRow(`  settle, meter reading`, meter));
+    rows.push(summaryRow(`  T0 -> capped (period wait)`, capped));
+    rows.push(summaryRow(`  T0 -> first reading under`, firstUnder));
   }
   const lines = [
     ...head,

@@ -35,14 +35,14 @@ import {
   percentileSorted,
   resolveClassifierOptions,
   tenantFeatures,
-} from "../resourcemanager/classifier.js";
+} from "../resourcemanager/index.js";
 import type {
   ClassifierOptions,
   FeaturedTenant,
   PatternProfile,
   TenantClass,
   TenantFeatures,
-} from "../resourcemanager/classifier.js";
+} from "../resourcemanager/index.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import type { FlagSpec, Flags } from "./flags.js";

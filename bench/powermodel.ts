@@ -1,5 +1,5 @@
 /**
- * Accuracy of the per-container power regression (nodemanager/power-model.ts, after seeds/001 section 3) on measured
+ * Accuracy of the per-container power regression (nodemanager/policy/power-model.ts, after seeds/001 section 3) on measured
  * data: the Kepler nx12 stress-ng set in `../shared/data/kepler_nx12_stressng` (one 2-socket Xeon E5-2667 v3 server,
  * whole-server ACPI watts every 3 s beside CPU time, cgroup memory and hardware counters; the ACPI and RAPL files are
  * joined on `timestamp`). It is a single server, so the regression is fitted on the server's total usage, which is
@@ -32,8 +32,8 @@ import { HarvestError } from "../common/errors.js";
 import { sharedDataDir } from "../common/paths.js";
 import { PROFILE_LOAD_LEVELS, profileWatts } from "../common/power-profiles.js";
 import type { PowerProfile } from "../common/power-profiles.js";
-import { PowerModel, SEED_USAGE_FEATURES } from "../nodemanager/power-model.js";
-import type { EntityUsage, UsageFeature } from "../nodemanager/power-model.js";
+import { PowerModel, SEED_USAGE_FEATURES } from "../nodemanager/index.js";
+import type { EntityUsage, UsageFeature } from "../nodemanager/index.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { BenchUsageError, parseFlags } from "./flags.js";
 import type { FlagSpec, Flags } from "./flags.js";

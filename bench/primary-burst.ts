@@ -17,10 +17,8 @@ import { chmodSync, existsSync, mkdtempSync, rmdirSync, rmSync, writeFileSync } 
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { detectCgroups } from "../nodemanager/cgroups.js";
-import type { CgroupController } from "../nodemanager/cgroups.js";
-import { ContainerProcess } from "../nodemanager/container.js";
-import { ContainerAccounts } from "../nodemanager/run-as.js";
+import { ContainerAccounts, ContainerProcess, detectCgroups } from "../nodemanager/index.js";
+import type { CgroupController } from "../nodemanager/index.js";
 import { readProcessCpu } from "./node-bench.js";
 import { fmt, preciseNowMs, ratio, summarize, table } from "./report.js";
 import type { Summary } from "./report.js";

@@ -78,6 +78,11 @@ export function ratio(value: number, baseline: number): string {
   return `${fmt(value / baseline, 2)}x`;
 }
 
+/** A table row of a summary of latencies: the label, the count, p50, p99, max and mean. */
+export function summaryRow(label: string, x: Summary): string[] {
+  return [label, String(x.count), fmt(x.p50), fmt(x.p99), fmt(x.max), fmt(x.mean)];
+}
+
 /** A plain-text table: the first column left-aligned, the others right-aligned. */
 export function table(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));

@@ -29,26 +29,21 @@
  * exit" shows the price: a throttled process runs, and so dies, only when its quota lets it, hundreds of ms after
  * SIGKILL here.
  */
-import { chmod, mkdir, mkdtemp, readFile, rm as removeDir } from "node:fs/promises";
-import { cpus, loadavg, tmpdir } from "node:os";
+import { chmod, mkdir, readFile } from "node:fs/promises";
+import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
-import { Logger } from "../common/log.js";
-import { NodeManager } from "../nodemanager/node-manager.js";
+import { call } from "../common/grpc.js";
 import { StepPrimaryMonitor } from "../common/step-monitor.js";
-import { ResourceManager } from "../resourcemanager/resource-manager.js";
-import type { ApplicationClientServiceClient } from "../proto/generated/harvest/v1/ApplicationClientService.js";
-import type { ApplicationMasterServiceClient } from "../proto/generated/harvest/v1/ApplicationMasterService.js";
 import type { AllocateResponseOutput } from "../proto/generated/harvest/v1/AllocateResponse.js";
 import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js";
-import type { ContainerManagerClient } from "../proto/generated/harvest/v1/ContainerManager.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import { primaryBurstReport } from "./primary-burst.js";
-import { benchLogger, readProcessCpu, waitFor } from "./node-bench.js";
+import { readProcessCpu, waitFor } from "./node-bench.js";
+import { AM_VCORES_MILLI, RESERVE_FRACTION, startSingleNode, submitBenchJob } from "./single-node.js";
 import type { FlagSpec, Flags } from "./flags.js";
-import { fmt, preciseNowMs, quantile, ratio, summarize, table } from "./report.js";
+import { fmt, preciseNowMs, quantile, ratio, summarize, summaryRow, table } from "./report.js";
 import type { Summary } from "./report.js";
 
 const FLAGS = {
@@ -88,10 +83,6 @@ const SAMPLE_INTERVAL_MS = 2;
 const MIN_BURN_CPU_MS = 100;
 const TASK_VCORES_MILLI = 1_000;
 const TASK_MEMORY_MB = 256;
-const AM_VCORES_MILLI = 500;
-const RESERVE_FRACTION = 0.1;
-/** The job manager's container: the bench itself plays the job manager, so this process only holds the slot. */
-const IDLE_JOB_MANAGER = "setInterval(() => {}, 1 << 30)";
 /**
  * The task's first line writes the wall-clock time it runs at to HARVEST_BENCH_MARK: container launch time is that
  * minus the time the job manager (this bench) called startContainer.
@@ -223,96 +214,46 @@ async function runMode(cgroups: "auto" | "none", f: YieldFlags, progress: (line:
   const reserveMilli = Math.ceil(capacityMilli * RESERVE_FRACTION);
   // High leaves exactly the job manager's container: every task must go, the job manager stays.
   const highMilli = capacityMilli - reserveMilli - AM_VCORES_MILLI;
-  const dir = await mkdtemp(join(tmpdir(), "harvest-bench-yield-"));
-  // Containers never run as root: the account they run as passes through to the staging and work directories.
-  await chmod(dir, 0o711);
-  // Where tasks (which never run as root) leave their start marks.
-  const marks = join(dir, "marks");
-  await mkdir(marks, { mode: 0o1777 });
-  await chmod(marks, 0o1777);
   const launchMs: number[] = [];
   const monitor = new StepPrimaryMonitor({ capacityMilli });
-  let cgroupDetail = "unknown";
-  let cgroupMode = "unknown";
   const traces = new Map<string, CpuTrace>();
-  const rm = new ResourceManager(
-    {
-      dataDir: join(dir, "rm"),
-      // Grants arrive on node heartbeats; a short interval keeps steps short without changing what is measured.
-      heartbeatIntervalMs: 100,
-      reserveFraction: RESERVE_FRACTION,
-      amResource: { vcoresMilli: AM_VCORES_MILLI, memoryMb: 256 },
-      jobManagerCommand: ["node", "-e", IDLE_JOB_MANAGER],
+  const cluster = await startSingleNode({
+    name: "yield",
+    nm: {
+      nodeId: `bench-yield-${cgroups}`,
+      capacity: { vcoresMilli: capacityMilli, memoryMb: 8192 },
+      cgroups,
+      yieldTickMs: f["tick-ms"],
+      killGraceMs: f["grace-ms"],
     },
-    { logger: new Logger("rm", "warn") },
-  );
-  let nm: NodeManager | undefined;
-  const proto = loadHarvestProto();
-  let clientRm: ApplicationClientServiceClient | undefined;
-  let amRm: ApplicationMasterServiceClient | undefined;
-  let nmClient: ContainerManagerClient | undefined;
+    amMemoryMb: 256,
+    monitor,
+    logName: `nm:bench-${cgroups}`,
+    onPreempt: (e) => {
+      const trace = traces.get(e.containerId);
+      if (trace) trace.preemptedAtMs = preciseNowMs();
+    },
+  });
+  const { cgroupDetail, cgroupMode } = cluster;
   try {
-    await rm.start();
-    nm = new NodeManager(
-      {
-        nodeId: `bench-yield-${cgroups}`,
-        rmAddress: rm.address,
-        dataDir: join(dir, "nm"),
-        capacity: { vcoresMilli: capacityMilli, memoryMb: 8192 },
-        cgroups,
-        yieldTickMs: f["tick-ms"],
-        killGraceMs: f["grace-ms"],
-        reserveFraction: RESERVE_FRACTION,
-      },
-      {
-        monitor,
-        logger: benchLogger(`nm:bench-${cgroups}`, (line) => {
-          const at = line.indexOf("] cpu limits ");
-          if (at >= 0) {
-            try {
-              const fields = JSON.parse(line.slice(line.indexOf("{", at))) as { mode: string; detail: string };
-              cgroupMode = fields.mode;
-              cgroupDetail = `${fields.mode}: ${fields.detail}`;
-            } catch {
-              cgroupDetail = line.slice(at + 2);
-            }
-          }
-        }),
-        onPreempt: (e) => {
-          const trace = traces.get(e.containerId);
-          if (trace) trace.preemptedAtMs = preciseNowMs();
-        },
-      },
-    );
-    await nm.start();
-    const node = nm;
-    await waitFor("the node manager to register", 10_000, () => node.isRegistered);
+    // Where tasks (which never run as root) leave their start marks.
+    const marks = join(cluster.dir, "marks");
+    await mkdir(marks, { mode: 0o1777 });
+    await chmod(marks, 0o1777);
     progress(`${cgroups === "none" ? "kill only (cgroups none)" : "cgroups"}: ${cgroupDetail}`);
 
-    clientRm = makeClient(proto.ApplicationClientService, rm.address);
-    amRm = makeClient(proto.ApplicationMasterService, rm.address);
-    nmClient = makeClient(proto.ContainerManager, nm.address);
-    const dag = {
-      name: "bench-yield",
-      vertices: [
-        {
-          name: "burn",
-          parallelism: k,
-          command: ["node", "-e", TASK_SOURCE[f.task] ?? ""],
-          resources: { vcoresMilli: TASK_VCORES_MILLI, memoryMb: TASK_MEMORY_MB },
-        },
-      ],
-    };
-    const { appId } = await call(clientRm, clientRm.submitApplication, { dagJson: JSON.stringify(dag), user: "bench" });
-    const crm = clientRm;
-    // The resource manager grants the job manager's container and launches the idle stand-in on the node.
-    await waitFor("the job manager container", 10_000, async () => {
-      const report = await call(crm, crm.getApplication, { appId });
-      return report.containers.some((c) => c.isAm) && node.isRegistered;
-    });
-    const am = amRm;
+    const appId = await submitBenchJob(
+      cluster,
+      "bench-yield",
+      {
+        parallelism: k,
+        command: ["node", "-e", TASK_SOURCE[f.task] ?? ""],
+        resources: { vcoresMilli: TASK_VCORES_MILLI, memoryMb: TASK_MEMORY_MB },
+      },
+      false,
+    );
+    const am = cluster.amRm;
     const attempt = 1;
-    await call(am, am.registerApplicationMaster, { appId, attempt, maxConcurrency: k });
 
     const allocate = (count: number): Promise<AllocateResponseOutput> =>
       call(am, am.allocate, {
@@ -343,7 +284,7 @@ async function runMode(cgroups: "auto" | "none", f: YieldFlags, progress: (line:
             throw new Error(`step ${step}: only ${granted.length} of ${k} containers granted within 10 s`);
           await sleep(20);
         }
-        const nmc = nmClient;
+        const nmc = cluster.nmClient;
         const calledMs = preciseNowMs();
         const launched = await Promise.all(
           granted.map((c) =>
@@ -434,12 +375,7 @@ async function runMode(cgroups: "auto" | "none", f: YieldFlags, progress: (line:
         : "kill only (no usable cgroups)";
     return { mode, throttled, cgroupDetail, outcomes, launchMs, timeouts, wallMs: Date.now() - started };
   } finally {
-    clientRm?.close();
-    amRm?.close();
-    nmClient?.close();
-    await nm?.stop();
-    await rm.stop();
-    await removeDir(dir, { recursive: true, force: true });
+    await cluster.close();
   }
 }
 
@@ -480,19 +416,11 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
   const rows: string[][] = [];
   const sums = results.map((r) => ({ r, s: summaries(r) }));
   for (const { r, s } of sums) {
-    const row = (label: string, x: Summary): string[] => [
-      label,
-      String(x.count),
-      fmt(x.p50),
-      fmt(x.p99),
-      fmt(x.max),
-      fmt(x.mean),
-    ];
-    rows.push(row(r.mode, s.release));
-    rows.push(row("  T0 -> kill decision (tick)", s.decide));
-    rows.push(row("  kill decision -> release", s.killToRelease));
-    rows.push(row("  T0 -> process exit", s.exit));
-    rows.push(row("  kill decision -> process exit", s.killToExit));
+    rows.push(summaryRow(r.mode, s.release));
+    rows.push(summaryRow("  T0 -> kill decision (tick)", s.decide));
+    rows.push(summaryRow("  kill decision -> release", s.killToRelease));
+    rows.push(summaryRow("  T0 -> process exit", s.exit));
+    rows.push(summaryRow("  kill decision -> process exit", s.killToExit));
   }
   const lines = [...head, ...table(["release latency (ms)", "n", "p50", "p99", "max", "mean"], rows)];
   const cg = sums.find((x) => x.r.throttled);

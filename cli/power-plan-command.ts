@@ -9,16 +9,15 @@ import { HarvestError } from "../common/errors.js";
 import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../common/power-profiles.js";
 import {
   DEFAULT_OVERSUBSCRIPTION_OPTIONS,
-  generateDrawsHistory,
-  parseDrawsCsv,
   planOversubscription,
   resolveOversubscriptionOptions,
-} from "../resourcemanager/oversubscription-planner.js";
+} from "../resourcemanager/policy/oversubscription-planner.js";
+import { generateDrawsHistory, parseDrawsCsv } from "../resourcemanager/policy/draws-history.js";
 import type {
   CappingPlan,
   OversubscriptionOptions,
   OversubscriptionPlan,
-} from "../resourcemanager/oversubscription-planner.js";
+} from "../resourcemanager/policy/oversubscription-planner.js";
 import { action, positiveInt, positiveNumber, print } from "./command-kit.js";
 import { table } from "./format.js";
 

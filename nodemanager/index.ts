@@ -1,23 +1,30 @@
 /**
- * The node manager: daemon, options, the primary-tenant monitors, and the pure policies it runs, which the simulator
- * calls from here and nowhere else (scripts/check-imports.mjs):
+ * The node manager: daemon, options, the primary-tenant monitors, and the pure policies it runs (`policy/`), which the
+ * simulator, the benchmarks and the soak call from here and nowhere else (scripts/check-imports.mjs):
  * - the yield controller's choice of victims when the primary needs its cores (`chooseVictims`);
  * - the capping agent and its controller: throttle, raise and kill secondary containers under a power budget
- *   (`CappingAgent`, `resolveCappingOptions`).
+ *   (`CappingAgent`, `resolveCappingOptions`);
+ * - the per-container power model (`PowerModel`, seeds/001 section 3).
+ * Beside them, the container parts the primary-burst bench drives alone (`ContainerProcess`, `ContainerAccounts`,
+ * `detectCgroups`).
  */
 export { NodeManager } from "./node-manager.js";
 export type { NodeManagerDeps, NodeManagerState, PreemptionEvent } from "./node-manager.js";
 export { resolveNodeManagerOptions } from "./options.js";
 export type { NodeManagerOptions } from "./options.js";
-export { chooseVictims } from "./yield-controller.js";
-export type { YieldContainer, YieldDecision, YieldInput } from "./yield-controller.js";
+export { chooseVictims } from "./policy/yield-controller.js";
+export type { YieldContainer, YieldDecision, YieldInput } from "./policy/yield-controller.js";
 export { createPrimaryMonitor } from "../common/primary-monitor.js";
 export type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
 export { detectCgroups } from "./cgroups.js";
 export type { CgroupController, CgroupMode } from "./cgroups.js";
 export { StepPrimaryMonitor } from "../common/step-monitor.js";
 export type { StepRecord } from "../common/step-monitor.js";
-export { CappingAgent } from "./capping-agent.js";
-export type { AgentContainer, CappingAgentDeps } from "./capping-agent.js";
-export { resolveCappingOptions } from "./capping-controller.js";
-export type { CappingOptions, CappingState } from "./capping-controller.js";
+export { CappingAgent } from "./policy/capping-agent.js";
+export type { AgentContainer, CappingAgentDeps } from "./policy/capping-agent.js";
+export { resolveCappingOptions } from "./policy/capping-controller.js";
+export type { CappingOptions, CappingState } from "./policy/capping-controller.js";
+export { PowerModel, SEED_USAGE_FEATURES } from "./policy/power-model.js";
+export type { EntityUsage, UsageFeature } from "./policy/power-model.js";
+export { ContainerProcess } from "./container.js";
+export { ContainerAccounts } from "./run-as.js";

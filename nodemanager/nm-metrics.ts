@@ -8,7 +8,7 @@ import { Counter, Gauge, Histogram } from "prom-client";
 import type { Registry } from "prom-client";
 import { daemonRegistry, LATENCY_BUCKETS_SECONDS } from "../common/metrics.js";
 import type { PrimarySample } from "../common/primary-monitor.js";
-import type { CappingSnapshot } from "./capping-agent.js";
+import type { CappingSnapshot } from "./policy/capping-agent.js";
 import type { ExitCause } from "./container.js";
 
 /** A running container as the gauges count it. */

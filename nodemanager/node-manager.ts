@@ -4,17 +4,14 @@
  * resource manager over one long-lived stream, reconnecting with backoff when the resource manager goes away.
  */
 import type * as grpc from "@grpc/grpc-js";
-import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
-import { killContainerLeftovers } from "../common/container-leftovers.js";
 import { verifyContainer } from "../common/container-token.js";
 import { amTokenVerifier, Gate, requireAccess } from "../common/auth.js";
 import type { Principal } from "../common/auth.js";
-import { ensureDirMode, writeFileAtomic } from "../common/atomic-file.js";
+import { ensureDirMode } from "../common/atomic-file.js";
 import { INSECURE_WARNING } from "../common/options.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { formatAddress } from "../common/net-address.js";
@@ -23,11 +20,12 @@ import { isContainerId, parseAppId } from "../common/ids.js";
 import { Logger } from "../common/log.js";
 import { grpcServerMetrics } from "../common/metrics.js";
 import { startDaemonWeb, WebServer } from "../common/web-server.js";
-import { distEntry, packageRoot } from "../common/paths.js";
+import { packageRoot } from "../common/paths.js";
 import { fromWire } from "../common/resource.js";
 import { detectCgroups } from "./cgroups.js";
 import type { CgroupController } from "./cgroups.js";
-import { ContainerProcess, openContainerLog } from "./container.js";
+import { ContainerProcess } from "./container.js";
+import { ContainerRecords, killLeftovers, startOrphanReaper } from "./container-records.js";
 import type { ExitCause } from "./container.js";
 import { resolveNodeManagerOptions } from "./options.js";
 import { assertCanEnter, assertCanRead, ContainerAccounts, handJobDirTo } from "./run-as.js";
@@ -35,12 +33,12 @@ import type { NodeManagerOptions } from "./options.js";
 import { createPrimaryMonitor } from "../common/primary-monitor.js";
 import type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
 import { cgroupMemoryBytes, processTreeCpuMs, processTreesCpuMs, processTreesRssBytes } from "../common/proc-stats.js";
-import { CappingAgent } from "./capping-agent.js";
-import type { AgentContainer, CappingSnapshot } from "./capping-agent.js";
-import { createPowerMeter, raplAvailable } from "./power-meter.js";
+import { CappingAgent, heartbeatPowerFields } from "./policy/capping-agent.js";
+import type { AgentContainer, CappingSnapshot } from "./policy/capping-agent.js";
+import { createPowerMeter, nodePowerMeterSpec } from "./power-meter.js";
 import type { PowerMeter } from "./power-meter.js";
 import { createThrottler } from "./throttler.js";
-import { chooseVictims } from "./yield-controller.js";
+import { chooseVictims } from "./policy/yield-controller.js";
 import { NodeManagerMetrics } from "./nm-metrics.js";
 import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
 import type { NodeToRm } from "../proto/generated/harvest/v1/NodeToRm.js";
@@ -48,14 +46,6 @@ import type { RmToNodeOutput } from "../proto/generated/harvest/v1/RmToNode.js";
 import type { ResourceTrackerClient } from "../proto/generated/harvest/v1/ResourceTracker.js";
 import type { StartContainerRequestOutput } from "../proto/generated/harvest/v1/StartContainerRequest.js";
 
-/** Per job, in `<dataDir>/containers/<appId>/`: who submitted it (see checkContainerAccess). */
-const OWNER_FILE = "owner.json";
-/** How a container ended, beside its work directory: `<workDir>.exit.json`. */
-const EXIT_SUFFIX = ".exit.json";
-
-function exitFile(workDir: string): string {
-  return `${workDir}${EXIT_SUFFIX}`;
-}
 /** Lifecycle of the node manager. */
 export type NodeManagerState = "new" | "starting" | "running" | "stopping" | "stopped";
 
@@ -108,6 +98,8 @@ export class NodeManager {
   private cgroups!: CgroupController;
   /** Whom each container runs as (never root). */
   private readonly accounts: ContainerAccounts;
+  /** What this node keeps of its containers on disk: owners, exits, logs (container-records.ts). */
+  private readonly records: ContainerRecords;
   private monitor!: PrimaryMonitor;
   private lastSample: PrimarySample = { cpuMilli: 0, utilization: 0 };
   private boundPort = 0;
@@ -141,6 +133,10 @@ export class NodeManager {
     this.gate = new Gate(this.options.tls, { "am-token": amTokenVerifier(this.options.secret) });
     this.clock = deps.clock ?? systemClock;
     this.log = deps.logger ?? new Logger(`nm:${this.options.nodeId}`);
+    this.records = new ContainerRecords(this.options.dataDir, this.options.nodeId, this.log, (containerId) => {
+      const live = this.containers.get(containerId) ?? this.unacked.get(containerId);
+      return live?.spec.workDir;
+    });
     this.metrics = new NodeManagerMetrics(this.options.nodeId, {
       capacityMilli: this.options.capacity.vcoresMilli,
       running: () => this.runningSpecs(),
@@ -193,9 +189,11 @@ export class NodeManager {
     // Containers pass through to their own work directories below; nothing else here is theirs to list.
     for (const dir of [this.options.dataDir, join(this.options.dataDir, "containers")])
       if (!ensureDirMode(dir, 0o711)) this.log.warn("cannot set the mode of a directory", { dir, mode: "711" });
-    this.restoreExits();
-    this.killLeftovers();
-    if (this.options.orphanReaper) this.startReaper();
+    for (const [id, st] of this.records.restoreExits(this.clock.nowMs() - this.options.completedRetentionMs))
+      this.restored.set(id, st);
+    if (this.restored.size > 0) this.log.info("exits recorded by a previous run", { containers: this.restored.size });
+    killLeftovers(this.options.dataDir, this.log);
+    if (this.options.orphanReaper) this.reaper = startOrphanReaper(this.options.dataDir, this.log);
     this.cgroups = detectCgroups(`harvest/${this.options.nodeId}`, this.options.cgroups);
     this.log.info("cpu limits", { mode: this.cgroups.mode, detail: this.cgroups.reason });
     if (this.accounts.switches) this.log.info("containers run as", this.accounts.describe());
@@ -231,7 +229,7 @@ export class NodeManager {
         // Containers hold no certificate: they trust the cluster CA and authenticate by their tokens.
         if (this.options.tls) req.env = { ...req.env, HARVEST_CA: this.options.tls.ca };
         const started = this.startContainer(req);
-        this.recordOwner(req.appId, req.container?.user ?? "");
+        this.records.recordOwner(req.appId, req.container?.user ?? "");
         return started;
       }),
       StopContainer: unary((req: { containerId: string }, c) => {
@@ -244,7 +242,7 @@ export class NodeManager {
       }),
       GetContainerLogs: unary((req: { containerId: string; stream: string; tailBytes: number }, c) => {
         this.checkContainerAccess(gate.principal(c), req.containerId, "read the logs of");
-        return this.logs(req);
+        return this.records.readLog(req);
       }),
     });
     if (!gate.secure) this.log.warn(INSECURE_WARNING);
@@ -409,7 +407,7 @@ export class NodeManager {
           memoryMb: Math.round(this.lastSample.memoryMb ?? 0),
         },
         containers,
-        ...this.powerFields(),
+        ...heartbeatPowerFields(this.capping.snapshot()),
       },
     });
   }
@@ -501,15 +499,7 @@ export class NodeManager {
   private createCappingAgent(): CappingAgent {
     const inputs = { utilization: () => this.capping?.serverUtilization ?? 0 };
     const o = this.options;
-    const spec =
-      o.powerMeter === "auto"
-        ? raplAvailable()
-          ? "rapl"
-          : `model:${o.powerProfile}`
-        : o.powerMeter === "model"
-          ? `model:${o.powerProfile}`
-          : o.powerMeter;
-    const meter = this.deps.powerMeter ?? createPowerMeter(spec, inputs);
+    const meter = this.deps.powerMeter ?? createPowerMeter(nodePowerMeterSpec(o.powerMeter, o.powerProfile), inputs);
     const throttler = createThrottler(this.cgroups, { mode: o.throttle });
     this.log.info("power capping", {
       meter: meter.description,
@@ -572,26 +562,6 @@ export class NodeManager {
     } catch (err) {
       this.log.warn("capping tick failed", { error: errorMessage(err) });
     }
-  }
-
-  /** The heartbeat's power fields. */
-  private powerFields(): {
-    powerWatts: number;
-    powerMeter: string;
-    powerCapped: boolean;
-    cappingState: string;
-    throttledContainers: number;
-    powerKills: number;
-  } {
-    const p = this.capping.snapshot();
-    return {
-      powerWatts: p.watts ?? 0,
-      powerMeter: p.meter,
-      powerCapped: p.throttledContainers > 0,
-      cappingState: p.state,
-      throttledContainers: p.throttledContainers,
-      powerKills: p.kills,
-    };
   }
 
   // ---------------------------------------------------------------------------------------------- containers
@@ -723,7 +693,7 @@ export class NodeManager {
       this.metrics.yieldCompleted((performance.now() - chosenAt) / 1000);
     this.metrics.containerCompleted(c.cause);
     this.unacked.set(id, c);
-    this.persistExit(c);
+    this.records.persistExit(c.spec.workDir, this.status(c));
     this.log.info("container finished", { containerId: id, cause: c.cause, exitCode: c.exitCode });
     this.heartbeatSoon();
   }
@@ -781,27 +751,9 @@ export class NodeManager {
       throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(containerId)}`, {
         details: { field: "containerId" },
       });
-    const owner = this.containerOwner(containerId);
+    const owner = this.records.ownerOf(containerId);
     const allowed = owner !== undefined && (who.role === "am" ? who.appId === owner.appId : who.name === owner.user);
     requireAccess(allowed, who, `${action} container ${containerId}`);
-  }
-
-  /** Remembers a job's submitter once its first container here has started (the grant's token proved it). */
-  private recordOwner(appId: string, user: string): void {
-    const file = join(this.options.dataDir, "containers", appId, OWNER_FILE);
-    if (!existsSync(file)) writeFileAtomic(file, JSON.stringify({ appId, user }) + "\n", 0o644);
-  }
-
-  /** The job and submitter of a container this node ran, from the record its first launch wrote. */
-  private containerOwner(containerId: string): { appId: string; user: string } | undefined {
-    const dir = this.findContainerDir(containerId);
-    if (!dir) return undefined;
-    try {
-      const o = JSON.parse(readFileSync(join(dirname(dir), OWNER_FILE), "utf8")) as { appId?: unknown; user?: unknown };
-      return typeof o.appId === "string" && typeof o.user === "string" ? { appId: o.appId, user: o.user } : undefined;
-    } catch {
-      return undefined;
-    }
   }
 
   private getContainer(containerId: string): ContainerProcess {
@@ -826,118 +778,5 @@ export class NodeManager {
       nodeId: this.options.nodeId,
       powerWatts: this.capping?.containerWatts(c.spec.containerId) ?? 0,
     };
-  }
-
-  private async logs(req: {
-    containerId: string;
-    stream: string;
-    tailBytes: number;
-  }): Promise<{ data: Buffer; totalBytes: number }> {
-    if (!isContainerId(req.containerId))
-      throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(req.containerId)}`, {
-        details: { field: "containerId" },
-      });
-    const which = req.stream || "stdout";
-    if (which !== "stdout" && which !== "stderr")
-      throw new HarvestError("INVALID_ARGUMENT", 'stream must be "stdout" or "stderr"', {
-        details: { field: "stream" },
-      });
-    const dir = this.findContainerDir(req.containerId);
-    if (!dir) throw new HarvestError("CONTAINER_NOT_FOUND", `no logs for ${req.containerId} on ${this.options.nodeId}`);
-    const fh = await openContainerLog(dir, which);
-    try {
-      const size = (await fh.stat()).size;
-      const want = Math.min(size, req.tailBytes > 0 ? req.tailBytes : 64 * 1024);
-      const data = Buffer.alloc(want);
-      await fh.read(data, 0, want, size - want);
-      return { data, totalBytes: size };
-    } finally {
-      await fh.close();
-    }
-  }
-
-  private findContainerDir(containerId: string): string | undefined {
-    const live = this.containers.get(containerId) ?? this.unacked.get(containerId);
-    if (live) return live.spec.workDir;
-    const root = join(this.options.dataDir, "containers");
-    if (!existsSync(root)) return undefined;
-    for (const app of readdirSync(root)) {
-      const dir = join(root, app, containerId);
-      if (existsSync(dir)) return dir;
-    }
-    return undefined;
-  }
-
-  /**
-   * Writes how a container ended beside its work directory (where only this node manager writes), so that a run of
-   * this node manager that dies before reporting it does not lose it: the next run reports it at registration (a task
-   * that finished is not re-run because its node manager died a moment later).
-   */
-  private persistExit(c: ContainerProcess): void {
-    try {
-      writeFileAtomic(exitFile(c.spec.workDir), JSON.stringify(this.status(c)) + "\n", 0o600);
-    } catch (err) {
-      this.log.warn("could not record a container's exit", {
-        containerId: c.spec.containerId,
-        error: errorMessage(err),
-      });
-    }
-  }
-
-  /** Loads the exits a previous run recorded within `completedRetentionMs` (reported until recorded). */
-  private restoreExits(): void {
-    const root = join(this.options.dataDir, "containers");
-    const cutoff = this.clock.nowMs() - this.options.completedRetentionMs;
-    let apps: string[];
-    try {
-      apps = readdirSync(root);
-    } catch {
-      return;
-    }
-    for (const app of apps) {
-      let files: string[];
-      try {
-        files = readdirSync(join(root, app)).filter((f) => f.endsWith(EXIT_SUFFIX));
-      } catch {
-        continue;
-      }
-      for (const f of files) {
-        try {
-          const st = JSON.parse(readFileSync(join(root, app, f), "utf8")) as ContainerStatus;
-          if (typeof st.containerId !== "string" || !isContainerId(st.containerId)) continue;
-          if (Number(st.finishedMs ?? 0) < cutoff) continue;
-          this.restored.set(st.containerId, { ...st, nodeId: this.options.nodeId, state: "COMPLETE" });
-        } catch {
-          // A torn record: that exit is lost, as it would have been without it.
-        }
-      }
-    }
-    if (this.restored.size > 0) this.log.info("exits recorded by a previous run", { containers: this.restored.size });
-  }
-
-  /**
-   * Starts the watchdog that kills this node manager's containers when it dies (orphan-reaper.ts). It holds the read
-   * end of a pipe whose write end only this process has; it never keeps this process alive.
-   */
-  private startReaper(): void {
-    try {
-      const child = spawn(process.execPath, [distEntry("nodemanager/orphan-reaper.js"), this.options.dataDir], {
-        stdio: ["pipe", "ignore", "inherit"],
-        detached: true,
-      });
-      child.on("error", (err) => this.log.warn("orphan reaper could not start", { error: errorMessage(err) }));
-      child.unref();
-      (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-      this.reaper = child;
-    } catch (err) {
-      this.log.warn("orphan reaper could not start; containers may outlive a crash", { error: errorMessage(err) });
-    }
-  }
-
-  /** Kills container processes a previous run of this node manager left behind (their work is already lost). */
-  private killLeftovers(): void {
-    // Only processes proven to be the containers' own (by cgroup, or pid plus start time) are killed: issue 11.
-    const { killed, skipped } = killContainerLeftovers(this.options.dataDir);
-    if (killed > 0 || skipped > 0) this.log.info("leftover containers from a previous run", { killed, skipped });
   }
 }

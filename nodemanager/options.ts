@@ -4,9 +4,9 @@ import { checkSecurityOptions, invalidOption, mergeOptions } from "../common/opt
 import type { TlsOption } from "../common/options.js";
 import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../common/power-profiles.js";
 import type { Resources } from "../common/resource.js";
-import { resolveCappingOptions } from "./capping-controller.js";
+import { resolveCappingOptions } from "./policy/capping-controller.js";
 import { isAccountName, lookupAccount } from "./run-as.js";
-import type { CappingOptions } from "./capping-controller.js";
+import type { CappingOptions } from "./policy/capping-controller.js";
 
 /** Settings of a node manager. */
 export interface NodeManagerOptions {

@@ -105,6 +105,15 @@ export function createPowerMeter(
   );
 }
 
+/**
+ * The meter spec a node manager's `powerMeter` and `powerProfile` options name: "auto" and "model" model the configured
+ * profile where there is no RAPL (createPowerMeter's own "auto" and "model" take the default profile).
+ */
+export function nodePowerMeterSpec(powerMeter: string, powerProfile: string): string {
+  if (powerMeter === "auto") return raplAvailable() ? "rapl" : `model:${powerProfile}`;
+  return powerMeter === "model" ? `model:${powerProfile}` : powerMeter;
+}
+
 function parseTraceSpec(rest: string, spec: string): { file: string; speed: number } {
   // The speed suffix is the text after the last '@' when it is a number, so a path may itself contain '@'.
   const at = rest.lastIndexOf("@");

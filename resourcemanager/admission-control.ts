@@ -1,10 +1,10 @@
 /**
  * The resource manager's admission control (seeds/003): jobs wait in a queue (priority, then submission order) until
- * the configured policy admits them into the harvested capacity; `none` admits at once, as before. The policies and
- * the queue are the pure `admission.ts`; this module gathers their inputs from the daemon: each server's capacity,
- * reserve, allocation and live primary usage, each primary's demand profile from the tenant registry's history (by
- * time of day for tenants whose pattern is periodic), the admitted jobs' demand and re-predicted ends from the
- * lifetime model, and, optionally, thresholds tuned by `harvest sim admission` (a JSON file).
+ * the configured policy admits them into the harvested capacity; `none` admits at once, as before. The policies and the
+ * queue are the pure `policy/admission*.ts`; this module gathers their inputs from the daemon: each server's capacity,
+ * reserve, allocation and live primary usage, each primary's demand profile from the tenant registry's history (by time
+ * of day for tenants whose pattern is periodic), the admitted jobs' demand and re-predicted ends from the lifetime
+ * model, and, optionally, thresholds tuned by `harvest sim admission` (a JSON file).
  *
  * A server with no history yet counts at its primary's live usage with no variance: the pure module's prior (the
  * whole server) would keep a new cluster from admitting anything under the first and second policies until its
@@ -14,23 +14,14 @@ import { readFileSync } from "node:fs";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import type { Logger } from "../common/log.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
-import {
-  AdmissionOutlook,
-  AdmissionQueue,
-  DemandProfile,
-  fixedDemand,
-  idleClusterDecision,
-  resolveAdmissionOptions,
-} from "./admission.js";
-import type {
-  AdmissionDecision,
-  AdmissionOptions,
-  AdmissionPolicy,
-  AdmissionServer,
-  AdmittedJob,
-  PrimaryDemandSource,
-  QueueEntry,
-} from "./admission.js";
+import { AdmissionOutlook, idleClusterDecision } from "./policy/admission.js";
+import { AdmissionQueue } from "./policy/admission-queue.js";
+import { DemandProfile, fixedDemand } from "./policy/demand-profile.js";
+import { resolveAdmissionOptions } from "./policy/admission-options.js";
+import type { AdmissionDecision, AdmissionServer, AdmittedJob } from "./policy/admission.js";
+import type { AdmissionOptions, AdmissionPolicy } from "./policy/admission-options.js";
+import type { PrimaryDemandSource } from "./policy/demand-profile.js";
+import type { QueueEntry } from "./policy/admission-queue.js";
 
 /** A job waiting for admission. */
 export interface AdmissionJob {

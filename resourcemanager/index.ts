@@ -1,18 +1,20 @@
 /**
- * The resource manager: daemon, options, and the pure policies it runs, which benchmarks and the simulator call from
- * here and nowhere else (scripts/check-imports.mjs):
+ * The resource manager: daemon, options, and the pure policies it runs (`policy/`), which the simulator, the
+ * benchmarks and the soak call from here and nowhere else (scripts/check-imports.mjs):
  * - the scheduler (`Scheduler`, `StockSchedulerPolicy`; `HistorySchedulerPolicy` under Algorithm 1);
  * - the utilization classifier (`tenantFeatures`, `classifyFeatures`) and criticality (`criticality`,
  *   `tenantHistoryVerdict`), as the tenant registry runs them;
  * - history-based placement, Algorithm 1 (`HistoryPlacement` over a `ClassViewSource`; `selectClasses`);
  * - power: domains and budgets (`PowerDomains`), power-aware placement (`PowerAwarePolicy`), the oversubscription
- *   planner (`planOversubscription`).
+ *   planner (`planOversubscription`);
+ * - admission (`AdmissionQueue`, `decideAdmission`), lifetimes and node choice (`LifetimeModel`,
+ *   `LifetimeNodeChoice`), drains in LARS order (`DrainTracker`, `drainOrder`).
  */
 export { ResourceManager } from "./resource-manager.js";
 export type { DaemonState } from "./resource-manager.js";
 export { resolveResourceManagerOptions } from "./options.js";
 export type { ResourceManagerOptions } from "./options.js";
-export { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./scheduler.js";
+export { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./policy/scheduler.js";
 export type {
   Allocation,
   Ask,
@@ -21,27 +23,22 @@ export type {
   SchedulerListener,
   SchedulerOptions,
   SchedulerPolicy,
-} from "./scheduler.js";
+} from "./policy/scheduler.js";
+export { averageServerSeries } from "./policy/average-server.js";
+export { classify, classifyFeatures, tenantFeatures } from "./policy/classifier.js";
+export { DEFAULT_CLASSIFIER_OPTIONS, resolveClassifierOptions } from "./policy/classifier-options.js";
+export { patternOf } from "./policy/utilization-pattern.js";
+export { percentileSorted } from "./policy/percentiles.js";
+export type { ClassifierOptions } from "./policy/classifier-options.js";
+export type { FeaturedTenant, TenantClass, TenantFeatures, TenantInput } from "./policy/classifier.js";
+export type { PatternProfile } from "./policy/utilization-pattern.js";
 export {
-  averageServerSeries,
-  classify,
-  classifyFeatures,
-  DEFAULT_CLASSIFIER_OPTIONS,
-  patternOf,
-  percentileSorted,
-  resolveClassifierOptions,
-  tenantFeatures,
-} from "./classifier.js";
-export type {
-  ClassifierOptions,
-  FeaturedTenant,
-  PatternProfile,
-  TenantClass,
-  TenantFeatures,
-  TenantInput,
-} from "./classifier.js";
-export { criticality, DEFAULT_HISTORY_WINDOW, resolveCriticalityOptions, tenantHistoryVerdict } from "./criticality.js";
-export type { CriticalityOptions, HistoryWindowOptions, TenantHistoryVerdict } from "./criticality.js";
+  criticality,
+  DEFAULT_HISTORY_WINDOW,
+  resolveCriticalityOptions,
+  tenantHistoryVerdict,
+} from "./policy/criticality.js";
+export type { CriticalityOptions, HistoryWindowOptions, TenantHistoryVerdict } from "./policy/criticality.js";
 export {
   DEFAULT_CLASS_WEIGHTS,
   HistorySchedulerPolicy,
@@ -52,7 +49,7 @@ export {
   resolveClassWeights,
   resolveJobTypeOptions,
   selectClasses,
-} from "./class-selection.js";
+} from "./policy/class-selection.js";
 export type {
   ClassSelection,
   ClassView,
@@ -61,9 +58,7 @@ export type {
   JobType,
   JobTypeOptions,
   ServerCapacity,
-} from "./class-selection.js";
-export { TenantRegistry, resolveTenantRegistryOptions } from "./tenant-registry.js";
-export type { TenantRecord, TenantRegistryOptions } from "./tenant-registry.js";
+} from "./policy/class-selection.js";
 export {
   DEFAULT_POWER_DOMAIN_OPTIONS,
   PowerDomains,
@@ -71,7 +66,7 @@ export {
   rackDomain,
   resolvePowerDomainOptions,
   validatePowerDomainConfig,
-} from "./power-domains.js";
+} from "./policy/power-domains.js";
 export type {
   NodeBudget,
   PowerDomainConfig,
@@ -79,7 +74,7 @@ export type {
   PowerDomainSpec,
   PowerDomainsSnapshot,
   PowerReport,
-} from "./power-domains.js";
+} from "./policy/power-domains.js";
 export {
   DEFAULT_POWER_PLACEMENT_OPTIONS,
   PowerAwarePolicy,
@@ -92,7 +87,7 @@ export {
   primaryOutlook,
   rankPowerNodes,
   resolvePowerPlacementOptions,
-} from "./power-placement.js";
+} from "./policy/power-placement.js";
 export type {
   DomainPower,
   PowerAsk,
@@ -100,19 +95,18 @@ export type {
   PowerPlacementOptions,
   PowerScore,
   PrimaryHistory,
-} from "./power-placement.js";
+} from "./policy/power-placement.js";
 export {
   DEFAULT_OVERSUBSCRIPTION_OPTIONS,
   planOversubscription,
   resolveOversubscriptionOptions,
-} from "./oversubscription-planner.js";
+} from "./policy/oversubscription-planner.js";
 export type {
   CappingApproach,
-  DrawSample,
-  DrawsHistory,
   OversubscriptionOptions,
   OversubscriptionPlan,
-} from "./oversubscription-planner.js";
+} from "./policy/oversubscription-planner.js";
+export type { DrawSample, DrawsHistory } from "./policy/draws-history.js";
 export {
   HistoryPlacement,
   LiveClassViews,
@@ -120,43 +114,38 @@ export {
   classViewsOf,
   liveNodeOf,
   liveUtilization,
-} from "./history-placement.js";
+} from "./policy/history-placement.js";
 export type {
   ClassViewSource,
   HistoryPlacementOptions,
   JobPlacement,
   LiveNode,
   PlacementDecision,
-} from "./history-placement.js";
-export {
-  AdmissionOutlook,
-  AdmissionQueue,
-  JobDemandModel,
-  DEFAULT_ADMISSION_OPTIONS,
-  DemandProfile,
-  decideAdmission,
-  neverAdmissible,
-  resolveAdmissionOptions,
-  thresholdOf,
-  tuneThreshold,
-} from "./admission.js";
+} from "./policy/history-placement.js";
+export { AdmissionOutlook, decideAdmission, neverAdmissible, tuneThreshold } from "./policy/admission.js";
+export { AdmissionQueue, JobDemandModel } from "./policy/admission-queue.js";
+export { DEFAULT_ADMISSION_OPTIONS, resolveAdmissionOptions, thresholdOf } from "./policy/admission-options.js";
+export { DemandProfile } from "./policy/demand-profile.js";
 export type {
   AdmissionCandidate,
   AdmissionCluster,
   AdmissionDecision,
-  AdmissionOptions,
-  AdmissionPolicy,
   AdmissionServer,
   AdmittedJob,
-  DemandProfileOptions,
-  PrimaryDemandSource,
-  QueuedJob,
-} from "./admission.js";
-export { DEFAULT_LIFETIME_OPTIONS, LifetimeDistribution, MIN_REMAINING_MS, OraclePredictor } from "./lifetime.js";
-export type { ContainerKey, LifetimePredictor } from "./lifetime.js";
+} from "./policy/admission.js";
+export type { AdmissionOptions, AdmissionPolicy } from "./policy/admission-options.js";
+export type { DemandProfileOptions, PrimaryDemandSource } from "./policy/demand-profile.js";
+export type { QueuedJob } from "./policy/admission-queue.js";
+export {
+  DEFAULT_LIFETIME_OPTIONS,
+  LifetimeDistribution,
+  MIN_REMAINING_MS,
+  OraclePredictor,
+} from "./policy/lifetime.js";
+export type { ContainerKey, LifetimePredictor } from "./policy/lifetime.js";
 // Admission control in the simulator predicts job lifetimes with the resource manager's model.
-export { LifetimeModel, resolveLifetimeOptions } from "./lifetime.js";
-export type { LifetimeOptions } from "./lifetime.js";
+export { LifetimeModel, resolveLifetimeOptions } from "./policy/lifetime.js";
+export type { LifetimeOptions } from "./policy/lifetime.js";
 export {
   DEFAULT_NODE_CHOICE_OPTIONS,
   LifetimeNodeChoice,
@@ -164,7 +153,7 @@ export {
   nilasBucket,
   resolveNodeChoiceOptions,
   temporalCost,
-} from "./node-choice.js";
+} from "./policy/node-choice.js";
 export type {
   GrantedContainer,
   LavaServerState,
@@ -172,6 +161,6 @@ export type {
   NodeChoiceKind,
   NodeChoiceOptions,
   NodeChoiceSource,
-} from "./node-choice.js";
-export { DEFAULT_DRAIN_OPTIONS, DrainTracker, drainOrder, resolveDrainOptions } from "./drain.js";
-export type { DrainContainer, DrainOptions, DrainStatus, DrainStep } from "./drain.js";
+} from "./policy/node-choice.js";
+export { DEFAULT_DRAIN_OPTIONS, DrainTracker, drainOrder, resolveDrainOptions } from "./policy/drain.js";
+export type { DrainContainer, DrainOptions, DrainStatus, DrainStep } from "./policy/drain.js";

@@ -5,20 +5,20 @@ import { checkSecurityOptions, invalidOption, mergeOptions } from "../common/opt
 import type { TlsOption } from "../common/options.js";
 import { distEntry } from "../common/paths.js";
 import type { Resources } from "../common/resource.js";
-import { resolveClassWeights, resolveJobTypeOptions } from "./class-selection.js";
-import type { ClassWeightsInput, JobTypeOptions } from "./class-selection.js";
+import { resolveClassWeights, resolveJobTypeOptions } from "./policy/class-selection.js";
+import type { ClassWeightsInput, JobTypeOptions } from "./policy/class-selection.js";
 import { isHarvestError } from "../common/errors.js";
-import { validatePowerDomainConfig } from "./power-domains.js";
-import type { PowerDomainSpec } from "./power-domains.js";
+import { validatePowerDomainConfig } from "./policy/power-domains.js";
+import type { PowerDomainSpec } from "./policy/power-domains.js";
 import { resolveTenantRegistryOptions } from "./tenant-registry.js";
-import { resolveDrainOptions } from "./drain.js";
-import type { DrainOptions } from "./drain.js";
-import { resolveLifetimeOptions } from "./lifetime.js";
-import type { LifetimeOptions } from "./lifetime.js";
-import { resolveNodeChoiceOptions } from "./node-choice.js";
-import { resolveAdmissionOptions } from "./admission.js";
-import type { AdmissionOptions, AdmissionPolicy } from "./admission.js";
-import type { NodeChoiceKind, NodeChoiceOptions } from "./node-choice.js";
+import { resolveDrainOptions } from "./policy/drain.js";
+import type { DrainOptions } from "./policy/drain.js";
+import { resolveLifetimeOptions } from "./policy/lifetime.js";
+import type { LifetimeOptions } from "./policy/lifetime.js";
+import { resolveNodeChoiceOptions } from "./policy/node-choice.js";
+import { resolveAdmissionOptions } from "./policy/admission-options.js";
+import type { AdmissionOptions, AdmissionPolicy } from "./policy/admission-options.js";
+import type { NodeChoiceKind, NodeChoiceOptions } from "./policy/node-choice.js";
 import type { TenantRegistryOptions } from "./tenant-registry.js";
 
 /** Settings of a resource manager. */

@@ -5,8 +5,8 @@
 import type * as grpc from "@grpc/grpc-js";
 import { HarvestError } from "../common/errors.js";
 import { unary } from "../common/grpc.js";
-import { normalizeDomainPath, validatePowerDomainConfig } from "./power-domains.js";
-import type { PowerDomainConfig, PowerDomains, PowerDomainsSnapshot } from "./power-domains.js";
+import { normalizeDomainPath, validatePowerDomainConfig } from "./policy/power-domains.js";
+import type { PowerDomainConfig, PowerDomains, PowerDomainsSnapshot } from "./policy/power-domains.js";
 import type { ListDomainsResponse } from "../proto/generated/harvest/v1/ListDomainsResponse.js";
 import type { PowerDomainInfo } from "../proto/generated/harvest/v1/PowerDomainInfo.js";
 import type { SetDomainsRequestOutput } from "../proto/generated/harvest/v1/SetDomainsRequest.js";

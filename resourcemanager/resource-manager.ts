@@ -1,8 +1,9 @@
 /**
  * The resource manager daemon: the services (client, application-master, resource-tracker and admin protocols) and
  * the wiring of its parts. Node tracking is `NodeTracker` (node-tracker.ts), the application lifecycle (attempts, the
- * AM protocol, recovery after a restart) is `Applications` (applications.ts); this class holds the policies both use
- * (scheduler, placement, power, drains, admission, lifetimes) and the periodic monitor. Its web server (UI, REST API,
+ * AM protocol, recovery after a restart) is `Applications` (applications.ts), drains are `DrainService`
+ * (drain-service.ts); this class holds the policies they use (scheduler, placement, power, drains, admission,
+ * lifetimes) and the periodic monitor. Its web server (UI, REST API,
  * `/metrics`; web.ts, web-pages.ts, rm-metrics.ts) reads the same functions its gRPC services answer with.
  */
 import { ensureDirMode } from "../common/atomic-file.js";
@@ -13,7 +14,7 @@ import { amTokenVerifier, ANY_CERTIFICATE, Gate, requireAccess } from "../common
 import type { CallContext } from "../common/auth.js";
 import { INSECURE_WARNING } from "../common/options.js";
 import { AdmissionControl, readAdmissionThresholds } from "./admission-control.js";
-import { JobDemandModel } from "./admission.js";
+import { JobDemandModel } from "./policy/admission-queue.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, createServer, loadHarvestProto, shutdownServer, unary } from "../common/grpc.js";
@@ -24,7 +25,7 @@ import type { DagSpec } from "../common/dag-spec.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
 import { startDaemonWeb, WebServer } from "../common/web-server.js";
 import { WebTokens } from "../common/web-token.js";
-import { averageServerSeries } from "./classifier.js";
+import { averageServerSeries } from "./policy/average-server.js";
 import { RmMetrics } from "./rm-metrics.js";
 import type { RmGaugeSource } from "./rm-metrics.js";
 import { registerRmApi, serviceStateOf } from "./web.js";
@@ -35,26 +36,24 @@ import type { ResourceManagerOptions } from "./options.js";
 import { Applications } from "./applications.js";
 import { NodeTracker } from "./node-tracker.js";
 import type { NodeEvents, NodeStream } from "./node-tracker.js";
-import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./scheduler.js";
-import type { NodeView, SchedulerPolicy } from "./scheduler.js";
-import { HistorySchedulerPolicy, resolveClassWeights } from "./class-selection.js";
+import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./policy/scheduler.js";
+import type { NodeView, SchedulerPolicy } from "./policy/scheduler.js";
+import { HistorySchedulerPolicy, resolveClassWeights } from "./policy/class-selection.js";
 import { SeededRng } from "../common/rng.js";
 import { RmStateStore } from "./state-store.js";
-import { DrainTracker } from "./drain.js";
-import { LifetimeModel } from "./lifetime.js";
-import { LifetimeNodeChoice } from "./node-choice.js";
-import type { DrainContainer, DrainStatus } from "./drain.js";
-import { PowerDomains } from "./power-domains.js";
+import { DrainTracker } from "./policy/drain.js";
+import { DrainService } from "./drain-service.js";
+import { LifetimeModel } from "./policy/lifetime.js";
+import { LifetimeNodeChoice } from "./policy/node-choice.js";
+import { PowerDomains } from "./policy/power-domains.js";
 import { listMessage, powerAdminHandlers } from "./power-admin.js";
-import { PowerAwarePolicy, primaryHistoryOf, primaryOutlook } from "./power-placement.js";
-import type { PowerNode } from "./power-placement.js";
+import { PowerAwarePolicy, primaryHistoryOf, primaryOutlook } from "./policy/power-placement.js";
+import type { PowerNode } from "./policy/power-placement.js";
 import { classesMessage, tenantAdminHandlers, tenantsMessage } from "./tenant-admin.js";
 import { TenantRegistry } from "./tenant-registry.js";
 import type { ClassSnapshot } from "./tenant-registry.js";
-import { HistoryPlacement, LiveClassViews, liveNodeOf, liveUtilization } from "./history-placement.js";
-import type { LiveNode } from "./history-placement.js";
-import type { StoredDrain } from "./state-store.js";
-import type { NodeDrain } from "../proto/generated/harvest/v1/NodeDrain.js";
+import { HistoryPlacement, LiveClassViews, liveNodeOf, liveUtilization } from "./policy/history-placement.js";
+import type { LiveNode } from "./policy/history-placement.js";
 import type { ClusterNodesResponse } from "../proto/generated/harvest/v1/ClusterNodesResponse.js";
 import type { GetJobHistoryResponse } from "../proto/generated/harvest/v1/GetJobHistoryResponse.js";
 import type { ListClassesResponse } from "../proto/generated/harvest/v1/ListClassesResponse.js";
@@ -95,7 +94,7 @@ export class ResourceManager {
   private readonly nodeChoice: LifetimeNodeChoice | undefined;
   /** What each recurring job held on average in its past runs (admission counts it). */
   private readonly demand = new JobDemandModel();
-  /** How long tasks and jobs live, learned from the job history (lifetime.ts): drains and node choice ask it. */
+  /** How long tasks and jobs live, learned from the job history (policy/lifetime.ts): drains and node choice ask it. */
   private readonly lifetimes: LifetimeModel;
   /** Power domains: draws per domain, alerts, node budgets. */
   private readonly power: PowerDomains;
@@ -105,6 +104,8 @@ export class ResourceManager {
   private readonly nodes: NodeTracker;
   /** The applications: attempts, the AM protocol, recovery. */
   private readonly apps: Applications;
+  /** The drains as the `NodeAdmin` service and the monitor carry them out. */
+  private readonly drainService: DrainService;
   private monitorTimer: NodeJS.Timeout | undefined;
   private boundPort = 0;
   private epoch = 0;
@@ -246,6 +247,16 @@ export class ResourceManager {
       address: () => this.address,
       epoch: () => this.epoch,
       observer: this.metrics,
+    });
+    this.drainService = new DrainService({
+      tracker: this.drains,
+      scheduler: this.scheduler,
+      nodes: this.nodes,
+      apps: this.apps,
+      store: this.store,
+      lifetimes: this.lifetimes,
+      clock: this.clock,
+      log: this.log,
     });
   }
 
@@ -397,9 +408,11 @@ export class ResourceManager {
       }),
     );
     this.server.addService(proto.NodeAdmin.service, {
-      Drain: unary((req: { nodeIds: string[]; deadlineMs: number }) => this.drain(req.nodeIds, req.deadlineMs)),
-      Undrain: unary((req: { nodeIds: string[] }) => this.undrain(req.nodeIds)),
-      GetDrainStatus: unary(() => this.drainReport()),
+      Drain: unary((req: { nodeIds: string[]; deadlineMs: number }) =>
+        this.drainService.drain(req.nodeIds, req.deadlineMs),
+      ),
+      Undrain: unary((req: { nodeIds: string[] }) => this.drainService.undrain(req.nodeIds)),
+      GetDrainStatus: unary(() => this.drainService.report()),
     });
     if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
@@ -518,7 +531,7 @@ export class ResourceManager {
       listTenants: () => this.tenantList(),
       listClasses: () => this.classList(),
       listDomains: () => listMessage(this.power.snapshot()),
-      getDrainStatus: () => this.drainReport(),
+      getDrainStatus: () => this.drainService.report(),
       nodeClass: (nodeId) => {
         const tenant = this.tenants.ownerOf(nodeId);
         return tenant ? (this.tenants.snapshot.stats.get(tenant.name)?.classId ?? "") : "";
@@ -665,7 +678,7 @@ export class ResourceManager {
     const now = this.clock.nowMs();
     this.nodes.expire(now);
     this.apps.tick(now);
-    this.stepDrains(now);
+    this.drainService.step(now);
     this.nodeChoice?.tick(now);
     this.history?.retryWaiting();
     this.power.tick();
@@ -704,97 +717,6 @@ export class ResourceManager {
     const tenant = this.tenants.ownerOf(server);
     if (!tenant) return false;
     return this.tenants.snapshot.classes.some((c) => c.pattern === "periodic" && c.tenantIds.includes(tenant.name));
-  }
-
-  // ---------------------------------------------------------------------------------------------- drains
-
-  /** Starts (or re-times) the drain of servers; durable before the answer. */
-  private async drain(nodeIds: readonly string[], deadlineMs: number): Promise<{ drains: NodeDrain[] }> {
-    this.checkNodeIds(nodeIds);
-    if (!(Number.isInteger(deadlineMs) && deadlineMs >= 0))
-      throw new HarvestError("INVALID_ARGUMENT", "deadlineMs must be a Unix time in ms, or 0 for none", {
-        details: { field: "deadlineMs" },
-      });
-    const now = this.clock.nowMs();
-    for (const id of nodeIds) {
-      this.drains.start(id, now, deadlineMs);
-      this.scheduler.setSchedulable(id, false);
-    }
-    await this.persistDrains();
-    this.log.info("draining servers", { nodeIds, deadline: deadlineMs ? new Date(deadlineMs).toISOString() : "none" });
-    // The first step now, so that the status answered shows what will be left to finish.
-    this.stepDrains(now);
-    return this.drainReport(nodeIds);
-  }
-
-  private async undrain(nodeIds: readonly string[]): Promise<{ drains: NodeDrain[] }> {
-    this.checkNodeIds(nodeIds);
-    const report = this.drainReport(nodeIds);
-    for (const id of nodeIds) {
-      this.drains.stop(id);
-      this.scheduler.setSchedulable(id, true);
-    }
-    await this.persistDrains();
-    this.log.info("servers back in service", { nodeIds });
-    return report;
-  }
-
-  /** Rejects an empty list and ids this resource manager has never seen (typos), naming the known ones. */
-  private checkNodeIds(nodeIds: readonly string[]): void {
-    if (nodeIds.length === 0)
-      throw new HarvestError("INVALID_ARGUMENT", "name at least one server", { details: { field: "nodeIds" } });
-    for (const id of nodeIds) {
-      if (this.nodes.has(id) || this.drains.isDraining(id)) continue;
-      const known = this.nodes.ids().join(", ") || "none";
-      throw new HarvestError("NODE_NOT_FOUND", `no server ${JSON.stringify(id)}; known servers: ${known}`, {
-        details: { nodeId: id },
-      });
-    }
-  }
-
-  private async persistDrains(): Promise<void> {
-    const stored: StoredDrain[] = this.drains
-      .status()
-      .map((d) => ({ nodeId: d.nodeId, startedMs: d.startedMs, deadlineMs: d.deadlineMs }));
-    await this.store.putDrains(stored);
-  }
-
-  private drainReport(nodeIds?: readonly string[]): { drains: NodeDrain[] } {
-    const wanted = nodeIds ? new Set(nodeIds) : undefined;
-    const drains = this.drains
-      .status()
-      .filter((d) => !wanted || wanted.has(d.nodeId))
-      .map((d: DrainStatus) => ({ ...d, registered: this.nodes.get(d.nodeId)?.state === "RUNNING" }));
-    return { drains };
-  }
-
-  /** One step of every drain: preempts what will not end before its server's deadline (LARS order, bounded rate). */
-  private stepDrains(now: number): void {
-    for (const nodeId of this.drains.nodeIds()) {
-      const containers: DrainContainer[] = this.scheduler.containersOn(nodeId).map((alloc) => {
-        const startMs = this.apps.startedMs(alloc.appId, alloc.containerId) || now;
-        return {
-          containerId: alloc.containerId,
-          startMs,
-          isJobManager: alloc.priority === AM_PRIORITY,
-          remainingMs: this.lifetimes.remainingMs(this.apps.containerKey(alloc.appId, alloc.priority), now - startMs),
-        };
-      });
-      const step = this.drains.step(nodeId, now, containers);
-      if (step.preempt.length === 0) continue;
-      this.log.info(step.atDeadline ? "drain deadline: preempting what is left" : "drain: preempting", {
-        nodeId,
-        containers: step.preempt,
-      });
-      for (const id of step.preempt)
-        this.apps.preempt(
-          id,
-          "PREEMPTED_BY_DRAIN",
-          step.atDeadline
-            ? `server ${nodeId} reached its drain deadline`
-            : `server ${nodeId} is draining and this container was predicted to outlast its deadline`,
-        );
-    }
   }
 
   // ---------------------------------------------------------------------------------------------- lifetimes

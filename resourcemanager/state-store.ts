@@ -57,7 +57,7 @@ export interface HistoryRecord {
   tasksPreempted: number;
   /**
    * Run times (ms, start to finish as the node managers reported them) of the job's task containers that succeeded,
-   * by vertex, at most `MAX_DURATIONS_PER_VERTEX` each: the lifetime model's samples (`lifetime.ts`). Absent in
+   * by vertex, at most `MAX_DURATIONS_PER_VERTEX` each: the lifetime model's samples (`policy/lifetime.ts`). Absent in
    * records written before lifetimes were kept.
    */
   taskDurations?: Record<string, number[]>;

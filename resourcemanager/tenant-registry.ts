@@ -2,8 +2,8 @@
  * The registry of primary tenants (seeds/004, sections 3 and 4): who they are (environment, machine function,
  * criticality), which servers they own, their CPU-utilization history per server, the disk reimages of their servers,
  * and the utilization classes built from that history. Kept in LevelDB under the resource manager's data directory;
- * every acknowledged write is durable. The classification itself is the pure code of `classifier.ts` and
- * `criticality.ts`; this module only feeds it.
+ * every acknowledged write is durable. The classification itself is the pure code of `policy/classifier.ts` and
+ * `policy/criticality.ts`; this module only feeds it.
  *
  * History is stored per server in day chunks of fixed slots (`slotSec`, 2 minutes by default, as AutoPilot records):
  * each slot keeps the sum and count of the samples that fell into it, so live samples, streamed samples and imported
@@ -17,10 +17,12 @@ import type { Logger } from "../common/log.js";
 import { SeededRng } from "../common/rng.js";
 import type { TraceWarnings, UtilizationSeries } from "../common/trace-io.js";
 import { describeTraceWarnings, hasTraceWarnings, traceWarningFields } from "../common/trace-io.js";
-import { classifyFeatures, resolveClassifierOptions } from "./classifier.js";
-import type { ClassifierOptions, TenantClass, TenantFeatures } from "./classifier.js";
-import { DEFAULT_HISTORY_WINDOW, resolveCriticalityOptions, tenantHistoryVerdict } from "./criticality.js";
-import type { CriticalityOptions } from "./criticality.js";
+import { classifyFeatures } from "./policy/classifier.js";
+import { resolveClassifierOptions } from "./policy/classifier-options.js";
+import type { ClassifierOptions } from "./policy/classifier-options.js";
+import type { TenantClass, TenantFeatures } from "./policy/classifier.js";
+import { DEFAULT_HISTORY_WINDOW, resolveCriticalityOptions, tenantHistoryVerdict } from "./policy/criticality.js";
+import type { CriticalityOptions } from "./policy/criticality.js";
 
 const DURABLE = { sync: true } as never;
 const DAY_MS = 86_400_000;

@@ -1,8 +1,8 @@
 // House rule (STYLE.md): daemons never import each other; they meet only through proto/ and common/.
-// Also: common/ and client/ import no daemon; sim/ reaches a daemon's code only through the daemon's index.ts, which
-// lists the pure policies the daemon runs, so that the simulator calls the daemons' own rules and never a private copy
-// or a module the daemon does not stand behind (issue 13); and nothing has an import cycle. Exits 1 listing every
-// violation.
+// Also: common/ and client/ import no daemon; sim/, bench/ and soak/ reach a daemon's code only through the daemon's
+// index.ts, which names the pure policies the daemon runs (its policy/ folder) and its daemon class, so that the
+// simulator and the harnesses call the daemons' own rules and never a private copy or a module the daemon does not
+// stand behind (issues 13 and 40); and nothing has an import cycle. Exits 1 listing every violation.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,7 +10,13 @@ import { fileURLToPath } from "node:url";
 export const DAEMONS = ["resourcemanager", "nodemanager", "jobmanager", "namenode", "datanode"];
 const LIBRARIES = ["common", "client", "proto"];
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const SOURCE_DIRS = [...DAEMONS, ...LIBRARIES, "cli", "sim", "bench", "examples"];
+const SOURCE_DIRS = [...DAEMONS, ...LIBRARIES, "cli", "sim", "bench", "soak", "examples"];
+/** The folders that may use a daemon only through its index.ts, and what each is called in a message. */
+const THROUGH_INDEX = new Map([
+  ["sim", "the simulator uses"],
+  ["bench", "a benchmark uses"],
+  ["soak", "the soak uses"],
+]);
 
 function walk(dir) {
   let out = [];
@@ -56,8 +62,10 @@ export function violations(files) {
         problems.push(`${path} imports ${dep}: daemons meet only through proto/ and common/`);
       if ((top === "common" || top === "client") && DAEMONS.includes(depTop))
         problems.push(`${path} imports ${dep}: ${top}/ must not depend on a daemon`);
-      if (top === "sim" && DAEMONS.includes(depTop) && dep !== `${depTop}/index.ts`)
-        problems.push(`${path} imports ${dep}: the simulator uses a daemon's policies only through ${depTop}/index.ts`);
+      if (THROUGH_INDEX.has(top) && DAEMONS.includes(depTop) && dep !== `${depTop}/index.ts`)
+        problems.push(
+          `${path} imports ${dep}: ${THROUGH_INDEX.get(top)} a daemon's policies only through ${depTop}/index.ts`,
+        );
     }
   }
   // Cycle detection (iterative DFS with colours).

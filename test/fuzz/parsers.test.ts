@@ -35,7 +35,7 @@ import {
   rackDomain,
   resolvePowerDomainOptions,
   validatePowerDomainConfig,
-} from "../../resourcemanager/power-domains.js";
+} from "../../resourcemanager/policy/power-domains.js";
 import { resolveTenantRegistryOptions } from "../../resourcemanager/tenant-registry.js";
 import { expectCodedError, fuzzParams, parsesOrRefuses } from "./runs.js";
 

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { distEntry } from "../../common/paths.js";
-import type { OversubscriptionPlan } from "../../resourcemanager/oversubscription-planner.js";
+import type { OversubscriptionPlan } from "../../resourcemanager/policy/oversubscription-planner.js";
 import { requireBuild } from "../integration/harness.js";
 
 const dir = mkdtempSync(join(tmpdir(), "harvest-plan-e2e-"));

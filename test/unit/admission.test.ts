@@ -2,27 +2,19 @@ import { describe, expect, it } from "vitest";
 import { HarvestError } from "../../common/errors.js";
 import {
   AdmissionOutlook,
-  AdmissionQueue,
   cantelliBound,
   cantelliHeadroom,
   decideAdmission,
-  DemandProfile,
-  fixedDemand,
   idleClusterDecision,
-  JobDemandModel,
   markovBound,
   neverAdmissible,
-  primaryDemandMoments,
-  resolveAdmissionOptions,
   tuneThreshold,
-} from "../../resourcemanager/admission.js";
-import type {
-  AdmissionCluster,
-  AdmissionDecision,
-  AdmissionServer,
-  DemandMoments,
-  PrimaryDemandSource,
-} from "../../resourcemanager/admission.js";
+} from "../../resourcemanager/policy/admission.js";
+import { AdmissionQueue, JobDemandModel } from "../../resourcemanager/policy/admission-queue.js";
+import { DemandProfile, fixedDemand, primaryDemandMoments } from "../../resourcemanager/policy/demand-profile.js";
+import { resolveAdmissionOptions } from "../../resourcemanager/policy/admission-options.js";
+import type { AdmissionCluster, AdmissionDecision, AdmissionServer } from "../../resourcemanager/policy/admission.js";
+import type { DemandMoments, PrimaryDemandSource } from "../../resourcemanager/policy/demand-profile.js";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Logger } from "../../common/log.js";
-import { CappingAgent } from "../../nodemanager/capping-agent.js";
-import type { AgentContainer } from "../../nodemanager/capping-agent.js";
+import { CappingAgent } from "../../nodemanager/policy/capping-agent.js";
+import type { AgentContainer } from "../../nodemanager/policy/capping-agent.js";
 import type { PowerMeter, PowerReading } from "../../nodemanager/power-meter.js";
 import type { Throttler } from "../../nodemanager/throttler.js";
 

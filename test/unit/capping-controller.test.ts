@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
 import { SeededRng } from "../../common/rng.js";
-import type { CappingContainer, CappingDecision, CappingInput } from "../../nodemanager/capping-controller.js";
-import { CappingController, resolveCappingOptions } from "../../nodemanager/capping-controller.js";
+import type { CappingContainer, CappingDecision, CappingInput } from "../../nodemanager/policy/capping-controller.js";
+import { CappingController, resolveCappingOptions } from "../../nodemanager/policy/capping-controller.js";
 
 function container(
   containerId: string,

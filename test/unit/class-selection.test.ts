@@ -12,11 +12,11 @@ import {
   resolveClassWeights,
   selectClasses,
   utilizationFor,
-} from "../../resourcemanager/class-selection.js";
-import type { ClassView, ClassWeights, JobType } from "../../resourcemanager/class-selection.js";
-import type { UtilizationPattern } from "../../resourcemanager/classifier.js";
-import type { AppView, NodeView } from "../../resourcemanager/scheduler.js";
-import { AM_PRIORITY, Scheduler } from "../../resourcemanager/scheduler.js";
+} from "../../resourcemanager/policy/class-selection.js";
+import type { ClassView, ClassWeights, JobType } from "../../resourcemanager/policy/class-selection.js";
+import type { UtilizationPattern } from "../../resourcemanager/policy/classifier.js";
+import type { AppView, NodeView } from "../../resourcemanager/policy/scheduler.js";
+import { AM_PRIORITY, Scheduler } from "../../resourcemanager/policy/scheduler.js";
 
 /** A class of one server with no reserve and nothing allocated: its headroom is capacity x (1 - u/100). */
 function oneServerClass(

@@ -11,8 +11,10 @@ import { sharedDataDir } from "../../common/paths.js";
 import { SeededRng } from "../../common/rng.js";
 import type { UtilizationSeries } from "../../common/trace-io.js";
 import { readUtilizationFile } from "../../common/trace-io.js";
-import type { PatternProfile } from "../../resourcemanager/classifier.js";
-import { patternOf, resolveClassifierOptions, tenantFeatures } from "../../resourcemanager/classifier.js";
+import type { PatternProfile } from "../../resourcemanager/policy/utilization-pattern.js";
+import { patternOf } from "../../resourcemanager/policy/utilization-pattern.js";
+import { resolveClassifierOptions } from "../../resourcemanager/policy/classifier-options.js";
+import { tenantFeatures } from "../../resourcemanager/policy/classifier.js";
 
 const STEP_SEC = 300;
 const DAY_STEPS = 86_400 / STEP_SEC;

@@ -7,16 +7,12 @@ import { SeededRng } from "../../common/rng.js";
 import { generateUtilization } from "../../common/trace-gen.js";
 import type { UtilizationSeries } from "../../common/trace-io.js";
 import { readUtilizationFile, resample } from "../../common/trace-io.js";
-import type { TenantInput } from "../../resourcemanager/classifier.js";
-import {
-  averageServerSeries,
-  classify,
-  classifyFeatures,
-  patternOf,
-  percentileSorted,
-  resolveClassifierOptions,
-  tenantFeatures,
-} from "../../resourcemanager/classifier.js";
+import type { TenantInput } from "../../resourcemanager/policy/classifier.js";
+import { averageServerSeries } from "../../resourcemanager/policy/average-server.js";
+import { classify, classifyFeatures, tenantFeatures } from "../../resourcemanager/policy/classifier.js";
+import { patternOf } from "../../resourcemanager/policy/utilization-pattern.js";
+import { percentileSorted } from "../../resourcemanager/policy/percentiles.js";
+import { resolveClassifierOptions } from "../../resourcemanager/policy/classifier-options.js";
 
 const STEP_SEC = 300;
 const DAY_STEPS = 86_400 / STEP_SEC;

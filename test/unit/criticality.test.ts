@@ -2,7 +2,11 @@ import { describe, expect, it } from "vitest";
 import { HarvestError } from "../../common/errors.js";
 import { SeededRng } from "../../common/rng.js";
 import type { UtilizationSeries } from "../../common/trace-io.js";
-import { criticality, resolveCriticalityOptions, tenantHistoryVerdict } from "../../resourcemanager/criticality.js";
+import {
+  criticality,
+  resolveCriticalityOptions,
+  tenantHistoryVerdict,
+} from "../../resourcemanager/policy/criticality.js";
 
 const STEP_SEC = 300;
 const DAY_STEPS = 86_400 / STEP_SEC;

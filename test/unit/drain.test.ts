@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { DrainTracker, drainOrder } from "../../resourcemanager/drain.js";
-import type { DrainContainer } from "../../resourcemanager/drain.js";
+import { DrainTracker, drainOrder } from "../../resourcemanager/policy/drain.js";
+import type { DrainContainer } from "../../resourcemanager/policy/drain.js";
 
 const c = (containerId: string, startMs: number, remainingMs: number, isJobManager = false): DrainContainer => ({
   containerId,

@@ -9,12 +9,16 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../common/clock.js";
 import { Logger } from "../../common/log.js";
 import { SeededRng } from "../../common/rng.js";
-import { HistorySchedulerPolicy, jobTypeOf, resolveClassWeights } from "../../resourcemanager/class-selection.js";
-import type { JobType } from "../../resourcemanager/class-selection.js";
-import type { TenantClass } from "../../resourcemanager/classifier.js";
-import { HistoryPlacement, LiveClassViews, liveNodeOf } from "../../resourcemanager/history-placement.js";
-import type { PlacementDecision } from "../../resourcemanager/history-placement.js";
-import { Scheduler } from "../../resourcemanager/scheduler.js";
+import {
+  HistorySchedulerPolicy,
+  jobTypeOf,
+  resolveClassWeights,
+} from "../../resourcemanager/policy/class-selection.js";
+import type { JobType } from "../../resourcemanager/policy/class-selection.js";
+import type { TenantClass } from "../../resourcemanager/policy/classifier.js";
+import { HistoryPlacement, LiveClassViews, liveNodeOf } from "../../resourcemanager/policy/history-placement.js";
+import type { PlacementDecision } from "../../resourcemanager/policy/history-placement.js";
+import { Scheduler } from "../../resourcemanager/policy/scheduler.js";
 import { runCompute, Stream, streamSeed } from "../../sim/compute.js";
 import { jobStream } from "../../sim/jobs.js";
 import type { SimJob, SimJobShape } from "../../sim/jobs.js";

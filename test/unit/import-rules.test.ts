@@ -39,6 +39,24 @@ describe("the import-rule check", () => {
     ]);
   });
 
+  it("lets benchmarks and the soak reach a daemon only through the daemon's index.ts", () => {
+    const files = new Map([
+      [
+        "bench/a.ts",
+        'import { Scheduler } from "../resourcemanager/index.js";\nimport { classify } from "../resourcemanager/policy/classifier.js";',
+      ],
+      ["soak/b.ts", 'import { NodeManager } from "../nodemanager/node-manager.js";'],
+      ["resourcemanager/index.ts", 'export { Scheduler } from "./policy/scheduler.js";'],
+      ["resourcemanager/policy/scheduler.ts", "export const Scheduler = 1;"],
+      ["resourcemanager/policy/classifier.ts", "export const classify = 1;"],
+      ["nodemanager/node-manager.ts", "export const NodeManager = 1;"],
+    ]);
+    expect(check(files)).toEqual([
+      "bench/a.ts imports resourcemanager/policy/classifier.ts: a benchmark uses a daemon's policies only through resourcemanager/index.ts",
+      "soak/b.ts imports nodemanager/node-manager.ts: the soak uses a daemon's policies only through nodemanager/index.ts",
+    ]);
+  });
+
   it("finds import cycles", () => {
     const files = new Map([
       ["common/a.ts", 'import { b } from "./b.js";'],

@@ -4,8 +4,8 @@ import {
   LifetimeModel,
   OraclePredictor,
   resolveLifetimeOptions,
-} from "../../resourcemanager/lifetime.js";
-import type { ContainerKey } from "../../resourcemanager/lifetime.js";
+} from "../../resourcemanager/policy/lifetime.js";
+import type { ContainerKey } from "../../resourcemanager/policy/lifetime.js";
 import { thrown } from "../error-code.js";
 
 /** A model that learned 100 tasks of 10 s and 100 of 1000 s for etl/map. */

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../common/clock.js";
 import type { Resources } from "../../common/resource.js";
-import { LifetimeModel } from "../../resourcemanager/lifetime.js";
-import type { ContainerKey, LifetimePredictor } from "../../resourcemanager/lifetime.js";
+import { LifetimeModel } from "../../resourcemanager/policy/lifetime.js";
+import type { ContainerKey, LifetimePredictor } from "../../resourcemanager/policy/lifetime.js";
 import {
   harvestFill,
   lifetimeClassOf,
@@ -10,10 +10,10 @@ import {
   nilasBucket,
   resolveNodeChoiceOptions,
   temporalCost,
-} from "../../resourcemanager/node-choice.js";
-import type { NodeChoiceOptions, NodeChoiceSource } from "../../resourcemanager/node-choice.js";
-import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "../../resourcemanager/scheduler.js";
-import type { AppView, NodeView, SchedulerPolicy } from "../../resourcemanager/scheduler.js";
+} from "../../resourcemanager/policy/node-choice.js";
+import type { NodeChoiceOptions, NodeChoiceSource } from "../../resourcemanager/policy/node-choice.js";
+import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "../../resourcemanager/policy/scheduler.js";
+import type { AppView, NodeView, SchedulerPolicy } from "../../resourcemanager/policy/scheduler.js";
 import { thrown } from "../error-code.js";
 
 const S = 1_000;

@@ -2,13 +2,12 @@ import { describe, expect, it } from "vitest";
 import { HarvestError } from "../../common/errors.js";
 import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../../common/power-profiles.js";
 import type { PowerProfile } from "../../common/power-profiles.js";
+import { generateDrawsHistory, parseDrawsCsv } from "../../resourcemanager/policy/draws-history.js";
 import {
-  generateDrawsHistory,
-  parseDrawsCsv,
   planOversubscription,
   resolveOversubscriptionOptions,
-} from "../../resourcemanager/oversubscription-planner.js";
-import type { OversubscriptionOptions } from "../../resourcemanager/oversubscription-planner.js";
+} from "../../resourcemanager/policy/oversubscription-planner.js";
+import type { OversubscriptionOptions } from "../../resourcemanager/policy/oversubscription-planner.js";
 
 /** A server whose draw is linear in utilization: 100 W idle, 100 + 200 u W under load, 300 W at 100 %. */
 const LINEAR: PowerProfile = {

@@ -9,8 +9,8 @@ import {
   rackDomain,
   resolvePowerDomainOptions,
   validatePowerDomainConfig,
-} from "../../resourcemanager/power-domains.js";
-import type { PowerDomainConfig, PowerReport } from "../../resourcemanager/power-domains.js";
+} from "../../resourcemanager/policy/power-domains.js";
+import type { PowerDomainConfig, PowerReport } from "../../resourcemanager/policy/power-domains.js";
 import { resolveResourceManagerOptions } from "../../resourcemanager/options.js";
 import type { ResourceManagerOptions } from "../../resourcemanager/options.js";
 

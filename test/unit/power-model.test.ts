@@ -7,8 +7,8 @@ import {
   resolvePowerModelOptions,
   solveNnlsGram,
   sumUsage,
-} from "../../nodemanager/power-model.js";
-import type { EntityUsage, PowerEntity, UsageFeature } from "../../nodemanager/power-model.js";
+} from "../../nodemanager/policy/power-model.js";
+import type { EntityUsage, PowerEntity, UsageFeature } from "../../nodemanager/policy/power-model.js";
 import { evaluatePowerModels, keplerDataDir, loadKeplerSamples } from "../../bench/powermodel.js";
 import { thrown } from "../error-code.js";
 

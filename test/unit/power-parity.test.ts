@@ -20,10 +20,10 @@ import {
   primaryHistoryOf,
   primaryOutlook,
   rankPowerNodes,
-} from "../../resourcemanager/power-placement.js";
-import type { PowerNode, PrimaryHistory } from "../../resourcemanager/power-placement.js";
-import { Scheduler, StockSchedulerPolicy } from "../../resourcemanager/scheduler.js";
-import type { NodeView } from "../../resourcemanager/scheduler.js";
+} from "../../resourcemanager/policy/power-placement.js";
+import type { PowerNode, PrimaryHistory } from "../../resourcemanager/policy/power-placement.js";
+import { Scheduler, StockSchedulerPolicy } from "../../resourcemanager/policy/scheduler.js";
+import type { NodeView } from "../../resourcemanager/policy/scheduler.js";
 import { TenantRegistry } from "../../resourcemanager/tenant-registry.js";
 import { generateCluster } from "../../sim/cluster-gen.js";
 import { serverUtilization } from "../../sim/model.js";

@@ -11,10 +11,10 @@ import {
   primaryOutlook,
   rankPowerNodes,
   serverScore,
-} from "../../resourcemanager/power-placement.js";
-import type { PowerNode } from "../../resourcemanager/power-placement.js";
-import { Scheduler, StockSchedulerPolicy } from "../../resourcemanager/scheduler.js";
-import type { AppView, NodeView, SchedulerPolicy } from "../../resourcemanager/scheduler.js";
+} from "../../resourcemanager/policy/power-placement.js";
+import type { PowerNode } from "../../resourcemanager/policy/power-placement.js";
+import { Scheduler, StockSchedulerPolicy } from "../../resourcemanager/policy/scheduler.js";
+import type { AppView, NodeView, SchedulerPolicy } from "../../resourcemanager/policy/scheduler.js";
 
 const PROFILE = resolvePowerProfile("dell-r740-xeon-8180");
 

@@ -6,8 +6,8 @@ import type {
   NodeView,
   SchedulerOptions,
   SchedulerPolicy,
-} from "../../resourcemanager/scheduler.js";
-import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "../../resourcemanager/scheduler.js";
+} from "../../resourcemanager/policy/scheduler.js";
+import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "../../resourcemanager/policy/scheduler.js";
 
 const DEFAULTS: SchedulerOptions = {
   reserveFraction: 0.1,

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
 import { sharedDataDir } from "../../common/paths.js";
-import { patternOf } from "../../resourcemanager/classifier.js";
+import { patternOf } from "../../resourcemanager/policy/utilization-pattern.js";
 import type { ClusterGenOptions } from "../../sim/cluster-gen.js";
 import {
   CORRELATION_WINDOW_MS,

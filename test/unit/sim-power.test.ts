@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
-import { resolveCappingOptions } from "../../nodemanager/capping-controller.js";
+import { resolveCappingOptions } from "../../nodemanager/policy/capping-controller.js";
 import { generateCluster } from "../../sim/cluster-gen.js";
 import { planPowerBudgets, powerLayout, resolvePowerOptions, runPower } from "../../sim/power.js";
 import type { PowerOptions, PowerPeriodEvent, PowerResult } from "../../sim/power.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { YieldContainer } from "../../nodemanager/yield-controller.js";
-import { chooseVictims } from "../../nodemanager/yield-controller.js";
+import type { YieldContainer } from "../../nodemanager/policy/yield-controller.js";
+import { chooseVictims } from "../../nodemanager/policy/yield-controller.js";
 
 function container(containerId: string, vcoresMilli: number, startedMs: number, isAm = false): YieldContainer {
   return { containerId, vcoresMilli, startedMs, isAm };

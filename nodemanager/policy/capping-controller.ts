@@ -46,7 +46,7 @@
  * Invariant: the primary tenant is never in the input (only secondary containers are), so it is never throttled or
  * killed; limits and kills only ever name containers of the current input.
  */
-import { invalidOption, stripUndefined } from "../common/options.js";
+import { invalidOption, stripUndefined } from "../../common/options.js";
 
 /** Settings of the capping controller. Fractions are of the server's power budget. */
 export interface CappingOptions {

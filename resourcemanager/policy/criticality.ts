@@ -5,11 +5,13 @@
  * features with the peak, and this verdict), so the registry and the simulator derive both alike. Pure: no I/O, no
  * clock.
  */
-import { HarvestError } from "../common/errors.js";
-import type { UtilizationSeries } from "../common/trace-io.js";
-import { resample } from "../common/trace-io.js";
-import { averageServerSeries, tenantFeatures } from "./classifier.js";
-import type { ClassifierOptions, TenantFeatures } from "./classifier.js";
+import { HarvestError } from "../../common/errors.js";
+import type { UtilizationSeries } from "../../common/trace-io.js";
+import { resample } from "../../common/trace-io.js";
+import { averageServerSeries } from "./average-server.js";
+import { tenantFeatures } from "./classifier.js";
+import type { ClassifierOptions } from "./classifier-options.js";
+import type { TenantFeatures } from "./classifier.js";
 
 const HOUR_MS = 3_600_000;
 

@@ -46,10 +46,10 @@
  * (recomputed after a grant or a release there): the answer is a function of the registry and the time, so nothing
  * stale is kept, and a heartbeat's many asks do not re-predict every container of the cluster each.
  */
-import type { Clock } from "../common/clock.js";
-import { invalidOption, stripUndefined } from "../common/options.js";
-import { fits } from "../common/resource.js";
-import type { Resources } from "../common/resource.js";
+import type { Clock } from "../../common/clock.js";
+import { invalidOption, stripUndefined } from "../../common/options.js";
+import { fits } from "../../common/resource.js";
+import type { Resources } from "../../common/resource.js";
 import type { ContainerKey, LifetimePredictor } from "./lifetime.js";
 import type { AppView, NodeView, SchedulerPolicy } from "./scheduler.js";
 

@@ -21,8 +21,8 @@
  * distribution keeps its samples sorted with suffix sums (rebuilt lazily after observations) and answers with one
  * binary search.
  */
-import { HarvestError } from "../common/errors.js";
-import { invalidOption, stripUndefined } from "../common/options.js";
+import { HarvestError } from "../../common/errors.js";
+import { invalidOption, stripUndefined } from "../../common/options.js";
 
 /**
  * The least remaining lifetime predicted for a live container, ms. A live container is never predicted to be gone:

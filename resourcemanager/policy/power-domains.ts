@@ -35,10 +35,10 @@
  * - "lost": once the resource manager declares the node lost (no heartbeat for its node expiry), it leaves the sums
  *   and the share counts, as it leaves the scheduler: no budget can reach it, and a server that is gone draws nothing.
  */
-import { HarvestError } from "../common/errors.js";
-import type { Clock } from "../common/clock.js";
-import { profileWatts } from "../common/power-profiles.js";
-import type { PowerProfile } from "../common/power-profiles.js";
+import { HarvestError } from "../../common/errors.js";
+import type { Clock } from "../../common/clock.js";
+import { profileWatts } from "../../common/power-profiles.js";
+import type { PowerProfile } from "../../common/power-profiles.js";
 
 /** Most segments in a domain path. */
 export const MAX_DOMAIN_DEPTH = 8;

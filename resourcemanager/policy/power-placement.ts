@@ -39,12 +39,12 @@
  * bounded: a job declined for `waitMs` takes any node that passes the filter until a best-scored node takes one. Each
  * container is judged with the node as it is after the previous grant (`perContainer`), as Algorithm 1 re-sorts per VM.
  */
-import type { Clock } from "../common/clock.js";
-import { invalidOption, stripUndefined } from "../common/options.js";
-import { profileWatts } from "../common/power-profiles.js";
-import type { PowerProfile } from "../common/power-profiles.js";
-import { fits } from "../common/resource.js";
-import type { Resources } from "../common/resource.js";
+import type { Clock } from "../../common/clock.js";
+import { invalidOption, stripUndefined } from "../../common/options.js";
+import { profileWatts } from "../../common/power-profiles.js";
+import type { PowerProfile } from "../../common/power-profiles.js";
+import { fits } from "../../common/resource.js";
+import type { Resources } from "../../common/resource.js";
 import type { AppView, NodeView, SchedulerPolicy } from "./scheduler.js";
 
 /** Settings of the power-aware placement. */

@@ -6,8 +6,8 @@
  *   capacity - primary usage - reserve - secondary already allocated
  * The reserve (default 10 % of cores) is kept free so the primary tenant can grow a little before Harvest must yield.
  */
-import { add, fits, sub, ZERO } from "../common/resource.js";
-import type { Resources } from "../common/resource.js";
+import { add, fits, sub, ZERO } from "../../common/resource.js";
+import type { Resources } from "../../common/resource.js";
 
 /** What a placement policy sees of a node. */
 export interface NodeView {

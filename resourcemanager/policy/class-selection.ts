@@ -4,8 +4,8 @@
  * enough, several) with probability proportional to ranking weight x headroom. Also the scheduler policy that keeps a
  * job's tasks on the servers of its chosen classes. Pure: no I/O, no clock; randomness comes from an injected `Rng`.
  */
-import { HarvestError } from "../common/errors.js";
-import type { Rng } from "../common/rng.js";
+import { HarvestError } from "../../common/errors.js";
+import type { Rng } from "../../common/rng.js";
 import { cantelliHeadroom } from "./admission.js";
 import type { UtilizationPattern } from "./classifier.js";
 import { AM_PRIORITY } from "./scheduler.js";

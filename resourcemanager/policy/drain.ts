@@ -16,7 +16,7 @@
  * `order: "arbitrary"` keeps the baseline LARS is measured against: the same rate and the same rule for what must go,
  * in the order the containers were granted, oldest first.
  */
-import { invalidOption, stripUndefined } from "../common/options.js";
+import { invalidOption, stripUndefined } from "../../common/options.js";
 
 /** Settings of the drain. */
 export interface DrainOptions {

@@ -24,8 +24,8 @@
  *
  * Pure: no timers, no I/O; sample times come from the caller.
  */
-import { HarvestError } from "../common/errors.js";
-import { invalidOption, stripUndefined } from "../common/options.js";
+import { HarvestError } from "../../common/errors.js";
+import { invalidOption, stripUndefined } from "../../common/options.js";
 
 /**
  * A usage feature of an entity, in per-second or level units. The first four are the seed's (eq. 3); the hardware

@@ -8,13 +8,13 @@
  * last heartbeat acknowledgement (seeds/000, section III-C: a domain near its budget gives each server its share).
  * The primary tenant is never an input of the controller, so it is never throttled or killed.
  */
-import type { Logger } from "../common/log.js";
+import type { Logger } from "../../common/log.js";
 import { CappingController } from "./capping-controller.js";
 import type { CappingOptions, CappingState, CappingStats } from "./capping-controller.js";
-import type { PowerMeter, PowerReading } from "./power-meter.js";
+import type { PowerMeter, PowerReading } from "../power-meter.js";
 import { PowerModel } from "./power-model.js";
 import type { PowerEntity } from "./power-model.js";
-import type { Throttler } from "./throttler.js";
+import type { Throttler } from "../throttler.js";
 
 /** A secondary container as the agent sees it on one tick. */
 export interface AgentContainer {
@@ -54,6 +54,25 @@ export interface CappingSnapshot {
   /** The primary tenant's share of the dynamic power, watts. */
   primaryWatts: number;
   stats: CappingStats;
+}
+
+/** The heartbeat's power fields of a capping snapshot (what the resource manager's power domains read). */
+export function heartbeatPowerFields(p: CappingSnapshot): {
+  powerWatts: number;
+  powerMeter: string;
+  powerCapped: boolean;
+  cappingState: string;
+  throttledContainers: number;
+  powerKills: number;
+} {
+  return {
+    powerWatts: p.watts ?? 0,
+    powerMeter: p.meter,
+    powerCapped: p.throttledContainers > 0,
+    cappingState: p.state,
+    throttledContainers: p.throttledContainers,
+    powerKills: p.kills,
+  };
 }
 
 /** What the agent needs from the node manager. */

@@ -5,10 +5,10 @@
  * `ClassViewSource` (the resource manager's live nodes and last classification, or the simulator's servers) and tells
  * the `HistorySchedulerPolicy` which servers each job may use.
  */
-import type { Clock } from "../common/clock.js";
-import type { Logger } from "../common/log.js";
-import type { Rng } from "../common/rng.js";
-import type { Resources } from "../common/resource.js";
+import type { Clock } from "../../common/clock.js";
+import type { Logger } from "../../common/log.js";
+import type { Rng } from "../../common/rng.js";
+import type { Resources } from "../../common/resource.js";
 import { requirementMilli, selectClasses } from "./class-selection.js";
 import type { ClassView, ClassWeights, HistorySchedulerPolicy, JobType, ServerCapacity } from "./class-selection.js";
 import type { TenantClass } from "./classifier.js";
