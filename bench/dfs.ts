@@ -34,11 +34,11 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { localDfsClient, startCluster, stopCluster } from "../cli/cluster.js";
-import { daemonNodeOptions } from "../cli/node-options.js";
+import { localDfsClient, startCluster, stopCluster } from "../localcluster/cluster.js";
+import { daemonNodeOptions } from "../localcluster/node-options.js";
 import { clockTicksPerSecond, procStatFields } from "../common/proc-stats.js";
 import { SUBDIR_COUNT } from "../datanode/block-store.js";
-import { daemonEnvironment, TUNABLES_VARIABLE } from "../cli/malloc-tunables.js";
+import { daemonEnvironment, TUNABLES_VARIABLE } from "../localcluster/malloc-tunables.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import type { FlagSpec } from "./flags.js";
@@ -544,7 +544,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       "  get, short-circuit: the same, by a client that reads the replicas' files itself (its datanodes are on its",
       "       server); the other gets read over the network",
       `  datanodes' Node options (HARVEST_DATANODE_OPTS): ${daemonNodeOptions("datanode").join(" ") || "none"}; the client's (this process): ${process.execArgv.join(" ") || "none"}`,
-      `  glibc's malloc (cli/malloc-tunables.ts): ${mallocSetting(process.env)}`,
+      `  glibc's malloc (localcluster/malloc-tunables.ts): ${mallocSetting(process.env)}`,
       `  readers try a block's replicas ${f["randomize-read-order"] ? "in a fresh random order per request (--randomize-read-order)" : "in one order per block (HDFS's default; --randomize-read-order: per request)"}`,
       `  write pipelines verify packets ${f["every-hop"] ? "at every datanode before it forwards them (--every-hop)" : "at their last datanode, as HDFS (pipelineVerify tail; --every-hop: at each)"}`,
       `  plaintext reads ${f["buffered-reads"] ? "are read and verified by the datanode, then sent (--buffered-reads)" : "send their data from the block files with sendfile (zeroCopyReads; --buffered-reads: read, verify, send)"}`,

@@ -44,7 +44,7 @@ import type { Resources } from "../common/resource.js";
 import { SeededRng } from "../common/rng.js";
 import { readProcStatTotals } from "../common/proc-stats.js";
 import type { TlsFiles } from "../common/tls.js";
-import { createCa, issueCertificate } from "../cli/cluster-ca.js";
+import { createCa, issueCertificate } from "../localcluster/cluster-ca.js";
 import { ResourceManager } from "../resourcemanager/resource-manager.js";
 import { Scheduler, StockSchedulerPolicy } from "../resourcemanager/scheduler.js";
 import type { Allocation } from "../resourcemanager/scheduler.js";

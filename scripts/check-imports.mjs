@@ -1,8 +1,9 @@
 // House rule (STYLE.md): daemons never import each other; they meet only through proto/ and common/.
 // Also: common/ and client/ import no daemon; sim/ reaches a daemon's code only through the daemon's index.ts, which
 // lists the pure policies the daemon runs, so that the simulator calls the daemons' own rules and never a private copy
-// or a module the daemon does not stand behind (issue 13); and nothing has an import cycle. Exits 1 listing every
-// violation.
+// or a module the daemon does not stand behind (issue 13); common/, client/ and proto/ import neither the local-cluster
+// launcher (localcluster/), the labs (labs/) nor the CLI, and the launcher neither of the last two; and nothing has an
+// import cycle. Exits 1 listing every violation.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,7 +11,7 @@ import { fileURLToPath } from "node:url";
 export const DAEMONS = ["resourcemanager", "nodemanager", "jobmanager", "namenode", "datanode"];
 const LIBRARIES = ["common", "client", "proto"];
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const SOURCE_DIRS = [...DAEMONS, ...LIBRARIES, "cli", "sim", "bench", "examples"];
+const SOURCE_DIRS = [...DAEMONS, ...LIBRARIES, "cli", "localcluster", "labs", "sim", "bench", "soak", "examples"];
 
 function walk(dir) {
   let out = [];
@@ -56,6 +57,10 @@ export function violations(files) {
         problems.push(`${path} imports ${dep}: daemons meet only through proto/ and common/`);
       if ((top === "common" || top === "client") && DAEMONS.includes(depTop))
         problems.push(`${path} imports ${dep}: ${top}/ must not depend on a daemon`);
+      if (LIBRARIES.includes(top) && ["cli", "localcluster", "labs"].includes(depTop))
+        problems.push(`${path} imports ${dep}: ${top}/ is below the launcher, the labs and the CLI`);
+      if (top === "localcluster" && ["cli", "labs"].includes(depTop))
+        problems.push(`${path} imports ${dep}: the local-cluster launcher is below the labs and the CLI`);
       if (top === "sim" && DAEMONS.includes(depTop) && dep !== `${depTop}/index.ts`)
         problems.push(`${path} imports ${dep}: the simulator uses a daemon's policies only through ${depTop}/index.ts`);
     }

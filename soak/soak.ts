@@ -32,7 +32,7 @@ import {
   restartDaemon,
   startCluster,
   stopCluster,
-} from "../cli/cluster.js";
+} from "../localcluster/cluster.js";
 import type { DfsClient } from "../client/dfs-client.js";
 import type { JobClient } from "../client/job-client.js";
 import { containerProcessFile } from "../common/container-leftovers.js";

@@ -39,6 +39,18 @@ describe("the import-rule check", () => {
     ]);
   });
 
+  it("keeps common/ below the local-cluster launcher and the launcher below the labs and the CLI", () => {
+    const files = new Map([
+      ["common/tls.ts", 'import { c } from "../localcluster/cluster-ca.js";'],
+      ["localcluster/cluster-ca.ts", 'import { t } from "../labs/testbed.js";\nexport const c = 1;'],
+      ["labs/testbed.ts", "export const t = 1;"],
+    ]);
+    expect(check(files)).toEqual([
+      "common/tls.ts imports localcluster/cluster-ca.ts: common/ is below the launcher, the labs and the CLI",
+      "localcluster/cluster-ca.ts imports labs/testbed.ts: the local-cluster launcher is below the labs and the CLI",
+    ]);
+  });
+
   it("finds import cycles", () => {
     const files = new Map([
       ["common/a.ts", 'import { b } from "./b.js";'],

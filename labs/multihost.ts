@@ -243,7 +243,7 @@ class Scenario {
     writeFileSync(trace, rows.join("\n") + "\n");
     // Secure as a deployment is: a CA, a daemon certificate per host naming its address, and the admin's for the
     // client, issued as the README's deployment steps do.
-    const { issueClusterCertificates } = await import("./cluster-ca.js");
+    const { issueClusterCertificates } = await import("../localcluster/cluster-ca.js");
     const tls = await issueClusterCertificates(join(runDir, "security"), {
       caName: "Harvest multi-host lab CA",
       daemons: Object.fromEntries([MASTER, ...SERVERS].map((h) => [h, [lab.ipOf(h)]])),

@@ -14,8 +14,8 @@ import { TERMINAL_STATES } from "../client/job-client.js";
 import type { JobClient, JobReport } from "../client/job-client.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { Stream, streamSeed } from "../sim/compute.js";
-import { localJobClient, startCluster, stopCluster } from "./cluster.js";
-import type { ClusterDescriptor } from "./cluster.js";
+import { localJobClient, startCluster, stopCluster } from "../localcluster/cluster.js";
+import type { ClusterDescriptor } from "../localcluster/cluster.js";
 import { dagOf } from "./testbed-plan.js";
 import type { PlannedJob, TestbedPlan } from "./testbed-plan.js";
 

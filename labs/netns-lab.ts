@@ -27,9 +27,9 @@ import { createInterface } from "node:readline";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { distEntry } from "../common/paths.js";
-import type { DaemonKind } from "./daemon-kinds.js";
-import { daemonEnvironment } from "./malloc-tunables.js";
-import { daemonNodeOptions } from "./node-options.js";
+import type { DaemonKind } from "../localcluster/daemon-kinds.js";
+import { daemonEnvironment } from "../localcluster/malloc-tunables.js";
+import { daemonNodeOptions } from "../localcluster/node-options.js";
 
 /** A host of the lab: its name (part of its namespace's name) and its IPv4 address. */
 export interface LabHost {
