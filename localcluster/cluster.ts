@@ -13,6 +13,8 @@ import { writeFileAtomic } from "../common/atomic-file.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { assertCanEnter, lookupAccount } from "../nodemanager/run-as.js";
 import { distEntry } from "../common/paths.js";
+import { EVENTS_DIR_VARIABLE, EVENTS_FILE_NAME, readEvents } from "../common/events.js";
+import type { EventsRead } from "../common/events.js";
 import type * as CaModule from "./cluster-ca.js";
 import { DfsClient } from "../client/dfs-client.js";
 import type { DfsClientOptions } from "../client/dfs-client.js";
@@ -304,6 +306,11 @@ function checkContainersCanEnter(dir: string, accountName: string): void {
   }
 }
 
+/** The typed events the daemons of the cluster in `dir` have appended (common/events.ts), in file order. */
+export function readClusterEvents(dir: string): EventsRead {
+  return readEvents(join(dir, "logs", EVENTS_FILE_NAME));
+}
+
 /** Every daemon a descriptor names: the masters, then each server's node manager and datanode. */
 export function allDaemons(c: ClusterDescriptor): DaemonRecord[] {
   return [
@@ -377,7 +384,8 @@ async function spawnDaemon(
   const child = spawn(process.execPath, args, {
     detached: true,
     stdio: ["ignore", fd, fd],
-    env: daemonEnvironment(kind),
+    // Every daemon of the cluster appends its typed events (common/events.ts) to logs/events.jsonl.
+    env: { ...daemonEnvironment(kind), [EVENTS_DIR_VARIABLE]: join(dir, "logs") },
   });
   closeSync(fd);
   child.unref();

@@ -47,6 +47,7 @@ import type { NodeToRm } from "../proto/generated/harvest/v1/NodeToRm.js";
 import type { RmToNodeOutput } from "../proto/generated/harvest/v1/RmToNode.js";
 import type { ResourceTrackerClient } from "../proto/generated/harvest/v1/ResourceTracker.js";
 import type { StartContainerRequestOutput } from "../proto/generated/harvest/v1/StartContainerRequest.js";
+import { emitEvent } from "../common/events.js";
 
 /** Per job, in `<dataDir>/containers/<appId>/`: who submitted it (see checkContainerAccess). */
 const OWNER_FILE = "owner.json";
@@ -213,6 +214,7 @@ export class NodeManager {
         containerMemoryBytes: () => this.containerMemoryBytes(),
       });
     await this.monitor.start();
+    emitEvent({ type: "primary-monitor-started", daemon: this.options.nodeId });
     this.lastSample = this.monitor.sample();
     const proto = loadHarvestProto();
     // The resource manager (a daemon certificate) starts job managers; a job manager (its AM token) starts and stops
@@ -359,6 +361,11 @@ export class NodeManager {
         rm: this.options.rmAddress,
         heartbeatIntervalMs: this.heartbeatIntervalMs,
       });
+      emitEvent({
+        type: "node-registered",
+        daemon: this.options.nodeId,
+        heartbeatIntervalMs: this.heartbeatIntervalMs,
+      });
       this.heartbeat();
     } else if (msg.ack) {
       this.capping.setDomainBudget(msg.ack.nodeBudgetWatts, msg.ack.budgetDomain);
@@ -467,6 +474,7 @@ export class NodeManager {
         allowanceMilli: decision.allowanceMilli,
         secondaryMilli: decision.secondaryMilli,
       });
+      emitEvent({ type: "container-preempted", daemon: this.options.nodeId, containerId: id });
       this.capping.forget(id);
       c.kill("PREEMPTED_BY_PRIMARY", this.options.killGraceMs);
       this.deps.onPreempt?.({
@@ -725,6 +733,14 @@ export class NodeManager {
     this.unacked.set(id, c);
     this.persistExit(c);
     this.log.info("container finished", { containerId: id, cause: c.cause, exitCode: c.exitCode });
+    const cause = c.cause ?? "FAILED"; // A completed container always has its cause: FAILED only satisfies the type.
+    emitEvent({
+      type: "container-finished",
+      daemon: this.options.nodeId,
+      containerId: id,
+      cause,
+      exitCode: c.exitCode,
+    });
     this.heartbeatSoon();
   }
 
