@@ -2,8 +2,8 @@
 // Also: common/ and client/ import no daemon; sim/ reaches a daemon's code only through the daemon's index.ts, which
 // lists the pure policies the daemon runs, so that the simulator calls the daemons' own rules and never a private copy
 // or a module the daemon does not stand behind (issue 13); common/, client/ and proto/ import neither the local-cluster
-// launcher (localcluster/), the labs (labs/) nor the CLI, and the launcher neither of the last two; and nothing has an
-// import cycle. Exits 1 listing every violation.
+// launcher (localcluster/), the labs (labs/) nor the CLI, the launcher neither of the last two, and the labs not the CLI;
+// and nothing has an import cycle. Exits 1 listing every violation.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -61,6 +61,8 @@ export function violations(files) {
         problems.push(`${path} imports ${dep}: ${top}/ is below the launcher, the labs and the CLI`);
       if (top === "localcluster" && ["cli", "labs"].includes(depTop))
         problems.push(`${path} imports ${dep}: the local-cluster launcher is below the labs and the CLI`);
+      if (top === "labs" && depTop === "cli")
+        problems.push(`${path} imports ${dep}: the labs are below the CLI, which calls into them`);
       if (top === "sim" && DAEMONS.includes(depTop) && dep !== `${depTop}/index.ts`)
         problems.push(`${path} imports ${dep}: the simulator uses a daemon's policies only through ${depTop}/index.ts`);
     }
