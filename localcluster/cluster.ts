@@ -488,25 +488,41 @@ export async function restartDaemon(
   return { restarted, running: named.filter((d) => !down.includes(d)).map((d) => d.name!) };
 }
 
+/**
+ * Polls `poll` every 100 ms until it says the cluster has registered `count` of something; after `timeoutMs`, throws
+ * UNAVAILABLE with the message of its last answer. Closes `client` either way.
+ */
+async function waitForRegistered<C extends { close(): void }>(
+  client: C,
+  timeoutMs: number,
+  poll: (client: C) => Promise<{ enough: boolean; shortfall: string }>,
+): Promise<void> {
+  try {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { enough, shortfall } = await poll(client);
+      if (enough) return;
+      if (Date.now() > deadline) throw new HarvestError("UNAVAILABLE", shortfall);
+      await sleep(100);
+    }
+  } finally {
+    client.close();
+  }
+}
+
 async function waitForNodes(
   rmAddress: string,
   count: number,
   timeoutMs: number,
   security?: ClientSecurity,
 ): Promise<void> {
-  const client = new JobClient(rmAddress, security ? { security } : {});
-  try {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const nodes = await client.nodes();
-      if (nodes.filter((n) => n.state === "RUNNING").length >= count) return;
-      if (Date.now() > deadline)
-        throw new HarvestError("UNAVAILABLE", `only ${nodes.length} of ${count} node managers registered in time`);
-      await sleep(100);
-    }
-  } finally {
-    client.close();
-  }
+  await waitForRegistered(new JobClient(rmAddress, security ? { security } : {}), timeoutMs, async (client) => {
+    const nodes = await client.nodes();
+    return {
+      enough: nodes.filter((n) => n.state === "RUNNING").length >= count,
+      shortfall: `only ${nodes.length} of ${count} node managers registered in time`,
+    };
+  });
 }
 
 async function waitForDatanodes(
@@ -515,19 +531,10 @@ async function waitForDatanodes(
   timeoutMs: number,
   security?: ClientSecurity,
 ): Promise<void> {
-  const client = new DfsClient(nnAddress, security ? { security } : {});
-  try {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const live = (await client.datanodes()).filter((d) => d.state === "LIVE").length;
-      if (live >= count) return;
-      if (Date.now() > deadline)
-        throw new HarvestError("UNAVAILABLE", `only ${live} of ${count} datanodes registered in time`);
-      await sleep(100);
-    }
-  } finally {
-    client.close();
-  }
+  await waitForRegistered(new DfsClient(nnAddress, security ? { security } : {}), timeoutMs, async (client) => {
+    const live = (await client.datanodes()).filter((d) => d.state === "LIVE").length;
+    return { enough: live >= count, shortfall: `only ${live} of ${count} datanodes registered in time` };
+  });
 }
 
 /** Stops a daemon we started: SIGTERM, then SIGKILL after `graceMs`. Returns whether it was running. */

@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { isHarvestError } from "../../common/errors.js";
 import {
   EVENTS_FILE_NAME,
   EventWriter,
@@ -84,13 +83,7 @@ describe("the daemon events file", () => {
   it("refuses an event of a version it does not know", () => {
     const file = join(tempDir(), EVENTS_FILE_NAME);
     writeFileSync(file, JSON.stringify({ v: 2, type: "primary-monitor-started", atMs: 1, daemon: "server-1" }) + "\n");
-    let thrown: unknown;
-    try {
-      readEvents(file);
-    } catch (err) {
-      thrown = err;
-    }
-    expect(isHarvestError(thrown, "INVALID_ARGUMENT")).toBe(true);
+    expect(() => readEvents(file)).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT" }));
   });
 
   it("writes nothing when no events directory is set, and counts a write that fails instead of throwing", () => {
