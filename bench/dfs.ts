@@ -18,32 +18,20 @@
  * time.
  */
 import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import {
-  chmodSync,
-  closeSync,
-  existsSync,
-  mkdtempSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  readSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-} from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { localDfsClient, startCluster, stopCluster } from "../cli/cluster.js";
-import { daemonNodeOptions } from "../cli/node-options.js";
+import { localDfsClient, startCluster, stopCluster } from "../localcluster/cluster.js";
+import { daemonNodeOptions } from "../localcluster/node-options.js";
 import { clockTicksPerSecond, procStatFields } from "../common/proc-stats.js";
 import { SUBDIR_COUNT } from "../datanode/block-store.js";
-import { daemonEnvironment, TUNABLES_VARIABLE } from "../cli/malloc-tunables.js";
+import { daemonEnvironment, TUNABLES_VARIABLE } from "../localcluster/malloc-tunables.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import type { FlagSpec } from "./flags.js";
 import { makeCeilingTls, nodeCeilingMs } from "./node-ceiling.js";
 import { fmt, goalRatio, ratio, table } from "./report.js";
+import { RepeatingSource, sameAs } from "./dfs-content.js";
 
 const FLAGS = {
   "size-mib": { kind: "int", default: 1024, min: 1, help: "file size in MiB" },
@@ -133,118 +121,6 @@ const GOALS: Record<Transport, { put1: number; get: number; put3: number }> = {
 
 /** Issue 12: DFS get with TLS at least this fraction of plaintext. */
 const TARGET_TLS_GET_RATIO = 0.7;
-
-/** The byte check reads a source file this much at a time. */
-const SAME_AS_WINDOW_BYTES = 4 * 1024 * 1024;
-
-/** The bench's source pattern: 4 MiB and an odd 4,099 bytes. */
-const PATTERN_BYTES = 4 * 1024 * 1024 + 4099;
-
-/**
- * The bench's source file: a random pattern repeated to `length` bytes. The pattern's odd length keeps it out of step
- * with every 512-byte chunk, packet and block: two chunks of a file hold the same bytes only 512 x the pattern's length
- * apart (2.0 GiB for the bench's), so a get that yields a chunk, a packet or a block in the wrong place fails the
- * byte check, as it would against a file of random bytes throughout. The check compares with the pattern in memory
- * and never reads the file back: reading 1 GiB back cost the get's thread 0.3-0.4 s of its 1.5-2 s here, more when
- * the host had paged the file out (DEVELOPERS.md).
- */
-export class RepeatingSource {
-  constructor(
-    readonly length: number,
-    readonly pattern: Buffer = randomBytes(PATTERN_BYTES),
-  ) {
-    if (pattern.length === 0) throw new Error("a repeating source needs a pattern");
-  }
-
-  /** Writes the file's bytes to `path`. */
-  writeTo(path: string): void {
-    const fd = openSync(path, "w");
-    try {
-      for (let at = 0; at < this.length;) {
-        const bytes = this.expectedAt(at);
-        at += writeSync(fd, bytes, 0, bytes.length, at);
-      }
-    } finally {
-      closeSync(fd);
-    }
-  }
-
-  /** The file's bytes from `at` on, as far as the pattern runs on unbroken (none at the end). */
-  expectedAt(at: number): Buffer {
-    const from = at % this.pattern.length;
-    return this.pattern.subarray(from, from + Math.max(0, Math.min(this.pattern.length - from, this.length - at)));
-  }
-}
-
-/** The bytes of the local file at `path`, read a window at a time; `close` when done. */
-class FileWindows {
-  private readonly fd: number;
-  private readonly window = Buffer.allocUnsafeSlow(SAME_AS_WINDOW_BYTES);
-  /** The file's bytes [windowAt, windowAt + windowLength) are in `window`. */
-  private windowAt = 0;
-  private windowLength = 0;
-
-  constructor(path: string) {
-    this.fd = openSync(path, "r");
-  }
-
-  /** The file's bytes from `at` on that are in the window, read in when `at` is past it (none at the end). */
-  expectedAt(at: number): Buffer {
-    if (at < this.windowAt || at >= this.windowAt + this.windowLength) {
-      this.windowAt = at;
-      this.windowLength = readSync(this.fd, this.window, 0, this.window.length, at);
-    }
-    return this.window.subarray(at - this.windowAt, this.windowLength);
-  }
-
-  close(): void {
-    closeSync(this.fd);
-  }
-}
-
-/**
- * True when `stream` yields exactly the bytes of `source`, a local file or the bench's repeating source: each piece
- * compared with the same range of it (a memcmp, far cheaper than hashing, so the get's figure is the file system's,
- * not the checker's). A file is read 4 MiB at a time into one buffer, not once per piece: a TLS get yields 16 KiB
- * pieces, 65,536 a GiB.
- */
-export async function sameAs(stream: NodeJS.ReadableStream, source: string | RepeatingSource): Promise<boolean> {
-  const expected = typeof source === "string" ? new FileWindows(source) : source;
-  let at = 0;
-  let same = true;
-  const check = (piece: Buffer): void => {
-    for (let done = 0; same && done < piece.length;) {
-      const bytes = expected.expectedAt(at);
-      // No bytes left: the stream is longer than the source.
-      const n = Math.min(bytes.length, piece.length - done);
-      same = n > 0 && bytes.subarray(0, n).equals(piece.subarray(done, done + n));
-      done += n;
-      at += n;
-    }
-  };
-  try {
-    // Flowing, as `harvest fs get` reads (a pipeline into a file): piece by piece as they come. An async iterator
-    // reads a paused stream, whose read() joins every piece buffered into one new buffer, a copy of every byte.
-    await new Promise<void>((resolve, reject) => {
-      // A failed read of the source file is the check's error, not an exception thrown into the stream's emit.
-      const onData = (piece: Buffer): void => {
-        try {
-          check(piece);
-        } catch (err) {
-          stream.off("data", onData);
-          stream.pause();
-          reject(err as Error);
-        }
-      };
-      stream.on("data", onData);
-      stream.once("end", resolve);
-      stream.once("error", reject);
-    });
-    return same && expected.expectedAt(at).length === 0;
-  } finally {
-    if (expected instanceof FileWindows) expected.close();
-  }
-}
 
 function timed<T>(fn: () => T): [T, number] {
   const t0 = performance.now();
@@ -544,7 +420,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       "  get, short-circuit: the same, by a client that reads the replicas' files itself (its datanodes are on its",
       "       server); the other gets read over the network",
       `  datanodes' Node options (HARVEST_DATANODE_OPTS): ${daemonNodeOptions("datanode").join(" ") || "none"}; the client's (this process): ${process.execArgv.join(" ") || "none"}`,
-      `  glibc's malloc (cli/malloc-tunables.ts): ${mallocSetting(process.env)}`,
+      `  glibc's malloc (localcluster/malloc-tunables.ts): ${mallocSetting(process.env)}`,
       `  readers try a block's replicas ${f["randomize-read-order"] ? "in a fresh random order per request (--randomize-read-order)" : "in one order per block (HDFS's default; --randomize-read-order: per request)"}`,
       `  write pipelines verify packets ${f["every-hop"] ? "at every datanode before it forwards them (--every-hop)" : "at their last datanode, as HDFS (pipelineVerify tail; --every-hop: at each)"}`,
       `  plaintext reads ${f["buffered-reads"] ? "are read and verified by the datanode, then sent (--buffered-reads)" : "send their data from the block files with sendfile (zeroCopyReads; --buffered-reads: read, verify, send)"}`,

@@ -18,7 +18,7 @@ import type { ChildProcess } from "node:child_process";
 import { closeSync, createReadStream, createWriteStream, fsyncSync, openSync, readFileSync, rmSync } from "node:fs";
 import * as net from "node:net";
 import * as tls from "node:tls";
-import { caFiles, createCa, issueCertificate } from "../cli/cluster-ca.js";
+import { caFiles, createCa, issueCertificate } from "../localcluster/cluster-ca.js";
 import { distEntry } from "../common/paths.js";
 import { TRANSFER_CIPHERS } from "../datanode/block-server.js";
 

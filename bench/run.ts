@@ -3,7 +3,7 @@
  * `harvest bench <name>`). Prints a human table, or the figures as JSON with `--json`; progress goes to stderr.
  * An unknown name lists the benchmarks and exits 2. Benchmarks measure memory after full collections, so the
  * dispatcher re-runs itself with --expose-gc when started without it, and then with the malloc setting of the data
- * commands (cli/malloc-tunables.ts) unless GLIBC_TUNABLES is set.
+ * commands (localcluster/malloc-tunables.ts) unless GLIBC_TUNABLES is set.
  */
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -18,8 +18,8 @@ import { namenodeBench } from "./namenode.js";
 import { powerModelBench } from "./powermodel.js";
 import { schedulerBench } from "./scheduler.js";
 import { yieldBench } from "./yield.js";
-import { withMallocTunables } from "../cli/malloc-tunables.js";
-import { missingClientNodeOptions } from "../cli/node-options.js";
+import { withMallocTunables } from "../localcluster/malloc-tunables.js";
+import { missingClientNodeOptions } from "../localcluster/node-options.js";
 
 const BENCHES: readonly BenchDefinition[] = [
   yieldBench,

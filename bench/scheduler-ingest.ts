@@ -9,7 +9,7 @@ import type { EventLoopUtilization } from "node:perf_hooks";
 import { Logger } from "../common/log.js";
 import { readProcStatTotals } from "../common/proc-stats.js";
 import type { TlsFiles } from "../common/tls.js";
-import { createCa, issueCertificate } from "../cli/cluster-ca.js";
+import { createCa, issueCertificate } from "../localcluster/cluster-ca.js";
 import { ResourceManager } from "../resourcemanager/index.js";
 import { HelperProcess } from "./line-channel.js";
 import type { HelperMessage } from "./line-channel.js";

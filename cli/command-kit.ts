@@ -10,8 +10,8 @@ import {
   loadClientConfig,
 } from "../client/client-config.js";
 import type { ClientSecurity } from "../common/grpc.js";
-import { readCluster, resolveClusterDir } from "./cluster.js";
-import type { ClusterDescriptor } from "./cluster.js";
+import { readCluster, resolveClusterDir } from "../localcluster/cluster.js";
+import type { ClusterDescriptor } from "../localcluster/cluster.js";
 
 /** Options every cluster-facing command takes. */
 export interface GlobalOpts {

@@ -14,12 +14,12 @@ import { errorMessage, HarvestError } from "../common/errors.js";
 import { Logger } from "../common/log.js";
 import { distEntry } from "../common/paths.js";
 import { processStartTime } from "../common/container-leftovers.js";
-import { isOurProcess } from "./cluster.js";
+import { isOurProcess } from "../localcluster/cluster.js";
 import { action, print } from "./command-kit.js";
-import { DAEMON_KINDS, SHORT_NAMES as SHORT, daemonKind } from "./daemon-kinds.js";
-import type { DaemonKind } from "./daemon-kinds.js";
-import { daemonEnvironment, missingMallocTunables, TUNABLES_VARIABLE } from "./malloc-tunables.js";
-import { daemonNodeOptions, missingNodeOptions, nodeOptionsVariable } from "./node-options.js";
+import { DAEMON_KINDS, SHORT_NAMES as SHORT, daemonKind } from "../localcluster/daemon-kinds.js";
+import type { DaemonKind } from "../localcluster/daemon-kinds.js";
+import { daemonEnvironment, missingMallocTunables, TUNABLES_VARIABLE } from "../localcluster/malloc-tunables.js";
+import { daemonNodeOptions, missingNodeOptions, nodeOptionsVariable } from "../localcluster/node-options.js";
 
 /** Loads the daemon class of `kind` (only that one: a node manager's process never loads the namenode). */
 async function daemonFactory(kind: DaemonKind): Promise<(config: Record<string, unknown>) => RunnableDaemon> {
@@ -57,7 +57,7 @@ export async function runDaemonForeground(kind: DaemonKind, configFile: string, 
     const tunables = missingMallocTunables(kind);
     if (tunables)
       log.warn(
-        `started without its malloc setting ${tunables} (cli/malloc-tunables.ts); set it in its environment, as ` +
+        `started without its malloc setting ${tunables} (localcluster/malloc-tunables.ts); set it in its environment, as ` +
           `deploy/systemd/harvest-${kind}.service and 'harvest daemon start' do, or set ${TUNABLES_VARIABLE} empty for none`,
       );
   } catch (err) {

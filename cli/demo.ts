@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { packageRoot } from "../common/paths.js";
-import { localDfsClient, localJobClient, startCluster, stopCluster } from "./cluster.js";
+import { localDfsClient, localJobClient, startCluster, stopCluster } from "../localcluster/cluster.js";
 import { duration, follow, outcomeText, taskAttemptsRun } from "./format.js";
 import { choosePrimaries } from "./primary-traces.js";
 

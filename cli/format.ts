@@ -2,12 +2,7 @@
 import { TERMINAL_STATES } from "../client/job-client.js";
 import type { JobClient, JobReport } from "../client/job-client.js";
 
-/** Formats rows as an aligned table with a header. */
-export function table(header: string[], rows: (string | number)[][]): string {
-  const cells = [header, ...rows.map((r) => r.map(String))];
-  const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
-  return cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join("  ")).join("\n");
-}
+export { table } from "../common/text-table.js";
 
 /** "1m 03.2s", "850 ms" */
 export function duration(ms: number): string {

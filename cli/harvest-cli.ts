@@ -20,7 +20,13 @@ import {
 } from "./command-kit.js";
 import type { GlobalOpts } from "./command-kit.js";
 import { distEntry } from "../common/paths.js";
-import { clusterDaemons, resolveClusterDir, restartDaemon, startCluster, stopCluster } from "./cluster.js";
+import {
+  clusterDaemons,
+  resolveClusterDir,
+  restartDaemon,
+  startCluster,
+  stopCluster,
+} from "../localcluster/cluster.js";
 import { registerDaemonCommands } from "./daemon-commands.js";
 import { registerSecurityCommands } from "./security-commands.js";
 import { runDemo } from "./demo.js";

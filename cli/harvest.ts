@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 /**
  * The `harvest` command's entry. A command that moves file data (`fs put`, `get`, `cat`) started without glibc's malloc
- * setting (cli/malloc-tunables.ts) or the data client's Node options (cli/node-options.ts) runs again with them, before
+ * setting (localcluster/malloc-tunables.ts) or the data client's Node options (localcluster/node-options.ts) runs again with them, before
  * the commands are loaded, so that the second start costs a bare Node start, not the whole CLI's. Everything else is
  * cli/harvest-cli.ts.
  */
-import { dataCommandRestartEnv, isDataCommand, runAgain } from "./malloc-tunables.js";
-import { missingClientNodeOptions } from "./node-options.js";
+import { dataCommandRestartEnv, isDataCommand, runAgain } from "../localcluster/malloc-tunables.js";
+import { missingClientNodeOptions } from "../localcluster/node-options.js";
 
 const restartEnv = dataCommandRestartEnv(process.argv);
 const nodeOptions = isDataCommand(process.argv) ? missingClientNodeOptions() : [];

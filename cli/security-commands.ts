@@ -3,7 +3,7 @@
  * with the hosts they serve on) and people (role user or admin, their name in the subject).
  */
 import type { Command } from "commander";
-import type * as CaModule from "./cluster-ca.js";
+import type * as CaModule from "../localcluster/cluster-ca.js";
 import { HarvestError } from "../common/errors.js";
 import { IDENTITY_ROLES } from "../common/tls.js";
 import type { IdentityRole } from "../common/tls.js";
@@ -11,7 +11,7 @@ import { action, positiveInt, print } from "./command-kit.js";
 
 /** The certificate code (X.509), loaded by the commands that make certificates only: it is a large import. */
 function caModule(): Promise<typeof CaModule> {
-  return import("./cluster-ca.js");
+  return import("../localcluster/cluster-ca.js");
 }
 
 /** Adds `harvest security ...` to the program. */

@@ -1,6 +1,6 @@
 /**
  * `harvest sim validate`: registered on `harvest sim`; the testbed and the simulator load only when it runs (see
- * cli/testbed-validate.ts).
+ * labs/testbed-validate.ts).
  */
 import type { Command } from "commander";
 import { HarvestError } from "../common/errors.js";
@@ -67,8 +67,8 @@ export function registerValidateCommand(sim: Command): void {
           throw new HarvestError("INVALID_ARGUMENT", `--seed must be an integer >= 0 (got ${JSON.stringify(o.seed)})`, {
             details: { flag: "--seed" },
           });
-        const { runValidation } = await import("./testbed-validate.js");
-        const { reportText } = await import("./testbed-report.js");
+        const { runValidation } = await import("../labs/testbed-validate.js");
+        const { reportText } = await import("../labs/testbed-report.js");
         const outcome = await runValidation({
           servers: positiveInt(o.servers, "--servers"),
           minutes: positiveNumber(o.minutes, "--minutes"),

@@ -4,8 +4,8 @@
  *
  * Two formats, chosen by `HARVEST_LOG_FORMAT`:
  * - `text` (the default; `pretty` is the same): `<ISO time> <LEVEL> [<component>] <message> <fields as JSON>`, for
- *   people at a terminal and for the tools that read daemon logs (cli/testbed.ts parses it, tests grep it), which is
- *   why it stays the default for log files too;
+ *   people at a terminal and for the tests that grep daemon logs, which is why it stays the default for log files too
+ *   (harnesses measure with the typed events of common/events.ts, never with log wording);
  * - `json`: pino's JSON lines, `{"level":"info","time":"<ISO>","component":"rm",...fields,"msg":"..."}`, for log
  *   shippers. Field names that would collide with those four keys are written with a leading underscore.
  *

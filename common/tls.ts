@@ -3,7 +3,7 @@
  * whose peer has none signed by the cluster CA (or an expired one) with UNAUTHENTICATED, in an interceptor, before any
  * handler runs; handlers read the caller's identity (name and role, from the certificate's subject) with
  * {@link callIdentity}. Clients present their own certificate and check the server's against the CA and the host they
- * dialled. The certificates come from `harvest security issue` (cli/cluster-ca.ts).
+ * dialled. The certificates come from `harvest security issue` (localcluster/cluster-ca.ts).
  */
 import * as grpc from "@grpc/grpc-js";
 import { readFileSync } from "node:fs";

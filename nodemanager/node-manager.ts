@@ -45,6 +45,7 @@ import type { NodeToRm } from "../proto/generated/harvest/v1/NodeToRm.js";
 import type { RmToNodeOutput } from "../proto/generated/harvest/v1/RmToNode.js";
 import type { ResourceTrackerClient } from "../proto/generated/harvest/v1/ResourceTracker.js";
 import type { StartContainerRequestOutput } from "../proto/generated/harvest/v1/StartContainerRequest.js";
+import { emitEvent } from "../common/events.js";
 
 /** Lifecycle of the node manager. */
 export type NodeManagerState = "new" | "starting" | "running" | "stopping" | "stopped";
@@ -211,6 +212,7 @@ export class NodeManager {
         containerMemoryBytes: () => this.containerMemoryBytes(),
       });
     await this.monitor.start();
+    emitEvent({ type: "primary-monitor-started", daemon: this.options.nodeId });
     this.lastSample = this.monitor.sample();
     const proto = loadHarvestProto();
     // The resource manager (a daemon certificate) starts job managers; a job manager (its AM token) starts and stops
@@ -357,6 +359,11 @@ export class NodeManager {
         rm: this.options.rmAddress,
         heartbeatIntervalMs: this.heartbeatIntervalMs,
       });
+      emitEvent({
+        type: "node-registered",
+        daemon: this.options.nodeId,
+        heartbeatIntervalMs: this.heartbeatIntervalMs,
+      });
       this.heartbeat();
     } else if (msg.ack) {
       this.capping.setDomainBudget(msg.ack.nodeBudgetWatts, msg.ack.budgetDomain);
@@ -465,6 +472,7 @@ export class NodeManager {
         allowanceMilli: decision.allowanceMilli,
         secondaryMilli: decision.secondaryMilli,
       });
+      emitEvent({ type: "container-preempted", daemon: this.options.nodeId, containerId: id });
       this.capping.forget(id);
       c.kill("PREEMPTED_BY_PRIMARY", this.options.killGraceMs);
       this.deps.onPreempt?.({
@@ -695,6 +703,14 @@ export class NodeManager {
     this.unacked.set(id, c);
     this.records.persistExit(c.spec.workDir, this.status(c));
     this.log.info("container finished", { containerId: id, cause: c.cause, exitCode: c.exitCode });
+    const cause = c.cause ?? "FAILED"; // A completed container always has its cause: FAILED only satisfies the type.
+    emitEvent({
+      type: "container-finished",
+      daemon: this.options.nodeId,
+      containerId: id,
+      cause,
+      exitCode: c.exitCode,
+    });
     this.heartbeatSoon();
   }
 

@@ -1,4 +1,10 @@
-/** Node manager options: every field has a default; `resolveNodeManagerOptions` fills and validates them. */
+/**
+ * Node manager options: every field has a default; `resolveNodeManagerOptions` fills and validates them.
+ *
+ * Not an option: the directory the daemon appends its typed events to (`events.jsonl`, common/events.ts) comes from
+ * the environment variable `HARVEST_EVENTS_DIR`, which the local-cluster launcher sets to the cluster's `logs/`;
+ * unset, the daemon writes no events.
+ */
 import { isValidHost, isWildcardHost, resolveAdvertiseHost } from "../common/net-address.js";
 import { checkSecurityOptions, invalidOption, mergeOptions } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";

@@ -45,6 +45,7 @@ import type { ContainerRef } from "../proto/generated/harvest/v1/ContainerRef.js
 import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
 import type { ExitCauseOutput } from "../proto/generated/harvest/v1/ExitCause.js";
 import type { JobProgress, JobProgressOutput } from "../proto/generated/harvest/v1/JobProgress.js";
+import { emitEvent } from "../common/events.js";
 
 /** Kept per application for `harvest job logs` and status. */
 const MAX_CONTAINER_REFS = 5_000;
@@ -982,6 +983,7 @@ export class Applications {
       maxConcurrency: app.record.maxConcurrency,
       previousContainers: previous.length,
     });
+    emitEvent({ type: "job-manager-registered", daemon: "rm", appId: req.appId, attempt: req.attempt, resync: again });
     return {
       dagJson: app.record.dagJson,
       maxResource: scheduler.maxNodeCapacity(),

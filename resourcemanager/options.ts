@@ -1,4 +1,10 @@
-/** Resource manager options: every field has a default; `resolveResourceManagerOptions` fills and validates them. */
+/**
+ * Resource manager options: every field has a default; `resolveResourceManagerOptions` fills and validates them.
+ *
+ * Not an option: the directory the daemon appends its typed events to (`events.jsonl`, common/events.ts) comes from
+ * the environment variable `HARVEST_EVENTS_DIR`, which the local-cluster launcher sets to the cluster's `logs/`;
+ * unset, the daemon writes no events.
+ */
 import { join } from "node:path";
 import { resolveAdvertiseHost } from "../common/net-address.js";
 import { checkSecurityOptions, invalidOption, mergeOptions } from "../common/options.js";

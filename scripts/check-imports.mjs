@@ -2,7 +2,9 @@
 // Also: common/ and client/ import no daemon; sim/, bench/ and soak/ reach a daemon's code only through the daemon's
 // index.ts, which names the pure policies the daemon runs (its policy/ folder) and its daemon class, so that the
 // simulator and the harnesses call the daemons' own rules and never a private copy or a module the daemon does not
-// stand behind (issues 13 and 40); and nothing has an import cycle. Exits 1 listing every violation.
+// stand behind (issues 13 and 40); common/, client/ and proto/ import neither the local-cluster launcher
+// (localcluster/), the labs (labs/) nor the CLI, the launcher neither of the last two, and the labs not the CLI; and
+// nothing has an import cycle. Exits 1 listing every violation.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,7 +12,7 @@ import { fileURLToPath } from "node:url";
 export const DAEMONS = ["resourcemanager", "nodemanager", "jobmanager", "namenode", "datanode"];
 const LIBRARIES = ["common", "client", "proto"];
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const SOURCE_DIRS = [...DAEMONS, ...LIBRARIES, "cli", "sim", "bench", "soak", "examples"];
+const SOURCE_DIRS = [...DAEMONS, ...LIBRARIES, "cli", "localcluster", "labs", "sim", "bench", "soak", "examples"];
 /** The folders that may use a daemon only through its index.ts, and what each is called in a message. */
 const THROUGH_INDEX = new Map([
   ["sim", "the simulator uses"],
@@ -66,6 +68,12 @@ export function violations(files) {
         problems.push(
           `${path} imports ${dep}: ${THROUGH_INDEX.get(top)} a daemon's policies only through ${depTop}/index.ts`,
         );
+      if (LIBRARIES.includes(top) && ["cli", "localcluster", "labs"].includes(depTop))
+        problems.push(`${path} imports ${dep}: ${top}/ is below the launcher, the labs and the CLI`);
+      if (top === "localcluster" && ["cli", "labs"].includes(depTop))
+        problems.push(`${path} imports ${dep}: the local-cluster launcher is below the labs and the CLI`);
+      if (top === "labs" && depTop === "cli")
+        problems.push(`${path} imports ${dep}: the labs are below the CLI, which calls into them`);
     }
   }
   // Cycle detection (iterative DFS with colours).

@@ -29,14 +29,17 @@ import {
   localDfsClient,
   localJobClient,
   readCluster,
+  readClusterEvents,
   restartDaemon,
   startCluster,
   stopCluster,
-} from "../cli/cluster.js";
+} from "../localcluster/cluster.js";
 import type { DfsClient } from "../client/dfs-client.js";
 import type { JobClient } from "../client/job-client.js";
 import { containerProcessFile } from "../common/container-leftovers.js";
-import { errorMessage } from "../common/errors.js";
+import { errorMessage, isHarvestError } from "../common/errors.js";
+import { eventsOfType } from "../common/events.js";
+import type { DaemonEvent } from "../common/events.js";
 import { SeededRng } from "../common/rng.js";
 
 /** What a soak runs. */
@@ -83,6 +86,22 @@ export interface SoakReport {
   violations: string[];
 }
 
+/** A report with nothing counted yet (fsck not yet found healthy). */
+export function emptySoakReport(minutes: number, seed: number): SoakReport {
+  return {
+    minutes,
+    seed,
+    kills: { rm: 0, nn: 0, nm: 0, dn: 0, jm: 0 },
+    jobs: { submitted: 0, finished: 0, failed: 0, killed: 0, unfinished: 0 },
+    tasks: { completed: 0, completedTwice: 0, rerunUnrecorded: 0 },
+    files: { written: 0, bytes: 0, verified: 0, mismatched: 0 },
+    retries: { submit: 0, status: 0, write: 0, read: 0 },
+    fsckHealthy: false,
+    leftoverProcesses: 0,
+    violations: [],
+  };
+}
+
 const DEFAULTS: Omit<SoakOptions, "minutes"> = {
   seed: 1,
   killEveryMs: [3_000, 6_000],
@@ -115,18 +134,7 @@ export async function runSoak(partial: Partial<SoakOptions> & { minutes: number 
   // The tasks write their record as the containers' unprivileged account.
   chmodSync(taskLogDir, 0o1777);
   const taskLog = join(taskLogDir, "tasks.log");
-  const report: SoakReport = {
-    minutes: o.minutes,
-    seed: o.seed,
-    kills: { rm: 0, nn: 0, nm: 0, dn: 0, jm: 0 },
-    jobs: { submitted: 0, finished: 0, failed: 0, killed: 0, unfinished: 0 },
-    tasks: { completed: 0, completedTwice: 0, rerunUnrecorded: 0 },
-    files: { written: 0, bytes: 0, verified: 0, mismatched: 0 },
-    retries: { submit: 0, status: 0, write: 0, read: 0 },
-    fsckHealthy: false,
-    leftoverProcesses: 0,
-    violations: [],
-  };
+  const report = emptySoakReport(o.minutes, o.seed);
   o.log(`soak: starting a ${o.servers}-server cluster in ${dir}`);
   const trace = join(dir, "idle.csv");
   writeFileSync(trace, "time_s,cpu_pct\n0,0\n86400,0\n");
@@ -148,11 +156,12 @@ export async function runSoak(partial: Partial<SoakOptions> & { minutes: number 
   const stopAt = Date.now() + o.minutes * 60_000;
   let running = true;
   try {
+    const files: FileWorkload = { dfs, rng, acked, report, going: () => Date.now() < stopAt };
     const chaos = chaosLoop(dir, o, rng, report, () => running && Date.now() < stopAt, jobs);
     const work = Promise.all([
       jobLoop(jobs, taskLog, o, rng, submitted, report, () => Date.now() < stopAt),
-      writeLoop(dfs, rng, acked, report, () => Date.now() < stopAt),
-      readLoop(dfs, rng, acked, report, () => Date.now() < stopAt),
+      writeLoop(files),
+      readLoop(files),
     ]);
     await chaos;
     running = false;
@@ -163,7 +172,12 @@ export async function runSoak(partial: Partial<SoakOptions> & { minutes: number 
     await verifyFiles(dfs, acked, report, o);
     report.fsckHealthy = await waitForHealthyFsck(dfs, 120_000);
     if (!report.fsckHealthy) report.violations.push("fsck not healthy (missing, corrupt or under-replicated blocks)");
-    countTaskRuns(taskLog, recordedSuccesses(join(dir, "logs")), report, toldNodeLost(join(dir, "rm", "staging")));
+    countTaskRuns(
+      taskLog,
+      recordedSuccesses(readClusterEvents(dir).events),
+      report,
+      toldNodeLost(join(dir, "rm", "staging")),
+    );
   } catch (err) {
     report.violations.push(`soak aborted: ${errorMessage(err)}`);
   } finally {
@@ -225,7 +239,7 @@ async function restartWhenDead(dir: string, name: string): Promise<void> {
       await restartDaemon(dir, name, 60_000);
       return;
     } catch (err) {
-      if (!/already running/.test(errorMessage(err))) throw err;
+      if (!isHarvestError(err, "DAEMON_ALREADY_RUNNING")) throw err;
       await sleep(100);
     }
   }
@@ -324,13 +338,16 @@ function soakDag(name: string, taskLog: string, rng: SeededRng): string {
   });
 }
 
-async function writeLoop(
-  dfs: DfsClient,
-  rng: SeededRng,
-  acked: Map<string, { sha256: string; bytes: number }>,
-  report: SoakReport,
-  going: () => boolean,
-): Promise<void> {
+/** What the file workload's writer and reader share: the acknowledged files (path -> digest) and the report. */
+interface FileWorkload {
+  dfs: DfsClient;
+  rng: SeededRng;
+  acked: Map<string, { sha256: string; bytes: number }>;
+  report: SoakReport;
+  going: () => boolean;
+}
+
+async function writeLoop({ dfs, rng, acked, report, going }: FileWorkload): Promise<void> {
   let n = 0;
   while (going()) {
     const path = `/soak/f-${String(n++).padStart(5, "0")}`;
@@ -349,13 +366,7 @@ async function writeLoop(
   }
 }
 
-async function readLoop(
-  dfs: DfsClient,
-  rng: SeededRng,
-  acked: Map<string, { sha256: string; bytes: number }>,
-  report: SoakReport,
-  going: () => boolean,
-): Promise<void> {
+async function readLoop({ dfs, rng, acked, report, going }: FileWorkload): Promise<void> {
   while (going()) {
     await sleep(700);
     const paths = [...acked.keys()];
@@ -442,23 +453,10 @@ async function waitForHealthyFsck(dfs: DfsClient, timeoutMs: number): Promise<bo
   }
 }
 
-/** The containers whose success a node manager recorded ("container finished" SUCCEEDED, logged once written down). */
-export function recordedSuccesses(logDir: string): Set<string> {
+/** The containers whose success a node manager recorded (its `container-finished` event, emitted once written down). */
+export function recordedSuccesses(events: readonly DaemonEvent[]): Set<string> {
   const out = new Set<string>();
-  if (!existsSync(logDir)) return out;
-  for (const f of readdirSync(logDir)) {
-    if (!/^server-\d+\.log$/.test(f)) continue;
-    for (const line of readFileSync(join(logDir, f), "utf8").split("\n")) {
-      const m = /container finished (\{.*\})\s*$/.exec(line);
-      if (!m) continue;
-      try {
-        const f = JSON.parse(m[1]!) as { containerId?: string; cause?: string };
-        if (f.cause === "SUCCEEDED" && f.containerId) out.add(f.containerId);
-      } catch {
-        // A line cut short by a kill: that exit was not recorded either.
-      }
-    }
-  }
+  for (const e of eventsOfType(events, "container-finished")) if (e.cause === "SUCCEEDED") out.add(e.containerId);
   return out;
 }
 

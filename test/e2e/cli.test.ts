@@ -6,10 +6,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { distEntry, packageRoot } from "../../common/paths.js";
-import { allDaemons, isRunning } from "../../cli/cluster.js";
-import { DATA_CLIENT_NODE_OPTIONS, DEFAULT_NODE_OPTIONS } from "../../cli/node-options.js";
-import { MALLOC_TUNABLES, TUNABLES_VARIABLE } from "../../cli/malloc-tunables.js";
-import type { ClusterDescriptor } from "../../cli/cluster.js";
+import { allDaemons, isRunning } from "../../localcluster/cluster.js";
+import { DATA_CLIENT_NODE_OPTIONS, DEFAULT_NODE_OPTIONS } from "../../localcluster/node-options.js";
+import { MALLOC_TUNABLES, TUNABLES_VARIABLE } from "../../localcluster/malloc-tunables.js";
+import type { ClusterDescriptor } from "../../localcluster/cluster.js";
 import { procStatFields } from "../../common/proc-stats.js";
 import { requireBuild } from "../integration/harness.js";
 
@@ -103,14 +103,14 @@ describe("the harvest CLI", () => {
     expect(up.code, up.stderr).toBe(0);
     const desc = JSON.parse(up.stdout) as ClusterDescriptor;
     expect(desc.nodes).toHaveLength(2);
-    // Each datanode runs with its Node options (cli/node-options.ts), and no other daemon does.
+    // Each datanode runs with its Node options (localcluster/node-options.ts), and no other daemon does.
     const daemons = allDaemons(desc);
     expect(daemons.filter((d) => d.kind === "datanode")).toHaveLength(2);
     for (const d of daemons) {
       const argv = readFileSync(`/proc/${d.pid}/cmdline`, "utf8").split("\0");
       for (const option of DEFAULT_NODE_OPTIONS.datanode)
         expect(argv.includes(option), `${d.name}: ${argv.join(" ")}`).toBe(d.kind === "datanode");
-      // And the datanodes with glibc's malloc setting (cli/malloc-tunables.ts), unless this test's own has one.
+      // And the datanodes with glibc's malloc setting (localcluster/malloc-tunables.ts), unless this test's own has one.
       expect(environOf(d.pid)[TUNABLES_VARIABLE]).toBe(
         d.kind === "datanode" ? (process.env[TUNABLES_VARIABLE] ?? MALLOC_TUNABLES) : process.env[TUNABLES_VARIABLE],
       );
@@ -162,14 +162,14 @@ describe("the harvest CLI", () => {
     expect(cat.stdout).toBe(readFileSync(corpus, "utf8"));
     const ls = harvest("fs", "ls", "/inputs", "--json");
     expect((JSON.parse(ls.stdout) as { path: string }[]).map((e) => e.path)).toEqual(["/inputs/corpus.txt"]);
-    // A data command started without glibc's malloc setting runs again with it (cli/malloc-tunables.ts): the second
+    // A data command started without glibc's malloc setting runs again with it (localcluster/malloc-tunables.ts): the second
     // process has it, the bytes and the exit code come through, and an interrupt of the first stops both.
     const big = join(dir, "big.bin");
     writeFileSync(big, randomBytes(4 << 20));
     expect(harvest("fs", "put", big, "/inputs/big.bin").code).toBe(0);
     const restarted = await catRestarted("/inputs/big.bin");
     expect(restarted.env[TUNABLES_VARIABLE]).toBe(MALLOC_TUNABLES);
-    // With the data client's Node options too (cli/node-options.ts), given before the script.
+    // With the data client's Node options too (localcluster/node-options.ts), given before the script.
     for (const option of DATA_CLIENT_NODE_OPTIONS)
       expect(restarted.argv.indexOf(option), restarted.argv.join(" ")).toBeGreaterThan(0);
     expect(restarted.argv.indexOf(DATA_CLIENT_NODE_OPTIONS[0]!)).toBeLessThan(

@@ -7,8 +7,8 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync, mkdirSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { DEFAULT_NODE_OPTIONS } from "../../cli/node-options.js";
-import { MALLOC_TUNABLES, TUNABLES_VARIABLE } from "../../cli/malloc-tunables.js";
+import { DEFAULT_NODE_OPTIONS } from "../../localcluster/node-options.js";
+import { MALLOC_TUNABLES, TUNABLES_VARIABLE } from "../../localcluster/malloc-tunables.js";
 import { distEntry, packageRoot } from "../../common/paths.js";
 import { requireBuild } from "../integration/harness.js";
 

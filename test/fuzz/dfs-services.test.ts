@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DfsClient } from "../../client/dfs-client.js";
-import { localDfsClient } from "../../cli/cluster.js";
+import { localDfsClient } from "../../localcluster/cluster.js";
 import { normalizeDfsPath } from "../../common/dfs-path.js";
 import { channelCredentials } from "../../common/tls.js";
 import type { ClientTls } from "../../common/tls.js";

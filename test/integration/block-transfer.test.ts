@@ -13,7 +13,7 @@ import * as tls from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { askLocalRead } from "../../client/short-circuit.js";
-import { createCa, issueCertificate } from "../../cli/cluster-ca.js";
+import { createCa, issueCertificate } from "../../localcluster/cluster-ca.js";
 import { BlockConnection, FRAME, FrameReader, packetPieces, TRANSFER_MAGIC } from "../../common/block-transfer.js";
 import type { ReadPiece } from "../../common/block-transfer.js";
 import type { ClientSecurity } from "../../common/grpc.js";

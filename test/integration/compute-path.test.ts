@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
 import { packageRoot } from "../../common/paths.js";
-import { killContainerLeftovers } from "../../cli/cluster.js";
+import { killContainerLeftovers } from "../../localcluster/cluster.js";
 import { cpuVertex, findFiles, startTestCluster, traceSpec, waitFor } from "./harness.js";
 import type { TestCluster } from "./harness.js";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";

@@ -13,8 +13,8 @@ import { NodeManager } from "../../nodemanager/node-manager.js";
 import type { NodeManagerOptions } from "../../nodemanager/options.js";
 import { ResourceManager } from "../../resourcemanager/resource-manager.js";
 import type { ResourceManagerOptions } from "../../resourcemanager/options.js";
-import { localJobClient, startCluster, stopCluster } from "../../cli/cluster.js";
-import type { ClusterDescriptor } from "../../cli/cluster.js";
+import { localJobClient, startCluster, stopCluster } from "../../localcluster/cluster.js";
+import type { ClusterDescriptor } from "../../localcluster/cluster.js";
 
 /** A running test cluster. */
 export interface TestCluster {

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createCa, issueCertificate } from "../../cli/cluster-ca.js";
+import { createCa, issueCertificate } from "../../localcluster/cluster-ca.js";
 import { fromGrpcError } from "../../common/errors.js";
 import { CHANNEL_OPTIONS, loadHarvestProto, unary } from "../../common/grpc.js";
 import { callIdentity, channelCredentials, serverCredentials } from "../../common/tls.js";

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JobClient } from "../../client/job-client.js";
-import { createCa, issueCertificate } from "../../cli/cluster-ca.js";
+import { createCa, issueCertificate } from "../../localcluster/cluster-ca.js";
 import type { ClientSecurity } from "../../common/grpc.js";
 import { loadHarvestProto, makeClient } from "../../common/grpc.js";
 import { Logger } from "../../common/log.js";

@@ -15,7 +15,7 @@ import { DfsClient } from "../../client/dfs-client.js";
 import { JobClient } from "../../client/job-client.js";
 import { PowerAdminClient } from "../../client/power-admin-client.js";
 import { TenantAdminClient } from "../../client/tenant-admin-client.js";
-import { createCa, issueCertificate } from "../../cli/cluster-ca.js";
+import { createCa, issueCertificate } from "../../localcluster/cluster-ca.js";
 import { signAmToken } from "../../common/container-token.js";
 import type { HarvestError } from "../../common/errors.js";
 import { fromGrpcError, isHarvestError } from "../../common/errors.js";

@@ -24,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DfsClient } from "../../client/dfs-client.js";
 import { fromGrpcError, isHarvestError } from "../../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
-import { localDfsClient, restartDaemon } from "../../cli/cluster.js";
+import { localDfsClient, restartDaemon } from "../../localcluster/cluster.js";
 import { startTestCluster, traceSpec } from "./harness.js";
 import type { TestCluster } from "./harness.js";
 

@@ -7,7 +7,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readCluster, restartDaemon } from "../../cli/cluster.js";
+import { readCluster, restartDaemon } from "../../localcluster/cluster.js";
 import { containerProcessFile } from "../../common/container-leftovers.js";
 import { startTestCluster, traceSpec } from "./harness.js";
 import type { TestCluster } from "./harness.js";

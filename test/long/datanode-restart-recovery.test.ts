@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { localDfsClient, readCluster, restartDaemon } from "../../cli/cluster.js";
+import { localDfsClient, readCluster, restartDaemon } from "../../localcluster/cluster.js";
 import { PACKET_BYTES } from "../../client/dfs-client.js";
 import type { DfsClient } from "../../client/dfs-client.js";
 import { Logger } from "../../common/log.js";

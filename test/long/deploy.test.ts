@@ -25,8 +25,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fromGrpcError } from "../../common/errors.js";
 import { loadHarvestProto, makeClient } from "../../common/grpc.js";
 import { distEntry, packageRoot } from "../../common/paths.js";
-import { isRunning, localDfsClient, readCluster } from "../../cli/cluster.js";
-import type { ClusterDescriptor } from "../../cli/cluster.js";
+import { isRunning, localDfsClient, readCluster } from "../../localcluster/cluster.js";
+import type { ClusterDescriptor } from "../../localcluster/cluster.js";
 import { requireBuild, traceSpec } from "../integration/harness.js";
 
 type Run = { code: number; stdout: string; stderr: string };

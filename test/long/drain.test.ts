@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NamenodeAdminClient } from "../../client/namenode-admin-client.js";
 import type { DfsClient } from "../../client/dfs-client.js";
-import { localDfsClient } from "../../cli/cluster.js";
+import { localDfsClient } from "../../localcluster/cluster.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import type { NodeAdminClient } from "../../proto/generated/harvest/v1/NodeAdmin.js";
 import { cpuVertex, startTestCluster, traceSpec, waitFor } from "../integration/harness.js";

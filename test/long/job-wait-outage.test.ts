@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { distEntry } from "../../common/paths.js";
-import { readCluster } from "../../cli/cluster.js";
+import { readCluster } from "../../localcluster/cluster.js";
 import { requireBuild } from "../integration/harness.js";
 
 const dir = mkdtempSync(join(tmpdir(), "harvest-e2e-outage-"));

@@ -5,9 +5,9 @@
  */
 import { readFileSync, readdirSync, rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runMultihostScenario } from "../../cli/multihost.js";
-import type { MultihostResult } from "../../cli/multihost.js";
-import { listNamespaces, netnsAvailable, processesUnder } from "../../cli/netns-lab.js";
+import { runMultihostScenario } from "../../labs/multihost.js";
+import type { MultihostResult } from "../../labs/multihost.js";
+import { listNamespaces, netnsAvailable, processesUnder } from "../../labs/netns-lab.js";
 import { requireBuild } from "../integration/harness.js";
 
 const available = netnsAvailable();

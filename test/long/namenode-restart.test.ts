@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { localDfsClient, restartDaemon } from "../../cli/cluster.js";
+import { localDfsClient, restartDaemon } from "../../localcluster/cluster.js";
 import type { DfsClient } from "../../client/dfs-client.js";
 import { isHarvestError } from "../../common/errors.js";
 import { Logger } from "../../common/log.js";

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { distEntry } from "../../common/paths.js";
-import type { ValidationReport } from "../../cli/testbed-report.js";
+import type { ValidationReport } from "../../labs/testbed-report.js";
 import { requireBuild } from "../integration/harness.js";
 
 const dir = mkdtempSync(join(tmpdir(), "harvest-e2e-validate-"));

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, HTTPResponse, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ClusterDescriptor } from "../../cli/cluster.js";
+import type { ClusterDescriptor } from "../../localcluster/cluster.js";
 import { distEntry, packageRoot } from "../../common/paths.js";
 import { findChromium, launchBrowser, spkiHash, watchedPage } from "../../examples/browser-kit.js";
 import { requireBuild } from "../integration/harness.js";

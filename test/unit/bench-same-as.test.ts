@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { RepeatingSource, sameAs } from "../../bench/dfs.js";
+import { RepeatingSource, sameAs } from "../../bench/dfs-content.js";
 
 const dir = mkdtempSync(join(tmpdir(), "harvest-same-as-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

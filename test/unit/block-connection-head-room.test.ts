@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as tls from "node:tls";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createCa, issueCertificate } from "../../cli/cluster-ca.js";
+import { createCa, issueCertificate } from "../../localcluster/cluster-ca.js";
 import { BlockConnection, dataFrameHeadBytes, FRAME, FrameReader } from "../../common/block-transfer.js";
 import type { DataFrame, PacketMessage, TransferSecurity } from "../../common/block-transfer.js";
 import { CHUNK_BYTES, chunkChecksums } from "../../common/checksum.js";

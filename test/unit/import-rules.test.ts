@@ -57,6 +57,20 @@ describe("the import-rule check", () => {
     ]);
   });
 
+  it("keeps common/ below the local-cluster launcher, the launcher below the labs, and the labs below the CLI", () => {
+    const files = new Map([
+      ["common/tls.ts", 'import { c } from "../localcluster/cluster-ca.js";'],
+      ["localcluster/cluster-ca.ts", 'import { t } from "../labs/testbed.js";\nexport const c = 1;'],
+      ["labs/testbed.ts", 'import { f } from "../cli/format.js";\nexport const t = 1;'],
+      ["cli/format.ts", "export const f = 1;"],
+    ]);
+    expect(check(files)).toEqual([
+      "common/tls.ts imports localcluster/cluster-ca.ts: common/ is below the launcher, the labs and the CLI",
+      "localcluster/cluster-ca.ts imports labs/testbed.ts: the local-cluster launcher is below the labs and the CLI",
+      "labs/testbed.ts imports cli/format.ts: the labs are below the CLI, which calls into them",
+    ]);
+  });
+
   it("finds import cycles", () => {
     const files = new Map([
       ["common/a.ts", 'import { b } from "./b.js";'],

@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { Logger, logFormatFromEnv, logLevelFromEnv } from "../../common/log.js";
 
-/** The regular expression cli/testbed.ts reads daemon logs with. */
+/** A regular expression for the text line (time, level, [component], message, fields) that tools reading logs rely on. */
 const TESTBED_LOG_LINE = /^(\S+) +[A-Z]+ +\[[^\]]*\] (.*?)(?: (\{.*\}))?$/;
 
 function capture(level?: "debug" | "info" | "warn" | "error"): { log: Logger; lines: string[] } {

@@ -7,7 +7,7 @@ import {
   dataCommandRestartEnv,
   missingMallocTunables,
   withMallocTunables,
-} from "../../cli/malloc-tunables.js";
+} from "../../localcluster/malloc-tunables.js";
 
 const argv = (...words: string[]): string[] => ["/usr/bin/node", "/opt/harvest/dist/cli/harvest.js", ...words];
 

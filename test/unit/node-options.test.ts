@@ -6,7 +6,7 @@ import {
   missingClientNodeOptions,
   missingNodeOptions,
   nodeOptionsVariable,
-} from "../../cli/node-options.js";
+} from "../../localcluster/node-options.js";
 import { thrown } from "../error-code.js";
 
 describe("daemon Node options", () => {

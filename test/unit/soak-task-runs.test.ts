@@ -3,45 +3,40 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { countTaskRuns, recordedSuccesses, toldNodeLost } from "../../soak/soak.js";
+import { parseEvents } from "../../common/events.js";
+import { countTaskRuns, emptySoakReport, recordedSuccesses, toldNodeLost } from "../../soak/soak.js";
 import type { SoakReport } from "../../soak/soak.js";
 
 const dir = mkdtempSync(join(tmpdir(), "harvest-soak-runs-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function report(): SoakReport {
-  return {
-    minutes: 0,
-    seed: 0,
-    kills: { rm: 0, nn: 0, nm: 0, dn: 0, jm: 0 },
-    jobs: { submitted: 0, finished: 0, failed: 0, killed: 0, unfinished: 0 },
-    tasks: { completed: 0, completedTwice: 0, rerunUnrecorded: 0 },
-    files: { written: 0, bytes: 0, verified: 0, mismatched: 0 },
-    retries: { submit: 0, status: 0, write: 0, read: 0 },
-    fsckHealthy: true,
-    leftoverProcesses: 0,
-    violations: [],
-  };
+  return { ...emptySoakReport(0, 0), fsckHealthy: true };
 }
 
 describe("the soak's count of task runs", () => {
-  const logs = join(dir, "logs");
-  mkdirSync(logs);
   const finished = (id: string, cause: string): string =>
-    `2026-11-27T08:00:00.000Z INFO  [nm:server-1] container finished {"containerId":"${id}","cause":"${cause}","exitCode":0}`;
-  writeFileSync(
-    join(logs, "server-1.log"),
+    JSON.stringify({
+      v: 1,
+      type: "container-finished",
+      atMs: 1,
+      daemon: "server-1",
+      containerId: id,
+      cause,
+      exitCode: 0,
+    });
+  const { events } = parseEvents(
     [
       finished("c1", "SUCCEEDED"),
       finished("c9", "PREEMPTED_BY_PRIMARY"),
-      '... container finished {"containerId":"c',
+      JSON.stringify({ v: 1, type: "container-preempted", atMs: 1, daemon: "server-2", containerId: "c7" }),
+      '{"v":1,"type":"container-finished","atMs":1,"daemon":"server-1","containerId":"c', // Cut short by a kill -9.
+      finished("c4", "SUCCEEDED"),
     ].join("\n"),
   );
-  writeFileSync(join(logs, "server-2.log"), finished("c4", "SUCCEEDED") + "\n");
-  writeFileSync(join(logs, "server-2-dn.log"), finished("c7", "SUCCEEDED") + "\n"); // A datanode's log: not a node manager's.
 
   it("reads the successes the node managers recorded, and nothing else", () => {
-    expect([...recordedSuccesses(logs)].sort()).toEqual(["c1", "c4"]);
+    expect([...recordedSuccesses(events)].sort()).toEqual(["c1", "c4"]);
   });
 
   it("calls a re-run after a recorded success a violation, and one after an unrecorded end at-least-once", () => {
@@ -55,12 +50,12 @@ describe("the soak's count of task runs", () => {
         "done app1 map 1 c3", // Its server died as it ended (never recorded)...
         "done app1 map 1 c4", // ...so running it again is at-least-once.
         "done app1 map 2 c5", // Once.
-        "done app2 map 0 c7", // Only a datanode's log names c7: not recorded.
+        "done app2 map 0 c7", // c7 was preempted, not recorded as a success.
         "done app2 map 0 c8",
       ].join("\n") + "\n",
     );
     const r = report();
-    countTaskRuns(taskLog, recordedSuccesses(logs), r);
+    countTaskRuns(taskLog, recordedSuccesses(events), r);
     expect(r.tasks.completed).toBe(4);
     expect(r.tasks.completedTwice).toBe(1);
     expect(r.tasks.rerunUnrecorded).toBe(2);
@@ -90,7 +85,7 @@ describe("the soak's count of task runs", () => {
       ["done app3 map 0 c1", "done app3 map 0 c2", "done app3 map 1 c4", "done app3 map 1 c5"].join("\n"),
     );
     const r = report();
-    countTaskRuns(taskLog, recordedSuccesses(logs), r, lost);
+    countTaskRuns(taskLog, recordedSuccesses(events), r, lost);
     expect(r.tasks.rerunUnrecorded).toBe(1);
     expect(r.tasks.completedTwice).toBe(1);
     expect(r.violations[0]).toContain("app3 map 1");

@@ -13,6 +13,8 @@ import { writeFileAtomic } from "../common/atomic-file.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { assertCanEnter, lookupAccount } from "../nodemanager/run-as.js";
 import { distEntry } from "../common/paths.js";
+import { EVENTS_DIR_VARIABLE, EVENTS_FILE_NAME, readEvents } from "../common/events.js";
+import type { EventsRead } from "../common/events.js";
 import type * as CaModule from "./cluster-ca.js";
 import { DfsClient } from "../client/dfs-client.js";
 import type { DfsClientOptions } from "../client/dfs-client.js";
@@ -304,6 +306,11 @@ function checkContainersCanEnter(dir: string, accountName: string): void {
   }
 }
 
+/** The typed events the daemons of the cluster in `dir` have appended (common/events.ts), in file order. */
+export function readClusterEvents(dir: string): EventsRead {
+  return readEvents(join(dir, "logs", EVENTS_FILE_NAME));
+}
+
 /** Every daemon a descriptor names: the masters, then each server's node manager and datanode. */
 export function allDaemons(c: ClusterDescriptor): DaemonRecord[] {
   return [
@@ -377,7 +384,8 @@ async function spawnDaemon(
   const child = spawn(process.execPath, args, {
     detached: true,
     stdio: ["ignore", fd, fd],
-    env: daemonEnvironment(kind),
+    // Every daemon of the cluster appends its typed events (common/events.ts) to logs/events.jsonl.
+    env: { ...daemonEnvironment(kind), [EVENTS_DIR_VARIABLE]: join(dir, "logs") },
   });
   closeSync(fd);
   child.unref();
@@ -480,25 +488,41 @@ export async function restartDaemon(
   return { restarted, running: named.filter((d) => !down.includes(d)).map((d) => d.name!) };
 }
 
+/**
+ * Polls `poll` every 100 ms until it says the cluster has registered `count` of something; after `timeoutMs`, throws
+ * UNAVAILABLE with the message of its last answer. Closes `client` either way.
+ */
+async function waitForRegistered<C extends { close(): void }>(
+  client: C,
+  timeoutMs: number,
+  poll: (client: C) => Promise<{ enough: boolean; shortfall: string }>,
+): Promise<void> {
+  try {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { enough, shortfall } = await poll(client);
+      if (enough) return;
+      if (Date.now() > deadline) throw new HarvestError("UNAVAILABLE", shortfall);
+      await sleep(100);
+    }
+  } finally {
+    client.close();
+  }
+}
+
 async function waitForNodes(
   rmAddress: string,
   count: number,
   timeoutMs: number,
   security?: ClientSecurity,
 ): Promise<void> {
-  const client = new JobClient(rmAddress, security ? { security } : {});
-  try {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const nodes = await client.nodes();
-      if (nodes.filter((n) => n.state === "RUNNING").length >= count) return;
-      if (Date.now() > deadline)
-        throw new HarvestError("UNAVAILABLE", `only ${nodes.length} of ${count} node managers registered in time`);
-      await sleep(100);
-    }
-  } finally {
-    client.close();
-  }
+  await waitForRegistered(new JobClient(rmAddress, security ? { security } : {}), timeoutMs, async (client) => {
+    const nodes = await client.nodes();
+    return {
+      enough: nodes.filter((n) => n.state === "RUNNING").length >= count,
+      shortfall: `only ${nodes.length} of ${count} node managers registered in time`,
+    };
+  });
 }
 
 async function waitForDatanodes(
@@ -507,19 +531,10 @@ async function waitForDatanodes(
   timeoutMs: number,
   security?: ClientSecurity,
 ): Promise<void> {
-  const client = new DfsClient(nnAddress, security ? { security } : {});
-  try {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const live = (await client.datanodes()).filter((d) => d.state === "LIVE").length;
-      if (live >= count) return;
-      if (Date.now() > deadline)
-        throw new HarvestError("UNAVAILABLE", `only ${live} of ${count} datanodes registered in time`);
-      await sleep(100);
-    }
-  } finally {
-    client.close();
-  }
+  await waitForRegistered(new DfsClient(nnAddress, security ? { security } : {}), timeoutMs, async (client) => {
+    const live = (await client.datanodes()).filter((d) => d.state === "LIVE").length;
+    return { enough: live >= count, shortfall: `only ${live} of ${count} datanodes registered in time` };
+  });
 }
 
 /** Stops a daemon we started: SIGTERM, then SIGKILL after `graceMs`. Returns whether it was running. */

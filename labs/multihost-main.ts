@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The multi-host scenario as a standalone program: `node dist/cli/multihost-main.js [--dir D] [--cut-ms N] [--keep]
+ * The multi-host scenario as a standalone program: `node dist/labs/multihost-main.js [--dir D] [--cut-ms N] [--keep]
  * [--json]` (as root). Builds a Harvest cluster across network namespaces, runs a job and a file copy, partitions a
  * server and heals it, prints every check and the rejoin times, and removes everything. Exits 0 only when every check
  * passed; 2 when this machine cannot run it (not root, no network namespaces).

@@ -4,7 +4,7 @@
  * target, and what the testbed measured that bears on the gap. Pure: figures in, text and JSON out.
  */
 import { SeededRng } from "../common/rng.js";
-import { table } from "./format.js";
+import { table } from "../common/text-table.js";
 import type { TestbedMeasurements, TestbedPolicy, TestbedRun } from "./testbed.js";
 import type { PlannedVertex, TestbedPlan } from "./testbed-plan.js";
 import type { SimRun, SimSettings } from "./testbed-sim.js";

@@ -4,21 +4,12 @@
  * manager and a datanode; every daemon binds and advertises its own host's address on a private bridge (see
  * `netns-lab.ts`), and every client command runs inside a host's namespace with a client config file. The scenario runs
  * a DAG job, copies a file between servers, then cuts server-3 off the network while a job and a write are in flight,
- * heals it, and reports what the cluster did: which outcomes held and how long each daemon took to rejoin.
+ * heals it, and reports what the cluster did: which outcomes held and how long each daemon took to rejoin. Its result
+ * types are in multihost-result.ts, its jobs in multihost-jobs.ts, its tools in multihost-tools.ts.
  */
-import { createHash, randomBytes } from "node:crypto";
-import {
-  chmodSync,
-  closeSync,
-  constants,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-} from "node:fs";
-import { appendFileSync, writeFileSync, writeSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
@@ -26,140 +17,40 @@ import { errorMessage, HarvestError } from "../common/errors.js";
 import { distEntry } from "../common/paths.js";
 import type { JobReport, NodeInfo } from "../client/job-client.js";
 import type { DfsDatanode, DfsFsckReport } from "../client/dfs-client.js";
-import type { ContainerCountsOutput } from "../proto/generated/harvest/v1/ContainerCounts.js";
 import { NetnsLab, netnsAvailable, processesUnder, stillRunning } from "./netns-lab.js";
-import type { LabClient, LabDaemon, RunResult } from "./netns-lab.js";
+import type { LabClient } from "./netns-lab.js";
+import { jobOutcome, lastTaskInputs, longDag, spreadDag } from "./multihost-jobs.js";
+import type { MultihostCluster, MultihostOptions, MultihostResult } from "./multihost-result.js";
+import {
+  cliFailure,
+  feedFifo,
+  GiveUp,
+  harvestCli,
+  optSeconds,
+  POLL_MS,
+  relative,
+  seconds,
+  sha256File,
+  sleep,
+  until,
+  watchServer,
+  writeJson,
+} from "./multihost-tools.js";
+import type { CliResult, InFlightWrite, ServerWatch } from "./multihost-tools.js";
 
-/** Settings of a scenario run. */
-export interface MultihostOptions {
-  /** Where configs, logs and data go (kept afterwards). @default a new directory under the system's temp dir */
-  dir?: string;
-  /** The partitioned server's link stays cut at least this long. @default 12000 */
-  cutMs?: number;
-  /** The resource manager's `nodeExpiryMs`. @default 4000 */
-  nodeExpiryMs?: number;
-  /** The namenode's `datanodeExpiryMs`. @default 6000 */
-  datanodeExpiryMs?: number;
-  /** Progress lines. @default stdout */
-  print?: (line: string) => void;
-  /** Called with the running cluster before it is torn down (`--keep` waits here for Ctrl-C). */
-  beforeDestroy?: (cluster: MultihostCluster) => Promise<void>;
-}
-
-/** Where the scenario's cluster is, for a look by hand. */
-export interface MultihostCluster {
-  runDir: string;
-  prefix: string;
-  clientConfig: string;
-  rmAddress: string;
-  nnAddress: string;
-  /** `ip netns exec <master ns> node dist/cli/harvest.js` */
-  cliPrefix: string[];
-  daemons: readonly LabDaemon[];
-  /** Every check so far passed. */
-  passed: boolean;
-}
-
-/** Container counts of a job, as the resource manager reports them. */
-export type ContainerCounts = ContainerCountsOutput;
-
-const NO_CONTAINERS: ContainerCounts = { allocated: 0, succeeded: 0, failed: 0, preempted: 0, lost: 0, killed: 0 };
-
-/** How a job ended. */
-export interface JobOutcome {
-  appId: string;
-  state: string;
-  outcome: string;
-  durationMs: number;
-  taskContainers: ContainerCounts;
-  amAttempts: number;
-  /** Task containers per server. */
-  tasksPerServer: Record<string, number>;
-}
-
-/** One outcome checked, as a sentence. */
-export interface MultihostCheck {
-  name: string;
-  ok: boolean;
-  detail: string;
-}
-
-/** What the scenario saw. Times are milliseconds; `...AfterMs` count from the cut or the heal. */
-export interface MultihostResult {
-  ok: boolean;
-  /** Why the scenario stopped early, if it did. */
-  error?: string;
-  runDir: string;
-  prefix: string;
-  clientConfig: string;
-  checks: MultihostCheck[];
-  startupMs?: number;
-  totalMs?: number;
-  dagJob?: JobOutcome;
-  file?: {
-    path: string;
-    bytes: number;
-    sha256: string;
-    readBackSha256: string;
-    identical: boolean;
-    putMs: number;
-    getMs: number;
-  };
-  partition?: {
-    server: string;
-    /** When the link was cut and healed (ISO 8601, to find them in the daemon logs). */
-    cutAt: string;
-    healedAt?: string;
-    cutForMs: number;
-    /** Distinct consecutive states the resource manager reported for the server, cut to rejoin. */
-    nodeStates: string[];
-    /** Same, as the namenode reported its datanode. */
-    datanodeStates: string[];
-    nodeLostAfterMs?: number;
-    datanodeDeadAfterMs?: number;
-    /** A replication-2 file had every block back at 2 live replicas off the cut server. */
-    reReplicatedAfterMs?: number;
-    job?: JobOutcome & {
-      /** The cut server's containers running at the cut, with how the resource manager says they ended. */
-      containersAtCut: { containerId: string; isAm: boolean; state: string; cause: string }[];
-      /** Inputs the job's last task read that came from one of those containers (must be none). */
-      inputsFromCutContainers: string[];
-    };
-    write?: {
-      path: string;
-      bytesFed: number;
-      completed: boolean;
-      errorCode?: string;
-      errorMessage?: string;
-      identical?: boolean;
-      ms: number;
-      /** When the write ended, counted from the heal. */
-      endedAfterHealMs: number;
-    };
-  };
-  heal?: {
-    nodeManagerRejoinMs?: number;
-    datanodeRejoinMs?: number;
-    /** Container processes of the cut server that ran at the cut (found by working directory under /proc). */
-    processesAtCut: number;
-    /** How many of them still ran when its node manager rejoined. */
-    aliveAtRejoin?: number;
-    /** All of them gone, counted from the heal. */
-    processesGoneAfterMs?: number;
-    /** When the scenario let the held tasks finish (they never end by themselves before), counted from the heal. */
-    releasedAfterMs?: number;
-    fsckHealthy: boolean;
-    fsckHealthyAfterMs?: number;
-  };
-}
+export type {
+  ContainerCounts,
+  JobOutcome,
+  MultihostCheck,
+  MultihostCluster,
+  MultihostOptions,
+  MultihostResult,
+} from "./multihost-result.js";
 
 const SUBNET = "10.213.0";
 const MASTER = "master";
 const SERVERS = ["server-1", "server-2", "server-3"];
 const CUT_SERVER = "server-3";
-const POLL_MS = 200;
-/** Longest a held task of the job across the cut waits for its release (so it ends even if the scenario dies). */
-const HOLD_CAP_S = 300;
 const MiB = 1024 * 1024;
 
 /** Runs the scenario; resolves to what it saw (never rejects once the lab exists: failures are in `checks`). */
@@ -243,7 +134,7 @@ class Scenario {
     writeFileSync(trace, rows.join("\n") + "\n");
     // Secure as a deployment is: a CA, a daemon certificate per host naming its address, and the admin's for the
     // client, issued as the README's deployment steps do.
-    const { issueClusterCertificates } = await import("./cluster-ca.js");
+    const { issueClusterCertificates } = await import("../localcluster/cluster-ca.js");
     const tls = await issueClusterCertificates(join(runDir, "security"), {
       caName: "Harvest multi-host lab CA",
       daemons: Object.fromEntries([MASTER, ...SERVERS].map((h) => [h, [lab.ipOf(h)]])),
@@ -661,7 +552,9 @@ class Scenario {
       cause: final.get(x.containerId)?.cause ?? "?",
     }));
     const cutIds = new Set(cutContainers.map((x) => x.containerId));
-    const inputsFromCutContainers = lastTaskInputs(this.runDir, app).filter((p) => cutIds.has(basename(p)));
+    const inputsFromCutContainers = lastTaskInputs(join(this.runDir, MASTER, "rm", "staging"), app).filter((p) =>
+      cutIds.has(basename(p)),
+    );
     const job = { ...jobOutcome(report), containersAtCut, inputsFromCutContainers };
     this.result.partition!.job = job;
     this.check(
@@ -740,313 +633,4 @@ class Scenario {
       passed: this.passed(),
     };
   }
-}
-
-/** A write in progress: the `harvest fs put` reading the FIFO, and the feeder writing into it. */
-interface InFlightWrite {
-  path: string;
-  put: Promise<CliResult>;
-  feeder: ReturnType<typeof feedFifo>;
-  startedAt: number;
-}
-
-/** What `watchServer` saw so far; `done` resolves once the loop ended after `stop()` (or the client closed). */
-interface ServerWatch {
-  nodeStates: string[];
-  datanodeStates: string[];
-  nodeLostAt?: number;
-  datanodeDeadAt?: number;
-  nodeBackAt?: number;
-  datanodeBackAt?: number;
-  stop(): void;
-  done: Promise<void>;
-}
-
-/** Polls the resource manager and the namenode about one server, recording its states and when they changed. */
-function watchServer(c: LabClient, server: string): ServerWatch {
-  let stopped = false;
-  const note = (list: string[], s: string): void => {
-    if (list[list.length - 1] !== s) list.push(s);
-  };
-  const w: ServerWatch = {
-    nodeStates: [],
-    datanodeStates: [],
-    stop: () => {
-      stopped = true;
-    },
-    done: Promise.resolve(),
-  };
-  w.done = (async () => {
-    // Also ends with the client, so an early error in the scenario never leaves this loop running.
-    while (!stopped && !c.isClosed) {
-      const [nodes, dns] = await Promise.all([
-        c.call<NodeInfo[]>("nodes").catch(() => undefined),
-        c.call<DfsDatanode[]>("datanodes").catch(() => undefined),
-      ]);
-      const now = Date.now();
-      const n = nodes?.find((x) => x.nodeId === server);
-      const d = dns?.find((x) => x.datanodeId === server);
-      if (n) {
-        note(w.nodeStates, n.state);
-        if (n.state === "LOST") w.nodeLostAt ??= now;
-        else if (n.state === "RUNNING" && w.nodeLostAt !== undefined) w.nodeBackAt ??= now;
-      }
-      if (d) {
-        note(w.datanodeStates, d.state);
-        if (d.state === "DEAD") w.datanodeDeadAt ??= now;
-        else if (d.state === "LIVE" && w.datanodeDeadAt !== undefined) w.datanodeBackAt ??= now;
-      }
-      await sleep(POLL_MS);
-    }
-  })();
-  return w;
-}
-
-// ------------------------------------------------------------------------------------------------ jobs
-
-/** 9 short tasks of half a core (more than two servers hold), then 3, then 1: every server runs some. */
-function spreadDag(): object {
-  const work = (seconds: number, hold: number): string[] => [
-    "node",
-    "${HARVEST_HOME}/dist/examples/tasks/cpu-work.js",
-    "--seconds",
-    String(seconds),
-    "--hold-seconds",
-    String(hold),
-  ];
-  const res = { vcores: 0.5, memoryMb: 128 };
-  return {
-    name: "multihost-spread",
-    vertices: [
-      { name: "split", parallelism: 9, resources: res, command: work(0.3, 3) },
-      { name: "merge", parallelism: 3, resources: res, command: work(0.2, 2) },
-      { name: "report", parallelism: 1, resources: res, command: work(0.1, 0) },
-    ],
-    edges: [
-      { from: "split", to: "merge", type: "scatter-gather" },
-      { from: "merge", to: "report", type: "scatter-gather" },
-    ],
-  };
-}
-
-/**
- * 9 tasks that hold their containers until the scenario releases them (a file appears) or HOLD_CAP_S pass, so those on
- * the cut server can only end by being killed; then one task that records the input directories it was given.
- */
-function longDag(releaseFile: string): object {
-  const hold = [
-    "const fs = require('fs');",
-    "const [file, capS] = process.argv.slice(1);",
-    "const end = Date.now() + Number(capS) * 1000;",
-    "const t = setInterval(() => {",
-    "  if (!fs.existsSync(file) && Date.now() < end) return;",
-    "  clearInterval(t);",
-    "  fs.writeFileSync(require('path').join(process.env.HARVEST_OUTPUT_DIR, 'part-0'), 'held\\n');",
-    "}, 200);",
-  ].join("\n");
-  return {
-    name: "multihost-across-cut",
-    vertices: [
-      {
-        name: "hold",
-        parallelism: 9,
-        resources: { vcores: 0.5, memoryMb: 128 },
-        command: ["node", "-e", hold, releaseFile, String(HOLD_CAP_S)],
-      },
-      {
-        name: "collect",
-        parallelism: 1,
-        resources: { vcores: 0.5, memoryMb: 128 },
-        command: [
-          "node",
-          "-e",
-          "require('fs').writeFileSync(require('path').join(process.env.HARVEST_OUTPUT_DIR, 'inputs.json'), process.env.HARVEST_INPUTS || '[]')",
-        ],
-      },
-    ],
-    edges: [{ from: "hold", to: "collect", type: "scatter-gather" }],
-  };
-}
-
-/** The input directories the `collect` task of a job read (from its inputs.json in the staging area). */
-function lastTaskInputs(runDir: string, appId: string): string[] {
-  const root = join(runDir, MASTER, "rm", "staging", appId, "collect");
-  const out: string[] = [];
-  const walk = (dir: string): void => {
-    if (!existsSync(dir)) return;
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      const p = join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name === "inputs.json") {
-        const inputs = JSON.parse(readFileSync(p, "utf8")) as { paths?: string[] }[];
-        for (const i of inputs) out.push(...(i.paths ?? []));
-      }
-    }
-  };
-  walk(root);
-  return out;
-}
-
-function jobOutcome(r: JobReport): JobOutcome {
-  const tasksPerServer: Record<string, number> = {};
-  for (const x of r.containers) if (!x.isAm) tasksPerServer[x.nodeId] = (tasksPerServer[x.nodeId] ?? 0) + 1;
-  return {
-    appId: r.appId,
-    state: r.state,
-    outcome: r.outcome,
-    durationMs: (r.finishMs || Date.now()) - r.submitMs,
-    taskContainers: r.taskContainers ?? NO_CONTAINERS,
-    amAttempts: r.attempts,
-    tasksPerServer,
-  };
-}
-
-// ------------------------------------------------------------------------------------------------ helpers
-
-/** A `harvest` command's result, with its --json output parsed when it is JSON. */
-interface CliResult extends RunResult {
-  json?: unknown;
-}
-
-/** Runs `harvest <args> --config <client.json> --json` inside a host's namespace. */
-async function harvestCli(
-  lab: NetnsLab,
-  host: string,
-  clientConfig: string,
-  runDir: string,
-  args: string[],
-  timeoutMs: number,
-): Promise<CliResult> {
-  const env: NodeJS.ProcessEnv = { ...process.env, HARVEST_CLUSTER_DIR: join(runDir, "no-local-cluster") };
-  delete env["HARVEST_CONF"];
-  const r = await lab.run(
-    host,
-    [process.execPath, distEntry("cli/harvest.js"), ...args, "--config", clientConfig, "--json"],
-    { timeoutMs, env },
-  );
-  appendFileSync(
-    join(runDir, "logs", "cli.log"),
-    `${new Date(Date.now() - r.ms).toISOString()} [${host}] harvest ${args.join(" ")} -> exit ${r.code ?? r.signal}${r.timedOut ? " (timed out)" : ""} in ${r.ms} ms\n` +
-      (r.stdout.length > 4_000 ? r.stdout.slice(0, 2_000) + "\n...\n" + r.stdout.slice(-2_000) : r.stdout) +
-      r.stderr +
-      "\n",
-  );
-  let json: unknown;
-  try {
-    json = r.stdout.trim() ? JSON.parse(r.stdout) : undefined;
-  } catch {
-    json = undefined;
-  }
-  return { ...r, json };
-}
-
-function cliFailure(r: CliResult): string {
-  const err = (r.json as { error?: { code: string; message: string } } | undefined)?.error;
-  if (err) return `${err.code}: ${err.message}`;
-  return `exit ${r.code ?? r.signal}${r.timedOut ? " (timed out)" : ""}: ${(r.stderr || r.stdout).trim().slice(-800)}`;
-}
-
-/**
- * Feeds `total` random bytes into a FIFO at about `bytesPerSec`, non-blocking (a stalled or vanished reader never
- * blocks this process); resolves with what was written and its sha256 once done, the reader left, or `timeoutMs`.
- */
-function feedFifo(
-  fifo: string,
-  total: number,
-  bytesPerSec: number,
-  timeoutMs: number,
-): { bytes: () => number; done: Promise<{ bytes: number; sha256: string; complete: boolean }> } {
-  const hash = createHash("sha256");
-  let written = 0;
-  const done = (async () => {
-    const deadline = Date.now() + timeoutMs;
-    let fd: number | undefined;
-    while (fd === undefined) {
-      try {
-        fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
-      } catch (err) {
-        // ENXIO: no reader yet.
-        if ((err as NodeJS.ErrnoException).code !== "ENXIO" || Date.now() > deadline)
-          return { bytes: 0, sha256: hash.digest("hex"), complete: false };
-        await sleep(50);
-      }
-    }
-    const started = Date.now();
-    let pending = Buffer.alloc(0);
-    try {
-      feeding: while (written < total && Date.now() < deadline) {
-        // Up to what the rate allows by now; the pipe holds only 64 KiB, so write until it is full.
-        const allowed = Math.min(total, Math.round(((Date.now() - started) / 1000) * bytesPerSec));
-        while (written < allowed) {
-          if (pending.length === 0) pending = randomBytes(Math.min(64 * 1024, allowed - written));
-          try {
-            const n = writeSync(fd, pending);
-            hash.update(pending.subarray(0, n));
-            written += n;
-            pending = pending.subarray(n);
-          } catch (err) {
-            const code = (err as NodeJS.ErrnoException).code;
-            if (code === "EPIPE") break feeding; // The reader is gone.
-            if (code === "EAGAIN") break; // Full: the reader is slower than the rate, or stalled.
-            throw err;
-          }
-        }
-        await sleep(20);
-      }
-    } finally {
-      closeSync(fd);
-    }
-    return { bytes: written, sha256: hash.digest("hex"), complete: written === total };
-  })();
-  return { bytes: () => written, done };
-}
-
-/** Thrown by an `until` probe to stop waiting at once. */
-class GiveUp extends Error {}
-
-/** Calls `probe` every POLL_MS until it returns a value; throws after `timeoutMs` saying what it waited for. */
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (err) {
-      if (err instanceof GiveUp) throw err;
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(
-        `timed out after ${seconds(timeoutMs)} waiting for ${what}${last ? ` (last error: ${errorMessage(last)})` : ""}`,
-      );
-    await sleep(POLL_MS);
-  }
-}
-
-function writeJson(path: string, value: unknown): string {
-  writeFileSync(path, JSON.stringify(value, null, 2) + "\n");
-  return path;
-}
-
-function sha256File(path: string): string {
-  return createHash("sha256").update(readFileSync(path)).digest("hex");
-}
-
-/** "4.2 s after" / "3.0 s before" (the sign of `ms`). */
-function relative(ms: number): string {
-  return `${seconds(Math.abs(ms))} ${ms < 0 ? "before" : "after"}`;
-}
-
-/** Seconds, or `otherwise` when the time was never measured. */
-function optSeconds(ms: number | undefined, otherwise = "-"): string {
-  return ms !== undefined ? seconds(ms) : otherwise;
-}
-
-function seconds(ms: number): string {
-  return `${(ms / 1000).toFixed(1)} s`;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

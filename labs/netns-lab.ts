@@ -27,9 +27,10 @@ import { createInterface } from "node:readline";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { distEntry } from "../common/paths.js";
-import type { DaemonKind } from "./daemon-kinds.js";
-import { daemonEnvironment } from "./malloc-tunables.js";
-import { daemonNodeOptions } from "./node-options.js";
+import { EVENTS_DIR_VARIABLE } from "../common/events.js";
+import type { DaemonKind } from "../localcluster/daemon-kinds.js";
+import { daemonEnvironment } from "../localcluster/malloc-tunables.js";
+import { daemonNodeOptions } from "../localcluster/node-options.js";
 
 /** A host of the lab: its name (part of its namespace's name) and its IPv4 address. */
 export interface LabHost {
@@ -419,7 +420,12 @@ export class NetnsLab {
           "--ready-file",
           readyFile,
         ],
-        { stdio: ["ignore", fd, fd], name, env: daemonEnvironment(kind) },
+        // Every daemon of the lab appends its typed events (common/events.ts) to logs/events.jsonl, as a local cluster's.
+        {
+          stdio: ["ignore", fd, fd],
+          name,
+          env: { ...daemonEnvironment(kind), [EVENTS_DIR_VARIABLE]: join(this.runDir, "logs") },
+        },
       );
     } finally {
       closeSync(fd);

@@ -14,8 +14,10 @@ import { TERMINAL_STATES } from "../client/job-client.js";
 import type { JobClient, JobReport } from "../client/job-client.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { Stream, streamSeed } from "../sim/compute.js";
-import { localJobClient, startCluster, stopCluster } from "./cluster.js";
-import type { ClusterDescriptor } from "./cluster.js";
+import { localJobClient, readClusterEvents, startCluster, stopCluster } from "../localcluster/cluster.js";
+import type { ClusterDescriptor } from "../localcluster/cluster.js";
+import { eventsOfType } from "../common/events.js";
+import type { DaemonEvent } from "../common/events.js";
 import { dagOf } from "./testbed-plan.js";
 import type { PlannedJob, TestbedPlan } from "./testbed-plan.js";
 
@@ -102,11 +104,11 @@ export interface TestbedMeasurements {
   launch: Stat;
   /** A task container's grant (first report showing it, + half the poll period) to the node manager starting it. */
   pickup: Stat;
-  /** A job manager's container started to the job manager registered (resource-manager log). */
+  /** A job manager's container started to the job manager registered (the resource manager's event). */
   jobManagerLaunch: Stat;
   /** Submission to the job's first task grant. */
   submitToFirstTask: Stat;
-  /** From the step of the primary's trace a kill follows to the kill (node-manager logs). */
+  /** From the step of the primary's trace a kill follows to the kill (the node managers' events). */
   killAfterStep: Stat;
   /** The samples themselves, ms, to pool the runs: launch and job-manager launch. */
   launchSamplesMs: number[];
@@ -146,7 +148,7 @@ export interface RunTestbedOptions {
 /**
  * Runs `plan` under `policy` on a fresh loopback cluster and tears it down: start the daemons, register every
  * server's tenant and history and rebuild the classes, submit the jobs on schedule, follow them until all ended or the
- * plan's deadline passed (the rest are killed and reported unfinished), then read the reports and logs.
+ * plan's deadline passed (the rest are killed and reported unfinished), then read the reports and events.
  */
 export async function runTestbed(plan: TestbedPlan, policy: TestbedPolicy, o: RunTestbedOptions): Promise<TestbedRun> {
   const started = Date.now();
@@ -207,7 +209,8 @@ export async function runTestbed(plan: TestbedPlan, policy: TestbedPolicy, o: Ru
     note(`${policy}: classes ${classes.length > 0 ? classes.join("; ") : "(none)"}`);
     const epochMs = Date.now();
     const followed = await submitAndFollow(client, plan, epochMs, daemons.pollMs, note, policy);
-    const replay = replayStarts(desc);
+    const { events } = readClusterEvents(desc.dir);
+    const replay = replayStarts(desc, events);
     const jobs = followed.jobs.map((j) => testbedJob(j, epochMs));
     run = {
       policy,
@@ -217,7 +220,7 @@ export async function runTestbed(plan: TestbedPlan, policy: TestbedPolicy, o: Ru
       jobsSubmitted: jobs.filter((j) => j.appId !== "").length,
       jobsFinished: jobs.filter((j) => j.state === "FINISHED").length,
       classes,
-      measured: measure(desc, plan, followed, replay, daemons),
+      measured: measure(desc, plan, followed, events, replay, daemons),
       wallMs: 0,
       dir: o.dir,
     };
@@ -396,46 +399,19 @@ function lostWithJobManager(r: JobReport): number {
 
 // ------------------------------------------------------------------------------------------------ measurements
 
-/** A daemon log line: `<ISO time> <LEVEL> [<component>] <message> <json fields>`. */
-interface LogLine {
-  atMs: number;
-  message: string;
-  fields: Record<string, unknown>;
-}
-
-const LOG_LINE = /^(\S+) +[A-Z]+ +\[[^\]]*\] (.*?)(?: (\{.*\}))?$/;
-
-/** The lines of a daemon log (unparsable ones skipped). */
-export function readLogLines(file: string): LogLine[] {
-  if (!existsSync(file)) return [];
-  const out: LogLine[] = [];
-  for (const line of readFileSync(file, "utf8").split("\n")) {
-    const m = LOG_LINE.exec(line);
-    if (!m) continue;
-    const atMs = Date.parse(m[1]!);
-    if (!Number.isFinite(atMs)) continue;
-    let fields: Record<string, unknown> = {};
-    if (m[3]) {
-      try {
-        fields = JSON.parse(m[3]) as Record<string, unknown>;
-      } catch {
-        fields = {};
-      }
-    }
-    out.push({ atMs, message: m[2]!, fields });
-  }
-  return out;
-}
-
 /**
- * When each node manager's replay began: it logs "cpu limits" just before it creates its primary monitor, which starts
- * replaying once it has read its trace file (a few ms). Kills then follow the trace's steps by up to a yield tick.
+ * When each node manager's replay began: it emits `primary-monitor-started` once its primary monitor has started
+ * replaying its trace. Kills then follow the trace's steps by up to a yield tick.
  */
-function replayStarts(desc: ClusterDescriptor): number[] {
+function replayStarts(desc: ClusterDescriptor, events: readonly DaemonEvent[]): number[] {
+  const started = eventsOfType(events, "primary-monitor-started");
   return desc.nodes.map((n) => {
-    const at = readLogLines(n.log).find((l) => l.message === "cpu limits")?.atMs;
+    const at = started.find((e) => e.daemon === n.nodeId)?.atMs;
     if (at === undefined)
-      throw new HarvestError("INTERNAL", `${n.nodeId}'s log ${n.log} does not show when its replay started`);
+      throw new HarvestError(
+        "INTERNAL",
+        `${n.nodeId}'s events in ${desc.dir}/logs do not show when its replay started`,
+      );
     return at;
   });
 }
@@ -444,6 +420,7 @@ function measure(
   desc: ClusterDescriptor,
   plan: TestbedPlan,
   followed: { jobs: FollowedJob[]; pollMs: number },
+  events: readonly DaemonEvent[],
   replayStartMs: readonly number[],
   daemons: TestbedDaemonSettings,
 ): TestbedMeasurements {
@@ -452,9 +429,8 @@ function measure(
   const jobManagerLaunch: number[] = [];
   const submitToFirstTask: number[] = [];
   const registeredAtMs = new Map<string, number>();
-  for (const l of readLogLines(desc.rm.log))
-    if (l.message === "job manager registered" && typeof l.fields["appId"] === "string")
-      registeredAtMs.set(`${l.fields["appId"]}/${String(l.fields["attempt"])}`, l.atMs);
+  for (const e of eventsOfType(events, "job-manager-registered"))
+    if (!e.resync) registeredAtMs.set(`${e.appId}/${e.attempt}`, e.atMs);
   const stagingDir = join(desc.dir, "rm", "staging");
   for (const job of followed.jobs) {
     const r = job.report;
@@ -483,11 +459,11 @@ function measure(
   const killAfterStep: number[] = [];
   const heartbeatsMs: number[] = [];
   desc.nodes.forEach((n, i) => {
-    for (const l of readLogLines(n.log)) {
-      if (l.message === "registered with the resource manager" && typeof l.fields["heartbeatIntervalMs"] === "number")
-        heartbeatsMs.push(l.fields["heartbeatIntervalMs"]);
-      if (l.message !== "primary tenant needs the cores: preempting") continue;
-      const sinceStart = l.atMs - replayStartMs[i]!;
+    for (const e of events) {
+      if (e.daemon !== n.nodeId) continue;
+      if (e.type === "node-registered") heartbeatsMs.push(e.heartbeatIntervalMs);
+      if (e.type !== "container-preempted") continue;
+      const sinceStart = e.atMs - replayStartMs[i]!;
       killAfterStep.push(sinceStart - Math.floor(sinceStart / stepTestbedMs) * stepTestbedMs);
     }
   });

@@ -19,7 +19,7 @@
  *   loss, if any, is within the noise.
  * - memory: the datanodes' peak resident size rose by 10-15 MiB (151-157 against 140-145 MiB).
  *
- * The rule for every variable here is the Node options' (cli/node-options.ts): set, even empty, it is the operator's
+ * The rule for every variable here is the Node options' (localcluster/node-options.ts): set, even empty, it is the operator's
  * and is left alone; unset, Harvest's setting applies. musl and other C libraries ignore the variable.
  */
 import { spawn } from "node:child_process";
