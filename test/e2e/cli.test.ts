@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { distEntry, packageRoot } from "../../common/paths.js";
 import { allDaemons, isRunning } from "../../cli/cluster.js";
@@ -70,12 +71,11 @@ async function catRestarted(
   const ended = new Promise<{ code: number | null; signal: string | null }>((r) =>
     child.once("exit", (code, signal) => r({ code, signal })),
   );
-  let restarted: number | undefined;
-  for (let i = 0; i < 500 && restarted === undefined; i++) {
-    restarted = childrenOf(child.pid!)[0];
-    if (restarted === undefined) await new Promise((r) => setTimeout(r, 20));
-  }
-  expect(restarted, "the command started no second process").toBeDefined();
+  const restarted = await waitFor(() => childrenOf(child.pid!)[0], {
+    what: "the command to start a second process",
+    timeoutMs: 10_000,
+    intervalMs: 20,
+  });
   const restartedEnv = environOf(restarted!);
   const argv = readFileSync(`/proc/${restarted!}/cmdline`, "utf8").split("\0");
   then(child.pid!, restarted!);
