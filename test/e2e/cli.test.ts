@@ -210,12 +210,11 @@ describe("the harvest CLI", () => {
     const reimage = harvest("admin", "reimage", "server-1", "--json");
     expect(reimage.code, reimage.stderr).toBe(0);
     expect((JSON.parse(reimage.stdout) as { blocksWiped: number }).blocksWiped).toBeGreaterThanOrEqual(1);
-    let healthy = false;
-    for (let i = 0; i < 60 && !healthy; i++) {
-      healthy = harvest("fs", "fsck", "/inputs").code === 0;
-      if (!healthy) spawnSync("sleep", ["0.5"]);
-    }
-    expect(healthy).toBe(true);
+    await waitFor(() => harvest("fs", "fsck", "/inputs").code === 0, {
+      what: "fsck to find /inputs healthy after the reimage",
+      timeoutMs: 30_000,
+      intervalMs: 500,
+    });
     expect(harvest("fs", "cat", "/inputs/text.txt").stdout).toBe(readFileSync(corpus, "utf8"));
     expect(harvest("fs", "rm", "-r", "/inputs").code).toBe(0);
     expect(harvest("fs", "stat", "/inputs").code).toBe(1);
