@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { distEntry, packageRoot } from "../../common/paths.js";
 import { allDaemons, isRunning } from "../../localcluster/cluster.js";
@@ -70,12 +71,11 @@ async function catRestarted(
   const ended = new Promise<{ code: number | null; signal: string | null }>((r) =>
     child.once("exit", (code, signal) => r({ code, signal })),
   );
-  let restarted: number | undefined;
-  for (let i = 0; i < 500 && restarted === undefined; i++) {
-    restarted = childrenOf(child.pid!)[0];
-    if (restarted === undefined) await new Promise((r) => setTimeout(r, 20));
-  }
-  expect(restarted, "the command started no second process").toBeDefined();
+  const restarted = await waitFor(() => childrenOf(child.pid!)[0], {
+    what: "the command to start a second process",
+    timeoutMs: 10_000,
+    intervalMs: 20,
+  });
   const restartedEnv = environOf(restarted!);
   const argv = readFileSync(`/proc/${restarted!}/cmdline`, "utf8").split("\0");
   then(child.pid!, restarted!);
@@ -210,12 +210,11 @@ describe("the harvest CLI", () => {
     const reimage = harvest("admin", "reimage", "server-1", "--json");
     expect(reimage.code, reimage.stderr).toBe(0);
     expect((JSON.parse(reimage.stdout) as { blocksWiped: number }).blocksWiped).toBeGreaterThanOrEqual(1);
-    let healthy = false;
-    for (let i = 0; i < 60 && !healthy; i++) {
-      healthy = harvest("fs", "fsck", "/inputs").code === 0;
-      if (!healthy) spawnSync("sleep", ["0.5"]);
-    }
-    expect(healthy).toBe(true);
+    await waitFor(() => harvest("fs", "fsck", "/inputs").code === 0, {
+      what: "fsck to find /inputs healthy after the reimage",
+      timeoutMs: 30_000,
+      intervalMs: 500,
+    });
     expect(harvest("fs", "cat", "/inputs/text.txt").stdout).toBe(readFileSync(corpus, "utf8"));
     expect(harvest("fs", "rm", "-r", "/inputs").code).toBe(0);
     expect(harvest("fs", "stat", "/inputs").code).toBe(1);

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signAmToken, AM_TOKEN_METADATA } from "../../common/container-token.js";
 import { channelCredentials } from "../../common/tls.js";
 import type { ClientTls } from "../../common/tls.js";
-import { cpuVertex, startTestCluster, waitFor } from "../integration/harness.js";
+import { cpuVertex, startTestCluster, waitForJob } from "../integration/harness.js";
 import type { TestCluster } from "../integration/harness.js";
 import { checkOutcome, rawCall, rawClient, requestBytesArb, requestStrings, serviceMethods } from "./grpc-fuzz.js";
 import type { MethodInfo } from "./grpc-fuzz.js";
@@ -183,10 +183,10 @@ describe("fuzzing the resource manager and node manager services", () => {
   });
 
   it("still finishes the job submitted before the fuzzing, and a new one", async () => {
-    const canary = await waitFor(cluster.client, canaryId, () => false, { timeoutMs: 60_000 });
+    const canary = await waitForJob(cluster.client, canaryId, () => false, { timeoutMs: 60_000 });
     expect(canary.state).toBe("FINISHED");
     const after = await cluster.client.submit(JSON.stringify({ name: "after-fuzz", vertices: [cpuVertex("a", 1)] }));
-    expect((await waitFor(cluster.client, after, () => false, { timeoutMs: 60_000 })).state).toBe("FINISHED");
+    expect((await waitForJob(cluster.client, after, () => false, { timeoutMs: 60_000 })).state).toBe("FINISHED");
     await cluster.client.kill(targetId).catch(() => undefined);
   }, 130_000);
 });

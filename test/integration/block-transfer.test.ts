@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import * as net from "node:net";
 import * as tls from "node:tls";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { askLocalRead } from "../../client/short-circuit.js";
@@ -106,11 +107,13 @@ describe("the block transfer port of a secure cluster", () => {
     await d.put(local, "/bt/a.bin", { replication: 3, blockSizeBytes: 1024 * 1024 });
     // The datanodes report the replicas they finalized a few milliseconds after the pipeline's last ack (as HDFS's
     // incremental block reports do): the namenode may name two of the last block's three for a moment after the put.
-    let blocks = await d.blockLocations("/bt/a.bin");
-    for (let tries = 0; tries < 50 && blocks.blocks.some((b) => b.locations.length < 3); tries++) {
-      await new Promise((r) => setTimeout(r, 100));
-      blocks = await d.blockLocations("/bt/a.bin");
-    }
+    const blocks = await waitFor(
+      async () => {
+        const b = await d.blockLocations("/bt/a.bin");
+        return b.blocks.every((x) => x.locations.length >= 3) ? b : undefined;
+      },
+      { what: "three replicas of every block", timeoutMs: 5_000 },
+    );
     expect(blocks.blocks.length).toBe(4);
     for (const b of blocks.blocks) {
       expect(b.locations).toHaveLength(3);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
 import { packageRoot } from "../../common/paths.js";
 import { killContainerLeftovers } from "../../localcluster/cluster.js";
-import { cpuVertex, findFiles, startTestCluster, traceSpec, waitFor } from "./harness.js";
+import { cpuVertex, findFiles, startTestCluster, traceSpec, waitForJob } from "./harness.js";
 import type { TestCluster } from "./harness.js";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -136,12 +136,12 @@ describe("a cluster with idle primary tenants", () => {
     const appId = await c.client.submit(
       JSON.stringify({ name: "to-kill", vertices: [cpuVertex("hold", 2, { holdSeconds: 60 })] }),
     );
-    await waitFor(c.client, appId, (r) => r.containers.filter((x) => !x.isAm && x.state === "RUNNING").length === 2);
+    await waitForJob(c.client, appId, (r) => r.containers.filter((x) => !x.isAm && x.state === "RUNNING").length === 2);
     expect(await c.client.kill(appId)).toBe("KILLED");
     const r = await c.client.status(appId);
     expect(r.state).toBe("KILLED");
     // Every container ends: the node managers report them complete.
-    const done = await waitFor(c.client, appId, (x) => x.containers.every((k) => k.state === "COMPLETE"), {
+    const done = await waitForJob(c.client, appId, (x) => x.containers.every((k) => k.state === "COMPLETE"), {
       timeoutMs: 20_000,
       stopOnEnd: false,
     });
@@ -224,7 +224,7 @@ describe("a node manager that dies", () => {
     const appId = await c.client.submit(
       JSON.stringify({ name: "survivor", vertices: [cpuVertex("work", 6, { holdSeconds: 6 })] }),
     );
-    const running = await waitFor(
+    const running = await waitForJob(
       c.client,
       appId,
       (r) => r.containers.filter((x) => !x.isAm && x.state === "RUNNING").length === 6,

@@ -10,6 +10,7 @@ import * as http from "node:http";
 import * as https from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DfsClient } from "../../client/dfs-client.js";
 import { JobClient } from "../../client/job-client.js";
@@ -157,17 +158,6 @@ describe("node manager and datanode metrics", () => {
   });
 });
 
-/** Polls `fn` until it returns a value (not undefined) or `timeoutMs` passes. */
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /** GETs `url` over plain HTTP (a node manager started without TLS). */
 function getPlain(url: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -202,7 +192,7 @@ describe("a node manager's metrics when its primary tenant takes the cores back"
     );
     await nm.start();
     client = new JobClient(rm.address);
-    await until("the node", async () => ((await client.nodes()).length > 0 ? true : undefined));
+    await waitFor(async () => ((await client.nodes()).length > 0 ? true : undefined), { what: "the node" });
   });
   afterAll(async () => {
     client?.close();
@@ -215,26 +205,35 @@ describe("a node manager's metrics when its primary tenant takes the cores back"
     const appId = await client.submit(
       JSON.stringify({ name: "yield-metrics", vertices: [cpuVertex("hold", 1, { holdSeconds: 60 })] }),
     );
-    await until("a running task beside its job manager", async () => {
-      const r = await client.status(appId);
-      const task = r.containers.some((x) => !x.isAm && x.state === "RUNNING");
-      const am = r.containers.some((x) => x.isAm && x.state === "RUNNING");
-      return task && am ? true : undefined;
-    });
-    const before = await until("both containers in the metrics", async () => {
-      const m = parsePromText(await getPlain(`${nm.httpUrl ?? "?"}/metrics`));
-      return sumSamples(m, "harvest_nm_containers_running") === 2 ? m : undefined;
-    });
+    await waitFor(
+      async () => {
+        const r = await client.status(appId);
+        const task = r.containers.some((x) => !x.isAm && x.state === "RUNNING");
+        const am = r.containers.some((x) => x.isAm && x.state === "RUNNING");
+        return task && am ? true : undefined;
+      },
+      { what: "a running task beside its job manager" },
+    );
+    const before = await waitFor(
+      async () => {
+        const m = parsePromText(await getPlain(`${nm.httpUrl ?? "?"}/metrics`));
+        return sumSamples(m, "harvest_nm_containers_running") === 2 ? m : undefined;
+      },
+      { what: "both containers in the metrics" },
+    );
     // The task holds 1 core; the job manager the rest of what the node has handed out.
     const amMilli = sumSamples(before, "harvest_nm_harvested_millicores") - 1000;
     expect(amMilli).toBeGreaterThan(0);
     // The primary takes all but the reserve and the job manager's cores: the task must go, the job manager stays.
     const primaryMilli = 4000 - 400 - amMilli;
     monitor.set(primaryMilli);
-    const m = await until("the preemption to be counted", async () => {
-      const m = parsePromText(await getPlain(`${nm.httpUrl ?? "?"}/metrics`));
-      return sumSamples(m, "harvest_nm_yield_seconds_count") >= 1 ? m : undefined;
-    });
+    const m = await waitFor(
+      async () => {
+        const m = parsePromText(await getPlain(`${nm.httpUrl ?? "?"}/metrics`));
+        return sumSamples(m, "harvest_nm_yield_seconds_count") >= 1 ? m : undefined;
+      },
+      { what: "the preemption to be counted" },
+    );
     expect(nm.httpUrl?.startsWith("http://")).toBe(true);
     expect(sumSamples(m, "harvest_nm_container_kills_total", { cause: "preempted_by_primary" })).toBe(1);
     expect(sumSamples(m, "harvest_nm_containers_completed_total", { cause: "preempted_by_primary" })).toBe(1);

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer } from "../../common/grpc.js";
@@ -126,7 +127,10 @@ describe("a downstream datanode that never acknowledges", () => {
     silent = new SilentDatanode("silent-dn");
     await silent.start(nn.address);
     dfs = new DfsClient(nn.address, { writerDatanodeId: "real-dn" });
-    for (let i = 0; i < 200 && (await dfs.datanodes()).length < 2; i++) await new Promise((r) => setTimeout(r, 25));
+    await waitFor(async () => (await dfs.datanodes()).length >= 2, {
+      what: "both datanodes to register",
+      intervalMs: 25,
+    });
   });
 
   afterAll(async () => {

@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { isHarvestError } from "../../common/errors.js";
@@ -75,8 +76,10 @@ describe.skipIf(!canMount())("a datanode whose disk is full", () => {
     );
     await dn.start();
     dfs = new DfsClient(nn.address);
-    for (let i = 0; i < 200 && !(await dfs.datanodes()).some((d) => d.remainingBytes > 0); i++)
-      await new Promise((r) => setTimeout(r, 25));
+    await waitFor(async () => (await dfs.datanodes()).some((d) => d.remainingBytes > 0), {
+      what: "the datanode to report free space",
+      intervalMs: 25,
+    });
     fillUp(join(disk, "primary-tenant-files"));
   });
 

@@ -20,6 +20,7 @@ import type { AddressInfo, Server } from "node:net";
 import { connect as connectNet, createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { askLocalRead } from "../../client/short-circuit.js";
 import { dataFrameHead } from "../../common/block-transfer.js";
@@ -53,14 +54,6 @@ const DATA_FRAME_HEAD = dataFrameHead(
   PACKET,
 ).length;
 const quiet = new Logger("dn-test", "error");
-
-async function until(what: string, cond: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 function sha(b: Buffer): string {
   return createHash("sha256").update(b).digest("hex");
@@ -150,13 +143,16 @@ class RawWrite {
   }
 
   async settled(): Promise<void> {
-    await until("the write stream to end", () => this.ended);
+    await waitFor(() => this.ended, { what: "the write stream to end", ...POLL });
   }
 
   failure(): WriteAckOutput | undefined {
     return this.acks.find((a) => !a.ok);
   }
 }
+
+/** How the waits below poll: a loopback pipeline answers within milliseconds. */
+const POLL = { timeoutMs: 5_000, intervalMs: 20 };
 
 describe("datanode pipeline", () => {
   let dir: string;
@@ -262,9 +258,10 @@ describe("datanode pipeline", () => {
     }
     // Each node tells the namenode about its new replica.
     for (const id of ["dn1", "dn2", "dn3"])
-      await until(`${id}'s BlocksReceived`, () =>
-        nn.of(id).some((m) => m.received?.received.some((b) => b.blockId === block.blockId)),
-      );
+      await waitFor(() => nn.of(id).some((m) => m.received?.received.some((b) => b.blockId === block.blockId)), {
+        what: `${id}'s BlocksReceived`,
+        ...POLL,
+      });
   });
 
   it("names the datanode that died mid-write and finalizes no replica of that attempt anywhere", async () => {
@@ -276,7 +273,7 @@ describe("datanode pipeline", () => {
     const w = new RawWrite(client(a));
     w.send({ header: { block, downstream: [info(b), info(c)], clientName: "test" } });
     w.sendData(data, 0, data.length / 2);
-    await until("acks of the first half", () => w.acks.length === data.length / 2 / PACKET);
+    await waitFor(() => w.acks.length === data.length / 2 / PACKET, { what: "acks of the first half", ...POLL });
     expect(w.acks.every((ack) => ack.ok)).toBe(true);
     await c.stop();
     w.sendData(data, data.length / 2, data.length);
@@ -285,9 +282,10 @@ describe("datanode pipeline", () => {
     expect(w.failure()).toMatchObject({ ok: false, failedDatanodeId: "kill-c" });
     expect(w.acks.filter((ack) => !ack.ok)).toHaveLength(1);
     for (const dn of [a, b, c]) expect(dn.store.get(block.blockId)).toBeUndefined();
-    await until("the rbw replicas to go", () =>
-      [a, b].every((dn) => readdirSync(join(dn.options.dataDir, "rbw")).length === 0),
-    );
+    await waitFor(() => [a, b].every((dn) => readdirSync(join(dn.options.dataDir, "rbw")).length === 0), {
+      what: "the rbw replicas to go",
+      ...POLL,
+    });
 
     // A pipeline whose last node cannot be reached at all names that node too.
     const again = await write(a, [b, c], randomBytes(1000));
@@ -343,12 +341,15 @@ describe("datanode pipeline", () => {
     const data = randomBytes(3000);
     const { block } = await write(dn, [], data);
     monitor.set(950);
-    await until("the busy state", () => dn.isPrimaryBusy());
+    await waitFor(() => dn.isPrimaryBusy(), { what: "the busy state", ...POLL });
     expect(await readCode(dn, block)).toBe("DATANODE_PRIMARY_BUSY");
     expect((await write(dn, [], data)).w.failure()?.errorCode).toBe("DATANODE_PRIMARY_BUSY");
-    await until("a heartbeat saying busy", () => nn.of("stepper").some((m) => m.heartbeat?.primaryBusy === true));
+    await waitFor(() => nn.of("stepper").some((m) => m.heartbeat?.primaryBusy === true), {
+      what: "a heartbeat saying busy",
+      ...POLL,
+    });
     monitor.set(100);
-    await until("the calm state", () => !dn.isPrimaryBusy());
+    await waitFor(() => !dn.isPrimaryBusy(), { what: "the calm state", ...POLL });
     expect((await readBlock(dn, block)).equals(data)).toBe(true);
   });
 
@@ -357,14 +358,16 @@ describe("datanode pipeline", () => {
     const dn = await startDataNode("deleter", { monitorTickMs: 20, deleteChunkBytes: 64 * 1024 }, monitor);
     const data = randomBytes(1_000_000);
     const { block } = await write(dn, [], data);
-    await until("registered", () => dn.isRegistered);
+    await waitFor(() => dn.isRegistered, { what: "registered", ...POLL });
     monitor.set(950);
-    await until("the busy state", () => dn.isPrimaryBusy());
+    await waitFor(() => dn.isPrimaryBusy(), { what: "the busy state", ...POLL });
     nn.command("deleter", { commands: { delete: [block] } });
-    await until("the deletion report", () =>
-      nn.of("deleter").some((m) => m.received?.deleted.some((b) => b.blockId === block.blockId)),
-    );
+    await waitFor(() => nn.of("deleter").some((m) => m.received?.deleted.some((b) => b.blockId === block.blockId)), {
+      what: "the deletion report",
+      ...POLL,
+    });
     expect(dn.store.get(block.blockId)).toBeUndefined();
+    // That nothing is freed is the claim: give the busy datanode's trash time in which it would have freed it.
     await new Promise((r) => setTimeout(r, 300));
     // Still on the primary's disk, and counted as used: nothing is freed while the primary is busy.
     expect(dn.store.trashBytes).toBe(data.length);
@@ -372,7 +375,10 @@ describe("datanode pipeline", () => {
     const trash = join(dn.options.dataDir, "trash");
     expect(readdirSync(trash).map((n) => statSync(join(trash, n)).size)).toEqual([data.length]);
     monitor.set(100);
-    await until("the trash to be freed", () => dn.store.trashBytes === 0 && readdirSync(trash).length === 0);
+    await waitFor(() => dn.store.trashBytes === 0 && readdirSync(trash).length === 0, {
+      what: "the trash to be freed",
+      ...POLL,
+    });
     expect(dn.store.usedBytes()).toBe(0);
   });
 
@@ -386,15 +392,18 @@ describe("datanode pipeline", () => {
     expect(res.blocksWiped).toBe(1);
     expect(res.storageId).not.toBe(oldStorage);
     expect(await readCode(dn, block)).toBe("DATANODE_BLOCK_NOT_FOUND");
-    await until("the reimage report and an empty block report", () => {
-      const msgs = nn.of("reimaged");
-      const reg = msgs.findIndex((m) => m.register?.storageId === res.storageId);
-      return (
-        reg >= 0 &&
-        msgs.slice(reg).some((m) => m.reimage) &&
-        msgs.slice(reg).some((m) => m.blockReport && m.blockReport.blocks.length === 0)
-      );
-    });
+    await waitFor(
+      () => {
+        const msgs = nn.of("reimaged");
+        const reg = msgs.findIndex((m) => m.register?.storageId === res.storageId);
+        return (
+          reg >= 0 &&
+          msgs.slice(reg).some((m) => m.reimage) &&
+          msgs.slice(reg).some((m) => m.blockReport && m.blockReport.blocks.length === 0)
+        );
+      },
+      { what: "the reimage report and an empty block report", ...POLL },
+    );
   });
 
   it("answers malformed streams with coded errors and keeps serving", async () => {
@@ -482,9 +491,10 @@ describe("datanode pipeline", () => {
           failedDatanodeId: named,
         });
         // No node keeps the block: a replica finalized before the verdict came back up the pipeline is dropped too.
-        await until("no replica of the failed block", () =>
-          [a, b, c].every((dn) => dn.store.get(block.blockId) === undefined),
-        );
+        await waitFor(() => [a, b, c].every((dn) => dn.store.get(block.blockId) === undefined), {
+          what: "no replica of the failed block",
+          ...POLL,
+        });
       };
 
       // From the writer: the head datanode is named, whether it found the packet bad on arrival (every-hop) or found its
@@ -547,38 +557,48 @@ describe("datanode pipeline", () => {
     writeSync(fd, one, 0, 1, 100);
     closeSync(fd);
     expect(await readCode(dn3, block)).toBe("DATANODE_CORRUPT_BLOCK");
-    await until("ReportBadBlocks", () =>
-      nn.badBlocks.some((r) => r.blocks.some((b) => b.block?.blockId === block.blockId && b.datanodeId === "dn3")),
+    await waitFor(
+      () =>
+        nn.badBlocks.some((r) => r.blocks.some((b) => b.block?.blockId === block.blockId && b.datanodeId === "dn3")),
+      { what: "ReportBadBlocks", ...POLL },
     );
   });
 
   it("copies a replica to the targets of a replicate command and deletes on a delete command", async () => {
     const data = randomBytes(300_000);
     const { block } = await write(dn1, [], data);
-    await until("dn1 registered", () => dn1.isRegistered);
+    await waitFor(() => dn1.isRegistered, { what: "dn1 registered", ...POLL });
     nn.command("dn1", {
       commands: { replicate: [{ block: { ...block, numBytes: data.length }, targets: [info(dn2), info(dn3)] }] },
     });
-    await until("dn2 and dn3 to hold the copy", () => !!dn2.store.get(block.blockId) && !!dn3.store.get(block.blockId));
+    await waitFor(() => !!dn2.store.get(block.blockId) && !!dn3.store.get(block.blockId), {
+      what: "dn2 and dn3 to hold the copy",
+      ...POLL,
+    });
     expect(sha(await readBlock(dn3, block))).toBe(sha(data));
-    await until("dn3's BlocksReceived", () =>
-      nn.of("dn3").some((m) => m.received?.received.some((b) => b.blockId === block.blockId)),
-    );
+    await waitFor(() => nn.of("dn3").some((m) => m.received?.received.some((b) => b.blockId === block.blockId)), {
+      what: "dn3's BlocksReceived",
+      ...POLL,
+    });
     nn.command("dn1", { commands: { delete: [block, { blockId: -3, genStamp: 1 }] } });
-    await until("dn1 to drop the replica", () => !dn1.store.get(block.blockId));
+    await waitFor(() => !dn1.store.get(block.blockId), { what: "dn1 to drop the replica", ...POLL });
     expect(await readCode(dn1, block)).toBe("DATANODE_BLOCK_NOT_FOUND");
-    await until("dn1's deletion report", () =>
-      nn.of("dn1").some((m) => m.received?.deleted.some((b) => b.blockId === block.blockId)),
-    );
+    await waitFor(() => nn.of("dn1").some((m) => m.received?.deleted.some((b) => b.blockId === block.blockId)), {
+      what: "dn1's deletion report",
+      ...POLL,
+    });
     expect(dn1.state).toBe("running");
 
     const registrations = nn.of("dn1").filter((m) => m.register).length;
     nn.command("dn1", { commands: { reregister: true } });
-    await until("dn1 to register again and report its blocks", () => {
-      const msgs = nn.of("dn1");
-      const last = msgs.findLastIndex((m) => m.register);
-      return msgs.filter((m) => m.register).length > registrations && msgs.slice(last).some((m) => m.blockReport);
-    });
+    await waitFor(
+      () => {
+        const msgs = nn.of("dn1");
+        const last = msgs.findLastIndex((m) => m.register);
+        return msgs.filter((m) => m.register).length > registrations && msgs.slice(last).some((m) => m.blockReport);
+      },
+      { what: "dn1 to register again and report its blocks", ...POLL },
+    );
   });
 
   it("keeps serving while the namenode is away and registers once it appears", async () => {
@@ -605,9 +625,10 @@ describe("datanode pipeline", () => {
     const late = new RecordingNamenode();
     await late.start(port);
     try {
-      await until("registration with the late namenode", () => dn.isRegistered);
-      await until("a full block report naming the block", () =>
-        late.of("lonely").some((m) => m.blockReport?.blocks.some((b) => b.blockId === block.blockId)),
+      await waitFor(() => dn.isRegistered, { what: "registration with the late namenode", ...POLL });
+      await waitFor(
+        () => late.of("lonely").some((m) => m.blockReport?.blocks.some((b) => b.blockId === block.blockId)),
+        { what: "a full block report naming the block", ...POLL },
       );
     } finally {
       await dn.stop();

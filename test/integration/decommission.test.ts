@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { NamenodeAdminClient } from "../../client/namenode-admin-client.js";
@@ -28,16 +29,6 @@ const quiet = new Logger("test", "error");
 const KiB = 1024;
 const BLOCK = 128 * KiB;
 const DATANODES = ["dn1", "dn2", "dn3", "dn4"];
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** The code a promise fails with ("OK" when it does not). */
 async function codeOf(p: Promise<unknown>): Promise<string> {
@@ -120,15 +111,21 @@ describe("decommissioning a datanode on a secure cluster", () => {
     }
     dfs = new DfsClient(nn.address, { security: certs.admin });
     admin = new NamenodeAdminClient(nn.address, certs.admin);
-    await until("four datanodes", async () => ((await dfs.datanodes()).length === 4 ? true : undefined));
+    await waitFor(async () => ((await dfs.datanodes()).length === 4 ? true : undefined), {
+      what: "four datanodes",
+      retryOnError: true,
+    });
     await pipeline(
       Readable.from([data]),
       dfs.createWriteStream("/drain/file.bin", { replication: 3, blockSizeBytes: BLOCK }),
     );
-    await until("full replication", async () => {
-      const r = await dfs.fsck("/drain");
-      return r.blocks === 8 && r.underReplicated.length === 0 && r.healthy ? true : undefined;
-    });
+    await waitFor(
+      async () => {
+        const r = await dfs.fsck("/drain");
+        return r.blocks === 8 && r.underReplicated.length === 0 && r.healthy ? true : undefined;
+      },
+      { what: "full replication", retryOnError: true },
+    );
   }, 30_000);
 
   afterAll(async () => {
@@ -146,10 +143,13 @@ describe("decommissioning a datanode on a secure cluster", () => {
 
   /** Each block's replica holders once every block has `n` (the datanodes report a write a moment after it). */
   function settled(path: string, n: number): Promise<string[][]> {
-    return until(`${path} with ${n} replicas a block`, async () => {
-      const h = await holders(path);
-      return h.every((x) => x.length === n) ? h : undefined;
-    });
+    return waitFor(
+      async () => {
+        const h = await holders(path);
+        return h.every((x) => x.length === n) ? h : undefined;
+      },
+      { what: `${path} with ${n} replicas a block`, retryOnError: true },
+    );
   }
 
   it("drains a datanode holding blocks of a file; wiped and stopped afterwards, it loses nothing", async () => {
@@ -167,10 +167,13 @@ describe("decommissioning a datanode on a secure cluster", () => {
     // While it drains (or once drained), clients read from it last.
     for (const h of await holders("/drain/file.bin")) if (h.includes(victim)) expect(h.at(-1)).toBe(victim);
 
-    drained = await until("the datanode to be decommissioned", async () => {
-      const [s] = await admin.status([victim]);
-      return s?.state === "DECOMMISSIONED" ? s : undefined;
-    });
+    drained = await waitFor(
+      async () => {
+        const [s] = await admin.status([victim]);
+        return s?.state === "DECOMMISSIONED" ? s : undefined;
+      },
+      { what: "the datanode to be decommissioned", retryOnError: true },
+    );
     expect(drained).toMatchObject({ blocks: victimBlocks, blocksNeedingCopies: 0, deadlinePassed: false, message: "" });
     expect(drained.finishedMs).toBeGreaterThanOrEqual(drained.startedMs);
     expect((await dfs.datanodes()).find((d) => d.datanodeId === victim)?.adminState).toBe("DECOMMISSIONED");
@@ -201,14 +204,18 @@ describe("decommissioning a datanode on a secure cluster", () => {
     } finally {
       dt.close();
     }
-    await until("the namenode to forget the wiped replicas", async () =>
-      (await dfs.fsck("/drain")).decommissionedReplicas === 0 ? true : undefined,
-    );
-    await dns.get(victim)!.stop();
-    const gone = await until("the decommissioned datanode to expire", async () => {
-      const r = await dfs.fsck("/");
-      return r.liveDatanodes === 3 ? r : undefined;
+    await waitFor(async () => ((await dfs.fsck("/drain")).decommissionedReplicas === 0 ? true : undefined), {
+      what: "the namenode to forget the wiped replicas",
+      retryOnError: true,
     });
+    await dns.get(victim)!.stop();
+    const gone = await waitFor(
+      async () => {
+        const r = await dfs.fsck("/");
+        return r.liveDatanodes === 3 ? r : undefined;
+      },
+      { what: "the decommissioned datanode to expire", retryOnError: true },
+    );
     // Its death is no alarm, and nothing is short or missing.
     expect(gone).toMatchObject({ deadDatanodes: 0, underReplicated: [], missing: [], healthy: true, blocks: 10 });
     for (const h of await settled("/drain/file.bin", 3)) expect([...h].sort()).toEqual(others);

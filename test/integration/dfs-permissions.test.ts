@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { Level } from "level";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { errorMessage, HarvestError } from "../../common/errors.js";
@@ -22,14 +23,6 @@ import type { NameNodeOptions } from "../../namenode/index.js";
 const quiet = new Logger("test", "error");
 const SUPERUSER = "hdfs-admin";
 const CONTENT = Buffer.from("alice's notes: the cluster is secure now\n".repeat(50));
-
-async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function readAll(dfs: DfsClient, path: string): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -79,7 +72,7 @@ describe("HDFS-style permissions in the namenode", () => {
     admin = new DfsClient(nn.address, { user: SUPERUSER });
     alice = new DfsClient(nn.address, { user: "alice" });
     bob = new DfsClient(nn.address, { user: "bob" });
-    await until("the datanode", async () => (await admin.datanodes()).length === 1);
+    await waitFor(async () => (await admin.datanodes()).length === 1, { what: "the datanode" });
     // As an HDFS administrator does: the superuser makes each user's home directory and gives it to them.
     await admin.mkdir("/home/alice");
     await admin.chown("/home/alice", "alice");

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { Readable } from "node:stream";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { TenantAdminClient } from "../../client/tenant-admin-client.js";
@@ -33,16 +34,6 @@ const tenants = [0, 1, 2].flatMap((r) =>
   [0, 1, 2].map((col) => ({ name: `t${r}${col}`, server: `dn${r}${col}`, row: r, col, env: `env${(r + col) % 3}` })),
 );
 const byServer = new Map(tenants.map((t) => [t.server, t]));
-
-function until(what: string, cond: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  return (async () => {
-    while (!(await cond())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  })();
-}
 
 describe("diversity replica placement (Algorithm 2)", () => {
   let dir: string;
@@ -103,9 +94,18 @@ describe("diversity replica placement (Algorithm 2)", () => {
       dns.push(dn);
     }
     dfs = new DfsClient(nn.address);
-    await until("nine datanodes", async () => (await dfs.datanodes()).length === 9);
-    // Let the namenode rebuild its grid with every datanode's free space (it refreshes every 200 ms).
-    await new Promise((r) => setTimeout(r, 1_000));
+    await waitFor(async () => (await dfs.datanodes()).length === 9, { what: "nine datanodes" });
+    // The namenode rebuilds its grid with every datanode's free space (it refreshes every 200 ms).
+    await waitFor(
+      async () => {
+        const { placement } = (await (await fetch(`${nn.httpUrl}/ws/v1/nn/placement`)).json()) as {
+          placement: { rows: { cells: { servers: number; freeBytes: number }[] }[] };
+        };
+        const cells = placement.rows.flatMap((r) => r.cells);
+        return cells.filter((c) => c.servers > 0 && c.freeBytes > 0).length === 9;
+      },
+      { what: "the grid to count every datanode's free space" },
+    );
   });
 
   afterAll(async () => {
@@ -123,11 +123,14 @@ describe("diversity replica placement (Algorithm 2)", () => {
   /** Each block's replica holders, once the datanodes have reported every replica. */
   async function replicaSets(path: string, replication = 3): Promise<string[][]> {
     let sets: string[][] = [];
-    await until(`${path}'s replicas`, async () => {
-      const located = await dfs.blockLocations(path);
-      sets = located.blocks.map((b) => b.locations.map((l) => l.datanodeId));
-      return sets.every((s) => s.length === replication);
-    });
+    await waitFor(
+      async () => {
+        const located = await dfs.blockLocations(path);
+        sets = located.blocks.map((b) => b.locations.map((l) => l.datanodeId));
+        return sets.every((s) => s.length === replication);
+      },
+      { what: `${path}'s replicas` },
+    );
     return sets;
   }
 
@@ -160,8 +163,8 @@ describe("diversity replica placement (Algorithm 2)", () => {
     const seen = await reimagesOf();
     const wiped = await dns.find((d) => d.options.datanodeId === victim)!.reimage();
     expect(wiped.blocksWiped).toBeGreaterThan(0);
-    await until("the namenode to see the reimage", async () => (await reimagesOf()) > seen);
-    await until("re-replication", async () => (await dfs.fsck("/alg2")).healthy);
+    await waitFor(async () => (await reimagesOf()) > seen, { what: "the namenode to see the reimage" });
+    await waitFor(async () => (await dfs.fsck("/alg2")).healthy, { what: "re-replication" });
     for (let f = 0; f < 4; f++) for (const replicas of await replicaSets(`/alg2/f${f}`)) expectDiverse(replicas);
   });
 });

@@ -5,6 +5,7 @@
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { JobClient } from "../../client/job-client.js";
 import type { JobReport } from "../../client/job-client.js";
 import { Logger } from "../../common/log.js";
@@ -103,20 +104,25 @@ export function cpuVertex(
 }
 
 /** Polls a job until `pred` holds (or, unless `stopOnEnd` is false, the job ends); returns the last report. */
-export async function waitFor(
+export async function waitForJob(
   client: JobClient,
   appId: string,
   pred: (r: JobReport) => boolean,
   opts: { timeoutMs?: number; stopOnEnd?: boolean } = {},
 ): Promise<JobReport> {
-  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
-  for (;;) {
-    const r = await client.status(appId);
-    if (pred(r) || ((opts.stopOnEnd ?? true) && ["FINISHED", "FAILED", "KILLED"].includes(r.state))) return r;
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting on ${appId}: state ${r.state}, progress ${JSON.stringify(r.progress)}`);
-    await new Promise((res) => setTimeout(res, 200));
-  }
+  let last: JobReport | undefined;
+  return waitFor(
+    async () => {
+      last = await client.status(appId);
+      const ended = ["FINISHED", "FAILED", "KILLED"].includes(last.state);
+      return pred(last) || ((opts.stopOnEnd ?? true) && ended) ? last : undefined;
+    },
+    {
+      what: () => `${appId}: state ${last?.state}, progress ${JSON.stringify(last?.progress)}`,
+      timeoutMs: opts.timeoutMs ?? 60_000,
+      intervalMs: 200,
+    },
+  );
 }
 
 /** Files named `name` anywhere under `dir`. */
@@ -173,7 +179,7 @@ export async function startLocalCluster(
   onStop.push(() => nm.stop());
   const client = new JobClient(rm.address);
   onStop.push(async () => client.close());
-  for (let i = 0; i < 200 && (await client.nodes()).length === 0; i++) await new Promise((r) => setTimeout(r, 25));
+  await waitFor(async () => (await client.nodes()).length > 0, { what: "node manager n1 to register", intervalMs: 25 });
   return {
     dir,
     rm,

@@ -12,6 +12,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { waitFor } from "../wait-for.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient, PACKET_BYTES } from "../../client/dfs-client.js";
 import { isHarvestError } from "../../common/errors.js";
@@ -26,16 +27,6 @@ const quiet = new Logger("test", "error");
 /** The writer's packet: acknowledged bytes advance a packet at a time. */
 const PACKET = PACKET_BYTES;
 const BLOCK = 4 * PACKET;
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function readAll(dfs: DfsClient, path: string): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -136,9 +127,10 @@ describe("lease recovery of a file whose writer was killed mid-block", () => {
     writeFileSync(local, data);
     const w = new WriterProcess(nn.address, path, local);
     writers.push(w);
-    await until(`${ackedAtLeast} acknowledged bytes (writer said: ${w.stderr})`, async () =>
-      w.acked >= ackedAtLeast ? true : undefined,
-    );
+    await waitFor(async () => (w.acked >= ackedAtLeast ? true : undefined), {
+      what: `${ackedAtLeast} acknowledged bytes (writer said: ${w.stderr})`,
+      retryOnError: true,
+    });
     return [w, data];
   }
 
@@ -163,7 +155,10 @@ describe("lease recovery of a file whose writer was killed mid-block", () => {
     await nn.start();
     for (const id of ["dn1", "dn2", "dn3"]) await startDatanode(id);
     dfs = new DfsClient(nn.address);
-    await until("three datanodes", async () => ((await dfs.datanodes()).length === 3 ? true : undefined));
+    await waitFor(async () => ((await dfs.datanodes()).length === 3 ? true : undefined), {
+      what: "three datanodes",
+      retryOnError: true,
+    });
   });
 
   afterEach(async () => {
@@ -202,10 +197,13 @@ describe("lease recovery of a file whose writer was killed mid-block", () => {
     await writer.kill();
     const ackedBeforeDeath = writer.acked;
     expect(ackedBeforeDeath).toBeGreaterThanOrEqual(acked);
-    const st = await until("the lease to be recovered", async () => {
-      const s = await dfs.stat("/logs/app.log");
-      return s.complete ? s : undefined;
-    });
+    const st = await waitFor(
+      async () => {
+        const s = await dfs.stat("/logs/app.log");
+        return s.complete ? s : undefined;
+      },
+      { what: "the lease to be recovered", retryOnError: true },
+    );
     expect(st.length).toBeGreaterThanOrEqual(ackedBeforeDeath);
     expect(st.length).toBeLessThanOrEqual(data.length);
     expect(st.blocks).toBe(3);
@@ -218,10 +216,13 @@ describe("lease recovery of a file whose writer was killed mid-block", () => {
     const fsck = await dfs.fsck("/logs");
     expect(fsck.recovered.map((f) => f.path)).toEqual(["/logs/app.log"]);
     // The recovered block has its replicas: the file is healthy and fully replicated.
-    await until("the recovered block's replicas", async () => {
-      const r = await dfs.fsck("/logs");
-      return r.healthy && r.underReplicated.length === 0 ? true : undefined;
-    });
+    await waitFor(
+      async () => {
+        const r = await dfs.fsck("/logs");
+        return r.healthy && r.underReplicated.length === 0 ? true : undefined;
+      },
+      { what: "the recovered block's replicas", retryOnError: true },
+    );
   });
 
   it("skips a datanode that is down during recovery and keeps the prefix on the others", async () => {
@@ -231,10 +232,13 @@ describe("lease recovery of a file whose writer was killed mid-block", () => {
     // One of the three replicas of the last block goes away before the namenode asks.
     await datanodes.get("dn3")!.stop();
     datanodes.delete("dn3");
-    const st = await until("the lease to be recovered without dn3", async () => {
-      const s = await dfs.stat("/logs/second.log");
-      return s.complete ? s : undefined;
-    });
+    const st = await waitFor(
+      async () => {
+        const s = await dfs.stat("/logs/second.log");
+        return s.complete ? s : undefined;
+      },
+      { what: "the lease to be recovered without dn3", retryOnError: true },
+    );
     expect(st.length).toBeGreaterThanOrEqual(acked);
     expect(st.recoveredReason).not.toMatch(/dn3/);
     const back = await readAll(dfs, "/logs/second.log");
@@ -246,10 +250,13 @@ describe("lease recovery of a file whose writer was killed mid-block", () => {
     // the kept replica's TTL, an hour, so the block stayed under-replicated. The copy replaces the stale replica.
     const dn3 = await startDatanode("dn3");
     expect(dn3.store.keptReplicas().length).toBe(1);
-    await until("the block re-replicated onto dn3", async () => {
-      const r = await dfs.fsck("/logs/second.log");
-      return r.healthy && r.underReplicated.length === 0 ? true : undefined;
-    });
+    await waitFor(
+      async () => {
+        const r = await dfs.fsck("/logs/second.log");
+        return r.healthy && r.underReplicated.length === 0 ? true : undefined;
+      },
+      { what: "the block re-replicated onto dn3", retryOnError: true },
+    );
     expect(dn3.store.keptReplicas()).toEqual([]);
     const again = await readAll(dfs, "/logs/second.log");
     expect(again.equals(back)).toBe(true);

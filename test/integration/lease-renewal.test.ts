@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { Logger } from "../../common/log.js";
@@ -18,16 +19,6 @@ const quiet = new Logger("test", "error");
 const KiB = 1024;
 const PACKET = 64 * KiB;
 const LEASE_MS = 1_500;
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function readAll(dfs: DfsClient, path: string): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -67,7 +58,10 @@ describe("lease renewal of a live writer", () => {
     }
     // A third of the lease, as the option's documentation asks.
     dfs = new DfsClient(nn.address, { leaseRenewMs: LEASE_MS / 3, logger: quiet });
-    await until("three datanodes", async () => ((await dfs.datanodes()).length === 3 ? true : undefined));
+    await waitFor(async () => ((await dfs.datanodes()).length === 3 ? true : undefined), {
+      what: "three datanodes",
+      retryOnError: true,
+    });
   });
 
   afterAll(async () => {

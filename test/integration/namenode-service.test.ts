@@ -6,6 +6,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { codeOf } from "../error-code.js";
 import { fromGrpcError, isHarvestError } from "../../common/errors.js";
@@ -25,20 +26,6 @@ import type { NamespaceResultOutput } from "../../proto/generated/harvest/v1/Nam
 
 const GiB = 1024 ** 3;
 const quiet = new Logger("test", "error");
-
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 5_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** A datanode played by the test: it speaks the DatanodeChannel protocol and remembers the blocks it "holds". */
 class FakeDatanode {
@@ -173,6 +160,9 @@ function createReq(path: string, extra: Record<string, unknown> = {}): Record<st
   return { path, owner: "alice", replication: 0, blockSize: 4096, overwrite: false, clientName: "w1", ...extra };
 }
 
+/** How the waits below poll the in-process namenode. */
+const POLL = { timeoutMs: 5_000, intervalMs: 50 };
+
 describe("a namenode serving fake datanodes", () => {
   let h: Harness;
   const dns = [
@@ -302,15 +292,20 @@ describe("a namenode serving fake datanodes", () => {
     const victim = byId(pipeline[1] as string);
     const spare = dns.find((d) => !pipeline.includes(d.id)) as FakeDatanode;
     victim.stopHeartbeats();
-    await until("the datanode to be declared dead", async () => {
-      const { datanodes } = await call(h.client, h.client.getDatanodes, {});
-      return datanodes.find((d) => d.datanodeId === victim.id && d.state === "DEAD");
-    });
+    await waitFor(
+      async () => {
+        const { datanodes } = await call(h.client, h.client.getDatanodes, {});
+        return datanodes.find((d) => d.datanodeId === victim.id && d.state === "DEAD");
+      },
+      { what: "the datanode to be declared dead", ...POLL },
+    );
     const survivors = pipeline.filter((id) => id !== victim.id).map(byId);
-    const command = await until("a replicate command", () =>
-      survivors
-        .flatMap((d) => d.commands.flatMap((c) => c.replicate))
-        .find((r) => r.block?.blockId === fileBlock.blockId),
+    const command = await waitFor(
+      () =>
+        survivors
+          .flatMap((d) => d.commands.flatMap((c) => c.replicate))
+          .find((r) => r.block?.blockId === fileBlock.blockId),
+      { what: "a replicate command", ...POLL },
     );
     expect(command.targets.map((t) => t.datanodeId)).toEqual([spare.id]);
     expect(command.block?.numBytes).toBe(3000);

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { Logger } from "../../common/log.js";
@@ -21,16 +22,6 @@ import { requireBuild } from "./harness.js";
 const quiet = new Logger("test", "error");
 const KiB = 1024;
 const BLOCK = 128 * KiB;
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe("a datanode process killed -9, stale before it is declared dead", () => {
   let dir: string;
@@ -56,9 +47,11 @@ describe("a datanode process killed -9, stale before it is declared dead", () =>
       stdio: "ignore",
     });
     procs.set(id, proc);
-    await until(`${id} to start`, async () =>
-      existsSync(ready) ? JSON.parse(readFileSync(ready, "utf8")) : undefined,
-    );
+    await waitFor(async () => (existsSync(ready) ? JSON.parse(readFileSync(ready, "utf8")) : undefined), {
+      what: `${id} to start`,
+      timeoutMs: 15_000,
+      retryOnError: true,
+    });
   }
 
   beforeAll(async () => {
@@ -80,7 +73,11 @@ describe("a datanode process killed -9, stale before it is declared dead", () =>
     await nn.start();
     for (const id of ["dn1", "dn2", "dn3"]) await startDatanodeProcess(id, trace);
     dfs = new DfsClient(nn.address);
-    await until("three datanodes", async () => ((await dfs.datanodes()).length === 3 ? true : undefined));
+    await waitFor(async () => ((await dfs.datanodes()).length === 3 ? true : undefined), {
+      what: "three datanodes",
+      timeoutMs: 15_000,
+      retryOnError: true,
+    });
   });
 
   afterAll(async () => {
@@ -95,10 +92,13 @@ describe("a datanode process killed -9, stale before it is declared dead", () =>
       Readable.from([randomBytes(2 * BLOCK)]),
       dfs.createWriteStream("/before.bin", { replication: 3, blockSizeBytes: BLOCK }),
     );
-    await until("three replicas of every block", async () => {
-      const r = await dfs.fsck("/");
-      return r.underReplicated.length === 0 && r.blocks === 2 ? true : undefined;
-    });
+    await waitFor(
+      async () => {
+        const r = await dfs.fsck("/");
+        return r.underReplicated.length === 0 && r.blocks === 2 ? true : undefined;
+      },
+      { what: "three replicas of every block", timeoutMs: 15_000, retryOnError: true },
+    );
     const fresh = await dfs.fsck("/");
     expect(fresh.suspect).toEqual([]);
     expect(fresh.staleDatanodes).toBe(0);
@@ -108,10 +108,13 @@ describe("a datanode process killed -9, stale before it is declared dead", () =>
     victim.kill("SIGKILL");
     await exited;
 
-    const report = await until("fsck to see the stale datanode", async () => {
-      const r = await dfs.fsck("/");
-      return r.staleDatanodes === 1 ? r : undefined;
-    });
+    const report = await waitFor(
+      async () => {
+        const r = await dfs.fsck("/");
+        return r.staleDatanodes === 1 ? r : undefined;
+      },
+      { what: "fsck to see the stale datanode", timeoutMs: 15_000, retryOnError: true },
+    );
     // Not dead yet: the blocks still count it, but every one of them is listed as suspect, naming the datanode.
     expect(report.deadDatanodes).toBe(0);
     expect(report.suspectReplicas).toBe(2);

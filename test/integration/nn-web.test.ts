@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { issueCertificate, issueClusterCertificates } from "../../localcluster/cluster-ca.js";
@@ -72,14 +73,6 @@ function get(
     req.on("error", reject);
     req.end();
   });
-}
-
-async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 async function write(dfs: DfsClient, path: string, data: Buffer): Promise<void> {
@@ -148,11 +141,11 @@ describe("the namenode's web UI, REST API and metrics", () => {
     alice = new DfsClient(nn.address, { security: users["alice"]! });
     bob = new DfsClient(nn.address, { security: users["bob"]! });
     admin = new DfsClient(nn.address, { security: certs.admin });
-    await until(
-      "two live datanodes",
-      async () => (await admin.datanodes()).filter((d) => d.state === "LIVE").length === 2,
-    );
-    await until("safe mode to end", async () => !nn.inSafeMode);
+    await waitFor(async () => (await admin.datanodes()).filter((d) => d.state === "LIVE").length === 2, {
+      what: "two live datanodes",
+      timeoutMs: 15_000,
+    });
+    await waitFor(async () => !nn.inSafeMode, { what: "safe mode to end", timeoutMs: 15_000 });
     await admin.mkdir("/home/alice");
     await admin.chown("/home/alice", "alice");
     await write(alice, "/home/alice/notes.txt", CONTENT);
@@ -332,16 +325,16 @@ describe("the namenode's web UI, REST API and metrics", () => {
     const before = await scrape();
     await write(alice, "/home/alice/more.txt", CONTENT);
     // The gauges settle once the datanodes have reported the new replicas (until then the block has none).
-    let after = await scrape();
-    for (let i = 0; i < 50; i++) {
-      if (
-        sumSamples(after, "harvest_nn_files") === sumSamples(before, "harvest_nn_files") + 1 &&
-        sumSamples(after, "harvest_nn_missing_blocks") === 0
-      )
-        break;
-      await new Promise((r) => setTimeout(r, 100));
-      after = await scrape();
-    }
+    const after = await waitFor(
+      async () => {
+        const now = await scrape();
+        const settled =
+          sumSamples(now, "harvest_nn_files") === sumSamples(before, "harvest_nn_files") + 1 &&
+          sumSamples(now, "harvest_nn_missing_blocks") === 0;
+        return settled ? now : undefined;
+      },
+      { what: "the gauges to count the new file with no missing block", timeoutMs: 5_000 },
+    );
     for (const op of ["create", "addBlock", "complete"])
       expect(sumSamples(after, "harvest_nn_ops_total", { op, outcome: "ok" }), op).toBe(
         sumSamples(before, "harvest_nn_ops_total", { op, outcome: "ok" }) + 1,
@@ -370,7 +363,10 @@ describe("the namenode's web UI, REST API and metrics", () => {
 
   it("renders the pages with their stable ids and escapes the names users gave", async () => {
     await alice.mkdir('/home/alice/<img src=x onerror="alert(1)">');
-    await until("every block fully replicated", async () => (await admin.fsck("/")).underReplicated.length === 0);
+    await waitFor(async () => (await admin.fsck("/")).underReplicated.length === 0, {
+      what: "every block fully replicated",
+      timeoutMs: 15_000,
+    });
     const html = (path: string): Promise<Answer> => api(path, as("alice"), "text/html");
     const explorer = await html("/explorer?path=%2Fhome%2Falice");
     expect(explorer.status).toBe(200);
@@ -395,7 +391,10 @@ describe("the namenode's web UI, REST API and metrics", () => {
 
   it("shows a dead datanode's blocks as under-replicated at the highest priority, on every surface", async () => {
     await dns[1]!.stop();
-    await until("dn2 dead", async () => (await admin.fsck("/")).underReplicated.length === 2);
+    await waitFor(async () => (await admin.fsck("/")).underReplicated.length === 2, {
+      what: "dn2 dead",
+      timeoutMs: 15_000,
+    });
     const fsck = (await api("/ws/v1/nn/fsck")).json as { underReplicatedByPriority: unknown };
     expect(fsck.underReplicatedByPriority).toEqual({ highest: 2, veryUnderReplicated: 0, underReplicated: 0 });
     const blocks = (await api("/blocks", as("alice"), "text/html")).body;

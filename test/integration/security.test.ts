@@ -21,7 +21,7 @@ import type { HarvestError } from "../../common/errors.js";
 import { fromGrpcError, isHarvestError } from "../../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import type { ClientSecurity } from "../../common/grpc.js";
-import { cpuVertex, startTestCluster, traceSpec, waitFor } from "./harness.js";
+import { cpuVertex, startTestCluster, traceSpec, waitForJob } from "./harness.js";
 import type { TestCluster } from "./harness.js";
 
 /** The code a promise fails with ("OK" when it does not). */
@@ -171,7 +171,7 @@ describe("a secure cluster", () => {
     const dag = JSON.stringify({ name: "alices-job", vertices: [cpuVertex("hold", 1, { holdSeconds: 60 })] });
     // Alice claims to be bob: the certificate decides.
     const appId = await alice.submit(dag, "bob");
-    const running = await waitFor(alice, appId, (r) => r.containers.some((x) => x.isAm && x.state === "RUNNING"));
+    const running = await waitForJob(alice, appId, (r) => r.containers.some((x) => x.isAm && x.state === "RUNNING"));
     expect(running.user).toBe("alice");
     const am = running.containers.find((x) => x.isAm)!;
     const killBy = await errorOf(bob.kill(appId));

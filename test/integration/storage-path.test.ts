@@ -20,6 +20,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DfsClient } from "../../client/dfs-client.js";
 import { fromGrpcError, isHarvestError } from "../../common/errors.js";
@@ -69,15 +70,8 @@ function replicaFiles(dir: string, blockId: number): string[] {
   return out;
 }
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+/** How the waits below poll the cluster (an answer may fail while a datanode restarts). */
+const POLL = { timeoutMs: 30_000, intervalMs: 250, retryOnError: true };
 
 describe("the file system on four servers", () => {
   let c: TestCluster;
@@ -110,10 +104,13 @@ describe("the file system on four servers", () => {
     expect(await dfs.get("/data/fifty.bin", back)).toBe(50 * MiB);
     expect(await sha256OfStream(createReadStream(back))).toBe(hash);
     // Every block has three replicas on three distinct servers.
-    const fsck = await until("full replication", async () => {
-      const r = await dfs.fsck("/data");
-      return r.underReplicated.length === 0 && r.healthy ? r : undefined;
-    });
+    const fsck = await waitFor(
+      async () => {
+        const r = await dfs.fsck("/data");
+        return r.underReplicated.length === 0 && r.healthy ? r : undefined;
+      },
+      { what: "full replication", ...POLL },
+    );
     expect(fsck.blocks).toBe(4);
   });
 
@@ -160,9 +157,10 @@ describe("the file system on four servers", () => {
     const local = join(work, "flip.bin");
     const hash = writeRandomFile(local, 3 * MiB);
     await dfs.put(local, "/flip.bin", { replication: 3 });
-    await until("replicas", async () =>
-      (await dfs.fsck("/flip.bin")).underReplicated.length === 0 ? true : undefined,
-    );
+    await waitFor(async () => ((await dfs.fsck("/flip.bin")).underReplicated.length === 0 ? true : undefined), {
+      what: "replicas",
+      ...POLL,
+    });
     const located = (await dfs.blockLocations("/flip.bin")).blocks[0]!;
     const block = located.block!;
     const blockId = block.blockId;
@@ -189,12 +187,15 @@ describe("the file system on four servers", () => {
     // Clients still read the right bytes, from good replicas.
     for (let i = 0; i < 3; i++) expect(await sha256OfStream(dfs.createReadStream("/flip.bin"))).toBe(hash);
     // The bad replica is reported and replaced: eventually every replica file holds the original bytes.
-    await until("repair", async () => {
-      const now = c.desc.nodes.flatMap((n) => replicaFiles(n.datanode!.dataDir, blockId));
-      if (now.length !== 3) return undefined;
-      const hashes = now.map((f) => createHash("sha256").update(readFileSync(f)).digest("hex"));
-      return new Set(hashes).size === 1 ? true : undefined;
-    });
+    await waitFor(
+      async () => {
+        const now = c.desc.nodes.flatMap((n) => replicaFiles(n.datanode!.dataDir, blockId));
+        if (now.length !== 3) return undefined;
+        const hashes = now.map((f) => createHash("sha256").update(readFileSync(f)).digest("hex"));
+        return new Set(hashes).size === 1 ? true : undefined;
+      },
+      { what: "repair", ...POLL },
+    );
   });
 
   it("serves a block only with the namenode's token for that block and mode, and keeps serving", async () => {
@@ -202,10 +203,13 @@ describe("the file system on four servers", () => {
     const hash = writeRandomFile(local, 1 * MiB);
     await dfs.put(local, "/token.bin", { replication: 3 });
     // The datanodes report what they received a moment after the put returns.
-    await until("replicas", async () => {
-      const r = await dfs.fsck("/token.bin");
-      return r.underReplicated.length === 0 && r.healthy ? true : undefined;
-    });
+    await waitFor(
+      async () => {
+        const r = await dfs.fsck("/token.bin");
+        return r.underReplicated.length === 0 && r.healthy ? true : undefined;
+      },
+      { what: "replicas", ...POLL },
+    );
     const [mine] = (await dfs.blockLocations("/token.bin")).blocks;
     const [theirs] = (await dfs.blockLocations("/small.txt")).blocks;
     const dt = makeClient(loadHarvestProto().DataTransfer, mine!.locations[0]!.address, c.desc.security);
@@ -245,9 +249,10 @@ describe("the file system on four servers", () => {
     const local = join(work, "reimage.bin");
     const hash = writeRandomFile(local, 4 * MiB);
     await dfs.put(local, "/reimage.bin", { replication: 3, blockSizeBytes: 1 * MiB });
-    await until("replicated", async () =>
-      (await dfs.fsck("/reimage.bin")).underReplicated.length === 0 ? true : undefined,
-    );
+    await waitFor(async () => ((await dfs.fsck("/reimage.bin")).underReplicated.length === 0 ? true : undefined), {
+      what: "replicated",
+      ...POLL,
+    });
     const holder = c.desc.nodes.find(
       (n) =>
         statSync(n.datanode!.dataDir).isDirectory() &&
@@ -258,10 +263,13 @@ describe("the file system on four servers", () => {
     const res = await call(dt, dt.reimage, {});
     dt.close();
     expect(res.blocksWiped).toBeGreaterThan(0);
-    const healed = await until("full replication after the reimage", async () => {
-      const r = await dfs.fsck("/reimage.bin");
-      return r.underReplicated.length === 0 && r.missing.length === 0 && r.healthy ? r : undefined;
-    });
+    const healed = await waitFor(
+      async () => {
+        const r = await dfs.fsck("/reimage.bin");
+        return r.underReplicated.length === 0 && r.missing.length === 0 && r.healthy ? r : undefined;
+      },
+      { what: "full replication after the reimage", ...POLL },
+    );
     expect(healed.blocks).toBe(4);
     expect(await sha256OfStream(dfs.createReadStream("/reimage.bin"))).toBe(hash);
   });
@@ -295,10 +303,13 @@ describe("the file system on four servers", () => {
     expect(blocks.map((b) => b.block!.numBytes)).toEqual([4 * MiB, 4 * MiB, 4 * MiB, 2 * MiB]);
     // The abandoned block is no block of the file, and every block has its three replicas.
     expect(blocks.some((b) => b.block!.blockId === secondId)).toBe(false);
-    await until("three replicas of every block", async () => {
-      const now = (await dfs.blockLocations("/tail.bin")).blocks;
-      return now.every((b) => b.locations.length === 3) ? true : undefined;
-    });
+    await waitFor(
+      async () => {
+        const now = (await dfs.blockLocations("/tail.bin")).blocks;
+        return now.every((b) => b.locations.length === 3) ? true : undefined;
+      },
+      { what: "three replicas of every block", ...POLL },
+    );
   });
 
   it("survives a datanode killed in the middle of a write: the file completes and reads back byte-identical", async () => {
@@ -340,7 +351,12 @@ describe("the file system on four servers", () => {
     const { restarted } = await restartDaemon(c.dir, "nn");
     expect(restarted.map((d) => d.address)).toEqual([nn.address]);
     // Safe mode ends once the datanodes have reported; then every file reads back as it was.
-    await until("safe mode off", async () => ((await dfs.fsck("/")).safeMode ? undefined : true), 60_000);
+    await waitFor(async () => ((await dfs.fsck("/")).safeMode ? undefined : true), {
+      what: "safe mode off",
+      timeoutMs: 60_000,
+      intervalMs: 250,
+      retryOnError: true,
+    });
     for (const [p, h] of before) expect(await sha256OfStream(dfs.createReadStream(p)), p).toBe(h);
     expect((await dfs.list("/data")).map((s) => s.path)).toEqual(["/data/fifty.bin"]);
   });
@@ -381,10 +397,13 @@ describe("a read while every replica's primary tenant is busy", () => {
       const local = join(work, "busy.bin");
       const hash = writeRandomFile(local, 2 * MiB);
       await dfs.put(local, "/busy.bin", { replication: 3 });
-      await until("every primary busy", async () => {
-        const dns = await dfs.datanodes();
-        return dns.length === 3 && dns.every((d) => d.primaryBusy) ? true : undefined;
-      });
+      await waitFor(
+        async () => {
+          const dns = await dfs.datanodes();
+          return dns.length === 3 && dns.every((d) => d.primaryBusy) ? true : undefined;
+        },
+        { what: "every primary busy", ...POLL },
+      );
       expect(await sha256OfStream(dfs.createReadStream("/busy.bin"))).toBe(hash);
       // Every replica refused at least once before the read went through.
       expect(dfs.readStats.busyRefusals).toBeGreaterThanOrEqual(3);

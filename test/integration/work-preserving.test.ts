@@ -6,6 +6,7 @@
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readCluster, restartDaemon } from "../../localcluster/cluster.js";
 import { containerProcessFile } from "../../common/container-leftovers.js";
@@ -48,15 +49,14 @@ function runs(log: string): { starts: Map<string, number>; dones: Map<string, nu
   return { starts, dones };
 }
 
-async function until(pred: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** The resource manager's resync window in these tests. */
+const RESYNC_WINDOW_MS = 5_000;
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** The pid of a container's process, from the record its node manager keeps in the container's directory. */
+function containerPid(node: { dataDir: string }, appId: string, containerId: string): number {
+  const record = readFileSync(containerProcessFile(join(node.dataDir, "containers", appId, containerId)), "utf8");
+  return (JSON.parse(record) as { pid: number }).pid;
+}
 
 function alive(pid: number): boolean {
   try {
@@ -85,7 +85,7 @@ describe("work-preserving restarts (kill -9)", () => {
       storage: false,
       // A resync window shorter than the node expiry: a node may re-register after the window (see the fourth test).
       // 5 s: a node manager re-registered about 1 s after a restart here, and a job manager in backoff up to 5 s later.
-      rm: { resyncWindowMs: 5_000, nodeExpiryMs: 14_000 },
+      rm: { resyncWindowMs: RESYNC_WINDOW_MS, nodeExpiryMs: 14_000 },
       nm: { reconnectMaxMs: 500 },
     });
   });
@@ -97,10 +97,12 @@ describe("work-preserving restarts (kill -9)", () => {
   it("a resource manager killed mid-job keeps every running task and re-runs none that finished while it was down", async () => {
     const log = join(logs, "rm.log");
     const appId = await c.client.submit(markedJob("rm-kill", log, 5));
-    await until(() => runs(log).starts.size === 5);
+    await waitFor(() => runs(log).starts.size === 5, { what: "every task to start", timeoutMs: 30_000 });
     process.kill(readCluster(c.dir).rm.pid, "SIGKILL");
     // Tasks 0 and 1 end while it is down.
-    await sleep(2_500);
+    await waitFor(() => runs(log).dones.has("0") && runs(log).dones.has("1"), {
+      what: "tasks 0 and 1 to finish while the resource manager is down",
+    });
     await restartDaemon(c.dir, "rm");
     const r = await c.client.waitForCompletion(appId, undefined, 200);
     expect(r.state).toBe("FINISHED");
@@ -114,15 +116,12 @@ describe("work-preserving restarts (kill -9)", () => {
   it("a job manager killed mid-job is replaced by an attempt that takes over its running tasks", async () => {
     const log = join(logs, "jm.log");
     const appId = await c.client.submit(markedJob("jm-kill", log, 5));
-    await until(() => runs(log).starts.size === 5);
+    await waitFor(() => runs(log).starts.size === 5, { what: "every task to start", timeoutMs: 30_000 });
     const status = await c.client.status(appId);
     const am = status.containers.find((x) => x.isAm && x.state !== "COMPLETE");
     expect(am).toBeDefined();
     const node = readCluster(c.dir).nodes.find((n) => n.nodeId === am!.nodeId)!;
-    const record = JSON.parse(
-      readFileSync(containerProcessFile(join(node.dataDir, "containers", appId, am!.containerId)), "utf8"),
-    ) as { pid: number };
-    process.kill(record.pid, "SIGKILL");
+    process.kill(containerPid(node, appId, am!.containerId), "SIGKILL");
     const r = await c.client.waitForCompletion(appId, undefined, 200);
     expect(r.state).toBe("FINISHED");
     expect(r.attempts).toBe(2);
@@ -136,7 +135,7 @@ describe("work-preserving restarts (kill -9)", () => {
   it("a node manager still down when a restarted resource manager's window ends: its finished tasks count, none re-run", async () => {
     const log = join(logs, "late-node.log");
     const appId = await c.client.submit(markedJob("late-node", log, 5));
-    await until(() => runs(log).starts.size === 5);
+    await waitFor(() => runs(log).starts.size === 5, { what: "every task to start", timeoutMs: 30_000 });
     const status = await c.client.status(appId);
     const amNode = status.containers.find((x) => x.isAm && x.state !== "COMPLETE")?.nodeId;
     // A server running tasks but not the job manager (which would die with it).
@@ -144,15 +143,24 @@ describe("work-preserving restarts (kill -9)", () => {
       (n) => n.nodeId !== amNode && status.containers.some((x) => !x.isAm && x.nodeId === n.nodeId),
     )!;
     expect(late).toBeDefined();
+    const latePids = status.containers
+      .filter((x) => !x.isAm && x.nodeId === late.nodeId)
+      .map((x) => containerPid(late, appId, x.containerId));
     process.kill(readCluster(c.dir).rm.pid, "SIGKILL");
     // Every task finishes while the resource manager is down; the late server's node manager records their exits...
-    await until(() => runs(log).dones.size === 5);
-    await sleep(1_000);
+    await waitFor(() => runs(log).dones.size === 5, { what: "every task to finish", timeoutMs: 30_000 });
+    await waitFor(() => latePids.every((p) => !alive(p)), { what: "the late server's node manager to reap its tasks" });
     // ...and dies before it could report them.
     process.kill(late.pid, "SIGKILL");
     await restartDaemon(c.dir, "rm");
-    // The job manager registers again, claiming the late server's tasks; the resync window (5 s) ends meanwhile.
-    await sleep(7_500);
+    const restartedMs = Date.now();
+    // The job manager registers again, claiming the late server's tasks (it reports progress only once registered)...
+    await waitFor(async () => (await c.client.status(appId)).progress !== null, {
+      what: "the job manager to register with the restarted resource manager",
+    });
+    // ...and the resync window ends before the late server comes back. That window expiring is what this test is
+    // about, so this wait is a sleep: until the window has passed, with the margin the test has always had.
+    await new Promise((r) => setTimeout(r, Math.max(0, restartedMs + RESYNC_WINDOW_MS + 2_500 - Date.now())));
     await restartDaemon(c.dir, late.nodeId);
     const r = await c.client.waitForCompletion(appId, undefined, 200);
     expect(r.state).toBe("FINISHED");
@@ -167,24 +175,20 @@ describe("work-preserving restarts (kill -9)", () => {
   it("the containers of a node manager killed with -9 die with it, and their tasks finish elsewhere once", async () => {
     const log = join(logs, "nm.log");
     const appId = await c.client.submit(markedJob("nm-kill", log, 4));
-    await until(() => runs(log).starts.size === 4);
+    await waitFor(() => runs(log).starts.size === 4, { what: "every task to start", timeoutMs: 30_000 });
     const status = await c.client.status(appId);
     const victim = readCluster(c.dir).nodes.find((n) =>
       status.containers.some((x) => !x.isAm && x.state !== "COMPLETE" && x.nodeId === n.nodeId),
     )!;
     const pids = status.containers
       .filter((x) => x.nodeId === victim.nodeId && x.state !== "COMPLETE")
-      .map(
-        (x) =>
-          (
-            JSON.parse(
-              readFileSync(containerProcessFile(join(victim.dataDir, "containers", appId, x.containerId)), "utf8"),
-            ) as { pid: number }
-          ).pid,
-      );
+      .map((x) => containerPid(victim, appId, x.containerId));
     expect(pids.length).toBeGreaterThan(0);
     process.kill(victim.pid, "SIGKILL");
-    await until(() => pids.every((p) => !alive(p)), 5_000);
+    await waitFor(() => pids.every((p) => !alive(p)), {
+      what: "the killed node manager's containers to die",
+      timeoutMs: 5_000,
+    });
     const r = await c.client.waitForCompletion(appId, undefined, 200);
     expect(r.state).toBe("FINISHED");
     // Every task finished exactly once: the orphans were killed before they could finish beside their re-runs.

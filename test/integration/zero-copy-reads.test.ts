@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import { closeSync, mkdtempSync, openSync, readSync, rmSync, truncateSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { BlockConnection, packetPieces } from "../../common/block-transfer.js";
@@ -63,19 +64,14 @@ function readRange(
   });
 }
 
-async function until(what: string, pred: () => Promise<boolean> | boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await pred())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** A datanode's counter from its /metrics page. */
 async function counter(dn: DataNode, name: string): Promise<number> {
   const text = await (await fetch(`${dn.httpUrl}/metrics`)).text();
   return (parsePromText(text).get(name) ?? []).reduce((sum, s) => sum + s.value, 0);
 }
+
+/** How the waits below poll. */
+const POLL = { timeoutMs: 15_000, intervalMs: 50 };
 
 describe.skipIf(!zeroCopyAvailable())("zero-copy reads on a plaintext cluster", () => {
   let dir: string;
@@ -109,13 +105,17 @@ describe.skipIf(!zeroCopyAvailable())("zero-copy reads on a plaintext cluster", 
       monitors.push(monitor);
     }
     dfs = new DfsClient(nn.address, { maxReadRounds: 1 });
-    await until("three live datanodes", async () => (await dfs.datanodes()).length === 3);
+    await waitFor(async () => (await dfs.datanodes()).length === 3, {
+      what: "three live datanodes",
+      ...POLL,
+    });
     writeFileSync(join(dir, "content.bin"), content);
     await dfs.put(join(dir, "content.bin"), "/all.bin", { replication: 3, blockSizeBytes: BLOCK });
     blocks = (await dfs.blockLocations("/all.bin")).blocks.map((b) => ({ ...b.block!, token: b.blockToken }));
-    await until("every replica on every datanode", () =>
-      blocks.every((b) => dns.every((dn) => dn.store.get(b.blockId) !== undefined)),
-    );
+    await waitFor(() => blocks.every((b) => dns.every((dn) => dn.store.get(b.blockId) !== undefined)), {
+      what: "every replica on every datanode",
+      ...POLL,
+    });
   });
 
   afterAll(async () => {
@@ -164,7 +164,10 @@ describe.skipIf(!zeroCopyAvailable())("zero-copy reads on a plaintext cluster", 
       path = `/one-${i}.bin`;
       await dfs.put(join(dir, "content.bin"), path, { replication: 1, blockSizeBytes: 8 * MiB });
       // The datanode reports the replica a moment after the put returns.
-      await until("the replica's report", async () => (await dfs.blockLocations(path)).blocks[0]!.locations.length > 0);
+      await waitFor(async () => (await dfs.blockLocations(path)).blocks[0]!.locations.length > 0, {
+        what: "the replica's report",
+        ...POLL,
+      });
       const located = (await dfs.blockLocations(path)).blocks[0]!;
       if (located.locations[0]!.datanodeId !== "dn2") block = { ...located.block!, token: located.blockToken };
     }
@@ -181,10 +184,12 @@ describe.skipIf(!zeroCopyAvailable())("zero-copy reads on a plaintext cluster", 
     expect((await readRange(holder, block!)).checksumsMatch).toBe(false);
     const read = codeOf(dfs.get(path, join(dir, "never.bin")));
     expect(await read).toBe("DFS_READ_FAILED");
-    await until("the namenode to hold the replica corrupt", async () =>
-      (await dfs.fsck("/")).corrupt.some(
-        (c) => c.block?.blockId === block!.blockId && c.datanodes.includes(holder.options.datanodeId),
-      ),
+    await waitFor(
+      async () =>
+        (await dfs.fsck("/")).corrupt.some(
+          (c) => c.block?.blockId === block!.blockId && c.datanodes.includes(holder.options.datanodeId),
+        ),
+      { what: "the namenode to hold the replica corrupt", ...POLL },
     );
   });
 
@@ -193,8 +198,9 @@ describe.skipIf(!zeroCopyAvailable())("zero-copy reads on a plaintext cluster", 
     const victim = dns[0]!;
     truncateSync(victim.store.localFiles(b).dataPath, 100_000);
     expect(await codeOf(readRange(victim, b))).toBe("DATANODE_CORRUPT_BLOCK");
-    await until("the namenode to hold the replica corrupt", async () =>
-      (await dfs.fsck("/all.bin")).corrupt.some((c) => c.datanodes.includes(victim.options.datanodeId)),
+    await waitFor(
+      async () => (await dfs.fsck("/all.bin")).corrupt.some((c) => c.datanodes.includes(victim.options.datanodeId)),
+      { what: "the namenode to hold the replica corrupt", ...POLL },
     );
     // Its other replicas are still served, from their files.
     const other = blocks[1]!;
@@ -205,10 +211,16 @@ describe.skipIf(!zeroCopyAvailable())("zero-copy reads on a plaintext cluster", 
     const dn = dns[1]!;
     const b = blocks[2]!;
     monitors[1]!.set(1000);
-    await until("the datanode to see its primary busy", () => dn.primarySample.utilization >= 0.9);
+    await waitFor(() => dn.primarySample.utilization >= 0.9, {
+      what: "the datanode to see its primary busy",
+      ...POLL,
+    });
     expect(await codeOf(readRange(dn, b))).toBe("DATANODE_PRIMARY_BUSY");
     monitors[1]!.set(0);
-    await until("the datanode to see its primary calm", () => dn.primarySample.utilization < 0.9);
+    await waitFor(() => dn.primarySample.utilization < 0.9, {
+      what: "the datanode to see its primary calm",
+      ...POLL,
+    });
     expect((await readRange(dn, b)).data.equals(content.subarray(2 * BLOCK))).toBe(true);
   });
 });

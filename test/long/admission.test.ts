@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
-import { cpuVertex, startLocalCluster, waitFor } from "../integration/harness.js";
+import { cpuVertex, startLocalCluster, waitForJob } from "../integration/harness.js";
 import type { LocalCluster } from "../integration/harness.js";
 
 /** A job manager (0.5 cores) and two 1-core tasks: 2.5 cores of the node's 3.6 harvestable (4 cores, 10 % reserve). */
@@ -28,7 +28,7 @@ describe("admission control (zeroth moment, threshold 0.75)", () => {
     expect(s.state).toBe("QUEUED");
     expect(s.diagnostics).toMatch(/waiting for admission/);
     expect(s.diagnostics).toMatch(/zeroth/);
-    const running = await waitFor(c.client, first, (r) => r.state === "RUNNING");
+    const running = await waitForJob(c.client, first, (r) => r.state === "RUNNING");
     expect(running.state).toBe("RUNNING");
     expect((await c.client.status(second)).state).toBe("QUEUED");
 

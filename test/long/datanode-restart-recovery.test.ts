@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { localDfsClient, readCluster, restartDaemon } from "../../localcluster/cluster.js";
 import { PACKET_BYTES } from "../../client/dfs-client.js";
@@ -26,16 +27,6 @@ const MiB = 1024 * 1024;
 const PACKET = PACKET_BYTES;
 const BLOCK = Math.max(MiB, 4 * PACKET);
 const quiet = new Logger("test", "error");
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 function isAlive(pid: number): boolean {
   try {
@@ -83,6 +74,9 @@ function startWriter(config: string, path: string, local: string): { proc: Child
   return { proc, acked: () => acked };
 }
 
+/** The waits below poll through restarts, when an answer may fail. */
+const POLL = { retryOnError: true };
+
 describe("lease recovery after the pipeline's datanodes were kill -9'd and restarted", () => {
   let c: TestCluster;
   let work: string;
@@ -114,9 +108,10 @@ describe("lease recovery after the pipeline's datanodes were kill -9'd and resta
     writeFileSync(local, data);
     const writer = startWriter(join(c.dir, "client.json"), "/logs/restart.log", local);
     try {
-      await until("the pipeline to acknowledge the bytes", async () =>
-        writer.acked() >= ackedTarget ? true : undefined,
-      );
+      await waitFor(async () => (writer.acked() >= ackedTarget ? true : undefined), {
+        what: "the pipeline to acknowledge the bytes",
+        ...POLL,
+      });
     } finally {
       const exited = new Promise((r) => writer.proc.once("exit", r));
       writer.proc.kill("SIGKILL");
@@ -127,16 +122,18 @@ describe("lease recovery after the pipeline's datanodes were kill -9'd and resta
     // Every datanode (the whole pipeline, replication 3 of 3) dies with -9 and comes back before the lease expires.
     const dns = readCluster(c.dir).nodes.map((n) => n.datanode!);
     for (const dn of dns) process.kill(dn.pid, "SIGKILL");
-    await until("the datanodes to be gone", async () => (dns.some((d) => isAlive(d.pid)) ? undefined : true));
+    await waitFor(async () => (dns.some((d) => isAlive(d.pid)) ? undefined : true), {
+      what: "the datanodes to be gone",
+      ...POLL,
+    });
     for (const n of readCluster(c.dir).nodes) await restartDaemon(c.dir, `${n.nodeId}-dn`);
 
-    const st = await until(
-      "the lease to be recovered",
+    const st = await waitFor(
       async () => {
         const s = await dfs.stat("/logs/restart.log");
         return s.complete ? s : undefined;
       },
-      25_000,
+      { what: "the lease to be recovered", timeoutMs: 25_000, ...POLL },
     );
     expect(st.recoveredMs).toBeGreaterThan(0);
     expect(st.length).toBeGreaterThanOrEqual(acked);
@@ -144,9 +141,12 @@ describe("lease recovery after the pipeline's datanodes were kill -9'd and resta
     const back = await readAll(dfs, "/logs/restart.log");
     expect(back.length).toBe(st.length);
     expect(back.equals(data.subarray(0, back.length))).toBe(true);
-    await until("fsck healthy", async () => {
-      const r = await dfs.fsck("/logs");
-      return r.healthy && r.underReplicated.length === 0 ? true : undefined;
-    });
+    await waitFor(
+      async () => {
+        const r = await dfs.fsck("/logs");
+        return r.healthy && r.underReplicated.length === 0 ? true : undefined;
+      },
+      { what: "fsck healthy", ...POLL },
+    );
   }, 45_000);
 });

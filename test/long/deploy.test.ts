@@ -21,6 +21,7 @@ import {
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fromGrpcError } from "../../common/errors.js";
 import { loadHarvestProto, makeClient } from "../../common/grpc.js";
@@ -56,19 +57,12 @@ function example(path: string): Record<string, unknown> {
   return JSON.parse(readFileSync(join(packageRoot(), "deploy", "conf", path), "utf8")) as Record<string, unknown>;
 }
 
-async function until<T>(what: string, fn: () => T | undefined, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 function sha256(path: string): string {
   return createHash("sha256").update(readFileSync(path)).digest("hex");
 }
+
+/** How the waits below poll the cluster. */
+const POLL = { timeoutMs: 30_000, intervalMs: 250 };
 
 describe("one daemon per host, started from the example configs", () => {
   const work = mkdtempSync(join(tmpdir(), "harvest-deploy-"));
@@ -204,11 +198,15 @@ describe("one daemon per host, started from the example configs", () => {
   });
 
   it("advertises its configured address, not the wildcard it binds", async () => {
-    const nodes = await until("the node manager to register", () => {
-      const r = harvest(env, "cluster", "status", "--json");
-      const parsed = r.code === 0 ? (JSON.parse(r.stdout) as { nodes: { nmAddress: string; state: string }[] }) : null;
-      return parsed?.nodes.some((n) => n.state === "RUNNING") ? parsed.nodes : undefined;
-    });
+    const nodes = await waitFor(
+      () => {
+        const r = harvest(env, "cluster", "status", "--json");
+        const parsed =
+          r.code === 0 ? (JSON.parse(r.stdout) as { nodes: { nmAddress: string; state: string }[] }) : null;
+        return parsed?.nodes.some((n) => n.state === "RUNNING") ? parsed.nodes : undefined;
+      },
+      { what: "the node manager to register", ...POLL },
+    );
     expect(nodes.map((n) => n.nmAddress.split(":")[0])).toEqual(["127.0.0.1"]);
     const fsck = harvest(env, "fs", "ls", "/", "--json");
     expect(fsck.code, fsck.stderr).toBe(0);
@@ -221,8 +219,10 @@ describe("one daemon per host, started from the example configs", () => {
     expect(submit.stdout).toMatch(/succeeded in/);
     const local = join(work, "payload.bin");
     writeFileSync(local, randomBytes(3 * 1024 * 1024 + 17));
-    await until("the datanode to register", () =>
-      harvest(env, "fs", "put", local, "/deploy/payload.bin", "--replication", "1").code === 0 ? true : undefined,
+    await waitFor(
+      () =>
+        harvest(env, "fs", "put", local, "/deploy/payload.bin", "--replication", "1").code === 0 ? true : undefined,
+      { what: "the datanode to register", ...POLL },
     );
     // The same cluster through --config instead of $HARVEST_CONF.
     const back = join(work, "back.bin");
@@ -234,19 +234,23 @@ describe("one daemon per host, started from the example configs", () => {
   it("brings a killed resource manager back on the same address, and its node manager rejoins", async () => {
     const pid = Number(readFileSync(join(work, "rm", "harvest-resourcemanager.pid"), "utf8").split(" ")[0]);
     process.kill(pid, "SIGKILL");
-    await until("the resource manager to die", () =>
-      daemon("status", "resourcemanager").code === 3 ? true : undefined,
-    );
+    await waitFor(() => (daemon("status", "resourcemanager").code === 3 ? true : undefined), {
+      what: "the resource manager to die",
+      ...POLL,
+    });
     expect(daemon("status", "resourcemanager").stdout).toContain("stopped");
     const start = daemon("start", "resourcemanager");
     expect(start.code, start.stderr).toBe(0);
     expect(start.stdout).toContain(rmAddress);
-    await until("the node manager to re-register", () => {
-      const r = harvest(env, "cluster", "status", "--json");
-      if (r.code !== 0) return undefined;
-      const nodes = (JSON.parse(r.stdout) as { nodes: { state: string }[] }).nodes;
-      return nodes.some((n) => n.state === "RUNNING") ? true : undefined;
-    });
+    await waitFor(
+      () => {
+        const r = harvest(env, "cluster", "status", "--json");
+        if (r.code !== 0) return undefined;
+        const nodes = (JSON.parse(r.stdout) as { nodes: { state: string }[] }).nodes;
+        return nodes.some((n) => n.state === "RUNNING") ? true : undefined;
+      },
+      { what: "the node manager to re-register", ...POLL },
+    );
   });
 
   it("stops each daemon and says so; a stopped daemon's status exits 3", () => {
@@ -346,12 +350,15 @@ describe("a local cluster whose daemons die and are restarted in place", () => {
     expect(now.nodes[0]!.address).toBe(desc.nodes[0]!.address);
     expect(now.rm.pid).not.toBe(desc.rm.pid);
     // Both node managers find the resource manager again (the survivor was retrying the same address).
-    await until("both node managers to re-register", () => {
-      const r = harvest(env, "cluster", "status", "--json");
-      if (r.code !== 0) return undefined;
-      const nodes = (JSON.parse(r.stdout) as { nodes: { state: string }[] }).nodes;
-      return nodes.filter((n) => n.state === "RUNNING").length === 2 ? true : undefined;
-    });
+    await waitFor(
+      () => {
+        const r = harvest(env, "cluster", "status", "--json");
+        if (r.code !== 0) return undefined;
+        const nodes = (JSON.parse(r.stdout) as { nodes: { state: string }[] }).nodes;
+        return nodes.filter((n) => n.state === "RUNNING").length === 2 ? true : undefined;
+      },
+      { what: "both node managers to re-register", ...POLL },
+    );
     const submit = harvest(env, "job", "submit", join(packageRoot(), "examples", "dags", "three-stage.json"), "--wait");
     expect(submit.code, submit.stderr + submit.stdout).toBe(0);
   });
@@ -368,7 +375,10 @@ describe("a local cluster whose daemons die and are restarted in place", () => {
     dfs.close();
     process.kill(now.nn!.pid, "SIGKILL");
     process.kill(dn.pid, "SIGKILL");
-    await until("both to die", () => (!isRunning(now.nn!) && !isRunning(dn) ? true : undefined));
+    await waitFor(() => (!isRunning(now.nn!) && !isRunning(dn) ? true : undefined), {
+      what: "both to die",
+      ...POLL,
+    });
     const restarted = harvest(env, "cluster", "restart", "server-2-dn");
     expect(restarted.code, restarted.stderr).toBe(0);
     // No namenode to hand it keys: it serves nothing, not even to a token that was valid before.
@@ -388,11 +398,11 @@ describe("a local cluster whose daemons die and are restarted in place", () => {
     }
     expect(harvest(env, "cluster", "restart", "nn").code).toBe(0);
     const back = join(dir, "tokens-back.bin");
-    await until(
-      "the file to read back",
-      () => (harvest(env, "fs", "get", "/tokens.bin", back, "--overwrite").code === 0 ? true : undefined),
-      60_000,
-    );
+    await waitFor(() => (harvest(env, "fs", "get", "/tokens.bin", back, "--overwrite").code === 0 ? true : undefined), {
+      what: "the file to read back",
+      timeoutMs: 60_000,
+      intervalMs: 250,
+    });
     expect(sha256(back)).toBe(sha256(local));
   }, 120_000);
 

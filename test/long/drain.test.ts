@@ -10,13 +10,14 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NamenodeAdminClient } from "../../client/namenode-admin-client.js";
 import type { DfsClient } from "../../client/dfs-client.js";
 import { localDfsClient } from "../../localcluster/cluster.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import type { NodeAdminClient } from "../../proto/generated/harvest/v1/NodeAdmin.js";
-import { cpuVertex, startTestCluster, traceSpec, waitFor } from "../integration/harness.js";
+import { cpuVertex, startTestCluster, traceSpec, waitForJob } from "../integration/harness.js";
 import type { TestCluster } from "../integration/harness.js";
 
 const KiB = 1024;
@@ -29,16 +30,6 @@ const JOB = JSON.stringify({
   name: "nightly-etl",
   vertices: [cpuVertex("slow", 4, { holdSeconds: 12 }), cpuVertex("quick", 20, { holdSeconds: 3 })],
 });
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe("draining a server before a planned reimage", () => {
   let c: TestCluster;
@@ -84,9 +75,10 @@ describe("draining a server before a planned reimage", () => {
     expect((await c.client.waitForCompletion(learn, undefined, 200)).outcome).toBe("JOB_SUCCEEDED");
 
     const appId = await c.client.submit(JOB);
-    const running = await waitFor(c.client, appId, (r) => (r.progress?.vertices ?? []).some((v) => v.running > 0));
+    const running = await waitForJob(c.client, appId, (r) => (r.progress?.vertices ?? []).some((v) => v.running > 0));
     // After 5.5 s the first wave of quick tasks (3 s, and a heartbeat to report it) has ended: a task container running
-    // since the first second is a slow one.
+    // since the first second is a slow one. The drain below must begin at that point of the tasks' lives (the slow
+    // ones with more than the drain's 6 s left), so this is a sleep timed from the first task's start.
     const firstTaskMs = Math.min(
       ...running.containers.filter((x) => !x.isAm && x.startedMs > 0).map((x) => Number(x.startedMs)),
     );
@@ -147,9 +139,12 @@ describe("draining a server before a planned reimage", () => {
     expect(mine.finishedOnTheirOwn).toBeGreaterThanOrEqual(finished);
 
     // The blocks: copied away, then the server can be wiped with nothing under-replicated.
-    await until("the datanode decommissioned", async () =>
-      (await nnAdmin.status([server]))[0]?.state === "DECOMMISSIONED" ? true : undefined,
-    );
+    await waitFor(async () => ((await nnAdmin.status([server]))[0]?.state === "DECOMMISSIONED" ? true : undefined), {
+      what: "the datanode decommissioned",
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      retryOnError: true,
+    });
     const fsck = await dfs.fsck("/");
     expect(fsck.missing).toEqual([]);
     expect(fsck.underReplicated).toEqual([]);

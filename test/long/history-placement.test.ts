@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TenantAdminClient } from "../../client/tenant-admin-client.js";
 import type { JobReport } from "../../client/job-client.js";
 import { SeededRng } from "../../common/rng.js";
-import { cpuVertex, startTestCluster, traceSpec, waitFor } from "../integration/harness.js";
+import { cpuVertex, startTestCluster, traceSpec, waitForJob } from "../integration/harness.js";
 import type { TestCluster } from "../integration/harness.js";
 
 const DAY_S = 86_400;
@@ -83,10 +83,10 @@ describe("history-based task placement (Algorithm 1)", () => {
   it("waits while no class has room for the job, says why, and runs anywhere after classWaitMs", async () => {
     // 12 one-core tasks at once: more than the four 4-core servers hold beside their reserves.
     const appId = await c.client.submit(job("wide", 20, 12));
-    const waiting = await waitFor(c.client, appId, (r) => r.placementNote.startsWith("waiting:"));
+    const waiting = await waitForJob(c.client, appId, (r) => r.placementNote.startsWith("waiting:"));
     expect(waiting.placementNote).toMatch(/no class has headroom for 12\.0 vcores/);
     expect(taskServers(waiting)).toEqual([]);
-    const running = await waitFor(c.client, appId, (r) => taskServers(r).length > 0);
+    const running = await waitForJob(c.client, appId, (r) => taskServers(r).length > 0);
     expect(running.placementNote).toMatch(/runs on any server/);
     // Killed, so that it does not count in the job history the next test's job types come from.
     await c.client.kill(appId);
@@ -109,7 +109,7 @@ describe("history-based task placement (Algorithm 1)", () => {
     expect(q.jobType).toBe("short");
     expect(q.classes).toEqual(["unpredictable-0"]);
     expect(taskServers(q)).toEqual(servers.batch);
-    const s = await waitFor(c.client, slow, (r) => r.containers.some((x) => !x.isAm && x.state === "RUNNING"));
+    const s = await waitForJob(c.client, slow, (r) => r.containers.some((x) => !x.isAm && x.state === "RUNNING"));
     expect(s.jobType).toBe("long");
     expect(s.classes).toEqual(["constant-0"]);
     expect(servers.crawler).toEqual(expect.arrayContaining(taskServers(s)));

@@ -8,7 +8,7 @@ import { isHarvestError } from "../../common/errors.js";
 import { Logger } from "../../common/log.js";
 import { ResourceManager } from "../../resourcemanager/resource-manager.js";
 import type { RmOutage } from "../../client/job-client.js";
-import { cpuVertex, startLocalCluster, waitFor } from "../integration/harness.js";
+import { cpuVertex, startLocalCluster, waitForJob } from "../integration/harness.js";
 import type { LocalCluster } from "../integration/harness.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -23,7 +23,7 @@ describe("JobClient.waitForCompletion across a resource-manager outage", () => {
     const appId = await client.submit(
       JSON.stringify({ name: "outlives-rm", vertices: [cpuVertex("a", 1, { holdSeconds: 4 })] }),
     );
-    await waitFor(client, appId, (r) => r.state === "RUNNING");
+    await waitForJob(client, appId, (r) => r.state === "RUNNING");
 
     const outages: RmOutage[] = [];
     const recoveries: number[] = [];
@@ -43,6 +43,7 @@ describe("JobClient.waitForCompletion across a resource-manager outage", () => {
     // The RM goes away for about 2 s, then comes back on the same port and data directory.
     const port = Number(c.rm.address.split(":")[1]);
     await c.rm.stop();
+    // The outage itself is what the client must ride out, so its length is a sleep.
     await sleep(2_000);
     const rm = new ResourceManager({ dataDir: join(c.dir, "rm"), port }, { logger: new Logger("test", "error") });
     await rm.start();

@@ -6,6 +6,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { distEntry } from "../../common/paths.js";
 import { readCluster } from "../../localcluster/cluster.js";
@@ -37,14 +38,6 @@ function harvestAsync(...args: string[]): {
     child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr })),
   );
   return { stdout: () => stdout, done };
-}
-
-async function until(what: string, timeoutMs: number, check: () => boolean): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe("harvest job submit --wait across a resource-manager outage", () => {
@@ -81,15 +74,22 @@ describe("harvest job submit --wait across a resource-manager outage", () => {
     );
 
     const wait = harvestAsync("job", "submit", dag, "--wait", "--rm-retry", "60s");
-    await until("the job to be submitted", 30_000, () => /submitted application_\d+_\d+/.test(wait.stdout()));
-    const appId = /submitted (application_\d+_\d+)/.exec(wait.stdout())![1]!;
-    await until("the job to run", 30_000, () => {
-      const s = harvest("job", "status", appId, "--json");
-      return s.code === 0 && (JSON.parse(s.stdout) as { state: string }).state === "RUNNING";
+    await waitFor(() => /submitted application_\d+_\d+/.test(wait.stdout()), {
+      what: "the job to be submitted",
+      timeoutMs: 30_000,
     });
+    const appId = /submitted (application_\d+_\d+)/.exec(wait.stdout())![1]!;
+    await waitFor(
+      () => {
+        const s = harvest("job", "status", appId, "--json");
+        return s.code === 0 && (JSON.parse(s.stdout) as { state: string }).state === "RUNNING";
+      },
+      { what: "the job to run", timeoutMs: 30_000 },
+    );
 
     // The RM dies (kill -9) and is back on the same address and data directory about 2 s later.
     process.kill(readCluster(dir).rm.pid, "SIGKILL");
+    // The outage itself is what the waiting command must ride out, so its length is a sleep.
     await new Promise((r) => setTimeout(r, 2_000));
     const restart = harvest("cluster", "restart", "rm");
     expect(restart.code, restart.stderr).toBe(0);

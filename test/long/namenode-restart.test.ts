@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { localDfsClient, restartDaemon } from "../../localcluster/cluster.js";
 import type { DfsClient } from "../../client/dfs-client.js";
@@ -19,16 +20,6 @@ import type { TestCluster } from "../integration/harness.js";
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const quiet = new Logger("test", "error");
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 function isAlive(pid: number): boolean {
   try {
@@ -53,6 +44,9 @@ async function writeFile(dfs: DfsClient, path: string, data: Buffer): Promise<vo
     out.end(data);
   });
 }
+
+/** How the waits below poll the restarting namenode. */
+const POLL = { intervalMs: 200, retryOnError: true };
 
 describe("a namenode killed with -9 in the middle of work", () => {
   let c: TestCluster;
@@ -110,9 +104,10 @@ describe("a namenode killed with -9 in the middle of work", () => {
       if (!restart && acked >= 2.5 * MiB) {
         const pid = c.desc.nn!.pid;
         process.kill(pid, "SIGKILL");
-        restart = until("the killed namenode to be gone", async () => (isAlive(pid) ? undefined : true)).then(() =>
-          restartDaemon(c.dir, "nn"),
-        );
+        restart = waitFor(async () => (isAlive(pid) ? undefined : true), {
+          what: "the killed namenode to be gone",
+          ...POLL,
+        }).then(() => restartDaemon(c.dir, "nn"));
       }
       await new Promise((r) => setTimeout(r, 40));
     }
@@ -123,7 +118,10 @@ describe("a namenode killed with -9 in the middle of work", () => {
     writer.close();
 
     // Every file acknowledged before the kill is there, byte-identical.
-    await until("safe mode off", async () => ((await dfs.fsck("/")).safeMode ? undefined : true));
+    await waitFor(async () => ((await dfs.fsck("/")).safeMode ? undefined : true), {
+      what: "safe mode off",
+      ...POLL,
+    });
     for (const [path, bytes] of done) expect((await readAll(dfs, path)).equals(bytes), path).toBe(true);
 
     const st = await dfs.stat("/inflight.bin");
@@ -140,9 +138,12 @@ describe("a namenode killed with -9 in the middle of work", () => {
     }
     expect(writer.writeStats.namenodeRetries).toBeGreaterThan(0);
 
-    await until("fsck healthy", async () => {
-      const r = await dfs.fsck("/");
-      return r.healthy && r.underReplicated.length === 0 && r.missing.length === 0 ? true : undefined;
-    });
+    await waitFor(
+      async () => {
+        const r = await dfs.fsck("/");
+        return r.healthy && r.underReplicated.length === 0 && r.missing.length === 0 ? true : undefined;
+      },
+      { what: "fsck healthy", ...POLL },
+    );
   }, 40_000);
 });

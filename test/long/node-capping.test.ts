@@ -9,6 +9,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JobClient } from "../../client/job-client.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
@@ -35,16 +36,6 @@ const quiet = new Logger("test", "error");
 /** Watts the model meter gives for `cores` busy on the server. */
 function modelWatts(cores: number): number {
   return profileWatts(PROFILE, cores / (CAPACITY_MILLI / 1000));
-}
-
-/** Polls `check` every 50 ms until it holds; false when `timeoutMs` passes first. */
-async function eventually(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > deadline) return false;
-    await sleep(50);
-  }
 }
 
 // "auto" throttles by cgroup CPU quota where cgroups are writable (and by signals elsewhere); "signal" always by a
@@ -113,7 +104,11 @@ describe.each(["auto", "signal"] as const)("a node over its power budget (thrott
     am = makeClient(proto.ApplicationMasterService, rm.address);
     nmClient = makeClient(proto.ContainerManager, nm.address);
     powerAdmin = makeClient(proto.PowerAdmin, rm.address);
-    expect(await eventually(async () => (await client.nodes()).length === 1, 10_000)).toBe(true);
+    await waitFor(async () => (await client.nodes()).length === 1, {
+      what: "the node manager to register",
+      timeoutMs: 10_000,
+      intervalMs: 50,
+    });
 
     appId = await client.submit(
       JSON.stringify({
@@ -124,12 +119,13 @@ describe.each(["auto", "signal"] as const)("a node over its power budget (thrott
         ],
       }),
     );
-    expect(
-      await eventually(async () => {
+    await waitFor(
+      async () => {
         const r = await client.status(appId);
         return r.containers.some((c) => c.isAm && c.state === "RUNNING");
-      }, 15_000),
-    ).toBe(true);
+      },
+      { what: "the job manager's container to run", timeoutMs: 15_000, intervalMs: 50 },
+    );
     await call(am, am.registerApplicationMaster, { appId, attempt: 1, maxConcurrency: 2 });
     // One task at a time, so that their start times differ and "youngest first" means something.
     while (tasks.length < 2) {
@@ -171,12 +167,18 @@ describe.each(["auto", "signal"] as const)("a node over its power budget (thrott
   async function burningDraw(): Promise<number> {
     const floorDraw = modelWatts(PRIMARY_CORES + 2 * FLOOR_FRACTION);
     let draw = 0;
-    const ok = await eventually(() => {
-      watch();
-      draw = nm.power.watts ?? 0;
-      return nm.power.state === "uncapped" && draw > floorDraw + 8;
-    }, 15_000);
-    expect(ok, `the tasks never drew more than their floor would (${draw.toFixed(1)} W)`).toBe(true);
+    await waitFor(
+      () => {
+        watch();
+        draw = nm.power.watts ?? 0;
+        return nm.power.state === "uncapped" && draw > floorDraw + 8;
+      },
+      {
+        what: () => `the tasks to draw more than their floor would (${draw.toFixed(1)} W)`,
+        timeoutMs: 15_000,
+        intervalMs: 50,
+      },
+    );
     return draw;
   }
 
@@ -186,23 +188,31 @@ describe.each(["auto", "signal"] as const)("a node over its power budget (thrott
     const budget = (modelWatts(PRIMARY_CORES + 2 * FLOOR_FRACTION) + draw) / 2;
     nm.setPowerBudget(budget);
 
-    expect(
-      await eventually(() => {
+    await waitFor(
+      () => {
         watch();
         return nm.power.state === "capped" && nm.power.throttledContainers > 0;
-      }, 5_000),
-    ).toBe(true);
+      },
+      { what: "the node to throttle its containers", timeoutMs: 5_000, intervalMs: 50 },
+    );
     // The modelled draw comes back under the budget: several readings in a row (new ones come every 200 ms).
     let under = 0;
     let last: number | undefined;
-    const settled = await eventually(() => {
-      watch();
-      const w = nm.power.watts;
-      if (w !== undefined && w !== last) under = w <= budget ? under + 1 : 0;
-      last = w;
-      return under >= 3;
-    }, 10_000);
-    expect(settled, `draw ${last?.toFixed(1)} W, budget ${budget.toFixed(1)} W, ${nm.power.reason}`).toBe(true);
+    await waitFor(
+      () => {
+        watch();
+        const w = nm.power.watts;
+        if (w !== undefined && w !== last) under = w <= budget ? under + 1 : 0;
+        last = w;
+        return under >= 3;
+      },
+      {
+        what: () =>
+          `three readings in a row under the budget (draw ${last?.toFixed(1)} W, budget ${budget.toFixed(1)} W, ${nm.power.reason})`,
+        timeoutMs: 10_000,
+        intervalMs: 50,
+      },
+    );
     expect(nm.power.budgetWatts).toBeCloseTo(budget, 6);
     expect(nm.power.budgetSource).toBe("node");
     expect(nm.power.kills).toBe(0);
@@ -213,19 +223,21 @@ describe.each(["auto", "signal"] as const)("a node over its power budget (thrott
 
     // Lifted: a budget far above the draw holds the cap until the draw has been under the uncap line for quietMs.
     nm.setPowerBudget(draw * 10);
-    expect(
-      await eventually(() => {
+    await waitFor(
+      () => {
         watch();
         return nm.power.state === "uncapped" && nm.power.throttledContainers === 0;
-      }, 10_000),
-    ).toBe(true);
+      },
+      { what: "the cap to be lifted", timeoutMs: 10_000, intervalMs: 50 },
+    );
     // Unthrottled, the tasks burn again: the draw climbs back over the budget that had held them.
-    expect(
-      await eventually(() => {
+    await waitFor(
+      () => {
         watch();
         return (nm.power.watts ?? 0) > budget;
-      }, 10_000),
-    ).toBe(true);
+      },
+      { what: "the draw to climb back over the budget", timeoutMs: 10_000, intervalMs: 50 },
+    );
     nm.setPowerBudget(0);
 
     expect(nm.power.kills).toBe(0);
@@ -237,23 +249,37 @@ describe.each(["auto", "signal"] as const)("a node over its power budget (thrott
   it("reports the draw, the meter and the capping state in its heartbeats, as the resource manager shows", async () => {
     const draw = await burningDraw();
     nm.setPowerBudget((modelWatts(PRIMARY_CORES + 2 * FLOOR_FRACTION) + draw) / 2);
-    expect(await eventually(() => nm.power.state === "capped" && nm.power.throttledContainers > 0, 5_000)).toBe(true);
+    await waitFor(() => nm.power.state === "capped" && nm.power.throttledContainers > 0, {
+      what: "the node to throttle its containers",
+      timeoutMs: 5_000,
+      intervalMs: 50,
+    });
     const nodeId = nm.options.nodeId;
     let seen:
       { reportedWatts: number; powerMeter: string; cappingState: string; throttledContainers: number } | undefined;
-    const reported = await eventually(async () => {
-      const list = await call(powerAdmin, powerAdmin.listDomains, { domain: "" });
-      seen = list.nodes.find((n) => n.nodeId === nodeId);
-      return seen?.cappingState === "capped" && seen.throttledContainers > 0 && seen.reportedWatts > 0;
-    }, 5_000);
-    expect(reported, JSON.stringify(seen)).toBe(true);
+    await waitFor(
+      async () => {
+        const list = await call(powerAdmin, powerAdmin.listDomains, { domain: "" });
+        seen = list.nodes.find((n) => n.nodeId === nodeId);
+        return seen?.cappingState === "capped" && seen.throttledContainers > 0 && seen.reportedWatts > 0;
+      },
+      {
+        what: () => `the resource manager to report the node capped (${JSON.stringify(seen)})`,
+        timeoutMs: 5_000,
+        intervalMs: 50,
+      },
+    );
     expect(seen?.powerMeter).toBe(nm.power.meter);
     expect(seen?.powerMeter).toContain(PROFILE.id);
     // The reported draw is a recent reading of the node's own meter.
     expect(seen?.reportedWatts).toBeGreaterThan(modelWatts(PRIMARY_CORES) - 1);
     expect(seen?.reportedWatts).toBeLessThan(modelWatts(PRIMARY_CORES + 2 + 0.5) + 1);
     nm.setPowerBudget(0);
-    expect(await eventually(() => nm.power.state === "uncapped", 5_000)).toBe(true);
+    await waitFor(() => nm.power.state === "uncapped", {
+      what: "the cap to be lifted",
+      timeoutMs: 5_000,
+      intervalMs: 50,
+    });
   });
 
   it("throttles under a power domain's budget cut made on the resource manager, and the domain comes back under it", async () => {
@@ -266,28 +292,41 @@ describe.each(["auto", "signal"] as const)("a node over its power budget (thrott
     const budget = (modelWatts(PRIMARY_CORES + 2 * FLOOR_FRACTION) + draw) / 2;
     await call(powerAdmin, powerAdmin.setBudget, { domain: domain!, budgetWatts: budget });
     // The domain alerts, the node gets the domain's share as its budget and throttles its containers.
-    expect(
-      await eventually(() => {
+    await waitFor(
+      () => {
         watch();
         const p = nm.power;
         return p.budgetSource === "domain" && p.state === "capped" && p.throttledContainers > 0;
-      }, 5_000),
-      nm.power.reason,
-    ).toBe(true);
+      },
+      {
+        what: () => `the node to throttle under the domain's budget (${nm.power.reason})`,
+        timeoutMs: 5_000,
+        intervalMs: 50,
+      },
+    );
     expect(nm.power.budgetWatts).toBeCloseTo(budget, 3);
     expect(nm.power.budgetDomain).toBe(domain);
     // The resource manager sees the domain's draw back under its budget, with nothing killed.
     let view: { drawWatts: number; budgetWatts: number } | undefined;
-    const under = await eventually(async () => {
-      const list = await call(powerAdmin, powerAdmin.listDomains, { domain: domain! });
-      view = list.domains.find((d) => d.path === domain);
-      return view !== undefined && view.drawWatts > 0 && view.drawWatts <= budget;
-    }, 10_000);
-    expect(under, JSON.stringify(view)).toBe(true);
+    await waitFor(
+      async () => {
+        const list = await call(powerAdmin, powerAdmin.listDomains, { domain: domain! });
+        view = list.domains.find((d) => d.path === domain);
+        return view !== undefined && view.drawWatts > 0 && view.drawWatts <= budget;
+      },
+      {
+        what: () => `the domain's draw back under its budget (${JSON.stringify(view)})`,
+        timeoutMs: 10_000,
+        intervalMs: 50,
+      },
+    );
     expect(nm.power.kills).toBe(0);
     await call(powerAdmin, powerAdmin.setBudget, { domain: domain!, budgetWatts: 0 });
-    const lifted = await eventually(() => nm.power.state === "uncapped", 5_000);
-    expect(lifted, JSON.stringify(nm.power)).toBe(true);
+    await waitFor(() => nm.power.state === "uncapped", {
+      what: () => `the cap to be lifted (${JSON.stringify(nm.power)})`,
+      timeoutMs: 5_000,
+      intervalMs: 50,
+    });
     expect([...primarySamples]).toEqual([PRIMARY_CORES * 1000]);
   });
 
@@ -296,17 +335,20 @@ describe.each(["auto", "signal"] as const)("a node over its power budget (thrott
     // Below the primary plus either task at its floor: only killing both tasks gets the draw under it.
     nm.setPowerBudget(modelWatts(PRIMARY_CORES + 0.03));
     let throttledBeforeKill = false;
-    const ended = await eventually(async () => {
-      watch();
-      const p = nm.power;
-      if (p.kills === 0 && p.state === "capped" && p.throttledContainers > 0) throttledBeforeKill = true;
-      const r = await client.status(appId);
-      return tasks.every((t) => r.containers.find((c) => c.containerId === t.id)?.state === "COMPLETE");
-    }, 15_000);
-    expect(ended, nm.power.reason).toBe(true);
+    await waitFor(
+      async () => {
+        watch();
+        const p = nm.power;
+        if (p.kills === 0 && p.state === "capped" && p.throttledContainers > 0) throttledBeforeKill = true;
+        const r = await client.status(appId);
+        return tasks.every((t) => r.containers.find((c) => c.containerId === t.id)?.state === "COMPLETE");
+      },
+      { what: () => `both tasks to be killed (${nm.power.reason})`, timeoutMs: 15_000, intervalMs: 50 },
+    );
     // Throttling to the floor came first; the kills only after it was not enough.
     expect(throttledBeforeKill).toBe(true);
-    // With the tasks gone the draw is under the budget: the job manager's container, which goes last, is spared.
+    // With the tasks gone the draw is under the budget: the job manager's container, which goes last, is spared. That
+    // no third kill follows is what is checked here, so this is a sleep (two kill intervals), not a wait.
     await sleep(1_000);
     expect(nm.power.kills).toBe(2);
 

@@ -1,10 +1,11 @@
 /** The resource manager's state survives a restart: jobs, their outcomes and the job history are in LevelDB. */
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { JobClient } from "../../client/job-client.js";
 import { Logger } from "../../common/log.js";
 import { ResourceManager } from "../../resourcemanager/resource-manager.js";
-import { cpuVertex, startLocalCluster, waitFor } from "../integration/harness.js";
+import { cpuVertex, startLocalCluster, waitForJob } from "../integration/harness.js";
 import type { LocalCluster } from "../integration/harness.js";
 
 describe("a restarted resource manager", () => {
@@ -19,7 +20,7 @@ describe("a restarted resource manager", () => {
     const pending = await client.submit(
       JSON.stringify({ name: "long", vertices: [cpuVertex("a", 1, { holdSeconds: 3 })] }),
     );
-    await waitFor(client, pending, (r) => r.state === "RUNNING");
+    await waitForJob(client, pending, (r) => r.state === "RUNNING");
     const port = Number(c.rm.address.split(":")[1]);
     await c.rm.stop();
 
@@ -56,8 +57,10 @@ describe("a resource manager with a small completed-application limit", () => {
       expect((await client.waitForCompletion(id, undefined, 100)).state).toBe("FINISHED");
       ids.push(id);
     }
-    // Let the last job manager's exit be recorded, then the oldest goes.
-    await new Promise((r) => setTimeout(r, 1_500));
+    // Once the last job manager's exit is recorded, the oldest goes.
+    await waitFor(async () => !(await client.list()).some((a) => a.appId === ids[0]), {
+      what: "the oldest finished job to be forgotten",
+    });
     const listed = (await client.list()).map((a) => a.appId);
     expect(listed).not.toContain(ids[0]);
     expect(listed).toContain(ids[2]);
@@ -78,7 +81,7 @@ describe("a restarted resource manager whose node managers come back late", () =
     const appId = await c.client.submit(
       JSON.stringify({ name: "late-nodes", vertices: [cpuVertex("a", 3, { holdSeconds: 3, vcores: 1.5 })] }),
     );
-    await waitFor(c.client, appId, (r) => (r.progress?.vertices[0]?.running ?? 0) >= 2);
+    await waitForJob(c.client, appId, (r) => (r.progress?.vertices[0]?.running ?? 0) >= 2);
     const port = Number(c.rm.address.split(":")[1]);
     await c.rm.stop();
     const rm = new ResourceManager({ dataDir: join(c.dir, "rm"), port }, { logger: new Logger("test", "error") });

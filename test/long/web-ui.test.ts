@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, HTTPResponse, Page } from "puppeteer-core";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClusterDescriptor } from "../../localcluster/cluster.js";
 import { distEntry, packageRoot } from "../../common/paths.js";
@@ -54,13 +55,13 @@ async function visit(page: Page, url: string): Promise<HTTPResponse | null> {
 
 /** Reloads `page` at `url` until the JavaScript expression `probe`, evaluated in the page, is true. */
 async function reloadUntil(page: Page, url: string, what: string, probe: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    await visit(page, url);
-    if ((await page.evaluate(probe).catch(() => false)) === true) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} at ${url}`);
-    await new Promise((r) => setTimeout(r, 700));
-  }
+  await waitFor(
+    async () => {
+      await visit(page, url);
+      return (await page.evaluate(probe).catch(() => false)) === true;
+    },
+    { what: `${what} at ${url}`, timeoutMs, intervalMs: 700 },
+  );
 }
 
 describe.skipIf(!chromium)("the web UIs in a real browser", () => {

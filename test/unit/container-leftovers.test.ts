@@ -16,6 +16,7 @@ import {
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { waitFor } from "../wait-for.js";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   containerProcessFile,
@@ -142,16 +143,6 @@ function running(pid: number): boolean {
   return state !== "Z" && state !== "X";
 }
 
-/** Polls `check` until it holds or `limitMs` passes; returns whether it held. Not a timing claim, only a bound on waiting. */
-async function eventually(check: () => boolean, limitMs = 10_000): Promise<boolean> {
-  const deadline = Date.now() + limitMs;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await sleep(25);
-  }
-  return check();
-}
-
 /** Launches a container as the node manager does, into the node manager's layout under `dataDir`. */
 function launch(argv: string[], controller: CgroupController): ContainerProcess {
   const containerId = nextContainerId();
@@ -225,7 +216,7 @@ describe("killContainerLeftovers", () => {
     expect(killContainerLeftovers(dataDir)).toEqual({ killed: 1, skipped: 0, gone: 0 });
     await exited(child);
     expect(child.signalCode).toBe("SIGKILL");
-    expect(await eventually(() => !running(grandchild))).toBe(true);
+    await waitFor(() => !running(grandchild), { what: "the grandchild to die", intervalMs: 25 });
   });
 
   it("spares a live process whose pid was reused since the container recorded it", async () => {
@@ -340,9 +331,10 @@ describe.skipIf(cgroups.mode === "none")(`killContainerLeftovers with real cgrou
   it("records a launched container's cgroups, through which the cleanup reaches what escaped its session", async () => {
     const container = launch(["/bin/sh", "-c", "setsid sleep 60 & echo $! > escapee; wait"], cgroups);
     const escapeeFile = join(container.spec.workDir, "escapee");
-    expect(await eventually(() => existsSync(escapeeFile) && readFileSync(escapeeFile, "utf8").endsWith("\n"))).toBe(
-      true,
-    );
+    await waitFor(() => existsSync(escapeeFile) && readFileSync(escapeeFile, "utf8").endsWith("\n"), {
+      what: "the escapee's pid file",
+      intervalMs: 25,
+    });
     const escapee = Number(readFileSync(escapeeFile, "utf8"));
     grandchildren.push({ pid: escapee, startTime: processStartTime(escapee) });
     const record = readContainerProcess(container.spec.workDir);
@@ -352,7 +344,7 @@ describe.skipIf(cgroups.mode === "none")(`killContainerLeftovers with real cgrou
 
     expect(killContainerLeftovers(dataDir)).toEqual({ killed: 1, skipped: 0, gone: 0 });
     await container.waitForExit();
-    expect(await eventually(() => !running(escapee))).toBe(true);
+    await waitFor(() => !running(escapee), { what: "the escapee to die", intervalMs: 25 });
   });
 });
 

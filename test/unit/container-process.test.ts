@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { waitFor } from "../wait-for.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { detectCgroups } from "../../nodemanager/cgroups.js";
 import type { CgroupController } from "../../nodemanager/cgroups.js";
@@ -120,16 +121,6 @@ function alive(pid: number): boolean {
   return state !== "Z" && state !== "X";
 }
 
-/** Polls `check` until it holds or `limitMs` passes; returns whether it held. Not a timing claim, only a bound on waiting. */
-async function eventually(check: () => boolean, limitMs = 20_000): Promise<boolean> {
-  const deadline = Date.now() + limitMs;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await sleep(25);
-  }
-  return check();
-}
-
 const node = "node";
 
 describe("expandArg", () => {
@@ -245,7 +236,10 @@ describe("ContainerProcess", () => {
     const s = spec([node, "-e", script]);
     const { container } = start(s);
     const pidFile = join(s.workDir, "grandchild.pid");
-    expect(await eventually(() => existsSync(pidFile) && readFileSync(pidFile, "utf8") !== "")).toBe(true);
+    await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, "utf8") !== "", {
+      what: "the grandchild's pid file",
+      intervalMs: 25,
+    });
     const grandchild = Number(readFileSync(pidFile, "utf8"));
     strayPids.push(grandchild);
     expect(alive(grandchild)).toBe(true);
@@ -254,7 +248,7 @@ describe("ContainerProcess", () => {
     await container.waitForExit();
     expect(container.cause).toBe("PREEMPTED_BY_PRIMARY");
     expect(alive(container.pid)).toBe(false);
-    expect(await eventually(() => !alive(grandchild))).toBe(true);
+    await waitFor(() => !alive(grandchild), { what: "the grandchild to die", intervalMs: 25 });
   });
 
   it("kills a process that ignores SIGTERM once the grace period is over", async () => {
@@ -262,7 +256,7 @@ describe("ContainerProcess", () => {
       "process.on('SIGTERM', () => {}); require('node:fs').writeFileSync('ready', '1'); setInterval(() => {}, 1000);";
     const s = spec([node, "-e", script]);
     const { container } = start(s);
-    expect(await eventually(() => existsSync(join(s.workDir, "ready")))).toBe(true);
+    await waitFor(() => existsSync(join(s.workDir, "ready")), { what: "the container to be ready", intervalMs: 25 });
     container.kill("PREEMPTED_BY_PRIMARY", 200);
     await container.waitForExit();
     expect(container.cause).toBe("PREEMPTED_BY_PRIMARY");
@@ -272,7 +266,7 @@ describe("ContainerProcess", () => {
   it("keeps the first cause when a container is killed twice", async () => {
     const s = spec([node, "-e", "require('node:fs').writeFileSync('ready', '1'); setInterval(() => {}, 1000);"]);
     const { container } = start(s);
-    expect(await eventually(() => existsSync(join(s.workDir, "ready")))).toBe(true);
+    await waitFor(() => existsSync(join(s.workDir, "ready")), { what: "the container to be ready", intervalMs: 25 });
     container.kill("KILLED_BY_USER", 100);
     container.kill("PREEMPTED_BY_PRIMARY", 100);
     await container.waitForExit();
@@ -297,11 +291,11 @@ describe("ContainerProcess at the lowest priority", () => {
   it("runs a container without cgroups at nice 19, and what it forks too", async () => {
     const s = spec(["/bin/sh", "-c", "sleep 30 & echo $! > child; wait"]);
     const { container } = start(s, noCgroups);
-    let child = 0;
-    for (let i = 0; i < 100 && !child; i++) {
-      await sleep(20);
-      child = Number(existsSync(join(s.workDir, "child")) ? readFileSync(join(s.workDir, "child"), "utf8") : 0);
-    }
+    const childFile = join(s.workDir, "child");
+    const child = await waitFor(() => (existsSync(childFile) && Number(readFileSync(childFile, "utf8"))) || undefined, {
+      what: "the forked child's pid",
+      intervalMs: 20,
+    });
     expect(niceOf(container.pid)).toBe(19);
     expect(niceOf(child)).toBe(19);
     container.killNow("KILLED_BY_USER");

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EventEmitter } from "node:events";
 import fc from "fast-check";
+import { waitFor } from "../wait-for.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { SeededRng } from "../../common/rng.js";
 import { BlockStore, chunkChecksums } from "../../datanode/block-store.js";
@@ -55,7 +56,7 @@ class SlowSink extends EventEmitter implements ReadSink {
     return this.pending < 2;
   }
   async settled(): Promise<Buffer> {
-    while (this.pending > 0) await new Promise((r) => setTimeout(r, 2));
+    await waitFor(() => this.pending === 0, { what: "every write to be sent", intervalMs: 2 });
     return Buffer.concat(this.parts);
   }
 }

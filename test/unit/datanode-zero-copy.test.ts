@@ -11,6 +11,7 @@ import type { FileHandle } from "node:fs/promises";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadNativeAddon } from "../../common/paths.js";
 import { plainSocketDescriptor, sendFileFrames, zeroCopyAvailable } from "../../datanode/zero-copy.js";
@@ -209,7 +210,9 @@ describe.skipIf(!zeroCopyAvailable())("sending block data from a file with sendf
     const { server, close } = await socketPair();
     expect(plainSocketDescriptor(server)).toBeGreaterThanOrEqual(0);
     close();
-    await new Promise((r) => setTimeout(r, 20));
-    expect(plainSocketDescriptor(server)).toBeUndefined();
+    await waitFor(() => plainSocketDescriptor(server) === undefined, {
+      what: "the socket's descriptor to go",
+      intervalMs: 5,
+    });
   });
 });

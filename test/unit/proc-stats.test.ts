@@ -2,6 +2,7 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
+import { waitFor } from "../wait-for.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { procStatFields, processTreeCpuMs, processTreesRssBytes } from "../../common/proc-stats.js";
 
@@ -28,12 +29,11 @@ describe("process trees in /proc", () => {
   it("counts the resident memory and CPU of a process's descendants", async () => {
     const c = tree(96);
     const pid = c.pid!;
-    let rss = 0;
-    for (let i = 0; i < 100 && rss < 96 << 20; i++) {
-      await sleep(50);
-      rss = processTreesRssBytes([pid]);
-    }
-    expect(rss).toBeGreaterThanOrEqual(96 << 20);
+    await waitFor(() => processTreesRssBytes([pid]) >= 96 << 20, {
+      what: "the tree's resident memory to reach 96 MiB",
+      timeoutMs: 5_000,
+      intervalMs: 50,
+    });
     const before = processTreeCpuMs([pid]);
     await sleep(300);
     expect(processTreeCpuMs([pid])).toBeGreaterThan(before);
