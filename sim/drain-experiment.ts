@@ -42,8 +42,8 @@ import {
   writeReport,
 } from "./report.js";
 import type { RenderedReport } from "./report.js";
-import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./storage.js";
-import type { PlannedReimageFigures, StorageDrainMode, StorageOptions, StorageRunResult } from "./storage.js";
+import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./experiments/storage/run.js";
+import type { PlannedReimageFigures, StorageDrainMode, StorageOptions, StorageRunResult } from "./experiments/storage/run.js";
 
 /** Options of {@link runDrainExperiment}; {@link resolveDrainExperimentOptions} fills the defaults. */
 export interface DrainExperimentOptions {

@@ -27,7 +27,7 @@ import type { NodeView } from "../../resourcemanager/scheduler.js";
 import { TenantRegistry } from "../../resourcemanager/tenant-registry.js";
 import { generateCluster } from "../../sim/cluster-gen.js";
 import { serverUtilization } from "../../sim/model.js";
-import { primaryHistories, registryVerdicts } from "../../sim/power.js";
+import { primaryHistories, registryVerdicts } from "../../sim/experiments/power/index.js";
 
 const PROFILE = resolvePowerProfile("dell-r740-xeon-8180");
 const CAP = 4000;

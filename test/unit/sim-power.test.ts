@@ -6,10 +6,10 @@ import { afterAll, describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
 import { resolveCappingOptions } from "../../nodemanager/capping-controller.js";
 import { generateCluster } from "../../sim/cluster-gen.js";
-import { planPowerBudgets, powerLayout, resolvePowerOptions, runPower } from "../../sim/power.js";
-import type { PowerOptions, PowerPeriodEvent, PowerResult } from "../../sim/power.js";
-import { runPowerExperiment } from "../../sim/power-experiment.js";
-import { POWER_CSV_HEADER, renderPowerReport } from "../../sim/power-report.js";
+import { planPowerBudgets, powerLayout, resolvePowerOptions, runPower } from "../../sim/experiments/power/index.js";
+import type { PowerOptions, PowerPeriodEvent, PowerResult } from "../../sim/experiments/power/index.js";
+import { runPowerExperiment } from "../../sim/experiments/power/index.js";
+import { POWER_CSV_HEADER, renderPowerReport } from "../../sim/experiments/power/index.js";
 
 /** One rack of 3 chassis of 12 servers, half a day of experiment after 30 days of history. */
 const cluster = generateCluster({ servers: 36, days: 0.5, seed: 7, level: "medium", serversPerRack: 36 });

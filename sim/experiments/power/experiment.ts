@@ -4,18 +4,20 @@
  * asked combination of capping mode and placement run on it under those budgets, so that the runs of a comparison see
  * the same primaries, the same secondary arrivals and the same budgets. Renders (and, given `out`, writes) the report.
  */
+import { invalidArgument } from "../../../common/options.js";
 import { performance } from "node:perf_hooks";
-import { HarvestError } from "../common/errors.js";
-import { resolvePowerProfile } from "../common/power-profiles.js";
-import { generateCluster } from "./cluster-gen.js";
-import { chooseTraces, RunTracker } from "./experiments.js";
-import type { ExperimentEvent, ExperimentOptions, ExperimentOutcome } from "./experiments.js";
-import { UTILIZATION_LEVELS } from "./model.js";
-import type { SimCluster, TraceSource, UtilizationLevel } from "./model.js";
-import { CAPPING_MODES, planPowerBudgets, POWER_DOMAIN_LEVELS, POWER_PLACEMENTS, runPower } from "./power.js";
-import type { CappingMode, PowerDomainLevel, PowerOptions, PowerPlacement, PowerResult } from "./power.js";
-import { renderPowerReport } from "./power-report.js";
-import { writeReport } from "./report.js";
+import { HarvestError } from "../../../common/errors.js";
+import { resolvePowerProfile } from "../../../common/power-profiles.js";
+import { generateCluster } from "../../cluster-gen.js";
+import { chooseTraces, RunTracker } from "../../experiments.js";
+import type { ExperimentEvent, ExperimentOptions, ExperimentOutcome } from "../../experiments.js";
+import { UTILIZATION_LEVELS } from "../../model.js";
+import type { SimCluster, TraceSource, UtilizationLevel } from "../../model.js";
+import { CAPPING_MODES, POWER_DOMAIN_LEVELS, POWER_PLACEMENTS } from "./options.js";
+import type { CappingMode, PowerDomainLevel, PowerOptions, PowerPlacement, PowerResult } from "./options.js";
+import { planPowerBudgets, runPower } from "./run.js";
+import { renderPowerReport } from "./report.js";
+import { writeReport } from "../../report.js";
 
 /** The power experiment's default size: a week on 200 servers (17 chassis) runs in about a minute. */
 export const POWER_DEFAULTS = Object.freeze({ servers: 200, days: 7 });
@@ -63,19 +65,16 @@ export interface ResolvedPowerExperimentOptions {
   onProgress: ((e: ExperimentEvent) => void) | undefined;
 }
 
-function invalid(field: string, why: string): never {
-  throw new HarvestError("INVALID_ARGUMENT", `experiment option ${field} ${why}`, { details: { field } });
-}
-
 function checkList<T>(field: string, values: readonly T[], allowed: readonly T[]): readonly T[] {
-  if (values.length === 0) invalid(field, "must name at least one value");
+  if (values.length === 0) invalidArgument("experiment", field, "must name at least one value");
   for (const v of values)
-    if (!allowed.includes(v)) invalid(field, `has ${JSON.stringify(v)}; use ${allowed.map(String).join(", ")}`);
+    if (!allowed.includes(v))
+      invalidArgument("experiment", field, `has ${JSON.stringify(v)}; use ${allowed.map(String).join(", ")}`);
   return allowed.filter((a) => values.includes(a));
 }
 
 function checkPositiveInt(field: string, v: number): number {
-  if (!Number.isInteger(v) || v < 1) invalid(field, `must be a positive integer (got ${v})`);
+  if (!Number.isInteger(v) || v < 1) invalidArgument("experiment", field, `must be a positive integer (got ${v})`);
   return v;
 }
 
@@ -83,9 +82,10 @@ function checkPositiveInt(field: string, v: number): number {
 export function resolvePowerExperimentOptions(o: PowerExperimentOptions = {}): ResolvedPowerExperimentOptions {
   const seed = o.seed ?? 1;
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
-    invalid("seed", `must be an integer in 0..4294967295 (got ${seed})`);
+    invalidArgument("experiment", "seed", `must be an integer in 0..4294967295 (got ${seed})`);
   const traces = o.traces ?? "generated";
-  if (traces !== "generated" && traces !== "real") invalid("traces", `must be "generated" or "real" (got ${traces})`);
+  if (traces !== "generated" && traces !== "real")
+    invalidArgument("experiment", "traces", `must be "generated" or "real" (got ${traces})`);
   const power = o.power ?? {};
   // An unknown profile fails here, before any cluster is generated.
   for (const id of power.profiles ?? [])
@@ -98,7 +98,11 @@ export function resolvePowerExperimentOptions(o: PowerExperimentOptions = {}): R
       });
     }
   if (power.domainLevel !== undefined && !POWER_DOMAIN_LEVELS.includes(power.domainLevel as PowerDomainLevel))
-    invalid("power.domainLevel", `must be ${POWER_DOMAIN_LEVELS.join(" or ")} (got ${String(power.domainLevel)})`);
+    invalidArgument(
+      "experiment",
+      "power.domainLevel",
+      `must be ${POWER_DOMAIN_LEVELS.join(" or ")} (got ${String(power.domainLevel)})`,
+    );
   return {
     servers: checkPositiveInt("servers", o.servers ?? POWER_DEFAULTS.servers),
     days: checkPositiveInt("days", o.days ?? POWER_DEFAULTS.days),

@@ -11,12 +11,12 @@ import {
   markdownTable,
   renderBarPanels,
   toCsv,
-} from "./report.js";
-import type { PlotPanel, RenderedPlot, RenderedReport, ReportContext } from "./report.js";
-import { UTILIZATION_LEVELS } from "./model.js";
-import type { UtilizationLevel } from "./model.js";
-import { CAPPING_MODES, POWER_PLACEMENTS } from "./power.js";
-import type { CappingMode, PowerPlacement, PowerResult } from "./power.js";
+} from "../../report.js";
+import type { PlotPanel, RenderedPlot, RenderedReport, ReportContext } from "../../report.js";
+import { UTILIZATION_LEVELS } from "../../model.js";
+import type { UtilizationLevel } from "../../model.js";
+import { CAPPING_MODES, POWER_PLACEMENTS } from "./options.js";
+import type { CappingMode, PowerPlacement, PowerResult } from "./options.js";
 
 interface Column {
   header: string;

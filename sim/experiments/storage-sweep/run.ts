@@ -11,12 +11,12 @@
 import { performance } from "node:perf_hooks";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { HarvestError } from "../common/errors.js";
-import { generateCluster } from "./cluster-gen.js";
-import { chooseTraces, RunTracker } from "./experiments.js";
-import type { ExperimentEvent } from "./experiments.js";
-import { UTILIZATION_LEVELS } from "./model.js";
-import type { SimCluster, TraceSource, UtilizationLevel } from "./model.js";
+import { HarvestError } from "../../../common/errors.js";
+import { generateCluster } from "../../cluster-gen.js";
+import { chooseTraces, RunTracker } from "../../experiments.js";
+import type { ExperimentEvent } from "../../experiments.js";
+import { UTILIZATION_LEVELS } from "../../model.js";
+import type { SimCluster, TraceSource, UtilizationLevel } from "../../model.js";
 import {
   assembleReport,
   eventsPerSecond,
@@ -27,10 +27,10 @@ import {
   STORAGE_PLACEMENTS,
   toCsv,
   writeReport,
-} from "./report.js";
-import type { PlotPanel, RenderedReport } from "./report.js";
-import type { StoragePlacement, StorageResult } from "./results.js";
-import { runStorage } from "./storage.js";
+} from "../../report.js";
+import type { PlotPanel, RenderedReport } from "../../report.js";
+import type { StoragePlacement, StorageResult } from "../../results.js";
+import { runStorage } from "../storage/run.js";
 
 /** Confidence of the ratio's interval. */
 export const RATIO_CONFIDENCE = 0.95;

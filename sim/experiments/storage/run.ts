@@ -12,9 +12,9 @@
  * `runStorage` for the model's choices.
  */
 import { performance } from "node:perf_hooks";
-import { HarvestError } from "../common/errors.js";
-import { SeededRng } from "../common/rng.js";
-import { DiversityPlacementPolicy, ReplicationMonitor, StockPlacementPolicy } from "../namenode/index.js";
+import { HarvestError } from "../../../common/errors.js";
+import { SeededRng } from "../../../common/rng.js";
+import { DiversityPlacementPolicy, ReplicationMonitor, StockPlacementPolicy } from "../../../namenode/index.js";
 import type {
   BlockSource,
   BlockView,
@@ -24,14 +24,14 @@ import type {
   PlacementRequest,
   PlacementTenant,
   ReplicationMonitorOptions,
-} from "../namenode/index.js";
-import { DEFAULT_CLASSIFIER_OPTIONS, percentileSorted } from "../resourcemanager/index.js";
-import type { Rng } from "../common/rng.js";
-import { SimEngine } from "./engine.js";
-import type { EngineProgress } from "./engine.js";
-import { DAY_MS, MONTH_MS, serverUtilization } from "./model.js";
-import type { SimCluster } from "./model.js";
-import type { StoragePlacement, StorageResult } from "./results.js";
+} from "../../../namenode/index.js";
+import { DEFAULT_CLASSIFIER_OPTIONS, percentileSorted } from "../../../resourcemanager/index.js";
+import type { Rng } from "../../../common/rng.js";
+import { SimEngine } from "../../engine.js";
+import type { EngineProgress } from "../../engine.js";
+import { DAY_MS, MONTH_MS, serverUtilization } from "../../model.js";
+import type { SimCluster } from "../../model.js";
+import type { StoragePlacement, StorageResult } from "../../results.js";
 
 const MiB = 1024 * 1024;
 
