@@ -42,8 +42,13 @@ import {
   writeReport,
 } from "./report.js";
 import type { RenderedReport } from "./report.js";
-import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./experiments/storage/run.js";
-import type { PlannedReimageFigures, StorageDrainMode, StorageOptions, StorageRunResult } from "./experiments/storage/run.js";
+import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./experiments/storage/index.js";
+import type {
+  PlannedReimageFigures,
+  StorageDrainMode,
+  StorageOptions,
+  StorageRunResult,
+} from "./experiments/storage/index.js";
 
 /** Options of {@link runDrainExperiment}; {@link resolveDrainExperimentOptions} fills the defaults. */
 export interface DrainExperimentOptions {

@@ -23,7 +23,7 @@ import {
 } from "./report.js";
 import type { RenderedReport } from "./report.js";
 import type { ComputePolicy, ComputeResult, StoragePlacement, StorageResult } from "./results.js";
-import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./experiments/storage/run.js";
+import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./experiments/storage/index.js";
 
 /** What an experiment tells its caller while it runs (the CLI turns these into a progress line). */
 export type ExperimentEvent =
