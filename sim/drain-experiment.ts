@@ -32,15 +32,7 @@ import type { ExperimentEvent } from "./experiments.js";
 import { generateJobStream } from "./jobs.js";
 import { DAY_MS } from "./model.js";
 import type { SimCluster, TraceSource, UtilizationLevel } from "./model.js";
-import {
-  assembleReport,
-  formatNumber,
-  markdownTable,
-  renderBarPanels,
-  SIM_JOB_TYPES,
-  toCsv,
-  writeReport,
-} from "./report.js";
+import { assembleReport, formatNumber, markdownTable, SIM_JOB_TYPES, toCsv, writeReport } from "./report.js";
 import type { RenderedReport } from "./report.js";
 import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./experiments/storage/index.js";
 import type {
@@ -49,6 +41,7 @@ import type {
   StorageOptions,
   StorageRunResult,
 } from "./experiments/storage/index.js";
+import { renderBarPanels } from "./plots.js";
 
 /** Options of {@link runDrainExperiment}; {@link resolveDrainExperimentOptions} fills the defaults. */
 export interface DrainExperimentOptions {

@@ -4,20 +4,22 @@ import { join } from "node:path";
 import type { TraceSource } from "../../model.js";
 import {
   assembleReport,
-  eventsPerSecond,
   formatFraction,
   formatNumber,
   markdownTable,
-  renderBarPanels,
   STORAGE_PLACEMENTS,
   toCsv,
   writeReport,
+  RUN_COST_CSV_HEADER,
+  runCostCsv,
 } from "../../report.js";
-import type { PlotPanel, RenderedReport } from "../../report.js";
+import type { RenderedReport } from "../../report.js";
 import { RATIO_CONFIDENCE } from "./options.js";
 import type { ResolvedStorageSweepOptions } from "./options.js";
 import type { LossRatio } from "./ratio.js";
 import type { StorageSweepCell, StorageSweepRun } from "./cells.js";
+import { renderBarPanels } from "../../plots.js";
+import type { PlotPanel } from "../../plots.js";
 
 /** The sweep's report: the rendered report (cells CSV) and a CSV of every run beside it. */
 export interface StorageSweepReport extends RenderedReport {
@@ -250,9 +252,7 @@ export function storageSweepRunsCsv(runs: readonly StorageSweepRun[]): string {
       "unavailable_accesses",
       "reimages",
       "re_replication_bytes",
-      "events",
-      "wall_ms",
-      "events_per_s",
+      ...RUN_COST_CSV_HEADER,
     ],
     sortRuns(runs).map((r) => [
       r.seed,
@@ -270,9 +270,7 @@ export function storageSweepRunsCsv(runs: readonly StorageSweepRun[]): string {
       r.unavailableAccesses,
       r.reimages,
       Math.round(r.reReplicationBytes),
-      r.events,
-      Math.round(r.wallMs),
-      Math.round(eventsPerSecond(r)),
+      ...runCostCsv(r),
     ]),
   );
 }

@@ -15,3 +15,11 @@ export type {
 export { runStorage } from "./run.js";
 export { replicationRngSeed } from "./sim.js";
 export { learnPlacementTenants, storageMonitorOptions } from "../../roles/storage-namenode.js";
+export {
+  renderStorageReport,
+  STORAGE_CSV_HEADER,
+  storageCsv,
+  storagePlots,
+  storageRunsMarkdown,
+  storageSummaryMarkdown,
+} from "./report.js";
