@@ -31,7 +31,7 @@ const COMPUTE_DEFAULTS = { servers: 1000, days: 14 };
 const STORAGE_DEFAULTS = { servers: 10_000, days: 365 };
 const CAPPING_MODES: readonly CappingMode[] = ["full-server", "per-container"];
 const POWER_PLACEMENTS: readonly PowerPlacement[] = ["stock", "power-aware"];
-/** The power experiment's default size (`POWER_DEFAULTS` in sim/power-experiment.ts). */
+/** The power experiment's default size (`POWER_DEFAULTS` in sim/experiments/power/experiment.ts). */
 const POWER_DEFAULTS = { servers: 200, days: 7 };
 
 /** 12,345 with `digits` decimals; "-" when not finite. */

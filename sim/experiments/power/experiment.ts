@@ -5,6 +5,7 @@
  * the same primaries, the same secondary arrivals and the same budgets. Renders (and, given `out`, writes) the report.
  */
 import { invalidArgument } from "../../../common/options.js";
+import { checkList, checkPositiveInt, checkSeed, checkTraces } from "../../options-storage.js";
 import { performance } from "node:perf_hooks";
 import { HarvestError } from "../../../common/errors.js";
 import { resolvePowerProfile } from "../../../common/power-profiles.js";
@@ -65,27 +66,10 @@ export interface ResolvedPowerExperimentOptions {
   onProgress: ((e: ExperimentEvent) => void) | undefined;
 }
 
-function checkList<T>(field: string, values: readonly T[], allowed: readonly T[]): readonly T[] {
-  if (values.length === 0) invalidArgument("experiment", field, "must name at least one value");
-  for (const v of values)
-    if (!allowed.includes(v))
-      invalidArgument("experiment", field, `has ${JSON.stringify(v)}; use ${allowed.map(String).join(", ")}`);
-  return allowed.filter((a) => values.includes(a));
-}
-
-function checkPositiveInt(field: string, v: number): number {
-  if (!Number.isInteger(v) || v < 1) invalidArgument("experiment", field, `must be a positive integer (got ${v})`);
-  return v;
-}
-
 /** Fills the power experiment's defaults and validates (INVALID_ARGUMENT naming the field). */
 export function resolvePowerExperimentOptions(o: PowerExperimentOptions = {}): ResolvedPowerExperimentOptions {
-  const seed = o.seed ?? 1;
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
-    invalidArgument("experiment", "seed", `must be an integer in 0..4294967295 (got ${seed})`);
-  const traces = o.traces ?? "generated";
-  if (traces !== "generated" && traces !== "real")
-    invalidArgument("experiment", "traces", `must be "generated" or "real" (got ${traces})`);
+  const seed = checkSeed("experiment", o.seed ?? 1);
+  const traces = checkTraces("experiment", o.traces ?? "generated");
   const power = o.power ?? {};
   // An unknown profile fails here, before any cluster is generated.
   for (const id of power.profiles ?? [])
@@ -104,14 +88,14 @@ export function resolvePowerExperimentOptions(o: PowerExperimentOptions = {}): R
       `must be ${POWER_DOMAIN_LEVELS.join(" or ")} (got ${String(power.domainLevel)})`,
     );
   return {
-    servers: checkPositiveInt("servers", o.servers ?? POWER_DEFAULTS.servers),
-    days: checkPositiveInt("days", o.days ?? POWER_DEFAULTS.days),
+    servers: checkPositiveInt("experiment", "servers", o.servers ?? POWER_DEFAULTS.servers),
+    days: checkPositiveInt("experiment", "days", o.days ?? POWER_DEFAULTS.days),
     seed,
-    levels: checkList<UtilizationLevel>("levels", o.levels ?? ["medium"], UTILIZATION_LEVELS),
+    levels: checkList<UtilizationLevel>("experiment", "levels", o.levels ?? ["medium"], UTILIZATION_LEVELS),
     traces,
-    cappings: checkList("cappings", o.cappings ?? CAPPING_MODES, CAPPING_MODES),
-    placements: checkList("placements", o.placements ?? POWER_PLACEMENTS, POWER_PLACEMENTS),
-    chassisPerRack: checkPositiveInt("chassisPerRack", o.chassisPerRack ?? 3),
+    cappings: checkList("experiment", "cappings", o.cappings ?? CAPPING_MODES, CAPPING_MODES),
+    placements: checkList("experiment", "placements", o.placements ?? POWER_PLACEMENTS, POWER_PLACEMENTS),
+    chassisPerRack: checkPositiveInt("experiment", "chassisPerRack", o.chassisPerRack ?? 3),
     power,
     out: o.out,
     command: o.command,

@@ -3,6 +3,7 @@ import type { ExperimentEvent } from "../../experiments.js";
 import { UTILIZATION_LEVELS } from "../../model.js";
 import type { TraceSource, UtilizationLevel } from "../../model.js";
 import { invalidArgument } from "../../../common/options.js";
+import { checkTraces } from "../../options-storage.js";
 
 /** Confidence of the ratio's interval. */
 export const RATIO_CONFIDENCE = 0.95;
@@ -119,9 +120,7 @@ export function resolveStorageSweepOptions(o: StorageSweepOptions = {}): Resolve
   const level = o.level ?? d.level;
   if (!UTILIZATION_LEVELS.includes(level))
     invalidArgument("storage sweep", "level", `must be one of ${UTILIZATION_LEVELS.join(", ")} (got ${String(level)})`);
-  const traces = o.traces ?? d.traces;
-  if (traces !== "generated" && traces !== "real")
-    invalidArgument("storage sweep", "traces", `must be "generated" or "real" (got ${traces})`);
+  const traces = checkTraces("storage sweep", o.traces ?? d.traces);
   return {
     servers,
     days,
