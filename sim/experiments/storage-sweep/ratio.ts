@@ -1,6 +1,7 @@
 /**
  * The storage sweep's stock/diversity loss ratio with its confidence interval over the seeds: Poisson counts with an
- * overdispersion correction, the exact (Clopper-Pearson) interval of the binomial share, and the beta functions it needs.
+ * overdispersion correction, the exact (Clopper-Pearson) interval of the binomial share, and the beta functions it
+ * needs.
  */
 
 import { invalidArgument } from "../../../common/options.js";
