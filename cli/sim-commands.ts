@@ -10,7 +10,7 @@ import type { ClusterSummary } from "../sim/cluster-gen.js";
 import type { ExperimentEvent, ExperimentOutcome, GridPreset } from "../sim/experiments.js";
 import { UTILIZATION_LEVELS } from "../sim/model.js";
 import type { TraceSource, UtilizationLevel } from "../sim/model.js";
-import type { CappingMode, PowerDomainLevel, PowerPlacement } from "../sim/power.js";
+import type { CappingMode, PowerDomainLevel, PowerPlacement } from "../sim/experiments/power/index.js";
 import type { ComputePolicy, StoragePlacement } from "../sim/results.js";
 import { action, commandLine, experimentText, oneOf, positiveInt, positiveNumber, print } from "./command-kit.js";
 import { duration } from "./format.js";
@@ -31,7 +31,7 @@ const COMPUTE_DEFAULTS = { servers: 1000, days: 14 };
 const STORAGE_DEFAULTS = { servers: 10_000, days: 365 };
 const CAPPING_MODES: readonly CappingMode[] = ["full-server", "per-container"];
 const POWER_PLACEMENTS: readonly PowerPlacement[] = ["stock", "power-aware"];
-/** The power experiment's default size (`POWER_DEFAULTS` in sim/power-experiment.ts). */
+/** The power experiment's default size (`POWER_DEFAULTS` in sim/experiments/power/experiment.ts). */
 const POWER_DEFAULTS = { servers: 200, days: 7 };
 
 /** 12,345 with `digits` decimals; "-" when not finite. */
@@ -445,7 +445,7 @@ export function registerSimCommands(program: Command): void {
               details: { flag: "--plan-buffer" },
             });
           const flags = commonFlags(o, POWER_DEFAULTS);
-          const { runPowerExperiment } = await import("../sim/power-experiment.js");
+          const { runPowerExperiment } = await import("../sim/experiments/power/index.js");
           const outcome = await runPowerExperiment({
             ...flags,
             cappings,

@@ -1,13 +1,17 @@
 /**
  * `harvest sim storage-sweep`: the storage experiment swept over re-replication bandwidth x blocks per server x seeds
- * with both placements (sim/storage-sweep.ts). Like the other `sim` experiments it shows progress on stderr, prints
+ * with both placements (sim/experiments/storage-sweep). Like the other `sim` experiments it shows progress on stderr, prints
  * its tables and writes a markdown report, CSVs and an SVG plot to `--out`.
  */
 import type { Command } from "commander";
 import type { ExperimentEvent } from "../sim/experiments.js";
 import { UTILIZATION_LEVELS } from "../sim/model.js";
 import type { TraceSource, UtilizationLevel } from "../sim/model.js";
-import type { ResolvedStorageSweepOptions, StorageSweepOptions, StorageSweepOutcome } from "../sim/storage-sweep.js";
+import type {
+  ResolvedStorageSweepOptions,
+  StorageSweepOptions,
+  StorageSweepOutcome,
+} from "../sim/experiments/storage-sweep/index.js";
 import { action, badFlag, oneOf, positiveInt, print, rethrowAsFlagError } from "./command-kit.js";
 import { duration } from "./format.js";
 
@@ -88,7 +92,7 @@ export function storageSweepOptionsFromFlags(o: StorageSweepFlags): StorageSweep
  */
 export async function resolveStorageSweepFlags(o: StorageSweepFlags): Promise<ResolvedStorageSweepOptions> {
   const options = storageSweepOptionsFromFlags(o);
-  const { resolveStorageSweepOptions } = await import("../sim/storage-sweep.js");
+  const { resolveStorageSweepOptions } = await import("../sim/experiments/storage-sweep/index.js");
   try {
     return resolveStorageSweepOptions(options);
   } catch (err) {
@@ -134,7 +138,7 @@ export function registerStorageSweepCommand(sim: Command, kit: SimCommandKit): v
     .action(
       action(async (o: StorageSweepFlags) => {
         const options = await resolveStorageSweepFlags({ ...o, out: o.out ?? kit.outDir });
-        const { runStorageSweep } = await import("../sim/storage-sweep.js");
+        const { runStorageSweep } = await import("../sim/experiments/storage-sweep/index.js");
         const outcome = await runStorageSweep({
           ...options,
           command: kit.commandLine(),

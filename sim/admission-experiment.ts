@@ -35,16 +35,9 @@ import { generateJobStream } from "./jobs.js";
 import type { JobStream } from "./jobs.js";
 import { DAY_MS } from "./model.js";
 import type { SimCluster, TraceSource } from "./model.js";
-import {
-  assembleReport,
-  formatFraction,
-  formatNumber,
-  markdownTable,
-  renderBarPanels,
-  toCsv,
-  writeReport,
-} from "./report.js";
+import { assembleReport, formatFraction, formatNumber, markdownTable, toCsv, writeReport } from "./report.js";
 import type { RenderedReport } from "./report.js";
+import { renderBarPanels } from "./plots.js";
 
 /** The policies whose thresholds are tuned, in the paper's order. */
 export const TUNED_POLICIES = ["zeroth", "first", "second"] as const;

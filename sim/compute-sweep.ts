@@ -22,9 +22,10 @@ import type { ExperimentEvent } from "./experiments.js";
 import { generateJobStream, harvestableCoreMs } from "./jobs.js";
 import type { JobStream } from "./jobs.js";
 import type { SimCluster, TraceSource } from "./model.js";
-import { assembleReport, formatNumber, markdownTable, stableIds, toCsv, writeReport } from "./report.js";
+import { assembleReport, formatNumber, markdownTable, toCsv, writeReport } from "./report.js";
 import type { RenderedReport } from "./report.js";
 import type { ComputePolicy, SimJobType } from "./results.js";
+import { stableIds } from "./plots.js";
 
 /** The policies every cell runs, the baselines first. */
 export const SWEEP_POLICIES: readonly ComputePolicy[] = ["stock", "stock-unaware", "history"];

@@ -32,18 +32,16 @@ import type { ExperimentEvent } from "./experiments.js";
 import { generateJobStream } from "./jobs.js";
 import { DAY_MS } from "./model.js";
 import type { SimCluster, TraceSource, UtilizationLevel } from "./model.js";
-import {
-  assembleReport,
-  formatNumber,
-  markdownTable,
-  renderBarPanels,
-  SIM_JOB_TYPES,
-  toCsv,
-  writeReport,
-} from "./report.js";
+import { assembleReport, formatNumber, markdownTable, SIM_JOB_TYPES, toCsv, writeReport } from "./report.js";
 import type { RenderedReport } from "./report.js";
-import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./storage.js";
-import type { PlannedReimageFigures, StorageDrainMode, StorageOptions, StorageRunResult } from "./storage.js";
+import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./experiments/storage/index.js";
+import type {
+  PlannedReimageFigures,
+  StorageDrainMode,
+  StorageOptions,
+  StorageRunResult,
+} from "./experiments/storage/index.js";
+import { renderBarPanels } from "./plots.js";
 
 /** Options of {@link runDrainExperiment}; {@link resolveDrainExperimentOptions} fills the defaults. */
 export interface DrainExperimentOptions {

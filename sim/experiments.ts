@@ -14,16 +14,12 @@ import { UTILIZATION_LEVELS } from "./model.js";
 import type { SimCluster, TraceSource, UtilizationLevel } from "./model.js";
 import { loadRealTemplates } from "./real-traces.js";
 import type { RealTemplate } from "./real-traces.js";
-import {
-  COMPUTE_POLICIES,
-  renderComputeReport,
-  renderStorageReport,
-  STORAGE_PLACEMENTS,
-  writeReport,
-} from "./report.js";
+import { COMPUTE_POLICIES, STORAGE_PLACEMENTS, writeReport } from "./report.js";
 import type { RenderedReport } from "./report.js";
 import type { ComputePolicy, ComputeResult, StoragePlacement, StorageResult } from "./results.js";
-import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./storage.js";
+import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./experiments/storage/index.js";
+import { renderComputeReport } from "./compute-report.js";
+import { renderStorageReport } from "./experiments/storage/index.js";
 
 /** What an experiment tells its caller while it runs (the CLI turns these into a progress line). */
 export type ExperimentEvent =

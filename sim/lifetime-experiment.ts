@@ -28,16 +28,9 @@ import { checkRunSize, chooseTraces, RunTracker } from "./experiments.js";
 import type { ExperimentEvent } from "./experiments.js";
 import { generateJobStream } from "./jobs.js";
 import type { TraceSource, UtilizationLevel } from "./model.js";
-import {
-  assembleReport,
-  formatNumber,
-  markdownTable,
-  renderBarPanels,
-  SIM_JOB_TYPES,
-  toCsv,
-  writeReport,
-} from "./report.js";
+import { assembleReport, formatNumber, markdownTable, SIM_JOB_TYPES, toCsv, writeReport } from "./report.js";
 import type { RenderedReport } from "./report.js";
+import { renderBarPanels } from "./plots.js";
 
 /** A node choice of the comparison (`ComputeOptions.nodeChoice`). */
 export type NodeChoiceVariant = "stock" | "nilas" | "lava";

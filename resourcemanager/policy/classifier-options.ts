@@ -95,9 +95,9 @@ export interface ClassifierOptions {
    * How a tenant's "peak" utilization is taken:
    * - "percentile": the `peakPercentile` of all samples (not the max: one spike must not move it). The default, so
    *   that the peak stays the "Primary P95" of seeds/004 and the power-aware placement, and the same statistic the
-   *   simulator's diversity placement takes (`sim/storage.ts` computes its own p95). It is blind to short daily
-   *   bursts: a series at 5 % that bursts to 45 % for one hour a day has a p95 of about 7 %, since one hour is 4 % of
-   *   a day, and Algorithm 1 would count room the primary takes back every night.
+   *   simulator's diversity placement takes (`sim/roles/storage-namenode.ts` computes its own p95). It is blind to
+   *   short daily bursts: a series at 5 % that bursts to 45 % for one hour a day has a p95 of about 7 %, since one
+   *   hour is 4 % of a day, and Algorithm 1 would count room the primary takes back every night.
    * - "median-daily-max": the median over the series' whole days of each day's maximum (a series shorter than one
    *   day falls back to the percentile). It sees a burst that recurs on most days at its full height (45 % above),
    *   while a burst on fewer than half of the days, like one spike, does not move it. Per-sample noise lifts it a

@@ -3,7 +3,7 @@
  * through the resource manager's path and the simulator's path, and both must reach the same decisions:
  * - placement: the scheduler's heartbeat hook (`PowerAwarePolicy.allows`, driven by `Scheduler.allocateOnNode` as the
  *   resource manager drives it) and the simulator's operation (`PowerAwarePolicy.choose`, offered the nodes with room in
- *   heartbeat order as sim/power.ts does) choose the same node, or both wait;
+ *   heartbeat order as sim/roles/power-placement.ts does) choose the same node, or both wait;
  * - the primary's peak and criticality: the tenant registry fed the servers' samples (`addSamples`, `recluster`, read
  *   as the resource manager reads it with `primaryHistoryOf`) and the simulator's `primaryHistories` agree.
  */
@@ -27,7 +27,7 @@ import type { NodeView } from "../../resourcemanager/policy/scheduler.js";
 import { TenantRegistry } from "../../resourcemanager/tenant-registry.js";
 import { generateCluster } from "../../sim/cluster-gen.js";
 import { serverUtilization } from "../../sim/model.js";
-import { primaryHistories, registryVerdicts } from "../../sim/power.js";
+import { primaryHistories, registryVerdicts } from "../../sim/experiments/power/index.js";
 
 const PROFILE = resolvePowerProfile("dell-r740-xeon-8180");
 const CAP = 4000;

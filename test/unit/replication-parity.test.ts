@@ -20,8 +20,8 @@ import {
   resolveStorageOptions,
   runStorage,
   storageMonitorOptions,
-} from "../../sim/storage.js";
-import type { StorageOptions, StorageWrite } from "../../sim/storage.js";
+} from "../../sim/experiments/storage/index.js";
+import type { StorageOptions, StorageWrite } from "../../sim/experiments/storage/index.js";
 
 const MiB = 1024 * 1024;
 const DISK = 1e12;

@@ -7,8 +7,8 @@ import { describe, expect, it } from "vitest";
 import { SeededRng } from "../../common/rng.js";
 import { drainStorage, storageLabel } from "../../sim/drain-experiment.js";
 import type { SimCluster, SimReimage } from "../../sim/model.js";
-import { runStorage } from "../../sim/storage.js";
-import type { StorageOptions, StorageRunResult, StorageWrite } from "../../sim/storage.js";
+import { runStorage } from "../../sim/experiments/storage/index.js";
+import type { StorageOptions, StorageRunResult, StorageWrite } from "../../sim/experiments/storage/index.js";
 import { fieldOf, handCluster } from "../sim-hand-cluster.js";
 
 const MINUTE_MS = 60_000;

@@ -6,10 +6,15 @@ import { afterAll, describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
 import { resolveCappingOptions } from "../../nodemanager/policy/capping-controller.js";
 import { generateCluster } from "../../sim/cluster-gen.js";
-import { planPowerBudgets, powerLayout, resolvePowerOptions, runPower } from "../../sim/power.js";
-import type { PowerOptions, PowerPeriodEvent, PowerResult } from "../../sim/power.js";
-import { runPowerExperiment } from "../../sim/power-experiment.js";
-import { POWER_CSV_HEADER, renderPowerReport } from "../../sim/power-report.js";
+import { planPowerBudgets, powerLayout, resolvePowerOptions, runPower } from "../../sim/experiments/power/index.js";
+import type { PowerOptions, PowerPeriodEvent, PowerResult } from "../../sim/experiments/power/index.js";
+import {
+  POWER_CSV_HEADER,
+  renderPowerReport,
+  resolvePowerExperimentOptions,
+  runPowerExperiment,
+} from "../../sim/experiments/power/index.js";
+import type { PowerExperimentOptions } from "../../sim/experiments/power/index.js";
 
 /** One rack of 3 chassis of 12 servers, half a day of experiment after 30 days of history. */
 const cluster = generateCluster({ servers: 36, days: 0.5, seed: 7, level: "medium", serversPerRack: 36 });
@@ -187,5 +192,27 @@ describe("the power experiment", () => {
       "power-capping-events.svg",
       "power-kills.svg",
     ]);
+  });
+});
+
+describe("the power experiment's options", () => {
+  it("rejects a bad seed, trace source, count or list with INVALID_ARGUMENT naming the field and the value", () => {
+    const rejection = (o: PowerExperimentOptions): string => {
+      try {
+        resolvePowerExperimentOptions(o);
+        return "accepted";
+      } catch (err) {
+        return isHarvestError(err, "INVALID_ARGUMENT") ? `${err.details["field"]}: ${err.message}` : "wrong error";
+      }
+    };
+    expect(rejection({ seed: -1 })).toBe("seed: experiment option seed must be an integer in 0..4294967295 (got -1)");
+    expect(rejection({ traces: "recorded" as never })).toBe(
+      'traces: experiment option traces must be "generated" or "real" (got recorded)',
+    );
+    expect(rejection({ servers: 0 })).toBe("servers: experiment option servers must be a positive integer (got 0)");
+    expect(rejection({ cappings: [] })).toBe("cappings: experiment option cappings must name at least one value");
+    expect(rejection({ placements: ["random" as never] })).toBe(
+      'placements: experiment option placements has "random"; use stock, power-aware',
+    );
   });
 });

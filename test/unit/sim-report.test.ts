@@ -5,20 +5,12 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
 import type { UtilizationLevel } from "../../sim/model.js";
-import {
-  COMPUTE_CSV_HEADER,
-  computeCsv,
-  formatChange,
-  formatFraction,
-  renderBarPanels,
-  renderComputeReport,
-  renderStorageReport,
-  STORAGE_CSV_HEADER,
-  storageCsv,
-  writeReport,
-} from "../../sim/report.js";
+import { formatChange, formatFraction, writeReport } from "../../sim/report.js";
 import type { ComputePolicy, ComputeResult, StoragePlacement, StorageResult } from "../../sim/results.js";
 import { parseLevels, parseReplications, parseSeed } from "../../cli/sim-commands.js";
+import { renderBarPanels } from "../../sim/plots.js";
+import { COMPUTE_CSV_HEADER, computeCsv, renderComputeReport } from "../../sim/compute-report.js";
+import { STORAGE_CSV_HEADER, renderStorageReport, storageCsv } from "../../sim/experiments/storage/index.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "harvest-sim-report-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

@@ -12,8 +12,8 @@ import {
   resolveStorageSweepOptions,
   runStorageSweep,
   STORAGE_SWEEP_DEFAULTS,
-} from "../../sim/storage-sweep.js";
-import type { SeedLoss, StorageSweepOutcome } from "../../sim/storage-sweep.js";
+} from "../../sim/experiments/storage-sweep/index.js";
+import type { SeedLoss, StorageSweepOutcome } from "../../sim/experiments/storage-sweep/index.js";
 
 /** The error `fn` throws or rejects with (fails the test when it does neither). */
 async function errorOf(fn: () => unknown): Promise<HarvestError> {

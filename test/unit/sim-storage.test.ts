@@ -4,8 +4,8 @@ import { HarvestError } from "../../common/errors.js";
 import { SeededRng } from "../../common/rng.js";
 import { DAY_MS } from "../../sim/model.js";
 import type { SimCluster, SimReimage, SimServer, SimTenant } from "../../sim/model.js";
-import { learnPlacementTenants, runStorage } from "../../sim/storage.js";
-import type { StorageOptions, StorageRunResult, StorageWrite } from "../../sim/storage.js";
+import { learnPlacementTenants, runStorage } from "../../sim/experiments/storage/index.js";
+import type { StorageOptions, StorageRunResult, StorageWrite } from "../../sim/experiments/storage/index.js";
 
 const HOUR_MS = 3_600_000;
 const MiB = 1024 * 1024;

@@ -5,18 +5,23 @@
  */
 import {
   assembleReport,
-  eventsPerSecond,
   formatChange,
   formatNumber,
   markdownTable,
-  renderBarPanels,
   toCsv,
-} from "./report.js";
-import type { PlotPanel, RenderedPlot, RenderedReport, ReportContext } from "./report.js";
-import { UTILIZATION_LEVELS } from "./model.js";
-import type { UtilizationLevel } from "./model.js";
-import { CAPPING_MODES, POWER_PLACEMENTS } from "./power.js";
-import type { CappingMode, PowerPlacement, PowerResult } from "./power.js";
+  levelsOf,
+  RUN_COST_COLUMNS,
+  runCostCells,
+  RUN_COST_CSV_HEADER,
+  runCostCsv,
+} from "../../report.js";
+import type { RenderedPlot, RenderedReport, ReportContext } from "../../report.js";
+import { UTILIZATION_LEVELS } from "../../model.js";
+import type { UtilizationLevel } from "../../model.js";
+import { CAPPING_MODES, POWER_PLACEMENTS } from "./options.js";
+import type { CappingMode, PowerPlacement, PowerResult } from "./options.js";
+import { renderBarPanels } from "../../plots.js";
+import type { PlotPanel } from "../../plots.js";
 
 interface Column {
   header: string;
@@ -42,11 +47,6 @@ export function sortPowerResults(results: readonly PowerResult[]): PowerResult[]
       CAPPING_MODES.indexOf(a.capping) - CAPPING_MODES.indexOf(b.capping) ||
       POWER_PLACEMENTS.indexOf(a.placement) - POWER_PLACEMENTS.indexOf(b.placement),
   );
-}
-
-function levelsOf(results: readonly PowerResult[]): UtilizationLevel[] {
-  const set = new Set(results.map((r) => r.level));
-  return UTILIZATION_LEVELS.filter((l) => set.has(l));
 }
 
 /** "per-container" over "power-aware" (a plot's two-line category label). */
@@ -226,9 +226,7 @@ export function powerRunsMarkdown(results: readonly PowerResult[]): string {
       right("non-critical core-h"),
       right("kills"),
       right("secondary core-h"),
-      right("events"),
-      right("wall (s)"),
-      right("events/s"),
+      ...RUN_COST_COLUMNS,
     ],
     (r) => [
       formatNumber(r.budgetWatts),
@@ -242,9 +240,7 @@ export function powerRunsMarkdown(results: readonly PowerResult[]): string {
       formatNumber(r.noncriticalThrottledCoreHours, 1),
       formatNumber(r.cappingKills + r.yieldKills),
       formatNumber(r.secondaryCoreHours),
-      formatNumber(r.events),
-      formatNumber(r.wallMs / 1000, 1),
-      formatNumber(eventsPerSecond(r)),
+      ...runCostCells(r),
     ],
   );
 }
@@ -288,9 +284,7 @@ export const POWER_CSV_HEADER: readonly string[] = [
   "mean_queue_wait_s",
   "mean_server_watts",
   "peak_domain_load",
-  "events",
-  "wall_ms",
-  "events_per_s",
+  ...RUN_COST_CSV_HEADER,
 ];
 
 /** Every figure of every power run as CSV, one row per run. */
@@ -335,9 +329,7 @@ export function powerCsv(results: readonly PowerResult[]): string {
       r.meanQueueWaitS,
       r.meanServerWatts,
       r.peakDomainLoad,
-      r.events,
-      Math.round(r.wallMs),
-      Math.round(eventsPerSecond(r)),
+      ...runCostCsv(r),
     ]),
   );
 }

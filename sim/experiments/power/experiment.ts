@@ -4,18 +4,21 @@
  * asked combination of capping mode and placement run on it under those budgets, so that the runs of a comparison see
  * the same primaries, the same secondary arrivals and the same budgets. Renders (and, given `out`, writes) the report.
  */
+import { invalidArgument } from "../../../common/options.js";
+import { checkList, checkPositiveInt, checkSeed, checkTraces } from "../../options-storage.js";
 import { performance } from "node:perf_hooks";
-import { HarvestError } from "../common/errors.js";
-import { resolvePowerProfile } from "../common/power-profiles.js";
-import { generateCluster } from "./cluster-gen.js";
-import { chooseTraces, RunTracker } from "./experiments.js";
-import type { ExperimentEvent, ExperimentOptions, ExperimentOutcome } from "./experiments.js";
-import { UTILIZATION_LEVELS } from "./model.js";
-import type { SimCluster, TraceSource, UtilizationLevel } from "./model.js";
-import { CAPPING_MODES, planPowerBudgets, POWER_DOMAIN_LEVELS, POWER_PLACEMENTS, runPower } from "./power.js";
-import type { CappingMode, PowerDomainLevel, PowerOptions, PowerPlacement, PowerResult } from "./power.js";
-import { renderPowerReport } from "./power-report.js";
-import { writeReport } from "./report.js";
+import { HarvestError } from "../../../common/errors.js";
+import { resolvePowerProfile } from "../../../common/power-profiles.js";
+import { generateCluster } from "../../cluster-gen.js";
+import { chooseTraces, RunTracker } from "../../experiments.js";
+import type { ExperimentEvent, ExperimentOptions, ExperimentOutcome } from "../../experiments.js";
+import { UTILIZATION_LEVELS } from "../../model.js";
+import type { SimCluster, TraceSource, UtilizationLevel } from "../../model.js";
+import { CAPPING_MODES, POWER_DOMAIN_LEVELS, POWER_PLACEMENTS } from "./options.js";
+import type { CappingMode, PowerDomainLevel, PowerOptions, PowerPlacement, PowerResult } from "./options.js";
+import { planPowerBudgets, runPower } from "./run.js";
+import { renderPowerReport } from "./report.js";
+import { writeReport } from "../../report.js";
 
 /** The power experiment's default size: a week on 200 servers (17 chassis) runs in about a minute. */
 export const POWER_DEFAULTS = Object.freeze({ servers: 200, days: 7 });
@@ -63,29 +66,10 @@ export interface ResolvedPowerExperimentOptions {
   onProgress: ((e: ExperimentEvent) => void) | undefined;
 }
 
-function invalid(field: string, why: string): never {
-  throw new HarvestError("INVALID_ARGUMENT", `experiment option ${field} ${why}`, { details: { field } });
-}
-
-function checkList<T>(field: string, values: readonly T[], allowed: readonly T[]): readonly T[] {
-  if (values.length === 0) invalid(field, "must name at least one value");
-  for (const v of values)
-    if (!allowed.includes(v)) invalid(field, `has ${JSON.stringify(v)}; use ${allowed.map(String).join(", ")}`);
-  return allowed.filter((a) => values.includes(a));
-}
-
-function checkPositiveInt(field: string, v: number): number {
-  if (!Number.isInteger(v) || v < 1) invalid(field, `must be a positive integer (got ${v})`);
-  return v;
-}
-
 /** Fills the power experiment's defaults and validates (INVALID_ARGUMENT naming the field). */
 export function resolvePowerExperimentOptions(o: PowerExperimentOptions = {}): ResolvedPowerExperimentOptions {
-  const seed = o.seed ?? 1;
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
-    invalid("seed", `must be an integer in 0..4294967295 (got ${seed})`);
-  const traces = o.traces ?? "generated";
-  if (traces !== "generated" && traces !== "real") invalid("traces", `must be "generated" or "real" (got ${traces})`);
+  const seed = checkSeed("experiment", o.seed ?? 1);
+  const traces = checkTraces("experiment", o.traces ?? "generated");
   const power = o.power ?? {};
   // An unknown profile fails here, before any cluster is generated.
   for (const id of power.profiles ?? [])
@@ -98,16 +82,20 @@ export function resolvePowerExperimentOptions(o: PowerExperimentOptions = {}): R
       });
     }
   if (power.domainLevel !== undefined && !POWER_DOMAIN_LEVELS.includes(power.domainLevel as PowerDomainLevel))
-    invalid("power.domainLevel", `must be ${POWER_DOMAIN_LEVELS.join(" or ")} (got ${String(power.domainLevel)})`);
+    invalidArgument(
+      "experiment",
+      "power.domainLevel",
+      `must be ${POWER_DOMAIN_LEVELS.join(" or ")} (got ${String(power.domainLevel)})`,
+    );
   return {
-    servers: checkPositiveInt("servers", o.servers ?? POWER_DEFAULTS.servers),
-    days: checkPositiveInt("days", o.days ?? POWER_DEFAULTS.days),
+    servers: checkPositiveInt("experiment", "servers", o.servers ?? POWER_DEFAULTS.servers),
+    days: checkPositiveInt("experiment", "days", o.days ?? POWER_DEFAULTS.days),
     seed,
-    levels: checkList<UtilizationLevel>("levels", o.levels ?? ["medium"], UTILIZATION_LEVELS),
+    levels: checkList<UtilizationLevel>("experiment", "levels", o.levels ?? ["medium"], UTILIZATION_LEVELS),
     traces,
-    cappings: checkList("cappings", o.cappings ?? CAPPING_MODES, CAPPING_MODES),
-    placements: checkList("placements", o.placements ?? POWER_PLACEMENTS, POWER_PLACEMENTS),
-    chassisPerRack: checkPositiveInt("chassisPerRack", o.chassisPerRack ?? 3),
+    cappings: checkList("experiment", "cappings", o.cappings ?? CAPPING_MODES, CAPPING_MODES),
+    placements: checkList("experiment", "placements", o.placements ?? POWER_PLACEMENTS, POWER_PLACEMENTS),
+    chassisPerRack: checkPositiveInt("experiment", "chassisPerRack", o.chassisPerRack ?? 3),
     power,
     out: o.out,
     command: o.command,
