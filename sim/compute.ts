@@ -96,6 +96,15 @@ import type {
 } from "../resourcemanager/index.js";
 import { harvestableCoreMs } from "./jobs.js";
 import { isHarvestError } from "../common/errors.js";
+import {
+  checkAboveZero,
+  checkAtLeastZero,
+  checkExperimentTime,
+  checkFraction,
+  checkIntAtLeast,
+  checkShare,
+  invalidArgument,
+} from "./options.js";
 
 /** Options of {@link runCompute}; {@link resolveComputeOptions} fills the defaults and validates. */
 export interface ComputeOptions {
@@ -407,9 +416,8 @@ export interface ComputeRunResult extends ComputeResult {
   killedTaskHoursFraction: number;
 }
 
-function invalid(field: string, why: string): never {
-  throw new HarvestError("INVALID_ARGUMENT", `compute option ${field} ${why}`, { details: { field } });
-}
+/** Whose options the messages name: INVALID_ARGUMENT "compute option <field> ...". */
+const WHAT = "compute";
 
 /** Fills defaults into `options` for `cluster` and `jobs` and validates every field, naming the offending one. */
 export function resolveComputeOptions(
@@ -446,26 +454,21 @@ export function resolveComputeOptions(
     ...(options.admission !== undefined ? { admission: resolveSimAdmissionOptions(options.admission) } : {}),
   };
   if (o.policy !== "stock" && o.policy !== "stock-unaware" && o.policy !== "history")
-    invalid("policy", `must be "stock", "stock-unaware" or "history" (got ${String(o.policy)})`);
-  if (!Number.isSafeInteger(o.seed)) invalid("seed", `must be an integer (got ${o.seed})`);
-  if (!(o.reserveFraction >= 0 && o.reserveFraction < 1))
-    invalid("reserveFraction", `must be in [0, 1) (got ${o.reserveFraction})`);
-  if (!(o.maxAmShare > 0 && o.maxAmShare <= 1)) invalid("maxAmShare", `must be in (0, 1] (got ${o.maxAmShare})`);
-  if (!(Number.isFinite(o.taskCores) && o.taskCores > 0)) invalid("taskCores", `must be > 0 (got ${o.taskCores})`);
+    invalidArgument(WHAT, "policy", `must be "stock", "stock-unaware" or "history" (got ${String(o.policy)})`);
+  if (!Number.isSafeInteger(o.seed)) invalidArgument(WHAT, "seed", `must be an integer (got ${o.seed})`);
+  checkFraction(WHAT, "reserveFraction", o.reserveFraction);
+  checkShare(WHAT, "maxAmShare", o.maxAmShare);
+  checkAboveZero(WHAT, "taskCores", o.taskCores);
   const taskMilli = Math.round(o.taskCores * 1000);
   const fitsSomewhere = cluster.servers.some(
     (s) => s.cores * 1000 - Math.ceil(s.cores * 1000 * o.reserveFraction) >= taskMilli,
   );
   if (cluster.servers.length > 0 && !fitsSomewhere)
-    invalid("taskCores", `${o.taskCores} cores fit on no server once the reserve is kept`);
-  if (!(Number.isSafeInteger(o.jobHistoryWindow) && o.jobHistoryWindow >= 1))
-    invalid("jobHistoryWindow", `must be an integer >= 1 (got ${o.jobHistoryWindow})`);
-  if (!(Number.isFinite(o.classWaitMs) && o.classWaitMs >= 0))
-    invalid("classWaitMs", `must be >= 0 (got ${o.classWaitMs})`);
-  if (!(Number.isFinite(o.retryIntervalMs) && o.retryIntervalMs > 0))
-    invalid("retryIntervalMs", `must be > 0 (got ${o.retryIntervalMs})`);
-  if (!(Number.isFinite(o.reclassifyIntervalMs) && o.reclassifyIntervalMs >= 0))
-    invalid("reclassifyIntervalMs", `must be >= 0 (got ${o.reclassifyIntervalMs})`);
+    invalidArgument(WHAT, "taskCores", `${o.taskCores} cores fit on no server once the reserve is kept`);
+  checkIntAtLeast(WHAT, "jobHistoryWindow", o.jobHistoryWindow, 1);
+  checkAtLeastZero(WHAT, "classWaitMs", o.classWaitMs);
+  checkAboveZero(WHAT, "retryIntervalMs", o.retryIntervalMs);
+  checkAtLeastZero(WHAT, "reclassifyIntervalMs", o.reclassifyIntervalMs);
   const k = o.killCost;
   for (const field of [
     "yieldTickMs",
@@ -474,21 +477,26 @@ export function resolveComputeOptions(
     "launchMedianMs",
     "launchP90Ms",
   ] as const) {
-    if (!(Number.isFinite(k[field]) && k[field] >= 0)) invalid(`killCost.${field}`, `must be >= 0 (got ${k[field]})`);
+    checkAtLeastZero(WHAT, `killCost.${field}`, k[field]);
   }
   if (k.launchP90Ms < k.launchMedianMs)
-    invalid("killCost.launchP90Ms", `must be >= launchMedianMs (${k.launchMedianMs}), got ${k.launchP90Ms}`);
-  if (!(Number.isSafeInteger(k.jobManagerMilli) && k.jobManagerMilli >= 0))
-    invalid("killCost.jobManagerMilli", `must be an integer >= 0 (got ${k.jobManagerMilli})`);
+    invalidArgument(
+      WHAT,
+      "killCost.launchP90Ms",
+      `must be >= launchMedianMs (${k.launchMedianMs}), got ${k.launchP90Ms}`,
+    );
+  checkIntAtLeast(WHAT, "killCost.jobManagerMilli", k.jobManagerMilli, 0);
   if (k.jobManagerMilli > taskMilli)
-    invalid("killCost.jobManagerMilli", `must be at most a task's ${taskMilli} milli-cores (got ${k.jobManagerMilli})`);
+    invalidArgument(
+      WHAT,
+      "killCost.jobManagerMilli",
+      `must be at most a task's ${taskMilli} milli-cores (got ${k.jobManagerMilli})`,
+    );
   if (typeof k.throttleSlowdown !== "boolean")
-    invalid("killCost.throttleSlowdown", `must be true or false (got ${String(k.throttleSlowdown)})`);
-  if (!(Number.isSafeInteger(o.progressEvery) && o.progressEvery >= 1))
-    invalid("progressEvery", `must be an integer >= 1 (got ${o.progressEvery})`);
+    invalidArgument(WHAT, "killCost.throttleSlowdown", `must be true or false (got ${String(k.throttleSlowdown)})`);
+  checkIntAtLeast(WHAT, "progressEvery", o.progressEvery, 1);
   for (const [i, j] of jobs.jobs.entries()) {
-    if (!(j.submitMs >= cluster.historyMs && j.submitMs < cluster.horizonMs))
-      invalid(`jobs[${i}].submitMs`, `must be in [${cluster.historyMs}, ${cluster.horizonMs}) (got ${j.submitMs})`);
+    checkExperimentTime(WHAT, `jobs[${i}].submitMs`, cluster, j.submitMs);
   }
   checkNodeChoice(o);
   return o;
@@ -2530,9 +2538,12 @@ export function drawServerEvents(
 function checkServerEvents(cluster: SimCluster, field: string, events: readonly ServerEvent[]): void {
   events.forEach((e, i) => {
     if (!(Number.isInteger(e.server) && e.server >= 0 && e.server < cluster.servers.length))
-      invalid(`${field}[${i}].server`, `must be a server index in [0, ${cluster.servers.length}) (got ${e.server})`);
-    if (!(e.atMs >= cluster.historyMs && e.atMs < cluster.horizonMs))
-      invalid(`${field}[${i}].atMs`, `must be in [${cluster.historyMs}, ${cluster.horizonMs}) (got ${e.atMs})`);
+      invalidArgument(
+        WHAT,
+        `${field}[${i}].server`,
+        `must be a server index in [0, ${cluster.servers.length}) (got ${e.server})`,
+      );
+    checkExperimentTime(WHAT, `${field}[${i}].atMs`, cluster, e.atMs);
   });
 }
 
@@ -2543,23 +2554,22 @@ function resolvedAs<T>(field: string, resolve: () => T): T {
   } catch (err) {
     if (!(err instanceof HarvestError && err.code === "CONFIG_INVALID")) throw err;
     const inner = err.details["field"];
-    return invalid(inner ? `${field}.${inner}` : field, `is invalid: ${err.message}`);
+    return invalidArgument(WHAT, inner ? `${field}.${inner}` : field, `is invalid: ${err.message}`);
   }
 }
 
 function resolveReclaims(cluster: SimCluster, seed: number, r: ReclaimOptions): ResolvedReclaimOptions {
   const perServerPerDay = r.perServerPerDay ?? 0;
-  if (!(Number.isFinite(perServerPerDay) && perServerPerDay >= 0))
-    invalid("reclaims.perServerPerDay", `must be >= 0 (got ${perServerPerDay})`);
-  if (!(Number.isFinite(r.durationMs) && r.durationMs > 0))
-    invalid("reclaims.durationMs", `must be > 0 (got ${r.durationMs})`);
+  checkAtLeastZero(WHAT, "reclaims.perServerPerDay", perServerPerDay);
+  checkAboveZero(WHAT, "reclaims.durationMs", r.durationMs);
   const given = r.events ?? [];
   checkServerEvents(cluster, "reclaims.events", given);
   const events = [...given, ...drawServerEvents(cluster, seed, Stream.Reclaims, perServerPerDay)].sort(
     (a, b) => a.atMs - b.atMs,
   );
   const choose = r.choose ?? "random";
-  if (choose !== "random" && choose !== "emptiest") invalid("reclaims.choose", `must be "random" or "emptiest"`);
+  if (choose !== "random" && choose !== "emptiest")
+    invalidArgument(WHAT, "reclaims.choose", `must be "random" or "emptiest"`);
   return { perServerPerDay, durationMs: r.durationMs, choose, events };
 }
 
@@ -2568,12 +2578,11 @@ function resolveReimages(cluster: SimCluster, p: PlannedReimageOptions): Resolve
   const drain = p.drain ?? "lars";
   const outageMs = p.outageMs ?? 30 * 60_000;
   const stepIntervalMs = p.stepIntervalMs ?? 10_000;
-  if (!(Number.isFinite(noticeMs) && noticeMs >= 0)) invalid("reimages.noticeMs", `must be >= 0 (got ${noticeMs})`);
+  checkAtLeastZero(WHAT, "reimages.noticeMs", noticeMs);
   if (drain !== "none" && drain !== "lars" && drain !== "arbitrary")
-    invalid("reimages.drain", `must be "none", "lars" or "arbitrary" (got ${String(drain)})`);
-  if (!(Number.isFinite(outageMs) && outageMs >= 0)) invalid("reimages.outageMs", `must be >= 0 (got ${outageMs})`);
-  if (!(Number.isFinite(stepIntervalMs) && stepIntervalMs > 0))
-    invalid("reimages.stepIntervalMs", `must be > 0 (got ${stepIntervalMs})`);
+    invalidArgument(WHAT, "reimages.drain", `must be "none", "lars" or "arbitrary" (got ${String(drain)})`);
+  checkAtLeastZero(WHAT, "reimages.outageMs", outageMs);
+  checkAboveZero(WHAT, "reimages.stepIntervalMs", stepIntervalMs);
   checkServerEvents(cluster, "reimages.events", p.events);
   const drainOptions = resolvedAs("reimages.drainOptions", () =>
     resolveDrainOptions({ ...(p.drainOptions ?? {}), order: drain === "arbitrary" ? "arbitrary" : "lars" }),
@@ -2585,9 +2594,9 @@ function resolveReimages(cluster: SimCluster, p: PlannedReimageOptions): Resolve
 /** Validates the node-choice fields of resolved options. */
 function checkNodeChoice(o: ResolvedComputeOptions): void {
   if (o.nodeChoice !== "stock" && o.nodeChoice !== "nilas" && o.nodeChoice !== "lava")
-    invalid("nodeChoice", `must be "stock", "nilas" or "lava" (got ${String(o.nodeChoice)})`);
+    invalidArgument(WHAT, "nodeChoice", `must be "stock", "nilas" or "lava" (got ${String(o.nodeChoice)})`);
   if (o.lifetimes !== "learned" && o.lifetimes !== "oracle")
-    invalid("lifetimes", `must be "learned" or "oracle" (got ${String(o.lifetimes)})`);
+    invalidArgument(WHAT, "lifetimes", `must be "learned" or "oracle" (got ${String(o.lifetimes)})`);
   resolvedAs("nodeChoiceOptions", () => resolveNodeChoiceOptions({ ...o.nodeChoiceOptions, kind: o.nodeChoice }));
 }
 
@@ -2646,12 +2655,12 @@ export function resolveSimAdmissionOptions(admission: SimAdmissionOptions): Reso
       return resolve();
     } catch (err) {
       if (!isHarvestError(err, "CONFIG_INVALID")) throw err;
-      invalid(`admission.${prefix}${String(err.details["field"])}`, `is invalid: ${err.message}`);
+      invalidArgument(WHAT, `admission.${prefix}${String(err.details["field"])}`, `is invalid: ${err.message}`);
     }
   };
   const options = named("", () => resolveAdmissionOptions(rest));
   const lifetimeOptions = named("lifetime.", () => resolveLifetimeOptions(lifetime));
-  if (!(Number.isFinite(tickMs) && tickMs > 0)) invalid("admission.tickMs", `must be > 0 (got ${tickMs})`);
+  checkAboveZero(WHAT, "admission.tickMs", tickMs);
   return { policy: options.policy, options, tickMs, lifetime: lifetimeOptions };
 }
 
