@@ -3,6 +3,7 @@
  * throws INVALID_ARGUMENT `<what> option <field> <why>` through {@link invalidArgument}, and the numeric checks the
  * experiments share live here instead of one copy each.
  */
+import { HarvestError } from "../common/errors.js";
 import { invalidArgument } from "../common/options.js";
 import { UTILIZATION_LEVELS, type SimCluster, type TraceSource, type UtilizationLevel } from "./model.js";
 
@@ -112,4 +113,18 @@ export function checkRunSize(what: string, r: RunSize): void {
 export function checkLoad(what: string, load: number): void {
   if (!(Number.isFinite(load) && load > 0 && load <= 5))
     invalidArgument(what, "load", `must be in (0, 5] (got ${load})`);
+}
+
+/**
+ * Runs a resource manager resolver, turning its CONFIG_INVALID (about a daemon's configuration) into INVALID_ARGUMENT
+ * naming `field.<inner>` among `what`'s options.
+ */
+export function resolvedAs<T>(what: string, field: string, resolve: () => T): T {
+  try {
+    return resolve();
+  } catch (err) {
+    if (!(err instanceof HarvestError && err.code === "CONFIG_INVALID")) throw err;
+    const inner = err.details["field"];
+    return invalidArgument(what, inner ? `${field}.${inner}` : field, `is invalid: ${err.message}`);
+  }
 }
