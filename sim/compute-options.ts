@@ -19,7 +19,7 @@ import type {
   PlacementDecision,
   TenantClass,
 } from "../resourcemanager/index.js";
-import type { EngineProgress } from "./engine.js";
+import type { EngineProgress } from "./engine/engine.js";
 import type { ResolvedSimAdmissionOptions, SimAdmissionOptions } from "./features/admission-options.js";
 import { resolveSimAdmissionOptions } from "./features/admission-options.js";
 import type {

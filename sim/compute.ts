@@ -10,7 +10,7 @@
  * the secondary tasks held.
  *
  * Like YARN's Scheduler Load Simulator, the policies are not re-implemented here: this module only plays the
- * daemons' parts around them (heartbeats become events; see `runCompute` for the model's choices).
+ * daemons' parts around them (heartbeats become events). The model and the layout: docs/simulator.md.
  */
 
 import type { ComputeOptions } from "./compute-options.js";

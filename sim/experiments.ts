@@ -8,7 +8,7 @@ import { performance } from "node:perf_hooks";
 import { isHarvestError } from "../common/errors.js";
 import { generateCluster } from "./cluster-gen.js";
 import { DEFAULT_KILL_COST, NO_KILL_COST, runCompute } from "./compute.js";
-import type { EngineProgress } from "./engine.js";
+import type { EngineProgress } from "./engine/engine.js";
 import { generateJobStream } from "./jobs.js";
 import { UTILIZATION_LEVELS } from "./model.js";
 import type { SimCluster, TraceSource, UtilizationLevel } from "./model.js";

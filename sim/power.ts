@@ -18,8 +18,8 @@ import { HarvestError } from "../common/errors.js";
 import { DEFAULT_POWER_PROFILE_ID, profileWatts, resolvePowerProfile } from "../common/power-profiles.js";
 import type { PowerProfile } from "../common/power-profiles.js";
 import { SeededRng } from "../common/rng.js";
-import { ServerSet } from "./server-set.js";
-import { yieldVictims } from "./yield-step.js";
+import { ServerSet } from "./roles/server-set.js";
+import { yieldVictims } from "./roles/yield-step.js";
 import { Logger } from "../common/log.js";
 import { CappingAgent, resolveCappingOptions } from "../nodemanager/index.js";
 import type { AgentContainer, CappingOptions, CappingState } from "../nodemanager/index.js";
@@ -54,8 +54,8 @@ import type {
   TenantHistoryVerdict,
 } from "../resourcemanager/index.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
-import { SimEngine } from "./engine.js";
-import type { EngineProgress } from "./engine.js";
+import { SimEngine } from "./engine/engine.js";
+import type { EngineProgress } from "./engine/engine.js";
 import { harvestableCoreMs } from "./jobs.js";
 import { DAY_MS, serverUtilization } from "./model.js";
 import type { SimCluster } from "./model.js";

@@ -27,8 +27,8 @@ import type {
 } from "../namenode/index.js";
 import { DEFAULT_CLASSIFIER_OPTIONS, percentileSorted } from "../resourcemanager/index.js";
 import type { Rng } from "../common/rng.js";
-import { SimEngine } from "./engine.js";
-import type { EngineProgress } from "./engine.js";
+import { SimEngine } from "./engine/engine.js";
+import type { EngineProgress } from "./engine/engine.js";
 import { DAY_MS, MONTH_MS, serverUtilization } from "./model.js";
 import type { SimCluster } from "./model.js";
 import type { StoragePlacement, StorageResult } from "./results.js";

@@ -29,7 +29,7 @@ import type {
   LifetimeNodeChoice,
 } from "../../resourcemanager/index.js";
 import type { KillCostModel, LifetimeSource, ResolvedComputeOptions } from "../compute-options.js";
-import { SimEngine } from "../engine.js";
+import { SimEngine } from "./engine.js";
 import type { AdmissionState } from "../features/admission-options.js";
 import type { ReimageFigures } from "../features/server-events-options.js";
 import type { JobStream, SimJob } from "../jobs.js";
@@ -37,7 +37,7 @@ import { DAY_MS } from "../model.js";
 import type { SimCluster } from "../model.js";
 import type { ComputeResult, JobTypeFigures, SimJobType } from "../results.js";
 import type { Attempt, JobRun } from "../roles/job-run.js";
-import { ServerSet } from "../server-set.js";
+import { ServerSet } from "../roles/server-set.js";
 import { phaseOf, Stream, streamSeed } from "./streams.js";
 
 /** A compute run's figures: the shared {@link ComputeResult} and what the simulator also counts. */
@@ -461,10 +461,10 @@ export class ComputeState {
     return phase + Math.ceil((now - phase) / periodMs) * periodMs;
   }
 
-  // ---------------------------------------------------------------------------------------------- lifetimes
-  // Node choice by lifetimes (NILAS, LAVA), whole-server reclaims, planned reimages and their drains (LARS), and the
-  // empty-server figures. Set up by the constructor (`withNodeChoice`, `startLifetimes`): field initializers run before
-  // it has its options.
+  // The state of the lifetimes and server-events features (features/lifetimes.ts, features/server-events.ts): node
+  // choice by lifetimes (NILAS, LAVA), whole-server reclaims, planned reimages and their drains (LARS), and the
+  // empty-server figures. Set up by the constructor (`driver.withNodeChoice`, `lifetimes.startLifetimes`): field
+  // initializers run before it has its options.
 
   /** The lifetime model, fed as the resource manager feeds its own (undefined when nothing asks it). */
   lifetimeModel: LifetimeModel | undefined;
@@ -643,9 +643,9 @@ export class ComputeState {
     };
   }
 
-  // ---------------------------------------------------------------------------------------------- admission control
-  // seeds/003 in front of `submit`, as the resource manager runs it (resourcemanager/admission.ts). The state is built
-  // on the first arrival, since field initializers run before the constructor has its options.
+  // The state of the admission feature (features/admission.ts): seeds/003 in front of `submit`, as the resource
+  // manager runs it. The state is built on the first arrival, since field initializers run before the constructor
+  // has its options.
 
   /** Admission control's state once a job has arrived under a policy other than none. */
   admissionState: AdmissionState | undefined;

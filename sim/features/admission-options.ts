@@ -80,7 +80,7 @@ export interface WaitingJob extends QueuedJob {
 /** Waiting jobs the simulated `AdmissionQueue` holds under strict order; the rest wait in a backlog behind them. */
 export const ADMISSION_WINDOW = 16;
 
-/** Admission control's state in a run (see `ComputeSim.startAdmission`). */
+/** Admission control's state in a run (see `AdmissionFeature.startAdmission`). */
 export interface AdmissionState {
   readonly options: AdmissionOptions;
   readonly tickMs: number;

@@ -3,7 +3,7 @@
  * manager's yield step, the CPU share tasks run at beside the primary, and when each server heartbeats.
  */
 import type { ComputeState, ServersPort } from "../engine/compute-state.js";
-import { yieldVictims } from "../yield-step.js";
+import { yieldVictims } from "./yield-step.js";
 import type { JobRun } from "./job-run.js";
 
 /** See the file header. */

@@ -20,13 +20,13 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { generateCluster } from "./cluster-gen.js";
-import { runCompute } from "./compute.js";
-import type { ComputeRunResult, LifetimeSource } from "./compute.js";
-import { chooseTraces, RunTracker } from "./experiments.js";
-import type { ExperimentEvent } from "./experiments.js";
-import { generateJobStream } from "./jobs.js";
-import type { TraceSource, UtilizationLevel } from "./model.js";
+import { generateCluster } from "../../cluster-gen.js";
+import { runCompute } from "../../compute.js";
+import type { ComputeRunResult, LifetimeSource } from "../../compute.js";
+import { chooseTraces, RunTracker } from "../../experiments.js";
+import type { ExperimentEvent } from "../../experiments.js";
+import { generateJobStream } from "../../jobs.js";
+import type { TraceSource, UtilizationLevel } from "../../model.js";
 import {
   assembleReport,
   formatNumber,
@@ -35,9 +35,9 @@ import {
   SIM_JOB_TYPES,
   toCsv,
   writeReport,
-} from "./report.js";
-import type { RenderedReport } from "./report.js";
-import { checkAboveZero, checkAtLeastZero, checkRunSize, invalidArgument } from "./options.js";
+} from "../../report.js";
+import type { RenderedReport } from "../../report.js";
+import { checkAboveZero, checkAtLeastZero, checkRunSize, invalidArgument } from "../../options.js";
 
 /** A node choice of the comparison (`ComputeOptions.nodeChoice`). */
 export type NodeChoiceVariant = "stock" | "nilas" | "lava";

@@ -21,19 +21,19 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
-import type { Clock } from "../common/clock.js";
-import { systemClock } from "../common/clock.js";
-import { tuneThreshold } from "../resourcemanager/index.js";
-import type { AdmissionPolicy } from "../resourcemanager/index.js";
-import { generateCluster } from "./cluster-gen.js";
-import { DEFAULT_KILL_COST, runCompute } from "./compute.js";
-import type { ComputeRunResult, SimAdmissionOptions } from "./compute.js";
-import { chooseTraces, RunTracker } from "./experiments.js";
-import type { ExperimentEvent } from "./experiments.js";
-import { generateJobStream } from "./jobs.js";
-import type { JobStream } from "./jobs.js";
-import { DAY_MS } from "./model.js";
-import type { SimCluster, TraceSource } from "./model.js";
+import type { Clock } from "../../../common/clock.js";
+import { systemClock } from "../../../common/clock.js";
+import { tuneThreshold } from "../../../resourcemanager/index.js";
+import type { AdmissionPolicy } from "../../../resourcemanager/index.js";
+import { generateCluster } from "../../cluster-gen.js";
+import { DEFAULT_KILL_COST, runCompute } from "../../compute.js";
+import type { ComputeRunResult, SimAdmissionOptions } from "../../compute.js";
+import { chooseTraces, RunTracker } from "../../experiments.js";
+import type { ExperimentEvent } from "../../experiments.js";
+import { generateJobStream } from "../../jobs.js";
+import type { JobStream } from "../../jobs.js";
+import { DAY_MS } from "../../model.js";
+import type { SimCluster, TraceSource } from "../../model.js";
 import {
   assembleReport,
   formatFraction,
@@ -42,9 +42,9 @@ import {
   renderBarPanels,
   toCsv,
   writeReport,
-} from "./report.js";
-import type { RenderedReport } from "./report.js";
-import { checkDays, checkIntAtLeast, checkLoad, checkTraces, invalidArgument } from "./options.js";
+} from "../../report.js";
+import type { RenderedReport } from "../../report.js";
+import { checkDays, checkIntAtLeast, checkLoad, checkTraces, invalidArgument } from "../../options.js";
 
 /** The policies whose thresholds are tuned, in the paper's order. */
 export const TUNED_POLICIES = ["zeroth", "first", "second"] as const;

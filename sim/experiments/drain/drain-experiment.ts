@@ -23,14 +23,14 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { generateCluster } from "./cluster-gen.js";
-import { drawServerEvents, runCompute, Stream } from "./compute.js";
-import type { ComputeRunResult, DrainMode, ReimageFigures, ServerEvent } from "./compute.js";
-import { chooseTraces, RunTracker } from "./experiments.js";
-import type { ExperimentEvent } from "./experiments.js";
-import { generateJobStream } from "./jobs.js";
-import { DAY_MS } from "./model.js";
-import type { SimCluster, TraceSource, UtilizationLevel } from "./model.js";
+import { generateCluster } from "../../cluster-gen.js";
+import { drawServerEvents, runCompute, Stream } from "../../compute.js";
+import type { ComputeRunResult, DrainMode, ReimageFigures, ServerEvent } from "../../compute.js";
+import { chooseTraces, RunTracker } from "../../experiments.js";
+import type { ExperimentEvent } from "../../experiments.js";
+import { generateJobStream } from "../../jobs.js";
+import { DAY_MS } from "../../model.js";
+import type { SimCluster, TraceSource, UtilizationLevel } from "../../model.js";
 import {
   assembleReport,
   formatNumber,
@@ -39,11 +39,11 @@ import {
   SIM_JOB_TYPES,
   toCsv,
   writeReport,
-} from "./report.js";
-import type { RenderedReport } from "./report.js";
-import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./storage.js";
-import type { PlannedReimageFigures, StorageDrainMode, StorageOptions, StorageRunResult } from "./storage.js";
-import { checkAboveZero, checkAtLeastZero, checkRunSize, invalidArgument } from "./options.js";
+} from "../../report.js";
+import type { RenderedReport } from "../../report.js";
+import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "../../storage.js";
+import type { PlannedReimageFigures, StorageDrainMode, StorageOptions, StorageRunResult } from "../../storage.js";
+import { checkAboveZero, checkAtLeastZero, checkRunSize, invalidArgument } from "../../options.js";
 
 /** Options of {@link runDrainExperiment}; {@link resolveDrainExperimentOptions} fills the defaults. */
 export interface DrainExperimentOptions {

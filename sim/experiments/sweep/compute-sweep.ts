@@ -13,18 +13,18 @@
  * default p95, to show what a peak that sees recurring bursts changes.
  */
 import * as echarts from "echarts";
-import { generateCluster } from "./cluster-gen.js";
-import { DEFAULT_KILL_COST, NO_KILL_COST, runCompute } from "./compute.js";
-import type { ComputeRunResult, KillCostModel } from "./compute.js";
-import { chooseTraces, RunTracker } from "./experiments.js";
-import type { ExperimentEvent } from "./experiments.js";
-import { generateJobStream, harvestableCoreMs } from "./jobs.js";
-import type { JobStream } from "./jobs.js";
-import type { SimCluster, TraceSource } from "./model.js";
-import { assembleReport, formatNumber, markdownTable, stableIds, toCsv, writeReport } from "./report.js";
-import type { RenderedReport } from "./report.js";
-import type { ComputePolicy, SimJobType } from "./results.js";
-import { checkDays, checkIntAtLeast, checkShare, checkTraces, invalidArgument } from "./options.js";
+import { generateCluster } from "../../cluster-gen.js";
+import { DEFAULT_KILL_COST, NO_KILL_COST, runCompute } from "../../compute.js";
+import type { ComputeRunResult, KillCostModel } from "../../compute.js";
+import { chooseTraces, RunTracker } from "../../experiments.js";
+import type { ExperimentEvent } from "../../experiments.js";
+import { generateJobStream, harvestableCoreMs } from "../../jobs.js";
+import type { JobStream } from "../../jobs.js";
+import type { SimCluster, TraceSource } from "../../model.js";
+import { assembleReport, formatNumber, markdownTable, stableIds, toCsv, writeReport } from "../../report.js";
+import type { RenderedReport } from "../../report.js";
+import type { ComputePolicy, SimJobType } from "../../results.js";
+import { checkDays, checkIntAtLeast, checkShare, checkTraces, invalidArgument } from "../../options.js";
 
 /** The policies every cell runs, the baselines first. */
 export const SWEEP_POLICIES: readonly ComputePolicy[] = ["stock", "stock-unaware", "history"];
