@@ -109,6 +109,34 @@ export const Z90 = 1.2815515655446004;
 /** The placement's log: the simulator keeps none. */
 export const SILENT_LOG = new Logger("sim/placement", "error", () => undefined);
 
+/** The figures {@link AdmissionPort} adds to a run's result. */
+export type AdmissionFigures = Pick<
+  ComputeRunResult,
+  | "admission"
+  | "admissionThreshold"
+  | "jobsAdmitted"
+  | "jobsRejected"
+  | "jobsQueuedAtEnd"
+  | "avgAdmissionWaitS"
+  | "secondaryCoreHours"
+  | "harvestableCoreHours"
+  | "harvestedUtilization"
+  | "killedTaskHoursFraction"
+>;
+
+/** The figures {@link LifetimesPort} adds to a run's result. */
+export type LifetimeFigures = Pick<
+  ComputeRunResult,
+  | "nodeChoice"
+  | "lifetimes"
+  | "emptyServerShare"
+  | "emptyShareWithRoom"
+  | "reclaims"
+  | "reclaimsHittingEmpty"
+  | "reclaimKilledCoreHours"
+  | "reimages"
+>;
+
 /** What the other parts call of {@link SimServers}. */
 export interface ServersPort {
   slot(k: number, first: boolean): void;
@@ -158,17 +186,7 @@ export interface LifetimesPort {
   taskKey(run: JobRun, task: number): ContainerKey;
   jobManagerKey(run: JobRun): ContainerKey;
   checkLifetimeBooks(fail: (why: string) => never): void;
-  lifetimeFigures(): Pick<
-    ComputeRunResult,
-    | "nodeChoice"
-    | "lifetimes"
-    | "emptyServerShare"
-    | "emptyShareWithRoom"
-    | "reclaims"
-    | "reclaimsHittingEmpty"
-    | "reclaimKilledCoreHours"
-    | "reimages"
-  >;
+  lifetimeFigures(): LifetimeFigures;
 }
 
 /** What the other parts call of {@link ServerEventsFeature}. */
@@ -181,19 +199,7 @@ export interface AdmissionPort {
   countHeld(a: Attempt): void;
   arrive(job: SimJob): void;
   admittedJobDone(run: JobRun): void;
-  admissionFigures(): Pick<
-    ComputeRunResult,
-    | "admission"
-    | "admissionThreshold"
-    | "jobsAdmitted"
-    | "jobsRejected"
-    | "jobsQueuedAtEnd"
-    | "avgAdmissionWaitS"
-    | "secondaryCoreHours"
-    | "harvestableCoreHours"
-    | "harvestedUtilization"
-    | "killedTaskHoursFraction"
-  >;
+  admissionFigures(): AdmissionFigures;
 }
 
 /** The roles and features of one run, made by `runCompute` around its {@link ComputeState}. */

@@ -19,7 +19,7 @@ import type {
   AdmittedJob,
   PrimaryDemandSource,
 } from "../../resourcemanager/index.js";
-import type { AdmissionPort, ComputeRunResult, ComputeState } from "../engine/compute-state.js";
+import type { AdmissionFigures, AdmissionPort, ComputeState } from "../engine/compute-state.js";
 import { harvestableCoreMs } from "../jobs.js";
 import type { SimJob } from "../jobs.js";
 import { DAY_MS } from "../model.js";
@@ -289,19 +289,7 @@ export class AdmissionFeature implements AdmissionPort {
   }
 
   /** The admission and utilization figures of `result` (as of now, the horizon once `run` has returned). */
-  admissionFigures(): Pick<
-    ComputeRunResult,
-    | "admission"
-    | "admissionThreshold"
-    | "jobsAdmitted"
-    | "jobsRejected"
-    | "jobsQueuedAtEnd"
-    | "avgAdmissionWaitS"
-    | "secondaryCoreHours"
-    | "harvestableCoreHours"
-    | "harvestedUtilization"
-    | "killedTaskHoursFraction"
-  > {
+  admissionFigures(): AdmissionFigures {
     const { cluster } = this.sim;
     const now = this.sim.engine.clock.nowMs();
     let heldCoreMs = this.sim.endedHeldCoreMs;

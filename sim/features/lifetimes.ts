@@ -4,7 +4,7 @@
  */
 import { DrainTracker } from "../../resourcemanager/index.js";
 import type { ContainerKey } from "../../resourcemanager/index.js";
-import type { ComputeRunResult, ComputeState, LifetimesPort } from "../engine/compute-state.js";
+import type { ComputeState, LifetimeFigures, LifetimesPort } from "../engine/compute-state.js";
 import { taskDurationMs } from "../jobs.js";
 import type { JobRun } from "../roles/job-run.js";
 import { TASK_STRIDE } from "../roles/job-run.js";
@@ -94,17 +94,7 @@ export class LifetimesFeature implements LifetimesPort {
   }
 
   /** The figures of node choice, reclaims and reimages (as of the horizon, once `run` has returned). */
-  lifetimeFigures(): Pick<
-    ComputeRunResult,
-    | "nodeChoice"
-    | "lifetimes"
-    | "emptyServerShare"
-    | "emptyShareWithRoom"
-    | "reclaims"
-    | "reclaimsHittingEmpty"
-    | "reclaimKilledCoreHours"
-    | "reimages"
-  > {
+  lifetimeFigures(): LifetimeFigures {
     const { cluster } = this.sim;
     const spanMs = (cluster.horizonMs - cluster.historyMs) * cluster.servers.length;
     const t = this.sim.reimageTally;
