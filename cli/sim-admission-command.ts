@@ -1,6 +1,6 @@
 /**
  * `harvest sim admission`: seeds/003's admission policies in front of the compute simulator, each threshold tuned by
- * binary search to a kill SLA on one period and evaluated on the next (sim/admission-experiment.ts). Like the other
+ * binary search to a kill SLA on one period and evaluated on the next (sim/experiments/admission/). Like the other
  * `sim` experiments it shows progress on stderr, prints its table and writes a markdown report, a CSV, a JSON table
  * and an SVG plot to `--out`; it also writes the tuned thresholds as `admission-thresholds.json`, the file the resource
  * manager's `admissionThresholdsFile` option reads.
@@ -10,7 +10,7 @@ import type {
   AdmissionExperimentOptions,
   AdmissionExperimentOutcome,
   TunedPolicy,
-} from "../sim/admission-experiment.js";
+} from "../sim/experiments/admission/admission-experiment.js";
 import type { TraceSource } from "../sim/model.js";
 import { action, badFlag, oneOf, positiveInt, positiveNumber, print, rethrowAsFlagError } from "./command-kit.js";
 import { duration } from "./format.js";
@@ -80,7 +80,7 @@ export function admissionOptionsFromFlags(o: AdmissionFlags): AdmissionExperimen
 /** Runs the experiment, turning a rejected option into INVALID_ARGUMENT naming its flag. */
 async function runFromFlags(o: AdmissionFlags, kit: AdmissionCommandKit): Promise<AdmissionExperimentOutcome> {
   const options = admissionOptionsFromFlags(o);
-  const { runAdmissionExperiment } = await import("../sim/admission-experiment.js");
+  const { runAdmissionExperiment } = await import("../sim/experiments/admission/admission-experiment.js");
   try {
     return await runAdmissionExperiment({
       ...options,

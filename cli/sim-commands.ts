@@ -294,7 +294,7 @@ export function registerSimCommands(program: Command): void {
           json?: boolean;
         }) => {
           const list = (v: string, flag: string): number[] => v.split(",").map((x) => positiveNumber(x.trim(), flag));
-          const { runComputeSweep } = await import("../sim/compute-sweep.js");
+          const { runComputeSweep } = await import("../sim/experiments/sweep/compute-sweep.js");
           const outcome = await runComputeSweep({
             servers: positiveInt(o.servers, "--servers"),
             days: positiveInt(o.days, "--days"),

@@ -1,12 +1,12 @@
 /**
  * `harvest sim lifetime` and `harvest sim drain`: lifetime-aware node choice (NILAS, LAVA) against stock, and graceful
  * drains before planned reimages (LARS order against an arbitrary order and no drain), both from seeds/002, on a
- * simulated cluster (sim/lifetime-experiment.ts, sim/drain-experiment.ts). Like the other `sim` experiments they show
+ * simulated cluster (sim/experiments/lifetime/, sim/experiments/drain/). Like the other `sim` experiments they show
  * progress on stderr, print their tables and write a markdown report, a CSV, a JSON file and an SVG plot to `--out`.
  */
 import type { Command } from "commander";
-import type { DrainExperimentOutcome } from "../sim/drain-experiment.js";
-import type { LifetimeExperimentOutcome, LifetimeVariant } from "../sim/lifetime-experiment.js";
+import type { DrainExperimentOutcome } from "../sim/experiments/drain/drain-experiment.js";
+import type { LifetimeExperimentOutcome, LifetimeVariant } from "../sim/experiments/lifetime/lifetime-experiment.js";
 import { UTILIZATION_LEVELS } from "../sim/model.js";
 import type { TraceSource, UtilizationLevel } from "../sim/model.js";
 import { action, badFlag, experimentText, oneOf, positiveInt, positiveNumber, print } from "./command-kit.js";
@@ -119,7 +119,7 @@ export function registerSimLifetimeCommands(sim: Command, kit: SimLifetimeKit): 
             lifetimes: oneOf(o.lifetimes, ["learned", "oracle"] as const, "--lifetimes"),
           };
           const { LIFETIME_VARIANTS, lifetimeJson, resolveLifetimeExperimentOptions, runLifetimeExperiment } =
-            await import("../sim/lifetime-experiment.js");
+            await import("../sim/experiments/lifetime/lifetime-experiment.js");
           const options = {
             ...sizeOptions(o),
             reclaimsPerServerPerDay: nonNegative(o.reclaimsPerDay, "--reclaims-per-day"),
@@ -181,7 +181,7 @@ export function registerSimLifetimeCommands(sim: Command, kit: SimLifetimeKit): 
             preemptionsPerSecond: rates,
           };
           const { drainJson, resolveDrainExperimentOptions, runDrainExperiment } =
-            await import("../sim/drain-experiment.js");
+            await import("../sim/experiments/drain/drain-experiment.js");
           const outcome = await runDrainExperiment({
             ...options,
             out: o.out,

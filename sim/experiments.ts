@@ -5,10 +5,10 @@
  * of a comparison sees the same traces, runs them, and renders (and, given `out`, writes) a report.
  */
 import { performance } from "node:perf_hooks";
-import { HarvestError, isHarvestError } from "../common/errors.js";
+import { isHarvestError } from "../common/errors.js";
 import { generateCluster } from "./cluster-gen.js";
 import { DEFAULT_KILL_COST, NO_KILL_COST, runCompute } from "./compute.js";
-import type { EngineProgress } from "./engine.js";
+import type { EngineProgress } from "./engine/engine.js";
 import { generateJobStream } from "./jobs.js";
 import { UTILIZATION_LEVELS } from "./model.js";
 import type { SimCluster, TraceSource, UtilizationLevel } from "./model.js";
@@ -20,6 +20,7 @@ import type { ComputePolicy, ComputeResult, StoragePlacement, StorageResult } fr
 import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./experiments/storage/index.js";
 import { renderComputeReport } from "./compute-report.js";
 import { renderStorageReport } from "./experiments/storage/index.js";
+import { checkList, checkPositive, checkPositiveInt, checkSeed32, checkTraces, invalidArgument } from "./options.js";
 
 /** What an experiment tells its caller while it runs (the CLI turns these into a progress line). */
 export type ExperimentEvent =
@@ -153,39 +154,17 @@ export type ResolvedStorageExperimentOptions = Required<
 > &
   Pick<StorageExperimentOptions, "out" | "command" | "onProgress">;
 
-function invalid(field: string, why: string): never {
-  throw new HarvestError("INVALID_ARGUMENT", `experiment option ${field} ${why}`, { details: { field } });
-}
-
-function checkPositiveInt(field: string, v: number): number {
-  if (!Number.isInteger(v) || v < 1) invalid(field, `must be a positive integer (got ${v})`);
-  return v;
-}
-
-function checkPositive(field: string, v: number): number {
-  if (!Number.isFinite(v) || v <= 0) invalid(field, `must be a positive number (got ${v})`);
-  return v;
-}
-
-function checkList<T>(field: string, values: readonly T[], allowed: readonly T[]): readonly T[] {
-  if (values.length === 0) invalid(field, "must name at least one value");
-  for (const v of values)
-    if (!allowed.includes(v)) invalid(field, `has ${JSON.stringify(v)}; use ${allowed.map(String).join(", ")}`);
-  // Each value once, in the canonical order (the baseline first).
-  return allowed.filter((a) => values.includes(a));
-}
+/** Whose options the messages name: INVALID_ARGUMENT "experiment option <field> ...". */
+const WHAT = "experiment";
 
 function resolveCommon(o: ExperimentOptions, defaults: { servers: number; days: number }) {
-  const seed = o.seed ?? 1;
-  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
-    invalid("seed", `must be an integer in 0..4294967295 (got ${seed})`);
-  const traces = o.traces ?? "generated";
-  if (traces !== "generated" && traces !== "real") invalid("traces", `must be "generated" or "real" (got ${traces})`);
+  const seed = checkSeed32(WHAT, o.seed ?? 1);
+  const traces = checkTraces(WHAT, o.traces ?? "generated");
   return {
-    servers: checkPositiveInt("servers", o.servers ?? defaults.servers),
-    days: checkPositiveInt("days", o.days ?? defaults.days),
+    servers: checkPositiveInt(WHAT, "servers", o.servers ?? defaults.servers),
+    days: checkPositiveInt(WHAT, "days", o.days ?? defaults.days),
     seed,
-    levels: checkList<UtilizationLevel>("levels", o.levels ?? ["medium"], UTILIZATION_LEVELS),
+    levels: checkList<UtilizationLevel>(WHAT, "levels", o.levels ?? ["medium"], UTILIZATION_LEVELS),
     traces,
     ...(o.out !== undefined ? { out: o.out } : {}),
     ...(o.command !== undefined ? { command: o.command } : {}),
@@ -197,22 +176,24 @@ function resolveCommon(o: ExperimentOptions, defaults: { servers: number; days: 
 export function resolveComputeExperimentOptions(o: ComputeExperimentOptions = {}): ResolvedComputeExperimentOptions {
   return {
     ...resolveCommon(o, { servers: 1000, days: 14 }),
-    policies: checkList("policies", o.policies ?? COMPUTE_POLICIES, COMPUTE_POLICIES),
-    killCost: checkList("killCost", [o.killCost ?? "modelled"], ["modelled", "none"] as const)[0]!,
+    policies: checkList(WHAT, "policies", o.policies ?? COMPUTE_POLICIES, COMPUTE_POLICIES),
+    killCost: checkList(WHAT, "killCost", [o.killCost ?? "modelled"], ["modelled", "none"] as const)[0]!,
   };
 }
 
 /** Fills the storage experiment's defaults and validates (INVALID_ARGUMENT naming the field). */
 export function resolveStorageExperimentOptions(o: StorageExperimentOptions = {}): ResolvedStorageExperimentOptions {
   const replications = [...new Set(o.replications ?? [3])].sort((a, b) => a - b);
-  if (replications.length === 0) invalid("replications", "must name at least one replication factor");
+  if (replications.length === 0) invalidArgument(WHAT, "replications", "must name at least one replication factor");
   for (const r of replications)
-    if (!Number.isInteger(r) || r < 1 || r > 10) invalid("replications", `has ${r}; use factors in 1..10`);
+    if (!Number.isInteger(r) || r < 1 || r > 10)
+      invalidArgument(WHAT, "replications", `has ${r}; use factors in 1..10`);
   return {
     ...resolveCommon(o, { servers: 10_000, days: 365 }),
-    placements: checkList("placements", o.placements ?? STORAGE_PLACEMENTS, STORAGE_PLACEMENTS),
+    placements: checkList(WHAT, "placements", o.placements ?? STORAGE_PLACEMENTS, STORAGE_PLACEMENTS),
     replications,
     reReplicationMBps: checkPositive(
+      WHAT,
       "reReplicationMBps",
       o.reReplicationMBps ?? DEFAULT_RE_REPLICATION_BYTES_PER_SEC / 1e6,
     ),
@@ -466,7 +447,7 @@ export interface GridOutcome {
  */
 export async function runGrid(options: GridOptions = {}): Promise<GridOutcome> {
   const preset = options.preset ?? "full";
-  if (!(preset in GRID_PRESETS)) invalid("preset", `must be "small" or "full" (got ${String(preset)})`);
+  if (!(preset in GRID_PRESETS)) invalidArgument(WHAT, "preset", `must be "small" or "full" (got ${String(preset)})`);
   const sizes = GRID_PRESETS[preset];
   const common = {
     levels: UTILIZATION_LEVELS,
@@ -484,25 +465,4 @@ export async function runGrid(options: GridOptions = {}): Promise<GridOutcome> {
     replications: [3, 4],
   });
   return { compute, storage };
-}
-
-/** The size of one experiment's runs, as `sim lifetime` and `sim drain` take it. */
-export interface RunSize {
-  servers: number;
-  days: number;
-  load: number;
-  seed: number;
-  level: UtilizationLevel;
-  traces: TraceSource;
-}
-
-/** Checks a run size, calling `invalid` (which throws) with the first field out of range. */
-export function checkRunSize(r: RunSize, invalid: (field: string, why: string) => never): void {
-  if (!(Number.isSafeInteger(r.servers) && r.servers >= 1))
-    invalid("servers", `must be an integer >= 1 (got ${r.servers})`);
-  if (!(Number.isFinite(r.days) && r.days >= 1)) invalid("days", `must be at least 1 (got ${r.days})`);
-  if (!(Number.isFinite(r.load) && r.load > 0 && r.load <= 5)) invalid("load", `must be in (0, 5] (got ${r.load})`);
-  if (!(Number.isSafeInteger(r.seed) && r.seed >= 0)) invalid("seed", `must be an integer >= 0 (got ${r.seed})`);
-  if (!UTILIZATION_LEVELS.includes(r.level)) invalid("level", `must be one of ${UTILIZATION_LEVELS.join(", ")}`);
-  if (r.traces !== "generated" && r.traces !== "real") invalid("traces", `must be "generated" or "real"`);
 }

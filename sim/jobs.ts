@@ -17,6 +17,7 @@ import { sharedDataDir } from "../common/paths.js";
 import { SeededRng } from "../common/rng.js";
 import { DAY_MS } from "./model.js";
 import type { SimCluster } from "./model.js";
+import { checkAboveZero, checkAtLeastZero, checkFraction, invalidArgument } from "./options.js";
 
 /** Where a stream's job shapes come from. */
 export type JobSource = "alibaba" | "tpcds" | "mixed";
@@ -165,16 +166,15 @@ export function jobStream(runs: readonly SimJobInput[], options: JobStreamInputO
   const taskCores = options.taskCores ?? 1;
   const taskJitter = options.taskJitter ?? 0;
   checkTaskCores(taskCores);
-  if (!(taskJitter >= 0 && taskJitter < 1)) invalid("taskJitter", `must be in [0, 1) (got ${taskJitter})`);
+  checkFraction(WHAT, "taskJitter", taskJitter);
   const sorted = runs
     .map((r, i) => ({ r, i }))
     .sort((a, b) => a.r.submitMs - b.r.submitMs || a.i - b.i)
     .map(({ r }, id): SimJob => {
       const durationScale = r.durationScale ?? 1;
       if (!(Number.isFinite(r.submitMs) && r.submitMs >= 0))
-        invalid(`runs[${id}].submitMs`, `must be a time >= 0 (got ${r.submitMs})`);
-      if (!(Number.isFinite(durationScale) && durationScale > 0))
-        invalid(`runs[${id}].durationScale`, `must be > 0 (got ${durationScale})`);
+        invalidArgument(WHAT, `runs[${id}].submitMs`, `must be a time >= 0 (got ${r.submitMs})`);
+      checkAboveZero(WHAT, `runs[${id}].durationScale`, durationScale);
       return { id, shape: r.shape, submitMs: r.submitMs, durationScale };
     });
   let taskMs = 0;
@@ -525,12 +525,11 @@ function streamSeed(seed: number, stream: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
-function invalid(field: string, why: string): never {
-  throw new HarvestError("INVALID_ARGUMENT", `job stream option ${field} ${why}`, { details: { field } });
-}
+/** Whose options the messages name: INVALID_ARGUMENT "job stream option <field> ...". */
+const WHAT = "job stream";
 
 function checkTaskCores(taskCores: number): void {
-  if (!(Number.isFinite(taskCores) && taskCores > 0)) invalid("taskCores", `must be > 0 (got ${taskCores})`);
+  checkAboveZero(WHAT, "taskCores", taskCores);
 }
 
 /** Harvestable core-ms of `cluster` in [fromMs, toMs): per server and slot, capacity - primary - reserve, floored at 0. */
@@ -576,16 +575,16 @@ export function generateJobStream(cluster: SimCluster, options: JobStreamOptions
   const minTaskMs = options.minTaskMs ?? 30_000;
   let source = options.source ?? "tpcds";
   if (!(days > 0 && days <= experimentDays + 1e-9))
-    invalid("days", `must be in (0, ${experimentDays}] (the cluster's experiment days), got ${days}`);
-  if (!Number.isSafeInteger(seed)) invalid("seed", `must be an integer (got ${seed})`);
-  if (!JOB_SOURCES.includes(source)) invalid("source", `must be one of ${JOB_SOURCES.join(", ")} (got ${source})`);
-  if (!(Number.isFinite(load) && load >= 0)) invalid("load", `must be a number >= 0 (got ${load})`);
+    invalidArgument(WHAT, "days", `must be in (0, ${experimentDays}] (the cluster's experiment days), got ${days}`);
+  if (!Number.isSafeInteger(seed)) invalidArgument(WHAT, "seed", `must be an integer (got ${seed})`);
+  if (!JOB_SOURCES.includes(source))
+    invalidArgument(WHAT, "source", `must be one of ${JOB_SOURCES.join(", ")} (got ${source})`);
+  if (!(Number.isFinite(load) && load >= 0)) invalidArgument(WHAT, "load", `must be a number >= 0 (got ${load})`);
   checkTaskCores(taskCores);
-  if (!(reserveFraction >= 0 && reserveFraction < 1))
-    invalid("reserveFraction", `must be in [0, 1) (got ${reserveFraction})`);
-  if (!(taskJitter >= 0 && taskJitter < 1)) invalid("taskJitter", `must be in [0, 1) (got ${taskJitter})`);
-  if (!(Number.isFinite(runNoise) && runNoise >= 0)) invalid("runNoise", `must be >= 0 (got ${runNoise})`);
-  if (!(Number.isFinite(minTaskMs) && minTaskMs >= 0)) invalid("minTaskMs", `must be >= 0 (got ${minTaskMs})`);
+  checkFraction(WHAT, "reserveFraction", reserveFraction);
+  checkFraction(WHAT, "taskJitter", taskJitter);
+  checkAtLeastZero(WHAT, "runNoise", runNoise);
+  checkAtLeastZero(WHAT, "minTaskMs", minTaskMs);
 
   const notes: string[] = [];
   let candidates: AlibabaJob[] = [];

@@ -19,7 +19,7 @@ import type {
   PowerPlacementOptions,
   PrimaryHistory,
 } from "../../resourcemanager/index.js";
-import type { ServerSet } from "../server-set.js";
+import type { ServerSet } from "./server-set.js";
 
 /** Every server as the power-aware placement reads it, and the placement's choice. */
 export class PowerPlacement {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
-import { resolveComputeSweepOptions, runComputeSweep } from "../../sim/compute-sweep.js";
+import { resolveComputeSweepOptions, runComputeSweep } from "../../sim/experiments/sweep/compute-sweep.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "harvest-compute-sweep-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

@@ -7,7 +7,7 @@ import { admissionOptionsFromFlags } from "../../cli/sim-admission-command.js";
 import { ManualClock } from "../../common/clock.js";
 import { isHarvestError } from "../../common/errors.js";
 import { readAdmissionThresholds } from "../../resourcemanager/admission-control.js";
-import { runAdmissionExperiment, thresholdsFile } from "../../sim/admission-experiment.js";
+import { runAdmissionExperiment, thresholdsFile } from "../../sim/experiments/admission/admission-experiment.js";
 import { generateCluster } from "../../sim/cluster-gen.js";
 import { NO_KILL_COST, runCompute } from "../../sim/compute.js";
 import { generateJobStream, jobShape, jobStream } from "../../sim/jobs.js";

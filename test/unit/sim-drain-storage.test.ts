@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { SeededRng } from "../../common/rng.js";
-import { drainStorage, storageLabel } from "../../sim/drain-experiment.js";
+import { drainStorage, storageLabel } from "../../sim/experiments/drain/drain-experiment.js";
 import type { SimCluster, SimReimage } from "../../sim/model.js";
 import { runStorage } from "../../sim/experiments/storage/index.js";
 import type { StorageOptions, StorageRunResult, StorageWrite } from "../../sim/experiments/storage/index.js";

@@ -21,7 +21,7 @@ import type {
   PowerDomainOptions,
   PowerPlacementOptions,
 } from "../../../resourcemanager/index.js";
-import type { EngineProgress } from "../../engine.js";
+import type { EngineProgress } from "../../engine/engine.js";
 import { DAY_MS } from "../../model.js";
 import type { SimCluster } from "../../model.js";
 import type { RunSetup } from "../../results.js";

@@ -4,7 +4,7 @@
  * `runStorage` (run.ts).
  */
 import { invalidArgument } from "../../../common/options.js";
-import type { EngineProgress } from "../../engine.js";
+import type { EngineProgress } from "../../engine/engine.js";
 import { DAY_MS } from "../../model.js";
 import type { SimCluster } from "../../model.js";
 import type { StoragePlacement, StorageResult } from "../../results.js";

@@ -10,7 +10,7 @@ import { HarvestError } from "../../../common/errors.js";
 import { SeededRng } from "../../../common/rng.js";
 import { ReplicationMonitor } from "../../../namenode/index.js";
 import type { BlockSource, BlockView } from "../../../namenode/index.js";
-import { SimEngine } from "../../engine.js";
+import { SimEngine } from "../../engine/engine.js";
 import { DAY_MS, serverUtilization } from "../../model.js";
 import type { SimCluster } from "../../model.js";
 import { streamSeed } from "../../streams.js";

@@ -23,25 +23,20 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { HarvestError } from "../common/errors.js";
-import { generateCluster } from "./cluster-gen.js";
-import { drawServerEvents, runCompute, Stream } from "./compute.js";
-import type { ComputeRunResult, DrainMode, ReimageFigures, ServerEvent } from "./compute.js";
-import { checkRunSize, chooseTraces, RunTracker } from "./experiments.js";
-import type { ExperimentEvent } from "./experiments.js";
-import { generateJobStream } from "./jobs.js";
-import { DAY_MS } from "./model.js";
-import type { SimCluster, TraceSource, UtilizationLevel } from "./model.js";
-import { assembleReport, formatNumber, markdownTable, SIM_JOB_TYPES, toCsv, writeReport } from "./report.js";
-import type { RenderedReport } from "./report.js";
-import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "./experiments/storage/index.js";
-import type {
-  PlannedReimageFigures,
-  StorageDrainMode,
-  StorageOptions,
-  StorageRunResult,
-} from "./experiments/storage/index.js";
-import { renderBarPanels } from "./plots.js";
+import { generateCluster } from "../../cluster-gen.js";
+import { drawServerEvents, runCompute, Stream } from "../../compute.js";
+import type { ComputeRunResult, DrainMode, ReimageFigures, ServerEvent } from "../../compute.js";
+import { chooseTraces, RunTracker } from "../../experiments.js";
+import type { ExperimentEvent } from "../../experiments.js";
+import { generateJobStream } from "../../jobs.js";
+import { DAY_MS } from "../../model.js";
+import type { SimCluster, TraceSource, UtilizationLevel } from "../../model.js";
+import { assembleReport, formatNumber, markdownTable, SIM_JOB_TYPES, toCsv, writeReport } from "../../report.js";
+import { renderBarPanels } from "../../plots.js";
+import type { RenderedReport } from "../../report.js";
+import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "../storage/index.js";
+import type { PlannedReimageFigures, StorageDrainMode, StorageOptions, StorageRunResult } from "../storage/index.js";
+import { checkAboveZero, checkAtLeastZero, checkRunSize, invalidArgument } from "../../options.js";
 
 /** Options of {@link runDrainExperiment}; {@link resolveDrainExperimentOptions} fills the defaults. */
 export interface DrainExperimentOptions {
@@ -123,9 +118,8 @@ export interface DrainExperimentOutcome {
   traces: TraceSource;
 }
 
-function invalid(field: string, why: string): never {
-  throw new HarvestError("INVALID_ARGUMENT", `drain experiment option ${field} ${why}`, { details: { field } });
-}
+/** Whose options the messages name: INVALID_ARGUMENT "drain experiment option <field> ...". */
+const WHAT = "drain experiment";
 
 /** Fills the defaults and validates every field (INVALID_ARGUMENT naming it). */
 export function resolveDrainExperimentOptions(o: DrainExperimentOptions = {}): ResolvedDrainExperimentOptions {
@@ -149,24 +143,24 @@ export function resolveDrainExperimentOptions(o: DrainExperimentOptions = {}): R
     ...(o.command !== undefined ? { command: o.command } : {}),
     ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
   };
-  checkRunSize(r, invalid);
+  checkRunSize(WHAT, r);
   if (r.reimages !== "cluster" && !(Number.isFinite(r.reimages) && r.reimages > 0))
-    invalid("reimages", `must be "cluster" or a rate > 0 per server per day (got ${String(r.reimages)})`);
+    invalidArgument(WHAT, "reimages", `must be "cluster" or a rate > 0 per server per day (got ${String(r.reimages)})`);
   for (const [field, v] of [
     ["noticeMs", r.noticeMs],
     ["outageMs", r.outageMs],
   ] as const)
-    if (!(Number.isFinite(v) && v >= 0)) invalid(field, `must be >= 0 (got ${v})`);
-  if (!(Number.isFinite(r.stepIntervalMs) && r.stepIntervalMs > 0))
-    invalid("stepIntervalMs", `must be > 0 (got ${r.stepIntervalMs})`);
-  if (r.preemptionsPerSecond.length === 0) invalid("preemptionsPerSecond", "must name at least one rate");
+    checkAtLeastZero(WHAT, field, v);
+  checkAboveZero(WHAT, "stepIntervalMs", r.stepIntervalMs);
+  if (r.preemptionsPerSecond.length === 0) invalidArgument(WHAT, "preemptionsPerSecond", "must name at least one rate");
   for (const rate of r.preemptionsPerSecond)
-    if (!(Number.isFinite(rate) && rate > 0)) invalid("preemptionsPerSecond", `has ${rate}; rates must be > 0`);
-  if (r.storageNoticesMs.length === 0) invalid("storageNoticesMs", "must name at least one notice");
+    if (!(Number.isFinite(rate) && rate > 0))
+      invalidArgument(WHAT, "preemptionsPerSecond", `has ${rate}; rates must be > 0`);
+  if (r.storageNoticesMs.length === 0) invalidArgument(WHAT, "storageNoticesMs", "must name at least one notice");
   for (const notice of r.storageNoticesMs)
-    if (!(Number.isFinite(notice) && notice >= 0)) invalid("storageNoticesMs", `has ${notice}; notices must be >= 0`);
-  if (!(Number.isFinite(r.storageBlocksPerServer) && r.storageBlocksPerServer >= 0))
-    invalid("storageBlocksPerServer", `must be >= 0 (got ${r.storageBlocksPerServer})`);
+    if (!(Number.isFinite(notice) && notice >= 0))
+      invalidArgument(WHAT, "storageNoticesMs", `has ${notice}; notices must be >= 0`);
+  checkAtLeastZero(WHAT, "storageBlocksPerServer", r.storageBlocksPerServer);
   return r;
 }
 

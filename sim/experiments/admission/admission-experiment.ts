@@ -21,23 +21,23 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
-import type { Clock } from "../common/clock.js";
-import { systemClock } from "../common/clock.js";
-import { HarvestError } from "../common/errors.js";
-import { tuneThreshold } from "../resourcemanager/index.js";
-import type { AdmissionPolicy } from "../resourcemanager/index.js";
-import { generateCluster } from "./cluster-gen.js";
-import { DEFAULT_KILL_COST, runCompute } from "./compute.js";
-import type { ComputeRunResult, SimAdmissionOptions } from "./compute.js";
-import { chooseTraces, RunTracker } from "./experiments.js";
-import type { ExperimentEvent } from "./experiments.js";
-import { generateJobStream } from "./jobs.js";
-import type { JobStream } from "./jobs.js";
-import { DAY_MS } from "./model.js";
-import type { SimCluster, TraceSource } from "./model.js";
-import { assembleReport, formatFraction, formatNumber, markdownTable, toCsv, writeReport } from "./report.js";
-import type { RenderedReport } from "./report.js";
-import { renderBarPanels } from "./plots.js";
+import type { Clock } from "../../../common/clock.js";
+import { systemClock } from "../../../common/clock.js";
+import { tuneThreshold } from "../../../resourcemanager/index.js";
+import type { AdmissionPolicy } from "../../../resourcemanager/index.js";
+import { generateCluster } from "../../cluster-gen.js";
+import { DEFAULT_KILL_COST, runCompute } from "../../compute.js";
+import type { ComputeRunResult, SimAdmissionOptions } from "../../compute.js";
+import { chooseTraces, RunTracker } from "../../experiments.js";
+import type { ExperimentEvent } from "../../experiments.js";
+import { generateJobStream } from "../../jobs.js";
+import type { JobStream } from "../../jobs.js";
+import { DAY_MS } from "../../model.js";
+import type { SimCluster, TraceSource } from "../../model.js";
+import { assembleReport, formatFraction, formatNumber, markdownTable, toCsv, writeReport } from "../../report.js";
+import { renderBarPanels } from "../../plots.js";
+import type { RenderedReport } from "../../report.js";
+import { checkDays, checkIntAtLeast, checkLoad, checkTraces, invalidArgument } from "../../options.js";
 
 /** The policies whose thresholds are tuned, in the paper's order. */
 export const TUNED_POLICIES = ["zeroth", "first", "second"] as const;
@@ -163,9 +163,8 @@ export interface AdmissionExperimentOutcome {
   wallMs: number;
 }
 
-function invalid(field: string, why: string): never {
-  throw new HarvestError("INVALID_ARGUMENT", `admission experiment option ${field} ${why}`, { details: { field } });
-}
+/** Whose options the messages name: INVALID_ARGUMENT "admission experiment option <field> ...". */
+const WHAT = "admission experiment";
 
 /** Fills the defaults and validates every field (INVALID_ARGUMENT naming it). */
 export function resolveAdmissionExperimentOptions(
@@ -186,22 +185,22 @@ export function resolveAdmissionExperimentOptions(
     ...(o.command !== undefined ? { command: o.command } : {}),
     ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
   };
-  if (!(Number.isFinite(r.sla) && r.sla > 0 && r.sla < 1)) invalid("sla", `must be a share in (0, 1) (got ${r.sla})`);
+  if (!(Number.isFinite(r.sla) && r.sla > 0 && r.sla < 1))
+    invalidArgument(WHAT, "sla", `must be a share in (0, 1) (got ${r.sla})`);
   for (const p of o.policies ?? [])
     if (!(TUNED_POLICIES as readonly string[]).includes(p))
-      invalid("policies", `has ${JSON.stringify(p)}; use ${TUNED_POLICIES.join(", ")}`);
-  if (r.policies.length === 0) invalid("policies", "must name at least one policy");
-  if (!(Number.isSafeInteger(r.servers) && r.servers >= 1))
-    invalid("servers", `must be an integer >= 1 (got ${r.servers})`);
-  if (!(Number.isFinite(r.days) && r.days >= 1)) invalid("days", `must be at least 1 (got ${r.days})`);
-  if (!(Number.isFinite(r.load) && r.load > 0 && r.load <= 5)) invalid("load", `must be in (0, 5] (got ${r.load})`);
+      invalidArgument(WHAT, "policies", `has ${JSON.stringify(p)}; use ${TUNED_POLICIES.join(", ")}`);
+  if (r.policies.length === 0) invalidArgument(WHAT, "policies", "must name at least one policy");
+  checkIntAtLeast(WHAT, "servers", r.servers, 1);
+  checkDays(WHAT, r.days, 1);
+  checkLoad(WHAT, r.load);
   if (!(Number.isFinite(r.utilizationPct) && r.utilizationPct > 0 && r.utilizationPct < 95))
-    invalid("utilizationPct", `must be in (0, 95) % (got ${r.utilizationPct})`);
+    invalidArgument(WHAT, "utilizationPct", `must be in (0, 95) % (got ${r.utilizationPct})`);
   if (!(Number.isSafeInteger(r.seed) && r.seed >= 0 && r.seed < 0xffffffff))
-    invalid("seed", `must be an integer in 0..4294967294 (got ${r.seed})`);
+    invalidArgument(WHAT, "seed", `must be an integer in 0..4294967294 (got ${r.seed})`);
   if (!(Number.isSafeInteger(r.iterations) && r.iterations >= 0 && r.iterations <= 30))
-    invalid("iterations", `must be an integer in 0..30 (got ${r.iterations})`);
-  if (r.traces !== "generated" && r.traces !== "real") invalid("traces", `must be "generated" or "real"`);
+    invalidArgument(WHAT, "iterations", `must be an integer in 0..30 (got ${r.iterations})`);
+  checkTraces(WHAT, r.traces, false);
   return r;
 }
 

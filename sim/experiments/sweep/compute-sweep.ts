@@ -13,19 +13,19 @@
  * default p95, to show what a peak that sees recurring bursts changes.
  */
 import * as echarts from "echarts";
-import { HarvestError } from "../common/errors.js";
-import { generateCluster } from "./cluster-gen.js";
-import { DEFAULT_KILL_COST, NO_KILL_COST, runCompute } from "./compute.js";
-import type { ComputeRunResult, KillCostModel } from "./compute.js";
-import { chooseTraces, RunTracker } from "./experiments.js";
-import type { ExperimentEvent } from "./experiments.js";
-import { generateJobStream, harvestableCoreMs } from "./jobs.js";
-import type { JobStream } from "./jobs.js";
-import type { SimCluster, TraceSource } from "./model.js";
-import { assembleReport, formatNumber, markdownTable, toCsv, writeReport } from "./report.js";
-import type { RenderedReport } from "./report.js";
-import type { ComputePolicy, SimJobType } from "./results.js";
-import { stableIds } from "./plots.js";
+import { generateCluster } from "../../cluster-gen.js";
+import { DEFAULT_KILL_COST, NO_KILL_COST, runCompute } from "../../compute.js";
+import type { ComputeRunResult, KillCostModel } from "../../compute.js";
+import { chooseTraces, RunTracker } from "../../experiments.js";
+import type { ExperimentEvent } from "../../experiments.js";
+import { generateJobStream, harvestableCoreMs } from "../../jobs.js";
+import type { JobStream } from "../../jobs.js";
+import type { SimCluster, TraceSource } from "../../model.js";
+import { assembleReport, formatNumber, markdownTable, toCsv, writeReport } from "../../report.js";
+import { stableIds } from "../../plots.js";
+import type { RenderedReport } from "../../report.js";
+import type { ComputePolicy, SimJobType } from "../../results.js";
+import { checkDays, checkIntAtLeast, checkShare, checkTraces, invalidArgument } from "../../options.js";
 
 /** The policies every cell runs, the baselines first. */
 export const SWEEP_POLICIES: readonly ComputePolicy[] = ["stock", "stock-unaware", "history"];
@@ -113,9 +113,8 @@ export interface ComputeSweepOutcome {
   traces: TraceSource;
 }
 
-function invalid(field: string, why: string): never {
-  throw new HarvestError("INVALID_ARGUMENT", `compute sweep option ${field} ${why}`, { details: { field } });
-}
+/** Whose options the messages name: INVALID_ARGUMENT "compute sweep option <field> ...". */
+const WHAT = "compute sweep";
 
 /** Fills the defaults and validates every field (INVALID_ARGUMENT naming it). */
 export function resolveComputeSweepOptions(o: ComputeSweepOptions = {}): ResolvedComputeSweepOptions {
@@ -134,19 +133,19 @@ export function resolveComputeSweepOptions(o: ComputeSweepOptions = {}): Resolve
     ...(o.command !== undefined ? { command: o.command } : {}),
     ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
   };
-  if (!(Number.isSafeInteger(r.servers) && r.servers >= 1))
-    invalid("servers", `must be an integer >= 1 (got ${r.servers})`);
-  if (!(Number.isFinite(r.days) && r.days >= 2)) invalid("days", `must be at least 2 (got ${r.days})`);
-  if (!(Number.isSafeInteger(r.seed) && r.seed >= 0)) invalid("seed", `must be an integer >= 0 (got ${r.seed})`);
-  if (r.loads.length === 0) invalid("loads", "must name at least one load");
-  for (const l of r.loads) if (!(Number.isFinite(l) && l > 0 && l <= 5)) invalid("loads", `has ${l}; use (0, 5]`);
-  if (r.utilizationPct.length === 0) invalid("utilizationPct", "must name at least one level");
+  checkIntAtLeast(WHAT, "servers", r.servers, 1);
+  checkDays(WHAT, r.days, 2);
+  checkIntAtLeast(WHAT, "seed", r.seed, 0);
+  if (r.loads.length === 0) invalidArgument(WHAT, "loads", "must name at least one load");
+  for (const l of r.loads)
+    if (!(Number.isFinite(l) && l > 0 && l <= 5)) invalidArgument(WHAT, "loads", `has ${l}; use (0, 5]`);
+  if (r.utilizationPct.length === 0) invalidArgument(WHAT, "utilizationPct", "must name at least one level");
   for (const u of [...r.utilizationPct, r.referencePct])
-    if (!(Number.isFinite(u) && u > 0 && u < 95)) invalid("utilizationPct", `has ${u}; use (0, 95) %`);
+    if (!(Number.isFinite(u) && u > 0 && u < 95)) invalidArgument(WHAT, "utilizationPct", `has ${u}; use (0, 95) %`);
   if (r.killCost !== "modelled" && r.killCost !== "none")
-    invalid("killCost", `must be "modelled" or "none" (got ${String(r.killCost)})`);
-  if (!(r.maxAmShare > 0 && r.maxAmShare <= 1)) invalid("maxAmShare", `must be in (0, 1] (got ${r.maxAmShare})`);
-  if (r.traces !== "generated" && r.traces !== "real") invalid("traces", `must be "generated" or "real"`);
+    invalidArgument(WHAT, "killCost", `must be "modelled" or "none" (got ${String(r.killCost)})`);
+  checkShare(WHAT, "maxAmShare", r.maxAmShare);
+  checkTraces(WHAT, r.traces, false);
   return r;
 }
 

@@ -3,7 +3,7 @@
  * at the same time run in the order they were scheduled, and nothing reads the wall clock, so a seed fixes the run.
  * The shared policies take `engine.clock` as their `Clock`.
  */
-import type { Clock } from "../common/clock.js";
+import type { Clock } from "../../common/clock.js";
 
 /** A scheduled event's handler; it may schedule more events. */
 export type EventHandler = () => void;

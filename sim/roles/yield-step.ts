@@ -2,8 +2,8 @@
  * The node manager's yield step on a simulated server: the tasks the yield controller (`chooseVictims`, the daemon's
  * own policy) kills when the primary grows into what Harvest holds, in kill order.
  */
-import { chooseVictims } from "../nodemanager/index.js";
-import type { YieldContainer } from "../nodemanager/index.js";
+import { chooseVictims } from "../../nodemanager/index.js";
+import type { YieldContainer } from "../../nodemanager/index.js";
 
 /** A running task as the simulators keep it. */
 export interface SimTask {

@@ -20,17 +20,17 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { HarvestError } from "../common/errors.js";
-import { generateCluster } from "./cluster-gen.js";
-import { runCompute } from "./compute.js";
-import type { ComputeRunResult, LifetimeSource } from "./compute.js";
-import { checkRunSize, chooseTraces, RunTracker } from "./experiments.js";
-import type { ExperimentEvent } from "./experiments.js";
-import { generateJobStream } from "./jobs.js";
-import type { TraceSource, UtilizationLevel } from "./model.js";
-import { assembleReport, formatNumber, markdownTable, SIM_JOB_TYPES, toCsv, writeReport } from "./report.js";
-import type { RenderedReport } from "./report.js";
-import { renderBarPanels } from "./plots.js";
+import { generateCluster } from "../../cluster-gen.js";
+import { runCompute } from "../../compute.js";
+import type { ComputeRunResult, LifetimeSource } from "../../compute.js";
+import { chooseTraces, RunTracker } from "../../experiments.js";
+import type { ExperimentEvent } from "../../experiments.js";
+import { generateJobStream } from "../../jobs.js";
+import type { TraceSource, UtilizationLevel } from "../../model.js";
+import { assembleReport, formatNumber, markdownTable, SIM_JOB_TYPES, toCsv, writeReport } from "../../report.js";
+import { renderBarPanels } from "../../plots.js";
+import type { RenderedReport } from "../../report.js";
+import { checkAboveZero, checkAtLeastZero, checkRunSize, invalidArgument } from "../../options.js";
 
 /** A node choice of the comparison (`ComputeOptions.nodeChoice`). */
 export type NodeChoiceVariant = "stock" | "nilas" | "lava";
@@ -136,9 +136,8 @@ export interface LifetimeExperimentOutcome {
   traces: TraceSource;
 }
 
-function invalid(field: string, why: string): never {
-  throw new HarvestError("INVALID_ARGUMENT", `lifetime experiment option ${field} ${why}`, { details: { field } });
-}
+/** Whose options the messages name: INVALID_ARGUMENT "lifetime experiment option <field> ...". */
+const WHAT = "lifetime experiment";
 
 /** Fills the defaults and validates every field (INVALID_ARGUMENT naming it). */
 export function resolveLifetimeExperimentOptions(o: LifetimeExperimentOptions = {}): ResolvedLifetimeExperimentOptions {
@@ -157,19 +156,17 @@ export function resolveLifetimeExperimentOptions(o: LifetimeExperimentOptions = 
     ...(o.command !== undefined ? { command: o.command } : {}),
     ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
   };
-  checkRunSize(r, invalid);
-  if (!(Number.isFinite(r.reclaimsPerServerPerDay) && r.reclaimsPerServerPerDay >= 0))
-    invalid("reclaimsPerServerPerDay", `must be >= 0 (got ${r.reclaimsPerServerPerDay})`);
-  if (!(Number.isFinite(r.reclaimDurationMs) && r.reclaimDurationMs > 0))
-    invalid("reclaimDurationMs", `must be > 0 (got ${r.reclaimDurationMs})`);
+  checkRunSize(WHAT, r);
+  checkAtLeastZero(WHAT, "reclaimsPerServerPerDay", r.reclaimsPerServerPerDay);
+  checkAboveZero(WHAT, "reclaimDurationMs", r.reclaimDurationMs);
   if (r.reclaimChoice !== "random" && r.reclaimChoice !== "emptiest")
-    invalid("reclaimChoice", `must be "random" or "emptiest"`);
-  if (r.variants.length === 0) invalid("variants", "must name at least one run");
+    invalidArgument(WHAT, "reclaimChoice", `must be "random" or "emptiest"`);
+  if (r.variants.length === 0) invalidArgument(WHAT, "variants", "must name at least one run");
   for (const v of r.variants) {
     if (!["stock", "nilas", "lava"].includes(v.nodeChoice))
-      invalid("variants", `has node choice ${String(v.nodeChoice)}`);
+      invalidArgument(WHAT, "variants", `has node choice ${String(v.nodeChoice)}`);
     if (v.lifetimes !== "learned" && v.lifetimes !== "oracle")
-      invalid("variants", `has lifetimes ${String(v.lifetimes)}`);
+      invalidArgument(WHAT, "variants", `has lifetimes ${String(v.lifetimes)}`);
   }
   return r;
 }

@@ -1,0 +1,390 @@
+/**
+ * The options of the compute simulation (`runCompute`): what each means, its default, the kill-cost model, and the
+ * one resolver that fills the defaults and validates them.
+ */
+import { stripUndefined } from "../common/options.js";
+import {
+  resolveClassifierOptions,
+  resolveClassWeights,
+  resolveJobTypeOptions,
+  resolveNodeChoiceOptions,
+} from "../resourcemanager/index.js";
+import type {
+  ClassifierOptions,
+  ClassWeights,
+  ClassWeightsInput,
+  JobTypeOptions,
+  NodeChoiceKind,
+  NodeChoiceOptions,
+  PlacementDecision,
+  TenantClass,
+} from "../resourcemanager/index.js";
+import type { EngineProgress } from "./engine/engine.js";
+import type { ResolvedSimAdmissionOptions, SimAdmissionOptions } from "./features/admission-options.js";
+import { resolveSimAdmissionOptions } from "./features/admission-options.js";
+import type {
+  PlannedReimageOptions,
+  ReclaimOptions,
+  ResolvedPlannedReimageOptions,
+  ResolvedReclaimOptions,
+} from "./features/server-events-options.js";
+import { resolveReclaims, resolveReimages } from "./features/server-events-options.js";
+import type { JobStream, SimJob } from "./jobs.js";
+import { DAY_MS } from "./model.js";
+import type { SimCluster } from "./model.js";
+import {
+  checkAboveZero,
+  checkAtLeastZero,
+  checkExperimentTime,
+  checkFraction,
+  checkIntAtLeast,
+  checkShare,
+  invalidArgument,
+  resolvedAs,
+} from "./options.js";
+import type { ComputePolicy, SimJobType } from "./results.js";
+
+/** Where node choice and drains get container lifetimes: the learned model, or the truth from the job stream. */
+export type LifetimeSource = "learned" | "oracle";
+
+/** Options of {@link runCompute}; {@link resolveComputeOptions} fills the defaults and validates. */
+export interface ComputeOptions {
+  /**
+   * Task placement: any server with headroom beside the primary, yielding to it (stock); any server with room in its
+   * full capacity, never yielding (stock-unaware); or the servers of Algorithm 1's classes, yielding (history).
+   */
+  policy: ComputePolicy;
+  /**
+   * Seeds every random choice of the run (Algorithm 1's draws, K-Means, which free server a heartbeat comes from).
+   * @default cluster.seed
+   */
+  seed?: number;
+  /**
+   * Fraction of each server's cores kept free for its primary tenant (the scheduler's and node manager's reserve).
+   * Not kept under stock-unaware, which knows of no primary (its scheduler's reserve is 0).
+   * @default 0.1
+   */
+  reserveFraction?: number;
+  /**
+   * Job managers may hold at most this share of the harvestable cores (the resource manager's maxAmShare); 1: no
+   * limit.
+   * @default 1
+   */
+  maxAmShare?: number;
+  /**
+   * Cores each task asks for.
+   * @default the stream's taskCores
+   */
+  taskCores?: number;
+  /**
+   * Algorithm 1's ranking weights (see `DEFAULT_CLASS_WEIGHTS`).
+   * @default {}
+   */
+  weights?: ClassWeightsInput;
+  /**
+   * How past job durations become the short/long thresholds (see `JobTypeOptions`).
+   * @default {}
+   */
+  jobTypes?: Partial<JobTypeOptions>;
+  /**
+   * Job types are judged against this many most recent finished jobs (the resource manager's jobHistoryWindow).
+   * @default 1000
+   */
+  jobHistoryWindow?: number;
+  /**
+   * Classifier settings (see `ClassifierOptions`).
+   * @default {}
+   */
+  classifier?: Partial<ClassifierOptions>;
+  /**
+   * Under the history policy, a job that finds no class with room for this long runs on any server (0: waits for
+   * ever), as the resource manager's classWaitMs.
+   * @default 60000
+   */
+  classWaitMs?: number;
+  /**
+   * Under the history policy, waiting jobs retry Algorithm 1 this often (the resource manager's monitor tick).
+   * @default 5000
+   */
+  retryIntervalMs?: number;
+  /**
+   * The classes are rebuilt this often from the most recent `historyMs` of utilization (the resource manager's
+   * reclusterIntervalMs); 0 classifies once, on the history window [0, historyMs).
+   * @default 86400000 (daily)
+   */
+  reclassifyIntervalMs?: number;
+  /**
+   * Checks after every event that no server runs more secondary cores than capacity - primary - reserve (or none when
+   * that is negative; under stock-unaware, than its capacity), that the simulation's books agree with the scheduler's
+   * and that the primaries' shortfall is kept right (and 0 where the policy yields); a violation throws INTERNAL. Costs
+   * O(servers) per event: tests only.
+   * @default false
+   */
+  checkInvariants?: boolean;
+  /**
+   * What a kill costs beyond the killed attempt's work: the node manager's detection lag, the scheduler's heartbeat
+   * lag, container launch, the job manager's own container, and the slowdown of tasks the primary out-competes before
+   * the kill (see {@link KillCostModel}; `NO_KILL_COST` turns all of it off).
+   * @default DEFAULT_KILL_COST
+   */
+  killCost?: Partial<KillCostModel>;
+  /**
+   * Node choice by container lifetimes (seeds/002, sections 4.2 and 4.3): "stock" leaves it to the placement policy (a
+   * random free server, or the job's classes from a random start); "nilas" and "lava" wrap the placement policy in the
+   * resource manager's `LifetimeNodeChoice` and offer the servers best first. Absent or "stock": the figures of a run
+   * without this option, figure for figure.
+   * @default "stock"
+   */
+  nodeChoice?: NodeChoiceKind;
+  /**
+   * NILAS's buckets, LAVA's classes and the gate's wait (`NodeChoiceOptions`; the resource manager's defaults).
+   * @default {}
+   */
+  nodeChoiceOptions?: Partial<Omit<NodeChoiceOptions, "kind">>;
+  /**
+   * Where node choice and drains get container lifetimes: "learned" (a `LifetimeModel` fed as the resource manager
+   * feeds its own: every completed task's run time, every finished job's duration) or "oracle" (`OraclePredictor`:
+   * each task's true duration from the stream; see `runCompute` for what it does not know).
+   * @default "learned"
+   */
+  lifetimes?: LifetimeSource;
+  /**
+   * Whole-server reclaims (a primary's spike to the whole server, a reimage without notice), see
+   * {@link ReclaimOptions}.
+   * @default undefined (none)
+   */
+  reclaims?: ReclaimOptions;
+  /**
+   * Planned reimages announced ahead, met with or without a graceful drain, see {@link PlannedReimageOptions}.
+   * @default undefined (none)
+   */
+  reimages?: PlannedReimageOptions;
+  /**
+   * Told about every `progressEvery` events (see `SimEngine.run`).
+   * @default undefined
+   */
+  onProgress?: (p: EngineProgress) => void;
+  /** @default 1000000 */
+  progressEvery?: number;
+  /**
+   * Told about placements as they happen (tests, traces).
+   * @default undefined
+   */
+  observer?: ComputeObserver;
+  /**
+   * Admission control (seeds/003; see {@link SimAdmissionOptions}): arriving jobs wait in the resource manager's
+   * `AdmissionQueue` until the policy admits them. Absent or policy "none": every job is submitted on arrival, as
+   * without admission control, figure for figure.
+   * @default undefined
+   */
+  admission?: SimAdmissionOptions;
+}
+
+/**
+ * What yielding costs on a real cluster, beyond the killed attempt's lost work; each part is measured on the real
+ * daemons or taken from their options, and each can be turned off (0 / false) to see what it weighs.
+ */
+export interface KillCostModel {
+  /**
+   * The node manager's yield tick (its yieldTickMs): a primary that grows into what Harvest holds is noticed at the
+   * server's next tick (each server ticks at its own phase), not at once. 0: at once.
+   * @default 250
+   */
+  yieldTickMs: number;
+  /**
+   * Node heartbeats (the resource manager's heartbeatIntervalMs): the scheduler learns a server's primary usage, and
+   * grants the room a finished task or a shrinking primary left, only at the server's next heartbeat. Until then it
+   * may grant on a server whose primary has already grown (that task is killed at the next yield tick). 0: at once.
+   * @default 1000
+   */
+  heartbeatIntervalMs: number;
+  /**
+   * The job manager asks for containers every amHeartbeatMs (its HARVEST_AM_HEARTBEAT_MS): a granted container is
+   * picked up after a uniform 0..amHeartbeatMs wait, then launched. 0: at once.
+   * @default 300
+   */
+  amHeartbeatMs: number;
+  /**
+   * Container launch (the node manager's startContainer to the task running), log-normal with this median and 90th
+   * percentile; the defaults are what `npm run bench -- yield` measured on the real node manager here (90 containers
+   * of `node -e`, startContainer called to the task's first line: p50 76 ms, p90 166 ms). The container is held (and
+   * may be killed) while it launches. 0: at once.
+   * @default 80 / 170
+   */
+  launchMedianMs: number;
+  launchP90Ms: number;
+  /**
+   * Each job runs its job manager in a container of this many milli-cores (the resource manager's amResource), placed
+   * anywhere with room before any task, on a harvested server like any container. The yield controller kills it
+   * last; when it is killed, every running task of the job is lost and a new attempt starts (a new container, a new
+   * launch, Algorithm 1 again) and recovers the finished tasks from its journal, as the real job manager does. 0: no
+   * job-manager container.
+   * @default 500
+   */
+  jobManagerMilli: number;
+  /**
+   * Before the yield tick kills, the primary out-competes the tasks (they run at the lowest CPU weight): while
+   * primary + running tasks exceed the server's cores, the tasks progress at the share of their cores the primary
+   * leaves them, and finish later. false: they run at full speed until killed.
+   * @default true
+   */
+  throttleSlowdown: boolean;
+}
+
+/** The kill-cost model's defaults: the daemons' own defaults and what the yield benchmark measured. */
+export const DEFAULT_KILL_COST: Readonly<KillCostModel> = Object.freeze({
+  yieldTickMs: 250,
+  heartbeatIntervalMs: 1000,
+  amHeartbeatMs: 300,
+  launchMedianMs: 80,
+  launchP90Ms: 170,
+  jobManagerMilli: 500,
+  throttleSlowdown: true,
+});
+
+/** A kill costs only the killed attempt's work: the model of earlier releases (and of the paper's simulator). */
+export const NO_KILL_COST: Readonly<KillCostModel> = Object.freeze({
+  yieldTickMs: 0,
+  heartbeatIntervalMs: 0,
+  amHeartbeatMs: 0,
+  launchMedianMs: 0,
+  launchP90Ms: 0,
+  jobManagerMilli: 0,
+  throttleSlowdown: false,
+});
+
+/** Hooks into a run, for tests and traces. */
+export interface ComputeObserver {
+  /**
+   * A job's servers were decided: `classIds` from Algorithm 1 (history), or undefined with `servers` undefined when it
+   * may use any server (stock, or history after waiting `classWaitMs`).
+   */
+  onJobPlaced?(e: {
+    job: SimJob;
+    jobType: SimJobType;
+    classIds?: readonly string[];
+    servers?: readonly number[];
+  }): void;
+  /**
+   * The placement decided for a job (history only): on its first ask and on every retry while it waits, waits
+   * included. What the resource manager's `HistoryPlacement` returned, at simulated time `nowMs`.
+   */
+  onDecision?(e: { job: SimJob; jobType: SimJobType; decision: PlacementDecision; nowMs: number }): void;
+  /** The classes were rebuilt (history only), as the tenant registry's classification gives them. */
+  onClassified?(e: { classes: readonly TenantClass[]; nowMs: number }): void;
+  /** A task attempt started on server index `server`. */
+  onTaskStart?(e: { job: SimJob; vertex: number; task: number; server: number; nowMs: number }): void;
+  /** A task attempt was killed because the server's primary tenant needed its cores. */
+  onTaskKilled?(e: { job: SimJob; vertex: number; task: number; server: number; nowMs: number }): void;
+  /** A task attempt ran to its end. */
+  onTaskEnded?(e: { job: SimJob; vertex: number; task: number; server: number; nowMs: number }): void;
+  /** A job finished. */
+  onJobFinished?(e: { job: SimJob; jobType: SimJobType; durationMs: number }): void;
+}
+
+/** {@link ComputeOptions} with every default filled in. */
+export type ResolvedComputeOptions = Required<
+  Omit<ComputeOptions, "onProgress" | "observer" | "weights" | "killCost" | "admission" | "reclaims" | "reimages">
+> &
+  Pick<ComputeOptions, "onProgress" | "observer"> & {
+    weights: ClassWeights;
+    killCost: KillCostModel;
+    admission?: ResolvedSimAdmissionOptions;
+    reclaims: ResolvedReclaimOptions | undefined;
+    reimages: ResolvedPlannedReimageOptions | undefined;
+  };
+
+/** Whose options the messages name: INVALID_ARGUMENT "compute option <field> ...". */
+export const WHAT = "compute";
+
+/** Fills defaults into `options` for `cluster` and `jobs` and validates every field, naming the offending one. */
+export function resolveComputeOptions(
+  cluster: SimCluster,
+  jobs: JobStream,
+  options: ComputeOptions,
+): ResolvedComputeOptions {
+  const o: ResolvedComputeOptions = {
+    policy: options.policy,
+    seed: options.seed ?? cluster.seed,
+    reserveFraction: options.reserveFraction ?? 0.1,
+    maxAmShare: options.maxAmShare ?? 1,
+    taskCores: options.taskCores ?? jobs.taskCores,
+    weights: resolveClassWeights(options.weights ?? {}),
+    jobTypes: resolveJobTypeOptions(options.jobTypes ?? {}),
+    jobHistoryWindow: options.jobHistoryWindow ?? 1000,
+    classifier: resolveClassifierOptions(options.classifier ?? {}),
+    classWaitMs: options.classWaitMs ?? 60_000,
+    retryIntervalMs: options.retryIntervalMs ?? 5000,
+    reclassifyIntervalMs: options.reclassifyIntervalMs ?? DAY_MS,
+    checkInvariants: options.checkInvariants ?? false,
+    killCost: { ...DEFAULT_KILL_COST, ...stripUndefined(options.killCost ?? {}) },
+    progressEvery: options.progressEvery ?? 1_000_000,
+    nodeChoice: options.nodeChoice ?? "stock",
+    nodeChoiceOptions: options.nodeChoiceOptions ?? {},
+    lifetimes: options.lifetimes ?? "learned",
+    reclaims:
+      options.reclaims === undefined
+        ? undefined
+        : resolveReclaims(cluster, options.seed ?? cluster.seed, options.reclaims),
+    reimages: options.reimages === undefined ? undefined : resolveReimages(cluster, options.reimages),
+    ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
+    ...(options.observer !== undefined ? { observer: options.observer } : {}),
+    ...(options.admission !== undefined ? { admission: resolveSimAdmissionOptions(options.admission) } : {}),
+  };
+  if (o.policy !== "stock" && o.policy !== "stock-unaware" && o.policy !== "history")
+    invalidArgument(WHAT, "policy", `must be "stock", "stock-unaware" or "history" (got ${String(o.policy)})`);
+  if (!Number.isSafeInteger(o.seed)) invalidArgument(WHAT, "seed", `must be an integer (got ${o.seed})`);
+  checkFraction(WHAT, "reserveFraction", o.reserveFraction);
+  checkShare(WHAT, "maxAmShare", o.maxAmShare);
+  checkAboveZero(WHAT, "taskCores", o.taskCores);
+  const taskMilli = Math.round(o.taskCores * 1000);
+  const fitsSomewhere = cluster.servers.some(
+    (s) => s.cores * 1000 - Math.ceil(s.cores * 1000 * o.reserveFraction) >= taskMilli,
+  );
+  if (cluster.servers.length > 0 && !fitsSomewhere)
+    invalidArgument(WHAT, "taskCores", `${o.taskCores} cores fit on no server once the reserve is kept`);
+  checkIntAtLeast(WHAT, "jobHistoryWindow", o.jobHistoryWindow, 1);
+  checkAtLeastZero(WHAT, "classWaitMs", o.classWaitMs);
+  checkAboveZero(WHAT, "retryIntervalMs", o.retryIntervalMs);
+  checkAtLeastZero(WHAT, "reclassifyIntervalMs", o.reclassifyIntervalMs);
+  const k = o.killCost;
+  for (const field of [
+    "yieldTickMs",
+    "heartbeatIntervalMs",
+    "amHeartbeatMs",
+    "launchMedianMs",
+    "launchP90Ms",
+  ] as const) {
+    checkAtLeastZero(WHAT, `killCost.${field}`, k[field]);
+  }
+  if (k.launchP90Ms < k.launchMedianMs)
+    invalidArgument(
+      WHAT,
+      "killCost.launchP90Ms",
+      `must be >= launchMedianMs (${k.launchMedianMs}), got ${k.launchP90Ms}`,
+    );
+  checkIntAtLeast(WHAT, "killCost.jobManagerMilli", k.jobManagerMilli, 0);
+  if (k.jobManagerMilli > taskMilli)
+    invalidArgument(
+      WHAT,
+      "killCost.jobManagerMilli",
+      `must be at most a task's ${taskMilli} milli-cores (got ${k.jobManagerMilli})`,
+    );
+  if (typeof k.throttleSlowdown !== "boolean")
+    invalidArgument(WHAT, "killCost.throttleSlowdown", `must be true or false (got ${String(k.throttleSlowdown)})`);
+  checkIntAtLeast(WHAT, "progressEvery", o.progressEvery, 1);
+  for (const [i, j] of jobs.jobs.entries()) {
+    checkExperimentTime(WHAT, `jobs[${i}].submitMs`, cluster, j.submitMs);
+  }
+  checkNodeChoice(o);
+  return o;
+}
+
+/** Validates the node-choice fields of resolved options. */
+export function checkNodeChoice(o: ResolvedComputeOptions): void {
+  if (o.nodeChoice !== "stock" && o.nodeChoice !== "nilas" && o.nodeChoice !== "lava")
+    invalidArgument(WHAT, "nodeChoice", `must be "stock", "nilas" or "lava" (got ${String(o.nodeChoice)})`);
+  if (o.lifetimes !== "learned" && o.lifetimes !== "oracle")
+    invalidArgument(WHAT, "lifetimes", `must be "learned" or "oracle" (got ${String(o.lifetimes)})`);
+  resolvedAs(WHAT, "nodeChoiceOptions", () => resolveNodeChoiceOptions({ ...o.nodeChoiceOptions, kind: o.nodeChoice }));
+}

@@ -1,0 +1,212 @@
+/**
+ * The simulated servers (as Hadoop SLS's NMSimulator): each server's primary tenant replayed slot by slot, the node
+ * manager's yield step, the CPU share tasks run at beside the primary, and when each server heartbeats.
+ */
+import type { ComputeState, ServersPort } from "../engine/compute-state.js";
+import { yieldVictims } from "./yield-step.js";
+import type { JobRun } from "./job-run.js";
+
+/** See the file header. */
+export class SimServers implements ServersPort {
+  constructor(private readonly sim: ComputeState) {}
+
+  // ---------------------------------------------------------------------------------------------- primary tenants
+
+  /**
+   * Slot `k` begins: every server of a tenant whose utilization changed gets its new primary usage. The node manager
+   * acts on it at its next yield tick, the scheduler learns it at the server's next heartbeat (both at once when the
+   * kill-cost model says 0).
+   */
+  slot(k: number, first: boolean): void {
+    const { cluster } = this.sim;
+    const touched = new Set<JobRun>();
+    const gained: number[] = [];
+    const instantYield = this.sim.cost.yieldTickMs === 0;
+    const instantHeartbeat = this.sim.cost.heartbeatIntervalMs === 0;
+    for (const t of cluster.tenants) {
+      const series = t.utilization;
+      const last = series.length - 1;
+      const now = series[Math.min(k, last)]!;
+      if (!first && k > 0 && now === series[Math.min(k - 1, last)]) continue;
+      for (const s of t.servers) {
+        let u = now + cluster.servers[s]!.offsetPct;
+        u = u < 0 ? 0 : u > 100 ? 100 : u;
+        const primary = Math.round((this.sim.capMilli[s]! * u) / 100);
+        const before = this.sim.primaryMilli[s]!;
+        if (primary === before) continue;
+        this.changeHeld(s, () => {
+          this.sim.primaryMilli[s] = primary;
+        });
+        // Primary-unaware YARN neither yields nor learns of the primary: its room is unchanged.
+        if (!this.sim.aware) continue;
+        this.updateRate(s);
+        if (instantHeartbeat) this.report(s);
+        else this.requestHeartbeat(s);
+        if (primary > before) {
+          if (instantYield) this.yieldOn(s, touched);
+          else this.requestYield(s);
+        } else if (instantHeartbeat) gained.push(s);
+        this.sim.driver.refreshFree(s);
+      }
+    }
+    // Every server starts out with its room known (primaries equal to the initial 0 were skipped above).
+    if (first) for (let s = 0; s < this.sim.nodeIds.length; s++) this.sim.driver.refreshFree(s);
+    // Killed tasks ask again first (FIFO keeps their jobs' order), then freed servers heartbeat, then the re-asking
+    // jobs look for servers of their own.
+    this.sim.driver.reAsk(touched, gained);
+    const next = (k + 1) * cluster.slotMs;
+    if (next < cluster.horizonMs) this.sim.at(next, () => this.slot(k + 1, false));
+  }
+
+  /** Server `s` heartbeats: the scheduler learns its primary usage as it is now. */
+  report(s: number): void {
+    const primary = this.sim.primaryMilli[s]!;
+    if (this.sim.seenMilli[s] === primary) return;
+    this.sim.seenMilli[s] = primary;
+    this.sim.liveNodes[s]!.primaryUsage.vcoresMilli = primary;
+    this.sim.scheduler.updatePrimaryUsage(this.sim.nodeIds[s]!, { vcoresMilli: primary, memoryMb: 0 });
+    this.sim.driver.refreshFree(s);
+  }
+
+  /** Server `s`'s next heartbeat (once, however many changes it carries): report, then offer its room. */
+  private requestHeartbeat(s: number): void {
+    if (this.sim.heartbeatPending[s]) return;
+    this.sim.heartbeatPending[s] = 1;
+    this.sim.at(this.sim.nextTick(s, this.sim.cost.heartbeatIntervalMs, 11), () => {
+      this.sim.heartbeatPending[s] = 0;
+      // The heartbeat reports the primary first, when the policy is primary-aware (stock-unaware never learns it).
+      this.sim.driver.heartbeat(s);
+    });
+  }
+
+  /** Server `s` has room again (a container ended): offered at once, or at its next heartbeat. */
+  roomFreed(s: number): void {
+    if (this.sim.cost.heartbeatIntervalMs === 0) this.sim.driver.heartbeat(s);
+    else this.requestHeartbeat(s);
+  }
+
+  /** Server `s`'s next yield tick (once): kill what no longer fits, and let the jobs that lost containers ask again. */
+  private requestYield(s: number): void {
+    if (this.sim.yieldPending[s]) return;
+    this.sim.yieldPending[s] = 1;
+    const when =
+      this.sim.cost.yieldTickMs > 0
+        ? this.sim.nextTick(s, this.sim.cost.yieldTickMs, 12)
+        : this.sim.engine.clock.nowMs();
+    this.sim.at(when, () => {
+      this.sim.yieldPending[s] = 0;
+      const touched = new Set<JobRun>();
+      this.yieldOn(s, touched);
+      if (touched.size > 0) this.roomFreed(s);
+      this.sim.driver.reAsk(touched, []);
+    });
+  }
+
+  /** The cores (milli) server `s`'s primary wants but cannot have because secondary tasks hold them. */
+  shortfall(s: number): number {
+    // A primary-aware node manager runs containers at the lowest CPU weight: the primary gets every core it wants and
+    // the tasks slow down instead (`updateRate`).
+    if (this.sim.aware) return 0;
+    const primary = this.sim.primaryMilli[s]!;
+    const over = primary + this.sim.secondaryMilli[s]! - this.sim.capMilli[s]!;
+    return over <= 0 ? 0 : over < primary ? over : primary;
+  }
+
+  /** Adds the primaries' shortfall since it last changed to its integral. */
+  accrueTaken(nowMs: number): void {
+    if (nowMs > this.sim.takenSinceMs) {
+      this.sim.takenMilliMs += this.sim.takenMilli * (nowMs - this.sim.takenSinceMs);
+      this.sim.takenSinceMs = nowMs;
+    }
+  }
+
+  /** Runs `change` (to server `s`'s primary or secondary), keeping the primaries' shortfall and its integral. */
+  changeHeld(s: number, change: () => void): void {
+    this.accrueTaken(this.sim.engine.clock.nowMs());
+    this.sim.takenMilli -= this.shortfall(s);
+    change();
+    this.sim.takenMilli += this.shortfall(s);
+    this.noteOccupancy(s);
+  }
+
+  /**
+   * The speed server `s`'s launched tasks run at: all of it while the primary leaves them their cores, else the share
+   * it leaves (the primary wins the CPU by weight until the yield tick kills). Reschedules their ends when it changes.
+   */
+  updateRate(s: number): void {
+    if (!this.sim.cost.throttleSlowdown || !this.sim.aware) return;
+    const demand = this.sim.runningTaskMilli[s]!;
+    const left = this.sim.capMilli[s]! - this.sim.primaryMilli[s]!;
+    const rate = demand <= left ? 1 : Math.max(0, left) / demand;
+    if (rate === this.sim.rate[s]) return;
+    this.sim.rate[s] = rate;
+    const now = this.sim.engine.clock.nowMs();
+    for (const a of this.sim.running[s]!) {
+      if (a.isAm || !a.launched) continue;
+      a.workLeftMs = Math.max(0, a.workLeftMs - (now - a.sinceMs) * a.rate);
+      a.sinceMs = now;
+      a.rate = rate;
+      this.sim.jobManagers.scheduleEnd(a);
+    }
+  }
+
+  /** The node manager's yield step: kill the youngest attempts until the rest fit beside the primary and reserve. */
+  private yieldOn(s: number, touched: Set<JobRun>): void {
+    const server = {
+      capacityMilli: this.sim.capMilli[s]!,
+      primaryMilli: this.sim.primaryMilli[s]!,
+      reserveMilli: this.sim.reserveMilli[s]!,
+      heldMilli: this.sim.secondaryMilli[s]!,
+      taskMilli: this.sim.taskMilli,
+    };
+    for (const a of yieldVictims(server, this.sim.running[s]!)) {
+      // A job manager killed earlier in this step took its job's tasks with it.
+      if (!a.alive) continue;
+      if (a.isAm) this.sim.jobManagers.killJobManager(a, touched);
+      else this.sim.jobManagers.killTask(a, touched);
+    }
+  }
+
+  /** Whether server `s` may receive containers: neither away nor draining. */
+  inService(s: number): boolean {
+    return this.sim.down.length === 0 || (this.sim.down[s] === 0 && this.sim.draining[s] === 0);
+  }
+
+  /** Server `s`'s headroom as the scheduler sees it (capacity - reported primary - reserve - held), milli-cores. */
+  roomMilli(s: number): number {
+    return this.sim.capMilli[s]! - this.sim.seenMilli[s]! - this.sim.reserveMilli[s]! - this.sim.secondaryMilli[s]!;
+  }
+
+  /** Server `s`'s containers or room may have changed: keeps the empty-server counts and their integrals. */
+  noteOccupancy(s: number): void {
+    if (this.sim.emptyFlag.length === 0) return;
+    const empty = this.sim.running[s]!.size === 0 ? 1 : 0;
+    const room = this.hasRoom(s) ? 1 : 0;
+    const wasEmpty = this.sim.emptyFlag[s]!;
+    const hadRoom = this.sim.roomFlag[s]!;
+    if (empty === wasEmpty && room === hadRoom) return;
+    this.accrueOccupancy(this.sim.engine.clock.nowMs());
+    this.sim.emptyCount += empty - wasEmpty;
+    this.sim.roomCount += room - hadRoom;
+    this.sim.emptyRoomCount += empty * room - wasEmpty * hadRoom;
+    this.sim.emptyFlag[s] = empty;
+    this.sim.roomFlag[s] = room;
+  }
+
+  /** In service, with room for a task beside its primary (as it is, reported or not) and reserve. */
+  hasRoom(s: number): boolean {
+    return (
+      this.inService(s) &&
+      this.sim.capMilli[s]! - this.sim.primaryMilli[s]! - this.sim.reserveMilli[s]! >= this.sim.taskMilli
+    );
+  }
+
+  accrueOccupancy(nowMs: number): void {
+    const dt = nowMs - this.sim.occupancySinceMs;
+    if (dt <= 0) return;
+    this.sim.emptyMs += this.sim.emptyCount * dt;
+    this.sim.roomMs += this.sim.roomCount * dt;
+    this.sim.emptyRoomMs += this.sim.emptyRoomCount * dt;
+    this.sim.occupancySinceMs = nowMs;
+  }
+}
