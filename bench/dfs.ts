@@ -37,7 +37,7 @@ import { join } from "node:path";
 import { localDfsClient, startCluster, stopCluster } from "../cli/cluster.js";
 import { daemonNodeOptions } from "../cli/node-options.js";
 import { clockTicksPerSecond, procStatFields } from "../common/proc-stats.js";
-import { SUBDIR_COUNT } from "../datanode/block-store.js";
+import { SUBDIR_COUNT } from "../datanode/index.js";
 import { daemonEnvironment, TUNABLES_VARIABLE } from "../cli/malloc-tunables.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";

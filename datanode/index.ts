@@ -26,3 +26,4 @@ export { DataTransferService, MAX_PACKET_BYTES } from "./data-transfer.js";
 export type { DataTransferHost } from "./data-transfer.js";
 export { ackError, sendBlock } from "./block-sender.js";
 export type { SendBlockOptions, SendBlockResult } from "./block-sender.js";
+export { TRANSFER_CIPHERS } from "./block-server.js";

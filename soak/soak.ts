@@ -33,8 +33,8 @@ import {
   startCluster,
   stopCluster,
 } from "../cli/cluster.js";
-import type { DfsClient } from "../client/dfs-client.js";
-import type { JobClient } from "../client/job-client.js";
+import type { DfsClient } from "../client/index.js";
+import type { JobClient } from "../client/index.js";
 import { containerProcessFile } from "../common/container-leftovers.js";
 import { errorMessage } from "../common/errors.js";
 import { SeededRng } from "../common/rng.js";
