@@ -7,7 +7,6 @@ export {
   BlockStore,
   CHUNK_SIZE,
   READ_PIECE_BYTES,
-  ReplicaWriter,
   SUBDIR_COUNT,
   checkBlockId,
   checkBlockKey,
@@ -22,6 +21,7 @@ export type {
   ScanResult,
   StoredReplica,
 } from "./block-store.js";
+export { ReplicaWriter } from "./replica-writer.js";
 export { DataTransferService, MAX_PACKET_BYTES } from "./data-transfer.js";
 export type { DataTransferHost } from "./data-transfer.js";
 export { ackError, sendBlock } from "./block-sender.js";
