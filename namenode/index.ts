@@ -12,7 +12,8 @@
  * `namenode.ts`, which wires them.
  */
 export { NameNode } from "./namenode.js";
-export type { DaemonState, DatanodeState } from "./namenode.js";
+export type { DaemonState } from "./namenode.js";
+export type { DatanodeState } from "./datanode-entry.js";
 export { resolveNameNodeOptions } from "./options.js";
 export type { NameNodeOptions } from "./options.js";
 export { Namespace } from "./namespace.js";
