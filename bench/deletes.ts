@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Worker } from "node:worker_threads";
 import { execFileSync } from "node:child_process";
-import { BlockStore, chunkChecksums } from "../datanode/block-store.js";
+import { BlockStore, chunkChecksums } from "../datanode/index.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import type { FlagSpec, Flags } from "./flags.js";

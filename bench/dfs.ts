@@ -24,7 +24,7 @@ import { join } from "node:path";
 import { localDfsClient, startCluster, stopCluster } from "../localcluster/cluster.js";
 import { daemonNodeOptions } from "../localcluster/node-options.js";
 import { clockTicksPerSecond, procStatFields } from "../common/proc-stats.js";
-import { SUBDIR_COUNT } from "../datanode/block-store.js";
+import { SUBDIR_COUNT } from "../datanode/index.js";
 import { daemonEnvironment, TUNABLES_VARIABLE } from "../localcluster/malloc-tunables.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";

@@ -13,15 +13,15 @@ import type * as grpc from "@grpc/grpc-js";
 import { Metadata } from "@grpc/grpc-js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
-import { NameNode } from "../namenode/namenode.js";
+import { NameNode } from "../namenode/index.js";
 import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
 import type { DatanodeToNamenode } from "../proto/generated/harvest/v1/DatanodeToNamenode.js";
 import type { NamenodeToDatanodeOutput } from "../proto/generated/harvest/v1/NamenodeToDatanode.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import { goalRatio, fmt, mib, ratio, settledMemory, table } from "./report.js";
-import { NamespaceChannel } from "../client/namespace-channel.js";
-import type { StreamedCalls } from "../client/namespace-channel.js";
+import { NamespaceChannel } from "../client/index.js";
+import type { StreamedCalls } from "../client/index.js";
 
 const FLAGS = {
   clients: { kind: "int", default: 32, min: 1, help: "concurrent clients (calls in flight)" },

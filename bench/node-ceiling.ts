@@ -20,7 +20,7 @@ import * as net from "node:net";
 import * as tls from "node:tls";
 import { caFiles, createCa, issueCertificate } from "../localcluster/cluster-ca.js";
 import { distEntry } from "../common/paths.js";
-import { TRANSFER_CIPHERS } from "../datanode/block-server.js";
+import { TRANSFER_CIPHERS } from "../datanode/index.js";
 
 /** Reads of this size on the sender, as Harvest's `put` reads a local file. */
 const READ_BYTES = 1024 * 1024;

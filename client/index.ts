@@ -15,3 +15,6 @@ export { NamenodeAdminClient } from "./namenode-admin-client.js";
 export type { DatanodeAdminStatus } from "./namenode-admin-client.js";
 export { findClientConfig, loadClientConfig, parseClientConfig, defaultClientConfigFile } from "./client-config.js";
 export type { ClientConfig } from "./client-config.js";
+/** The namespace-call stream under `DfsClient` (the namenode bench drives it directly). */
+export { NamespaceChannel } from "./namespace-channel.js";
+export type { StreamedCalls } from "./namespace-channel.js";

@@ -1,7 +1,7 @@
 /**
  * What client and namenode share about file-system permissions: the POSIX-style mode bits as they travel on the wire
  * (FileStatus.mode) and as people write them (`750`, `rwxr-x---`), and the local user name an insecure client claims.
- * The namenode's policy is namenode/permissions.ts.
+ * The namenode's policy is namenode/policy/permissions.ts.
  */
 import { userInfo } from "node:os";
 import { HarvestError } from "./errors.js";

@@ -7,9 +7,9 @@
  */
 import type { Rng } from "../common/rng.js";
 import type { BlockRecord } from "./namespace-store.js";
-import type { PlacementPolicy } from "./placement.js";
-import { ReplicationMonitor } from "./replication-monitor.js";
-import type { BlockEventListener, ReplicationMonitorOptions } from "./replication-monitor.js";
+import type { PlacementPolicy } from "./policy/placement.js";
+import { ReplicationMonitor } from "./policy/replication-monitor.js";
+import type { BlockEventListener, ReplicationMonitorOptions } from "./policy/replication-monitor.js";
 
 /** A replica a datanode reported. */
 export interface ReplicaInfo {

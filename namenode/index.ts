@@ -1,13 +1,19 @@
 /**
- * The namenode: daemon, options, and the pure modules it is built on: namespace, permissions, block map, and the
- * policies the simulator calls from here and nowhere else (scripts/check-imports.mjs):
+ * The namenode: its daemon class and options, and the pure modules it is built on. The pure policies live in
+ * `policy/`, and this file is the only door to them for the simulator, the benches and the soak
+ * (scripts/check-imports.mjs):
  * - replica placement: stock rack-aware (`StockPlacementPolicy`) and the HDFS-H diversity grid
  *   (`DiversityPlacementPolicy`, Algorithm 2);
  * - re-replication: the incremental, prioritized `ReplicationMonitor`, wired to the block map by `replicatedBlockMap`;
- * - decommissioning: the monitor's `decommission`/`recommission` over a `DecommissionTracker` (datanode admin states).
+ * - decommissioning: the monitor's `decommission`/`recommission` over a `DecommissionTracker` (datanode admin states);
+ * - permissions: HDFS's owner/group/mode checks;
+ * - read order: the order of a block's replicas in GetBlockLocations.
+ * The server parts (datanode tracking, safe mode, lease recovery, admin, the client protocol, the web) sit beside
+ * `namenode.ts`, which wires them.
  */
 export { NameNode } from "./namenode.js";
-export type { DaemonState, DatanodeState } from "./namenode.js";
+export type { DaemonState } from "./namenode.js";
+export type { DatanodeState } from "./datanode-entry.js";
 export { resolveNameNodeOptions } from "./options.js";
 export type { NameNodeOptions } from "./options.js";
 export { Namespace } from "./namespace.js";
@@ -46,14 +52,16 @@ export {
   READ,
   UMASK,
   WRITE,
-} from "./permissions.js";
-export type { AccessRequest, Caller, PermissionNode, PermissionStatus, ResolvedPath } from "./permissions.js";
+} from "./policy/permissions.js";
+export type { AccessRequest, Caller, PermissionNode, PermissionStatus, ResolvedPath } from "./policy/permissions.js";
 export { BlockManager, replicatedBlockMap } from "./block-manager.js";
 export type { BlockInfo, ReplicaDeletion, ReplicaInfo } from "./block-manager.js";
-export { StockPlacementPolicy } from "./placement.js";
-export { DiversityPlacementPolicy } from "./diversity-placement.js";
-export type { PlacementTenant } from "./diversity-placement.js";
-export type { DatanodeView, PlacementPolicy, PlacementRequest } from "./placement.js";
+export { StockPlacementPolicy } from "./policy/placement.js";
+export { DiversityPlacementPolicy } from "./policy/diversity-placement.js";
+export { orderReplicas } from "./policy/read-order.js";
+export type { ReadOrderPolicy } from "./policy/read-order.js";
+export type { PlacementTenant } from "./policy/diversity-placement.js";
+export type { DatanodeView, PlacementPolicy, PlacementRequest } from "./policy/placement.js";
 export {
   classifyBlock,
   countReplicas,
@@ -61,7 +69,7 @@ export {
   ReplicationMonitor,
   ReplicationPriority,
   replicationPriority,
-} from "./replication-monitor.js";
+} from "./policy/replication-monitor.js";
 export type {
   BlockEventListener,
   BlockHealth,
@@ -73,12 +81,12 @@ export type {
   ReplicationMonitorOptions,
   ReplicationTask,
   ReplicationWork,
-} from "./replication-monitor.js";
-export { DecommissionTracker } from "./decommission.js";
+} from "./policy/replication-monitor.js";
+export { DecommissionTracker } from "./policy/decommission.js";
 export type {
   AdminState,
   DecommissionOptions,
   DecommissionProgress,
   DecommissionRecord,
   DecommissionStatus,
-} from "./decommission.js";
+} from "./policy/decommission.js";

@@ -44,34 +44,32 @@ import { startDaemonWeb, WebServer } from "../common/web-server.js";
 import { WebTokens } from "../common/web-token.js";
 import type { Principal } from "../common/auth.js";
 import { SeededRng } from "../common/rng.js";
-import { orderReplicas } from "./read-order.js";
+import { orderReplicas } from "./policy/read-order.js";
 import { replicatedBlockMap } from "./block-manager.js";
 import { BlockRecoveries } from "./block-recovery.js";
 import type { RecoveryAnswer, RecoveryOutcome, BlockRecoveryRecord } from "./block-recovery.js";
 import type { BlockRecoveryReportOutput } from "../proto/generated/harvest/v1/BlockRecoveryReport.js";
-import type { RecoveredFileOutput } from "../proto/generated/harvest/v1/RecoveredFile.js";
 import type { BlockManager } from "./block-manager.js";
 import type { ReplicaDeletion } from "./block-manager.js";
 import { Namespace } from "./namespace.js";
 import type { NamespaceListener } from "./namespace.js";
 import { NamespaceStore } from "./namespace-store.js";
-import type { Caller } from "./permissions.js";
-import type { BlockRecord, DatanodeRecord } from "./namespace-store.js";
+import type { Caller } from "./policy/permissions.js";
+import type { DatanodeRecord } from "./namespace-store.js";
 import { resolveNameNodeOptions } from "./options.js";
 import type { NameNodeOptions } from "./options.js";
-import { StockPlacementPolicy } from "./placement.js";
-import { DiversityPlacementPolicy } from "./diversity-placement.js";
+import { StockPlacementPolicy } from "./policy/placement.js";
+import { DiversityPlacementPolicy } from "./policy/diversity-placement.js";
 import type { TenantAdminClient } from "../proto/generated/harvest/v1/TenantAdmin.js";
-import type { DatanodeView, PlacementPolicy } from "./placement.js";
-import { countReplicas } from "./replication-monitor.js";
-import { countPriority, NameNodeMetrics } from "./nn-metrics.js";
+import type { DatanodeView, PlacementPolicy } from "./policy/placement.js";
+import { NameNodeMetrics } from "./nn-metrics.js";
 import type { BlockHealthCounts, DatanodeCounts, NameNodeSummary } from "./nn-metrics.js";
 import { registerNameNodeApi } from "./web-api.js";
 import { registerNameNodePages } from "./web-pages.js";
 import { placementReport } from "./web.js";
 import type { FileBlockLocations, NameNodeWebSource, PlacementReport } from "./web.js";
-import type { ReplicationMonitor } from "./replication-monitor.js";
-import type { AdminState } from "./decommission.js";
+import type { ReplicationMonitor } from "./policy/replication-monitor.js";
+import type { AdminState } from "./policy/decommission.js";
 import type { AbandonBlockRequestOutput } from "../proto/generated/harvest/v1/AbandonBlockRequest.js";
 import type { AddBlockRequestOutput } from "../proto/generated/harvest/v1/AddBlockRequest.js";
 import type { BlockReportOutput } from "../proto/generated/harvest/v1/BlockReport.js";
@@ -85,7 +83,6 @@ import type { DatanodeToNamenodeOutput } from "../proto/generated/harvest/v1/Dat
 import type { DatanodeAdminStatus } from "../proto/generated/harvest/v1/DatanodeAdminStatus.js";
 import type { DecommissionRequestOutput } from "../proto/generated/harvest/v1/DecommissionRequest.js";
 import type { DecommissionStatusResponse } from "../proto/generated/harvest/v1/DecommissionStatusResponse.js";
-import type { FsckBlockOutput } from "../proto/generated/harvest/v1/FsckBlock.js";
 import type { FsckReportOutput } from "../proto/generated/harvest/v1/FsckReport.js";
 import type { GetBlockLocationsRequestOutput } from "../proto/generated/harvest/v1/GetBlockLocationsRequest.js";
 import type { FileStatusOutput } from "../proto/generated/harvest/v1/FileStatus.js";
@@ -94,52 +91,19 @@ import type { NamespaceCallOutput } from "../proto/generated/harvest/v1/Namespac
 import type { NamespaceResult } from "../proto/generated/harvest/v1/NamespaceResult.js";
 import type { NamenodeToDatanode } from "../proto/generated/harvest/v1/NamenodeToDatanode.js";
 import type { RegisterDatanodeOutput } from "../proto/generated/harvest/v1/RegisterDatanode.js";
-import type { ReplicateCommand } from "../proto/generated/harvest/v1/ReplicateCommand.js";
 import type { ReportBadBlocksRequestOutput } from "../proto/generated/harvest/v1/ReportBadBlocksRequest.js";
 import type { SafeModeStatusOutput } from "../proto/generated/harvest/v1/SafeModeStatus.js";
+import type { DatanodeEntry, DatanodeStream } from "./datanode-entry.js";
+import { blockHealth, datanodeCounts, fsckReport } from "./health.js";
+import type { HealthSource } from "./health.js";
 
 /** Lifecycle of a daemon. */
 export type DaemonState = "new" | "starting" | "running" | "stopping" | "stopped";
-
-/** A datanode is LIVE while it heartbeats within the expiry, DEAD after. */
-export type DatanodeState = "LIVE" | "DEAD";
 
 /** A ClientNamenode.NamespaceCalls stream, server side. */
 type NamespaceStream = grpc.ServerDuplexStream<NamespaceCallOutput, NamespaceResult>;
 /** Unanswered calls a NamespaceCalls stream may have before the namenode stops reading it. */
 const MAX_STREAMED_CALLS = 64;
-
-type DatanodeStream = grpc.ServerDuplexStream<DatanodeToNamenodeOutput, NamenodeToDatanode>;
-
-interface DatanodeEntry {
-  datanodeId: string;
-  address: string;
-  /** Its block transfer port (empty: gRPC only). */
-  transferAddress: string;
-  rack: string;
-  storageId: string;
-  capacityBytes: number;
-  usedBytes: number;
-  remainingBytes: number;
-  primaryBusy: boolean;
-  activeTransfers: number;
-  lastHeartbeatMs: number;
-  state: DatanodeState;
-  stream: DatanodeStream | undefined;
-  /** Commands for the next heartbeat answer. */
-  replicate: ReplicateCommand[];
-  deletes: BlockRecord[];
-  reimages: number;
-  /**
-   * One wipe sends two signals: a registration with a new storage id and a ReimageReport, in either order. Counted
-   * once: a ReimageReport on a session whose registration brought a new storage id is not counted again, and a new
-   * storage id is not counted when a ReimageReport already counted the wipe of the old one (`reportedWipeOf`).
-   */
-  sessionWipeCounted: boolean;
-  reportedWipeOf: string;
-  /** A full block report came on the current stream: what the datanode holds is known (a drain may complete). */
-  blockReported: boolean;
-}
 
 const DATANODE_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 /** Where a replica's datanode ranks among the idle (or the busy) ones for reads: leaving datanodes last. */
@@ -700,102 +664,19 @@ export class NameNode {
   }
 
   private fsckReport(path: string): FsckReportOutput {
-    const { files, directories } = this.namespace.walk(path);
-    const views = this.liveViews();
-    const liveIds = new Set(views.map((d) => d.datanodeId));
-    const staleIds = new Set(views.filter((d) => d.stale).map((d) => d.datanodeId));
-    const suspect: FsckBlockOutput[] = [];
-    let suspectReplicas = 0;
-    const recovered: RecoveredFileOutput[] = [];
-    const adminState = (id: string): AdminState => this.monitor.adminState(id);
-    const under: FsckBlockOutput[] = [];
-    const missing: FsckBlockOutput[] = [];
-    const corrupt: FsckBlockOutput[] = [];
-    let blocks = 0;
-    let totalBytes = 0;
-    let decommissioningReplicas = 0;
-    let decommissionedReplicas = 0;
-    for (const f of files) {
-      totalBytes += f.length;
-      if (f.inode.recovered)
-        recovered.push({
-          path: f.path,
-          recoveredMs: f.inode.recovered.atMs,
-          reason: f.inode.recovered.reason,
-          length: f.length,
-        });
-      for (const lb of f.blocks) {
-        blocks += 1;
-        const info = this.blocks.get(lb.block.blockId);
-        // A block being written has no final length and no settled replicas yet: fsck leaves open blocks alone.
-        if (!info || !lb.committed) continue;
-        const c = countReplicas(info, liveIds, adminState);
-        decommissioningReplicas += c.decommissioning;
-        decommissionedReplicas += c.decommissioned;
-        // Holders of corrupt replicas, or of good ones in service (or out of service).
-        const holders = (wantCorrupt: boolean, inService = true): string[] =>
-          [...info.replicas.values()]
-            .filter(
-              (r) =>
-                liveIds.has(r.datanodeId) &&
-                r.corrupt === wantCorrupt &&
-                (wantCorrupt || (adminState(r.datanodeId) === "NORMAL") === inService),
-            )
-            .map((r) => r.datanodeId)
-            .sort();
-        const entry = (datanodes: string[]): FsckBlockOutput => ({
-          path: f.path,
-          block: lb.block,
-          liveReplicas: c.live,
-          expectedReplicas: info.expectedReplication,
-          datanodes,
-          decommissioningReplicas: c.decommissioning,
-          decommissionedReplicas: c.decommissioned,
-          outOfServiceDatanodes: holders(false, false),
-        });
-        if (c.health === "missing") missing.push(entry(holders(false)));
-        else if (c.health === "under-replicated") under.push(entry(holders(false)));
-        if (c.corrupt > 0) corrupt.push(entry(holders(true)));
-        // Replicas on datanodes that stopped heartbeating still count until they are declared dead: suspect.
-        const onStale = [...info.replicas.values()]
-          .filter((r) => !r.corrupt && staleIds.has(r.datanodeId))
-          .map((r) => r.datanodeId)
-          .sort();
-        if (onStale.length > 0) {
-          suspectReplicas += onStale.length;
-          suspect.push(entry(onStale));
-        }
-      }
-    }
-    let live = 0;
-    let dead = 0;
-    for (const d of this.datanodes.values()) {
-      if (d.state === "LIVE") live += 1;
-      else if (adminState(d.datanodeId) !== "DECOMMISSIONED") dead += 1;
-    }
-    const out = { decommissioning: 0, decommissioned: 0 };
-    for (const id of this.monitor.outOfService())
-      out[adminState(id) === "DECOMMISSIONED" ? "decommissioned" : "decommissioning"] += 1;
+    return fsckReport(path, this.healthSource());
+  }
+
+  /** What the health reports read (health.ts). */
+  private healthSource(): HealthSource {
     return {
-      files: files.length,
-      directories,
-      blocks,
-      totalBytes,
-      underReplicated: under,
-      missing,
-      corrupt,
-      liveDatanodes: live,
-      deadDatanodes: dead,
-      healthy: missing.length === 0,
-      safeMode: this.safeModeOn,
-      decommissioningReplicas,
-      decommissionedReplicas,
-      decommissioningDatanodes: out.decommissioning,
-      decommissionedDatanodes: out.decommissioned,
-      staleDatanodes: staleIds.size,
-      suspect,
-      suspectReplicas,
-      recovered,
+      namespace: this.namespace,
+      blocks: this.blocks,
+      monitor: this.monitor,
+      datanodes: this.datanodes,
+      liveViews: () => this.liveViews(),
+      isStale: (d) => this.isStale(d),
+      safeModeOn: this.safeModeOn,
     };
   }
 
@@ -855,61 +736,12 @@ export class NameNode {
 
   /** Committed blocks by health over the whole block map, judged as fsck judges them (one pass, no namespace walk). */
   private blockHealth(): BlockHealthCounts {
-    const liveIds = new Set(this.liveViews().map((d) => d.datanodeId));
-    const adminState = (id: string): AdminState => this.monitor.adminState(id);
-    const out: BlockHealthCounts = {
-      underReplicated: 0,
-      underReplicatedByPriority: { highest: 0, veryUnderReplicated: 0, underReplicated: 0 },
-      missing: 0,
-      corrupt: 0,
-      pendingReplication: this.monitor.pendingBlocks(),
-    };
-    for (const info of this.blocks.all()) {
-      if (!info.committed) continue;
-      const c = countReplicas(info, liveIds, adminState);
-      if (c.health === "missing") out.missing += 1;
-      else if (c.health === "under-replicated") {
-        out.underReplicated += 1;
-        countPriority(
-          out.underReplicatedByPriority,
-          c.live,
-          info.expectedReplication,
-          c.decommissioning + c.decommissioned,
-        );
-      }
-      if (c.corrupt > 0) out.corrupt += 1;
-    }
-    return out;
+    return blockHealth(this.healthSource());
   }
 
   /** Datanodes by liveness and admin state, and the live ones' space. Dead counts as fsck does (not DECOMMISSIONED). */
   private datanodeCounts(): DatanodeCounts {
-    const out: DatanodeCounts = {
-      live: 0,
-      stale: 0,
-      dead: 0,
-      decommissioning: 0,
-      decommissioned: 0,
-      primaryBusy: 0,
-      capacityBytes: 0,
-      usedBytes: 0,
-      remainingBytes: 0,
-    };
-    for (const d of this.datanodes.values()) {
-      if (d.state !== "LIVE") {
-        if (this.monitor.adminState(d.datanodeId) !== "DECOMMISSIONED") out.dead += 1;
-        continue;
-      }
-      if (this.isStale(d)) out.stale += 1;
-      else out.live += 1;
-      if (d.primaryBusy) out.primaryBusy += 1;
-      out.capacityBytes += d.capacityBytes;
-      out.usedBytes += d.usedBytes;
-      out.remainingBytes += d.remainingBytes;
-    }
-    for (const id of this.monitor.outOfService())
-      out[this.monitor.adminState(id) === "DECOMMISSIONED" ? "decommissioned" : "decommissioning"] += 1;
-    return out;
+    return datanodeCounts(this.healthSource());
   }
 
   /** Every datanode the namenode has heard from since its start, by id (GetDatanodes; `/ws/v1/nn/datanodes`). */

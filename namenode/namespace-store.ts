@@ -12,8 +12,8 @@
  *   decommission!<id>       DecommissionRecord of a datanode out of service (none while it is NORMAL)
  */
 import { Level } from "level";
-import type { DecommissionRecord } from "./decommission.js";
-import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, DEFAULT_GROUP } from "./permissions.js";
+import type { DecommissionRecord } from "./policy/decommission.js";
+import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, DEFAULT_GROUP } from "./policy/permissions.js";
 
 // fsync before resolving (classic-level's WriteOptions.sync; the `level` facade's types leave it out).
 const DURABLE = { sync: true } as never;
@@ -35,7 +35,7 @@ interface InodeBase {
   name: string;
   owner: string;
   group: string;
-  /** Permission bits, 0o000..0o777 (namenode/permissions.ts). */
+  /** Permission bits, 0o000..0o777 (namenode/policy/permissions.ts). */
   mode: number;
   mtimeMs: number;
   ctimeMs: number;

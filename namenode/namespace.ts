@@ -14,7 +14,7 @@
  * surviving replica holds (HDFS's block recovery). Either way the file keeps a `recovered` mark. Lease times and the
  * under-recovery mark are not persisted: after a restart every open file gets a full timeout.
  *
- * Permissions (HDFS's, namenode/permissions.ts): every method a client reaches takes the `caller` and checks it, inside
+ * Permissions (HDFS's, namenode/policy/permissions.ts): every method a client reaches takes the `caller` and checks it, inside
  * the mutation queue, before it looks at whether its target exists; the namenode's own work (lease recovery, tests of
  * the tree itself) passes no caller and is not checked.
  */
@@ -32,8 +32,8 @@ import {
   EXECUTE,
   READ,
   WRITE,
-} from "./permissions.js";
-import type { AccessRequest, Caller, PermissionNode, ResolvedPath } from "./permissions.js";
+} from "./policy/permissions.js";
+import type { AccessRequest, Caller, PermissionNode, ResolvedPath } from "./policy/permissions.js";
 import type {
   BlockRecord,
   Changeset,

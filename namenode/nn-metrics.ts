@@ -8,7 +8,7 @@ import { Counter, Gauge, Histogram } from "prom-client";
 import type { Registry } from "prom-client";
 import { LATENCY_BUCKETS_SECONDS } from "../common/metrics.js";
 import { isHarvestError } from "../common/errors.js";
-import { ReplicationPriority, replicationPriority } from "./replication-monitor.js";
+import { ReplicationPriority, replicationPriority } from "./policy/replication-monitor.js";
 
 /** Client operations the namenode counts and times (HDFS's NameNodeActivity names, camel-cased as the RPCs). */
 export type NameNodeOp =

@@ -107,7 +107,7 @@ export interface NameNodeOptions {
    * The order of a block's equally good replicas in GetBlockLocations: false (HDFS's default for
    * `dfs.namenode.randomize-block-locations-per-block`) keeps one pseudo-random order per block for every reader, so
    * repeated reads of a block find its pages in one server's page cache; true shuffles them on every request
-   * (namenode/read-order.ts). @default false
+   * (namenode/policy/read-order.ts). @default false
    */
   randomizeReadOrder: boolean;
   /** Check HDFS-style permissions on every client call (HDFS's `dfs.permissions.enabled`). @default true */

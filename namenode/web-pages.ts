@@ -14,7 +14,7 @@ import { formatBytes, formatDuration, formatTime, renderPage } from "../common/w
 import type { Column, NavLink } from "../common/web-page.js";
 import { escapeHtml, httpStatusOf } from "../common/web-server.js";
 import type { WebRequest, WebResponse, WebServer } from "../common/web-server.js";
-import { ReplicationPriority, replicationPriority } from "./replication-monitor.js";
+import { ReplicationPriority, replicationPriority } from "./policy/replication-monitor.js";
 import { fsckPriorities } from "./web-api.js";
 import { TIER_NAMES } from "./web.js";
 import type { NameNodeWebSource, PlacementCellReport, PlacementReport } from "./web.js";

@@ -5,9 +5,9 @@
  * gRPC services call (the same listing, the same fsck, the same datanode reports), with the web caller held to the
  * same DFS permissions.
  */
-import type { Caller } from "./permissions.js";
+import type { Caller } from "./policy/permissions.js";
 import type { ContentSummary } from "./namespace.js";
-import type { DiversityGrid, TierRange } from "./diversity-placement.js";
+import type { DiversityGrid, TierRange } from "./policy/diversity-placement.js";
 import type { NameNodeSummary } from "./nn-metrics.js";
 import type { Principal } from "../common/auth.js";
 import type { BlockOutput } from "../proto/generated/harvest/v1/Block.js";

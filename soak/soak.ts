@@ -34,8 +34,8 @@ import {
   startCluster,
   stopCluster,
 } from "../localcluster/cluster.js";
-import type { DfsClient } from "../client/dfs-client.js";
-import type { JobClient } from "../client/job-client.js";
+import type { DfsClient } from "../client/index.js";
+import type { JobClient } from "../client/index.js";
 import { containerProcessFile } from "../common/container-leftovers.js";
 import { errorMessage, isHarvestError } from "../common/errors.js";
 import { eventsOfType } from "../common/events.js";

@@ -1,10 +1,10 @@
 /** The HDFS-H diversity placement policy (seeds/004, Algorithm 2) and the 3x3 grid behind it. */
 import { describe, expect, it } from "vitest";
 import { SeededRng } from "../../common/rng.js";
-import { buildDiversityGrid, DiversityPlacementPolicy } from "../../namenode/diversity-placement.js";
-import type { GridPosition, PlacementTenant } from "../../namenode/diversity-placement.js";
-import { StockPlacementPolicy } from "../../namenode/placement.js";
-import type { DatanodeView, PlacementRequest } from "../../namenode/placement.js";
+import { buildDiversityGrid, DiversityPlacementPolicy } from "../../namenode/policy/diversity-placement.js";
+import type { GridPosition, PlacementTenant } from "../../namenode/policy/diversity-placement.js";
+import { StockPlacementPolicy } from "../../namenode/policy/placement.js";
+import type { DatanodeView, PlacementRequest } from "../../namenode/policy/placement.js";
 
 const GiB = 1024 ** 3;
 const BLOCK = 64 * 1024 * 1024;

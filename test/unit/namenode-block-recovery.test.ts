@@ -8,8 +8,8 @@ import { SeededRng } from "../../common/rng.js";
 import { replicatedBlockMap } from "../../namenode/block-manager.js";
 import { BlockRecoveries } from "../../namenode/block-recovery.js";
 import type { RecoveryAnswer } from "../../namenode/block-recovery.js";
-import type { DatanodeView } from "../../namenode/placement.js";
-import { StockPlacementPolicy } from "../../namenode/placement.js";
+import type { DatanodeView } from "../../namenode/policy/placement.js";
+import { StockPlacementPolicy } from "../../namenode/policy/placement.js";
 
 const BLOCK = { blockId: 42, genStamp: 1001, numBytes: 0 };
 const PIPELINE = ["dn1", "dn2", "dn3"];

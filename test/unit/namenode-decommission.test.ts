@@ -7,12 +7,12 @@ import { describe, expect, it } from "vitest";
 import { SeededRng } from "../../common/rng.js";
 import { replicatedBlockMap } from "../../namenode/block-manager.js";
 import type { BlockManager } from "../../namenode/block-manager.js";
-import { DiversityPlacementPolicy } from "../../namenode/diversity-placement.js";
-import type { PlacementTenant } from "../../namenode/diversity-placement.js";
-import { StockPlacementPolicy } from "../../namenode/placement.js";
-import type { DatanodeView, PlacementPolicy } from "../../namenode/placement.js";
-import { countReplicas, ReplicationPriority, replicationPriority } from "../../namenode/replication-monitor.js";
-import type { ReplicationMonitor, ReplicationMonitorOptions } from "../../namenode/replication-monitor.js";
+import { DiversityPlacementPolicy } from "../../namenode/policy/diversity-placement.js";
+import type { PlacementTenant } from "../../namenode/policy/diversity-placement.js";
+import { StockPlacementPolicy } from "../../namenode/policy/placement.js";
+import type { DatanodeView, PlacementPolicy } from "../../namenode/policy/placement.js";
+import { countReplicas, ReplicationPriority, replicationPriority } from "../../namenode/policy/replication-monitor.js";
+import type { ReplicationMonitor, ReplicationMonitorOptions } from "../../namenode/policy/replication-monitor.js";
 
 const GiB = 1024 ** 3;
 const NONE = [0, 0, 0, 0, 0];

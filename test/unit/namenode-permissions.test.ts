@@ -12,8 +12,8 @@ import {
   permits,
   READ,
   WRITE,
-} from "../../namenode/permissions.js";
-import type { Caller, PermissionNode, ResolvedPath } from "../../namenode/permissions.js";
+} from "../../namenode/policy/permissions.js";
+import type { Caller, PermissionNode, ResolvedPath } from "../../namenode/policy/permissions.js";
 
 const alice: Caller = { user: "alice", groups: ["alice", "analysts"], superuser: false };
 const bob: Caller = { user: "bob", groups: ["bob"], superuser: false };

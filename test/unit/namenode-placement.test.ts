@@ -1,8 +1,8 @@
 /** The stock (HDFS default) replica placement policy. */
 import { describe, expect, it } from "vitest";
 import { SeededRng } from "../../common/rng.js";
-import { StockPlacementPolicy } from "../../namenode/placement.js";
-import type { DatanodeView, PlacementRequest } from "../../namenode/placement.js";
+import { StockPlacementPolicy } from "../../namenode/policy/placement.js";
+import type { DatanodeView, PlacementRequest } from "../../namenode/policy/placement.js";
 
 const GiB = 1024 ** 3;
 const BLOCK = 64 * 1024 * 1024;

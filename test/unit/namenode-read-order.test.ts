@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { SeededRng } from "../../common/rng.js";
-import { orderReplicas } from "../../namenode/read-order.js";
+import { orderReplicas } from "../../namenode/policy/read-order.js";
 
 const id = (s: string): string => s;
 

@@ -6,10 +6,10 @@ import { describe, expect, it } from "vitest";
 import { SeededRng } from "../../common/rng.js";
 import { replicatedBlockMap } from "../../namenode/block-manager.js";
 import type { BlockManager } from "../../namenode/block-manager.js";
-import { StockPlacementPolicy } from "../../namenode/placement.js";
-import type { DatanodeView } from "../../namenode/placement.js";
-import { classifyBlock, ReplicationPriority } from "../../namenode/replication-monitor.js";
-import type { ReplicationMonitor, ReplicationMonitorOptions } from "../../namenode/replication-monitor.js";
+import { StockPlacementPolicy } from "../../namenode/policy/placement.js";
+import type { DatanodeView } from "../../namenode/policy/placement.js";
+import { classifyBlock, ReplicationPriority } from "../../namenode/policy/replication-monitor.js";
+import type { ReplicationMonitor, ReplicationMonitorOptions } from "../../namenode/policy/replication-monitor.js";
 
 const GiB = 1024 ** 3;
 

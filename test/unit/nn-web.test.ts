@@ -4,7 +4,7 @@
  */
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { buildDiversityGrid } from "../../namenode/diversity-placement.js";
+import { buildDiversityGrid } from "../../namenode/policy/diversity-placement.js";
 import { NameNodeMetrics } from "../../namenode/nn-metrics.js";
 import type { NameNodeSummary } from "../../namenode/nn-metrics.js";
 import { fsckPriorities, intParam, webHdfsFileStatus, webHdfsPath } from "../../namenode/web-api.js";

@@ -9,9 +9,9 @@
 import { describe, expect, it } from "vitest";
 import { SeededRng } from "../../common/rng.js";
 import { replicatedBlockMap } from "../../namenode/block-manager.js";
-import { DiversityPlacementPolicy } from "../../namenode/diversity-placement.js";
-import { StockPlacementPolicy } from "../../namenode/placement.js";
-import type { DatanodeView } from "../../namenode/placement.js";
+import { DiversityPlacementPolicy } from "../../namenode/policy/diversity-placement.js";
+import { StockPlacementPolicy } from "../../namenode/policy/placement.js";
+import type { DatanodeView } from "../../namenode/policy/placement.js";
 import { DAY_MS } from "../../sim/model.js";
 import type { SimCluster, SimReimage, SimServer, SimTenant } from "../../sim/model.js";
 import {

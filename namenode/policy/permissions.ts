@@ -9,8 +9,8 @@
  * itself and every non-empty directory below it, then ownership. The namenode runs it before it looks at whether the
  * target exists, so a caller who may not traverse a directory cannot learn what is in it.
  */
-import { formatMode } from "../common/fs-permission.js";
-import { HarvestError } from "../common/errors.js";
+import { formatMode } from "../../common/fs-permission.js";
+import { HarvestError } from "../../common/errors.js";
 
 /** READ, WRITE and EXECUTE as bits of one class (owner, group or other), as in POSIX. */
 export const READ = 4;

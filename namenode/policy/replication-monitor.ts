@@ -23,7 +23,7 @@
  * decommissioned one only the source of last resort, and neither is ever a target. Its surplus replicas are never
  * deleted (they leave with the datanode). The copies go through the same queues and limits as any other.
  */
-import type { Rng } from "../common/rng.js";
+import type { Rng } from "../../common/rng.js";
 import { DecommissionTracker } from "./decommission.js";
 import type {
   AdminState,
@@ -32,7 +32,7 @@ import type {
   DecommissionRecord,
   DecommissionStatus,
 } from "./decommission.js";
-import type { BlockRecord } from "./namespace-store.js";
+import type { BlockRecord } from "../namespace-store.js";
 import type { DatanodeView, PlacementPolicy } from "./placement.js";
 
 /** What the monitor sees of a block (the block manager's BlockInfo is one). */

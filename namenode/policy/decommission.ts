@@ -21,7 +21,7 @@
  * - The deadline forces nothing (the namenode cannot make copies faster): passing it is reported once by `check`, and
  *   `status` says so until the drain completes.
  */
-import { HarvestError } from "../common/errors.js";
+import { HarvestError } from "../../common/errors.js";
 
 /** A datanode's admin state (HDFS's AdminStates without the maintenance ones). */
 export type AdminState = "NORMAL" | "DECOMMISSION_IN_PROGRESS" | "DECOMMISSIONED";

@@ -10,8 +10,8 @@
  *   warm-up read): see the closing note of issue 17.
  * - "request" (the option set true): a fresh random order on every request, from the caller's random source.
  */
-import type { Rng } from "../common/rng.js";
-import { SeededRng, shuffle } from "../common/rng.js";
+import type { Rng } from "../../common/rng.js";
+import { SeededRng, shuffle } from "../../common/rng.js";
 
 export type ReadOrderPolicy = "block" | "request";
 

@@ -4,8 +4,8 @@
  * row and no column, on tenants of distinct environments, so that no single reimaging wave or load spike takes every
  * replica away. A pure policy over plain data, shared by the namenode and the simulator.
  */
-import type { Rng } from "../common/rng.js";
-import { shuffle } from "../common/rng.js";
+import type { Rng } from "../../common/rng.js";
+import { shuffle } from "../../common/rng.js";
 import { StockPlacementPolicy } from "./placement.js";
 import type { DatanodeView, PlacementPolicy, PlacementRequest } from "./placement.js";
 

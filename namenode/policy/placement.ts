@@ -3,7 +3,7 @@
  * random source), shared by the namenode (new blocks, re-replication) and the simulator. The stock policy is HDFS's
  * default rack-aware one; the HDFS-H diversity grid (seeds/004, Algorithm 2) comes later beside it.
  */
-import type { Rng } from "../common/rng.js";
+import type { Rng } from "../../common/rng.js";
 
 /** What a placement policy sees of a live datanode. */
 export interface DatanodeView {
