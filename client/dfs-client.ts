@@ -20,7 +20,7 @@ import type { FileHandle } from "node:fs/promises";
 import { Readable, Transform, Writable } from "node:stream";
 import { finished, pipeline } from "node:stream/promises";
 import { normalizeDfsPath, parentPath } from "../common/dfs-path.js";
-import { errorMessage, fromGrpcError, HarvestError, isHarvestError } from "../common/errors.js";
+import { detailsOf, errorMessage, fromGrpcError, HarvestError, isHarvestError } from "../common/errors.js";
 import { CLAIMED_USER_METADATA, localUserName } from "../common/fs-permission.js";
 import { TOKEN_METADATA } from "../common/auth.js";
 import { Logger } from "../common/log.js";
@@ -666,7 +666,10 @@ class BlockWrite {
       const herr = fromGrpcError(err);
       this.fail(
         new HarvestError("DATANODE_PIPELINE_FAILED", `pipeline to ${first.datanodeId} failed: ${herr.message}`, {
-          details: { datanodeId: herr.details["datanodeId"] ?? first.datanodeId, code: herr.code },
+          details: {
+            datanodeId: detailsOf(herr, "DATANODE_PIPELINE_FAILED")?.datanodeId ?? first.datanodeId,
+            code: herr.code,
+          },
           cause: err,
         }),
       );
@@ -756,7 +759,7 @@ class BlockWrite {
 
   /** The datanode to exclude after a failure. */
   get failedDatanode(): string | undefined {
-    return this.failure?.details["datanodeId"];
+    return detailsOf(this.failure, "DATANODE_PIPELINE_FAILED")?.datanodeId;
   }
 }
 
@@ -916,7 +919,7 @@ class DfsWriteStream extends Writable {
     failed.close();
     this.client.writeStats.pipelineFailures++;
     const herr = isHarvestError(err) ? err : undefined;
-    this.failureCodes.push(herr?.details["code"] || herr?.code || "INTERNAL");
+    this.failureCodes.push(detailsOf(err, "DATANODE_PIPELINE_FAILED")?.code || herr?.code || "INTERNAL");
     const bad = failed.failedDatanode ?? failed.located.locations[0]?.datanodeId;
     if (bad) this.excluded.add(bad);
     if (failed.located.block) {

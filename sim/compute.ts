@@ -2541,8 +2541,8 @@ function resolvedAs<T>(field: string, resolve: () => T): T {
   try {
     return resolve();
   } catch (err) {
-    if (!(err instanceof HarvestError && err.code === "CONFIG_INVALID")) throw err;
-    const inner = err.details["field"];
+    if (!isHarvestError(err, "CONFIG_INVALID")) throw err;
+    const inner = err.details.field;
     return invalid(inner ? `${field}.${inner}` : field, `is invalid: ${err.message}`);
   }
 }
@@ -2646,7 +2646,7 @@ export function resolveSimAdmissionOptions(admission: SimAdmissionOptions): Reso
       return resolve();
     } catch (err) {
       if (!isHarvestError(err, "CONFIG_INVALID")) throw err;
-      invalid(`admission.${prefix}${String(err.details["field"])}`, `is invalid: ${err.message}`);
+      invalid(`admission.${prefix}${String(err.details.field)}`, `is invalid: ${err.message}`);
     }
   };
   const options = named("", () => resolveAdmissionOptions(rest));
