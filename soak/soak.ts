@@ -36,7 +36,7 @@ import {
 import type { DfsClient } from "../client/dfs-client.js";
 import type { JobClient } from "../client/job-client.js";
 import { containerProcessFile } from "../common/container-leftovers.js";
-import { errorMessage } from "../common/errors.js";
+import { errorMessage, isHarvestError } from "../common/errors.js";
 import { SeededRng } from "../common/rng.js";
 
 /** What a soak runs. */
@@ -225,7 +225,7 @@ async function restartWhenDead(dir: string, name: string): Promise<void> {
       await restartDaemon(dir, name, 60_000);
       return;
     } catch (err) {
-      if (!/already running/.test(errorMessage(err))) throw err;
+      if (!isHarvestError(err, "DAEMON_ALREADY_RUNNING")) throw err;
       await sleep(100);
     }
   }
