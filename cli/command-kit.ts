@@ -143,7 +143,7 @@ export function badFlag(flag: string, why: string): never {
  * (`flagOf`: option field -> flag); any other error as it is.
  */
 export function rethrowAsFlagError(err: unknown, flagOf: Readonly<Record<string, string>>): never {
-  const field = isHarvestError(err, "INVALID_ARGUMENT") ? err.details["field"] : undefined;
+  const field = isHarvestError(err, "INVALID_ARGUMENT") ? err.details.field : undefined;
   const flag = field !== undefined ? flagOf[field] : undefined;
   if (flag === undefined) throw err;
   throw new HarvestError("INVALID_ARGUMENT", `${flag}: ${errorMessage(err)}`, { details: { flag }, cause: err });

@@ -2,7 +2,7 @@
 import type { DfsHost } from "./dfs-host.js";
 import { chunkChecksums } from "../common/checksum.js";
 import type { PacketStream } from "../common/block-transfer.js";
-import { fromGrpcError, HarvestError } from "../common/errors.js";
+import { detailsOf, fromGrpcError, HarvestError } from "../common/errors.js";
 import type { LocatedBlockOutput } from "../proto/generated/harvest/v1/LocatedBlock.js";
 import type { WriteAckOutput } from "../proto/generated/harvest/v1/WriteAck.js";
 
@@ -71,7 +71,10 @@ export class BlockWrite {
       const herr = fromGrpcError(err);
       this.fail(
         new HarvestError("DATANODE_PIPELINE_FAILED", `pipeline to ${first.datanodeId} failed: ${herr.message}`, {
-          details: { datanodeId: herr.details["datanodeId"] ?? first.datanodeId, code: herr.code },
+          details: {
+            datanodeId: detailsOf(herr, "DATANODE_PIPELINE_FAILED")?.datanodeId ?? first.datanodeId,
+            code: herr.code,
+          },
           cause: err,
         }),
       );
@@ -161,6 +164,6 @@ export class BlockWrite {
 
   /** The datanode to exclude after a failure. */
   get failedDatanode(): string | undefined {
-    return this.failure?.details["datanodeId"];
+    return detailsOf(this.failure, "DATANODE_PIPELINE_FAILED")?.datanodeId;
   }
 }

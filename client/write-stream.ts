@@ -14,7 +14,7 @@ import type { FileHandle } from "node:fs/promises";
 import { Writable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { parentPath } from "../common/dfs-path.js";
-import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
+import { detailsOf, errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 import type { BlockOutput } from "../proto/generated/harvest/v1/Block.js";
 import type { LocatedBlockOutput } from "../proto/generated/harvest/v1/LocatedBlock.js";
 import { ReplayArena } from "./replay-arena.js";
@@ -235,7 +235,7 @@ export class DfsWriteStream extends Writable {
     failed.close();
     this.client.writeStats.pipelineFailures++;
     const herr = isHarvestError(err) ? err : undefined;
-    this.failureCodes.push(herr?.details["code"] || herr?.code || "INTERNAL");
+    this.failureCodes.push(detailsOf(err, "DATANODE_PIPELINE_FAILED")?.code || herr?.code || "INTERNAL");
     const bad = failed.failedDatanode ?? failed.located.locations[0]?.datanodeId;
     if (bad) this.excluded.add(bad);
     if (failed.located.block) {

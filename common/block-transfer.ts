@@ -25,7 +25,7 @@ import { EventEmitter } from "node:events";
 import * as net from "node:net";
 import * as tls from "node:tls";
 import { readFileSync } from "node:fs";
-import { HarvestError, isHarvestError, ERROR_CODES } from "./errors.js";
+import { detailsFromWire, HarvestError, isHarvestError, ERROR_CODES } from "./errors.js";
 import type { ErrorCode } from "./errors.js";
 import { loadHarvestProto } from "./grpc.js";
 import { ByteQueue } from "./byte-queue.js";
@@ -236,11 +236,9 @@ function decodeError(body: Buffer): HarvestError {
     const e = JSON.parse(body.toString("utf8")) as { code?: unknown; message?: unknown; details?: unknown };
     const code =
       typeof e.code === "string" && e.code in ERROR_CODES ? (e.code as ErrorCode) : "DATANODE_PROTOCOL_ERROR";
-    const details =
-      e.details && typeof e.details === "object"
-        ? (e.details as Record<string, string>)
-        : ({} as Record<string, string>);
-    return new HarvestError(code, typeof e.message === "string" ? e.message : "the datanode failed", { details });
+    return new HarvestError<ErrorCode>(code, typeof e.message === "string" ? e.message : "the datanode failed", {
+      details: detailsFromWire(e.details),
+    });
   } catch {
     return protocolError("an unreadable ERROR frame");
   }

@@ -25,6 +25,8 @@ export const ERROR_CODES = {
   APP_ATTEMPT_UNKNOWN: GrpcStatus.FAILED_PRECONDITION,
   // An application event its state does not accept (resourcemanager/app-state.ts): a bug or a stale job manager.
   APP_INVALID_TRANSITION: GrpcStatus.FAILED_PRECONDITION,
+  // An event another state machine (attempt, container, node, job-manager task) does not accept in its state: a bug.
+  STATE_INVALID_TRANSITION: GrpcStatus.INTERNAL,
   NODE_NOT_REGISTERED: GrpcStatus.FAILED_PRECONDITION,
   // A node id no resource manager has ever seen (a typo in `harvest admin drain`).
   NODE_NOT_FOUND: GrpcStatus.NOT_FOUND,
@@ -98,12 +100,154 @@ const CODE_METADATA_KEY = "harvest-code";
 // Binary ("-bin") metadata: details may hold any text (a field name from user input), which ASCII metadata rejects.
 const DETAILS_METADATA_KEY = "harvest-details-bin";
 
-/** A Harvest domain error: a stable `code`, a human message and optional typed details (e.g. the offending field). */
-export class HarvestError extends Error {
-  readonly code: ErrorCode;
-  readonly details: Record<string, string>;
+/** No details. */
+type NoDetails = { readonly [key: string]: never };
+/** A request or option field that is wrong (`vertices[0].parallelism`, `--policy`). */
+interface FieldDetails {
+  /** The offending field, by its path in the request or options. */
+  field?: string;
+}
+/** A file read line by line that has a bad line (1-based `line`, as a decimal string). */
+interface FileLineDetails {
+  file?: string;
+  line?: string;
+  reason?: string;
+}
 
-  constructor(code: ErrorCode, message: string, options: { details?: Record<string, string>; cause?: unknown } = {}) {
+/**
+ * The details each error code carries, by code: `new HarvestError(code, message, { details })` is type-checked against
+ * it and `detailsOf(err, code)` reads it. Every value is a string: details travel as a JSON object of strings in gRPC
+ * trailers (`toServiceError`) and in the block transfer protocol's ERROR frame, and decode to the same.
+ */
+export interface ErrorDetails {
+  INVALID_ARGUMENT: FieldDetails & {
+    /** The command-line flag that is wrong (`--seed`). */
+    flag?: string;
+    file?: string;
+    spec?: string;
+    /** The job a queue refused (admission). */
+    appId?: string;
+  };
+  DAG_MALFORMED_JSON: FieldDetails & { position?: string; line?: string; column?: string };
+  DAG_INVALID_FIELD: FieldDetails & { line?: string };
+  DAG_CYCLE: FieldDetails & { cycle?: string; vertices?: string };
+  DAG_UNKNOWN_VERTEX: FieldDetails & { vertex?: string };
+  DAG_DUPLICATE_NAME: FieldDetails;
+  DAG_BAD_PARALLELISM: FieldDetails;
+  DAG_ONE_TO_ONE_MISMATCH: FieldDetails;
+  DAG_RESOURCES_TOO_LARGE: FieldDetails;
+  TRACE_MALFORMED: FieldDetails &
+    FileLineDetails & {
+      job?: string;
+      task?: string;
+      source?: string;
+      dir?: string;
+      /** How many trace files were tried. */
+      files?: string;
+    };
+  CONFIG_INVALID: FieldDetails & { file?: string; spec?: string; dir?: string; line?: string; reason?: string };
+  APP_NOT_FOUND: { appId?: string };
+  APP_ATTEMPT_UNKNOWN: { appId?: string };
+  APP_INVALID_TRANSITION: TransitionDetails;
+  STATE_INVALID_TRANSITION: TransitionDetails & {
+    /** Which state machine refused (`attempt`, `container`, `node`, `task`). */
+    machine: string;
+    /** The id of the thing that was to change. */
+    id?: string;
+  };
+  NODE_NOT_REGISTERED: { nodeId?: string };
+  NODE_NOT_FOUND: { nodeId?: string };
+  ADMISSION_IMPOSSIBLE: { demandMilli?: string; policy?: string };
+  CONTAINER_NOT_FOUND: FieldDetails;
+  CONTAINER_TOKEN_INVALID: NoDetails;
+  CONTAINER_ALREADY_EXISTS: FieldDetails;
+  CONTAINER_LAUNCH_FAILED: FieldDetails;
+  NODE_INSUFFICIENT_RESOURCES: NoDetails;
+  APP_ALREADY_FINISHED: NoDetails;
+  CLUSTER_NOT_FOUND: NoDetails;
+  TENANT_NOT_FOUND: { name?: string };
+  TENANT_BAD_NAME: FieldDetails;
+  HISTORY_TOO_LARGE: FieldDetails;
+  CLUSTER_ALREADY_RUNNING: NoDetails;
+  DAEMON_ALREADY_RUNNING: NoDetails;
+  DAEMON_NOT_RUNNING: NoDetails;
+  POWER_DOMAIN_BAD_PATH: FieldDetails;
+  POWER_DOMAIN_NOT_FOUND: FieldDetails & { domain?: string };
+  DFS_BAD_PATH: FieldDetails & { path?: string; src?: string; dst?: string };
+  NAMENODE_FILE_NOT_FOUND: { path?: string };
+  NAMENODE_FILE_EXISTS: { path?: string };
+  NAMENODE_NOT_A_DIRECTORY: { path?: string };
+  NAMENODE_IS_A_DIRECTORY: { path?: string };
+  NAMENODE_DIRECTORY_NOT_EMPTY: { path?: string };
+  NAMENODE_PARENT_NOT_FOUND: { path?: string };
+  NAMENODE_SAFE_MODE: { blocksReported?: string; blocksTotal?: string };
+  NAMENODE_NOT_ENOUGH_DATANODES: { live?: string };
+  NAMENODE_LEASE_MISMATCH: { path?: string };
+  NAMENODE_FILE_INCOMPLETE: { path?: string; visibleBytes?: string };
+  NAMENODE_BLOCK_MISMATCH: NoDetails;
+  /** `datanodeId`: the first unknown one; `unknown`: all of them, comma-separated. */
+  NAMENODE_DATANODE_NOT_FOUND: { datanodeId?: string; unknown?: string };
+  DATANODE_PRIMARY_BUSY: NoDetails;
+  DATANODE_BLOCK_NOT_FOUND: { blockId?: string };
+  DATANODE_BLOCK_EXISTS: { blockId?: string };
+  DATANODE_CORRUPT_BLOCK: { blockId?: string };
+  DATANODE_CHECKSUM_MISMATCH: { blockId?: string };
+  DATANODE_BAD_BLOCK_ID: FieldDetails;
+  DATANODE_NO_SPACE: WriteFailureDetails & { blockId?: string };
+  /**
+   * `datanodeId`: the datanode the pipeline failed at (the one a writer excludes next); `code`: the error code that
+   * datanode reported, when it reported one.
+   */
+  DATANODE_PIPELINE_FAILED: { datanodeId?: string; code?: string };
+  DATANODE_PROTOCOL_ERROR: FieldDetails;
+  DATANODE_BAD_TOKEN: NoDetails;
+  DATANODE_SHORT_CIRCUIT_REFUSED: { blockId?: string };
+  DFS_WRITE_FAILED: WriteFailureDetails;
+  DFS_READ_FAILED: { path?: string };
+  DFS_PERMISSION_DENIED: { path?: string; user?: string; access?: string };
+  LOCAL_FILE_EXISTS: FieldDetails & { path?: string };
+  UNAUTHENTICATED: NoDetails;
+  PERMISSION_DENIED: { identity?: string; role?: string; action?: string };
+  CA_EXISTS: NoDetails;
+  CA_NOT_FOUND: NoDetails;
+  WEB_NOT_FOUND: NoDetails;
+  UNAVAILABLE: RmWaitDetails;
+  DEADLINE_EXCEEDED: RmWaitDetails;
+  INTERNAL: RmWaitDetails & {
+    /** The namespace call answered with nothing usable. */
+    call?: string;
+    /** A file the daemon needs and did not find. */
+    file?: string;
+  };
+}
+
+/** An event a state machine's state does not accept. */
+interface TransitionDetails {
+  state: string;
+  event: string;
+}
+
+/** A write that gave up: its path and the datanodes it excluded (comma-separated). */
+interface WriteFailureDetails {
+  path?: string;
+  excluded?: string;
+}
+
+/** A wait on a job that gave up because the resource manager stayed unreachable. */
+interface RmWaitDetails {
+  appId?: string;
+  rmAddress?: string;
+}
+
+/** The details a HarvestError with code `C` carries (every key optional: details decoded from the wire are unchecked). */
+export type DetailsOf<C extends ErrorCode> = Partial<ErrorDetails[C]>;
+
+/** A Harvest domain error: a stable `code`, a human message and details typed by the code (e.g. the offending field). */
+export class HarvestError<C extends ErrorCode = ErrorCode> extends Error {
+  readonly code: C;
+  readonly details: DetailsOf<C>;
+
+  constructor(code: C, message: string, options: { details?: ErrorDetails[C]; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "HarvestError";
     this.code = code;
@@ -111,9 +255,27 @@ export class HarvestError extends Error {
   }
 }
 
-/** True when `err` is a HarvestError with one of `codes` (any code when none are given). */
-export function isHarvestError(err: unknown, ...codes: ErrorCode[]): err is HarvestError {
-  return err instanceof HarvestError && (codes.length === 0 || codes.includes(err.code));
+/** True when `err` is a HarvestError with one of `codes` (any code when none are given); narrows its details. */
+export function isHarvestError<C extends ErrorCode = ErrorCode>(err: unknown, ...codes: C[]): err is HarvestError<C> {
+  return err instanceof HarvestError && (codes.length === 0 || codes.includes(err.code as C));
+}
+
+/** The details of `err` when it is a HarvestError with one of `codes`, else undefined. */
+export function detailsOf<C extends ErrorCode>(err: unknown, ...codes: [C, ...C[]]): DetailsOf<C> | undefined {
+  return isHarvestError(err, ...codes) ? err.details : undefined;
+}
+
+/** Details as they travel (a JSON object of strings); the one place details lose their type. */
+function wireDetails(details: DetailsOf<ErrorCode>): Record<string, string> {
+  return Object.fromEntries(Object.entries(details).map(([k, v]) => [k, String(v)]));
+}
+
+/**
+ * Details decoded from the wire (gRPC trailers, a stream's call error, a block transfer ERROR frame): the peer's object
+ * taken as its code's details. The one place details are not type-checked: a peer of the same build sent them typed.
+ */
+export function detailsFromWire(raw: unknown): ErrorDetails[ErrorCode] {
+  return (raw && typeof raw === "object" && !Array.isArray(raw) ? raw : {}) as ErrorDetails[ErrorCode];
 }
 
 /** Turns any thrown value into the error object a gRPC handler passes to its callback. */
@@ -127,7 +289,9 @@ export function toServiceError(err: unknown): Partial<ServiceError> {
   const metadata = new Metadata();
   metadata.set(CODE_METADATA_KEY, herr.code);
   if (Object.keys(herr.details).length > 0) {
-    const details = Object.fromEntries(Object.entries(herr.details).map(([k, v]) => [k, forHeader(String(v), 512)]));
+    const details = Object.fromEntries(
+      Object.entries(wireDetails(herr.details)).map(([k, v]) => [k, forHeader(v, 512)]),
+    );
     metadata.set(DETAILS_METADATA_KEY, Buffer.from(JSON.stringify(details), "utf8"));
   }
   return { code: ERROR_CODES[herr.code], details: forHeader(herr.message, MAX_WIRE_MESSAGE_CHARS), metadata };
@@ -150,7 +314,7 @@ function forHeader(text: string, max: number): string {
  */
 export function callErrorOf(err: unknown): { code: string; message: string; details: Record<string, string> } {
   const herr = asHarvestError(err);
-  return { code: herr.code, message: herr.message, details: { ...herr.details } };
+  return { code: herr.code, message: herr.message, details: wireDetails(herr.details) };
 }
 
 /** The HarvestError a `callErrorOf` message stands for (an unknown code is INTERNAL, naming it). */
@@ -159,9 +323,9 @@ export function fromCallError(e: {
   message: string;
   details?: Record<string, string> | null;
 }): HarvestError {
-  const details = { ...(e.details ?? {}) };
-  if (e.code in ERROR_CODES) return new HarvestError(e.code as ErrorCode, e.message, { details });
-  return new HarvestError("INTERNAL", `${e.code}: ${e.message}`, { details });
+  const details = detailsFromWire(e.details);
+  if (e.code in ERROR_CODES) return new HarvestError<ErrorCode>(e.code as ErrorCode, e.message, { details });
+  return new HarvestError<ErrorCode>("INTERNAL", `${e.code}: ${e.message}`, { details });
 }
 
 /** Turns an error from a gRPC call back into a HarvestError; transport failures become UNAVAILABLE/DEADLINE_EXCEEDED. */
@@ -171,16 +335,16 @@ export function fromGrpcError(err: unknown): HarvestError {
   const codeValue = serr.metadata?.get(CODE_METADATA_KEY)[0];
   const message = serr.details ?? errorMessage(err);
   if (typeof codeValue === "string" && codeValue in ERROR_CODES) {
-    let details: Record<string, string> = {};
+    let details: ErrorDetails[ErrorCode] = {};
     const raw = serr.metadata?.get(DETAILS_METADATA_KEY)[0];
     if (raw instanceof Buffer) {
       try {
-        details = JSON.parse(raw.toString("utf8")) as Record<string, string>;
+        details = detailsFromWire(JSON.parse(raw.toString("utf8")));
       } catch {
         details = {};
       }
     }
-    return new HarvestError(codeValue as ErrorCode, message, { details, cause: err });
+    return new HarvestError<ErrorCode>(codeValue as ErrorCode, message, { details, cause: err });
   }
   switch (serr.code) {
     case GrpcStatus.UNAVAILABLE:

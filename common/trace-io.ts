@@ -26,7 +26,7 @@
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { basename, extname } from "node:path";
-import { HarvestError, errorMessage, isHarvestError } from "./errors.js";
+import { HarvestError, detailsOf, errorMessage, isHarvestError } from "./errors.js";
 
 /** A CPU-utilization time series of one primary tenant (or one server), oldest sample first. */
 export interface UtilizationSeries {
@@ -263,11 +263,12 @@ export async function readTraceFiles(
           details: { file },
           cause: r.reason,
         });
-    const line = error.details["line"] !== undefined ? Number(error.details["line"]) : undefined;
+    const read = detailsOf(error, "TRACE_MALFORMED");
+    const line = read?.line !== undefined ? Number(read.line) : undefined;
     const s: UnreadableTrace = {
       file,
       ...(line !== undefined ? { line } : {}),
-      reason: error.details["reason"] ?? error.message,
+      reason: read?.reason ?? error.message,
       error,
     };
     skipped.push(s);

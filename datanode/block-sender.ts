@@ -41,13 +41,16 @@ export interface SendBlockResult {
 }
 
 /**
- * Turns a not-ok acknowledgement into a HarvestError carrying its code (DATANODE_PIPELINE_FAILED for a code this build
- * does not know) and `details.failedDatanodeId`.
+ * Turns a not-ok acknowledgement into DATANODE_PIPELINE_FAILED naming the failed datanode (`details.datanodeId`, the
+ * key the client's write stream uses too) and the code it reported (`details.code`); its cause is a HarvestError with
+ * that code (DATANODE_PIPELINE_FAILED for a code this build does not know).
  */
-export function ackError(ack: WriteAckOutput): HarvestError {
+export function ackError(ack: WriteAckOutput): HarvestError<"DATANODE_PIPELINE_FAILED"> {
   const code: ErrorCode = ack.errorCode in ERROR_CODES ? (ack.errorCode as ErrorCode) : "DATANODE_PIPELINE_FAILED";
-  return new HarvestError(code, ack.errorMessage || `pipeline failed at ${ack.failedDatanodeId || "an unknown node"}`, {
-    details: { failedDatanodeId: ack.failedDatanodeId },
+  const message = ack.errorMessage || `pipeline failed at ${ack.failedDatanodeId || "an unknown node"}`;
+  return new HarvestError("DATANODE_PIPELINE_FAILED", message, {
+    details: { datanodeId: ack.failedDatanodeId, code },
+    cause: new HarvestError(code, message),
   });
 }
 
@@ -81,7 +84,7 @@ export async function sendBlock(options: SendBlockOptions): Promise<SendBlockRes
   const dead = (why: string): void =>
     fail(
       new HarvestError("DATANODE_PIPELINE_FAILED", `datanode ${options.targetId}: ${why}`, {
-        details: { failedDatanodeId: options.targetId },
+        details: { datanodeId: options.targetId },
       }),
     );
   stream.on("error", (err: Error) => {

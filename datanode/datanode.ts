@@ -16,7 +16,7 @@ import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
-import { errorMessage, HarvestError } from "../common/errors.js";
+import { detailsOf, errorMessage, HarvestError } from "../common/errors.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
@@ -688,7 +688,7 @@ export class DataNode {
             blockId: cmd.block?.blockId,
             targets: cmd.targets.map((t) => t.datanodeId),
             error: errorMessage(err),
-            failedDatanodeId: err instanceof HarvestError ? err.details["failedDatanodeId"] : undefined,
+            failedDatanodeId: detailsOf(err, "DATANODE_PIPELINE_FAILED")?.datanodeId,
           });
         })
         .finally(() => {

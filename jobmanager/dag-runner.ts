@@ -8,6 +8,8 @@
  */
 import { topologicalOrder, upstreamOf, vertexByName } from "../common/dag-spec.js";
 import type { DagSpec, VertexSpec } from "../common/dag-spec.js";
+import { TASK_MACHINE } from "./task-state.js";
+import type { TaskEvent, TaskState } from "./task-state.js";
 
 /** How a container ended (the wire's ExitCause names). */
 export type AttemptEnd =
@@ -22,13 +24,11 @@ export type AttemptEnd =
   | "EXCEEDED_MEMORY"
   | "LAUNCH_FAILED";
 
-/** Task states. */
-export type TaskState = "PENDING" | "LAUNCHING" | "RUNNING" | "SUCCEEDED";
-
 /** One task of a vertex. */
 export interface TaskRecord {
   vertex: string;
   index: number;
+  /** Changed only by `move` (TASK_MACHINE). Invariant: containerId !== undefined iff state is LAUNCHING or RUNNING. */
   state: TaskState;
   /** Attempts started so far. */
   attempts: number;
@@ -143,7 +143,7 @@ export class DagRunner {
     if (!vertex || !this.isRunnable(vertex.name)) return undefined;
     const task = (this.tasks.get(vertex.name) ?? []).find((t) => t.state === "PENDING");
     if (!task) return undefined;
-    task.state = "LAUNCHING";
+    move(task, "assign");
     task.attempts += 1;
     task.containerId = containerId;
     this.byContainer.set(containerId, task);
@@ -153,7 +153,7 @@ export class DagRunner {
   /** The container's process started on its node. */
   launched(containerId: string): void {
     const task = this.byContainer.get(containerId);
-    if (task && task.state === "LAUNCHING") task.state = "RUNNING";
+    if (task && task.state === "LAUNCHING") move(task, "launched");
   }
 
   /** Records how an attempt ended and decides what follows. */
@@ -173,7 +173,7 @@ export class DagRunner {
     const task = this.task(vertex, index);
     if (!task || task.state === "SUCCEEDED") return { kind: "unknown" };
     task.attempts += 1;
-    return this.apply(task, end, diagnostics, outputDir);
+    return this.apply(task, end, diagnostics, outputDir, true);
   }
 
   /**
@@ -183,49 +183,57 @@ export class DagRunner {
   adopt(containerId: string, vertex: string, index: number): boolean {
     const task = this.task(vertex, index);
     if (!task || task.state !== "PENDING" || this.byContainer.has(containerId)) return false;
-    task.state = "RUNNING";
+    move(task, "adopt");
     task.attempts += 1;
     task.containerId = containerId;
     this.byContainer.set(containerId, task);
     return true;
   }
 
-  private apply(task: TaskRecord, end: AttemptEnd, diagnostics: string, outputDir: string | undefined): EndVerdict {
+  /** Applies an attempt's end (`replayed`: from an earlier job manager's journal, to a task not started here). */
+  private apply(
+    task: TaskRecord,
+    end: AttemptEnd,
+    diagnostics: string,
+    outputDir: string | undefined,
+    replayed = false,
+  ): EndVerdict {
     task.lastDiagnostics = diagnostics;
+    const retry = (): void => move(task, replayed ? "replayed-retry" : "retry");
     switch (end) {
       case "SUCCEEDED":
-        task.state = "SUCCEEDED";
+        move(task, replayed ? "replayed-success" : "succeeded");
         task.outputDir = outputDir;
         return { kind: "succeeded" };
       case "PREEMPTED_BY_PRIMARY":
       case "PREEMPTED_BY_POWER":
       case "PREEMPTED_BY_DRAIN":
         task.preemptions += 1;
-        task.state = "PENDING";
+        retry();
         return { kind: "retry", counted: false };
       case "LOST":
         task.losses += 1;
-        task.state = "PENDING";
+        retry();
         return { kind: "retry", counted: false };
       case "RELEASED":
-        task.state = "PENDING";
+        retry();
         return { kind: "retry", counted: false };
       case "LAUNCH_FAILED": {
         const n = (this.launchFailures.get(task) ?? 0) + 1;
         this.launchFailures.set(task, n);
-        task.state = "PENDING";
+        retry();
         if (n >= this.options.maxLaunchFailures)
           return this.fail(`task ${task.vertex}[${task.index}] could not be launched ${n} times; last: ${diagnostics}`);
         return { kind: "retry", counted: false };
       }
       case "KILLED_BY_USER":
-        task.state = "PENDING";
+        retry();
         return { kind: "job-killed" };
       // Using more memory than granted is the task's own fault, as in YARN: it counts.
       case "EXCEEDED_MEMORY":
       case "FAILED":
         task.failures += 1;
-        task.state = "PENDING";
+        retry();
         if (task.failures >= this.options.maxTaskAttempts) {
           return this.fail(`task ${task.vertex}[${task.index}] failed ${task.failures} times; last: ${diagnostics}`);
         }
@@ -311,4 +319,9 @@ export class DagRunner {
     }
     return { tasksRun, tasksPreempted, tasksLost, taskFailures };
   }
+}
+
+/** Moves a task through its one transition function (a refused move is a bug: STATE_INVALID_TRANSITION). */
+function move(task: TaskRecord, event: TaskEvent): void {
+  task.state = TASK_MACHINE.next(task.state, event, `${task.vertex}[${task.index}]`);
 }

@@ -1,5 +1,7 @@
 /** The job manager: the DAG state machine and the per-job process. */
 export { DagRunner } from "./dag-runner.js";
-export type { AttemptEnd, DagRunnerOptions, EndVerdict, TaskRecord, TaskState, VertexCounts } from "./dag-runner.js";
+export type { AttemptEnd, DagRunnerOptions, EndVerdict, TaskRecord, VertexCounts } from "./dag-runner.js";
+export type { TaskEvent, TaskState } from "./task-state.js";
+export { TASK_MACHINE } from "./task-state.js";
 export { JobManager, jobManagerOptionsFromEnv } from "./job-manager.js";
 export type { JobManagerExit, JobManagerOptions } from "./job-manager.js";

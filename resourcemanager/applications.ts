@@ -27,6 +27,8 @@ import type { AdmissionControl } from "./admission-control.js";
 import type { AdmittedJob } from "./policy/admission.js";
 import type { JobDemandModel } from "./policy/admission-queue.js";
 import { isTerminal, nextAppState } from "./app-state.js";
+import { CONTAINER_MACHINE } from "./container-state.js";
+import type { RmContainerEvent, RmContainerState } from "./container-state.js";
 import type { AppEvent } from "./app-state.js";
 import { jobTypeOf } from "./policy/class-selection.js";
 import type { HistoryPlacement, JobPlacement } from "./policy/history-placement.js";
@@ -291,7 +293,7 @@ export class Applications {
         this.launchPending.delete(id);
         const ref = this.apps.get(alloc.appId)?.containers.get(id);
         if (ref && ref.state === "ALLOCATED") {
-          ref.state = "RUNNING";
+          moveContainer(ref, "launched");
           ref.startedMs = st.startedMs;
         }
       } else if (!how.wasLost && this.adopt(node, st)) {
@@ -663,7 +665,7 @@ export class Applications {
     // After a user's kill every container ends because of it, including a job manager that exits on its own.
     const cause: ExitCauseOutput =
       app.record.state === "KILLED" ? "KILLED_BY_USER" : ((st.cause ?? "EXIT_CAUSE_UNSPECIFIED") as ExitCauseOutput);
-    ref.state = "COMPLETE";
+    moveContainer(ref, "ended");
     ref.cause = cause;
     if (st.startedMs) ref.startedMs = st.startedMs;
     ref.finishedMs = st.finishedMs ?? this.deps.clock.nowMs();
@@ -1222,4 +1224,9 @@ async function writeFileDurably(path: string, data: string): Promise<void> {
   } finally {
     await fh.close();
   }
+}
+
+/** Moves a container reference through its one transition function (CONTAINER_MACHINE). */
+function moveContainer(ref: ContainerRef, event: RmContainerEvent): void {
+  ref.state = CONTAINER_MACHINE.next(ref.state as RmContainerState, event, ref.containerId);
 }

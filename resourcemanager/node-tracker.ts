@@ -15,6 +15,8 @@ import { fromWire } from "../common/resource.js";
 import type { Resources } from "../common/resource.js";
 import { serveWorkerStream } from "../common/worker-stream.js";
 import type { DrainTracker } from "./policy/drain.js";
+import { NODE_MACHINE } from "./node-state.js";
+import type { NodeState } from "./node-state.js";
 import type { ResourceManagerOptions } from "./options.js";
 import { normalizeDomainPath } from "./policy/power-domains.js";
 import type { PowerDomains } from "./policy/power-domains.js";
@@ -41,7 +43,8 @@ export interface NodeEntry {
   primaryUsage: Resources;
   primarySource: string;
   lastHeartbeatMs: number;
-  state: "RUNNING" | "LOST";
+  /** Changed only through NODE_MACHINE. Invariant: stream === undefined when state is LOST. */
+  state: NodeState;
   stream: NodeStream | undefined;
   /** Kills to send with the next heartbeat answer. */
   pendingKills: Map<string, ExitCauseOutput>;
@@ -207,7 +210,7 @@ export class NodeTracker {
       primaryUsage: existing?.primaryUsage ?? { vcoresMilli: 0, memoryMb: 0 },
       primarySource: reg.primarySource,
       lastHeartbeatMs: clock.nowMs(),
-      state: "RUNNING",
+      state: existing ? NODE_MACHINE.next(existing.state, "registered", nodeId) : "RUNNING",
       stream,
       pendingKills: existing?.pendingKills ?? new Map(),
       recent: existing?.recent ?? new RingBuffer<NodeSample>(NODE_SAMPLES_KEPT),
@@ -312,7 +315,7 @@ export class NodeTracker {
   }
 
   private markLost(node: NodeEntry): void {
-    node.state = "LOST";
+    node.state = NODE_MACHINE.next(node.state, "expired", node.nodeId);
     node.stream?.end();
     node.stream = undefined;
     const lost = this.deps.scheduler.removeNode(node.nodeId);

@@ -13,7 +13,7 @@ import { distEntry } from "../common/paths.js";
 import type { Resources } from "../common/resource.js";
 import { resolveClassWeights, resolveJobTypeOptions } from "./policy/class-selection.js";
 import type { ClassWeightsInput, JobTypeOptions } from "./policy/class-selection.js";
-import { isHarvestError } from "../common/errors.js";
+import { detailsOf, isHarvestError } from "../common/errors.js";
 import { validatePowerDomainConfig } from "./policy/power-domains.js";
 import type { PowerDomainSpec } from "./policy/power-domains.js";
 import { resolveTenantRegistryOptions } from "./tenant-registry.js";
@@ -307,8 +307,8 @@ function resolveNested(group: string, resolve: () => unknown, bad: (field: strin
   try {
     resolve();
   } catch (err) {
-    if (isHarvestError(err) && err.code === "CONFIG_INVALID") {
-      const inner = err.details["field"] ?? "";
+    if (isHarvestError(err, "CONFIG_INVALID")) {
+      const inner = err.details.field ?? "";
       bad(inner ? `${group}.${inner}` : group, `is invalid: ${err.message}`);
     }
     throw err;
@@ -336,7 +336,7 @@ function resolvePowerOptionsOf(o: ResourceManagerOptions, bad: (field: string, w
   } catch (err) {
     // Its fields are domains[i].path and nodes.<id>: here they are powerDomains[i].path and powerNodeDomains.<id>.
     if (isHarvestError(err)) {
-      const inner = err.details["field"] ?? "";
+      const inner = detailsOf(err, "INVALID_ARGUMENT", "POWER_DOMAIN_BAD_PATH")?.field ?? "";
       const field = inner.startsWith("domains")
         ? `power${inner[0]!.toUpperCase()}${inner.slice(1)}`
         : `powerNodeDomains${inner.slice("nodes".length)}`;

@@ -215,7 +215,7 @@ export async function chooseTraces(
   } catch (err) {
     // A fresh clone has no ../shared/data: the experiments must still run, on the generator alone.
     if (!isHarvestError(err, "CONFIG_INVALID")) throw err;
-    note(`real traces: none under ${err.details["dir"] ?? "../shared/data"}; using generated traces`);
+    note(`real traces: none under ${err.details.dir ?? "../shared/data"}; using generated traces`);
     return { source: "generated" };
   }
 }

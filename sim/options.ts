@@ -3,7 +3,7 @@
  * throws INVALID_ARGUMENT `<what> option <field> <why>` through {@link invalidArgument}, and the numeric checks the
  * experiments share live here instead of one copy each.
  */
-import { HarvestError } from "../common/errors.js";
+import { isHarvestError } from "../common/errors.js";
 import { invalidArgument } from "../common/options.js";
 import { UTILIZATION_LEVELS, type SimCluster, type TraceSource, type UtilizationLevel } from "./model.js";
 
@@ -123,8 +123,8 @@ export function resolvedAs<T>(what: string, field: string, resolve: () => T): T 
   try {
     return resolve();
   } catch (err) {
-    if (!(err instanceof HarvestError && err.code === "CONFIG_INVALID")) throw err;
-    const inner = err.details["field"];
+    if (!isHarvestError(err, "CONFIG_INVALID")) throw err;
+    const inner = err.details.field;
     return invalidArgument(what, inner ? `${field}.${inner}` : field, `is invalid: ${err.message}`);
   }
 }

@@ -11,6 +11,7 @@ import type { ComputeRunResult } from "../sim/compute.js";
 import { jobShape } from "../sim/jobs.js";
 import type { SimJobShape } from "../sim/jobs.js";
 import type { SimCluster, SimServer, SimTenant } from "../sim/model.js";
+import { detailsOf } from "../common/errors.js";
 
 /** Runs `harvest <argv...>` (a `sim` command) in this process; returns what it printed on stdout (stderr is dropped). */
 export async function runSimCommand(argv: readonly string[]): Promise<string> {
@@ -47,7 +48,7 @@ export function fieldOf(fn: () => unknown): unknown {
   try {
     fn();
   } catch (err) {
-    return isHarvestError(err) ? `${err.code}:${err.details["field"]}` : err;
+    return isHarvestError(err) ? `${err.code}:${detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field}` : err;
   }
   return undefined;
 }

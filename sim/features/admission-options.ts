@@ -61,7 +61,7 @@ export function resolveSimAdmissionOptions(admission: SimAdmissionOptions): Reso
       return resolve();
     } catch (err) {
       if (!isHarvestError(err, "CONFIG_INVALID")) throw err;
-      invalidArgument(WHAT, `admission.${prefix}${String(err.details["field"])}`, `is invalid: ${err.message}`);
+      invalidArgument(WHAT, `admission.${prefix}${String(err.details.field)}`, `is invalid: ${err.message}`);
     }
   };
   const options = named("", () => resolveAdmissionOptions(rest));

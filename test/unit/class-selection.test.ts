@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HarvestError } from "../../common/errors.js";
+import { detailsOf, HarvestError } from "../../common/errors.js";
 import type { Resources } from "../../common/resource.js";
 import { SeededRng } from "../../common/rng.js";
 import {
@@ -223,7 +223,7 @@ describe("class weights", () => {
       } catch (e) {
         expect(e).toBeInstanceOf(HarvestError);
         expect((e as HarvestError).code).toBe("CONFIG_INVALID");
-        return (e as HarvestError).details.field;
+        return detailsOf(e as HarvestError, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field;
       }
       return undefined;
     };

@@ -6,7 +6,7 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { HarvestError } from "../../common/errors.js";
+import { detailsOf, HarvestError } from "../../common/errors.js";
 import { sharedDataDir } from "../../common/paths.js";
 import { SeededRng } from "../../common/rng.js";
 import type { UtilizationSeries } from "../../common/trace-io.js";
@@ -243,7 +243,7 @@ describe("daily bursts (day fold, on by default)", () => {
         expect.unreachable();
       } catch (err) {
         expect(err).toBeInstanceOf(HarvestError);
-        expect((err as HarvestError).details["field"]).toBe(Object.keys(bad)[0]);
+        expect(detailsOf(err as HarvestError, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field).toBe(Object.keys(bad)[0]);
       }
     }
     expect(resolveClassifierOptions({}).peakStatistic).toBe("percentile");

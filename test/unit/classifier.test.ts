@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import FFT from "fft.js";
 import { describe, expect, it } from "vitest";
-import { HarvestError } from "../../common/errors.js";
+import { detailsOf, HarvestError } from "../../common/errors.js";
 import { sharedDataDir } from "../../common/paths.js";
 import { SeededRng } from "../../common/rng.js";
 import { generateUtilization } from "../../common/trace-gen.js";
@@ -364,7 +364,7 @@ describe("resolveClassifierOptions", () => {
     } catch (err) {
       expect(err).toBeInstanceOf(HarvestError);
       expect((err as HarvestError).code).toBe("CONFIG_INVALID");
-      expect((err as HarvestError).details["field"]).toBe("periodicMinDailyShare");
+      expect(detailsOf(err as HarvestError, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field).toBe("periodicMinDailyShare");
     }
   });
 });

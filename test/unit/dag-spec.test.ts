@@ -14,7 +14,7 @@ import {
   vertexLayers,
 } from "../../common/dag-spec.js";
 import type { DagLimits } from "../../common/dag-spec.js";
-import { HarvestError } from "../../common/errors.js";
+import { detailsOf, HarvestError } from "../../common/errors.js";
 import type { ErrorCode } from "../../common/errors.js";
 import { packageRoot } from "../../common/paths.js";
 
@@ -29,7 +29,12 @@ function dagJson(vertices: unknown[], edges?: unknown[], extra: Record<string, u
 }
 
 /** The HarvestError `parseDag` throws for `json`, checked for its code and the field it names. */
-function rejection(json: string, code: ErrorCode, field: string, limits?: DagLimits): HarvestError {
+function rejection(
+  json: string,
+  code: Extract<ErrorCode, `DAG_${string}`>,
+  field: string,
+  limits?: DagLimits,
+): HarvestError {
   let caught: unknown;
   try {
     parseDag(json, limits);
@@ -38,7 +43,10 @@ function rejection(json: string, code: ErrorCode, field: string, limits?: DagLim
   }
   expect(caught).toBeInstanceOf(HarvestError);
   const err = caught as HarvestError;
-  expect({ code: err.code, field: err.details["field"] }).toEqual({ code, field });
+  expect({ code: err.code, field: detailsOf(err, code)?.field }).toEqual({
+    code,
+    field,
+  });
   return err;
 }
 
@@ -100,15 +108,20 @@ describe("parseDag accepts valid jobs", () => {
 describe("parseDag rejects bad jobs with a stable code and the offending field", () => {
   it("reports malformed JSON with its line and column", () => {
     const err = rejection('{\n  "name": "job",\n  "vertices": [}\n', "DAG_MALFORMED_JSON", "$");
-    expect({ line: err.details["line"], column: err.details["column"] }).toEqual({ line: "3", column: "16" });
+    expect({
+      line: detailsOf(err, "DAG_MALFORMED_JSON")?.line,
+      column: detailsOf(err, "DAG_MALFORMED_JSON")?.column,
+    }).toEqual({ line: "3", column: "16" });
     expect(err.message).toMatch(/line 3, column 16/);
   });
 
   it("locates a syntax error even where the engine gives no position", () => {
-    expect(rejection('{"name": x}', "DAG_MALFORMED_JSON", "$").details["position"]).toBe("9");
+    expect(detailsOf(rejection('{"name": x}', "DAG_MALFORMED_JSON", "$"), "DAG_MALFORMED_JSON")?.position).toBe("9");
     // The first character that cannot continue a literal, as V8 reports it ("Unexpected token 'o'").
-    expect(rejection('{"name": nope}', "DAG_MALFORMED_JSON", "$").details["position"]).toBe("10");
-    expect(rejection("", "DAG_MALFORMED_JSON", "$").details["position"]).toBe("0");
+    expect(detailsOf(rejection('{"name": nope}', "DAG_MALFORMED_JSON", "$"), "DAG_MALFORMED_JSON")?.position).toBe(
+      "10",
+    );
+    expect(detailsOf(rejection("", "DAG_MALFORMED_JSON", "$"), "DAG_MALFORMED_JSON")?.position).toBe("0");
   });
 
   it("rejects wrong types and missing fields", () => {
@@ -237,7 +250,7 @@ describe("parseDag rejects bad jobs with a stable code and the offending field",
       "DAG_CYCLE",
       "edges[0]",
     );
-    expect(err.details["cycle"]).toBe("a -> a");
+    expect(detailsOf(err, "DAG_CYCLE")?.cycle).toBe("a -> a");
   });
 
   it("rejects a cycle and names the vertices on it", () => {
@@ -251,7 +264,7 @@ describe("parseDag rejects bad jobs with a stable code and the offending field",
       "DAG_CYCLE",
       "edges[3]",
     );
-    expect(err.details["cycle"]).toBe("a -> b -> c -> a");
+    expect(detailsOf(err, "DAG_CYCLE")?.cycle).toBe("a -> b -> c -> a");
     expect(err.message).toContain("a -> b -> c -> a");
   });
 });

@@ -2,8 +2,17 @@ import { Metadata, status as GrpcStatus } from "@grpc/grpc-js";
 import type { ServiceError } from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
 import type { ErrorCode } from "../../common/errors.js";
-import { ERROR_CODES, HarvestError, fromGrpcError, isHarvestError, toServiceError } from "../../common/errors.js";
+import {
+  detailsFromWire,
+  detailsOf,
+  ERROR_CODES,
+  HarvestError,
+  fromGrpcError,
+  isHarvestError,
+  toServiceError,
+} from "../../common/errors.js";
 import { parseDag } from "../../common/dag-spec.js";
+import { ackError } from "../../datanode/block-sender.js";
 
 /** A gRPC error as a client sees it when the server sent no Harvest code (transport failures, foreign servers). */
 function plainGrpcError(code: GrpcStatus, details: string): Partial<ServiceError> {
@@ -39,7 +48,9 @@ describe("error codes on the wire", () => {
 
   it("round-trips every error code", () => {
     for (const code of Object.keys(ERROR_CODES) as ErrorCode[]) {
-      const back = fromGrpcError(toServiceError(new HarvestError(code, `msg ${code}`, { details: { k: code } })));
+      const back = fromGrpcError(
+        toServiceError(new HarvestError(code, `msg ${code}`, { details: detailsFromWire({ k: code }) })),
+      );
       expect(back.code, code).toBe(code);
       expect(back.message, code).toBe(`msg ${code}`);
       expect(back.details, code).toEqual({ k: code });
@@ -149,7 +160,7 @@ describe("error codes on the wire", () => {
     }
     const back = fromGrpcError(toServiceError(caught));
     expect(back.code).toBe("DAG_INVALID_FIELD");
-    expect(back.details["field"]).toBe("vertices[0].énv");
+    expect(detailsOf(back, "DAG_INVALID_FIELD")?.field).toBe("vertices[0].énv");
   });
 
   it("turns a missing error value into INTERNAL instead of throwing", () => {
@@ -168,5 +179,51 @@ describe("error codes on the wire", () => {
     expect(isHarvestError(err, "APP_NOT_FOUND", "DAG_CYCLE")).toBe(true);
     expect(isHarvestError(err, "DAG_CYCLE")).toBe(false);
     expect(isHarvestError(new Error("x"))).toBe(false);
+  });
+});
+
+describe("typed details", () => {
+  it("reads a code's details only through that code", () => {
+    const err: unknown = new HarvestError("DATANODE_PIPELINE_FAILED", "pipeline failed at dn-2", {
+      details: { datanodeId: "dn-2", code: "DATANODE_NO_SPACE" },
+    });
+    expect(detailsOf(err, "DATANODE_PIPELINE_FAILED")?.datanodeId).toBe("dn-2");
+    expect(detailsOf(err, "DFS_WRITE_FAILED")).toBeUndefined();
+    expect(detailsOf(new Error("plain"), "DATANODE_PIPELINE_FAILED")).toBeUndefined();
+    expect(isHarvestError(err, "DATANODE_PIPELINE_FAILED") && err.details.code).toBe("DATANODE_NO_SPACE");
+  });
+
+  it("keeps typed details the same on the wire: a JSON object of strings in the trailers", () => {
+    const original = new HarvestError(
+      "STATE_INVALID_TRANSITION",
+      "a container in state COMPLETE does not accept launch",
+      {
+        details: { machine: "container", state: "COMPLETE", event: "launch", id: "c1" },
+      },
+    );
+    const serr = toServiceError(original);
+    const raw = serr.metadata?.get("harvest-details-bin")[0];
+    expect(JSON.parse((raw as Buffer).toString("utf8"))).toEqual({
+      machine: "container",
+      state: "COMPLETE",
+      event: "launch",
+      id: "c1",
+    });
+    const back = fromGrpcError(serr);
+    expect(detailsOf(back, "STATE_INVALID_TRANSITION")).toEqual(original.details);
+  });
+
+  it("names the failed datanode of a not-ok pipeline ack under the key the client reads (datanodeId)", () => {
+    // The datanode used to write `failedDatanodeId` and the client to read `datanodeId`.
+    const err = ackError({
+      seq: 3,
+      ok: false,
+      errorCode: "DATANODE_NO_SPACE",
+      errorMessage: "the disk is full",
+      failedDatanodeId: "dn-3",
+    } as Parameters<typeof ackError>[0]);
+    expect(detailsOf(err, "DATANODE_PIPELINE_FAILED")).toEqual({ datanodeId: "dn-3", code: "DATANODE_NO_SPACE" });
+    expect(err.message).toBe("the disk is full");
+    expect(isHarvestError(err.cause, "DATANODE_NO_SPACE")).toBe(true);
   });
 });

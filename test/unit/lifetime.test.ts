@@ -7,6 +7,7 @@ import {
 } from "../../resourcemanager/policy/lifetime.js";
 import type { ContainerKey } from "../../resourcemanager/policy/lifetime.js";
 import { thrown } from "../error-code.js";
+import { detailsOf } from "../../common/errors.js";
 
 /** A model that learned 100 tasks of 10 s and 100 of 1000 s for etl/map. */
 function bimodal(): LifetimeModel {
@@ -167,7 +168,7 @@ describe("the lifetime model", () => {
     ] as const) {
       const err = thrown(() => resolveLifetimeOptions(partial));
       expect(err.code).toBe("CONFIG_INVALID");
-      expect(err.details["field"]).toBe(field);
+      expect(detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field).toBe(field);
     }
   });
 });

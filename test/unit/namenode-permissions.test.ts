@@ -1,7 +1,7 @@
 /** The pure HDFS-style permission policy: owner/group/other classes, traversal, the request kinds, the superuser. */
 import { describe, expect, it } from "vitest";
 import { formatMode, parseMode } from "../../common/fs-permission.js";
-import { HarvestError } from "../../common/errors.js";
+import { detailsOf, HarvestError } from "../../common/errors.js";
 import {
   accessName,
   ALL,
@@ -128,11 +128,19 @@ describe("checkPermission", () => {
 
   it("asks the parent for a delete and the inode itself for a read or an overwrite", () => {
     const path = chainTo(root, home, aliceHome, { ...f, mode: 0o666 });
-    expect(refusal(() => checkPermission(path, bob, { parent: WRITE })).details.path).toBe("/home/alice");
+    expect(
+      detailsOf(
+        refusal(() => checkPermission(path, bob, { parent: WRITE })),
+        "DFS_PERMISSION_DENIED",
+      )?.path,
+    ).toBe("/home/alice");
     expect(() => checkPermission(path, bob, { access: READ | WRITE })).not.toThrow();
-    expect(refusal(() => checkPermission(chainTo(root, home, aliceHome, f), bob, { access: READ })).details.path).toBe(
-      "/home/alice/f",
-    );
+    expect(
+      detailsOf(
+        refusal(() => checkPermission(chainTo(root, home, aliceHome, f), bob, { access: READ })),
+        "DFS_PERMISSION_DENIED",
+      )?.path,
+    ).toBe("/home/alice/f");
   });
 
   it("asks ALL of every non-empty directory below a recursive delete, skipping empty ones", () => {

@@ -15,6 +15,7 @@ import type { NodeChoiceOptions, NodeChoiceSource } from "../../resourcemanager/
 import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "../../resourcemanager/policy/scheduler.js";
 import type { AppView, NodeView, SchedulerPolicy } from "../../resourcemanager/policy/scheduler.js";
 import { thrown } from "../error-code.js";
+import { detailsOf } from "../../common/errors.js";
 
 const S = 1_000;
 const MIN = 60_000;
@@ -439,7 +440,7 @@ describe("node choice options", () => {
     ] as const) {
       const err = thrown(() => resolveNodeChoiceOptions(partial));
       expect(err.code).toBe("CONFIG_INVALID");
-      expect(err.details["field"]).toBe(field);
+      expect(detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field).toBe(field);
     }
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HarvestError } from "../../common/errors.js";
+import { detailsOf, HarvestError } from "../../common/errors.js";
 import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../../common/power-profiles.js";
 import type { PowerProfile } from "../../common/power-profiles.js";
 import { generateDrawsHistory, parseDrawsCsv } from "../../resourcemanager/policy/draws-history.js";
@@ -60,7 +60,7 @@ function malformedLine(text: string): string | undefined {
   } catch (err) {
     expect(err).toBeInstanceOf(HarvestError);
     expect((err as HarvestError).code).toBe("TRACE_MALFORMED");
-    return (err as HarvestError).details.line;
+    return detailsOf(err as HarvestError, "TRACE_MALFORMED", "CONFIG_INVALID")?.line;
   }
   return undefined;
 }
@@ -263,7 +263,9 @@ describe("the oversubscription planner (seeds/000 section III-E)", () => {
         resolveOversubscriptionOptions(o, { fminCritical: "--fmin-critical" });
       } catch (err) {
         expect((err as HarvestError).code).toBe("INVALID_ARGUMENT");
-        expect((err as HarvestError).details.field).toBe(field === "fminCritical" ? "--fmin-critical" : field);
+        expect(detailsOf(err as HarvestError, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field).toBe(
+          field === "fminCritical" ? "--fmin-critical" : field,
+        );
       }
     }
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../common/clock.js";
-import { isHarvestError } from "../../common/errors.js";
+import { detailsOf, isHarvestError } from "../../common/errors.js";
 import { profileWatts, resolvePowerProfile } from "../../common/power-profiles.js";
 import type { PowerProfile } from "../../common/power-profiles.js";
 import {
@@ -218,7 +218,9 @@ describe("power domains", () => {
         fn();
         return "OK";
       } catch (err) {
-        return isHarvestError(err) ? `${err.code} ${err.details["field"] ?? err.details["domain"]}` : String(err);
+        return isHarvestError(err)
+          ? `${err.code} ${detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID", "POWER_DOMAIN_BAD_PATH")?.field ?? detailsOf(err, "POWER_DOMAIN_NOT_FOUND")?.domain}`
+          : String(err);
       }
     };
     expect(normalizeDomainPath("/row1/rack2/")).toBe("row1/rack2");

@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { DEFAULT_POWER_PROFILE_ID, profileWatts, resolvePowerProfile } from "../../common/power-profiles.js";
 import { createPowerMeter, parsePowerTrace, raplAvailable, RaplPowerMeter } from "../../nodemanager/power-meter.js";
 import { thrown } from "../error-code.js";
+import { detailsOf } from "../../common/errors.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "harvest-power-meter-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -89,7 +90,7 @@ describe("the RAPL meter on fake sysfs counters", () => {
     const empty = fakeSysfs({});
     const err = thrown(() => createPowerMeter("rapl", idleInputs, { raplRoot: empty }));
     expect(err.code).toBe("CONFIG_INVALID");
-    expect(err.details["field"]).toBe("powerMeter");
+    expect(detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field).toBe("powerMeter");
     expect(raplAvailable(empty)).toBe(false);
     const auto = createPowerMeter("auto", { utilization: () => 0.5 }, { raplRoot: empty });
     expect(auto.kind).toBe("model");
@@ -126,8 +127,20 @@ describe("the model meter", () => {
     expect(createPowerMeter("model", idleInputs).read(0)!.idleWatts).toBe(
       resolvePowerProfile(DEFAULT_POWER_PROFILE_ID).idleWatts,
     );
-    expect(thrown(() => createPowerMeter("model:nope", idleInputs)).details["field"]).toBe("profile");
-    expect(thrown(() => createPowerMeter("wattmeter", idleInputs)).details["field"]).toBe("powerMeter");
+    expect(
+      detailsOf(
+        thrown(() => createPowerMeter("model:nope", idleInputs)),
+        "INVALID_ARGUMENT",
+        "CONFIG_INVALID",
+      )?.field,
+    ).toBe("profile");
+    expect(
+      detailsOf(
+        thrown(() => createPowerMeter("wattmeter", idleInputs)),
+        "INVALID_ARGUMENT",
+        "CONFIG_INVALID",
+      )?.field,
+    ).toBe("powerMeter");
   });
 });
 
@@ -173,7 +186,7 @@ describe("the trace meter", () => {
     for (const [text, line] of cases) {
       const err = thrown(() => createPowerMeter(`trace:${traceFile(text)}`, idleInputs));
       expect(err.code).toBe("TRACE_MALFORMED");
-      expect(err.details["line"]).toBe(line);
+      expect(detailsOf(err, "TRACE_MALFORMED", "CONFIG_INVALID")?.line).toBe(line);
     }
     expect(thrown(() => parsePowerTrace("time_s,watts\n", "empty.csv")).code).toBe("TRACE_MALFORMED");
   });

@@ -11,6 +11,7 @@ import {
 import type { EntityUsage, PowerEntity, UsageFeature } from "../../nodemanager/policy/power-model.js";
 import { evaluatePowerModels, keplerDataDir, loadKeplerSamples } from "../../bench/powermodel.js";
 import { thrown } from "../error-code.js";
+import { detailsOf } from "../../common/errors.js";
 
 /** Watts per unit the synthetic server really draws. */
 const TRUE_WATTS_PER_UNIT: Record<"cpuCores" | "memoryMb" | "diskBytesPerSec" | "netBytesPerSec", number> = {
@@ -66,7 +67,7 @@ describe("resolvePowerModelOptions", () => {
     for (const [o, field] of bad) {
       const err = thrown(() => resolvePowerModelOptions(o));
       expect(err.code).toBe("CONFIG_INVALID");
-      expect(err.details["field"]).toBe(field);
+      expect(detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field).toBe(field);
     }
   });
 });
@@ -152,7 +153,7 @@ describe("the power regression", () => {
       "INVALID_ARGUMENT",
     );
     const err = thrown(() => model.observe({ timeMs: 0, dynamicWatts: 1, usage: { cpuCores: -1 } }));
-    expect(err.details["field"]).toBe("cpuCores");
+    expect(detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field).toBe("cpuCores");
     expect(model.sampleCount).toBe(0);
   });
 });

@@ -15,6 +15,7 @@ import {
 } from "../../common/power-profiles.js";
 import type { PowerProfile } from "../../common/power-profiles.js";
 import { thrown } from "../error-code.js";
+import { detailsOf } from "../../common/errors.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "harvest-power-profiles-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -169,10 +170,16 @@ describe("loadSpecPowerProfiles and resolvePowerProfile without the data", () =>
   it("says CONFIG_INVALID on field source when the file is absent", () => {
     const err = thrown(() => loadSpecPowerProfiles(join(tmp, "nope.csv")));
     expect(err.code).toBe("CONFIG_INVALID");
-    expect(err.details["field"]).toBe("source");
+    expect(detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field).toBe("source");
     vi.stubEnv("HARVEST_SHARED_DATA", join(tmp, "no-such-dir"));
     expect(defaultSpecPowerFile()).toBeUndefined();
-    expect(thrown(() => loadSpecPowerProfiles()).details["field"]).toBe("source");
+    expect(
+      detailsOf(
+        thrown(() => loadSpecPowerProfiles()),
+        "INVALID_ARGUMENT",
+        "CONFIG_INVALID",
+      )?.field,
+    ).toBe("source");
     const spec = thrown(() => resolvePowerProfile("spec:3"));
     expect(spec.code).toBe("CONFIG_INVALID");
     expect(spec.message).toMatch(/needs the SPECpower file/);
@@ -185,7 +192,7 @@ describe("loadSpecPowerProfiles and resolvePowerProfile without the data", () =>
     for (const bad of ["no-such-server", "spec:0", "spec:x", "spec:-2", ""]) {
       const err = thrown(() => resolvePowerProfile(bad));
       expect(err.code).toBe("CONFIG_INVALID");
-      expect(err.details["field"]).toBe("profile");
+      expect(detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field).toBe("profile");
     }
   });
 });
@@ -231,6 +238,6 @@ describe.skipIf(specFile === undefined)("the SPECpower_ssj2008 file in shared/da
     writeFileSync(file, cut);
     const err = thrown(() => loadSpecPowerProfiles(file));
     expect(err.code).toBe("TRACE_MALFORMED");
-    expect(err.details["line"]).toBe("301");
+    expect(detailsOf(err, "TRACE_MALFORMED", "CONFIG_INVALID")?.line).toBe("301");
   });
 });

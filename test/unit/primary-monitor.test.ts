@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it } from "vitest";
 import { ManualClock, systemClock } from "../../common/clock.js";
-import { HarvestError, isHarvestError } from "../../common/errors.js";
+import { detailsOf, HarvestError, isHarvestError } from "../../common/errors.js";
 import type { UtilizationSeries } from "../../common/trace-io.js";
 import { writeUtilizationCsv } from "../../common/trace-io.js";
 import {
@@ -143,7 +143,7 @@ describe("TracePrimaryMonitor", () => {
     });
     const err = await errorOf(monitor.start());
     expect(isHarvestError(err, "TRACE_MALFORMED")).toBe(true);
-    expect((err as HarvestError).details["line"]).toBe("3");
+    expect(detailsOf(err as HarvestError, "TRACE_MALFORMED", "CONFIG_INVALID")?.line).toBe("3");
     expect(() => monitor.sample()).toThrow(HarvestError);
   });
 });
@@ -184,7 +184,7 @@ describe("createPrimaryMonitor", () => {
         caught = err;
       }
       expect(isHarvestError(caught, "CONFIG_INVALID")).toBe(true);
-      expect((caught as HarvestError).details["spec"]).toBe(spec);
+      expect(detailsOf(caught as HarvestError, "CONFIG_INVALID", "INVALID_ARGUMENT")?.spec).toBe(spec);
       expect((caught as HarvestError).message).toContain(JSON.stringify(spec));
     });
   }

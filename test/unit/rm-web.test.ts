@@ -20,6 +20,7 @@ import {
 } from "../../resourcemanager/web.js";
 import type { RmNodeInfo } from "../../resourcemanager/web.js";
 import { thrown } from "../error-code.js";
+import { detailsOf } from "../../common/errors.js";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -237,7 +238,7 @@ describe("request parameters and options", () => {
     expect(parseStates("running, FINISHED,", ["RUNNING", "FINISHED"])).toEqual(["RUNNING", "FINISHED"]);
     const err = thrown(() => parseStates("DONE", ["RUNNING"], "state"));
     expect(err.code).toBe("INVALID_ARGUMENT");
-    expect(err.details["field"]).toBe("state");
+    expect(detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field).toBe("state");
   });
 
   it("prints the logs command for the job manager and for a container", () => {
@@ -260,10 +261,14 @@ describe("request parameters and options", () => {
     for (const httpPort of [-1, 65536, 1.5]) {
       const err = thrown(() => resolveResourceManagerOptions({ dataDir: "/tmp/x", httpPort }));
       expect(err.code).toBe("CONFIG_INVALID");
-      expect(err.details["field"]).toBe("httpPort");
+      expect(detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field).toBe("httpPort");
     }
     expect(
-      thrown(() => resolveResourceManagerOptions({ dataDir: "/tmp/x", port: 8032, httpPort: 8032 })).details["field"],
+      detailsOf(
+        thrown(() => resolveResourceManagerOptions({ dataDir: "/tmp/x", port: 8032, httpPort: 8032 })),
+        "INVALID_ARGUMENT",
+        "CONFIG_INVALID",
+      )?.field,
     ).toBe("httpPort");
   });
 });

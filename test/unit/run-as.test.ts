@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containerProcessFile } from "../../common/container-leftovers.js";
-import { isHarvestError } from "../../common/errors.js";
+import { detailsOf, isHarvestError } from "../../common/errors.js";
 import { detectCgroups } from "../../nodemanager/cgroups.js";
 import type { CgroupController } from "../../nodemanager/cgroups.js";
 import { ContainerProcess, openContainerLog } from "../../nodemanager/container.js";
@@ -79,7 +79,7 @@ describe("ContainerAccounts: whom a root node manager runs a container as", () =
     for (const fallback of ["root", "no-such-harvest-user"]) {
       const err = thrown(() => new ContainerAccounts({ fallback, minUid: 1000, trustSubmitter: true }, root));
       expect(err.code).toBe("CONFIG_INVALID");
-      expect(err.details["field"]).toBe("containerUser");
+      expect(detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field).toBe("containerUser");
     }
   });
 });
@@ -110,7 +110,10 @@ describe("node manager options for containers' accounts", () => {
     ];
     for (const [extra, field] of cases) {
       const err = thrown(() => resolveNodeManagerOptions({ ...base, ...extra }));
-      expect([err.code, err.details["field"]], JSON.stringify(extra)).toEqual(["CONFIG_INVALID", field]);
+      expect([err.code, detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field], JSON.stringify(extra)).toEqual([
+        "CONFIG_INVALID",
+        field,
+      ]);
     }
   });
 });

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { isHarvestError } from "../../common/errors.js";
+import { detailsOf, isHarvestError } from "../../common/errors.js";
 import { sharedDataDir } from "../../common/paths.js";
 import { patternOf } from "../../resourcemanager/policy/utilization-pattern.js";
 import type { ClusterGenOptions } from "../../sim/cluster-gen.js";
@@ -31,7 +31,7 @@ function codeOf(fn: () => unknown): unknown {
   try {
     fn();
   } catch (err) {
-    return isHarvestError(err) ? `${err.code}:${err.details["field"]}` : err;
+    return isHarvestError(err) ? `${err.code}:${detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field}` : err;
   }
   return undefined;
 }

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HarvestError } from "../../common/errors.js";
+import { detailsOf, HarvestError } from "../../common/errors.js";
 import { registerStorageSweepCommand, resolveStorageSweepFlags } from "../../cli/sim-storage-sweep.js";
 import {
   incompleteBeta,
@@ -188,7 +188,7 @@ describe("the storage sweep's options and flags", () => {
     for (const [o, field] of cases) {
       const err = await errorOf(() => resolveStorageSweepOptions(o));
       expect(err.code).toBe("INVALID_ARGUMENT");
-      expect(err.details["field"]).toBe(field);
+      expect(detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field).toBe(field);
     }
   });
 
@@ -205,7 +205,7 @@ describe("the storage sweep's options and flags", () => {
     for (const [flags, flag] of cases) {
       const err = await errorOf(() => resolveStorageSweepFlags(flags));
       expect(err.code).toBe("INVALID_ARGUMENT");
-      expect(err.details["flag"]).toBe(flag);
+      expect(detailsOf(err, "INVALID_ARGUMENT")?.flag).toBe(flag);
       expect(err.message).toContain(flag);
     }
   });

@@ -1,6 +1,6 @@
 /** The storage experiment: replica loss under reimages, re-replication within bandwidth, and unavailability. */
 import { describe, expect, it } from "vitest";
-import { HarvestError } from "../../common/errors.js";
+import { detailsOf, HarvestError } from "../../common/errors.js";
 import { SeededRng } from "../../common/rng.js";
 import { DAY_MS } from "../../sim/model.js";
 import type { SimCluster, SimReimage, SimServer, SimTenant } from "../../sim/model.js";
@@ -372,7 +372,7 @@ describe("the storage experiment", () => {
       } catch (err) {
         expect(err).toBeInstanceOf(HarvestError);
         expect((err as HarvestError).code).toBe("INVALID_ARGUMENT");
-        return (err as HarvestError).details.field;
+        return detailsOf(err as HarvestError, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field;
       }
       return undefined;
     };

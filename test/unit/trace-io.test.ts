@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { HarvestError } from "../../common/errors.js";
+import { detailsOf, HarvestError } from "../../common/errors.js";
 import { sharedDataDir } from "../../common/paths.js";
 import type { TraceFormat, UtilizationSeries } from "../../common/trace-io.js";
 import {
@@ -47,7 +47,7 @@ async function malformed(path: string, format?: TraceFormat): Promise<HarvestErr
   expect(err).toBeInstanceOf(HarvestError);
   const herr = err as HarvestError;
   expect(herr.code).toBe("TRACE_MALFORMED");
-  expect(herr.details["file"]).toBe(path);
+  expect(detailsOf(herr, "TRACE_MALFORMED", "CONFIG_INVALID")?.file).toBe(path);
   return herr;
 }
 
@@ -159,8 +159,8 @@ describe.skipIf(!dataDir)(
       const bb = join(bitbrainsDir, "411.csv");
       expect(await readUtilizationFile(nab)).toEqual(await readUtilizationFile(nab, "nab"));
       expect(await readUtilizationFile(bb)).toEqual(await readUtilizationFile(bb, "bitbrains"));
-      expect((await malformed(nab, "bitbrains")).details["line"]).toBe("1");
-      expect((await malformed(bb, "csv")).details["line"]).toBe("1");
+      expect(detailsOf(await malformed(nab, "bitbrains"), "TRACE_MALFORMED", "CONFIG_INVALID")?.line).toBe("1");
+      expect(detailsOf(await malformed(bb, "csv"), "TRACE_MALFORMED", "CONFIG_INVALID")?.line).toBe("1");
     });
 
     it("resamples a 14-day NAB series to hourly means", async () => {
@@ -267,7 +267,7 @@ describe("unreadable traces", () => {
     it(`rejects ${c.what} (no 2 usable samples, or not our format) naming the file and line ${c.line}`, async () => {
       const path = tempFile(c.content);
       const err = await malformed(path, c.format);
-      expect(err.details["line"]).toBe(String(c.line));
+      expect(detailsOf(err, "TRACE_MALFORMED", "CONFIG_INVALID")?.line).toBe(String(c.line));
       expect(err.message).toContain(`${path}:${c.line}:`);
     });
   }

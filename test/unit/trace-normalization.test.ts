@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { choosePrimaries } from "../../cli/primary-traces.js";
 import { ManualClock } from "../../common/clock.js";
-import { HarvestError, isHarvestError } from "../../common/errors.js";
+import { detailsOf, HarvestError, isHarvestError } from "../../common/errors.js";
 import { Logger } from "../../common/log.js";
 import { sharedDataDir } from "../../common/paths.js";
 import { createPrimaryMonitor } from "../../common/primary-monitor.js";
@@ -240,7 +240,7 @@ describe("the normalization, one quirk at a time", () => {
     })();
     expect(err?.code).toBe("TRACE_MALFORMED");
     // Bad lines are 3, 5, 7, 9: the fourth crosses a limit of 3.
-    expect(err?.details["line"]).toBe("9");
+    expect(detailsOf(err, "TRACE_MALFORMED", "CONFIG_INVALID")?.line).toBe("9");
     expect(err?.message).toContain("many-bad.csv:9:");
     expect(err?.message).toContain("the first is line 3");
     // The default limit (10) takes the same file's 20 bad lines as unreadable too, at the 11th (line 23).
@@ -256,8 +256,8 @@ describe("the normalization, one quirk at a time", () => {
   it("finds a file of only garbage unreadable, naming its first bad line", async () => {
     const path = tempFile("timestamp,value\nnot a row\n???\n");
     const err = await unreadable(readTraceFile(path));
-    expect(err.details["file"]).toBe(path);
-    expect(err.details["line"]).toBe("2");
+    expect(detailsOf(err, "TRACE_MALFORMED", "CONFIG_INVALID")?.file).toBe(path);
+    expect(detailsOf(err, "TRACE_MALFORMED", "CONFIG_INVALID")?.line).toBe("2");
     expect(err.message).toContain("only 0 usable sample(s)");
   });
 
@@ -403,7 +403,7 @@ describe("every consumer goes through the normalization", () => {
     const bad = tempFile("timestamp,value\nnothing here\n", "demo-bad.csv");
     const warned: string[] = [];
     const err = await unreadable(choosePrimaries(`trace:${bad}`, 1, tmp, { warn: (m) => warned.push(m) }));
-    expect(err.details["file"]).toBe(bad);
+    expect(detailsOf(err, "TRACE_MALFORMED", "CONFIG_INVALID")?.file).toBe(bad);
     expect(warned).toEqual([
       `primary trace ${bad}:2: only 0 usable sample(s); a trace needs at least 2 (line 2: expected 2 columns (timestamp,value), found 1) (file skipped)`,
     ]);
