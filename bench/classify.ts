@@ -354,7 +354,7 @@ function reportLines(r: ClassifyResult, f: ClassifyFlags, loadBefore: number[], 
 }
 
 // ------------------------------------------------------------------------------------------------ baseline
-// The classifier before this benchmark (resourcemanager/classifier.ts at 80be208), kept verbatim apart from names and
+// The classifier before this benchmark (resourcemanager/policy/classifier.ts at 80be208), kept verbatim apart from names and
 // the `naiveResolve` wrapper: resolving a fresh copy validates every field, as the old resolve did on every call.
 
 const DAY_MS = 86_400_000;

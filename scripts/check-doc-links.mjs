@@ -1,7 +1,7 @@
 // Checks that every relative link and image in README.md, DEVELOPERS.md and docs/*.md resolves to a file that exists,
 // and that a `#anchor` names a heading of the page it points to (GitHub's heading anchors). Links inside code blocks
 // and code spans, and links to other sites, are not checked as links; but a code span that names a path in one of the
-// repository's source folders (`resourcemanager/classifier.ts`, `deploy/conf/`) must exist too, so that a moved file
+// repository's source folders (`resourcemanager/policy/classifier.ts`, `deploy/conf/`) must exist too, so that a moved file
 // shows up in the docs that name it. Exits 1 listing every broken link or path (part of `npm run lint`).
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";

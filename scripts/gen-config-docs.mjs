@@ -48,7 +48,7 @@ const SECTIONS = [
   },
   {
     title: "DfsClient",
-    file: "client/dfs-client.ts",
+    file: "client/dfs-options.ts",
     name: "DfsClientOptions",
     how: "The second argument of `new DfsClient(address, options)` (TypeScript).",
   },

@@ -1,6 +1,6 @@
 /**
  * The admission experiment (seeds/003, sections 4 and 5; `harvest sim admission`): the zeroth-, first- and
- * second-moment admission policies of the resource manager (`resourcemanager/admission.ts`) in front of the compute
+ * second-moment admission policies of the resource manager (`resourcemanager/policy/admission.ts`) in front of the compute
  * simulator (`runCompute` with `admission`), each with its threshold tuned by binary search (`tuneThreshold`, section
  * 5.2) to the largest value whose share of killed task-hours stays within an SLA, then compared by the harvested
  * utilization they reach at that SLA (the form of the paper's Table 2), beside no admission control.

@@ -17,7 +17,7 @@
  * The storage half (`drainStorage`) meets the same reimages in the storage simulator, whose namenode replication
  * monitor either learns of each reimage when the disk is wiped and re-replicates afterwards (no drain), or decommissions
  * the server's datanode at the notice, with the reimage as its deadline, so that its blocks are copied elsewhere first
- * (HDFS's decommissioning; namenode/decommission.ts). It runs once without a drain and once per notice of a short
+ * (HDFS's decommissioning; namenode/policy/decommission.ts). It runs once without a drain and once per notice of a short
  * sweep, since how long a drain takes depends on how much a server holds and the copy bandwidth, not on the compute
  * half's preemption rates.
  */

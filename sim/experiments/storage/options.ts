@@ -47,7 +47,7 @@ export interface StorageReimage {
 /**
  * How the namenode meets a planned reimage: "none" ignores the notice (the wipe at its time, re-replication after it,
  * as for the cluster's own reimages); "decommission" takes the server's datanode out of service at the notice, with the
- * reimage as the drain's deadline (HDFS's decommissioning, namenode/decommission.ts).
+ * reimage as the drain's deadline (HDFS's decommissioning, namenode/policy/decommission.ts).
  */
 export type StorageDrainMode = "none" | "decommission";
 
