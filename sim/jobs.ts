@@ -18,6 +18,7 @@ import { SeededRng } from "../common/rng.js";
 import { DAY_MS } from "./model.js";
 import type { SimCluster } from "./model.js";
 import { checkAboveZero, checkAtLeastZero, checkFraction, invalidArgument } from "./options.js";
+import { streamSeed } from "./streams.js";
 
 /** Where a stream's job shapes come from. */
 export type JobSource = "alibaba" | "tpcds" | "mixed";
@@ -517,13 +518,6 @@ const COOLDOWN_MS = 12 * 3_600_000;
 
 /** Independent random streams, one per purpose. */
 const Stream = { Templates: 1, Runs: 2 } as const;
-
-function streamSeed(seed: number, stream: number): number {
-  let h = (seed ^ Math.imul(stream, 0x9e3779b9)) >>> 0;
-  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b) >>> 0;
-  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35) >>> 0;
-  return (h ^ (h >>> 16)) >>> 0;
-}
 
 /** Whose options the messages name: INVALID_ARGUMENT "job stream option <field> ...". */
 const WHAT = "job stream";

@@ -5,7 +5,7 @@
  * the same primaries, the same secondary arrivals and the same budgets. Renders (and, given `out`, writes) the report.
  */
 import { invalidArgument } from "../../../common/options.js";
-import { checkList, checkPositiveInt, checkSeed, checkTraces } from "../../options-storage.js";
+import { checkList, checkPositiveInt, checkSeed32, checkTraces } from "../../options.js";
 import { performance } from "node:perf_hooks";
 import { HarvestError } from "../../../common/errors.js";
 import { resolvePowerProfile } from "../../../common/power-profiles.js";
@@ -68,7 +68,7 @@ export interface ResolvedPowerExperimentOptions {
 
 /** Fills the power experiment's defaults and validates (INVALID_ARGUMENT naming the field). */
 export function resolvePowerExperimentOptions(o: PowerExperimentOptions = {}): ResolvedPowerExperimentOptions {
-  const seed = checkSeed("experiment", o.seed ?? 1);
+  const seed = checkSeed32("experiment", o.seed ?? 1);
   const traces = checkTraces("experiment", o.traces ?? "generated");
   const power = o.power ?? {};
   // An unknown profile fails here, before any cluster is generated.

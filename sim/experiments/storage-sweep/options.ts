@@ -3,7 +3,7 @@ import type { ExperimentEvent } from "../../experiments.js";
 import { UTILIZATION_LEVELS } from "../../model.js";
 import type { TraceSource, UtilizationLevel } from "../../model.js";
 import { invalidArgument } from "../../../common/options.js";
-import { checkTraces } from "../../options-storage.js";
+import { checkTraces } from "../../options.js";
 
 /** Confidence of the ratio's interval. */
 export const RATIO_CONFIDENCE = 0.95;
