@@ -1,6 +1,7 @@
 /** The datanode: daemon, options, the block store, the DataTransfer service and the pipeline writer. */
 export { DataNode } from "./datanode.js";
-export type { DataNodeDeps, DataNodeState } from "./datanode.js";
+export type { DaemonState } from "../common/lifecycle.js";
+export type { DataNodeDeps } from "./datanode.js";
 export { resolveDataNodeOptions } from "./options.js";
 export type { DataNodeOptions, DataNodeOptionsInput } from "./options.js";
 export {
