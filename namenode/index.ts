@@ -7,7 +7,8 @@
  * - decommissioning: the monitor's `decommission`/`recommission` over a `DecommissionTracker` (datanode admin states).
  */
 export { NameNode } from "./namenode.js";
-export type { DaemonState, DatanodeState } from "./namenode.js";
+export type { DaemonState } from "../common/lifecycle.js";
+export type { DatanodeState } from "./namenode.js";
 export { resolveNameNodeOptions } from "./options.js";
 export type { NameNodeOptions } from "./options.js";
 export { Namespace } from "./namespace.js";
