@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
 import { DAEMON_TRANSITIONS, daemonTransition, Lifecycle } from "../../common/lifecycle.js";
+import { JobManager } from "../../jobmanager/index.js";
 import type { DaemonState, LifecycleEvent } from "../../common/lifecycle.js";
 
 const STATES = Object.keys(DAEMON_TRANSITIONS) as DaemonState[];
@@ -92,5 +93,24 @@ describe("daemon lifecycle", () => {
   it("is running only between started and stop", () => {
     const seen = (["new", "starting", "running", "stopping", "stopped"] as const).map((s) => lifecycleIn(s).running);
     expect(seen).toEqual([false, false, true, false, false]);
+  });
+
+  it("runs a job-manager attempt once, and closes it once", async () => {
+    const jm = new JobManager({
+      appId: "application_1_0001",
+      attempt: 1,
+      rmAddress: "127.0.0.1:1",
+      stagingDir: "/nonexistent",
+      dagFile: "/nonexistent/dag.json",
+      heartbeatMs: 300,
+      maxTaskAttempts: 4,
+      rmRetryMs: 0,
+    });
+    await expect(jm.run()).rejects.toThrow(/ENOENT/);
+    expect(jm.state).toBe("starting");
+    await expect(jm.run()).rejects.toMatchObject({ code: "DAEMON_INVALID_TRANSITION" });
+    jm.close();
+    jm.close();
+    expect(jm.state).toBe("stopped");
   });
 });
