@@ -8,16 +8,22 @@ import type { ClientDuplexStream } from "@grpc/grpc-js";
 import { errorMessage } from "./errors.js";
 import type { Logger } from "./log.js";
 
-/** What a worker gives its registered stream: backoff settings, the channel, the registration and its handlers. */
-export interface RegisteredStreamOptions<Out, In> {
-  /** The master's name in log lines: "namenode", "resource manager". */
-  master: string;
+/** A registered stream's waits. */
+export interface RegisteredStreamTiming {
   /** The first wait before opening a closed stream again, and the wait once the master has answered a registration. */
   reconnectMinMs: number;
   /** The longest wait: each loss without a registration doubles the wait up to this. */
   reconnectMaxMs: number;
   /** How long a registration may go unanswered before the stream and the channel are dropped. */
   registerTimeoutMs: number;
+}
+
+/** What a worker gives its registered stream: backoff settings, the channel, the registration and its handlers. */
+export interface RegisteredStreamOptions<Out, In> {
+  /** The master's name in log lines: "namenode", "resource manager". */
+  master: string;
+  /** How long to wait and for what (the daemons' options carry these fields under the same names). */
+  timing: RegisteredStreamTiming;
   log: Logger;
   /** Opens a stream over the worker's channel to the master, dialing one first if there is none. */
   open(): ClientDuplexStream<Out, In>;
@@ -44,7 +50,7 @@ export class RegisteredStream<Out, In> {
   private registerTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: RegisteredStreamOptions<Out, In>) {
-    this.backoffMs = o.reconnectMinMs;
+    this.backoffMs = o.timing.reconnectMinMs;
   }
 
   get registered(): boolean {
@@ -82,7 +88,7 @@ export class RegisteredStream<Out, In> {
       if (!this.o.isRunning()) return;
       this.o.log.warn(`${this.o.master} stream closed; reconnecting`, { why, inMs: this.backoffMs });
       this.reconnectTimer = setTimeout(() => this.connect(), this.backoffMs);
-      this.backoffMs = Math.min(this.backoffMs * 2, this.o.reconnectMaxMs);
+      this.backoffMs = Math.min(this.backoffMs * 2, this.o.timing.reconnectMaxMs);
     };
     stream.on("error", (err: Error) => lost(errorMessage(err)));
     stream.on("end", () => lost(`ended by the ${this.o.master}`));
@@ -90,16 +96,16 @@ export class RegisteredStream<Out, In> {
     this.registerTimer = setTimeout(() => {
       if (this.stream !== stream || this.registeredValue) return;
       this.o.dropChannel();
-      lost(`no answer to the registration in ${this.o.registerTimeoutMs} ms`);
+      lost(`no answer to the registration in ${this.o.timing.registerTimeoutMs} ms`);
       stream.cancel();
-    }, this.o.registerTimeoutMs);
+    }, this.o.timing.registerTimeoutMs);
     stream.write(this.o.registration());
   }
 
   /** The master accepted the registration: the backoff starts over. */
   markRegistered(): void {
     this.registeredValue = true;
-    this.backoffMs = this.o.reconnectMinMs;
+    this.backoffMs = this.o.timing.reconnectMinMs;
   }
 
   /** Registers again on the open stream (after a reimage, or when the master asks): unregistered until it answers. */

@@ -118,9 +118,7 @@ export class DataNode {
     this.heartbeatIntervalMs = this.options.heartbeatIntervalMs;
     this.nnStream = new RegisteredStream<DatanodeToNamenode, NamenodeToDatanodeOutput>({
       master: "namenode",
-      reconnectMinMs: this.options.reconnectMinMs,
-      reconnectMaxMs: this.options.reconnectMaxMs,
-      registerTimeoutMs: this.options.registerTimeoutMs,
+      timing: this.options,
       log: this.log,
       open: () => {
         this.nnChannel ??= makeClient(

@@ -144,9 +144,7 @@ export class NodeManager {
     this.heartbeatIntervalMs = this.options.heartbeatIntervalMs;
     this.rmStream = new RegisteredStream<NodeToRm, RmToNodeOutput>({
       master: "resource manager",
-      reconnectMinMs: this.options.reconnectMinMs,
-      reconnectMaxMs: this.options.reconnectMaxMs,
-      registerTimeoutMs: this.options.registerTimeoutMs,
+      timing: this.options,
       log: this.log,
       open: () => {
         this.rmClient ??= makeClient(loadHarvestProto().ResourceTracker, this.options.rmAddress, this.options.tls);

@@ -55,9 +55,7 @@ describe("RegisteredStream", () => {
     const lines: string[] = [];
     const rs: RegisteredStream<NodeToRm, RmToNodeOutput> = new RegisteredStream<NodeToRm, RmToNodeOutput>({
       master: "resource manager",
-      reconnectMinMs: 20,
-      reconnectMaxMs: 50,
-      registerTimeoutMs: opts.registerTimeoutMs ?? 5_000,
+      timing: { reconnectMinMs: 20, reconnectMaxMs: 50, registerTimeoutMs: opts.registerTimeoutMs ?? 5_000 },
       log: new Logger("test", "warn", (line) => lines.push(line)),
       open: () => {
         seen.opened++;
