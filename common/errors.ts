@@ -45,6 +45,7 @@ export const ERROR_CODES = {
   CLUSTER_ALREADY_RUNNING: GrpcStatus.ALREADY_EXISTS,
   DAEMON_ALREADY_RUNNING: GrpcStatus.ALREADY_EXISTS,
   DAEMON_NOT_RUNNING: GrpcStatus.FAILED_PRECONDITION,
+  DAEMON_INVALID_TRANSITION: GrpcStatus.FAILED_PRECONDITION,
   // Power domains.
   POWER_DOMAIN_BAD_PATH: GrpcStatus.INVALID_ARGUMENT,
   POWER_DOMAIN_NOT_FOUND: GrpcStatus.NOT_FOUND,
@@ -171,6 +172,8 @@ export interface ErrorDetails {
   CLUSTER_ALREADY_RUNNING: NoDetails;
   DAEMON_ALREADY_RUNNING: NoDetails;
   DAEMON_NOT_RUNNING: NoDetails;
+  /** A daemon object asked to start twice, or to report itself started after a stop (common/lifecycle.ts). */
+  DAEMON_INVALID_TRANSITION: { daemon: string; from: string; event: string };
   POWER_DOMAIN_BAD_PATH: FieldDetails;
   POWER_DOMAIN_NOT_FOUND: FieldDetails & { domain?: string };
   DFS_BAD_PATH: FieldDetails & { path?: string; src?: string; dst?: string };

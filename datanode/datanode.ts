@@ -17,6 +17,9 @@ import { join } from "node:path";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { detailsOf, errorMessage, HarvestError } from "../common/errors.js";
+import { Lifecycle } from "../common/lifecycle.js";
+import type { DaemonState } from "../common/lifecycle.js";
+import { RegisteredStream } from "../common/registered-stream.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
@@ -46,9 +49,6 @@ import type { ReplicateCommandOutput } from "../proto/generated/harvest/v1/Repli
 import type { RecoverBlockCommandOutput } from "../proto/generated/harvest/v1/RecoverBlockCommand.js";
 import type { CommitRecoveryCommandOutput } from "../proto/generated/harvest/v1/CommitRecoveryCommand.js";
 
-/** Lifecycle of the datanode. */
-export type DataNodeState = "new" | "starting" | "running" | "stopping" | "stopped";
-
 /** Things a datanode can be given instead of building them from options (tests, benchmarks). */
 export interface DataNodeDeps {
   clock?: Clock;
@@ -63,7 +63,7 @@ const RECEIVED_COALESCE_MS = 10;
 /** The datanode daemon. */
 export class DataNode {
   readonly options: DataNodeOptions;
-  private stateValue: DataNodeState = "new";
+  private readonly lifecycle = new Lifecycle("datanode");
   private readonly clock: Clock;
   private readonly log: Logger;
   /** Prometheus metrics (dn-metrics.ts); the gRPC server counts its calls there too. */
@@ -84,17 +84,13 @@ export class DataNode {
   /** Keys that verify block tokens, or "off" when the namenode issues none (see checkBlockToken). */
   private blockKeys: Map<number, BlockKey> | "off" = "off";
   private nnClient: ClientNamenodeClient | undefined;
-  private stream: grpc.ClientDuplexStream<DatanodeToNamenode, NamenodeToDatanodeOutput> | undefined;
-  private registered = false;
+  /** The registered stream to the namenode: registration, reports and heartbeats out, commands back. */
+  private readonly nnStream: RegisteredStream<DatanodeToNamenode, NamenodeToDatanodeOutput>;
   private heartbeatIntervalMs: number;
-  private backoffMs: number;
   private seq = 0;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private blockReportTimer: NodeJS.Timeout | undefined;
   private monitorTimer: NodeJS.Timeout | undefined;
-  private reconnectTimer: NodeJS.Timeout | undefined;
-  /** Drops a channel whose registration goes unanswered (a cut link), so the next attempt dials afresh. */
-  private registerTimer: NodeJS.Timeout | undefined;
   private receivedTimer: NodeJS.Timeout | undefined;
   private urgentTimer: NodeJS.Timeout | undefined;
   private readonly received: Block[] = [];
@@ -120,11 +116,35 @@ export class DataNode {
     });
     this.server = createServer([grpcServerMetrics(this.metrics.registry)]);
     this.heartbeatIntervalMs = this.options.heartbeatIntervalMs;
-    this.backoffMs = this.options.reconnectMinMs;
+    this.nnStream = new RegisteredStream<DatanodeToNamenode, NamenodeToDatanodeOutput>({
+      master: "namenode",
+      timing: this.options,
+      log: this.log,
+      open: () => {
+        this.nnChannel ??= makeClient(
+          loadHarvestProto().DatanodeProtocol,
+          this.options.namenodeAddress,
+          this.options.tls,
+        );
+        return this.nnChannel.datanodeChannel();
+      },
+      dropChannel: () => {
+        this.nnChannel?.close();
+        this.nnChannel = undefined;
+      },
+      registration: () => ({ register: this.registration() }),
+      onMessage: (msg) => this.onNamenodeMessage(msg),
+      onLost: () => {
+        for (const t of [this.heartbeatTimer, this.blockReportTimer]) if (t) clearInterval(t);
+        this.heartbeatTimer = undefined;
+        this.blockReportTimer = undefined;
+      },
+      isRunning: () => this.lifecycle.running,
+    });
   }
 
-  get state(): DataNodeState {
-    return this.stateValue;
+  get state(): DaemonState {
+    return this.lifecycle.state;
   }
 
   /** host:port of this datanode's DataTransfer service. */
@@ -178,7 +198,7 @@ export class DataNode {
 
   /** Whether the namenode has acknowledged this datanode's registration on the current stream. */
   get isRegistered(): boolean {
-    return this.registered;
+    return this.nnStream.registered;
   }
 
   /** The latest primary-tenant sample. */
@@ -209,8 +229,7 @@ export class DataNode {
 
   /** Opens the storage, starts the monitor and the server, connects to the namenode. */
   async start(): Promise<void> {
-    if (this.stateValue !== "new") throw new Error(`datanode cannot start from state ${this.stateValue}`);
-    this.stateValue = "starting";
+    this.lifecycle.beginStart();
     // Blocks are served only through the data-transfer port, with a token: no local account reads them directly
     // (unless the operator lets the datanode's group read them, for short-circuit reads).
     const mode = parseInt(this.options.dataDirMode, 8);
@@ -305,8 +324,8 @@ export class DataNode {
       this.transferBoundPort = await this.blockServer.listen(this.options.host, this.options.transferPort);
     }
     await this.startWeb();
-    this.stateValue = "running";
-    this.connect();
+    this.lifecycle.started();
+    this.nnStream.connect();
     this.log.info("datanode serving", {
       address: this.address,
       httpUrl: this.httpUrl,
@@ -321,15 +340,13 @@ export class DataNode {
 
   /** Fails the writes in progress, closes the stream and the server; idempotent. */
   async stop(): Promise<void> {
-    if (this.stateValue === "stopping" || this.stateValue === "stopped") return;
-    const wasStarted = this.stateValue !== "new";
-    this.stateValue = "stopping";
+    const was = this.lifecycle.beginStop();
+    if (was === undefined) return;
+    const wasStarted = was !== "new";
     for (const t of [
       this.heartbeatTimer,
       this.blockReportTimer,
       this.monitorTimer,
-      this.reconnectTimer,
-      this.registerTimer,
       this.receivedTimer,
       this.urgentTimer,
     ])
@@ -337,8 +354,7 @@ export class DataNode {
     this.stopping.abort();
     await this.transfer?.abortAll("UNAVAILABLE", `datanode ${this.options.datanodeId} is stopping`, true);
     await this.blockServer?.close();
-    this.stream?.end();
-    this.stream = undefined;
+    this.nnStream.close();
     this.nnChannel?.close();
     this.nnClient?.close();
     if (wasStarted) await shutdownServer(this.server, 1_000);
@@ -346,12 +362,12 @@ export class DataNode {
     this.transfer?.close();
     await this.monitor?.stop();
     await this.storeValue?.close();
-    this.stateValue = "stopped";
+    this.lifecycle.stopped();
   }
 
   /** Wipes the storage as a disk reimage would and tells the namenode: re-register, ReimageReport, empty report. */
   async reimage(): Promise<ReimageResponse> {
-    if (this.stateValue !== "running") throw new HarvestError("UNAVAILABLE", "datanode is not running");
+    if (!this.lifecycle.running) throw new HarvestError("UNAVAILABLE", "datanode is not running");
     await this.transfer?.abortAll("UNAVAILABLE", `datanode ${this.options.datanodeId} is being reimaged`);
     const { storageId, wiped } = await this.store.wipe();
     this.received.length = 0;
@@ -359,11 +375,8 @@ export class DataNode {
     this.badBlocks.clear();
     this.pendingReimageAtMs = this.clock.nowMs();
     this.log.warn("storage wiped (reimage)", { storageId, blocksWiped: wiped });
-    if (this.stream) {
-      // The registered answer triggers the ReimageReport and the (now empty) full block report.
-      this.registered = false;
-      this.send({ register: this.registration() });
-    }
+    // The registered answer triggers the ReimageReport and the (now empty) full block report.
+    this.nnStream.register();
     return { storageId, blocksWiped: wiped };
   }
 
@@ -407,45 +420,6 @@ export class DataNode {
 
   // ---------------------------------------------------------------------------------------------- namenode
 
-  private connect(): void {
-    if (this.stateValue !== "running") return;
-    this.nnChannel ??= makeClient(loadHarvestProto().DatanodeProtocol, this.options.namenodeAddress, this.options.tls);
-    const stream = this.nnChannel.datanodeChannel();
-    this.stream = stream;
-    this.registered = false;
-    stream.on("data", (msg: NamenodeToDatanodeOutput) => {
-      try {
-        this.onNamenodeMessage(msg);
-      } catch (err) {
-        this.log.warn("bad message from the namenode; ignored", { error: errorMessage(err) });
-      }
-    });
-    const lost = (why: string): void => {
-      if (this.stream !== stream) return;
-      this.stream = undefined;
-      this.registered = false;
-      for (const t of [this.heartbeatTimer, this.blockReportTimer]) if (t) clearInterval(t);
-      this.heartbeatTimer = undefined;
-      this.blockReportTimer = undefined;
-      if (this.stateValue !== "running") return;
-      this.log.warn("namenode stream closed; reconnecting", { why, inMs: this.backoffMs });
-      this.reconnectTimer = setTimeout(() => this.connect(), this.backoffMs);
-      this.backoffMs = Math.min(this.backoffMs * 2, this.options.reconnectMaxMs);
-    };
-    stream.on("error", (err: Error) => lost(errorMessage(err)));
-    stream.on("end", () => lost("ended by the namenode"));
-    if (this.registerTimer) clearTimeout(this.registerTimer);
-    this.registerTimer = setTimeout(() => {
-      if (this.stream !== stream || this.registered) return;
-      // The channel may be stuck dialing through a cut link: a fresh one starts a new connection at once.
-      this.nnChannel?.close();
-      this.nnChannel = undefined;
-      lost(`no answer to the registration in ${this.options.registerTimeoutMs} ms`);
-      stream.cancel();
-    }, this.options.registerTimeoutMs);
-    this.send({ register: this.registration() });
-  }
-
   private registration(): RegisterDatanode {
     return {
       datanodeId: this.options.datanodeId,
@@ -459,17 +433,15 @@ export class DataNode {
   }
 
   private send(msg: DatanodeToNamenode): void {
-    // Messages are small and paced by timers; the stream's own buffer absorbs a burst.
-    this.stream?.write(msg);
+    this.nnStream.send(msg);
   }
 
   private onNamenodeMessage(msg: NamenodeToDatanodeOutput): void {
     if (msg.registered) {
       if (msg.registered.datanodeId && msg.registered.datanodeId !== this.options.datanodeId)
         this.log.warn("namenode registered us under another id", { id: msg.registered.datanodeId });
-      this.registered = true;
+      this.nnStream.markRegistered();
       this.setBlockTokens(msg.registered.blockTokens, msg.registered.blockKeys);
-      this.backoffMs = this.options.reconnectMinMs;
       this.heartbeatIntervalMs = msg.registered.heartbeatIntervalMs || this.options.heartbeatIntervalMs;
       this.log.info("registered with the namenode", {
         namenode: this.options.namenodeAddress,
@@ -521,8 +493,7 @@ export class DataNode {
     if (cmds.blockKeys.length > 0 && this.blockKeys !== "off") this.blockKeys = keyMap(cmds.blockKeys);
     if (cmds.reregister) {
       this.log.info("namenode asked us to register again");
-      this.registered = false;
-      this.send({ register: this.registration() });
+      this.nnStream.register();
     }
     for (const b of cmds.delete) {
       let key;
@@ -591,14 +562,14 @@ export class DataNode {
   }
 
   private blockReport(): void {
-    if (!this.registered || !this.storeValue) return;
+    if (!this.nnStream.registered || !this.storeValue) return;
     const store = this.storeValue;
     const blocks = store.list().filter((r) => !store.isCorrupt(r.blockId));
     this.send({ blockReport: { blocks } });
   }
 
   private heartbeat(): void {
-    if (!this.registered || !this.storeValue) return;
+    if (!this.nnStream.registered || !this.storeValue) return;
     const store = this.storeValue;
     this.send({
       heartbeat: {
@@ -626,7 +597,7 @@ export class DataNode {
 
   /** Sends a heartbeat soon (coalescing bursts), e.g. when the primary turns busy. */
   private heartbeatSoon(): void {
-    if (this.urgentTimer || !this.registered) return;
+    if (this.urgentTimer || !this.nnStream.registered) return;
     this.urgentTimer = setTimeout(() => {
       this.urgentTimer = undefined;
       this.heartbeat();
@@ -634,11 +605,11 @@ export class DataNode {
   }
 
   private queueReceived(replica: StoredReplica, kind: "received" | "deleted"): void {
-    if (!this.registered) return;
+    if (!this.nnStream.registered) return;
     (kind === "received" ? this.received : this.deleted).push({ ...replica });
     this.receivedTimer ??= setTimeout(() => {
       this.receivedTimer = undefined;
-      if (!this.registered || (this.received.length === 0 && this.deleted.length === 0)) return;
+      if (!this.nnStream.registered || (this.received.length === 0 && this.deleted.length === 0)) return;
       this.send({ received: { received: this.received.splice(0), deleted: this.deleted.splice(0) } });
     }, RECEIVED_COALESCE_MS);
   }
@@ -652,7 +623,7 @@ export class DataNode {
 
   /** Reports corrupt replicas through ClientNamenode.ReportBadBlocks; what fails is retried on the next heartbeat. */
   private reportBadBlocks(): void {
-    if (this.reportingBad || this.badBlocks.size === 0 || this.stateValue !== "running") return;
+    if (this.reportingBad || this.badBlocks.size === 0 || !this.lifecycle.running) return;
     this.reportingBad = true;
     this.nnClient ??= makeClient(loadHarvestProto().ClientNamenode, this.options.namenodeAddress, this.options.tls);
     const client = this.nnClient;
@@ -675,7 +646,7 @@ export class DataNode {
 
   private pumpReplications(): void {
     while (
-      this.stateValue === "running" &&
+      this.lifecycle.running &&
       this.replicating < this.options.maxConcurrentReplications &&
       this.replications.length > 0
     ) {

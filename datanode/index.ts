@@ -3,7 +3,8 @@
  * pipeline writer. It has no pure policies of its own (no policy/ folder).
  */
 export { DataNode } from "./datanode.js";
-export type { DataNodeDeps, DataNodeState } from "./datanode.js";
+export type { DaemonState } from "../common/lifecycle.js";
+export type { DataNodeDeps } from "./datanode.js";
 export { resolveDataNodeOptions } from "./options.js";
 export type { DataNodeOptions, DataNodeOptionsInput } from "./options.js";
 export { BlockStore, chunkChecksums } from "./block-store.js";

@@ -10,6 +10,8 @@ import type { DagSpec } from "../common/dag-spec.js";
 import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 import { TOKEN_METADATA } from "../common/auth.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import { Lifecycle } from "../common/lifecycle.js";
+import type { DaemonState } from "../common/lifecycle.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { DagRunner } from "./dag-runner.js";
@@ -52,6 +54,8 @@ export type JobManagerExit = "SUCCEEDED" | "FAILED" | "KILLED" | "SUPERSEDED";
 /** One job-manager attempt. */
 export class JobManager {
   private readonly log = new Logger("jm");
+  /** Starting from `run()` until the first registration is answered; stopped by `close()`. */
+  private readonly lifecycle = new Lifecycle("job manager");
   private readonly rm: ApplicationMasterServiceClient;
   private readonly nms = new Map<string, ContainerManagerClient>();
   private runner!: DagRunner;
@@ -73,8 +77,14 @@ export class JobManager {
     return { ca: this.options.caFile, tokens: { [TOKEN_METADATA["am-token"]]: this.options.amToken ?? "" } };
   }
 
-  /** Runs the job to its end and returns how it ended. */
+  /** Where this attempt is in the one daemon lifecycle (common/lifecycle.ts). */
+  get state(): DaemonState {
+    return this.lifecycle.state;
+  }
+
+  /** Runs the job to its end and returns how it ended; an attempt runs once (DAEMON_INVALID_TRANSITION after). */
   async run(): Promise<JobManagerExit> {
+    this.lifecycle.beginStart();
     const { appId, attempt } = this.options;
     // The resource manager put the DAG in the job's staging directory at submit, so max concurrency goes out with the
     // one registration (seeds/004, section 4.1: the scheduler needs it to pick classes).
@@ -83,6 +93,7 @@ export class JobManager {
     this.journal = join(this.options.stagingDir, appId, "journal.jsonl");
     await this.recover();
     if (!(await this.register())) return "SUPERSEDED";
+    this.lifecycle.started();
 
     for (;;) {
       let res: AllocateResponseOutput;
@@ -368,10 +379,12 @@ export class JobManager {
     }
   }
 
-  /** Closes the job manager's channels. */
+  /** Closes the job manager's channels; idempotent. */
   close(): void {
+    if (this.lifecycle.beginStop() === undefined) return;
     this.rm.close();
     for (const c of this.nms.values()) c.close();
+    this.lifecycle.stopped();
   }
 }
 

@@ -12,7 +12,7 @@
  * `namenode.ts`, which wires them.
  */
 export { NameNode } from "./namenode.js";
-export type { DaemonState } from "./namenode.js";
+export type { DaemonState } from "../common/lifecycle.js";
 export type { DatanodeState } from "./datanode-entry.js";
 export { resolveNameNodeOptions } from "./options.js";
 export type { NameNodeOptions } from "./options.js";

@@ -20,6 +20,8 @@ import { BlockKeyManager } from "../common/block-token.js";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { callErrorOf, errorMessage, HarvestError } from "../common/errors.js";
+import { Lifecycle } from "../common/lifecycle.js";
+import type { DaemonState } from "../common/lifecycle.js";
 import { CLAIMED_USER_METADATA } from "../common/fs-permission.js";
 import { isValidIdentityName } from "../common/tls.js";
 import { ANY_CERTIFICATE, Gate, requireAccess } from "../common/auth.js";
@@ -97,8 +99,6 @@ import type { DatanodeEntry, DatanodeStream } from "./datanode-entry.js";
 import { blockHealth, datanodeCounts, fsckReport } from "./health.js";
 import type { HealthSource } from "./health.js";
 
-/** Lifecycle of a daemon. */
-export type DaemonState = "new" | "starting" | "running" | "stopping" | "stopped";
 
 /** A ClientNamenode.NamespaceCalls stream, server side. */
 type NamespaceStream = grpc.ServerDuplexStream<NamespaceCallOutput, NamespaceResult>;
@@ -114,7 +114,7 @@ const ANONYMOUS_USER = "nobody";
 /** The namenode daemon. */
 export class NameNode {
   readonly options: NameNodeOptions;
-  private stateValue: DaemonState = "new";
+  private readonly lifecycle = new Lifecycle("namenode");
   private readonly log: Logger;
   private readonly clock: Clock;
   /** Signs block access tokens; undefined when the namenode issues none (`blockTokens: false`). */
@@ -213,7 +213,7 @@ export class NameNode {
 
   /** Current lifecycle state. */
   get state(): DaemonState {
-    return this.stateValue;
+    return this.lifecycle.state;
   }
 
   /** host:port the daemon serves on (valid once started). */
@@ -233,8 +233,7 @@ export class NameNode {
 
   /** Opens the store, loads the namespace, rebuilds the block map, binds the server; resolves once serving. */
   async start(): Promise<void> {
-    if (this.stateValue !== "new") throw new Error(`namenode cannot start from state ${this.stateValue}`);
-    this.stateValue = "starting";
+    this.lifecycle.beginStart();
     // The namespace, its edits and the delegation key are the namenode's alone.
     if (!ensureDirMode(this.options.dataDir, 0o700))
       this.log.warn("cannot make the data directory private (0700)", { dir: this.options.dataDir });
@@ -404,7 +403,7 @@ export class NameNode {
       void this.refreshTenants();
       this.tenantTimer = setInterval(() => void this.refreshTenants(), this.options.tenantRefreshMs);
     }
-    this.stateValue = "running";
+    this.lifecycle.started();
     const counts = this.namespace.counts();
     this.log.info("namenode serving", {
       address: this.address,
@@ -417,9 +416,9 @@ export class NameNode {
 
   /** Stops serving and closes the store; idempotent. */
   async stop(): Promise<void> {
-    if (this.stateValue === "stopped" || this.stateValue === "stopping") return;
-    const wasRunning = this.stateValue !== "new";
-    this.stateValue = "stopping";
+    const was = this.lifecycle.beginStop();
+    if (was === undefined) return;
+    const wasRunning = was !== "new";
     if (this.livenessTimer) clearInterval(this.livenessTimer);
     if (this.replicationTimer) clearInterval(this.replicationTimer);
     if (this.tenantTimer) clearInterval(this.tenantTimer);
@@ -432,7 +431,7 @@ export class NameNode {
       await this.adminWrites;
       await this.store.close().catch(() => undefined);
     }
-    this.stateValue = "stopped";
+    this.lifecycle.stopped();
   }
 
   // ---------------------------------------------------------------------------------------------- client protocol
@@ -725,7 +724,7 @@ export class NameNode {
     return {
       address: this.address,
       httpUrl: this.httpUrl ?? "",
-      state: this.stateValue,
+      state: this.lifecycle.state,
       safeMode: this.safeModeStatus(),
       placementPolicy: this.placement.name,
       ...this.namespace.counts(),
@@ -890,7 +889,7 @@ export class NameNode {
       what: "datanode",
       log: this.log,
       context: () => ({ datanodeId }),
-      isRunning: () => this.stateValue === "running",
+      isRunning: () => this.lifecycle.running,
       onMessage: async (msg: DatanodeToNamenodeOutput) => {
         if (msg.register) {
           datanodeId = await this.registerDatanode(msg.register, stream);
@@ -1155,7 +1154,7 @@ export class NameNode {
 
   /** Sends the block recoveries' commands and applies the recoveries that ended to the namespace. */
   private recoveryTick(): void {
-    if (this.recoveries.size === 0 || this.stateValue !== "running") return;
+    if (this.recoveries.size === 0 || !this.lifecycle.running) return;
     for (const r of [...this.recoveries.all()])
       if (!this.namespace.isRecovering(r.inodeId)) this.recoveries.forget(r.inodeId);
     const work = this.recoveries.tick(this.clock.nowMs(), (id) => {
@@ -1199,7 +1198,7 @@ export class NameNode {
   }
 
   private replicationTick(): void {
-    if (this.safeModeOn || this.stateValue !== "running") return;
+    if (this.safeModeOn || !this.lifecycle.running) return;
     // The monitor keeps the under-replicated blocks itself, fed by the block map's events: a tick looks at those only.
     const work = this.monitor.tick(this.liveViews(), this.clock.nowMs());
     const arrived = this.monitor.copiesArrived();

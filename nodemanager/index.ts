@@ -9,7 +9,8 @@
  * `detectCgroups`).
  */
 export { NodeManager } from "./node-manager.js";
-export type { NodeManagerDeps, NodeManagerState, PreemptionEvent } from "./node-manager.js";
+export type { DaemonState } from "../common/lifecycle.js";
+export type { NodeManagerDeps, PreemptionEvent } from "./node-manager.js";
 export { resolveNodeManagerOptions } from "./options.js";
 export type { NodeManagerOptions } from "./options.js";
 export { chooseVictims } from "./policy/yield-controller.js";

@@ -14,6 +14,9 @@ import type { Principal } from "../common/auth.js";
 import { ensureDirMode } from "../common/atomic-file.js";
 import { INSECURE_WARNING } from "../common/options.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
+import { Lifecycle } from "../common/lifecycle.js";
+import type { DaemonState } from "../common/lifecycle.js";
+import { RegisteredStream } from "../common/registered-stream.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
 import { isContainerId, parseAppId } from "../common/ids.js";
@@ -42,13 +45,11 @@ import { chooseVictims } from "./policy/yield-controller.js";
 import { NodeManagerMetrics } from "./nm-metrics.js";
 import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
 import type { NodeToRm } from "../proto/generated/harvest/v1/NodeToRm.js";
+import type { RegisterNode } from "../proto/generated/harvest/v1/RegisterNode.js";
 import type { RmToNodeOutput } from "../proto/generated/harvest/v1/RmToNode.js";
 import type { ResourceTrackerClient } from "../proto/generated/harvest/v1/ResourceTracker.js";
 import type { StartContainerRequestOutput } from "../proto/generated/harvest/v1/StartContainerRequest.js";
 import { emitEvent } from "../common/events.js";
-
-/** Lifecycle of the node manager. */
-export type NodeManagerState = "new" | "starting" | "running" | "stopping" | "stopped";
 
 /** A preemption the yield controller carried out (for logs, tests and the yield benchmark). */
 export interface PreemptionEvent {
@@ -73,7 +74,7 @@ export interface NodeManagerDeps {
 /** The node manager daemon. */
 export class NodeManager {
   readonly options: NodeManagerOptions;
-  private stateValue: NodeManagerState = "new";
+  private readonly lifecycle = new Lifecycle("node manager");
   private readonly clock: Clock;
   private readonly log: Logger;
   /** Prometheus metrics (nm-metrics.ts); the gRPC server counts its calls there too. */
@@ -105,16 +106,12 @@ export class NodeManager {
   private lastSample: PrimarySample = { cpuMilli: 0, utilization: 0 };
   private boundPort = 0;
   private rmClient: ResourceTrackerClient | undefined;
-  private stream: grpc.ClientDuplexStream<NodeToRm, RmToNodeOutput> | undefined;
-  private registered = false;
+  /** The registered stream to the resource manager: registration and heartbeats out, acks and kills back. */
+  private readonly rmStream: RegisteredStream<NodeToRm, RmToNodeOutput>;
   private heartbeatIntervalMs: number;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private yieldTimer: NodeJS.Timeout | undefined;
-  private reconnectTimer: NodeJS.Timeout | undefined;
-  /** Drops a channel whose registration goes unanswered (a cut link), so the next attempt dials afresh. */
-  private registerTimer: NodeJS.Timeout | undefined;
   private urgentTimer: NodeJS.Timeout | undefined;
-  private backoffMs: number;
   private seq = 0;
   private capping!: CappingAgent;
   private cappingTimer: NodeJS.Timeout | undefined;
@@ -146,11 +143,30 @@ export class NodeManager {
     });
     this.server = createServer([grpcServerMetrics(this.metrics.registry)]);
     this.heartbeatIntervalMs = this.options.heartbeatIntervalMs;
-    this.backoffMs = this.options.reconnectMinMs;
+    this.rmStream = new RegisteredStream<NodeToRm, RmToNodeOutput>({
+      master: "resource manager",
+      timing: this.options,
+      log: this.log,
+      open: () => {
+        this.rmClient ??= makeClient(loadHarvestProto().ResourceTracker, this.options.rmAddress, this.options.tls);
+        return this.rmClient.nodeChannel();
+      },
+      dropChannel: () => {
+        this.rmClient?.close();
+        this.rmClient = undefined;
+      },
+      registration: () => ({ register: this.registration() }),
+      onMessage: (msg) => this.onRmMessage(msg),
+      onLost: () => {
+        if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+        this.heartbeatTimer = undefined;
+      },
+      isRunning: () => this.lifecycle.running,
+    });
   }
 
-  get state(): NodeManagerState {
-    return this.stateValue;
+  get state(): DaemonState {
+    return this.lifecycle.state;
   }
 
   /** host:port of this node's ContainerManager service. */
@@ -165,7 +181,7 @@ export class NodeManager {
 
   /** Whether the resource manager has acknowledged this node's registration on the current stream. */
   get isRegistered(): boolean {
-    return this.registered;
+    return this.rmStream.registered;
   }
 
   /** The latest primary-tenant sample. */
@@ -185,8 +201,7 @@ export class NodeManager {
 
   /** Detects cgroups, starts the monitor and the server, connects to the resource manager. */
   async start(): Promise<void> {
-    if (this.stateValue !== "new") throw new Error(`node manager cannot start from state ${this.stateValue}`);
-    this.stateValue = "starting";
+    this.lifecycle.beginStart();
     // Containers pass through to their own work directories below; nothing else here is theirs to list.
     for (const dir of [this.options.dataDir, join(this.options.dataDir, "containers")])
       if (!ensureDirMode(dir, 0o711)) this.log.warn("cannot set the mode of a directory", { dir, mode: "711" });
@@ -253,8 +268,8 @@ export class NodeManager {
     await this.startWeb();
     this.yieldTimer = setInterval(() => this.yieldTick(), this.options.yieldTickMs);
     this.cappingTimer = setInterval(() => this.cappingTick(), this.options.cappingPeriodMs);
-    this.stateValue = "running";
-    this.connect();
+    this.lifecycle.started();
+    this.rmStream.connect();
     this.log.info("node manager serving", {
       address: this.address,
       httpUrl: this.httpUrl,
@@ -267,17 +282,8 @@ export class NodeManager {
 
   /** Kills every container, closes the stream and the server; idempotent. */
   async stop(): Promise<void> {
-    if (this.stateValue === "stopping" || this.stateValue === "stopped") return;
-    this.stateValue = "stopping";
-    for (const t of [
-      this.heartbeatTimer,
-      this.yieldTimer,
-      this.reconnectTimer,
-      this.registerTimer,
-      this.urgentTimer,
-      this.cappingTimer,
-    ])
-      if (t) clearTimeout(t);
+    if (this.lifecycle.beginStop() === undefined) return;
+    for (const t of [this.heartbeatTimer, this.yieldTimer, this.urgentTimer, this.cappingTimer]) if (t) clearTimeout(t);
     // Continue every throttled container first: a stopped process does not act on SIGTERM.
     this.capping?.close();
     for (const c of this.containers.values()) {
@@ -285,73 +291,42 @@ export class NodeManager {
       c.killNow("LOST");
     }
     await Promise.all([...this.containers.values()].map((c) => c.waitForExit()));
-    this.stream?.end();
-    this.stream = undefined;
+    this.rmStream.close();
     this.rmClient?.close();
     await shutdownServer(this.server, 1_000);
     await this.web?.stop();
     await this.monitor?.stop();
     this.cgroups?.close();
     this.reaper?.stdin?.end();
-    this.stateValue = "stopped";
+    this.lifecycle.stopped();
   }
 
   // ---------------------------------------------------------------------------------------------- resource manager
 
-  private connect(): void {
-    if (this.stateValue !== "running") return;
-    this.rmClient ??= makeClient(loadHarvestProto().ResourceTracker, this.options.rmAddress, this.options.tls);
-    const stream = this.rmClient.nodeChannel();
-    this.stream = stream;
-    this.registered = false;
-    stream.on("data", (msg: RmToNodeOutput) => this.onRmMessage(msg));
-    const lost = (why: string): void => {
-      if (this.stream !== stream) return;
-      this.stream = undefined;
-      this.registered = false;
-      if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
-      this.heartbeatTimer = undefined;
-      if (this.stateValue !== "running") return;
-      this.log.warn("resource manager stream closed; reconnecting", { why, inMs: this.backoffMs });
-      this.reconnectTimer = setTimeout(() => this.connect(), this.backoffMs);
-      this.backoffMs = Math.min(this.backoffMs * 2, this.options.reconnectMaxMs);
+  /** The registration: this node, its capacity, and every container a restarted resource manager needs to know. */
+  private registration(): RegisterNode {
+    return {
+      nodeId: this.options.nodeId,
+      nmAddress: this.address,
+      rack: this.options.rack,
+      capacity: this.options.capacity,
+      primarySource: this.monitor.source,
+      // Everything a restarted resource manager needs to keep the work: what runs, and what finished recently (it may
+      // have recorded a completion and died before its job manager heard of it).
+      containers: [
+        ...[...this.containers.values(), ...this.unacked.values(), ...this.recorded.values()].map((c) =>
+          this.status(c),
+        ),
+        ...this.restored.values(),
+      ],
+      powerProfile: this.options.powerProfile,
+      chassis: this.options.powerDomain,
     };
-    stream.on("error", (err: Error) => lost(errorMessage(err)));
-    stream.on("end", () => lost("ended by the resource manager"));
-    if (this.registerTimer) clearTimeout(this.registerTimer);
-    this.registerTimer = setTimeout(() => {
-      if (this.stream !== stream || this.registered) return;
-      // The channel may be stuck dialing through a cut link: a fresh one starts a new connection at once.
-      this.rmClient?.close();
-      this.rmClient = undefined;
-      lost(`no answer to the registration in ${this.options.registerTimeoutMs} ms`);
-      stream.cancel();
-    }, this.options.registerTimeoutMs);
-    stream.write({
-      register: {
-        nodeId: this.options.nodeId,
-        nmAddress: this.address,
-        rack: this.options.rack,
-        capacity: this.options.capacity,
-        primarySource: this.monitor.source,
-        // Everything a restarted resource manager needs to keep the work: what runs, and what finished recently (it may
-        // have recorded a completion and died before its job manager heard of it).
-        containers: [
-          ...[...this.containers.values(), ...this.unacked.values(), ...this.recorded.values()].map((c) =>
-            this.status(c),
-          ),
-          ...this.restored.values(),
-        ],
-        powerProfile: this.options.powerProfile,
-        chassis: this.options.powerDomain,
-      },
-    });
   }
 
   private onRmMessage(msg: RmToNodeOutput): void {
     if (msg.registered) {
-      this.registered = true;
-      this.backoffMs = this.options.reconnectMinMs;
+      this.rmStream.markRegistered();
       this.heartbeatIntervalMs = msg.registered.heartbeatIntervalMs || this.options.heartbeatIntervalMs;
       if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
       this.heartbeatTimer = setInterval(() => this.heartbeat(), this.heartbeatIntervalMs);
@@ -399,13 +374,13 @@ export class NodeManager {
   }
 
   private heartbeat(): void {
-    if (!this.stream || !this.registered) return;
+    if (!this.rmStream.registered) return;
     const containers: ContainerStatus[] = [];
     for (const c of this.containers.values()) containers.push(this.status(c));
     for (const c of this.unacked.values()) containers.push(this.status(c));
     for (const st of this.restored.values()) containers.push(st);
     this.metrics.heartbeatSent();
-    this.stream.write({
+    this.rmStream.send({
       heartbeat: {
         seq: ++this.seq,
         timeMs: this.clock.nowMs(),
@@ -575,7 +550,7 @@ export class NodeManager {
   // ---------------------------------------------------------------------------------------------- containers
 
   private startContainer(req: StartContainerRequestOutput): { pid: number } {
-    if (this.stateValue !== "running") throw new HarvestError("UNAVAILABLE", "node manager is not running");
+    if (!this.lifecycle.running) throw new HarvestError("UNAVAILABLE", "node manager is not running");
     const grant = req.container;
     if (!grant)
       throw new HarvestError("INVALID_ARGUMENT", "StartContainer needs the granted container", {

@@ -11,7 +11,7 @@
  *   `LifetimeNodeChoice`), drains in LARS order (`DrainTracker`, `drainOrder`).
  */
 export { ResourceManager } from "./resource-manager.js";
-export type { DaemonState } from "./resource-manager.js";
+export type { DaemonState } from "../common/lifecycle.js";
 export { resolveResourceManagerOptions } from "./options.js";
 export type { ResourceManagerOptions } from "./options.js";
 export { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./policy/scheduler.js";

@@ -16,6 +16,8 @@ import { INSECURE_WARNING } from "../common/options.js";
 import { AdmissionControl, readAdmissionThresholds } from "./admission-control.js";
 import { JobDemandModel } from "./policy/admission-queue.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
+import { Lifecycle } from "../common/lifecycle.js";
+import type { DaemonState } from "../common/lifecycle.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, createServer, loadHarvestProto, shutdownServer, unary } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
@@ -59,13 +61,10 @@ import type { GetJobHistoryResponse } from "../proto/generated/harvest/v1/GetJob
 import type { ListClassesResponse } from "../proto/generated/harvest/v1/ListClassesResponse.js";
 import type { ListTenantsResponse } from "../proto/generated/harvest/v1/ListTenantsResponse.js";
 
-/** Lifecycle of a daemon. */
-export type DaemonState = "new" | "starting" | "running" | "stopping" | "stopped";
-
 /** The resource manager daemon. */
 export class ResourceManager {
   readonly options: ResourceManagerOptions;
-  private stateValue: DaemonState = "new";
+  private readonly lifecycle = new Lifecycle("resource manager");
   private readonly log: Logger;
   private readonly clock: Clock;
   /** Prometheus metrics of this daemon (process, gRPC calls, `harvest_rm_*`), served at `/metrics`. */
@@ -228,7 +227,7 @@ export class ResourceManager {
       clock: this.clock,
       log: this.log,
       epoch: () => this.epoch,
-      isRunning: () => this.stateValue === "running",
+      isRunning: () => this.lifecycle.running,
       events: this.nodeEvents(),
     });
     this.apps = new Applications({
@@ -267,7 +266,7 @@ export class ResourceManager {
 
   /** Current lifecycle state. */
   get state(): DaemonState {
-    return this.stateValue;
+    return this.lifecycle.state;
   }
 
   /** host:port the daemon serves on (valid once started). */
@@ -282,8 +281,7 @@ export class ResourceManager {
 
   /** Opens the store, recovers applications, binds the server; resolves once serving. */
   async start(): Promise<void> {
-    if (this.stateValue !== "new") throw new Error(`resource manager cannot start from state ${this.stateValue}`);
-    this.stateValue = "starting";
+    this.lifecycle.beginStart();
     // Containers (other accounts) pass through the data and staging directories to their job's directory; the
     // state stores are the resource manager's alone.
     for (const [dir, mode] of [
@@ -420,7 +418,7 @@ export class ResourceManager {
     await this.startWeb();
     this.monitorTimer = setInterval(() => this.monitor(), this.options.monitorIntervalMs);
     this.reclusterTimer = setInterval(() => void this.recluster("periodic"), this.options.reclusterIntervalMs);
-    this.stateValue = "running";
+    this.lifecycle.started();
     this.log.info("resource manager serving", {
       address: this.address,
       web: this.httpUrl,
@@ -432,8 +430,7 @@ export class ResourceManager {
 
   /** Stops serving and closes the store; idempotent. */
   async stop(): Promise<void> {
-    if (this.stateValue === "stopped" || this.stateValue === "stopping") return;
-    this.stateValue = "stopping";
+    if (this.lifecycle.beginStop() === undefined) return;
     if (this.monitorTimer) clearInterval(this.monitorTimer);
     if (this.reclusterTimer) clearInterval(this.reclusterTimer);
     await this.web?.stop();
@@ -441,7 +438,7 @@ export class ResourceManager {
     this.nodes.close();
     await this.store.close().catch(() => undefined);
     await this.tenants.close().catch(() => undefined);
-    this.stateValue = "stopped";
+    this.lifecycle.stopped();
   }
 
   // ---------------------------------------------------------------------------------------------- web and metrics
@@ -467,10 +464,11 @@ export class ResourceManager {
     registerRmApi(web, source);
     registerRmPages(web, source);
     await startDaemonWeb(web, "resource manager", async () => {
+      this.lifecycle.beginStop();
       await shutdownServer(this.server, 1_000);
       await this.store.close().catch(() => undefined);
       await this.tenants.close().catch(() => undefined);
-      this.stateValue = "stopped";
+      this.lifecycle.stopped();
     });
     this.web = web;
   }
@@ -539,7 +537,7 @@ export class ResourceManager {
       nodeSamples: (nodeId) => this.nodes.get(nodeId)?.recent.toArray() ?? [],
       tenantUtilization: (tenant, days) => this.tenantSeries(tenant, days),
       info: () => ({
-        state: this.stateValue,
+        state: this.lifecycle.state,
         startedMs: this.epoch,
         rmAddress: this.address,
         secure: this.gate.secure,
