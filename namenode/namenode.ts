@@ -99,7 +99,6 @@ import type { DatanodeEntry, DatanodeStream } from "./datanode-entry.js";
 import { blockHealth, datanodeCounts, fsckReport } from "./health.js";
 import type { HealthSource } from "./health.js";
 
-
 /** A ClientNamenode.NamespaceCalls stream, server side. */
 type NamespaceStream = grpc.ServerDuplexStream<NamespaceCallOutput, NamespaceResult>;
 /** Unanswered calls a NamespaceCalls stream may have before the namenode stops reading it. */
