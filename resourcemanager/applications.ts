@@ -1,7 +1,9 @@
 /**
  * The resource manager's application lifecycle: submission and admission, job-manager attempts (launch, liveness,
  * the next attempt), the application-master protocol (register, allocate, finish), the containers each job holds, and
- * recovery after a restart. Every state change goes through `nextAppState` (app-state.ts).
+ * recovery after a restart. Every state change goes through `moveApp` and `moveAttempt` (app-runtime.ts: the
+ * transition tables of app-state.ts and attempt-state.ts). Beside it: app-submission.ts (accepting a job, asks),
+ * app-containers.ts (container references and how they ended), app-reports.ts (reports, history), job-manager-launch.ts.
  *
  * Work-preserving restarts (YARN's work-preserving RM restart and keep-containers-across-attempts, in Harvest's terms):
  * - A restarted resource manager keeps each unfinished job's attempt. Node managers re-register with the containers
@@ -11,128 +13,42 @@
  * - A new attempt of a job keeps the job's running task containers: the resource manager hands them to the new job
  *   manager at registration, and the job manager takes over those its journal names.
  */
-import { mkdir, open } from "node:fs/promises";
-import { join } from "node:path";
-import type { Clock } from "../common/clock.js";
-import { signAmToken, signContainer } from "../common/container-token.js";
-import { maxConcurrency, parseDag, topologicalOrder } from "../common/dag-spec.js";
-import type { DagSpec } from "../common/dag-spec.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
-import { call } from "../common/grpc.js";
-import { containerIdParts, formatAppId, formatContainerId, parseAppId } from "../common/ids.js";
-import type { Logger } from "../common/log.js";
-import { packageRoot } from "../common/paths.js";
-import { fits, fromWire } from "../common/resource.js";
-import type { AdmissionControl } from "./admission-control.js";
-import type { AdmittedJob } from "./policy/admission.js";
-import type { JobDemandModel } from "./policy/admission-queue.js";
+import { emitEvent } from "../common/events.js";
+import { containerIdParts, formatContainerId, parseAppId } from "../common/ids.js";
+import { fromWire } from "../common/resource.js";
+import {
+  containerOf,
+  endedStatus,
+  moveContainer,
+  recordEnd,
+  settleClaims,
+  trackRef,
+  vertexOf,
+} from "./app-containers.js";
+import { historyRecordOf, jobTypeFromHistory, reportOf } from "./app-reports.js";
+import { moveApp, moveAttempt, newRuntime } from "./app-runtime.js";
+import type { AppRuntime, ApplicationDeps } from "./app-runtime.js";
 import { isTerminal, nextAppState } from "./app-state.js";
-import { CONTAINER_MACHINE } from "./container-state.js";
-import type { RmContainerEvent, RmContainerState } from "./container-state.js";
 import type { AppEvent } from "./app-state.js";
-import { jobTypeOf } from "./policy/class-selection.js";
-import type { HistoryPlacement, JobPlacement } from "./policy/history-placement.js";
-import type { ContainerKey, LifetimeModel } from "./policy/lifetime.js";
-import type { LifetimeNodeChoice } from "./policy/node-choice.js";
-import type { NodeEntry, NodeTracker } from "./node-tracker.js";
-import type { ResourceManagerOptions } from "./options.js";
-import type { PowerAwarePolicy } from "./policy/power-placement.js";
+import { acceptJob, admittedJobOf, checkAsk, netAsks } from "./app-submission.js";
+import { startJobManager } from "./job-manager-launch.js";
+import type { NodeEntry } from "./node-tracker.js";
+import type { AdmittedJob } from "./policy/admission.js";
+import type { ContainerKey } from "./policy/lifetime.js";
 import { AM_PRIORITY } from "./policy/scheduler.js";
-import type { Allocation, Scheduler } from "./policy/scheduler.js";
-import { MAX_DURATIONS_PER_VERTEX } from "./state-store.js";
-import type { AppRecord, HistoryRecord, RmStateStore } from "./state-store.js";
+import type { Allocation } from "./policy/scheduler.js";
+import type { AppRecord } from "./state-store.js";
 import type { ApplicationReport } from "../proto/generated/harvest/v1/ApplicationReport.js";
 import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js";
-import type { ContainerRef } from "../proto/generated/harvest/v1/ContainerRef.js";
 import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
 import type { ExitCauseOutput } from "../proto/generated/harvest/v1/ExitCause.js";
 import type { JobProgress, JobProgressOutput } from "../proto/generated/harvest/v1/JobProgress.js";
-import { emitEvent } from "../common/events.js";
 
-/** Kept per application for `harvest job logs` and status. */
-const MAX_CONTAINER_REFS = 5_000;
+export type { AppRuntime, ApplicationDeps, ApplicationObserver } from "./app-runtime.js";
+
 /** Servers a job's manager avoids at most (the newest failures). */
 const MAX_AM_AVOID = 8;
-
-/** One application as the resource manager holds it in memory. */
-export interface AppRuntime {
-  record: AppRecord;
-  amContainerId: string | undefined;
-  registered: boolean;
-  lastAmContactMs: number;
-  /** Recovered after a restart and waiting for `openResyncWindows`. */
-  resyncing: boolean;
-  /** After a restart: until then, node managers may still report this job's job manager (0: not resyncing). */
-  resyncUntilMs: number;
-  /** Granted containers not yet handed to the job manager. */
-  delivery: ContainerOutput[];
-  /** Completed containers not yet reported to the job manager. */
-  completed: ContainerStatus[];
-  /** Completions from before a restart already passed on (a node reports them until it is told they are recorded). */
-  forwarded: Set<string>;
-  /** Containers the job manager said at registration it runs, to settle once the nodes had time to report them. */
-  claims: Set<string> | undefined;
-  /** Claims answered LOST: a node that reports one later (it came back late) has it killed, as the job was told. */
-  toldLost: Set<string>;
-  progress: JobProgress | undefined;
-  containers: Map<string, ContainerRef>;
-  taskCounts: ContainerCounts;
-  amCounts: ContainerCounts;
-  /** Algorithm 1's decision, kept for reports once the job ended. */
-  placement?: JobPlacement | undefined;
-  /** Vertex names by container priority (the job manager asks at a vertex's topological position), parsed once. */
-  vertices?: string[];
-  /** Run times of the tasks that succeeded, by vertex (for the job history and the lifetime model). */
-  taskDurations: Map<string, number[]>;
-  /** Core-ms its ended containers held (admission's mean demand). */
-  heldCoreMs: number;
-}
-
-/** How an application's containers ended, counted over all its attempts. */
-interface ContainerCounts {
-  allocated: number;
-  succeeded: number;
-  failed: number;
-  preempted: number;
-  lost: number;
-  killed: number;
-}
-
-function zeroCounts(): ContainerCounts {
-  return { allocated: 0, succeeded: 0, failed: 0, preempted: 0, lost: 0, killed: 0 };
-}
-
-/** What the application lifecycle tells as it happens (the daemon's metrics count it). */
-export interface ApplicationObserver {
-  /** A job was accepted (durable). */
-  submitted(appId: string): void;
-  /** A job ended (durable), in its final state. */
-  finished(appId: string, state: AppRecord["state"], outcome: AppRecord["outcome"]): void;
-  /** A container this resource manager granted ended, once per container, with how it ended. */
-  containerEnded(isAm: boolean, cause: ExitCauseOutput): void;
-}
-
-/** What the application lifecycle needs from the rest of the resource manager. */
-export interface ApplicationDeps {
-  options: ResourceManagerOptions;
-  store: RmStateStore;
-  scheduler: Scheduler;
-  nodes: NodeTracker;
-  admission: AdmissionControl;
-  demand: JobDemandModel;
-  lifetimes: LifetimeModel;
-  history: HistoryPlacement | undefined;
-  powerPolicy: PowerAwarePolicy | undefined;
-  nodeChoice: LifetimeNodeChoice | undefined;
-  clock: Clock;
-  log: Logger;
-  /** The resource manager's address (job managers call it). */
-  address: () => string;
-  /** This incarnation's start time: container ids carry it, so that a container from before a restart is told apart. */
-  epoch: () => number;
-  /** Told of submissions, ends and container completions. @default none */
-  observer?: ApplicationObserver;
-}
 
 /** The applications of one resource manager. */
 export class Applications {
@@ -164,19 +80,16 @@ export class Applications {
     const app = this.apps.get(appId);
     const job = app?.record.name ?? "";
     if (priority === AM_PRIORITY) return { job, vertex: "", isJobManager: true };
-    return { job, vertex: (app && this.vertexOf(app, priority)) ?? "", isJobManager: false };
+    return {
+      job,
+      vertex: (app && vertexOf(app, priority, this.deps.options.maxParallelism)) ?? "",
+      isJobManager: false,
+    };
   }
 
   /** When a container started, as its node reported it (0: not yet). */
   startedMs(appId: string, containerId: string): number {
     return Number(this.apps.get(appId)?.containers.get(containerId)?.startedMs ?? 0);
-  }
-
-  // -------------------------------------------------------------------------------------------- state changes
-
-  /** Moves an application through the one transition function. */
-  private transition(app: AppRuntime, event: AppEvent): void {
-    app.record.state = nextAppState(app.record.state, event);
   }
 
   // -------------------------------------------------------------------------------------------- recovery
@@ -188,7 +101,8 @@ export class Applications {
   async recover(clusterTs: number): Promise<void> {
     this.clusterTs = clusterTs;
     for (const record of await this.deps.store.loadApps()) {
-      const app = this.newRuntime(record);
+      const waiting = isTerminal(record.state) || record.state === "QUEUED";
+      const app = newRuntime(record, waiting ? "WAITING" : "RECOVERED");
       this.apps.set(record.appId, app);
       if (isTerminal(record.state)) continue;
       if (record.state === "QUEUED") {
@@ -199,7 +113,6 @@ export class Applications {
       // Its job manager and containers may still run: wait for the nodes to report them before anything new starts.
       this.deps.scheduler.addApp(record.appId, record.seq);
       this.deps.scheduler.setAmAvoid(record.appId, record.amAvoidNodes ?? []);
-      app.resyncing = true;
     }
   }
 
@@ -214,8 +127,8 @@ export class Applications {
     this.claimsSettleMs = now + Math.max(this.deps.options.resyncWindowMs, this.deps.options.nodeExpiryMs);
     let resyncing = 0;
     for (const app of this.apps.values()) {
-      if (!app.resyncing) continue;
-      app.resyncing = false;
+      if (app.attemptState !== "RECOVERED") continue;
+      moveAttempt(app, "window-opened");
       if (isTerminal(app.record.state)) continue;
       app.resyncUntilMs = now + this.deps.options.resyncWindowMs;
       app.lastAmContactMs = now;
@@ -234,8 +147,8 @@ export class Applications {
       if (app.resyncUntilMs === 0 || now < app.resyncUntilMs) continue;
       app.resyncUntilMs = 0;
       if (isTerminal(app.record.state)) continue;
-      // Its job manager is back (a node reported it, or it registered again): it goes on.
-      if (app.amContainerId !== undefined || app.registered) continue;
+      // Still RESYNCING (a job whose job manager is back, reported by a node or registered again, left it and its
+      // window closed with it): its job manager is gone.
       // A resource manager restart is not the job manager's fault: a new attempt without counting a failure.
       this.deps.log.info("no node reported the job manager after the restart; starting a new attempt", {
         appId: app.record.appId,
@@ -243,28 +156,6 @@ export class Applications {
       });
       this.startAttemptInBackground(app, "resource manager restarted and no node reported the job manager");
     }
-  }
-
-  private newRuntime(record: AppRecord): AppRuntime {
-    return {
-      record,
-      amContainerId: undefined,
-      registered: false,
-      lastAmContactMs: 0,
-      resyncing: false,
-      resyncUntilMs: 0,
-      delivery: [],
-      completed: [],
-      forwarded: new Set(),
-      claims: undefined,
-      toldLost: new Set(),
-      progress: undefined,
-      containers: new Map(),
-      taskCounts: zeroCounts(),
-      amCounts: zeroCounts(),
-      taskDurations: new Map(),
-      heldCoreMs: 0,
-    };
   }
 
   // -------------------------------------------------------------------------------------------- what nodes report
@@ -328,7 +219,7 @@ export class Applications {
       resource: fromWire(st.resource),
     };
     if (!this.deps.scheduler.recover(alloc)) return false;
-    this.trackRef(app, {
+    trackRef(app, {
       containerId: id,
       nodeId: node.nodeId,
       nmAddress: node.nmAddress,
@@ -338,6 +229,7 @@ export class Applications {
     });
     (isAm ? app.amCounts : app.taskCounts).allocated += 1;
     if (isAm) {
+      moveAttempt(app, "adopted");
       app.amContainerId = id;
       app.lastAmContactMs = this.deps.clock.nowMs();
     }
@@ -357,7 +249,7 @@ export class Applications {
   private onUnheldCompletion(st: ContainerStatus): void {
     const id = st.containerId ?? "";
     const app = this.apps.get(st.appId ?? "");
-    this.recordEnd(app, st);
+    recordEnd(this.deps, app, st);
     if (!app || isTerminal(app.record.state) || !this.fromBeforeRestart(id) || app.forwarded.has(id)) return;
     if (app.toldLost.has(id)) return; // Its job already re-ran that work.
     app.forwarded.add(id);
@@ -381,17 +273,8 @@ export class Applications {
       // A grant not yet launched may still be started by its job manager (the launch expiry covers it).
       if (reported.has(alloc.containerId) || this.launchPending.has(alloc.containerId)) continue;
       this.deps.scheduler.release(alloc.containerId);
-      this.onContainerCompleted(alloc, {
-        containerId: alloc.containerId,
-        appId: alloc.appId,
-        nodeId: node.nodeId,
-        state: "COMPLETE",
-        cause: "LOST",
-        exitCode: -1,
-        diagnostics: `node ${node.nodeId} re-registered without this container (its node manager restarted)`,
-        resource: alloc.resource,
-        finishedMs: this.deps.clock.nowMs(),
-      });
+      const why = `node ${node.nodeId} re-registered without this container (its node manager restarted)`;
+      this.onContainerCompleted(alloc, endedStatus(alloc, "LOST", why, this.deps.clock.nowMs()));
     }
   }
 
@@ -399,17 +282,8 @@ export class Applications {
   onNodeLost(node: NodeEntry, lost: Allocation[]): void {
     for (const alloc of lost) {
       this.launchPending.delete(alloc.containerId);
-      this.onContainerCompleted(alloc, {
-        containerId: alloc.containerId,
-        appId: alloc.appId,
-        nodeId: alloc.nodeId,
-        state: "COMPLETE",
-        cause: "LOST",
-        exitCode: -1,
-        diagnostics: `node ${node.nodeId} lost (no heartbeat for ${this.deps.options.nodeExpiryMs} ms)`,
-        resource: alloc.resource,
-        finishedMs: this.deps.clock.nowMs(),
-      });
+      const why = `node ${node.nodeId} lost (no heartbeat for ${this.deps.options.nodeExpiryMs} ms)`;
+      this.onContainerCompleted(alloc, endedStatus(alloc, "LOST", why, this.deps.clock.nowMs()));
     }
   }
 
@@ -430,24 +304,18 @@ export class Applications {
       const alloc = scheduler.release(containerId);
       if (!alloc) continue;
       this.deps.nodes.kill(alloc.nodeId, containerId, "RELEASED");
-      this.onContainerCompleted(alloc, {
-        containerId,
-        appId: alloc.appId,
-        nodeId: alloc.nodeId,
-        state: "COMPLETE",
-        cause: "RELEASED",
-        exitCode: -1,
-        diagnostics: `not launched within ${options.containerLaunchExpiryMs} ms`,
-        resource: alloc.resource,
-      });
+      const why = `not launched within ${options.containerLaunchExpiryMs} ms`;
+      this.onContainerCompleted(alloc, endedStatus(alloc, "RELEASED", why));
     }
     this.endResyncs(now);
-    for (const app of this.apps.values()) if (app.claims && !isTerminal(app.record.state)) this.settleClaims(app);
+    for (const app of this.apps.values())
+      if (app.claims && !isTerminal(app.record.state))
+        settleClaims(this.deps, app, this.deps.clock.nowMs() < this.claimsSettleMs);
     for (const app of this.apps.values()) {
       // From its launch on, a job manager must register and then heartbeat within the expiry (YARN's AM liveness).
       const launched = app.amContainerId !== undefined && scheduler.allocation(app.amContainerId) !== undefined;
       if (isTerminal(app.record.state) || !launched || now - app.lastAmContactMs <= options.amExpiryMs) continue;
-      const what = app.registered ? "sent no heartbeat" : "did not register";
+      const what = app.attemptState === "REGISTERED" ? "sent no heartbeat" : "did not register";
       log.warn(`job manager ${what} within its expiry`, { appId: app.record.appId, attempt: app.record.attempt });
       this.amAttemptEnded(
         app,
@@ -460,21 +328,6 @@ export class Applications {
   }
 
   // -------------------------------------------------------------------------------------------- admission
-
-  /**
-   * The cores admission control counts for a job: what its past runs held on average (`JobDemandModel`), never more
-   * than its job manager and its widest stage (capped at the cluster's); a job never seen counts at that.
-   */
-  private jobDemandMilli(dag: DagSpec): number {
-    let taskMilli = 0;
-    for (const v of dag.vertices) taskMilli = Math.max(taskMilli, v.resources.vcoresMilli);
-    let clusterMilli = 0;
-    for (const v of this.deps.scheduler.nodeViews()) clusterMilli += v.capacity.vcoresMilli;
-    const wide = maxConcurrency(dag) * taskMilli;
-    // A stage wider than the cluster runs in waves: it never holds more than the cluster.
-    const widest = this.deps.options.amResource.vcoresMilli + (clusterMilli > 0 ? Math.min(wide, clusterMilli) : wide);
-    return this.deps.demand.demandMilli(dag.name, widest);
-  }
 
   private queueForAdmission(app: AppRuntime): void {
     const r = app.record;
@@ -490,7 +343,7 @@ export class Applications {
     for (const { job, decision, waitedMs } of this.deps.admission.admitReady()) {
       const app = this.apps.get(job.appId);
       if (!app || app.record.state !== "QUEUED") continue;
-      this.transition(app, { kind: "admit" });
+      moveApp(app, { kind: "admit" });
       app.record.admittedMs = now;
       app.record.diagnostics = `admitted after ${(waitedMs / 1000).toFixed(1)} s (${decision.reason}); waiting for a container for the job manager`;
       this.deps.scheduler.addApp(job.appId, app.record.seq);
@@ -510,19 +363,7 @@ export class Applications {
 
   /** Every admitted job that has not ended, with its demand and its end re-predicted from its uptime. */
   admittedJobs(now: number): AdmittedJob[] {
-    const out: AdmittedJob[] = [];
-    for (const app of this.apps.values()) {
-      const r = app.record;
-      if (isTerminal(r.state) || r.state === "QUEUED") continue;
-      const since = r.admittedMs || r.submitMs;
-      out.push({
-        appId: r.appId,
-        demandMilli: r.demandMilli ?? 0,
-        allocatedMilli: this.deps.scheduler.allocatedMilliOf(r.appId),
-        endMs: now + this.deps.lifetimes.jobRemainingMs(r.name, now - since),
-      });
-    }
-    return out;
+    return [...this.apps.values()].flatMap((app) => admittedJobOf(this.deps, app.record, now) ?? []);
   }
 
   // -------------------------------------------------------------------------------------------- containers
@@ -540,17 +381,20 @@ export class Applications {
       this.deps.scheduler.release(alloc.containerId);
       return;
     }
+    const isAm = alloc.priority === AM_PRIORITY;
+    // A job manager's container starts its attempt: refused before anything is recorded unless the attempt waits for one.
+    if (isAm) moveAttempt(app, "launched");
     this.launchPending.set(alloc.containerId, this.deps.clock.nowMs());
-    const container = this.containerOf(app, alloc, node);
-    this.trackRef(app, {
+    const container = containerOf(this.deps.options.secret, app, alloc, node);
+    trackRef(app, {
       containerId: alloc.containerId,
       nodeId: node.nodeId,
       nmAddress: node.nmAddress,
-      isAm: alloc.priority === AM_PRIORITY,
+      isAm,
       state: "ALLOCATED",
     });
-    (alloc.priority === AM_PRIORITY ? app.amCounts : app.taskCounts).allocated += 1;
-    if (alloc.priority === AM_PRIORITY) {
+    (isAm ? app.amCounts : app.taskCounts).allocated += 1;
+    if (isAm) {
       app.amContainerId = alloc.containerId;
       app.lastAmContactMs = this.deps.clock.nowMs();
       void this.launchAm(app, container);
@@ -559,56 +403,11 @@ export class Applications {
     }
   }
 
-  /** The grant as the job manager and the node manager see it, with its signed token. */
-  private containerOf(
-    app: AppRuntime,
-    alloc: Allocation,
-    node: { nodeId: string; nmAddress: string },
-  ): ContainerOutput {
-    const secret = this.deps.options.secret;
-    return {
-      id: alloc.containerId,
-      nodeId: node.nodeId,
-      nmAddress: node.nmAddress,
-      resource: alloc.resource,
-      priority: alloc.priority,
-      jobPriority: app.record.priority ?? 0,
-      user: app.record.user,
-      token: signContainer(secret, {
-        containerId: alloc.containerId,
-        appId: alloc.appId,
-        nodeId: node.nodeId,
-        resource: alloc.resource,
-        jobPriority: app.record.priority ?? 0,
-        user: app.record.user,
-      }),
-    };
-  }
-
   private async launchAm(app: AppRuntime, container: ContainerOutput): Promise<void> {
-    const { options, scheduler, log } = this.deps;
+    const { scheduler, log } = this.deps;
     const { appId, attempt } = app.record;
-    const env: Record<string, string> = {
-      HARVEST_HOME: packageRoot(),
-      HARVEST_APP_ID: appId,
-      HARVEST_ATTEMPT: String(attempt),
-      HARVEST_RM_ADDRESS: this.deps.address(),
-      HARVEST_STAGING_DIR: options.stagingDir,
-      HARVEST_DAG_FILE: join(options.stagingDir, appId, "dag.json"),
-      // The job manager's only credentials: its AM token and the submitter's file-system token (passed on to tasks).
-      ...(options.secret ? { HARVEST_AM_TOKEN: signAmToken(options.secret, { appId, attempt }) } : {}),
-      ...(app.record.dfsToken ? { HARVEST_DFS_TOKEN: app.record.dfsToken } : {}),
-    };
     try {
-      const client = this.deps.nodes.client(container.nmAddress);
-      await call(client, client.startContainer, {
-        container,
-        appId,
-        argv: options.jobManagerCommand,
-        env,
-        isAm: true,
-      });
-      log.info("job manager launched", { appId, attempt, containerId: container.id, nodeId: container.nodeId });
+      await startJobManager(this.deps, app, container);
     } catch (err) {
       log.warn("could not launch the job manager", { appId, attempt, error: errorMessage(err) });
       const alloc = scheduler.release(container.id);
@@ -622,7 +421,7 @@ export class Applications {
   onContainerCompleted(alloc: Allocation, st: ContainerStatus): void {
     const app = this.apps.get(alloc.appId);
     if (!app) return;
-    this.recordEnd(app, st, alloc.priority, alloc.resource.vcoresMilli);
+    recordEnd(this.deps, app, st, alloc.priority, alloc.resource.vcoresMilli);
     if (isTerminal(app.record.state)) {
       if (app.amContainerId === alloc.containerId) this.deps.scheduler.removeApp(alloc.appId);
       return;
@@ -645,75 +444,7 @@ export class Applications {
     if (!alloc) return;
     this.launchPending.delete(containerId);
     this.deps.nodes.kill(alloc.nodeId, containerId, cause);
-    this.onContainerCompleted(alloc, {
-      containerId,
-      appId: alloc.appId,
-      nodeId: alloc.nodeId,
-      state: "COMPLETE",
-      cause,
-      exitCode: -1,
-      diagnostics,
-      resource: alloc.resource,
-      finishedMs: this.deps.clock.nowMs(),
-    });
-  }
-
-  /** Marks a container's reference complete and counts how it ended (once per container). */
-  private recordEnd(app: AppRuntime | undefined, st: ContainerStatus, priority?: number, milli = 0): void {
-    const ref = app?.containers.get(st.containerId ?? "");
-    if (!app || !ref || ref.state === "COMPLETE") return;
-    // After a user's kill every container ends because of it, including a job manager that exits on its own.
-    const cause: ExitCauseOutput =
-      app.record.state === "KILLED" ? "KILLED_BY_USER" : ((st.cause ?? "EXIT_CAUSE_UNSPECIFIED") as ExitCauseOutput);
-    moveContainer(ref, "ended");
-    ref.cause = cause;
-    if (st.startedMs) ref.startedMs = st.startedMs;
-    ref.finishedMs = st.finishedMs ?? this.deps.clock.nowMs();
-    const counts = ref.isAm ? app.amCounts : app.taskCounts;
-    const ranMs = Number(ref.finishedMs) - Number(ref.startedMs ?? 0);
-    if (Number(ref.startedMs ?? 0) > 0 && ranMs > 0) app.heldCoreMs += (ranMs * milli) / 1000;
-    if (cause === "SUCCEEDED" && !ref.isAm && priority !== undefined && Number(ref.startedMs ?? 0) > 0 && ranMs >= 0)
-      this.recordTaskDuration(app, priority, ranMs);
-    if (cause === "SUCCEEDED") counts.succeeded++;
-    else if (cause === "FAILED" || cause === "EXCEEDED_MEMORY") counts.failed++;
-    else if (cause === "PREEMPTED_BY_PRIMARY" || cause === "PREEMPTED_BY_POWER" || cause === "PREEMPTED_BY_DRAIN")
-      counts.preempted++;
-    else if (cause === "LOST") counts.lost++;
-    else counts.killed++;
-    this.deps.observer?.containerEnded(ref.isAm === true, cause);
-  }
-
-  /** A task that succeeded: its run time joins the lifetime model now and its job's history record at the end. */
-  private recordTaskDuration(app: AppRuntime, priority: number, durationMs: number): void {
-    const vertex = this.vertexOf(app, priority);
-    if (vertex === undefined) return;
-    this.deps.lifetimes.observeTask(app.record.name, vertex, durationMs);
-    const list = app.taskDurations.get(vertex) ?? [];
-    if (list.length < MAX_DURATIONS_PER_VERTEX) list.push(durationMs);
-    app.taskDurations.set(vertex, list);
-  }
-
-  /** The vertex a container of `app` at `priority` runs (undefined: the job manager, or unknown). */
-  private vertexOf(app: AppRuntime, priority: number): string | undefined {
-    if (priority === AM_PRIORITY) return undefined;
-    if (!app.vertices) {
-      try {
-        app.vertices = topologicalOrder(
-          parseDag(app.record.dagJson, { maxParallelism: this.deps.options.maxParallelism }),
-        );
-      } catch {
-        app.vertices = [];
-      }
-    }
-    return app.vertices[priority];
-  }
-
-  private trackRef(app: AppRuntime, ref: ContainerRef): void {
-    if (app.containers.size >= MAX_CONTAINER_REFS) {
-      const oldest = app.containers.keys().next().value;
-      if (oldest !== undefined) app.containers.delete(oldest);
-    }
-    app.containers.set(ref.containerId ?? "", ref);
+    this.onContainerCompleted(alloc, endedStatus(alloc, cause, diagnostics, this.deps.clock.nowMs()));
   }
 
   /** Releases every container of an application (except, optionally, its job manager) and tells the nodes to kill them. */
@@ -803,11 +534,10 @@ export class Applications {
     // Always a new number: a job manager of the previous attempt (even one launched just before a restart of this
     // resource manager) must never pass for the current one.
     app.record.attempt += 1;
-    this.transition(app, { kind: "attempt-ended" });
+    moveApp(app, { kind: "attempt-ended" });
+    moveAttempt(app, "ended");
     app.record.diagnostics = `attempt ${app.record.attempt} waiting for a container (${why})`;
     app.amContainerId = undefined;
-    app.registered = false;
-    app.resyncUntilMs = 0;
     app.delivery = [];
     await this.deps.store.putApp(app.record);
     this.askForJobManager(app);
@@ -845,44 +575,10 @@ export class Applications {
 
   /** Accepts a job: validated, durable (record and DAG file) before the answer, then queued or asking for its manager. */
   async submit(dagJson: string, user: string, dfsToken = ""): Promise<{ appId: string }> {
-    const { options, scheduler, admission, store, log } = this.deps;
-    const max = scheduler.maxNodeCapacity();
-    const dag = parseDag(dagJson, {
-      maxParallelism: options.maxParallelism,
-      ...(max.vcoresMilli > 0 ? { maxResource: max } : {}),
-    });
-    const demandMilli = this.jobDemandMilli(dag);
-    // A job that even an idle cluster would not admit is refused now, not queued for ever.
-    if (admission.enabled) admission.checkAdmissible({ name: dag.name, priority: dag.priority ?? 0, demandMilli });
-    const seq = await store.nextAppSeq();
-    const appId = formatAppId(this.clusterTs, seq);
-    const record: AppRecord = {
-      appId,
-      seq,
-      name: dag.name,
-      user: user || "unknown",
-      dagJson,
-      state: admission.enabled ? "QUEUED" : "ACCEPTED",
-      outcome: "JOB_OUTCOME_UNSPECIFIED",
-      diagnostics: admission.enabled
-        ? `waiting for admission (${options.admission}-moment policy)`
-        : "waiting for a container for the job manager",
-      demandMilli,
-      submitMs: this.deps.clock.nowMs(),
-      startMs: 0,
-      finishMs: 0,
-      attempt: 1,
-      failedAttempts: 0,
-      maxConcurrency: 0,
-      priority: dag.priority ?? 0,
-      ...(dfsToken ? { dfsToken } : {}),
-    };
-    // The job manager reads its DAG from the staging directory (as YARN's job files); both writes precede the reply.
-    const jobDir = join(options.stagingDir, appId);
-    await mkdir(jobDir, { recursive: true });
-    await writeFileDurably(join(jobDir, "dag.json"), dagJson);
-    await store.putApp(record);
-    const app = this.newRuntime(record);
+    const { scheduler, admission, log } = this.deps;
+    const { record, dag } = await acceptJob(this.deps, this.clusterTs, { dagJson, user, dfsToken });
+    const { appId, seq } = record;
+    const app = newRuntime(record);
     this.apps.set(appId, app);
     if (admission.enabled) {
       this.queueForAdmission(app);
@@ -912,31 +608,9 @@ export class Applications {
     return { apps };
   }
 
+  /** An application's report (with its containers unless listing). */
   report(app: AppRuntime, withContainers = true): ApplicationReport {
-    const r = app.record;
-    return {
-      appId: r.appId,
-      name: r.name,
-      user: r.user,
-      state: r.state,
-      outcome: r.outcome,
-      diagnostics: r.diagnostics,
-      submitMs: r.submitMs,
-      startMs: r.startMs,
-      finishMs: r.finishMs,
-      attempts: r.attempt,
-      progress: app.progress ?? null,
-      containers: withContainers ? [...app.containers.values()] : [],
-      taskContainers: app.taskCounts,
-      amContainers: app.amCounts,
-      ...this.placementOf(r.appId),
-    };
-  }
-
-  private placementOf(appId: string): { jobType: string; classes: string[]; placementNote: string } {
-    const p = this.deps.history?.placement(appId);
-    const q = p ?? this.apps.get(appId)?.placement;
-    return { jobType: q?.jobType ?? "", classes: q?.classIds ?? [], placementNote: q?.note ?? "" };
+    return reportOf(app, this.deps.history, withContainers);
   }
 
   // -------------------------------------------------------------------------------------------- AM protocol
@@ -956,26 +630,21 @@ export class Applications {
     if (isTerminal(app.record.state))
       throw new HarvestError("APP_ALREADY_FINISHED", `${req.appId} already ended (${app.record.state})`);
     const again = app.record.state === "RUNNING";
-    this.transition(app, { kind: "registered" });
-    app.registered = true;
+    // Both machines accept the registration before either moves (the application's refusal comes first, as it did).
+    const state = nextAppState(app.record.state, { kind: "registered" });
+    moveAttempt(app, "registered");
+    app.record.state = state;
     app.lastAmContactMs = clock.nowMs();
     app.claims = new Set((req.runningContainers ?? []).slice(0, 100_000));
     // Right after a restart the nodes may not all have reported yet: claims no node reported wait for them (tick).
-    this.settleClaims(app);
+    settleClaims(this.deps, app, clock.nowMs() < this.claimsSettleMs);
     app.record.diagnostics = "";
     app.record.maxConcurrency = Math.max(0, Math.floor(req.maxConcurrency));
     if (app.record.startMs === 0) app.record.startMs = clock.nowMs();
     await store.putApp(app.record);
     scheduler.setMaxConcurrency(req.appId, app.record.maxConcurrency);
     if (history) {
-      // Algorithm 1, line 3: the job's type from the duration of its last run against the history's thresholds.
-      const past = (await store.history("", options.jobHistoryWindow)).filter((h) => h.outcome === "JOB_SUCCEEDED");
-      const last = past.find((h) => h.name === app.record.name);
-      const jobType = jobTypeOf(
-        last?.durationMs,
-        past.map((h) => h.durationMs),
-        options.jobTypes,
-      );
+      const jobType = await jobTypeFromHistory(store, options, app.record.name);
       history.register(req.appId, jobType, app.record.maxConcurrency);
     }
     const previous = this.runningTaskContainers(app);
@@ -994,49 +663,6 @@ export class Applications {
     };
   }
 
-  /**
-   * Answers every container the job manager claims to run that this resource manager no longer holds: with how it
-   * ended when that is known, as LOST otherwise (no node reported it), but never before a node that has not
-   * re-registered since a restart could still report it (`claimsSettleMs`): a task answered LOST is run again, and
-   * the first run may be finishing on that node. Duplicates are harmless to a job manager (an end it already saw is
-   * ignored); a task waiting for ever on a container that is gone is not.
-   */
-  private settleClaims(app: AppRuntime): void {
-    const claims = app.claims;
-    if (!claims) return;
-    const mayStillReport = this.deps.clock.nowMs() < this.claimsSettleMs;
-    const queued = new Set(app.completed.map((c) => c.containerId));
-    let settled = 0;
-    for (const id of claims) {
-      if (this.deps.scheduler.allocation(id) || queued.has(id)) {
-        claims.delete(id);
-        continue;
-      }
-      const ref = app.containers.get(id);
-      const ended = ref?.state === "COMPLETE";
-      if (!ended && mayStillReport) continue;
-      claims.delete(id);
-      if (!ended) app.toldLost.add(id);
-      app.completed.push({
-        containerId: id,
-        appId: app.record.appId,
-        nodeId: ref?.nodeId ?? "",
-        state: "COMPLETE",
-        cause: ended ? (ref.cause ?? "LOST") : "LOST",
-        exitCode: -1,
-        diagnostics: ended
-          ? "ended while the job manager was away"
-          : "no node reports this container any more (its node restarted or was lost)",
-        finishedMs: Number(ref?.finishedMs ?? 0) || this.deps.clock.nowMs(),
-        startedMs: ref?.startedMs ?? 0,
-      });
-      settled++;
-    }
-    if (claims.size === 0) app.claims = undefined;
-    if (settled > 0)
-      this.deps.log.info("containers a job manager claimed are gone; told it", { appId: app.record.appId, settled });
-  }
-
   /** The job's task containers held now (granted to this or earlier attempts, or before a restart). */
   private runningTaskContainers(app: AppRuntime): ContainerOutput[] {
     const out: ContainerOutput[] = [];
@@ -1045,7 +671,7 @@ export class Applications {
       const alloc = this.deps.scheduler.allocation(id);
       if (!alloc || alloc.priority === AM_PRIORITY || undelivered.has(id)) continue;
       const node = this.deps.nodes.get(alloc.nodeId);
-      if (node) out.push(this.containerOf(app, alloc, node));
+      if (node) out.push(containerOf(this.deps.options.secret, app, alloc, node));
     }
     return out;
   }
@@ -1062,7 +688,7 @@ export class Applications {
     if (isTerminal(app.record.state)) return { allocated: [], completed: [], shutdown: true, resync: false };
     app.lastAmContactMs = clock.nowMs();
     // This resource manager restarted (or never saw the registration): register again, then go on.
-    if (!app.registered) return { allocated: [], completed: [], shutdown: false, resync: true };
+    if (app.attemptState !== "REGISTERED") return { allocated: [], completed: [], shutdown: false, resync: true };
     const max = scheduler.maxNodeCapacity();
     // Right after a restart the largest nodes may not have re-registered yet: an ask that fit when the job was
     // submitted must not fail the job then (found by the soak).
@@ -1076,17 +702,7 @@ export class Applications {
     }
     const delivered = app.delivery;
     app.delivery = [];
-    // The job manager counted its needs before seeing these containers: subtract them (asks are absolute).
-    const deliveredByPriority = new Map<number, number>();
-    for (const c of delivered) deliveredByPriority.set(c.priority, (deliveredByPriority.get(c.priority) ?? 0) + 1);
-    scheduler.setAsks(
-      req.appId,
-      req.asks.map((a) => ({
-        priority: a.priority,
-        resource: fromWire(a.resource),
-        count: Math.max(0, a.count - (deliveredByPriority.get(a.priority) ?? 0)),
-      })),
-    );
+    scheduler.setAsks(req.appId, netAsks(req.asks, delivered));
     if (history) {
       let taskMilli = 0;
       for (const a of req.asks) if (a.count > 0) taskMilli = Math.max(taskMilli, fromWire(a.resource).vcoresMilli);
@@ -1111,7 +727,7 @@ export class Applications {
       req.outcome === "JOB_SUCCEEDED" ? "JOB_SUCCEEDED" : req.outcome === "JOB_KILLED" ? "JOB_KILLED" : "JOB_FAILED";
     // A job manager that finished while this resource manager was restarting has not registered again: it may still
     // report its outcome for its current attempt.
-    if (app.record.state === "ACCEPTED") this.transition(app, { kind: "registered" });
+    if (app.record.state === "ACCEPTED") moveApp(app, { kind: "registered" });
     await this.finish(app, { kind: "finish", outcome }, outcome, req.diagnostics, req.progress ?? undefined);
     return {};
   }
@@ -1126,28 +742,14 @@ export class Applications {
     const { store, scheduler, clock, log } = this.deps;
     if (isTerminal(app.record.state)) return;
     const now = clock.nowMs();
-    const state = nextAppState(app.record.state, event);
-    app.record.state = state;
+    moveApp(app, event);
+    const state = app.record.state;
     app.record.outcome = outcome;
     app.record.diagnostics = diagnostics;
     app.record.finishMs = now;
     if (progress) app.progress = progress;
-    const history: HistoryRecord = {
-      appId: app.record.appId,
-      name: app.record.name,
-      durationMs: now - app.record.submitMs,
-      outcome,
-      finishMs: now,
-      tasksRun: app.progress?.tasksRun ?? 0,
-      tasksPreempted: app.progress?.tasksPreempted ?? 0,
-      taskDurations: Object.fromEntries(app.taskDurations),
-    };
-    const ranMs = now - (app.record.admittedMs || app.record.submitMs);
-    if (outcome === "JOB_SUCCEEDED" && ranMs > 0) {
-      // The job manager's container (still running now) held its cores for the whole run.
-      const amHeld =
-        ((app.record.startMs ? now - app.record.startMs : 0) * this.deps.options.amResource.vcoresMilli) / 1000;
-      history.meanDemandMilli = Math.round((1000 * (app.heldCoreMs + amHeld)) / ranMs);
+    const history = historyRecordOf(app, outcome, now, this.deps.options.amResource.vcoresMilli);
+    if (history.meanDemandMilli !== undefined) {
       this.deps.demand.observe(app.record.name, history.meanDemandMilli);
       this.deps.lifetimes.observeJob(app.record.name, history.durationMs);
     }
@@ -1188,45 +790,4 @@ export class Applications {
     for (const a of victims) this.apps.delete(a.record.appId);
     await this.deps.store.deleteApps(victims.map((a) => a.record.appId));
   }
-}
-
-/** Rejects a malformed ask, and (given the largest node) one no node could ever grant. */
-function checkAsk(
-  i: number,
-  ask: { priority: number; resource: { vcoresMilli: number; memoryMb: number } | null; count: number },
-  max: { vcoresMilli: number; memoryMb: number } | undefined,
-): void {
-  const r = fromWire(ask.resource);
-  if (!Number.isInteger(ask.priority) || ask.priority < 0)
-    throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].priority must be an integer >= 0`, {
-      details: { field: `asks[${i}].priority` },
-    });
-  if (!(r.vcoresMilli > 0 && r.memoryMb > 0))
-    throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].resource must be positive`, {
-      details: { field: `asks[${i}].resource` },
-    });
-  if (max && !fits(r, max))
-    throw new HarvestError("DAG_RESOURCES_TOO_LARGE", `asks[${i}] asks for more than any node has`, {
-      details: { field: `asks[${i}].resource` },
-    });
-  if (!(ask.count >= 0 && ask.count <= 1_000_000))
-    throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].count out of range`, {
-      details: { field: `asks[${i}].count` },
-    });
-}
-
-/** Writes a file and fsyncs it before resolving. */
-async function writeFileDurably(path: string, data: string): Promise<void> {
-  const fh = await open(path, "w");
-  try {
-    await fh.writeFile(data);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
-
-/** Moves a container reference through its one transition function (CONTAINER_MACHINE). */
-function moveContainer(ref: ContainerRef, event: RmContainerEvent): void {
-  ref.state = CONTAINER_MACHINE.next(ref.state as RmContainerState, event, ref.containerId);
 }

@@ -5,12 +5,14 @@ import type { StateMachine } from "../../common/state-machine.js";
 import { DagRunner } from "../../jobmanager/dag-runner.js";
 import { TASK_MACHINE } from "../../jobmanager/task-state.js";
 import { APP_MACHINE } from "../../resourcemanager/app-state.js";
+import { ATTEMPT_MACHINE } from "../../resourcemanager/attempt-state.js";
 import { CONTAINER_MACHINE } from "../../resourcemanager/container-state.js";
 import { NODE_MACHINE } from "../../resourcemanager/node-state.js";
 
 /** Every machine with the events its table names (an event no state accepts would be dead). */
 const machines: [string, StateMachine<string, string>, string[]][] = [
   ["application", APP_MACHINE, events(APP_MACHINE)],
+  ["attempt", ATTEMPT_MACHINE, events(ATTEMPT_MACHINE)],
   ["container", CONTAINER_MACHINE, events(CONTAINER_MACHINE)],
   ["node", NODE_MACHINE, events(NODE_MACHINE)],
   ["task", TASK_MACHINE, events(TASK_MACHINE)],

@@ -1,0 +1,148 @@
+/**
+ * What a job is checked against before and while the resource manager holds it: a submission (validated DAG,
+ * admission's demand, the durable record and the staging DAG file, both written before the answer), what admission
+ * control counts for an admitted job, and a job manager's container asks.
+ */
+import { mkdir, open } from "node:fs/promises";
+import { join } from "node:path";
+import { maxConcurrency, parseDag } from "../common/dag-spec.js";
+import type { DagSpec } from "../common/dag-spec.js";
+import { HarvestError } from "../common/errors.js";
+import { formatAppId } from "../common/ids.js";
+import { fits, fromWire } from "../common/resource.js";
+import type { ApplicationDeps } from "./app-runtime.js";
+import { isTerminal } from "./app-state.js";
+import type { AdmittedJob } from "./policy/admission.js";
+import type { Ask } from "./policy/scheduler.js";
+import type { AppRecord } from "./state-store.js";
+import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js";
+
+/**
+ * Validates a submitted DAG, refuses a job that even an idle cluster would not admit, and makes its record and its DAG
+ * file durable. Answers the record (QUEUED when admission control is on, ACCEPTED otherwise) and the parsed DAG.
+ */
+export async function acceptJob(
+  deps: ApplicationDeps,
+  clusterTs: number,
+  job: { dagJson: string; user: string; dfsToken: string },
+): Promise<{ record: AppRecord; dag: DagSpec }> {
+  const { options, scheduler, admission, store } = deps;
+  const { dagJson, user, dfsToken } = job;
+  const max = scheduler.maxNodeCapacity();
+  const dag = parseDag(dagJson, {
+    maxParallelism: options.maxParallelism,
+    ...(max.vcoresMilli > 0 ? { maxResource: max } : {}),
+  });
+  const demandMilli = jobDemandMilli(deps, dag);
+  // A job that even an idle cluster would not admit is refused now, not queued for ever.
+  if (admission.enabled) admission.checkAdmissible({ name: dag.name, priority: dag.priority ?? 0, demandMilli });
+  const seq = await store.nextAppSeq();
+  const appId = formatAppId(clusterTs, seq);
+  const record: AppRecord = {
+    appId,
+    seq,
+    name: dag.name,
+    user: user || "unknown",
+    dagJson,
+    state: admission.enabled ? "QUEUED" : "ACCEPTED",
+    outcome: "JOB_OUTCOME_UNSPECIFIED",
+    diagnostics: admission.enabled
+      ? `waiting for admission (${options.admission}-moment policy)`
+      : "waiting for a container for the job manager",
+    demandMilli,
+    submitMs: deps.clock.nowMs(),
+    startMs: 0,
+    finishMs: 0,
+    attempt: 1,
+    failedAttempts: 0,
+    maxConcurrency: 0,
+    priority: dag.priority ?? 0,
+    ...(dfsToken ? { dfsToken } : {}),
+  };
+  // The job manager reads its DAG from the staging directory (as YARN's job files); both writes precede the reply.
+  const jobDir = join(options.stagingDir, appId);
+  await mkdir(jobDir, { recursive: true });
+  await writeFileDurably(join(jobDir, "dag.json"), dagJson);
+  await store.putApp(record);
+  return { record, dag };
+}
+
+/**
+ * The cores admission control counts for a job: what its past runs held on average (`JobDemandModel`), never more
+ * than its job manager and its widest stage (capped at the cluster's); a job never seen counts at that.
+ */
+function jobDemandMilli(deps: ApplicationDeps, dag: DagSpec): number {
+  let taskMilli = 0;
+  for (const v of dag.vertices) taskMilli = Math.max(taskMilli, v.resources.vcoresMilli);
+  let clusterMilli = 0;
+  for (const v of deps.scheduler.nodeViews()) clusterMilli += v.capacity.vcoresMilli;
+  const wide = maxConcurrency(dag) * taskMilli;
+  // A stage wider than the cluster runs in waves: it never holds more than the cluster.
+  const widest = deps.options.amResource.vcoresMilli + (clusterMilli > 0 ? Math.min(wide, clusterMilli) : wide);
+  return deps.demand.demandMilli(dag.name, widest);
+}
+
+/** A job admission control counts as admitted (neither queued nor ended), with its end re-predicted from its uptime. */
+export function admittedJobOf(deps: ApplicationDeps, r: AppRecord, now: number): AdmittedJob | undefined {
+  if (isTerminal(r.state) || r.state === "QUEUED") return undefined;
+  const since = r.admittedMs || r.submitMs;
+  return {
+    appId: r.appId,
+    demandMilli: r.demandMilli ?? 0,
+    allocatedMilli: deps.scheduler.allocatedMilliOf(r.appId),
+    endMs: now + deps.lifetimes.jobRemainingMs(r.name, now - since),
+  };
+}
+
+/** Rejects a malformed ask, and (given the largest node) one no node could ever grant. */
+export function checkAsk(
+  i: number,
+  ask: { priority: number; resource: { vcoresMilli: number; memoryMb: number } | null; count: number },
+  max: { vcoresMilli: number; memoryMb: number } | undefined,
+): void {
+  const r = fromWire(ask.resource);
+  if (!Number.isInteger(ask.priority) || ask.priority < 0)
+    throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].priority must be an integer >= 0`, {
+      details: { field: `asks[${i}].priority` },
+    });
+  if (!(r.vcoresMilli > 0 && r.memoryMb > 0))
+    throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].resource must be positive`, {
+      details: { field: `asks[${i}].resource` },
+    });
+  if (max && !fits(r, max))
+    throw new HarvestError("DAG_RESOURCES_TOO_LARGE", `asks[${i}] asks for more than any node has`, {
+      details: { field: `asks[${i}].resource` },
+    });
+  if (!(ask.count >= 0 && ask.count <= 1_000_000))
+    throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].count out of range`, {
+      details: { field: `asks[${i}].count` },
+    });
+}
+
+/**
+ * The asks the scheduler keeps for a job manager's call: the job manager counted its needs before seeing the
+ * containers delivered with this answer, so they are subtracted (asks are absolute).
+ */
+export function netAsks(
+  asks: { priority: number; resource: { vcoresMilli: number; memoryMb: number } | null; count: number }[],
+  delivered: ContainerOutput[],
+): Ask[] {
+  const deliveredByPriority = new Map<number, number>();
+  for (const c of delivered) deliveredByPriority.set(c.priority, (deliveredByPriority.get(c.priority) ?? 0) + 1);
+  return asks.map((a) => ({
+    priority: a.priority,
+    resource: fromWire(a.resource),
+    count: Math.max(0, a.count - (deliveredByPriority.get(a.priority) ?? 0)),
+  }));
+}
+
+/** Writes a file and fsyncs it before resolving. */
+async function writeFileDurably(path: string, data: string): Promise<void> {
+  const fh = await open(path, "w");
+  try {
+    await fh.writeFile(data);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
