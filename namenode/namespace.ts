@@ -1,8 +1,7 @@
 /**
  * The file system namespace: directories, files, their blocks and the writers' leases. The whole tree lives in memory
- * (inode-tree.ts: the inodes, path resolution, statuses).
- * Mutations run one at a time (a promise queue): each is checked against the tree, applied in memory, and handed to
- * the store's group commit; its caller is answered only once the batch holding it is synced to disk. Concurrent
+ * (inode-tree.ts: the inodes, path resolution, statuses). Mutations run one at a time (a promise queue,
+ * edit-queue.ts): each is checked against the tree, applied in memory, and handed to the store's group commit; its caller is answered only once the batch holding it is synced to disk. Concurrent
  * mutations so share one fsync, as HDFS's edit log does with logSync. As in HDFS, a reader may briefly see a change
  * whose writer has not been answered yet; no writer is ever told "done" before its change is durable. Should a sync
  * fail, memory is ahead of disk: the namespace refuses every later mutation until the namenode restarts and reloads.
@@ -22,7 +21,7 @@
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { baseName, isWithin, normalizeDfsPath, pathComponents } from "../common/dfs-path.js";
-import { errorMessage, HarvestError } from "../common/errors.js";
+import { HarvestError } from "../common/errors.js";
 import { ROOT_INODE_ID } from "./namespace-store.js";
 import {
   ALL,
@@ -45,6 +44,7 @@ import type {
   NamespaceStore,
 } from "./namespace-store.js";
 import type { FileStatusOutput } from "../proto/generated/harvest/v1/FileStatus.js";
+import { EditQueue } from "./edit-queue.js";
 import { InodeTree } from "./inode-tree.js";
 import type { FileView, NamespaceCounts } from "./inode-tree.js";
 
@@ -109,16 +109,13 @@ export class Namespace {
   private readonly clock: Clock;
   private readonly listener: NamespaceListener;
   private readonly tree = new InodeTree();
+  /** Mutations one at a time, and the durability of their changes. */
+  private readonly edits: EditQueue;
   /** Last call of each open file's writer, by inode id (not persisted). */
   private readonly leaseRenewedMs = new Map<number, number>();
   /** Open files whose lease expired and whose last block is being recovered, by inode id (not persisted). */
   private readonly recovering = new Set<number>();
   private counters: Counters = { nextInodeId: ROOT_INODE_ID + 1, nextBlockId: 1, nextGenStamp: 1_000 };
-  private tail: Promise<unknown> = Promise.resolve();
-  /** The sync of the running mutation's last change (set by `commit`). */
-  private durable: Promise<void> | undefined;
-  /** Set when a synced batch failed: memory is ahead of disk and no mutation may proceed. */
-  private storeFailure: HarvestError | undefined;
   private loaded = false;
 
   constructor(
@@ -135,6 +132,7 @@ export class Namespace {
     };
     this.clock = deps.clock ?? systemClock;
     this.listener = deps.listener ?? NO_LISTENER;
+    this.edits = new EditQueue(store);
   }
 
   /** Reads the whole namespace from the (open) store. Call once before anything else. */
@@ -680,50 +678,21 @@ export class Namespace {
   }
 
   /** Resolves once every mutation queued so far has finished (before closing the store). */
-  async drain(): Promise<void> {
-    await this.tail;
-    await this.store.idle();
+  drain(): Promise<void> {
+    return this.edits.drain();
   }
 
   // ---------------------------------------------------------------------------------------------- internals
 
-  /**
-   * Runs mutations one at a time, in call order; the next may start as soon as this one is applied in memory, while
-   * this one's caller still waits for its batch to be synced.
-   */
+  /** Runs a mutation after those before it (edit-queue.ts); its caller is answered once its changes are synced. */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     if (!this.loaded) return Promise.reject(new HarvestError("INTERNAL", "namespace used before load()"));
-    const body = async (): Promise<{ value: T; durable: Promise<void> | undefined }> => {
-      if (this.storeFailure) throw this.storeFailure;
-      this.durable = undefined;
-      const value = await fn();
-      return { value, durable: this.durable };
-    };
-    const run = this.tail.then(body, body);
-    this.tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    return run.then(async ({ value, durable }) => {
-      if (durable) await durable;
-      return value;
-    });
+    return this.edits.run(fn);
   }
 
   /** Applies a changeset in memory and queues it for the store's next synced batch (awaited by `exclusive`). */
   private async commit(change: Changeset): Promise<void> {
-    const durable = this.store.commit(change).catch((err: unknown) => {
-      this.storeFailure ??= new HarvestError(
-        "INTERNAL",
-        `namespace write failed; restart the namenode: ${errorMessage(err)}`,
-        { cause: err },
-      );
-      throw this.storeFailure;
-    });
-    // Later batches are written after earlier ones, so the last one queued covers this mutation's earlier changes;
-    // an earlier one's failure also fails the later (storeFailure), so it may go unobserved here.
-    durable.catch(() => undefined);
-    this.durable = durable;
+    this.edits.queue(change);
     this.tree.apply(change);
     this.counters = { ...this.counters, ...change.counters };
   }
