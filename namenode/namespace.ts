@@ -1,7 +1,8 @@
 /**
  * The file system namespace: directories, files, their blocks and the writers' leases. The whole tree lives in memory
  * (inode-tree.ts: the inodes, path resolution, statuses). Mutations run one at a time (a promise queue,
- * edit-queue.ts): each is checked against the tree, applied in memory, and handed to the store's group commit; its caller is answered only once the batch holding it is synced to disk. Concurrent
+ * edit-queue.ts): each is checked against the tree, applied in memory, and handed to the store's group commit; its
+ * caller is answered only once the batch holding it is synced to disk. Concurrent
  * mutations so share one fsync, as HDFS's edit log does with logSync. As in HDFS, a reader may briefly see a change
  * whose writer has not been answered yet; no writer is ever told "done" before its change is durable. Should a sync
  * fail, memory is ahead of disk: the namespace refuses every later mutation until the namenode restarts and reloads.
