@@ -19,7 +19,7 @@ export class SafeMode {
     private readonly options: NameNodeOptions,
     private readonly clock: Clock,
     private readonly log: Logger,
-    private readonly blocks: BlockManager,
+    private readonly blocks: Pick<BlockManager, "reportedCounts">,
   ) {}
 
   /** True while mutations are refused (after a start, until enough blocks are reported). */
