@@ -28,7 +28,7 @@ export interface HealthSource {
   safeModeOn: boolean;
 }
 
-/** The fsck report of the files under `path` (see NameNode's fsck). */
+/** The fsck report of the files under `path` (see ClientProtocol's fsck, client-protocol.ts). */
 export function fsckReport(path: string, src: HealthSource): FsckReportOutput {
   const { files, directories } = src.namespace.walk(path);
   const views = src.liveViews();

@@ -1,7 +1,8 @@
 /**
- * The file system namespace: directories, files, their blocks and the writers' leases. The whole tree lives in memory.
- * Mutations run one at a time (a promise queue): each is checked against the tree, applied in memory, and handed to
- * the store's group commit; its caller is answered only once the batch holding it is synced to disk. Concurrent
+ * The file system namespace: directories, files, their blocks and the writers' leases. The whole tree lives in memory
+ * (inode-tree.ts: the inodes, path resolution, statuses). Mutations run one at a time (a promise queue,
+ * edit-queue.ts): each is checked against the tree, applied in memory, and handed to the store's group commit; its
+ * caller is answered only once the batch holding it is synced to disk. Concurrent
  * mutations so share one fsync, as HDFS's edit log does with logSync. As in HDFS, a reader may briefly see a change
  * whose writer has not been answered yet; no writer is ever told "done" before its change is durable. Should a sync
  * fail, memory is ahead of disk: the namespace refuses every later mutation until the namenode restarts and reloads.
@@ -20,8 +21,8 @@
  */
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
-import { baseName, isWithin, normalizeDfsPath, parentPath, pathComponents } from "../common/dfs-path.js";
-import { errorMessage, HarvestError } from "../common/errors.js";
+import { baseName, isWithin, normalizeDfsPath, pathComponents } from "../common/dfs-path.js";
+import { HarvestError } from "../common/errors.js";
 import { ROOT_INODE_ID } from "./namespace-store.js";
 import {
   ALL,
@@ -33,7 +34,7 @@ import {
   READ,
   WRITE,
 } from "./policy/permissions.js";
-import type { AccessRequest, Caller, PermissionNode, ResolvedPath } from "./policy/permissions.js";
+import type { AccessRequest, Caller } from "./policy/permissions.js";
 import type {
   BlockRecord,
   Changeset,
@@ -44,6 +45,11 @@ import type {
   NamespaceStore,
 } from "./namespace-store.js";
 import type { FileStatusOutput } from "../proto/generated/harvest/v1/FileStatus.js";
+import { EditQueue } from "./edit-queue.js";
+import { InodeTree } from "./inode-tree.js";
+import type { FileView, NamespaceCounts } from "./inode-tree.js";
+
+export type { FileView, LocatedBlockRecord, NamespaceCounts } from "./inode-tree.js";
 
 /** Told about block changes once they are durable (the block manager keeps its map in step). */
 export interface NamespaceListener {
@@ -82,22 +88,6 @@ export interface CreateFileRequest {
   writerDatanodeId: string;
 }
 
-/** A block of a file with the offset of its first byte. */
-export interface LocatedBlockRecord {
-  block: BlockRecord;
-  offset: number;
-  /** False only for the block an open file is being written to. */
-  committed: boolean;
-}
-
-/** A file as the block layer and readers see it. */
-export interface FileView {
-  path: string;
-  inode: Readonly<FileRecord>;
-  length: number;
-  blocks: LocatedBlockRecord[];
-}
-
 /** What a subtree holds (HDFS's ContentSummary). */
 export interface ContentSummary {
   files: number;
@@ -107,13 +97,6 @@ export interface ContentSummary {
   length: number;
   /** Bytes its files take on the datanodes: each file's length times its replication. */
   spaceConsumed: number;
-}
-
-/** Counts over the whole namespace. */
-export interface NamespaceCounts {
-  files: number;
-  directories: number;
-  blocks: number;
 }
 
 const CHUNK_BYTES = 512;
@@ -126,18 +109,14 @@ export class Namespace {
   private readonly options: NamespaceOptions;
   private readonly clock: Clock;
   private readonly listener: NamespaceListener;
-  private readonly inodes = new Map<number, InodeRecord>();
-  private readonly children = new Map<number, Map<string, number>>();
+  private readonly tree = new InodeTree();
+  /** Mutations one at a time, and the durability of their changes. */
+  private readonly edits: EditQueue;
   /** Last call of each open file's writer, by inode id (not persisted). */
   private readonly leaseRenewedMs = new Map<number, number>();
   /** Open files whose lease expired and whose last block is being recovered, by inode id (not persisted). */
   private readonly recovering = new Set<number>();
   private counters: Counters = { nextInodeId: ROOT_INODE_ID + 1, nextBlockId: 1, nextGenStamp: 1_000 };
-  private tail: Promise<unknown> = Promise.resolve();
-  /** The sync of the running mutation's last change (set by `commit`). */
-  private durable: Promise<void> | undefined;
-  /** Set when a synced batch failed: memory is ahead of disk and no mutation may proceed. */
-  private storeFailure: HarvestError | undefined;
   private loaded = false;
 
   constructor(
@@ -154,25 +133,16 @@ export class Namespace {
     };
     this.clock = deps.clock ?? systemClock;
     this.listener = deps.listener ?? NO_LISTENER;
+    this.edits = new EditQueue(store);
   }
 
   /** Reads the whole namespace from the (open) store. Call once before anything else. */
   async load(): Promise<void> {
     const loaded = await this.store.load(this.clock.nowMs(), this.options.superuser);
     this.counters = loaded.counters;
-    for (const inode of loaded.inodes) {
-      this.inodes.set(inode.id, inode);
-      if (inode.kind === "dir") this.children.set(inode.id, new Map());
-    }
-    for (const e of loaded.edges) {
-      const dir = this.children.get(e.parentId);
-      if (!dir || !this.inodes.has(e.childId))
-        throw new HarvestError("INTERNAL", `namespace store is inconsistent: edge ${e.parentId}/${e.name}`);
-      dir.set(e.name, e.childId);
-    }
-    if (this.inodes.get(ROOT_INODE_ID)?.kind !== "dir") throw new HarvestError("INTERNAL", "namespace has no root");
+    this.tree.load(loaded);
     const now = this.clock.nowMs();
-    for (const inode of this.inodes.values())
+    for (const inode of this.tree.all())
       if (inode.kind === "file" && !inode.complete) this.leaseRenewedMs.set(inode.id, now);
     this.loaded = true;
   }
@@ -183,19 +153,19 @@ export class Namespace {
   stat(path: string, caller?: Caller): FileStatusOutput {
     const p = normalizeDfsPath(path);
     this.authorize(p, caller, {});
-    return this.status(p, this.mustResolve(p));
+    return this.tree.status(p, this.tree.mustResolve(p));
   }
 
   /** A directory's entries sorted by name (READ_EXECUTE on it), or a file's own status. */
   list(path: string, caller?: Caller): FileStatusOutput[] {
     const p = normalizeDfsPath(path);
-    this.authorize(p, caller, { access: this.resolveQuietly(p)?.kind === "dir" ? READ | EXECUTE : 0 });
-    const inode = this.mustResolve(p);
-    if (inode.kind === "file") return [this.status(p, inode)];
-    const names = [...this.childrenOf(inode.id).keys()].sort();
+    this.authorize(p, caller, { access: this.tree.resolveQuietly(p)?.kind === "dir" ? READ | EXECUTE : 0 });
+    const inode = this.tree.mustResolve(p);
+    if (inode.kind === "file") return [this.tree.status(p, inode)];
+    const names = [...this.tree.childrenOf(inode.id).keys()].sort();
     return names.map((name) => {
       const childPath = p === "/" ? `/${name}` : `${p}/${name}`;
-      return this.status(childPath, this.inodes.get(this.childrenOf(inode.id).get(name) ?? -1) as InodeRecord);
+      return this.tree.status(childPath, this.tree.get(this.tree.childrenOf(inode.id).get(name) ?? -1) as InodeRecord);
     });
   }
 
@@ -203,31 +173,14 @@ export class Namespace {
   file(path: string, caller?: Caller): FileView {
     const p = normalizeDfsPath(path);
     this.authorize(p, caller, { access: READ });
-    const inode = this.mustResolve(p);
+    const inode = this.tree.mustResolve(p);
     if (inode.kind !== "file") throw new HarvestError("NAMENODE_IS_A_DIRECTORY", `${p} is a directory`);
-    return this.fileView(p, inode);
+    return this.tree.fileView(p, inode);
   }
 
   /** Every file at or below `path` (depth first, by name), with the number of directories walked. */
   walk(path: string): { files: FileView[]; directories: number } {
-    const p = normalizeDfsPath(path);
-    const start = this.mustResolve(p);
-    const files: FileView[] = [];
-    let directories = 0;
-    const visit = (at: string, inode: InodeRecord): void => {
-      if (inode.kind === "file") {
-        files.push(this.fileView(at, inode));
-        return;
-      }
-      directories += 1;
-      const kids = this.childrenOf(inode.id);
-      for (const name of [...kids.keys()].sort()) {
-        const child = this.inodes.get(kids.get(name) ?? -1);
-        if (child) visit(at === "/" ? `/${name}` : `${at}/${name}`, child);
-      }
-    };
-    visit(p, start);
-    return { files, directories };
+    return this.tree.walk(path);
   }
 
   /**
@@ -237,7 +190,7 @@ export class Namespace {
   contentSummary(path: string, caller?: Caller): ContentSummary {
     const p = normalizeDfsPath(path);
     this.authorize(p, caller, { sub: READ | EXECUTE });
-    const { files, directories } = this.walk(p);
+    const { files, directories } = this.tree.walk(p);
     let length = 0;
     let spaceConsumed = 0;
     for (const f of files) {
@@ -248,43 +201,18 @@ export class Namespace {
   }
 
   /** Every block of every file with its owner inode and replication (to rebuild the block map at start). */
-  *allBlocks(): Generator<{ block: BlockRecord; inodeId: number; replication: number; committed: boolean }> {
-    for (const inode of this.inodes.values()) {
-      if (inode.kind !== "file") continue;
-      for (const [i, block] of inode.blocks.entries())
-        yield {
-          block,
-          inodeId: inode.id,
-          replication: inode.replication,
-          committed: inode.complete || i < inode.committedBlocks,
-        };
-    }
+  allBlocks(): Generator<{ block: BlockRecord; inodeId: number; replication: number; committed: boolean }> {
+    return this.tree.allBlocks();
   }
 
   /** The path of an inode, or undefined if it is gone. */
   pathOf(inodeId: number): string | undefined {
-    const parts: string[] = [];
-    let inode = this.inodes.get(inodeId);
-    while (inode && inode.id !== ROOT_INODE_ID) {
-      parts.push(inode.name);
-      inode = this.inodes.get(inode.parentId);
-    }
-    return inode ? "/" + parts.reverse().join("/") : undefined;
+    return this.tree.pathOf(inodeId);
   }
 
   /** Files, directories (with "/") and blocks in the namespace. */
   counts(): NamespaceCounts {
-    let files = 0;
-    let directories = 0;
-    let blocks = 0;
-    for (const inode of this.inodes.values()) {
-      if (inode.kind === "dir") directories += 1;
-      else {
-        files += 1;
-        blocks += inode.blocks.length;
-      }
-    }
-    return { files, directories, blocks };
+    return this.tree.counts();
   }
 
   /** Paths of open files whose writer has been silent for `timeoutMs`. */
@@ -293,7 +221,7 @@ export class Namespace {
     const out: string[] = [];
     for (const [id, renewed] of this.leaseRenewedMs) {
       if (now - renewed < timeoutMs || this.recovering.has(id)) continue;
-      const path = this.pathOf(id);
+      const path = this.tree.pathOf(id);
       if (path) out.push(path);
     }
     return out;
@@ -308,17 +236,17 @@ export class Namespace {
   async mkdirs(path: string, owner: string, caller?: Caller): Promise<FileStatusOutput> {
     const p = normalizeDfsPath(path);
     return this.exclusive(async () => {
-      this.authorize(p, caller, { ancestor: this.resolveQuietly(p) ? 0 : WRITE });
+      this.authorize(p, caller, { ancestor: this.tree.resolveQuietly(p) ? 0 : WRITE });
       const now = this.clock.nowMs();
       const change = emptyChange();
-      let dir = this.root();
+      let dir = this.tree.root();
       let at = "";
       let nextId = this.counters.nextInodeId;
       let creating = false;
       for (const name of pathComponents(p)) {
         at += `/${name}`;
-        const existingId = creating ? undefined : this.childrenOf(dir.id).get(name);
-        const existing = existingId === undefined ? undefined : this.inodes.get(existingId);
+        const existingId = creating ? undefined : this.tree.childrenOf(dir.id).get(name);
+        const existing = existingId === undefined ? undefined : this.tree.get(existingId);
         if (existing) {
           if (existing.kind !== "dir") throw new HarvestError("NAMENODE_NOT_A_DIRECTORY", `${at} is a file`);
           dir = existing;
@@ -345,7 +273,7 @@ export class Namespace {
         change.counters = { nextInodeId: nextId };
         await this.commit(change);
       }
-      return this.status(p, dir);
+      return this.tree.status(p, dir);
     });
   }
 
@@ -364,12 +292,12 @@ export class Namespace {
       throw invalid("blockSize", `must be a positive multiple of ${CHUNK_BYTES} bytes`);
     if (p === "/") throw new HarvestError("NAMENODE_IS_A_DIRECTORY", "/ is a directory");
     return this.exclusive(async () => {
-      const replacing = req.overwrite && this.resolveQuietly(p)?.kind === "file";
+      const replacing = req.overwrite && this.tree.resolveQuietly(p)?.kind === "file";
       this.authorize(p, caller, { ancestor: WRITE, access: replacing ? WRITE : 0 });
       const now = this.clock.nowMs();
-      const parent = this.mustResolveParent(p);
+      const parent = this.tree.mustResolveParent(p);
       const name = baseName(p);
-      const existing = this.inodes.get(this.childrenOf(parent.id).get(name) ?? -1);
+      const existing = this.tree.get(this.tree.childrenOf(parent.id).get(name) ?? -1);
       const change = emptyChange();
       let removed: BlockRecord[] = [];
       if (existing) {
@@ -408,7 +336,7 @@ export class Namespace {
       }
       this.leaseRenewedMs.set(file.id, now);
       if (removed.length > 0) this.listener.blocksRemoved(removed);
-      return this.status(p, file);
+      return this.tree.status(p, file);
     });
   }
 
@@ -427,7 +355,7 @@ export class Namespace {
       const blocks = file.blocks.slice();
       const committed = this.commitLast(p, file, blocks, req.previous);
       const committedBlocks = blocks.length;
-      const targets = chooseTargets(this.fileView(p, { ...file, blocks, committedBlocks }));
+      const targets = chooseTargets(this.tree.fileView(p, { ...file, blocks, committedBlocks }));
       const block: BlockRecord = {
         blockId: this.counters.nextBlockId,
         genStamp: this.counters.nextGenStamp,
@@ -487,7 +415,7 @@ export class Namespace {
     const now = this.clock.nowMs();
     let renewed = 0;
     for (const id of this.leaseRenewedMs.keys()) {
-      const inode = this.inodes.get(id);
+      const inode = this.tree.get(id);
       if (inode?.kind !== "file" || inode.complete || inode.leaseHolder !== clientName) continue;
       if (this.recovering.has(id)) continue;
       if (caller && !caller.superuser && inode.owner !== caller.user) continue;
@@ -504,17 +432,17 @@ export class Namespace {
   async complete(path: string, clientName: string, last: BlockRecord | null | undefined): Promise<FileStatusOutput> {
     const p = normalizeDfsPath(path);
     return this.exclusive(async () => {
-      const current = this.mustResolve(p);
+      const current = this.tree.mustResolve(p);
       if (current.kind === "file" && current.complete) {
         const tail = current.blocks[current.blocks.length - 1];
-        if (sameBlock(tail, last) && (!tail || tail.numBytes === last?.numBytes)) return this.status(p, current);
+        if (sameBlock(tail, last) && (!tail || tail.numBytes === last?.numBytes)) return this.tree.status(p, current);
       }
       const file = this.leasedFile(p, clientName);
       const blocks = file.blocks.slice();
       const committed = this.commitLast(p, file, blocks, last);
       const done = await this.closeFile(file, blocks);
       if (committed) this.listener.blockCommitted(committed);
-      return this.status(p, done);
+      return this.tree.status(p, done);
     });
   }
 
@@ -528,11 +456,11 @@ export class Namespace {
       throw new HarvestError("DFS_BAD_PATH", "the root directory cannot be deleted", { details: { path } });
     return this.exclusive(async () => {
       this.authorize(p, caller, { parent: WRITE, sub: ALL });
-      const inode = this.resolve(p);
+      const inode = this.tree.resolve(p);
       if (!inode) return false;
-      if (inode.kind === "dir" && this.childrenOf(inode.id).size > 0 && !recursive)
+      if (inode.kind === "dir" && this.tree.childrenOf(inode.id).size > 0 && !recursive)
         throw new HarvestError("NAMENODE_DIRECTORY_NOT_EMPTY", `${p} is not empty; delete it recursively`);
-      const parent = this.inodes.get(inode.parentId) as DirRecord;
+      const parent = this.tree.get(inode.parentId) as DirRecord;
       const change = emptyChange();
       const removed: BlockRecord[] = [];
       const removedIds: number[] = [];
@@ -543,9 +471,9 @@ export class Namespace {
           removed.push(...node.blocks);
           return;
         }
-        for (const [name, childId] of this.childrenOf(node.id)) {
+        for (const [name, childId] of this.tree.childrenOf(node.id)) {
           change.delEdges.push({ parentId: node.id, name });
-          const child = this.inodes.get(childId);
+          const child = this.tree.get(childId);
           if (child) collect(child);
         }
       };
@@ -573,14 +501,14 @@ export class Namespace {
     return this.exclusive(async () => {
       this.authorize(s, caller, { parent: WRITE });
       this.authorize(d, caller, { ancestor: WRITE });
-      const inode = this.mustResolve(s);
+      const inode = this.tree.mustResolve(s);
       if (isWithin(d, s))
         throw new HarvestError("DFS_BAD_PATH", `cannot move ${s} to ${d}, inside itself`, { details: { dst } });
-      const newParent = this.mustResolveParent(d);
+      const newParent = this.tree.mustResolveParent(d);
       const name = baseName(d);
-      if (this.childrenOf(newParent.id).has(name)) throw new HarvestError("NAMENODE_FILE_EXISTS", `${d} exists`);
+      if (this.tree.childrenOf(newParent.id).has(name)) throw new HarvestError("NAMENODE_FILE_EXISTS", `${d} exists`);
       const now = this.clock.nowMs();
-      const oldParent = this.inodes.get(inode.parentId) as DirRecord;
+      const oldParent = this.tree.get(inode.parentId) as DirRecord;
       const moved: InodeRecord = { ...inode, parentId: newParent.id, name };
       const change = emptyChange();
       change.delEdges.push({ parentId: oldParent.id, name: inode.name });
@@ -588,7 +516,7 @@ export class Namespace {
       change.putInodes.push(moved, { ...oldParent, mtimeMs: now });
       if (newParent.id !== oldParent.id) change.putInodes.push({ ...newParent, mtimeMs: now });
       await this.commit(change);
-      return this.status(d, moved);
+      return this.tree.status(d, moved);
     });
   }
 
@@ -599,7 +527,7 @@ export class Namespace {
       throw invalid("mode", "must be permission bits in 0..0777 (setuid, setgid and sticky bits are not supported)");
     return this.exclusive(async () => {
       this.authorize(p, caller, { owner: true });
-      const inode = this.mustResolve(p);
+      const inode = this.tree.mustResolve(p);
       return this.putPermissions(p, { ...inode, mode });
     });
   }
@@ -618,9 +546,9 @@ export class Namespace {
       if (name && !OWNER_NAME.test(name)) throw invalid(field, "must be 1-64 characters of [A-Za-z0-9_.@-]");
     return this.exclusive(async () => {
       this.authorize(p, caller, {});
-      const inode = this.mustResolve(p);
+      const inode = this.tree.mustResolve(p);
       if (caller)
-        checkSetOwner(this.permissionNode(p, inode), caller, {
+        checkSetOwner(this.tree.permissionNode(p, inode), caller, {
           ...(owner ? { owner } : {}),
           ...(group ? { group } : {}),
         });
@@ -634,7 +562,7 @@ export class Namespace {
     const change = emptyChange();
     change.putInodes.push(updated);
     await this.commit(change);
-    return this.status(p, updated);
+    return this.tree.status(p, updated);
   }
 
   /**
@@ -645,7 +573,7 @@ export class Namespace {
   async recoverLease(path: string, timeoutMs: number): Promise<boolean> {
     const p = normalizeDfsPath(path);
     return this.exclusive(async () => {
-      const inode = this.resolve(p);
+      const inode = this.tree.resolve(p);
       if (!inode || inode.kind !== "file" || inode.complete) return false;
       const renewed = this.leaseRenewedMs.get(inode.id) ?? 0;
       if (this.clock.nowMs() - renewed < timeoutMs) return false;
@@ -674,7 +602,7 @@ export class Namespace {
   ): Promise<"closed" | { inodeId: number; block: BlockRecord; pipeline: string[] } | undefined> {
     const p = normalizeDfsPath(path);
     return this.exclusive(async () => {
-      const inode = this.resolve(p);
+      const inode = this.tree.resolve(p);
       if (!inode || inode.kind !== "file" || inode.complete || this.recovering.has(inode.id)) return undefined;
       const renewed = this.leaseRenewedMs.get(inode.id) ?? 0;
       if (this.clock.nowMs() - renewed < timeoutMs) return undefined;
@@ -710,7 +638,7 @@ export class Namespace {
   async finishRecovery(inodeId: number, blockId: number, length: number, reason: string): Promise<boolean> {
     if (!(Number.isSafeInteger(length) && length >= 0)) throw invalid("length", "must be >= 0");
     return this.exclusive(async () => {
-      const inode = this.inodes.get(inodeId);
+      const inode = this.tree.get(inodeId);
       const last = inode?.kind === "file" ? inode.blocks[inode.blocks.length - 1] : undefined;
       if (!inode || inode.kind !== "file" || !this.recovering.has(inodeId) || last?.blockId !== blockId) {
         this.recovering.delete(inodeId);
@@ -751,60 +679,22 @@ export class Namespace {
   }
 
   /** Resolves once every mutation queued so far has finished (before closing the store). */
-  async drain(): Promise<void> {
-    await this.tail;
-    await this.store.idle();
+  drain(): Promise<void> {
+    return this.edits.drain();
   }
 
   // ---------------------------------------------------------------------------------------------- internals
 
-  /**
-   * Runs mutations one at a time, in call order; the next may start as soon as this one is applied in memory, while
-   * this one's caller still waits for its batch to be synced.
-   */
+  /** Runs a mutation after those before it (edit-queue.ts); its caller is answered once its changes are synced. */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     if (!this.loaded) return Promise.reject(new HarvestError("INTERNAL", "namespace used before load()"));
-    const body = async (): Promise<{ value: T; durable: Promise<void> | undefined }> => {
-      if (this.storeFailure) throw this.storeFailure;
-      this.durable = undefined;
-      const value = await fn();
-      return { value, durable: this.durable };
-    };
-    const run = this.tail.then(body, body);
-    this.tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    return run.then(async ({ value, durable }) => {
-      if (durable) await durable;
-      return value;
-    });
+    return this.edits.run(fn);
   }
 
   /** Applies a changeset in memory and queues it for the store's next synced batch (awaited by `exclusive`). */
   private async commit(change: Changeset): Promise<void> {
-    const durable = this.store.commit(change).catch((err: unknown) => {
-      this.storeFailure ??= new HarvestError(
-        "INTERNAL",
-        `namespace write failed; restart the namenode: ${errorMessage(err)}`,
-        { cause: err },
-      );
-      throw this.storeFailure;
-    });
-    // Later batches are written after earlier ones, so the last one queued covers this mutation's earlier changes;
-    // an earlier one's failure also fails the later (storeFailure), so it may go unobserved here.
-    durable.catch(() => undefined);
-    this.durable = durable;
-    for (const id of change.delInodes) {
-      this.inodes.delete(id);
-      this.children.delete(id);
-    }
-    for (const e of change.delEdges) this.children.get(e.parentId)?.delete(e.name);
-    for (const inode of change.putInodes) {
-      this.inodes.set(inode.id, inode);
-      if (inode.kind === "dir" && !this.children.has(inode.id)) this.children.set(inode.id, new Map());
-    }
-    for (const e of change.putEdges) this.children.get(e.parentId)?.set(e.name, e.childId);
+    this.edits.queue(change);
+    this.tree.apply(change);
     this.counters = { ...this.counters, ...change.counters };
   }
 
@@ -839,7 +729,7 @@ export class Namespace {
 
   /** The open file at `p` held by `clientName`, or the coded reason why not. */
   private leasedFile(p: string, clientName: string): FileRecord {
-    const inode = this.mustResolve(p);
+    const inode = this.tree.mustResolve(p);
     if (inode.kind !== "file") throw new HarvestError("NAMENODE_IS_A_DIRECTORY", `${p} is a directory`);
     if (this.recovering.has(inode.id))
       throw new HarvestError(
@@ -860,130 +750,7 @@ export class Namespace {
   /** Throws DFS_PERMISSION_DENIED unless `caller` may do `request` on `p` (no caller: the namenode's own work). */
   private authorize(p: string, caller: Caller | undefined, request: AccessRequest): void {
     if (!caller || caller.superuser) return;
-    checkPermission(this.resolvedPath(p, request.sub !== undefined), caller, request);
-  }
-
-  /** The inodes along `p` from the root; undefined from the first missing one (or one below a file). */
-  private resolvedPath(p: string, withSubtree: boolean): ResolvedPath {
-    const chain: (PermissionNode | undefined)[] = [this.permissionNode("/", this.root())];
-    let inode: InodeRecord | undefined = this.root();
-    let at = "";
-    for (const name of pathComponents(p)) {
-      at += `/${name}`;
-      inode = inode?.kind === "dir" ? this.inodes.get(this.childrenOf(inode.id).get(name) ?? -1) : undefined;
-      chain.push(inode ? this.permissionNode(at, inode) : undefined);
-    }
-    const target = inode;
-    if (!withSubtree || target?.kind !== "dir") return { path: p, chain };
-    const subtree = function* (this: Namespace): Generator<PermissionNode & { hasChildren: boolean }> {
-      const stack: [string, DirRecord][] = [[p, target]];
-      for (let next = stack.pop(); next; next = stack.pop()) {
-        const [dirPath, dir] = next;
-        const kids = this.childrenOf(dir.id);
-        yield { ...this.permissionNode(dirPath, dir), hasChildren: kids.size > 0 };
-        for (const [name, id] of kids) {
-          const child = this.inodes.get(id);
-          if (child?.kind === "dir") stack.push([dirPath === "/" ? `/${name}` : `${dirPath}/${name}`, child]);
-        }
-      }
-    };
-    return { path: p, chain, subtree: () => subtree.call(this) };
-  }
-
-  private permissionNode(p: string, inode: InodeRecord): PermissionNode {
-    return { path: p, owner: inode.owner, group: inode.group, mode: inode.mode, isDir: inode.kind === "dir" };
-  }
-
-  /** The inode at `p`, or undefined when it is missing or a file is in the way (the caller reports which later). */
-  private resolveQuietly(p: string): InodeRecord | undefined {
-    try {
-      return this.resolve(p);
-    } catch {
-      return undefined;
-    }
-  }
-
-  private root(): DirRecord {
-    return this.inodes.get(ROOT_INODE_ID) as DirRecord;
-  }
-
-  private childrenOf(id: number): Map<string, number> {
-    return this.children.get(id) ?? new Map();
-  }
-
-  /** The inode at a normalised path; undefined if missing; NAMENODE_NOT_A_DIRECTORY if a file is in the way. */
-  private resolve(p: string): InodeRecord | undefined {
-    let inode: InodeRecord = this.root();
-    let at = "";
-    for (const name of pathComponents(p)) {
-      if (inode.kind !== "dir") throw new HarvestError("NAMENODE_NOT_A_DIRECTORY", `${at} is a file`);
-      at += `/${name}`;
-      const next = this.inodes.get(this.childrenOf(inode.id).get(name) ?? -1);
-      if (!next) return undefined;
-      inode = next;
-    }
-    return inode;
-  }
-
-  private mustResolve(p: string): InodeRecord {
-    const inode = this.resolve(p);
-    if (!inode) throw new HarvestError("NAMENODE_FILE_NOT_FOUND", `${p} does not exist`, { details: { path: p } });
-    return inode;
-  }
-
-  /** The directory that would hold `p`: NAMENODE_PARENT_NOT_FOUND / NAMENODE_NOT_A_DIRECTORY otherwise. */
-  private mustResolveParent(p: string): DirRecord {
-    const pp = parentPath(p);
-    const parent = this.resolve(pp);
-    if (!parent) throw new HarvestError("NAMENODE_PARENT_NOT_FOUND", `${pp} does not exist`, { details: { path: pp } });
-    if (parent.kind !== "dir") throw new HarvestError("NAMENODE_NOT_A_DIRECTORY", `${pp} is a file`);
-    return parent;
-  }
-
-  private fileView(p: string, inode: FileRecord): FileView {
-    let offset = 0;
-    const blocks = inode.blocks.map((block, i) => {
-      const located = { block, offset, committed: inode.complete || i < inode.committedBlocks };
-      offset += block.numBytes;
-      return located;
-    });
-    return { path: p, inode, length: offset, blocks };
-  }
-
-  private status(p: string, inode: InodeRecord): FileStatusOutput {
-    if (inode.kind === "dir")
-      return {
-        path: p,
-        isDir: true,
-        length: 0,
-        replication: 0,
-        blockSize: 0,
-        owner: inode.owner,
-        group: inode.group,
-        mode: inode.mode,
-        mtimeMs: inode.mtimeMs,
-        ctimeMs: inode.ctimeMs,
-        complete: true,
-        blocks: 0,
-        recoveredMs: 0,
-        recoveredReason: "",
-      };
-    return {
-      path: p,
-      isDir: false,
-      length: inode.blocks.reduce((sum, b) => sum + b.numBytes, 0),
-      replication: inode.replication,
-      blockSize: inode.blockSizeBytes,
-      owner: inode.owner,
-      group: inode.group,
-      mode: inode.mode,
-      mtimeMs: inode.mtimeMs,
-      ctimeMs: inode.ctimeMs,
-      complete: inode.complete,
-      blocks: inode.blocks.length,
-      recoveredMs: inode.recovered?.atMs ?? 0,
-      recoveredReason: inode.recovered?.reason ?? "",
-    };
+    checkPermission(this.tree.resolvedPath(p, request.sub !== undefined), caller, request);
   }
 }
 
