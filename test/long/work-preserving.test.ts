@@ -10,8 +10,8 @@ import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readCluster, restartDaemon } from "../../localcluster/cluster.js";
 import { containerProcessFile } from "../../common/container-leftovers.js";
-import { startTestCluster, traceSpec } from "./harness.js";
-import type { TestCluster } from "./harness.js";
+import { startTestCluster, traceSpec } from "../integration/harness.js";
+import type { TestCluster } from "../integration/harness.js";
 
 /** A task that writes "start i" when it starts and "done i" after 1.5 + 0.7 i seconds, in the shared log. */
 const TASK = [
