@@ -15,9 +15,11 @@
 
 import type { ComputeOptions } from "./compute-options.js";
 import { resolveComputeOptions } from "./compute-options.js";
-import type { ComputeRunResult } from "./engine/compute-state.js";
+import type { ResolvedComputeOptions } from "./compute-options.js";
+import type { ComputeRunResult } from "./engine/compute-result.js";
 import { ComputeState } from "./engine/compute-state.js";
 import { AdmissionFeature } from "./features/admission.js";
+import type { SimFeature } from "./features/feature.js";
 import { LifetimesFeature } from "./features/lifetimes.js";
 import { ServerEventsFeature } from "./features/server-events.js";
 import type { JobStream } from "./jobs.js";
@@ -36,7 +38,7 @@ export {
   type LifetimeSource,
   type ResolvedComputeOptions,
 } from "./compute-options.js";
-export type { ComputeRunResult } from "./engine/compute-state.js";
+export type { ComputeRunResult } from "./engine/compute-result.js";
 export { Stream, streamSeed } from "./engine/streams.js";
 export {
   drawServerEvents,
@@ -55,6 +57,19 @@ export {
 } from "./features/admission-options.js";
 
 /**
+ * The features a run may have, in the order they hear each event (their effects on the run, its random draws and its
+ * events, happen in this order): each is in a run when its options ask for it. A new feature is one more row.
+ */
+const FEATURES: readonly {
+  wanted(o: ResolvedComputeOptions): boolean;
+  make(state: ComputeState): SimFeature;
+}[] = [
+  { wanted: (o) => LifetimesFeature.wanted(o), make: (state) => new LifetimesFeature(state) },
+  { wanted: (o) => ServerEventsFeature.wanted(o), make: (state) => new ServerEventsFeature(state) },
+  { wanted: (o) => AdmissionFeature.wanted(o), make: (state) => new AdmissionFeature(state) },
+];
+
+/**
  * Runs one compute experiment: `jobs` under `options.policy` over the cluster's experiment period [historyMs,
  * horizonMs). Deterministic: the same cluster, jobs and options give the same result but for `wallMs` and
  * `eventsPerSec`.
@@ -68,9 +83,7 @@ export function runCompute(cluster: SimCluster, jobs: JobStream, options: Comput
     servers: new SimServers(state),
     jobManagers: new SimJobManagers(state),
     driver: new SchedulerDriver(state),
-    lifetimes: new LifetimesFeature(state),
-    serverEvents: new ServerEventsFeature(state),
-    admission: new AdmissionFeature(state),
+    features: FEATURES.filter((f) => f.wanted(o)).map((f) => f.make(state)),
   }));
   sim.run();
   return sim.result(performance.now() - started);

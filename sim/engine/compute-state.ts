@@ -16,126 +16,32 @@ import {
   StockSchedulerPolicy,
 } from "../../resourcemanager/index.js";
 import type {
-  AdmissionPolicy,
   Allocation,
   ContainerKey,
-  LifetimePredictor,
   LiveNode,
-  NodeChoiceKind,
+  NodeChoiceSource,
   PlacementDecision,
-  SchedulerPolicy,
-  DrainTracker,
-  LifetimeModel,
   LifetimeNodeChoice,
 } from "../../resourcemanager/index.js";
-import type { KillCostModel, LifetimeSource, ResolvedComputeOptions } from "../compute-options.js";
+import type { KillCostModel, ResolvedComputeOptions } from "../compute-options.js";
 import { SimEngine } from "./engine.js";
-import type { AdmissionState } from "../features/admission-options.js";
-import type { ReimageFigures } from "../features/server-events-options.js";
+import type { LifetimesPort, SimFeature } from "../features/feature.js";
+import { harvestableCoreMs } from "../jobs.js";
 import type { JobStream, SimJob } from "../jobs.js";
 import { DAY_MS } from "../model.js";
 import type { SimCluster } from "../model.js";
-import type { ComputeResult, JobTypeFigures, SimJobType } from "../results.js";
+import type { JobTypeFigures, SimJobType } from "../results.js";
 import type { Attempt, JobRun } from "../roles/job-run.js";
 import { ServerSet } from "../roles/server-set.js";
+import type { ComputeRunResult } from "./compute-result.js";
+import { FeatureBus } from "./feature-bus.js";
 import { phaseOf, Stream, streamSeed } from "./streams.js";
-
-/** A compute run's figures: the shared {@link ComputeResult} and what the simulator also counts. */
-export interface ComputeRunResult extends ComputeResult {
-  /** Runs submitted, and those still running at the horizon (not in the averages). */
-  jobsSubmitted: number;
-  jobsUnfinished: number;
-  /** Task attempts that completed (`tasksRun` counts every attempt started, killed ones included). */
-  tasksCompleted: number;
-  /** Jobs that ran on any server after waiting `classWaitMs` for a class (history only). */
-  jobsOpenedToAll: number;
-  /** Task kills per job type (the type of the job the task belonged to). */
-  killsByType: Record<SimJobType, number>;
-  /** Times the classes were built. */
-  classifications: number;
-  /** Classes of the last classification, "pattern-index: servers" (history only). */
-  classes: string[];
-  /** The node choice and the lifetimes it was given. */
-  nodeChoice: NodeChoiceKind;
-  lifetimes: LifetimeSource;
-  /**
-   * Time-averaged share of servers with no secondary container (job managers count), over the experiment; a server
-   * away for a reclaim or reimage has none.
-   */
-  emptyServerShare: number;
-  /** The same among the servers in service whose primary (and reserve) leaves room for a task; 0 when none ever did. */
-  emptyShareWithRoom: number;
-  /** Whole-server reclaims, the share of them that found the server empty, and the core-hours their kills lost. */
-  reclaims: number;
-  reclaimsHittingEmpty: number;
-  reclaimKilledCoreHours: number;
-  /** What planned reimages cost (only with `reimages`). `taskKills` and `wastedCoreHours` count these kills too. */
-  reimages?: ReimageFigures;
-  /** Simulation events per wall-clock second. */
-  eventsPerSec: number;
-  /** The admission policy ("none" without admission control) and the threshold it compared with (1 for none). */
-  admission: AdmissionPolicy;
-  admissionThreshold: number;
-  /**
-   * Jobs the admission policy let in, jobs it refused on arrival because even an idle cluster would not admit them
-   * (`neverAdmissible`: never queued, never run, not in `jobs`), and jobs still waiting at the horizon. Without
-   * admission control every arrival counts as admitted at once.
-   */
-  jobsAdmitted: number;
-  jobsRejected: number;
-  jobsQueuedAtEnd: number;
-  /** Average wait in the admission queue of the admitted jobs, s (also inside their job times). */
-  avgAdmissionWaitS: number;
-  /**
-   * Core-hours held by secondary containers (tasks and job managers, from grant to release or the horizon, launches
-   * included) over the experiment period.
-   */
-  secondaryCoreHours: number;
-  /** Core-hours harvestable over the experiment period: capacity - primary - reserve, floored at 0 per server. */
-  harvestableCoreHours: number;
-  /** secondaryCoreHours / harvestableCoreHours (above 1 only under stock-unaware, which takes the primary's cores). */
-  harvestedUtilization: number;
-  /**
-   * The SLA metric of admission control: the core-hours killed containers held up to their kill
-   * (`wastedCoreHours`) over `secondaryCoreHours`, i.e. the share of what secondary containers held that kills threw
-   * away. 0 when nothing ran.
-   */
-  killedTaskHoursFraction: number;
-}
 
 /** The standard normal's 90th percentile: a log-normal's p90 / median = exp(sigma x this). */
 export const Z90 = 1.2815515655446004;
 
 /** The placement's log: the simulator keeps none. */
 export const SILENT_LOG = new Logger("sim/placement", "error", () => undefined);
-
-/** The figures {@link AdmissionPort} adds to a run's result. */
-export type AdmissionFigures = Pick<
-  ComputeRunResult,
-  | "admission"
-  | "admissionThreshold"
-  | "jobsAdmitted"
-  | "jobsRejected"
-  | "jobsQueuedAtEnd"
-  | "avgAdmissionWaitS"
-  | "secondaryCoreHours"
-  | "harvestableCoreHours"
-  | "harvestedUtilization"
-  | "killedTaskHoursFraction"
->;
-
-/** The figures {@link LifetimesPort} adds to a run's result. */
-export type LifetimeFigures = Pick<
-  ComputeRunResult,
-  | "nodeChoice"
-  | "lifetimes"
-  | "emptyServerShare"
-  | "emptyShareWithRoom"
-  | "reclaims"
-  | "reclaimsHittingEmpty"
-  | "reclaimKilledCoreHours"
-  | "reimages"
->;
 
 /** What the other parts call of {@link SimServers}. */
 export interface ServersPort {
@@ -176,30 +82,8 @@ export interface DriverPort {
   refreshFree(s: number): void;
   classify(nowMs: number): void;
   onDecision(run: JobRun, decision: PlacementDecision): void;
-  withNodeChoice(inner: SchedulerPolicy): SchedulerPolicy;
+  nodeChoiceSource(): NodeChoiceSource;
   keyOfGrant(alloc: Allocation): ContainerKey;
-}
-
-/** What the other parts call of {@link LifetimesFeature}. */
-export interface LifetimesPort {
-  startLifetimes(): void;
-  taskKey(run: JobRun, task: number): ContainerKey;
-  jobManagerKey(run: JobRun): ContainerKey;
-  checkLifetimeBooks(fail: (why: string) => never): void;
-  lifetimeFigures(): LifetimeFigures;
-}
-
-/** What the other parts call of {@link ServerEventsFeature}. */
-export interface ServerEventsPort {
-  scheduleServerEvents(): void;
-}
-
-/** What the other parts call of {@link AdmissionFeature}. */
-export interface AdmissionPort {
-  countHeld(a: Attempt): void;
-  arrive(job: SimJob): void;
-  admittedJobDone(run: JobRun): void;
-  admissionFigures(): AdmissionFigures;
 }
 
 /** The roles and features of one run, made by `runCompute` around its {@link ComputeState}. */
@@ -207,9 +91,8 @@ export interface SimParts {
   servers: ServersPort;
   jobManagers: JobManagersPort;
   driver: DriverPort;
-  lifetimes: LifetimesPort;
-  serverEvents: ServerEventsPort;
-  admission: AdmissionPort;
+  /** The features, in the order they hear each event. */
+  features: SimFeature[];
 }
 
 /** See the file header. */
@@ -217,9 +100,10 @@ export class ComputeState {
   readonly servers: ServersPort;
   readonly jobManagers: JobManagersPort;
   readonly driver: DriverPort;
+  /** The run's features; roles publish their events here and never name a feature. */
+  readonly features: FeatureBus;
+  /** Container keys and the lifetime predictor, from the lifetimes feature (stock keys and none without it). */
   readonly lifetimes: LifetimesPort;
-  readonly serverEvents: ServerEventsPort;
-  readonly admission: AdmissionPort;
 
   readonly engine = new SimEngine();
 
@@ -353,9 +237,8 @@ export class ComputeState {
     this.servers = made.servers;
     this.jobManagers = made.jobManagers;
     this.driver = made.driver;
-    this.lifetimes = made.lifetimes;
-    this.serverEvents = made.serverEvents;
-    this.admission = made.admission;
+    this.features = new FeatureBus(made.features);
+    this.lifetimes = this.features.lifetimes;
     this.taskMilli = Math.round(o.taskCores * 1000);
     this.taskResource = { vcoresMilli: this.taskMilli, memoryMb: Math.ceil(o.taskCores * 1024) };
     this.cost = o.killCost;
@@ -382,7 +265,7 @@ export class ComputeState {
       );
     }
     this.scheduler = new Scheduler(
-      this.driver.withNodeChoice(this.history ?? new StockSchedulerPolicy()),
+      this.features.schedulerPolicy(this.history ?? new StockSchedulerPolicy()),
       { reserveFraction, maxAllocationsPerHeartbeat: 0, maxAmShare: o.maxAmShare },
       () => `c${++this.containerSeq}`,
     );
@@ -421,7 +304,18 @@ export class ComputeState {
         ),
       );
     }
-    this.lifetimes.startLifetimes();
+    this.away = new Uint8Array(n);
+    this.emptyFlag = new Uint8Array(n).fill(1);
+    this.emptyCount = n;
+    this.roomFlag = new Uint8Array(n);
+    for (let s = 0; s < n; s++) {
+      if (this.capMilli[s]! - this.reserveMilli[s]! < this.taskMilli) continue;
+      this.roomFlag[s] = 1;
+      this.roomCount++;
+      this.emptyRoomCount++;
+    }
+    this.occupancySinceMs = cluster.historyMs;
+    this.features.setUp();
   }
 
   run(): void {
@@ -444,7 +338,7 @@ export class ComputeState {
       }
     }
     this.jobManagers.scheduleNextJob();
-    this.serverEvents.scheduleServerEvents();
+    this.features.runStarted();
     engine.run(cluster.horizonMs, this.o.onProgress, this.o.progressEvery);
     this.servers.accrueTaken(cluster.horizonMs);
     this.servers.accrueOccupancy(cluster.horizonMs);
@@ -467,18 +361,10 @@ export class ComputeState {
     return phase + Math.ceil((now - phase) / periodMs) * periodMs;
   }
 
-  // The state of the lifetimes and server-events features (features/lifetimes.ts, features/server-events.ts): node
-  // choice by lifetimes (NILAS, LAVA), whole-server reclaims, planned reimages and their drains (LARS), and the
-  // empty-server figures. Set up by the constructor (`driver.withNodeChoice`, `lifetimes.startLifetimes`): field
-  // initializers run before it has its options.
+  // The state of node choice by lifetimes (NILAS, LAVA; the lifetimes feature installs it), of servers out of service
+  // (the server-events feature takes them out) and of the empty-server figures.
 
-  /** The lifetime model, fed as the resource manager feeds its own (undefined when nothing asks it). */
-  lifetimeModel: LifetimeModel | undefined;
-
-  /** What node choice and drains ask: the model, or the oracle in front of it. */
-  predictor: LifetimePredictor | undefined;
-
-  /** NILAS or LAVA around the placement policy; undefined under the stock node choice. */
+  /** NILAS or LAVA around the placement policy, when a feature wrapped it in one; undefined under stock node choice. */
   nodeChoice: LifetimeNodeChoice | undefined;
 
   /**
@@ -494,21 +380,13 @@ export class ComputeState {
   /** While true, the node choice's source lists every server in service (for `tick`), not only those with room. */
   tickingAll = false;
 
-  /** Per server: away (a reclaim or a reimage) until `downUntilMs`; draining for the reimage at `drainForMs`. */
-  down = new Uint8Array(0);
-
-  downUntilMs = new Float64Array(0);
-
-  draining = new Uint8Array(0);
-
-  drainForMs = new Float64Array(0);
-
-  drains: DrainTracker | undefined;
+  /** Per server: 1 while it takes no containers (a feature took it out of service: away, or draining). */
+  readonly away: Uint8Array;
 
   /** Per server: no secondary container; in service, with room for a task beside its primary and reserve. */
-  emptyFlag = new Uint8Array(0);
+  readonly emptyFlag: Uint8Array;
 
-  roomFlag = new Uint8Array(0);
+  readonly roomFlag: Uint8Array;
 
   emptyCount = 0;
 
@@ -524,22 +402,6 @@ export class ComputeState {
   emptyRoomMs = 0;
 
   occupancySinceMs = 0;
-
-  reclaimCount = 0;
-
-  reclaimsOnEmpty = 0;
-
-  reclaimKilledCoreMs = 0;
-
-  readonly reimageTally = {
-    reimages: 0,
-    containersAtNotice: 0,
-    preempted: 0,
-    preemptedCoreMs: 0,
-    killedAtReimage: 0,
-    killedAtReimageCoreMs: 0,
-    finishedOnTheirOwn: 0,
-  };
 
   // ---------------------------------------------------------------------------------------------- checks and figures
 
@@ -602,7 +464,22 @@ export class ComputeState {
         );
       for (const a of run.attempts) if (!a.alive) fail(`job ${run.appId} lists an ended attempt ${a.containerId}`);
     }
-    this.lifetimes.checkLifetimeBooks(fail);
+    let empty = 0;
+    let room = 0;
+    let emptyRoom = 0;
+    for (let s = 0; s < this.nodeIds.length; s++) {
+      const e = this.running[s]!.size === 0 ? 1 : 0;
+      const r = this.servers.hasRoom(s) ? 1 : 0;
+      if (this.emptyFlag[s] !== e || this.roomFlag[s] !== r)
+        fail(`server ${this.nodeIds[s]}: the empty-server flags are stale`);
+      empty += e;
+      room += r;
+      emptyRoom += e * r;
+    }
+    if (empty !== this.emptyCount || room !== this.roomCount || emptyRoom !== this.emptyRoomCount)
+      fail("the empty-server counts differ from the servers'");
+    if (this.keysInFlight.size > 0) fail("task grants are in flight between heartbeats");
+    this.features.checkBooks(fail);
   }
 
   result(wallMs: number): ComputeRunResult {
@@ -617,6 +494,24 @@ export class ComputeState {
       sumMs += f.sumMs;
     }
     const events = this.engine.events;
+    const spanMs = (cluster.horizonMs - cluster.historyMs) * cluster.servers.length;
+    const now = this.engine.clock.nowMs();
+    let heldCoreMs = this.endedHeldCoreMs;
+    for (const containers of this.running)
+      for (const a of containers) heldCoreMs += ((now - a.startMs) * a.milli) / 1000;
+    const harvestable = harvestableCoreMs(cluster, cluster.historyMs, cluster.horizonMs, this.o.reserveFraction);
+    // Without a feature, a figure keeps the value of a run without it.
+    const f = this.features.figures({
+      reclaims: 0,
+      reclaimsHittingEmpty: 0,
+      reclaimKilledCoreHours: 0,
+      admission: "none",
+      admissionThreshold: 1,
+      jobsAdmitted: this.nextJob,
+      jobsRejected: 0,
+      jobsQueuedAtEnd: 0,
+      avgAdmissionWaitS: 0,
+    });
     return {
       level: cluster.level,
       servers: cluster.servers.length,
@@ -644,18 +539,27 @@ export class ComputeState {
       classifications: this.classifications,
       classes: this.classViews?.classViews().map((v) => `${v.classId}: ${v.servers.length}`) ?? [],
       eventsPerSec: wallMs > 0 ? events / (wallMs / 1000) : 0,
-      ...this.lifetimes.lifetimeFigures(),
-      ...this.admission.admissionFigures(),
+      nodeChoice: this.o.nodeChoice,
+      lifetimes: this.o.lifetimes,
+      emptyServerShare: spanMs > 0 ? this.emptyMs / spanMs : 0,
+      emptyShareWithRoom: this.roomMs > 0 ? this.emptyRoomMs / this.roomMs : 0,
+      reclaims: f.reclaims,
+      reclaimsHittingEmpty: f.reclaimsHittingEmpty,
+      reclaimKilledCoreHours: f.reclaimKilledCoreHours,
+      ...(f.reimages ? { reimages: f.reimages } : {}),
+      admission: f.admission,
+      admissionThreshold: f.admissionThreshold,
+      jobsAdmitted: f.jobsAdmitted,
+      jobsRejected: f.jobsRejected,
+      jobsQueuedAtEnd: f.jobsQueuedAtEnd,
+      avgAdmissionWaitS: f.avgAdmissionWaitS,
+      secondaryCoreHours: heldCoreMs / 3_600_000,
+      harvestableCoreHours: harvestable / 3_600_000,
+      harvestedUtilization: harvestable > 0 ? heldCoreMs / harvestable : 0,
+      killedTaskHoursFraction: heldCoreMs > 0 ? this.wastedCoreMs / heldCoreMs : 0,
     };
   }
 
-  // The state of the admission feature (features/admission.ts): seeds/003 in front of `submit`, as the resource
-  // manager runs it. The state is built on the first arrival, since field initializers run before the constructor
-  // has its options.
-
-  /** Admission control's state once a job has arrived under a policy other than none. */
-  admissionState: AdmissionState | undefined;
-
-  /** Core-ms held by containers that have ended (see `countHeld`). */
+  /** Core-ms held by containers that have ended (from grant to end; see `secondaryCoreHours`). */
   endedHeldCoreMs = 0;
 }

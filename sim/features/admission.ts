@@ -19,13 +19,15 @@ import type {
   AdmittedJob,
   PrimaryDemandSource,
 } from "../../resourcemanager/index.js";
-import type { AdmissionFigures, AdmissionPort, ComputeState } from "../engine/compute-state.js";
-import { harvestableCoreMs } from "../jobs.js";
+import type { ResolvedComputeOptions } from "../compute-options.js";
+import type { FeatureFigures } from "../engine/compute-result.js";
+import type { ComputeState } from "../engine/compute-state.js";
 import type { SimJob } from "../jobs.js";
 import { DAY_MS } from "../model.js";
 import type { Attempt, JobRun } from "../roles/job-run.js";
 import type { AdmissionState, WaitingJob } from "./admission-options.js";
 import { ADMISSION_WINDOW } from "./admission-options.js";
+import type { SimFeature } from "./feature.js";
 
 /**
  * A profile's moments read from a table of one entry per slot of the day (one entry when not periodic): a profile's
@@ -49,23 +51,29 @@ export function slotTable(profile: DemandProfile, slotMs: number, daily: boolean
 }
 
 /** See the file header. */
-export class AdmissionFeature implements AdmissionPort {
+export class AdmissionFeature implements SimFeature {
+  /** Whether a run has admission control (the policy "none" submits every job on arrival, as without it). */
+  static wanted(o: ResolvedComputeOptions): boolean {
+    return o.admission !== undefined && o.admission.policy !== "none";
+  }
+
+  /** Admission control's state, built on the first arrival. */
+  private state: AdmissionState | undefined;
+
   constructor(private readonly sim: ComputeState) {}
 
-  /** A container ends: adds what it held, from its grant until now, to the secondary core-hours. */
-  countHeld(a: Attempt): void {
-    const coreMs = ((this.sim.engine.clock.nowMs() - a.startMs) * a.milli) / 1000;
-    this.sim.endedHeldCoreMs += coreMs;
-    const admitted = this.sim.admissionState?.admitted.get(a.run.appId);
-    if (admitted) admitted.heldCoreMs += coreMs;
+  /** A container ends: what it held counts in its admitted job's demand. */
+  containerEnded(a: Attempt, heldCoreMs: number): void {
+    const admitted = this.state?.admitted.get(a.run.appId);
+    if (admitted) admitted.heldCoreMs += heldCoreMs;
   }
 
   /**
-   * A job arrives under admission control: refused when even an idle cluster would not admit it (`neverAdmissible`),
-   * else queued behind the jobs before it, and the queue is evaluated at once.
+   * A job arrives: refused when even an idle cluster would not admit it (`neverAdmissible`), else queued behind the
+   * jobs before it, and the queue is evaluated at once. Either way the feature takes it.
    */
-  arrive(job: SimJob): void {
-    const adm = (this.sim.admissionState ??= this.startAdmission());
+  jobArrived(job: SimJob): boolean {
+    const adm = (this.state ??= this.startAdmission());
     const now = this.sim.engine.clock.nowMs();
     // What the job can hold at most (its DAG never runs more than its max concurrency at once), capped at the pool:
     // a job wider than the cluster runs in waves of at most the whole pool.
@@ -77,13 +85,14 @@ export class AdmissionFeature implements AdmissionPort {
     const waiting: WaitingJob = { appId: `j${job.id}`, priority: 0, job, demandMilli, arrivedMs: now };
     if (neverAdmissible(adm.servers, this.admissionCandidate(adm, waiting), adm.options)) {
       adm.jobsRejected++;
-      return;
+      return true;
     }
     if (adm.options.backfill || (adm.backlogHead === adm.backlog.length && adm.queue.size < ADMISSION_WINDOW)) {
       adm.queue.enqueue(waiting, now);
       adm.queued.set(waiting.appId, waiting);
     } else adm.backlog.push(waiting);
     this.evaluateAdmission();
+    return true;
   }
 
   /** A waiting job as the policy judges it: its demand for its predicted lifetime (the model's, from its name). */
@@ -109,7 +118,7 @@ export class AdmissionFeature implements AdmissionPort {
    * blocked jobs at every pass of an overloaded run.
    */
   private evaluateAdmission(): void {
-    const adm = this.sim.admissionState;
+    const adm = this.state;
     if (!adm) return;
     const now = this.sim.engine.clock.nowMs();
     for (;;) {
@@ -187,8 +196,8 @@ export class AdmissionFeature implements AdmissionPort {
    * An admitted job ended: the lifetime model learns its run time (admission to end: what a prediction made at
    * admission is for), and the queue is evaluated once this event is over (the job's containers are released by then).
    */
-  admittedJobDone(run: JobRun): void {
-    const adm = this.sim.admissionState;
+  jobDone(run: JobRun): void {
+    const adm = this.state;
     const j = adm?.admitted.get(run.appId);
     if (!adm || !j) return;
     const now = this.sim.engine.clock.nowMs();
@@ -288,27 +297,17 @@ export class AdmissionFeature implements AdmissionPort {
     };
   }
 
-  /** The admission and utilization figures of `result` (as of now, the horizon once `run` has returned). */
-  admissionFigures(): AdmissionFigures {
-    const { cluster } = this.sim;
-    const now = this.sim.engine.clock.nowMs();
-    let heldCoreMs = this.sim.endedHeldCoreMs;
-    for (const containers of this.sim.running)
-      for (const a of containers) heldCoreMs += ((now - a.startMs) * a.milli) / 1000;
-    const harvestable = harvestableCoreMs(cluster, cluster.historyMs, cluster.horizonMs, this.sim.o.reserveFraction);
-    const adm = this.sim.admissionState;
-    const options = this.sim.o.admission?.options;
+  /** The admission figures (as of now, the horizon once the run has returned). */
+  figures(): Partial<FeatureFigures> {
+    const adm = this.state;
+    const options = this.sim.o.admission!.options;
     return {
-      admission: options?.policy ?? "none",
-      admissionThreshold: options ? thresholdOf(options) : 1,
-      jobsAdmitted: adm ? adm.jobsAdmitted : options && options.policy !== "none" ? 0 : this.sim.nextJob,
+      admission: options.policy,
+      admissionThreshold: thresholdOf(options),
+      jobsAdmitted: adm ? adm.jobsAdmitted : 0,
       jobsRejected: adm?.jobsRejected ?? 0,
       jobsQueuedAtEnd: adm ? this.admissionWaiting(adm) : 0,
       avgAdmissionWaitS: adm && adm.jobsAdmitted > 0 ? adm.waitMs / adm.jobsAdmitted / 1000 : 0,
-      secondaryCoreHours: heldCoreMs / 3_600_000,
-      harvestableCoreHours: harvestable / 3_600_000,
-      harvestedUtilization: harvestable > 0 ? heldCoreMs / harvestable : 0,
-      killedTaskHoursFraction: heldCoreMs > 0 ? this.sim.wastedCoreMs / heldCoreMs : 0,
     };
   }
 }

@@ -1,37 +1,53 @@
 /**
- * Lifetimes (seeds/002) as a feature of the compute simulation: the lifetime model and predictor the node choice and
- * drains ask, the keys it knows containers by, its books and the empty-server figures.
+ * Lifetimes (seeds/002) as a feature of the compute simulation: the lifetime model (fed as the resource manager feeds
+ * its own) and the predictor the node choice and drains ask, the keys it knows containers by, and node choice by
+ * lifetimes (NILAS, LAVA) around the placement policy, with its monitor tick.
  */
-import { DrainTracker } from "../../resourcemanager/index.js";
-import type { ContainerKey } from "../../resourcemanager/index.js";
-import type { ComputeState, LifetimeFigures, LifetimesPort } from "../engine/compute-state.js";
+import { LifetimeModel, LifetimeNodeChoice, OraclePredictor } from "../../resourcemanager/index.js";
+import type { ContainerKey, LifetimePredictor, SchedulerPolicy } from "../../resourcemanager/index.js";
+import type { ResolvedComputeOptions } from "../compute-options.js";
+import type { ComputeState } from "../engine/compute-state.js";
 import { taskDurationMs } from "../jobs.js";
-import type { JobRun } from "../roles/job-run.js";
+import type { Attempt, JobRun } from "../roles/job-run.js";
 import { TASK_STRIDE } from "../roles/job-run.js";
+import type { LifetimesPort, SimFeature } from "./feature.js";
+import { STOCK_LIFETIMES } from "./feature.js";
 
 /** See the file header. */
-export class LifetimesFeature implements LifetimesPort {
-  constructor(private readonly sim: ComputeState) {}
+export class LifetimesFeature implements SimFeature, LifetimesPort {
+  /** Whether a run needs it: node choice by lifetimes, or drains that ask for the containers' remaining times. */
+  static wanted(o: ResolvedComputeOptions): boolean {
+    return o.nodeChoice !== "stock" || (o.reimages !== undefined && o.reimages.drain !== "none");
+  }
 
-  /** Per-server state of reclaims, reimages and the empty-server figures; the node choice hears of every container. */
-  startLifetimes(): void {
-    const n = this.sim.nodeIds.length;
-    this.sim.down = new Uint8Array(n);
-    this.sim.downUntilMs = new Float64Array(n);
-    this.sim.draining = new Uint8Array(n);
-    this.sim.drainForMs = new Float64Array(n);
-    this.sim.emptyFlag = new Uint8Array(n).fill(1);
-    this.sim.emptyCount = n;
-    this.sim.roomFlag = new Uint8Array(n);
-    for (let s = 0; s < n; s++) {
-      if (this.sim.capMilli[s]! - this.sim.reserveMilli[s]! < this.sim.taskMilli) continue;
-      this.sim.roomFlag[s] = 1;
-      this.sim.roomCount++;
-      this.sim.emptyRoomCount++;
-    }
-    this.sim.occupancySinceMs = this.sim.cluster.historyMs;
-    const reimages = this.sim.o.reimages;
-    if (reimages && reimages.drain !== "none") this.sim.drains = new DrainTracker(reimages.drainOptions);
+  readonly lifetimes: LifetimesPort = this;
+
+  /** The lifetime model, fed as the resource manager feeds its own. */
+  private readonly model = new LifetimeModel();
+
+  /** What node choice and drains ask: the model, or the oracle in front of it. */
+  readonly predictor: LifetimePredictor;
+
+  constructor(private readonly sim: ComputeState) {
+    this.predictor = sim.o.lifetimes === "oracle" ? new OraclePredictor(this.model) : this.model;
+  }
+
+  /** NILAS or LAVA around `inner`, as the resource manager wraps its policy (inside any power gate; the simulator has none). */
+  schedulerPolicy(inner: SchedulerPolicy): SchedulerPolicy {
+    const o = this.sim.o;
+    if (o.nodeChoice === "stock") return inner;
+    this.sim.nodeChoice = new LifetimeNodeChoice(
+      inner,
+      this.sim.driver.nodeChoiceSource(),
+      this.predictor,
+      { ...o.nodeChoiceOptions, kind: o.nodeChoice },
+      this.sim.engine.clock,
+    );
+    return this.sim.nodeChoice;
+  }
+
+  /** The node choice hears of every grant and release from the scheduler's listener. */
+  setUp(): void {
     const choice = this.sim.nodeChoice;
     if (choice)
       this.sim.scheduler.setListener({
@@ -47,80 +63,60 @@ export class LifetimesFeature implements LifetimesPort {
       });
   }
 
-  /** What the predictor is told of task `task` (vertex x TASK_STRIDE + index) of `run`. */
+  /** The resource manager's monitor tick (`retryIntervalMs` models it here too): LAVA's deadlines and fill. */
+  runStarted(): void {
+    const { cluster } = this.sim;
+    const choice = this.sim.nodeChoice;
+    if (!choice) return;
+    const tick = (t: number): void => {
+      if (t >= cluster.horizonMs) return;
+      this.sim.at(t, () => {
+        this.sim.tickingAll = true;
+        choice.tick(t);
+        this.sim.tickingAll = false;
+        tick(t + this.sim.o.retryIntervalMs);
+      });
+    };
+    tick(cluster.historyMs + this.sim.o.retryIntervalMs);
+  }
+
+  /** The model's key of a task; under the oracle, with its truth: its duration at full speed (not its launch nor any slowdown by the primary). */
   taskKey(run: JobRun, task: number): ContainerKey {
-    const v = Math.floor(task / TASK_STRIDE);
-    const key: ContainerKey = { job: run.job.shape.name, vertex: run.job.shape.vertices[v]!.name, isJobManager: false };
-    // The oracle's truth: the task's duration at full speed (its launch and any slowdown by the primary are not in it).
+    const key = STOCK_LIFETIMES.taskKey(run, task);
     if (this.sim.o.lifetimes === "oracle")
-      key.trueLifetimeMs = taskDurationMs(this.sim.stream, run.job, v, task % TASK_STRIDE);
+      key.trueLifetimeMs = taskDurationMs(this.sim.stream, run.job, Math.floor(task / TASK_STRIDE), task % TASK_STRIDE);
     return key;
   }
 
   /**
-   * What the predictor is told of `run`'s job manager. The oracle knows no truth for it (a job's remaining time
-   * depends on the run under way), so it asks the model: the job's past durations.
+   * The model's key of a job manager. The oracle knows no truth for it (a job's remaining time depends on the run
+   * under way), so it asks the model: the job's past durations.
    */
   jobManagerKey(run: JobRun): ContainerKey {
-    return { job: run.job.shape.name, vertex: "", isJobManager: true };
+    return STOCK_LIFETIMES.jobManagerKey(run);
   }
 
-  /**
-   * `checkInvariants`' part: the node choice's registry holds exactly the containers each server runs, no server away
-   * or draining holds a container it was granted since, nothing is in flight between heartbeats, and the empty-server
-   * counts match the servers.
-   */
-  checkLifetimeBooks(fail: (why: string) => never): void {
-    let empty = 0;
-    let room = 0;
-    let emptyRoom = 0;
+  /** A task attempt completed: the model learns its run time (launch to end, as the node manager reports it). */
+  taskCompleted(a: Attempt): void {
+    const vertex = a.run.job.shape.vertices[Math.floor(a.task / TASK_STRIDE)]!.name;
+    this.model.observeTask(a.run.job.shape.name, vertex, this.sim.engine.clock.nowMs() - (a.launchedMs ?? a.startMs));
+  }
+
+  /** A job finished: the model learns its duration, the node choice forgets its waits. */
+  jobDone(run: JobRun, durationMs: number): void {
+    this.model.observeJob(run.job.shape.name, durationMs);
+    this.sim.nodeChoice?.forget(run.appId);
+  }
+
+  /** The node choice's registry holds exactly the containers each server runs. */
+  checkBooks(fail: (why: string) => never): void {
+    const choice = this.sim.nodeChoice;
+    if (!choice) return;
     for (let s = 0; s < this.sim.nodeIds.length; s++) {
       const id = this.sim.nodeIds[s]!;
       const held = this.sim.running[s]!.size;
-      const known = this.sim.nodeChoice?.containersOn(id).length ?? held;
+      const known = choice.containersOn(id).length;
       if (known !== held) fail(`server ${id}: the node choice knows ${known} containers, it runs ${held}`);
-      if (this.sim.down[s] === 1 && held > 0) fail(`server ${id} is away but runs ${held} containers`);
-      const e = held === 0 ? 1 : 0;
-      const r = this.sim.servers.hasRoom(s) ? 1 : 0;
-      if (this.sim.emptyFlag[s] !== e || this.sim.roomFlag[s] !== r)
-        fail(`server ${id}: the empty-server flags are stale`);
-      empty += e;
-      room += r;
-      emptyRoom += e * r;
     }
-    if (empty !== this.sim.emptyCount || room !== this.sim.roomCount || emptyRoom !== this.sim.emptyRoomCount)
-      fail("the empty-server counts differ from the servers'");
-    if (this.sim.keysInFlight.size > 0) fail("task grants are in flight between heartbeats");
-  }
-
-  /** The figures of node choice, reclaims and reimages (as of the horizon, once `run` has returned). */
-  lifetimeFigures(): LifetimeFigures {
-    const { cluster } = this.sim;
-    const spanMs = (cluster.horizonMs - cluster.historyMs) * cluster.servers.length;
-    const t = this.sim.reimageTally;
-    const hours = (coreMs: number): number => coreMs / 3_600_000;
-    return {
-      nodeChoice: this.sim.o.nodeChoice,
-      lifetimes: this.sim.o.lifetimes,
-      emptyServerShare: spanMs > 0 ? this.sim.emptyMs / spanMs : 0,
-      emptyShareWithRoom: this.sim.roomMs > 0 ? this.sim.emptyRoomMs / this.sim.roomMs : 0,
-      reclaims: this.sim.reclaimCount,
-      reclaimsHittingEmpty: this.sim.reclaimCount > 0 ? this.sim.reclaimsOnEmpty / this.sim.reclaimCount : 0,
-      reclaimKilledCoreHours: hours(this.sim.reclaimKilledCoreMs),
-      ...(this.sim.o.reimages
-        ? {
-            reimages: {
-              drain: this.sim.o.reimages.drain,
-              reimages: t.reimages,
-              containersAtNotice: t.containersAtNotice,
-              preempted: t.preempted,
-              preemptedCoreHours: hours(t.preemptedCoreMs),
-              killedAtReimage: t.killedAtReimage,
-              killedAtReimageCoreHours: hours(t.killedAtReimageCoreMs),
-              finishedOnTheirOwn: t.finishedOnTheirOwn,
-            },
-          }
-        : {}),
-    };
   }
 }

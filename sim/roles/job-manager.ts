@@ -73,9 +73,8 @@ export class SimJobManagers implements JobManagersPort {
     if (!job || job.submitMs >= this.sim.cluster.horizonMs) return;
     this.sim.at(job.submitMs, () => {
       this.sim.nextJob++;
-      // With admission control the job waits in the admission queue, which submits it once admitted.
-      if (this.sim.o.admission !== undefined && this.sim.o.admission.policy !== "none") this.sim.admission.arrive(job);
-      else this.submit(job);
+      // A feature may take the job (admission control queues it, and submits it once admitted).
+      if (!this.sim.features.jobArrived(job)) this.submit(job);
       this.scheduleNextJob();
     });
   }
@@ -216,7 +215,10 @@ export class SimJobManagers implements JobManagersPort {
   private endAttempt(a: Attempt): void {
     const s = a.server;
     a.alive = false;
-    this.sim.admission.countHeld(a);
+    // What it held, from its grant until now, counts in the secondary core-hours.
+    const heldCoreMs = ((this.sim.engine.clock.nowMs() - a.startMs) * a.milli) / 1000;
+    this.sim.endedHeldCoreMs += heldCoreMs;
+    this.sim.features.containerEnded(a, heldCoreMs);
     this.sim.scheduler.release(a.containerId);
     this.sim.running[s]!.delete(a);
     a.run.attempts.delete(a);
@@ -235,7 +237,7 @@ export class SimJobManagers implements JobManagersPort {
   private finish(a: Attempt): void {
     this.endAttempt(a);
     this.sim.tasksCompleted++;
-    this.taskCompleted(a);
+    this.sim.features.taskCompleted(a);
     const run = a.run;
     const v = Math.floor(a.task / TASK_STRIDE);
     this.sim.o.observer?.onTaskEnded?.({
@@ -281,8 +283,8 @@ export class SimJobManagers implements JobManagersPort {
     figures.sumMs += durationMs;
     this.sim.lastRun.set(run.job.shape.name, { durationMs, seq: this.sim.jobsFinished });
     this.remember(durationMs);
-    this.jobCompleted(run, durationMs, am);
-    this.sim.admission.admittedJobDone(run);
+    this.sim.gateRetries.delete(run.appId);
+    this.sim.features.jobDone(run, durationMs, am);
     this.sim.o.observer?.onJobFinished?.({ job: run.job, jobType: run.type, durationMs });
   }
 
@@ -310,26 +312,5 @@ export class SimJobManagers implements JobManagersPort {
       sorted.splice(lowerBound(sorted, evicted), 1);
     }
     sorted.splice(lowerBound(sorted, durationMs), 0, durationMs);
-  }
-
-  /** A task attempt completed: the model learns its run time (launch to end, as the node manager reports it). */
-  private taskCompleted(a: Attempt): void {
-    if (this.sim.lifetimeModel) {
-      const vertex = a.run.job.shape.vertices[Math.floor(a.task / TASK_STRIDE)]!.name;
-      this.sim.lifetimeModel.observeTask(
-        a.run.job.shape.name,
-        vertex,
-        this.sim.engine.clock.nowMs() - (a.launchedMs ?? a.startMs),
-      );
-    }
-    if (this.sim.draining[a.server] === 1) this.sim.reimageTally.finishedOnTheirOwn++;
-  }
-
-  /** A job finished: the model learns its duration, the node choice forgets its waits. */
-  private jobCompleted(run: JobRun, durationMs: number, jobManager: Attempt | undefined): void {
-    this.sim.lifetimeModel?.observeJob(run.job.shape.name, durationMs);
-    this.sim.nodeChoice?.forget(run.appId);
-    this.sim.gateRetries.delete(run.appId);
-    if (jobManager && this.sim.draining[jobManager.server] === 1) this.sim.reimageTally.finishedOnTheirOwn++;
   }
 }

@@ -1,24 +1,18 @@
 /**
  * The resource manager's own `Scheduler` driven by simulated heartbeats: asks, grants, Algorithm 1 placement
- * (`HistoryPlacement`), classification, and node choice by lifetimes (NILAS, LAVA) around the placement policy.
+ * (`HistoryPlacement`), classification, and heartbeats in the order of the node choice by lifetimes (NILAS, LAVA) that
+ * the lifetimes feature wraps around the placement policy.
  */
 import type { UtilizationSeries } from "../../common/trace-io.js";
-import {
-  AM_PRIORITY,
-  classifyFeatures,
-  LifetimeModel,
-  LifetimeNodeChoice,
-  OraclePredictor,
-  tenantFeatures,
-} from "../../resourcemanager/index.js";
+import { AM_PRIORITY, classifyFeatures, tenantFeatures } from "../../resourcemanager/index.js";
 import type {
   Allocation,
   AppView,
   ContainerKey,
   FeaturedTenant,
+  NodeChoiceSource,
   NodeView,
   PlacementDecision,
-  SchedulerPolicy,
 } from "../../resourcemanager/index.js";
 import type { ComputeState, DriverPort } from "../engine/compute-state.js";
 import { taskDurationMs } from "../jobs.js";
@@ -241,30 +235,13 @@ export class SchedulerDriver implements DriverPort {
     });
   }
 
-  /**
-   * Builds the lifetime model and predictor when node choice or a drain asks for them, and wraps `inner` (the
-   * placement policy) in NILAS or LAVA as the resource manager does (inside any power gate; the simulator has none).
-   */
-  withNodeChoice(inner: SchedulerPolicy): SchedulerPolicy {
-    const o = this.sim.o;
-    if (o.nodeChoice !== "stock" || (o.reimages !== undefined && o.reimages.drain !== "none")) {
-      this.sim.lifetimeModel = new LifetimeModel();
-      this.sim.predictor =
-        o.lifetimes === "oracle" ? new OraclePredictor(this.sim.lifetimeModel) : this.sim.lifetimeModel;
-    }
-    if (o.nodeChoice === "stock") return inner;
-    this.sim.nodeChoice = new LifetimeNodeChoice(
-      inner,
-      {
-        nodes: () => this.nodeChoiceNodes(),
-        keyOf: (app, priority) => this.keyOfNext(app.appId, priority),
-        node: (id) => this.sim.scheduler.nodeView(id),
-      },
-      this.sim.predictor!,
-      { ...o.nodeChoiceOptions, kind: o.nodeChoice },
-      this.sim.engine.clock,
-    );
-    return this.sim.nodeChoice;
+  /** What the node choice (NILAS, LAVA) reads of the cluster: the nodes it weighs, the key of a job's next container. */
+  nodeChoiceSource(): NodeChoiceSource {
+    return {
+      nodes: () => this.nodeChoiceNodes(),
+      keyOf: (app, priority) => this.keyOfNext(app.appId, priority),
+      node: (id) => this.sim.scheduler.nodeView(id),
+    };
   }
 
   /** The smallest container any job asks for: a task, or a job manager's. */

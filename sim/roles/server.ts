@@ -167,9 +167,9 @@ export class SimServers implements ServersPort {
     }
   }
 
-  /** Whether server `s` may receive containers: neither away nor draining. */
+  /** Whether server `s` may receive containers: no feature took it out of service (away, draining). */
   inService(s: number): boolean {
-    return this.sim.down.length === 0 || (this.sim.down[s] === 0 && this.sim.draining[s] === 0);
+    return this.sim.away[s] === 0;
   }
 
   /** Server `s`'s headroom as the scheduler sees it (capacity - reported primary - reserve - held), milli-cores. */
@@ -179,7 +179,6 @@ export class SimServers implements ServersPort {
 
   /** Server `s`'s containers or room may have changed: keeps the empty-server counts and their integrals. */
   noteOccupancy(s: number): void {
-    if (this.sim.emptyFlag.length === 0) return;
     const empty = this.sim.running[s]!.size === 0 ? 1 : 0;
     const room = this.hasRoom(s) ? 1 : 0;
     const wasEmpty = this.sim.emptyFlag[s]!;
