@@ -10,7 +10,7 @@ import type { SimJob } from "../jobs.js";
 import type { Attempt, JobRun } from "../roles/job-run.js";
 import { TASK_STRIDE } from "../roles/job-run.js";
 
-/** What roles and features ask of container lifetimes: the keys the predictor knows containers by, and the predictor. */
+/** What roles and features ask of lifetimes: the keys the predictor knows containers by, and the predictor. */
 export interface LifetimesPort {
   /** What the predictor is told of task `task` (vertex x TASK_STRIDE + index) of `run`. */
   taskKey(run: JobRun, task: number): ContainerKey;
@@ -50,7 +50,7 @@ export interface SimFeature {
    * `jobManagers.submit` when it lets it in): the core then does not submit it, nor asks the features after it.
    */
   jobArrived?(job: SimJob): boolean;
-  /** A container (task or job manager) ends, completed or killed, before its release: it held `heldCoreMs` since its grant. */
+  /** A container (task or job manager) ends, completed or killed, before its release; it held `heldCoreMs`. */
   containerEnded?(a: Attempt, heldCoreMs: number): void;
   /** A task attempt ran to its end (its container released). */
   taskCompleted?(a: Attempt): void;

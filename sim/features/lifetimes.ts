@@ -32,7 +32,7 @@ export class LifetimesFeature implements SimFeature, LifetimesPort {
     this.predictor = sim.o.lifetimes === "oracle" ? new OraclePredictor(this.model) : this.model;
   }
 
-  /** NILAS or LAVA around `inner`, as the resource manager wraps its policy (inside any power gate; the simulator has none). */
+  /** NILAS or LAVA around `inner`, as the resource manager wraps it (inside any power gate; the simulator has none). */
   schedulerPolicy(inner: SchedulerPolicy): SchedulerPolicy {
     const o = this.sim.o;
     if (o.nodeChoice === "stock") return inner;
@@ -80,7 +80,10 @@ export class LifetimesFeature implements SimFeature, LifetimesPort {
     tick(cluster.historyMs + this.sim.o.retryIntervalMs);
   }
 
-  /** The model's key of a task; under the oracle, with its truth: its duration at full speed (not its launch nor any slowdown by the primary). */
+  /**
+   * The model's key of a task; under the oracle, with its truth: its duration at full speed (its launch and any
+   * slowdown by the primary are not in it).
+   */
   taskKey(run: JobRun, task: number): ContainerKey {
     const key = STOCK_LIFETIMES.taskKey(run, task);
     if (this.sim.o.lifetimes === "oracle")

@@ -235,7 +235,7 @@ export class SchedulerDriver implements DriverPort {
     });
   }
 
-  /** What the node choice (NILAS, LAVA) reads of the cluster: the nodes it weighs, the key of a job's next container. */
+  /** What node choice (NILAS, LAVA) reads of the cluster: the nodes it weighs, the key of a job's next container. */
   nodeChoiceSource(): NodeChoiceSource {
     return {
       nodes: () => this.nodeChoiceNodes(),
