@@ -73,7 +73,8 @@ export async function readTracesReporting(
       warn(describeUnreadableTrace(s));
     },
   });
-  for (const t of read.traces) if (hasTraceWarnings(t.warnings)) warn(`${t.file}: ${describeTraceWarnings(t.warnings)}`);
+  for (const t of read.traces)
+    if (hasTraceWarnings(t.warnings)) warn(`${t.file}: ${describeTraceWarnings(t.warnings)}`);
   return read;
 }
 
