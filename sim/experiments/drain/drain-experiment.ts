@@ -31,19 +31,8 @@ import { barPlot } from "../../plots.js";
 import type { RenderedReport } from "../../report.js";
 import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "../storage/index.js";
 import type { PlannedReimageFigures, StorageDrainMode, StorageOptions, StorageRunResult } from "../storage/index.js";
-import { checkAboveZero, checkAtLeastZero, checkRunSize, invalidArgument } from "../../options.js";
-import {
-  generateComputeWorld,
-  JOB_RUN_COLUMNS,
-  JOB_TYPE_CSV_HEADER,
-  jobRunCells,
-  jobTypeCsv,
-  RECLAIM_RUN_SIZE,
-  resolveRunSize,
-  runSizeJson,
-  runSizeLine,
-  writeReportAndJson,
-} from "../shared/compute-runs.js";
+import { checkAboveZero, checkAtLeastZero, invalidArgument } from "../../options.js";
+import * as computeRuns from "../shared/compute-runs.js";
 import type { ExperimentOutput, ExperimentReport, Resolved } from "../../experiments.js";
 
 /** Options of {@link runDrainExperiment}; {@link resolveDrainExperimentOptions} fills the defaults. */
@@ -126,7 +115,7 @@ const WHAT = "drain experiment";
 /** Fills the defaults and validates every field (INVALID_ARGUMENT naming it). */
 export function resolveDrainExperimentOptions(o: DrainExperimentOptions = {}): ResolvedDrainExperimentOptions {
   const r: ResolvedDrainExperimentOptions = {
-    ...resolveRunSize(o, RECLAIM_RUN_SIZE),
+    ...computeRuns.resolveRunSize(WHAT, o),
     reimages: o.reimages ?? 1 / 7,
     noticeMs: o.noticeMs ?? 30 * 60_000,
     outageMs: o.outageMs ?? 30 * 60_000,
@@ -138,7 +127,6 @@ export function resolveDrainExperimentOptions(o: DrainExperimentOptions = {}): R
     storageBlocksPerServer: o.storageBlocksPerServer ?? 1000,
     ...outputOptions(o),
   };
-  checkRunSize(WHAT, r);
   if (r.reimages !== "cluster" && !(Number.isFinite(r.reimages) && r.reimages > 0))
     invalidArgument(WHAT, "reimages", `must be "cluster" or a rate > 0 per server per day (got ${String(r.reimages)})`);
   for (const [field, v] of [
@@ -282,7 +270,7 @@ export async function runDrainExperiment(options: DrainExperimentOptions = {}): 
   const o = resolveDrainExperimentOptions(options);
   const plan = variants(o);
   const tracker = new RunTracker(plan.length + 1 + o.storageNoticesMs.length, o.onProgress);
-  const { cluster, jobs, traces } = await generateComputeWorld(o, tracker);
+  const { cluster, jobs, traces } = await computeRuns.generateComputeWorld(o, tracker);
   const events = reimageEvents(cluster, o.seed, o.reimages);
   tracker.note(`${events.length} planned reimages, each announced ${formatNumber(o.noticeMs / 60_000)} minutes ahead`);
   const runs: DrainRun[] = plan.map(({ drain, rate }) => {
@@ -311,7 +299,7 @@ export async function runDrainExperiment(options: DrainExperimentOptions = {}): 
     tracker,
   });
   const report = renderDrainReport(runs, o, traces, events.length, storage);
-  const files = writeReportAndJson(o.out, report, () => drainJson(runs, o, traces, events.length, storage));
+  const files = computeRuns.writeReportAndJson(o.out, report, () => drainJson(runs, o, traces, events.length, storage));
   return { runs, events, storage, report, files, traces };
 }
 
@@ -325,7 +313,7 @@ export function drainJson(
 ): unknown {
   return {
     setup: {
-      ...runSizeJson(o, traces),
+      ...computeRuns.runSizeJson(o, traces),
       reimages,
       reimageRate: o.reimages,
       noticeMs: o.noticeMs,
@@ -370,7 +358,7 @@ function setupLine(o: ResolvedDrainExperimentOptions, traces: TraceSource, reima
   const rate =
     o.reimages === "cluster" ? "the cluster's own reimages" : `${formatNumber(o.reimages, 3)} per server per day`;
   return (
-    `${runSizeLine(o, traces)}, stock task placement; ${formatNumber(reimages)} planned ` +
+    `${computeRuns.runSizeLine(o, traces)}, stock task placement; ${formatNumber(reimages)} planned ` +
     `reimages (${rate}), each announced ${formatNumber(o.noticeMs / 60_000)} minutes ahead and keeping its server ` +
     `${formatNumber(o.outageMs / 60_000)} minutes; the drain steps every ${formatNumber(o.stepIntervalMs / 1000)} s`
   );
@@ -491,11 +479,11 @@ export function renderDrainReport(
     storageSummary(storage, reimages),
   ].join("\n");
   const runsTable = markdownTable(
-    [left("variant"), right("reimages"), ...JOB_RUN_COLUMNS, right("unfinished"), right("wall (s)")],
+    [left("variant"), right("reimages"), ...computeRuns.JOB_RUN_COLUMNS, right("unfinished"), right("wall (s)")],
     runs.map((r) => [
       drainLabel(r.drain, r.preemptionsPerSecond),
       formatNumber(r.reimages.reimages),
-      ...jobRunCells(r.result),
+      ...computeRuns.jobRunCells(r.result),
       formatNumber(r.result.jobsUnfinished),
       formatNumber(r.result.wallMs / 1000, 1),
     ]),
@@ -515,7 +503,7 @@ export function renderDrainReport(
       "jobs",
       "jobs_unfinished",
       "avg_job_time_s",
-      ...JOB_TYPE_CSV_HEADER,
+      ...computeRuns.JOB_TYPE_CSV_HEADER,
       "wall_ms",
     ],
     runs.map((r) => [
@@ -532,7 +520,7 @@ export function renderDrainReport(
       r.result.jobs,
       r.result.jobsUnfinished,
       r.result.avgJobTimeS,
-      ...jobTypeCsv(r.result),
+      ...computeRuns.jobTypeCsv(r.result),
       Math.round(r.result.wallMs),
     ]),
   );

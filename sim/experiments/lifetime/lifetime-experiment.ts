@@ -25,19 +25,8 @@ import type { TraceSource, UtilizationLevel } from "../../model.js";
 import { assembleReport, formatNumber, left, markdownTable, right, toCsv } from "../../report.js";
 import { barPlot } from "../../plots.js";
 import type { RenderedReport } from "../../report.js";
-import { checkAboveZero, checkAtLeastZero, checkRunSize, invalidArgument } from "../../options.js";
-import {
-  generateComputeWorld,
-  JOB_RUN_COLUMNS,
-  JOB_TYPE_CSV_HEADER,
-  jobRunCells,
-  jobTypeCsv,
-  RECLAIM_RUN_SIZE,
-  resolveRunSize,
-  runSizeJson,
-  runSizeLine,
-  writeReportAndJson,
-} from "../shared/compute-runs.js";
+import { checkAboveZero, checkAtLeastZero, invalidArgument } from "../../options.js";
+import * as computeRuns from "../shared/compute-runs.js";
 import type { ExperimentOutput, ExperimentReport, Resolved } from "../../experiments.js";
 
 /** A node choice of the comparison (`ComputeOptions.nodeChoice`). */
@@ -141,14 +130,13 @@ const WHAT = "lifetime experiment";
 /** Fills the defaults and validates every field (INVALID_ARGUMENT naming it). */
 export function resolveLifetimeExperimentOptions(o: LifetimeExperimentOptions = {}): ResolvedLifetimeExperimentOptions {
   const r: ResolvedLifetimeExperimentOptions = {
-    ...resolveRunSize(o, RECLAIM_RUN_SIZE),
+    ...computeRuns.resolveRunSize(WHAT, o),
     reclaimsPerServerPerDay: o.reclaimsPerServerPerDay ?? 1 / 7,
     reclaimDurationMs: o.reclaimDurationMs ?? 30 * 60_000,
     reclaimChoice: o.reclaimChoice ?? "random",
     variants: o.variants ?? LIFETIME_VARIANTS,
     ...outputOptions(o),
   };
-  checkRunSize(WHAT, r);
   checkAtLeastZero(WHAT, "reclaimsPerServerPerDay", r.reclaimsPerServerPerDay);
   checkAboveZero(WHAT, "reclaimDurationMs", r.reclaimDurationMs);
   if (r.reclaimChoice !== "random" && r.reclaimChoice !== "emptiest")
@@ -177,7 +165,7 @@ export async function runLifetimeExperiment(
 ): Promise<LifetimeExperimentOutcome> {
   const o = resolveLifetimeExperimentOptions(options);
   const tracker = new RunTracker(o.variants.length, o.onProgress);
-  const { cluster, jobs, traces } = await generateComputeWorld(o, tracker);
+  const { cluster, jobs, traces } = await computeRuns.generateComputeWorld(o, tracker);
   const results = o.variants.map((v) => ({
     ...v,
     result: tracker.track(`lifetime ${variantLabel(v)}`, cluster.historyMs, (onProgress) =>
@@ -202,7 +190,7 @@ export async function runLifetimeExperiment(
     emptyDeltaPp: stock ? (r.result.emptyServerShare - stock.result.emptyServerShare) * 100 : Number.NaN,
   }));
   const report = renderLifetimeReport(runs, o, traces);
-  const files = writeReportAndJson(o.out, report, () => lifetimeJson(runs, o, traces));
+  const files = computeRuns.writeReportAndJson(o.out, report, () => lifetimeJson(runs, o, traces));
   return { runs, report, files, traces };
 }
 
@@ -214,7 +202,7 @@ export function lifetimeJson(
 ): unknown {
   return {
     setup: {
-      ...runSizeJson(o, traces),
+      ...computeRuns.runSizeJson(o, traces),
       reclaimsPerServerPerDay: o.reclaimsPerServerPerDay,
       reclaimChoice: o.reclaimChoice,
       reclaimDurationMs: o.reclaimDurationMs,
@@ -249,7 +237,7 @@ const pp = (v: number): string => (Number.isFinite(v) ? `${v > 0 ? "+" : ""}${fo
 
 function setupLine(o: ResolvedLifetimeExperimentOptions, traces: TraceSource): string {
   return (
-    `${runSizeLine(o, traces)} of the harvestable core-hours, stock (primary-aware) ` +
+    `${computeRuns.runSizeLine(o, traces)} of the harvestable core-hours, stock (primary-aware) ` +
     `task placement; whole-server reclaims ${formatNumber(o.reclaimsPerServerPerDay, 3)} per server per day, ` +
     `${formatNumber(o.reclaimDurationMs / 60_000)} minutes each, the same in every run, each on ` +
     (o.reclaimChoice === "emptiest"
@@ -305,10 +293,10 @@ export function renderLifetimeReport(
     "server packed to its harvestable room suffers more often.",
   ].join("\n");
   const runsTable = markdownTable(
-    [left("node choice"), ...JOB_RUN_COLUMNS, right("reclaims"), right("events"), right("wall (s)")],
+    [left("node choice"), ...computeRuns.JOB_RUN_COLUMNS, right("reclaims"), right("events"), right("wall (s)")],
     runs.map((r) => [
       variantLabel(r),
-      ...jobRunCells(r.result),
+      ...computeRuns.jobRunCells(r.result),
       formatNumber(r.result.reclaims),
       formatNumber(r.result.events),
       formatNumber(r.result.wallMs / 1000, 1),
@@ -331,7 +319,7 @@ export function renderLifetimeReport(
       "jobs_submitted",
       "jobs_unfinished",
       "avg_job_time_s",
-      ...JOB_TYPE_CSV_HEADER,
+      ...computeRuns.JOB_TYPE_CSV_HEADER,
       "events",
       "wall_ms",
     ],
@@ -351,7 +339,7 @@ export function renderLifetimeReport(
       r.result.jobsSubmitted,
       r.result.jobsUnfinished,
       r.result.avgJobTimeS,
-      ...jobTypeCsv(r.result),
+      ...computeRuns.jobTypeCsv(r.result),
       r.result.events,
       Math.round(r.result.wallMs),
     ]),

@@ -13,6 +13,7 @@ import type { RunTracker } from "../../experiments.js";
 import { generateJobStream } from "../../jobs.js";
 import type { JobStream } from "../../jobs.js";
 import type { SimCluster, TraceSource } from "../../model.js";
+import { checkRunSize } from "../../options.js";
 import type { RunSize } from "../../options.js";
 import { formatNumber, right, SIM_JOB_TYPES, writeReport } from "../../report.js";
 import type { Column, RenderedReport } from "../../report.js";
@@ -31,9 +32,12 @@ export const RECLAIM_RUN_SIZE: Readonly<RunSize> = Object.freeze({
   traces: "real",
 });
 
-/** `o`'s run size with `defaults` where it sets none. */
-export function resolveRunSize(o: Partial<RunSize>, defaults: RunSize): RunSize {
-  return {
+/**
+ * `o`'s run size with `defaults` where it sets none, validated (INVALID_ARGUMENT `<what> option <field>` naming the
+ * first field out of range).
+ */
+export function resolveRunSize(what: string, o: Partial<RunSize>, defaults: RunSize = RECLAIM_RUN_SIZE): RunSize {
+  const r: RunSize = {
     servers: o.servers ?? defaults.servers,
     days: o.days ?? defaults.days,
     load: o.load ?? defaults.load,
@@ -41,6 +45,8 @@ export function resolveRunSize(o: Partial<RunSize>, defaults: RunSize): RunSize 
     level: o.level ?? defaults.level,
     traces: o.traces ?? defaults.traces,
   };
+  checkRunSize(what, r);
+  return r;
 }
 
 /** The job shapes of a run on `traces`: real traces also mean real job shapes (half from the Alibaba DAG sample). */
