@@ -70,24 +70,21 @@ export function computeSummaryMarkdown(results: readonly ComputeResult[]): strin
   );
   const levelRows = levels.map((l) => [l]);
   // Stock-unaware kills nothing and wastes nothing: a change against it says nothing, so these compare with stock.
-  const kills = comparisonTable(
-    [left("utilization")],
-    levelRows,
-    policies,
-    (i, p) => get(levels[i]!, p)?.taskKills,
-    0,
-    "",
-    computeChanges(policies, ["stock"]),
-  );
-  const wasted = comparisonTable(
-    [left("utilization")],
-    levelRows,
-    policies,
-    (i, p) => get(levels[i]!, p)?.wastedCoreHours,
-    1,
-    "",
-    computeChanges(policies, ["stock"]),
-  );
+  const byLevel = (value: (r: ComputeResult) => number, digits: number): string =>
+    comparisonTable(
+      [left("utilization")],
+      levelRows,
+      policies,
+      (i, p) => {
+        const r = get(levels[i]!, p);
+        return r && value(r);
+      },
+      digits,
+      "",
+      computeChanges(policies, ["stock"]),
+    );
+  const kills = byLevel((r) => r.taskKills, 0);
+  const wasted = byLevel((r) => r.wastedCoreHours, 1);
   const unaware = policies.includes("stock-unaware");
   const parts = [
     "Average job execution time (submission to end), seconds:",
