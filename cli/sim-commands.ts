@@ -181,6 +181,16 @@ function outcomeJson(o: ExperimentOutcome<unknown>): unknown {
   return { traces: o.traces, results: o.results, files: o.files };
 }
 
+/** Prints an experiment's outcome: JSON with --json, else its summary under `title`. */
+function printOutcome(o: { json?: boolean }, title: string, outcome: ExperimentOutcome<unknown>): void {
+  print(o, outcomeJson(outcome), () => outcomeText(title, outcome));
+}
+
+/** What every experiment is run with from the command line: the command shown in its report, progress on stderr. */
+function reporting(): { command: string; onProgress: (e: ExperimentEvent) => void } {
+  return { command: commandLine(), onProgress: new ProgressReporter().onProgress };
+}
+
 function clusterText(s: ClusterSummary, traces: TraceSource): string {
   const patterns = (r: Record<string, number>): string =>
     Object.entries(r)
@@ -241,10 +251,9 @@ export function registerSimCommands(program: Command): void {
           ...flags,
           policies,
           killCost: oneOf(o.killCost, ["modelled", "none"] as const, "--kill-cost"),
-          command: commandLine(),
-          onProgress: new ProgressReporter().onProgress,
+          ...reporting(),
         });
-        print(o, outcomeJson(outcome), () => outcomeText("Compute experiment", outcome));
+        printOutcome(o, "Compute experiment", outcome);
       }),
     );
 
@@ -307,8 +316,7 @@ export function registerSimCommands(program: Command): void {
             peakVariant: o.peakVariant,
             traces: oneOf<TraceSource>(o.traces, ["generated", "real"], "--traces"),
             out: o.out,
-            command: commandLine(),
-            onProgress: new ProgressReporter().onProgress,
+            ...reporting(),
           });
           print(
             o,
@@ -351,10 +359,9 @@ export function registerSimCommands(program: Command): void {
             placements,
             replications: parseReplications(o.replication),
             reReplicationMBps: positiveNumber(o.bandwidth, "--bandwidth"),
-            command: commandLine(),
-            onProgress: new ProgressReporter().onProgress,
+            ...reporting(),
           });
-          print(o, outcomeJson(outcome), () => outcomeText("Storage experiment", outcome));
+          printOutcome(o, "Storage experiment", outcome);
         },
       ),
     );
@@ -458,10 +465,9 @@ export function registerSimCommands(program: Command): void {
               secondaryLoad: parseShareFlag(o.load, "--load"),
               controlPeriodMs: positiveInt(o.period, "--period"),
             },
-            command: commandLine(),
-            onProgress: new ProgressReporter().onProgress,
+            ...reporting(),
           });
-          print(o, outcomeJson(outcome), () => outcomeText("Power experiment", outcome));
+          printOutcome(o, "Power experiment", outcome);
         },
       ),
     );
@@ -488,8 +494,7 @@ export function registerSimCommands(program: Command): void {
           seed,
           traces,
           out: o.out,
-          command: commandLine(),
-          onProgress: new ProgressReporter().onProgress,
+          ...reporting(),
         });
         print(o, { compute: outcomeJson(outcome.compute), storage: outcomeJson(outcome.storage) }, () =>
           [outcomeText("Compute", outcome.compute), "", outcomeText("Storage", outcome.storage)].join("\n"),

@@ -126,6 +126,16 @@ export function profileWatts(profile: PowerProfile, utilization: number): number
 }
 
 /**
+ * The DVFS model (seeds/000 section IV-A): a server drawing `nominalWatts` at nominal frequency draws
+ * idle + (nominalWatts - idle) x frequency^exponent at `frequency` (a share of the nominal one): at a fixed
+ * utilization only the dynamic part scales. The resource manager's oversubscription planner and the simulated
+ * capping both use it.
+ */
+export function dvfsWatts(profile: PowerProfile, nominalWatts: number, frequency: number, exponent: number): number {
+  return profile.idleWatts + (nominalWatts - profile.idleWatts) * frequency ** exponent;
+}
+
+/**
  * The utilization (0..1) at which `profile` draws `watts`: the inverse of profileWatts, clamped (at or below idle
  * gives 0, at or above the 100 % point gives 1). Where the curve is flat, the lowest such utilization.
  */

@@ -8,17 +8,10 @@ import { HarvestError } from "../common/errors.js";
 import { SeededRng, shuffle } from "../common/rng.js";
 import { DEMO_STEP_SEC } from "../common/trace-gen.js";
 import type { UtilizationPattern } from "../common/trace-gen.js";
-import {
-  describeTraceWarnings,
-  describeUnreadableTrace,
-  hasTraceWarnings,
-  readTraceFiles,
-  resample,
-} from "../common/trace-io.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
 import { tenantFeatures } from "../resourcemanager/index.js";
 import { generateCluster } from "../sim/cluster-gen.js";
-import { loadRealTemplates } from "../sim/real-traces.js";
+import { loadRealTemplates, readTracesReporting, templateCycle } from "../sim/real-traces.js";
 
 /** Where the primaries' utilization comes from: ../shared/data, the project's generator, or the user's files. */
 export type TestbedTraceSource = "real" | "generated" | "files";
@@ -213,11 +206,7 @@ async function planServers(
   let stepSec = DEMO_STEP_SEC;
   if (typeof o.traces !== "string") {
     source = "files";
-    const { traces: read } = await readTraceFiles(o.traces, {
-      onSkip: (s) => note(`trace ${describeUnreadableTrace(s)}`),
-    });
-    for (const t of read)
-      if (hasTraceWarnings(t.warnings)) note(`trace ${t.file}: ${describeTraceWarnings(t.warnings)}`);
+    const { traces: read } = await readTracesReporting(o.traces, {}, (m) => note(`trace ${m}`));
     stepSec = read[0]!.series.stepSec;
     traces = read.map((t) => gridTrace(t.file, t.series, stepSec));
   } else if (o.traces === "generated") {
@@ -275,7 +264,7 @@ function circular(values: Float32Array, from: number, count: number): Float32Arr
 }
 
 function gridTrace(label: string, series: UtilizationSeries, stepSec: number): GridTrace {
-  const cpuPct = Float32Array.from(resample(series, stepSec).cpuPct);
+  const cpuPct = templateCycle(series, stepSec * 1000);
   return { label, cpuPct, pattern: patternOfHistory(cpuPct, stepSec) };
 }
 

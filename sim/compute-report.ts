@@ -21,10 +21,12 @@ import {
   RUN_COST_COLUMNS,
   runCostCells,
   RUN_COST_CSV_HEADER,
+  RUN_SETUP_CSV_HEADER,
   runCostCsv,
+  runSetupCsv,
 } from "./report.js";
 import type { RenderedPlot, RenderedReport, ReportContext } from "./report.js";
-import { renderBarPanels } from "./plots.js";
+import { barPlot } from "./plots.js";
 import type { PlotSeries } from "./plots.js";
 
 /**
@@ -68,24 +70,21 @@ export function computeSummaryMarkdown(results: readonly ComputeResult[]): strin
   );
   const levelRows = levels.map((l) => [l]);
   // Stock-unaware kills nothing and wastes nothing: a change against it says nothing, so these compare with stock.
-  const kills = comparisonTable(
-    [left("utilization")],
-    levelRows,
-    policies,
-    (i, p) => get(levels[i]!, p)?.taskKills,
-    0,
-    "",
-    computeChanges(policies, ["stock"]),
-  );
-  const wasted = comparisonTable(
-    [left("utilization")],
-    levelRows,
-    policies,
-    (i, p) => get(levels[i]!, p)?.wastedCoreHours,
-    1,
-    "",
-    computeChanges(policies, ["stock"]),
-  );
+  const byLevel = (value: (r: ComputeResult) => number, digits: number): string =>
+    comparisonTable(
+      [left("utilization")],
+      levelRows,
+      policies,
+      (i, p) => {
+        const r = get(levels[i]!, p);
+        return r && value(r);
+      },
+      digits,
+      "",
+      computeChanges(policies, ["stock"]),
+    );
+  const kills = byLevel((r) => r.taskKills, 0);
+  const wasted = byLevel((r) => r.wastedCoreHours, 1);
   const unaware = policies.includes("stock-unaware");
   const parts = [
     "Average job execution time (submission to end), seconds:",
@@ -171,10 +170,7 @@ function sortCompute(results: readonly ComputeResult[]): ComputeResult[] {
 export const COMPUTE_CSV_HEADER: readonly string[] = [
   "level",
   "policy",
-  "servers",
-  "days",
-  "seed",
-  "traces",
+  ...RUN_SETUP_CSV_HEADER,
   "jobs",
   "avg_job_time_s",
   ...SIM_JOB_TYPES.flatMap((t) => [`${t}_jobs`, `${t}_avg_job_time_s`]),
@@ -193,10 +189,7 @@ export function computeCsv(results: readonly ComputeResult[]): string {
     sortCompute(results).map((r) => [
       r.level,
       r.policy,
-      r.servers,
-      r.days,
-      r.seed,
-      r.traces,
+      ...runSetupCsv(r),
       r.jobs,
       r.avgJobTimeS,
       ...SIM_JOB_TYPES.flatMap((t) => [r.byType[t].jobs, r.byType[t].avgJobTimeS]),
@@ -229,29 +222,21 @@ export function computePlots(results: readonly ComputeResult[]): RenderedPlot[] 
   const jobTimeTitle = "Average job execution time by utilization level and policy";
   const byTypeTitle = "Average job execution time per job type";
   return [
-    {
-      suffix: "job-time",
+    barPlot("job-time", {
       title: jobTimeTitle,
-      svg: renderBarPanels({
-        title: jobTimeTitle,
-        yName: "seconds",
-        panels: [{ title: "", categories: levels, series: seriesOf((r) => r.avgJobTimeS) }],
-      }),
-    },
-    {
-      suffix: "job-time-by-type",
+      yName: "seconds",
+      panels: [{ title: "", categories: levels, series: seriesOf((r) => r.avgJobTimeS) }],
+    }),
+    barPlot("job-time-by-type", {
       title: byTypeTitle,
-      svg: renderBarPanels({
-        title: byTypeTitle,
-        yName: "seconds",
-        // One panel per type: short and long jobs differ by orders of magnitude, so each gets its own axis.
-        panels: SIM_JOB_TYPES.map((t) => ({
-          title: `${t} jobs`,
-          categories: levels,
-          series: seriesOf((r) => (r.byType[t].jobs > 0 ? r.byType[t].avgJobTimeS : Number.NaN)),
-        })),
-      }),
-    },
+      yName: "seconds",
+      // One panel per type: short and long jobs differ by orders of magnitude, so each gets its own axis.
+      panels: SIM_JOB_TYPES.map((t) => ({
+        title: `${t} jobs`,
+        categories: levels,
+        series: seriesOf((r) => (r.byType[t].jobs > 0 ? r.byType[t].avgJobTimeS : Number.NaN)),
+      })),
+    }),
   ];
 }
 

@@ -52,8 +52,40 @@ export type ExperimentEvent =
       wallMs: number;
     };
 
+/** The options every experiment ends with: where its report goes, the command shown in it, and who hears progress. */
+export interface ExperimentOutput {
+  /** Directory for the report's files; none: render only. */
+  out?: string;
+  /** The command line shown in the report. */
+  command?: string;
+  /** Told about progress, notes and finished runs. */
+  onProgress?: (e: ExperimentEvent) => void;
+}
+
+/** An experiment's options `O` with every default filled in; the output options stay optional. */
+export type Resolved<O extends ExperimentOutput> = Required<Omit<O, keyof ExperimentOutput>> &
+  Pick<O, keyof ExperimentOutput>;
+
+/** The output options of `o` that are set, to spread into its resolved options. */
+export function outputOptions(o: ExperimentOutput): ExperimentOutput {
+  return {
+    ...(o.out !== undefined ? { out: o.out } : {}),
+    ...(o.command !== undefined ? { command: o.command } : {}),
+    ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
+  };
+}
+
+/** What every experiment's outcome ends with: its report, the files written, the traces used. */
+export interface ExperimentReport {
+  report: RenderedReport;
+  /** Files written (empty without `out`). */
+  files: string[];
+  /** The traces actually used ("generated" when "real" was asked for but ../shared/data is absent). */
+  traces: TraceSource;
+}
+
 /** Options both experiments take. */
-export interface ExperimentOptions {
+export interface ExperimentOptions extends ExperimentOutput {
   /**
    * Servers in the simulated cluster.
    * @default 1000 (compute), 10000 (storage)
@@ -85,16 +117,6 @@ export interface ExperimentOptions {
    * @default undefined
    */
   out?: string;
-  /**
-   * The command line shown in the report.
-   * @default undefined
-   */
-  command?: string;
-  /**
-   * Told about progress, notes and finished runs.
-   * @default undefined
-   */
-  onProgress?: (e: ExperimentEvent) => void;
 }
 
 /** Options of the compute experiment. */
@@ -133,26 +155,15 @@ export interface StorageExperimentOptions extends ExperimentOptions {
 }
 
 /** What an experiment produced. */
-export interface ExperimentOutcome<R> {
+export interface ExperimentOutcome<R> extends ExperimentReport {
   results: R[];
-  report: RenderedReport;
-  /** Files written (empty without `out`). */
-  files: string[];
-  /** The traces actually used ("generated" when "real" was asked for but ../shared/data is absent). */
-  traces: TraceSource;
 }
 
 /** Compute experiment options with every default filled in. */
-export type ResolvedComputeExperimentOptions = Required<
-  Omit<ComputeExperimentOptions, "out" | "command" | "onProgress">
-> &
-  Pick<ComputeExperimentOptions, "out" | "command" | "onProgress">;
+export type ResolvedComputeExperimentOptions = Resolved<ComputeExperimentOptions>;
 
 /** Storage experiment options with every default filled in. */
-export type ResolvedStorageExperimentOptions = Required<
-  Omit<StorageExperimentOptions, "out" | "command" | "onProgress">
-> &
-  Pick<StorageExperimentOptions, "out" | "command" | "onProgress">;
+export type ResolvedStorageExperimentOptions = Resolved<StorageExperimentOptions>;
 
 /** Whose options the messages name: INVALID_ARGUMENT "experiment option <field> ...". */
 const WHAT = "experiment";
@@ -166,9 +177,7 @@ function resolveCommon(o: ExperimentOptions, defaults: { servers: number; days: 
     seed,
     levels: checkList<UtilizationLevel>(WHAT, "levels", o.levels ?? ["medium"], UTILIZATION_LEVELS),
     traces,
-    ...(o.out !== undefined ? { out: o.out } : {}),
-    ...(o.command !== undefined ? { command: o.command } : {}),
-    ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
+    ...outputOptions(o),
   };
 }
 

@@ -4,6 +4,7 @@
  */
 import * as echarts from "echarts";
 import { formatNumber } from "./report.js";
+import type { RenderedPlot } from "./report.js";
 
 /** One bar series of a panel: a value per category (undefined or NaN: no bar). */
 export interface PlotSeries {
@@ -169,4 +170,9 @@ export function stableIds(svg: string): string {
     }
     return stable;
   });
+}
+
+/** A report's bar plot: `renderBarPanels(spec)` under `spec.title`, written as `<report>-<suffix>.svg`. */
+export function barPlot(suffix: string, spec: BarPlotSpec): RenderedPlot {
+  return { suffix, title: spec.title, svg: renderBarPanels(spec) };
 }

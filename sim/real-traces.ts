@@ -56,6 +56,29 @@ export interface LoadRealTemplatesOptions {
 }
 
 /**
+ * `readTraceFiles` that reports, one line each to `warn`, every file it skips as unreadable (after `onSkip`) and every
+ * file read with quirks (clamped values, merged timestamps, gaps, skipped lines). The simulator's real traces and the
+ * testbed plan's trace files are read through it.
+ */
+export async function readTracesReporting(
+  paths: readonly string[],
+  options: ReadTraceOptions & { format?: TraceFormat },
+  warn: (message: string) => void,
+  onSkip?: (skipped: UnreadableTrace) => void,
+): ReturnType<typeof readTraceFiles> {
+  const read = await readTraceFiles(paths, {
+    ...options,
+    onSkip: (s) => {
+      onSkip?.(s);
+      warn(describeUnreadableTrace(s));
+    },
+  });
+  for (const t of read.traces)
+    if (hasTraceWarnings(t.warnings)) warn(`${t.file}: ${describeTraceWarnings(t.warnings)}`);
+  return read;
+}
+
+/**
  * Reads every real CPU series of `dataDir` (default `sharedDataDir()`), in a fixed order (by set, then file name) so
  * that a seed picks the same templates on every machine. A missing set is skipped; an unreadable file is reported to
  * `warn` (file and line) and skipped, a file with quirks is reported once with the counts. Throws CONFIG_INVALID
@@ -89,21 +112,14 @@ export async function loadRealTemplates(
     fileCount += files.length;
     // Each unreadable file is reported through onSkip; "nothing readable" is decided over all sets below.
     const paths = files.map((f) => join(dir, f));
-    const { traces } = await readTraceFiles(paths, {
-      ...set.options,
-      format: set.format,
-      onSkip: (s) => {
-        firstUnreadable ??= s;
-        warn(describeUnreadableTrace(s));
-      },
+    const { traces } = await readTracesReporting(paths, { ...set.options, format: set.format }, warn, (s) => {
+      firstUnreadable ??= s;
     }).catch((err: unknown) => {
       if (!isHarvestError(err, "TRACE_MALFORMED")) throw err;
       return { traces: [] };
     });
-    for (const t of traces) {
-      if (hasTraceWarnings(t.warnings)) warn(`${t.file}: ${describeTraceWarnings(t.warnings)}`);
+    for (const t of traces)
       templates.push({ name: `${set.prefix}/${t.series.name}`, series: t.series, warnings: t.warnings, file: t.file });
-    }
   }
   if (templates.length === 0 && fileCount > 0) {
     throw new HarvestError(

@@ -7,7 +7,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { UTILIZATION_LEVELS } from "./model.js";
 import type { UtilizationLevel } from "./model.js";
-import type { ComputePolicy, ComputeResult, SimJobType, StoragePlacement, StorageResult } from "./results.js";
+import type { ComputePolicy, ComputeResult, RunSetup, SimJobType, StoragePlacement, StorageResult } from "./results.js";
 
 /**
  * Compute policies in report order: the baselines first (primary-aware stock, then primary-unaware stock), so "change"
@@ -152,6 +152,14 @@ export function setupLine(results: readonly (ComputeResult | StorageResult)[]): 
     `seed ${uniq(results.map((r) => r.seed))}, ${uniq(results.map((r) => r.traces))} traces` +
     (storage.length > 0 ? `, re-replication ${uniq(storage.map((r) => r.reReplicationMBps))} MB/s per server` : "")
   );
+}
+
+/** The CSV columns of a run's setup, after the columns that tell the runs apart. */
+export const RUN_SETUP_CSV_HEADER: readonly string[] = ["servers", "days", "seed", "traces"];
+
+/** A run's values under `RUN_SETUP_CSV_HEADER`. */
+export function runSetupCsv(r: Omit<RunSetup, "level">): (number | string)[] {
+  return [r.servers, r.days, r.seed, r.traces];
 }
 
 /** The columns every runs table ends with: what the run cost. */

@@ -11,7 +11,7 @@
  * Its input, the draws history (the draws CSV, or a generated one), is `draws-history.ts`.
  */
 import { HarvestError } from "../../common/errors.js";
-import { profileWatts } from "../../common/power-profiles.js";
+import { dvfsWatts, profileWatts } from "../../common/power-profiles.js";
 import type { PowerProfile } from "../../common/power-profiles.js";
 import { percentileSorted } from "./percentiles.js";
 import type { DrawSample, DrawsHistory } from "./draws-history.js";
@@ -240,8 +240,8 @@ export function planOversubscription(
 
   // Step 2: one server whose cores all run one kind of work at its peak utilization, at frequency f.
   const curve = (util: number) => {
-    const dynamicWatts = profileWatts(profile, util) - profile.idleWatts;
-    return (f: number): number => profile.idleWatts + dynamicWatts * f ** o.dvfsExponent;
+    const nominalWatts = profileWatts(profile, util);
+    return (f: number): number => dvfsWatts(profile, nominalWatts, f, o.dvfsExponent);
   };
   const criticalCurve = curve(stats.criticalUtil);
   const noncriticalCurve = curve(stats.noncriticalUtil);

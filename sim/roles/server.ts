@@ -3,8 +3,38 @@
  * manager's yield step, the CPU share tasks run at beside the primary, and when each server heartbeats.
  */
 import type { ComputeState, ServersPort } from "../engine/compute-state.js";
+import type { SimCluster } from "../model.js";
 import { yieldVictims } from "./yield-step.js";
 import type { JobRun } from "./job-run.js";
+
+/**
+ * The primary replay of slot `k` (every simulator's, the compute and the power one alike): for each server of a tenant
+ * whose utilization changed since slot k - 1 (every tenant when `first`), its primary usage in milli-cores (the
+ * tenant's utilization plus the server's offset, clamped to 0..100 % of `capMilli`); calls `change(s, primary,
+ * before)` where it differs from `primaryMilli[s]`. The caller stores the new value (after its own bookkeeping).
+ */
+export function replayPrimarySlot(
+  cluster: SimCluster,
+  k: number,
+  first: boolean,
+  capMilli: ArrayLike<number>,
+  primaryMilli: ArrayLike<number>,
+  change: (s: number, primary: number, before: number) => void,
+): void {
+  for (const t of cluster.tenants) {
+    const series = t.utilization;
+    const last = series.length - 1;
+    const now = series[Math.min(k, last)]!;
+    if (!first && k > 0 && now === series[Math.min(k - 1, last)]) continue;
+    for (const s of t.servers) {
+      let u = now + cluster.servers[s]!.offsetPct;
+      u = u < 0 ? 0 : u > 100 ? 100 : u;
+      const primary = Math.round((capMilli[s]! * u) / 100);
+      const before = primaryMilli[s]!;
+      if (primary !== before) change(s, primary, before);
+    }
+  }
+}
 
 /** See the file header. */
 export class SimServers implements ServersPort {
@@ -23,32 +53,21 @@ export class SimServers implements ServersPort {
     const gained: number[] = [];
     const instantYield = this.sim.cost.yieldTickMs === 0;
     const instantHeartbeat = this.sim.cost.heartbeatIntervalMs === 0;
-    for (const t of cluster.tenants) {
-      const series = t.utilization;
-      const last = series.length - 1;
-      const now = series[Math.min(k, last)]!;
-      if (!first && k > 0 && now === series[Math.min(k - 1, last)]) continue;
-      for (const s of t.servers) {
-        let u = now + cluster.servers[s]!.offsetPct;
-        u = u < 0 ? 0 : u > 100 ? 100 : u;
-        const primary = Math.round((this.sim.capMilli[s]! * u) / 100);
-        const before = this.sim.primaryMilli[s]!;
-        if (primary === before) continue;
-        this.changeHeld(s, () => {
-          this.sim.primaryMilli[s] = primary;
-        });
-        // Primary-unaware YARN neither yields nor learns of the primary: its room is unchanged.
-        if (!this.sim.aware) continue;
-        this.updateRate(s);
-        if (instantHeartbeat) this.report(s);
-        else this.requestHeartbeat(s);
-        if (primary > before) {
-          if (instantYield) this.yieldOn(s, touched);
-          else this.requestYield(s);
-        } else if (instantHeartbeat) gained.push(s);
-        this.sim.driver.refreshFree(s);
-      }
-    }
+    replayPrimarySlot(cluster, k, first, this.sim.capMilli, this.sim.primaryMilli, (s, primary, before) => {
+      this.changeHeld(s, () => {
+        this.sim.primaryMilli[s] = primary;
+      });
+      // Primary-unaware YARN neither yields nor learns of the primary: its room is unchanged.
+      if (!this.sim.aware) return;
+      this.updateRate(s);
+      if (instantHeartbeat) this.report(s);
+      else this.requestHeartbeat(s);
+      if (primary > before) {
+        if (instantYield) this.yieldOn(s, touched);
+        else this.requestYield(s);
+      } else if (instantHeartbeat) gained.push(s);
+      this.sim.driver.refreshFree(s);
+    });
     // Every server starts out with its room known (primaries equal to the initial 0 were skipped above).
     if (first) for (let s = 0; s < this.sim.nodeIds.length; s++) this.sim.driver.refreshFree(s);
     // Killed tasks ask again first (FIFO keeps their jobs' order), then freed servers heartbeat, then the re-asking

@@ -18,8 +18,7 @@
  * The tuned thresholds are written as the fragment the resource manager reads (`admissionThresholdsFile`):
  * `admission-thresholds.json`.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { Clock } from "../../../common/clock.js";
 import { systemClock } from "../../../common/clock.js";
@@ -28,16 +27,26 @@ import type { AdmissionPolicy } from "../../../resourcemanager/index.js";
 import { generateCluster } from "../../cluster-gen.js";
 import { DEFAULT_KILL_COST, runCompute } from "../../compute.js";
 import type { ComputeRunResult, SimAdmissionOptions } from "../../compute.js";
-import { chooseTraces, RunTracker } from "../../experiments.js";
-import type { ExperimentEvent } from "../../experiments.js";
+import { chooseTraces, outputOptions, RunTracker } from "../../experiments.js";
 import { generateJobStream } from "../../jobs.js";
 import type { JobStream } from "../../jobs.js";
 import { DAY_MS } from "../../model.js";
 import type { SimCluster, TraceSource } from "../../model.js";
-import { assembleReport, formatFraction, formatNumber, markdownTable, toCsv, writeReport } from "../../report.js";
-import { renderBarPanels } from "../../plots.js";
+import {
+  assembleReport,
+  formatFraction,
+  formatNumber,
+  left,
+  markdownTable,
+  right,
+  toCsv,
+  writeReport,
+} from "../../report.js";
+import { barPlot } from "../../plots.js";
 import type { RenderedReport } from "../../report.js";
 import { checkDays, checkIntAtLeast, checkLoad, checkTraces, invalidArgument } from "../../options.js";
+import { jobsCell, jobSource, writeJson } from "../shared/compute-runs.js";
+import type { ExperimentOutput, ExperimentReport, Resolved } from "../../experiments.js";
 
 /** The policies whose thresholds are tuned, in the paper's order. */
 export const TUNED_POLICIES = ["zeroth", "first", "second"] as const;
@@ -64,7 +73,7 @@ const SEARCH: Readonly<Record<TunedPolicy, { lo: number; hi: number; log: boolea
 };
 
 /** Options of {@link runAdmissionExperiment}; {@link resolveAdmissionExperimentOptions} fills the defaults. */
-export interface AdmissionExperimentOptions {
+export interface AdmissionExperimentOptions extends ExperimentOutput {
   /**
    * The kill SLA: the largest share of the task-hours run that kills may throw away (`killedTaskHoursFraction`).
    * @default 0.05
@@ -113,14 +122,10 @@ export interface AdmissionExperimentOptions {
   command?: string;
   /** The clock `tunedAt` is read from. @default systemClock */
   clock?: Clock;
-  onProgress?: (e: ExperimentEvent) => void;
 }
 
 /** {@link AdmissionExperimentOptions} with the defaults filled in. */
-export type ResolvedAdmissionExperimentOptions = Required<
-  Omit<AdmissionExperimentOptions, "out" | "command" | "onProgress">
-> &
-  Pick<AdmissionExperimentOptions, "out" | "command" | "onProgress">;
+export type ResolvedAdmissionExperimentOptions = Resolved<AdmissionExperimentOptions>;
 
 /** One run of a policy at one threshold during the search. */
 export interface TuningStep {
@@ -151,15 +156,12 @@ export interface AdmissionThresholdsFile {
 }
 
 /** What the experiment produced. */
-export interface AdmissionExperimentOutcome {
+export interface AdmissionExperimentOutcome extends ExperimentReport {
   /** none first, then each tuned policy. */
   policies: PolicyOutcome[];
   thresholds: AdmissionThresholdsFile;
   /** Whether the first and second moment policies beat zeroth on the held-out period, in words. */
   verdict: string;
-  report: RenderedReport;
-  files: string[];
-  traces: TraceSource;
   wallMs: number;
 }
 
@@ -181,9 +183,7 @@ export function resolveAdmissionExperimentOptions(
     iterations: o.iterations ?? 5,
     traces: o.traces ?? "real",
     clock: o.clock ?? systemClock,
-    ...(o.out !== undefined ? { out: o.out } : {}),
-    ...(o.command !== undefined ? { command: o.command } : {}),
-    ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
+    ...outputOptions(o),
   };
   if (!(Number.isFinite(r.sla) && r.sla > 0 && r.sla < 1))
     invalidArgument(WHAT, "sla", `must be a share in (0, 1) (got ${r.sla})`);
@@ -246,8 +246,7 @@ export async function runAdmissionExperiment(
     ...(traces.templates ? { templates: traces.templates } : {}),
   });
   const { tuning, heldOut } = periods(cluster, o.days);
-  // Real traces also mean real job shapes, as in the compute experiment: half the recurring jobs from the Alibaba sample.
-  const source = traces.source === "real" ? "mixed" : "tpcds";
+  const source = jobSource(traces.source);
   const tuningJobs = generateJobStream(tuning, { seed: o.seed, load: o.load, source });
   const heldOutJobs = generateJobStream(heldOut, { seed: o.seed + 1, load: o.load, source });
   for (const note of new Set([...tuningJobs.notes, ...heldOutJobs.notes])) tracker.note(`job stream: ${note}`);
@@ -356,12 +355,6 @@ export function writeAdmissionThresholds(outDir: string, file: AdmissionThreshol
   return writeJson(join(outDir, "admission-thresholds.json"), file);
 }
 
-function writeJson(path: string, value: unknown): string {
-  mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, JSON.stringify(value, null, 2) + "\n");
-  return path;
-}
-
 // ------------------------------------------------------------------------------------------------ the report
 
 /** Core-hours secondary containers held and did not lose to kills, over the harvestable ones. */
@@ -431,25 +424,25 @@ function tableRows(outcomes: readonly PolicyOutcome[], sla: number): string[][] 
     fig(p.heldOut, (r) => formatNumber(usefulUtilization(r), 3)),
     fig(p.heldOut, (r) => formatNumber(r.avgJobTimeS / 60, 1)),
     fig(p.heldOut, (r) => formatNumber(r.avgAdmissionWaitS / 60, 1)),
-    fig(p.heldOut, (r) => `${formatNumber(r.jobs)} / ${formatNumber(r.jobsSubmitted)}`),
+    fig(p.heldOut, jobsCell),
     fig(p.heldOut, (r) => formatNumber(r.jobsRejected)),
     fig(p.heldOut, (r) => formatNumber(r.jobsQueuedAtEnd)),
   ]);
 }
 
 const TABLE_COLUMNS = [
-  { header: "policy", align: "left" as const },
-  { header: "threshold", align: "right" as const },
-  { header: "killed (tuning)", align: "right" as const },
-  { header: "utilization (tuning)", align: "right" as const },
-  { header: "killed (held out)", align: "right" as const },
-  { header: "utilization (held out)", align: "right" as const },
-  { header: "useful utilization (held out)", align: "right" as const },
-  { header: "job time, min", align: "right" as const },
-  { header: "admission wait, min", align: "right" as const },
-  { header: "jobs finished / arrived", align: "right" as const },
-  { header: "rejected", align: "right" as const },
-  { header: "queued at end", align: "right" as const },
+  left("policy"),
+  right("threshold"),
+  right("killed (tuning)"),
+  right("utilization (tuning)"),
+  right("killed (held out)"),
+  right("utilization (held out)"),
+  right("useful utilization (held out)"),
+  right("job time, min"),
+  right("admission wait, min"),
+  right("jobs finished / arrived"),
+  right("rejected"),
+  right("queued at end"),
 ];
 
 /** The table as JSON: the options and, per policy, the threshold, the search and both runs' figures. */
@@ -534,13 +527,7 @@ export function renderAdmissionReport(
   const runsTable =
     "Every run of the threshold search, on the tuning period:\n\n" +
     markdownTable(
-      [
-        { header: "policy", align: "left" },
-        { header: "threshold", align: "right" },
-        { header: "killed", align: "right" },
-        { header: "utilization", align: "right" },
-        { header: "meets the SLA", align: "left" },
-      ],
+      [left("policy"), right("threshold"), right("killed"), right("utilization"), left("meets the SLA")],
       searchRows,
     );
   const csv = toCsv(
@@ -548,7 +535,7 @@ export function renderAdmissionReport(
     tableRows(outcomes, o.sla),
   );
   const categories = outcomes.map((p) => p.policy);
-  const svg = renderBarPanels({
+  const plot = barPlot("utilization", {
     title: `Admission control at a ${formatFraction(o.sla)} kill SLA`,
     yName: "",
     panels: [
@@ -575,7 +562,7 @@ export function renderAdmissionReport(
     "Admission control (seeds/003): harvested utilization at a kill SLA",
     setup,
     o.command !== undefined ? { command: o.command } : {},
-    { summary, runsTable, csv, plots: [{ suffix: "utilization", title: "Utilization and kills per policy", svg }] },
+    { summary, runsTable, csv, plots: [{ ...plot, title: "Utilization and kills per policy" }] },
   );
 }
 

@@ -21,25 +21,22 @@
  * sweep, since how long a drain takes depends on how much a server holds and the copy bandwidth, not on the compute
  * half's preemption rates.
  */
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { generateCluster } from "../../cluster-gen.js";
 import { drawServerEvents, runCompute, Stream } from "../../compute.js";
 import type { ComputeRunResult, DrainMode, ReimageFigures, ServerEvent } from "../../compute.js";
-import { chooseTraces, RunTracker } from "../../experiments.js";
-import type { ExperimentEvent } from "../../experiments.js";
-import { generateJobStream } from "../../jobs.js";
+import { outputOptions, RunTracker } from "../../experiments.js";
 import { DAY_MS } from "../../model.js";
 import type { SimCluster, TraceSource, UtilizationLevel } from "../../model.js";
-import { assembleReport, formatNumber, markdownTable, SIM_JOB_TYPES, toCsv, writeReport } from "../../report.js";
-import { renderBarPanels } from "../../plots.js";
+import { assembleReport, formatNumber, left, markdownTable, right, toCsv } from "../../report.js";
+import { barPlot } from "../../plots.js";
 import type { RenderedReport } from "../../report.js";
 import { DEFAULT_RE_REPLICATION_BYTES_PER_SEC, runStorage } from "../storage/index.js";
 import type { PlannedReimageFigures, StorageDrainMode, StorageOptions, StorageRunResult } from "../storage/index.js";
-import { checkAboveZero, checkAtLeastZero, checkRunSize, invalidArgument } from "../../options.js";
+import { checkAboveZero, checkAtLeastZero, invalidArgument } from "../../options.js";
+import * as computeRuns from "../shared/compute-runs.js";
+import type { ExperimentOutput, ExperimentReport, Resolved } from "../../experiments.js";
 
 /** Options of {@link runDrainExperiment}; {@link resolveDrainExperimentOptions} fills the defaults. */
-export interface DrainExperimentOptions {
+export interface DrainExperimentOptions extends ExperimentOutput {
   /** @default 100 */
   servers?: number;
   /** Simulated days after the 30 days of history. @default 7 */
@@ -86,13 +83,10 @@ export interface DrainExperimentOptions {
   storageBlocksPerServer?: number;
   /** Directory for drain.md, .csv, .json and the SVG plot; none: render only. */
   out?: string;
-  command?: string;
-  onProgress?: (e: ExperimentEvent) => void;
 }
 
 /** {@link DrainExperimentOptions} with the defaults filled in. */
-export type ResolvedDrainExperimentOptions = Required<Omit<DrainExperimentOptions, "out" | "command" | "onProgress">> &
-  Pick<DrainExperimentOptions, "out" | "command" | "onProgress">;
+export type ResolvedDrainExperimentOptions = Resolved<DrainExperimentOptions>;
 
 /** Storage notices run when none are given: 5 and 10 minutes, with the compute half's notice. */
 const DEFAULT_STORAGE_NOTICES_MS = [5 * 60_000, 10 * 60_000];
@@ -107,15 +101,12 @@ export interface DrainRun {
 }
 
 /** What the experiment produced. */
-export interface DrainExperimentOutcome {
+export interface DrainExperimentOutcome extends ExperimentReport {
   runs: DrainRun[];
   /** The reimages every run saw. */
   events: readonly ServerEvent[];
   /** The storage half's figures (see `drainStorage`). */
   storage: DrainStorageFigures;
-  report: RenderedReport;
-  files: string[];
-  traces: TraceSource;
 }
 
 /** Whose options the messages name: INVALID_ARGUMENT "drain experiment option <field> ...". */
@@ -124,12 +115,7 @@ const WHAT = "drain experiment";
 /** Fills the defaults and validates every field (INVALID_ARGUMENT naming it). */
 export function resolveDrainExperimentOptions(o: DrainExperimentOptions = {}): ResolvedDrainExperimentOptions {
   const r: ResolvedDrainExperimentOptions = {
-    servers: o.servers ?? 100,
-    days: o.days ?? 7,
-    load: o.load ?? 0.4,
-    seed: o.seed ?? 1,
-    level: o.level ?? "medium",
-    traces: o.traces ?? "real",
+    ...computeRuns.resolveRunSize(WHAT, o),
     reimages: o.reimages ?? 1 / 7,
     noticeMs: o.noticeMs ?? 30 * 60_000,
     outageMs: o.outageMs ?? 30 * 60_000,
@@ -139,11 +125,8 @@ export function resolveDrainExperimentOptions(o: DrainExperimentOptions = {}): R
       ...new Set(o.storageNoticesMs ?? [...DEFAULT_STORAGE_NOTICES_MS, o.noticeMs ?? 30 * 60_000]),
     ].sort((a, b) => a - b),
     storageBlocksPerServer: o.storageBlocksPerServer ?? 1000,
-    ...(o.out !== undefined ? { out: o.out } : {}),
-    ...(o.command !== undefined ? { command: o.command } : {}),
-    ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
+    ...outputOptions(o),
   };
-  checkRunSize(WHAT, r);
   if (r.reimages !== "cluster" && !(Number.isFinite(r.reimages) && r.reimages > 0))
     invalidArgument(WHAT, "reimages", `must be "cluster" or a rate > 0 per server per day (got ${String(r.reimages)})`);
   for (const [field, v] of [
@@ -287,24 +270,7 @@ export async function runDrainExperiment(options: DrainExperimentOptions = {}): 
   const o = resolveDrainExperimentOptions(options);
   const plan = variants(o);
   const tracker = new RunTracker(plan.length + 1 + o.storageNoticesMs.length, o.onProgress);
-  const traces = await chooseTraces(o.traces, (m) => tracker.note(m));
-  tracker.note(
-    `generating the ${o.level}-utilization cluster: ${o.servers} servers, ${o.days} days (${traces.source} traces)`,
-  );
-  const cluster = generateCluster({
-    servers: o.servers,
-    level: o.level,
-    days: o.days,
-    seed: o.seed,
-    source: traces.source,
-    ...(traces.templates ? { templates: traces.templates } : {}),
-  });
-  const jobs = generateJobStream(cluster, {
-    seed: o.seed,
-    load: o.load,
-    source: traces.source === "real" ? "mixed" : "tpcds",
-  });
-  for (const note of jobs.notes) tracker.note(`job stream: ${note}`);
+  const { cluster, jobs, traces } = await computeRuns.generateComputeWorld(o, tracker);
   const events = reimageEvents(cluster, o.seed, o.reimages);
   tracker.note(`${events.length} planned reimages, each announced ${formatNumber(o.noticeMs / 60_000)} minutes ahead`);
   const runs: DrainRun[] = plan.map(({ drain, rate }) => {
@@ -332,15 +298,9 @@ export async function runDrainExperiment(options: DrainExperimentOptions = {}): 
     blocksPerServer: o.storageBlocksPerServer,
     tracker,
   });
-  const report = renderDrainReport(runs, o, traces.source, events.length, storage);
-  const files: string[] = [];
-  if (o.out !== undefined) {
-    files.push(...writeReport(o.out, report));
-    const json = join(o.out, `${report.name}.json`);
-    writeFileSync(json, JSON.stringify(drainJson(runs, o, traces.source, events.length, storage), null, 2) + "\n");
-    files.push(json);
-  }
-  return { runs, events, storage, report, files, traces: traces.source };
+  const report = renderDrainReport(runs, o, traces, events.length, storage);
+  const files = computeRuns.writeReportAndJson(o.out, report, () => drainJson(runs, o, traces, events.length, storage));
+  return { runs, events, storage, report, files, traces };
 }
 
 /** The experiment as JSON (the CLI's --json prints the same). */
@@ -353,12 +313,7 @@ export function drainJson(
 ): unknown {
   return {
     setup: {
-      servers: o.servers,
-      days: o.days,
-      load: o.load,
-      seed: o.seed,
-      level: o.level,
-      traces,
+      ...computeRuns.runSizeJson(o, traces),
       reimages,
       reimageRate: o.reimages,
       noticeMs: o.noticeMs,
@@ -403,8 +358,7 @@ function setupLine(o: ResolvedDrainExperimentOptions, traces: TraceSource, reima
   const rate =
     o.reimages === "cluster" ? "the cluster's own reimages" : `${formatNumber(o.reimages, 3)} per server per day`;
   return (
-    `${formatNumber(o.servers)} servers, ${o.days} simulated days after 30 days of history, ${o.level} utilization, ` +
-    `seed ${o.seed}, ${traces} traces, offered load ${o.load}, stock task placement; ${formatNumber(reimages)} planned ` +
+    `${computeRuns.runSizeLine(o, traces)}, stock task placement; ${formatNumber(reimages)} planned ` +
     `reimages (${rate}), each announced ${formatNumber(o.noticeMs / 60_000)} minutes ahead and keeping its server ` +
     `${formatNumber(o.outageMs / 60_000)} minutes; the drain steps every ${formatNumber(o.stepIntervalMs / 1000)} s`
   );
@@ -419,16 +373,16 @@ function storageSummary(storage: DrainStorageFigures, reimages: number): string 
   const minutes = (ms: number): string => formatNumber(ms / 60_000, 1);
   const table = markdownTable(
     [
-      { header: "variant", align: "left" },
-      { header: "blocks", align: "right" },
-      { header: "blocks lost", align: "right" },
-      { header: "below 3 replicas (block-h)", align: "right" },
-      { header: "peak below 3", align: "right" },
-      { header: "drains done by the reimage", align: "right" },
-      { header: "missed (blocks left to copy)", align: "right" },
-      { header: "drain time mean / max (min)", align: "right" },
-      { header: "copied for drains (GiB)", align: "right" },
-      { header: "copied after wipes (GiB)", align: "right" },
+      left("variant"),
+      right("blocks"),
+      right("blocks lost"),
+      right("below 3 replicas (block-h)"),
+      right("peak below 3"),
+      right("drains done by the reimage"),
+      right("missed (blocks left to copy)"),
+      right("drain time mean / max (min)"),
+      right("copied for drains (GiB)"),
+      right("copied after wipes (GiB)"),
     ],
     storage.runs.map((r) => {
       const p = r.planned;
@@ -492,15 +446,15 @@ export function renderDrainReport(
 ): RenderedReport {
   const main = markdownTable(
     [
-      { header: "variant", align: "left" },
-      { header: "on servers at notice", align: "right" },
-      { header: "preempted", align: "right" },
-      { header: "preempted (core-h)", align: "right" },
-      { header: "killed at reimage", align: "right" },
-      { header: "killed at reimage (core-h)", align: "right" },
-      { header: "finished on their own", align: "right" },
-      { header: "killed in all (core-h)", align: "right" },
-      { header: "avg job time (s)", align: "right" },
+      left("variant"),
+      right("on servers at notice"),
+      right("preempted"),
+      right("preempted (core-h)"),
+      right("killed at reimage"),
+      right("killed at reimage (core-h)"),
+      right("finished on their own"),
+      right("killed in all (core-h)"),
+      right("avg job time (s)"),
     ],
     runs.map((r) => [
       drainLabel(r.drain, r.preemptionsPerSecond),
@@ -525,27 +479,11 @@ export function renderDrainReport(
     storageSummary(storage, reimages),
   ].join("\n");
   const runsTable = markdownTable(
-    [
-      { header: "variant", align: "left" },
-      { header: "reimages", align: "right" },
-      { header: "jobs", align: "right" },
-      { header: "avg job time (s)", align: "right" },
-      ...SIM_JOB_TYPES.map((t) => ({ header: `${t} (s)`, align: "right" as const })),
-      { header: "task kills", align: "right" },
-      { header: "job-manager kills", align: "right" },
-      { header: "unfinished", align: "right" },
-      { header: "wall (s)", align: "right" },
-    ],
+    [left("variant"), right("reimages"), ...computeRuns.JOB_RUN_COLUMNS, right("unfinished"), right("wall (s)")],
     runs.map((r) => [
       drainLabel(r.drain, r.preemptionsPerSecond),
       formatNumber(r.reimages.reimages),
-      `${formatNumber(r.result.jobs)} / ${formatNumber(r.result.jobsSubmitted)}`,
-      formatNumber(r.result.avgJobTimeS, 1),
-      ...SIM_JOB_TYPES.map((t) =>
-        r.result.byType[t].jobs > 0 ? formatNumber(r.result.byType[t].avgJobTimeS, 1) : "-",
-      ),
-      formatNumber(r.result.taskKills),
-      formatNumber(r.result.jobManagerKills),
+      ...computeRuns.jobRunCells(r.result),
       formatNumber(r.result.jobsUnfinished),
       formatNumber(r.result.wallMs / 1000, 1),
     ]),
@@ -565,7 +503,7 @@ export function renderDrainReport(
       "jobs",
       "jobs_unfinished",
       "avg_job_time_s",
-      ...SIM_JOB_TYPES.map((t) => `${t}_avg_job_time_s`),
+      ...computeRuns.JOB_TYPE_CSV_HEADER,
       "wall_ms",
     ],
     runs.map((r) => [
@@ -582,7 +520,7 @@ export function renderDrainReport(
       r.result.jobs,
       r.result.jobsUnfinished,
       r.result.avgJobTimeS,
-      ...SIM_JOB_TYPES.map((t) => r.result.byType[t].avgJobTimeS),
+      ...computeRuns.jobTypeCsv(r.result),
       Math.round(r.result.wallMs),
     ]),
   );
@@ -591,7 +529,7 @@ export function renderDrainReport(
     r.drain === "none" ? "no drain" : `${noticeMinutes(r.noticeMs)} min`,
   );
   const storageTitle = "Replicas of planned reimages: no drain vs decommissioning at N minutes' notice";
-  const storagePlot = renderBarPanels({
+  const storagePlot = barPlot("storage", {
     title: storageTitle,
     yName: "",
     widthPx: 1200,
@@ -621,7 +559,7 @@ export function renderDrainReport(
   });
   const categories = runs.map((r) => drainLabel(r.drain, r.preemptionsPerSecond));
   const title = "Containers disrupted by planned reimages, and the work lost";
-  const plot = renderBarPanels({
+  const plot = barPlot("disruptions", {
     title,
     yName: "",
     widthPx: 1100,
@@ -653,10 +591,7 @@ export function renderDrainReport(
       summary,
       runsTable,
       csv,
-      plots: [
-        { suffix: "disruptions", title, svg: plot },
-        { suffix: "storage", title: storageTitle, svg: storagePlot },
-      ],
+      plots: [plot, storagePlot],
     },
   );
 }

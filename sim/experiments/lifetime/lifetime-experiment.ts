@@ -18,19 +18,16 @@
  * - A harvested server also yields to its primary: a server packed to its harvestable room kills a task at any growth
  *   of its primary, where a spread one had slack. The total killed work shows that cost.
  */
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { generateCluster } from "../../cluster-gen.js";
 import { runCompute } from "../../compute.js";
 import type { ComputeRunResult, LifetimeSource } from "../../compute.js";
-import { chooseTraces, RunTracker } from "../../experiments.js";
-import type { ExperimentEvent } from "../../experiments.js";
-import { generateJobStream } from "../../jobs.js";
+import { outputOptions, RunTracker } from "../../experiments.js";
 import type { TraceSource, UtilizationLevel } from "../../model.js";
-import { assembleReport, formatNumber, markdownTable, SIM_JOB_TYPES, toCsv, writeReport } from "../../report.js";
-import { renderBarPanels } from "../../plots.js";
+import { assembleReport, formatNumber, left, markdownTable, right, toCsv } from "../../report.js";
+import { barPlot } from "../../plots.js";
 import type { RenderedReport } from "../../report.js";
-import { checkAboveZero, checkAtLeastZero, checkRunSize, invalidArgument } from "../../options.js";
+import { checkAboveZero, checkAtLeastZero, invalidArgument } from "../../options.js";
+import * as computeRuns from "../shared/compute-runs.js";
+import type { ExperimentOutput, ExperimentReport, Resolved } from "../../experiments.js";
 
 /** A node choice of the comparison (`ComputeOptions.nodeChoice`). */
 export type NodeChoiceVariant = "stock" | "nilas" | "lava";
@@ -59,7 +56,7 @@ export const SEED_EMPTY_HOSTS = Object.freeze({
 });
 
 /** Options of {@link runLifetimeExperiment}; {@link resolveLifetimeExperimentOptions} fills the defaults. */
-export interface LifetimeExperimentOptions {
+export interface LifetimeExperimentOptions extends ExperimentOutput {
   /**
    * Servers of the cluster. With the default days and load the five runs take about 80 s on 2 cores (stock 2 s,
    * each lifetime-aware run 15 to 30 s).
@@ -110,16 +107,10 @@ export interface LifetimeExperimentOptions {
   variants?: readonly LifetimeVariant[];
   /** Directory for lifetime.md, .csv, .json and the SVG plot; none: render only. */
   out?: string;
-  /** The command line shown in the report. */
-  command?: string;
-  onProgress?: (e: ExperimentEvent) => void;
 }
 
 /** {@link LifetimeExperimentOptions} with the defaults filled in. */
-export type ResolvedLifetimeExperimentOptions = Required<
-  Omit<LifetimeExperimentOptions, "out" | "command" | "onProgress">
-> &
-  Pick<LifetimeExperimentOptions, "out" | "command" | "onProgress">;
+export type ResolvedLifetimeExperimentOptions = Resolved<LifetimeExperimentOptions>;
 
 /** One run's figures. */
 export interface LifetimeRun extends LifetimeVariant {
@@ -129,11 +120,8 @@ export interface LifetimeRun extends LifetimeVariant {
 }
 
 /** What the experiment produced. */
-export interface LifetimeExperimentOutcome {
+export interface LifetimeExperimentOutcome extends ExperimentReport {
   runs: LifetimeRun[];
-  report: RenderedReport;
-  files: string[];
-  traces: TraceSource;
 }
 
 /** Whose options the messages name: INVALID_ARGUMENT "lifetime experiment option <field> ...". */
@@ -142,21 +130,13 @@ const WHAT = "lifetime experiment";
 /** Fills the defaults and validates every field (INVALID_ARGUMENT naming it). */
 export function resolveLifetimeExperimentOptions(o: LifetimeExperimentOptions = {}): ResolvedLifetimeExperimentOptions {
   const r: ResolvedLifetimeExperimentOptions = {
-    servers: o.servers ?? 100,
-    days: o.days ?? 7,
-    load: o.load ?? 0.4,
-    seed: o.seed ?? 1,
-    level: o.level ?? "medium",
-    traces: o.traces ?? "real",
+    ...computeRuns.resolveRunSize(WHAT, o),
     reclaimsPerServerPerDay: o.reclaimsPerServerPerDay ?? 1 / 7,
     reclaimDurationMs: o.reclaimDurationMs ?? 30 * 60_000,
     reclaimChoice: o.reclaimChoice ?? "random",
     variants: o.variants ?? LIFETIME_VARIANTS,
-    ...(o.out !== undefined ? { out: o.out } : {}),
-    ...(o.command !== undefined ? { command: o.command } : {}),
-    ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
+    ...outputOptions(o),
   };
-  checkRunSize(WHAT, r);
   checkAtLeastZero(WHAT, "reclaimsPerServerPerDay", r.reclaimsPerServerPerDay);
   checkAboveZero(WHAT, "reclaimDurationMs", r.reclaimDurationMs);
   if (r.reclaimChoice !== "random" && r.reclaimChoice !== "emptiest")
@@ -185,25 +165,7 @@ export async function runLifetimeExperiment(
 ): Promise<LifetimeExperimentOutcome> {
   const o = resolveLifetimeExperimentOptions(options);
   const tracker = new RunTracker(o.variants.length, o.onProgress);
-  const traces = await chooseTraces(o.traces, (m) => tracker.note(m));
-  tracker.note(
-    `generating the ${o.level}-utilization cluster: ${o.servers} servers, ${o.days} days (${traces.source} traces)`,
-  );
-  const cluster = generateCluster({
-    servers: o.servers,
-    level: o.level,
-    days: o.days,
-    seed: o.seed,
-    source: traces.source,
-    ...(traces.templates ? { templates: traces.templates } : {}),
-  });
-  // Real traces also mean real job shapes, as in the compute experiment: half the recurring jobs from the Alibaba DAGs.
-  const jobs = generateJobStream(cluster, {
-    seed: o.seed,
-    load: o.load,
-    source: traces.source === "real" ? "mixed" : "tpcds",
-  });
-  for (const note of jobs.notes) tracker.note(`job stream: ${note}`);
+  const { cluster, jobs, traces } = await computeRuns.generateComputeWorld(o, tracker);
   const results = o.variants.map((v) => ({
     ...v,
     result: tracker.track(`lifetime ${variantLabel(v)}`, cluster.historyMs, (onProgress) =>
@@ -227,15 +189,9 @@ export async function runLifetimeExperiment(
     ...r,
     emptyDeltaPp: stock ? (r.result.emptyServerShare - stock.result.emptyServerShare) * 100 : Number.NaN,
   }));
-  const report = renderLifetimeReport(runs, o, traces.source);
-  const files: string[] = [];
-  if (o.out !== undefined) {
-    files.push(...writeReport(o.out, report));
-    const json = join(o.out, `${report.name}.json`);
-    writeFileSync(json, JSON.stringify(lifetimeJson(runs, o, traces.source), null, 2) + "\n");
-    files.push(json);
-  }
-  return { runs, report, files, traces: traces.source };
+  const report = renderLifetimeReport(runs, o, traces);
+  const files = computeRuns.writeReportAndJson(o.out, report, () => lifetimeJson(runs, o, traces));
+  return { runs, report, files, traces };
 }
 
 /** The experiment as JSON: its setup and every run's figures (the CLI's --json prints the same). */
@@ -246,12 +202,7 @@ export function lifetimeJson(
 ): unknown {
   return {
     setup: {
-      servers: o.servers,
-      days: o.days,
-      load: o.load,
-      seed: o.seed,
-      level: o.level,
-      traces,
+      ...computeRuns.runSizeJson(o, traces),
       reclaimsPerServerPerDay: o.reclaimsPerServerPerDay,
       reclaimChoice: o.reclaimChoice,
       reclaimDurationMs: o.reclaimDurationMs,
@@ -286,8 +237,7 @@ const pp = (v: number): string => (Number.isFinite(v) ? `${v > 0 ? "+" : ""}${fo
 
 function setupLine(o: ResolvedLifetimeExperimentOptions, traces: TraceSource): string {
   return (
-    `${formatNumber(o.servers)} servers, ${o.days} simulated days after 30 days of history, ${o.level} utilization, ` +
-    `seed ${o.seed}, ${traces} traces, offered load ${o.load} of the harvestable core-hours, stock (primary-aware) ` +
+    `${computeRuns.runSizeLine(o, traces)} of the harvestable core-hours, stock (primary-aware) ` +
     `task placement; whole-server reclaims ${formatNumber(o.reclaimsPerServerPerDay, 3)} per server per day, ` +
     `${formatNumber(o.reclaimDurationMs / 60_000)} minutes each, the same in every run, each on ` +
     (o.reclaimChoice === "emptiest"
@@ -304,16 +254,16 @@ export function renderLifetimeReport(
 ): RenderedReport {
   const main = markdownTable(
     [
-      { header: "node choice", align: "left" },
-      { header: "empty servers", align: "right" },
-      { header: "vs stock", align: "right" },
-      { header: "seeds/002", align: "right" },
-      { header: "empty with room", align: "right" },
-      { header: "reclaims on empty", align: "right" },
-      { header: "killed by reclaims (core-h)", align: "right" },
-      { header: "killed in all (core-h)", align: "right" },
-      { header: "avg job time (s)", align: "right" },
-      { header: "unfinished", align: "right" },
+      left("node choice"),
+      right("empty servers"),
+      right("vs stock"),
+      right("seeds/002"),
+      right("empty with room"),
+      right("reclaims on empty"),
+      right("killed by reclaims (core-h)"),
+      right("killed in all (core-h)"),
+      right("avg job time (s)"),
+      right("unfinished"),
     ],
     runs.map((r) => [
       variantLabel(r),
@@ -343,26 +293,10 @@ export function renderLifetimeReport(
     "server packed to its harvestable room suffers more often.",
   ].join("\n");
   const runsTable = markdownTable(
-    [
-      { header: "node choice", align: "left" },
-      { header: "jobs", align: "right" },
-      { header: "avg job time (s)", align: "right" },
-      ...SIM_JOB_TYPES.map((t) => ({ header: `${t} (s)`, align: "right" as const })),
-      { header: "task kills", align: "right" },
-      { header: "job-manager kills", align: "right" },
-      { header: "reclaims", align: "right" },
-      { header: "events", align: "right" },
-      { header: "wall (s)", align: "right" },
-    ],
+    [left("node choice"), ...computeRuns.JOB_RUN_COLUMNS, right("reclaims"), right("events"), right("wall (s)")],
     runs.map((r) => [
       variantLabel(r),
-      `${formatNumber(r.result.jobs)} / ${formatNumber(r.result.jobsSubmitted)}`,
-      formatNumber(r.result.avgJobTimeS, 1),
-      ...SIM_JOB_TYPES.map((t) =>
-        r.result.byType[t].jobs > 0 ? formatNumber(r.result.byType[t].avgJobTimeS, 1) : "-",
-      ),
-      formatNumber(r.result.taskKills),
-      formatNumber(r.result.jobManagerKills),
+      ...computeRuns.jobRunCells(r.result),
       formatNumber(r.result.reclaims),
       formatNumber(r.result.events),
       formatNumber(r.result.wallMs / 1000, 1),
@@ -385,7 +319,7 @@ export function renderLifetimeReport(
       "jobs_submitted",
       "jobs_unfinished",
       "avg_job_time_s",
-      ...SIM_JOB_TYPES.map((t) => `${t}_avg_job_time_s`),
+      ...computeRuns.JOB_TYPE_CSV_HEADER,
       "events",
       "wall_ms",
     ],
@@ -405,7 +339,7 @@ export function renderLifetimeReport(
       r.result.jobsSubmitted,
       r.result.jobsUnfinished,
       r.result.avgJobTimeS,
-      ...SIM_JOB_TYPES.map((t) => r.result.byType[t].avgJobTimeS),
+      ...computeRuns.jobTypeCsv(r.result),
       r.result.events,
       Math.round(r.result.wallMs),
     ]),
@@ -434,21 +368,17 @@ function lifetimePlot(runs: readonly LifetimeRun[]): RenderedReport["plots"][num
       }),
     }));
   const title = "Empty servers and killed work by node choice";
-  return {
-    suffix: "empty-servers",
+  return barPlot("empty-servers", {
     title,
-    svg: renderBarPanels({
-      title,
-      yName: "",
-      panels: [
-        { title: "empty servers (%)", categories: choices, series: series((r) => r.result.emptyServerShare * 100) },
-        {
-          title: "killed by reclaims (core-h)",
-          categories: choices,
-          series: series((r) => r.result.reclaimKilledCoreHours),
-        },
-        { title: "killed in all (core-h)", categories: choices, series: series((r) => r.result.wastedCoreHours) },
-      ],
-    }),
-  };
+    yName: "",
+    panels: [
+      { title: "empty servers (%)", categories: choices, series: series((r) => r.result.emptyServerShare * 100) },
+      {
+        title: "killed by reclaims (core-h)",
+        categories: choices,
+        series: series((r) => r.result.reclaimKilledCoreHours),
+      },
+      { title: "killed in all (core-h)", categories: choices, series: series((r) => r.result.wastedCoreHours) },
+    ],
+  });
 }

@@ -13,14 +13,16 @@ import {
   RUN_COST_COLUMNS,
   runCostCells,
   RUN_COST_CSV_HEADER,
+  RUN_SETUP_CSV_HEADER,
   runCostCsv,
+  runSetupCsv,
 } from "../../report.js";
 import type { RenderedPlot, RenderedReport, ReportContext } from "../../report.js";
 import { UTILIZATION_LEVELS } from "../../model.js";
 import type { UtilizationLevel } from "../../model.js";
 import { CAPPING_MODES, POWER_PLACEMENTS } from "./options.js";
 import type { CappingMode, PowerPlacement, PowerResult } from "./options.js";
-import { renderBarPanels } from "../../plots.js";
+import { barPlot } from "../../plots.js";
 import type { PlotPanel } from "../../plots.js";
 
 interface Column {
@@ -250,10 +252,7 @@ export const POWER_CSV_HEADER: readonly string[] = [
   "level",
   "capping",
   "placement",
-  "servers",
-  "days",
-  "seed",
-  "traces",
+  ...RUN_SETUP_CSV_HEADER,
   "domain_level",
   "domains",
   "budget_watts",
@@ -295,10 +294,7 @@ export function powerCsv(results: readonly PowerResult[]): string {
       r.level,
       r.capping,
       r.placement,
-      r.servers,
-      r.days,
-      r.seed,
-      r.traces,
+      ...runSetupCsv(r),
       r.domainLevel,
       r.domains,
       r.budgetWatts,
@@ -374,57 +370,41 @@ export function powerPlots(results: readonly PowerResult[]): RenderedPlot[] {
   const capsTitle = "Capping events: servers whose cap engaged";
   const killsTitle = "Secondary task kills: by the capping agent and by primary growth";
   return [
-    {
-      suffix: "throttled",
+    barPlot("throttled", {
       title: throttledTitle,
-      svg: renderBarPanels({
-        title: throttledTitle,
-        yName: "core-hours",
-        sharedY: true,
-        panels: byConfig([
-          ["critical", (r) => r.criticalThrottledCoreHours],
-          ["non-critical", (r) => r.noncriticalThrottledCoreHours],
-        ]),
-        widthPx: Math.max(900, 520 * levels.length),
-      }),
-    },
-    {
-      suffix: "over-budget",
+      yName: "core-hours",
+      sharedY: true,
+      panels: byConfig([
+        ["critical", (r) => r.criticalThrottledCoreHours],
+        ["non-critical", (r) => r.noncriticalThrottledCoreHours],
+      ]),
+      widthPx: Math.max(900, 520 * levels.length),
+    }),
+    barPlot("over-budget", {
       title: overTitle,
-      svg: renderBarPanels({
-        title: overTitle,
-        yName: "domain-hours",
-        sharedY: true,
-        panels: byCapping((r) => r.overBudgetDomainHours),
-      }),
-    },
-    {
-      suffix: "capping-events",
+      yName: "domain-hours",
+      sharedY: true,
+      panels: byCapping((r) => r.overBudgetDomainHours),
+    }),
+    barPlot("capping-events", {
       title: capsTitle,
-      svg: renderBarPanels({
-        title: capsTitle,
-        yName: "server caps",
-        sharedY: true,
-        counts: true,
-        log: "auto",
-        panels: byCapping((r) => r.serverCaps),
-      }),
-    },
-    {
-      suffix: "kills",
+      yName: "server caps",
+      sharedY: true,
+      counts: true,
+      log: "auto",
+      panels: byCapping((r) => r.serverCaps),
+    }),
+    barPlot("kills", {
       title: killsTitle,
-      svg: renderBarPanels({
-        title: killsTitle,
-        yName: "task attempts killed",
-        sharedY: true,
-        counts: true,
-        panels: byConfig([
-          ["capping kills", (r) => r.cappingKills],
-          ["yield kills", (r) => r.yieldKills],
-        ]),
-        widthPx: Math.max(900, 520 * levels.length),
-      }),
-    },
+      yName: "task attempts killed",
+      sharedY: true,
+      counts: true,
+      panels: byConfig([
+        ["capping kills", (r) => r.cappingKills],
+        ["yield kills", (r) => r.yieldKills],
+      ]),
+      widthPx: Math.max(900, 520 * levels.length),
+    }),
   ];
 }
 

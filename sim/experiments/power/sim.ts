@@ -5,7 +5,7 @@
  * placement the one in `sim/roles/power-placement.ts`. The model is described at `runPower` (run.ts).
  */
 import { HarvestError } from "../../../common/errors.js";
-import { profileWatts } from "../../../common/power-profiles.js";
+import { dvfsWatts, profileWatts } from "../../../common/power-profiles.js";
 import type { PowerProfile } from "../../../common/power-profiles.js";
 import { SeededRng } from "../../../common/rng.js";
 import { PowerDomains } from "../../../resourcemanager/index.js";
@@ -16,6 +16,7 @@ import { DAY_MS } from "../../model.js";
 import type { SimCluster } from "../../model.js";
 import { ServerSet } from "../../roles/server-set.js";
 import { streamSeed } from "../../streams.js";
+import { replayPrimarySlot } from "../../roles/server.js";
 import { yieldVictims } from "../../roles/yield-step.js";
 import { primaryHistories } from "../../roles/power-history.js";
 import { PowerNodes } from "../../roles/power-node.js";
@@ -285,7 +286,7 @@ export class PowerSim implements PowerNodeHost<Task> {
     const u = Math.min(1, (this.primaryMilli[s]! + this.usedMilli[s]!) / this.capMilli[s]!);
     const full = profileWatts(p, u);
     const f = this.nodes.frequency[s]!;
-    return f >= 1 ? full : p.idleWatts + (full - p.idleWatts) * f ** this.o.dvfsExponent;
+    return f >= 1 ? full : dvfsWatts(p, full, f, this.o.dvfsExponent);
   }
 
   private sumDraw(d: DomainState): number {
@@ -404,25 +405,14 @@ export class PowerSim implements PowerNodeHost<Task> {
     const { cluster } = this;
     if (this.mode === "plan" && !first) this.recordSlot();
     let gained = false;
-    for (const t of cluster.tenants) {
-      const series = t.utilization;
-      const last = series.length - 1;
-      const value = series[Math.min(k, last)]!;
-      if (!first && k > 0 && value === series[Math.min(k - 1, last)]) continue;
-      for (const s of t.servers) {
-        let u = value + cluster.servers[s]!.offsetPct;
-        u = u < 0 ? 0 : u > 100 ? 100 : u;
-        const primary = Math.round((this.capMilli[s]! * u) / 100);
-        const before = this.primaryMilli[s]!;
-        if (primary === before) continue;
-        this.accumulate(s);
-        this.primaryMilli[s] = primary;
-        if (primary > before) this.yieldOn(s);
-        else gained = true;
-        this.changed(s);
-        this.refreshFree(s);
-      }
-    }
+    replayPrimarySlot(cluster, k, first, this.capMilli, this.primaryMilli, (s, primary, before) => {
+      this.accumulate(s);
+      this.primaryMilli[s] = primary;
+      if (primary > before) this.yieldOn(s);
+      else gained = true;
+      this.changed(s);
+      this.refreshFree(s);
+    });
     if (first) for (let s = 0; s < this.n; s++) this.refreshFree(s);
     if (this.mode !== "plan") {
       // The resource manager's periodic recount (incremental sums drift by rounding only), and the placement's.

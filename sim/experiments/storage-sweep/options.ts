@@ -1,9 +1,10 @@
 /** The storage sweep's options, their defaults and their resolver (see run.ts for the sweep). */
-import type { ExperimentEvent } from "../../experiments.js";
 import { UTILIZATION_LEVELS } from "../../model.js";
 import type { TraceSource, UtilizationLevel } from "../../model.js";
 import { invalidArgument } from "../../../common/options.js";
-import { checkTraces } from "../../options.js";
+import { checkIntAtLeast, checkTraces } from "../../options.js";
+import { outputOptions } from "../../experiments.js";
+import type { ExperimentOutput, Resolved } from "../../experiments.js";
 
 /** Confidence of the ratio's interval. */
 export const RATIO_CONFIDENCE = 0.95;
@@ -15,7 +16,7 @@ export const RATIO_CONFIDENCE = 0.95;
 export const STORAGE_SLOT_MS = 3_600_000;
 
 /** Options of {@link runStorageSweep}; {@link resolveStorageSweepOptions} fills the defaults and validates. */
-export interface StorageSweepOptions {
+export interface StorageSweepOptions extends ExperimentOutput {
   /**
    * Servers in each seed's cluster. The default fits the whole default sweep (120 runs) in about 4 minutes on a
    * 2-core machine: a run's cost grows faster than the blocks each server stores, so 1,000 servers take twice that.
@@ -64,21 +65,10 @@ export interface StorageSweepOptions {
    * @default undefined
    */
   out?: string;
-  /**
-   * The command line shown in the report.
-   * @default undefined
-   */
-  command?: string;
-  /**
-   * Told about progress, notes and finished runs.
-   * @default undefined
-   */
-  onProgress?: (e: ExperimentEvent) => void;
 }
 
 /** {@link StorageSweepOptions} with every default filled in (lists deduplicated and sorted). */
-export type ResolvedStorageSweepOptions = Required<Omit<StorageSweepOptions, "out" | "command" | "onProgress">> &
-  Pick<StorageSweepOptions, "out" | "command" | "onProgress">;
+export type ResolvedStorageSweepOptions = Resolved<StorageSweepOptions>;
 
 /** The defaults of {@link StorageSweepOptions}. */
 export const STORAGE_SWEEP_DEFAULTS = Object.freeze({
@@ -102,12 +92,8 @@ function checkedList(field: string, values: readonly number[], ok: (v: number) =
 /** Fills the defaults into `o` and validates every field (INVALID_ARGUMENT naming it). */
 export function resolveStorageSweepOptions(o: StorageSweepOptions = {}): ResolvedStorageSweepOptions {
   const d = STORAGE_SWEEP_DEFAULTS;
-  const servers = o.servers ?? d.servers;
-  if (!Number.isSafeInteger(servers) || servers < 1)
-    invalidArgument("storage sweep", "servers", `must be an integer >= 1 (got ${servers})`);
-  const days = o.days ?? d.days;
-  if (!Number.isSafeInteger(days) || days < 1)
-    invalidArgument("storage sweep", "days", `must be an integer >= 1 (got ${days})`);
+  const servers = checkIntAtLeast("storage sweep", "servers", o.servers ?? d.servers, 1);
+  const days = checkIntAtLeast("storage sweep", "days", o.days ?? d.days, 1);
   const seeds = checkedList(
     "seeds",
     o.seeds ?? d.seeds,
@@ -145,8 +131,6 @@ export function resolveStorageSweepOptions(o: StorageSweepOptions = {}): Resolve
       "factors in 1..10",
     ),
     traces,
-    ...(o.out !== undefined ? { out: o.out } : {}),
-    ...(o.command !== undefined ? { command: o.command } : {}),
-    ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
+    ...outputOptions(o),
   };
 }

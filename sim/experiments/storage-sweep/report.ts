@@ -18,7 +18,7 @@ import { RATIO_CONFIDENCE } from "./options.js";
 import type { ResolvedStorageSweepOptions } from "./options.js";
 import type { LossRatio } from "./ratio.js";
 import type { StorageSweepCell, StorageSweepRun } from "./cells.js";
-import { renderBarPanels } from "../../plots.js";
+import { barPlot } from "../../plots.js";
 import type { PlotPanel } from "../../plots.js";
 
 /** The sweep's report: the rendered report (cells CSV) and a CSV of every run beside it. */
@@ -296,11 +296,7 @@ export function storageSweepPlot(cells: readonly StorageSweepCell[]): { suffix: 
     });
   }
   const title = "Blocks lost per million written, by re-replication bandwidth, blocks per server and placement";
-  return {
-    suffix: "data-loss",
-    title,
-    svg: renderBarPanels({ title, yName: "blocks lost per million", sharedY: true, panels, log: "auto" }),
-  };
+  return barPlot("data-loss", { title, yName: "blocks lost per million", sharedY: true, panels, log: "auto" });
 }
 
 /** The whole report of a sweep: markdown (tables, method, every run), the cells' CSV, every run's CSV, the plot. */

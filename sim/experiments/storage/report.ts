@@ -21,10 +21,12 @@ import {
   RUN_COST_COLUMNS,
   runCostCells,
   RUN_COST_CSV_HEADER,
+  RUN_SETUP_CSV_HEADER,
   runCostCsv,
+  runSetupCsv,
 } from "../../report.js";
 import type { RenderedPlot, RenderedReport, ReportContext } from "../../report.js";
-import { renderBarPanels } from "../../plots.js";
+import { barPlot } from "../../plots.js";
 import type { PlotPanel } from "../../plots.js";
 
 /** Storage results ordered by level, replication, then placement. */
@@ -118,10 +120,7 @@ export const STORAGE_CSV_HEADER: readonly string[] = [
   "level",
   "placement",
   "replication",
-  "servers",
-  "days",
-  "seed",
-  "traces",
+  ...RUN_SETUP_CSV_HEADER,
   "blocks",
   "blocks_lost",
   "lost_fraction",
@@ -142,10 +141,7 @@ export function storageCsv(results: readonly StorageResult[]): string {
       r.level,
       r.placement,
       r.replication,
-      r.servers,
-      r.days,
-      r.seed,
-      r.traces,
+      ...runSetupCsv(r),
       r.blocks,
       r.blocksLost,
       fraction(r.blocksLost, r.blocks),
@@ -182,30 +178,22 @@ export function storagePlots(results: readonly StorageResult[]): RenderedPlot[] 
   const lossTitle = "Blocks lost by replication, placement and utilization level";
   const unavailableTitle = "Unavailable block accesses by utilization level and placement";
   return [
-    {
-      suffix: "data-loss",
+    barPlot("data-loss", {
       title: lossTitle,
-      svg: renderBarPanels({
-        title: lossTitle,
-        yName: "blocks lost",
-        sharedY: true,
-        counts: true,
-        panels: panels((r) => r.blocksLost),
-        log: "auto",
-      }),
-    },
-    {
-      suffix: "unavailable",
+      yName: "blocks lost",
+      sharedY: true,
+      counts: true,
+      panels: panels((r) => r.blocksLost),
+      log: "auto",
+    }),
+    barPlot("unavailable", {
       title: unavailableTitle,
-      svg: renderBarPanels({
-        title: unavailableTitle,
-        yName: "accesses refused",
-        sharedY: true,
-        counts: true,
-        panels: panels((r) => r.unavailableAccesses),
-        log: "auto",
-      }),
-    },
+      yName: "accesses refused",
+      sharedY: true,
+      counts: true,
+      panels: panels((r) => r.unavailableAccesses),
+      log: "auto",
+    }),
   ];
 }
 

@@ -321,16 +321,29 @@ export class StorageSim implements StorageServers {
     const reimages = this.cluster.reimages;
     let i = 0;
     while (i < reimages.length && reimages[i]!.atMs < from) i++;
-    // All reimages of one instant are applied together, before the monitor looks: a correlated wave is one event.
+    this.scheduleByInstant(reimages, i, until, (s) => this.reimage(s));
+  }
+
+  /**
+   * Schedules `events` (ascending by time) from index `first` on, before `until`: all events of one instant are
+   * applied together (`apply` per server), before the monitor looks, so that a correlated wave is one event.
+   */
+  private scheduleByInstant(
+    events: readonly { atMs: number; server: number }[],
+    first: number,
+    until: number,
+    apply: (server: number) => void,
+  ): void {
+    let i = first;
     const batch = (): void => {
-      const at = reimages[i]!.atMs;
+      const at = events[i]!.atMs;
       const hit: number[] = [];
-      while (i < reimages.length && reimages[i]!.atMs === at) hit.push(reimages[i++]!.server);
-      for (const s of hit) this.reimage(s);
+      while (i < events.length && events[i]!.atMs === at) hit.push(events[i++]!.server);
+      for (const s of hit) apply(s);
       if (this.o.checkInvariants) this.check(hit);
-      if (i < reimages.length && reimages[i]!.atMs < until) this.engine.at(reimages[i]!.atMs, batch);
+      if (i < events.length && events[i]!.atMs < until) this.engine.at(events[i]!.atMs, batch);
     };
-    if (i < reimages.length && reimages[i]!.atMs < until) this.engine.at(reimages[i]!.atMs, batch);
+    if (i < events.length && events[i]!.atMs < until) this.engine.at(events[i]!.atMs, batch);
   }
 
   /**
@@ -342,16 +355,7 @@ export class StorageSim implements StorageServers {
     if (this.decommissioning)
       for (const e of events)
         this.engine.at(Math.max(from, e.atMs - p.noticeMs), () => this.announce(e.server, e.atMs));
-    let i = 0;
-    const batch = (): void => {
-      const at = events[i]!.atMs;
-      const hit: number[] = [];
-      while (i < events.length && events[i]!.atMs === at) hit.push(events[i++]!.server);
-      for (const s of hit) this.plannedReimage(s);
-      if (this.o.checkInvariants) this.check(hit);
-      if (i < events.length && events[i]!.atMs < until) this.engine.at(events[i]!.atMs, batch);
-    };
-    if (events.length > 0 && events[0]!.atMs < until) this.engine.at(events[0]!.atMs, batch);
+    this.scheduleByInstant(events, 0, until, (s) => this.plannedReimage(s));
   }
 
   // ---------------------------------------------------------------------------------------------- writes and reads

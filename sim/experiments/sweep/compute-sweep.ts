@@ -16,16 +16,18 @@ import * as echarts from "echarts";
 import { generateCluster } from "../../cluster-gen.js";
 import { DEFAULT_KILL_COST, NO_KILL_COST, runCompute } from "../../compute.js";
 import type { ComputeRunResult, KillCostModel } from "../../compute.js";
-import { chooseTraces, RunTracker } from "../../experiments.js";
-import type { ExperimentEvent } from "../../experiments.js";
+import { chooseTraces, outputOptions, RunTracker } from "../../experiments.js";
 import { generateJobStream, harvestableCoreMs } from "../../jobs.js";
 import type { JobStream } from "../../jobs.js";
+import { serverUtilization } from "../../model.js";
 import type { SimCluster, TraceSource } from "../../model.js";
-import { assembleReport, formatNumber, markdownTable, toCsv, writeReport } from "../../report.js";
+import { assembleReport, formatNumber, left, markdownTable, right, toCsv, writeReport } from "../../report.js";
 import { stableIds } from "../../plots.js";
 import type { RenderedReport } from "../../report.js";
 import type { ComputePolicy, SimJobType } from "../../results.js";
 import { checkDays, checkIntAtLeast, checkShare, checkTraces, invalidArgument } from "../../options.js";
+import { jobsCell, jobSource } from "../shared/compute-runs.js";
+import type { ExperimentOutput, ExperimentReport, Resolved } from "../../experiments.js";
 
 /** The policies every cell runs, the baselines first. */
 export const SWEEP_POLICIES: readonly ComputePolicy[] = ["stock", "stock-unaware", "history"];
@@ -34,7 +36,7 @@ export const SWEEP_POLICIES: readonly ComputePolicy[] = ["stock", "stock-unaware
 export type PeakVariant = "percentile" | "median-daily-max";
 
 /** Options of {@link runComputeSweep}; {@link resolveComputeSweepOptions} fills the defaults and validates. */
-export interface ComputeSweepOptions {
+export interface ComputeSweepOptions extends ExperimentOutput {
   /**
    * Servers of every cluster. The default keeps the default sweep (80 runs) near 7 minutes on a 2-core machine.
    * @default 200
@@ -83,14 +85,10 @@ export interface ComputeSweepOptions {
   traces?: TraceSource;
   /** Directory for compute-sweep.md, .csv and the heat-map SVGs; none: render only. */
   out?: string;
-  /** The command line shown in the report. */
-  command?: string;
-  onProgress?: (e: ExperimentEvent) => void;
 }
 
 /** {@link ComputeSweepOptions} with the defaults filled in. */
-export type ResolvedComputeSweepOptions = Required<Omit<ComputeSweepOptions, "out" | "command" | "onProgress">> &
-  Pick<ComputeSweepOptions, "out" | "command" | "onProgress">;
+export type ResolvedComputeSweepOptions = Resolved<ComputeSweepOptions>;
 
 /** One run of the sweep. */
 export interface SweepRun {
@@ -106,11 +104,8 @@ export interface SweepRun {
 }
 
 /** What the sweep produced. */
-export interface ComputeSweepOutcome {
+export interface ComputeSweepOutcome extends ExperimentReport {
   runs: SweepRun[];
-  report: RenderedReport;
-  files: string[];
-  traces: TraceSource;
 }
 
 /** Whose options the messages name: INVALID_ARGUMENT "compute sweep option <field> ...". */
@@ -129,9 +124,7 @@ export function resolveComputeSweepOptions(o: ComputeSweepOptions = {}): Resolve
     maxAmShare: o.maxAmShare ?? 1,
     peakVariant: o.peakVariant ?? true,
     traces: o.traces ?? "generated",
-    ...(o.out !== undefined ? { out: o.out } : {}),
-    ...(o.command !== undefined ? { command: o.command } : {}),
-    ...(o.onProgress !== undefined ? { onProgress: o.onProgress } : {}),
+    ...outputOptions(o),
   };
   checkIntAtLeast(WHAT, "servers", r.servers, 1);
   checkDays(WHAT, r.days, 2);
@@ -155,14 +148,11 @@ function measuredUtilization(cluster: SimCluster): number {
   const last = Math.ceil(cluster.horizonMs / cluster.slotMs);
   let sum = 0;
   let n = 0;
-  for (const s of cluster.servers) {
-    const series = cluster.tenants[s.tenant]!.utilization;
+  for (let s = 0; s < cluster.servers.length; s++)
     for (let k = first; k < last; k++) {
-      const u = series[Math.min(series.length - 1, k)]! + s.offsetPct;
-      sum += u < 0 ? 0 : u > 100 ? 100 : u;
+      sum += serverUtilization(cluster, s, k * cluster.slotMs);
       n++;
     }
-  }
   return n > 0 ? sum / n : 0;
 }
 
@@ -186,8 +176,7 @@ export async function runComputeSweep(options: ComputeSweepOptions = {}): Promis
   const killCost: KillCostModel = o.killCost === "none" ? NO_KILL_COST : DEFAULT_KILL_COST;
   tracker.note(`generating the job streams on the ${o.referencePct} % reference cluster (${o.servers} servers)`);
   const reference = cluster(o.referencePct);
-  // Real traces also mean real job shapes, as in the compute experiment: half the recurring jobs from the Alibaba sample.
-  const source = traces.source === "real" ? "mixed" : "tpcds";
+  const source = jobSource(traces.source);
   const streams = new Map<number, JobStream>(
     o.loads.map((l) => [l, generateJobStream(reference, { seed: o.seed, load: l, source })]),
   );
@@ -265,16 +254,16 @@ function cellText(h: SweepRun | undefined, b: SweepRun | undefined): string {
   return unfinished ? `${c} (†)` : c;
 }
 
+/** A table over the sweep's grid: a row per load, a column per utilization level, `cell` in each. */
+function gridTable(o: ResolvedComputeSweepOptions, cell: (load: number, pct: number) => string): string {
+  return markdownTable(
+    [left("load \\ utilization"), ...o.utilizationPct.map((p) => right(`${p} %`))],
+    o.loads.map((load) => [String(load), ...o.utilizationPct.map((pct) => cell(load, pct))]),
+  );
+}
+
 function heatTable(runs: readonly SweepRun[], o: ResolvedComputeSweepOptions, baseline: ComputePolicy): string {
-  const columns = [
-    { header: "load \\ utilization", align: "left" as const },
-    ...o.utilizationPct.map((p) => ({ header: `${p} %`, align: "right" as const })),
-  ];
-  const rows = o.loads.map((load) => [
-    String(load),
-    ...o.utilizationPct.map((pct) => cellText(find(runs, load, pct, "history"), find(runs, load, pct, baseline))),
-  ]);
-  return markdownTable(columns, rows);
+  return gridTable(o, (load, pct) => cellText(find(runs, load, pct, "history"), find(runs, load, pct, baseline)));
 }
 
 function sweepSetup(runs: readonly SweepRun[], o: ResolvedComputeSweepOptions): string {
@@ -295,19 +284,10 @@ export function renderComputeSweepReport(runs: readonly SweepRun[], o: ResolvedC
       return r ? `${pct} % (measured ${r.measuredPct.toFixed(1)} %)` : `${pct} %`;
     })
     .join(", ");
-  const effective = markdownTable(
-    [
-      { header: "load \\ utilization", align: "left" },
-      ...o.utilizationPct.map((p) => ({ header: `${p} %`, align: "right" as const })),
-    ],
-    o.loads.map((load) => [
-      String(load),
-      ...o.utilizationPct.map((pct) => {
-        const r = find(runs, load, pct, "stock");
-        return r ? r.effectiveLoad.toFixed(2) : "-";
-      }),
-    ]),
-  );
+  const effective = gridTable(o, (load, pct) => {
+    const r = find(runs, load, pct, "stock");
+    return r ? r.effectiveLoad.toFixed(2) : "-";
+  });
   const peakRows: string[][] = [];
   for (const r of runs.filter((x) => x.peak === "median-daily-max")) {
     const p95 = find(runs, r.load, r.utilizationPct, "history");
@@ -348,15 +328,15 @@ export function renderComputeSweepReport(runs: readonly SweepRun[], o: ResolvedC
           "",
           markdownTable(
             [
-              { header: "load", align: "right" },
-              { header: "utilization", align: "right" },
-              { header: "history p95 (s)", align: "right" },
-              { header: "history median-daily-max (s)", align: "right" },
-              { header: "mdm vs p95", align: "right" },
-              { header: "p95 vs stock", align: "right" },
-              { header: "mdm vs stock", align: "right" },
-              { header: "kills p95", align: "right" },
-              { header: "kills mdm", align: "right" },
+              right("load"),
+              right("utilization"),
+              right("history p95 (s)"),
+              right("history median-daily-max (s)"),
+              right("mdm vs p95"),
+              right("p95 vs stock"),
+              right("mdm vs stock"),
+              right("kills p95"),
+              right("kills mdm"),
             ],
             peakRows,
           ),
@@ -368,7 +348,7 @@ export function renderComputeSweepReport(runs: readonly SweepRun[], o: ResolvedC
     `${r.utilizationPct} %`,
     r.effectiveLoad.toFixed(2),
     r.peak === "percentile" ? r.policy : `${r.policy} (mdm)`,
-    `${formatNumber(r.result.jobs)} / ${formatNumber(r.result.jobsSubmitted)}`,
+    jobsCell(r.result),
     formatNumber(r.result.avgJobTimeS, 1),
     ...(["short", "medium", "long"] as SimJobType[]).map((t) => formatNumber(r.result.byType[t].avgJobTimeS, 1)),
     formatNumber(r.result.taskKills),
@@ -380,21 +360,21 @@ export function renderComputeSweepReport(runs: readonly SweepRun[], o: ResolvedC
   ]);
   const runsTable = markdownTable(
     [
-      { header: "load", align: "right" },
-      { header: "utilization", align: "right" },
-      { header: "effective load", align: "right" },
-      { header: "policy", align: "left" },
-      { header: "jobs finished", align: "right" },
-      { header: "avg job time (s)", align: "right" },
-      { header: "short (s)", align: "right" },
-      { header: "medium (s)", align: "right" },
-      { header: "long (s)", align: "right" },
-      { header: "task kills", align: "right" },
-      { header: "job-manager kills", align: "right" },
-      { header: "wasted core-h", align: "right" },
-      { header: "task wait (s)", align: "right" },
-      { header: "primary core-h taken", align: "right" },
-      { header: "wall (s)", align: "right" },
+      right("load"),
+      right("utilization"),
+      right("effective load"),
+      left("policy"),
+      right("jobs finished"),
+      right("avg job time (s)"),
+      right("short (s)"),
+      right("medium (s)"),
+      right("long (s)"),
+      right("task kills"),
+      right("job-manager kills"),
+      right("wasted core-h"),
+      right("task wait (s)"),
+      right("primary core-h taken"),
+      right("wall (s)"),
     ],
     runRows,
   );
