@@ -4,7 +4,7 @@
  * that re-run the tasks), or the full-server baseline (a RAPL-like cap that slows every core alike, seeds/000 II-B).
  * The simulation (`sim/experiments/power/sim.ts`) owns the servers and tasks and calls `step` every control period.
  */
-import { profileWatts } from "../../common/power-profiles.js";
+import { dvfsWatts, profileWatts } from "../../common/power-profiles.js";
 import type { PowerProfile } from "../../common/power-profiles.js";
 import { Logger } from "../../common/log.js";
 import { CappingAgent } from "../../nodemanager/index.js";
@@ -104,7 +104,7 @@ export class PowerNodes<T extends PowerNodeTask> {
     const p = host.profileOf[s]!;
     if (this.mode === "per-container") return profileWatts(p, host.primaryMilli[s]! / host.capMilli[s]!);
     const u = Math.min(1, (host.primaryMilli[s]! + host.allocMilli[s]!) / host.capMilli[s]!);
-    return p.idleWatts + (profileWatts(p, u) - p.idleWatts) * host.o.raplMinFrequency ** host.o.dvfsExponent;
+    return dvfsWatts(p, profileWatts(p, u), host.o.raplMinFrequency, host.o.dvfsExponent);
   }
 
   /**
