@@ -47,6 +47,33 @@ export abstract class ServingDaemon {
   /** Where the daemon serves. */
   protected abstract get serving(): ServingOptions;
 
+  /** The start's steps, up to serving: the lifecycle runs them between `starting` and `running`. */
+  protected abstract startSteps(): Promise<void>;
+
+  /** The daemon's log, where `start()` says that it serves. */
+  protected abstract readonly log: Logger;
+
+  /**
+   * Runs once the daemon serves (a worker registers with its master here); returns what the "serving" log line adds to
+   * the address and the web URL.
+   */
+  protected abstract onServing(): Record<string, unknown>;
+
+  /** The stop's steps, given the state the daemon was in; run after a start under way has finished its own. */
+  protected abstract stopSteps(was: DaemonState): Promise<void>;
+
+  /** Starts the daemon; resolves once it serves. A stop meanwhile makes it fail with DAEMON_INVALID_TRANSITION. */
+  async start(): Promise<void> {
+    await this.lifecycle.start(() => this.startSteps());
+    const details = this.onServing();
+    this.log.info(`${this.lifecycle.daemon} serving`, { address: this.address, httpUrl: this.httpUrl, ...details });
+  }
+
+  /** Stops the daemon and closes what it opened; idempotent, and callable from any state. */
+  async stop(): Promise<void> {
+    await this.lifecycle.stop((was) => this.stopSteps(was));
+  }
+
   /** Current lifecycle state. */
   get state(): DaemonState {
     return this.lifecycle.state;

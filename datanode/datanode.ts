@@ -63,7 +63,7 @@ const RECEIVED_COALESCE_MS = 10;
 export class DataNode extends ServingDaemon {
   readonly options: DataNodeOptions;
   private readonly clock: Clock;
-  private readonly log: Logger;
+  protected readonly log: Logger;
   /** Prometheus metrics (dn-metrics.ts); the gRPC server counts its calls there too. */
   private readonly metrics: DataNodeMetrics;
   private readonly server: grpc.Server;
@@ -202,24 +202,21 @@ export class DataNode extends ServingDaemon {
     return (this.transfer?.activeTransfers ?? 0) + this.replicating;
   }
 
-  /** Opens the storage, starts the monitor and the server, connects to the namenode. */
-  async start(): Promise<void> {
-    await this.lifecycle.start(() => this.startSteps());
+  /** Registers with the namenode (its stream reconnects from here on); its storage, for the "serving" log line. */
+  protected onServing(): Record<string, unknown> {
     this.nnStream.connect();
-    this.log.info("datanode serving", {
-      address: this.address,
-      httpUrl: this.httpUrl,
+    return {
       storageId: this.store.storageId,
       replicas: this.store.scan.replicas,
       capacityBytes: this.store.capacityBytes,
       directWrites: this.store.directWritesState,
       zeroCopyReads: this.zeroCopyReadsState,
       primary: this.monitor?.source,
-    });
+    };
   }
 
-  /** The start's steps, up to serving (see `start()`). */
-  private async startSteps(): Promise<void> {
+  /** Opens the storage, starts the monitor and the server, connects to the namenode. */
+  protected async startSteps(): Promise<void> {
     // Blocks are served only through the data-transfer port, with a token: no local account reads them directly
     // (unless the operator lets the datanode's group read them, for short-circuit reads).
     const mode = parseInt(this.options.dataDirMode, 8);
@@ -323,12 +320,7 @@ export class DataNode extends ServingDaemon {
   }
 
   /** Fails the writes in progress, closes the stream and the server; idempotent. */
-  async stop(): Promise<void> {
-    await this.lifecycle.stop((was) => this.stopSteps(was));
-  }
-
-  /** The stop's steps, after a start under way has finished its own (see `Lifecycle.stop`). */
-  private async stopSteps(was: DaemonState): Promise<void> {
+  protected async stopSteps(was: DaemonState): Promise<void> {
     const wasStarted = was !== "new";
     for (const t of [
       this.heartbeatTimer,

@@ -60,7 +60,7 @@ import { SafeMode } from "./safe-mode.js";
 /** The namenode daemon. */
 export class NameNode extends ServingDaemon {
   readonly options: NameNodeOptions;
-  private readonly log: Logger;
+  protected readonly log: Logger;
   private readonly clock: Clock;
   /** Signs block access tokens; undefined when the namenode issues none (`blockTokens: false`). */
   private readonly blockKeys: BlockKeyManager | undefined;
@@ -196,21 +196,13 @@ export class NameNode extends ServingDaemon {
     return this.safeModeOn;
   }
 
-  /** Opens the store, loads the namespace, rebuilds the block map, binds the server; resolves once serving. */
-  async start(): Promise<void> {
-    await this.lifecycle.start(() => this.startSteps());
-    const counts = this.namespace.counts();
-    this.log.info("namenode serving", {
-      address: this.address,
-      httpUrl: this.httpUrl,
-      placement: this.placement.name,
-      ...counts,
-      safeMode: this.safeModeOn,
-    });
+  /** Its placement policy, namespace counts and whether it is in safe mode, for the "serving" log line. */
+  protected onServing(): Record<string, unknown> {
+    return { placement: this.placement.name, ...this.namespace.counts(), safeMode: this.safeModeOn };
   }
 
-  /** The start's steps, up to serving (see `start()`). */
-  private async startSteps(): Promise<void> {
+  /** Opens the store, loads the namespace, rebuilds the block map, binds the server; resolves once serving. */
+  protected async startSteps(): Promise<void> {
     // The namespace, its edits and the delegation key are the namenode's alone.
     if (!ensureDirMode(this.options.dataDir, 0o700))
       this.log.warn("cannot make the data directory private (0700)", { dir: this.options.dataDir });
@@ -281,12 +273,7 @@ export class NameNode extends ServingDaemon {
   }
 
   /** Stops serving and closes the store; idempotent. */
-  async stop(): Promise<void> {
-    await this.lifecycle.stop((was) => this.stopSteps(was));
-  }
-
-  /** The stop's steps, after a start under way has finished its own (see `Lifecycle.stop`). */
-  private async stopSteps(was: DaemonState): Promise<void> {
+  protected async stopSteps(was: DaemonState): Promise<void> {
     const wasRunning = was !== "new";
     if (this.livenessTimer) clearInterval(this.livenessTimer);
     if (this.replicationTimer) clearInterval(this.replicationTimer);

@@ -73,7 +73,7 @@ export interface NodeManagerDeps {
 export class NodeManager extends ServingDaemon {
   readonly options: NodeManagerOptions;
   private readonly clock: Clock;
-  private readonly log: Logger;
+  protected readonly log: Logger;
   /** Prometheus metrics (nm-metrics.ts); the gRPC server counts its calls there too. */
   private readonly metrics: NodeManagerMetrics;
   private readonly server: grpc.Server;
@@ -177,22 +177,19 @@ export class NodeManager extends ServingDaemon {
     this.capping.setNodeBudget(watts);
   }
 
-  /** Detects cgroups, starts the monitor and the server, connects to the resource manager. */
-  async start(): Promise<void> {
-    await this.lifecycle.start(() => this.startSteps());
+  /** Registers with the resource manager (its stream reconnects from here on); its capacity and power, for the log. */
+  protected onServing(): Record<string, unknown> {
     this.rmStream.connect();
-    this.log.info("node manager serving", {
-      address: this.address,
-      httpUrl: this.httpUrl,
+    return {
       capacity: this.options.capacity,
       primary: this.monitor.source,
       powerMeter: this.capping.snapshot().meter,
       powerBudgetWatts: this.options.powerBudgetWatts || undefined,
-    });
+    };
   }
 
-  /** The start's steps, up to serving (see `start()`). */
-  private async startSteps(): Promise<void> {
+  /** Detects cgroups, starts the monitor and the server, connects to the resource manager. */
+  protected async startSteps(): Promise<void> {
     // Containers pass through to their own work directories below; nothing else here is theirs to list.
     for (const dir of [this.options.dataDir, join(this.options.dataDir, "containers")])
       if (!ensureDirMode(dir, 0o711)) this.log.warn("cannot set the mode of a directory", { dir, mode: "711" });
@@ -268,12 +265,7 @@ export class NodeManager extends ServingDaemon {
   }
 
   /** Kills every container, closes the stream and the server; idempotent. */
-  async stop(): Promise<void> {
-    await this.lifecycle.stop((was) => this.stopSteps(was));
-  }
-
-  /** The stop's steps, after a start under way has finished its own (see `Lifecycle.stop`). */
-  private async stopSteps(_was: DaemonState): Promise<void> {
+  protected async stopSteps(_was: DaemonState): Promise<void> {
     for (const t of [this.heartbeatTimer, this.yieldTimer, this.urgentTimer, this.cappingTimer]) if (t) clearTimeout(t);
     // Continue every throttled container first: a stopped process does not act on SIGTERM.
     this.capping?.close();

@@ -62,7 +62,7 @@ import type { ListTenantsResponse } from "../proto/generated/harvest/v1/ListTena
 /** The resource manager daemon. */
 export class ResourceManager extends ServingDaemon {
   readonly options: ResourceManagerOptions;
-  private readonly log: Logger;
+  protected readonly log: Logger;
   private readonly clock: Clock;
   /** Prometheus metrics of this daemon (process, gRPC calls, `harvest_rm_*`), served at `/metrics`. */
   private readonly registry = daemonRegistry("resourcemanager");
@@ -263,20 +263,17 @@ export class ResourceManager extends ServingDaemon {
     for (const v of this.scheduler.nodeViews()) if (!this.drains.isDraining(v.nodeId)) yield v;
   }
 
-  /** Opens the store, recovers applications, binds the server; resolves once serving. */
-  async start(): Promise<void> {
-    await this.lifecycle.start(() => this.startSteps());
-    this.log.info("resource manager serving", {
-      address: this.address,
-      web: this.httpUrl,
+  /** Its policy, what it recovered and its power domains, for the "serving" log line. */
+  protected onServing(): Record<string, unknown> {
+    return {
       policy: this.scheduler.policy.name,
       recoveredApps: this.apps.size,
       powerDomains: this.power.config.domains.length,
-    });
+    };
   }
 
-  /** The start's steps, up to serving (see `start()`). */
-  private async startSteps(): Promise<void> {
+  /** Opens the store, recovers applications, binds the server; resolves once serving. */
+  protected async startSteps(): Promise<void> {
     // Containers (other accounts) pass through the data and staging directories to their job's directory; the
     // state stores are the resource manager's alone.
     for (const [dir, mode] of [
@@ -434,12 +431,7 @@ export class ResourceManager extends ServingDaemon {
   }
 
   /** Stops serving and closes the store; idempotent. */
-  async stop(): Promise<void> {
-    await this.lifecycle.stop((was) => this.stopSteps(was));
-  }
-
-  /** The stop's steps, after a start under way has finished its own (see `Lifecycle.stop`). */
-  private async stopSteps(_was: DaemonState): Promise<void> {
+  protected async stopSteps(_was: DaemonState): Promise<void> {
     if (this.monitorTimer) clearInterval(this.monitorTimer);
     if (this.reclusterTimer) clearInterval(this.reclusterTimer);
     await this.web?.stop();
