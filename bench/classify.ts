@@ -31,6 +31,7 @@ import type { UtilizationPattern } from "../common/trace-gen.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
 import { resample } from "../common/trace-io.js";
 import {
+  classesByPattern,
   classifyFeatures,
   percentileSorted,
   resolveClassifierOptions,
@@ -355,10 +356,10 @@ function reportLines(r: ClassifyResult, f: ClassifyFlags, loadBefore: number[], 
 
 // ------------------------------------------------------------------------------------------------ baseline
 // The classifier before this benchmark (resourcemanager/policy/classifier.ts at 80be208), kept verbatim apart from names and
-// the `naiveResolve` wrapper: resolving a fresh copy validates every field, as the old resolve did on every call.
+// the `naiveResolve` wrapper: resolving a fresh copy validates every field, as the old resolve did on every call. The
+// grouping of clustered tenants into classes was not optimized: the baseline shares the live `classesByPattern`.
 
 const DAY_MS = 86_400_000;
-const PATTERN_ORDER: readonly UtilizationPattern[] = ["periodic", "constant", "unpredictable"];
 
 function naiveResolve(opts: Partial<ClassifierOptions>): ClassifierOptions {
   return resolveClassifierOptions({ ...opts });
@@ -431,43 +432,14 @@ function naiveTenantFeatures(series: UtilizationSeries, opts: Partial<Classifier
   };
 }
 
-/** The clustering half of the old `classify`, on features already extracted. */
-function naiveClusterFeatures(
+/** The clustering half of the old `classify`, on features already extracted: the old k rule, the same classes (exported for its test). */
+export function naiveClusterFeatures(
   featured: readonly FeaturedTenant[],
   opts: Partial<ClassifierOptions>,
   rng: Rng,
 ): TenantClass[] {
   const o = naiveResolve(opts);
-  const classes: TenantClass[] = [];
-  for (const pattern of PATTERN_ORDER) {
-    const members = featured.filter((m) => m.features.pattern === pattern);
-    if (members.length === 0) continue;
-    const points = members.map((m) => [m.features.average, m.features.peak]);
-    const labels = naiveChooseClusters(points, o, rng);
-    const groups = new Map<number, FeaturedTenant[]>();
-    labels.forEach((label, i) => {
-      const g = groups.get(label) ?? [];
-      g.push(members[i]!);
-      groups.set(label, g);
-    });
-    const built = [...groups.values()].map((g) => {
-      const weight = (m: FeaturedTenant): number => Math.max(1, m.servers.length);
-      const w = g.reduce((a, m) => a + weight(m), 0);
-      const mean = (get: (f: TenantFeatures) => number): number =>
-        g.reduce((a, m) => a + weight(m) * get(m.features), 0) / w;
-      return {
-        pattern,
-        average: mean((f) => f.average),
-        peak: mean((f) => f.peak),
-        current: mean((f) => f.current),
-        tenantIds: g.map((m) => m.tenantId),
-        servers: g.flatMap((m) => m.servers),
-      };
-    });
-    built.sort((a, b) => a.average - b.average || a.peak - b.peak);
-    built.forEach((c, i) => classes.push({ id: `${pattern}-${i}`, ...c }));
-  }
-  return classes;
+  return classesByPattern(featured, (points) => naiveChooseClusters(points, o, rng));
 }
 
 function naiveChooseClusters(points: number[][], o: ClassifierOptions, rng: Rng): number[] {

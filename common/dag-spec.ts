@@ -15,12 +15,11 @@
 import { HarvestError } from "./errors.js";
 import type { ErrorCode } from "./errors.js";
 import type { Resources } from "./resource.js";
+import { EDGE_TYPES, TASK_ENV } from "./task-contract.js";
+import type { EdgeType, TaskInput, TaskOutput } from "./task-contract.js";
 
-/** How a consumer's tasks read a producer's outputs. */
-export type EdgeType = "scatter-gather" | "broadcast" | "one-to-one";
-
-/** The edge types, in the order the docs list them. */
-export const EDGE_TYPES: readonly EdgeType[] = ["scatter-gather", "broadcast", "one-to-one"];
+export { EDGE_TYPES, partitionFileName, TASK_ENV } from "./task-contract.js";
+export type { EdgeType, TaskInput, TaskOutput } from "./task-contract.js";
 
 /** A vertex: `parallelism` tasks, each a process running `command` in a container of `resources`. */
 export interface VertexSpec {
@@ -80,7 +79,8 @@ export function parseDag(json: string, limits: DagLimits = {}): DagSpec {
   try {
     value = JSON.parse(json);
   } catch (err) {
-    const position = jsonErrorPosition(json, err);
+    // Located by a scan of our own, not read from the engine's message (whose wording is no contract).
+    const position = locateJsonError(json);
     const { line, column } = lineAndColumn(json, position);
     const reason = err instanceof Error ? err.message : String(err);
     throw new HarvestError(
@@ -284,49 +284,7 @@ export function totalTasks(dag: DagSpec): number {
   return dag.vertices.reduce((acc, v) => acc + v.parallelism, 0);
 }
 
-// ---- The task environment: what the job manager gives every task container and what task programs read. ----
-
-/** Environment variables set in every task container. */
-export const TASK_ENV = {
-  /** The package root, for argv like `${HARVEST_HOME}/dist/examples/tasks/cpu-work.js`. */
-  home: "HARVEST_HOME",
-  /** The vertex this task belongs to. */
-  vertex: "HARVEST_VERTEX",
-  /** This task's index in its vertex, 0..parallelism-1. */
-  taskIndex: "HARVEST_TASK_INDEX",
-  /** The vertex's parallelism (optional for tasks: a task that needs it may also take it from argv). */
-  parallelism: "HARVEST_VERTEX_PARALLELISM",
-  /** An existing, empty directory the task writes its output files into. */
-  outputDir: "HARVEST_OUTPUT_DIR",
-  /** JSON `TaskInput[]`: the output directories of the upstream tasks this task reads. */
-  inputs: "HARVEST_INPUTS",
-  /** JSON `TaskOutput[]`: the downstream consumers of this task's output. */
-  outputs: "HARVEST_OUTPUTS",
-} as const;
-
-/**
- * One upstream vertex as a task sees it. For scatter-gather, `paths` holds every producer task's output directory and
- * the task reads `part-<its index>` from each; for broadcast it reads every file of every path; for one-to-one `paths`
- * holds the one producer task with the same index.
- */
-export interface TaskInput {
-  vertex: string;
-  edgeType: EdgeType;
-  paths: string[];
-}
-
-/** One downstream vertex as a producer sees it: a scatter-gather producer writes `part-0 .. part-(partitions-1)`. */
-export interface TaskOutput {
-  vertex: string;
-  edgeType: EdgeType;
-  /** The consumer's parallelism. */
-  partitions: number;
-}
-
-/** The file a scatter-gather producer writes for consumer task `index`. */
-export function partitionFileName(index: number): string {
-  return `part-${index}`;
-}
+// ---- The task environment (common/task-contract.ts): the inputs and outputs each task container is given. ----
 
 /** The `HARVEST_INPUTS` entries of task `taskIndex` of `vertex`, given each producer task's output directory. */
 export function taskInputs(
@@ -579,13 +537,6 @@ function show(value: unknown): string {
   return text.length > 40 ? `${text.slice(0, 37)}...` : text;
 }
 
-/** Where JSON.parse failed: from the engine's message when it says, else from a small syntax scan of our own. */
-function jsonErrorPosition(text: string, err: unknown): number {
-  const match = /at position (\d+)/.exec(err instanceof Error ? err.message : "");
-  if (match?.[1] !== undefined) return Number(match[1]);
-  return locateJsonError(text);
-}
-
 function lineAndColumn(text: string, position: number): { line: number; column: number } {
   const before = text.slice(0, position);
   const line = before.split("\n").length;
@@ -594,8 +545,9 @@ function lineAndColumn(text: string, position: number): { line: number; column: 
 }
 
 /**
- * The offset of the first JSON syntax error in `text` (V8 leaves the position out of some messages, e.g. an
- * unexpected token). A recursive-descent recognizer; it only locates, JSON.parse still does the parsing.
+ * The offset of the first JSON syntax error in `text`: the first character that cannot continue a JSON text, where
+ * V8 reports it too (and also where V8's message gives no position, e.g. an unexpected token). A recursive-descent
+ * recognizer; it only locates, JSON.parse still does the parsing.
  */
 function locateJsonError(text: string): number {
   let pos = 0;
@@ -624,18 +576,34 @@ function locateJsonError(text: string): number {
         pos++;
         const esc = text[pos];
         if (esc === "u") {
-          for (let k = 1; k <= 4; k++) if (!/[0-9a-fA-F]/.test(text[pos + k] ?? "")) bad();
-          pos += 4;
+          for (let k = 0; k < 4; k++) {
+            pos++;
+            if (!/[0-9a-fA-F]/.test(text[pos] ?? "")) bad();
+          }
         } else if (esc === undefined || !'"\\/bfnrt'.includes(esc)) bad();
       }
       pos++;
     }
     bad();
   };
+  const digit = (): boolean => pos < text.length && text[pos]! >= "0" && text[pos]! <= "9";
+  // Character by character, so that the first one that cannot continue the number is the one reported.
   const number = (): void => {
-    const m = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(pos));
-    if (!m) bad();
-    pos += m![0].length;
+    if (text[pos] === "-") pos++;
+    if (!digit()) bad();
+    if (text[pos] === "0") pos++;
+    else while (digit()) pos++;
+    if (text[pos] === ".") {
+      pos++;
+      if (!digit()) bad();
+      while (digit()) pos++;
+    }
+    if (text[pos] === "e" || text[pos] === "E") {
+      pos++;
+      if (text[pos] === "+" || text[pos] === "-") pos++;
+      if (!digit()) bad();
+      while (digit()) pos++;
+    }
   };
   const value = (): void => {
     ws();

@@ -40,21 +40,23 @@ const LOADER_OPTIONS: protoLoader.Options = {
 
 let cached: HarvestProto | undefined;
 
+/** The service files of `proto/` (each imports what it needs, common.proto and application_master.proto included). */
+export const HARVEST_PROTO_FILES: readonly string[] = [
+  "application_client.proto",
+  "resource_tracker.proto",
+  "container_manager.proto",
+  "namenode.proto",
+  "datanode.proto",
+  "tenant_admin.proto",
+  "power_admin.proto",
+  "node_admin.proto",
+];
+
 /** Loads all .proto files of the package once. */
 export function loadHarvestProto(): HarvestProto {
   if (cached) return cached;
   const protoDir = join(packageRoot(), "proto");
-  const files = [
-    "application_client.proto",
-    "resource_tracker.proto",
-    "container_manager.proto",
-    "namenode.proto",
-    "datanode.proto",
-    "tenant_admin.proto",
-    "power_admin.proto",
-    "node_admin.proto",
-  ];
-  const definition = protoLoader.loadSync(files, { ...LOADER_OPTIONS, includeDirs: [protoDir] });
+  const definition = protoLoader.loadSync([...HARVEST_PROTO_FILES], { ...LOADER_OPTIONS, includeDirs: [protoDir] });
   tolerateUndecodableRequests(definition);
   const loaded = grpc.loadPackageDefinition(definition) as unknown as { harvest: { v1: HarvestProto } };
   cached = loaded.harvest.v1;

@@ -32,12 +32,15 @@ export function daemonTransition(daemon: string, from: DaemonState, event: Lifec
 }
 
 /**
- * A daemon's lifecycle state. The daemon's `start()` calls `beginStart()` first and `started()` once it serves; its
- * `stop()` calls `beginStop()` first (returning at once when that says so) and `stopped()` once everything is closed.
+ * A daemon's lifecycle state. The daemon's `start()` runs its steps through `start(steps)` and its `stop()` its closing
+ * steps through `stop(steps)`; or, by hand, `beginStart()` first and `started()` once it serves, `beginStop()` first
+ * (returning at once when that says so) and `stopped()` once everything is closed.
  */
 export class Lifecycle {
   /** Changed only through `daemonTransition`. */
   private current: DaemonState = "new";
+  /** Settles (never rejects) once the start under way, if any, has finished its steps; `stop(steps)` waits on it. */
+  private startSettled: Promise<unknown> = Promise.resolve();
 
   /** `daemon` names the daemon in errors: "namenode", "node manager". */
   constructor(readonly daemon: string) {}
@@ -74,6 +77,32 @@ export class Lifecycle {
   /** stopping → stopped. */
   stopped(): void {
     this.move("stopped");
+  }
+
+  /**
+   * A daemon's start: new → starting, `steps`, → running. When `stop()` comes while the steps run, the start fails
+   * with DAEMON_INVALID_TRANSITION once they are done, and the stop closes what they opened.
+   */
+  async start(steps: () => Promise<void>): Promise<void> {
+    this.beginStart();
+    const run = steps();
+    this.startSettled = run.catch(() => undefined);
+    await run;
+    this.started();
+  }
+
+  /**
+   * A daemon's stop: → stopping; waits for a start under way to finish its steps (so that nothing they open is left
+   * behind: a server, a timer); then `steps(was)`, given the state the daemon was in; → stopped. Returns at once when
+   * the daemon is already stopping or stopped, or when a failed start stopped it meanwhile.
+   */
+  async stop(steps: (was: DaemonState) => Promise<void>): Promise<void> {
+    const was = this.beginStop();
+    if (was === undefined) return;
+    await this.startSettled;
+    if (this.current === "stopped") return;
+    await steps(was);
+    this.stopped();
   }
 
   private move(event: LifecycleEvent): void {

@@ -18,17 +18,22 @@ export interface RegisteredStreamTiming {
   registerTimeoutMs: number;
 }
 
+/** A gRPC client to the master: the stream dials it, keeps it between streams and closes it. */
+export interface MasterChannel {
+  close(): void;
+}
+
 /** What a worker gives its registered stream: backoff settings, the channel, the registration and its handlers. */
-export interface RegisteredStreamOptions<Out, In> {
+export interface RegisteredStreamOptions<Out, In, C extends MasterChannel = MasterChannel> {
   /** The master's name in log lines: "namenode", "resource manager". */
   master: string;
   /** How long to wait and for what (the daemons' options carry these fields under the same names). */
   timing: RegisteredStreamTiming;
   log: Logger;
-  /** Opens a stream over the worker's channel to the master, dialing one first if there is none. */
-  open(): ClientDuplexStream<Out, In>;
-  /** Closes the channel so that the next `open()` dials a fresh connection. */
-  dropChannel(): void;
+  /** Dials a channel to the master: at the first stream, and again after the channel was dropped. */
+  dial(): C;
+  /** Opens a stream over the channel. */
+  openStream(channel: C): ClientDuplexStream<Out, In>;
   /** The registration, the first message of every stream (and sent again by `register()`). */
   registration(): Out;
   /** A message from the master; one that throws is logged and ignored (a bad message never stops the worker). */
@@ -40,7 +45,9 @@ export interface RegisteredStreamOptions<Out, In> {
 }
 
 /** A worker's reconnecting registered stream to its master (see the file comment). */
-export class RegisteredStream<Out, In> {
+export class RegisteredStream<Out, In, C extends MasterChannel = MasterChannel> {
+  /** The channel the streams run over; dropped (closed and forgotten) when a registration goes unanswered. */
+  private channel: C | undefined;
   private stream: ClientDuplexStream<Out, In> | undefined;
   /** True from the master's answer to the registration until the stream closes or the worker registers again. */
   private registeredValue = false;
@@ -49,7 +56,7 @@ export class RegisteredStream<Out, In> {
   private reconnectTimer: NodeJS.Timeout | undefined;
   private registerTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly o: RegisteredStreamOptions<Out, In>) {
+  constructor(private readonly o: RegisteredStreamOptions<Out, In, C>) {
     this.backoffMs = o.timing.reconnectMinMs;
   }
 
@@ -70,7 +77,8 @@ export class RegisteredStream<Out, In> {
   /** Opens the stream and sends the registration; does nothing once the worker no longer runs. */
   connect(): void {
     if (!this.o.isRunning()) return;
-    const stream = this.o.open();
+    this.channel ??= this.o.dial();
+    const stream = this.o.openStream(this.channel);
     this.stream = stream;
     this.registeredValue = false;
     stream.on("data", (msg: In) => {
@@ -95,7 +103,7 @@ export class RegisteredStream<Out, In> {
     if (this.registerTimer) clearTimeout(this.registerTimer);
     this.registerTimer = setTimeout(() => {
       if (this.stream !== stream || this.registeredValue) return;
-      this.o.dropChannel();
+      this.dropChannel();
       lost(`no answer to the registration in ${this.o.timing.registerTimeoutMs} ms`);
       stream.cancel();
     }, this.o.timing.registerTimeoutMs);
@@ -121,12 +129,19 @@ export class RegisteredStream<Out, In> {
     this.stream?.write(msg);
   }
 
-  /** Stops reconnecting and ends the stream; the worker closes its channel itself. */
+  /** Stops reconnecting, ends the stream and closes the channel. */
   close(): void {
     for (const t of [this.reconnectTimer, this.registerTimer]) if (t) clearTimeout(t);
     this.reconnectTimer = this.registerTimer = undefined;
     this.stream?.end();
     this.stream = undefined;
     this.registeredValue = false;
+    this.dropChannel();
+  }
+
+  /** Closes the channel so that the next stream dials a fresh connection. */
+  private dropChannel(): void {
+    this.channel?.close();
+    this.channel = undefined;
   }
 }

@@ -17,14 +17,13 @@ import { join } from "node:path";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { detailsOf, errorMessage, HarvestError } from "../common/errors.js";
-import { Lifecycle } from "../common/lifecycle.js";
-import type { DaemonState } from "../common/lifecycle.js";
 import { RegisteredStream } from "../common/registered-stream.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { grpcServerMetrics } from "../common/metrics.js";
-import { startDaemonWeb, WebServer } from "../common/web-server.js";
+import type { DaemonState } from "../common/lifecycle.js";
+import { ServingDaemon, type ServingOptions } from "../common/serving-daemon.js";
 import { createPrimaryMonitor } from "../common/primary-monitor.js";
 import type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
 import { sendBlock } from "./block-sender.js";
@@ -61,16 +60,13 @@ export interface DataNodeDeps {
 const RECEIVED_COALESCE_MS = 10;
 
 /** The datanode daemon. */
-export class DataNode {
+export class DataNode extends ServingDaemon {
   readonly options: DataNodeOptions;
-  private readonly lifecycle = new Lifecycle("datanode");
   private readonly clock: Clock;
-  private readonly log: Logger;
+  protected readonly log: Logger;
   /** Prometheus metrics (dn-metrics.ts); the gRPC server counts its calls there too. */
   private readonly metrics: DataNodeMetrics;
   private readonly server: grpc.Server;
-  /** Serves `/metrics` once started. */
-  private web: WebServer | undefined;
   private storeValue: BlockStore | undefined;
   private transfer: DataTransferService | undefined;
   private blockServer: BlockServer | undefined;
@@ -79,13 +75,11 @@ export class DataNode {
   private monitor: PrimaryMonitor | undefined;
   private lastSample: PrimarySample = { cpuMilli: 0, utilization: 0 };
   private busy = false;
-  private boundPort = 0;
-  private nnChannel: DatanodeProtocolClient | undefined;
   /** Keys that verify block tokens, or "off" when the namenode issues none (see checkBlockToken). */
   private blockKeys: Map<number, BlockKey> | "off" = "off";
   private nnClient: ClientNamenodeClient | undefined;
   /** The registered stream to the namenode: registration, reports and heartbeats out, commands back. */
-  private readonly nnStream: RegisteredStream<DatanodeToNamenode, NamenodeToDatanodeOutput>;
+  private readonly nnStream: RegisteredStream<DatanodeToNamenode, NamenodeToDatanodeOutput, DatanodeProtocolClient>;
   private heartbeatIntervalMs: number;
   private seq = 0;
   private heartbeatTimer: NodeJS.Timeout | undefined;
@@ -102,10 +96,15 @@ export class DataNode {
   private replicating = 0;
   private readonly stopping = new AbortController();
 
+  protected get serving(): ServingOptions {
+    return this.options;
+  }
+
   constructor(
     options: DataNodeOptionsInput,
     private readonly deps: DataNodeDeps = {},
   ) {
+    super("datanode");
     this.options = resolveDataNodeOptions(options);
     this.clock = deps.clock ?? systemClock;
     this.log = deps.logger ?? new Logger(`dn:${this.options.datanodeId}`);
@@ -116,22 +115,12 @@ export class DataNode {
     });
     this.server = createServer([grpcServerMetrics(this.metrics.registry)]);
     this.heartbeatIntervalMs = this.options.heartbeatIntervalMs;
-    this.nnStream = new RegisteredStream<DatanodeToNamenode, NamenodeToDatanodeOutput>({
+    this.nnStream = new RegisteredStream<DatanodeToNamenode, NamenodeToDatanodeOutput, DatanodeProtocolClient>({
       master: "namenode",
       timing: this.options,
       log: this.log,
-      open: () => {
-        this.nnChannel ??= makeClient(
-          loadHarvestProto().DatanodeProtocol,
-          this.options.namenodeAddress,
-          this.options.tls,
-        );
-        return this.nnChannel.datanodeChannel();
-      },
-      dropChannel: () => {
-        this.nnChannel?.close();
-        this.nnChannel = undefined;
-      },
+      dial: () => makeClient(loadHarvestProto().DatanodeProtocol, this.options.namenodeAddress, this.options.tls),
+      openStream: (channel) => channel.datanodeChannel(),
       registration: () => ({ register: this.registration() }),
       onMessage: (msg) => this.onNamenodeMessage(msg),
       onLost: () => {
@@ -141,15 +130,6 @@ export class DataNode {
       },
       isRunning: () => this.lifecycle.running,
     });
-  }
-
-  get state(): DaemonState {
-    return this.lifecycle.state;
-  }
-
-  /** host:port of this datanode's DataTransfer service. */
-  get address(): string {
-    return formatAddress(this.options.advertiseHost, this.boundPort);
   }
 
   /** host:port of the block transfer port ("" when it serves blocks over gRPC only). */
@@ -178,11 +158,6 @@ export class DataNode {
     } catch {
       return undefined;
     }
-  }
-
-  /** Base URL of this datanode's web server (`/metrics`), once started. */
-  get httpUrl(): string | undefined {
-    return this.web?.url;
   }
 
   /** The replicas (valid once started). */
@@ -227,9 +202,21 @@ export class DataNode {
     return (this.transfer?.activeTransfers ?? 0) + this.replicating;
   }
 
+  /** Registers with the namenode (its stream reconnects from here on); its storage, for the "serving" log line. */
+  protected onServing(): Record<string, unknown> {
+    this.nnStream.connect();
+    return {
+      storageId: this.store.storageId,
+      replicas: this.store.scan.replicas,
+      capacityBytes: this.store.capacityBytes,
+      directWrites: this.store.directWritesState,
+      zeroCopyReads: this.zeroCopyReadsState,
+      primary: this.monitor?.source,
+    };
+  }
+
   /** Opens the storage, starts the monitor and the server, connects to the namenode. */
-  async start(): Promise<void> {
-    this.lifecycle.beginStart();
+  protected async startSteps(): Promise<void> {
     // Blocks are served only through the data-transfer port, with a token: no local account reads them directly
     // (unless the operator lets the datanode's group read them, for short-circuit reads).
     const mode = parseInt(this.options.dataDirMode, 8);
@@ -323,25 +310,17 @@ export class DataNode {
       );
       this.transferBoundPort = await this.blockServer.listen(this.options.host, this.options.transferPort);
     }
-    await this.startWeb();
-    this.lifecycle.started();
-    this.nnStream.connect();
-    this.log.info("datanode serving", {
-      address: this.address,
-      httpUrl: this.httpUrl,
-      storageId: store.storageId,
-      replicas: store.scan.replicas,
-      capacityBytes: store.capacityBytes,
-      directWrites: store.directWritesState,
-      zeroCopyReads: this.zeroCopyReadsState,
-      primary: this.monitor.source,
+    // Serves only `/metrics`.
+    await this.startWeb({
+      title: "Harvest datanode",
+      metrics: this.metrics.registry,
+      log: this.log,
+      undo: () => shutdownServer(this.server, 0),
     });
   }
 
   /** Fails the writes in progress, closes the stream and the server; idempotent. */
-  async stop(): Promise<void> {
-    const was = this.lifecycle.beginStop();
-    if (was === undefined) return;
+  protected async stopSteps(was: DaemonState): Promise<void> {
     const wasStarted = was !== "new";
     for (const t of [
       this.heartbeatTimer,
@@ -355,14 +334,12 @@ export class DataNode {
     await this.transfer?.abortAll("UNAVAILABLE", `datanode ${this.options.datanodeId} is stopping`, true);
     await this.blockServer?.close();
     this.nnStream.close();
-    this.nnChannel?.close();
     this.nnClient?.close();
     if (wasStarted) await shutdownServer(this.server, 1_000);
     await this.web?.stop();
     this.transfer?.close();
     await this.monitor?.stop();
     await this.storeValue?.close();
-    this.lifecycle.stopped();
   }
 
   /** Wipes the storage as a disk reimage would and tells the namenode: re-register, ReimageReport, empty report. */
@@ -378,24 +355,6 @@ export class DataNode {
     // The registered answer triggers the ReimageReport and the (now empty) full block report.
     this.nnStream.register();
     return { storageId, blocksWiped: wiped };
-  }
-
-  /**
-   * Serves `/metrics` (with TLS: to any certificate under the cluster CA). A port that cannot be bound stops the
-   * datanode: its configuration names one it cannot have.
-   */
-  private async startWeb(): Promise<void> {
-    const web = new WebServer({
-      host: this.options.httpHost,
-      port: this.options.httpPort,
-      advertiseHost: this.options.advertiseHost,
-      tls: this.options.tls,
-      metrics: this.metrics.registry,
-      title: "Harvest datanode",
-      log: this.log,
-    });
-    await startDaemonWeb(web, "datanode", () => shutdownServer(this.server, 0));
-    this.web = web;
   }
 
   // ---------------------------------------------------------------------------------------------- primary tenant

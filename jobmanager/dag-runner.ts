@@ -10,19 +10,10 @@ import { topologicalOrder, upstreamOf, vertexByName } from "../common/dag-spec.j
 import type { DagSpec, VertexSpec } from "../common/dag-spec.js";
 import { TASK_MACHINE } from "./task-state.js";
 import type { TaskEvent, TaskState } from "./task-state.js";
+import type { ExitCauseOutput } from "../proto/generated/harvest/v1/ExitCause.js";
 
-/** How a container ended (the wire's ExitCause names). */
-export type AttemptEnd =
-  | "SUCCEEDED"
-  | "FAILED"
-  | "PREEMPTED_BY_PRIMARY"
-  | "PREEMPTED_BY_POWER"
-  | "PREEMPTED_BY_DRAIN"
-  | "KILLED_BY_USER"
-  | "LOST"
-  | "RELEASED"
-  | "EXCEEDED_MEMORY"
-  | "LAUNCH_FAILED";
+/** How a container ended: the wire's ExitCause names (common.proto), or its launch failed. */
+export type AttemptEnd = Exclude<ExitCauseOutput, "EXIT_CAUSE_UNSPECIFIED"> | "LAUNCH_FAILED";
 
 /** One task of a vertex. */
 export interface TaskRecord {

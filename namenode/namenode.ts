@@ -18,17 +18,15 @@ import { BlockKeyManager } from "../common/block-token.js";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { errorMessage } from "../common/errors.js";
-import { Lifecycle } from "../common/lifecycle.js";
-import type { DaemonState } from "../common/lifecycle.js";
 import { ANY_CERTIFICATE, Gate } from "../common/auth.js";
 import type { ServiceRules } from "../common/auth.js";
 import { DelegationTokens } from "../common/delegation-token.js";
 import { INSECURE_WARNING } from "../common/options.js";
-import { formatAddress } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { daemonRegistry, grpcServerMetrics } from "../common/metrics.js";
-import { startDaemonWeb, WebServer } from "../common/web-server.js";
+import type { DaemonState } from "../common/lifecycle.js";
+import { ServingDaemon, type ServingOptions } from "../common/serving-daemon.js";
 import { WebTokens } from "../common/web-token.js";
 import { SeededRng } from "../common/rng.js";
 import { replicatedBlockMap } from "./block-manager.js";
@@ -60,10 +58,9 @@ import { LeaseRecovery } from "./lease-recovery.js";
 import { SafeMode } from "./safe-mode.js";
 
 /** The namenode daemon. */
-export class NameNode {
+export class NameNode extends ServingDaemon {
   readonly options: NameNodeOptions;
-  private readonly lifecycle = new Lifecycle("namenode");
-  private readonly log: Logger;
+  protected readonly log: Logger;
   private readonly clock: Clock;
   /** Signs block access tokens; undefined when the namenode issues none (`blockTokens: false`). */
   private readonly blockKeys: BlockKeyManager | undefined;
@@ -71,8 +68,6 @@ export class NameNode {
   private readonly registry = daemonRegistry("namenode");
   private readonly metrics: NameNodeMetrics;
   private readonly server = createServer([grpcServerMetrics(this.registry)]);
-  /** The web UI, REST API and /metrics (set while started). */
-  private web: WebServer | undefined;
   /** Issues and checks web tokens (secure namenodes only). */
   private webTokens: WebTokens | undefined;
   /** What `copiesArrived` was at the last replication tick (the metrics count the difference). */
@@ -107,9 +102,13 @@ export class NameNode {
   private tenantRefreshing = false;
   /** When each degrade reason was last logged, so a small cluster does not flood the log. */
   private readonly degradeLogged = new Map<string, number>();
-  private boundPort = 0;
+
+  protected get serving(): ServingOptions {
+    return this.options;
+  }
 
   constructor(options: Partial<NameNodeOptions> & { dataDir: string }, deps: { clock?: Clock; logger?: Logger } = {}) {
+    super("namenode");
     this.options = resolveNameNodeOptions(options);
     this.clock = deps.clock ?? systemClock;
     this.gate = new Gate(this.options.tls, {
@@ -192,29 +191,18 @@ export class NameNode {
     });
   }
 
-  /** Current lifecycle state. */
-  get state(): DaemonState {
-    return this.lifecycle.state;
-  }
-
-  /** host:port the daemon serves on (valid once started). */
-  get address(): string {
-    return formatAddress(this.options.advertiseHost, this.boundPort);
-  }
-
-  /** Base URL of the web UI, REST API and /metrics (valid once started). */
-  get httpUrl(): string | undefined {
-    return this.web?.url;
-  }
-
   /** True while mutations are refused (after a start, until enough blocks are reported). */
   get inSafeMode(): boolean {
     return this.safeModeOn;
   }
 
+  /** Its placement policy, namespace counts and whether it is in safe mode, for the "serving" log line. */
+  protected onServing(): Record<string, unknown> {
+    return { placement: this.placement.name, ...this.namespace.counts(), safeMode: this.safeModeOn };
+  }
+
   /** Opens the store, loads the namespace, rebuilds the block map, binds the server; resolves once serving. */
-  async start(): Promise<void> {
-    this.lifecycle.beginStart();
+  protected async startSteps(): Promise<void> {
     // The namespace, its edits and the delegation key are the namenode's alone.
     if (!ensureDirMode(this.options.dataDir, 0o700))
       this.log.warn("cannot make the data directory private (0700)", { dir: this.options.dataDir });
@@ -263,21 +251,18 @@ export class NameNode {
       this.admin.service((c, action) => this.client.requireAdmin(c, action)),
     );
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
-    const web = new WebServer({
-      host: this.options.httpHost,
-      port: this.options.httpPort,
-      advertiseHost: this.options.advertiseHost,
-      tls: this.options.tls,
-      ...(this.webTokens ? { tokens: this.webTokens.verify } : {}),
-      metrics: this.registry,
+    await this.startWeb({
       title: "Harvest namenode",
+      metrics: this.registry,
       log: this.log,
+      tokens: this.webTokens?.verify,
+      routes: (web) => {
+        const source = this.webSource();
+        registerNameNodeApi(web, source);
+        registerNameNodePages(web, source);
+      },
+      undo: () => shutdownServer(this.server, 0),
     });
-    const source = this.webSource();
-    registerNameNodeApi(web, source);
-    registerNameNodePages(web, source);
-    await startDaemonWeb(web, "namenode", () => shutdownServer(this.server, 0));
-    this.web = web;
     this.livenessTimer = setInterval(() => this.checkLiveness(), this.options.monitorIntervalMs);
     this.replicationTimer = setInterval(() => this.replicationTick(), this.options.replicationIntervalMs);
     if (this.diversity) {
@@ -285,21 +270,10 @@ export class NameNode {
       void this.refreshTenants();
       this.tenantTimer = setInterval(() => void this.refreshTenants(), this.options.tenantRefreshMs);
     }
-    this.lifecycle.started();
-    const counts = this.namespace.counts();
-    this.log.info("namenode serving", {
-      address: this.address,
-      httpUrl: this.httpUrl,
-      placement: this.placement.name,
-      ...counts,
-      safeMode: this.safeModeOn,
-    });
   }
 
   /** Stops serving and closes the store; idempotent. */
-  async stop(): Promise<void> {
-    const was = this.lifecycle.beginStop();
-    if (was === undefined) return;
+  protected async stopSteps(was: DaemonState): Promise<void> {
     const wasRunning = was !== "new";
     if (this.livenessTimer) clearInterval(this.livenessTimer);
     if (this.replicationTimer) clearInterval(this.replicationTimer);
@@ -313,7 +287,6 @@ export class NameNode {
       await this.adminWrites;
       await this.store.close().catch(() => undefined);
     }
-    this.lifecycle.stopped();
   }
 
   /** What the health reports read (health.ts). */

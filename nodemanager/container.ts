@@ -26,18 +26,10 @@ import { errorMessage, HarvestError } from "../common/errors.js";
 import type { CgroupController } from "./cgroups.js";
 import { assertCanEnter } from "./run-as.js";
 import type { ContainerAccount } from "./run-as.js";
+import type { ExitCauseOutput } from "../proto/generated/harvest/v1/ExitCause.js";
 
-/** How a container ended, as the wire names it. */
-export type ExitCause =
-  | "SUCCEEDED"
-  | "FAILED"
-  | "PREEMPTED_BY_PRIMARY"
-  | "PREEMPTED_BY_POWER"
-  | "PREEMPTED_BY_DRAIN"
-  | "KILLED_BY_USER"
-  | "LOST"
-  | "RELEASED"
-  | "EXCEEDED_MEMORY";
+/** How a container ended, as the wire names it (common.proto's ExitCause). */
+export type ExitCause = Exclude<ExitCauseOutput, "EXIT_CAUSE_UNSPECIFIED">;
 
 /** What starts a container. */
 export interface ContainerSpec {

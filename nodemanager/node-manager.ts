@@ -14,15 +14,13 @@ import type { Principal } from "../common/auth.js";
 import { ensureDirMode } from "../common/atomic-file.js";
 import { INSECURE_WARNING } from "../common/options.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
-import { Lifecycle } from "../common/lifecycle.js";
-import type { DaemonState } from "../common/lifecycle.js";
 import { RegisteredStream } from "../common/registered-stream.js";
-import { formatAddress } from "../common/net-address.js";
 import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
 import { isContainerId, parseAppId } from "../common/ids.js";
 import { Logger } from "../common/log.js";
 import { grpcServerMetrics } from "../common/metrics.js";
-import { startDaemonWeb, WebServer } from "../common/web-server.js";
+import type { DaemonState } from "../common/lifecycle.js";
+import { ServingDaemon, type ServingOptions } from "../common/serving-daemon.js";
 import { packageRoot } from "../common/paths.js";
 import { fromWire } from "../common/resource.js";
 import { detectCgroups } from "./cgroups.js";
@@ -72,16 +70,13 @@ export interface NodeManagerDeps {
 }
 
 /** The node manager daemon. */
-export class NodeManager {
+export class NodeManager extends ServingDaemon {
   readonly options: NodeManagerOptions;
-  private readonly lifecycle = new Lifecycle("node manager");
   private readonly clock: Clock;
-  private readonly log: Logger;
+  protected readonly log: Logger;
   /** Prometheus metrics (nm-metrics.ts); the gRPC server counts its calls there too. */
   private readonly metrics: NodeManagerMetrics;
   private readonly server: grpc.Server;
-  /** Serves `/metrics` once started. */
-  private web: WebServer | undefined;
   /** Who may call what (common/auth.ts); TLS when `tls` is set. */
   private readonly gate: Gate;
   private readonly containers = new Map<string, ContainerProcess>();
@@ -104,10 +99,8 @@ export class NodeManager {
   private readonly records: ContainerRecords;
   private monitor!: PrimaryMonitor;
   private lastSample: PrimarySample = { cpuMilli: 0, utilization: 0 };
-  private boundPort = 0;
-  private rmClient: ResourceTrackerClient | undefined;
   /** The registered stream to the resource manager: registration and heartbeats out, acks and kills back. */
-  private readonly rmStream: RegisteredStream<NodeToRm, RmToNodeOutput>;
+  private readonly rmStream: RegisteredStream<NodeToRm, RmToNodeOutput, ResourceTrackerClient>;
   private heartbeatIntervalMs: number;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private yieldTimer: NodeJS.Timeout | undefined;
@@ -118,10 +111,15 @@ export class NodeManager {
   /** Per container: cumulative CPU ms and when it was read, for the CPU rate the capping agent needs. */
   private readonly cpuSeen = new Map<string, { cpuMs: number; atMs: number; cores: number }>();
 
+  protected get serving(): ServingOptions {
+    return this.options;
+  }
+
   constructor(
     options: Partial<NodeManagerOptions> & { nodeId: string; rmAddress: string; dataDir: string },
     private readonly deps: NodeManagerDeps = {},
   ) {
+    super("node manager");
     this.options = resolveNodeManagerOptions(options);
     this.accounts = new ContainerAccounts({
       fallback: this.options.containerUser,
@@ -143,18 +141,12 @@ export class NodeManager {
     });
     this.server = createServer([grpcServerMetrics(this.metrics.registry)]);
     this.heartbeatIntervalMs = this.options.heartbeatIntervalMs;
-    this.rmStream = new RegisteredStream<NodeToRm, RmToNodeOutput>({
+    this.rmStream = new RegisteredStream<NodeToRm, RmToNodeOutput, ResourceTrackerClient>({
       master: "resource manager",
       timing: this.options,
       log: this.log,
-      open: () => {
-        this.rmClient ??= makeClient(loadHarvestProto().ResourceTracker, this.options.rmAddress, this.options.tls);
-        return this.rmClient.nodeChannel();
-      },
-      dropChannel: () => {
-        this.rmClient?.close();
-        this.rmClient = undefined;
-      },
+      dial: () => makeClient(loadHarvestProto().ResourceTracker, this.options.rmAddress, this.options.tls),
+      openStream: (channel) => channel.nodeChannel(),
       registration: () => ({ register: this.registration() }),
       onMessage: (msg) => this.onRmMessage(msg),
       onLost: () => {
@@ -163,20 +155,6 @@ export class NodeManager {
       },
       isRunning: () => this.lifecycle.running,
     });
-  }
-
-  get state(): DaemonState {
-    return this.lifecycle.state;
-  }
-
-  /** host:port of this node's ContainerManager service. */
-  get address(): string {
-    return formatAddress(this.options.advertiseHost, this.boundPort);
-  }
-
-  /** Base URL of this node's web server (`/metrics`), once started. */
-  get httpUrl(): string | undefined {
-    return this.web?.url;
   }
 
   /** Whether the resource manager has acknowledged this node's registration on the current stream. */
@@ -199,9 +177,19 @@ export class NodeManager {
     this.capping.setNodeBudget(watts);
   }
 
+  /** Registers with the resource manager (its stream reconnects from here on); its capacity and power, for the log. */
+  protected onServing(): Record<string, unknown> {
+    this.rmStream.connect();
+    return {
+      capacity: this.options.capacity,
+      primary: this.monitor.source,
+      powerMeter: this.capping.snapshot().meter,
+      powerBudgetWatts: this.options.powerBudgetWatts || undefined,
+    };
+  }
+
   /** Detects cgroups, starts the monitor and the server, connects to the resource manager. */
-  async start(): Promise<void> {
-    this.lifecycle.beginStart();
+  protected async startSteps(): Promise<void> {
     // Containers pass through to their own work directories below; nothing else here is theirs to list.
     for (const dir of [this.options.dataDir, join(this.options.dataDir, "containers")])
       if (!ensureDirMode(dir, 0o711)) this.log.warn("cannot set the mode of a directory", { dir, mode: "711" });
@@ -265,24 +253,19 @@ export class NodeManager {
     if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.capping = this.createCappingAgent();
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
-    await this.startWeb();
+    // Serves only `/metrics`.
+    await this.startWeb({
+      title: "Harvest node manager",
+      metrics: this.metrics.registry,
+      log: this.log,
+      undo: () => shutdownServer(this.server, 0),
+    });
     this.yieldTimer = setInterval(() => this.yieldTick(), this.options.yieldTickMs);
     this.cappingTimer = setInterval(() => this.cappingTick(), this.options.cappingPeriodMs);
-    this.lifecycle.started();
-    this.rmStream.connect();
-    this.log.info("node manager serving", {
-      address: this.address,
-      httpUrl: this.httpUrl,
-      capacity: this.options.capacity,
-      primary: this.monitor.source,
-      powerMeter: this.capping.snapshot().meter,
-      powerBudgetWatts: this.options.powerBudgetWatts || undefined,
-    });
   }
 
   /** Kills every container, closes the stream and the server; idempotent. */
-  async stop(): Promise<void> {
-    if (this.lifecycle.beginStop() === undefined) return;
+  protected async stopSteps(_was: DaemonState): Promise<void> {
     for (const t of [this.heartbeatTimer, this.yieldTimer, this.urgentTimer, this.cappingTimer]) if (t) clearTimeout(t);
     // Continue every throttled container first: a stopped process does not act on SIGTERM.
     this.capping?.close();
@@ -292,13 +275,11 @@ export class NodeManager {
     }
     await Promise.all([...this.containers.values()].map((c) => c.waitForExit()));
     this.rmStream.close();
-    this.rmClient?.close();
     await shutdownServer(this.server, 1_000);
     await this.web?.stop();
     await this.monitor?.stop();
     this.cgroups?.close();
     this.reaper?.stdin?.end();
-    this.lifecycle.stopped();
   }
 
   // ---------------------------------------------------------------------------------------------- resource manager
@@ -711,24 +692,6 @@ export class NodeManager {
   /** The running containers' allocations, for the metrics' gauges. */
   private *runningSpecs(): Iterable<{ isAm: boolean; vcoresMilli: number; memoryMb: number }> {
     for (const c of this.containers.values()) if (c.state === "RUNNING") yield c.spec;
-  }
-
-  /**
-   * Serves `/metrics` (with TLS: to any certificate under the cluster CA). A port that cannot be bound stops the node
-   * manager: its configuration names one it cannot have.
-   */
-  private async startWeb(): Promise<void> {
-    const web = new WebServer({
-      host: this.options.httpHost,
-      port: this.options.httpPort,
-      advertiseHost: this.options.advertiseHost,
-      tls: this.options.tls,
-      metrics: this.metrics.registry,
-      title: "Harvest node manager",
-      log: this.log,
-    });
-    await startDaemonWeb(web, "node manager", () => shutdownServer(this.server, 0));
-    this.web = web;
   }
 
   /**

@@ -25,7 +25,7 @@ export type {
   SchedulerPolicy,
 } from "./policy/scheduler.js";
 export { averageServerSeries } from "./policy/average-server.js";
-export { classify, classifyFeatures, tenantFeatures } from "./policy/classifier.js";
+export { classesByPattern, classify, classifyFeatures, tenantFeatures } from "./policy/classifier.js";
 export { DEFAULT_CLASSIFIER_OPTIONS, resolveClassifierOptions } from "./policy/classifier-options.js";
 export { patternOf } from "./policy/utilization-pattern.js";
 export { percentileSorted } from "./policy/percentiles.js";

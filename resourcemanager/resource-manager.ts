@@ -16,16 +16,14 @@ import { INSECURE_WARNING } from "../common/options.js";
 import { AdmissionControl, readAdmissionThresholds } from "./admission-control.js";
 import { JobDemandModel } from "./policy/admission-queue.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
-import { Lifecycle } from "../common/lifecycle.js";
-import type { DaemonState } from "../common/lifecycle.js";
-import { formatAddress } from "../common/net-address.js";
 import { bindServer, createServer, loadHarvestProto, shutdownServer, unary } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { daemonRegistry, grpcServerMetrics } from "../common/metrics.js";
 import { parseDag } from "../common/dag-spec.js";
 import type { DagSpec } from "../common/dag-spec.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
-import { startDaemonWeb, WebServer } from "../common/web-server.js";
+import type { DaemonState } from "../common/lifecycle.js";
+import { ServingDaemon, type ServingOptions } from "../common/serving-daemon.js";
 import { WebTokens } from "../common/web-token.js";
 import { averageServerSeries } from "./policy/average-server.js";
 import { RmMetrics } from "./rm-metrics.js";
@@ -62,17 +60,14 @@ import type { ListClassesResponse } from "../proto/generated/harvest/v1/ListClas
 import type { ListTenantsResponse } from "../proto/generated/harvest/v1/ListTenantsResponse.js";
 
 /** The resource manager daemon. */
-export class ResourceManager {
+export class ResourceManager extends ServingDaemon {
   readonly options: ResourceManagerOptions;
-  private readonly lifecycle = new Lifecycle("resource manager");
-  private readonly log: Logger;
+  protected readonly log: Logger;
   private readonly clock: Clock;
   /** Prometheus metrics of this daemon (process, gRPC calls, `harvest_rm_*`), served at `/metrics`. */
   private readonly registry = daemonRegistry("resourcemanager");
   private readonly server = createServer([grpcServerMetrics(this.registry)]);
   private readonly metrics: RmMetrics;
-  /** The web UI, REST API and `/metrics`; set while serving. */
-  private web: WebServer | undefined;
   /** Signs the web UI's login tokens (GetWebToken); its key lives in the data directory, so set at start. */
   private webTokens: WebTokens | undefined;
   /** Who may call what (common/auth.ts); TLS when `tls` is set. */
@@ -106,13 +101,17 @@ export class ResourceManager {
   /** The drains as the `NodeAdmin` service and the monitor carry them out. */
   private readonly drainService: DrainService;
   private monitorTimer: NodeJS.Timeout | undefined;
-  private boundPort = 0;
   private epoch = 0;
+
+  protected get serving(): ServingOptions {
+    return this.options;
+  }
 
   constructor(
     options: Partial<ResourceManagerOptions> & { dataDir: string },
     deps: { clock?: Clock; logger?: Logger } = {},
   ) {
+    super("resource manager");
     this.options = resolveResourceManagerOptions(options);
     this.gate = new Gate(this.options.tls, { "am-token": amTokenVerifier(this.options.secret) });
     this.clock = deps.clock ?? systemClock;
@@ -264,24 +263,17 @@ export class ResourceManager {
     for (const v of this.scheduler.nodeViews()) if (!this.drains.isDraining(v.nodeId)) yield v;
   }
 
-  /** Current lifecycle state. */
-  get state(): DaemonState {
-    return this.lifecycle.state;
-  }
-
-  /** host:port the daemon serves on (valid once started). */
-  get address(): string {
-    return formatAddress(this.options.advertiseHost, this.boundPort);
-  }
-
-  /** Base URL of the web UI, REST API and `/metrics` (undefined until started). */
-  get httpUrl(): string | undefined {
-    return this.web?.url;
+  /** Its policy, what it recovered and its power domains, for the "serving" log line. */
+  protected onServing(): Record<string, unknown> {
+    return {
+      policy: this.scheduler.policy.name,
+      recoveredApps: this.apps.size,
+      powerDomains: this.power.config.domains.length,
+    };
   }
 
   /** Opens the store, recovers applications, binds the server; resolves once serving. */
-  async start(): Promise<void> {
-    this.lifecycle.beginStart();
+  protected async startSteps(): Promise<void> {
     // Containers (other accounts) pass through the data and staging directories to their job's directory; the
     // state stores are the resource manager's alone.
     for (const [dir, mode] of [
@@ -415,22 +407,31 @@ export class ResourceManager {
     if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
     this.apps.openResyncWindows();
-    await this.startWeb();
+    // Started after the gRPC bind; on failure the gRPC server and the stores are shut again and the error thrown.
+    await this.startWeb({
+      title: "Harvest resource manager",
+      metrics: this.registry,
+      log: this.log.child("web"),
+      tokens: this.tokens().verify,
+      routes: (web) => {
+        const source = this.webSource();
+        registerRmApi(web, source);
+        registerRmPages(web, source);
+      },
+      undo: async () => {
+        this.lifecycle.beginStop();
+        await shutdownServer(this.server, 1_000);
+        await this.store.close().catch(() => undefined);
+        await this.tenants.close().catch(() => undefined);
+        this.lifecycle.stopped();
+      },
+    });
     this.monitorTimer = setInterval(() => this.monitor(), this.options.monitorIntervalMs);
     this.reclusterTimer = setInterval(() => void this.recluster("periodic"), this.options.reclusterIntervalMs);
-    this.lifecycle.started();
-    this.log.info("resource manager serving", {
-      address: this.address,
-      web: this.httpUrl,
-      policy: this.scheduler.policy.name,
-      recoveredApps: this.apps.size,
-      powerDomains: this.power.config.domains.length,
-    });
   }
 
   /** Stops serving and closes the store; idempotent. */
-  async stop(): Promise<void> {
-    if (this.lifecycle.beginStop() === undefined) return;
+  protected async stopSteps(_was: DaemonState): Promise<void> {
     if (this.monitorTimer) clearInterval(this.monitorTimer);
     if (this.reclusterTimer) clearInterval(this.reclusterTimer);
     await this.web?.stop();
@@ -438,7 +439,6 @@ export class ResourceManager {
     this.nodes.close();
     await this.store.close().catch(() => undefined);
     await this.tenants.close().catch(() => undefined);
-    this.lifecycle.stopped();
   }
 
   // ---------------------------------------------------------------------------------------------- web and metrics
@@ -446,31 +446,6 @@ export class ResourceManager {
   private tokens(): WebTokens {
     if (!this.webTokens) throw new HarvestError("UNAVAILABLE", "the resource manager is not started");
     return this.webTokens;
-  }
-
-  /** Starts the web server after the gRPC bind; on failure the gRPC server is shut again and the error thrown. */
-  private async startWeb(): Promise<void> {
-    const web = new WebServer({
-      host: this.options.httpHost,
-      port: this.options.httpPort,
-      advertiseHost: this.options.advertiseHost,
-      tls: this.options.tls,
-      tokens: this.tokens().verify,
-      metrics: this.registry,
-      title: "Harvest resource manager",
-      log: this.log.child("web"),
-    });
-    const source = this.webSource();
-    registerRmApi(web, source);
-    registerRmPages(web, source);
-    await startDaemonWeb(web, "resource manager", async () => {
-      this.lifecycle.beginStop();
-      await shutdownServer(this.server, 1_000);
-      await this.store.close().catch(() => undefined);
-      await this.tenants.close().catch(() => undefined);
-      this.lifecycle.stopped();
-    });
-    this.web = web;
   }
 
   /** GetClusterNodes' answer (the REST API's nodes are this, plus drain, class and power). */

@@ -24,24 +24,15 @@ import {
   fnv1a,
   inputFiles,
   numberOption,
-  parseArgs,
+  partFileCount,
   partitionFileName,
-  readTaskContext,
-  runTask,
-  scatterPartitions,
   TaskError,
+  taskMain,
   writeFileAtomic,
 } from "./task-env.js";
+import type { TaskArgs } from "./task-env.js";
 
-async function main(): Promise<void> {
-  const { options, positional } = parseArgs(process.argv.slice(2), [
-    "seconds",
-    "hold-seconds",
-    "output-kb",
-    "fail-rate",
-    "seed",
-    "fail-once-marker",
-  ]);
+async function main({ options, positional, context }: TaskArgs): Promise<void> {
   if (positional.length > 0) throw new TaskError(`unexpected argument ${positional[0]}; see --seconds S`);
   if (!options.has("seconds")) throw new TaskError("--seconds S is required (CPU seconds to burn, 0 is allowed)");
   const startedMs = Date.now();
@@ -51,7 +42,7 @@ async function main(): Promise<void> {
   const failRate = numberOption(options, "fail-rate", 0);
   const seed = numberOption(options, "seed", 0);
   if (failRate > 1) throw new TaskError(`--fail-rate must be between 0 and 1, got ${failRate}`);
-  const ctx = readTaskContext();
+  const ctx = context();
 
   // Read every input before failing or burning, so a broken edge is reported as such.
   const digest = createHash("sha256");
@@ -90,7 +81,7 @@ async function main(): Promise<void> {
   if (holdMs > 0) await new Promise((resolve) => setTimeout(resolve, holdMs));
 
   const inputDigest = digest.digest("hex");
-  const partitions = ctx.outputs.some((o) => o.edgeType === "scatter-gather") ? scatterPartitions(ctx.outputs) : 0;
+  const partitions = partFileCount(ctx.outputs);
   for (let p = 0; p < partitions; p++) {
     const header = JSON.stringify({ vertex: ctx.vertex, task: ctx.taskIndex, partition: p, inputDigest }) + "\n";
     await writeFileAtomic(
@@ -135,4 +126,4 @@ function filler(bytes: number, seed: string): string {
   return out.join("").slice(0, Math.floor(bytes));
 }
 
-runTask("cpu-work", main);
+taskMain("cpu-work", ["seconds", "hold-seconds", "output-kb", "fail-rate", "seed", "fail-once-marker"], main);

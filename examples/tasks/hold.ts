@@ -10,16 +10,8 @@
  */
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import {
-  numberOption,
-  parseArgs,
-  partitionFileName,
-  readTaskContext,
-  runTask,
-  scatterPartitions,
-  TaskError,
-  writeFileAtomic,
-} from "./task-env.js";
+import { numberOption, partFileCount, partitionFileName, TaskError, taskMain, writeFileAtomic } from "./task-env.js";
+import type { TaskArgs } from "./task-env.js";
 
 /** What a finished hold reports (epoch ms). */
 export interface HoldResult {
@@ -32,16 +24,15 @@ export interface HoldResult {
   endMs: number;
 }
 
-async function main(): Promise<void> {
+async function main({ options, positional, context }: TaskArgs): Promise<void> {
   const mainStartMs = Date.now();
-  const { options, positional } = parseArgs(process.argv.slice(2), ["seconds"]);
   if (positional.length > 0) throw new TaskError(`unexpected argument ${positional[0]}; see --seconds S`);
   if (!options.has("seconds")) throw new TaskError("--seconds S is required (how long to hold the container)");
   const seconds = numberOption(options, "seconds", 0);
-  const ctx = readTaskContext();
+  const ctx = context();
   const holdMs = mainStartMs + seconds * 1000 - Date.now();
   if (holdMs > 0) await new Promise((resolve) => setTimeout(resolve, holdMs));
-  const partitions = ctx.outputs.some((o) => o.edgeType === "scatter-gather") ? scatterPartitions(ctx.outputs) : 0;
+  const partitions = partFileCount(ctx.outputs);
   for (let p = 0; p < partitions; p++) await writeFileAtomic(join(ctx.outputDir, partitionFileName(p)), "");
   const result: HoldResult = {
     vertex: ctx.vertex,
@@ -53,4 +44,4 @@ async function main(): Promise<void> {
   await writeFileAtomic(join(ctx.outputDir, "result.json"), JSON.stringify(result) + "\n");
 }
 
-runTask("hold", main);
+taskMain("hold", ["seconds"], main);

@@ -3,32 +3,17 @@
  * TASK_ENV), locating input files along each edge type, writing output files atomically, and failing with a clear
  * message and exit code.
  *
- * Tasks import only types from common/: its runtime modules pull in gRPC, which a small task should not pay for at
- * every start. The constants below are checked against common/dag-spec.ts by the compiler.
+ * Tasks import from common/ only its task contract (common/task-contract.ts), which loads nothing else: the daemons'
+ * modules pull in gRPC, which a small task should not pay for at every start.
  */
 import { createHash } from "node:crypto";
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { readdir, rename, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
-import type { EdgeType, TASK_ENV as DAG_TASK_ENV, TaskInput, TaskOutput } from "../../common/dag-spec.js";
+import { EDGE_TYPES, partitionFileName, TASK_ENV } from "../../common/task-contract.js";
+import type { TaskInput, TaskOutput } from "../../common/task-contract.js";
 
-/** The task environment's variable names; the type makes any drift from common/dag-spec.ts a compile error. */
-export const TASK_ENV: typeof DAG_TASK_ENV = {
-  home: "HARVEST_HOME",
-  vertex: "HARVEST_VERTEX",
-  taskIndex: "HARVEST_TASK_INDEX",
-  parallelism: "HARVEST_VERTEX_PARALLELISM",
-  outputDir: "HARVEST_OUTPUT_DIR",
-  inputs: "HARVEST_INPUTS",
-  outputs: "HARVEST_OUTPUTS",
-};
-
-const EDGE_TYPES: readonly EdgeType[] = ["scatter-gather", "broadcast", "one-to-one"];
-
-/** The file a scatter-gather producer writes for consumer task `index` (as `partitionFileName` in common/dag-spec.ts). */
-export function partitionFileName(index: number): string {
-  return `part-${index}`;
-}
+export { partitionFileName, TASK_ENV };
 
 /** Exit code for bad arguments, environment or input data. */
 export const EXIT_BAD_INPUT = 2;
@@ -103,6 +88,11 @@ export function scatterPartitions(outputs: TaskOutput[]): number {
   return [...counts][0] ?? 1;
 }
 
+/** How many `part-N` files this task writes: its scatter-gather consumers' partition count, 0 when it has none. */
+export function partFileCount(outputs: TaskOutput[]): number {
+  return outputs.some((o) => o.edgeType === "scatter-gather") ? scatterPartitions(outputs) : 0;
+}
+
 /**
  * The input files of this task for one upstream vertex: `part-<taskIndex>` of every producer for scatter-gather,
  * every regular file of every producer for broadcast and one-to-one (hidden files, e.g. temporaries, are skipped).
@@ -150,6 +140,22 @@ export function runTask(program: string, main: () => Promise<void>): void {
       process.exitCode = code;
     },
   );
+}
+
+/** What a task program's main is given: its options and positional arguments, and its task environment. */
+export interface TaskArgs {
+  options: Map<string, string>;
+  positional: string[];
+  /** Reads and checks the task environment (readTaskContext): asked for after the arguments are checked. */
+  context(): TaskContext;
+}
+
+/** A task program's entry: parses argv against the `known` options and runs `main` as `runTask` does. */
+export function taskMain(program: string, known: readonly string[], main: (args: TaskArgs) => Promise<void>): void {
+  runTask(program, async () => {
+    const { options, positional } = parseArgs(process.argv.slice(2), known);
+    await main({ options, positional, context: () => readTaskContext() });
+  });
 }
 
 /** Parses `--name value` options and positional arguments; an unknown option is a TaskError listing the known ones. */

@@ -4,7 +4,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { TaskInput } from "../../common/dag-spec.js";
+import type { TaskInput } from "../../common/task-contract.js";
 import { fnv1a, partitionFileName, TaskError, writeFileAtomic } from "./task-env.js";
 
 /** The file a word-count stage writes its whole result into (what broadcast and one-to-one consumers read). */

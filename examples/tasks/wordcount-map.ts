@@ -10,24 +10,15 @@
 import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { join } from "node:path";
-import {
-  burnCpu,
-  numberOption,
-  parseArgs,
-  readTaskContext,
-  runTask,
-  scatterPartitions,
-  TaskError,
-  writeFileAtomic,
-} from "./task-env.js";
+import { burnCpu, numberOption, partFileCount, TaskError, taskMain, writeFileAtomic } from "./task-env.js";
+import type { TaskArgs } from "./task-env.js";
 import { isDfsPath, readDfsFile } from "./dfs-io.js";
 import { COUNTS_FILE, formatCounts, sortedByWord, tokenize, writePartitions } from "./wordcount-lib.js";
 
 const CHUNK_BYTES = 64 * 1024;
 
-async function main(): Promise<void> {
-  const { options, positional } = parseArgs(process.argv.slice(2), ["splits", "cpu-seconds"]);
-  const ctx = readTaskContext();
+async function main({ options, positional, context }: TaskArgs): Promise<void> {
+  const ctx = context();
   const file = positional[0];
   if (file === undefined || positional.length > 1) {
     throw new TaskError("usage: wordcount-map <text-file> [--splits N] (exactly one input file)");
@@ -45,8 +36,8 @@ async function main(): Promise<void> {
     counts.set(word, (counts.get(word) ?? 0) + 1);
   }
   await burnCpu(numberOption(options, "cpu-seconds", 0) * 1e6);
-  const hasScatterGather = ctx.outputs.some((o) => o.edgeType === "scatter-gather");
-  if (hasScatterGather) await writePartitions(ctx.outputDir, counts, scatterPartitions(ctx.outputs));
+  const parts = partFileCount(ctx.outputs);
+  if (parts > 0) await writePartitions(ctx.outputDir, counts, parts);
   else await writeFileAtomic(join(ctx.outputDir, COUNTS_FILE), formatCounts(sortedByWord(counts)));
 }
 
@@ -106,4 +97,4 @@ async function lineStartAtOrAfter(fh: FileHandle, offset: number, size: number):
   return size;
 }
 
-runTask("wordcount-map", main);
+taskMain("wordcount-map", ["splits", "cpu-seconds"], main);

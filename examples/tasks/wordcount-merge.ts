@@ -7,19 +7,19 @@
  */
 import { join } from "node:path";
 import { isDfsPath, writeDfsFile } from "./dfs-io.js";
-import { numberOption, parseArgs, readTaskContext, runTask, TaskError, writeFileAtomic } from "./task-env.js";
+import { numberOption, TaskError, taskMain, writeFileAtomic } from "./task-env.js";
+import type { TaskArgs } from "./task-env.js";
 import { addCountsFromFile, formatCounts, wordcountInputFiles } from "./wordcount-lib.js";
 
 /** The merged result file. */
 const TOP_FILE = "top.tsv";
 
-async function main(): Promise<void> {
-  const { options, positional } = parseArgs(process.argv.slice(2), ["top", "output"]);
+async function main({ options, positional, context }: TaskArgs): Promise<void> {
   if (positional.length > 0)
     throw new TaskError(`unexpected argument ${positional[0]}; usage: wordcount-merge [--top N]`);
   const top = numberOption(options, "top", 100);
   if (!Number.isInteger(top)) throw new TaskError(`--top must be a whole number, got ${top}`);
-  const ctx = readTaskContext();
+  const ctx = context();
   const files = ctx.inputs.flatMap((input) => wordcountInputFiles(input, ctx.taskIndex));
   if (files.length === 0) throw new TaskError("no inputs: the merge needs at least one upstream vertex");
   const counts = new Map<string, number>();
@@ -34,4 +34,4 @@ async function main(): Promise<void> {
   }
 }
 
-runTask("wordcount-merge", main);
+taskMain("wordcount-merge", ["top", "output"], main);

@@ -6,16 +6,8 @@
  * to give the demo's tasks the weight of real batch work)
  */
 import { join } from "node:path";
-import {
-  burnCpu,
-  numberOption,
-  parseArgs,
-  readTaskContext,
-  runTask,
-  scatterPartitions,
-  TaskError,
-  writeFileAtomic,
-} from "./task-env.js";
+import { burnCpu, numberOption, partFileCount, TaskError, taskMain, writeFileAtomic } from "./task-env.js";
+import type { TaskArgs } from "./task-env.js";
 import {
   addCountsFromFile,
   COUNTS_FILE,
@@ -25,20 +17,18 @@ import {
   writePartitions,
 } from "./wordcount-lib.js";
 
-async function main(): Promise<void> {
-  const { options, positional } = parseArgs(process.argv.slice(2), ["cpu-seconds"]);
+async function main({ options, positional, context }: TaskArgs): Promise<void> {
   if (positional.length > 0) throw new TaskError(`takes no positional arguments, got ${positional.join(" ")}`);
   const cpuSeconds = numberOption(options, "cpu-seconds", 0);
-  const ctx = readTaskContext();
+  const ctx = context();
   const files = ctx.inputs.flatMap((input) => wordcountInputFiles(input, ctx.taskIndex));
   if (files.length === 0) throw new TaskError("no inputs: a reducer needs at least one upstream vertex");
   const counts = new Map<string, number>();
   for (const file of files) await addCountsFromFile(file, counts);
   await writeFileAtomic(join(ctx.outputDir, COUNTS_FILE), formatCounts(sortedByWord(counts)));
-  if (ctx.outputs.some((o) => o.edgeType === "scatter-gather")) {
-    await writePartitions(ctx.outputDir, counts, scatterPartitions(ctx.outputs));
-  }
+  const parts = partFileCount(ctx.outputs);
+  if (parts > 0) await writePartitions(ctx.outputDir, counts, parts);
   await burnCpu(cpuSeconds * 1e6);
 }
 
-runTask("wordcount-reduce", main);
+taskMain("wordcount-reduce", ["cpu-seconds"], main);

@@ -161,12 +161,23 @@ function rejectDuplicates(tenants: readonly { tenantId: string }[]): void {
 }
 
 function clusterFeatures(featured: readonly FeaturedTenant[], o: ClassifierOptions, rng: Rng): TenantClass[] {
+  return classesByPattern(featured, (points) => chooseClusters(points, o, rng));
+}
+
+/**
+ * The classes of `featured`: per pattern (in PATTERN_ORDER), `label` groups the members' (average, peak) points, and
+ * each group becomes a class of its members' server-weighted means, ordered by average then peak, ids `<pattern>-<i>`.
+ */
+export function classesByPattern(
+  featured: readonly FeaturedTenant[],
+  label: (points: number[][]) => number[],
+): TenantClass[] {
   const classes: TenantClass[] = [];
   for (const pattern of PATTERN_ORDER) {
     const members = featured.filter((m) => m.features.pattern === pattern);
     if (members.length === 0) continue;
     const points = members.map((m) => [m.features.average, m.features.peak]);
-    const labels = chooseClusters(points, o, rng);
+    const labels = label(points);
     const groups = new Map<number, FeaturedTenant[]>();
     labels.forEach((label, i) => {
       const g = groups.get(label) ?? [];

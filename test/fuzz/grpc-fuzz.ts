@@ -8,7 +8,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import fc from "fast-check";
 import { join } from "node:path";
 import { ERROR_CODES } from "../../common/errors.js";
-import { CHANNEL_OPTIONS } from "../../common/grpc.js";
+import { CHANNEL_OPTIONS, HARVEST_PROTO_FILES } from "../../common/grpc.js";
 import { packageRoot } from "../../common/paths.js";
 
 /** One method of a Harvest service, with the serializer of its request type. */
@@ -36,22 +36,11 @@ interface MessageDesc {
   options: { mapEntry?: boolean } | null;
 }
 
-const PROTO_FILES = [
-  "application_client.proto",
-  "resource_tracker.proto",
-  "container_manager.proto",
-  "namenode.proto",
-  "datanode.proto",
-  "tenant_admin.proto",
-  "power_admin.proto",
-  "node_admin.proto",
-];
-
 let definition: protoLoader.PackageDefinition | undefined;
 
 /** The package definition, loaded with the options common/grpc.ts uses. */
 function packageDefinition(): protoLoader.PackageDefinition {
-  definition ??= protoLoader.loadSync(PROTO_FILES, {
+  definition ??= protoLoader.loadSync([...HARVEST_PROTO_FILES], {
     keepCase: false,
     longs: Number,
     enums: String,

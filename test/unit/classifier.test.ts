@@ -10,6 +10,7 @@ import { readUtilizationFile, resample } from "../../common/trace-io.js";
 import type { TenantInput } from "../../resourcemanager/policy/classifier.js";
 import { averageServerSeries } from "../../resourcemanager/policy/average-server.js";
 import { classify, classifyFeatures, tenantFeatures } from "../../resourcemanager/policy/classifier.js";
+import { naiveClusterFeatures } from "../../bench/classify.js";
 import { patternOf } from "../../resourcemanager/policy/utilization-pattern.js";
 import { percentileSorted } from "../../resourcemanager/policy/percentiles.js";
 import { resolveClassifierOptions } from "../../resourcemanager/policy/classifier-options.js";
@@ -390,5 +391,25 @@ describe.skipIf(!dataDir)("patternOf on the real traces in shared/data", () => {
       const s = await read(join("nab_aws_cloudwatch", "realAWSCloudwatch", `ec2_cpu_utilization_${id}.csv`));
       expect(patternOf(s).pattern, id).not.toBe("periodic");
     }
+  });
+});
+
+describe("the classify bench's baseline clustering", () => {
+  // 30 tenants over the three patterns, in two clear utilization groups each, with some spread inside a group.
+  const featured = Array.from({ length: 30 }, (_, i) => {
+    const pattern = (["periodic", "constant", "unpredictable"] as const)[i % 3]!;
+    const average = (i % 2 === 0 ? 10 : 70) + (i % 5);
+    return {
+      tenantId: `t${i}`,
+      servers: Array.from({ length: 1 + (i % 3) }, (_, s) => `s${i}-${s}`),
+      features: { average, peak: average + 15 + (i % 4), current: average, stddev: 3 + (i % 2), pattern },
+    };
+  });
+
+  it("gives the live classes, stddev included, so that the bench can report them identical", () => {
+    const o = resolveClassifierOptions({});
+    const live = classifyFeatures(featured, o, new SeededRng(7));
+    expect(live.length).toBeGreaterThan(3);
+    expect(naiveClusterFeatures(featured, o, new SeededRng(7))).toEqual(live);
   });
 });

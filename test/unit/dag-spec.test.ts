@@ -124,6 +124,27 @@ describe("parseDag rejects bad jobs with a stable code and the offending field",
     expect(detailsOf(rejection("", "DAG_MALFORMED_JSON", "$"), "DAG_MALFORMED_JSON")?.position).toBe("0");
   });
 
+  // The position comes from a scan of our own, never from the engine's message: these are where V8 says the error is.
+  it.each([
+    ["-", 1],
+    ["1.", 2],
+    ["1e+", 3],
+    ["01", 1],
+    ['"\\u12g4"', 5],
+    ['"\\u', 3],
+    ['"a\\x"', 3],
+    ['"abc', 4],
+    ["[1,2", 4],
+    ['{"a":1,}', 7],
+    ["{a:1}", 1],
+    ["[true false]", 6],
+    ["{} x", 3],
+  ])("locates the syntax error in %j at position %i, as the engine does", (json, position) => {
+    expect(detailsOf(rejection(json, "DAG_MALFORMED_JSON", "$"), "DAG_MALFORMED_JSON")?.position).toBe(
+      String(position),
+    );
+  });
+
   it("rejects wrong types and missing fields", () => {
     rejection("[]", "DAG_INVALID_FIELD", "$");
     rejection(JSON.stringify({ vertices: [vertex("a")] }), "DAG_INVALID_FIELD", "name");

@@ -49,23 +49,24 @@ describe("RegisteredStream", () => {
     address: string,
     opts: { registerTimeoutMs?: number; onMessage?: (msg: RmToNodeOutput) => void } = {},
   ) {
-    let client: ResourceTrackerClient | undefined;
-    const seen = { opened: 0, dropped: 0, lostWaitsMs: [] as number[], messages: [] as RmToNodeOutput[] };
+    const seen = { opened: 0, dialed: 0, lostWaitsMs: [] as number[], messages: [] as RmToNodeOutput[] };
     let running = true;
     const lines: string[] = [];
-    const rs: RegisteredStream<NodeToRm, RmToNodeOutput> = new RegisteredStream<NodeToRm, RmToNodeOutput>({
+    const rs: RegisteredStream<NodeToRm, RmToNodeOutput, ResourceTrackerClient> = new RegisteredStream<
+      NodeToRm,
+      RmToNodeOutput,
+      ResourceTrackerClient
+    >({
       master: "resource manager",
       timing: { reconnectMinMs: 20, reconnectMaxMs: 50, registerTimeoutMs: opts.registerTimeoutMs ?? 5_000 },
       log: new Logger("test", "warn", (line) => lines.push(line)),
-      open: () => {
-        seen.opened++;
-        client ??= makeClient(loadHarvestProto().ResourceTracker, address);
-        return client.nodeChannel();
+      dial: () => {
+        seen.dialed++;
+        return makeClient(loadHarvestProto().ResourceTracker, address);
       },
-      dropChannel: () => {
-        seen.dropped++;
-        client?.close();
-        client = undefined;
+      openStream: (client) => {
+        seen.opened++;
+        return client.nodeChannel();
       },
       registration: () => ({ register: { nodeId: "n1", nmAddress: "127.0.0.1:1" } }),
       onMessage: (msg) => {
@@ -79,7 +80,6 @@ describe("RegisteredStream", () => {
     cleanup.push(() => {
       running = false;
       rs.close();
-      client?.close();
     });
     return { rs, seen, lines };
   }
@@ -104,6 +104,7 @@ describe("RegisteredStream", () => {
     rs.connect();
     await vi.waitFor(() => expect(rs.registered).toBe(true));
     expect(seen.opened).toBe(4);
+    expect(seen.dialed).toBe(1);
     expect(seen.lostWaitsMs).toEqual([20, 40, 50]);
     expect(rs.reconnectDelayMs).toBe(20);
   });
@@ -114,7 +115,8 @@ describe("RegisteredStream", () => {
     const { rs, seen } = worker(master.address, { registerTimeoutMs: 100 });
     rs.connect();
     await vi.waitFor(() => expect(master.streams.length).toBeGreaterThanOrEqual(2), { timeout: 5_000 });
-    expect(seen.dropped).toBeGreaterThanOrEqual(1);
+    // The first channel was dropped: the next stream dialed a fresh one.
+    expect(seen.dialed).toBeGreaterThanOrEqual(2);
     expect(seen.lostWaitsMs[0]).toBe(20);
     expect(rs.registered).toBe(false);
   });
