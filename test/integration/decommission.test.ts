@@ -10,6 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { codeOf } from "../error-code.js";
+import { readAll } from "../dfs-read.js";
 import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
@@ -17,7 +19,6 @@ import { NamenodeAdminClient } from "../../client/namenode-admin-client.js";
 import type { DatanodeAdminStatus } from "../../client/namenode-admin-client.js";
 import { issueCertificate, issueClusterCertificates } from "../../localcluster/cluster-ca.js";
 import type { ClusterCertificates } from "../../localcluster/cluster-ca.js";
-import { isHarvestError } from "../../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import type { ClientSecurity } from "../../common/grpc.js";
 import { Logger } from "../../common/log.js";
@@ -29,22 +30,6 @@ const quiet = new Logger("test", "error");
 const KiB = 1024;
 const BLOCK = 128 * KiB;
 const DATANODES = ["dn1", "dn2", "dn3", "dn4"];
-
-/** The code a promise fails with ("OK" when it does not). */
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return "OK";
-  } catch (err) {
-    return isHarvestError(err) ? err.code : `not a HarvestError: ${String(err)}`;
-  }
-}
-
-async function readAll(dfs: DfsClient, path: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of dfs.createReadStream(path)) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
 
 describe("decommissioning a datanode on a secure cluster", () => {
   let dir: string;

@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { readAll } from "../dfs-read.js";
 import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
@@ -19,12 +20,6 @@ const quiet = new Logger("test", "error");
 const KiB = 1024;
 const PACKET = 64 * KiB;
 const LEASE_MS = 1_500;
-
-async function readAll(dfs: DfsClient, path: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of dfs.createReadStream(path)) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
 
 describe("lease renewal of a live writer", () => {
   let dir: string;

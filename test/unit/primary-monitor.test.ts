@@ -5,6 +5,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it } from "vitest";
+import { alive } from "../processes.js";
 import { ManualClock, systemClock } from "../../common/clock.js";
 import { detailsOf, HarvestError, isHarvestError } from "../../common/errors.js";
 import type { UtilizationSeries } from "../../common/trace-io.js";
@@ -44,15 +45,6 @@ function steps(name: string, cpuPct: number[]): UtilizationSeries {
     timesMs: cpuPct.map((_, i) => i * 300_000),
     cpuPct,
   };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Busy-loops this process for `ms` of wall time. */
