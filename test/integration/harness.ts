@@ -10,6 +10,9 @@ import type { DfsClient, DfsClientOptions } from "../../client/dfs-client.js";
 import { JobClient } from "../../client/job-client.js";
 import type { JobReport } from "../../client/job-client.js";
 import { Logger } from "../../common/log.js";
+import { StepPrimaryMonitor } from "../../common/step-monitor.js";
+import { DataNode } from "../../datanode/index.js";
+import type { DataNodeOptionsInput } from "../../datanode/index.js";
 import { distEntry } from "../../common/paths.js";
 import { NodeManager } from "../../nodemanager/node-manager.js";
 import type { NodeManagerOptions } from "../../nodemanager/options.js";
@@ -171,6 +174,24 @@ export interface LocalCluster {
 }
 
 const quietLogger = new Logger("test", "error");
+
+/**
+ * Starts an in-process datanode `datanodeId` against `namenodeAddress`: its data in `<dir>/<datanodeId>`, 1 GiB of
+ * capacity, a primary tenant that stays idle, quiet logs; `extra` overrides or adds options.
+ */
+export async function startTestDataNode(
+  dir: string,
+  datanodeId: string,
+  namenodeAddress: string,
+  extra: Partial<DataNodeOptionsInput> = {},
+): Promise<DataNode> {
+  const dn = new DataNode(
+    { datanodeId, namenodeAddress, dataDir: join(dir, datanodeId), capacityBytes: 1 << 30, ...extra },
+    { logger: quietLogger, monitor: new StepPrimaryMonitor({ capacityMilli: 1000 }) },
+  );
+  await dn.start();
+  return dn;
+}
 
 /** Starts an RM and a node manager "n1" whose primary tenant replays an idle trace, and waits for the node. */
 export async function startLocalCluster(
