@@ -64,13 +64,24 @@ export interface JobManagerRegisteredEvent extends EventHeader {
   resync: boolean;
 }
 
+/**
+ * The resource manager declared a node lost (no heartbeat within its node expiry) and reported one of the containers it
+ * held LOST to the container's job, which runs its task again.
+ */
+export interface ContainerLostWithNodeEvent extends EventHeader {
+  type: "container-lost-with-node";
+  containerId: string;
+  nodeId: string;
+}
+
 /** Every event of schema version 1, told apart by `type`. */
 export type DaemonEvent =
   | PrimaryMonitorStartedEvent
   | NodeRegisteredEvent
   | ContainerPreemptedEvent
   | ContainerFinishedEvent
-  | JobManagerRegisteredEvent;
+  | JobManagerRegisteredEvent
+  | ContainerLostWithNodeEvent;
 
 /** The type names of version 1. */
 export type DaemonEventType = DaemonEvent["type"];
@@ -91,6 +102,7 @@ const FIELDS: { [T in DaemonEventType]: Record<string, FieldKind> } = {
   "container-preempted": { containerId: "string" },
   "container-finished": { containerId: "string", cause: "string", exitCode: "number" },
   "job-manager-registered": { appId: "string", attempt: "number", resync: "boolean" },
+  "container-lost-with-node": { containerId: "string", nodeId: "string" },
 };
 
 /** Appends events as JSON lines to one file; `file` undefined writes nothing. */

@@ -284,6 +284,12 @@ export class Applications {
       this.launchPending.delete(alloc.containerId);
       const why = `node ${node.nodeId} lost (no heartbeat for ${this.deps.options.nodeExpiryMs} ms)`;
       this.onContainerCompleted(alloc, endedStatus(alloc, "LOST", why, this.deps.clock.nowMs()));
+      emitEvent({
+        type: "container-lost-with-node",
+        daemon: "rm",
+        containerId: alloc.containerId,
+        nodeId: node.nodeId,
+      });
     }
   }
 

@@ -172,12 +172,8 @@ export async function runSoak(partial: Partial<SoakOptions> & { minutes: number 
     await verifyFiles(dfs, acked, report, o);
     report.fsckHealthy = await waitForHealthyFsck(dfs, 120_000);
     if (!report.fsckHealthy) report.violations.push("fsck not healthy (missing, corrupt or under-replicated blocks)");
-    countTaskRuns(
-      taskLog,
-      recordedSuccesses(readClusterEvents(dir).events),
-      report,
-      toldNodeLost(join(dir, "rm", "staging")),
-    );
+    const { events } = readClusterEvents(dir);
+    countTaskRuns(taskLog, recordedSuccesses(events), report, toldNodeLost(events));
   } catch (err) {
     report.violations.push(`soak aborted: ${errorMessage(err)}`);
   } finally {
@@ -461,26 +457,12 @@ export function recordedSuccesses(events: readonly DaemonEvent[]): Set<string> {
 }
 
 /**
- * The containers whose job manager was told their node was lost (silent past the node expiry), from the jobs'
- * recovery journals: a success such a node records afterwards comes too late, and the job has run the task again.
+ * The containers the resource manager reported lost with their node (silent past the node expiry; its
+ * `container-lost-with-node` event): a success such a node records afterwards comes too late, and the job has run the
+ * task again.
  */
-export function toldNodeLost(stagingDir: string): Set<string> {
-  const out = new Set<string>();
-  if (!existsSync(stagingDir)) return out;
-  for (const app of readdirSync(stagingDir)) {
-    const journal = join(stagingDir, app, "journal.jsonl");
-    if (!existsSync(journal)) continue;
-    for (const line of readFileSync(journal, "utf8").split("\n")) {
-      try {
-        const e = JSON.parse(line) as { containerId?: string; end?: string; diagnostics?: string };
-        if (e.end === "LOST" && e.containerId && /^node \S+ lost \(no heartbeat/.test(e.diagnostics ?? ""))
-          out.add(e.containerId);
-      } catch {
-        // A blank or torn line.
-      }
-    }
-  }
-  return out;
+export function toldNodeLost(events: readonly DaemonEvent[]): Set<string> {
+  return new Set(eventsOfType(events, "container-lost-with-node").map((e) => e.containerId));
 }
 
 /**

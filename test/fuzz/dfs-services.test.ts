@@ -7,12 +7,11 @@
 import type * as grpc from "@grpc/grpc-js";
 import fc from "fast-check";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { alive } from "../processes.js";
 import type { DfsClient } from "../../client/dfs-client.js";
-import { localDfsClient } from "../../localcluster/cluster.js";
 import { normalizeDfsPath } from "../../common/dfs-path.js";
 import { channelCredentials } from "../../common/tls.js";
 import type { ClientTls } from "../../common/tls.js";
@@ -34,15 +33,6 @@ function protectsCanary(s: string): boolean {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe("fuzzing the namenode and datanode services", () => {
   let cluster: TestCluster;
   let work: string;
@@ -54,11 +44,9 @@ describe("fuzzing the namenode and datanode services", () => {
   const counts = { calls: 0, ok: 0, coded: 0, open: 0 };
 
   beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), "harvest-fuzz-dfs-"));
-    const trace = join(work, "idle.csv");
-    writeFileSync(trace, "time_s,cpu_pct\n0,0\n300,0\n600,0\n");
-    cluster = await startTestCluster({ primaries: [`trace:${trace}`, `trace:${trace}`], storage: true });
-    dfs = localDfsClient(cluster.desc);
+    cluster = await startTestCluster({ idleServers: 2, storage: true });
+    work = cluster.work;
+    dfs = cluster.dfs();
     // Acknowledged before any fuzzing: it must read back byte-identical at the end.
     canary = randomBytes(300_000);
     writeFileSync(join(work, "canary.bin"), canary);
@@ -72,9 +60,7 @@ describe("fuzzing the namenode and datanode services", () => {
 
   afterAll(async () => {
     for (const c of [admin, daemon, datanode]) c?.close();
-    dfs?.close();
     await cluster?.stop();
-    if (work) rmSync(work, { recursive: true, force: true });
     console.log(`dfs fuzz: ${SERVICE_FUZZ_RUNS} runs per target; ${JSON.stringify(counts)}`);
   });
 

@@ -7,10 +7,10 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import fc from "fast-check";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { alive } from "../processes.js";
 import { signAmToken, AM_TOKEN_METADATA } from "../../common/container-token.js";
 import { channelCredentials } from "../../common/tls.js";
 import type { ClientTls } from "../../common/tls.js";
@@ -34,18 +34,8 @@ const CALLERS: Record<string, "admin" | "daemon" | "am"> = {
   ContainerManager: "daemon",
 };
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe("fuzzing the resource manager and node manager services", () => {
   let cluster: TestCluster;
-  let traceDir: string;
   let clients: Record<"admin" | "daemon" | "am", grpc.Client>;
   let amMetadata: grpc.Metadata;
   let canaryId: string;
@@ -53,10 +43,7 @@ describe("fuzzing the resource manager and node manager services", () => {
   const counts = { calls: 0, ok: 0, coded: 0, open: 0 };
 
   beforeAll(async () => {
-    traceDir = mkdtempSync(join(tmpdir(), "harvest-fuzz-trace-"));
-    const trace = join(traceDir, "idle.csv");
-    writeFileSync(trace, "time_s,cpu_pct\n0,0\n300,0\n600,0\n");
-    cluster = await startTestCluster({ primaries: [`trace:${trace}`], storage: false });
+    cluster = await startTestCluster({ idleServers: 1, storage: false });
     const rmConfig = JSON.parse(readFileSync(join(cluster.dir, "run", "rm.json"), "utf8")) as {
       tls: ClientTls;
       secret: string;
@@ -81,7 +68,6 @@ describe("fuzzing the resource manager and node manager services", () => {
   afterAll(async () => {
     for (const c of Object.values(clients ?? {})) c.close();
     await cluster?.stop();
-    if (traceDir) rmSync(traceDir, { recursive: true, force: true });
     console.log(`yarn fuzz: ${SERVICE_FUZZ_RUNS} runs per target; ${JSON.stringify(counts)}`);
   });
 

@@ -5,21 +5,20 @@
  * another block, plaintext, and garbage are all refused with a coded error, and the datanode keeps serving.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import * as net from "node:net";
 import * as tls from "node:tls";
+import { codeOf } from "../error-code.js";
 import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DfsClient } from "../../client/dfs-client.js";
+import type { DfsClient } from "../../client/dfs-client.js";
 import { askLocalRead } from "../../client/short-circuit.js";
 import { createCa, issueCertificate } from "../../localcluster/cluster-ca.js";
 import { BlockConnection, FRAME, FrameReader, packetPieces, TRANSFER_MAGIC } from "../../common/block-transfer.js";
 import type { ReadPiece } from "../../common/block-transfer.js";
 import type { ClientSecurity } from "../../common/grpc.js";
-import { isHarvestError } from "../../common/errors.js";
-import { startTestCluster, traceSpec } from "./harness.js";
+import { startTestCluster } from "./harness.js";
 import type { TestCluster } from "./harness.js";
 
 /** Reads a whole range over the transfer port; resolves with the bytes or rejects with the datanode's error. */
@@ -31,15 +30,6 @@ function readRange(address: string, security: ClientSecurity | undefined, reques
     conn.on("error", reject);
     conn.on("end", () => resolve(Buffer.concat(parts)));
   });
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return "OK";
-  } catch (err) {
-    return isHarvestError(err) ? err.code : `not coded: ${String(err)}`;
-  }
 }
 
 /** Sends raw bytes on a TLS connection with a valid certificate; resolves with the first frame's kind and body. */
@@ -71,19 +61,13 @@ describe("the block transfer port of a secure cluster", () => {
   let alice: ClientSecurity;
   let mallory: ClientSecurity;
   let ca: string;
-  const clients: DfsClient[] = [];
   const data = randomBytes(3 * 1024 * 1024 + 777);
 
-  const dfs = (security: ClientSecurity, transferProtocol = true): DfsClient => {
-    const d = new DfsClient(c.desc.nn!.address, { security, transferProtocol });
-    clients.push(d);
-    return d;
-  };
+  const dfs = (security: ClientSecurity, transferProtocol = true): DfsClient => c.dfs({ security, transferProtocol });
 
   beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), "harvest-bt-"));
-    const quiet = traceSpec(work, "quiet", 300, Array<number>(50).fill(0));
-    c = await startTestCluster({ primaries: [quiet, quiet, quiet], storage: true });
+    c = await startTestCluster({ idleServers: 3, storage: true });
+    work = c.work;
     if (!c.desc.security) throw new Error("startTestCluster should start a secure cluster");
     ca = c.desc.security.ca;
     admin = c.desc.security;
@@ -93,11 +77,7 @@ describe("the block transfer port of a secure cluster", () => {
     mallory = { ca, ...(await issueCertificate(otherCa, join(work, "other"), { name: "admin", role: "admin" })) };
   }, 120_000);
 
-  afterAll(async () => {
-    for (const d of clients) d.close();
-    await c?.stop();
-    rmSync(work, { recursive: true, force: true });
-  });
+  afterAll(() => c?.stop());
 
   it("writes and reads a file through every datanode's transfer port, byte-identical, and over gRPC too", async () => {
     const local = join(work, "in.bin");

@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
 import { packageRoot } from "../../common/paths.js";
-import { killContainerLeftovers } from "../../localcluster/cluster.js";
+import { eventsOfType } from "../../common/events.js";
+import { killContainerLeftovers, readClusterEvents } from "../../localcluster/cluster.js";
 import { cpuVertex, findFiles, startTestCluster, traceSpec, waitForJob } from "./harness.js";
 import type { TestCluster } from "./harness.js";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
@@ -14,23 +15,14 @@ import { tmpdir } from "node:os";
 
 describe("a cluster with idle primary tenants", () => {
   let c: TestCluster;
-  let traces: string;
+  let markers: string;
   beforeAll(async () => {
-    traces = mkdtempSync(join(tmpdir(), "harvest-traces-"));
+    c = await startTestCluster({ idleServers: 2 });
+    markers = c.work;
     // The flaky task below leaves its marker here, as the containers' unprivileged account.
-    chmodSync(traces, 0o1777);
-    const idle = traceSpec(
-      traces,
-      "idle",
-      300,
-      Array.from({ length: 100 }, () => 0),
-    );
-    c = await startTestCluster({ primaries: [idle, idle] });
+    chmodSync(markers, 0o1777);
   });
-  afterAll(async () => {
-    await c?.stop();
-    rmSync(traces, { recursive: true, force: true });
-  });
+  afterAll(() => c?.stop());
 
   it("runs a 3-vertex word-count DAG of real processes to a correct result and records it in the job history", async () => {
     const dagJson = readFileSync(join(packageRoot(), "examples", "dags", "wordcount.json"), "utf8");
@@ -109,7 +101,7 @@ describe("a cluster with idle primary tenants", () => {
   });
 
   it("retries a task that fails once and fails the job when a task fails 4 times, naming it", async () => {
-    const marker = join(traces, "fail-once-${HARVEST_TASK_INDEX}");
+    const marker = join(markers, "fail-once-${HARVEST_TASK_INDEX}");
     const flaky = await c.client.submit(
       JSON.stringify({ name: "flaky", vertices: [cpuVertex("f", 2, { extra: ["--fail-once-marker", marker] })] }),
     );
@@ -208,17 +200,11 @@ describe("a primary tenant spike", () => {
 
 describe("a node manager that dies", () => {
   let c: TestCluster;
-  let traces: string;
-  afterAll(async () => {
-    await c?.stop();
-    rmSync(traces, { recursive: true, force: true });
-  });
+  afterAll(() => c?.stop());
 
   it("has its containers reported lost after the expiry, and they re-run elsewhere without counting a failure", async () => {
-    traces = mkdtempSync(join(tmpdir(), "harvest-traces-"));
-    const idle = traceSpec(traces, "idle", 300, Array<number>(100).fill(0));
     c = await startTestCluster({
-      primaries: [idle, idle, idle],
+      idleServers: 3,
       rm: { nodeExpiryMs: 2_500, heartbeatIntervalMs: 500 },
     });
     const appId = await c.client.submit(
@@ -245,6 +231,10 @@ describe("a node manager that dies", () => {
     const lost = r.containers.filter((x) => x.cause === "LOST");
     expect(lost.length).toBeGreaterThanOrEqual(1);
     expect(lost.every((x) => x.nodeId === victimNode)).toBe(true);
+    // The resource manager wrote each of them down as a typed event (what the soak reads).
+    const lostEvents = eventsOfType(readClusterEvents(c.dir).events, "container-lost-with-node");
+    expect(lostEvents.map((e) => e.containerId).sort()).toEqual(lost.map((x) => x.containerId).sort());
+    expect(lostEvents.every((e) => e.nodeId === victimNode && e.daemon === "rm")).toBe(true);
     const nodes = await c.client.nodes();
     expect(nodes.find((n) => n.nodeId === victimNode)?.state).toBe("LOST");
   });

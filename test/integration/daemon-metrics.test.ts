@@ -18,11 +18,10 @@ import { Logger } from "../../common/log.js";
 import { StepPrimaryMonitor } from "../../common/step-monitor.js";
 import { NodeManager } from "../../nodemanager/node-manager.js";
 import { ResourceManager } from "../../resourcemanager/resource-manager.js";
-import { localDfsClient } from "../../localcluster/cluster.js";
 import type { DaemonRecord } from "../../localcluster/cluster.js";
 import { parsePromText, sumSamples } from "../prom-text.js";
 import type { PromSample } from "../prom-text.js";
-import { cpuVertex, requireBuild, startTestCluster, traceSpec } from "./harness.js";
+import { cpuVertex, requireBuild, startTestCluster } from "./harness.js";
 import type { TestCluster } from "./harness.js";
 
 const FILE_BYTES = 3 * 1024 * 1024 + 123;
@@ -72,16 +71,11 @@ describe("node manager and datanode metrics", () => {
   let dfs: DfsClient;
   let work: string;
   beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), "harvest-metrics-"));
-    const idle = traceSpec(work, "idle", 300, Array<number>(100).fill(0));
-    c = await startTestCluster({ primaries: [idle, idle] });
-    dfs = localDfsClient(c.desc);
+    c = await startTestCluster({ idleServers: 2 });
+    dfs = c.dfs();
+    work = c.work;
   });
-  afterAll(async () => {
-    dfs?.close();
-    await c?.stop();
-    rmSync(work, { recursive: true, force: true });
-  });
+  afterAll(() => c?.stop());
 
   it("counts the bytes written on the datanodes and the heartbeats and containers of the node managers", async () => {
     const local = join(work, "data.bin");

@@ -16,8 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer } from "../../common/grpc.js";
 import { Logger } from "../../common/log.js";
-import { StepPrimaryMonitor } from "../../common/step-monitor.js";
-import { chunkChecksums, DataNode } from "../../datanode/index.js";
+import type { DataNode } from "../../datanode/index.js";
+import { chunkChecksums } from "../../datanode/index.js";
 import { NameNode } from "../../namenode/index.js";
 import type { DatanodeProtocolClient } from "../../proto/generated/harvest/v1/DatanodeProtocol.js";
 import type { DatanodeToNamenode } from "../../proto/generated/harvest/v1/DatanodeToNamenode.js";
@@ -25,7 +25,7 @@ import type { NamenodeToDatanodeOutput } from "../../proto/generated/harvest/v1/
 import type { WriteAck } from "../../proto/generated/harvest/v1/WriteAck.js";
 import type { WriteAckOutput } from "../../proto/generated/harvest/v1/WriteAck.js";
 import type { WritePacketOutput } from "../../proto/generated/harvest/v1/WritePacket.js";
-import { requireBuild } from "./harness.js";
+import { requireBuild, startTestDataNode } from "./harness.js";
 
 const quiet = new Logger("test", "error");
 const KiB = 1024;
@@ -113,17 +113,7 @@ describe("a downstream datanode that never acknowledges", () => {
       { logger: quiet },
     );
     await nn.start();
-    dn = new DataNode(
-      {
-        datanodeId: "real-dn",
-        namenodeAddress: nn.address,
-        dataDir: join(dir, "real-dn"),
-        capacityBytes: 1 << 30,
-        pipelineAckTimeoutMs: ACK_TIMEOUT_MS,
-      },
-      { logger: quiet, monitor: new StepPrimaryMonitor({ capacityMilli: 1000 }) },
-    );
-    await dn.start();
+    dn = await startTestDataNode(dir, "real-dn", nn.address, { pipelineAckTimeoutMs: ACK_TIMEOUT_MS });
     silent = new SilentDatanode("silent-dn");
     await silent.start(nn.address);
     dfs = new DfsClient(nn.address, { writerDatanodeId: "real-dn" });

@@ -10,41 +10,26 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { codeOf } from "../error-code.js";
+import { readAll } from "../dfs-read.js";
 import { waitFor } from "../wait-for.js";
+import { startTestDataNode } from "./harness.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { NamenodeAdminClient } from "../../client/namenode-admin-client.js";
 import type { DatanodeAdminStatus } from "../../client/namenode-admin-client.js";
 import { issueCertificate, issueClusterCertificates } from "../../localcluster/cluster-ca.js";
 import type { ClusterCertificates } from "../../localcluster/cluster-ca.js";
-import { isHarvestError } from "../../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import type { ClientSecurity } from "../../common/grpc.js";
 import { Logger } from "../../common/log.js";
-import { StepPrimaryMonitor } from "../../common/step-monitor.js";
-import { DataNode } from "../../datanode/index.js";
+import type { DataNode } from "../../datanode/index.js";
 import { NameNode } from "../../namenode/index.js";
 
 const quiet = new Logger("test", "error");
 const KiB = 1024;
 const BLOCK = 128 * KiB;
 const DATANODES = ["dn1", "dn2", "dn3", "dn4"];
-
-/** The code a promise fails with ("OK" when it does not). */
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return "OK";
-  } catch (err) {
-    return isHarvestError(err) ? err.code : `not a HarvestError: ${String(err)}`;
-  }
-}
-
-async function readAll(dfs: DfsClient, path: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of dfs.createReadStream(path)) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
 
 describe("decommissioning a datanode on a secure cluster", () => {
   let dir: string;
@@ -95,19 +80,7 @@ describe("decommissioning a datanode on a secure cluster", () => {
     };
     nn = await startNameNode();
     for (const id of DATANODES) {
-      const dn = new DataNode(
-        {
-          datanodeId: id,
-          namenodeAddress: nn.address,
-          dataDir: join(dir, id),
-          capacityBytes: 1 << 30,
-          heartbeatIntervalMs: 200,
-          tls: certs.daemons[id]!,
-        },
-        { logger: quiet, monitor: new StepPrimaryMonitor({ capacityMilli: 1000 }) },
-      );
-      await dn.start();
-      dns.set(id, dn);
+      dns.set(id, await startTestDataNode(dir, id, nn.address, { heartbeatIntervalMs: 200, tls: certs.daemons[id]! }));
     }
     dfs = new DfsClient(nn.address, { security: certs.admin });
     admin = new NamenodeAdminClient(nn.address, certs.admin);

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { Level } from "level";
+import { readAll } from "../dfs-read.js";
 import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
@@ -23,12 +24,6 @@ import type { NameNodeOptions } from "../../namenode/index.js";
 const quiet = new Logger("test", "error");
 const SUPERUSER = "hdfs-admin";
 const CONTENT = Buffer.from("alice's notes: the cluster is secure now\n".repeat(50));
-
-async function readAll(dfs: DfsClient, path: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of dfs.createReadStream(path)) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
 
 async function write(dfs: DfsClient, path: string, data: Buffer, overwrite = false): Promise<void> {
   await pipeline(Readable.from([data]), dfs.createWriteStream(path, { replication: 1, overwrite }));

@@ -11,12 +11,12 @@ import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { Readable } from "node:stream";
 import { waitFor } from "../wait-for.js";
+import { startTestDataNode } from "./harness.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { TenantAdminClient } from "../../client/tenant-admin-client.js";
 import { Logger } from "../../common/log.js";
-import { StepPrimaryMonitor } from "../../common/step-monitor.js";
-import { DataNode } from "../../datanode/index.js";
+import type { DataNode } from "../../datanode/index.js";
 import { NameNode } from "../../namenode/index.js";
 import { ResourceManager } from "../../resourcemanager/resource-manager.js";
 
@@ -80,18 +80,7 @@ describe("diversity replica placement (Algorithm 2)", () => {
     );
     await nn.start();
     for (const t of tenants) {
-      const dn = new DataNode(
-        {
-          datanodeId: t.server,
-          namenodeAddress: nn.address,
-          dataDir: join(dir, t.server),
-          capacityBytes: 1 << 30,
-          heartbeatIntervalMs: 200,
-        },
-        { logger: quiet, monitor: new StepPrimaryMonitor({ capacityMilli: 1000 }) },
-      );
-      await dn.start();
-      dns.push(dn);
+      dns.push(await startTestDataNode(dir, t.server, nn.address, { heartbeatIntervalMs: 200 }));
     }
     dfs = new DfsClient(nn.address);
     await waitFor(async () => (await dfs.datanodes()).length === 9, { what: "nine datanodes" });

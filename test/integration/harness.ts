@@ -2,19 +2,23 @@
  * Test harness: real clusters of separate processes (resource manager, node managers, job managers, tasks) on loopback,
  * through the same launcher `harvest cluster up` uses, in a temporary directory that is removed afterwards.
  */
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitFor } from "../wait-for.js";
+import type { DfsClient, DfsClientOptions } from "../../client/dfs-client.js";
 import { JobClient } from "../../client/job-client.js";
 import type { JobReport } from "../../client/job-client.js";
 import { Logger } from "../../common/log.js";
+import { StepPrimaryMonitor } from "../../common/step-monitor.js";
+import { DataNode } from "../../datanode/index.js";
+import type { DataNodeOptionsInput } from "../../datanode/index.js";
 import { distEntry } from "../../common/paths.js";
 import { NodeManager } from "../../nodemanager/node-manager.js";
 import type { NodeManagerOptions } from "../../nodemanager/options.js";
 import { ResourceManager } from "../../resourcemanager/resource-manager.js";
 import type { ResourceManagerOptions } from "../../resourcemanager/options.js";
-import { localJobClient, startCluster, stopCluster } from "../../localcluster/cluster.js";
+import { localDfsClient, localJobClient, startCluster, stopCluster } from "../../localcluster/cluster.js";
 import type { ClusterDescriptor } from "../../localcluster/cluster.js";
 
 /** A running test cluster. */
@@ -22,6 +26,10 @@ export interface TestCluster {
   dir: string;
   desc: ClusterDescriptor;
   client: JobClient;
+  /** A directory for the test's own files (local copies, certificates), removed with the cluster. */
+  work: string;
+  /** A new DFS client of this cluster (its security unless `options` name other), closed by `stop()`. */
+  dfs(options?: Partial<DfsClientOptions>): DfsClient;
   stop(): Promise<void>;
 }
 
@@ -31,9 +39,10 @@ export function requireBuild(): void {
     throw new Error("dist/ is missing: run 'npm run build' (npm test does it)");
 }
 
-/** Starts a cluster with one server per primary spec. */
+/** Starts a cluster with one server per primary spec, or `idleServers` servers whose primary tenants stay idle. */
 export async function startTestCluster(opts: {
-  primaries: string[];
+  primaries?: string[];
+  idleServers?: number;
   speed?: number;
   offsetsMs?: number[];
   vcores?: number;
@@ -45,11 +54,14 @@ export async function startTestCluster(opts: {
 }): Promise<TestCluster> {
   requireBuild();
   const dir = mkdtempSync(join(tmpdir(), "harvest-it-"));
+  const work = join(dir, "work");
+  mkdirSync(work);
+  const primaries = opts.primaries ?? Array<string>(opts.idleServers ?? 0).fill(idleTraceSpec(work));
   const desc = await startCluster({
     dir,
-    primaries: opts.primaries,
+    primaries,
     speed: opts.speed ?? 1,
-    offsetsMs: opts.offsetsMs ?? opts.primaries.map(() => 0),
+    offsetsMs: opts.offsetsMs ?? primaries.map(() => 0),
     vcores: opts.vcores ?? 4,
     memoryMb: 4096,
     startTimeoutMs: 30_000,
@@ -60,11 +72,19 @@ export async function startTestCluster(opts: {
     ...(opts.storage !== undefined ? { storage: opts.storage } : {}),
   });
   const client = localJobClient(desc);
+  const dfsClients: DfsClient[] = [];
   return {
     dir,
     desc,
     client,
+    work,
+    dfs(options = {}) {
+      const dfs = localDfsClient(desc, options);
+      dfsClients.push(dfs);
+      return dfs;
+    },
     async stop() {
+      for (const dfs of dfsClients) dfs.close();
       client.close();
       await stopCluster(dir).catch(() => undefined);
       // HARVEST_KEEP_TEST_CLUSTERS=1 keeps the directory, with every daemon's log, to look into a failure.
@@ -79,6 +99,11 @@ export function traceSpec(dir: string, name: string, stepSec: number, cpuPct: nu
   const path = join(dir, `${name}.csv`);
   writeFileSync(path, "time_s,cpu_pct\n" + cpuPct.map((v, i) => `${i * stepSec},${v}`).join("\n") + "\n");
   return `trace:${path}`;
+}
+
+/** A trace (in `dir`) whose primary tenant stays idle for 30,000 s, longer than any test: `trace:<path>`. */
+export function idleTraceSpec(dir: string): string {
+  return traceSpec(dir, "idle", 300, Array<number>(100).fill(0));
 }
 
 /** A cpu-work vertex that burns `cpuSeconds` and then holds its container (asleep) until `holdSeconds` have passed. */
@@ -149,6 +174,24 @@ export interface LocalCluster {
 }
 
 const quietLogger = new Logger("test", "error");
+
+/**
+ * Starts an in-process datanode `datanodeId` against `namenodeAddress`: its data in `<dir>/<datanodeId>`, 1 GiB of
+ * capacity, a primary tenant that stays idle, quiet logs; `extra` overrides or adds options.
+ */
+export async function startTestDataNode(
+  dir: string,
+  datanodeId: string,
+  namenodeAddress: string,
+  extra: Partial<DataNodeOptionsInput> = {},
+): Promise<DataNode> {
+  const dn = new DataNode(
+    { datanodeId, namenodeAddress, dataDir: join(dir, datanodeId), capacityBytes: 1 << 30, ...extra },
+    { logger: quietLogger, monitor: new StepPrimaryMonitor({ capacityMilli: 1000 }) },
+  );
+  await dn.start();
+  return dn;
+}
 
 /** Starts an RM and a node manager "n1" whose primary tenant replays an idle trace, and waits for the node. */
 export async function startLocalCluster(

@@ -12,10 +12,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { codeOf } from "../error-code.js";
+import { readAll } from "../dfs-read.js";
 import { waitFor } from "../wait-for.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient, PACKET_BYTES } from "../../client/dfs-client.js";
-import { isHarvestError } from "../../common/errors.js";
 import { Logger } from "../../common/log.js";
 import { distEntry } from "../../common/paths.js";
 import { StepPrimaryMonitor } from "../../common/step-monitor.js";
@@ -27,21 +28,6 @@ const quiet = new Logger("test", "error");
 /** The writer's packet: acknowledged bytes advance a packet at a time. */
 const PACKET = PACKET_BYTES;
 const BLOCK = 4 * PACKET;
-
-async function readAll(dfs: DfsClient, path: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of dfs.createReadStream(path)) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return "OK";
-  } catch (err) {
-    return isHarvestError(err) ? err.code : `not a HarvestError: ${String(err)}`;
-  }
-}
 
 /**
  * A writer process: writes `local` into `path` through DfsClient (never closing it), prints every acknowledged byte

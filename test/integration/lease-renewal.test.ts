@@ -7,24 +7,19 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { readAll } from "../dfs-read.js";
 import { waitFor } from "../wait-for.js";
+import { startTestDataNode } from "./harness.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { Logger } from "../../common/log.js";
-import { StepPrimaryMonitor } from "../../common/step-monitor.js";
-import { DataNode } from "../../datanode/index.js";
+import type { DataNode } from "../../datanode/index.js";
 import { NameNode } from "../../namenode/index.js";
 
 const quiet = new Logger("test", "error");
 const KiB = 1024;
 const PACKET = 64 * KiB;
 const LEASE_MS = 1_500;
-
-async function readAll(dfs: DfsClient, path: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of dfs.createReadStream(path)) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
 
 describe("lease renewal of a live writer", () => {
   let dir: string;
@@ -49,12 +44,7 @@ describe("lease renewal of a live writer", () => {
     );
     await nn.start();
     for (const id of ["dn1", "dn2", "dn3"]) {
-      const dn = new DataNode(
-        { datanodeId: id, namenodeAddress: nn.address, dataDir: join(dir, id), capacityBytes: 1 << 30 },
-        { logger: quiet, monitor: new StepPrimaryMonitor({ capacityMilli: 1000 }) },
-      );
-      await dn.start();
-      datanodes.push(dn);
+      datanodes.push(await startTestDataNode(dir, id, nn.address));
     }
     // A third of the lease, as the option's documentation asks.
     dfs = new DfsClient(nn.address, { leaseRenewMs: LEASE_MS / 3, logger: quiet });

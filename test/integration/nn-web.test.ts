@@ -15,14 +15,14 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { waitFor } from "../wait-for.js";
+import { startTestDataNode } from "./harness.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { issueCertificate, issueClusterCertificates } from "../../localcluster/cluster-ca.js";
 import type { ClusterCertificates } from "../../localcluster/cluster-ca.js";
 import type { ClientSecurity } from "../../common/grpc.js";
 import { Logger } from "../../common/log.js";
-import { StepPrimaryMonitor } from "../../common/step-monitor.js";
-import { DataNode } from "../../datanode/index.js";
+import type { DataNode } from "../../datanode/index.js";
 import { NameNode } from "../../namenode/index.js";
 import { parsePromText, sumSamples } from "../prom-text.js";
 
@@ -124,19 +124,7 @@ describe("the namenode's web UI, REST API and metrics", () => {
     await nn.start();
     url = nn.httpUrl!;
     for (const id of ["dn1", "dn2"]) {
-      const dn = new DataNode(
-        {
-          datanodeId: id,
-          namenodeAddress: nn.address,
-          dataDir: join(dir, id),
-          capacityBytes: 1 << 30,
-          heartbeatIntervalMs: 200,
-          tls: certs.daemons[id]!,
-        },
-        { logger: quiet, monitor: new StepPrimaryMonitor({ capacityMilli: 1000 }) },
-      );
-      await dn.start();
-      dns.push(dn);
+      dns.push(await startTestDataNode(dir, id, nn.address, { heartbeatIntervalMs: 200, tls: certs.daemons[id]! }));
     }
     alice = new DfsClient(nn.address, { security: users["alice"]! });
     bob = new DfsClient(nn.address, { security: users["bob"]! });

@@ -5,96 +5,26 @@
  * ResourceTracker stream (RegisterNode, then heartbeats carrying power readings), as a node manager with a meter speaks
  * it; the node-manager side (real capping) is tested with real node managers elsewhere.
  */
-import type * as grpc from "@grpc/grpc-js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JobClient } from "../../client/job-client.js";
 import { PowerAdminClient } from "../../client/power-admin-client.js";
-import { fromGrpcError } from "../../common/errors.js";
-import type { HarvestError } from "../../common/errors.js";
-import { loadHarvestProto, makeClient } from "../../common/grpc.js";
 import { Logger } from "../../common/log.js";
 import { ResourceManager } from "../../resourcemanager/resource-manager.js";
 import type { ResourceManagerOptions } from "../../resourcemanager/options.js";
 import type { HeartbeatAckOutput } from "../../proto/generated/harvest/v1/HeartbeatAck.js";
-import type { NodeToRm } from "../../proto/generated/harvest/v1/NodeToRm.js";
-import type { RmToNodeOutput } from "../../proto/generated/harvest/v1/RmToNode.js";
-import type { ResourceTrackerClient } from "../../proto/generated/harvest/v1/ResourceTracker.js";
 import { codeOf } from "../error-code.js";
+import { PlayedNode as PlayedNodeBase } from "../played-node.js";
 import { cpuVertex } from "./harness.js";
 
 const quiet = new Logger("test", "error");
 
-/** A node manager played by the test: it speaks the NodeChannel protocol and reports the watts it is told to. */
-class PlayedNode {
-  private readonly tracker: ResourceTrackerClient;
-  private stream: grpc.ClientDuplexStream<NodeToRm, RmToNodeOutput> | undefined;
-  private seq = 0;
-  private readonly waiters = new Map<number, (ack: HeartbeatAckOutput) => void>();
-  private failure: ((err: HarvestError) => void) | undefined;
-
-  constructor(
-    rmAddress: string,
-    readonly nodeId: string,
-  ) {
-    this.tracker = makeClient(loadHarvestProto().ResourceTracker, rmAddress);
-  }
-
-  /** Opens the stream and registers; resolves once the resource manager acknowledged, rejects with its error. */
-  register(extra: { chassis?: string; powerProfile?: string } = {}): Promise<void> {
-    const stream = this.tracker.nodeChannel();
-    this.stream = stream;
-    return new Promise((resolve, reject) => {
-      this.failure = reject;
-      stream.on("error", (err) => this.failure?.(fromGrpcError(err)));
-      stream.on("data", (msg: RmToNodeOutput) => {
-        if (msg.registered) resolve();
-        if (msg.ack) {
-          this.waiters.get(msg.ack.seq)?.(msg.ack);
-          this.waiters.delete(msg.ack.seq);
-        }
-      });
-      stream.write({
-        register: {
-          nodeId: this.nodeId,
-          nmAddress: "127.0.0.1:1",
-          rack: "/rack-a",
-          capacity: { vcoresMilli: 4000, memoryMb: 4096 },
-          primarySource: "played by the test",
-          containers: [],
-          ...extra,
-        },
-      });
-    });
-  }
-
-  /** Sends a heartbeat reporting `watts` (0: no reading) and resolves to the resource manager's ack. */
-  heartbeat(watts: number, extra: Record<string, unknown> = {}): Promise<HeartbeatAckOutput> {
-    const seq = ++this.seq;
-    return new Promise((resolve, reject) => {
-      this.failure = reject;
-      this.waiters.set(seq, resolve);
-      this.stream?.write({
-        heartbeat: {
-          seq,
-          timeMs: Date.now(),
-          primaryUsage: { vcoresMilli: 0, memoryMb: 0 },
-          containers: [],
-          powerWatts: watts,
-          powerMeter: "trace: played.csv",
-          powerCapped: false,
-          cappingState: "uncapped",
-          ...extra,
-        },
-      });
-    });
-  }
-
-  close(): void {
-    this.stream?.end();
-    this.tracker.close();
+/** A played node manager that reports the watts it is told to (0: no reading). */
+class PlayedNode extends PlayedNodeBase {
+  watts(watts: number, extra: Record<string, unknown> = {}): Promise<HeartbeatAckOutput> {
+    return this.heartbeat({ powerWatts: watts, ...extra });
   }
 }
 
@@ -134,8 +64,8 @@ describe("power domains on the resource manager", () => {
   });
 
   it("lists the configured tree with the registered nodes, their profiles and draws", async () => {
-    await n1.heartbeat(300);
-    await n2.heartbeat(0);
+    await n1.watts(300);
+    await n2.watts(0);
     const t = await admin.list();
     expect(t.alertFraction).toBe(0.97);
     expect(t.uncapFraction).toBe(0.9);
@@ -165,37 +95,37 @@ describe("power domains on the resource manager", () => {
   });
 
   it("sends each node its even share from 97 % of the budget and lifts it under 90 %", async () => {
-    expect((await n1.heartbeat(400)).nodeBudgetWatts).toBe(0);
-    expect((await n2.heartbeat(400)).nodeBudgetWatts).toBe(0); // 800 W
-    expect((await n1.heartbeat(560)).nodeBudgetWatts).toBe(0); // 960 W: 96 %
-    const tripped = await n1.heartbeat(570); // 970 W: 97 %
+    expect((await n1.watts(400)).nodeBudgetWatts).toBe(0);
+    expect((await n2.watts(400)).nodeBudgetWatts).toBe(0); // 800 W
+    expect((await n1.watts(560)).nodeBudgetWatts).toBe(0); // 960 W: 96 %
+    const tripped = await n1.watts(570); // 970 W: 97 %
     expect(tripped).toMatchObject({ nodeBudgetWatts: 500, budgetDomain: CHASSIS });
-    expect(await n2.heartbeat(400)).toMatchObject({ nodeBudgetWatts: 500, budgetDomain: CHASSIS });
+    expect(await n2.watts(400)).toMatchObject({ nodeBudgetWatts: 500, budgetDomain: CHASSIS });
     const listed = (await admin.list(CHASSIS)).domains[0]!;
     expect(listed).toMatchObject({ path: CHASSIS, alert: true, shareWatts: 500, budgetedNodes: 2 });
     expect(listed.alertSinceMs).toBeGreaterThan(0);
     // The capping agents bring it down to 92 %: still over the uncap threshold, so the budgets stay.
-    expect((await n2.heartbeat(460)).nodeBudgetWatts).toBe(500);
-    const held = await n1.heartbeat(460, { powerCapped: true, cappingState: "capped", throttledContainers: 3 });
+    expect((await n2.watts(460)).nodeBudgetWatts).toBe(500);
+    const held = await n1.watts(460, { powerCapped: true, cappingState: "capped", throttledContainers: 3 });
     expect(held.nodeBudgetWatts).toBe(500);
     const capped = (await admin.list()).domains.find((d) => d.path === CHASSIS)!;
     expect(capped).toMatchObject({ cappedNodes: 1, throttledContainers: 3, alert: true });
     // 900 W is not under 90 %; 890 W is: lifted.
-    expect((await n1.heartbeat(440)).nodeBudgetWatts).toBe(500);
-    expect((await n1.heartbeat(430)).nodeBudgetWatts).toBe(0);
-    expect(await n2.heartbeat(440)).toMatchObject({ nodeBudgetWatts: 0, budgetDomain: "" });
+    expect((await n1.watts(440)).nodeBudgetWatts).toBe(500);
+    expect((await n1.watts(430)).nodeBudgetWatts).toBe(0);
+    expect(await n2.watts(440)).toMatchObject({ nodeBudgetWatts: 0, budgetDomain: "" });
   });
 
   it("applies a budget cut at once, and a removed budget lifts the caps", async () => {
     const cut = await admin.setBudget(CHASSIS, 800); // 870 W drawn
     expect(cut).toMatchObject({ path: CHASSIS, budgetWatts: 800, alert: true, shareWatts: 400 });
-    expect((await n1.heartbeat(440)).nodeBudgetWatts).toBe(400);
+    expect((await n1.watts(440)).nodeBudgetWatts).toBe(400);
     // The rack gets a budget too: the node takes the smaller of the two shares.
     await admin.setBudget("row1/rack1", 600);
-    expect(await n2.heartbeat(440)).toMatchObject({ nodeBudgetWatts: 300, budgetDomain: "row1/rack1" });
+    expect(await n2.watts(440)).toMatchObject({ nodeBudgetWatts: 300, budgetDomain: "row1/rack1" });
     expect((await admin.setBudget("/row1/rack1/", 0)).budgetWatts).toBe(0);
     expect((await admin.setBudget(CHASSIS, 0)).alert).toBe(false);
-    expect((await n1.heartbeat(440)).nodeBudgetWatts).toBe(0);
+    expect((await n1.watts(440)).nodeBudgetWatts).toBe(0);
   });
 
   it("replaces the tree with SetDomains, including a server's own budget", async () => {
@@ -214,8 +144,8 @@ describe("power domains on the resource manager", () => {
     expect(t.domains.map((d) => d.path)).not.toContain(CHASSIS);
     const server = t.domains.find((d) => d.path === "row1/rack1/chassisB/n2")!;
     expect(server).toMatchObject({ kind: "server", budgetWatts: 300, alert: true, shareWatts: 300 });
-    expect(await n2.heartbeat(440)).toMatchObject({ nodeBudgetWatts: 300, budgetDomain: "row1/rack1/chassisB/n2" });
-    expect((await n1.heartbeat(440)).nodeBudgetWatts).toBe(0);
+    expect(await n2.watts(440)).toMatchObject({ nodeBudgetWatts: 300, budgetDomain: "row1/rack1/chassisB/n2" });
+    expect((await n1.watts(440)).nodeBudgetWatts).toBe(0);
   });
 
   it("answers malformed requests with coded errors and changes nothing", async () => {
@@ -247,7 +177,7 @@ describe("power domains on the resource manager", () => {
     bad.close();
     const liar = new PlayedNode(rm.address, "n8");
     await liar.register();
-    expect(await codeOf(liar.heartbeat(-20))).toBe("INVALID_ARGUMENT");
+    expect(await codeOf(liar.watts(-20))).toBe("INVALID_ARGUMENT");
     liar.close();
     expect(rm.state).toBe("running");
   });
@@ -274,7 +204,7 @@ describe("power domains on the resource manager", () => {
     n2 = new PlayedNode(rm.address, "n2");
     await n1.register();
     await n2.register();
-    expect(await n2.heartbeat(295)).toMatchObject({ nodeBudgetWatts: 300, budgetDomain: "row1/rack1/chassisB/n2" });
+    expect(await n2.watts(295)).toMatchObject({ nodeBudgetWatts: 300, budgetDomain: "row1/rack1/chassisB/n2" });
     expect((await admin.list("row1/rack1/chassisA")).domains[0]).toMatchObject({ nodeIds: ["n1"], nodes: 1 });
   });
 });
@@ -302,11 +232,11 @@ describe("power-aware node choice on the resource manager", () => {
     try {
       await hot.register();
       await cool.register();
-      expect((await hot.heartbeat(395)).nodeBudgetWatts).toBe(400);
-      await cool.heartbeat(100);
+      expect((await hot.watts(395)).nodeBudgetWatts).toBe(400);
+      await cool.watts(100);
       const appId = await client.submit(JSON.stringify({ name: "power-place", vertices: [cpuVertex("a", 1)] }));
-      await hot.heartbeat(395);
-      await cool.heartbeat(100);
+      await hot.watts(395);
+      await cool.watts(100);
       const report = await client.status(appId);
       const am = report.containers.find((c) => c.isAm);
       await client.kill(appId);

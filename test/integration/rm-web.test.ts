@@ -6,7 +6,6 @@
  * node manager is played by the test over the real ResourceTracker stream; the job waits for a job manager that never
  * fits (amResource larger than any node), so nothing changes under the comparisons.
  */
-import type * as grpc from "@grpc/grpc-js";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import * as https from "node:https";
 import { tmpdir } from "node:os";
@@ -15,12 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JobClient } from "../../client/job-client.js";
 import { createCa, issueCertificate } from "../../localcluster/cluster-ca.js";
 import type { ClientSecurity } from "../../common/grpc.js";
-import { loadHarvestProto, makeClient } from "../../common/grpc.js";
 import { Logger } from "../../common/log.js";
 import { ResourceManager } from "../../resourcemanager/resource-manager.js";
-import type { NodeToRm } from "../../proto/generated/harvest/v1/NodeToRm.js";
-import type { RmToNodeOutput } from "../../proto/generated/harvest/v1/RmToNode.js";
-import type { ResourceTrackerClient } from "../../proto/generated/harvest/v1/ResourceTracker.js";
+import { PlayedNode } from "../played-node.js";
 import { cpuVertex } from "./harness.js";
 
 // ------------------------------------------------------------------------------------------------ Prometheus text
@@ -147,70 +143,9 @@ function valueOf(families: Map<string, Family>, name: string, labels: Record<str
 
 const quiet = new Logger("test", "error");
 
-/** A node manager played by the test over the real NodeChannel stream (with a daemon certificate). */
-class PlayedNode {
-  private readonly tracker: ResourceTrackerClient;
-  private stream: grpc.ClientDuplexStream<NodeToRm, RmToNodeOutput> | undefined;
-  private seq = 0;
-  private readonly waiters = new Map<number, () => void>();
-
-  constructor(
-    rmAddress: string,
-    security: ClientSecurity,
-    readonly nodeId: string,
-  ) {
-    this.tracker = makeClient(loadHarvestProto().ResourceTracker, rmAddress, security);
-  }
-
-  register(): Promise<void> {
-    const stream = this.tracker.nodeChannel();
-    this.stream = stream;
-    return new Promise((resolve, reject) => {
-      stream.on("error", reject);
-      stream.on("data", (msg: RmToNodeOutput) => {
-        if (msg.registered) resolve();
-        if (msg.ack) {
-          this.waiters.get(msg.ack.seq)?.();
-          this.waiters.delete(msg.ack.seq);
-        }
-      });
-      stream.write({
-        register: {
-          nodeId: this.nodeId,
-          nmAddress: "127.0.0.1:1",
-          rack: "/rack-a",
-          capacity: { vcoresMilli: 4000, memoryMb: 4096 },
-          primarySource: "played by the test",
-          containers: [],
-        },
-      });
-    });
-  }
-
-  /** One heartbeat with the primary using `primaryMilli`; resolves at the ack. */
-  heartbeat(primaryMilli: number): Promise<void> {
-    const seq = ++this.seq;
-    return new Promise((resolve) => {
-      this.waiters.set(seq, resolve);
-      this.stream?.write({
-        heartbeat: {
-          seq,
-          timeMs: Date.now(),
-          primaryUsage: { vcoresMilli: primaryMilli, memoryMb: 512 },
-          containers: [],
-          powerWatts: 150,
-          powerMeter: "trace: played.csv",
-          powerCapped: false,
-          cappingState: "uncapped",
-        },
-      });
-    });
-  }
-
-  close(): void {
-    this.stream?.end();
-    this.tracker.close();
-  }
+/** A heartbeat's fields: the primary tenant using `milli` of the cores (and 512 MiB), 150 W drawn. */
+function primaryUsing(milli: number): Record<string, unknown> {
+  return { primaryUsage: { vcoresMilli: milli, memoryMb: 512 }, powerWatts: 150 };
 }
 
 interface Reply {
@@ -291,9 +226,9 @@ describe("the resource manager's web server", () => {
       { logger: quiet },
     );
     await rm.start();
-    node = new PlayedNode(rm.address, who["nm"]!, "n1");
+    node = new PlayedNode(rm.address, "n1", who["nm"]!);
     await node.register();
-    await node.heartbeat(1000);
+    await node.heartbeat(primaryUsing(1000));
     alice = new JobClient(rm.address, { security: who["alice"]! });
     appId = await alice.submit(
       JSON.stringify({
@@ -519,8 +454,8 @@ describe("the resource manager's web server", () => {
     const listCall = { service: "ApplicationClientService", method: "ListApplications", code: "OK" };
     const heartbeats = valueOf(before, "harvest_rm_heartbeats_total")!;
     const lists = valueOf(before, "harvest_grpc_server_handled_total", listCall) ?? 0;
-    await node.heartbeat(500);
-    await node.heartbeat(500);
+    await node.heartbeat(primaryUsing(500));
+    await node.heartbeat(primaryUsing(500));
     await alice.list();
     const after = await metrics();
     expect(valueOf(after, "harvest_rm_heartbeats_total")).toBe(heartbeats + 2);

@@ -5,56 +5,34 @@
  * reported, and read from another replica.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { closeSync, openSync, readFileSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DfsClient } from "../../client/dfs-client.js";
+import { codeOf } from "../error-code.js";
+import { readAll } from "../dfs-read.js";
+import type { DfsClient } from "../../client/dfs-client.js";
 import { askLocalRead } from "../../client/short-circuit.js";
 import type { ClientSecurity } from "../../common/grpc.js";
-import { isHarvestError } from "../../common/errors.js";
-import { startTestCluster, traceSpec } from "./harness.js";
+import { startTestCluster } from "./harness.js";
 import type { TestCluster } from "./harness.js";
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return "OK";
-  } catch (err) {
-    return isHarvestError(err) ? err.code : `not coded: ${String(err)}`;
-  }
-}
-
-async function readAll(dfs: DfsClient, path: string, opts: { offset?: number; length?: number } = {}): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for await (const c of dfs.createReadStream(path, opts)) parts.push(c as Buffer);
-  return Buffer.concat(parts);
-}
 
 describe("short-circuit local reads", () => {
   let c: TestCluster;
-  let work: string;
   let admin: ClientSecurity;
-  const clients: DfsClient[] = [];
+
   // Three blocks and a short tail, not chunk-aligned.
   const data = randomBytes(3 * 1024 * 1024 + 777);
 
-  const dfs = (opts: { shortCircuit?: boolean } = {}): DfsClient => {
-    const d = new DfsClient(c.desc.nn!.address, { security: admin, ...opts });
-    clients.push(d);
-    return d;
-  };
+  const dfs = (opts: { shortCircuit?: boolean } = {}): DfsClient => c.dfs({ security: admin, ...opts });
 
   beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), "harvest-sc-"));
-    const quiet = traceSpec(work, "quiet", 300, Array<number>(50).fill(0));
     c = await startTestCluster({
-      primaries: [quiet, quiet, quiet],
+      idleServers: 3,
       storage: true,
       dn: { shortCircuitReads: true, dataDirMode: "750" },
     });
     admin = c.desc.security!;
-    const local = join(work, "in.bin");
+    const local = join(c.work, "in.bin");
     writeFileSync(local, data);
     const d = dfs();
     await d.mkdir("/sc");
@@ -62,11 +40,7 @@ describe("short-circuit local reads", () => {
     await d.put(local, "/sc/b.bin", { replication: 3, blockSizeBytes: 1024 * 1024 });
   }, 120_000);
 
-  afterAll(async () => {
-    for (const d of clients) d.close();
-    await c?.stop();
-    rmSync(work, { recursive: true, force: true });
-  });
+  afterAll(() => c?.stop());
 
   it("reads every block from its files, byte-identical, whole and in ranges", async () => {
     const d = dfs();
@@ -85,8 +59,8 @@ describe("short-circuit local reads", () => {
           data.subarray(offset, length ? offset + length : undefined),
         ),
       ).toBe(true);
-    await d.get("/sc/a.bin", join(work, "out.bin"));
-    expect(readFileSync(join(work, "out.bin")).equals(data)).toBe(true);
+    await d.get("/sc/a.bin", join(c.work, "out.bin"));
+    expect(readFileSync(join(c.work, "out.bin")).equals(data)).toBe(true);
     // A client told not to reads the same bytes over the network.
     const remote = dfs({ shortCircuit: false });
     expect((await readAll(remote, "/sc/a.bin")).equals(data)).toBe(true);

@@ -78,19 +78,11 @@ describe("the file system on four servers", () => {
   let dfs: DfsClient;
   let work: string;
   beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), "harvest-dfs-"));
-    const idle = traceSpec(work, "idle", 300, Array<number>(100).fill(0));
-    c = await startTestCluster({
-      primaries: [idle, idle, idle, idle],
-      nn: { datanodeExpiryMs: 3_000, replicationIntervalMs: 300 },
-    });
-    dfs = localDfsClient(c.desc);
+    c = await startTestCluster({ idleServers: 4, nn: { datanodeExpiryMs: 3_000, replicationIntervalMs: 300 } });
+    dfs = c.dfs();
+    work = c.work;
   });
-  afterAll(async () => {
-    dfs?.close();
-    await c?.stop();
-    rmSync(work, { recursive: true, force: true });
-  });
+  afterAll(() => c?.stop());
 
   it("reads a 50 MiB file with replication 3 back byte-identical", async () => {
     const local = join(work, "fifty.bin");

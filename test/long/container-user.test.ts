@@ -3,13 +3,12 @@
  * tasks as an unprivileged account, which owns their work directories, logs and the job's staging directory; a task
  * that tries to act as root fails, and the cluster goes on serving. Needs root (only root switches users).
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containerProcessFile } from "../../common/container-leftovers.js";
 import { lookupAccount } from "../../nodemanager/run-as.js";
-import { cpuVertex, findFiles, startTestCluster, traceSpec } from "../integration/harness.js";
+import { cpuVertex, findFiles, startTestCluster } from "../integration/harness.js";
 import type { TestCluster } from "../integration/harness.js";
 
 const asRoot = process.getuid?.() === 0;
@@ -18,21 +17,10 @@ if (!asRoot) console.log("skipping container-user.test.ts: node managers switch 
 describe.skipIf(!asRoot)("a cluster whose node managers run as root", () => {
   const nobody = lookupAccount("nobody")!;
   let c: TestCluster;
-  let traces: string;
   beforeAll(async () => {
-    traces = mkdtempSync(join(tmpdir(), "harvest-traces-"));
-    const idle = traceSpec(
-      traces,
-      "idle",
-      300,
-      Array.from({ length: 100 }, () => 0),
-    );
-    c = await startTestCluster({ primaries: [idle, idle], storage: false });
+    c = await startTestCluster({ idleServers: 2, storage: false });
   });
-  afterAll(async () => {
-    await c?.stop();
-    rmSync(traces, { recursive: true, force: true });
-  });
+  afterAll(() => c?.stop());
 
   it("runs the job manager and every task as the fallback account, which owns their directories", async () => {
     const appId = await c.client.submit(

@@ -8,18 +8,19 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { readAll } from "../dfs-read.js";
+import { alive } from "../processes.js";
 import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { localDfsClient, readCluster, restartDaemon } from "../../localcluster/cluster.js";
+import { readCluster, restartDaemon } from "../../localcluster/cluster.js";
 import { PACKET_BYTES } from "../../client/dfs-client.js";
 import type { DfsClient } from "../../client/dfs-client.js";
 import { Logger } from "../../common/log.js";
 import { distEntry } from "../../common/paths.js";
-import { startTestCluster, traceSpec } from "../integration/harness.js";
+import { startTestCluster } from "../integration/harness.js";
 import type { TestCluster } from "../integration/harness.js";
 
 const MiB = 1024 * 1024;
@@ -27,21 +28,6 @@ const MiB = 1024 * 1024;
 const PACKET = PACKET_BYTES;
 const BLOCK = Math.max(MiB, 4 * PACKET);
 const quiet = new Logger("test", "error");
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function readAll(dfs: DfsClient, path: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of dfs.createReadStream(path)) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
 
 /** A writer process: writes `local` into `path` (never closing it), prints `acked <n>`, lives until killed. */
 function startWriter(config: string, path: string, local: string): { proc: ChildProcess; acked: () => number } {
@@ -79,32 +65,25 @@ const POLL = { retryOnError: true };
 
 describe("lease recovery after the pipeline's datanodes were kill -9'd and restarted", () => {
   let c: TestCluster;
-  let work: string;
   let dfs: DfsClient;
 
   beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), "harvest-dn-restart-"));
-    const idle = traceSpec(work, "idle", 300, Array<number>(100).fill(0));
     c = await startTestCluster({
-      primaries: [idle, idle, idle],
+      idleServers: 3,
       // Long enough to restart three datanodes before the namenode starts recovering the writer's file.
       nn: { heartbeatIntervalMs: 300, leaseTimeoutMs: 8_000, blockRecoveryTimeoutMs: 2_000 },
       dn: { reconnectMaxMs: 500 },
     });
-    dfs = localDfsClient(c.desc, { logger: quiet });
+    dfs = c.dfs({ logger: quiet });
   });
 
-  afterAll(async () => {
-    dfs?.close();
-    await c?.stop();
-    if (work) rmSync(work, { recursive: true, force: true });
-  });
+  afterAll(() => c?.stop());
 
   it("reads back every acknowledged byte of the block being written", async () => {
     // One whole block and three packets of the second acknowledged; the last 1000 bytes stay in the writer's buffer.
     const ackedTarget = BLOCK + 3 * PACKET;
     const data = randomBytes(ackedTarget + 1000);
-    const local = join(work, "src.bin");
+    const local = join(c.work, "src.bin");
     writeFileSync(local, data);
     const writer = startWriter(join(c.dir, "client.json"), "/logs/restart.log", local);
     try {
@@ -122,7 +101,7 @@ describe("lease recovery after the pipeline's datanodes were kill -9'd and resta
     // Every datanode (the whole pipeline, replication 3 of 3) dies with -9 and comes back before the lease expires.
     const dns = readCluster(c.dir).nodes.map((n) => n.datanode!);
     for (const dn of dns) process.kill(dn.pid, "SIGKILL");
-    await waitFor(async () => (dns.some((d) => isAlive(d.pid)) ? undefined : true), {
+    await waitFor(async () => (dns.some((d) => alive(d.pid)) ? undefined : true), {
       what: "the datanodes to be gone",
       ...POLL,
     });

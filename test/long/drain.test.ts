@@ -7,17 +7,15 @@
  * replicated without the server, and wiping it loses nothing.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NamenodeAdminClient } from "../../client/namenode-admin-client.js";
 import type { DfsClient } from "../../client/dfs-client.js";
-import { localDfsClient } from "../../localcluster/cluster.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import type { NodeAdminClient } from "../../proto/generated/harvest/v1/NodeAdmin.js";
-import { cpuVertex, startTestCluster, traceSpec, waitForJob } from "../integration/harness.js";
+import { cpuVertex, startTestCluster, waitForJob } from "../integration/harness.js";
 import type { TestCluster } from "../integration/harness.js";
 
 const KiB = 1024;
@@ -33,40 +31,30 @@ const JOB = JSON.stringify({
 
 describe("draining a server before a planned reimage", () => {
   let c: TestCluster;
-  let traces: string;
   let dfs: DfsClient;
   let nodeAdmin: NodeAdminClient;
   let nnAdmin: NamenodeAdminClient;
 
   beforeAll(async () => {
-    traces = mkdtempSync(join(tmpdir(), "harvest-drain-"));
-    const idle = traceSpec(
-      traces,
-      "idle",
-      300,
-      Array.from({ length: 50 }, () => 0),
-    );
     c = await startTestCluster({
-      primaries: [idle, idle, idle, idle],
+      idleServers: 4,
       rm: { monitorIntervalMs: 200 },
       // A copy that fails is retried after this long (30 s by default).
       nn: { replicationTimeoutMs: 3_000, replicationIntervalMs: 500 },
     });
-    dfs = localDfsClient(c.desc);
+    dfs = c.dfs();
     nodeAdmin = makeClient(loadHarvestProto().NodeAdmin, c.desc.rm.address, c.desc.security);
     nnAdmin = new NamenodeAdminClient(c.desc.nn!.address, c.desc.security);
   });
   afterAll(async () => {
     nodeAdmin?.close();
     nnAdmin?.close();
-    dfs?.close();
     await c?.stop();
-    rmSync(traces, { recursive: true, force: true });
   });
 
   it("lets what ends before the deadline finish, re-runs the rest elsewhere, and copies the server's blocks away", async () => {
     const data = randomBytes(1024 * KiB);
-    const local = join(traces, "input.bin");
+    const local = join(c.work, "input.bin");
     writeFileSync(local, data);
     await dfs.put(local, "/data/input.bin", { replication: 3, blockSizeBytes: 128 * KiB });
 
@@ -161,7 +149,7 @@ describe("draining a server before a planned reimage", () => {
     const wiped = await dfs.fsck("/");
     expect(wiped.missing).toEqual([]);
     expect(wiped.underReplicated).toEqual([]);
-    const back = join(traces, "back.bin");
+    const back = join(c.work, "back.bin");
     await dfs.get("/data/input.bin", back);
     expect(readFileSync(back).equals(data)).toBe(true);
   }, 150_000);

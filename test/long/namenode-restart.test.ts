@@ -5,36 +5,20 @@
  * fails with a coded error, and never leaves a complete file with content that was not written; fsck is healthy.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readAll } from "../dfs-read.js";
+import { alive } from "../processes.js";
 import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { localDfsClient, restartDaemon } from "../../localcluster/cluster.js";
 import type { DfsClient } from "../../client/dfs-client.js";
 import { isHarvestError } from "../../common/errors.js";
 import { Logger } from "../../common/log.js";
-import { startTestCluster, traceSpec } from "../integration/harness.js";
+import { startTestCluster } from "../integration/harness.js";
 import type { TestCluster } from "../integration/harness.js";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const quiet = new Logger("test", "error");
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function readAll(dfs: DfsClient, path: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of dfs.createReadStream(path)) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
 
 async function writeFile(dfs: DfsClient, path: string, data: Buffer): Promise<void> {
   const out = dfs.createWriteStream(path, { replication: 3, blockSizeBytes: MiB });
@@ -50,25 +34,18 @@ const POLL = { intervalMs: 200, retryOnError: true };
 
 describe("a namenode killed with -9 in the middle of work", () => {
   let c: TestCluster;
-  let work: string;
   let dfs: DfsClient;
 
   beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), "harvest-nn-kill-"));
-    const idle = traceSpec(work, "idle", 300, Array<number>(100).fill(0));
     c = await startTestCluster({
-      primaries: [idle, idle, idle],
+      idleServers: 3,
       nn: { heartbeatIntervalMs: 300, replicationIntervalMs: 300, leaseTimeoutMs: 20_000 },
       dn: { reconnectMaxMs: 500 },
     });
-    dfs = localDfsClient(c.desc, { logger: quiet });
+    dfs = c.dfs({ logger: quiet });
   });
 
-  afterAll(async () => {
-    dfs?.close();
-    await c?.stop();
-    if (work) rmSync(work, { recursive: true, force: true });
-  });
+  afterAll(() => c?.stop());
 
   it("loses no acknowledged file, and the write in flight completes or fails with a code, never wrong", async () => {
     const done = new Map<string, Buffer>();
@@ -104,7 +81,7 @@ describe("a namenode killed with -9 in the middle of work", () => {
       if (!restart && acked >= 2.5 * MiB) {
         const pid = c.desc.nn!.pid;
         process.kill(pid, "SIGKILL");
-        restart = waitFor(async () => (isAlive(pid) ? undefined : true), {
+        restart = waitFor(async () => (alive(pid) ? undefined : true), {
           what: "the killed namenode to be gone",
           ...POLL,
         }).then(() => restartDaemon(c.dir, "nn"));

@@ -3,14 +3,14 @@
  * processes, start it again, and check from the tasks' own records that no finished task ran again and no running
  * task was killed; kill -9 a node manager and check that its containers did not outlive it.
  */
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { alive } from "../processes.js";
 import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readCluster, restartDaemon } from "../../localcluster/cluster.js";
 import { containerProcessFile } from "../../common/container-leftovers.js";
-import { startTestCluster, traceSpec } from "../integration/harness.js";
+import { startTestCluster } from "../integration/harness.js";
 import type { TestCluster } from "../integration/harness.js";
 
 /** A task that writes "start i" when it starts and "done i" after 1.5 + 0.7 i seconds, in the shared log. */
@@ -58,41 +58,23 @@ function containerPid(node: { dataDir: string }, appId: string, containerId: str
   return (JSON.parse(record) as { pid: number }).pid;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe("work-preserving restarts (kill -9)", () => {
   let c: TestCluster;
   let logs: string;
   beforeAll(async () => {
-    logs = mkdtempSync(join(tmpdir(), "harvest-wp-"));
-    // The tasks write their log as the containers' unprivileged account.
-    chmodSync(logs, 0o1777);
-    const idle = traceSpec(
-      logs,
-      "idle",
-      300,
-      Array.from({ length: 100 }, () => 0),
-    );
     c = await startTestCluster({
-      primaries: [idle, idle],
+      idleServers: 2,
       storage: false,
       // A resync window shorter than the node expiry: a node may re-register after the window (see the fourth test).
       // 5 s: a node manager re-registered about 1 s after a restart here, and a job manager in backoff up to 5 s later.
       rm: { resyncWindowMs: RESYNC_WINDOW_MS, nodeExpiryMs: 14_000 },
       nm: { reconnectMaxMs: 500 },
     });
+    logs = c.work;
+    // The tasks write their log as the containers' unprivileged account.
+    chmodSync(logs, 0o1777);
   });
-  afterAll(async () => {
-    await c?.stop();
-    rmSync(logs, { recursive: true, force: true });
-  });
+  afterAll(() => c?.stop());
 
   it("a resource manager killed mid-job keeps every running task and re-runs none that finished while it was down", async () => {
     const log = join(logs, "rm.log");

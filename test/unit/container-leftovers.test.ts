@@ -1,7 +1,6 @@
 /** Cleaning up after a dead node manager kills its containers' processes and never a process that reused a pid. */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import {
   chmodSync,
   existsSync,
@@ -9,13 +8,15 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
-  rmdirSync,
   rmSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { removeTestCgroups, rmdirQuietly, testGroupName } from "../cgroups.js";
+import { nextTestContainerId, TEST_APP_ID, testContainerSpec } from "../containers.js";
+import { running } from "../processes.js";
 import { waitFor } from "../wait-for.js";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -30,8 +31,7 @@ import type { CgroupController } from "../../nodemanager/cgroups.js";
 import { ContainerProcess } from "../../nodemanager/container.js";
 import { ContainerAccounts } from "../../nodemanager/run-as.js";
 
-const appId = "application_1700000000000_0001";
-let seq = 0;
+const appId = TEST_APP_ID;
 let dataDir = "";
 /** Every process a test started, killed in afterEach unless it is already gone. */
 let children: ChildProcess[] = [];
@@ -41,18 +41,12 @@ let containers: ContainerProcess[] = [];
 /** Real cgroup directories a test created, removed after its processes. */
 const createdGroups: string[] = [];
 
-// Each run gets its own parent group so that parallel runs never share (or remove) each other's cgroups.
-const groupParent = "harvest-test";
-const groupName = `${groupParent}/leftovers-${randomBytes(6).toString("hex")}`;
+const groupName = testGroupName("leftovers-");
 const cgroups: CgroupController = detectCgroups(groupName, "auto");
 
 afterAll(() => {
   cgroups.close();
-  for (const root of ["/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct"]) {
-    rmdirQuietly(join(root, groupName));
-    // The shared parent goes only when no other run is using it.
-    rmdirQuietly(join(root, groupParent));
-  }
+  removeTestCgroups(groupName);
 });
 
 // Containers run as a default node manager's account (nobody when these tests run as root).
@@ -94,11 +88,6 @@ afterEach(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-function nextContainerId(): string {
-  seq += 1;
-  return `container_1700000000000_0001_01_${String(seq).padStart(6, "0")}`;
-}
-
 /** A container's work directory under the node manager's data directory, as the node manager lays it out. */
 function workDirFor(containerId: string): string {
   const dir = join(dataDir, "containers", appId, containerId);
@@ -131,33 +120,11 @@ function firstLine(child: ChildProcess): Promise<string> {
   });
 }
 
-/** True while `pid` runs (a zombie nobody reaped counts as gone: it runs nothing). */
-function running(pid: number): boolean {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return false;
-  }
-  const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-  return state !== "Z" && state !== "X";
-}
-
 /** Launches a container as the node manager does, into the node manager's layout under `dataDir`. */
 function launch(argv: string[], controller: CgroupController): ContainerProcess {
-  const containerId = nextContainerId();
+  const containerId = nextTestContainerId();
   const container = new ContainerProcess(
-    {
-      containerId,
-      appId,
-      argv,
-      env: {},
-      vcoresMilli: 1000,
-      memoryMb: 64,
-      isAm: false,
-      account,
-      workDir: join(dataDir, "containers", appId, containerId),
-    },
+    testContainerSpec(containerId, argv, account, join(dataDir, "containers", appId, containerId), { memoryMb: 64 }),
     controller,
     1_000,
     () => {},
@@ -194,7 +161,7 @@ describe("processStartTime", () => {
 describe("recordContainerProcess", () => {
   it("records the pid, its start time and the cgroups, and leaves no temporary file behind", () => {
     const child = startDetached("exec sleep 60");
-    const dir = workDirFor(nextContainerId());
+    const dir = workDirFor(nextTestContainerId());
     recordContainerProcess(dir, child.pid!, ["/sys/fs/cgroup/cpu/harvest/x/cgroup.procs"]);
     expect(readContainerProcess(dir)).toMatchObject({
       pid: child.pid,
@@ -211,7 +178,7 @@ describe("killContainerLeftovers", () => {
     const child = startDetached("sleep 60 & echo $!; wait");
     const grandchild = Number(await firstLine(child));
     grandchildren.push({ pid: grandchild, startTime: processStartTime(grandchild) });
-    recordContainerProcess(workDirFor(nextContainerId()), child.pid!);
+    recordContainerProcess(workDirFor(nextTestContainerId()), child.pid!);
 
     expect(killContainerLeftovers(dataDir)).toEqual({ killed: 1, skipped: 0, gone: 0 });
     await exited(child);
@@ -223,7 +190,7 @@ describe("killContainerLeftovers", () => {
     const unrelated = startDetached("exec sleep 60");
     const startTime = processStartTime(unrelated.pid!)!;
     // A pid that wrapped around: the same number, but a process that started at another tick.
-    writeRecord(workDirFor(nextContainerId()), {
+    writeRecord(workDirFor(nextTestContainerId()), {
       pid: unrelated.pid,
       startTime: String(Number(startTime) - 1),
       cgroups: [],
@@ -235,7 +202,7 @@ describe("killContainerLeftovers", () => {
 
   it("spares a live process named by an old-format bare pid file, which cannot prove whose it is", async () => {
     const unrelated = startDetached("exec sleep 60");
-    writeFileSync(join(workDirFor(nextContainerId()), "pid"), String(unrelated.pid));
+    writeFileSync(join(workDirFor(nextTestContainerId()), "pid"), String(unrelated.pid));
 
     expect(killContainerLeftovers(dataDir)).toEqual({ killed: 0, skipped: 1, gone: 0 });
     expect(await stillRunningAfterAMoment(unrelated)).toBe(true);
@@ -243,11 +210,11 @@ describe("killContainerLeftovers", () => {
 
   it("counts a container whose recorded process is dead as gone, without error", async () => {
     const finished = startDetached("exit 0");
-    recordContainerProcess(workDirFor(nextContainerId()), finished.pid!);
+    recordContainerProcess(workDirFor(nextTestContainerId()), finished.pid!);
     await exited(finished);
     // Also: a damaged record, a work directory with nothing in it, and a stray file where an application dir would be.
-    writeFileSync(containerProcessFile(workDirFor(nextContainerId())), "{ not json");
-    workDirFor(nextContainerId());
+    writeFileSync(containerProcessFile(workDirFor(nextTestContainerId())), "{ not json");
+    workDirFor(nextTestContainerId());
     writeFileSync(join(dataDir, "containers", "stray-file"), "");
 
     expect(killContainerLeftovers(dataDir)).toEqual({ killed: 0, skipped: 0, gone: 3 });
@@ -259,7 +226,7 @@ describe("killContainerLeftovers", () => {
 
   it("kills the members of the container's own cgroup even when its first process is gone", async () => {
     // A cgroup.procs file is read like any file, so a directory shaped like a cgroup shows which pids are swept.
-    const containerId = nextContainerId();
+    const containerId = nextTestContainerId();
     const member = startDetached("exec sleep 60");
     const group = join(dataDir, "cgroup", "harvest", "node-1", containerId);
     mkdirSync(group, { recursive: true });
@@ -276,7 +243,7 @@ describe("killContainerLeftovers", () => {
     const parent = join(dataDir, "cgroup", "harvest", "node-1");
     mkdirSync(parent, { recursive: true });
     writeFileSync(join(parent, "cgroup.procs"), `${unrelated.pid}\n`);
-    writeRecord(workDirFor(nextContainerId()), {
+    writeRecord(workDirFor(nextTestContainerId()), {
       pid: 1 << 30,
       startTime: "1",
       cgroups: [join(parent, "cgroup.procs")],
@@ -290,7 +257,7 @@ describe("killContainerLeftovers", () => {
     "spares a process recorded during another boot even when pid and start time match",
     async () => {
       const unrelated = startDetached("exec sleep 60");
-      writeRecord(workDirFor(nextContainerId()), {
+      writeRecord(workDirFor(nextTestContainerId()), {
         pid: unrelated.pid,
         startTime: processStartTime(unrelated.pid!),
         bootId: "00000000-0000-0000-0000-000000000000",
@@ -313,7 +280,7 @@ describe("killContainerLeftovers", () => {
 
 describe.skipIf(cgroups.mode === "none")(`killContainerLeftovers with real cgroups (${cgroups.mode})`, () => {
   it("kills a process that left the container's process group but not its cgroup", async () => {
-    const containerId = nextContainerId();
+    const containerId = nextTestContainerId();
     const procsFiles = cgroups.create(containerId, 1000, 256);
     createdGroups.push(...procsFiles.map((f) => join(f, "..")));
     // The container's first process exits at once; what it started lives on in another session, in the cgroup.
@@ -347,11 +314,3 @@ describe.skipIf(cgroups.mode === "none")(`killContainerLeftovers with real cgrou
     await waitFor(() => !running(escapee), { what: "the escapee to die", intervalMs: 25 });
   });
 });
-
-function rmdirQuietly(dir: string): void {
-  try {
-    rmdirSync(dir);
-  } catch {
-    // Busy (a process still exiting) or already gone.
-  }
-}

@@ -1,8 +1,10 @@
-import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, rmdirSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { removeTestCgroups, testGroupName } from "../cgroups.js";
+import { nextTestContainerId, testContainerSpec } from "../containers.js";
+import { running } from "../processes.js";
 import { waitFor } from "../wait-for.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { detectCgroups } from "../../nodemanager/cgroups.js";
@@ -18,9 +20,7 @@ const account = new ContainerAccounts({ fallback: "nobody", minUid: 1000, trustS
 const started: ContainerProcess[] = [];
 const strayPids: number[] = [];
 
-// Each run gets its own parent group so that parallel runs never share (or remove) each other's cgroups.
-const groupParent = "harvest-test";
-const groupName = `${groupParent}/${randomBytes(6).toString("hex")}`;
+const groupName = testGroupName();
 const noCgroups = detectCgroups(`${groupName}-unused`, "none");
 const cgroups = detectCgroups(groupName, "auto");
 
@@ -34,57 +34,13 @@ afterAll(async () => {
       // Already gone.
     }
   }
-  removeTestCgroups();
+  removeTestCgroups(groupName);
   rmSync(tmp, { recursive: true, force: true });
 });
 
-/** Removes every cgroup directory this file may have created, deepest first, under each hierarchy it may have used. */
-function removeTestCgroups(): void {
-  const roots = [
-    "/sys/fs/cgroup",
-    "/sys/fs/cgroup/unified",
-    "/sys/fs/cgroup/cpu",
-    "/sys/fs/cgroup/cpuacct",
-    "/sys/fs/cgroup/cpu,cpuacct",
-    "/sys/fs/cgroup/memory",
-  ];
-  for (const root of roots) {
-    const dir = join(root, groupName);
-    if (existsSync(dir)) {
-      for (const entry of readdirSync(dir, { withFileTypes: true })) {
-        if (entry.isDirectory()) rmdirQuietly(join(dir, entry.name));
-      }
-      rmdirQuietly(dir);
-    }
-    // The shared parent goes only when no other run is using it.
-    if (existsSync(join(root, groupParent))) rmdirQuietly(join(root, groupParent));
-  }
-}
-
-function rmdirQuietly(dir: string): void {
-  try {
-    rmdirSync(dir);
-  } catch {
-    // Busy (another run's groups, or a process still exiting) or already gone.
-  }
-}
-
-let seq = 0;
 function spec(argv: string[], extra: Partial<ContainerSpec> = {}): ContainerSpec {
-  seq += 1;
-  const containerId = `container_1700000000000_0001_01_${String(seq).padStart(6, "0")}`;
-  return {
-    containerId,
-    appId: "application_1700000000000_0001",
-    argv,
-    env: {},
-    vcoresMilli: 1000,
-    memoryMb: 256,
-    isAm: false,
-    account,
-    workDir: join(tmp, containerId),
-    ...extra,
-  };
+  const containerId = nextTestContainerId();
+  return testContainerSpec(containerId, argv, account, join(tmp, containerId), extra);
 }
 
 /** Starts a container and returns it with a promise of the container its exit callback was called with. */
@@ -107,18 +63,6 @@ async function runToEnd(s: ContainerSpec, controller: CgroupController = noCgrou
 
 function readOut(s: ContainerSpec, stream: "stdout" | "stderr"): string {
   return readFileSync(join(s.workDir, stream), "utf8");
-}
-
-/** True while `pid` is a live process (a zombie nobody reaped counts as gone: it runs nothing). */
-function alive(pid: number): boolean {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return false;
-  }
-  const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-  return state !== "Z" && state !== "X";
 }
 
 const node = "node";
@@ -242,13 +186,13 @@ describe("ContainerProcess", () => {
     });
     const grandchild = Number(readFileSync(pidFile, "utf8"));
     strayPids.push(grandchild);
-    expect(alive(grandchild)).toBe(true);
+    expect(running(grandchild)).toBe(true);
 
     container.kill("PREEMPTED_BY_PRIMARY", 100);
     await container.waitForExit();
     expect(container.cause).toBe("PREEMPTED_BY_PRIMARY");
-    expect(alive(container.pid)).toBe(false);
-    await waitFor(() => !alive(grandchild), { what: "the grandchild to die", intervalMs: 25 });
+    expect(running(container.pid)).toBe(false);
+    await waitFor(() => !running(grandchild), { what: "the grandchild to die", intervalMs: 25 });
   });
 
   it("kills a process that ignores SIGTERM once the grace period is over", async () => {
@@ -260,7 +204,7 @@ describe("ContainerProcess", () => {
     container.kill("PREEMPTED_BY_PRIMARY", 200);
     await container.waitForExit();
     expect(container.cause).toBe("PREEMPTED_BY_PRIMARY");
-    expect(alive(container.pid)).toBe(false);
+    expect(running(container.pid)).toBe(false);
   });
 
   it("keeps the first cause when a container is killed twice", async () => {

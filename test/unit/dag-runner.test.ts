@@ -139,46 +139,16 @@ describe("DagRunner.assign", () => {
 });
 
 describe("DagRunner attempt ends", () => {
-  it("re-runs a task killed by a primary spike without counting a failure", () => {
+  it.each([
+    ["killed by a primary spike", "PREEMPTED_BY_PRIMARY", { preemptions: 1 }],
+    ["killed to keep its server under a power budget", "PREEMPTED_BY_POWER", { preemptions: 1 }],
+    ["lost with its node", "LOST", { losses: 1 }],
+    ["whose container the resource manager released", "RELEASED", {}],
+  ] as const)("re-runs a task %s without counting a failure", (_what, cause, counts) => {
     const runner = new DagRunner(mapReduce());
-    const { index, verdict } = runOnce(runner, "map", "PREEMPTED_BY_PRIMARY");
+    const { index, verdict } = runOnce(runner, "map", cause);
     expect(verdict).toEqual({ kind: "retry", counted: false });
-    expect(runner.task("map", index)).toMatchObject({
-      state: "PENDING",
-      failures: 0,
-      preemptions: 1,
-    });
-    expect(asked(runner)).toEqual({ map: 3 });
-  });
-
-  it("re-runs a task killed to keep its server under a power budget without counting a failure", () => {
-    const runner = new DagRunner(mapReduce());
-    const { index, verdict } = runOnce(runner, "map", "PREEMPTED_BY_POWER");
-    expect(verdict).toEqual({ kind: "retry", counted: false });
-    expect(runner.task("map", index)).toMatchObject({ state: "PENDING", failures: 0, preemptions: 1 });
-    expect(asked(runner)).toEqual({ map: 3 });
-  });
-
-  it("re-runs a task lost with its node without counting a failure", () => {
-    const runner = new DagRunner(mapReduce());
-    const { index, verdict } = runOnce(runner, "map", "LOST");
-    expect(verdict).toEqual({ kind: "retry", counted: false });
-    expect(runner.task("map", index)).toMatchObject({
-      state: "PENDING",
-      failures: 0,
-      losses: 1,
-    });
-    expect(asked(runner)).toEqual({ map: 3 });
-  });
-
-  it("re-runs a task whose container the resource manager released without counting a failure", () => {
-    const runner = new DagRunner(mapReduce());
-    const { index, verdict } = runOnce(runner, "map", "RELEASED");
-    expect(verdict).toEqual({ kind: "retry", counted: false });
-    expect(runner.task("map", index)).toMatchObject({
-      state: "PENDING",
-      failures: 0,
-    });
+    expect(runner.task("map", index)).toMatchObject({ state: "PENDING", failures: 0, ...counts });
     expect(asked(runner)).toEqual({ map: 3 });
   });
 

@@ -38,6 +38,7 @@ describe("the daemon events file", () => {
       exitCode: 0,
       atMs: 5,
     });
+    writer.emit({ type: "container-lost-with-node", daemon: "rm", containerId: "c7", nodeId: "server-3" });
     const { events, skipped } = readEvents(file);
     expect(skipped).toBe(0);
     expect(events).toEqual([
@@ -61,8 +62,12 @@ describe("the daemon events file", () => {
         cause: "SUCCEEDED",
         exitCode: 0,
       },
+      { v: 1, type: "container-lost-with-node", atMs: 1_000, daemon: "rm", containerId: "c7", nodeId: "server-3" },
     ]);
     expect(eventsOfType(events, "node-registered").map((e) => e.heartbeatIntervalMs)).toEqual([250]);
+    expect(eventsOfType(events, "container-lost-with-node").map((e) => [e.containerId, e.nodeId])).toEqual([
+      ["c7", "server-3"],
+    ]);
   });
 
   it("skips and counts a line cut short, a line that is not an object, an unknown type and a field of the wrong kind", () => {
@@ -73,11 +78,12 @@ describe("the daemon events file", () => {
       "[1, 2]",
       JSON.stringify({ v: 1, type: "no-such-event", atMs: 3, daemon: "rm" }),
       JSON.stringify({ v: 1, type: "container-preempted", atMs: 3, daemon: "server-1", containerId: 7 }),
+      JSON.stringify({ v: 1, type: "container-lost-with-node", atMs: 3, daemon: "rm", containerId: "c1" }),
       "",
     ].join("\n");
     const { events, skipped } = parseEvents(text);
     expect(events).toEqual([JSON.parse(good)]);
-    expect(skipped).toBe(4);
+    expect(skipped).toBe(5);
   });
 
   it("refuses an event of a version it does not know", () => {

@@ -5,6 +5,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it } from "vitest";
+import { alive } from "../processes.js";
 import { ManualClock, systemClock } from "../../common/clock.js";
 import { detailsOf, HarvestError, isHarvestError } from "../../common/errors.js";
 import type { UtilizationSeries } from "../../common/trace-io.js";
@@ -44,15 +45,6 @@ function steps(name: string, cpuPct: number[]): UtilizationSeries {
     timesMs: cpuPct.map((_, i) => i * 300_000),
     cpuPct,
   };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Busy-loops this process for `ms` of wall time. */
@@ -362,24 +354,29 @@ describe.skipIf(!onLinux)("ProcPrimaryMonitor on the real /proc (skipped off Lin
   });
 });
 
+/** A burn monitor on four cores replaying `trace` at 600x, started. */
+async function startBurnMonitor(trace: ReturnType<typeof steps>): Promise<BurnPrimaryMonitor> {
+  const monitor = new BurnPrimaryMonitor({ trace, capacityMilli: 4000, speed: 600, containerCpuMs: () => 0 });
+  await monitor.start();
+  return monitor;
+}
+
+/** The share of the whole machine's CPU time the process tree of `pid` used over the next `ms`. */
+async function shareOfMachine(pid: number, ms: number): Promise<number> {
+  const before = processTreeCpuMs([pid]);
+  const machineBefore = readProcStatTotals();
+  await sleep(ms);
+  return (processTreeCpuMs([pid]) - before) / (readProcStatTotals().totalMs - machineBefore.totalMs);
+}
+
 describe.skipIf(!onLinux)("BurnPrimaryMonitor (skipped off Linux)", () => {
   it("really burns the trace's share of the machine, which the proc measurement sees", async () => {
-    const monitor = new BurnPrimaryMonitor({
-      trace: steps("full", [100, 100, 100]),
-      capacityMilli: 4000,
-      speed: 600,
-      containerCpuMs: () => 0,
-    });
-    await monitor.start();
+    const monitor = await startBurnMonitor(steps("full", [100, 100, 100]));
     try {
       const pid = monitor.helperPid()!;
       expect(alive(pid)).toBe(true);
-      const helperBefore = processTreeCpuMs([pid]);
-      const machineBefore = readProcStatTotals();
-      await sleep(1500);
+      const helperShare = await shareOfMachine(pid, 1500);
       const s = monitor.sample();
-      const helperShare =
-        (processTreeCpuMs([pid]) - helperBefore) / (readProcStatTotals().totalMs - machineBefore.totalMs);
       // The trace asks for every core. Other work on a shared machine takes its fair share of the cores, so only
       // demand a clear burn (an idle helper stays under 0.05, see the next test) rather than the full machine.
       expect(helperShare).toBeGreaterThan(0.15);
@@ -396,21 +393,9 @@ describe.skipIf(!onLinux)("BurnPrimaryMonitor (skipped off Linux)", () => {
   });
 
   it("burns next to nothing while the trace is idle", async () => {
-    const monitor = new BurnPrimaryMonitor({
-      trace: steps("idle", [0, 0, 0]),
-      capacityMilli: 4000,
-      speed: 600,
-      containerCpuMs: () => 0,
-    });
-    await monitor.start();
+    const monitor = await startBurnMonitor(steps("idle", [0, 0, 0]));
     try {
-      const pid = monitor.helperPid()!;
-      const helperBefore = processTreeCpuMs([pid]);
-      const machineBefore = readProcStatTotals();
-      await sleep(1000);
-      const helperShare =
-        (processTreeCpuMs([pid]) - helperBefore) / (readProcStatTotals().totalMs - machineBefore.totalMs);
-      expect(helperShare).toBeLessThan(0.05);
+      expect(await shareOfMachine(monitor.helperPid()!, 1000)).toBeLessThan(0.05);
     } finally {
       await monitor.stop();
     }

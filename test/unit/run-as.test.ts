@@ -2,7 +2,6 @@
  * Containers never run as root: whom a node manager picks for a container, and what a container launched as that
  * account owns, may and may not do. The launches need root (only root switches users) and are skipped otherwise.
  */
-import { randomBytes } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import {
   chmodSync,
@@ -33,6 +32,8 @@ import {
   ownAccount,
 } from "../../nodemanager/run-as.js";
 import type { ContainerAccount } from "../../nodemanager/run-as.js";
+import { testGroupName } from "../cgroups.js";
+import { nextTestContainerId, TEST_APP_ID, testContainerSpec } from "../containers.js";
 import { thrown } from "../error-code.js";
 
 const root = lookupAccount("root")!;
@@ -120,7 +121,7 @@ describe("node manager options for containers' accounts", () => {
 
 describe.skipIf(!asRoot)("a container launched by a root node manager", () => {
   let tmp = "";
-  const groupName = `harvest-test/run-as-${randomBytes(6).toString("hex")}`;
+  const groupName = testGroupName("run-as-");
   const cgroups = detectCgroups(groupName, "auto");
   const noCgroups = detectCgroups(`${groupName}-unused`, "none");
   const started: ContainerProcess[] = [];
@@ -137,22 +138,9 @@ describe.skipIf(!asRoot)("a container launched by a root node manager", () => {
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  let seq = 0;
   function spec(argv: string[], extra: Partial<ContainerSpec> = {}): ContainerSpec {
-    seq += 1;
-    const containerId = `container_1700000000000_0001_01_${String(seq).padStart(6, "0")}`;
-    return {
-      containerId,
-      appId: "application_1700000000000_0001",
-      argv,
-      env: {},
-      vcoresMilli: 1000,
-      memoryMb: 256,
-      isAm: false,
-      account,
-      workDir: join(tmp, "containers", "application_1700000000000_0001", containerId),
-      ...extra,
-    };
+    const containerId = nextTestContainerId();
+    return testContainerSpec(containerId, argv, account, join(tmp, "containers", TEST_APP_ID, containerId), extra);
   }
 
   async function run(s: ContainerSpec, controller: CgroupController = noCgroups): Promise<ContainerProcess> {
@@ -302,7 +290,7 @@ describe.skipIf(!asRoot)("a container launched by a root node manager", () => {
     }
 
     it("is handed to the account (0700), its dag.json left as the resource manager wrote it", () => {
-      const dir = jobDir("application_1700000000000_0001");
+      const dir = jobDir(TEST_APP_ID);
       handJobDirTo(dir, nobody, nmDataDir);
       const st = statSync(dir);
       expect([st.uid, st.gid, st.mode & 0o777]).toEqual([nobody.uid, nobody.gid, 0o700]);

@@ -1,5 +1,5 @@
 /** How the soak tells a broken promise (work re-run after a recorded success) from at-least-once after a crash. */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -63,20 +63,24 @@ describe("the soak's count of task runs", () => {
     expect(r.violations[0]).toContain("app1 map 0");
   });
 
-  it("lets a task run again whose success its node recorded only after the job was told the node was lost", () => {
-    const staging = join(dir, "staging");
-    mkdirSync(join(staging, "app3"), { recursive: true });
-    const end = (containerId: string, diagnostics: string): string =>
-      JSON.stringify({ containerId, vertex: "map", index: 0, end: "LOST", diagnostics });
-    writeFileSync(
-      join(staging, "app3", "journal.jsonl"),
-      [
-        end("c1", "node server-1 lost (no heartbeat for 5000 ms)"),
-        end("c4", "no node reports this container any more (its node restarted or was lost)"),
-        "{torn",
-      ].join("\n"),
+  it("lets a task run again whose success its node recorded only after the resource manager reported it lost with the node", () => {
+    const lost = toldNodeLost(
+      parseEvents(
+        [
+          JSON.stringify({
+            v: 1,
+            type: "container-lost-with-node",
+            atMs: 2,
+            daemon: "rm",
+            containerId: "c1",
+            nodeId: "s1",
+          }),
+          // c4 was answered LOST because its node restarted without it: no lost-with-node event names it.
+          JSON.stringify({ v: 1, type: "container-preempted", atMs: 2, daemon: "server-1", containerId: "c4" }),
+          '{"v":1,"type":"container-lost-with-node","atMs":2,"daemon":"rm","containerId":"c', // Torn.
+        ].join("\n"),
+      ).events,
     );
-    const lost = toldNodeLost(staging);
     expect([...lost]).toEqual(["c1"]);
     const taskLog = join(dir, "tasks-lost.log");
     // c1's success came after its job heard the node was lost; c4's was answered LOST while recorded: broken.

@@ -1,10 +1,12 @@
 /** The throttler on real processes: SIGSTOP/SIGCONT duty cycles, and cgroup quotas where cgroups are writable. */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs";
+
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { removeTestCgroups, TEST_CGROUP_ROOTS, testGroupName } from "../cgroups.js";
+import { procState } from "../processes.js";
 import { waitFor } from "../wait-for.js";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
@@ -43,12 +45,6 @@ afterEach(() => {
   for (const t of throttlers.splice(0)) t.close();
   for (const c of children.splice(0)) if (c.pid) killGroup(c.pid);
 });
-
-/** The process state letter from /proc/<pid>/stat ("T" = stopped). */
-function procState(pid: number): string {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0] ?? "?";
-}
 
 /** Cores the process tree used over `ms` of wall time (utime + stime from /proc). */
 async function coresUsed(pid: number, ms: number): Promise<number> {
@@ -167,41 +163,17 @@ describe.skipIf(process.platform !== "linux")("signal throttler (SIGSTOP/SIGCONT
 });
 
 // A real cgroup where this machine lets us create one (see test/unit/container-process.test.ts).
-const groupParent = "harvest-test";
-const groupName = `${groupParent}/throttler-${randomBytes(6).toString("hex")}`;
+const groupName = testGroupName("throttler-");
 const cgroups = detectCgroups(groupName, "auto");
-const cgroupRoots = [
-  "/sys/fs/cgroup",
-  "/sys/fs/cgroup/unified",
-  "/sys/fs/cgroup/cpu",
-  "/sys/fs/cgroup/cpuacct",
-  "/sys/fs/cgroup/cpu,cpuacct",
-];
 
 afterAll(() => {
   cgroups.close();
-  for (const root of cgroupRoots) {
-    const dir = join(root, groupName);
-    if (existsSync(dir)) {
-      for (const entry of readdirSync(dir, { withFileTypes: true }))
-        if (entry.isDirectory()) rmdirQuietly(join(dir, entry.name));
-      rmdirQuietly(dir);
-    }
-    if (existsSync(join(root, groupParent))) rmdirQuietly(join(root, groupParent));
-  }
+  removeTestCgroups(groupName);
 });
-
-function rmdirQuietly(dir: string): void {
-  try {
-    rmdirSync(dir);
-  } catch {
-    // Busy (another run's groups, or a process still exiting) or already gone.
-  }
-}
 
 /** The container's CPU quota in cores (quota over period), read back from whichever hierarchy holds it. */
 function quotaCoresOf(containerId: string): number {
-  for (const root of cgroupRoots) {
+  for (const root of TEST_CGROUP_ROOTS) {
     const v1 = join(root, groupName, containerId, "cpu.cfs_quota_us");
     if (existsSync(v1))
       return (
