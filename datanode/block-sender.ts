@@ -5,7 +5,8 @@
  */
 import { ERROR_CODES, fromGrpcError, HarvestError } from "../common/errors.js";
 import type { ErrorCode } from "../common/errors.js";
-import type { BlockKey, ReadPiece } from "./block-store.js";
+import type { ReadPiece } from "./block-store.js";
+import type { BlockKey } from "./replica-files.js";
 import { drained, sleep } from "./stream-util.js";
 import type { PacketStream } from "../common/block-transfer.js";
 import type { DatanodeInfo } from "../proto/generated/harvest/v1/DatanodeInfo.js";

@@ -29,24 +29,10 @@ import { chunksFor, META_HEADER_BYTES, readReplicaRange } from "../common/replic
 import type { PieceBuffers, ReplicaPiece } from "../common/replica-file.js";
 import { DirectWrites } from "./direct-write.js";
 import { ReplicaTrash } from "./replica-trash.js";
-import { chunkChecksums } from "../common/checksum.js";
 import { blockName, checkBlockKey, fsyncDir, metaName, READ_PIECE_BYTES, SUBDIR_COUNT } from "./replica-files.js";
 import type { BlockKey, StoredReplica } from "./replica-files.js";
 import { ReplicaWriter } from "./replica-writer.js";
 import type { ReplicaWriterStore } from "./replica-writer.js";
-
-export {
-  CHUNK_SIZE,
-  READ_PIECE_BYTES,
-  SUBDIR_COUNT,
-  checkBlockId,
-  checkBlockKey,
-  checkGenStamp,
-  noSpaceError,
-} from "./replica-files.js";
-export { chunkChecksums };
-export type { BlockKey, StoredReplica } from "./replica-files.js";
-export { ReplicaWriter } from "./replica-writer.js";
 
 const LAYOUT_VERSION = 1;
 

@@ -27,8 +27,9 @@ import { ServingDaemon, type ServingOptions } from "../common/serving-daemon.js"
 import { createPrimaryMonitor } from "../common/primary-monitor.js";
 import type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
 import { sendBlock } from "./block-sender.js";
-import { BlockStore, checkBlockKey } from "./block-store.js";
-import type { StoredReplica } from "./block-store.js";
+import { BlockStore } from "./block-store.js";
+import { checkBlockKey } from "./replica-files.js";
+import type { StoredReplica } from "./replica-files.js";
 import { DataTransferService } from "./data-transfer.js";
 import { BlockServer } from "./block-server.js";
 import { zeroCopyAvailable } from "./zero-copy.js";

@@ -7,7 +7,8 @@ export type { DaemonState } from "../common/lifecycle.js";
 export type { DataNodeDeps } from "./datanode.js";
 export { resolveDataNodeOptions } from "./options.js";
 export type { DataNodeOptions, DataNodeOptionsInput } from "./options.js";
-export { BlockStore, chunkChecksums } from "./block-store.js";
+export { BlockStore } from "./block-store.js";
+export { chunkChecksums } from "../common/checksum.js";
 export type { BlockStoreListener, BlockStoreOptions, ReadPiece, ScanResult } from "./block-store.js";
 export {
   CHUNK_SIZE,

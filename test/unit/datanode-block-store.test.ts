@@ -5,8 +5,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { codeOf } from "../error-code.js";
-import { BlockStore, CHUNK_SIZE, chunkChecksums } from "../../datanode/block-store.js";
-import type { BlockKey, ReplicaWriter, StoredReplica } from "../../datanode/block-store.js";
+import { BlockStore } from "../../datanode/block-store.js";
+import { chunkChecksums } from "../../common/checksum.js";
+import { CHUNK_SIZE } from "../../datanode/replica-files.js";
+import type { BlockKey, StoredReplica } from "../../datanode/replica-files.js";
+import type { ReplicaWriter } from "../../datanode/replica-writer.js";
 
 /** Writes `data` in 64 KiB packets with correct checksums and finalizes. */
 async function writeReplica(

@@ -5,8 +5,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { codeOf } from "../error-code.js";
-import { BlockStore, chunkChecksums, SUBDIR_COUNT } from "../../datanode/block-store.js";
-import type { BlockKey, BlockStoreOptions } from "../../datanode/block-store.js";
+import { BlockStore } from "../../datanode/block-store.js";
+import type { BlockStoreOptions } from "../../datanode/block-store.js";
+import { chunkChecksums } from "../../common/checksum.js";
+import { SUBDIR_COUNT } from "../../datanode/replica-files.js";
+import type { BlockKey } from "../../datanode/replica-files.js";
 import { resolveDataNodeOptions } from "../../datanode/options.js";
 import { ReplicaTrash } from "../../datanode/replica-trash.js";
 
