@@ -33,6 +33,37 @@ export function invalidOption(daemon: string, field: string, why: string): never
   throw new HarvestError("CONFIG_INVALID", `${daemon} option ${field} ${why}`, { details: { field } });
 }
 
+/** What a policy's `resolveXxxOptions()` works with (see {@link optionResolution}). */
+export interface OptionResolution<T> {
+  /** The defaults with the given options laid over them (an undefined option keeps its default). */
+  o: T;
+  /** Throws CONFIG_INVALID "<scope> option <field> <why>". */
+  bad: (field: string, why: string) => never;
+  /**
+   * Throws CONFIG_INVALID "<scope> option <field> must be <what>, got <value>" unless the field of `o` holds a finite
+   * number for which `ok` holds.
+   */
+  check: (field: keyof T & string, ok: (v: number) => boolean, what: string) => void;
+}
+
+/**
+ * The one start of every policy's option resolver: the defaults with the given options over them, and the two ways
+ * to reject a field (both CONFIG_INVALID naming `<scope> option <field>`).
+ */
+export function optionResolution<T extends object>(
+  scope: string,
+  defaults: Readonly<T>,
+  partial: Partial<T>,
+): OptionResolution<T> {
+  const o = { ...defaults, ...stripUndefined(partial) } as T;
+  const bad = (field: string, why: string): never => invalidOption(scope, field, why);
+  const check = (field: keyof T & string, ok: (v: number) => boolean, what: string): void => {
+    const v = o[field] as unknown;
+    if (typeof v !== "number" || !Number.isFinite(v) || !ok(v)) bad(field, `must be ${what}, got ${String(v)}`);
+  };
+  return { o, bad, check };
+}
+
 /**
  * Throws INVALID_ARGUMENT naming an option of `what` (an experiment, a job stream, a simulated policy): the one
  * resolver error of the simulator's and the benches' options, as `invalidOption` is the daemons'.

@@ -46,7 +46,7 @@
  * Invariant: the primary tenant is never in the input (only secondary containers are), so it is never throttled or
  * killed; limits and kills only ever name containers of the current input.
  */
-import { invalidOption, stripUndefined } from "../../common/options.js";
+import { optionResolution } from "../../common/options.js";
 
 /** Settings of the capping controller. Fractions are of the server's power budget. */
 export interface CappingOptions {
@@ -99,8 +99,7 @@ const DEFAULTS: CappingOptions = {
 
 /** Fills defaults and validates; throws CONFIG_INVALID naming the field. */
 export function resolveCappingOptions(o: Partial<CappingOptions> = {}): CappingOptions {
-  const r: CappingOptions = { ...DEFAULTS, ...stripUndefined(o) };
-  const bad = (field: string, why: string): never => invalidOption("capping", field, why);
+  const { o: r, bad } = optionResolution("capping", DEFAULTS, o);
   for (const [field, value] of Object.entries(r))
     if (typeof value !== "number" || !Number.isFinite(value)) bad(field, "must be a finite number");
   if (!(r.uncapFraction > 0)) bad("uncapFraction", "must be > 0");

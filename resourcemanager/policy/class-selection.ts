@@ -5,6 +5,7 @@
  * job's tasks on the servers of its chosen classes. Pure: no I/O, no clock; randomness comes from an injected `Rng`.
  */
 import { HarvestError } from "../../common/errors.js";
+import { optionResolution } from "../../common/options.js";
 import type { Rng } from "../../common/rng.js";
 import { cantelliHeadroom } from "./admission.js";
 import type { UtilizationPattern } from "./classifier.js";
@@ -49,16 +50,7 @@ export const DEFAULT_JOB_TYPE_OPTIONS: Readonly<JobTypeOptions> = Object.freeze(
 
 /** Fills defaults and validates, naming the offending field in a CONFIG_INVALID error. */
 export function resolveJobTypeOptions(options: Partial<JobTypeOptions> = {}): JobTypeOptions {
-  const o: JobTypeOptions = { ...DEFAULT_JOB_TYPE_OPTIONS };
-  for (const [k, v] of Object.entries(options)) if (v !== undefined) (o as unknown as Record<string, number>)[k] = v;
-  const check = (field: keyof JobTypeOptions, ok: (v: number) => boolean, what: string): void => {
-    const v = o[field];
-    if (typeof v !== "number" || !Number.isFinite(v) || !ok(v)) {
-      throw new HarvestError("CONFIG_INVALID", `job type option ${field} must be ${what}, got ${String(v)}`, {
-        details: { field },
-      });
-    }
-  };
+  const { o, check } = optionResolution("job type", DEFAULT_JOB_TYPE_OPTIONS, options);
   check("shortPercentile", (v) => v >= 0 && v <= 100, "in [0, 100]");
   check("longPercentile", (v) => v >= o.shortPercentile && v <= 100, "in [shortPercentile, 100]");
   check("minHistory", (v) => Number.isInteger(v) && v >= 1, "an integer >= 1");

@@ -5,7 +5,7 @@
  * features with the peak, and this verdict), so the registry and the simulator derive both alike. Pure: no I/O, no
  * clock.
  */
-import { HarvestError } from "../../common/errors.js";
+import { optionResolution } from "../../common/options.js";
 import type { UtilizationSeries } from "../../common/trace-io.js";
 import { resample } from "../../common/trace-io.js";
 import { averageServerSeries } from "./average-server.js";
@@ -59,16 +59,7 @@ export const DEFAULT_CRITICALITY_OPTIONS: Readonly<CriticalityOptions> = Object.
 
 /** Fills defaults and validates, naming the offending field. */
 export function resolveCriticalityOptions(options: Partial<CriticalityOptions> = {}): CriticalityOptions {
-  const o: CriticalityOptions = { ...DEFAULT_CRITICALITY_OPTIONS };
-  for (const [k, v] of Object.entries(options)) if (v !== undefined) (o as unknown as Record<string, number>)[k] = v;
-  const check = (field: keyof CriticalityOptions, ok: (v: number) => boolean, what: string): void => {
-    const v = o[field];
-    if (typeof v !== "number" || !Number.isFinite(v) || !ok(v)) {
-      throw new HarvestError("CONFIG_INVALID", `criticality option ${field} must be ${what}, got ${String(v)}`, {
-        details: { field },
-      });
-    }
-  };
+  const { o, check } = optionResolution("criticality", DEFAULT_CRITICALITY_OPTIONS, options);
   check("slotSec", (v) => v > 0 && (24 * 3600) % v === 0 && (8 * 3600) % v === 0, "> 0 and divide 8 h");
   check("compare8Threshold", (v) => v > 0, "> 0");
   check("excludeWorstShare", (v) => v >= 0 && v < 1, "in [0, 1)");

@@ -16,7 +16,7 @@
  * `order: "arbitrary"` keeps the baseline LARS is measured against: the same rate and the same rule for what must go,
  * in the order the containers were granted, oldest first.
  */
-import { invalidOption, stripUndefined } from "../../common/options.js";
+import { optionResolution } from "../../common/options.js";
 
 /** Settings of the drain. */
 export interface DrainOptions {
@@ -38,8 +38,7 @@ export const DEFAULT_DRAIN_OPTIONS: DrainOptions = {
 };
 
 export function resolveDrainOptions(partial: Partial<DrainOptions> = {}): DrainOptions {
-  const o: DrainOptions = { ...DEFAULT_DRAIN_OPTIONS, ...stripUndefined(partial) };
-  const bad = (field: string, why: string): never => invalidOption("drain", field, why);
+  const { o, bad } = optionResolution("drain", DEFAULT_DRAIN_OPTIONS, partial);
   if (!(Number.isFinite(o.preemptionsPerSecond) && o.preemptionsPerSecond > 0))
     bad("preemptionsPerSecond", "must be > 0");
   if (!(Number.isInteger(o.burst) && o.burst >= 1)) bad("burst", "must be an integer >= 1");

@@ -22,7 +22,7 @@
  * binary search.
  */
 import { HarvestError } from "../../common/errors.js";
-import { invalidOption, stripUndefined } from "../../common/options.js";
+import { optionResolution } from "../../common/options.js";
 
 /**
  * The least remaining lifetime predicted for a live container, ms. A live container is never predicted to be gone:
@@ -140,8 +140,7 @@ export const DEFAULT_LIFETIME_OPTIONS: Readonly<LifetimeOptions> = Object.freeze
 
 /** Fills defaults and validates, naming the offending field in a CONFIG_INVALID error. */
 export function resolveLifetimeOptions(partial: Partial<LifetimeOptions> = {}): LifetimeOptions {
-  const o: LifetimeOptions = { ...DEFAULT_LIFETIME_OPTIONS, ...stripUndefined(partial) };
-  const bad = (field: string, why: string): never => invalidOption("lifetime model", field, why);
+  const { o, bad } = optionResolution("lifetime model", DEFAULT_LIFETIME_OPTIONS, partial);
   if (!(Number.isInteger(o.maxSamplesPerKey) && o.maxSamplesPerKey >= 1))
     bad("maxSamplesPerKey", "must be an integer >= 1");
   if (!(Number.isInteger(o.minSamples) && o.minSamples >= 1 && o.minSamples <= o.maxSamplesPerKey))

@@ -36,6 +36,7 @@
  *   and the share counts, as it leaves the scheduler: no budget can reach it, and a server that is gone draws nothing.
  */
 import { HarvestError } from "../../common/errors.js";
+import { optionResolution } from "../../common/options.js";
 import type { Clock } from "../../common/clock.js";
 import { profileWatts } from "../../common/power-profiles.js";
 import type { PowerProfile } from "../../common/power-profiles.js";
@@ -78,17 +79,10 @@ export const DEFAULT_POWER_DOMAIN_OPTIONS: Readonly<PowerDomainOptions> = Object
 
 /** Fills defaults and validates, naming the offending field in a CONFIG_INVALID error. */
 export function resolvePowerDomainOptions(partial: Partial<PowerDomainOptions> = {}): PowerDomainOptions {
-  const o: PowerDomainOptions = { ...DEFAULT_POWER_DOMAIN_OPTIONS };
-  for (const [k, v] of Object.entries(partial)) if (v !== undefined) (o as unknown as Record<string, unknown>)[k] = v;
-  const bad = (field: string, why: string): never => {
-    throw new HarvestError("CONFIG_INVALID", `power domain option ${field} ${why}`, { details: { field } });
-  };
-  if (!(typeof o.alertFraction === "number" && o.alertFraction > 0 && o.alertFraction <= 1))
-    bad("alertFraction", `must be in (0, 1], got ${String(o.alertFraction)}`);
-  if (!(typeof o.uncapFraction === "number" && o.uncapFraction > 0 && o.uncapFraction < o.alertFraction))
-    bad("uncapFraction", `must be in (0, alertFraction), got ${String(o.uncapFraction)}`);
-  if (!(typeof o.staleAfterMs === "number" && Number.isFinite(o.staleAfterMs) && o.staleAfterMs > 0))
-    bad("staleAfterMs", `must be a positive number of milliseconds, got ${String(o.staleAfterMs)}`);
+  const { o, check } = optionResolution("power domain", DEFAULT_POWER_DOMAIN_OPTIONS, partial);
+  check("alertFraction", (v) => v > 0 && v <= 1, "in (0, 1]");
+  check("uncapFraction", (v) => v > 0 && v < o.alertFraction, "in (0, alertFraction)");
+  check("staleAfterMs", (v) => v > 0, "a positive number of milliseconds");
   return o;
 }
 

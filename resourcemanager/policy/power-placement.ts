@@ -40,7 +40,7 @@
  * container is judged with the node as it is after the previous grant (`perContainer`), as Algorithm 1 re-sorts per VM.
  */
 import type { Clock } from "../../common/clock.js";
-import { invalidOption, stripUndefined } from "../../common/options.js";
+import { optionResolution } from "../../common/options.js";
 import { profileWatts } from "../../common/power-profiles.js";
 import type { PowerProfile } from "../../common/power-profiles.js";
 import { fits } from "../../common/resource.js";
@@ -66,8 +66,7 @@ export const DEFAULT_POWER_PLACEMENT_OPTIONS: Readonly<PowerPlacementOptions> = 
 
 /** Fills defaults and validates, naming the offending field in a CONFIG_INVALID error. */
 export function resolvePowerPlacementOptions(partial: Partial<PowerPlacementOptions> = {}): PowerPlacementOptions {
-  const o: PowerPlacementOptions = { ...DEFAULT_POWER_PLACEMENT_OPTIONS, ...stripUndefined(partial) };
-  const bad = (field: string, why: string): never => invalidOption("power placement", field, why);
+  const { o, bad } = optionResolution("power placement", DEFAULT_POWER_PLACEMENT_OPTIONS, partial);
   if (!(typeof o.alpha === "number" && o.alpha >= 0 && o.alpha <= 1)) bad("alpha", "must be in [0, 1]");
   if (!(typeof o.scoreTolerance === "number" && o.scoreTolerance >= 0 && o.scoreTolerance <= 1))
     bad("scoreTolerance", "must be in [0, 1]");
