@@ -5,7 +5,7 @@
  * name (`_seconds`, `_bytes`, `_watts`) and `_total` on counters; the README lists them.
  */
 import * as grpc from "@grpc/grpc-js";
-import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 
 /** The daemons that serve metrics. */
 export type MetricsDaemon = "resourcemanager" | "nodemanager" | "namenode" | "datanode" | "jobmanager";
@@ -16,6 +16,64 @@ export function daemonRegistry(daemon: MetricsDaemon, node?: string): Registry {
   registry.setDefaultLabels(node ? { daemon, node } : { daemon });
   collectDefaultMetrics({ register: registry });
   return registry;
+}
+
+/** A counter in `registry`, with `labelNames` when it has labels. */
+export function counter<L extends string = string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: readonly L[] = [],
+): Counter<L> {
+  return new Counter<L>({ name, help, labelNames, registers: [registry] });
+}
+
+/** A gauge without labels whose value `read` gives at each scrape (so it cannot drift from the live state). */
+export function scrapedGauge(registry: Registry, name: string, help: string, read: () => number): Gauge {
+  return new Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect(this: Gauge) {
+      this.set(read());
+    },
+  });
+}
+
+/**
+ * A gauge whose series `read` gives at each scrape, all of them: the previous scrape's series are dropped first, so a
+ * label value that is gone (a state no node is in any more, a domain removed) leaves with it.
+ */
+export function scrapedSeriesGauge<L extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+  read: () => Iterable<readonly [Partial<Record<L, string>>, number]>,
+): Gauge<L> {
+  return new Gauge<L>({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    collect(this: Gauge<L>) {
+      this.reset();
+      for (const [labels, value] of read()) this.set(labels, value);
+    },
+  });
+}
+
+/** A gauge with one label: at each scrape, one series per key of what `read` gives (in its order). */
+export function scrapedLabelledGauge<L extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  label: L,
+  read: () => Readonly<Record<string, number>>,
+): Gauge<L> {
+  return scrapedSeriesGauge(registry, name, help, [label], () =>
+    Object.entries(read()).map(([value, n]) => [{ [label]: value } as Partial<Record<L, string>>, n] as const),
+  );
 }
 
 /** Latency buckets in seconds, from a millisecond to a minute. */

@@ -4,10 +4,9 @@
  * Counters are bumped as things happen (the DataTransfer service through `TransferMetrics`); gauges read the
  * datanode's state when `/metrics` is scraped.
  */
-import { Counter, Gauge } from "prom-client";
-import type { Registry } from "prom-client";
+import type { Counter, Registry } from "prom-client";
 import { ERROR_CODES } from "../common/errors.js";
-import { daemonRegistry } from "../common/metrics.js";
+import { counter, daemonRegistry, scrapedGauge } from "../common/metrics.js";
 import type { BlockStore } from "./block-store.js";
 
 /** What a datanode refuses while its primary tenant is busy. */
@@ -66,135 +65,100 @@ export class DataNodeMetrics implements TransferMetrics {
   constructor(datanodeId: string, source: DataNodeMetricsSource) {
     const registry = daemonRegistry("datanode", datanodeId);
     this.registry = registry;
-    const registers = [registry];
-    this.written = new Counter({
-      name: "harvest_dn_bytes_written_total",
-      help: "Bytes received and written to local replicas (client pipelines and re-replication copies)",
-      registers,
-    });
-    this.read = new Counter({
-      name: "harvest_dn_bytes_read_total",
-      help: "Bytes of replicas sent to readers",
-      registers,
-    });
-    this.readFromFile = new Counter({
-      name: "harvest_dn_bytes_read_zero_copy_total",
-      help: "Bytes of replicas sent to readers straight from their files by sendfile (zeroCopyReads), part of harvest_dn_bytes_read_total",
-      registers,
-    });
-    this.blocksWrittenTotal = new Counter({
-      name: "harvest_dn_blocks_written_total",
-      help: "Replicas written through a pipeline to the end (finalized here and acknowledged upstream)",
-      registers,
-    });
-    this.blocksReadTotal = new Counter({
-      name: "harvest_dn_blocks_read_total",
-      help: "Reads of a replica (or a range of it) served to their end",
-      registers,
-    });
-    this.replications = new Counter({
-      name: "harvest_dn_replications_sent_total",
-      help: "Replicas copied to other datanodes at the namenode's command",
-      registers,
-    });
-    this.replicationBytes = new Counter({
-      name: "harvest_dn_replication_bytes_sent_total",
-      help: "Bytes of the replicas copied to other datanodes",
-      registers,
-    });
-    this.replicationFailures = new Counter({
-      name: "harvest_dn_replication_failures_total",
-      help: "Replications that failed (refused while the primary is busy included); the namenode asks again",
-      registers,
-    });
-    this.busy = new Counter({
-      name: "harvest_dn_primary_busy_refusals_total",
-      help: "Operations refused because the primary tenant is busy, by operation (read, write, replicate)",
-      labelNames: ["operation"],
-      registers,
-    });
-    this.checksums = new Counter({
-      name: "harvest_dn_checksum_failures_total",
-      help: "Data that did not match its CRC32C, by operation: write (a packet received) or read (a stored replica)",
-      labelNames: ["operation"],
-      registers,
-    });
-    this.writeFailures = new Counter({
-      name: "harvest_dn_write_failures_total",
-      help: "Write pipeline sessions on this datanode that failed, by Harvest error code (CANCELLED: the writer left)",
-      labelNames: ["code"],
-      registers,
-    });
-    this.transferConnections = new Counter({
-      name: "harvest_dn_transfer_connections_total",
-      help: "Connections to the block transfer port, by outcome: write, read, local-read (a short-circuit read granted), or refused (no certificate or token, bad frames)",
-      labelNames: ["outcome"],
-      registers,
-    });
-    new Gauge({
-      name: "harvest_dn_replicas",
-      help: "Finalized replicas stored (corrupt ones included until deleted)",
-      registers,
-      collect(this: Gauge) {
-        this.set(source.store()?.list().length ?? 0);
-      },
-    });
-    new Gauge({
-      name: "harvest_dn_trash_bytes",
-      help: "Bytes of deleted replicas not yet freed (paced deletions; counted as used space until freed)",
-      registers,
-      collect(this: Gauge) {
-        this.set(source.store()?.trashBytes ?? 0);
-      },
-    });
-    new Gauge({
-      name: "harvest_dn_corrupt_replicas",
-      help: "Replicas found corrupt and not deleted yet",
-      registers,
-      collect(this: Gauge) {
-        this.set(source.store()?.corrupt().length ?? 0);
-      },
-    });
-    new Gauge({
-      name: "harvest_dn_used_bytes",
-      help: "Bytes the replicas take (finalized and being written)",
-      registers,
-      collect(this: Gauge) {
-        this.set(source.store()?.usedBytes() ?? 0);
-      },
-    });
-    new Gauge({
-      name: "harvest_dn_capacity_bytes",
-      help: "Bytes this datanode may fill",
-      registers,
-      collect(this: Gauge) {
-        this.set(source.store()?.capacityBytes ?? 0);
-      },
-    });
-    new Gauge({
-      name: "harvest_dn_kept_replicas",
-      help: "Unfinished replicas kept in rbw/ for the namenode's lease recovery",
-      registers,
-      collect(this: Gauge) {
-        this.set(source.store()?.keptReplicas().length ?? 0);
-      },
-    });
-    new Gauge({
-      name: "harvest_dn_active_transfers",
-      help: "Pipeline writes, reads and replications in progress",
-      registers,
-      collect(this: Gauge) {
-        this.set(source.activeTransfers());
-      },
-    });
-    new Gauge({
-      name: "harvest_dn_primary_busy",
-      help: "1 while the primary tenant is at or above the busy threshold (reads and writes refused), else 0",
-      registers,
-      collect(this: Gauge) {
-        this.set(source.primaryBusy() ? 1 : 0);
-      },
-    });
+    this.written = counter(
+      registry,
+      "harvest_dn_bytes_written_total",
+      "Bytes received and written to local replicas (client pipelines and re-replication copies)",
+    );
+    this.read = counter(registry, "harvest_dn_bytes_read_total", "Bytes of replicas sent to readers");
+    this.readFromFile = counter(
+      registry,
+      "harvest_dn_bytes_read_zero_copy_total",
+      "Bytes of replicas sent to readers straight from their files by sendfile (zeroCopyReads), part of harvest_dn_bytes_read_total",
+    );
+    this.blocksWrittenTotal = counter(
+      registry,
+      "harvest_dn_blocks_written_total",
+      "Replicas written through a pipeline to the end (finalized here and acknowledged upstream)",
+    );
+    this.blocksReadTotal = counter(
+      registry,
+      "harvest_dn_blocks_read_total",
+      "Reads of a replica (or a range of it) served to their end",
+    );
+    this.replications = counter(
+      registry,
+      "harvest_dn_replications_sent_total",
+      "Replicas copied to other datanodes at the namenode's command",
+    );
+    this.replicationBytes = counter(
+      registry,
+      "harvest_dn_replication_bytes_sent_total",
+      "Bytes of the replicas copied to other datanodes",
+    );
+    this.replicationFailures = counter(
+      registry,
+      "harvest_dn_replication_failures_total",
+      "Replications that failed (refused while the primary is busy included); the namenode asks again",
+    );
+    this.busy = counter(
+      registry,
+      "harvest_dn_primary_busy_refusals_total",
+      "Operations refused because the primary tenant is busy, by operation (read, write, replicate)",
+      ["operation"],
+    );
+    this.checksums = counter(
+      registry,
+      "harvest_dn_checksum_failures_total",
+      "Data that did not match its CRC32C, by operation: write (a packet received) or read (a stored replica)",
+      ["operation"],
+    );
+    this.writeFailures = counter(
+      registry,
+      "harvest_dn_write_failures_total",
+      "Write pipeline sessions on this datanode that failed, by Harvest error code (CANCELLED: the writer left)",
+      ["code"],
+    );
+    this.transferConnections = counter(
+      registry,
+      "harvest_dn_transfer_connections_total",
+      "Connections to the block transfer port, by outcome: write, read, local-read (a short-circuit read granted), or refused (no certificate or token, bad frames)",
+      ["outcome"],
+    );
+    // The store is opened in start(): before that every store gauge reads 0.
+    const storeGauge = (name: string, help: string, read: (store: BlockStore) => number): void => {
+      scrapedGauge(registry, name, help, () => {
+        const store = source.store();
+        return store ? read(store) : 0;
+      });
+    };
+    storeGauge(
+      "harvest_dn_replicas",
+      "Finalized replicas stored (corrupt ones included until deleted)",
+      (s) => s.list().length,
+    );
+    storeGauge(
+      "harvest_dn_trash_bytes",
+      "Bytes of deleted replicas not yet freed (paced deletions; counted as used space until freed)",
+      (s) => s.trashBytes,
+    );
+    storeGauge("harvest_dn_corrupt_replicas", "Replicas found corrupt and not deleted yet", (s) => s.corrupt().length);
+    storeGauge("harvest_dn_used_bytes", "Bytes the replicas take (finalized and being written)", (s) => s.usedBytes());
+    storeGauge("harvest_dn_capacity_bytes", "Bytes this datanode may fill", (s) => s.capacityBytes);
+    storeGauge(
+      "harvest_dn_kept_replicas",
+      "Unfinished replicas kept in rbw/ for the namenode's lease recovery",
+      (s) => s.keptReplicas().length,
+    );
+    scrapedGauge(registry, "harvest_dn_active_transfers", "Pipeline writes, reads and replications in progress", () =>
+      source.activeTransfers(),
+    );
+    scrapedGauge(
+      registry,
+      "harvest_dn_primary_busy",
+      "1 while the primary tenant is at or above the busy threshold (reads and writes refused), else 0",
+      () => (source.primaryBusy() ? 1 : 0),
+    );
   }
 
   /** See TransferMetrics. */

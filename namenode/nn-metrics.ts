@@ -4,9 +4,9 @@
  * block health, the datanodes and safe mode. The gauges are read at scrape time from {@link NameNodeSummary}, the
  * same summary `/ws/v1/nn/info` serves, so the two never disagree.
  */
-import { Counter, Gauge, Histogram } from "prom-client";
-import type { Registry } from "prom-client";
-import { LATENCY_BUCKETS_SECONDS } from "../common/metrics.js";
+import { Histogram } from "prom-client";
+import type { Counter, Registry } from "prom-client";
+import { counter, LATENCY_BUCKETS_SECONDS, scrapedGauge, scrapedLabelledGauge } from "../common/metrics.js";
 import { isHarvestError } from "../common/errors.js";
 import { ReplicationPriority, replicationPriority } from "./policy/replication-monitor.js";
 
@@ -124,12 +124,12 @@ export class NameNodeMetrics {
     private readonly source: NameNodeSummarySource,
   ) {
     const registers = [registry];
-    this.ops = new Counter({
-      name: "harvest_nn_ops_total",
-      help: "Client operations on the namespace (gRPC and the REST API alike), by operation and outcome (ok or the Harvest error code)",
-      labelNames: ["op", "outcome"],
-      registers,
-    });
+    this.ops = counter(
+      registry,
+      "harvest_nn_ops_total",
+      "Client operations on the namespace (gRPC and the REST API alike), by operation and outcome (ok or the Harvest error code)",
+      ["op", "outcome"],
+    );
     this.opSeconds = new Histogram({
       name: "harvest_nn_op_duration_seconds",
       help: "Time the namenode took for a client operation (for a mutation: until it was durable), by operation",
@@ -137,54 +137,38 @@ export class NameNodeMetrics {
       buckets: LATENCY_BUCKETS_SECONDS,
       registers,
     });
-    this.replicationScheduled = new Counter({
-      name: "harvest_nn_replication_scheduled_total",
-      help: "Block copies the replication monitor scheduled (one source, one or more targets)",
-      registers,
-    });
-    this.replicationCompleted = new Counter({
-      name: "harvest_nn_replication_completed_total",
-      help: "Replicas that scheduled copies delivered (a target reported the block)",
-      registers,
-    });
-    this.replicationTimedOut = new Counter({
-      name: "harvest_nn_replication_timed_out_total",
-      help: "Scheduled copies given up because no target reported the block within the replication timeout",
-      registers,
-    });
-    this.replicaDeletions = new Counter({
-      name: "harvest_nn_replica_deletions_total",
-      help: "Replica deletions the replication monitor sent to datanodes, by reason (corrupt, over-replicated)",
-      labelNames: ["reason"],
-      registers,
-    });
-    const summary = (): NameNodeSummary => this.summary();
+    this.replicationScheduled = counter(
+      registry,
+      "harvest_nn_replication_scheduled_total",
+      "Block copies the replication monitor scheduled (one source, one or more targets)",
+    );
+    this.replicationCompleted = counter(
+      registry,
+      "harvest_nn_replication_completed_total",
+      "Replicas that scheduled copies delivered (a target reported the block)",
+    );
+    this.replicationTimedOut = counter(
+      registry,
+      "harvest_nn_replication_timed_out_total",
+      "Scheduled copies given up because no target reported the block within the replication timeout",
+    );
+    this.replicaDeletions = counter(
+      registry,
+      "harvest_nn_replica_deletions_total",
+      "Replica deletions the replication monitor sent to datanodes, by reason (corrupt, over-replicated)",
+      ["reason"],
+    );
+    // Every gauge of one scrape reads the same summary.
     const gauge = (name: string, help: string, read: (s: NameNodeSummary) => number): void => {
-      new Gauge({
-        name,
-        help,
-        registers,
-        collect() {
-          this.set(read(summary()));
-        },
-      });
+      scrapedGauge(registry, name, help, () => read(this.summary()));
     };
-    const labelled = <L extends string>(
+    const labelled = (
       name: string,
       help: string,
-      label: L,
+      label: string,
       read: (s: NameNodeSummary) => Record<string, number>,
     ): void => {
-      new Gauge({
-        name,
-        help,
-        labelNames: [label],
-        registers,
-        collect() {
-          for (const [value, n] of Object.entries(read(summary())))
-            this.set({ [label]: value } as Record<L, string>, n);
-        },
-      });
+      scrapedLabelledGauge(registry, name, help, label, () => read(this.summary()));
     };
     gauge("harvest_nn_files", "Files in the namespace", (s) => s.files);
     gauge("harvest_nn_directories", "Directories in the namespace, the root included", (s) => s.directories);

@@ -4,9 +4,15 @@
  * and the capping agent's state. Counters are bumped by the node manager as things happen; gauges read the node
  * manager's state when `/metrics` is scraped, so they are never stale.
  */
-import { Counter, Gauge, Histogram } from "prom-client";
-import type { Registry } from "prom-client";
-import { daemonRegistry, LATENCY_BUCKETS_SECONDS } from "../common/metrics.js";
+import { Histogram } from "prom-client";
+import type { Counter, Registry } from "prom-client";
+import {
+  counter,
+  daemonRegistry,
+  LATENCY_BUCKETS_SECONDS,
+  scrapedGauge,
+  scrapedLabelledGauge,
+} from "../common/metrics.js";
 import type { PrimarySample } from "../common/primary-monitor.js";
 import type { CappingSnapshot } from "./policy/capping-agent.js";
 import type { ExitCause } from "./container.js";
@@ -58,32 +64,27 @@ export class NodeManagerMetrics {
     const registry = daemonRegistry("nodemanager", nodeId);
     this.registry = registry;
     const registers = [registry];
-    this.heartbeats = new Counter({
-      name: "harvest_nm_heartbeats_total",
-      help: "Heartbeats sent to the resource manager",
-      registers,
-    });
-    this.launched = new Counter({
-      name: "harvest_nm_containers_launched_total",
-      help: "Containers launched, by kind (task or job_manager)",
-      labelNames: ["kind"],
-      registers,
-    });
-    this.completed = new Counter({
-      name: "harvest_nm_containers_completed_total",
-      help: "Containers that ended, by exit cause (succeeded, failed, preempted_by_primary, preempted_by_power, ...)",
-      labelNames: ["cause"],
-      registers,
-    });
-    this.kills = new Counter({
-      name: "harvest_nm_container_kills_total",
-      help:
-        "Containers this node manager decided to kill, by cause: preempted_by_primary (the yield controller), " +
+    this.heartbeats = counter(registry, "harvest_nm_heartbeats_total", "Heartbeats sent to the resource manager");
+    this.launched = counter(
+      registry,
+      "harvest_nm_containers_launched_total",
+      "Containers launched, by kind (task or job_manager)",
+      ["kind"],
+    );
+    this.completed = counter(
+      registry,
+      "harvest_nm_containers_completed_total",
+      "Containers that ended, by exit cause (succeeded, failed, preempted_by_primary, preempted_by_power, ...)",
+      ["cause"],
+    );
+    this.kills = counter(
+      registry,
+      "harvest_nm_container_kills_total",
+      "Containers this node manager decided to kill, by cause: preempted_by_primary (the yield controller), " +
         "preempted_by_power (the capping agent), released (the job manager), and what the resource manager asked " +
         "(killed_by_user, preempted_by_drain, ...); lost when the node manager stops",
-      labelNames: ["cause"],
-      registers,
-    });
+      ["cause"],
+    );
     this.yieldSeconds = new Histogram({
       name: "harvest_nm_yield_seconds",
       help:
@@ -92,93 +93,78 @@ export class NodeManagerMetrics {
       buckets: YIELD_BUCKETS_SECONDS,
       registers,
     });
-    new Gauge({
-      name: "harvest_nm_containers_running",
-      help: "Containers whose processes run now, by kind (task or job_manager)",
-      labelNames: ["kind"],
-      registers,
-      collect(this: Gauge<"kind">) {
+    scrapedLabelledGauge(
+      registry,
+      "harvest_nm_containers_running",
+      "Containers whose processes run now, by kind (task or job_manager)",
+      "kind",
+      () => {
         let tasks = 0;
         let ams = 0;
         for (const c of source.running())
           if (c.isAm) ams++;
           else tasks++;
-        this.set({ kind: "task" }, tasks);
-        this.set({ kind: "job_manager" }, ams);
+        return { task: tasks, job_manager: ams };
       },
-    });
-    new Gauge({
-      name: "harvest_nm_capacity_millicores",
-      help: "Cores this node offers to Harvest, x1000",
-      registers,
-      collect(this: Gauge) {
-        this.set(source.capacityMilli);
-      },
-    });
-    new Gauge({
-      name: "harvest_nm_harvested_millicores",
-      help: "Cores allocated to the running containers (what Harvest holds on this node), x1000",
-      registers,
-      collect(this: Gauge) {
+    );
+    scrapedGauge(
+      registry,
+      "harvest_nm_capacity_millicores",
+      "Cores this node offers to Harvest, x1000",
+      () => source.capacityMilli,
+    );
+    scrapedGauge(
+      registry,
+      "harvest_nm_harvested_millicores",
+      "Cores allocated to the running containers (what Harvest holds on this node), x1000",
+      () => {
         let milli = 0;
         for (const c of source.running()) milli += c.vcoresMilli;
-        this.set(milli);
+        return milli;
       },
+    );
+    scrapedGauge(registry, "harvest_nm_harvested_memory_mb", "Memory allocated to the running containers, MB", () => {
+      let mb = 0;
+      for (const c of source.running()) mb += c.memoryMb;
+      return mb;
     });
-    new Gauge({
-      name: "harvest_nm_harvested_memory_mb",
-      help: "Memory allocated to the running containers, MB",
-      registers,
-      collect(this: Gauge) {
-        let mb = 0;
-        for (const c of source.running()) mb += c.memoryMb;
-        this.set(mb);
-      },
-    });
-    new Gauge({
-      name: "harvest_nm_primary_cpu_millicores",
-      help: "Cores the primary tenant uses, x1000, at the yield controller's latest sample",
-      registers,
-      collect(this: Gauge) {
-        this.set(source.primary().cpuMilli);
-      },
-    });
-    new Gauge({
-      name: "harvest_nm_power_capped",
-      help: "1 while the capping agent holds a cap on the containers (capped, or stale: no meter reading), else 0",
-      registers,
-      collect(this: Gauge) {
+    scrapedGauge(
+      registry,
+      "harvest_nm_primary_cpu_millicores",
+      "Cores the primary tenant uses, x1000, at the yield controller's latest sample",
+      () => source.primary().cpuMilli,
+    );
+    scrapedGauge(
+      registry,
+      "harvest_nm_power_capped",
+      "1 while the capping agent holds a cap on the containers (capped, or stale: no meter reading), else 0",
+      () => {
         const p = source.capping();
-        this.set(p && p.state !== "uncapped" ? 1 : 0);
+        return p && p.state !== "uncapped" ? 1 : 0;
       },
-    });
-    new Gauge({
-      name: "harvest_nm_power_budget_watts",
-      help: "The power budget in force on this node (the smaller of its own and its power domain's), watts; 0: none",
-      registers,
-      collect(this: Gauge) {
-        this.set(source.capping()?.budgetWatts ?? 0);
-      },
-    });
-    new Gauge({
-      name: "harvest_nm_power_draw_watts",
-      help: "The server's power draw at the last reading, watts, by meter (rapl: measured; model, trace: modelled)",
-      labelNames: ["meter"],
-      registers,
-      collect(this: Gauge<"meter">) {
-        this.reset();
+    );
+    scrapedGauge(
+      registry,
+      "harvest_nm_power_budget_watts",
+      "The power budget in force on this node (the smaller of its own and its power domain's), watts; 0: none",
+      () => source.capping()?.budgetWatts ?? 0,
+    );
+    scrapedLabelledGauge(
+      registry,
+      "harvest_nm_power_draw_watts",
+      "The server's power draw at the last reading, watts, by meter (rapl: measured; model, trace: modelled)",
+      "meter",
+      () => {
         const p = source.capping();
-        if (p?.watts !== undefined) this.set({ meter: meterKind(p.meter) }, p.watts);
+        return p?.watts !== undefined ? { [meterKind(p.meter)]: p.watts } : {};
       },
-    });
-    new Gauge({
-      name: "harvest_nm_throttled_containers",
-      help: "Containers the capping agent runs below their allocation now",
-      registers,
-      collect(this: Gauge) {
-        this.set(source.capping()?.throttledContainers ?? 0);
-      },
-    });
+    );
+    scrapedGauge(
+      registry,
+      "harvest_nm_throttled_containers",
+      "Containers the capping agent runs below their allocation now",
+      () => source.capping()?.throttledContainers ?? 0,
+    );
   }
 
   /** A heartbeat went to the resource manager. */

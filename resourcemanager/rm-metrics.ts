@@ -4,8 +4,8 @@
  * from the live state when scraped (`collect`), so they cannot drift from what the services answer. Label values are
  * lower-case, as the other daemons' (`cause="preempted_by_primary"`, `kind="job_manager"`, `state="running"`).
  */
-import { Counter, Gauge } from "prom-client";
-import type { Registry } from "prom-client";
+import type { Counter, Registry } from "prom-client";
+import { counter, scrapedGauge, scrapedLabelledGauge, scrapedSeriesGauge } from "../common/metrics.js";
 import type { ApplicationObserver } from "./applications.js";
 import type { ExitCauseOutput } from "../proto/generated/harvest/v1/ExitCause.js";
 
@@ -36,6 +36,13 @@ export function labelValue(name: string): string {
   return name.replace(/^JOB_/, "").toLowerCase();
 }
 
+/** Every state of `always` (0 when none) and any other that `by` names, by label value. */
+function byState(always: readonly string[], by: Readonly<Record<string, number>>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const state of new Set([...always, ...Object.keys(by)])) out[labelValue(state)] = by[state] ?? 0;
+  return out;
+}
+
 /** What the gauges read from the live state at each scrape. */
 export interface RmGaugeSource {
   /** Nodes by state (`NODE_STATES`). */
@@ -61,126 +68,101 @@ export class RmMetrics implements ApplicationObserver {
   private readonly finishedApps: Counter<"final_state">;
 
   constructor(registry: Registry, source: RmGaugeSource) {
-    const registers = [registry];
-    this.heartbeats = new Counter({
-      name: "harvest_rm_heartbeats_total",
-      help: "Node-manager heartbeats received",
-      registers,
-    });
-    this.allocated = new Counter({
-      name: "harvest_rm_containers_allocated_total",
-      help: "Containers granted, by kind (job_manager, task)",
-      labelNames: ["kind"],
-      registers,
-    });
-    this.completions = new Counter({
-      name: "harvest_rm_container_completions_total",
-      help: "Granted containers that ended, by kind and exit cause (preempted_by_primary: a primary spike; lost: with its node)",
-      labelNames: ["kind", "cause"],
-      registers,
-    });
-    this.submittedApps = new Counter({
-      name: "harvest_rm_applications_submitted_total",
-      help: "Applications accepted by SubmitApplication",
-      registers,
-    });
-    this.finishedApps = new Counter({
-      name: "harvest_rm_applications_finished_total",
-      help: "Applications that ended, by final state (succeeded, failed, killed)",
-      labelNames: ["final_state"],
-      registers,
-    });
+    this.heartbeats = counter(registry, "harvest_rm_heartbeats_total", "Node-manager heartbeats received");
+    this.allocated = counter(
+      registry,
+      "harvest_rm_containers_allocated_total",
+      "Containers granted, by kind (job_manager, task)",
+      ["kind"],
+    );
+    this.completions = counter(
+      registry,
+      "harvest_rm_container_completions_total",
+      "Granted containers that ended, by kind and exit cause (preempted_by_primary: a primary spike; lost: with its node)",
+      ["kind", "cause"],
+    );
+    this.submittedApps = counter(
+      registry,
+      "harvest_rm_applications_submitted_total",
+      "Applications accepted by SubmitApplication",
+    );
+    this.finishedApps = counter(
+      registry,
+      "harvest_rm_applications_finished_total",
+      "Applications that ended, by final state (succeeded, failed, killed)",
+      ["final_state"],
+    );
     for (const kind of ["job_manager", "task"] as const) {
       this.allocated.inc({ kind }, 0);
       for (const cause of EXIT_CAUSES) this.completions.inc({ kind, cause: labelValue(cause) }, 0);
     }
     for (const finalState of FINAL_STATES) this.finishedApps.inc({ final_state: labelValue(finalState) }, 0);
 
-    new Gauge({
-      name: "harvest_rm_nodes",
-      help: "Node managers by state (running, lost, draining, drained; a draining node counts only as draining)",
-      labelNames: ["state"],
-      registers,
-      collect(this: Gauge<"state">) {
-        const by = source.nodesByState();
-        this.reset();
-        for (const state of new Set([...NODE_STATES, ...Object.keys(by)]))
-          this.set({ state: labelValue(state) }, by[state] ?? 0);
-      },
-    });
-    new Gauge({
-      name: "harvest_rm_containers_running",
-      help: "Containers granted and not yet ended, by kind (job_manager, task)",
-      labelNames: ["kind"],
-      registers,
-      collect(this: Gauge<"kind">) {
+    scrapedLabelledGauge(
+      registry,
+      "harvest_rm_nodes",
+      "Node managers by state (running, lost, draining, drained; a draining node counts only as draining)",
+      "state",
+      () => byState(NODE_STATES, source.nodesByState()),
+    );
+    scrapedLabelledGauge(
+      registry,
+      "harvest_rm_containers_running",
+      "Containers granted and not yet ended, by kind (job_manager, task)",
+      "kind",
+      () => {
         const by = source.containersRunning();
-        this.set({ kind: "job_manager" }, by.job_manager);
-        this.set({ kind: "task" }, by.task);
+        return { job_manager: by.job_manager, task: by.task };
       },
-    });
-    new Gauge({
-      name: "harvest_rm_applications",
-      help: "Applications the resource manager holds, by state (finished ones until evicted: maxCompletedApps)",
-      labelNames: ["state"],
-      registers,
-      collect(this: Gauge<"state">) {
-        const by = source.appsByState();
-        this.reset();
-        for (const state of new Set([...APP_STATES, ...Object.keys(by)]))
-          this.set({ state: labelValue(state) }, by[state] ?? 0);
-      },
-    });
-    new Gauge({
-      name: "harvest_rm_admission_queue_length",
-      help: "Jobs waiting for admission (0 under admission: none)",
-      registers,
-      collect(this: Gauge) {
-        this.set(source.admissionQueueLength());
-      },
-    });
-    new Gauge({
-      name: "harvest_rm_millicores",
-      help: "Milli-cores of the node managers not lost: capacity, used by primary tenants, allocated to Harvest's containers",
-      labelNames: ["use"],
-      registers,
-      collect(this: Gauge<"use">) {
+    );
+    scrapedLabelledGauge(
+      registry,
+      "harvest_rm_applications",
+      "Applications the resource manager holds, by state (finished ones until evicted: maxCompletedApps)",
+      "state",
+      () => byState(APP_STATES, source.appsByState()),
+    );
+    scrapedGauge(
+      registry,
+      "harvest_rm_admission_queue_length",
+      "Jobs waiting for admission (0 under admission: none)",
+      () => source.admissionQueueLength(),
+    );
+    scrapedLabelledGauge(
+      registry,
+      "harvest_rm_millicores",
+      "Milli-cores of the node managers not lost: capacity, used by primary tenants, allocated to Harvest's containers",
+      "use",
+      () => {
         const v = source.millicores();
-        this.set({ use: "capacity" }, v.capacity);
-        this.set({ use: "primary" }, v.primary);
-        this.set({ use: "allocated" }, v.allocated);
+        return { capacity: v.capacity, primary: v.primary, allocated: v.allocated };
       },
-    });
+    );
     // The three power gauges read one listing per scrape each; a scrape is rare next to heartbeats.
-    new Gauge({
-      name: "harvest_rm_power_draw_watts",
-      help: "Draw counted for each power domain (server leaves included), watts",
-      labelNames: ["domain", "kind"],
-      registers,
-      collect(this: Gauge<"domain" | "kind">) {
-        this.reset();
-        for (const d of source.powerDomains()) this.set({ domain: d.path, kind: d.kind }, d.drawWatts);
-      },
-    });
-    new Gauge({
-      name: "harvest_rm_power_budget_watts",
-      help: "Budget of each power domain that has one, watts",
-      labelNames: ["domain", "kind"],
-      registers,
-      collect(this: Gauge<"domain" | "kind">) {
-        this.reset();
-        for (const d of source.powerDomains())
-          if (d.budgetWatts > 0) this.set({ domain: d.path, kind: d.kind }, d.budgetWatts);
-      },
-    });
-    new Gauge({
-      name: "harvest_rm_power_domains_alerting",
-      help: "Power domains near their budget now (their nodes run under node budgets)",
-      registers,
-      collect(this: Gauge) {
-        this.set(source.powerDomains().filter((d) => d.alert).length);
-      },
-    });
+    scrapedSeriesGauge(
+      registry,
+      "harvest_rm_power_draw_watts",
+      "Draw counted for each power domain (server leaves included), watts",
+      ["domain", "kind"],
+      () => source.powerDomains().map((d) => [{ domain: d.path, kind: d.kind }, d.drawWatts] as const),
+    );
+    scrapedSeriesGauge(
+      registry,
+      "harvest_rm_power_budget_watts",
+      "Budget of each power domain that has one, watts",
+      ["domain", "kind"],
+      () =>
+        source
+          .powerDomains()
+          .filter((d) => d.budgetWatts > 0)
+          .map((d) => [{ domain: d.path, kind: d.kind }, d.budgetWatts] as const),
+    );
+    scrapedGauge(
+      registry,
+      "harvest_rm_power_domains_alerting",
+      "Power domains near their budget now (their nodes run under node budgets)",
+      () => source.powerDomains().filter((d) => d.alert).length,
+    );
   }
 
   /** A node manager's heartbeat arrived. */
