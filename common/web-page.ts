@@ -71,9 +71,15 @@ export interface Column<Row> {
   className?: string;
 }
 
+/** How `renderTable` draws a table beyond its columns and rows. */
+export interface TableOptions {
+  /** Headings carry their column's `className` too (not only "num"). @default false */
+  classOnHeadings?: boolean;
+}
+
 /**
- * An HTML table of `rows` (a line saying `empty` when there are none). `id` names it for scripts and tests; `rowAttrs`
- * gives each row's attributes (e.g. `{ "data-node": id }`), escaped here.
+ * An HTML table of `rows` (a paragraph with the same id saying `empty` when there are none). `id` names it for
+ * scripts and tests; `rowAttrs` gives each row's attributes (e.g. `{ "data-node": id }`), escaped here.
  */
 export function renderTable<Row>(
   id: string,
@@ -81,13 +87,16 @@ export function renderTable<Row>(
   rows: readonly Row[],
   empty: string,
   rowAttrs?: (row: Row) => Readonly<Record<string, string>>,
+  options: TableOptions = {},
 ): string {
   if (rows.length === 0) return `<p class="empty" id="${escapeHtml(id)}">${escapeHtml(empty)}</p>`;
   const classOf = (c: Column<Row>): string => {
     const names = [c.numeric ? "num" : "", c.className ?? ""].filter(Boolean).join(" ");
     return names ? ` class="${escapeHtml(names)}"` : "";
   };
-  const head = columns.map((c) => `<th${c.numeric ? ' class="num"' : ""}>${escapeHtml(c.label)}</th>`).join("");
+  const headClass = (c: Column<Row>): string =>
+    options.classOnHeadings ? classOf(c) : c.numeric ? ' class="num"' : "";
+  const head = columns.map((c) => `<th${headClass(c)}>${escapeHtml(c.label)}</th>`).join("");
   const attrs = (r: Row): string =>
     Object.entries(rowAttrs?.(r) ?? {})
       .map(([k, v]) => ` ${escapeHtml(k)}="${escapeHtml(v)}"`)
@@ -96,6 +105,14 @@ export function renderTable<Row>(
     .map((r) => `<tr${attrs(r)}>${columns.map((c) => `<td${classOf(c)}>${c.cell(r)}</td>`).join("")}</tr>`)
     .join("\n");
   return `<table id="${escapeHtml(id)}"><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table>`;
+}
+
+/** A row of tiles, each a big value (already HTML) over its label, in a block that `id` names. */
+export function renderTiles(id: string, items: readonly (readonly [label: string, html: string])[]): string {
+  const inner = items
+    .map(([k, v]) => `<div class="tile"><div class="v">${v}</div><div class="k">${escapeHtml(k)}</div></div>`)
+    .join("");
+  return `<div class="totals" id="${escapeHtml(id)}">${inner}</div>`;
 }
 
 /** Bytes as B, KiB, MiB, GiB, TiB. */

@@ -10,8 +10,8 @@ import { ANY_CERTIFICATE } from "../common/auth.js";
 import { baseName, normalizeDfsPath, pathComponents } from "../common/dfs-path.js";
 import { isHarvestError } from "../common/errors.js";
 import { formatMode } from "../common/fs-permission.js";
-import { formatBytes, formatDuration, formatTime, renderPage } from "../common/web-page.js";
-import type { Column, NavLink } from "../common/web-page.js";
+import { formatBytes, formatDuration, formatTime, renderPage, renderTable, renderTiles } from "../common/web-page.js";
+import type { Column, NavLink, TableOptions } from "../common/web-page.js";
 import { escapeHtml, httpStatusOf } from "../common/web-server.js";
 import type { WebRequest, WebResponse, WebServer } from "../common/web-server.js";
 import { ReplicationPriority, replicationPriority } from "./policy/replication-monitor.js";
@@ -21,6 +21,9 @@ import type { NameNodeWebSource, PlacementCellReport, PlacementReport } from "./
 import type { DatanodeReportOutput } from "../proto/generated/harvest/v1/DatanodeReport.js";
 import type { FileStatusOutput } from "../proto/generated/harvest/v1/FileStatus.js";
 import type { FsckBlockOutput } from "../proto/generated/harvest/v1/FsckBlock.js";
+
+/** The pages' tables: headings carry their column's class too (the pages' scripts and tests find them by it). */
+const NN_TABLE: TableOptions = { classOnHeadings: true };
 
 const NAV: readonly NavLink[] = [
   { href: "/", label: "Overview" },
@@ -53,7 +56,7 @@ function overview(req: WebRequest, source: NameNodeWebSource): WebResponse {
   const d = s.datanodes;
   const usedFraction = d.capacityBytes > 0 ? d.usedBytes / d.capacityBytes : 0;
   const healthy = h.missing + h.underReplicated + h.corrupt === 0;
-  const body = `${tiles("summary", [
+  const body = `${renderTiles("summary", [
     ["safe mode", s.safeMode.on ? state("ON", "DRAINING") : state("OFF", "NORMAL")],
     ["health", healthy ? state("HEALTHY", "HEALTHY") : state("UNHEALTHY", "MISSING")],
     ["files", num(s.files)],
@@ -119,7 +122,7 @@ const EXPLORER_REFUSALS: ReadonlySet<string> = new Set([
 ]);
 
 function directoryBody(entries: readonly FileStatusOutput[]): string {
-  const columns: Col<FileStatusOutput>[] = [
+  const columns: Column<FileStatusOutput>[] = [
     {
       label: "Name",
       cell: (e) => `<a href="${explorerHref(e.path)}">${escapeHtml(baseName(e.path))}${e.isDir ? "/" : ""}</a>`,
@@ -134,11 +137,18 @@ function directoryBody(entries: readonly FileStatusOutput[]): string {
     { label: "Modified (UTC)", cell: (e) => escapeHtml(formatTime(e.mtimeMs)) },
     { label: "", cell: fileFlags },
   ];
-  return table("entries", columns, entries, "This directory is empty.", (e) => ({ "data-path": e.path }));
+  return renderTable(
+    "entries",
+    columns,
+    entries,
+    "This directory is empty.",
+    (e) => ({ "data-path": e.path }),
+    NN_TABLE,
+  );
 }
 
 function fileBody(status: FileStatusOutput, path: string, source: NameNodeWebSource, req: WebRequest): string {
-  const head = tiles("file", [
+  const head = renderTiles("file", [
     ["size", escapeHtml(formatBytes(status.length))],
     ["replication", num(status.replication)],
     ["block size", escapeHtml(formatBytes(status.blockSize))],
@@ -152,7 +162,7 @@ function fileBody(status: FileStatusOutput, path: string, source: NameNodeWebSou
   let blocksHtml: string;
   try {
     const located = source.blockLocations(path, 0, 0, source.callerOf(req.principal));
-    blocksHtml = table(
+    blocksHtml = renderTable(
       "blocks",
       [
         { label: "Block", cell: (b) => escapeHtml(b.block.blockId) },
@@ -170,6 +180,7 @@ function fileBody(status: FileStatusOutput, path: string, source: NameNodeWebSou
       located.blocks,
       "The file has no blocks.",
       (b) => ({ "data-block": String(b.block.blockId) }),
+      NN_TABLE,
     );
   } catch (err) {
     if (!isHarvestError(err) || err.code !== "DFS_PERMISSION_DENIED") throw err;
@@ -181,7 +192,7 @@ function fileBody(status: FileStatusOutput, path: string, source: NameNodeWebSou
 function datanodes(req: WebRequest, source: NameNodeWebSource): WebResponse {
   const s = source.summary().datanodes;
   const now = Date.now();
-  const columns: Col<DatanodeReportOutput>[] = [
+  const columns: Column<DatanodeReportOutput>[] = [
     { label: "Datanode", cell: (d) => escapeHtml(d.datanodeId) },
     { label: "Address", cell: (d) => `<code>${escapeHtml(d.address)}</code>` },
     { label: "Rack", cell: (d) => escapeHtml(d.rack) },
@@ -217,7 +228,7 @@ function datanodes(req: WebRequest, source: NameNodeWebSource): WebResponse {
     },
     { label: "Reimages", numeric: true, cell: (d) => num(d.reimages) },
   ];
-  const body = `${tiles("datanode-totals", [
+  const body = `${renderTiles("datanode-totals", [
     ["live", num(s.live)],
     ["stale", num(s.stale)],
     ["dead", num(s.dead)],
@@ -228,7 +239,7 @@ function datanodes(req: WebRequest, source: NameNodeWebSource): WebResponse {
     ["used", escapeHtml(formatBytes(s.usedBytes))],
     ["remaining", escapeHtml(formatBytes(s.remainingBytes))],
   ])}
-${table("datanodes", columns, source.datanodes(), "No datanode has registered yet.", (d) => ({ "data-datanode": d.datanodeId }))}`;
+${renderTable("datanodes", columns, source.datanodes(), "No datanode has registered yet.", (d) => ({ "data-datanode": d.datanodeId }), NN_TABLE)}`;
   return page(req, "/datanodes", "Datanodes", body, { refresh: true });
 }
 
@@ -247,7 +258,7 @@ fsck: ${r.healthy ? "healthy (no block missing)" : "blocks missing"}.</p>`;
   const fileCell = (b: FsckBlockOutput): string => `<a href="${explorerHref(b.path)}">${escapeHtml(b.path)}</a>`;
   const blockCell = (b: FsckBlockOutput): string => escapeHtml(b.block?.blockId ?? "");
   const holders = (ids: readonly string[]): string => (ids.length > 0 ? escapeHtml(ids.join(", ")) : "");
-  const replicasCol: Col<FsckBlockOutput> = {
+  const replicasCol: Column<FsckBlockOutput> = {
     label: "Live / expected",
     numeric: true,
     cell: (b) => `${num(b.liveReplicas)} / ${num(b.expectedReplicas)}`,
@@ -256,17 +267,18 @@ fsck: ${r.healthy ? "healthy (no block missing)" : "blocks missing"}.</p>`;
     id: string,
     rows: readonly FsckBlockOutput[],
     empty: string,
-    extra: Col<FsckBlockOutput>[],
+    extra: Column<FsckBlockOutput>[],
   ): string =>
-    table(
+    renderTable(
       id,
       [{ label: "File", cell: fileCell }, { label: "Block", cell: blockCell }, ...extra],
       rows.slice(0, MAX_ROWS),
       empty,
       (b) => ({ "data-path": b.path, "data-block": String(b.block?.blockId ?? "") }),
+      NN_TABLE,
     ) + (rows.length > MAX_ROWS ? `<p class="muted">The first ${MAX_ROWS} of ${num(rows.length)}.</p>` : "");
   const body = `${summary}
-${tiles("block-totals", [
+${renderTiles("block-totals", [
   ["under-replicated: highest", num(byPriority.highest)],
   ["very under-replicated", num(byPriority.veryUnderReplicated)],
   ["under-replicated", num(byPriority.underReplicated)],
@@ -298,7 +310,7 @@ ${blockTable("suspect", r.suspect, "No replica sits on a stale datanode.", [
   { label: "Stale holders", cell: (b) => holders(b.datanodes) },
 ])}
 <h2>Files closed by lease recovery</h2>
-${table(
+${renderTable(
   "recovered",
   [
     { label: "File", cell: (f) => `<a href="${explorerHref(f.path)}">${escapeHtml(f.path)}</a>` },
@@ -309,6 +321,7 @@ ${table(
   r.recovered.slice(0, MAX_ROWS),
   "No file was closed by lease recovery.",
   (f) => ({ "data-path": f.path }),
+  NN_TABLE,
 )}`;
   return page(req, "/blocks", "Block health", body, { refresh: true });
 }
@@ -321,7 +334,7 @@ function placement(req: WebRequest, source: NameNodeWebSource): WebResponse {
         ? '<p class="muted" id="placement-note">No tenants yet (the resource manager has not been read): placement falls back to the stock policy.</p>'
         : ""
       : `<p class="muted" id="placement-note">This namenode places replicas with the ${escapeHtml(p.policy)} policy, which reads no tenant history: the grid is empty and every replica counts as outside it. Start the namenode with <code>placementPolicy: "diversity"</code> (seeds/004, Algorithm 2) to fill it.</p>`;
-  const body = `${tiles("placement-totals", [
+  const body = `${renderTiles("placement-totals", [
     ["policy", escapeHtml(p.policy)],
     ["tenants", num(p.tenants)],
     ["replicas", num(p.replicas)],
@@ -367,42 +380,6 @@ function gridCell(c: PlacementCellReport): string {
   const cpu = c.peakCpuPct ? `, peak CPU ${fixed(c.peakCpuPct.min)}-${fixed(c.peakCpuPct.max)} %` : "";
   const detail = `${c.tenants.length} tenants, ${c.servers} servers, ${formatBytes(c.freeBytes)} free${cpu}`;
   return `<td data-row="${c.row}" data-col="${c.col}" class="cell"><span class="replicas">${num(c.replicas)}</span> replicas<br><span class="muted">${escapeHtml(detail)}</span></td>`;
-}
-
-/** A table like common/web-page.ts's `renderTable`, with attributes on each row and a class on chosen cells. */
-interface Col<Row> extends Column<Row> {
-  className?: string;
-}
-
-function table<Row>(
-  id: string,
-  columns: readonly Col<Row>[],
-  rows: readonly Row[],
-  empty: string,
-  attrs: (row: Row) => Record<string, string>,
-): string {
-  if (rows.length === 0) return `<p class="empty" id="${escapeHtml(id)}">${escapeHtml(empty)}</p>`;
-  const cls = (c: Col<Row>): string => {
-    const names = [c.numeric ? "num" : "", c.className ?? ""].filter((n) => n !== "").join(" ");
-    return names ? ` class="${escapeHtml(names)}"` : "";
-  };
-  const head = columns.map((c) => `<th${cls(c)}>${escapeHtml(c.label)}</th>`).join("");
-  const body = rows
-    .map((r) => {
-      const a = Object.entries(attrs(r))
-        .map(([k, v]) => ` ${k}="${escapeHtml(v)}"`)
-        .join("");
-      return `<tr${a}>${columns.map((c) => `<td${cls(c)}>${c.cell(r)}</td>`).join("")}</tr>`;
-    })
-    .join("\n");
-  return `<table id="${escapeHtml(id)}"><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table>`;
-}
-
-function tiles(id: string, items: readonly [label: string, html: string][]): string {
-  const inner = items
-    .map(([k, v]) => `<div class="tile"><div class="v">${v}</div><div class="k">${escapeHtml(k)}</div></div>`)
-    .join("");
-  return `<div class="totals" id="${escapeHtml(id)}">${inner}</div>`;
 }
 
 /** The path as links, each leading to the explorer at that directory. */

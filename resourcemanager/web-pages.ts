@@ -6,8 +6,8 @@
  * Elements scripts and browser tests look for have stable ids and `data-*` keys (listed on each page function).
  */
 import type { Access } from "../common/auth.js";
-import { formatBytes, formatDuration, formatTime, renderPage } from "../common/web-page.js";
-import type { NavLink } from "../common/web-page.js";
+import { formatBytes, formatDuration, formatTime, renderPage, renderTable, renderTiles } from "../common/web-page.js";
+import type { Column, NavLink } from "../common/web-page.js";
 import { escapeHtml } from "../common/web-server.js";
 import type { WebRequest, WebServer } from "../common/web-server.js";
 import { APP_STATES } from "./rm-metrics.js";
@@ -74,42 +74,6 @@ function page(
 
 // ------------------------------------------------------------------------------------------------ HTML helpers
 
-/** A table column; `className` goes on every cell of the column. */
-interface Col<Row> {
-  label: string;
-  cell: (row: Row) => string;
-  numeric?: boolean;
-  className?: string;
-}
-
-/**
- * An HTML table whose rows carry `data-*` keys (escaped); a paragraph with the same id when there are no rows.
- * (common/web-page.ts's `renderTable` has no per-row attributes, which the pages' tests and scripts need.)
- */
-function table<Row>(
-  id: string,
-  cols: readonly Col<Row>[],
-  rows: readonly Row[],
-  empty: string,
-  key: (row: Row) => Record<string, string>,
-): string {
-  if (rows.length === 0) return `<p class="empty" id="${escapeHtml(id)}">${escapeHtml(empty)}</p>`;
-  const cls = (c: Col<Row>): string => {
-    const names = [c.numeric ? "num" : "", c.className ?? ""].filter((n) => n).join(" ");
-    return names ? ` class="${escapeHtml(names)}"` : "";
-  };
-  const head = cols.map((c) => `<th${c.numeric ? ' class="num"' : ""}>${escapeHtml(c.label)}</th>`).join("");
-  const body = rows
-    .map((r) => {
-      const attrs = Object.entries(key(r))
-        .map(([k, v]) => ` data-${escapeHtml(k)}="${escapeHtml(v)}"`)
-        .join("");
-      return `<tr${attrs}>${cols.map((c) => `<td${cls(c)}>${c.cell(r)}</td>`).join("")}</tr>`;
-    })
-    .join("\n");
-  return `<table id="${escapeHtml(id)}"><thead><tr>${head}</tr></thead><tbody>\n${body}\n</tbody></table>`;
-}
-
 /** A state badge: the text is the state itself (tests read it), the class colours it. */
 function badge(state: string, id?: string): string {
   const cls = state.replace(/[^A-Za-z_-]/g, "");
@@ -157,12 +121,12 @@ const PRIMARY_COLOUR = "#f79009";
 const HARVEST_COLOUR = "#2f6f3e";
 const ALERT_COLOUR = "#b42318";
 
+/** The page's totals (`#totals`): text values, escaped here. */
 function tiles(items: readonly [string, string][]): string {
-  return `<div class="totals" id="totals">${items
-    .map(
-      ([k, v]) => `<div class="tile"><div class="v">${escapeHtml(v)}</div><div class="k">${escapeHtml(k)}</div></div>`,
-    )
-    .join("")}</div>`;
+  return renderTiles(
+    "totals",
+    items.map(([k, v]) => [k, escapeHtml(v)] as const),
+  );
 }
 
 function facts(items: readonly [string, string][], id: string): string {
@@ -239,7 +203,7 @@ function clusterPage(source: RmWebSource, req: WebRequest): { html: string } {
       harvestPct: recent.map((s) => (cap > 0 ? round1((100 * s.allocatedMilli) / cap) : 0)),
     });
   });
-  const cols: Col<RmNodeInfo>[] = [
+  const cols: Column<RmNodeInfo>[] = [
     {
       label: "Server",
       cell: (n) =>
@@ -297,7 +261,7 @@ function clusterPage(source: RmWebSource, req: WebRequest): { html: string } {
   const body = `${totalsTiles(totals)}
 <h2>Servers</h2>
 <p class="muted">Usage bars and live charts: the primary tenant's share of each server's cores (orange) and Harvest's (green); the charts cover the last heartbeats.</p>
-${table("servers", cols, nodes, "No node manager has registered yet.", (n) => ({ node: n.nodeId }))}`;
+${renderTable("servers", cols, nodes, "No node manager has registered yet.", (n) => ({ "data-node": n.nodeId }))}`;
   return page(req, {
     title: "Cluster",
     current: "/",
@@ -346,14 +310,18 @@ function jobsPage(source: RmWebSource, req: WebRequest): { html: string } {
   const running = apps.filter((a) => !isFinished(a.state) && !waitingOf(a));
   const waiting = apps.filter((a) => waitingOf(a));
   const finished = apps.filter((a) => isFinished(a.state));
-  const key = (a: ApplicationReportOutput): Record<string, string> => ({ app: a.appId });
-  const id: Col<ApplicationReportOutput> = { label: "Application", cell: (a) => appLink(a.appId) };
-  const name: Col<ApplicationReportOutput> = { label: "Name", cell: (a) => escapeHtml(a.name) };
-  const user: Col<ApplicationReportOutput> = { label: "User", cell: (a) => escapeHtml(a.user) };
-  const state: Col<ApplicationReportOutput> = { label: "State", className: "app-state", cell: (a) => badge(a.state) };
+  const key = (a: ApplicationReportOutput): Record<string, string> => ({ "data-app": a.appId });
+  const id: Column<ApplicationReportOutput> = { label: "Application", cell: (a) => appLink(a.appId) };
+  const name: Column<ApplicationReportOutput> = { label: "Name", cell: (a) => escapeHtml(a.name) };
+  const user: Column<ApplicationReportOutput> = { label: "User", cell: (a) => escapeHtml(a.user) };
+  const state: Column<ApplicationReportOutput> = {
+    label: "State",
+    className: "app-state",
+    cell: (a) => badge(a.state),
+  };
   const counts = (c: ContainerCountsOutput | null): string =>
     c ? `${c.preempted} / ${c.lost} / ${c.failed}` : '<span class="muted">-</span>';
-  const runningTable = table(
+  const runningTable = renderTable(
     "jobs-running",
     [
       id,
@@ -371,7 +339,7 @@ function jobsPage(source: RmWebSource, req: WebRequest): { html: string } {
     "No job is running.",
     key,
   );
-  const waitingTable = table(
+  const waitingTable = renderTable(
     "jobs-waiting",
     [
       id,
@@ -387,7 +355,7 @@ function jobsPage(source: RmWebSource, req: WebRequest): { html: string } {
     "No job is waiting.",
     key,
   );
-  const finishedTable = table(
+  const finishedTable = renderTable(
     "jobs-finished",
     [
       id,
@@ -459,7 +427,7 @@ function jobPage(source: RmWebSource, req: WebRequest): { html: string } {
     ],
     "app-facts",
   );
-  const attempts = table(
+  const attempts = renderTable(
     "attempts",
     [
       { label: "Containers", cell: (r) => escapeHtml(r.label) },
@@ -472,9 +440,9 @@ function jobPage(source: RmWebSource, req: WebRequest): { html: string } {
     ],
     [countsRow("tasks", a.taskContainers), countsRow("job managers", a.amContainers)],
     "",
-    (r) => ({ kind: r.label }),
+    (r) => ({ "data-kind": r.label }),
   );
-  const vertices = table(
+  const vertices = renderTable(
     "vertices",
     [
       { label: "Vertex", cell: (v) => escapeHtml(v.name) },
@@ -498,10 +466,10 @@ function jobPage(source: RmWebSource, req: WebRequest): { html: string } {
     ],
     a.dag.vertices,
     "The job manager has not reported its vertices yet.",
-    (v) => ({ vertex: v.name }),
+    (v) => ({ "data-vertex": v.name }),
   );
   const refs = [...a.containers].reverse().slice(0, MAX_CONTAINER_ROWS);
-  const containers = table(
+  const containers = renderTable(
     "containers",
     [
       { label: "Container", cell: (c) => `<code>${escapeHtml(c.containerId)}</code>` },
@@ -518,7 +486,7 @@ function jobPage(source: RmWebSource, req: WebRequest): { html: string } {
     ],
     refs,
     "No container was granted yet.",
-    (c) => ({ container: c.containerId }),
+    (c) => ({ "data-container": c.containerId }),
   );
   const more =
     a.containers.length > refs.length
@@ -547,7 +515,7 @@ async function tenantsPage(source: RmWebSource, req: WebRequest): Promise<{ html
   const list = wire.tenants(source);
   const usage = await Promise.all(list.tenants.map((t) => tenantUtilization(source, t.name)));
   const rows = list.tenants.map((t, i) => ({ t, i }));
-  const tenantsTable = table(
+  const tenantsTable = renderTable(
     "tenants",
     [
       { label: "Tenant", cell: (r) => escapeHtml(r.t.name) },
@@ -568,7 +536,7 @@ async function tenantsPage(source: RmWebSource, req: WebRequest): Promise<{ html
     ],
     rows,
     "No tenant is registered ('harvest admin tenant register').",
-    (r) => ({ tenant: r.t.name }),
+    (r) => ({ "data-tenant": r.t.name }),
   );
   const charts = rows
     .map(
@@ -643,7 +611,7 @@ ${row("Servers", (c) => `${c.servers.length}`)}
 /** `/power`: the domain tree (`#domains`, `tr[data-domain]`) and the servers' draws and caps (`#power-nodes`). */
 function powerPage(source: RmWebSource, req: WebRequest): { html: string } {
   const p = wire.power(source);
-  const domains = table(
+  const domains = renderTable(
     "domains",
     [
       {
@@ -676,9 +644,9 @@ function powerPage(source: RmWebSource, req: WebRequest): { html: string } {
     ],
     p.domains,
     "No power domain (option powerDomains, or 'harvest power set-budget').",
-    (d) => ({ domain: d.path }),
+    (d) => ({ "data-domain": d.path }),
   );
-  const nodes = table(
+  const nodes = renderTable(
     "power-nodes",
     [
       { label: "Server", cell: (n) => escapeHtml(n.nodeId) },
@@ -708,7 +676,7 @@ function powerPage(source: RmWebSource, req: WebRequest): { html: string } {
     ],
     p.nodes,
     "No node manager has registered yet.",
-    (n) => ({ node: n.nodeId }),
+    (n) => ({ "data-node": n.nodeId }),
   );
   const body = `<p class="muted">A domain alerts at ${pct(100 * p.alertFraction)} of its budget (its nodes then get an even share as their cap) and lifts the caps below ${pct(100 * p.uncapFraction)}.</p>
 <h2>Domains</h2>
