@@ -2,9 +2,8 @@
  * The power admin client: read the tree of power domains (budgets, draws, alerts, caps in force), set one domain's
  * budget, or replace the configured tree. `harvest power domains|set-budget|set-domains` wraps it.
  */
-import { clientConfigOf, clientSecurityOf, rmAddressFromConfig } from "./client-config.js";
-import type { ClientConfig } from "./client-config.js";
-import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import { RmAdminClient } from "./rm-admin-client.js";
+import { call, loadHarvestProto } from "../common/grpc.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import type { PowerAdminClient as GrpcPowerAdminClient } from "../proto/generated/harvest/v1/PowerAdmin.js";
 import type { ListDomainsResponseOutput } from "../proto/generated/harvest/v1/ListDomainsResponse.js";
@@ -26,23 +25,10 @@ export interface PowerDomainsSpec {
 }
 
 /** Client of a resource manager's PowerAdmin service. */
-export class PowerAdminClient {
-  private readonly rm: GrpcPowerAdminClient;
-
+export class PowerAdminClient extends RmAdminClient<GrpcPowerAdminClient> {
   /** `security`: TLS and an admin's certificate (a secure cluster); undefined: plaintext. */
-  constructor(
-    readonly rmAddress: string,
-    security?: ClientSecurity,
-  ) {
-    this.rm = makeClient(loadHarvestProto().PowerAdmin, rmAddress, security);
-  }
-  /**
-   * A client of the cluster a client configuration names: `config` is a file or a parsed configuration; without it,
-   * `$HARVEST_CONF`, then `~/.harvest/client.json`.
-   */
-  static fromConfig(config?: ClientConfig | string): PowerAdminClient {
-    const c = clientConfigOf(config);
-    return new PowerAdminClient(rmAddressFromConfig(c), clientSecurityOf(c));
+  constructor(rmAddress: string, security?: ClientSecurity) {
+    super(loadHarvestProto().PowerAdmin, rmAddress, security);
   }
 
   /** The whole tree, or the subtree under `domain`. */
@@ -61,9 +47,5 @@ export class PowerAdminClient {
       domains: spec.domains,
       nodes: Object.entries(spec.nodes ?? {}).map(([nodeId, domain]) => ({ nodeId, domain })),
     });
-  }
-
-  close(): void {
-    this.rm.close();
   }
 }

@@ -3,12 +3,11 @@
  * reimage history, and read the utilization classes the resource manager builds from it. `harvest admin` wraps it.
  */
 import * as grpc from "@grpc/grpc-js";
-import { clientConfigOf, clientSecurityOf, rmAddressFromConfig } from "./client-config.js";
-import type { ClientConfig } from "./client-config.js";
+import { RmAdminClient } from "./rm-admin-client.js";
 import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import { fromGrpcError, HarvestError } from "../common/errors.js";
-import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import { call, loadHarvestProto } from "../common/grpc.js";
 import { TRACE_WARNINGS_METADATA_KEY } from "../common/trace-io.js";
 import type { TraceWarnings } from "../common/trace-io.js";
 import type { ClientSecurity } from "../common/grpc.js";
@@ -37,23 +36,10 @@ const IMPORT_CHUNK_BYTES = 256 * 1024;
 const SAMPLES_PER_STREAM = 100_000;
 
 /** Client of a resource manager's TenantAdmin service. */
-export class TenantAdminClient {
-  private readonly rm: GrpcTenantAdminClient;
-
+export class TenantAdminClient extends RmAdminClient<GrpcTenantAdminClient> {
   /** `security`: TLS and an admin's certificate (a secure cluster); undefined: plaintext. */
-  constructor(
-    readonly rmAddress: string,
-    security?: ClientSecurity,
-  ) {
-    this.rm = makeClient(loadHarvestProto().TenantAdmin, rmAddress, security);
-  }
-  /**
-   * A client of the cluster a client configuration names: `config` is a file or a parsed configuration; without it,
-   * `$HARVEST_CONF`, then `~/.harvest/client.json`.
-   */
-  static fromConfig(config?: ClientConfig | string): TenantAdminClient {
-    const c = clientConfigOf(config);
-    return new TenantAdminClient(rmAddressFromConfig(c), clientSecurityOf(c));
+  constructor(rmAddress: string, security?: ClientSecurity) {
+    super(loadHarvestProto().TenantAdmin, rmAddress, security);
   }
 
   register(t: {
@@ -161,10 +147,6 @@ export class TenantAdminClient {
       messages,
       true,
     ).then((res) => (warnings ? { ...res, warnings } : res));
-  }
-
-  close(): void {
-    this.rm.close();
   }
 }
 
