@@ -27,7 +27,7 @@ import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js"
 import { CLAIMED_USER_METADATA, localUserName } from "../common/fs-permission.js";
 import { TOKEN_METADATA } from "../common/auth.js";
 import { Logger } from "../common/log.js";
-import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import { cachedClient, call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
 import type { DataTransferClient } from "../proto/generated/harvest/v1/DataTransfer.js";
 import type { DatanodeReportOutput } from "../proto/generated/harvest/v1/DatanodeReport.js";
@@ -338,12 +338,7 @@ export class DfsClient implements DfsHost {
   }
 
   datanode(address: string): DataTransferClient {
-    let c = this.dataClients.get(address);
-    if (!c) {
-      c = makeClient(loadHarvestProto().DataTransfer, address, this.options.security);
-      this.dataClients.set(address, c);
-    }
-    return c;
+    return cachedClient(this.dataClients, loadHarvestProto().DataTransfer, address, this.options.security);
   }
 
   /** @internal */

@@ -214,6 +214,21 @@ export function call<Req, Res>(
  */
 export type ClientSecurity = ClientTls & { tokens?: Readonly<Record<string, string>> };
 
+/** The client of `address` in `clients` (one per peer), made with {@link makeClient} and kept there on first use. */
+export function cachedClient<C extends grpc.Client>(
+  clients: Map<string, C>,
+  ctor: new (address: string, creds: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => C,
+  address: string,
+  security?: ClientSecurity,
+): C {
+  let c = clients.get(address);
+  if (!c) {
+    c = makeClient(ctor, address, security);
+    clients.set(address, c);
+  }
+  return c;
+}
+
 /** A client for one service at `address`. */
 export function makeClient<C extends grpc.Client>(
   ctor: new (address: string, creds: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => C,

@@ -25,7 +25,7 @@ import {
   toServiceError,
 } from "../common/errors.js";
 import type { ErrorCode } from "../common/errors.js";
-import { loadHarvestProto, makeClient, unary } from "../common/grpc.js";
+import { cachedClient, loadHarvestProto, unary } from "../common/grpc.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import type { Logger } from "../common/log.js";
 import { CHUNK_SIZE, checkBlockKey, READ_PIECE_BYTES } from "./replica-files.js";
@@ -213,12 +213,7 @@ export class DataTransferService {
 
   /** A (cached) client for another datanode's DataTransfer service. */
   clientFor(address: string): DataTransferClient {
-    let c = this.clients.get(address);
-    if (!c) {
-      c = makeClient(loadHarvestProto().DataTransfer, address, this.host.clientSecurity);
-      this.clients.set(address, c);
-    }
-    return c;
+    return cachedClient(this.clients, loadHarvestProto().DataTransfer, address, this.host.clientSecurity);
   }
 
   /**

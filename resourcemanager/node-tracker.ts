@@ -7,7 +7,7 @@
 import type * as grpc from "@grpc/grpc-js";
 import type { Clock } from "../common/clock.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
-import { loadHarvestProto, makeClient } from "../common/grpc.js";
+import { cachedClient, loadHarvestProto } from "../common/grpc.js";
 import type { Logger } from "../common/log.js";
 import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../common/power-profiles.js";
 import type { PowerProfile } from "../common/power-profiles.js";
@@ -329,12 +329,7 @@ export class NodeTracker {
 
   /** A client of the node manager at `address` (kept per address). */
   client(address: string): ContainerManagerClient {
-    let c = this.clients.get(address);
-    if (!c) {
-      c = makeClient(loadHarvestProto().ContainerManager, address, this.options.tls);
-      this.clients.set(address, c);
-    }
-    return c;
+    return cachedClient(this.clients, loadHarvestProto().ContainerManager, address, this.options.tls);
   }
 
   private dropClient(address: string): void {
