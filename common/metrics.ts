@@ -41,6 +41,21 @@ export function scrapedGauge(registry: Registry, name: string, help: string, rea
 }
 
 /**
+ * A maker of unlabelled gauges that read one subject fetched at each scrape (a summary, a store); each reads 0 while
+ * `subject` gives undefined (before the daemon has opened what it reads).
+ */
+export function subjectGauges<S>(
+  registry: Registry,
+  subject: () => S | undefined,
+): (name: string, help: string, read: (s: S) => number) => Gauge {
+  return (name, help, read) =>
+    scrapedGauge(registry, name, help, () => {
+      const s = subject();
+      return s === undefined ? 0 : read(s);
+    });
+}
+
+/**
  * A gauge whose series `read` gives at each scrape, all of them: the previous scrape's series are dropped first, so a
  * label value that is gone (a state no node is in any more, a domain removed) leaves with it.
  */

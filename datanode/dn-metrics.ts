@@ -6,7 +6,7 @@
  */
 import type { Counter, Registry } from "prom-client";
 import { ERROR_CODES } from "../common/errors.js";
-import { counter, daemonRegistry, scrapedGauge } from "../common/metrics.js";
+import { counter, daemonRegistry, scrapedGauge, subjectGauges } from "../common/metrics.js";
 import type { BlockStore } from "./block-store.js";
 
 /** What a datanode refuses while its primary tenant is busy. */
@@ -126,12 +126,7 @@ export class DataNodeMetrics implements TransferMetrics {
       ["outcome"],
     );
     // The store is opened in start(): before that every store gauge reads 0.
-    const storeGauge = (name: string, help: string, read: (store: BlockStore) => number): void => {
-      scrapedGauge(registry, name, help, () => {
-        const store = source.store();
-        return store ? read(store) : 0;
-      });
-    };
+    const storeGauge = subjectGauges(registry, () => source.store());
     storeGauge(
       "harvest_dn_replicas",
       "Finalized replicas stored (corrupt ones included until deleted)",

@@ -6,7 +6,7 @@
  */
 import { Histogram } from "prom-client";
 import type { Counter, Registry } from "prom-client";
-import { counter, LATENCY_BUCKETS_SECONDS, scrapedGauge, scrapedLabelledGauge } from "../common/metrics.js";
+import { counter, LATENCY_BUCKETS_SECONDS, scrapedLabelledGauge, subjectGauges } from "../common/metrics.js";
 import { isHarvestError } from "../common/errors.js";
 import { ReplicationPriority, replicationPriority } from "./policy/replication-monitor.js";
 
@@ -159,9 +159,7 @@ export class NameNodeMetrics {
       ["reason"],
     );
     // Every gauge of one scrape reads the same summary.
-    const gauge = (name: string, help: string, read: (s: NameNodeSummary) => number): void => {
-      scrapedGauge(registry, name, help, () => read(this.summary()));
-    };
+    const gauge = subjectGauges(registry, () => this.summary());
     const labelled = (
       name: string,
       help: string,
