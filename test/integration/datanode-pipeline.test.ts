@@ -22,6 +22,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestDataNode } from "./harness.js";
 import { askLocalRead } from "../../client/short-circuit.js";
 import { dataFrameHead } from "../../common/block-transfer.js";
 import { fromGrpcError, isHarvestError } from "../../common/errors.js";
@@ -36,6 +37,7 @@ import {
 } from "../../common/grpc.js";
 import { Logger } from "../../common/log.js";
 import { StepPrimaryMonitor } from "../../common/step-monitor.js";
+import type { PrimaryMonitor } from "../../common/primary-monitor.js";
 import { chunkChecksums, DataNode } from "../../datanode/index.js";
 import type { DataNodeOptionsInput } from "../../datanode/index.js";
 import { resolveDataNodeOptions } from "../../datanode/options.js";
@@ -168,14 +170,10 @@ describe("datanode pipeline", () => {
   async function startDataNode(
     id: string,
     extra: Partial<DataNodeOptionsInput> = {},
-    monitor = new StepPrimaryMonitor({ capacityMilli: 1000 }),
+    monitor?: PrimaryMonitor,
   ): Promise<DataNode> {
-    const dn = new DataNode(
-      { datanodeId: id, namenodeAddress: nn.address, dataDir: join(dir, id), capacityBytes: 1 << 30, ...extra },
-      { logger: quiet, monitor },
-    );
+    const dn = await startTestDataNode(dir, id, nn.address, extra, monitor);
     nodes.push(dn);
-    await dn.start();
     return dn;
   }
 

@@ -11,6 +11,7 @@ import { JobClient } from "../../client/job-client.js";
 import type { JobReport } from "../../client/job-client.js";
 import { Logger } from "../../common/log.js";
 import { StepPrimaryMonitor } from "../../common/step-monitor.js";
+import type { PrimaryMonitor } from "../../common/primary-monitor.js";
 import { DataNode } from "../../datanode/index.js";
 import type { DataNodeOptionsInput } from "../../datanode/index.js";
 import { distEntry } from "../../common/paths.js";
@@ -177,17 +178,19 @@ const quietLogger = new Logger("test", "error");
 
 /**
  * Starts an in-process datanode `datanodeId` against `namenodeAddress`: its data in `<dir>/<datanodeId>`, 1 GiB of
- * capacity, a primary tenant that stays idle, quiet logs; `extra` overrides or adds options.
+ * capacity, a primary tenant that stays idle (unless `monitor` is another), quiet logs; `extra` overrides or adds
+ * options (another `dataDir` or `capacityBytes`, for instance).
  */
 export async function startTestDataNode(
   dir: string,
   datanodeId: string,
   namenodeAddress: string,
   extra: Partial<DataNodeOptionsInput> = {},
+  monitor: PrimaryMonitor = new StepPrimaryMonitor({ capacityMilli: 1000 }),
 ): Promise<DataNode> {
   const dn = new DataNode(
     { datanodeId, namenodeAddress, dataDir: join(dir, datanodeId), capacityBytes: 1 << 30, ...extra },
-    { logger: quietLogger, monitor: new StepPrimaryMonitor({ capacityMilli: 1000 }) },
+    { logger: quietLogger, monitor },
   );
   await dn.start();
   return dn;
@@ -233,4 +236,18 @@ export async function startLocalCluster(
       for (const s of onStop.reverse()) await s().catch(() => undefined);
     },
   };
+}
+
+/**
+ * Stops the cluster's resource manager and starts a new one on the same port and store, so that the node manager and
+ * the job managers find it again; `whileDown` runs in between. The new one's stop is pushed last on `c.onStop`.
+ */
+export async function restartLocalRm(c: LocalCluster, whileDown?: () => Promise<void>): Promise<ResourceManager> {
+  const port = Number(c.rm.address.split(":")[1]);
+  await c.rm.stop();
+  await whileDown?.();
+  const rm = new ResourceManager({ dataDir: join(c.dir, "rm"), port }, { logger: quietLogger });
+  await rm.start();
+  c.onStop.push(() => rm.stop());
+  return rm;
 }
