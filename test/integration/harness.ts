@@ -5,6 +5,7 @@
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterAll, beforeAll } from "vitest";
 import { waitFor } from "../wait-for.js";
 import type { DfsClient, DfsClientOptions } from "../../client/dfs-client.js";
 import { JobClient } from "../../client/job-client.js";
@@ -40,8 +41,8 @@ export function requireBuild(): void {
     throw new Error("dist/ is missing: run 'npm run build' (npm test does it)");
 }
 
-/** Starts a cluster with one server per primary spec, or `idleServers` servers whose primary tenants stay idle. */
-export async function startTestCluster(opts: {
+/** What `startTestCluster` starts: the servers' primary tenants and each daemon's options. */
+export interface TestClusterOptions {
   primaries?: string[];
   idleServers?: number;
   speed?: number;
@@ -52,7 +53,26 @@ export async function startTestCluster(opts: {
   nn?: Record<string, unknown>;
   dn?: Record<string, unknown>;
   storage?: boolean;
-}): Promise<TestCluster> {
+}
+
+/**
+ * Starts a test cluster before the tests of the enclosing `describe` and stops it after them; the function returned
+ * gives that cluster inside a test or a later hook.
+ */
+export function suiteCluster(opts: TestClusterOptions): () => TestCluster {
+  let c: TestCluster | undefined;
+  beforeAll(async () => {
+    c = await startTestCluster(opts);
+  });
+  afterAll(() => c?.stop());
+  return () => {
+    if (!c) throw new Error("the suite's cluster did not start");
+    return c;
+  };
+}
+
+/** Starts a cluster with one server per primary spec, or `idleServers` servers whose primary tenants stay idle. */
+export async function startTestCluster(opts: TestClusterOptions): Promise<TestCluster> {
   requireBuild();
   const dir = mkdtempSync(join(tmpdir(), "harvest-it-"));
   const work = join(dir, "work");

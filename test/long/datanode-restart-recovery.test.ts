@@ -12,13 +12,11 @@ import { readAll } from "../dfs-read.js";
 import { alive } from "../processes.js";
 import { WriterProcess } from "../dfs-writer-process.js";
 import { waitFor } from "../wait-for.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readCluster, restartDaemon } from "../../localcluster/cluster.js";
 import { PACKET_BYTES } from "../../client/dfs-client.js";
-import type { DfsClient } from "../../client/dfs-client.js";
 import { Logger } from "../../common/log.js";
-import { startTestCluster } from "../integration/harness.js";
-import type { TestCluster } from "../integration/harness.js";
+import { suiteCluster } from "../integration/harness.js";
 
 const MiB = 1024 * 1024;
 /** The writer's packet: acknowledged bytes advance a packet at a time. */
@@ -30,22 +28,16 @@ const quiet = new Logger("test", "error");
 const POLL = { retryOnError: true };
 
 describe("lease recovery after the pipeline's datanodes were kill -9'd and restarted", () => {
-  let c: TestCluster;
-  let dfs: DfsClient;
-
-  beforeAll(async () => {
-    c = await startTestCluster({
-      idleServers: 3,
-      // Long enough to restart three datanodes before the namenode starts recovering the writer's file.
-      nn: { heartbeatIntervalMs: 300, leaseTimeoutMs: 8_000, blockRecoveryTimeoutMs: 2_000 },
-      dn: { reconnectMaxMs: 500 },
-    });
-    dfs = c.dfs({ logger: quiet });
+  const cluster = suiteCluster({
+    idleServers: 3,
+    // Long enough to restart three datanodes before the namenode starts recovering the writer's file.
+    nn: { heartbeatIntervalMs: 300, leaseTimeoutMs: 8_000, blockRecoveryTimeoutMs: 2_000 },
+    dn: { reconnectMaxMs: 500 },
   });
 
-  afterAll(() => c?.stop());
-
   it("reads back every acknowledged byte of the block being written", async () => {
+    const c = cluster();
+    const dfs = c.dfs({ logger: quiet });
     // One whole block and three packets of the second acknowledged; the last 1000 bytes stay in the writer's buffer.
     const ackedTarget = BLOCK + 3 * PACKET;
     const data = randomBytes(ackedTarget + 1000);
