@@ -14,10 +14,9 @@ import { DfsClient } from "../../client/dfs-client.js";
 import { isHarvestError } from "../../common/errors.js";
 import { Logger } from "../../common/log.js";
 import { distEntry } from "../../common/paths.js";
-import { StepPrimaryMonitor } from "../../common/step-monitor.js";
-import { DataNode } from "../../datanode/index.js";
+import type { DataNode } from "../../datanode/index.js";
 import { NameNode } from "../../namenode/index.js";
-import { requireBuild } from "./harness.js";
+import { requireBuild, startTestDataNode } from "./harness.js";
 
 const quiet = new Logger("test", "error");
 const KiB = 1024;
@@ -70,11 +69,7 @@ describe.skipIf(!canMount())("a datanode whose disk is full", () => {
     );
     await nn.start();
     // The capacity option allows far more than the disk has: only the file system can say no.
-    dn = new DataNode(
-      { datanodeId: "full-dn", namenodeAddress: nn.address, dataDir: join(disk, "dn"), capacityBytes: 1 << 30 },
-      { logger: quiet, monitor: new StepPrimaryMonitor({ capacityMilli: 1000 }) },
-    );
-    await dn.start();
+    dn = await startTestDataNode(disk, "full-dn", nn.address, { dataDir: join(disk, "dn") });
     dfs = new DfsClient(nn.address);
     await waitFor(async () => (await dfs.datanodes()).some((d) => d.remainingBytes > 0), {
       what: "the datanode to report free space",

@@ -5,23 +5,15 @@
  */
 import type * as grpc from "@grpc/grpc-js";
 import { createHash, randomBytes } from "node:crypto";
-import {
-  closeSync,
-  mkdtempSync,
-  openSync,
-  readdirSync,
-  readSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-  writeSync,
-} from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import type { AddressInfo, Server } from "node:net";
 import { connect as connectNet, createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { flipByte } from "../flip-byte.js";
+import { startTestDataNode } from "./harness.js";
 import { askLocalRead } from "../../client/short-circuit.js";
 import { dataFrameHead } from "../../common/block-transfer.js";
 import { fromGrpcError, isHarvestError } from "../../common/errors.js";
@@ -36,6 +28,7 @@ import {
 } from "../../common/grpc.js";
 import { Logger } from "../../common/log.js";
 import { StepPrimaryMonitor } from "../../common/step-monitor.js";
+import type { PrimaryMonitor } from "../../common/primary-monitor.js";
 import { chunkChecksums, DataNode } from "../../datanode/index.js";
 import type { DataNodeOptionsInput } from "../../datanode/index.js";
 import { resolveDataNodeOptions } from "../../datanode/options.js";
@@ -168,14 +161,10 @@ describe("datanode pipeline", () => {
   async function startDataNode(
     id: string,
     extra: Partial<DataNodeOptionsInput> = {},
-    monitor = new StepPrimaryMonitor({ capacityMilli: 1000 }),
+    monitor?: PrimaryMonitor,
   ): Promise<DataNode> {
-    const dn = new DataNode(
-      { datanodeId: id, namenodeAddress: nn.address, dataDir: join(dir, id), capacityBytes: 1 << 30, ...extra },
-      { logger: quiet, monitor },
-    );
+    const dn = await startTestDataNode(dir, id, nn.address, extra, monitor);
     nodes.push(dn);
-    await dn.start();
     return dn;
   }
 
@@ -550,12 +539,7 @@ describe("datanode pipeline", () => {
   it("refuses to serve a corrupt replica and reports it to the namenode", async () => {
     const { block } = await write(dn3, [], randomBytes(4096));
     const file = join(dn3.options.dataDir, "current", `subdir${block.blockId % 64}`, `blk_${block.blockId}`);
-    const fd = openSync(file, "r+");
-    const one = Buffer.alloc(1);
-    readSync(fd, one, 0, 1, 100);
-    one[0] = one[0]! ^ 0x01;
-    writeSync(fd, one, 0, 1, 100);
-    closeSync(fd);
+    flipByte(file, 100, 0x01);
     expect(await readCode(dn3, block)).toBe("DATANODE_CORRUPT_BLOCK");
     await waitFor(
       () =>

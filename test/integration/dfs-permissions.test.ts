@@ -12,12 +12,12 @@ import { Level } from "level";
 import { readAll } from "../dfs-read.js";
 import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestDataNode } from "./harness.js";
 import { DfsClient } from "../../client/dfs-client.js";
 import { errorMessage, HarvestError } from "../../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import { Logger } from "../../common/log.js";
-import { StepPrimaryMonitor } from "../../common/step-monitor.js";
-import { DataNode } from "../../datanode/index.js";
+import type { DataNode } from "../../datanode/index.js";
 import { NameNode } from "../../namenode/index.js";
 import type { NameNodeOptions } from "../../namenode/index.js";
 
@@ -59,11 +59,7 @@ describe("HDFS-style permissions in the namenode", () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "harvest-perm-"));
     nn = await startNameNode(join(dir, "nn"));
-    dn = new DataNode(
-      { datanodeId: "dn1", namenodeAddress: nn.address, dataDir: join(dir, "dn1"), heartbeatIntervalMs: 200 },
-      { logger: quiet, monitor: new StepPrimaryMonitor({ capacityMilli: 1000 }) },
-    );
-    await dn.start();
+    dn = await startTestDataNode(dir, "dn1", nn.address, { heartbeatIntervalMs: 200 });
     admin = new DfsClient(nn.address, { user: SUPERUSER });
     alice = new DfsClient(nn.address, { user: "alice" });
     bob = new DfsClient(nn.address, { user: "bob" });

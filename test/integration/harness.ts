@@ -5,12 +5,14 @@
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterAll, beforeAll } from "vitest";
 import { waitFor } from "../wait-for.js";
 import type { DfsClient, DfsClientOptions } from "../../client/dfs-client.js";
 import { JobClient } from "../../client/job-client.js";
 import type { JobReport } from "../../client/job-client.js";
 import { Logger } from "../../common/log.js";
 import { StepPrimaryMonitor } from "../../common/step-monitor.js";
+import type { PrimaryMonitor } from "../../common/primary-monitor.js";
 import { DataNode } from "../../datanode/index.js";
 import type { DataNodeOptionsInput } from "../../datanode/index.js";
 import { distEntry } from "../../common/paths.js";
@@ -39,8 +41,8 @@ export function requireBuild(): void {
     throw new Error("dist/ is missing: run 'npm run build' (npm test does it)");
 }
 
-/** Starts a cluster with one server per primary spec, or `idleServers` servers whose primary tenants stay idle. */
-export async function startTestCluster(opts: {
+/** What `startTestCluster` starts: the servers' primary tenants and each daemon's options. */
+export interface TestClusterOptions {
   primaries?: string[];
   idleServers?: number;
   speed?: number;
@@ -51,7 +53,26 @@ export async function startTestCluster(opts: {
   nn?: Record<string, unknown>;
   dn?: Record<string, unknown>;
   storage?: boolean;
-}): Promise<TestCluster> {
+}
+
+/**
+ * Starts a test cluster before the tests of the enclosing `describe` and stops it after them; the function returned
+ * gives that cluster inside a test or a later hook.
+ */
+export function suiteCluster(opts: TestClusterOptions): () => TestCluster {
+  let c: TestCluster | undefined;
+  beforeAll(async () => {
+    c = await startTestCluster(opts);
+  });
+  afterAll(() => c?.stop());
+  return () => {
+    if (!c) throw new Error("the suite's cluster did not start");
+    return c;
+  };
+}
+
+/** Starts a cluster with one server per primary spec, or `idleServers` servers whose primary tenants stay idle. */
+export async function startTestCluster(opts: TestClusterOptions): Promise<TestCluster> {
   requireBuild();
   const dir = mkdtempSync(join(tmpdir(), "harvest-it-"));
   const work = join(dir, "work");
@@ -177,17 +198,19 @@ const quietLogger = new Logger("test", "error");
 
 /**
  * Starts an in-process datanode `datanodeId` against `namenodeAddress`: its data in `<dir>/<datanodeId>`, 1 GiB of
- * capacity, a primary tenant that stays idle, quiet logs; `extra` overrides or adds options.
+ * capacity, a primary tenant that stays idle (unless `monitor` is another), quiet logs; `extra` overrides or adds
+ * options (another `dataDir` or `capacityBytes`, for instance).
  */
 export async function startTestDataNode(
   dir: string,
   datanodeId: string,
   namenodeAddress: string,
   extra: Partial<DataNodeOptionsInput> = {},
+  monitor: PrimaryMonitor = new StepPrimaryMonitor({ capacityMilli: 1000 }),
 ): Promise<DataNode> {
   const dn = new DataNode(
     { datanodeId, namenodeAddress, dataDir: join(dir, datanodeId), capacityBytes: 1 << 30, ...extra },
-    { logger: quietLogger, monitor: new StepPrimaryMonitor({ capacityMilli: 1000 }) },
+    { logger: quietLogger, monitor },
   );
   await dn.start();
   return dn;
@@ -233,4 +256,18 @@ export async function startLocalCluster(
       for (const s of onStop.reverse()) await s().catch(() => undefined);
     },
   };
+}
+
+/**
+ * Stops the cluster's resource manager and starts a new one on the same port and store, so that the node manager and
+ * the job managers find it again; `whileDown` runs in between. The new one's stop is pushed last on `c.onStop`.
+ */
+export async function restartLocalRm(c: LocalCluster, whileDown?: () => Promise<void>): Promise<ResourceManager> {
+  const port = Number(c.rm.address.split(":")[1]);
+  await c.rm.stop();
+  await whileDown?.();
+  const rm = new ResourceManager({ dataDir: join(c.dir, "rm"), port }, { logger: quietLogger });
+  await rm.start();
+  c.onStop.push(() => rm.stop());
+  return rm;
 }

@@ -6,75 +6,26 @@
  * writer is alive, `get` of the open file is refused with a coded error unless the visible prefix is asked for.
  */
 import { spawn } from "node:child_process";
-import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { codeOf } from "../error-code.js";
 import { readAll } from "../dfs-read.js";
+import { WriterProcess } from "../dfs-writer-process.js";
 import { waitFor } from "../wait-for.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient, PACKET_BYTES } from "../../client/dfs-client.js";
 import { Logger } from "../../common/log.js";
 import { distEntry } from "../../common/paths.js";
-import { StepPrimaryMonitor } from "../../common/step-monitor.js";
-import { DataNode } from "../../datanode/index.js";
+import type { DataNode } from "../../datanode/index.js";
 import { NameNode } from "../../namenode/index.js";
-import { requireBuild } from "./harness.js";
+import { requireBuild, startTestDataNode } from "./harness.js";
 
 const quiet = new Logger("test", "error");
 /** The writer's packet: acknowledged bytes advance a packet at a time. */
 const PACKET = PACKET_BYTES;
 const BLOCK = 4 * PACKET;
-
-/**
- * A writer process: writes `local` into `path` through DfsClient (never closing it), prints every acknowledged byte
- * count as `acked <n>`, and lives until killed.
- */
-class WriterProcess {
-  readonly proc: ChildProcess;
-  acked = 0;
-  stderr = "";
-
-  constructor(nnAddress: string, path: string, local: string) {
-    const client = pathToFileURL(distEntry("client/dfs-client.js")).href;
-    const script = `
-      import { readFileSync } from "node:fs";
-      const { DfsClient } = await import(${JSON.stringify(client)});
-      const dfs = new DfsClient(${JSON.stringify(nnAddress)}, { clientName: "doomed-writer-" + process.pid });
-      const out = dfs.createWriteStream(${JSON.stringify(path)}, {
-        replication: 3,
-        blockSizeBytes: ${BLOCK},
-        onProgress: (b) => process.stdout.write("acked " + b + "\\n"),
-      });
-      out.on("error", (err) => process.stderr.write("write failed: " + err.message + "\\n"));
-      out.write(readFileSync(${JSON.stringify(local)}));
-      setInterval(() => undefined, 60_000);
-    `;
-    this.proc = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
-    let buffered = "";
-    this.proc.stdout!.on("data", (d: Buffer) => {
-      buffered += d.toString();
-      const lines = buffered.split("\n");
-      buffered = lines.pop() ?? "";
-      for (const line of lines) {
-        const m = /^acked (\d+)$/.exec(line);
-        if (m) this.acked = Math.max(this.acked, Number(m[1]));
-      }
-    });
-    this.proc.stderr!.on("data", (d: Buffer) => (this.stderr += d.toString()));
-  }
-
-  /** kill -9: no goodbye to the namenode or the datanodes. */
-  async kill(): Promise<void> {
-    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return;
-    const exited = new Promise((r) => this.proc.once("exit", r));
-    this.proc.kill("SIGKILL");
-    await exited;
-  }
-}
 
 describe("lease recovery of a file whose writer was killed mid-block", () => {
   let dir: string;
@@ -84,11 +35,7 @@ describe("lease recovery of a file whose writer was killed mid-block", () => {
   const writers: WriterProcess[] = [];
 
   async function startDatanode(id: string): Promise<DataNode> {
-    const dn = new DataNode(
-      { datanodeId: id, namenodeAddress: nn.address, dataDir: join(dir, id), capacityBytes: 1 << 30 },
-      { logger: quiet, monitor: new StepPrimaryMonitor({ capacityMilli: 1000 }) },
-    );
-    await dn.start();
+    const dn = await startTestDataNode(dir, id, nn.address);
     datanodes.set(id, dn);
     return dn;
   }
@@ -111,7 +58,7 @@ describe("lease recovery of a file whose writer was killed mid-block", () => {
     const data = randomBytes(bytes);
     const local = join(dir, `${path.replaceAll("/", "_")}.src`);
     writeFileSync(local, data);
-    const w = new WriterProcess(nn.address, path, local);
+    const w = new WriterProcess({ nnAddress: nn.address }, path, local, BLOCK);
     writers.push(w);
     await waitFor(async () => (w.acked >= ackedAtLeast ? true : undefined), {
       what: `${ackedAtLeast} acknowledged bytes (writer said: ${w.stderr})`,

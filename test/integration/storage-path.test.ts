@@ -11,7 +11,6 @@ import {
   readFileSync,
   writeFileSync,
   openSync,
-  readSync,
   writeSync,
   closeSync,
   statSync,
@@ -22,6 +21,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { flipByte } from "../flip-byte.js";
 import type { DfsClient } from "../../client/dfs-client.js";
 import { fromGrpcError, isHarvestError } from "../../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
@@ -160,12 +160,7 @@ describe("the file system on four servers", () => {
     expect(files).toHaveLength(3);
     const victim = files[0]!;
     const victimNode = c.desc.nodes.find((n) => victim.startsWith(n.datanode!.dataDir + "/"))!;
-    const fd = openSync(victim, "r+");
-    const b = Buffer.alloc(1);
-    readSync(fd, b, 0, 1, 1000);
-    b[0] = b[0]! ^ 0xff;
-    writeSync(fd, b, 0, 1, 1000);
-    closeSync(fd);
+    flipByte(victim, 1000);
     // The datanode holding the flipped byte refuses to serve it (and reports it to the namenode).
     const dt = makeClient(loadHarvestProto().DataTransfer, victimNode.datanode!.address, c.desc.security);
     const err = await new Promise<unknown>((resolve) => {

@@ -6,11 +6,12 @@
  * read; and the datanodes count the bytes they sent from files.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, mkdtempSync, openSync, readSync, rmSync, truncateSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { flipByte } from "../flip-byte.js";
 import { DfsClient } from "../../client/dfs-client.js";
 import { BlockConnection, packetPieces } from "../../common/block-transfer.js";
 import type { ReadPiece } from "../../common/block-transfer.js";
@@ -174,12 +175,7 @@ describe.skipIf(!zeroCopyAvailable())("zero-copy reads on a plaintext cluster", 
     expect(block).toBeDefined();
     const holder = dns.find((dn) => dn.store.get(block!.blockId))!;
     const file = holder.store.localFiles(block!).dataPath;
-    const fd = openSync(file, "r+");
-    const one = Buffer.alloc(1);
-    readSync(fd, one, 0, 1, 4321);
-    one[0] = one[0]! ^ 0x40;
-    writeSync(fd, one, 0, 1, 4321);
-    closeSync(fd);
+    flipByte(file, 4321, 0x40);
     // The datanode sends the bytes as they are; their checksums give them away.
     expect((await readRange(holder, block!)).checksumsMatch).toBe(false);
     const read = codeOf(dfs.get(path, join(dir, "never.bin")));

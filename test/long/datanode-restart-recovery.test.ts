@@ -5,23 +5,18 @@
  * their unfinished replicas (cut to what verifies), so the namenode's block recovery finds them: the file reads back
  * with every acknowledged byte, byte-identical.
  */
-import { spawn } from "node:child_process";
-import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { readAll } from "../dfs-read.js";
 import { alive } from "../processes.js";
+import { WriterProcess } from "../dfs-writer-process.js";
 import { waitFor } from "../wait-for.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { readCluster, restartDaemon } from "../../localcluster/cluster.js";
 import { PACKET_BYTES } from "../../client/dfs-client.js";
-import type { DfsClient } from "../../client/dfs-client.js";
 import { Logger } from "../../common/log.js";
-import { distEntry } from "../../common/paths.js";
-import { startTestCluster } from "../integration/harness.js";
-import type { TestCluster } from "../integration/harness.js";
+import { suiteCluster } from "../integration/harness.js";
 
 const MiB = 1024 * 1024;
 /** The writer's packet: acknowledged bytes advance a packet at a time. */
@@ -29,74 +24,35 @@ const PACKET = PACKET_BYTES;
 const BLOCK = Math.max(MiB, 4 * PACKET);
 const quiet = new Logger("test", "error");
 
-/** A writer process: writes `local` into `path` (never closing it), prints `acked <n>`, lives until killed. */
-function startWriter(config: string, path: string, local: string): { proc: ChildProcess; acked: () => number } {
-  const client = pathToFileURL(distEntry("client/dfs-client.js")).href;
-  const script = `
-    import { readFileSync } from "node:fs";
-    const { DfsClient } = await import(${JSON.stringify(client)});
-    const dfs = DfsClient.fromConfig(${JSON.stringify(config)}, { clientName: "doomed-" + process.pid });
-    const out = dfs.createWriteStream(${JSON.stringify(path)}, {
-      replication: 3,
-      blockSizeBytes: ${BLOCK},
-      onProgress: (b) => process.stdout.write("acked " + b + "\\n"),
-    });
-    out.on("error", (err) => process.stderr.write("write failed: " + err.message + "\\n"));
-    out.write(readFileSync(${JSON.stringify(local)}));
-    setInterval(() => undefined, 60_000);
-  `;
-  const proc = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
-  let acked = 0;
-  let buffered = "";
-  proc.stdout!.on("data", (d: Buffer) => {
-    buffered += d.toString();
-    const lines = buffered.split("\n");
-    buffered = lines.pop() ?? "";
-    for (const line of lines) {
-      const m = /^acked (\d+)$/.exec(line);
-      if (m) acked = Math.max(acked, Number(m[1]));
-    }
-  });
-  return { proc, acked: () => acked };
-}
-
 /** The waits below poll through restarts, when an answer may fail. */
 const POLL = { retryOnError: true };
 
 describe("lease recovery after the pipeline's datanodes were kill -9'd and restarted", () => {
-  let c: TestCluster;
-  let dfs: DfsClient;
-
-  beforeAll(async () => {
-    c = await startTestCluster({
-      idleServers: 3,
-      // Long enough to restart three datanodes before the namenode starts recovering the writer's file.
-      nn: { heartbeatIntervalMs: 300, leaseTimeoutMs: 8_000, blockRecoveryTimeoutMs: 2_000 },
-      dn: { reconnectMaxMs: 500 },
-    });
-    dfs = c.dfs({ logger: quiet });
+  const cluster = suiteCluster({
+    idleServers: 3,
+    // Long enough to restart three datanodes before the namenode starts recovering the writer's file.
+    nn: { heartbeatIntervalMs: 300, leaseTimeoutMs: 8_000, blockRecoveryTimeoutMs: 2_000 },
+    dn: { reconnectMaxMs: 500 },
   });
 
-  afterAll(() => c?.stop());
-
   it("reads back every acknowledged byte of the block being written", async () => {
+    const c = cluster();
+    const dfs = c.dfs({ logger: quiet });
     // One whole block and three packets of the second acknowledged; the last 1000 bytes stay in the writer's buffer.
     const ackedTarget = BLOCK + 3 * PACKET;
     const data = randomBytes(ackedTarget + 1000);
     const local = join(c.work, "src.bin");
     writeFileSync(local, data);
-    const writer = startWriter(join(c.dir, "client.json"), "/logs/restart.log", local);
+    const writer = new WriterProcess({ config: join(c.dir, "client.json") }, "/logs/restart.log", local, BLOCK);
     try {
-      await waitFor(async () => (writer.acked() >= ackedTarget ? true : undefined), {
-        what: "the pipeline to acknowledge the bytes",
+      await waitFor(async () => (writer.acked >= ackedTarget ? true : undefined), {
+        what: `the pipeline to acknowledge the bytes (writer said: ${writer.stderr})`,
         ...POLL,
       });
     } finally {
-      const exited = new Promise((r) => writer.proc.once("exit", r));
-      writer.proc.kill("SIGKILL");
-      await exited;
+      await writer.kill();
     }
-    const acked = writer.acked();
+    const acked = writer.acked;
 
     // Every datanode (the whole pipeline, replication 3 of 3) dies with -9 and comes back before the lease expires.
     const dns = readCluster(c.dir).nodes.map((n) => n.datanode!);

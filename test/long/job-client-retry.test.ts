@@ -2,13 +2,10 @@
  * A client waiting for a job rides out a short resource-manager outage: it keeps polling while the RM is down, and
  * resolves with the job's real outcome once the restarted RM answers; a longer outage ends the wait with a coded error.
  */
-import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { isHarvestError } from "../../common/errors.js";
-import { Logger } from "../../common/log.js";
-import { ResourceManager } from "../../resourcemanager/resource-manager.js";
 import type { RmOutage } from "../../client/job-client.js";
-import { cpuVertex, startLocalCluster, waitForJob } from "../integration/harness.js";
+import { cpuVertex, restartLocalRm, startLocalCluster, waitForJob } from "../integration/harness.js";
 import type { LocalCluster } from "../integration/harness.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -41,13 +38,8 @@ describe("JobClient.waitForCompletion across a resource-manager outage", () => {
     );
 
     // The RM goes away for about 2 s, then comes back on the same port and data directory.
-    const port = Number(c.rm.address.split(":")[1]);
-    await c.rm.stop();
     // The outage itself is what the client must ride out, so its length is a sleep.
-    await sleep(2_000);
-    const rm = new ResourceManager({ dataDir: join(c.dir, "rm"), port }, { logger: new Logger("test", "error") });
-    await rm.start();
-    c.onStop.push(() => rm.stop());
+    await restartLocalRm(c, () => sleep(2_000));
 
     const { report, error } = await outcome;
     expect(error).toBeUndefined();

@@ -8,13 +8,12 @@ import { randomBytes } from "node:crypto";
 import { readAll } from "../dfs-read.js";
 import { alive } from "../processes.js";
 import { waitFor } from "../wait-for.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { localDfsClient, restartDaemon } from "../../localcluster/cluster.js";
 import type { DfsClient } from "../../client/dfs-client.js";
 import { isHarvestError } from "../../common/errors.js";
 import { Logger } from "../../common/log.js";
-import { startTestCluster } from "../integration/harness.js";
-import type { TestCluster } from "../integration/harness.js";
+import { suiteCluster } from "../integration/harness.js";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -33,21 +32,15 @@ async function writeFile(dfs: DfsClient, path: string, data: Buffer): Promise<vo
 const POLL = { intervalMs: 200, retryOnError: true };
 
 describe("a namenode killed with -9 in the middle of work", () => {
-  let c: TestCluster;
-  let dfs: DfsClient;
-
-  beforeAll(async () => {
-    c = await startTestCluster({
-      idleServers: 3,
-      nn: { heartbeatIntervalMs: 300, replicationIntervalMs: 300, leaseTimeoutMs: 20_000 },
-      dn: { reconnectMaxMs: 500 },
-    });
-    dfs = c.dfs({ logger: quiet });
+  const cluster = suiteCluster({
+    idleServers: 3,
+    nn: { heartbeatIntervalMs: 300, replicationIntervalMs: 300, leaseTimeoutMs: 20_000 },
+    dn: { reconnectMaxMs: 500 },
   });
 
-  afterAll(() => c?.stop());
-
   it("loses no acknowledged file, and the write in flight completes or fails with a code, never wrong", async () => {
+    const c = cluster();
+    const dfs = c.dfs({ logger: quiet });
     const done = new Map<string, Buffer>();
     for (const [i, size] of [3 * MiB + 17, 512 * KiB, 1, 2 * MiB].entries()) {
       const data = randomBytes(size);

@@ -1,16 +1,14 @@
 /** The resource manager's state survives a restart: jobs, their outcomes and the job history are in LevelDB. */
-import { join } from "node:path";
 import { waitFor } from "../wait-for.js";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { JobClient } from "../../client/job-client.js";
-import { Logger } from "../../common/log.js";
-import { ResourceManager } from "../../resourcemanager/resource-manager.js";
-import { cpuVertex, startLocalCluster, waitForJob } from "../integration/harness.js";
+import { cpuVertex, restartLocalRm, startLocalCluster, waitForJob } from "../integration/harness.js";
 import type { LocalCluster } from "../integration/harness.js";
 
-describe("a restarted resource manager", () => {
+describe("a resource manager's store", () => {
+  // Each test starts its own cluster.
   let c: LocalCluster | undefined;
-  afterAll(async () => c?.stop());
+  afterEach(async () => c?.stop());
 
   it("keeps finished jobs and history, and the unfinished job's running attempt", async () => {
     c = await startLocalCluster({ nm: { reconnectMaxMs: 500 } });
@@ -21,13 +19,8 @@ describe("a restarted resource manager", () => {
       JSON.stringify({ name: "long", vertices: [cpuVertex("a", 1, { holdSeconds: 3 })] }),
     );
     await waitForJob(client, pending, (r) => r.state === "RUNNING");
-    const port = Number(c.rm.address.split(":")[1]);
-    await c.rm.stop();
-
     // Same store, same port, so the node manager and the job manager find it again.
-    const rm = new ResourceManager({ dataDir: join(c.dir, "rm"), port }, { logger: new Logger("test", "error") });
-    await rm.start();
-    c.onStop.push(() => rm.stop());
+    const rm = await restartLocalRm(c);
     const again = new JobClient(rm.address);
     c.onStop.push(async () => again.close());
     const apps = await again.list();
@@ -42,11 +35,6 @@ describe("a restarted resource manager", () => {
     const next = await again.submit(JSON.stringify({ name: "after", vertices: [cpuVertex("a", 1)] }));
     expect([done, pending]).not.toContain(next);
   });
-});
-
-describe("a resource manager with a small completed-application limit", () => {
-  let c: LocalCluster | undefined;
-  afterAll(async () => c?.stop());
 
   it("forgets the oldest finished jobs beyond the limit but keeps all of them in the job history", async () => {
     c = await startLocalCluster({ rm: { maxCompletedApps: 2 } });
@@ -67,11 +55,6 @@ describe("a resource manager with a small completed-application limit", () => {
     await expect(client.status(ids[0]!)).rejects.toMatchObject({ code: "APP_NOT_FOUND" });
     expect((await client.history()).map((h) => h.appId).sort()).toEqual([...ids].sort());
   });
-});
-
-describe("a restarted resource manager whose node managers come back late", () => {
-  let c: LocalCluster | undefined;
-  afterAll(async () => c?.stop());
 
   // Found by the soak: a job manager's asks reached the restarted resource manager before any node had re-registered,
   // were refused as larger than every node (there was none), and the job manager failed.
@@ -82,11 +65,7 @@ describe("a restarted resource manager whose node managers come back late", () =
       JSON.stringify({ name: "late-nodes", vertices: [cpuVertex("a", 3, { holdSeconds: 3, vcores: 1.5 })] }),
     );
     await waitForJob(c.client, appId, (r) => (r.progress?.vertices[0]?.running ?? 0) >= 2);
-    const port = Number(c.rm.address.split(":")[1]);
-    await c.rm.stop();
-    const rm = new ResourceManager({ dataDir: join(c.dir, "rm"), port }, { logger: new Logger("test", "error") });
-    await rm.start();
-    c.onStop.push(() => rm.stop());
+    const rm = await restartLocalRm(c);
     const again = new JobClient(rm.address);
     c.onStop.push(async () => again.close());
     const r = await again.waitForCompletion(appId, undefined, 200);

@@ -109,6 +109,23 @@ function setup(options: { nodeBudgetWatts?: number; quietMs?: number } = {}) {
   return { plant, agent, run };
 }
 
+/** A node as `setup` makes it, with `primaryCores` busy, capped after `runMs` under a budget of `watts` from domain "d". */
+function cappedByDomain(watts: number, runMs: number, primaryCores?: number): ReturnType<typeof setup> {
+  const s = setup();
+  if (primaryCores !== undefined) s.plant.primaryCores = primaryCores;
+  s.agent.setDomainBudget(watts, "d");
+  s.run(runMs);
+  expect(s.agent.snapshot().state).toBe("capped");
+  return s;
+}
+
+/** Asserts that the node's cap, its budget and every container's limit are gone. */
+function expectLifted({ agent, plant }: Pick<ReturnType<typeof setup>, "agent" | "plant">): void {
+  expect(agent.snapshot().state).toBe("uncapped");
+  expect(agent.snapshot().budgetWatts).toBeUndefined();
+  expect([...plant.limits.values()].every((l) => l === undefined)).toBe(true);
+}
+
 describe("CappingAgent", () => {
   it("leaves containers alone with no budget and reports the meter's draw", () => {
     const { plant, agent, run } = setup();
@@ -147,10 +164,7 @@ describe("CappingAgent", () => {
   });
 
   it("keeps a lifted domain budget until its own quiet period has passed, then runs containers at full speed", () => {
-    const { plant, agent, run } = setup({ quietMs: 2000 });
-    agent.setDomainBudget(240, "d");
-    run(5000);
-    expect(agent.snapshot().state).toBe("capped");
+    const { plant, agent, run } = cappedByDomain(240, 5000);
     // The domain is under its uncap threshold and lifts the budget: the node holds its cap rather than jump back.
     agent.setDomainBudget(0, "");
     run(200);
@@ -161,38 +175,26 @@ describe("CappingAgent", () => {
     plant.allocations.delete("c3");
     agent.forget("c3");
     run(4000);
-    expect(agent.snapshot().state).toBe("uncapped");
-    expect(agent.snapshot().budgetWatts).toBeUndefined();
-    expect([...plant.limits.values()].every((l) => l === undefined)).toBe(true);
+    expectLifted({ agent, plant });
   });
 
   it("never holds a node capped for more than one quiet period after its domain lifts the budget", () => {
-    const { plant, agent, run } = setup({ quietMs: 2000 });
-    agent.setDomainBudget(240, "d");
-    run(5000);
-    expect(agent.snapshot().state).toBe("capped");
+    const { plant, agent, run } = cappedByDomain(240, 5000);
     // The operator removes the domain's budget while the containers still want every core: held at the target, the
     // node never draws under the uncap threshold, so only the bound on the lifted budget lets them run again.
     agent.setDomainBudget(0, "");
     run(1000);
     expect(agent.snapshot().budgetWatts).toBe(240);
     run(1400);
-    expect(agent.snapshot().budgetWatts).toBeUndefined();
-    expect(agent.snapshot().state).toBe("uncapped");
-    expect([...plant.limits.values()].every((l) => l === undefined)).toBe(true);
+    expectLifted({ agent, plant });
     expect(plant.killed).toEqual([]);
   });
 
   it("drops a lifted domain budget at once when the node draws more than it (the budget was removed, not met)", () => {
-    const { plant, agent, run } = setup();
-    plant.primaryCores = 3;
-    agent.setDomainBudget(250, "d");
-    run(1000);
-    expect(agent.snapshot().state).toBe("capped");
+    const { plant, agent, run } = cappedByDomain(250, 1000, 3);
     agent.setDomainBudget(0, "");
     run(400);
-    expect(agent.snapshot().budgetWatts).toBeUndefined();
-    expect(agent.snapshot().state).toBe("uncapped");
+    expectLifted({ agent, plant });
     expect(plant.killed).toEqual([]);
   });
 

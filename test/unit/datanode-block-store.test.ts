@@ -1,9 +1,10 @@
 /** The datanode's block store on real files: checksummed writes, verified reads, crash leftovers, wipes. */
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, writeSync, closeSync } from "node:fs";
+import { existsSync, mkdtempSync, openSync, readdirSync, rmSync, writeSync, closeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { flipByte } from "../flip-byte.js";
 import { codeOf } from "../error-code.js";
 import { BlockStore } from "../../datanode/block-store.js";
 import { chunkChecksums } from "../../common/checksum.js";
@@ -97,12 +98,7 @@ describe("block store", () => {
     const data = randomBytes(5000);
     await writeReplica(s, { blockId: 42, genStamp: 1 }, data);
     const file = join(dir, "current", `subdir${42 % 64}`, "blk_42");
-    const fd = openSync(file, "r+");
-    const one = Buffer.alloc(1);
-    readSync(fd, one, 0, 1, 3000);
-    one[0] = one[0]! ^ 0xff;
-    writeSync(fd, one, 0, 1, 3000);
-    closeSync(fd);
+    flipByte(file, 3000);
     expect(await codeOf(readAll(s, { blockId: 42, genStamp: 1 }))).toBe("DATANODE_CORRUPT_BLOCK");
     expect(corrupted).toEqual([42]);
     expect(s.isCorrupt(42)).toBe(true);

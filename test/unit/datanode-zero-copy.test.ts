@@ -42,6 +42,16 @@ async function socketPair(): Promise<{ server: net.Socket; client: net.Socket; c
   };
 }
 
+/** Runs `body` on a fresh loopback socket pair and destroys both ends afterwards, whatever happens. */
+async function withSocketPair(body: (server: net.Socket, client: net.Socket) => Promise<void>): Promise<void> {
+  const { server, client, close } = await socketPair();
+  try {
+    await body(server, client);
+  } finally {
+    close();
+  }
+}
+
 /** Collects what the client receives until `bytes` have come (or the connection ends). */
 function receive(client: net.Socket, bytes: number): Promise<Buffer> {
   const parts: Buffer[] = [];
@@ -88,8 +98,7 @@ describe.skipIf(!zeroCopyAvailable())("sending block data from a file with sendf
   });
 
   it("delivers every head followed by exactly its range of the file, ranges off pages and empty ones included", async () => {
-    const { server, client, close } = await socketPair();
-    try {
+    await withSocketPair(async (server, client) => {
       const frames: FileFrame[] = [
         { head: Buffer.from("head one|"), offset: 0, length: 512 * 1024 },
         { head: Buffer.from("second head|"), offset: 777, length: 100_001 },
@@ -101,14 +110,11 @@ describe.skipIf(!zeroCopyAvailable())("sending block data from a file with sendf
       const sent = await sendFileFrames(plainSocketDescriptor(server)!, file.fd, frames);
       expect(sent).toBe(expected.length);
       expect((await got).equals(expected)).toBe(true);
-    } finally {
-      close();
-    }
+    });
   });
 
   it("waits for a reader that stops reading, and finishes once it reads again", async () => {
-    const { server, client, close } = await socketPair();
-    try {
+    await withSocketPair(async (server, client) => {
       client.pause();
       const frames: FileFrame[] = [0, 1, 2].map((i) => ({
         head: Buffer.from(`frame ${i}|`),
@@ -128,22 +134,17 @@ describe.skipIf(!zeroCopyAvailable())("sending block data from a file with sendf
       client.resume();
       expect(await sending).toBe(expected.length);
       expect((await got).equals(expected)).toBe(true);
-    } finally {
-      close();
-    }
+    });
   });
 
   it("says DATANODE_CORRUPT_BLOCK when the file ends before a frame's data does", async () => {
-    const { server, client, close } = await socketPair();
-    try {
+    await withSocketPair(async (server, client) => {
       client.resume();
       const frames = [{ head: Buffer.from("h"), offset: content.length - 100, length: 4096 }];
       expect(await codeOf(sendFileFrames(plainSocketDescriptor(server)!, file.fd, frames))).toBe(
         "DATANODE_CORRUPT_BLOCK",
       );
-    } finally {
-      close();
-    }
+    });
   });
 
   /** A send of 24 MiB to a reader that does not read, 100 ms in: the send waits on a full socket. */

@@ -341,27 +341,22 @@ describe("group commit", () => {
         blocksCommitted: () => undefined,
         blocksRemoved: () => undefined,
       };
-      const store = new NamespaceStore(join(dir, "ns"));
-      await store.open();
-      const ns = new Namespace(
-        store,
-        { defaultReplication: 3, defaultBlockSizeBytes: 4096 },
-        { clock, listener: listener as never },
-      );
-      await ns.load();
+      // Opens the namespace stored in `dir` (again).
+      const open = async (): Promise<{ store: NamespaceStore; ns: Namespace }> => {
+        const store = new NamespaceStore(join(dir, "ns"));
+        await store.open();
+        const opts = { defaultReplication: 3, defaultBlockSizeBytes: 4096 };
+        const ns = new Namespace(store, opts, { clock, listener: listener as never });
+        await ns.load();
+        return { store, ns };
+      };
+      const { store, ns } = await open();
       const before = store.batchesWritten;
       await Promise.all(Array.from({ length: 200 }, (_, i) => ns.mkdirs(`/burst/d${i}`, "alice")));
       expect(store.batchesWritten - before).toBeLessThan(200);
       await ns.drain();
       await store.close();
-      const again = new NamespaceStore(join(dir, "ns"));
-      await again.open();
-      const reloaded = new Namespace(
-        again,
-        { defaultReplication: 3, defaultBlockSizeBytes: 4096 },
-        { clock, listener: listener as never },
-      );
-      await reloaded.load();
+      const { store: again, ns: reloaded } = await open();
       expect(reloaded.list("/burst")).toHaveLength(200);
       await again.close();
     } finally {

@@ -128,6 +128,7 @@ describe("power-aware scoring (seeds/000 Algorithm 1, adapted)", () => {
 function cluster(
   facts: Record<string, Partial<PowerNode> & { chassis: string }>,
   makePolicy: (source: { nodes(): Iterable<NodeView>; power(v: NodeView): PowerNode | undefined }) => SchedulerPolicy,
+  cores: number,
 ) {
   let seq = 0;
   let scheduler: Scheduler | undefined;
@@ -150,12 +151,24 @@ function cluster(
     (appId) => `${appId}/c${++seq}`,
   );
   for (const id of Object.keys(facts)) scheduler.addNode(id, { vcoresMilli: 4000, memoryMb: 8192 });
+  scheduler.addApp("app", 1);
+  scheduler.setAsks("app", ASK(cores));
   return scheduler;
 }
 
 const ASK = (count: number, vcoresMilli = 1000): { priority: number; resource: Resources; count: number }[] => [
   { priority: 0, resource: { vcoresMilli, memoryMb: 100 }, count },
 ];
+
+/** A scheduler over nodes with `facts` (and an application asking for `cores` one-core containers) whose policy is power-aware placement over stock YARN's, on `clock`. */
+function powerAwareCluster(
+  facts: Record<string, Partial<PowerNode> & { chassis: string }>,
+  clock: ManualClock,
+  cores: number,
+  options: ConstructorParameters<typeof PowerAwarePolicy>[2] = {},
+): ReturnType<typeof cluster> {
+  return cluster(facts, (source) => new PowerAwarePolicy(new StockSchedulerPolicy(), source, options, clock), cores);
+}
 
 describe("the power-aware scheduler policy", () => {
   const facts = {
@@ -165,17 +178,13 @@ describe("the power-aware scheduler policy", () => {
   };
 
   it("leaves the stock node choice untouched: any node with headroom takes the containers", () => {
-    const s = cluster(facts, () => new StockSchedulerPolicy());
-    s.addApp("app", 1);
-    s.setAsks("app", ASK(2));
+    const s = cluster(facts, () => new StockSchedulerPolicy(), 2);
     expect(s.allocateOnNode("hot")).toHaveLength(2);
   });
 
   it("declines a node below the best score and lets the best one take the containers on its heartbeat", () => {
     const clock = new ManualClock(0);
-    const s = cluster(facts, (source) => new PowerAwarePolicy(new StockSchedulerPolicy(), source, {}, clock));
-    s.addApp("app", 1);
-    s.setAsks("app", ASK(2));
+    const s = powerAwareCluster(facts, clock, 2);
     expect(s.allocateOnNode("hot")).toHaveLength(0);
     expect(s.allocateOnNode("cool").map((a) => a.nodeId)).toEqual(["cool", "cool"]);
   });
@@ -186,9 +195,7 @@ describe("the power-aware scheduler policy", () => {
       a: { chassis: "c1", primaryP95Milli: 0 },
       b: { chassis: "c2", primaryP95Milli: 0 },
     };
-    const s = cluster(even, (source) => new PowerAwarePolicy(new StockSchedulerPolicy(), source, {}, clock));
-    s.addApp("app", 1);
-    s.setAsks("app", ASK(4));
+    const s = powerAwareCluster(even, clock, 4);
     // Both empty: a takes one, then its chassis is fuller than b's and it stops; b takes one to even them, and one
     // more (a tie is within the tolerance); a takes the last. A stock scheduler would have put all four on a.
     expect(s.allocateOnNode("a")).toHaveLength(1);
@@ -200,12 +207,7 @@ describe("the power-aware scheduler policy", () => {
 
   it("gives up waiting for the best node after the wait bound", () => {
     const clock = new ManualClock(0);
-    const s = cluster(
-      facts,
-      (source) => new PowerAwarePolicy(new StockSchedulerPolicy(), source, { waitMs: 3000 }, clock),
-    );
-    s.addApp("app", 1);
-    s.setAsks("app", ASK(1));
+    const s = powerAwareCluster(facts, clock, 1, { waitMs: 3000 });
     expect(s.allocateOnNode("hot")).toHaveLength(0);
     clock.advance(2999);
     expect(s.allocateOnNode("hot")).toHaveLength(0);
@@ -216,12 +218,7 @@ describe("the power-aware scheduler policy", () => {
   it("never places on a node over its power limit, even after the wait", () => {
     const clock = new ManualClock(0);
     const limited = { only: { chassis: "c", limitWatts: profileWatts(PROFILE, 0.5) } };
-    const s = cluster(
-      limited,
-      (source) => new PowerAwarePolicy(new StockSchedulerPolicy(), source, { waitMs: 0 }, clock),
-    );
-    s.addApp("app", 1);
-    s.setAsks("app", ASK(4));
+    const s = powerAwareCluster(limited, clock, 4, { waitMs: 0 });
     // Two cores of four fit under the limit (the profile at 50 %); the third would exceed it.
     expect(s.allocateOnNode("only")).toHaveLength(2);
     clock.advance(60_000);
@@ -250,9 +247,7 @@ describe("the power-aware scheduler policy", () => {
   it("keeps the inner policy's restrictions", () => {
     const clock = new ManualClock(0);
     const onlyHot: SchedulerPolicy = { name: "only-hot", allows: (_a: AppView, n: NodeView) => n.nodeId === "hot" };
-    const s = cluster(facts, (source) => new PowerAwarePolicy(onlyHot, source, {}, clock));
-    s.addApp("app", 1);
-    s.setAsks("app", ASK(1));
+    const s = cluster(facts, (source) => new PowerAwarePolicy(onlyHot, source, {}, clock), 1);
     // cool scores best but the inner policy forbids it, so hot is the best allowed node.
     expect(s.allocateOnNode("cool")).toHaveLength(0);
     expect(s.allocateOnNode("hot")).toHaveLength(1);

@@ -96,6 +96,18 @@ function busyCluster(): SimCluster {
   return buildCluster({ tenants, historyMs: 5 * DAY_MS, horizonMs, reimages });
 }
 
+/**
+ * Three tenants "a", "b" and "c" of one server each, on the given racks, with a day of history and two days in all;
+ * `extra` adds or overrides cluster options.
+ */
+function threeTenantCluster(
+  racks: [string, string, string],
+  extra: Partial<Parameters<typeof buildCluster>[0]>,
+): ReturnType<typeof buildCluster> {
+  const tenants = racks.map((rack, i) => ({ environment: "abc"[i]!, racks: [rack] }));
+  return buildCluster({ tenants, historyMs: DAY_MS, horizonMs: 2 * DAY_MS, ...extra });
+}
+
 function withoutTiming(r: StorageRunResult): Omit<StorageRunResult, "wallMs" | "eventsPerSec"> {
   const { wallMs: _wall, eventsPerSec: _rate, ...rest } = r;
   return rest;
@@ -211,14 +223,7 @@ describe("the storage experiment", () => {
   it("loses blocks a slow re-replication could not copy before the last replica went", () => {
     // s000 and s002 on r1, s001 on r2; the writer is s000, so stock puts every block on {s000, s001}. s000 is
     // reimaged, then s001 a minute later: each block's only source is s001, sending two copies at a time.
-    const cluster = buildCluster({
-      tenants: [
-        { environment: "a", racks: ["r1"] },
-        { environment: "b", racks: ["r2"] },
-        { environment: "c", racks: ["r1"] },
-      ],
-      historyMs: DAY_MS,
-      horizonMs: 2 * DAY_MS,
+    const cluster = threeTenantCluster(["r1", "r2", "r1"], {
       reimages: [
         { atMs: DAY_MS + HOUR_MS, server: 0 },
         { atMs: DAY_MS + HOUR_MS + 60_000, server: 1 },
@@ -346,14 +351,7 @@ describe("the storage experiment", () => {
 
   it("places no replica on a full disk", () => {
     // Three servers with room for two blocks each: two blocks fill them, the third write finds no datanode.
-    const cluster = buildCluster({
-      tenants: [
-        { environment: "a", racks: ["r1"] },
-        { environment: "b", racks: ["r2"] },
-        { environment: "c", racks: ["r3"] },
-      ],
-      historyMs: DAY_MS,
-      horizonMs: 2 * DAY_MS,
+    const cluster = threeTenantCluster(["r1", "r2", "r3"], {
       diskBytes: 2 * 256 * MiB,
     });
     const writes: StorageWrite[] = [0, 1, 2].map((i) => ({ atMs: DAY_MS + i * 1000, writer: i }));
