@@ -23,7 +23,7 @@ import {
   runCsvHeader,
 } from "./report.js";
 import type { RenderedPlot, RenderedReport, ReportContext } from "./report.js";
-import { barPlot } from "./plots.js";
+import { barPlot, seriesOver } from "./plots.js";
 import type { PlotSeries } from "./plots.js";
 
 /**
@@ -206,13 +206,7 @@ export function computePlots(results: readonly ComputeResult[]): RenderedPlot[] 
   );
   const get = indexResults(results, (r) => r.policy);
   const seriesOf = (value: (r: ComputeResult) => number): PlotSeries[] =>
-    policies.map((p) => ({
-      name: p,
-      values: levels.map((l) => {
-        const r = get(l, p);
-        return r ? value(r) : undefined;
-      }),
-    }));
+    seriesOver(policies, levels, (p, l) => get(l, p), value);
   const jobTimeTitle = "Average job execution time by utilization level and policy";
   const byTypeTitle = "Average job execution time per job type";
   return [

@@ -19,7 +19,7 @@ import { UTILIZATION_LEVELS } from "../../model.js";
 import type { UtilizationLevel } from "../../model.js";
 import { CAPPING_MODES, POWER_PLACEMENTS } from "./options.js";
 import type { CappingMode, PowerPlacement, PowerResult } from "./options.js";
-import { barPlot } from "../../plots.js";
+import { barPlot, seriesOver } from "../../plots.js";
 import type { PlotPanel } from "../../plots.js";
 
 interface Column {
@@ -349,13 +349,12 @@ export function powerPlots(results: readonly PowerResult[]): RenderedPlot[] {
     levels.map((level) => ({
       title: levels.length > 1 ? `${level} utilization` : "",
       categories: cappings,
-      series: placements.map((p) => ({
-        name: p,
-        values: cappings.map((c) => {
-          const r = results.find((x) => x.level === level && x.capping === c && x.placement === p);
-          return r ? f(r) : undefined;
-        }),
-      })),
+      series: seriesOver(
+        placements,
+        cappings,
+        (p, c) => results.find((x) => x.level === level && x.capping === c && x.placement === p),
+        f,
+      ),
     }));
   const throttledTitle = "Core-hours lost to throttling: critical (primary) and non-critical (secondary) work";
   const overTitle = "Domain-hours over the power budget";

@@ -23,7 +23,7 @@ import {
   runCsvHeader,
 } from "../../report.js";
 import type { RenderedPlot, RenderedReport, ReportContext } from "../../report.js";
-import { barPlot } from "../../plots.js";
+import { barPlot, seriesOver } from "../../plots.js";
 import type { PlotPanel } from "../../plots.js";
 
 /** Storage results ordered by level, replication, then placement. */
@@ -159,13 +159,7 @@ export function storagePlots(results: readonly StorageResult[]): RenderedPlot[] 
     replicationsOf(results).map((replication) => ({
       title: `replication ${replication}`,
       categories: levels,
-      series: placements.map((p) => ({
-        name: p,
-        values: levels.map((l) => {
-          const r = get(l, `${replication}/${p}`);
-          return r ? value(r) : undefined;
-        }),
-      })),
+      series: seriesOver(placements, levels, (p, l) => get(l, `${replication}/${p}`), value),
     }));
   const lossTitle = "Blocks lost by replication, placement and utilization level";
   const unavailableTitle = "Unavailable block accesses by utilization level and placement";
