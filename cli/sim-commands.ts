@@ -13,7 +13,7 @@ import type { TraceSource, UtilizationLevel } from "../sim/model.js";
 import type { CappingMode, PowerDomainLevel, PowerPlacement } from "../sim/experiments/power/index.js";
 import type { ComputePolicy, StoragePlacement } from "../sim/results.js";
 import { action, commandLine, experimentText, oneOf, positiveInt, positiveNumber, print } from "./command-kit.js";
-import { GENERATED_TRACES_FLAG, parseTraceSource, SIM_JSON_FLAG } from "./sim-flags.js";
+import { CLUSTERS_SEED_FLAG, GENERATED_TRACES_FLAG, parseTraceSource, SIM_JSON_FLAG } from "./sim-flags.js";
 import { duration } from "./format.js";
 import { parseShareFlag } from "./power-plan-command.js";
 import { registerAdmissionCommand } from "./sim-admission-command.js";
@@ -283,7 +283,7 @@ export function registerSimCommands(program: Command): void {
     )
     .option("--servers <n>", "servers in every cluster", "200")
     .option("--days <d>", "simulated days after the 30 days of history", "10")
-    .option("--seed <s>", "seed of the clusters, the jobs and every random choice", "1")
+    .option(...CLUSTERS_SEED_FLAG)
     .option(
       "--load <list>",
       "offered loads, fractions of the reference cluster's harvestable core-hours",
@@ -503,7 +503,7 @@ export function registerSimCommands(program: Command): void {
         "replication 3 and 4); full: 1,000 servers x 14 days and 10,000 servers x 365 days (npm run experiments)",
     )
     .option("--preset <preset>", "full, or small (a few dozen servers for a few days: seconds)", "full")
-    .option("--seed <s>", "seed of the clusters, the jobs and every random choice", "1")
+    .option(...CLUSTERS_SEED_FLAG)
     .option(...GENERATED_TRACES_FLAG)
     .option("--out <dir>", "directory for compute.* and storage.* (tables, CSV, plots)", DEFAULT_SIM_OUT)
     .option(...SIM_JSON_FLAG)

@@ -8,6 +8,13 @@ import type { TraceSource } from "../sim/model.js";
 /** `--json` of an experiment: the results as JSON, progress still on stderr. */
 export const SIM_JSON_FLAG = ["--json", "print the results as JSON (progress still goes to stderr)"] as const;
 
+/** `--seed` of the experiments that run several clusters (the sweep, the grid). */
+export const CLUSTERS_SEED_FLAG = [
+  "--seed <s>",
+  "seed of the clusters, the jobs and every random choice",
+  "1",
+] as const;
+
 /** `--traces` of the experiments that default to generated traces. */
 export const GENERATED_TRACES_FLAG = [
   "--traces <source>",
