@@ -232,25 +232,20 @@ export function registerAdminCommands(program: Command): void {
 
   registerDrainCommands(admin);
 
-  common(admin.command("classes"))
-    .description("list the utilization classes (pattern, average, peak, current) with their tenants")
-    .action(
-      action(async (o: GlobalOpts) =>
-        withAdmin(o, async (c) => {
-          const r = await c.classes();
-          print(o, r, () => classesText(r));
-        }),
-      ),
-    );
-
-  common(admin.command("recluster"))
-    .description("rebuild the utilization classes from the history now (they are rebuilt daily anyway)")
-    .action(
-      action(async (o: GlobalOpts) =>
-        withAdmin(o, async (c) => {
-          const r = await c.recluster();
-          print(o, r, () => classesText(r));
-        }),
-      ),
-    );
+  // Both print the classes: as they are, or as rebuilt.
+  const classCommands = [
+    ["classes", "list the utilization classes (pattern, average, peak, current) with their tenants", "classes"],
+    ["recluster", "rebuild the utilization classes from the history now (they are rebuilt daily anyway)", "recluster"],
+  ] as const;
+  for (const [name, description, call] of classCommands)
+    common(admin.command(name))
+      .description(description)
+      .action(
+        action(async (o: GlobalOpts) =>
+          withAdmin(o, async (c) => {
+            const r = await c[call]();
+            print(o, r, () => classesText(r));
+          }),
+        ),
+      );
 }

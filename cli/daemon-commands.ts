@@ -21,26 +21,21 @@ import type { DaemonKind } from "../localcluster/daemon-kinds.js";
 import { daemonEnvironment, missingMallocTunables, TUNABLES_VARIABLE } from "../localcluster/malloc-tunables.js";
 import { daemonNodeOptions, missingNodeOptions, nodeOptionsVariable } from "../localcluster/node-options.js";
 
-/** Loads the daemon class of `kind` (only that one: a node manager's process never loads the namenode). */
+/** A daemon class, whatever its options type: the config file's object is handed to it as it is. */
+type DaemonClass = new (config: never) => RunnableDaemon;
+
+/** Each daemon's class, imported when asked for (only that one: a node manager's process never loads the namenode). */
+const DAEMON_CLASSES: Record<DaemonKind, () => Promise<DaemonClass>> = {
+  resourcemanager: async () => (await import("../resourcemanager/resource-manager.js")).ResourceManager,
+  namenode: async () => (await import("../namenode/namenode.js")).NameNode,
+  nodemanager: async () => (await import("../nodemanager/node-manager.js")).NodeManager,
+  datanode: async () => (await import("../datanode/datanode.js")).DataNode,
+};
+
+/** Loads the daemon class of `kind`. */
 async function daemonFactory(kind: DaemonKind): Promise<(config: Record<string, unknown>) => RunnableDaemon> {
-  switch (kind) {
-    case "resourcemanager": {
-      const { ResourceManager } = await import("../resourcemanager/resource-manager.js");
-      return (c) => new ResourceManager(c as unknown as ConstructorParameters<typeof ResourceManager>[0]);
-    }
-    case "namenode": {
-      const { NameNode } = await import("../namenode/namenode.js");
-      return (c) => new NameNode(c as unknown as ConstructorParameters<typeof NameNode>[0]);
-    }
-    case "nodemanager": {
-      const { NodeManager } = await import("../nodemanager/node-manager.js");
-      return (c) => new NodeManager(c as unknown as ConstructorParameters<typeof NodeManager>[0]);
-    }
-    case "datanode": {
-      const { DataNode } = await import("../datanode/datanode.js");
-      return (c) => new DataNode(c as unknown as ConstructorParameters<typeof DataNode>[0]);
-    }
-  }
+  const Daemon = await DAEMON_CLASSES[kind]();
+  return (c) => new Daemon(c as never);
 }
 
 /** Runs a daemon in this process until SIGTERM/SIGINT. */

@@ -266,6 +266,13 @@ async function followJob(c: JobClient, appId: string, live: boolean, rmRetryMs: 
   );
 }
 
+/** `--wait`: follows the job to its end, prints its outcome and gives the exit code (0 only if it succeeded). */
+async function waitForOutcome(c: JobClient, appId: string, o: GlobalOpts, rmRetryMs: number): Promise<number> {
+  const report = await followJob(c, appId, !o.json, rmRetryMs);
+  print(o, report, () => outcomeText(report));
+  return report.state === "FINISHED" ? 0 : 1;
+}
+
 common(job.command("submit <dag>"))
   .description("submit a DAG job file (JSON); with --wait, follow it to the end and exit 0 only if it succeeded")
   .option("--wait", "show live progress per vertex and wait for the outcome")
@@ -282,9 +289,7 @@ common(job.command("submit <dag>"))
           return 0;
         }
         if (!o.json) process.stdout.write(`submitted ${appId}\n`);
-        const report = await followJob(c, appId, !o.json, rmRetryMs);
-        print(o, report, () => outcomeText(report));
-        return report.state === "FINISHED" ? 0 : 1;
+        return waitForOutcome(c, appId, o, rmRetryMs);
       });
     }),
   );
@@ -297,11 +302,7 @@ common(job.command("status <appId>"))
     action(async (appId: string, o: GlobalOpts & { wait?: boolean; rmRetry: string }) => {
       const rmRetryMs = durationFlagMs(o.rmRetry, "--rm-retry");
       return withClient(o, async (c) => {
-        if (o.wait) {
-          const report = await followJob(c, appId, !o.json, rmRetryMs);
-          print(o, report, () => outcomeText(report));
-          return report.state === "FINISHED" ? 0 : 1;
-        }
+        if (o.wait) return waitForOutcome(c, appId, o, rmRetryMs);
         const r = await c.status(appId);
         print(o, r, () =>
           [

@@ -11,8 +11,8 @@ import type {
   AdmissionExperimentOutcome,
   TunedPolicy,
 } from "../sim/experiments/admission/admission-experiment.js";
-import type { TraceSource } from "../sim/model.js";
 import { action, badFlag, oneOf, positiveInt, positiveNumber, print, rethrowAsFlagError } from "./command-kit.js";
+import { parseTraceSource, REAL_TRACES_FLAG, SIM_JSON_FLAG } from "./sim-flags.js";
 import { duration } from "./format.js";
 import { parseShareFlag } from "./power-plan-command.js";
 import type { SimCommandKit } from "./sim-storage-sweep.js";
@@ -72,7 +72,7 @@ export function admissionOptionsFromFlags(o: AdmissionFlags): AdmissionExperimen
     utilizationPct: positiveNumber(o.utilization, "--utilization"),
     seed,
     iterations,
-    traces: oneOf<TraceSource>(o.traces, ["generated", "real"], "--traces"),
+    traces: parseTraceSource(o.traces),
     out: o.out,
   };
 }
@@ -135,9 +135,9 @@ export function registerAdmissionCommand(sim: Command, kit: AdmissionCommandKit)
     .option("--utilization <pct>", "average primary utilization, %", "45")
     .option("--seed <s>", "seed of the cluster and the tuning jobs (the held-out jobs use seed + 1)", "1")
     .option("--iterations <n>", "binary-search iterations per policy, each one simulated run", "5")
-    .option("--traces <source>", "primary utilization: real (../shared/data, else generated) or generated", "real")
+    .option(...REAL_TRACES_FLAG)
     .option("--out <dir>", "directory for the report, the table and admission-thresholds.json", DEFAULT_ADMISSION_OUT)
-    .option("--json", "print the results as JSON (progress still goes to stderr)")
+    .option(...SIM_JSON_FLAG)
     .action(
       action(async (o: AdmissionFlags) => {
         const outcome = await runFromFlags(o, kit);

@@ -13,6 +13,7 @@ import type { TraceSource, UtilizationLevel } from "../sim/model.js";
 import type { CappingMode, PowerDomainLevel, PowerPlacement } from "../sim/experiments/power/index.js";
 import type { ComputePolicy, StoragePlacement } from "../sim/results.js";
 import { action, commandLine, experimentText, oneOf, positiveInt, positiveNumber, print } from "./command-kit.js";
+import { CLUSTERS_SEED_FLAG, GENERATED_TRACES_FLAG, parseTraceSource, SIM_JSON_FLAG } from "./sim-flags.js";
 import { duration } from "./format.js";
 import { parseShareFlag } from "./power-plan-command.js";
 import { registerAdmissionCommand } from "./sim-admission-command.js";
@@ -31,6 +32,12 @@ const COMPUTE_DEFAULTS = { servers: 1000, days: 14 };
 const STORAGE_DEFAULTS = { servers: 10_000, days: 365 };
 const CAPPING_MODES: readonly CappingMode[] = ["full-server", "per-container"];
 const POWER_PLACEMENTS: readonly PowerPlacement[] = ["stock", "power-aware"];
+/** What `--compare` says to a choice given beside it. */
+const COMPARE_REFUSAL = {
+  policy: "--compare runs all three policies; drop --policy",
+  storage: "--compare runs both placements; drop --placement",
+  power: (flag: string) => `--compare runs every capping and placement; drop --${flag}`,
+};
 /** The power experiment's default size (`POWER_DEFAULTS` in sim/experiments/power/experiment.ts). */
 const POWER_DEFAULTS = { servers: 200, days: 7 };
 
@@ -98,13 +105,30 @@ function given(cmd: Command, name: string): boolean {
   return cmd.getOptionValueSource(name) === "cli";
 }
 
+/**
+ * The values of `--<name>` a run covers: all of `allowed` under `--compare` (which refuses the flag given beside it,
+ * with `refusal`), else the one value `v`.
+ */
+function compareOrOne<T extends string>(
+  compare: boolean | undefined,
+  cmd: Command,
+  name: string,
+  v: string,
+  allowed: readonly T[],
+  refusal: string,
+): readonly T[] {
+  if (compare && given(cmd, name))
+    throw new HarvestError("INVALID_ARGUMENT", refusal, { details: { flag: `--${name}` } });
+  return compare ? allowed : [oneOf<T>(v, allowed, `--${name}`)];
+}
+
 function commonFlags(o: SimFlags, defaults: { servers: number; days: number }) {
   return {
     servers: positiveInt(o.servers ?? String(defaults.servers), "--servers"),
     days: positiveInt(o.days ?? String(defaults.days), "--days"),
     seed: parseSeed(o.seed),
     levels: parseLevels(o.utilization),
-    traces: oneOf<TraceSource>(o.traces, ["generated", "real"], "--traces"),
+    traces: parseTraceSource(o.traces),
     out: o.out,
   };
 }
@@ -115,9 +139,9 @@ function addCommonFlags(cmd: Command, defaults: { servers: number; days: number 
     .option("--days <d>", `simulated days after the 30 days of history (default: ${defaults.days})`)
     .option("--seed <s>", "seed of the cluster, the jobs and every random choice", "1")
     .option("--utilization <level>", "average primary utilization: low, medium, high, a comma list, or all", "medium")
-    .option("--traces <source>", "primary utilization: generated, or real (../shared/data, when present)", "generated")
+    .option(...GENERATED_TRACES_FLAG)
     .option("--out <dir>", "directory for the markdown table, CSV and SVG plots", DEFAULT_SIM_OUT)
-    .option("--json", "print the results as JSON (progress still goes to stderr)");
+    .option(...SIM_JSON_FLAG);
 }
 
 // ------------------------------------------------------------------------------------------------ progress
@@ -238,13 +262,7 @@ export function registerSimCommands(program: Command): void {
     )
     .action(
       action(async (o: SimFlags & { policy: string; compare?: boolean; killCost: string }, cmd: Command) => {
-        if (o.compare && given(cmd, "policy"))
-          throw new HarvestError("INVALID_ARGUMENT", "--compare runs all three policies; drop --policy", {
-            details: { flag: "--policy" },
-          });
-        const policies: readonly ComputePolicy[] = o.compare
-          ? COMPUTE_POLICIES
-          : [oneOf<ComputePolicy>(o.policy, COMPUTE_POLICIES, "--policy")];
+        const policies = compareOrOne(o.compare, cmd, "policy", o.policy, COMPUTE_POLICIES, COMPARE_REFUSAL.policy);
         const flags = commonFlags(o, COMPUTE_DEFAULTS);
         const { runComputeExperiment } = await loadExperiments();
         const outcome = await runComputeExperiment({
@@ -265,7 +283,7 @@ export function registerSimCommands(program: Command): void {
     )
     .option("--servers <n>", "servers in every cluster", "200")
     .option("--days <d>", "simulated days after the 30 days of history", "10")
-    .option("--seed <s>", "seed of the clusters, the jobs and every random choice", "1")
+    .option(...CLUSTERS_SEED_FLAG)
     .option(
       "--load <list>",
       "offered loads, fractions of the reference cluster's harvestable core-hours",
@@ -283,9 +301,9 @@ export function registerSimCommands(program: Command): void {
       "1",
     )
     .option("--no-peak-variant", "skip the history runs with the median-daily-max peak")
-    .option("--traces <source>", "primary utilization: generated, or real (../shared/data, when present)", "generated")
+    .option(...GENERATED_TRACES_FLAG)
     .option("--out <dir>", "directory for compute-sweep.md, .csv and the heat maps", DEFAULT_SIM_OUT)
-    .option("--json", "print the results as JSON (progress still goes to stderr)")
+    .option(...SIM_JSON_FLAG)
     .action(
       action(
         async (o: {
@@ -314,7 +332,7 @@ export function registerSimCommands(program: Command): void {
             killCost: oneOf(o.killCost, ["modelled", "none"] as const, "--kill-cost"),
             maxAmShare: positiveNumber(o.maxAmShare, "--max-am-share"),
             peakVariant: o.peakVariant,
-            traces: oneOf<TraceSource>(o.traces, ["generated", "real"], "--traces"),
+            traces: parseTraceSource(o.traces),
             out: o.out,
             ...reporting(),
           });
@@ -345,13 +363,14 @@ export function registerSimCommands(program: Command): void {
           o: SimFlags & { placement: string; replication: string; bandwidth: string; compare?: boolean },
           cmd: Command,
         ) => {
-          if (o.compare && given(cmd, "placement"))
-            throw new HarvestError("INVALID_ARGUMENT", "--compare runs both placements; drop --placement", {
-              details: { flag: "--placement" },
-            });
-          const placements: readonly StoragePlacement[] = o.compare
-            ? STORAGE_PLACEMENTS
-            : [oneOf<StoragePlacement>(o.placement, STORAGE_PLACEMENTS, "--placement")];
+          const placements = compareOrOne(
+            o.compare,
+            cmd,
+            "placement",
+            o.placement,
+            STORAGE_PLACEMENTS,
+            COMPARE_REFUSAL.storage,
+          );
           const flags = commonFlags(o, STORAGE_DEFAULTS);
           const { runStorageExperiment } = await loadExperiments();
           const outcome = await runStorageExperiment({
@@ -409,9 +428,10 @@ export function registerSimCommands(program: Command): void {
           },
           cmd: Command,
         ) => {
+          // Both refusals come before the budget flags' conflict.
           for (const flag of ["capping", "placement"])
             if (o.compare && given(cmd, flag))
-              throw new HarvestError("INVALID_ARGUMENT", `--compare runs every capping and placement; drop --${flag}`, {
+              throw new HarvestError("INVALID_ARGUMENT", COMPARE_REFUSAL.power(flag), {
                 details: { flag: `--${flag}` },
               });
           if (o.budgetFraction !== undefined && o.oversubscription !== undefined)
@@ -420,12 +440,16 @@ export function registerSimCommands(program: Command): void {
               "--budget-fraction and --oversubscription both set the budget; give one",
               { details: { flag: "--oversubscription" } },
             );
-          const cappings: readonly CappingMode[] = o.compare
-            ? CAPPING_MODES
-            : [oneOf<CappingMode>(o.capping, CAPPING_MODES, "--capping")];
-          const placements: readonly PowerPlacement[] = o.compare
-            ? POWER_PLACEMENTS
-            : [oneOf<PowerPlacement>(o.placement, POWER_PLACEMENTS, "--placement")];
+          const refusal = COMPARE_REFUSAL.power;
+          const cappings = compareOrOne(o.compare, cmd, "capping", o.capping, CAPPING_MODES, refusal("capping"));
+          const placements = compareOrOne(
+            o.compare,
+            cmd,
+            "placement",
+            o.placement,
+            POWER_PLACEMENTS,
+            refusal("placement"),
+          );
           const fraction = (v: string, flag: string): number => {
             const share = parseShareFlag(v, flag);
             if (!(share > 0 && share <= 1))
@@ -479,15 +503,15 @@ export function registerSimCommands(program: Command): void {
         "replication 3 and 4); full: 1,000 servers x 14 days and 10,000 servers x 365 days (npm run experiments)",
     )
     .option("--preset <preset>", "full, or small (a few dozen servers for a few days: seconds)", "full")
-    .option("--seed <s>", "seed of the clusters, the jobs and every random choice", "1")
-    .option("--traces <source>", "primary utilization: generated, or real (../shared/data, when present)", "generated")
+    .option(...CLUSTERS_SEED_FLAG)
+    .option(...GENERATED_TRACES_FLAG)
     .option("--out <dir>", "directory for compute.* and storage.* (tables, CSV, plots)", DEFAULT_SIM_OUT)
-    .option("--json", "print the results as JSON (progress still goes to stderr)")
+    .option(...SIM_JSON_FLAG)
     .action(
       action(async (o: { preset: string; seed: string; traces: string; out: string; json?: boolean }) => {
         const preset = oneOf<GridPreset>(o.preset, ["small", "full"], "--preset");
         const seed = parseSeed(o.seed);
-        const traces = oneOf<TraceSource>(o.traces, ["generated", "real"], "--traces");
+        const traces = parseTraceSource(o.traces);
         const { runGrid } = await loadExperiments();
         const outcome = await runGrid({
           preset,
@@ -509,7 +533,7 @@ export function registerSimCommands(program: Command): void {
     .option("--days <d>", "simulated days after the 30 days of history", "30")
     .option("--seed <s>", "seed", "1")
     .option("--utilization <level>", "average primary utilization: low, medium or high", "medium")
-    .option("--traces <source>", "primary utilization: generated, or real (../shared/data, when present)", "generated")
+    .option(...GENERATED_TRACES_FLAG)
     .option("--json", "machine-readable output")
     .action(
       action(
@@ -526,7 +550,7 @@ export function registerSimCommands(program: Command): void {
             days: positiveInt(o.days, "--days"),
             seed: parseSeed(o.seed),
             level: oneOf<UtilizationLevel>(o.utilization, UTILIZATION_LEVELS, "--utilization"),
-            traces: oneOf<TraceSource>(o.traces, ["generated", "real"], "--traces"),
+            traces: parseTraceSource(o.traces),
             onProgress: new ProgressReporter().onProgress,
           };
           const { buildCluster } = await loadExperiments();

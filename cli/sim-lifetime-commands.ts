@@ -8,8 +8,9 @@ import type { Command } from "commander";
 import type { DrainExperimentOutcome } from "../sim/experiments/drain/drain-experiment.js";
 import type { LifetimeExperimentOutcome, LifetimeVariant } from "../sim/experiments/lifetime/lifetime-experiment.js";
 import { UTILIZATION_LEVELS } from "../sim/model.js";
-import type { TraceSource, UtilizationLevel } from "../sim/model.js";
+import type { UtilizationLevel } from "../sim/model.js";
 import { action, badFlag, experimentText, oneOf, positiveInt, positiveNumber, print } from "./command-kit.js";
+import { parseTraceSource, REAL_TRACES_FLAG, SIM_JSON_FLAG } from "./sim-flags.js";
 import type { SimCommandKit } from "./sim-storage-sweep.js";
 
 /** What these subcommands take from the `sim` command family that registers them (its progress and command line). */
@@ -52,7 +53,7 @@ function sizeOptions(o: SizeFlags) {
     load: positiveNumber(o.load, "--load"),
     seed: seedOf(o.seed),
     level: oneOf<UtilizationLevel>(o.utilization, UTILIZATION_LEVELS, "--utilization"),
-    traces: oneOf<TraceSource>(o.traces, ["generated", "real"], "--traces"),
+    traces: parseTraceSource(o.traces),
   };
 }
 
@@ -63,8 +64,8 @@ function addSizeFlags(cmd: Command): Command {
     .option("--load <share>", "offered batch load, a fraction of the harvestable core-hours", "0.4")
     .option("--seed <s>", "seed of the cluster, the jobs, the reclaims or reimages and every random choice", "1")
     .option("--utilization <level>", "average primary utilization: low, medium or high", "medium")
-    .option("--traces <source>", "primary utilization: real (../shared/data, else generated) or generated", "real")
-    .option("--json", "print the results as JSON (progress still goes to stderr)");
+    .option(...REAL_TRACES_FLAG)
+    .option(...SIM_JSON_FLAG);
 }
 
 function lifetimeText(o: LifetimeExperimentOutcome): string {

@@ -6,13 +6,14 @@
 import type { Command } from "commander";
 import type { ExperimentEvent } from "../sim/experiments.js";
 import { UTILIZATION_LEVELS } from "../sim/model.js";
-import type { TraceSource, UtilizationLevel } from "../sim/model.js";
+import type { UtilizationLevel } from "../sim/model.js";
 import type {
   ResolvedStorageSweepOptions,
   StorageSweepOptions,
   StorageSweepOutcome,
 } from "../sim/experiments/storage-sweep/index.js";
 import { action, badFlag, oneOf, positiveInt, print, rethrowAsFlagError } from "./command-kit.js";
+import { parseTraceSource, SIM_JSON_FLAG } from "./sim-flags.js";
 import { duration } from "./format.js";
 
 /**
@@ -81,7 +82,7 @@ export function storageSweepOptionsFromFlags(o: StorageSweepFlags): StorageSweep
       ? { level: oneOf<UtilizationLevel>(o.utilization, UTILIZATION_LEVELS, "--utilization") }
       : {}),
     ...(o.replication !== undefined ? { replications: numberList(o.replication, "--replication") } : {}),
-    ...(o.traces !== undefined ? { traces: oneOf<TraceSource>(o.traces, ["generated", "real"], "--traces") } : {}),
+    ...(o.traces !== undefined ? { traces: parseTraceSource(o.traces) } : {}),
     ...(o.out !== undefined ? { out: o.out } : {}),
   };
 }
@@ -134,7 +135,7 @@ export function registerStorageSweepCommand(sim: Command, kit: SimCommandKit): v
       "primary utilization: generated, or real (../shared/data, when present) (default: generated)",
     )
     .option("--out <dir>", `directory for the markdown report, CSVs and SVG plot (default: ${kit.outDir})`)
-    .option("--json", "print the results as JSON (progress still goes to stderr)")
+    .option(...SIM_JSON_FLAG)
     .action(
       action(async (o: StorageSweepFlags) => {
         const options = await resolveStorageSweepFlags({ ...o, out: o.out ?? kit.outDir });

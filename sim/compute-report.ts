@@ -16,17 +16,14 @@ import {
   right,
   setupLine,
   SIM_JOB_TYPES,
-  toCsv,
   levelsOf,
   RUN_COST_COLUMNS,
   runCostCells,
-  RUN_COST_CSV_HEADER,
-  RUN_SETUP_CSV_HEADER,
-  runCostCsv,
-  runSetupCsv,
+  runCsv,
+  runCsvHeader,
 } from "./report.js";
 import type { RenderedPlot, RenderedReport, ReportContext } from "./report.js";
-import { barPlot } from "./plots.js";
+import { barPlot, seriesOver } from "./plots.js";
 import type { PlotSeries } from "./plots.js";
 
 /**
@@ -167,29 +164,27 @@ function sortCompute(results: readonly ComputeResult[]): ComputeResult[] {
 }
 
 /** The CSV columns of a compute run. */
-export const COMPUTE_CSV_HEADER: readonly string[] = [
-  "level",
-  "policy",
-  ...RUN_SETUP_CSV_HEADER,
-  "jobs",
-  "avg_job_time_s",
-  ...SIM_JOB_TYPES.flatMap((t) => [`${t}_jobs`, `${t}_avg_job_time_s`]),
-  "tasks_run",
-  "task_kills",
-  "wasted_core_hours",
-  "primary_core_hours_taken",
-  "jobs_waited",
-  ...RUN_COST_CSV_HEADER,
-];
+export const COMPUTE_CSV_HEADER: readonly string[] = runCsvHeader(
+  ["policy"],
+  [
+    "jobs",
+    "avg_job_time_s",
+    ...SIM_JOB_TYPES.flatMap((t) => [`${t}_jobs`, `${t}_avg_job_time_s`]),
+    "tasks_run",
+    "task_kills",
+    "wasted_core_hours",
+    "primary_core_hours_taken",
+    "jobs_waited",
+  ],
+);
 
 /** Every figure of every compute run as CSV, one row per run. */
 export function computeCsv(results: readonly ComputeResult[]): string {
-  return toCsv(
+  return runCsv(
     COMPUTE_CSV_HEADER,
-    sortCompute(results).map((r) => [
-      r.level,
-      r.policy,
-      ...runSetupCsv(r),
+    sortCompute(results),
+    (r) => [r.policy],
+    (r) => [
       r.jobs,
       r.avgJobTimeS,
       ...SIM_JOB_TYPES.flatMap((t) => [r.byType[t].jobs, r.byType[t].avgJobTimeS]),
@@ -198,8 +193,7 @@ export function computeCsv(results: readonly ComputeResult[]): string {
       r.wastedCoreHours,
       r.primaryCoreHoursTaken,
       r.jobsWaited,
-      ...runCostCsv(r),
-    ]),
+    ],
   );
 }
 
@@ -212,13 +206,7 @@ export function computePlots(results: readonly ComputeResult[]): RenderedPlot[] 
   );
   const get = indexResults(results, (r) => r.policy);
   const seriesOf = (value: (r: ComputeResult) => number): PlotSeries[] =>
-    policies.map((p) => ({
-      name: p,
-      values: levels.map((l) => {
-        const r = get(l, p);
-        return r ? value(r) : undefined;
-      }),
-    }));
+    seriesOver(policies, levels, (p, l) => get(l, p), value);
   const jobTimeTitle = "Average job execution time by utilization level and policy";
   const byTypeTitle = "Average job execution time per job type";
   return [

@@ -12,6 +12,25 @@ export interface PlotSeries {
   values: readonly (number | undefined)[];
 }
 
+/**
+ * One series per name, its values over `categories`: `value` of the result `find` gives for the name and category,
+ * a gap where it gives none.
+ */
+export function seriesOver<N extends string, C, R>(
+  names: readonly N[],
+  categories: readonly C[],
+  find: (name: N, category: C) => R | undefined,
+  value: (r: R) => number,
+): PlotSeries[] {
+  return names.map((name) => ({
+    name,
+    values: categories.map((c) => {
+      const r = find(name, c);
+      return r ? value(r) : undefined;
+    }),
+  }));
+}
+
 /** One panel of grouped bars. */
 export interface PlotPanel {
   /** Shown above the panel ("" for none). */

@@ -178,6 +178,24 @@ export function runCostCsv(r: { events: number; wallMs: number }): number[] {
   return [r.events, Math.round(r.wallMs), Math.round(eventsPerSecond(r))];
 }
 
+/** A run CSV's header: the level, the columns that tell the runs apart, the setup, the run's figures, the cost. */
+export function runCsvHeader(key: readonly string[], figures: readonly string[]): readonly string[] {
+  return ["level", ...key, ...RUN_SETUP_CSV_HEADER, ...figures, ...RUN_COST_CSV_HEADER];
+}
+
+/** Runs as CSV under a {@link runCsvHeader} header, a row each in the order given; `key` and `figures` fill theirs. */
+export function runCsv<R extends RunSetup & { events: number; wallMs: number }>(
+  header: readonly string[],
+  runs: readonly R[],
+  key: (r: R) => readonly (string | number)[],
+  figures: (r: R) => readonly (string | number)[],
+): string {
+  return toCsv(
+    header,
+    runs.map((r) => [r.level, ...key(r), ...runSetupCsv(r), ...figures(r), ...runCostCsv(r)]),
+  );
+}
+
 /** The utilization levels `results` cover, in report order. */
 export function levelsOf(results: readonly { level: UtilizationLevel }[]): UtilizationLevel[] {
   return present(

@@ -27,10 +27,11 @@ import { barPlot } from "../../plots.js";
 import type { RenderedReport } from "../../report.js";
 import { checkAboveZero, checkAtLeastZero, invalidArgument } from "../../options.js";
 import * as computeRuns from "../shared/compute-runs.js";
+import type { NodeChoiceKind } from "../../../resourcemanager/index.js";
 import type { ExperimentOutput, ExperimentReport, Resolved } from "../../experiments.js";
 
-/** A node choice of the comparison (`ComputeOptions.nodeChoice`). */
-export type NodeChoiceVariant = "stock" | "nilas" | "lava";
+/** A node choice of the comparison (`ComputeOptions.nodeChoice`): the resource manager's own kinds. */
+export type NodeChoiceVariant = NodeChoiceKind;
 
 /** One run of the comparison: a node choice with its lifetimes (stock uses none; it is "learned" by convention). */
 export interface LifetimeVariant {

@@ -28,8 +28,11 @@ import type { RunSetup } from "../../results.js";
 
 // ------------------------------------------------------------------------------------------------ types
 
-/** How a server is brought under its budget: the full-server baseline (RAPL-like) or Harvest's per-container agent. */
-export type CappingMode = "full-server" | "per-container";
+/**
+ * How a server is brought under its budget: the full-server baseline (RAPL-like) or Harvest's per-container agent
+ * (the oversubscription planner's approaches).
+ */
+export type CappingMode = CappingApproach;
 /** Capping modes in report order: the baseline first. */
 export const CAPPING_MODES: readonly CappingMode[] = ["full-server", "per-container"];
 

@@ -8,21 +8,18 @@ import {
   formatChange,
   formatNumber,
   markdownTable,
-  toCsv,
   levelsOf,
   RUN_COST_COLUMNS,
   runCostCells,
-  RUN_COST_CSV_HEADER,
-  RUN_SETUP_CSV_HEADER,
-  runCostCsv,
-  runSetupCsv,
+  runCsv,
+  runCsvHeader,
 } from "../../report.js";
 import type { RenderedPlot, RenderedReport, ReportContext } from "../../report.js";
 import { UTILIZATION_LEVELS } from "../../model.js";
 import type { UtilizationLevel } from "../../model.js";
 import { CAPPING_MODES, POWER_PLACEMENTS } from "./options.js";
 import type { CappingMode, PowerPlacement, PowerResult } from "./options.js";
-import { barPlot } from "../../plots.js";
+import { barPlot, seriesOver } from "../../plots.js";
 import type { PlotPanel } from "../../plots.js";
 
 interface Column {
@@ -248,53 +245,49 @@ export function powerRunsMarkdown(results: readonly PowerResult[]): string {
 }
 
 /** The CSV columns of a power run. */
-export const POWER_CSV_HEADER: readonly string[] = [
-  "level",
-  "capping",
-  "placement",
-  ...RUN_SETUP_CSV_HEADER,
-  "domain_level",
-  "domains",
-  "budget_watts",
-  "nameplate_watts",
-  "budget_source",
-  "enforced_below_nameplate_pct",
-  "planned_full_server_pct",
-  "planned_per_container_pct",
-  "domain_alerts",
-  "server_caps",
-  "capped_server_hours",
-  "over_budget_domain_hours",
-  "over_budget_share",
-  "over_budget_episodes",
-  "max_over_budget_s",
-  "max_reachable_over_budget_s",
-  "beyond_reach_domain_hours",
-  "critical_throttled_core_hours",
-  "user_facing_throttled_core_hours",
-  "noncritical_throttled_core_hours",
-  "capping_kills",
-  "yield_kills",
-  "wasted_core_hours",
-  "tasks_submitted",
-  "tasks_completed",
-  "secondary_core_hours",
-  "mean_task_slowdown",
-  "mean_queue_wait_s",
-  "mean_server_watts",
-  "peak_domain_load",
-  ...RUN_COST_CSV_HEADER,
-];
+export const POWER_CSV_HEADER: readonly string[] = runCsvHeader(
+  ["capping", "placement"],
+  [
+    "domain_level",
+    "domains",
+    "budget_watts",
+    "nameplate_watts",
+    "budget_source",
+    "enforced_below_nameplate_pct",
+    "planned_full_server_pct",
+    "planned_per_container_pct",
+    "domain_alerts",
+    "server_caps",
+    "capped_server_hours",
+    "over_budget_domain_hours",
+    "over_budget_share",
+    "over_budget_episodes",
+    "max_over_budget_s",
+    "max_reachable_over_budget_s",
+    "beyond_reach_domain_hours",
+    "critical_throttled_core_hours",
+    "user_facing_throttled_core_hours",
+    "noncritical_throttled_core_hours",
+    "capping_kills",
+    "yield_kills",
+    "wasted_core_hours",
+    "tasks_submitted",
+    "tasks_completed",
+    "secondary_core_hours",
+    "mean_task_slowdown",
+    "mean_queue_wait_s",
+    "mean_server_watts",
+    "peak_domain_load",
+  ],
+);
 
 /** Every figure of every power run as CSV, one row per run. */
 export function powerCsv(results: readonly PowerResult[]): string {
-  return toCsv(
+  return runCsv(
     POWER_CSV_HEADER,
-    sortPowerResults(results).map((r) => [
-      r.level,
-      r.capping,
-      r.placement,
-      ...runSetupCsv(r),
+    sortPowerResults(results),
+    (r) => [r.capping, r.placement],
+    (r) => [
       r.domainLevel,
       r.domains,
       r.budgetWatts,
@@ -325,8 +318,7 @@ export function powerCsv(results: readonly PowerResult[]): string {
       r.meanQueueWaitS,
       r.meanServerWatts,
       r.peakDomainLoad,
-      ...runCostCsv(r),
-    ]),
+    ],
   );
 }
 
@@ -357,13 +349,12 @@ export function powerPlots(results: readonly PowerResult[]): RenderedPlot[] {
     levels.map((level) => ({
       title: levels.length > 1 ? `${level} utilization` : "",
       categories: cappings,
-      series: placements.map((p) => ({
-        name: p,
-        values: cappings.map((c) => {
-          const r = results.find((x) => x.level === level && x.capping === c && x.placement === p);
-          return r ? f(r) : undefined;
-        }),
-      })),
+      series: seriesOver(
+        placements,
+        cappings,
+        (p, c) => results.find((x) => x.level === level && x.capping === c && x.placement === p),
+        f,
+      ),
     }));
   const throttledTitle = "Core-hours lost to throttling: critical (primary) and non-critical (secondary) work";
   const overTitle = "Domain-hours over the power budget";

@@ -16,17 +16,14 @@ import {
   right,
   setupLine,
   STORAGE_PLACEMENTS,
-  toCsv,
   levelsOf,
   RUN_COST_COLUMNS,
   runCostCells,
-  RUN_COST_CSV_HEADER,
-  RUN_SETUP_CSV_HEADER,
-  runCostCsv,
-  runSetupCsv,
+  runCsv,
+  runCsvHeader,
 } from "../../report.js";
 import type { RenderedPlot, RenderedReport, ReportContext } from "../../report.js";
-import { barPlot } from "../../plots.js";
+import { barPlot, seriesOver } from "../../plots.js";
 import type { PlotPanel } from "../../plots.js";
 
 /** Storage results ordered by level, replication, then placement. */
@@ -116,32 +113,28 @@ export function storageRunsMarkdown(results: readonly StorageResult[]): string {
 }
 
 /** The CSV columns of a storage run. */
-export const STORAGE_CSV_HEADER: readonly string[] = [
-  "level",
-  "placement",
-  "replication",
-  ...RUN_SETUP_CSV_HEADER,
-  "blocks",
-  "blocks_lost",
-  "lost_fraction",
-  "accesses",
-  "unavailable_accesses",
-  "unavailable_fraction",
-  "reimages",
-  "re_replication_bytes",
-  ...RUN_COST_CSV_HEADER,
-];
+export const STORAGE_CSV_HEADER: readonly string[] = runCsvHeader(
+  ["placement", "replication"],
+  [
+    "blocks",
+    "blocks_lost",
+    "lost_fraction",
+    "accesses",
+    "unavailable_accesses",
+    "unavailable_fraction",
+    "reimages",
+    "re_replication_bytes",
+  ],
+);
 
 /** Every figure of every storage run as CSV, one row per run. */
 export function storageCsv(results: readonly StorageResult[]): string {
   const fraction = (a: number, b: number): string => (b > 0 ? Number((a / b).toPrecision(6)).toString() : "");
-  return toCsv(
+  return runCsv(
     STORAGE_CSV_HEADER,
-    sortStorage(results).map((r) => [
-      r.level,
-      r.placement,
-      r.replication,
-      ...runSetupCsv(r),
+    sortStorage(results),
+    (r) => [r.placement, r.replication],
+    (r) => [
       r.blocks,
       r.blocksLost,
       fraction(r.blocksLost, r.blocks),
@@ -150,8 +143,7 @@ export function storageCsv(results: readonly StorageResult[]): string {
       fraction(r.unavailableAccesses, r.accesses),
       r.reimages,
       Math.round(r.reReplicationBytes),
-      ...runCostCsv(r),
-    ]),
+    ],
   );
 }
 
@@ -167,13 +159,7 @@ export function storagePlots(results: readonly StorageResult[]): RenderedPlot[] 
     replicationsOf(results).map((replication) => ({
       title: `replication ${replication}`,
       categories: levels,
-      series: placements.map((p) => ({
-        name: p,
-        values: levels.map((l) => {
-          const r = get(l, `${replication}/${p}`);
-          return r ? value(r) : undefined;
-        }),
-      })),
+      series: seriesOver(placements, levels, (p, l) => get(l, `${replication}/${p}`), value),
     }));
   const lossTitle = "Blocks lost by replication, placement and utilization level";
   const unavailableTitle = "Unavailable block accesses by utilization level and placement";
