@@ -61,7 +61,7 @@ export { DiversityPlacementPolicy } from "./policy/diversity-placement.js";
 export { orderReplicas } from "./policy/read-order.js";
 export type { ReadOrderPolicy } from "./policy/read-order.js";
 export type { PlacementTenant } from "./policy/diversity-placement.js";
-export type { DatanodeView, PlacementPolicy, PlacementRequest } from "./policy/placement.js";
+export type { DatanodeView, PlacementPolicy, PlacementPolicyName, PlacementRequest } from "./policy/placement.js";
 export {
   classifyBlock,
   countReplicas,

@@ -3,6 +3,7 @@ import { localUserName } from "../common/fs-permission.js";
 import { isValidHost, isWildcardHost, resolveAdvertiseHost } from "../common/net-address.js";
 import { checkSecurityOptions, invalidOption, mergeOptions } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
+import type { PlacementPolicyName } from "./policy/placement.js";
 
 /** Settings of a namenode. */
 export interface NameNodeOptions {
@@ -96,7 +97,7 @@ export interface NameNodeOptions {
    * reimage frequency x peak CPU, replicas in distinct rows, columns and environments; needs `rmAddress`).
    * @default "stock"
    */
-  placementPolicy: "stock" | "diversity";
+  placementPolicy: PlacementPolicyName;
   /** The resource manager whose TenantAdmin service gives the tenants' reimage and peak-CPU history. @default "" */
   rmAddress: string;
   /** How often the diversity grid is rebuilt from the resource manager's tenants and the datanodes' free space. @default 30000 */

@@ -170,6 +170,27 @@ function formatDefault(text, constant) {
   return text;
 }
 
+/**
+ * A property's type as the table shows it: a name that stands for string literals (`type NodeChoiceKind = "stock" |
+ * ...`) shows the literals, which are what a config file holds; any other type shows as written.
+ */
+function shownType(checker, typeNode) {
+  let text = typeNode.getText();
+  if (ts.isTypeReferenceNode(typeNode) && !typeNode.typeArguments) {
+    let symbol = checker.getSymbolAtLocation(typeNode.typeName);
+    if (symbol && symbol.flags & ts.SymbolFlags.Alias) symbol = checker.getAliasedSymbol(symbol);
+    const decl = symbol?.declarations?.[0];
+    if (decl && ts.isTypeAliasDeclaration(decl) && isStringLiterals(decl.type)) text = decl.type.getText();
+  }
+  return text.replace(/\s+/g, " ");
+}
+
+/** True when `node` is a string literal type or a union of them. */
+function isStringLiterals(node) {
+  const parts = ts.isUnionTypeNode(node) ? node.types : [node];
+  return parts.every((p) => ts.isLiteralTypeNode(p) && ts.isStringLiteral(p.literal));
+}
+
 /** The rows of one interface, and the nested groups to list after it. */
 function tableOf(checker, decl, prefix, omitted, missing, where) {
   const rows = [];
@@ -179,7 +200,7 @@ function tableOf(checker, decl, prefix, omitted, missing, where) {
     const name = member.name.getText();
     if (omitted.has(name)) continue;
     const { comment, dflt } = docOf(member);
-    const type = member.type ? member.type.getText().replace(/\s+/g, " ") : "unknown";
+    const type = member.type ? shownType(checker, member.type) : "unknown";
     const required = !member.questionToken && dflt === undefined && /\bRequired\b/.test(comment ?? "");
     const optional = Boolean(member.questionToken);
     if (comment === undefined) missing.push(`${where}: ${prefix}${name} has no doc comment`);

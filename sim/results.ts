@@ -3,6 +3,7 @@
  * SVG plots) that show it.
  */
 import type { TraceSource, UtilizationLevel } from "./model.js";
+import type { PlacementPolicyName } from "../namenode/index.js";
 
 /** Job types of seeds/004's Algorithm 1. */
 export type SimJobType = "short" | "medium" | "long";
@@ -14,8 +15,8 @@ export type SimJobType = "short" | "medium" | "long";
  */
 export type ComputePolicy = "stock" | "stock-unaware" | "history";
 
-/** Replica placement policies the storage experiment compares. */
-export type StoragePlacement = "stock" | "diversity";
+/** Replica placement policies the storage experiment compares: the namenode's own. */
+export type StoragePlacement = PlacementPolicyName;
 
 /** How a run was set up (every experiment reports it with its figures). */
 export interface RunSetup {

@@ -384,7 +384,6 @@ export class DiversityPlacementPolicy implements PlacementPolicy {
 
 /** The state of one chooseTargets call: what is chosen, and the rows, columns and environments already used. */
 class Placement {
-  readonly chosen: DatanodeView[] = [];
   /** Replicas are few, so plain arrays beat sets here. */
   private readonly taken: string[] = [];
   private readonly environments: string[] = [];
@@ -392,6 +391,8 @@ class Placement {
   private rowMask = 0;
   private colMask = 0;
   private replicas = 0;
+  /** The datanodes chosen so far, in pipeline order. */
+  readonly chosen: DatanodeView[] = [];
 
   constructor(
     private readonly req: PlacementRequest,

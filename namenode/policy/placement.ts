@@ -34,9 +34,12 @@ export interface PlacementRequest {
   readonly rng: Rng;
 }
 
+/** The replica placement policies a namenode can run: HDFS's rack-aware default, and HDFS-H's diversity grid. */
+export type PlacementPolicyName = "stock" | "diversity";
+
 /** Chooses the datanodes for a block's replicas, in pipeline order. */
 export interface PlacementPolicy {
-  readonly name: string;
+  readonly name: PlacementPolicyName;
   /**
    * Up to `replication` distinct datanodes, never an excluded one; fewer when not enough nodes qualify, and an empty
    * list when none does (the caller turns that into NAMENODE_NOT_ENOUGH_DATANODES).
