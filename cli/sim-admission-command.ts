@@ -104,14 +104,8 @@ function outcomeText(o: AdmissionExperimentOutcome): string {
 }
 
 function outcomeJson(o: AdmissionExperimentOutcome): unknown {
-  return {
-    traces: o.traces,
-    wallMs: o.wallMs,
-    thresholds: o.thresholds,
-    verdict: o.verdict,
-    policies: o.policies,
-    files: o.files,
-  };
+  const { traces, wallMs, thresholds, verdict, policies, files } = o;
+  return { traces, wallMs, thresholds, verdict, policies, files };
 }
 
 /** What the subcommand takes from the `sim` command family that registers it (its reports go to their own folder). */

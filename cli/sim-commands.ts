@@ -67,6 +67,23 @@ interface SimFlags {
   json?: boolean;
 }
 
+/** The flags of `sim cluster`. */
+interface ClusterFlags extends Omit<SimFlags, "out"> {
+  servers: string;
+  days: string;
+}
+
+/** The flags of `sim sweep`: the load and utilization take comma lists. */
+interface SweepFlags extends SimFlags {
+  servers: string;
+  days: string;
+  load: string;
+  reference?: string;
+  killCost: string;
+  maxAmShare: string;
+  peakVariant: boolean;
+}
+
 // ------------------------------------------------------------------------------------------------ flag parsing
 
 /** Utilization levels: "low", "medium,high" or "all". */
@@ -305,48 +322,33 @@ export function registerSimCommands(program: Command): void {
     .option("--out <dir>", "directory for compute-sweep.md, .csv and the heat maps", DEFAULT_SIM_OUT)
     .option(...SIM_JSON_FLAG)
     .action(
-      action(
-        async (o: {
-          servers: string;
-          days: string;
-          seed: string;
-          load: string;
-          utilization: string;
-          reference?: string;
-          killCost: string;
-          maxAmShare: string;
-          peakVariant: boolean;
-          traces: string;
-          out: string;
-          json?: boolean;
-        }) => {
-          const list = (v: string, flag: string): number[] => v.split(",").map((x) => positiveNumber(x.trim(), flag));
-          const { runComputeSweep } = await import("../sim/experiments/sweep/compute-sweep.js");
-          const outcome = await runComputeSweep({
-            servers: positiveInt(o.servers, "--servers"),
-            days: positiveInt(o.days, "--days"),
-            seed: parseSeed(o.seed),
-            loads: list(o.load, "--load"),
-            utilizationPct: list(o.utilization, "--utilization"),
-            ...(o.reference !== undefined ? { referencePct: positiveNumber(o.reference, "--reference") } : {}),
-            killCost: oneOf(o.killCost, ["modelled", "none"] as const, "--kill-cost"),
-            maxAmShare: positiveNumber(o.maxAmShare, "--max-am-share"),
-            peakVariant: o.peakVariant,
-            traces: parseTraceSource(o.traces),
-            out: o.out,
-            ...reporting(),
-          });
-          print(
-            o,
-            {
-              runs: outcome.runs.map((r) => ({ ...r, result: { ...r.result } })),
-              files: outcome.files,
-              traces: outcome.traces,
-            },
-            () => [outcome.report.summary, "", ...outcome.files.map((f) => `wrote ${f}`)].join("\n"),
-          );
-        },
-      ),
+      action(async (o: SweepFlags) => {
+        const list = (v: string, flag: string): number[] => v.split(",").map((x) => positiveNumber(x.trim(), flag));
+        const { runComputeSweep } = await import("../sim/experiments/sweep/compute-sweep.js");
+        const outcome = await runComputeSweep({
+          servers: positiveInt(o.servers, "--servers"),
+          days: positiveInt(o.days, "--days"),
+          seed: parseSeed(o.seed),
+          loads: list(o.load, "--load"),
+          utilizationPct: list(o.utilization, "--utilization"),
+          ...(o.reference !== undefined ? { referencePct: positiveNumber(o.reference, "--reference") } : {}),
+          killCost: oneOf(o.killCost, ["modelled", "none"] as const, "--kill-cost"),
+          maxAmShare: positiveNumber(o.maxAmShare, "--max-am-share"),
+          peakVariant: o.peakVariant,
+          traces: parseTraceSource(o.traces),
+          out: o.out,
+          ...reporting(),
+        });
+        print(
+          o,
+          {
+            runs: outcome.runs.map((r) => ({ ...r, result: { ...r.result } })),
+            files: outcome.files,
+            traces: outcome.traces,
+          },
+          () => [outcome.report.summary, "", ...outcome.files.map((f) => `wrote ${f}`)].join("\n"),
+        );
+      }),
     );
 
   addCommonFlags(sim.command("storage"), STORAGE_DEFAULTS)
@@ -536,29 +538,20 @@ export function registerSimCommands(program: Command): void {
     .option(...GENERATED_TRACES_FLAG)
     .option("--json", "machine-readable output")
     .action(
-      action(
-        async (o: {
-          servers: string;
-          days: string;
-          seed: string;
-          utilization: string;
-          traces: string;
-          json?: boolean;
-        }) => {
-          const options = {
-            servers: positiveInt(o.servers, "--servers"),
-            days: positiveInt(o.days, "--days"),
-            seed: parseSeed(o.seed),
-            level: oneOf<UtilizationLevel>(o.utilization, UTILIZATION_LEVELS, "--utilization"),
-            traces: parseTraceSource(o.traces),
-            onProgress: new ProgressReporter().onProgress,
-          };
-          const { buildCluster } = await loadExperiments();
-          const { summarizeCluster } = await import("../sim/cluster-gen.js");
-          const { cluster, traces } = await buildCluster(options);
-          const summary = summarizeCluster(cluster);
-          print(o, { traces, ...summary }, () => clusterText(summary, traces));
-        },
-      ),
+      action(async (o: ClusterFlags) => {
+        const options = {
+          servers: positiveInt(o.servers, "--servers"),
+          days: positiveInt(o.days, "--days"),
+          seed: parseSeed(o.seed),
+          level: oneOf<UtilizationLevel>(o.utilization, UTILIZATION_LEVELS, "--utilization"),
+          traces: parseTraceSource(o.traces),
+          onProgress: new ProgressReporter().onProgress,
+        };
+        const { buildCluster } = await loadExperiments();
+        const { summarizeCluster } = await import("../sim/cluster-gen.js");
+        const { cluster, traces } = await buildCluster(options);
+        const summary = summarizeCluster(cluster);
+        print(o, { traces, ...summary }, () => clusterText(summary, traces));
+      }),
     );
 }
