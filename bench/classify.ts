@@ -54,12 +54,7 @@ const FLAGS = {
   days: { kind: "number", default: 30, min: 0.01, help: "length of each tenant's series in days" },
   "step-sec": { kind: "number", default: 120, min: 1, help: "seconds between samples" },
   mix: { kind: "choice", default: "paper", choices: ["paper", "even"], help: "share of each generated pattern" },
-  "baseline-tenants": {
-    kind: "int",
-    default: 200,
-    min: 0,
-    help: "first tenants also run through the pre-optimization code",
-  },
+  "baseline-tenants": { kind: "int", default: 200, min: 0, help: "first tenants also run through the naive code" },
   seed: { kind: "int", default: 1, min: 0, help: "seed of the generated tenants and of k-means" },
 } as const satisfies Record<string, FlagSpec>;
 

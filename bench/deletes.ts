@@ -27,12 +27,7 @@ import type { Summary } from "./report.js";
 const FLAGS = {
   replicas: { kind: "int", default: 48, min: 1, help: "replicas deleted at once" },
   "replica-mib": { kind: "int", default: 64, min: 1, help: "size of each replica in MiB" },
-  "rate-mib": {
-    kind: "int",
-    default: 1024,
-    min: 1,
-    help: "paced deletion: MiB freed per second (deleteBytesPerSecond)",
-  },
+  "rate-mib": { kind: "int", default: 1024, min: 1, help: "paced deletion: MiB freed a second (deleteBytesPerSecond)" },
   "chunk-mib": { kind: "int", default: 8, min: 1, help: "paced deletion: MiB freed at a time (deleteChunkBytes)" },
 } as const satisfies Record<string, FlagSpec>;
 

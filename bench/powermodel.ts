@@ -41,12 +41,7 @@ import { fmt, quantile, table } from "./report.js";
 
 const FLAGS = {
   folds: { kind: "int", default: 5, min: 2, help: "contiguous time ranges of the blocked k-fold cross-validation" },
-  "train-share": {
-    kind: "number",
-    default: 0.7,
-    min: 0.05,
-    help: "share of the time trained on in the hold-out split",
-  },
+  "train-share": { kind: "number", default: 0.7, min: 0.05, help: "share of time trained on in the hold-out split" },
   window: { kind: "int", default: 600, min: 2, help: "samples in the online model's sliding window (3 s each)" },
   "refit-every": { kind: "int", default: 10, min: 1, help: "online model: refit after this many new samples" },
 } as const satisfies Record<string, FlagSpec>;

@@ -178,7 +178,8 @@ export function powerProfileProblem(profile: PowerProfile): string | undefined {
 
 const SPEC_DELIMITER = "|";
 const LOAD_COLUMNS = Array.from({ length: PROFILE_LOAD_LEVELS }, (_, i) => `${(i + 1) * 10}_AvgPower`);
-const REQUIRED_COLUMNS = [
+/** The columns a SPECpower results file must have (others are ignored). */
+export const SPECPOWER_COLUMNS = [
   ...LOAD_COLUMNS,
   "ActiveIdle",
   "HW_Vendor",
@@ -245,7 +246,7 @@ export function parseSpecPowerText(text: string, file: string): PowerProfile[] {
   const header = splitDelimited(lines[0]!);
   if (typeof header === "string") throw malformed(1, header);
   const column = new Map(header.map((name, i) => [name.trim(), i]));
-  const missing = REQUIRED_COLUMNS.filter((c) => !column.has(c));
+  const missing = SPECPOWER_COLUMNS.filter((c) => !column.has(c));
   if (missing.length > 0) throw malformed(1, `header lacks column(s) ${missing.join(", ")}`);
   const at = (name: string): number => column.get(name)!;
 

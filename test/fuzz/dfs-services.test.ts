@@ -17,7 +17,7 @@ import { channelCredentials } from "../../common/tls.js";
 import type { ClientTls } from "../../common/tls.js";
 import { startTestCluster } from "../integration/harness.js";
 import type { TestCluster } from "../integration/harness.js";
-import { checkOutcome, rawCall, rawClient, requestBytesArb, requestStrings, serviceMethods } from "./grpc-fuzz.js";
+import { OutcomeTally, rawCall, rawClient, requestBytesArb, requestStrings, serviceMethods } from "./grpc-fuzz.js";
 import type { MethodInfo } from "./grpc-fuzz.js";
 import { SERVICE_FUZZ_RUNS, fuzzParams, fuzzTimeoutMs } from "./runs.js";
 
@@ -41,7 +41,7 @@ describe("fuzzing the namenode and datanode services", () => {
   let admin: grpc.Client;
   let daemon: grpc.Client;
   let datanode: grpc.Client;
-  const counts = { calls: 0, ok: 0, coded: 0, open: 0 };
+  const counts = new OutcomeTally();
 
   beforeAll(async () => {
     cluster = await startTestCluster({ idleServers: 2, storage: true });
@@ -106,11 +106,7 @@ describe("fuzzing the namenode and datanode services", () => {
         await fc.assert(
           fc.asyncProperty(batch, async (messages) => {
             const outcome = await rawCall(client, method, messages, { timeoutMs: 15_000 });
-            counts.calls++;
-            if (outcome.open) counts.open++;
-            else if (outcome.code) counts.coded++;
-            else counts.ok++;
-            checkOutcome(outcome, `${method.service}.${method.name}`);
+            counts.check(outcome, `${method.service}.${method.name}`);
           }),
           fuzzParams(method.requestStream ? 0.5 : 1, SERVICE_FUZZ_RUNS),
         );

@@ -326,3 +326,20 @@ export function checkOutcome(o: Outcome, what: string): void {
   if (!(o.code in ERROR_CODES)) throw new Error(`${what}: unknown code ${o.code}: ${o.details}`);
   if (o.code === "INTERNAL") throw new Error(`${what}: INTERNAL on bad input: ${o.details}`);
 }
+
+/** How the answers of a fuzz campaign fell out: every call, and of them the OK, the coded and the left-open ones. */
+export class OutcomeTally {
+  calls = 0;
+  ok = 0;
+  coded = 0;
+  open = 0;
+
+  /** Counts `o` and checks it (`checkOutcome`): throws, naming `what`, when the answer breaks the property. */
+  check(o: Outcome, what: string): void {
+    this.calls++;
+    if (o.open) this.open++;
+    else if (o.code) this.coded++;
+    else this.ok++;
+    checkOutcome(o, what);
+  }
+}

@@ -22,6 +22,7 @@ import {
   parseSpecPowerText,
   powerProfileProblem,
   resolvePowerProfile,
+  SPECPOWER_COLUMNS,
 } from "../../common/power-profiles.js";
 import { parseReimageText, REIMAGE_CSV_HEADER } from "../../common/reimage-io.js";
 import { parseTraceText, PLAIN_CSV_HEADER } from "../../common/trace-io.js";
@@ -59,16 +60,8 @@ function csvishText(headers: string[], width?: number): fc.Arbitrary<string> {
     .map(([h, lines, eol, trailing]) => [h, ...lines].join(eol) + (trailing ? eol : ""));
 }
 
-/** The columns a SPECpower file must have (common/power-profiles.ts), joined as its header. */
-const SPEC_HEADER = [
-  ...Array.from({ length: 10 }, (_, i) => `${(i + 1) * 10}_AvgPower`),
-  "ActiveIdle",
-  "HW_Vendor",
-  "HW_Model",
-  "HW_CPUName",
-  "HW_CPUsEnabled",
-  "Publication",
-].join("|");
+/** The header of a SPECpower file with the columns the parser needs (the fuzzed rows then fill them). */
+const SPEC_HEADER = SPECPOWER_COLUMNS.join("|");
 
 /** A DAG-shaped JSON value with each field sometimes right, sometimes of the wrong type or out of range. */
 const dagValue: fc.Arbitrary<unknown> = (() => {

@@ -16,7 +16,7 @@ import { channelCredentials } from "../../common/tls.js";
 import type { ClientTls } from "../../common/tls.js";
 import { cpuVertex, startTestCluster, waitForJob } from "../integration/harness.js";
 import type { TestCluster } from "../integration/harness.js";
-import { checkOutcome, rawCall, rawClient, requestBytesArb, requestStrings, serviceMethods } from "./grpc-fuzz.js";
+import { OutcomeTally, rawCall, rawClient, requestBytesArb, requestStrings, serviceMethods } from "./grpc-fuzz.js";
 import type { MethodInfo } from "./grpc-fuzz.js";
 import { SERVICE_FUZZ_RUNS, fuzzParams, fuzzTimeoutMs } from "./runs.js";
 
@@ -40,7 +40,7 @@ describe("fuzzing the resource manager and node manager services", () => {
   let amMetadata: grpc.Metadata;
   let canaryId: string;
   let targetId: string;
-  const counts = { calls: 0, ok: 0, coded: 0, open: 0 };
+  const counts = new OutcomeTally();
 
   beforeAll(async () => {
     cluster = await startTestCluster({ idleServers: 1, storage: false });
@@ -125,11 +125,7 @@ describe("fuzzing the resource manager and node manager services", () => {
                 timeoutMs: 15_000,
                 ...(caller === "am" ? { metadata: amMetadata } : {}),
               });
-              counts.calls++;
-              if (outcome.open) counts.open++;
-              else if (outcome.code) counts.coded++;
-              else counts.ok++;
-              checkOutcome(outcome, `${method.service}.${method.name}`);
+              counts.check(outcome, `${method.service}.${method.name}`);
             }),
             fuzzParams(method.requestStream ? 0.5 : 1, SERVICE_FUZZ_RUNS),
           );
