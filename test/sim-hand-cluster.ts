@@ -6,10 +6,12 @@ import { Command } from "commander";
 import { vi } from "vitest";
 import { registerSimCommands } from "../cli/sim-commands.js";
 import { isHarvestError } from "../common/errors.js";
+import { SeededRng } from "../common/rng.js";
 import type { UtilizationPattern } from "../common/trace-gen.js";
 import type { ComputeRunResult } from "../sim/compute.js";
 import { jobShape } from "../sim/jobs.js";
 import type { SimJobShape } from "../sim/jobs.js";
+import { DAY_MS } from "../sim/model.js";
 import type { SimCluster, SimServer, SimTenant } from "../sim/model.js";
 import { detailsOf } from "../common/errors.js";
 
@@ -62,12 +64,19 @@ export interface TenantSpec {
   pct: (k: number) => number;
 }
 
-/** A cluster of `tenants`, a rack per tenant, with 5-minute slots unless told; `serverId` names server `index`. */
+/** How a hand-built cluster's slots and servers are set: 5-minute slots and servers s0, s1, ... unless told. */
+export interface HandClusterOptions {
+  slotMs?: number;
+  /** The id of server `index`. */
+  serverId?: (index: number) => string;
+}
+
+/** A cluster of `tenants`, a rack per tenant. */
 export function handCluster(
   tenants: readonly TenantSpec[],
   historyMs: number,
   experimentMs: number,
-  options: { slotMs?: number; serverId?: (index: number) => string } = {},
+  options: HandClusterOptions = {},
 ): SimCluster {
   const slotMs = options.slotMs ?? 300_000;
   const serverId = options.serverId ?? ((index: number) => `s${index}`);
@@ -114,4 +123,38 @@ export function handCluster(
     source: "generated",
     seed: 1,
   };
+}
+
+/** The size of each tenant of a `threePatternCluster`, and the CPU % of the constant and unpredictable ones. */
+export interface ThreePatternTenants {
+  servers: number;
+  cores: number;
+  constantPct: number;
+  /** The unpredictable tenant's CPU % is seeded noise in [0, noisePct). */
+  noisePct: number;
+}
+
+/**
+ * Three tenants, one per utilization pattern, after a week of history: constant, periodic (40 +- 30 % over each day)
+ * and unpredictable.
+ */
+export function threePatternCluster(
+  tenants: ThreePatternTenants,
+  experimentMs: number,
+  options: HandClusterOptions = {},
+): SimCluster {
+  const { servers, cores } = tenants;
+  const slotMs = options.slotMs ?? 300_000;
+  const rng = new SeededRng(5);
+  const noise = Array.from({ length: 5000 }, () => tenants.noisePct * rng.next());
+  return handCluster(
+    [
+      { pattern: "constant", servers, cores, pct: () => tenants.constantPct },
+      { pattern: "periodic", servers, cores, pct: (k) => 40 + 30 * Math.sin((2 * Math.PI * k * slotMs) / DAY_MS) },
+      { pattern: "unpredictable", servers, cores, pct: (k) => noise[k % noise.length]! },
+    ],
+    7 * DAY_MS,
+    experimentMs,
+    options,
+  );
 }

@@ -12,17 +12,14 @@ import { DATA_CLIENT_NODE_OPTIONS, DEFAULT_NODE_OPTIONS } from "../../localclust
 import { MALLOC_TUNABLES, TUNABLES_VARIABLE } from "../../localcluster/malloc-tunables.js";
 import type { ClusterDescriptor } from "../../localcluster/cluster.js";
 import { procStatFields } from "../../common/proc-stats.js";
+import { runHarvest } from "../processes.js";
+import type { CliRun } from "../processes.js";
 import { requireBuild } from "../integration/harness.js";
 
 const dir = mkdtempSync(join(tmpdir(), "harvest-e2e-"));
 
-function harvest(...args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [distEntry("cli/harvest.js"), ...args], {
-    encoding: "utf8",
-    timeout: 120_000,
-    env: { ...process.env, HARVEST_CLUSTER_DIR: dir },
-  });
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+function harvest(...args: string[]): CliRun {
+  return runHarvest(args, { env: { HARVEST_CLUSTER_DIR: dir } });
 }
 
 /** A process's environment, from /proc. */

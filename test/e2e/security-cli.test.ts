@@ -1,20 +1,19 @@
 /** `harvest security init|issue` as an operator runs them: a CA, certificates by role, refusals that say why. */
-import { spawnSync } from "node:child_process";
 import { X509Certificate } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { distEntry } from "../../common/paths.js";
 import { identityOfCertificate } from "../../common/tls.js";
+import { runHarvest } from "../processes.js";
+import type { CliRun } from "../processes.js";
 import { requireBuild } from "../integration/harness.js";
 
 const dir = mkdtempSync(join(tmpdir(), "harvest-security-cli-"));
 const ca = join(dir, "ca");
 
-function harvest(...args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [distEntry("cli/harvest.js"), ...args], { encoding: "utf8", timeout: 60_000 });
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+function harvest(...args: string[]): CliRun {
+  return runHarvest(args, { timeoutMs: 60_000 });
 }
 
 describe("harvest security", () => {

@@ -15,19 +15,17 @@ import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer } from "../../common/grpc.js";
-import { Logger } from "../../common/log.js";
 import type { DataNode } from "../../datanode/index.js";
 import { chunkChecksums } from "../../datanode/index.js";
-import { NameNode } from "../../namenode/index.js";
+import type { NameNode } from "../../namenode/index.js";
 import type { DatanodeProtocolClient } from "../../proto/generated/harvest/v1/DatanodeProtocol.js";
 import type { DatanodeToNamenode } from "../../proto/generated/harvest/v1/DatanodeToNamenode.js";
 import type { NamenodeToDatanodeOutput } from "../../proto/generated/harvest/v1/NamenodeToDatanode.js";
 import type { WriteAck } from "../../proto/generated/harvest/v1/WriteAck.js";
 import type { WriteAckOutput } from "../../proto/generated/harvest/v1/WriteAck.js";
 import type { WritePacketOutput } from "../../proto/generated/harvest/v1/WritePacket.js";
-import { requireBuild, startTestDataNode } from "./harness.js";
+import { requireBuild, startTestDataNode, startTestNameNode } from "./harness.js";
 
-const quiet = new Logger("test", "error");
 const KiB = 1024;
 const ACK_TIMEOUT_MS = 1_500;
 
@@ -102,17 +100,7 @@ describe("a downstream datanode that never acknowledges", () => {
   beforeAll(async () => {
     requireBuild();
     dir = mkdtempSync(join(tmpdir(), "harvest-acktimeout-"));
-    nn = new NameNode(
-      {
-        dataDir: join(dir, "nn"),
-        insecure: true,
-        blockTokens: false,
-        heartbeatIntervalMs: 100,
-        datanodeExpiryMs: 10_000,
-      },
-      { logger: quiet },
-    );
-    await nn.start();
+    nn = await startTestNameNode(dir, { blockTokens: false, heartbeatIntervalMs: 100, datanodeExpiryMs: 10_000 });
     dn = await startTestDataNode(dir, "real-dn", nn.address, { pipelineAckTimeoutMs: ACK_TIMEOUT_MS });
     silent = new SilentDatanode("silent-dn");
     await silent.start(nn.address);

@@ -12,13 +12,11 @@ import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { isHarvestError } from "../../common/errors.js";
-import { Logger } from "../../common/log.js";
 import { distEntry } from "../../common/paths.js";
 import type { DataNode } from "../../datanode/index.js";
-import { NameNode } from "../../namenode/index.js";
-import { requireBuild, startTestDataNode } from "./harness.js";
+import type { NameNode } from "../../namenode/index.js";
+import { requireBuild, startTestDataNode, startTestNameNode } from "./harness.js";
 
-const quiet = new Logger("test", "error");
 const KiB = 1024;
 
 /** Whether this process may mount a tmpfs (root with CAP_SYS_ADMIN). */
@@ -63,11 +61,7 @@ describe.skipIf(!canMount())("a datanode whose disk is full", () => {
     mkdirSync(disk);
     execFileSync("mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", disk]);
     // Heartbeats are slow here, so the namenode keeps believing the disk has room once it is filled.
-    nn = new NameNode(
-      { dataDir: join(dir, "nn"), insecure: true, heartbeatIntervalMs: 20_000, datanodeExpiryMs: 120_000 },
-      { logger: quiet },
-    );
-    await nn.start();
+    nn = await startTestNameNode(dir, { heartbeatIntervalMs: 20_000, datanodeExpiryMs: 120_000 });
     // The capacity option allows far more than the disk has: only the file system can say no.
     dn = await startTestDataNode(disk, "full-dn", nn.address, { dataDir: join(disk, "dn") });
     dfs = new DfsClient(nn.address);

@@ -16,6 +16,8 @@ import type { PrimaryMonitor } from "../../common/primary-monitor.js";
 import { DataNode } from "../../datanode/index.js";
 import type { DataNodeOptionsInput } from "../../datanode/index.js";
 import { distEntry } from "../../common/paths.js";
+import { NameNode } from "../../namenode/index.js";
+import type { NameNodeOptions } from "../../namenode/index.js";
 import { NodeManager } from "../../nodemanager/node-manager.js";
 import type { NodeManagerOptions } from "../../nodemanager/options.js";
 import { ResourceManager } from "../../resourcemanager/resource-manager.js";
@@ -195,6 +197,19 @@ export interface LocalCluster {
 }
 
 const quietLogger = new Logger("test", "error");
+
+/**
+ * Starts an in-process namenode: its data in `<dir>/nn`, plaintext, datanode heartbeats every 200 ms, quiet logs;
+ * `extra` overrides or adds options.
+ */
+export async function startTestNameNode(dir: string, extra: Partial<NameNodeOptions> = {}): Promise<NameNode> {
+  const nn = new NameNode(
+    { dataDir: join(dir, "nn"), insecure: true, heartbeatIntervalMs: 200, ...extra },
+    { logger: quietLogger },
+  );
+  await nn.start();
+  return nn;
+}
 
 /**
  * Starts an in-process datanode `datanodeId` against `namenodeAddress`: its data in `<dir>/<datanodeId>`, 1 GiB of

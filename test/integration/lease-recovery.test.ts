@@ -16,13 +16,11 @@ import { WriterProcess } from "../dfs-writer-process.js";
 import { waitFor } from "../wait-for.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient, PACKET_BYTES } from "../../client/dfs-client.js";
-import { Logger } from "../../common/log.js";
 import { distEntry } from "../../common/paths.js";
 import type { DataNode } from "../../datanode/index.js";
-import { NameNode } from "../../namenode/index.js";
-import { requireBuild, startTestDataNode } from "./harness.js";
+import type { NameNode } from "../../namenode/index.js";
+import { requireBuild, startTestDataNode, startTestNameNode } from "./harness.js";
 
-const quiet = new Logger("test", "error");
 /** The writer's packet: acknowledged bytes advance a packet at a time. */
 const PACKET = PACKET_BYTES;
 const BLOCK = 4 * PACKET;
@@ -70,22 +68,15 @@ describe("lease recovery of a file whose writer was killed mid-block", () => {
   beforeAll(async () => {
     requireBuild();
     dir = mkdtempSync(join(tmpdir(), "harvest-lease-"));
-    nn = new NameNode(
-      {
-        dataDir: join(dir, "nn"),
-        insecure: true,
-        heartbeatIntervalMs: 200,
-        datanodeExpiryMs: 5_000,
-        monitorIntervalMs: 100,
-        replicationIntervalMs: 200,
-        // Long enough for the CLI to look at the open file while its writer lives (the lease renews only on calls).
-        leaseTimeoutMs: 4_000,
-        blockRecoveryTimeoutMs: 1_500,
-        defaultReplication: 3,
-      },
-      { logger: quiet },
-    );
-    await nn.start();
+    nn = await startTestNameNode(dir, {
+      datanodeExpiryMs: 5_000,
+      monitorIntervalMs: 100,
+      replicationIntervalMs: 200,
+      // Long enough for the CLI to look at the open file while its writer lives (the lease renews only on calls).
+      leaseTimeoutMs: 4_000,
+      blockRecoveryTimeoutMs: 1_500,
+      defaultReplication: 3,
+    });
     for (const id of ["dn1", "dn2", "dn3"]) await startDatanode(id);
     dfs = new DfsClient(nn.address);
     await waitFor(async () => ((await dfs.datanodes()).length === 3 ? true : undefined), {

@@ -9,12 +9,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readAll } from "../dfs-read.js";
 import { waitFor } from "../wait-for.js";
-import { startTestDataNode } from "./harness.js";
+import { startTestDataNode, startTestNameNode } from "./harness.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
 import { Logger } from "../../common/log.js";
 import type { DataNode } from "../../datanode/index.js";
-import { NameNode } from "../../namenode/index.js";
+import type { NameNode } from "../../namenode/index.js";
 
 const quiet = new Logger("test", "error");
 const KiB = 1024;
@@ -29,20 +29,13 @@ describe("lease renewal of a live writer", () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "harvest-renew-"));
-    nn = new NameNode(
-      {
-        dataDir: join(dir, "nn"),
-        insecure: true,
-        heartbeatIntervalMs: 200,
-        monitorIntervalMs: 100,
-        replicationIntervalMs: 200,
-        leaseTimeoutMs: LEASE_MS,
-        blockRecoveryTimeoutMs: 1_000,
-        defaultReplication: 3,
-      },
-      { logger: quiet },
-    );
-    await nn.start();
+    nn = await startTestNameNode(dir, {
+      monitorIntervalMs: 100,
+      replicationIntervalMs: 200,
+      leaseTimeoutMs: LEASE_MS,
+      blockRecoveryTimeoutMs: 1_000,
+      defaultReplication: 3,
+    });
     for (const id of ["dn1", "dn2", "dn3"]) {
       datanodes.push(await startTestDataNode(dir, id, nn.address));
     }

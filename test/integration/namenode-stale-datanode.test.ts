@@ -14,12 +14,10 @@ import { pipeline } from "node:stream/promises";
 import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
-import { Logger } from "../../common/log.js";
 import { distEntry } from "../../common/paths.js";
-import { NameNode } from "../../namenode/index.js";
-import { requireBuild } from "./harness.js";
+import type { NameNode } from "../../namenode/index.js";
+import { requireBuild, startTestNameNode } from "./harness.js";
 
-const quiet = new Logger("test", "error");
 const KiB = 1024;
 const BLOCK = 128 * KiB;
 
@@ -59,18 +57,11 @@ describe("a datanode process killed -9, stale before it is declared dead", () =>
     dir = mkdtempSync(join(tmpdir(), "harvest-stale-"));
     const trace = join(dir, "idle.csv");
     writeFileSync(trace, "time_s,cpu_pct\n0,0\n600,0\n");
-    nn = new NameNode(
-      {
-        dataDir: join(dir, "nn"),
-        insecure: true,
-        heartbeatIntervalMs: 200,
-        staleAfterMs: 1_500,
-        // Long enough that the killed datanode stays stale (not dead) for the whole test.
-        datanodeExpiryMs: 120_000,
-      },
-      { logger: quiet },
-    );
-    await nn.start();
+    nn = await startTestNameNode(dir, {
+      staleAfterMs: 1_500,
+      // Long enough that the killed datanode stays stale (not dead) for the whole test.
+      datanodeExpiryMs: 120_000,
+    });
     for (const id of ["dn1", "dn2", "dn3"]) await startDatanodeProcess(id, trace);
     dfs = new DfsClient(nn.address);
     await waitFor(async () => ((await dfs.datanodes()).length === 3 ? true : undefined), {

@@ -20,10 +20,10 @@ import { Logger } from "../../common/log.js";
 import { StepPrimaryMonitor } from "../../common/step-monitor.js";
 import { DataNode } from "../../datanode/index.js";
 import { zeroCopyAvailable } from "../../datanode/zero-copy.js";
-import { NameNode } from "../../namenode/index.js";
+import type { NameNode } from "../../namenode/index.js";
 import { codeOf } from "../error-code.js";
 import { parsePromText } from "../prom-text.js";
-import { requireBuild } from "./harness.js";
+import { requireBuild, startTestNameNode } from "./harness.js";
 
 const quiet = new Logger("test", "error");
 const KiB = 1024;
@@ -86,8 +86,7 @@ describe.skipIf(!zeroCopyAvailable())("zero-copy reads on a plaintext cluster", 
   beforeAll(async () => {
     requireBuild();
     dir = mkdtempSync(join(tmpdir(), "harvest-zero-copy-it-"));
-    nn = new NameNode({ dataDir: join(dir, "nn"), insecure: true, heartbeatIntervalMs: 200 }, { logger: quiet });
-    await nn.start();
+    nn = await startTestNameNode(dir);
     for (const [i, zeroCopyReads] of [true, true, false].entries()) {
       const monitor = new StepPrimaryMonitor({ capacityMilli: 1000 });
       const dn = new DataNode(

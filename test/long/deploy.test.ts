@@ -4,7 +4,6 @@
  * interface and advertising another address, found by users through a client configuration file. And a local
  * `cluster up` cluster whose daemons are killed and restarted in place with `harvest cluster restart`.
  */
-import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import {
   chmodSync,
@@ -25,20 +24,17 @@ import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fromGrpcError } from "../../common/errors.js";
 import { loadHarvestProto, makeClient } from "../../common/grpc.js";
-import { distEntry, packageRoot } from "../../common/paths.js";
+import { packageRoot } from "../../common/paths.js";
 import { isRunning, localDfsClient, readCluster } from "../../localcluster/cluster.js";
 import type { ClusterDescriptor } from "../../localcluster/cluster.js";
+import { runHarvest } from "../processes.js";
+import type { CliRun } from "../processes.js";
 import { requireBuild, traceSpec } from "../integration/harness.js";
 
-type Run = { code: number; stdout: string; stderr: string };
+type Run = CliRun;
 
 function harvest(env: NodeJS.ProcessEnv, ...args: string[]): Run {
-  const r = spawnSync(process.execPath, [distEntry("cli/harvest.js"), ...args], {
-    encoding: "utf8",
-    timeout: 120_000,
-    env: { ...process.env, HARVEST_CLUSTER_DIR: "/nonexistent", HARVEST_CONF: "", ...env },
-  });
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+  return runHarvest(args, { env: { HARVEST_CLUSTER_DIR: "/nonexistent", HARVEST_CONF: "", ...env } });
 }
 
 /** A port free right now (bound and released), for configs that name fixed ports as deployments do. */

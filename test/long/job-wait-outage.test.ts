@@ -2,7 +2,7 @@
  * `harvest job submit --wait` as a user runs it while the resource manager dies and is restarted: the command rides
  * out the outage, says so once on stderr, and exits 0 with the job's real outcome.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,18 +10,15 @@ import { waitFor } from "../wait-for.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { distEntry } from "../../common/paths.js";
 import { readCluster } from "../../localcluster/cluster.js";
+import { runHarvest } from "../processes.js";
+import type { CliRun } from "../processes.js";
 import { requireBuild } from "../integration/harness.js";
 
 const dir = mkdtempSync(join(tmpdir(), "harvest-e2e-outage-"));
 const env = { ...process.env, HARVEST_CLUSTER_DIR: dir };
 
-function harvest(...args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [distEntry("cli/harvest.js"), ...args], {
-    encoding: "utf8",
-    timeout: 60_000,
-    env,
-  });
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+function harvest(...args: string[]): CliRun {
+  return runHarvest(args, { env, timeoutMs: 60_000 });
 }
 
 /** Runs `harvest args` in the background; resolves with its exit code and output when it ends. */

@@ -1,21 +1,17 @@
 /** `harvest power plan` as a user runs it: over a generated history, over a file, and with mistakes in either. */
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { distEntry } from "../../common/paths.js";
 import type { OversubscriptionPlan } from "../../resourcemanager/policy/oversubscription-planner.js";
+import { runHarvest } from "../processes.js";
+import type { CliRun } from "../processes.js";
 import { requireBuild } from "../integration/harness.js";
 
 const dir = mkdtempSync(join(tmpdir(), "harvest-plan-e2e-"));
 
-function harvest(...args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [distEntry("cli/harvest.js"), ...args], {
-    encoding: "utf8",
-    timeout: 120_000,
-  });
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+function harvest(...args: string[]): CliRun {
+  return runHarvest(args);
 }
 
 describe("harvest power plan", () => {

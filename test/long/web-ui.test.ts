@@ -6,7 +6,6 @@
  * under-replicated and then healthy again. No page logs a console error. A screenshot of each page is saved under
  * `test-artifacts/web/` (not committed). Without Chromium the test skips with a message; CI installs it.
  */
-import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,8 +13,10 @@ import type { Browser, HTTPResponse, Page } from "puppeteer-core";
 import { waitFor } from "../wait-for.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClusterDescriptor } from "../../localcluster/cluster.js";
-import { distEntry, packageRoot } from "../../common/paths.js";
+import { packageRoot } from "../../common/paths.js";
 import { findChromium, launchBrowser, spkiHash, watchedPage } from "../../examples/browser-kit.js";
+import { runHarvest } from "../processes.js";
+import type { CliRun } from "../processes.js";
 import { requireBuild } from "../integration/harness.js";
 
 const chromium = findChromium();
@@ -25,13 +26,8 @@ if (!chromium)
 const dir = mkdtempSync(join(tmpdir(), "harvest-web-"));
 const artifacts = join(packageRoot(), "test-artifacts", "web");
 
-function harvest(...args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [distEntry("cli/harvest.js"), ...args], {
-    encoding: "utf8",
-    timeout: 120_000,
-    env: { ...process.env, HARVEST_CLUSTER_DIR: dir },
-  });
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+function harvest(...args: string[]): CliRun {
+  return runHarvest(args, { env: { HARVEST_CLUSTER_DIR: dir } });
 }
 
 /**

@@ -12,6 +12,11 @@ function vertex(name: string, parallelism: number): Record<string, unknown> {
   };
 }
 
+/** A DAG of independent vertices of `name:parallelism`, parsed as the job manager parses a submitted one. */
+function independent(name: string, ...vertices: [string, number][]): DagSpec {
+  return parseDag(JSON.stringify({ name, vertices: vertices.map(([v, n]) => vertex(v, n)) }));
+}
+
 /** map (3 tasks) -> reduce (2 tasks). */
 function mapReduce(): DagSpec {
   return parseDag(
@@ -167,22 +172,15 @@ describe("DagRunner attempt ends", () => {
     const runner = new DagRunner(mapReduce());
     const { index, verdict } = runOnce(runner, "map", "FAILED", "exit code 1");
     expect(verdict).toEqual({ kind: "retry", counted: true });
-    expect(runner.task("map", index)).toMatchObject({
-      state: "PENDING",
-      failures: 1,
-      lastDiagnostics: "exit code 1",
-    });
+    expect(runner.task("map", index)).toMatchObject({ state: "PENDING", failures: 1, lastDiagnostics: "exit code 1" });
     expect(asked(runner)).toEqual({ map: 3 });
   });
 
   it("fails the job on the fourth failure of one task, naming the task", () => {
-    const dag = parseDag(JSON.stringify({ name: "one", vertices: [vertex("solo", 1)] }));
+    const dag = independent("one", ["solo", 1]);
     const runner = new DagRunner(dag);
     for (let i = 0; i < 3; i++)
-      expect(runOnce(runner, "solo", "FAILED", `boom ${i}`).verdict).toEqual({
-        kind: "retry",
-        counted: true,
-      });
+      expect(runOnce(runner, "solo", "FAILED", `boom ${i}`).verdict).toEqual({ kind: "retry", counted: true });
     expect(runner.failure).toBeUndefined();
     const { verdict } = runOnce(runner, "solo", "FAILED", "boom 3");
     expect(verdict.kind).toBe("job-failed");
@@ -208,12 +206,7 @@ describe("DagRunner attempt ends", () => {
   });
 
   it("asks for and assigns nothing more once the job has failed", () => {
-    const dag = parseDag(
-      JSON.stringify({
-        name: "one",
-        vertices: [vertex("solo", 1), vertex("other", 2)],
-      }),
-    );
+    const dag = independent("one", ["solo", 1], ["other", 2]);
     const runner = new DagRunner(dag);
     for (let i = 0; i < 4; i++) runOnce(runner, "solo", "FAILED");
     expect(runner.asks()).toEqual([]);
@@ -221,12 +214,7 @@ describe("DagRunner attempt ends", () => {
   });
 
   it("keeps the first failure's diagnostics when a second task also exhausts its attempts", () => {
-    const dag = parseDag(
-      JSON.stringify({
-        name: "two",
-        vertices: [vertex("a", 1), vertex("b", 1)],
-      }),
-    );
+    const dag = independent("two", ["a", 1], ["b", 1]);
     const runner = new DagRunner(dag);
     // Interleave so that both tasks reach their fourth failure; a fails first.
     for (let i = 0; i < 3; i++) {
@@ -249,9 +237,7 @@ describe("DagRunner attempt ends", () => {
   it("records a success with its output directory and does not run the task again", () => {
     const runner = new DagRunner(mapReduce());
     const task = runner.assign("c1", runner.priorityOf("map"));
-    expect(runner.ended("c1", "SUCCEEDED", "", "/data/map-0")).toEqual({
-      kind: "succeeded",
-    });
+    expect(runner.ended("c1", "SUCCEEDED", "", "/data/map-0")).toEqual({ kind: "succeeded" });
     expect(runner.outputDirOf("map", task!.index)).toBe("/data/map-0");
     expect(runner.task("map", task!.index)?.state).toBe("SUCCEEDED");
     expect(asked(runner)).toEqual({ map: 2 });
@@ -259,9 +245,7 @@ describe("DagRunner attempt ends", () => {
 
   it("reports the job killed when a user killed a task's container", () => {
     const runner = new DagRunner(mapReduce());
-    expect(runOnce(runner, "map", "KILLED_BY_USER").verdict).toEqual({
-      kind: "job-killed",
-    });
+    expect(runOnce(runner, "map", "KILLED_BY_USER").verdict).toEqual({ kind: "job-killed" });
   });
 
   it("ignores the end of a container it does not know or has already seen end", () => {
@@ -275,13 +259,10 @@ describe("DagRunner attempt ends", () => {
   });
 
   it("fails the job after ten launch failures of one task but retries before that without counting a failure", () => {
-    const dag = parseDag(JSON.stringify({ name: "one", vertices: [vertex("solo", 1)] }));
+    const dag = independent("one", ["solo", 1]);
     const runner = new DagRunner(dag);
     for (let i = 0; i < 9; i++)
-      expect(runOnce(runner, "solo", "LAUNCH_FAILED").verdict).toEqual({
-        kind: "retry",
-        counted: false,
-      });
+      expect(runOnce(runner, "solo", "LAUNCH_FAILED").verdict).toEqual({ kind: "retry", counted: false });
     expect(runner.task("solo", 0)?.failures).toBe(0);
     const last = runOnce(runner, "solo", "LAUNCH_FAILED").verdict;
     expect(last.kind).toBe("job-failed");
@@ -292,9 +273,7 @@ describe("DagRunner attempt ends", () => {
 describe("DagRunner.replay", () => {
   it("does not ask again for a task the journal says succeeded, and keeps its output", () => {
     const runner = new DagRunner(mapReduce());
-    expect(runner.replay("map", 1, "SUCCEEDED", "", "/data/map-1")).toEqual({
-      kind: "succeeded",
-    });
+    expect(runner.replay("map", 1, "SUCCEEDED", "", "/data/map-1")).toEqual({ kind: "succeeded" });
     expect(asked(runner)).toEqual({ map: 2 });
     expect(runner.outputDirOf("map", 1)).toBe("/data/map-1");
     const p = runner.priorityOf("map");
@@ -316,16 +295,11 @@ describe("DagRunner.replay", () => {
     runner.replay("map", 0, "LOST", "");
     runner.replay("map", 0, "SUCCEEDED", "", "/data/map-0");
     runner.replay("map", 2, "FAILED", "e2");
-    expect(runner.totals()).toEqual({
-      tasksRun: 5,
-      tasksPreempted: 1,
-      tasksLost: 1,
-      taskFailures: 2,
-    });
+    expect(runner.totals()).toEqual({ tasksRun: 5, tasksPreempted: 1, tasksLost: 1, taskFailures: 2 });
   });
 
   it("counts journalled failures towards the limit, so the job fails on the fourth in all", () => {
-    const dag = parseDag(JSON.stringify({ name: "one", vertices: [vertex("solo", 1)] }));
+    const dag = independent("one", ["solo", 1]);
     const runner = new DagRunner(dag);
     for (let i = 0; i < 3; i++) runner.replay("solo", 0, "FAILED", "old");
     const { verdict } = runOnce(runner, "solo", "FAILED", "new");
@@ -335,17 +309,9 @@ describe("DagRunner.replay", () => {
   it("ignores a journal entry for a task already marked succeeded or for a task that does not exist", () => {
     const runner = new DagRunner(mapReduce());
     runner.replay("map", 0, "SUCCEEDED", "", "/data/first");
-    expect(runner.replay("map", 0, "FAILED", "late")).toEqual({
-      kind: "unknown",
-    });
-    expect(runner.replay("map", 7, "SUCCEEDED", "")).toEqual({
-      kind: "unknown",
-    });
-    expect(runner.task("map", 0)).toMatchObject({
-      state: "SUCCEEDED",
-      failures: 0,
-      outputDir: "/data/first",
-    });
+    expect(runner.replay("map", 0, "FAILED", "late")).toEqual({ kind: "unknown" });
+    expect(runner.replay("map", 7, "SUCCEEDED", "")).toEqual({ kind: "unknown" });
+    expect(runner.task("map", 0)).toMatchObject({ state: "SUCCEEDED", failures: 0, outputDir: "/data/first" });
     expect(runner.totals().tasksRun).toBe(1);
   });
 });
@@ -359,12 +325,7 @@ describe("DagRunner reports", () => {
     runOnce(runner, "map", "FAILED");
     runOnce(runner, "map", "RELEASED");
     runner.assign("still-running", runner.priorityOf("map"));
-    expect(runner.totals()).toEqual({
-      tasksRun: 6,
-      tasksPreempted: 2,
-      tasksLost: 1,
-      taskFailures: 1,
-    });
+    expect(runner.totals()).toEqual({ tasksRun: 6, tasksPreempted: 2, tasksLost: 1, taskFailures: 1 });
   });
 
   it("reports every vertex waiting before any container is granted", () => {
@@ -420,12 +381,7 @@ describe("DagRunner reports", () => {
     const runner = new DagRunner(mapReduce());
     runOnce(runner, "map", "SUCCEEDED");
     runOnce(runner, "map", "PREEMPTED_BY_PRIMARY");
-    expect(runner.progress()[0]).toMatchObject({
-      name: "map",
-      running: 0,
-      succeeded: 1,
-      state: "RUNNING",
-    });
+    expect(runner.progress()[0]).toMatchObject({ name: "map", running: 0, succeeded: 1, state: "RUNNING" });
   });
 
   it("reports a vertex succeeded once all its tasks have, and the consumer still waiting", () => {

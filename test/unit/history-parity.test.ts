@@ -23,7 +23,7 @@ import { runCompute, Stream, streamSeed } from "../../sim/compute.js";
 import { jobStream } from "../../sim/jobs.js";
 import type { SimJob, SimJobShape } from "../../sim/jobs.js";
 import { DAY_MS } from "../../sim/model.js";
-import { flatJob, handCluster } from "../sim-hand-cluster.js";
+import { flatJob, threePatternCluster } from "../sim-hand-cluster.js";
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
@@ -48,22 +48,7 @@ function outcome(d: PlacementDecision): string {
 describe("Algorithm 1: the simulator decides as the resource manager does", () => {
   it("chooses the same classes, waits and servers for every job on one scenario", () => {
     // Three tenants, one per pattern, two 8-core servers each; a week of history for the classifier.
-    const rng = new SeededRng(5);
-    const noise = Array.from({ length: 5000 }, () => 70 * rng.next());
-    const cluster = handCluster(
-      [
-        { pattern: "constant", servers: 2, cores: 8, pct: () => 15 },
-        {
-          pattern: "periodic",
-          servers: 2,
-          cores: 8,
-          pct: (k) => 40 + 30 * Math.sin((2 * Math.PI * k * SLOT_MS) / DAY_MS),
-        },
-        { pattern: "unpredictable", servers: 2, cores: 8, pct: (k) => noise[k % noise.length]! },
-      ],
-      7 * DAY_MS,
-      2 * DAY_MS,
-    );
+    const cluster = threePatternCluster({ servers: 2, cores: 8, constantPct: 15, noisePct: 70 }, 2 * DAY_MS);
     // Short, middling and long jobs in turn, one at a time (each ends before the next arrives, so the servers hold no
     // secondary work when a job is placed), a minute into a slot (so both paths see that slot's primaries); then one
     // too wide for every class together: it waits, then runs anywhere. "rare" runs again only after more jobs than the

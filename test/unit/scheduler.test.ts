@@ -399,9 +399,7 @@ describe("Scheduler with a custom policy", () => {
     s.addApp("late", 2);
     s.setAsks("early", [{ priority: 0, resource: res(1000), count: 3 }]);
     s.setAsks("late", [{ priority: 0, resource: res(1000), count: 3 }]);
-    expect(countBy(s.allocateOnNode("n1"), (a) => a.appId)).toEqual({
-      late: 3,
-    });
+    expect(countBy(s.allocateOnNode("n1"), (a) => a.appId)).toEqual({ late: 3 });
     expect(s.outstanding("early")).toBe(3);
   });
 

@@ -12,16 +12,32 @@ import { alibabaShape, generateJobStream, jobShape, jobStream, TPCDS_QUERIES, tp
 import type { JobStream } from "../../sim/jobs.js";
 import { DAY_MS } from "../../sim/model.js";
 import type { SimCluster } from "../../sim/model.js";
-import { fieldOf, figures, flatJob, handCluster as buildHandCluster, runSimCommand } from "../sim-hand-cluster.js";
+import { fieldOf, figures, flatJob, handCluster, runSimCommand, threePatternCluster } from "../sim-hand-cluster.js";
 import type { TenantSpec } from "../sim-hand-cluster.js";
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 60 * MINUTE_MS;
 const SLOT_MS = 5 * MINUTE_MS;
 
-/** A cluster built by hand (5-minute slots), its servers named s000, s001, ... */
-function handCluster(tenants: readonly TenantSpec[], historyMs: number, experimentMs: number): SimCluster {
-  return buildHandCluster(tenants, historyMs, experimentMs, { serverId: (i) => `s${String(i).padStart(3, "0")}` });
+/** Servers named s000, s001, ... (padded, so they sort in order). */
+const SERVER_ID = (i: number): string => `s${String(i).padStart(3, "0")}`;
+
+/** A cluster built by hand (5-minute slots), its servers named by `SERVER_ID`. */
+function paddedCluster(tenants: readonly TenantSpec[], historyMs: number, experimentMs: number): SimCluster {
+  return handCluster(tenants, historyMs, experimentMs, { serverId: SERVER_ID });
+}
+
+/**
+ * One 8-core server after a day of history, for a day: its primary idles except in the slot starting 10 minutes into
+ * the experiment, when it takes `pct` % of the cores.
+ */
+function spikeCluster(pct: number): SimCluster {
+  const spikeSlot = DAY_MS / SLOT_MS + 2;
+  return paddedCluster(
+    [{ pattern: "constant", servers: 1, cores: 8, pct: (k) => (k === spikeSlot ? pct : 0) }],
+    DAY_MS,
+    DAY_MS,
+  );
 }
 
 const tmp = mkdtempSync(join(tmpdir(), "harvest-sim-compute-"));
@@ -112,17 +128,12 @@ describe("job streams", () => {
 
 describe("what a kill costs (the kill-cost model)", () => {
   const instant = { ...NO_KILL_COST };
-  const spikeSlot = DAY_MS / SLOT_MS + 2;
 
   it("kills only at the node manager's next yield tick, and the primary slows the tasks until then", () => {
     // One 8-core server, no reserve; four 1-core tasks of 30 min. At minute 10 the primary takes 6 cores for one slot:
     // until the tick the four tasks share the 2 cores it leaves (half speed), then the two youngest die and the two
     // survivors run at full speed again. The survivors end late by half the lag; without the slowdown, on time.
-    const cluster = handCluster(
-      [{ pattern: "constant", servers: 1, cores: 8, pct: (k) => (k === spikeSlot ? 75 : 0) }],
-      DAY_MS,
-      DAY_MS,
-    );
+    const cluster = spikeCluster(75);
     const stream = jobStream([{ shape: flatJob("etl", 4, 30 * MINUTE_MS), submitMs: DAY_MS }]);
     for (const throttleSlowdown of [true, false]) {
       const killedAt: number[] = [];
@@ -154,11 +165,7 @@ describe("what a kill costs (the kill-cost model)", () => {
     // One 8-core server; a job of two vertices: 4 tasks of 5 min, then 4 tasks of 30 min. At minute 10 the primary
     // takes the whole server for one slot: the yield controller kills everything, the job manager last. The next
     // attempt starts when the spike ends and re-runs the second vertex only.
-    const cluster = handCluster(
-      [{ pattern: "constant", servers: 1, cores: 8, pct: (k) => (k === spikeSlot ? 100 : 0) }],
-      DAY_MS,
-      DAY_MS,
-    );
+    const cluster = spikeCluster(100);
     const shape = jobShape("two-stage", [
       { name: "map", tasks: 4, taskMs: 5 * MINUTE_MS },
       { name: "reduce", tasks: 4, taskMs: 30 * MINUTE_MS, inputs: ["map"] },
@@ -188,7 +195,7 @@ describe("what a kill costs (the kill-cost model)", () => {
   it("offers a freed container only at the server's next heartbeat, and starts tasks after their launch", () => {
     // A 2-core server whose primary uses one core (reserve 0): one 1-core task at a time. A job of two 1-minute tasks
     // runs them one after the other; the second is granted at the heartbeat after the first ends.
-    const cluster = handCluster([{ pattern: "constant", servers: 1, cores: 2, pct: () => 50 }], DAY_MS, DAY_MS);
+    const cluster = paddedCluster([{ pattern: "constant", servers: 1, cores: 2, pct: () => 50 }], DAY_MS, DAY_MS);
     const stream = jobStream([{ shape: flatJob("pair", 2, MINUTE_MS), submitMs: DAY_MS }]);
     const run = (killCost: Partial<typeof NO_KILL_COST>) =>
       runCompute(cluster, stream, { policy: "stock", reserveFraction: 0, checkInvariants: true, killCost });
@@ -203,7 +210,7 @@ describe("what a kill costs (the kill-cost model)", () => {
   });
 
   it("rejects a kill-cost model out of range, naming the field", () => {
-    const cluster = handCluster([{ pattern: "constant", servers: 1, cores: 4, pct: () => 0 }], DAY_MS, DAY_MS);
+    const cluster = paddedCluster([{ pattern: "constant", servers: 1, cores: 4, pct: () => 0 }], DAY_MS, DAY_MS);
     const stream = jobStream([{ shape: flatJob("x", 1, MINUTE_MS), submitMs: DAY_MS }]);
     for (const [killCost, field] of [
       [{ yieldTickMs: -1 }, "killCost.yieldTickMs"],
@@ -236,7 +243,7 @@ describe("runCompute", () => {
   it("never lets a server run more secondary cores than its primary leaves, even through random spikes", () => {
     const rng = new SeededRng(11);
     const spikes = Array.from({ length: 2000 }, () => (rng.next() < 0.15 ? 60 + 40 * rng.next() : 5 * rng.next()));
-    const cluster = handCluster(
+    const cluster = paddedCluster(
       [
         { pattern: "unpredictable", servers: 3, cores: 8, pct: (k) => spikes[k % spikes.length]! },
         { pattern: "constant", servers: 2, cores: 8, pct: () => 20 },
@@ -273,12 +280,7 @@ describe("runCompute", () => {
   it("never kills under stock-unaware, and counts the primary core-hours its tasks held", () => {
     // One 8-core server; its primary jumps to 100 % for the slot starting 10 minutes into the experiment. The four
     // 1-core tasks keep running: for those 5 minutes the primary is 4 cores short (min(8, 8 + 4 - 8)).
-    const spikeSlot = DAY_MS / SLOT_MS + 2;
-    const cluster = handCluster(
-      [{ pattern: "constant", servers: 1, cores: 8, pct: (k) => (k === spikeSlot ? 100 : 0) }],
-      DAY_MS,
-      DAY_MS,
-    );
+    const cluster = spikeCluster(100);
     const stream = jobStream([{ shape: flatJob("etl", 4, 30 * MINUTE_MS), submitMs: DAY_MS }]);
     const killed: number[] = [];
     const r = runCompute(cluster, stream, {
@@ -300,7 +302,7 @@ describe("runCompute", () => {
       ).toBe(0);
 
     // The same job beside an idle primary takes nothing from it.
-    const idle = handCluster([{ pattern: "constant", servers: 1, cores: 8, pct: () => 0 }], DAY_MS, DAY_MS);
+    const idle = paddedCluster([{ pattern: "constant", servers: 1, cores: 8, pct: () => 0 }], DAY_MS, DAY_MS);
     const quiet = runCompute(idle, stream, { policy: "stock-unaware", checkInvariants: true, killCost: NO_KILL_COST });
     expect(quiet.taskKills).toBe(0);
     expect(quiet.primaryCoreHoursTaken).toBe(0);
@@ -310,7 +312,7 @@ describe("runCompute", () => {
   it("fills a server's full capacity under stock-unaware, primary or not", () => {
     // An 8-core server whose primary always uses 75 %: stock leaves 8 - 6 - 0.8 = 1.2 cores (one task at a time),
     // stock-unaware ignores the primary and its reserve and runs all eight tasks at once.
-    const cluster = handCluster([{ pattern: "constant", servers: 1, cores: 8, pct: () => 75 }], DAY_MS, DAY_MS);
+    const cluster = paddedCluster([{ pattern: "constant", servers: 1, cores: 8, pct: () => 75 }], DAY_MS, DAY_MS);
     const stream = jobStream([{ shape: flatJob("scan", 8, 10 * MINUTE_MS), submitMs: DAY_MS }]);
     const stock = runCompute(cluster, stream, { policy: "stock", checkInvariants: true, killCost: NO_KILL_COST });
     const unaware = runCompute(cluster, stream, {
@@ -354,12 +356,7 @@ describe("runCompute", () => {
 
   it("re-runs tasks killed by a primary spike without counting a failure, and the job still finishes", () => {
     // One 8-core server; its primary jumps to 100 % for the slot starting 10 minutes into the experiment.
-    const spikeSlot = DAY_MS / SLOT_MS + 2;
-    const cluster = handCluster(
-      [{ pattern: "constant", servers: 1, cores: 8, pct: (k) => (k === spikeSlot ? 100 : 0) }],
-      DAY_MS,
-      DAY_MS,
-    );
+    const cluster = spikeCluster(100);
     const stream = jobStream([{ shape: flatJob("etl", 4, 30 * MINUTE_MS), submitMs: DAY_MS }]);
     const killed: number[] = [];
     const observer: ComputeObserver = { onTaskKilled: (e) => killed.push(e.nowMs - DAY_MS) };
@@ -379,22 +376,8 @@ describe("runCompute", () => {
   });
 
   it("runs each history job's tasks only on the servers of the classes Algorithm 1 chose for it", () => {
-    const rng = new SeededRng(5);
-    const noise = Array.from({ length: 5000 }, () => 80 * rng.next());
-    const cluster = handCluster(
-      [
-        { pattern: "constant", servers: 4, cores: 16, pct: () => 10 },
-        {
-          pattern: "periodic",
-          servers: 4,
-          cores: 16,
-          pct: (k) => 40 + 30 * Math.sin((2 * Math.PI * k * SLOT_MS) / DAY_MS),
-        },
-        { pattern: "unpredictable", servers: 4, cores: 16, pct: (k) => noise[k % noise.length]! },
-      ],
-      7 * DAY_MS,
-      DAY_MS,
-    );
+    const tenants = { servers: 4, cores: 16, constantPct: 10, noisePct: 80 };
+    const cluster = threePatternCluster(tenants, DAY_MS, { serverId: SERVER_ID });
     const shapes = [flatJob("small", 4, 2 * MINUTE_MS), flatJob("mid", 8, 15 * MINUTE_MS), flatJob("big", 12, HOUR_MS)];
     const stream = jobStream(
       Array.from({ length: 45 }, (_, i) => ({ shape: shapes[i % 3]!, submitMs: 7 * DAY_MS + i * 20 * MINUTE_MS })),
@@ -430,7 +413,7 @@ describe("runCompute", () => {
 
   it("lets a history job that no class can hold wait classWaitMs, then run on any server", () => {
     // Two 8-core servers leave 14 cores after the reserve; a job of 20 concurrent tasks fits no class, alone or together.
-    const cluster = handCluster([{ pattern: "constant", servers: 2, cores: 8, pct: () => 0 }], DAY_MS, DAY_MS);
+    const cluster = paddedCluster([{ pattern: "constant", servers: 2, cores: 8, pct: () => 0 }], DAY_MS, DAY_MS);
     const stream = jobStream([{ shape: flatJob("wide", 20, 10 * MINUTE_MS), submitMs: DAY_MS }]);
     const starts: number[] = [];
     const r = runCompute(cluster, stream, {
@@ -455,7 +438,7 @@ describe("runCompute", () => {
     // first run is typed medium (no history yet), so medium jobs are told to rank B last (weight 0) and the report's
     // first run is safe too. Short and medium jobs are submitted mid-hour and end before the next spike.
     const hourSlots = HOUR_MS / SLOT_MS;
-    const cluster = handCluster(
+    const cluster = paddedCluster(
       [
         { pattern: "constant", servers: 4, cores: 16, pct: () => 10 },
         { pattern: "unpredictable", servers: 4, cores: 16, pct: (k) => (k % hourSlots === 0 ? 100 : 0) },
@@ -508,7 +491,7 @@ describe("runCompute", () => {
   });
 
   it("rejects options out of range and jobs outside the experiment, naming the field", () => {
-    const cluster = handCluster([{ pattern: "constant", servers: 1, cores: 4, pct: () => 0 }], DAY_MS, DAY_MS);
+    const cluster = paddedCluster([{ pattern: "constant", servers: 1, cores: 4, pct: () => 0 }], DAY_MS, DAY_MS);
     const ok = jobStream([{ shape: flatJob("a", 1, MINUTE_MS), submitMs: DAY_MS }]);
     expect(fieldOf(() => runCompute(cluster, ok, { policy: "stock", reserveFraction: 1 }))).toBe(
       "INVALID_ARGUMENT:reserveFraction",
