@@ -19,13 +19,15 @@ export function packageRoot(): string {
   return root;
 }
 
-/**
- * One of Harvest's native routines: binding.gyp's target `target`, built into build/Release/ by `npm run build`
- * (scripts/build-native.mjs); undefined when it was not built or does not load on this machine.
- */
+/** Where `npm run build` (scripts/build-native.mjs) puts native/binding.gyp's target `target`. */
+export function nativeAddonPath(target: string): string {
+  return join(packageRoot(), "native", "build", "Release", `${target}.node`);
+}
+
+/** One of Harvest's native routines (`nativeAddonPath`); undefined when it was not built or does not load here. */
 export function loadNativeAddon<T>(target: string): T | undefined {
   try {
-    return createRequire(import.meta.url)(join(packageRoot(), "build", "Release", `${target}.node`)) as T;
+    return createRequire(import.meta.url)(nativeAddonPath(target)) as T;
   } catch {
     return undefined;
   }

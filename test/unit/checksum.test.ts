@@ -85,8 +85,8 @@ describe("chunk checksums", () => {
   it("refuse bad arguments at the native routine with an exception, not a crash", async (ctx) => {
     if (checksumMode() === "per-chunk") ctx.skip();
     const { createRequire } = await import("node:module");
-    const { packageRoot } = await import("../../common/paths.js");
-    const routine = createRequire(import.meta.url)(`${packageRoot()}/build/Release/harvest_checksums.node`) as {
+    const { nativeAddonPath } = await import("../../common/paths.js");
+    const routine = createRequire(import.meta.url)(nativeAddonPath("harvest_checksums")) as {
       chunks: (...args: unknown[]) => number;
     };
     const data = Buffer.alloc(1000, 1);

@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "harvest_checksums",
-      "sources": ["native/checksums.c"],
+      "sources": ["checksums.c"],
       "cflags": ["-O3", "-Wall", "-Wextra"],
       "cflags_c": ["-std=c11"]
     }
@@ -14,7 +14,7 @@
         "targets": [
           {
             "target_name": "harvest_sendfile",
-            "sources": ["native/sendfile.c"],
+            "sources": ["sendfile.c"],
             "cflags": ["-O2", "-Wall", "-Wextra", "-pthread"],
             "cflags_c": ["-std=gnu11"],
             "ldflags": ["-pthread"]
