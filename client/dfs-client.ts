@@ -23,6 +23,8 @@ import type { Readable, Writable } from "node:stream";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { normalizeDfsPath } from "../common/dfs-path.js";
+import { readContainerTokens } from "../common/task-contract.js";
+import type { ContainerTokens } from "../common/task-contract.js";
 import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 import { CLAIMED_USER_METADATA, localUserName } from "../common/fs-permission.js";
 import { TOKEN_METADATA } from "../common/auth.js";
@@ -126,16 +128,22 @@ export class DfsClient implements DfsHost {
 
   /**
    * The client a task uses: the namenode from HARVEST_NN_ADDRESS; on a secure cluster the CA from HARVEST_CA and its
-   * job submitter's delegation token from HARVEST_DFS_TOKEN (the node manager and the job manager set them).
+   * job's file-system token from the container's token file, HARVEST_TOKEN_FILE (the node manager sets them).
    */
   static fromTaskEnv(env: NodeJS.ProcessEnv = process.env, options: Partial<DfsClientOptions> = {}): DfsClient {
     const address = env["HARVEST_NN_ADDRESS"];
     if (!address)
       throw new HarvestError("CLUSTER_NOT_FOUND", "a task needs HARVEST_NN_ADDRESS to reach the file system");
+    let tokens: ContainerTokens;
+    try {
+      tokens = readContainerTokens(env);
+    } catch (err) {
+      throw new HarvestError("CONFIG_INVALID", errorMessage(err), { cause: err });
+    }
     const ca = env["HARVEST_CA"];
     return new DfsClient(address, {
       ...(ca ? { security: { ca } } : {}),
-      dfsToken: env["HARVEST_DFS_TOKEN"] ?? "",
+      dfsToken: tokens["dfs-token"] ?? "",
       ...options,
     });
   }

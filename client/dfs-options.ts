@@ -28,7 +28,7 @@ export interface DfsClientOptions {
    */
   security?: ClientSecurity;
   /**
-   * A delegation token to act as its owner without a certificate (what a job's tasks hold, HARVEST_DFS_TOKEN).
+   * A delegation token to act as its owner without a certificate (what a job's tasks hold, in HARVEST_TOKEN_FILE).
    * @default ""
    */
   dfsToken: string;

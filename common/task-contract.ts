@@ -1,8 +1,10 @@
 /**
  * The contract between the job manager and the task programs it runs: the environment variables of every task
- * container, the edge types, and how a task's inputs and outputs are described in them. It imports nothing at run
- * time, so that a task program (examples/tasks/) can use it without loading the daemons' modules (gRPC).
+ * container, its token file, the edge types, and how a task's inputs and outputs are described in them. It imports
+ * nothing but `node:fs` at run time, so that a task program (examples/tasks/) can use it without loading the daemons'
+ * modules (gRPC).
  */
+import { readFileSync } from "node:fs";
 
 /** How a consumer's tasks read a producer's outputs. */
 export type EdgeType = "scatter-gather" | "broadcast" | "one-to-one";
@@ -50,4 +52,47 @@ export interface TaskOutput {
 /** The file a scatter-gather producer writes for consumer task `index`. */
 export function partitionFileName(index: number): string {
   return `part-${index}`;
+}
+
+/** The credentials a container's token file may hold: a job manager's AM token, the job's file-system token. */
+export type ContainerTokenKind = "am-token" | "dfs-token";
+
+/** Every kind of container credential. */
+export const CONTAINER_TOKEN_KINDS: readonly ContainerTokenKind[] = ["am-token", "dfs-token"];
+
+/**
+ * The variable naming a container's token file: JSON `{ "<kind>": "<token>" }`, mode 0600, owned by the container's
+ * account, in its own directory, written by the node manager before the container starts. Credentials are never in a
+ * container's environment or argv.
+ */
+export const TOKEN_FILE_ENV = "HARVEST_TOKEN_FILE";
+
+/** The name of the token file in a container's directory. */
+export const TOKEN_FILE_NAME = "container_tokens";
+
+/** A container's credentials by kind. */
+export type ContainerTokens = Partial<Record<ContainerTokenKind, string>>;
+
+/**
+ * The tokens in the file `env` names (none without one). Throws an Error naming the file when it cannot be read or is
+ * not an object of known kinds with string values.
+ */
+export function readContainerTokens(env: NodeJS.ProcessEnv = process.env): ContainerTokens {
+  const file = env[TOKEN_FILE_ENV];
+  if (!file) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, "utf8"));
+  } catch (err) {
+    throw new Error(`${TOKEN_FILE_ENV} ${file}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    throw new Error(`${TOKEN_FILE_ENV} ${file}: not a JSON object of tokens`);
+  const tokens: ContainerTokens = {};
+  for (const [kind, token] of Object.entries(parsed)) {
+    if (!(CONTAINER_TOKEN_KINDS as readonly string[]).includes(kind) || typeof token !== "string")
+      throw new Error(`${TOKEN_FILE_ENV} ${file}: ${JSON.stringify(kind)} is not a token kind with a string value`);
+    tokens[kind as ContainerTokenKind] = token;
+  }
+  return tokens;
 }

@@ -14,6 +14,8 @@ import { Lifecycle } from "../common/lifecycle.js";
 import type { DaemonState } from "../common/lifecycle.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
+import { readContainerTokens } from "../common/task-contract.js";
+import type { ContainerTokens } from "../common/task-contract.js";
 import { DagRunner } from "./dag-runner.js";
 import type { AttemptEnd, TaskRecord } from "./dag-runner.js";
 import type { ApplicationMasterServiceClient } from "../proto/generated/harvest/v1/ApplicationMasterService.js";
@@ -39,9 +41,9 @@ export interface JobManagerOptions {
   /** How long the resource manager may be unreachable before the job manager gives up. @default 60000 */
   rmRetryMs: number;
   /**
-   * On a secure cluster: the cluster CA's certificate (HARVEST_CA, set by the node manager), this attempt's AM token
-   * (HARVEST_AM_TOKEN, from the resource manager) and the submitter's file-system token (HARVEST_DFS_TOKEN), which
-   * every task receives. Absent on a plaintext cluster.
+   * On a secure cluster: the cluster CA's certificate (HARVEST_CA, set by the node manager), and from the container's
+   * token file (HARVEST_TOKEN_FILE) this attempt's AM token (from the resource manager) and the submitter's
+   * file-system token, which every task receives in its own token file. Absent on a plaintext cluster.
    */
   caFile?: string;
   amToken?: string;
@@ -200,8 +202,8 @@ export class JobManager {
       [TASK_ENV.outputs]: JSON.stringify(taskOutputs(this.dag, task.vertex)),
       HARVEST_TASK_ATTEMPT: String(task.attempts),
       HARVEST_JOB_NAME: this.dag.name,
-      ...(this.options.dfsToken ? { HARVEST_DFS_TOKEN: this.options.dfsToken } : {}),
     };
+    const tokens: ContainerTokens = this.options.dfsToken ? { "dfs-token": this.options.dfsToken } : {};
     try {
       await mkdir(outputDir, { recursive: true });
       // In the journal before it starts: a later attempt that finds it running takes it over instead of re-running it.
@@ -218,6 +220,7 @@ export class JobManager {
         appId: this.options.appId,
         argv: vertex.command,
         env,
+        tokens,
         isAm: false,
       });
       this.outputDirs.set(c.id, outputDir);
@@ -388,8 +391,14 @@ export class JobManager {
   }
 }
 
-/** Reads the job manager's options from its container environment. */
+/** Reads the job manager's options from its container environment and token file. */
 export function jobManagerOptionsFromEnv(env: NodeJS.ProcessEnv): JobManagerOptions {
+  let tokens: ContainerTokens;
+  try {
+    tokens = readContainerTokens(env);
+  } catch (err) {
+    throw new HarvestError("CONFIG_INVALID", `job manager: ${errorMessage(err)}`, { cause: err });
+  }
   const need = (k: string): string => {
     const v = env[k];
     if (!v)
@@ -409,8 +418,8 @@ export function jobManagerOptionsFromEnv(env: NodeJS.ProcessEnv): JobManagerOpti
     maxTaskAttempts: Number(env["HARVEST_MAX_TASK_ATTEMPTS"] ?? 4),
     rmRetryMs: Number(env["HARVEST_AM_RM_RETRY_MS"] ?? 60_000),
     ...(env["HARVEST_CA"] ? { caFile: env["HARVEST_CA"] } : {}),
-    ...(env["HARVEST_AM_TOKEN"] ? { amToken: env["HARVEST_AM_TOKEN"] } : {}),
-    ...(env["HARVEST_DFS_TOKEN"] ? { dfsToken: env["HARVEST_DFS_TOKEN"] } : {}),
+    ...(tokens["am-token"] ? { amToken: tokens["am-token"] } : {}),
+    ...(tokens["dfs-token"] ? { dfsToken: tokens["dfs-token"] } : {}),
   };
 }
 

@@ -23,6 +23,8 @@ import { constants, setPriority } from "node:os";
 import { dirname, join } from "node:path";
 import { recordContainerProcess } from "../common/container-leftovers.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
+import { TOKEN_FILE_ENV, TOKEN_FILE_NAME } from "../common/task-contract.js";
+import type { ContainerTokens } from "../common/task-contract.js";
 import type { CgroupController } from "./cgroups.js";
 import { assertCanEnter } from "./run-as.js";
 import type { ContainerAccount } from "./run-as.js";
@@ -51,6 +53,8 @@ export interface ContainerSpec {
   account: ContainerAccount;
   /** Created by the launch (a container id is launched once): an existing directory fails it. */
   workDir: string;
+  /** Credentials, written to the token file in `workDir` (TOKEN_FILE_ENV names it) and never put in `env`. */
+  tokens?: ContainerTokens;
 }
 
 /** Replaces `${NAME}` in an argument with the container environment's value (unknown names are left as they are). */
@@ -100,6 +104,8 @@ export class ContainerProcess {
       if (v !== undefined) env[k] = v;
     }
     Object.assign(env, { HOME: account.home, USER: account.name, LOGNAME: account.name }, spec.env);
+    const tokens = spec.tokens ?? {};
+    if (Object.keys(tokens).length > 0) env[TOKEN_FILE_ENV] = join(spec.workDir, TOKEN_FILE_NAME);
     const argv = spec.argv.map((a) => expandArg(a, env));
     // "node" means the node manager's own Node binary, so containers run the same runtime wherever PATH points.
     if (argv[0] === "node") argv[0] = process.execPath;
@@ -107,7 +113,7 @@ export class ContainerProcess {
     // Where util-linux's setpriv is there, the command runs with no_new_privs: no setuid program (su, sudo, passwd)
     // and no file capability raises what it may do, so it never acts as root, whatever it runs.
     if (SETPRIV) argv.unshift(SETPRIV, "--no-new-privs", "--");
-    const [out, err, pidFile] = createWorkDir(spec.workDir, switchUser ? account : undefined);
+    const [out, err, pidFile] = createWorkDir(spec.workDir, switchUser ? account : undefined, tokens);
     try {
       const procsFiles = cgroups.create(spec.containerId, spec.vcoresMilli, spec.memoryMb);
       const [cmd, args] = procsFiles.length > 0 ? wrapForCgroup(argv) : wrapForNice(argv);
@@ -255,12 +261,17 @@ function wrapForCgroup(argv: string[]): [string, string[]] {
 
 /**
  * Creates a container's work directory (mode 0700: the container's scratch space and logs, which the node manager also
- * reads) with its stdout, stderr and pid files, and returns their descriptors. With an `owner` (the container's
- * account, when it is not the node manager's own) all four become that account's, and the directories above must let
- * it through (checked). The files are created before the account owns the directory, and the pid is written through
- * its descriptor, so nothing the container puts in its directory can redirect the node manager's writes.
+ * reads) with its stdout, stderr and pid files, and returns their descriptors; with `tokens`, also its token file
+ * (mode 0600). With an `owner` (the container's account, when it is not the node manager's own) all of them become
+ * that account's, and the directories above must let it through (checked). The files are created before the account
+ * owns the directory, and written through their descriptors, so nothing the container puts in its directory can
+ * redirect the node manager's writes.
  */
-function createWorkDir(workDir: string, owner: ContainerAccount | undefined): [number, number, number] {
+function createWorkDir(
+  workDir: string,
+  owner: ContainerAccount | undefined,
+  tokens: ContainerTokens,
+): [number, number, number] {
   mkdirSync(dirname(workDir), { recursive: true });
   if (owner) assertCanEnter(dirname(workDir), owner, "its work directory");
   mkdirSync(workDir, { mode: 0o700 });
@@ -274,6 +285,15 @@ function createWorkDir(workDir: string, owner: ContainerAccount | undefined): [n
     ] as const) {
       fds.push(openSync(join(workDir, name), create | (append ? fsConstants.O_APPEND : 0), 0o644));
       if (owner) fchownSync(fds[fds.length - 1]!, owner.uid, owner.gid);
+    }
+    if (Object.keys(tokens).length > 0) {
+      const fd = openSync(join(workDir, TOKEN_FILE_NAME), create, 0o600);
+      try {
+        if (owner) fchownSync(fd, owner.uid, owner.gid);
+        writeSync(fd, JSON.stringify(tokens));
+      } finally {
+        closeSync(fd);
+      }
     }
     if (owner) chownSync(workDir, owner.uid, owner.gid);
   } catch (e) {

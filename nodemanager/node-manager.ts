@@ -23,6 +23,8 @@ import type { DaemonState } from "../common/lifecycle.js";
 import { ServingDaemon, type ServingOptions } from "../common/serving-daemon.js";
 import { packageRoot } from "../common/paths.js";
 import { fromWire } from "../common/resource.js";
+import { CONTAINER_TOKEN_KINDS, TOKEN_FILE_ENV } from "../common/task-contract.js";
+import type { ContainerTokens } from "../common/task-contract.js";
 import { detectCgroups } from "./cgroups.js";
 import type { CgroupController } from "./cgroups.js";
 import { ContainerProcess } from "./container.js";
@@ -576,6 +578,16 @@ export class NodeManager extends ServingDaemon {
         throw new HarvestError("INVALID_ARGUMENT", `bad environment variable name ${JSON.stringify(k)}`, {
           details: { field: "env" },
         });
+      if (k === TOKEN_FILE_ENV)
+        throw new HarvestError("INVALID_ARGUMENT", `${k} is set by the node manager (credentials go in tokens)`, {
+          details: { field: "env" },
+        });
+    }
+    for (const [kind, token] of Object.entries(req.tokens)) {
+      if (!(CONTAINER_TOKEN_KINDS as readonly string[]).includes(kind) || token.length === 0 || token.length > 4096)
+        throw new HarvestError("INVALID_ARGUMENT", `bad container token ${JSON.stringify(kind)}`, {
+          details: { field: "tokens" },
+        });
     }
     let held = 0;
     for (const c of this.containers.values()) held += c.spec.vcoresMilli;
@@ -622,6 +634,7 @@ export class NodeManager extends ServingDaemon {
           jobPriority: grant.jobPriority,
           account,
           workDir: join(this.options.dataDir, "containers", req.appId, grant.id),
+          tokens: req.tokens as ContainerTokens,
         },
         this.cgroups,
         this.clock.nowMs(),

@@ -2,7 +2,7 @@
  * Reading and writing Harvest's file system from a task: arguments written `dfs:/path` name files there. The client
  * library (and gRPC with it) is loaded only when a task uses such a path, so plain tasks start as fast as before.
  * The namenode's address comes from HARVEST_NN_ADDRESS, which the node manager sets in every container; on a secure
- * cluster the task trusts HARVEST_CA and acts as the job's submitter with HARVEST_DFS_TOKEN.
+ * cluster the task trusts HARVEST_CA and acts as the job's submitter with the token in HARVEST_TOKEN_FILE.
  */
 import type { DfsClient } from "../../client/dfs-client.js";
 import { TaskError } from "./task-env.js";

@@ -8,6 +8,7 @@ import { codeOf } from "../error-code.js";
 import type { JobClient } from "../../client/job-client.js";
 import { fromGrpcError } from "../../common/errors.js";
 import type { HarvestError } from "../../common/errors.js";
+import { signContainer } from "../../common/container-token.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import { cpuVertex, startLocalCluster } from "./harness.js";
 import type { LocalCluster } from "./harness.js";
@@ -127,6 +128,20 @@ describe("malformed requests", () => {
       expect(
         await codeOf(call(cm, cm.startContainer, { container, appId: "../x", argv: ["true"], env: {}, isAm: false })),
       ).toBe("INVALID_ARGUMENT");
+      // A genuine grant with credentials the node manager does not write, or an environment that points the container
+      // at a token file of the caller's choosing: refused, and nothing starts.
+      const resource = container.resource;
+      const granted = {
+        ...container,
+        token: signContainer("s3cret", { containerId: container.id, appId, nodeId: "n1", resource }),
+      };
+      const start = (extra: object) =>
+        codeOf(
+          call(cm, cm.startContainer, { container: granted, appId, argv: ["true"], env: {}, isAm: false, ...extra }),
+        );
+      expect(await start({ tokens: { "root-key": "x" } })).toBe("INVALID_ARGUMENT");
+      expect(await start({ tokens: { "dfs-token": "" } })).toBe("INVALID_ARGUMENT");
+      expect(await start({ env: { HARVEST_TOKEN_FILE: "/etc/shadow" } })).toBe("INVALID_ARGUMENT");
       expect(await codeOf(call(cm, cm.getContainerLogs, { containerId: "../../etc/passwd", stream: "stdout" }))).toBe(
         "INVALID_ARGUMENT",
       );
