@@ -31,7 +31,7 @@ import { ContainerProcess } from "./container.js";
 import { ContainerRecords, killLeftovers, startOrphanReaper } from "./container-records.js";
 import type { ExitCause } from "./container.js";
 import { resolveNodeManagerOptions } from "./options.js";
-import { assertCanEnter, assertCanRead, ContainerAccounts, handJobDirTo } from "./run-as.js";
+import { assertCanEnter, assertCanExecute, assertCanRead, ContainerAccounts, handJobDirTo } from "./run-as.js";
 import type { NodeManagerOptions } from "./options.js";
 import { createPrimaryMonitor } from "../common/primary-monitor.js";
 import type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
@@ -615,6 +615,8 @@ export class NodeManager extends ServingDaemon {
     try {
       if (this.accounts.switches) {
         assertCanEnter(env["HARVEST_HOME"] ?? packageRoot(), account, "Harvest's installation (HARVEST_HOME)");
+        // "node" in argv runs this node manager's own Node binary (container.ts).
+        if (req.argv[0] === "node") assertCanExecute(process.execPath, account, "the Node binary");
         if (env["HARVEST_CA"]) assertCanRead(env["HARVEST_CA"], account, "the cluster CA certificate (HARVEST_CA)");
         // A job manager's launch (it comes from the resource manager) names the staging directory: hand the job's own
         // directory in it to the job's account, for the journal and the tasks' outputs.

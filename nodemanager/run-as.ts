@@ -228,6 +228,21 @@ export function assertCanRead(file: string, account: ContainerAccount, what: str
     );
 }
 
+/**
+ * As `assertCanRead` for a program the container runs: every directory on the way, then execute permission on the
+ * file. The Node binary of an nvm install sits under a mode-700 home, where no container account can run it.
+ */
+export function assertCanExecute(file: string, account: ContainerAccount, what: string): void {
+  const path = resolve(file);
+  checkEnter(dirname(path), account, `${what} ${path}`);
+  const st = lstatSync(path);
+  if (!canAccess(path, st, account, 1))
+    throw new HarvestError(
+      "CONTAINER_LAUNCH_FAILED",
+      `the container runs as ${account.name} (uid ${account.uid}), who cannot execute ${what} ${path} (${describeMode(st)})`,
+    );
+}
+
 /** Mode of a job's staging directory once handed to its account: its job manager's and tasks' data alone. */
 const JOB_DIR_MODE = 0o700;
 

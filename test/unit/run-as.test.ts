@@ -5,6 +5,7 @@
 import { execFileSync } from "node:child_process";
 import {
   chmodSync,
+  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -26,6 +27,7 @@ import type { ContainerSpec } from "../../nodemanager/container.js";
 import { resolveNodeManagerOptions } from "../../nodemanager/options.js";
 import {
   assertCanEnter,
+  assertCanExecute,
   ContainerAccounts,
   handJobDirTo,
   lookupAccount,
@@ -224,6 +226,26 @@ describe.skipIf(!asRoot)("a container launched by a root node manager", () => {
     }
     expect(isHarvestError(err, "CONTAINER_LAUNCH_FAILED")).toBe(true);
     expect((err as Error).message).toContain(`cannot enter ${closed} (mode 700, owner uid 0)`);
+  });
+
+  it("checks that the account can run the Node binary: an nvm install under a mode-700 home is refused, naming it", () => {
+    const home = mkdtempSync(join(tmp, "home-"));
+    const hidden = join(home, ".nvm", "bin");
+    mkdirSync(hidden, { recursive: true });
+    copyFileSync("/bin/true", join(hidden, "node")); // a small program stands in for Node
+    chmodSync(join(hidden, "node"), 0o755);
+    const err = thrown(() => assertCanExecute(join(hidden, "node"), nobody, "the Node binary"));
+    expect(err.code).toBe("CONTAINER_LAUNCH_FAILED");
+    expect(err.message).toContain(`cannot enter ${home} (mode 700, owner uid 0)`);
+    expect(err.message).toContain(join(hidden, "node"));
+    const shared = mkdtempSync(join(tmp, "shared-"));
+    chmodSync(shared, 0o755);
+    copyFileSync("/bin/true", join(shared, "node"));
+    chmodSync(join(shared, "node"), 0o755);
+    expect(() => assertCanExecute(join(shared, "node"), nobody, "the Node binary")).not.toThrow();
+    chmodSync(join(shared, "node"), 0o744);
+    const notExecutable = thrown(() => assertCanExecute(join(shared, "node"), nobody, "the Node binary"));
+    expect(notExecutable.message).toContain(`cannot execute the Node binary ${join(shared, "node")}`);
   });
 
   it("follows symbolic links on the way to a directory with the account's rights only, and says nothing past them", () => {
