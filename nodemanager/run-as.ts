@@ -218,14 +218,7 @@ export function assertCanEnter(dir: string, account: ContainerAccount, what: str
 
 /** As `assertCanEnter` for a file the container reads: every directory on the way, then the file itself. */
 export function assertCanRead(file: string, account: ContainerAccount, what: string): void {
-  const path = resolve(file);
-  checkEnter(dirname(path), account, `${what} ${path}`);
-  const st = lstatSync(path);
-  if (!canAccess(path, st, account, 4))
-    throw new HarvestError(
-      "CONTAINER_LAUNCH_FAILED",
-      `the container runs as ${account.name} (uid ${account.uid}), who cannot read ${what} ${path} (${describeMode(st)})`,
-    );
+  assertCanUse(file, account, what, 4);
 }
 
 /**
@@ -233,13 +226,18 @@ export function assertCanRead(file: string, account: ContainerAccount, what: str
  * file. The Node binary of an nvm install sits under a mode-700 home, where no container account can run it.
  */
 export function assertCanExecute(file: string, account: ContainerAccount, what: string): void {
+  assertCanUse(file, account, what, 1);
+}
+
+/** Throws CONTAINER_LAUNCH_FAILED unless `account` can reach `file` and read (4) or execute (1) it. */
+function assertCanUse(file: string, account: ContainerAccount, what: string, bit: 4 | 1): void {
   const path = resolve(file);
   checkEnter(dirname(path), account, `${what} ${path}`);
   const st = lstatSync(path);
-  if (!canAccess(path, st, account, 1))
+  if (!canAccess(path, st, account, bit))
     throw new HarvestError(
       "CONTAINER_LAUNCH_FAILED",
-      `the container runs as ${account.name} (uid ${account.uid}), who cannot execute ${what} ${path} (${describeMode(st)})`,
+      `the container runs as ${account.name} (uid ${account.uid}), who cannot ${bit === 4 ? "read" : "execute"} ${what} ${path} (${describeMode(st)})`,
     );
 }
 
