@@ -53,6 +53,8 @@ export interface ContainerSpec {
   account: ContainerAccount;
   /** Created by the launch (a container id is launched once): an existing directory fails it. */
   workDir: string;
+  /** The Node binary "node" in argv runs. @default the node manager's own (process.execPath) */
+  nodeBinary?: string;
   /** Credentials, written to the token file in `workDir` (TOKEN_FILE_ENV names it) and never put in `env`. */
   tokens?: ContainerTokens;
 }
@@ -107,8 +109,9 @@ export class ContainerProcess {
     const tokens = spec.tokens ?? {};
     if (Object.keys(tokens).length > 0) env[TOKEN_FILE_ENV] = join(spec.workDir, TOKEN_FILE_NAME);
     const argv = spec.argv.map((a) => expandArg(a, env));
-    // "node" means the node manager's own Node binary, so containers run the same runtime wherever PATH points.
-    if (argv[0] === "node") argv[0] = process.execPath;
+    // "node" means the node manager's own Node binary (or its localized copy), so containers run the same runtime
+    // wherever PATH points.
+    if (argv[0] === "node") argv[0] = spec.nodeBinary ?? process.execPath;
     const program = argv[0] ?? "?";
     // Where util-linux's setpriv is there, the command runs with no_new_privs: no setuid program (su, sudo, passwd)
     // and no file capability raises what it may do, so it never acts as root, whatever it runs.

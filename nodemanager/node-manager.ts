@@ -29,6 +29,7 @@ import { detectCgroups } from "./cgroups.js";
 import type { CgroupController } from "./cgroups.js";
 import { ContainerProcess } from "./container.js";
 import { ContainerRecords, killLeftovers, startOrphanReaper } from "./container-records.js";
+import { FileCache } from "./file-cache.js";
 import type { ExitCause } from "./container.js";
 import { resolveNodeManagerOptions } from "./options.js";
 import { assertCanEnter, assertCanExecute, assertCanRead, ContainerAccounts, handJobDirTo } from "./run-as.js";
@@ -71,6 +72,9 @@ export interface NodeManagerDeps {
   powerMeter?: PowerMeter;
 }
 
+/** How old the last check of the task runtime may be before a launch checks it again (in the background). */
+const RUNTIME_RECHECK_MS = 10_000;
+
 /** The node manager daemon. */
 export class NodeManager extends ServingDaemon {
   readonly options: NodeManagerOptions;
@@ -108,6 +112,12 @@ export class NodeManager extends ServingDaemon {
   private yieldTimer: NodeJS.Timeout | undefined;
   private urgentTimer: NodeJS.Timeout | undefined;
   private seq = 0;
+  private fileCache!: FileCache;
+  /** Where containers run Harvest's task runtime from (a version in the file cache), and when it was last checked. */
+  private runtime = { dir: "", checkedMs: 0 };
+  private runtimeRefresh: Promise<void> | undefined;
+  /** The Node binary containers run: this process's own, or its localized copy when the fallback account cannot. */
+  private nodeBinary = process.execPath;
   private capping!: CappingAgent;
   private cappingTimer: NodeJS.Timeout | undefined;
   /** Per container: cumulative CPU ms and when it was read, for the CPU rate the capping agent needs. */
@@ -179,6 +189,51 @@ export class NodeManager extends ServingDaemon {
     this.capping.setNodeBudget(watts);
   }
 
+  /**
+   * Opens the node's file cache and localizes Harvest's task runtime into it, so that no container reads the
+   * installation in place (it may sit in a root user's mode-700 home); when the fallback account cannot execute this
+   * process's Node binary (an nvm install in such a home), that binary is localized too.
+   */
+  private async openFileCache(): Promise<void> {
+    this.fileCache = new FileCache(join(this.options.dataDir, "filecache"));
+    await this.fileCache.open();
+    await this.refreshRuntime();
+    if (!this.accounts.switches) return;
+    try {
+      assertCanExecute(process.execPath, this.accounts.fallbackAccount, "the Node binary");
+    } catch (err) {
+      const copy = await this.fileCache.localizeFile(process.execPath);
+      this.nodeBinary = copy.path;
+      this.log.info("containers run a localized copy of the Node binary", {
+        source: process.execPath,
+        copy: copy.path,
+        reason: errorMessage(err),
+      });
+    }
+  }
+
+  /** Localizes the task runtime again if the installation changed (a file's size or modification time). */
+  private async refreshRuntime(): Promise<void> {
+    const started = performance.now();
+    const r = await this.fileCache.localizeRuntime(packageRoot());
+    this.runtime = { dir: r.path, checkedMs: Date.now() };
+    if (r.fetched)
+      this.log.info("task runtime localized", {
+        dir: r.path,
+        copiedFiles: r.copiedFiles,
+        copiedBytes: r.copiedBytes,
+        ms: Math.round(performance.now() - started),
+      });
+  }
+
+  /** At a launch: checks the runtime again in the background when the last check is older than RUNTIME_RECHECK_MS. */
+  private recheckRuntime(): void {
+    if (this.runtimeRefresh || Date.now() - this.runtime.checkedMs < RUNTIME_RECHECK_MS) return;
+    this.runtimeRefresh = this.refreshRuntime()
+      .catch((err: unknown) => this.log.warn("could not localize the task runtime again", { error: errorMessage(err) }))
+      .finally(() => (this.runtimeRefresh = undefined));
+  }
+
   /** Registers with the resource manager (its stream reconnects from here on); its capacity and power, for the log. */
   protected onServing(): Record<string, unknown> {
     this.rmStream.connect();
@@ -199,6 +254,7 @@ export class NodeManager extends ServingDaemon {
       this.restored.set(id, st);
     if (this.restored.size > 0) this.log.info("exits recorded by a previous run", { containers: this.restored.size });
     killLeftovers(this.options.dataDir, this.log);
+    await this.openFileCache();
     if (this.options.orphanReaper) this.reaper = startOrphanReaper(this.options.dataDir, this.log);
     this.cgroups = detectCgroups(`harvest/${this.options.nodeId}`, this.options.cgroups);
     this.log.info("cpu limits", { mode: this.cgroups.mode, detail: this.cgroups.reason });
@@ -597,9 +653,11 @@ export class NodeManager extends ServingDaemon {
         `node ${this.options.nodeId} holds ${held} millicores of ${this.options.capacity.vcoresMilli}; cannot add ${resource.vcoresMilli}`,
       );
     }
+    this.recheckRuntime();
     const env: Record<string, string> = {
-      HARVEST_HOME: packageRoot(),
       ...req.env,
+      // Harvest's task runtime, localized (never the installation itself).
+      HARVEST_HOME: this.runtime.dir,
       HARVEST_CONTAINER_ID: grant.id,
       HARVEST_APP_ID: req.appId,
       HARVEST_NODE_ID: this.options.nodeId,
@@ -614,9 +672,9 @@ export class NodeManager extends ServingDaemon {
     let proc: ContainerProcess;
     try {
       if (this.accounts.switches) {
-        assertCanEnter(env["HARVEST_HOME"] ?? packageRoot(), account, "Harvest's installation (HARVEST_HOME)");
-        // "node" in argv runs this node manager's own Node binary (container.ts).
-        if (req.argv[0] === "node") assertCanExecute(process.execPath, account, "the Node binary");
+        assertCanEnter(this.runtime.dir, account, "Harvest's task runtime (HARVEST_HOME, in the node's file cache)");
+        // "node" in argv runs this node manager's own Node binary, or its localized copy (container.ts).
+        if (req.argv[0] === "node") assertCanExecute(this.nodeBinary, account, "the Node binary");
         if (env["HARVEST_CA"]) assertCanRead(env["HARVEST_CA"], account, "the cluster CA certificate (HARVEST_CA)");
         // A job manager's launch (it comes from the resource manager) names the staging directory: hand the job's own
         // directory in it to the job's account, for the journal and the tasks' outputs.
@@ -637,6 +695,7 @@ export class NodeManager extends ServingDaemon {
           account,
           workDir: join(this.options.dataDir, "containers", req.appId, grant.id),
           tokens: req.tokens as ContainerTokens,
+          nodeBinary: this.nodeBinary,
         },
         this.cgroups,
         this.clock.nowMs(),

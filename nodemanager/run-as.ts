@@ -104,6 +104,11 @@ export class ContainerAccounts {
     this.fallback = this.switches ? checkedFallback(policy.fallback) : self;
   }
 
+  /** The account of containers whose submitter has none here (the node manager's own when it is not root). */
+  get fallbackAccount(): ContainerAccount {
+    return this.fallback;
+  }
+
   /** The account a container of a job submitted by `submitter` runs as; never uid 0, nor gid 0 unless it is our own. */
   accountFor(submitter: string): ContainerAccount {
     if (!this.switches) return this.self;

@@ -5,7 +5,6 @@
 import { join } from "node:path";
 import { signAmToken } from "../common/container-token.js";
 import { call } from "../common/grpc.js";
-import { packageRoot } from "../common/paths.js";
 import type { ContainerTokens } from "../common/task-contract.js";
 import type { AppRuntime, ApplicationDeps } from "./app-runtime.js";
 import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js";
@@ -19,7 +18,6 @@ export async function startJobManager(
   const { options } = deps;
   const { appId, attempt } = app.record;
   const env: Record<string, string> = {
-    HARVEST_HOME: packageRoot(),
     HARVEST_APP_ID: appId,
     HARVEST_ATTEMPT: String(attempt),
     HARVEST_RM_ADDRESS: deps.address(),

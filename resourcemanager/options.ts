@@ -9,7 +9,6 @@ import { join } from "node:path";
 import { resolveAdvertiseHost } from "../common/net-address.js";
 import { checkSecurityOptions, invalidOption, mergeOptions } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
-import { distEntry } from "../common/paths.js";
 import type { Resources } from "../common/resource.js";
 import { resolveClassWeights, resolveJobTypeOptions } from "./policy/class-selection.js";
 import type { ClassWeightsInput, JobTypeOptions } from "./policy/class-selection.js";
@@ -64,7 +63,10 @@ export interface ResourceManagerOptions {
    * cores their tasks need (`harvest sim sweep --max-am-share 0.1`); 1: no limit. @default 1
    */
   maxAmShare: number;
-  /** argv that starts a job manager inside its container. @default node dist/jobmanager/main.js */
+  /**
+   * argv that starts a job manager inside its container; `${HARVEST_HOME}` is the task runtime the node manager
+   * localized, and "node" its Node binary. @default ["node", "${HARVEST_HOME}/dist/jobmanager/main.js"]
+   */
   jobManagerCommand: string[];
   /** A granted container the node manager has not reported running within this time is released. @default 30000 */
   containerLaunchExpiryMs: number;
@@ -197,7 +199,7 @@ export function resolveResourceManagerOptions(
         maxAmAttempts: 2,
         maxAmPreemptions: 20,
         maxAmShare: 1,
-        jobManagerCommand: [process.execPath, distEntry("jobmanager/main.js")],
+        jobManagerCommand: ["node", "${HARVEST_HOME}/dist/jobmanager/main.js"],
         containerLaunchExpiryMs: 30_000,
         amExpiryMs: 30_000,
         resyncWindowMs: 10_000,
