@@ -31,7 +31,10 @@ export function common(cmd: Command, { clientConfig = true }: { clientConfig?: b
       "client configuration: RM and NN addresses (default: $HARVEST_CONF, then ~/.harvest/client.json)",
     );
   return cmd
-    .option("--dir <dir>", "a local cluster's directory (default: $HARVEST_CLUSTER_DIR, then ~/.harvest/cluster)")
+    .option(
+      "--dir <dir>",
+      "a local cluster's directory (default: $HARVEST_CLUSTER_DIR, then ~/.harvest/cluster; for root /var/lib/harvest/cluster)",
+    )
     .option("--json", "machine-readable output");
 }
 

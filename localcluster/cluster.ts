@@ -100,9 +100,17 @@ export interface ClusterUpOptions {
   insecure?: boolean;
 }
 
-/** The cluster directory: --dir, else $HARVEST_CLUSTER_DIR, else ~/.harvest/cluster. */
+/** Where root's local cluster lives by default: a system daemon's state, outside root's home. */
+export const ROOT_CLUSTER_DIR = "/var/lib/harvest/cluster";
+
+/**
+ * The cluster directory: --dir, else $HARVEST_CLUSTER_DIR, else ~/.harvest/cluster, or for root /var/lib/harvest/cluster:
+ * root's containers run as unprivileged accounts, which must pass through the cluster directory to their own, and
+ * root's home is usually mode 700.
+ */
 export function resolveClusterDir(dir?: string): string {
-  return resolve(dir ?? process.env["HARVEST_CLUSTER_DIR"] ?? join(homedir(), ".harvest", "cluster"));
+  const fallback = process.getuid?.() === 0 ? ROOT_CLUSTER_DIR : join(homedir(), ".harvest", "cluster");
+  return resolve(dir ?? process.env["HARVEST_CLUSTER_DIR"] ?? fallback);
 }
 
 /** Reads the descriptor, or fails with CLUSTER_NOT_FOUND saying what to do. */

@@ -1,6 +1,8 @@
 /**
  * Harvest as a new user gets it: a copy of this checkout's sources (no node_modules, dist or native build) in a
- * directory only its owner may enter, installed with `npm ci`.
+ * directory only its owner may enter, installed with `npm ci`. As root, that is a root user's clone in a mode-700
+ * home: the demo and a job on `harvest cluster up`'s default cluster must run there, with containers as `nobody`, who
+ * cannot enter the clone (they run Harvest's task runtime from each node's file cache).
  */
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
@@ -67,5 +69,39 @@ describe("a fresh clone", () => {
       { cwd: clone, encoding: "utf8" },
     );
     expect(mode.stdout.trim()).toBe("per-chunk");
+  });
+
+  const asRoot = process.getuid?.() === 0;
+  if (!asRoot) console.warn("fresh-clone: the demo and job in a mode-700 home run only as root (containers as nobody)");
+
+  it.runIf(asRoot)("runs the demo from a root user's mode-700 home, containers never root", () => {
+    const r = spawnSync("npm", ["run", "demo"], { cwd: clone, encoding: "utf8", timeout: 10 * 60_000 });
+    const output = `${r.stdout}\n${r.stderr}`;
+    expect(r.status, output.slice(-3000)).toBe(0);
+    expect(output).toMatch(/SUCCEEDED|FINISHED/);
+    expect(output).not.toMatch(/cannot enter|make it searchable/);
+  });
+
+  // `cluster up` with no --dir, as root: /var/lib/harvest/cluster. Left alone when a cluster is already there.
+  const defaultDir = "/var/lib/harvest/cluster";
+  const defaultFree = asRoot && !process.env["HARVEST_CLUSTER_DIR"] && !existsSync(join(defaultDir, "cluster.json"));
+  it.runIf(defaultFree)("starts 'harvest cluster up' with no --dir as root and runs a word count on it", () => {
+    const harvest = (...args: string[]) =>
+      spawnSync(process.execPath, [join(clone, "dist", "cli", "harvest.js"), ...args], {
+        cwd: clone,
+        encoding: "utf8",
+        timeout: 5 * 60_000,
+      });
+    try {
+      const up = harvest("cluster", "up", "--servers", "2");
+      expect(up.status, `${up.stdout}\n${up.stderr}`).toBe(0);
+      expect(existsSync(join(defaultDir, "cluster.json"))).toBe(true);
+      // --wait exits 0 only when the job succeeded.
+      const job = harvest("job", "submit", join(clone, "examples", "dags", "wordcount.json"), "--wait");
+      expect(job.status, `${job.stdout}\n${job.stderr}`).toBe(0);
+    } finally {
+      harvest("cluster", "down");
+      rmSync(defaultDir, { recursive: true, force: true });
+    }
   });
 });
