@@ -12,7 +12,8 @@
  * accepted instead, so that a parsed DagSpec serialized with JSON.stringify parses again. Unknown fields are rejected so
  * that a misspelt optional field ("envs") is reported rather than silently ignored.
  */
-import { HarvestError } from "./errors.js";
+import { normalizeDfsPath } from "./dfs-path.js";
+import { errorMessage, HarvestError } from "./errors.js";
 import type { ErrorCode } from "./errors.js";
 import type { Resources } from "./resource.js";
 import { EDGE_TYPES, TASK_ENV } from "./task-contract.js";
@@ -29,7 +30,32 @@ export interface VertexSpec {
   command: string[];
   resources: Resources;
   env: Record<string, string>;
+  /**
+   * Files and directories of the DFS the node manager localizes into each task's directory (YARN's LocalResources).
+   * Absent: none.
+   */
+  localResources?: LocalResourceSpec[];
 }
+
+/**
+ * Who shares a localized resource's cached copy on a node: the containers of one job ("application", the default),
+ * or every job ("public": the DFS file must be readable by anyone, as YARN's public resources).
+ */
+export type ResourceVisibility = "application" | "public";
+
+/** The visibilities, in the order the docs list them. */
+export const RESOURCE_VISIBILITIES: readonly ResourceVisibility[] = ["application", "public"];
+
+/** One localized resource: `path` in the DFS appears as `name` in the task's working directory. */
+export interface LocalResourceSpec {
+  name: string;
+  /** `dfs:/absolute/path`, a file or a directory. */
+  path: string;
+  visibility: ResourceVisibility;
+}
+
+/** Names a container's directory holds already (its logs, pid and token files): no resource may take them. */
+export const RESERVED_WORKDIR_NAMES: readonly string[] = ["stdout", "stderr", "pid", "container_tokens", "tmp"];
 
 /** A data dependency: every task of `to` starts after every task of `from` has succeeded. */
 export interface EdgeSpec {
@@ -69,7 +95,10 @@ const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const DAG_FIELDS = ["name", "priority", "vertices", "edges"];
 /** Highest job priority. */
 export const MAX_JOB_PRIORITY = 100;
-const VERTEX_FIELDS = ["name", "parallelism", "command", "resources", "env"];
+const VERTEX_FIELDS = ["name", "parallelism", "command", "resources", "env", "localResources"];
+const LOCAL_RESOURCE_FIELDS = ["name", "path", "visibility"];
+/** A resource's name in the task's directory: a plain file name. */
+const RESOURCE_NAME_RE = /^[A-Za-z0-9_.-]{1,128}$/;
 const RESOURCE_FIELDS = ["vcores", "vcoresMilli", "memoryMb"];
 const EDGE_FIELDS = ["from", "to", "type"];
 
@@ -389,7 +418,60 @@ function parseVertex(raw: unknown, at: string, maxParallelism: number, maxResour
       env[key] = val;
     }
   }
-  return { name, parallelism, command: [...(command as string[])], resources, env };
+  const localResources = parseLocalResources(obj["localResources"], `${at}.localResources`);
+  return {
+    name,
+    parallelism,
+    command: [...(command as string[])],
+    resources,
+    env,
+    ...(localResources.length > 0 ? { localResources } : {}),
+  };
+}
+
+function parseLocalResources(raw: unknown, at: string): LocalResourceSpec[] {
+  if (raw === undefined) return [];
+  if (!Array.isArray(raw))
+    invalid(at, `${at} must be an array of { name, path, visibility } objects, got ${show(raw)}`);
+  const out: LocalResourceSpec[] = [];
+  raw.forEach((item: unknown, i: number) => {
+    const here = `${at}[${i}]`;
+    const obj = expectObject(item, here, `${here} must be an object like { "name": "tool.js", "path": "dfs:/..." }`);
+    rejectUnknownFields(obj, LOCAL_RESOURCE_FIELDS, here);
+    const name = obj["name"];
+    if (
+      typeof name !== "string" ||
+      !RESOURCE_NAME_RE.test(name) ||
+      name === "." ||
+      name === ".." ||
+      RESERVED_WORKDIR_NAMES.includes(name)
+    ) {
+      invalid(
+        `${here}.name`,
+        `${here}.name must be a file name of 1 to 128 characters from A-Z a-z 0-9 _ . - (not ".", ".." or one of ` +
+          `${RESERVED_WORKDIR_NAMES.join(", ")}), got ${show(name)}`,
+      );
+    }
+    if (out.some((r) => r.name === name))
+      fail("DAG_DUPLICATE_NAME", `${here}.name`, `${here}.name ${JSON.stringify(name)} is already used in ${at}`);
+    const path = obj["path"];
+    if (typeof path !== "string" || !path.startsWith("dfs:/"))
+      invalid(`${here}.path`, `${here}.path must be a DFS path like "dfs:/user/me/tool.js", got ${show(path)}`);
+    let normalized: string;
+    try {
+      normalized = normalizeDfsPath(path.slice("dfs:".length), `${here}.path`);
+    } catch (err) {
+      invalid(`${here}.path`, `${here}.path ${JSON.stringify(path)} is not a valid DFS path: ${errorMessage(err)}`);
+    }
+    const visibility = obj["visibility"] ?? "application";
+    if (typeof visibility !== "string" || !(RESOURCE_VISIBILITIES as readonly string[]).includes(visibility))
+      invalid(
+        `${here}.visibility`,
+        `${here}.visibility must be one of ${RESOURCE_VISIBILITIES.join(", ")}, got ${show(visibility)}`,
+      );
+    out.push({ name, path: `dfs:${normalized}`, visibility: visibility as ResourceVisibility });
+  });
+  return out;
 }
 
 function parseResources(raw: unknown, at: string): Resources {

@@ -36,6 +36,8 @@ export const ERROR_CODES = {
   CONTAINER_TOKEN_INVALID: GrpcStatus.PERMISSION_DENIED,
   CONTAINER_ALREADY_EXISTS: GrpcStatus.ALREADY_EXISTS,
   CONTAINER_LAUNCH_FAILED: GrpcStatus.INTERNAL,
+  // A container's local resource could not be fetched: not in the DFS, not readable by its submitter, not public.
+  LOCALIZATION_FAILED: GrpcStatus.FAILED_PRECONDITION,
   NODE_INSUFFICIENT_RESOURCES: GrpcStatus.RESOURCE_EXHAUSTED,
   APP_ALREADY_FINISHED: GrpcStatus.FAILED_PRECONDITION,
   CLUSTER_NOT_FOUND: GrpcStatus.NOT_FOUND,
@@ -163,6 +165,8 @@ export interface ErrorDetails {
   CONTAINER_TOKEN_INVALID: NoDetails;
   CONTAINER_ALREADY_EXISTS: FieldDetails;
   CONTAINER_LAUNCH_FAILED: FieldDetails;
+  /** The resource's name in the container's directory, its DFS path, and the code of the failure behind it. */
+  LOCALIZATION_FAILED: { resource?: string; path?: string; cause?: string };
   NODE_INSUFFICIENT_RESOURCES: NoDetails;
   APP_ALREADY_FINISHED: NoDetails;
   CLUSTER_NOT_FOUND: NoDetails;

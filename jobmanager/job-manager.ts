@@ -7,7 +7,7 @@ import { access, appendFile, mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { maxConcurrency, parseDag, TASK_ENV, taskInputs, taskOutputs } from "../common/dag-spec.js";
 import type { DagSpec } from "../common/dag-spec.js";
-import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
+import { detailsOf, errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 import { TOKEN_METADATA } from "../common/auth.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import { Lifecycle } from "../common/lifecycle.js";
@@ -50,6 +50,15 @@ export interface JobManagerOptions {
   dfsToken?: string;
 }
 
+/** Why a resource cannot be localized on any node, ever: the job fails at once instead of retrying launches. */
+const PERMANENT_LOCALIZATION_CAUSES = [
+  "PERMISSION_DENIED",
+  "NAMENODE_FILE_NOT_FOUND",
+  "NAMENODE_PARENT_NOT_FOUND",
+  "DFS_BAD_PATH",
+  "INVALID_ARGUMENT",
+];
+
 /** How a job-manager attempt ended. */
 export type JobManagerExit = "SUCCEEDED" | "FAILED" | "KILLED" | "SUPERSEDED";
 
@@ -66,6 +75,8 @@ export class JobManager {
   private readonly outputDirs = new Map<string, string>();
   private readonly launches = new Set<Promise<void>>();
   private killed = false;
+  /** Set when a task's resources can never be localized (missing, or not the submitter's to read): the job fails. */
+  private unlocalizable: string | undefined;
   private journal = "";
   private journalWrites: Promise<void> = Promise.resolve();
 
@@ -132,6 +143,7 @@ export class JobManager {
         this.onCompleted(st.containerId, st.cause as AttemptEnd, st.diagnostics, st.exitCode);
       for (const c of res.allocated) this.onAllocated(c);
       if (this.killed) return this.finish("KILLED", "a task was killed by the user");
+      if (this.unlocalizable) return this.finish("FAILED", this.unlocalizable);
       if (this.runner.failure) return this.finish("FAILED", this.runner.failure);
       if (this.runner.succeeded) return this.finish("SUCCEEDED", "");
       await sleep(this.options.heartbeatMs);
@@ -222,10 +234,14 @@ export class JobManager {
         env,
         tokens,
         isAm: false,
+        resources: vertex.localResources ?? [],
       });
       this.outputDirs.set(c.id, outputDir);
       this.runner.launched(c.id);
     } catch (err) {
+      const cause = detailsOf(err, "LOCALIZATION_FAILED")?.cause;
+      if (cause && PERMANENT_LOCALIZATION_CAUSES.includes(cause))
+        this.unlocalizable ??= `task ${task.vertex}[${task.index}]: ${errorMessage(err)}`;
       this.log.warn("task launch failed; will retry on another container", {
         task: `${task.vertex}[${task.index}]`,
         containerId: c.id,

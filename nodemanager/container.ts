@@ -11,9 +11,11 @@ import {
   constants as fsConstants,
   existsSync,
   fchownSync,
+  lchownSync,
   lstatSync,
   mkdirSync,
   openSync,
+  symlinkSync,
   writeFileSync,
   writeSync,
 } from "node:fs";
@@ -55,6 +57,8 @@ export interface ContainerSpec {
   workDir: string;
   /** The Node binary "node" in argv runs. @default the node manager's own (process.execPath) */
   nodeBinary?: string;
+  /** Localized resources: name in `workDir` -> its cached copy, linked there before the container starts. */
+  links?: Record<string, string>;
   /** Credentials, written to the token file in `workDir` (TOKEN_FILE_ENV names it) and never put in `env`. */
   tokens?: ContainerTokens;
 }
@@ -116,7 +120,7 @@ export class ContainerProcess {
     // Where util-linux's setpriv is there, the command runs with no_new_privs: no setuid program (su, sudo, passwd)
     // and no file capability raises what it may do, so it never acts as root, whatever it runs.
     if (SETPRIV) argv.unshift(SETPRIV, "--no-new-privs", "--");
-    const [out, err, pidFile] = createWorkDir(spec.workDir, switchUser ? account : undefined, tokens);
+    const [out, err, pidFile] = createWorkDir(spec.workDir, switchUser ? account : undefined, tokens, spec.links ?? {});
     try {
       const procsFiles = cgroups.create(spec.containerId, spec.vcoresMilli, spec.memoryMb);
       const [cmd, args] = procsFiles.length > 0 ? wrapForCgroup(argv) : wrapForNice(argv);
@@ -274,6 +278,7 @@ function createWorkDir(
   workDir: string,
   owner: ContainerAccount | undefined,
   tokens: ContainerTokens,
+  links: Record<string, string>,
 ): [number, number, number] {
   mkdirSync(dirname(workDir), { recursive: true });
   if (owner) assertCanEnter(dirname(workDir), owner, "its work directory");
@@ -297,6 +302,11 @@ function createWorkDir(
       } finally {
         closeSync(fd);
       }
+    }
+    for (const [name, target] of Object.entries(links)) {
+      const link = join(workDir, name);
+      symlinkSync(target, link);
+      if (owner) lchownSync(link, owner.uid, owner.gid);
     }
     if (owner) chownSync(workDir, owner.uid, owner.gid);
   } catch (e) {

@@ -8,7 +8,7 @@
  * and a node manager killed while localizing leaves only a temporary that the next run removes.
  */
 import { randomBytes, createHash } from "node:crypto";
-import { chmod, copyFile, link, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, chown, copyFile, link, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { ensureDirMode } from "../common/atomic-file.js";
 import { runtimeFiles } from "./task-runtime.js";
@@ -28,10 +28,33 @@ export interface Localized {
   copiedBytes: number;
 }
 
-/** A node's public file cache below `root`. */
+/** One file of a DFS resource as the cache keys it: its path below the resource ("" for a file resource). */
+export interface SourceFile {
+  path: string;
+  size: number;
+  mtimeMs: number;
+}
+
+/** Who shares a cached copy: every container on the node, or one job's, running as `owner`. */
+export type CacheScope =
+  { visibility: "public" } | { visibility: "application"; appId: string; owner?: { uid: number; gid: number } };
+
+/** A resource to cache: its source's name (for the key and the copy's name), its files, and how to fetch one. */
+export interface CacheSource {
+  /** e.g. "dfs:/user/alice/tool.js"; its last component names the copy. */
+  source: string;
+  /** A file resource: one entry with path "". A directory: every file below it. */
+  files: SourceFile[];
+  isDirectory: boolean;
+  /** Writes the source file `path` (relative; "" the resource itself) to the new local file `to`. */
+  fetch(path: string, to: string): Promise<void>;
+}
+
+/** A node's file cache below `root`: public entries, and one directory per job for its private ones. */
 export class FileCache {
   private runtime: Promise<Localized> | undefined;
   private readonly files = new Map<string, Promise<Localized>>();
+  private readonly fetches = new Map<string, Promise<Localized>>();
 
   constructor(readonly root: string) {}
 
@@ -41,8 +64,18 @@ export class FileCache {
 
   /** Creates the cache's directories and removes the temporaries of an interrupted run. */
   async open(): Promise<void> {
-    for (const dir of [this.root, this.publicDir, join(this.publicDir, "runtime"), join(this.publicDir, "files")]) {
-      if (!ensureDirMode(dir, 0o755)) throw new Error(`cannot give the file cache directory ${dir} mode 755`);
+    const dirs: [string, number][] = [
+      [this.root, 0o755],
+      [this.publicDir, 0o755],
+      [join(this.publicDir, "runtime"), 0o755],
+      [join(this.publicDir, "files"), 0o755],
+      [join(this.publicDir, "dfs"), 0o755],
+      // Jobs' private copies: each job's directory is its account's alone.
+      [join(this.root, "app"), 0o711],
+    ];
+    for (const [dir, mode] of dirs) {
+      if (!ensureDirMode(dir, mode))
+        throw new Error(`cannot give the file cache directory ${dir} mode ${mode.toString(8)}`);
       for (const name of await readdir(dir))
         if (name.startsWith(".tmp-")) await rm(join(dir, name), { recursive: true, force: true });
     }
@@ -144,6 +177,75 @@ export class FileCache {
       throw err;
     }
     return { path: target, fetched: true, copiedFiles: 1, copiedBytes: st.size };
+  }
+
+  /**
+   * A DFS resource, cached: the same source with the same files (path, size, modification time) is fetched once per
+   * scope, and a changed one again into a new entry. Public entries are readable by everyone; a job's entries
+   * (directories 0700, files 0600) belong to `scope.owner`, below a directory of the job's own.
+   */
+  localizeSource(from: CacheSource, scope: CacheScope): Promise<Localized> {
+    const key = digest(JSON.stringify([from.source, from.isDirectory, from.files]));
+    const parent = scope.visibility === "public" ? join(this.publicDir, "dfs") : join(this.root, "app", scope.appId);
+    const entry = join(parent, key);
+    const running = this.fetches.get(entry);
+    // A caller that joins a fetch in flight finds the copy cached: only the first counts it as fetched.
+    if (running) return running.then((r) => ({ path: r.path, fetched: false, copiedFiles: 0, copiedBytes: 0 }));
+    const p = this.fetchSource(from, scope, parent, entry).finally(() => this.fetches.delete(entry));
+    this.fetches.set(entry, p);
+    return p;
+  }
+
+  private async fetchSource(from: CacheSource, scope: CacheScope, parent: string, entry: string): Promise<Localized> {
+    const name = from.source.slice(from.source.lastIndexOf("/") + 1) || "root";
+    const target = join(entry, name);
+    if (await exists(target)) return { path: target, fetched: false, copiedFiles: 0, copiedBytes: 0 };
+    const isPublic = scope.visibility === "public";
+    const owner = isPublic ? undefined : scope.owner;
+    const [dirMode, fileMode] = isPublic ? [0o755, 0o644] : [0o700, 0o600];
+    if (!isPublic) {
+      await mkdir(parent, { recursive: true, mode: 0o700 });
+      await chmod(parent, 0o700);
+      if (owner) await chown(parent, owner.uid, owner.gid);
+    }
+    const tmp = join(parent, `.tmp-${basename(entry)}-${randomBytes(4).toString("hex")}`);
+    let copiedBytes = 0;
+    try {
+      const made = [tmp];
+      await mkdir(tmp, { mode: dirMode });
+      const top = join(tmp, name);
+      if (from.isDirectory) {
+        await mkdir(top, { mode: dirMode });
+        made.push(top);
+      }
+      for (const f of from.files) {
+        const to = f.path === "" ? top : join(top, f.path);
+        for (let d = dirname(to); d.length > top.length; d = dirname(d)) {
+          if (made.includes(d)) break;
+          await mkdir(d, { recursive: true, mode: dirMode });
+          made.push(d);
+        }
+        await from.fetch(f.path, to);
+        await chmod(to, fileMode);
+        if (owner) await chown(to, owner.uid, owner.gid);
+        copiedBytes += f.size;
+      }
+      for (const d of made) {
+        await chmod(d, dirMode);
+        if (owner) await chown(d, owner.uid, owner.gid);
+      }
+      await rename(tmp, entry);
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true });
+      if (await exists(target)) return { path: target, fetched: false, copiedFiles: 0, copiedBytes: 0 };
+      throw err;
+    }
+    return { path: target, fetched: true, copiedFiles: from.files.length, copiedBytes };
+  }
+
+  /** Removes a job's private entries (at the job's end, or when its containers are gone). */
+  async forgetApplication(appId: string): Promise<void> {
+    await rm(join(this.root, "app", appId), { recursive: true, force: true });
   }
 }
 

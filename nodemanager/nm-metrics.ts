@@ -59,6 +59,8 @@ export class NodeManagerMetrics {
   private readonly completed: Counter<"cause">;
   private readonly kills: Counter<"cause">;
   private readonly yieldSeconds: Histogram;
+  private readonly localized: Counter<"outcome">;
+  private readonly localizedBytes: Counter;
 
   constructor(nodeId: string, source: NodeManagerMetricsSource) {
     const registry = daemonRegistry("nodemanager", nodeId);
@@ -84,6 +86,17 @@ export class NodeManagerMetrics {
         "preempted_by_power (the capping agent), released (the job manager), and what the resource manager asked " +
         "(killed_by_user, preempted_by_drain, ...); lost when the node manager stops",
       ["cause"],
+    );
+    this.localized = counter(
+      registry,
+      "harvest_nm_localized_resources_total",
+      "Containers' local resources, by outcome: fetched from the DFS into the file cache, or found cached",
+      ["outcome"],
+    );
+    this.localizedBytes = counter(
+      registry,
+      "harvest_nm_localized_bytes_total",
+      "Bytes fetched from the DFS into the file cache for containers' local resources",
     );
     this.yieldSeconds = new Histogram({
       name: "harvest_nm_yield_seconds",
@@ -178,6 +191,13 @@ export class NodeManagerMetrics {
   }
 
   /** A container's process ended, for `cause`. */
+  /** One container's localization: resources fetched, found cached, and the bytes fetched. */
+  resourcesLocalized(fetched: number, cached: number, bytes: number): void {
+    if (fetched > 0) this.localized.inc({ outcome: "fetched" }, fetched);
+    if (cached > 0) this.localized.inc({ outcome: "cached" }, cached);
+    if (bytes > 0) this.localizedBytes.inc(bytes);
+  }
+
   containerCompleted(cause: ExitCause | undefined): void {
     this.completed.inc({ cause: causeLabel(cause) });
   }

@@ -24,15 +24,18 @@ import { ServingDaemon, type ServingOptions } from "../common/serving-daemon.js"
 import { packageRoot } from "../common/paths.js";
 import { fromWire } from "../common/resource.js";
 import { CONTAINER_TOKEN_KINDS, TOKEN_FILE_ENV } from "../common/task-contract.js";
+import { RESERVED_WORKDIR_NAMES, RESOURCE_VISIBILITIES } from "../common/dag-spec.js";
 import type { ContainerTokens } from "../common/task-contract.js";
 import { detectCgroups } from "./cgroups.js";
 import type { CgroupController } from "./cgroups.js";
 import { ContainerProcess } from "./container.js";
 import { ContainerRecords, killLeftovers, startOrphanReaper } from "./container-records.js";
 import { FileCache } from "./file-cache.js";
+import { Localizer } from "./localizer.js";
 import type { ExitCause } from "./container.js";
 import { resolveNodeManagerOptions } from "./options.js";
 import { assertCanEnter, assertCanExecute, assertCanRead, ContainerAccounts, handJobDirTo } from "./run-as.js";
+import type { ContainerAccount } from "./run-as.js";
 import type { NodeManagerOptions } from "./options.js";
 import { createPrimaryMonitor } from "../common/primary-monitor.js";
 import type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
@@ -90,6 +93,9 @@ export class NodeManager extends ServingDaemon {
   private readonly unacked = new Map<string, ContainerProcess>();
   /** Containers being killed (by the yield controller, the capping agent, a release...): counted as killed once. */
   private readonly dying = new Set<string>();
+  /** Containers whose resources are being localized: not started yet, their cores held. */
+  private readonly localizing = new Map<string, { vcoresMilli: number; stopped: boolean }>();
+  private localizer!: Localizer;
   /** When the yield controller chose each container it is killing (performance.now()), for the yield latency. */
   private readonly yieldChosenAt = new Map<string, number>();
   /** The watchdog that kills the containers if this process dies. */
@@ -197,6 +203,10 @@ export class NodeManager extends ServingDaemon {
   private async openFileCache(): Promise<void> {
     this.fileCache = new FileCache(join(this.options.dataDir, "filecache"));
     await this.fileCache.open();
+    this.localizer = new Localizer(this.fileCache, {
+      nnAddress: this.options.nnAddress,
+      ...(this.options.tls ? { ca: this.options.tls.ca } : {}),
+    });
     await this.refreshRuntime();
     if (!this.accounts.switches) return;
     try {
@@ -285,13 +295,13 @@ export class NodeManager extends ServingDaemon {
       GetContainerLogs: ["daemon", "am-token", "user", "admin"],
     });
     this.server.addService(proto.ContainerManager.service, {
-      StartContainer: unary((req: StartContainerRequestOutput, c) => {
+      StartContainer: unary(async (req: StartContainerRequestOutput, c) => {
         const who = gate.principal(c);
         if (gate.secure && who.role === "am")
           requireAccess(who.appId === req.appId && !req.isAm, who, `start a container of ${req.appId || "?"}`);
         // Containers hold no certificate: they trust the cluster CA and authenticate by their tokens.
         if (this.options.tls) req.env = { ...req.env, HARVEST_CA: this.options.tls.ca };
-        const started = this.startContainer(req);
+        const started = await this.startContainer(req);
         this.records.recordOwner(req.appId, req.container?.user ?? "");
         return started;
       }),
@@ -588,7 +598,7 @@ export class NodeManager extends ServingDaemon {
 
   // ---------------------------------------------------------------------------------------------- containers
 
-  private startContainer(req: StartContainerRequestOutput): { pid: number } {
+  private async startContainer(req: StartContainerRequestOutput): Promise<{ pid: number }> {
     if (!this.lifecycle.running) throw new HarvestError("UNAVAILABLE", "node manager is not running");
     const grant = req.container;
     if (!grant)
@@ -622,7 +632,7 @@ export class NodeManager extends ServingDaemon {
     ) {
       throw new HarvestError("CONTAINER_TOKEN_INVALID", `container ${grant.id}: token does not match the grant`);
     }
-    if (this.containers.has(grant.id) || this.unacked.has(grant.id))
+    if (this.containers.has(grant.id) || this.unacked.has(grant.id) || this.localizing.has(grant.id))
       throw new HarvestError("CONTAINER_ALREADY_EXISTS", `container ${grant.id} was already started here`);
     if (req.argv.length === 0 || req.argv.some((a) => typeof a !== "string" || a.includes("\0"))) {
       throw new HarvestError("INVALID_ARGUMENT", "argv must be a non-empty list of strings", {
@@ -645,8 +655,28 @@ export class NodeManager extends ServingDaemon {
           details: { field: "tokens" },
         });
     }
+    for (const [i, r] of req.resources.entries()) {
+      if (
+        !/^[A-Za-z0-9_.-]{1,128}$/.test(r.name) ||
+        r.name === "." ||
+        r.name === ".." ||
+        RESERVED_WORKDIR_NAMES.includes(r.name)
+      )
+        throw new HarvestError("INVALID_ARGUMENT", `bad local resource name ${JSON.stringify(r.name)}`, {
+          details: { field: `resources[${i}].name` },
+        });
+      if (req.resources.findIndex((o) => o.name === r.name) !== i)
+        throw new HarvestError("INVALID_ARGUMENT", `local resource name ${JSON.stringify(r.name)} is used twice`, {
+          details: { field: `resources[${i}].name` },
+        });
+      if (!(RESOURCE_VISIBILITIES as readonly string[]).includes(r.visibility))
+        throw new HarvestError("INVALID_ARGUMENT", `bad local resource visibility ${JSON.stringify(r.visibility)}`, {
+          details: { field: `resources[${i}].visibility` },
+        });
+    }
     let held = 0;
     for (const c of this.containers.values()) held += c.spec.vcoresMilli;
+    for (const l of this.localizing.values()) held += l.vcoresMilli;
     if (held + resource.vcoresMilli > this.options.capacity.vcoresMilli) {
       throw new HarvestError(
         "NODE_INSUFFICIENT_RESOURCES",
@@ -669,6 +699,7 @@ export class NodeManager extends ServingDaemon {
     };
     // Never root: the submitter's own account or the fallback when this node manager is root, else its own.
     const account = this.accounts.accountFor(grant.user);
+    const links = await this.localize(req, grant.id, grant.user, resource.vcoresMilli, account);
     let proc: ContainerProcess;
     try {
       if (this.accounts.switches) {
@@ -696,6 +727,7 @@ export class NodeManager extends ServingDaemon {
           workDir: join(this.options.dataDir, "containers", req.appId, grant.id),
           tokens: req.tokens as ContainerTokens,
           nodeBinary: this.nodeBinary,
+          links,
         },
         this.cgroups,
         this.clock.nowMs(),
@@ -717,6 +749,50 @@ export class NodeManager extends ServingDaemon {
     });
     this.heartbeatSoon();
     return { pid: proc.pid };
+  }
+
+  /**
+   * Fetches the container's declared resources into the file cache with the job's file-system token, before the
+   * container exists; its cores count as held meanwhile. A StopContainer that comes meanwhile cancels the launch.
+   */
+  private async localize(
+    req: StartContainerRequestOutput,
+    containerId: string,
+    user: string,
+    vcoresMilli: number,
+    account: ContainerAccount,
+  ): Promise<Record<string, string>> {
+    if (req.resources.length === 0) return {};
+    const entry = { vcoresMilli, stopped: false };
+    this.localizing.set(containerId, entry);
+    const started = performance.now();
+    try {
+      const r = await this.localizer.localize({
+        containerId,
+        appId: req.appId,
+        user,
+        dfsToken: req.tokens["dfs-token"] ?? "",
+        ...(this.accounts.switches ? { owner: { uid: account.uid, gid: account.gid } } : {}),
+        resources: req.resources,
+      });
+      this.metrics.resourcesLocalized(r.fetched, r.cached, r.bytes);
+      this.log.info("resources localized", {
+        containerId,
+        fetched: r.fetched,
+        cached: r.cached,
+        bytes: r.bytes,
+        ms: Math.round(performance.now() - started),
+      });
+      if (entry.stopped)
+        throw new HarvestError(
+          "CONTAINER_LAUNCH_FAILED",
+          `${containerId} was stopped while its resources were localized`,
+        );
+      if (!this.lifecycle.running) throw new HarvestError("UNAVAILABLE", "node manager is stopping");
+      return r.links;
+    } finally {
+      this.localizing.delete(containerId);
+    }
   }
 
   private onContainerExit(c: ContainerProcess): void {
@@ -746,6 +822,11 @@ export class NodeManager extends ServingDaemon {
 
   private stopContainer(containerId: string): { wasRunning: boolean } {
     const c = this.containers.get(containerId);
+    const localizing = this.localizing.get(containerId);
+    if (!c && localizing) {
+      localizing.stopped = true;
+      return { wasRunning: false };
+    }
     if (!c) {
       if (this.unacked.has(containerId)) return { wasRunning: false };
       throw new HarvestError("CONTAINER_NOT_FOUND", `no container ${containerId} on ${this.options.nodeId}`);

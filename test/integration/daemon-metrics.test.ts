@@ -5,9 +5,8 @@
  * tenant steps up under a running task, counts the preemption and its yield latency.
  */
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import * as http from "node:http";
-import * as https from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitFor } from "../wait-for.js";
@@ -20,51 +19,12 @@ import { NodeManager } from "../../nodemanager/node-manager.js";
 import { ResourceManager } from "../../resourcemanager/resource-manager.js";
 import type { DaemonRecord } from "../../localcluster/cluster.js";
 import { parsePromText, sumSamples } from "../prom-text.js";
-import type { PromSample } from "../prom-text.js";
 import { cpuVertex, requireBuild, startTestCluster } from "./harness.js";
+import { httpsGet as get, httpUrlOf, scrape } from "./metrics-scrape.js";
 import type { TestCluster } from "./harness.js";
 
 const FILE_BYTES = 3 * 1024 * 1024 + 123;
 const REPLICATION = 2;
-
-/** A daemon's web server URL: from the cluster descriptor, else from its ready file. */
-function httpUrlOf(c: TestCluster, d: DaemonRecord): string {
-  if (d.httpUrl) return d.httpUrl;
-  const ready = join(c.dir, "run", `${d.name ?? "?"}.ready`);
-  const url = existsSync(ready) ? (JSON.parse(readFileSync(ready, "utf8")) as { httpUrl?: string }).httpUrl : undefined;
-  if (!url) throw new Error(`${d.name ?? d.address} reports no web server URL`);
-  return url;
-}
-
-/** GETs `url` over HTTPS trusting the cluster CA, presenting the admin's certificate unless `anonymous`. */
-function get(c: TestCluster, url: string, anonymous = false): Promise<{ status: number; body: string }> {
-  const sec = c.desc.security;
-  if (!sec) throw new Error("the test cluster runs without TLS");
-  return new Promise((resolve, reject) => {
-    const req = https.get(
-      url,
-      {
-        ca: readFileSync(sec.ca),
-        ...(anonymous ? {} : { cert: readFileSync(sec.cert), key: readFileSync(sec.key) }),
-        headers: { accept: "text/plain" },
-      },
-      (res) => {
-        const parts: Buffer[] = [];
-        res.on("data", (b: Buffer) => parts.push(b));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString("utf8") }));
-        res.on("error", reject);
-      },
-    );
-    req.on("error", reject);
-    req.setTimeout(10_000, () => req.destroy(new Error(`GET ${url} timed out`)));
-  });
-}
-
-async function scrape(c: TestCluster, d: DaemonRecord): Promise<Map<string, PromSample[]>> {
-  const res = await get(c, `${httpUrlOf(c, d)}/metrics`);
-  expect(res.status, res.body).toBe(200);
-  return parsePromText(res.body);
-}
 
 describe("node manager and datanode metrics", () => {
   let c: TestCluster;

@@ -187,6 +187,46 @@ describe("parseDag rejects bad jobs with a stable code and the offending field",
     );
   });
 
+  it("takes local resources from the DFS, application by default, and refuses unsafe names and non-DFS paths", () => {
+    const ok = parseDag(
+      dagJson([
+        vertex("a", 1, {
+          localResources: [
+            { name: "tool.js", path: "dfs:/apps/tool.js/" },
+            { name: "data", path: "dfs:/apps/data", visibility: "public" },
+          ],
+        }),
+      ]),
+    );
+    expect(ok.vertices[0]?.localResources).toEqual([
+      { name: "tool.js", path: "dfs:/apps/tool.js", visibility: "application" },
+      { name: "data", path: "dfs:/apps/data", visibility: "public" },
+    ]);
+    expect(parseDag(dagJson([vertex("a")])).vertices[0]?.localResources).toBeUndefined();
+    const res = (r: Record<string, unknown>) => dagJson([vertex("a", 1, { localResources: [r] })]);
+    for (const name of ["../x", "a/b", "..", "stdout", "container_tokens", ""])
+      rejection(res({ name, path: "dfs:/x" }), "DAG_INVALID_FIELD", "vertices[0].localResources[0].name");
+    for (const path of ["/x", "file:/etc/passwd", "dfs:/a/../etc", "dfs:relative", 7])
+      rejection(res({ name: "x", path }), "DAG_INVALID_FIELD", "vertices[0].localResources[0].path");
+    rejection(
+      res({ name: "x", path: "dfs:/x", visibility: "world" }),
+      "DAG_INVALID_FIELD",
+      "vertices[0].localResources[0].visibility",
+    );
+    rejection(
+      dagJson([
+        vertex("a", 1, {
+          localResources: [
+            { name: "x", path: "dfs:/x" },
+            { name: "x", path: "dfs:/y" },
+          ],
+        }),
+      ]),
+      "DAG_DUPLICATE_NAME",
+      "vertices[0].localResources[1].name",
+    );
+  });
+
   it("rejects misspelt fields instead of ignoring them", () => {
     rejection(dagJson([vertex("a", 1, { envs: {} })]), "DAG_INVALID_FIELD", "vertices[0].envs");
     rejection(dagJson([vertex("a")], [], { edge: [] }), "DAG_INVALID_FIELD", "edge");
