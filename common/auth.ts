@@ -10,19 +10,20 @@
  * to be, as in Hadoop's simple authentication. Daemons log loudly at start that they run so.
  */
 import type * as grpc from "@grpc/grpc-js";
-import { verifyAmToken } from "./container-token.js";
+import { verifyAmToken, verifyShuffleToken } from "./container-token.js";
 import { HarvestError } from "./errors.js";
 import { callIdentity, serverCredentials } from "./tls.js";
 import type { CallGate, IdentityRole, TlsFiles } from "./tls.js";
 
 /** A token a caller without a certificate may present, in the call's metadata. */
-export type TokenKind = "am-token" | "dfs-token" | "block-token";
+export type TokenKind = "am-token" | "dfs-token" | "block-token" | "shuffle-token";
 
 /** The metadata key that carries each kind of token. */
 export const TOKEN_METADATA: Readonly<Record<TokenKind, string>> = {
   "am-token": "harvest-am-token",
   "dfs-token": "harvest-dfs-token",
   "block-token": "harvest-block-token",
+  "shuffle-token": "harvest-shuffle-token",
 };
 
 /** What a rule can allow: a certificate role or a token kind. */
@@ -36,7 +37,7 @@ export interface Principal {
   role: IdentityRole | "am" | "task";
   /** How it was established: a certificate, a token, or (without TLS) a claim nobody checked. */
   via: "certificate" | "token" | "claim";
-  /** The application an AM token is for. */
+  /** The application an AM token or a shuffle token is for. */
   appId?: string;
 }
 
@@ -144,6 +145,14 @@ export function amTokenVerifier(secret: string): TokenVerifier {
   return (token) => {
     const am = verifyAmToken(secret, token);
     return am ? { name: am.appId, role: "am", via: "token", appId: am.appId } : undefined;
+  };
+}
+
+/** Checks a job's shuffle tokens (its tasks fetching each other's outputs): the principal is a task of that job. */
+export function shuffleTokenVerifier(secret: string): TokenVerifier {
+  return (token) => {
+    const appId = verifyShuffleToken(secret, token);
+    return appId ? { name: appId, role: "task", via: "token", appId } : undefined;
   };
 }
 

@@ -79,3 +79,25 @@ export function verifyAmToken(secret: string, token: unknown): AmTokenFields | u
   const given = Buffer.from(m[3]!, "hex");
   return given.length === expected.length && timingSafeEqual(given, expected) ? fields : undefined;
 }
+
+/**
+ * A job's shuffle token: what its tasks present to node managers' shuffle services to fetch the outputs of the job's
+ * other tasks (MapReduce's job token). `appId:hmac`; empty with an empty secret. It names one job: another job's token
+ * fetches nothing of this one.
+ */
+export function signShuffleToken(secret: string, appId: string): string {
+  if (!secret) return "";
+  return `${appId}:${createHmac("sha256", secret)
+    .update(JSON.stringify(["shuffle", appId]))
+    .digest("hex")}`;
+}
+
+/** The application a valid shuffle token names, or undefined for anything else (never throws). */
+export function verifyShuffleToken(secret: string, token: unknown): string | undefined {
+  if (!secret || typeof token !== "string" || token.length > 256) return undefined;
+  const m = /^([A-Za-z0-9_]{1,64}):([0-9a-f]{64})$/.exec(token);
+  if (!m) return undefined;
+  const expected = Buffer.from(signShuffleToken(secret, m[1]!).slice(-64), "hex");
+  const given = Buffer.from(m[2]!, "hex");
+  return given.length === expected.length && timingSafeEqual(given, expected) ? m[1] : undefined;
+}

@@ -55,7 +55,14 @@ export interface LocalResourceSpec {
 }
 
 /** Names a container's directory holds already (its logs, pid and token files): no resource may take them. */
-export const RESERVED_WORKDIR_NAMES: readonly string[] = ["stdout", "stderr", "pid", "container_tokens", "tmp"];
+export const RESERVED_WORKDIR_NAMES: readonly string[] = [
+  "stdout",
+  "stderr",
+  "pid",
+  "container_tokens",
+  "tmp",
+  "output",
+];
 
 /** A data dependency: every task of `to` starts after every task of `from` has succeeded. */
 export interface EdgeSpec {
@@ -315,20 +322,20 @@ export function totalTasks(dag: DagSpec): number {
 
 // ---- The task environment (common/task-contract.ts): the inputs and outputs each task container is given. ----
 
-/** The `HARVEST_INPUTS` entries of task `taskIndex` of `vertex`, given each producer task's output directory. */
+/** The `HARVEST_INPUTS` entries of task `taskIndex` of `vertex`, given where each producer task left its outputs. */
 export function taskInputs(
   dag: DagSpec,
   vertex: string,
   taskIndex: number,
-  outputDirOf: (vertex: string, taskIndex: number) => string,
+  outputOf: (vertex: string, taskIndex: number) => string,
 ): TaskInput[] {
   return upstreamOf(dag, vertex).map((e) => {
     const producer = requireVertex(dag, e.from);
-    const paths =
+    const sources =
       e.type === "one-to-one"
-        ? [outputDirOf(e.from, taskIndex)]
-        : Array.from({ length: producer.parallelism }, (_, i) => outputDirOf(e.from, i));
-    return { vertex: e.from, edgeType: e.type, paths };
+        ? [outputOf(e.from, taskIndex)]
+        : Array.from({ length: producer.parallelism }, (_, i) => outputOf(e.from, i));
+    return { vertex: e.from, edgeType: e.type, sources };
   });
 }
 

@@ -36,6 +36,10 @@ export const ERROR_CODES = {
   CONTAINER_TOKEN_INVALID: GrpcStatus.PERMISSION_DENIED,
   CONTAINER_ALREADY_EXISTS: GrpcStatus.ALREADY_EXISTS,
   CONTAINER_LAUNCH_FAILED: GrpcStatus.INTERNAL,
+  // A task's output the shuffle service does not have (its node lost it, or the container never ran here).
+  SHUFFLE_OUTPUT_NOT_FOUND: GrpcStatus.NOT_FOUND,
+  // A fetch of the outputs of a container that is still running.
+  SHUFFLE_OUTPUT_NOT_READY: GrpcStatus.FAILED_PRECONDITION,
   // A container's local resource could not be fetched: not in the DFS, not readable by its submitter, not public.
   LOCALIZATION_FAILED: GrpcStatus.FAILED_PRECONDITION,
   NODE_INSUFFICIENT_RESOURCES: GrpcStatus.RESOURCE_EXHAUSTED,
@@ -165,6 +169,8 @@ export interface ErrorDetails {
   CONTAINER_TOKEN_INVALID: NoDetails;
   CONTAINER_ALREADY_EXISTS: FieldDetails;
   CONTAINER_LAUNCH_FAILED: FieldDetails;
+  SHUFFLE_OUTPUT_NOT_FOUND: NoDetails;
+  SHUFFLE_OUTPUT_NOT_READY: NoDetails;
   /** The resource's name in the container's directory, its DFS path, and the code of the failure behind it. */
   LOCALIZATION_FAILED: { resource?: string; path?: string; cause?: string };
   NODE_INSUFFICIENT_RESOURCES: NoDetails;

@@ -22,7 +22,10 @@ export const TASK_ENV = {
   taskIndex: "HARVEST_TASK_INDEX",
   /** The vertex's parallelism (optional for tasks: a task that needs it may also take it from argv). */
   parallelism: "HARVEST_VERTEX_PARALLELISM",
-  /** An existing, empty directory the task writes its output files into. */
+  /**
+   * An existing, empty directory of the task's own (set by the node manager) that it writes its output files into;
+   * once it has exited, the node's shuffle service serves them to the job's other tasks.
+   */
   outputDir: "HARVEST_OUTPUT_DIR",
   /** JSON `TaskInput[]`: the output directories of the upstream tasks this task reads. */
   inputs: "HARVEST_INPUTS",
@@ -31,15 +34,43 @@ export const TASK_ENV = {
 } as const;
 
 /**
- * One upstream vertex as a task sees it. For scatter-gather, `paths` holds every producer task's output directory and
- * the task reads `part-<its index>` from each; for broadcast it reads every file of every path; for one-to-one `paths`
- * holds the one producer task with the same index.
+ * One upstream vertex as a task sees it. `sources` are where its producer tasks left their outputs (output locations,
+ * in producer order): for scatter-gather every producer, and the task reads `part-<its index>` of each; for broadcast
+ * it reads every output file of every producer; for one-to-one `sources` holds the one producer with the same index.
  */
 export interface TaskInput {
   vertex: string;
   edgeType: EdgeType;
-  paths: string[];
+  sources: string[];
 }
+
+/** Where a finished task's outputs are: the container that wrote them and the node manager whose shuffle serves them. */
+export interface OutputLocation {
+  containerId: string;
+  nmAddress: string;
+}
+
+/** An output location as it travels in HARVEST_INPUTS and the job manager's journal: `<containerId>@<nmAddress>`. */
+export function formatOutputLocation(l: OutputLocation): string {
+  return `${l.containerId}@${l.nmAddress}`;
+}
+
+/** The location a string names, or undefined when it names none. */
+export function parseOutputLocation(text: string): OutputLocation | undefined {
+  const at = text.indexOf("@");
+  if (at <= 0 || at === text.length - 1) return undefined;
+  return { containerId: text.slice(0, at), nmAddress: text.slice(at + 1) };
+}
+
+/**
+ * The exit code of a task that could not fetch one of its inputs (its producer's node lost it or is unreachable): the
+ * job manager checks the producers, runs again those whose outputs are gone, and does not count this attempt as a
+ * failure when it finds one.
+ */
+export const EXIT_INPUT_LOST = 75;
+
+/** Output files whose names start with one of these are not data (counters, markers) and are not read as inputs. */
+export const NOT_DATA_PREFIXES = ["_", "."];
 
 /** One downstream vertex as a producer sees it: a scatter-gather producer writes `part-0 .. part-(partitions-1)`. */
 export interface TaskOutput {
@@ -54,11 +85,14 @@ export function partitionFileName(index: number): string {
   return `part-${index}`;
 }
 
-/** The credentials a container's token file may hold: a job manager's AM token, the job's file-system token. */
-export type ContainerTokenKind = "am-token" | "dfs-token";
+/**
+ * The credentials a container's token file may hold: a job manager's AM token, the job's file-system token, and the
+ * job's shuffle token (its tasks fetch each other's outputs with it).
+ */
+export type ContainerTokenKind = "am-token" | "dfs-token" | "shuffle-token";
 
 /** Every kind of container credential. */
-export const CONTAINER_TOKEN_KINDS: readonly ContainerTokenKind[] = ["am-token", "dfs-token"];
+export const CONTAINER_TOKEN_KINDS: readonly ContainerTokenKind[] = ["am-token", "dfs-token", "shuffle-token"];
 
 /**
  * The variable naming a container's token file: JSON `{ "<kind>": "<token>" }`, mode 0600, owned by the container's

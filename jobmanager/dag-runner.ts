@@ -13,7 +13,7 @@ import type { TaskEvent, TaskState } from "./task-state.js";
 import type { ExitCauseOutput } from "../proto/generated/harvest/v1/ExitCause.js";
 
 /** How a container ended: the wire's ExitCause names (common.proto), or its launch failed. */
-export type AttemptEnd = Exclude<ExitCauseOutput, "EXIT_CAUSE_UNSPECIFIED"> | "LAUNCH_FAILED";
+export type AttemptEnd = Exclude<ExitCauseOutput, "EXIT_CAUSE_UNSPECIFIED"> | "LAUNCH_FAILED" | "INPUT_LOST";
 
 /** One task of a vertex. */
 export interface TaskRecord {
@@ -27,7 +27,7 @@ export interface TaskRecord {
   preemptions: number;
   losses: number;
   containerId: string | undefined;
-  /** Output directory of the attempt that succeeded. */
+  /** Where the attempt that succeeded left its outputs (common/task-contract.ts, formatOutputLocation). */
   outputDir: string | undefined;
   lastDiagnostics: string;
 }
@@ -206,6 +206,10 @@ export class DagRunner {
         task.losses += 1;
         retry();
         return { kind: "retry", counted: false };
+      // It could not fetch an input whose node lost it: the producer runs again, and this task after it.
+      case "INPUT_LOST":
+        retry();
+        return { kind: "retry", counted: false };
       case "RELEASED":
         retry();
         return { kind: "retry", counted: false };
@@ -262,9 +266,22 @@ export class DagRunner {
     return this.tasks.get(vertex)?.[index];
   }
 
-  /** Output directory of a task's successful attempt. */
+  /** Where a task's successful attempt left its outputs. */
   outputDirOf(vertex: string, index: number): string {
     return this.task(vertex, index)?.outputDir ?? "";
+  }
+
+  /**
+   * A succeeded task's outputs are gone (its node was lost or reimaged before every consumer read them): it runs again,
+   * not counted as a failure (a loss), and its consumers wait for it. False when it had not succeeded.
+   */
+  outputLost(vertex: string, index: number): boolean {
+    const task = this.task(vertex, index);
+    if (!task || task.state !== "SUCCEEDED") return false;
+    move(task, "output-lost");
+    task.outputDir = undefined;
+    task.losses += 1;
+    return true;
   }
 
   /** Counts per vertex, in topological order. */

@@ -3,7 +3,7 @@
  * manager with the DAG's max concurrency, asks for containers every heartbeat, starts tasks on node managers, re-runs
  * tasks a primary tenant preempted, and reports the outcome into the resource manager's job history.
  */
-import { access, appendFile, mkdir, readFile } from "node:fs/promises";
+import { appendFile, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { maxConcurrency, parseDag, TASK_ENV, taskInputs, taskOutputs } from "../common/dag-spec.js";
 import type { DagSpec } from "../common/dag-spec.js";
@@ -14,7 +14,12 @@ import { Lifecycle } from "../common/lifecycle.js";
 import type { DaemonState } from "../common/lifecycle.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
-import { readContainerTokens } from "../common/task-contract.js";
+import {
+  EXIT_INPUT_LOST,
+  formatOutputLocation,
+  parseOutputLocation,
+  readContainerTokens,
+} from "../common/task-contract.js";
 import type { ContainerTokens } from "../common/task-contract.js";
 import { DagRunner } from "./dag-runner.js";
 import type { AttemptEnd, TaskRecord } from "./dag-runner.js";
@@ -23,6 +28,7 @@ import type { AllocateResponseOutput } from "../proto/generated/harvest/v1/Alloc
 import type { RegisterAmResponseOutput } from "../proto/generated/harvest/v1/RegisterAmResponse.js";
 import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js";
 import type { ContainerManagerClient } from "../proto/generated/harvest/v1/ContainerManager.js";
+import type { ShuffleServiceClient } from "../proto/generated/harvest/v1/ShuffleService.js";
 import type { JobProgress } from "../proto/generated/harvest/v1/JobProgress.js";
 
 /** Settings of one job-manager attempt (from its container environment). */
@@ -30,7 +36,7 @@ export interface JobManagerOptions {
   appId: string;
   attempt: number;
   rmAddress: string;
-  /** Root of the jobs' intermediate data; this job writes under `<stagingDir>/<appId>`. */
+  /** Where the job's DAG and this job manager's recovery journal are: under `<stagingDir>/<appId>`. */
   stagingDir: string;
   /** The job's DAG file, written by the resource manager at submit. */
   dagFile: string;
@@ -48,6 +54,8 @@ export interface JobManagerOptions {
   caFile?: string;
   amToken?: string;
   dfsToken?: string;
+  /** The job's shuffle token, which every task receives to fetch the others' outputs. */
+  shuffleToken?: string;
 }
 
 /** Why a resource cannot be localized on any node, ever: the job fails at once instead of retrying launches. */
@@ -69,6 +77,7 @@ export class JobManager {
   private readonly lifecycle = new Lifecycle("job manager");
   private readonly rm: ApplicationMasterServiceClient;
   private readonly nms = new Map<string, ContainerManagerClient>();
+  private readonly shuffles = new Map<string, ShuffleServiceClient>();
   private runner!: DagRunner;
   private dag!: DagSpec;
   private releases: string[] = [];
@@ -140,7 +149,7 @@ export class JobManager {
         return "KILLED";
       }
       for (const st of res.completed)
-        this.onCompleted(st.containerId, st.cause as AttemptEnd, st.diagnostics, st.exitCode);
+        await this.onCompleted(st.containerId, st.cause as AttemptEnd, st.diagnostics, st.exitCode);
       for (const c of res.allocated) this.onAllocated(c);
       if (this.killed) return this.finish("KILLED", "a task was killed by the user");
       if (this.unlocalizable) return this.finish("FAILED", this.unlocalizable);
@@ -201,13 +210,13 @@ export class JobManager {
   private async launch(task: TaskRecord, c: ContainerOutput): Promise<void> {
     const vertex = this.dag.vertices.find((v) => v.name === task.vertex);
     if (!vertex) return;
-    const outputDir = join(this.options.stagingDir, this.options.appId, task.vertex, String(task.index), c.id);
+    // The task writes its outputs on its own node, whose shuffle service serves them to the job's other tasks.
+    const outputDir = formatOutputLocation({ containerId: c.id, nmAddress: c.nmAddress });
     const env: Record<string, string> = {
       ...vertex.env,
       [TASK_ENV.vertex]: task.vertex,
       [TASK_ENV.taskIndex]: String(task.index),
       [TASK_ENV.parallelism]: String(vertex.parallelism),
-      [TASK_ENV.outputDir]: outputDir,
       [TASK_ENV.inputs]: JSON.stringify(
         taskInputs(this.dag, task.vertex, task.index, (v, i) => this.runner.outputDirOf(v, i)),
       ),
@@ -215,9 +224,11 @@ export class JobManager {
       HARVEST_TASK_ATTEMPT: String(task.attempts),
       HARVEST_JOB_NAME: this.dag.name,
     };
-    const tokens: ContainerTokens = this.options.dfsToken ? { "dfs-token": this.options.dfsToken } : {};
+    const tokens: ContainerTokens = {
+      ...(this.options.dfsToken ? { "dfs-token": this.options.dfsToken } : {}),
+      ...(this.options.shuffleToken ? { "shuffle-token": this.options.shuffleToken } : {}),
+    };
     try {
-      await mkdir(outputDir, { recursive: true });
       // In the journal before it starts: a later attempt that finds it running takes it over instead of re-running it.
       await this.journalLaunch({
         kind: "launch",
@@ -252,9 +263,24 @@ export class JobManager {
     }
   }
 
-  private onCompleted(containerId: string, cause: AttemptEnd, diagnostics: string, exitCode: number): void {
+  private async onCompleted(
+    containerId: string,
+    end: AttemptEnd,
+    diagnostics: string,
+    exitCode: number,
+  ): Promise<void> {
     const outputDir = this.outputDirs.get(containerId);
     const taskBefore = this.runner.taskOf(containerId);
+    // A task that could not fetch an input: the producers whose node lost their outputs run again, and then it does,
+    // neither counted as a failure. If every producer's outputs are still there, the attempt failed like any other.
+    let cause = end;
+    if (
+      end === "FAILED" &&
+      exitCode === EXIT_INPUT_LOST &&
+      taskBefore &&
+      (await this.rerunLostProducers(taskBefore)) > 0
+    )
+      cause = "INPUT_LOST";
     const verdict = this.runner.ended(containerId, cause, diagnostics || `exit code ${exitCode}`, outputDir);
     this.outputDirs.delete(containerId);
     if (verdict.kind === "unknown") return;
@@ -286,10 +312,48 @@ export class JobManager {
   }
 
   /**
+   * Checks the outputs of every producer `consumer` reads with each producer's node manager; those it no longer has
+   * (the node is gone, or was reimaged) are marked lost and run again. Returns how many.
+   */
+  private async rerunLostProducers(consumer: TaskRecord): Promise<number> {
+    const inputs = taskInputs(this.dag, consumer.vertex, consumer.index, (v, i) => this.runner.outputDirOf(v, i));
+    let lost = 0;
+    for (const input of inputs) {
+      for (const [i, source] of input.sources.entries()) {
+        const index = input.edgeType === "one-to-one" ? consumer.index : i;
+        if (await this.outputsAvailable(source)) continue;
+        if (this.runner.outputLost(input.vertex, index)) {
+          lost++;
+          this.record({ kind: "lost", vertex: input.vertex, index });
+          this.log.info("a producer's outputs are gone with its node; running it again (not a failure)", {
+            task: `${input.vertex}[${index}]`,
+            was: source,
+          });
+        }
+      }
+    }
+    return lost;
+  }
+
+  /** Whether the node manager that holds a finished task's outputs still serves them (asked with the AM token). */
+  private async outputsAvailable(source: string): Promise<boolean> {
+    const location = parseOutputLocation(source);
+    if (!location) return false;
+    const shuffle = this.shuffle(location.nmAddress);
+    try {
+      await call(shuffle, shuffle.listOutputs, { appId: this.options.appId, containerId: location.containerId }, 5_000);
+      return true;
+    } catch (err) {
+      this.log.info("a producer's outputs cannot be listed", { at: source, error: errorMessage(err) });
+      return false;
+    }
+  }
+
+  /**
    * The recovery journal: one JSON line per ended attempt in the job's staging directory. A later job-manager attempt
    * (after a primary tenant preempted this one, or its node was lost) replays it, so finished tasks are not re-run.
    */
-  private record(entry: JournalEntry): void {
+  private record(entry: JournalEntry | LostEntry): void {
     const line = JSON.stringify(entry) + "\n";
     this.journalWrites = this.journalWrites
       .then(() => appendFile(this.journal, line))
@@ -318,9 +382,9 @@ export class JobManager {
     const open = new Map<string, LaunchEntry>();
     for (const line of text.split("\n")) {
       if (!line.trim()) continue;
-      let e: JournalEntry | LaunchEntry;
+      let e: JournalEntry | LaunchEntry | LostEntry;
       try {
-        e = JSON.parse(line) as JournalEntry | LaunchEntry;
+        e = JSON.parse(line) as JournalEntry | LaunchEntry | LostEntry;
       } catch {
         // A torn last line from a killed attempt: that entry is simply not recovered.
         continue;
@@ -331,7 +395,11 @@ export class JobManager {
       }
       const end = e as JournalEntry;
       if (end.containerId) open.delete(end.containerId);
-      if (end.end === "SUCCEEDED" && !(end.outputDir && (await exists(end.outputDir)))) continue;
+      if ("kind" in e && e.kind === "lost") {
+        this.runner.outputLost(e.vertex, e.index);
+        continue;
+      }
+      if (end.end === "SUCCEEDED" && !(end.outputDir && (await this.outputsAvailable(end.outputDir)))) continue;
       this.runner.replay(end.vertex, end.index, end.end, end.diagnostics, end.outputDir);
       replayed++;
     }
@@ -373,6 +441,15 @@ export class JobManager {
     return { vertices: this.runner.progress(), ...this.runner.totals() };
   }
 
+  private shuffle(address: string): ShuffleServiceClient {
+    let c = this.shuffles.get(address);
+    if (!c) {
+      c = makeClient(loadHarvestProto().ShuffleService, address, this.security());
+      this.shuffles.set(address, c);
+    }
+    return c;
+  }
+
   private nm(address: string): ContainerManagerClient {
     let c = this.nms.get(address);
     if (!c) {
@@ -403,6 +480,7 @@ export class JobManager {
     if (this.lifecycle.beginStop() === undefined) return;
     this.rm.close();
     for (const c of this.nms.values()) c.close();
+    for (const c of this.shuffles.values()) c.close();
     this.lifecycle.stopped();
   }
 }
@@ -436,6 +514,7 @@ export function jobManagerOptionsFromEnv(env: NodeJS.ProcessEnv): JobManagerOpti
     ...(env["HARVEST_CA"] ? { caFile: env["HARVEST_CA"] } : {}),
     ...(tokens["am-token"] ? { amToken: tokens["am-token"] } : {}),
     ...(tokens["dfs-token"] ? { dfsToken: tokens["dfs-token"] } : {}),
+    ...(tokens["shuffle-token"] ? { shuffleToken: tokens["shuffle-token"] } : {}),
   };
 }
 
@@ -450,6 +529,13 @@ interface JournalEntry {
   outputDir: string | undefined;
 }
 
+/** A succeeded task whose outputs were found lost: it runs again. */
+interface LostEntry {
+  kind: "lost";
+  vertex: string;
+  index: number;
+}
+
 /** A task launched on a container, journaled before the launch. */
 interface LaunchEntry {
   kind: "launch";
@@ -457,15 +543,6 @@ interface LaunchEntry {
   vertex: string;
   index: number;
   outputDir: string;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function sleep(ms: number): Promise<void> {

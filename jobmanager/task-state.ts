@@ -7,6 +7,7 @@
  *   LAUNCHING/RUNNING --retry--> PENDING (preempted, lost, released, failed, killed: it waits for a container again)
  *   LAUNCHING --succeeded--> SUCCEEDED (the end overtook the launch report)
  *   PENDING --replayed-success--> SUCCEEDED; --replayed-retry--> PENDING (an earlier attempt's journal, replayed)
+ *   SUCCEEDED --output-lost--> PENDING (its node lost the outputs before every consumer read them: it runs again)
  */
 import { StateMachine } from "../common/state-machine.js";
 
@@ -14,7 +15,8 @@ import { StateMachine } from "../common/state-machine.js";
 export type TaskState = "PENDING" | "LAUNCHING" | "RUNNING" | "SUCCEEDED";
 
 /** What happens to a task. */
-export type TaskEvent = "assign" | "launched" | "adopt" | "succeeded" | "retry" | "replayed-success" | "replayed-retry";
+export type TaskEvent =
+  "assign" | "launched" | "adopt" | "succeeded" | "retry" | "replayed-success" | "replayed-retry" | "output-lost";
 
 /** The task's transitions; refusals are STATE_INVALID_TRANSITION (machine `task`). */
 export const TASK_MACHINE = new StateMachine<TaskState, TaskEvent>(
@@ -23,7 +25,7 @@ export const TASK_MACHINE = new StateMachine<TaskState, TaskEvent>(
     PENDING: { assign: "LAUNCHING", adopt: "RUNNING", "replayed-success": "SUCCEEDED", "replayed-retry": "PENDING" },
     LAUNCHING: { launched: "RUNNING", succeeded: "SUCCEEDED", retry: "PENDING" },
     RUNNING: { succeeded: "SUCCEEDED", retry: "PENDING" },
-    // Its output is kept; a succeeded task is never re-run.
-    SUCCEEDED: {},
+    // Its output is kept; a succeeded task is re-run only when its node lost that output.
+    SUCCEEDED: { "output-lost": "PENDING" },
   },
 );

@@ -29,6 +29,7 @@ import { TOKEN_FILE_ENV, TOKEN_FILE_NAME } from "../common/task-contract.js";
 import type { ContainerTokens } from "../common/task-contract.js";
 import type { CgroupController } from "./cgroups.js";
 import { assertCanEnter } from "./run-as.js";
+import { OUTPUT_DIR_NAME } from "./shuffle-service.js";
 import type { ContainerAccount } from "./run-as.js";
 import type { ExitCauseOutput } from "../proto/generated/harvest/v1/ExitCause.js";
 
@@ -120,7 +121,11 @@ export class ContainerProcess {
     // Where util-linux's setpriv is there, the command runs with no_new_privs: no setuid program (su, sudo, passwd)
     // and no file capability raises what it may do, so it never acts as root, whatever it runs.
     if (SETPRIV) argv.unshift(SETPRIV, "--no-new-privs", "--");
-    const [out, err, pidFile] = createWorkDir(spec.workDir, switchUser ? account : undefined, tokens, spec.links ?? {});
+    const [out, err, pidFile] = createWorkDir(spec.workDir, switchUser ? account : undefined, {
+      tokens,
+      links: spec.links ?? {},
+      outputDir: !spec.isAm,
+    });
     try {
       const procsFiles = cgroups.create(spec.containerId, spec.vcoresMilli, spec.memoryMb);
       const [cmd, args] = procsFiles.length > 0 ? wrapForCgroup(argv) : wrapForNice(argv);
@@ -269,7 +274,7 @@ function wrapForCgroup(argv: string[]): [string, string[]] {
 /**
  * Creates a container's work directory (mode 0700: the container's scratch space and logs, which the node manager also
  * reads) with its stdout, stderr and pid files, and returns their descriptors; with `tokens`, also its token file
- * (mode 0600). With an `owner` (the container's account, when it is not the node manager's own) all of them become
+ * (mode 0600); for a task, its output directory; and a link to each localized resource. With an `owner` (the container's account, when it is not the node manager's own) all of them become
  * that account's, and the directories above must let it through (checked). The files are created before the account
  * owns the directory, and written through their descriptors, so nothing the container puts in its directory can
  * redirect the node manager's writes.
@@ -277,9 +282,9 @@ function wrapForCgroup(argv: string[]): [string, string[]] {
 function createWorkDir(
   workDir: string,
   owner: ContainerAccount | undefined,
-  tokens: ContainerTokens,
-  links: Record<string, string>,
+  contents: { tokens: ContainerTokens; links: Record<string, string>; outputDir: boolean },
 ): [number, number, number] {
+  const { tokens, links } = contents;
   mkdirSync(dirname(workDir), { recursive: true });
   if (owner) assertCanEnter(dirname(workDir), owner, "its work directory");
   mkdirSync(workDir, { mode: 0o700 });
@@ -302,6 +307,11 @@ function createWorkDir(
       } finally {
         closeSync(fd);
       }
+    }
+    // A task's outputs, which the shuffle service serves once it has exited (shuffle-service.ts).
+    if (contents.outputDir) {
+      mkdirSync(join(workDir, OUTPUT_DIR_NAME), { mode: 0o700 });
+      if (owner) chownSync(join(workDir, OUTPUT_DIR_NAME), owner.uid, owner.gid);
     }
     for (const [name, target] of Object.entries(links)) {
       const link = join(workDir, name);

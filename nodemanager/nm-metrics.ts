@@ -61,6 +61,7 @@ export class NodeManagerMetrics {
   private readonly yieldSeconds: Histogram;
   private readonly localized: Counter<"outcome">;
   private readonly localizedBytes: Counter;
+  private readonly shuffleBytes: Counter;
 
   constructor(nodeId: string, source: NodeManagerMetricsSource) {
     const registry = daemonRegistry("nodemanager", nodeId);
@@ -97,6 +98,11 @@ export class NodeManagerMetrics {
       registry,
       "harvest_nm_localized_bytes_total",
       "Bytes fetched from the DFS into the file cache for containers' local resources",
+    );
+    this.shuffleBytes = counter(
+      registry,
+      "harvest_nm_shuffle_bytes_total",
+      "Bytes of finished tasks' outputs this node's shuffle service sent to the tasks of their jobs",
     );
     this.yieldSeconds = new Histogram({
       name: "harvest_nm_yield_seconds",
@@ -196,6 +202,11 @@ export class NodeManagerMetrics {
     if (fetched > 0) this.localized.inc({ outcome: "fetched" }, fetched);
     if (cached > 0) this.localized.inc({ outcome: "cached" }, cached);
     if (bytes > 0) this.localizedBytes.inc(bytes);
+  }
+
+  /** One output fetch served. */
+  shuffleServed(bytes: number): void {
+    this.shuffleBytes.inc(bytes);
   }
 
   containerCompleted(cause: ExitCause | undefined): void {

@@ -9,11 +9,11 @@ import { join } from "node:path";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { verifyContainer } from "../common/container-token.js";
-import { amTokenVerifier, Gate, requireAccess } from "../common/auth.js";
+import { amTokenVerifier, Gate, requireAccess, shuffleTokenVerifier } from "../common/auth.js";
 import type { Principal } from "../common/auth.js";
 import { ensureDirMode } from "../common/atomic-file.js";
 import { INSECURE_WARNING } from "../common/options.js";
-import { errorMessage, HarvestError } from "../common/errors.js";
+import { errorMessage, HarvestError, toServiceError } from "../common/errors.js";
 import { RegisteredStream } from "../common/registered-stream.js";
 import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
 import { isContainerId, parseAppId } from "../common/ids.js";
@@ -24,13 +24,14 @@ import { ServingDaemon, type ServingOptions } from "../common/serving-daemon.js"
 import { packageRoot } from "../common/paths.js";
 import { fromWire } from "../common/resource.js";
 import { CONTAINER_TOKEN_KINDS, TOKEN_FILE_ENV } from "../common/task-contract.js";
-import { RESERVED_WORKDIR_NAMES, RESOURCE_VISIBILITIES } from "../common/dag-spec.js";
+import { RESERVED_WORKDIR_NAMES, RESOURCE_VISIBILITIES, TASK_ENV } from "../common/dag-spec.js";
 import type { ContainerTokens } from "../common/task-contract.js";
 import { detectCgroups } from "./cgroups.js";
 import type { CgroupController } from "./cgroups.js";
 import { ContainerProcess } from "./container.js";
 import { ContainerRecords, killLeftovers, startOrphanReaper } from "./container-records.js";
 import { FileCache } from "./file-cache.js";
+import { OUTPUT_DIR_NAME, ShuffleOutputs } from "./shuffle-service.js";
 import { Localizer } from "./localizer.js";
 import type { ExitCause } from "./container.js";
 import { resolveNodeManagerOptions } from "./options.js";
@@ -53,6 +54,8 @@ import type { RegisterNode } from "../proto/generated/harvest/v1/RegisterNode.js
 import type { RmToNodeOutput } from "../proto/generated/harvest/v1/RmToNode.js";
 import type { ResourceTrackerClient } from "../proto/generated/harvest/v1/ResourceTracker.js";
 import type { StartContainerRequestOutput } from "../proto/generated/harvest/v1/StartContainerRequest.js";
+import type { FetchOutputRequestOutput } from "../proto/generated/harvest/v1/FetchOutputRequest.js";
+import type { OutputChunk } from "../proto/generated/harvest/v1/OutputChunk.js";
 import { emitEvent } from "../common/events.js";
 
 /** A preemption the yield controller carried out (for logs, tests and the yield benchmark). */
@@ -144,7 +147,10 @@ export class NodeManager extends ServingDaemon {
       minUid: this.options.containerMinUid,
       trustSubmitter: this.options.tls !== undefined,
     });
-    this.gate = new Gate(this.options.tls, { "am-token": amTokenVerifier(this.options.secret) });
+    this.gate = new Gate(this.options.tls, {
+      "am-token": amTokenVerifier(this.options.secret),
+      "shuffle-token": shuffleTokenVerifier(this.options.secret),
+    });
     this.clock = deps.clock ?? systemClock;
     this.log = deps.logger ?? new Logger(`nm:${this.options.nodeId}`);
     this.records = new ContainerRecords(this.options.dataDir, this.options.nodeId, this.log, (containerId) => {
@@ -244,6 +250,57 @@ export class NodeManager extends ServingDaemon {
       .finally(() => (this.runtimeRefresh = undefined));
   }
 
+  /**
+   * The shuffle service: a finished task's outputs to the other tasks of its job (their shuffle token) and to its job
+   * manager (AM token); never to another job.
+   */
+  private serveShuffle(proto: ReturnType<typeof loadHarvestProto>): void {
+    const gate = this.gate.allow(proto.ShuffleService.service, {
+      ListOutputs: ["daemon", "am-token", "shuffle-token"],
+      FetchOutput: ["daemon", "am-token", "shuffle-token"],
+    });
+    const outputs = new ShuffleOutputs({
+      dataDir: this.options.dataDir,
+      isLive: (id) => this.containers.has(id) || this.localizing.has(id),
+      primaryBusy: () => this.lastSample.utilization >= this.options.shuffleBusyUtilization,
+      busyBytesPerSec: this.options.shuffleBusyMBps * 1024 * 1024,
+    });
+    const checkJob = (who: Principal, appId: string): void => {
+      if (gate.secure && (who.role === "am" || who.role === "task"))
+        requireAccess(who.appId === appId, who, `fetch the outputs of ${appId || "?"}`);
+    };
+    this.server.addService(proto.ShuffleService.service, {
+      ListOutputs: unary(async (req: { appId: string; containerId: string }, c) => {
+        checkJob(gate.principal(c), req.appId);
+        return { files: await outputs.list(req.appId, req.containerId) };
+      }),
+      FetchOutput: (call: grpc.ServerWritableStream<FetchOutputRequestOutput, OutputChunk>) => {
+        const cancelled = new AbortController();
+        call.on("cancelled", () => cancelled.abort());
+        const req = call.request;
+        const write = (chunk: Buffer): Promise<void> =>
+          new Promise((resolve) => {
+            if (call.write({ data: chunk })) resolve();
+            else call.once("drain", () => resolve());
+          });
+        Promise.resolve()
+          .then(() => {
+            checkJob(gate.principal(call), req.appId);
+            return outputs.send(req.appId, req.containerId, req.name, Number(req.offset), write, cancelled.signal);
+          })
+          .then(
+            (bytes) => {
+              this.metrics.shuffleServed(bytes);
+              if (!cancelled.signal.aborted) call.end();
+            },
+            (err: unknown) => {
+              if (!cancelled.signal.aborted) call.emit("error", toServiceError(err));
+            },
+          );
+      },
+    });
+  }
+
   /** Registers with the resource manager (its stream reconnects from here on); its capacity and power, for the log. */
   protected onServing(): Record<string, unknown> {
     this.rmStream.connect();
@@ -318,6 +375,7 @@ export class NodeManager extends ServingDaemon {
         return this.records.readLog(req);
       }),
     });
+    this.serveShuffle(proto);
     if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.capping = this.createCappingAgent();
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
@@ -697,6 +755,9 @@ export class NodeManager extends ServingDaemon {
       HARVEST_CONTAINER_VCORES: String(resource.vcoresMilli / 1000),
       HARVEST_CONTAINER_MEMORY_MB: String(resource.memoryMb),
     };
+    const workDir = join(this.options.dataDir, "containers", req.appId, grant.id);
+    // A task writes its outputs into its own directory, which the shuffle service serves once it has exited.
+    if (!req.isAm) env[TASK_ENV.outputDir] = join(workDir, OUTPUT_DIR_NAME);
     // Never root: the submitter's own account or the fallback when this node manager is root, else its own.
     const account = this.accounts.accountFor(grant.user);
     const links = await this.localize(req, grant.id, grant.user, resource.vcoresMilli, account);
@@ -724,7 +785,7 @@ export class NodeManager extends ServingDaemon {
           priority: grant.priority,
           jobPriority: grant.jobPriority,
           account,
-          workDir: join(this.options.dataDir, "containers", req.appId, grant.id),
+          workDir,
           tokens: req.tokens as ContainerTokens,
           nodeBinary: this.nodeBinary,
           links,

@@ -56,6 +56,14 @@ export interface NodeManagerOptions {
   /** SIGTERM-to-SIGKILL grace when killing a container. @default 250 */
   killGraceMs: number;
   /**
+   * The primary tenant's utilization (0..1) from which the shuffle service paces what it sends (the datanode's
+   * `busyThreshold` refuses I/O there; a refused shuffle fetch would re-run the producer, so it is slowed instead).
+   * @default 0.9
+   */
+  shuffleBusyUtilization: number;
+  /** The shuffle service's pace while the primary tenant is busy, in MB/s. @default 32 */
+  shuffleBusyMBps: number;
+  /**
    * How long a completion the resource manager recorded is still reported when this node registers again, so that a
    * resource manager that restarted before passing it to its job manager learns of it. @default 600000
    */
@@ -135,6 +143,8 @@ export function resolveNodeManagerOptions(
         reserveFraction: 0.1,
         heartbeatIntervalMs: 1_000,
         killGraceMs: 250,
+        shuffleBusyUtilization: 0.9,
+        shuffleBusyMBps: 32,
         completedRetentionMs: 600_000,
         orphanReaper: true,
         cgroups: "auto",
@@ -185,6 +195,9 @@ export function resolveNodeManagerOptions(
   ] as const)
     if (!(o[f] > 0)) bad(f, "must be positive");
   if (!(o.killGraceMs >= 0)) bad("killGraceMs", "must be >= 0");
+  if (!(o.shuffleBusyUtilization > 0 && o.shuffleBusyUtilization <= 1))
+    bad("shuffleBusyUtilization", "must be in (0, 1]");
+  if (!(o.shuffleBusyMBps > 0)) bad("shuffleBusyMBps", "must be a positive number of MB/s");
   if (!(o.completedRetentionMs >= 0)) bad("completedRetentionMs", "must be >= 0");
   if (typeof o.orphanReaper !== "boolean") bad("orphanReaper", "must be true or false");
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");

@@ -24,6 +24,7 @@ const RUNTIME_PATHS = [
   "dist/package.json",
   "dist/common",
   "dist/client",
+  "dist/task",
   "dist/jobmanager",
   "dist/examples/tasks",
   "proto",

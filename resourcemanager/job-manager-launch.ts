@@ -3,7 +3,7 @@
  * manager and its DAG are), its only credentials (in its token file) and the node manager's StartContainer call.
  */
 import { join } from "node:path";
-import { signAmToken } from "../common/container-token.js";
+import { signAmToken, signShuffleToken } from "../common/container-token.js";
 import { call } from "../common/grpc.js";
 import type { ContainerTokens } from "../common/task-contract.js";
 import type { AppRuntime, ApplicationDeps } from "./app-runtime.js";
@@ -24,10 +24,15 @@ export async function startJobManager(
     HARVEST_STAGING_DIR: options.stagingDir,
     HARVEST_DAG_FILE: join(options.stagingDir, appId, "dag.json"),
   };
-  // The job manager's only credentials, in its token file: its AM token and the submitter's file-system token (which
-  // it passes on to its tasks).
+  // The job manager's only credentials, in its token file: its AM token, the job's shuffle token and the submitter's
+  // file-system token (the last two it passes on to its tasks).
   const tokens: ContainerTokens = {
-    ...(options.secret ? { "am-token": signAmToken(options.secret, { appId, attempt }) } : {}),
+    ...(options.secret
+      ? {
+          "am-token": signAmToken(options.secret, { appId, attempt }),
+          "shuffle-token": signShuffleToken(options.secret, appId),
+        }
+      : {}),
     ...(app.record.dfsToken ? { "dfs-token": app.record.dfsToken } : {}),
   };
   const client = deps.nodes.client(container.nmAddress);

@@ -43,7 +43,7 @@ export interface ResourceManagerOptions {
   advertiseHost: string;
   /** Directory of the LevelDB state store and the staging area. Required. */
   dataDir: string;
-  /** Where job managers keep their jobs' intermediate data. @default `<dataDir>/staging` */
+  /** Where the jobs' DAG files and their job managers' recovery journals are kept. @default `<dataDir>/staging` */
   stagingDir: string;
   /** A node that has not heartbeated for this long is lost. @default 10000 */
   nodeExpiryMs: number;

@@ -10,7 +10,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const DAEMONS = ["resourcemanager", "nodemanager", "jobmanager", "namenode", "datanode"];
-const LIBRARIES = ["common", "client", "proto"];
+const LIBRARIES = ["common", "client", "proto", "task"];
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const SOURCE_DIRS = [...DAEMONS, ...LIBRARIES, "cli", "localcluster", "labs", "sim", "bench", "soak", "examples"];
 /** The folders that may use a daemon only through its index.ts, and what each is called in a message. */
@@ -62,7 +62,7 @@ export function violations(files) {
       const depTop = dep.split("/")[0];
       if (DAEMONS.includes(top) && DAEMONS.includes(depTop) && depTop !== top)
         problems.push(`${path} imports ${dep}: daemons meet only through proto/ and common/`);
-      if ((top === "common" || top === "client") && DAEMONS.includes(depTop))
+      if ((top === "common" || top === "client" || top === "task") && DAEMONS.includes(depTop))
         problems.push(`${path} imports ${dep}: ${top}/ must not depend on a daemon`);
       if (THROUGH_INDEX.has(top) && DAEMONS.includes(depTop) && dep !== `${depTop}/index.ts`)
         problems.push(

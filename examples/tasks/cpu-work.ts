@@ -19,9 +19,7 @@ import { createHash } from "node:crypto";
 import { open, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
-  burnCpu,
   EXIT_INJECTED_FAILURE,
-  fnv1a,
   inputFiles,
   numberOption,
   partFileCount,
@@ -29,8 +27,9 @@ import {
   TaskError,
   taskMain,
   writeFileAtomic,
-} from "./task-env.js";
-import type { TaskArgs } from "./task-env.js";
+} from "../../task/index.js";
+import { burnCpu, fnv1a } from "./example-lib.js";
+import type { TaskArgs } from "../../task/index.js";
 
 async function main({ options, positional, context }: TaskArgs): Promise<void> {
   if (positional.length > 0) throw new TaskError(`unexpected argument ${positional[0]}; see --seconds S`);

@@ -10,8 +10,15 @@
  */
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { numberOption, partFileCount, partitionFileName, TaskError, taskMain, writeFileAtomic } from "./task-env.js";
-import type { TaskArgs } from "./task-env.js";
+import {
+  numberOption,
+  partFileCount,
+  partitionFileName,
+  TaskError,
+  taskMain,
+  writeFileAtomic,
+} from "../../task/index.js";
+import type { TaskArgs } from "../../task/index.js";
 
 /** What a finished hold reports (epoch ms). */
 export interface HoldResult {

@@ -4,8 +4,9 @@
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { TaskInput } from "../../common/task-contract.js";
-import { fnv1a, partitionFileName, TaskError, writeFileAtomic } from "./task-env.js";
+import { inputFiles, partitionFileName, TaskError, writeFileAtomic } from "../../task/index.js";
+import type { TaskInput } from "../../task/index.js";
+import { fnv1a } from "./example-lib.js";
 
 /** The file a word-count stage writes its whole result into (what broadcast and one-to-one consumers read). */
 export const COUNTS_FILE = "counts.tsv";
@@ -39,10 +40,15 @@ export async function addCountsFromFile(file: string, counts: Map<string, number
   }
 }
 
-/** The files of one input holding this task's share: its partition for scatter-gather, else each `counts.tsv`. */
-export function wordcountInputFiles(input: TaskInput, taskIndex: number): string[] {
-  const name = input.edgeType === "scatter-gather" ? partitionFileName(taskIndex) : COUNTS_FILE;
-  return input.paths.map((dir) => join(dir, name));
+/**
+ * The files of one input holding this task's share, fetched from the producers' nodes: its partition for
+ * scatter-gather, else each producer's `counts.tsv`.
+ */
+export function wordcountInputFiles(input: TaskInput, taskIndex: number): Promise<string[]> {
+  return inputFiles(input, taskIndex, {
+    only: (name) =>
+      input.edgeType === "scatter-gather" ? name === partitionFileName(taskIndex) : name === COUNTS_FILE,
+  });
 }
 
 /** `word<TAB>count` lines for `entries`, in the order given. */

@@ -10,9 +10,10 @@
 import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { join } from "node:path";
-import { burnCpu, numberOption, partFileCount, TaskError, taskMain, writeFileAtomic } from "./task-env.js";
-import type { TaskArgs } from "./task-env.js";
-import { isDfsPath, readDfsFile } from "./dfs-io.js";
+import { numberOption, partFileCount, TaskError, taskMain, writeFileAtomic } from "../../task/index.js";
+import { burnCpu } from "./example-lib.js";
+import type { TaskArgs } from "../../task/index.js";
+import { isDfsPath, readDfsFile } from "../../task/index.js";
 import { COUNTS_FILE, formatCounts, sortedByWord, tokenize, writePartitions } from "./wordcount-lib.js";
 
 const CHUNK_BYTES = 64 * 1024;

@@ -6,9 +6,9 @@
  * result is also stored in Harvest's file system)
  */
 import { join } from "node:path";
-import { isDfsPath, writeDfsFile } from "./dfs-io.js";
-import { numberOption, TaskError, taskMain, writeFileAtomic } from "./task-env.js";
-import type { TaskArgs } from "./task-env.js";
+import { isDfsPath, writeDfsFile } from "../../task/index.js";
+import { numberOption, TaskError, taskMain, writeFileAtomic } from "../../task/index.js";
+import type { TaskArgs } from "../../task/index.js";
 import { addCountsFromFile, formatCounts, wordcountInputFiles } from "./wordcount-lib.js";
 
 /** The merged result file. */
@@ -20,7 +20,8 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   const top = numberOption(options, "top", 100);
   if (!Number.isInteger(top)) throw new TaskError(`--top must be a whole number, got ${top}`);
   const ctx = context();
-  const files = ctx.inputs.flatMap((input) => wordcountInputFiles(input, ctx.taskIndex));
+  const files: string[] = [];
+  for (const input of ctx.inputs) files.push(...(await wordcountInputFiles(input, ctx.taskIndex)));
   if (files.length === 0) throw new TaskError("no inputs: the merge needs at least one upstream vertex");
   const counts = new Map<string, number>();
   for (const file of files) await addCountsFromFile(file, counts);

@@ -6,8 +6,9 @@
  * to give the demo's tasks the weight of real batch work)
  */
 import { join } from "node:path";
-import { burnCpu, numberOption, partFileCount, TaskError, taskMain, writeFileAtomic } from "./task-env.js";
-import type { TaskArgs } from "./task-env.js";
+import { numberOption, partFileCount, TaskError, taskMain, writeFileAtomic } from "../../task/index.js";
+import { burnCpu } from "./example-lib.js";
+import type { TaskArgs } from "../../task/index.js";
 import {
   addCountsFromFile,
   COUNTS_FILE,
@@ -21,7 +22,8 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   if (positional.length > 0) throw new TaskError(`takes no positional arguments, got ${positional.join(" ")}`);
   const cpuSeconds = numberOption(options, "cpu-seconds", 0);
   const ctx = context();
-  const files = ctx.inputs.flatMap((input) => wordcountInputFiles(input, ctx.taskIndex));
+  const files: string[] = [];
+  for (const input of ctx.inputs) files.push(...(await wordcountInputFiles(input, ctx.taskIndex)));
   if (files.length === 0) throw new TaskError("no inputs: a reducer needs at least one upstream vertex");
   const counts = new Map<string, number>();
   for (const file of files) await addCountsFromFile(file, counts);

@@ -8,7 +8,7 @@ import { isHarvestError } from "../../common/errors.js";
 import { packageRoot } from "../../common/paths.js";
 import { eventsOfType } from "../../common/events.js";
 import { killContainerLeftovers, readClusterEvents } from "../../localcluster/cluster.js";
-import { cpuVertex, findFiles, startTestCluster, traceSpec, waitForJob } from "./harness.js";
+import { cpuVertex, taskOutputs, startTestCluster, traceSpec, waitForJob } from "./harness.js";
 import type { TestCluster } from "./harness.js";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -37,7 +37,7 @@ describe("a cluster with idle primary tenants", () => {
     ]);
 
     // The merged top 50 equals a direct count of the corpus.
-    const tops = findFiles(join(c.dir, "rm", "staging", appId, "merge"), "top.tsv");
+    const tops = taskOutputs(c.dir, appId, "top.tsv");
     expect(tops).toHaveLength(1);
     const counts = new Map<string, number>();
     const corpus = readFileSync(join(packageRoot(), "examples", "data", "corpus.txt"), "utf8").toLowerCase();

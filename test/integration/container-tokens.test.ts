@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readAll } from "../dfs-read.js";
-import { findFiles, suiteCluster } from "./harness.js";
+import { taskOutputs, suiteCluster } from "./harness.js";
 
 /** A task that reports what it can see of its credentials into its output directory. */
 const PROBE = `
@@ -72,10 +72,16 @@ describe("container credentials", () => {
     const out = (await readAll(dfs, "/tokens/out.tsv")).toString("utf8");
     expect(out.trim().split("\n")).toEqual(["c\t3", "b\t2", "a\t1"]);
 
-    const probes = findFiles(join(c.dir, "rm", "staging", appId, "probe"), "probe.json");
+    const probes = taskOutputs(c.dir, appId, "probe.json");
     expect(probes).toHaveLength(1);
     const probe = JSON.parse(readFileSync(probes[0]!, "utf8")) as Record<string, unknown>;
-    expect(probe).toMatchObject({ mode: 0o600, inWorkDir: true, kinds: ["dfs-token"], leaked: [], argvLeak: false });
+    expect(probe).toMatchObject({
+      mode: 0o600,
+      inWorkDir: true,
+      kinds: ["dfs-token", "shuffle-token"],
+      leaked: [],
+      argvLeak: false,
+    });
     expect(probe["owner"]).toBe(probe["me"]);
   });
 });

@@ -185,6 +185,14 @@ export function findFiles(dir: string, name: string): string[] {
   return out;
 }
 
+/**
+ * The output files named `name` that the tasks of job `appId` left on the servers of the cluster in `dir` (each in
+ * its container's output directory, on its own node).
+ */
+export function taskOutputs(dir: string, appId: string, name: string): string[] {
+  return findFiles(dir, name).filter((p) => p.includes(`/containers/${appId}/`) && p.includes("/output/"));
+}
+
 /** An in-process resource manager and one node manager (real gRPC on loopback, idle primary), for protocol tests. */
 export interface LocalCluster {
   dir: string;

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { JobClient } from "../../client/job-client.js";
 import { issueCertificate } from "../../localcluster/cluster-ca.js";
 import { sumSamples } from "../prom-text.js";
-import { findFiles, suiteCluster } from "./harness.js";
+import { taskOutputs, suiteCluster } from "./harness.js";
 import type { TestCluster } from "./harness.js";
 import { scrape } from "./metrics-scrape.js";
 
@@ -74,7 +74,7 @@ describe("localization", () => {
     await dfs.chmod("/apps/data/b.txt", 0o644);
 
     const seen = (appId: string) =>
-      findFiles(join(c.dir, "rm", "staging", appId, "tool"), "seen.json").map(
+      taskOutputs(c.dir, appId, "seen.json").map(
         (f) => JSON.parse(readFileSync(f, "utf8")) as { version: number; words: string[]; linked: boolean },
       );
 

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containerProcessFile } from "../../common/container-leftovers.js";
 import { lookupAccount } from "../../nodemanager/run-as.js";
-import { cpuVertex, findFiles, startTestCluster } from "../integration/harness.js";
+import { cpuVertex, startTestCluster, taskOutputs } from "../integration/harness.js";
 import type { TestCluster } from "../integration/harness.js";
 
 const asRoot = process.getuid?.() === 0;
@@ -40,7 +40,7 @@ describe.skipIf(!asRoot)("a cluster whose node managers run as root", () => {
     expect(r.outcome, r.diagnostics).toBe("JOB_SUCCEEDED");
 
     const jobDir = join(c.dir, "rm", "staging", appId);
-    const uids = findFiles(join(jobDir, "who"), "uid").map((f) => Number(readFileSync(f, "utf8")));
+    const uids = taskOutputs(c.dir, appId, "uid").map((f) => Number(readFileSync(f, "utf8")));
     expect(uids).toEqual([nobody.uid, nobody.uid]);
     // The job's staging directory and the job manager's journal are the account's; nobody else may read them.
     const st = statSync(jobDir);
@@ -92,7 +92,7 @@ describe.skipIf(!asRoot)("a cluster whose node managers run as root", () => {
     expect(failed.taskContainers?.failed).toBe(4);
     expect(failed.diagnostics).toContain("grab[0] failed 4 times");
     expect(existsSync(join(rootOnly, "pwned"))).toBe(false);
-    for (const f of findFiles(join(c.dir, "rm", "staging", doomed), "shadow"))
+    for (const f of taskOutputs(c.dir, doomed, "shadow"))
       expect(readFileSync(f, "utf8"), f).toBe("");
 
     const next = await c.client.submit(JSON.stringify({ name: "after", vertices: [cpuVertex("ok", 2)] }));

@@ -364,10 +364,10 @@ describe("graph helpers", () => {
     );
     const dir = (v: string, i: number): string => `/o/${v}/${i}`;
     expect(taskInputs(dag, "r", 1, dir)).toEqual([
-      { vertex: "m", edgeType: "scatter-gather", paths: ["/o/m/0", "/o/m/1", "/o/m/2"] },
-      { vertex: "side", edgeType: "broadcast", paths: ["/o/side/0", "/o/side/1"] },
+      { vertex: "m", edgeType: "scatter-gather", sources: ["/o/m/0", "/o/m/1", "/o/m/2"] },
+      { vertex: "side", edgeType: "broadcast", sources: ["/o/side/0", "/o/side/1"] },
     ]);
-    expect(taskInputs(dag, "out", 1, dir)).toEqual([{ vertex: "r", edgeType: "one-to-one", paths: ["/o/r/1"] }]);
+    expect(taskInputs(dag, "out", 1, dir)).toEqual([{ vertex: "r", edgeType: "one-to-one", sources: ["/o/r/1"] }]);
     expect(taskOutputs(dag, "m")).toEqual([{ vertex: "r", edgeType: "scatter-gather", partitions: 2 }]);
   });
 });

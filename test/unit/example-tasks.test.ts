@@ -128,7 +128,7 @@ describe("the word-count example tasks", () => {
   it("exit non-zero with a clear message when a partition is missing or the environment is not set", async () => {
     const empty = join(work, "empty-map");
     mkdirSync(empty, { recursive: true });
-    const inputs: TaskInput[] = [{ vertex: "map", edgeType: "scatter-gather", paths: [empty] }];
+    const inputs: TaskInput[] = [{ vertex: "map", edgeType: "scatter-gather", sources: [empty] }];
     const reduce = await runTask("wordcount-reduce.ts", [], taskEnv("reduce", 0, join(work, "bad-reduce"), inputs, []));
     expect(reduce.code).toBe(2);
     expect(reduce.stderr).toMatch(/^wordcount-reduce: cannot read input .*part-0/);
@@ -158,7 +158,7 @@ describe("the cpu-work example task", () => {
       "transform",
       1,
       join(out, "transform", "1"),
-      [{ vertex: "extract", edgeType: "scatter-gather", paths: [producer] }],
+      [{ vertex: "extract", edgeType: "scatter-gather", sources: [producer] }],
       [{ vertex: "load", edgeType: "one-to-one", partitions: 2 }],
     );
     const args = ["--seconds", "0", "--fail-once-marker", marker];

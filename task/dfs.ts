@@ -4,8 +4,8 @@
  * The namenode's address comes from HARVEST_NN_ADDRESS, which the node manager sets in every container; on a secure
  * cluster the task trusts HARVEST_CA and acts as the job's submitter with the token in HARVEST_TOKEN_FILE.
  */
-import type { DfsClient } from "../../client/dfs-client.js";
-import { TaskError } from "./task-env.js";
+import type { DfsClient } from "../client/dfs-client.js";
+import { TaskError } from "./context.js";
 
 /** The prefix that marks a path in Harvest's file system. */
 export const DFS_PREFIX = "dfs:";
@@ -15,12 +15,18 @@ export function isDfsPath(arg: string): boolean {
   return arg.startsWith(DFS_PREFIX);
 }
 
-async function client(): Promise<DfsClient> {
+/**
+ * A client of the cluster's file system acting as the job's submitter (with the job's DFS token): the caller closes
+ * it. For files the `dfs:` helpers below do not cover (streams, listings, renames).
+ */
+export async function dfsClient(): Promise<DfsClient> {
   if (!process.env["HARVEST_NN_ADDRESS"])
     throw new TaskError("a dfs: path needs HARVEST_NN_ADDRESS (the cluster runs no namenode?)");
-  const lib = await import("../../client/dfs-client.js");
+  const lib = await import("../client/dfs-client.js");
   return lib.DfsClient.fromTaskEnv();
 }
+
+const client = dfsClient;
 
 /** The whole content of `dfs:/path`. */
 export async function readDfsFile(arg: string): Promise<Buffer> {

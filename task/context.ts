@@ -1,17 +1,12 @@
 /**
- * What the example task programs share: reading the container environment the job manager sets (common/dag-spec.ts,
- * TASK_ENV), locating input files along each edge type, writing output files atomically, and failing with a clear
- * message and exit code.
- *
- * Tasks import from common/ only its task contract (common/task-contract.ts), which loads nothing else: the daemons'
- * modules pull in gRPC, which a small task should not pay for at every start.
+ * A task's side of the task contract (common/task-contract.ts): its environment read and checked, its command-line
+ * options, its output files written atomically, and failing with a clear message and exit code. Part of `harvest/task`
+ * (index.ts); it loads nothing but Node's own modules and the contract, so a small task starts fast.
  */
-import { createHash } from "node:crypto";
-import { setImmediate as yieldToEventLoop } from "node:timers/promises";
-import { readdir, rename, writeFile } from "node:fs/promises";
+import { rename, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { EDGE_TYPES, partitionFileName, TASK_ENV } from "../../common/task-contract.js";
-import type { TaskInput, TaskOutput } from "../../common/task-contract.js";
+import { EDGE_TYPES, partitionFileName, TASK_ENV } from "../common/task-contract.js";
+import type { TaskInput, TaskOutput } from "../common/task-contract.js";
 
 export { partitionFileName, TASK_ENV };
 
@@ -50,11 +45,11 @@ export function readTaskContext(env: NodeJS.ProcessEnv = process.env): TaskConte
   const inputs = jsonArray(env[TASK_ENV.inputs] ?? "[]", TASK_ENV.inputs).map((raw, i) => {
     const at = `${TASK_ENV.inputs}[${i}]`;
     const entry = asRecord(raw, at);
-    const paths = entry["paths"];
-    if (!Array.isArray(paths) || !paths.every((p) => typeof p === "string")) {
-      throw new TaskError(`${at}.paths must be an array of directory paths`);
+    const sources = entry["sources"];
+    if (!Array.isArray(sources) || !sources.every((p) => typeof p === "string")) {
+      throw new TaskError(`${at}.sources must be an array of output locations`);
     }
-    return { vertex: stringField(entry, "vertex", at), edgeType: edgeType(entry, at), paths };
+    return { vertex: stringField(entry, "vertex", at), edgeType: edgeType(entry, at), sources };
   });
   const outputs = jsonArray(env[TASK_ENV.outputs] ?? "[]", TASK_ENV.outputs).map((raw, i) => {
     const at = `${TASK_ENV.outputs}[${i}]`;
@@ -93,33 +88,6 @@ export function partFileCount(outputs: TaskOutput[]): number {
   return outputs.some((o) => o.edgeType === "scatter-gather") ? scatterPartitions(outputs) : 0;
 }
 
-/**
- * The input files of this task for one upstream vertex: `part-<taskIndex>` of every producer for scatter-gather,
- * every regular file of every producer for broadcast and one-to-one (hidden files, e.g. temporaries, are skipped).
- * A missing partition file is a TaskError: the producer succeeded, so it must have written it.
- */
-export async function inputFiles(input: TaskInput, taskIndex: number): Promise<string[]> {
-  if (input.edgeType === "one-to-one" && input.paths.length !== 1) {
-    throw new TaskError(`one-to-one input from ${input.vertex} must have exactly one path, got ${input.paths.length}`);
-  }
-  const files: string[] = [];
-  for (const dir of input.paths) {
-    if (input.edgeType === "scatter-gather") {
-      files.push(join(dir, partitionFileName(taskIndex)));
-      continue;
-    }
-    let entries;
-    try {
-      entries = await readdir(dir, { withFileTypes: true });
-    } catch (err) {
-      throw new TaskError(`cannot list input directory ${dir} of ${input.vertex}: ${(err as Error).message}`);
-    }
-    const names = entries.filter((e) => e.isFile() && !e.name.startsWith(".")).map((e) => e.name);
-    files.push(...names.sort().map((n) => join(dir, n)));
-  }
-  return files;
-}
-
 /** Writes `data` to `path` through a hidden temporary and a rename, so a consumer never sees half a file. */
 export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
   const tmp = join(path, "..", `.${basename(path)}.tmp`);
@@ -129,17 +97,26 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array): 
 
 /** Runs a task's main: exit 0 when it resolves, else the message on stderr and the TaskError's exit code (1 if other). */
 export function runTask(program: string, main: () => Promise<void>): void {
-  main().then(
-    () => {
-      process.exitCode = 0;
-    },
-    (err: unknown) => {
-      const code = err instanceof TaskError ? err.exitCode : 1;
-      const message = err instanceof Error ? err.message : String(err);
-      process.stderr.write(`${program}: ${message}\n`);
-      process.exitCode = code;
-    },
-  );
+  main()
+    .then(
+      () => {
+        process.exitCode = 0;
+      },
+      (err: unknown) => {
+        const code = err instanceof TaskError ? err.exitCode : 1;
+        const message = err instanceof Error ? err.message : String(err);
+        process.stderr.write(`${program}: ${message}\n`);
+        process.exitCode = code;
+      },
+    )
+    .finally(() => Promise.allSettled([...endHooks].map((hook) => hook())));
+}
+
+const endHooks = new Set<() => Promise<void> | void>();
+
+/** Runs `hook` when the task's main has ended, whichever way (closing the connections a task opened, so it exits). */
+export function atTaskEnd(hook: () => Promise<void> | void): void {
+  endHooks.add(hook);
 }
 
 /** What a task program's main is given: its options and positional arguments, and its task environment. */
@@ -194,16 +171,6 @@ export function numberOption(options: Map<string, string>, name: string, fallbac
   return value;
 }
 
-/** 32-bit FNV-1a of a string's UTF-16 code units: a stable hash for partitioning keys. */
-export function fnv1a(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
-
 function required(env: NodeJS.ProcessEnv, name: string): string {
   const value = env[name];
   if (value === undefined || value === "") {
@@ -248,27 +215,4 @@ function edgeType(entry: Record<string, unknown>, at: string): TaskInput["edgeTy
     throw new TaskError(`${at}.edgeType must be one of ${EDGE_TYPES.join(", ")}, got ${JSON.stringify(value)}`);
   }
   return value as TaskInput["edgeType"];
-}
-
-/** CPU time burnt between checks of process.cpuUsage(), in microseconds. */
-const SLICE_US = 10_000;
-
-/** Burns at least `targetUs` of this process's CPU time, yielding to the event loop between slices. */
-export async function burnCpu(targetUs: number): Promise<number> {
-  const start = process.cpuUsage();
-  let block = Buffer.alloc(64, 1);
-  for (;;) {
-    const used = process.cpuUsage(start);
-    const burnt = used.user + used.system;
-    if (burnt >= targetUs) return burnt;
-    const sliceEnd = burnt + Math.min(SLICE_US, targetUs - burnt);
-    // Hashing is real work the optimizer cannot drop; check the clock every few hundred rounds.
-    for (;;) {
-      for (let i = 0; i < 200; i++) block = createHash("sha256").update(block).digest();
-      const now = process.cpuUsage(start);
-      if (now.user + now.system >= sliceEnd) break;
-    }
-    // Yielding keeps signals and timers serviced while burning.
-    await yieldToEventLoop();
-  }
 }
