@@ -92,8 +92,7 @@ describe.skipIf(!asRoot)("a cluster whose node managers run as root", () => {
     expect(failed.taskContainers?.failed).toBe(4);
     expect(failed.diagnostics).toContain("grab[0] failed 4 times");
     expect(existsSync(join(rootOnly, "pwned"))).toBe(false);
-    for (const f of taskOutputs(c.dir, doomed, "shadow"))
-      expect(readFileSync(f, "utf8"), f).toBe("");
+    for (const f of taskOutputs(c.dir, doomed, "shadow")) expect(readFileSync(f, "utf8"), f).toBe("");
 
     const next = await c.client.submit(JSON.stringify({ name: "after", vertices: [cpuVertex("ok", 2)] }));
     const ok = await c.client.waitForCompletion(next, undefined, 200);
