@@ -486,13 +486,11 @@ export class NameNode extends ServingDaemon {
   /** Forgets cancellations of tokens that have expired since (they are refused as expired now). */
   private pruneCancelledTokens(): void {
     if (!this.lifecycle.running) return;
-    this.cancelledTokens
-      .prune(this.clock.nowMs())
-      .catch((err: unknown) =>
-        this.log.warn("cannot forget expired cancelled delegation tokens; will try again", {
-          error: errorMessage(err),
-        }),
-      );
+    this.cancelledTokens.prune(this.clock.nowMs()).catch((err: unknown) =>
+      this.log.warn("cannot forget expired cancelled delegation tokens; will try again", {
+        error: errorMessage(err),
+      }),
+    );
   }
 
   private onPlacementDegraded(reason: string): void {
