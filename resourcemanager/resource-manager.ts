@@ -312,6 +312,7 @@ export class ResourceManager extends ServingDaemon {
         FinishApplicationMaster: ["am-token"],
       })
       .allow(proto.ApplicationClientService.service, {
+        GetNewApplication: ["user", "admin"],
         SubmitApplication: ["user", "admin"],
         GetApplication: ANY_CERTIFICATE,
         ListApplications: ANY_CERTIFICATE,
@@ -356,10 +357,11 @@ export class ResourceManager extends ServingDaemon {
       ),
     });
     this.server.addService(proto.ApplicationClientService.service, {
-      SubmitApplication: unary((req: { dagJson: string; user: string; dfsToken: string }, c) => {
+      GetNewApplication: unary((_req, c) => this.apps.reserveAppId(gate.principal(c).name)),
+      SubmitApplication: unary((req: { dagJson: string; user: string; dfsToken: string; appId: string }, c) => {
         // With TLS the submitter is the certificate's name, whatever the request claims.
         const who = gate.principal(c, req.user);
-        return this.apps.submit(req.dagJson, who.name, req.dfsToken);
+        return this.apps.submit(req.dagJson, who.name, req.dfsToken, req.appId);
       }),
       GetApplication: unary((req: { appId: string }) => this.apps.report(this.apps.getApp(req.appId))),
       ListApplications: unary((req: { states: string[] }) => this.apps.list(req.states)),
