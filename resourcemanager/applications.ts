@@ -789,8 +789,14 @@ export class Applications {
       this.deps.demand.observe(app.record.name, history.meanDemandMilli);
       this.deps.lifetimes.observeJob(app.record.name, history.durationMs);
     }
+    // The job's delegation token is of no more use to it (no attempt starts after its end): it leaves the record, and
+    // is stored with the end as one to cancel at the namenode, so that a restart still cancels it.
+    const dfsToken = app.record.dfsToken ?? "";
+    delete app.record.dfsToken;
+    const toCancel = this.deps.dfsTokens.enabled ? dfsToken : "";
     // Durable before anyone is told.
-    await store.finishApp(app.record, history);
+    await store.finishApp(app.record, history, toCancel);
+    if (toCancel) this.deps.dfsTokens.cancel(app.record.appId, toCancel);
     this.deps.observer?.finished(app.record.appId, state, outcome);
     await this.evictCompleted();
     const keepAm = state !== "KILLED" && app.amContainerId !== undefined;

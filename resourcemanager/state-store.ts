@@ -1,7 +1,8 @@
 /**
  * The resource manager's durable state in LevelDB: applications (written before the client is answered), finished-job
- * history, the id counters and the application ids reserved for submissions to come, and the power-domain tree set
- * through the admin API. A restarted resource manager reads it back.
+ * history, the id counters and the application ids reserved for submissions to come, the delegation tokens of ended
+ * jobs still to cancel at the namenode, and the power-domain tree set through the admin API. A restarted resource
+ * manager reads it back.
  */
 import { Level } from "level";
 import type { JobOutcome } from "./types.js";
@@ -167,13 +168,30 @@ export class RmStateStore {
     return out.sort((a, b) => a.seq - b.seq);
   }
 
-  /** Writes the finished application and its history entry atomically. */
-  async finishApp(app: AppRecord, history: HistoryRecord): Promise<void> {
+  /**
+   * Writes the finished application and its history entry atomically, and with them the job's delegation token to
+   * cancel at the namenode (`tokenToCancel`; `pendingTokenCancels` reads those not yet done back).
+   */
+  async finishApp(app: AppRecord, history: HistoryRecord, tokenToCancel = ""): Promise<void> {
     const ops: { type: "put"; key: string; value: unknown }[] = [
       { type: "put", key: `app!${app.appId}`, value: app },
       { type: "put", key: `hist!${String(history.finishMs).padStart(15, "0")}!${history.appId}`, value: history },
     ];
+    if (tokenToCancel) ops.push({ type: "put", key: `tokencancel!${app.appId}`, value: tokenToCancel });
     await this.db.batch(ops, DURABLE);
+  }
+
+  /** The delegation tokens of ended jobs not yet cancelled at the namenode (secrets, like `AppRecord.dfsToken`). */
+  async pendingTokenCancels(): Promise<{ appId: string; token: string }[]> {
+    const out: { appId: string; token: string }[] = [];
+    for await (const [key, value] of this.db.iterator({ gt: "tokencancel!", lt: "tokencancel!\xff" }))
+      out.push({ appId: key.slice("tokencancel!".length), token: value as string });
+    return out;
+  }
+
+  /** The job's delegation token is cancelled (or was gone): no longer to do. */
+  async tokenCancelled(appId: string): Promise<void> {
+    await this.db.del(`tokencancel!${appId}`, DURABLE);
   }
 
   async deleteApps(appIds: string[]): Promise<void> {
