@@ -2,7 +2,8 @@
  * A job's file-system token is the job's own: the client reserves the job's application id, the namenode writes that
  * id into the delegation token, and the resource manager cancels the token when the job ends (finished or killed,
  * also before its job manager ran), so that nothing acts as the submitter with it afterwards, across a namenode
- * restart too. Another job's token is untouched. Submissions may use only ids reserved by the same user and not yet
+ * restart too; one it could not cancel (the namenode down) it cancels after its own restart. Another job's token is
+ * untouched. Whoever holds a token may cancel it. Submissions may use only ids reserved by the same user and not yet
  * used.
  */
 import { readFileSync, writeFileSync } from "node:fs";
@@ -14,7 +15,7 @@ import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import type { ClientSecurity } from "../../common/grpc.js";
 import { formatAppId, parseAppId } from "../../common/ids.js";
 import { issueCertificate } from "../../localcluster/cluster-ca.js";
-import { restartDaemon } from "../../localcluster/cluster.js";
+import { readCluster, restartDaemon } from "../../localcluster/cluster.js";
 import type { ApplicationClientServiceClient } from "../../proto/generated/harvest/v1/ApplicationClientService.js";
 import type { ClientNamenodeClient } from "../../proto/generated/harvest/v1/ClientNamenode.js";
 import { codeOf } from "../error-code.js";
@@ -76,6 +77,22 @@ describe("a job's delegation token", () => {
       },
       { what: `the token file of ${appId}'s probe`, timeoutMs: 60_000, intervalMs: 200 },
     );
+  /** Kills a daemon of the cluster (as it is recorded now: restarts change pids) and waits until it is gone. */
+  const killDaemon = async (name: "rm" | "nn"): Promise<void> => {
+    const pid = name === "rm" ? readCluster(c.dir).rm.pid : readCluster(c.dir).nn!.pid;
+    process.kill(pid, "SIGKILL");
+    await waitFor(
+      () => {
+        try {
+          process.kill(pid, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      { what: `the killed ${name} to be gone` },
+    );
+  };
   const refusedSoon = (token: string, what: string): Promise<string> =>
     waitFor(async () => ((await withToken(token)) === "UNAUTHENTICATED" ? "UNAUTHENTICATED" : undefined), {
       what,
@@ -173,19 +190,7 @@ describe("a job's delegation token", () => {
 
   it("stays refused after the namenode restarts, while a new token works", async () => {
     expect(finishedToken, "the first test ran").not.toBe("");
-    const nn = c.desc.nn!;
-    process.kill(nn.pid, "SIGKILL");
-    await waitFor(
-      () => {
-        try {
-          process.kill(nn.pid, 0);
-          return false;
-        } catch {
-          return true;
-        }
-      },
-      { what: "the killed namenode to be gone" },
-    );
+    await killDaemon("nn");
     await restartDaemon(c.dir, "nn");
     const admin = nnAs("admin");
     const fresh = (await call(admin, admin.getDelegationToken, { lifetimeMs: 0, job: formatAppId(1, 1) })).token;
@@ -216,6 +221,24 @@ describe("a job's delegation token", () => {
     expect(await codeOf(call(alice, alice.getDelegationToken, { lifetimeMs: 0, job: "../etc" }))).toBe(
       "INVALID_ARGUMENT",
     );
+  });
+  it("is cancelled by the restarted resource manager when the job ended while the namenode was down", async () => {
+    const rm = rmAs("alice");
+    const nn = nnAs("alice");
+    const { appId } = await call(rm, rm.getNewApplication, {});
+    const { token } = await call(nn, nn.getDelegationToken, { lifetimeMs: 0, job: appId });
+    const dag = JSON.stringify({ name: "ends-unseen", vertices: [cpuVertex("v", 1, { holdSeconds: 60 })] });
+    await call(rm, rm.submitApplication, { dagJson: dag, user: "", dfsToken: token, appId });
+    await killDaemon("nn");
+    // The kill is answered once the job's end, and the token to cancel with it, are stored; the resource manager's
+    // first try fails at once (no namenode), and it is gone before its next.
+    await call(rm, rm.killApplication, { appId });
+    await killDaemon("rm");
+    await restartDaemon(c.dir, "nn");
+    expect(await withToken(token), "nothing cancelled it yet").toBe("OK");
+    await restartDaemon(c.dir, "rm");
+    expect(await refusedSoon(token, `${appId}'s token to be refused after the restarts`)).toBe("UNAUTHENTICATED");
+    expect((await c.client.status(appId)).state).toBe("KILLED");
   });
 });
 
