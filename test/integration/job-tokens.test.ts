@@ -217,6 +217,9 @@ describe("a job's delegation token", () => {
       expect(await codeOf(call(alice, alice.cancelDelegationToken, { token: bad })), bad).toBe(
         "DELEGATION_TOKEN_INVALID",
       );
+    const expired = (await call(alice, alice.getDelegationToken, { lifetimeMs: 1, job: "" })).token;
+    await waitFor(async () => (await withToken(expired)) === "UNAUTHENTICATED", { what: "a 1 ms token to expire" });
+    expect(await codeOf(call(alice, alice.cancelDelegationToken, { token: expired }))).toBe("DELEGATION_TOKEN_INVALID");
     // A token names an application id or nothing.
     expect(await codeOf(call(alice, alice.getDelegationToken, { lifetimeMs: 0, job: "../etc" }))).toBe(
       "INVALID_ARGUMENT",
