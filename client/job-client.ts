@@ -13,6 +13,7 @@ import type { ApplicationClientServiceClient } from "../proto/generated/harvest/
 import type { ApplicationReportOutput } from "../proto/generated/harvest/v1/ApplicationReport.js";
 import type { JobHistoryEntryOutput } from "../proto/generated/harvest/v1/JobHistoryEntry.js";
 import type { NodeReportOutput } from "../proto/generated/harvest/v1/NodeReport.js";
+import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
 import type { ContainerManagerClient } from "../proto/generated/harvest/v1/ContainerManager.js";
 
 /** A job's status as the resource manager reports it. */
@@ -33,8 +34,8 @@ export interface JobClientOptions {
   /** TLS and this user's certificate (a secure cluster); undefined: plaintext. */
   security?: ClientSecurity;
   /**
-   * The namenode: with a certificate, `submit` asks it for a delegation token the job's tasks act on the file
-   * system with, as the submitter. Empty: the job's tasks get none.
+   * The namenode: with a certificate, `submit` asks it for a delegation token naming the job, which the job's tasks
+   * act on the file system with, as the submitter. Empty: the job's tasks get none.
    */
   nnAddress?: string;
   /**
@@ -96,23 +97,27 @@ export class JobClient {
   /**
    * Submits a DAG job (the JSON text of a DAG file); resolves to the application id once it is durably accepted. On
    * a secure cluster the submitter is this client's certificate (`user` is ignored), and the job carries a delegation
-   * token of the namenode, so that its tasks read and write files as the submitter.
+   * token of the namenode naming it, so that its tasks read and write files as the submitter until the job ends (the
+   * resource manager cancels the token then): the client reserves the job's id first, asks for the token, and submits
+   * with that id.
    */
   async submit(dagJson: string, user = process.env["USER"] ?? "unknown"): Promise<string> {
-    const dfsToken = await this.delegationToken();
-    const res = await call(this.rm, this.rm.submitApplication, { dagJson, user, dfsToken });
-    return res.appId;
-  }
-
-  private async delegationToken(): Promise<string> {
-    const { security, nnAddress } = this.options;
-    if (!security?.cert || !nnAddress) return "";
-    const nn = makeClient(loadHarvestProto().ClientNamenode, nnAddress, security);
+    const nn = this.namenodeForTokens();
+    if (!nn) return (await call(this.rm, this.rm.submitApplication, { dagJson, user, dfsToken: "", appId: "" })).appId;
     try {
-      return (await call(nn, nn.getDelegationToken, { lifetimeMs: 0 })).token;
+      const { appId } = await call(this.rm, this.rm.getNewApplication, {});
+      const { token: dfsToken } = await call(nn, nn.getDelegationToken, { lifetimeMs: 0, job: appId });
+      return (await call(this.rm, this.rm.submitApplication, { dagJson, user, dfsToken, appId })).appId;
     } finally {
       nn.close();
     }
+  }
+
+  /** A client of the namenode that issues the jobs' delegation tokens: only with a certificate and `nnAddress`. */
+  private namenodeForTokens(): ClientNamenodeClient | undefined {
+    const { security, nnAddress } = this.options;
+    if (!security?.cert || !nnAddress) return undefined;
+    return makeClient(loadHarvestProto().ClientNamenode, nnAddress, security);
   }
 
   status(appId: string): Promise<JobReport> {

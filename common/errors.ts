@@ -23,6 +23,9 @@ export const ERROR_CODES = {
   // Things that do not exist.
   APP_NOT_FOUND: GrpcStatus.NOT_FOUND,
   APP_ATTEMPT_UNKNOWN: GrpcStatus.FAILED_PRECONDITION,
+  // A submission named an application id that is not one this resource manager reserved for the caller and that no
+  // job has used yet (GetNewApplication hands them out).
+  APP_ID_INVALID: GrpcStatus.INVALID_ARGUMENT,
   // An application event its state does not accept (resourcemanager/app-state.ts): a bug or a stale job manager.
   APP_INVALID_TRANSITION: GrpcStatus.FAILED_PRECONDITION,
   // An event another state machine (attempt, container, node, job-manager task) does not accept in its state: a bug.
@@ -90,6 +93,8 @@ export const ERROR_CODES = {
   // Who is calling, and whether they may.
   UNAUTHENTICATED: GrpcStatus.UNAUTHENTICATED,
   PERMISSION_DENIED: GrpcStatus.PERMISSION_DENIED,
+  // A delegation token to cancel that the namenode did not issue, or that has expired: there is nothing to cancel.
+  DELEGATION_TOKEN_INVALID: GrpcStatus.INVALID_ARGUMENT,
   CA_EXISTS: GrpcStatus.ALREADY_EXISTS,
   CA_NOT_FOUND: GrpcStatus.NOT_FOUND,
   // The web server has no page, API resource or asset at that path.
@@ -155,6 +160,8 @@ export interface ErrorDetails {
   CONFIG_INVALID: FieldDetails & { file?: string; spec?: string; dir?: string; line?: string; reason?: string };
   APP_NOT_FOUND: { appId?: string };
   APP_ATTEMPT_UNKNOWN: { appId?: string };
+  /** `reason`: "malformed", "not-reserved" (never, or its reservation lapsed), "used", "reserved-by-another-user". */
+  APP_ID_INVALID: { appId?: string; reason?: string };
   APP_INVALID_TRANSITION: TransitionDetails;
   STATE_INVALID_TRANSITION: TransitionDetails & {
     /** Which state machine refused (`attempt`, `container`, `node`, `task`). */
@@ -221,6 +228,7 @@ export interface ErrorDetails {
   LOCAL_FILE_EXISTS: FieldDetails & { path?: string };
   UNAUTHENTICATED: NoDetails;
   PERMISSION_DENIED: { identity?: string; role?: string; action?: string };
+  DELEGATION_TOKEN_INVALID: NoDetails;
   CA_EXISTS: NoDetails;
   CA_NOT_FOUND: NoDetails;
   WEB_NOT_FOUND: NoDetails;

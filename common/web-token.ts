@@ -51,7 +51,9 @@ export class WebTokens {
     if (who.via === "claim") return { token: "", owner: who.name, role: who.role, expiresMs: 0, url };
     if (who.via !== "certificate")
       throw new HarvestError("PERMISSION_DENIED", "a web token is issued only to a caller with a certificate");
-    const { token, expiresMs } = this.tokens.issue(who.name, this.clock.nowMs(), Math.max(0, lifetimeMs), who.role);
+    const { token, expiresMs } = this.tokens.issue(who.name, this.clock.nowMs(), Math.max(0, lifetimeMs), {
+      role: who.role,
+    });
     return { token, owner: who.name, role: who.role, expiresMs, url };
   }
 }

@@ -142,10 +142,14 @@ class Scenario {
       dirMode: 0o711,
     });
     const master = { host: "0.0.0.0", advertiseHost: lab.ipOf(MASTER), port: 0, tls: tls.daemons[MASTER] };
+    // The resource manager cancels jobs' delegation tokens at the namenode, which starts after it: the namenode's port
+    // is fixed (the master's network namespace is its own, so it is free).
+    const nnPort = 8020;
     const rm = await lab.startDaemon(MASTER, "resourcemanager", {
       dataDir: join(runDir, MASTER, "rm"),
       nodeExpiryMs: this.opts.nodeExpiryMs ?? 4_000,
       secret,
+      nnAddress: `${lab.ipOf(MASTER)}:${nnPort}`,
       ...master,
     });
     const nn = await lab.startDaemon(MASTER, "namenode", {
@@ -153,6 +157,7 @@ class Scenario {
       datanodeExpiryMs: this.opts.datanodeExpiryMs ?? 6_000,
       rmAddress: rm.address,
       ...master,
+      port: nnPort,
     });
     writeJson(this.result.clientConfig, { rmAddress: rm.address, nnAddress: nn.address, ...tls.admin });
     await Promise.all(

@@ -6,6 +6,8 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, openSync, closeSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { killContainerLeftovers as killRecordedContainers, processStartTime } from "../common/container-leftovers.js";
@@ -198,12 +200,20 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
   const admin = security?.admin;
   try {
     // The resource manager first (the namenode reads tenants from it), then the namenode, then every server's daemons
-    // (in parallel).
+    // (in parallel). The resource manager cancels jobs' delegation tokens at the namenode: the namenode's port is
+    // chosen before either starts.
+    const nnPort = withStorage ? Number(opts.nn?.["port"] ?? 0) || (await freeLoopbackPort()) : 0;
     const rm = await launchDaemon(
       dir,
       "rm",
       "resourcemanager",
-      { ...localFor("rm"), dataDir: join(dir, "rm"), secret, ...opts.rm },
+      {
+        ...localFor("rm"),
+        dataDir: join(dir, "rm"),
+        secret,
+        ...(withStorage ? { nnAddress: `${loopback.advertiseHost}:${nnPort}` } : {}),
+        ...opts.rm,
+      },
       opts.startTimeoutMs,
     );
     started.push(rm);
@@ -212,7 +222,7 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
           dir,
           "nn",
           "namenode",
-          { ...localFor("nn"), dataDir: join(dir, "nn"), rmAddress: rm.address, ...opts.nn },
+          { ...localFor("nn"), port: nnPort, dataDir: join(dir, "nn"), rmAddress: rm.address, ...opts.nn },
           opts.startTimeoutMs,
         )
       : undefined;
@@ -338,6 +348,18 @@ function writeAtomic(file: string, text: string): void {
 
 function writeDescriptor(c: ClusterDescriptor): void {
   writeAtomic(join(c.dir, "cluster.json"), JSON.stringify(c, null, 2) + "\n");
+}
+
+/** A loopback port free now (the kernel's pick for port 0), for a daemon whose address another needs before it starts. */
+async function freeLoopbackPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }
 
 /** The port of a `host:port` address. */

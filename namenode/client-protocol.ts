@@ -12,6 +12,7 @@ import { isValidIdentityName } from "../common/tls.js";
 import { requireAccess } from "../common/auth.js";
 import type { CallContext, Gate, Principal } from "../common/auth.js";
 import type { DelegationTokens } from "../common/delegation-token.js";
+import { parseAppId } from "../common/ids.js";
 import { unary, undecodable } from "../common/grpc.js";
 import type { Logger } from "../common/log.js";
 import type { SeededRng } from "../common/rng.js";
@@ -29,6 +30,7 @@ import type { NamespaceCallOutput } from "../proto/generated/harvest/v1/Namespac
 import type { NamespaceResult } from "../proto/generated/harvest/v1/NamespaceResult.js";
 import type { ReportBadBlocksRequestOutput } from "../proto/generated/harvest/v1/ReportBadBlocksRequest.js";
 import type { BlockManager } from "./block-manager.js";
+import type { CancelledTokens } from "./cancelled-tokens.js";
 import type { DatanodeEntry } from "./datanode-entry.js";
 import type { DatanodeTracker } from "./datanode-tracker.js";
 import { fsckReport } from "./health.js";
@@ -73,6 +75,8 @@ export interface ClientProtocolHost {
   safeMode: SafeMode;
   /** Issues delegation tokens (secure namenodes only, once started). */
   delegation(): DelegationTokens | undefined;
+  /** The delegation tokens cancelled before they expired (durable). */
+  cancelledTokens: CancelledTokens;
   /** Issues web tokens (secure namenodes only, once started). */
   webTokens(): WebTokens | undefined;
   /** Base URL of the web UI (once started). */
@@ -189,14 +193,17 @@ export class ClientProtocol {
       Fsck: unary((req: { path: string }) => this.fsck(req.path || "/")),
       GetDatanodes: unary(() => ({ datanodes: this.tracker.datanodeReports() })),
       GetSafeMode: unary(() => this.safeMode.status()),
-      GetDelegationToken: unary((req: { lifetimeMs: number }, c) => {
+      GetDelegationToken: unary((req: { lifetimeMs: number; job: string }, c) => {
+        // The job becomes part of the token and of logs: an application id or nothing.
+        if (req.job) parseAppId(req.job);
         const delegation = this.host.delegation();
         if (!delegation) return { token: "", owner: "", expiresMs: 0 };
         const owner = this.gate.principal(c).name;
-        const issued = delegation.issue(owner, this.clock.nowMs(), req.lifetimeMs);
-        this.log.info("delegation token issued", { owner, expiresMs: issued.expiresMs });
+        const issued = delegation.issue(owner, this.clock.nowMs(), req.lifetimeMs, { job: req.job });
+        this.log.info("delegation token issued", { owner, job: req.job, expiresMs: issued.expiresMs });
         return { token: issued.token, owner, expiresMs: issued.expiresMs };
       }),
+      CancelDelegationToken: unary((req: { token: string }, c) => this.cancelDelegationToken(req.token, c)),
       // On an insecure namenode the web UI is open to all: there is nothing to log in to.
       GetWebToken: unary((req: { lifetimeMs: number }, c) => {
         const url = this.host.httpUrl() ?? "";
@@ -207,6 +214,38 @@ export class ClientProtocol {
         return issued;
       }),
     };
+  }
+
+  /**
+   * ClientNamenode.CancelDelegationToken. Holding the token is the right to cancel it, as HDFS lets a token's renewer
+   * cancel it: whoever holds it could act as its owner, and a cancellation only takes that away. So the resource
+   * manager (a daemon certificate) cancels a job's token when the job ends, and the owner or an admin cancel one they
+   * hold; the gate has already authenticated the caller (a certificate, or a valid token of its own).
+   */
+  private async cancelDelegationToken(token: string, c: CallContext): Promise<object> {
+    const delegation = this.host.delegation();
+    if (!delegation)
+      throw new HarvestError(
+        "DELEGATION_TOKEN_INVALID",
+        "this namenode runs without TLS and issues no delegation tokens",
+      );
+    const checked = delegation.check(token, this.clock.nowMs());
+    if (!checked)
+      throw new HarvestError(
+        "DELEGATION_TOKEN_INVALID",
+        "not a delegation token of this namenode, or one that has expired: there is nothing to cancel",
+      );
+    const { claims } = checked;
+    if (!checked.cancelled) {
+      await this.host.cancelledTokens.cancel(claims);
+      this.log.info("delegation token cancelled", {
+        owner: claims.owner,
+        job: claims.job ?? "",
+        expiresMs: claims.expiresMs,
+        by: this.gate.principal(c).name,
+      });
+    }
+    return {};
   }
 
   /**

@@ -21,6 +21,7 @@ import { errorMessage } from "../common/errors.js";
 import { ANY_CERTIFICATE, Gate } from "../common/auth.js";
 import type { ServiceRules } from "../common/auth.js";
 import { DelegationTokens } from "../common/delegation-token.js";
+import { CancelledTokens } from "./cancelled-tokens.js";
 import { INSECURE_WARNING } from "../common/options.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
@@ -57,6 +58,9 @@ import { DecommissionAdmin } from "./decommission-admin.js";
 import { LeaseRecovery } from "./lease-recovery.js";
 import { SafeMode } from "./safe-mode.js";
 
+/** How often cancellations of delegation tokens that have expired since are forgotten. */
+const CANCELLED_TOKEN_PRUNE_MS = 10 * 60_000;
+
 /** The namenode daemon. */
 export class NameNode extends ServingDaemon {
   readonly options: NameNodeOptions;
@@ -76,6 +80,8 @@ export class NameNode extends ServingDaemon {
   private readonly gate: Gate;
   /** Issues and checks delegation tokens (secure namenodes only). */
   private delegation: DelegationTokens | undefined;
+  /** The delegation tokens cancelled before they expired, kept in the store: `delegation` refuses them. */
+  private readonly cancelledTokens: CancelledTokens;
   private readonly store: NamespaceStore;
   private readonly namespace: Namespace;
   /** The block map; every change feeds the replication monitor (`replicatedBlockMap`). */
@@ -96,6 +102,7 @@ export class NameNode extends ServingDaemon {
   private livenessTimer: NodeJS.Timeout | undefined;
   private replicationTimer: NodeJS.Timeout | undefined;
   private tenantTimer: NodeJS.Timeout | undefined;
+  private cancelledPruneTimer: NodeJS.Timeout | undefined;
   /** The diversity policy and the resource manager it reads tenants from (diversity placement only). */
   private readonly diversity: DiversityPlacementPolicy | undefined;
   private tenantAdmin: TenantAdminClient | undefined;
@@ -139,6 +146,7 @@ export class NameNode extends ServingDaemon {
       maxReceiveStreams: this.options.maxReplicationReceiveStreams || Infinity,
     }));
     this.store = new NamespaceStore(join(this.options.dataDir, "namespace"));
+    this.cancelledTokens = new CancelledTokens(this.store);
     const listener: NamespaceListener = {
       blockAllocated: (block, inodeId, replication) => this.blocks.addBlock(block, inodeId, replication, false),
       blockCommitted: (block) => this.blocks.commitBlock(block),
@@ -185,6 +193,7 @@ export class NameNode extends ServingDaemon {
       tracker: this.tracker,
       safeMode: this.safeMode,
       delegation: () => this.delegation,
+      cancelledTokens: this.cancelledTokens,
       webTokens: () => this.webTokens,
       httpUrl: () => this.httpUrl,
       healthSource: () => this.healthSource(),
@@ -210,10 +219,14 @@ export class NameNode extends ServingDaemon {
       this.delegation = new DelegationTokens(
         DelegationTokens.keyFromFile(join(this.options.dataDir, "delegation.key")),
         this.options.delegationTokenMaxLifetimeMs,
+        "d1",
+        (claims) => this.cancelledTokens.has(claims),
       );
       this.webTokens = new WebTokens(this.options.dataDir, this.clock);
     }
     await this.store.open();
+    // Before the server binds: a token cancelled before a restart is refused from the first call after it.
+    await this.cancelledTokens.load(this.clock.nowMs());
     await this.namespace.load();
     for (const { block, inodeId, replication, committed } of this.namespace.allBlocks())
       this.blocks.addBlock(block, inodeId, replication, committed);
@@ -265,6 +278,7 @@ export class NameNode extends ServingDaemon {
     });
     this.livenessTimer = setInterval(() => this.checkLiveness(), this.options.monitorIntervalMs);
     this.replicationTimer = setInterval(() => this.replicationTick(), this.options.replicationIntervalMs);
+    this.cancelledPruneTimer = setInterval(() => this.pruneCancelledTokens(), CANCELLED_TOKEN_PRUNE_MS);
     if (this.diversity) {
       this.tenantAdmin = makeClient(proto.TenantAdmin, this.options.rmAddress, this.options.tls);
       void this.refreshTenants();
@@ -278,6 +292,7 @@ export class NameNode extends ServingDaemon {
     if (this.livenessTimer) clearInterval(this.livenessTimer);
     if (this.replicationTimer) clearInterval(this.replicationTimer);
     if (this.tenantTimer) clearInterval(this.tenantTimer);
+    if (this.cancelledPruneTimer) clearInterval(this.cancelledPruneTimer);
     this.tenantAdmin?.close();
     for (const d of this.datanodes.values()) d.stream?.end();
     await shutdownServer(this.server, 1_000);
@@ -466,6 +481,16 @@ export class NameNode extends ServingDaemon {
     } finally {
       this.tenantRefreshing = false;
     }
+  }
+
+  /** Forgets cancellations of tokens that have expired since (they are refused as expired now). */
+  private pruneCancelledTokens(): void {
+    if (!this.lifecycle.running) return;
+    this.cancelledTokens.prune(this.clock.nowMs()).catch((err: unknown) =>
+      this.log.warn("cannot forget expired cancelled delegation tokens; will try again", {
+        error: errorMessage(err),
+      }),
+    );
   }
 
   private onPlacementDegraded(reason: string): void {

@@ -10,8 +10,10 @@
  *   child!<parentId>!<name> the child's inode id (the tree's edges: a rename rewrites one edge and one inode)
  *   datanode!<id>           DatanodeRecord (storage id and reimage count, kept across restarts)
  *   decommission!<id>       DecommissionRecord of a datanode out of service (none while it is NORMAL)
+ *   dtcancel!<nonce>        when a cancelled delegation token would have expired (cancelled-tokens.ts)
  */
 import { Level } from "level";
+import type { CancelledToken, CancelledTokenStore } from "./cancelled-tokens.js";
 import type { DecommissionRecord } from "./policy/decommission.js";
 import { DEFAULT_DIR_MODE, DEFAULT_FILE_MODE, DEFAULT_GROUP } from "./policy/permissions.js";
 
@@ -123,7 +125,7 @@ function withPermissions(inode: InodeRecord, superuser: string): InodeRecord {
 }
 
 /** LevelDB-backed store; every write resolves only once it is in the log (fsync). */
-export class NamespaceStore {
+export class NamespaceStore implements CancelledTokenStore {
   private readonly db: Level<string, unknown>;
 
   constructor(readonly path: string) {
@@ -270,5 +272,26 @@ export class NamespaceStore {
   /** Forgets a datanode's decommission: it is back in service (durable once resolved). */
   async deleteDecommission(datanodeId: string): Promise<void> {
     await this.db.del(`decommission!${datanodeId}`, DURABLE);
+  }
+
+  /** Every cancelled delegation token kept. */
+  async loadCancelledTokens(): Promise<CancelledToken[]> {
+    const out: CancelledToken[] = [];
+    for await (const [key, value] of this.db.iterator({ gt: "dtcancel!", lt: "dtcancel!\xff" }))
+      out.push({ nonce: key.slice("dtcancel!".length), expiresMs: value as number });
+    return out;
+  }
+
+  /** Records a cancelled delegation token (durable once resolved). */
+  async putCancelledToken(token: CancelledToken): Promise<void> {
+    await this.db.put(`dtcancel!${token.nonce}`, token.expiresMs, DURABLE);
+  }
+
+  /** Forgets cancelled delegation tokens (durable once resolved). */
+  async deleteCancelledTokens(nonces: readonly string[]): Promise<void> {
+    await this.db.batch(
+      nonces.map((nonce) => ({ type: "del" as const, key: `dtcancel!${nonce}` })),
+      DURABLE,
+    );
   }
 }

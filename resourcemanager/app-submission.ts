@@ -19,15 +19,16 @@ import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js
 
 /**
  * Validates a submitted DAG, refuses a job that even an idle cluster would not admit, and makes its record and its DAG
- * file durable. Answers the record (QUEUED when admission control is on, ACCEPTED otherwise) and the parsed DAG.
+ * file durable. Answers the record (QUEUED when admission control is on, ACCEPTED otherwise) and the parsed DAG. The
+ * job gets the `reserved` id (whose reservation its record's write drops), else a new one.
  */
 export async function acceptJob(
   deps: ApplicationDeps,
   clusterTs: number,
-  job: { dagJson: string; user: string; dfsToken: string },
+  job: { dagJson: string; user: string; dfsToken: string; reserved?: { appId: string; seq: number } },
 ): Promise<{ record: AppRecord; dag: DagSpec }> {
   const { options, scheduler, admission, store } = deps;
-  const { dagJson, user, dfsToken } = job;
+  const { dagJson, user, dfsToken, reserved } = job;
   const max = scheduler.maxNodeCapacity();
   const dag = parseDag(dagJson, {
     maxParallelism: options.maxParallelism,
@@ -36,8 +37,8 @@ export async function acceptJob(
   const demandMilli = jobDemandMilli(deps, dag);
   // A job that even an idle cluster would not admit is refused now, not queued for ever.
   if (admission.enabled) admission.checkAdmissible({ name: dag.name, priority: dag.priority ?? 0, demandMilli });
-  const seq = await store.nextAppSeq();
-  const appId = formatAppId(clusterTs, seq);
+  const seq = reserved?.seq ?? (await store.nextAppSeq());
+  const appId = reserved?.appId ?? formatAppId(clusterTs, seq);
   const record: AppRecord = {
     appId,
     seq,
@@ -63,7 +64,7 @@ export async function acceptJob(
   const jobDir = join(options.stagingDir, appId);
   await mkdir(jobDir, { recursive: true });
   await writeFileDurably(join(jobDir, "dag.json"), dagJson);
-  await store.putApp(record);
+  await store.putApp(record, { unreserve: reserved !== undefined });
   return { record, dag };
 }
 

@@ -31,6 +31,7 @@ import { moveApp, moveAttempt, newRuntime } from "./app-runtime.js";
 import type { AppRuntime, ApplicationDeps } from "./app-runtime.js";
 import { isTerminal, nextAppState } from "./app-state.js";
 import type { AppEvent } from "./app-state.js";
+import { AppIdReservations } from "./app-id-reservations.js";
 import { acceptJob, admittedJobOf, checkAsk, netAsks } from "./app-submission.js";
 import { startJobManager } from "./job-manager-launch.js";
 import type { NodeEntry } from "./node-tracker.js";
@@ -64,8 +65,12 @@ export class Applications {
    */
   private claimsSettleMs = 0;
   private containerSeq = 0;
+  /** Ids handed out by GetNewApplication, not yet used. */
+  private readonly reservations: AppIdReservations;
 
-  constructor(private readonly deps: ApplicationDeps) {}
+  constructor(private readonly deps: ApplicationDeps) {
+    this.reservations = new AppIdReservations(deps.store, deps.clock);
+  }
 
   get(appId: string): AppRuntime | undefined {
     return this.apps.get(appId);
@@ -100,6 +105,7 @@ export class Applications {
    */
   async recover(clusterTs: number): Promise<void> {
     this.clusterTs = clusterTs;
+    await this.reservations.load();
     for (const record of await this.deps.store.loadApps()) {
       const waiting = isTerminal(record.state) || record.state === "QUEUED";
       const app = newRuntime(record, waiting ? "WAITING" : "RECOVERED");
@@ -579,10 +585,34 @@ export class Applications {
 
   // -------------------------------------------------------------------------------------------- client protocol
 
-  /** Accepts a job: validated, durable (record and DAG file) before the answer, then queued or asking for its manager. */
-  async submit(dagJson: string, user: string, dfsToken = ""): Promise<{ appId: string }> {
+  /** Reserves an application id for a submission by `user` (GetNewApplication); durable before the answer. */
+  async reserveAppId(user: string): Promise<{ appId: string }> {
+    return { appId: await this.reservations.reserve(this.clusterTs, user) };
+  }
+
+  /**
+   * Accepts a job: validated, durable (record and DAG file) before the answer, then queued or asking for its manager.
+   * With `reservedId`, the job takes that id, which must be reserved (for `user`, on a secure cluster) and unused.
+   */
+  async submit(dagJson: string, user: string, dfsToken = "", reservedId = ""): Promise<{ appId: string }> {
     const { scheduler, admission, log } = this.deps;
-    const { record, dag } = await acceptJob(this.deps, this.clusterTs, { dagJson, user, dfsToken });
+    const reserved = reservedId
+      ? this.reservations.take(reservedId, user, this.deps.options.tls !== undefined, (id) => this.apps.has(id))
+      : undefined;
+    let accepted: Awaited<ReturnType<typeof acceptJob>>;
+    try {
+      accepted = await acceptJob(this.deps, this.clusterTs, {
+        dagJson,
+        user,
+        dfsToken,
+        ...(reserved ? { reserved } : {}),
+      });
+    } catch (err) {
+      // A DAG to fix, or a store that failed: the id stays the caller's to submit with again.
+      if (reserved) this.reservations.restore(reserved);
+      throw err;
+    }
+    const { record, dag } = accepted;
     const { appId, seq } = record;
     const app = newRuntime(record);
     this.apps.set(appId, app);
@@ -759,8 +789,14 @@ export class Applications {
       this.deps.demand.observe(app.record.name, history.meanDemandMilli);
       this.deps.lifetimes.observeJob(app.record.name, history.durationMs);
     }
+    // The job's delegation token is of no more use to it (no attempt starts after its end): it leaves the record, and
+    // is stored with the end as one to cancel at the namenode, so that a restart still cancels it.
+    const dfsToken = app.record.dfsToken ?? "";
+    delete app.record.dfsToken;
+    const toCancel = this.deps.dfsTokens.enabled ? dfsToken : "";
     // Durable before anyone is told.
-    await store.finishApp(app.record, history);
+    await store.finishApp(app.record, history, toCancel);
+    if (toCancel) this.deps.dfsTokens.cancel(app.record.appId, toCancel);
     this.deps.observer?.finished(app.record.appId, state, outcome);
     await this.evictCompleted();
     const keepAm = state !== "KILLED" && app.amContainerId !== undefined;

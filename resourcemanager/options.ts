@@ -6,7 +6,7 @@
  * unset, the daemon writes no events.
  */
 import { join } from "node:path";
-import { resolveAdvertiseHost } from "../common/net-address.js";
+import { parseHostPort, resolveAdvertiseHost } from "../common/net-address.js";
 import { checkSecurityOptions, invalidOption, mergeOptions } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
 import type { Resources } from "../common/resource.js";
@@ -107,6 +107,12 @@ export interface ResourceManagerOptions {
   seed: number;
   /** Secret that signs container tokens; empty disables the check. @default "" */
   secret: string;
+  /**
+   * The namenode (`host:port`) that issues the jobs' delegation tokens: when a job ends (finished, failed or killed)
+   * the resource manager cancels its token there with its own certificate, so that nothing acts as the submitter with
+   * it afterwards. Empty: tokens are not cancelled and stay valid until they expire. @default ""
+   */
+  nnAddress: string;
   /**
    * Mutual TLS under the cluster CA (`{ ca, cert, key }`, a `daemon` certificate naming advertiseHost): every caller
    * must present a certificate or a token, and roles decide what it may call (common/auth.ts). Without it the
@@ -214,6 +220,7 @@ export function resolveResourceManagerOptions(
         seed: 1,
         jobHistoryWindow: 1_000,
         secret: "",
+        nnAddress: "",
         insecure: false,
         maxParallelism: 10_000,
         monitorIntervalMs: 500,
@@ -252,6 +259,8 @@ export function resolveResourceManagerOptions(
   o.advertiseHost = resolveAdvertiseHost("resource manager", o.host, o.advertiseHost);
   checkSecurityOptions("resource manager", o);
   if (o.tls && !o.secret) bad("secret", "is required with tls: it signs the container and job-manager tokens");
+  if (typeof o.nnAddress !== "string" || (o.nnAddress !== "" && !parseHostPort(o.nnAddress)))
+    bad("nnAddress", `must be the namenode's host:port, or empty (got ${JSON.stringify(o.nnAddress)})`);
   for (const f of [
     "nodeExpiryMs",
     "heartbeatIntervalMs",

@@ -34,6 +34,7 @@ import { registerRmPages } from "./web-pages.js";
 import { resolveResourceManagerOptions } from "./options.js";
 import type { ResourceManagerOptions } from "./options.js";
 import { Applications } from "./applications.js";
+import { DfsTokenCanceller } from "./dfs-token-canceller.js";
 import { NodeTracker } from "./node-tracker.js";
 import type { NodeEvents, NodeStream } from "./node-tracker.js";
 import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./policy/scheduler.js";
@@ -98,6 +99,8 @@ export class ResourceManager extends ServingDaemon {
   private readonly nodes: NodeTracker;
   /** The applications: attempts, the AM protocol, recovery. */
   private readonly apps: Applications;
+  /** Cancels ended jobs' delegation tokens at the namenode (`nnAddress`). */
+  private readonly dfsTokens: DfsTokenCanceller;
   /** The drains as the `NodeAdmin` service and the monitor carry them out. */
   private readonly drainService: DrainService;
   private monitorTimer: NodeJS.Timeout | undefined;
@@ -229,6 +232,12 @@ export class ResourceManager extends ServingDaemon {
       isRunning: () => this.lifecycle.running,
       events: this.nodeEvents(),
     });
+    this.dfsTokens = new DfsTokenCanceller(
+      this.options.nnAddress,
+      this.options.tls,
+      this.store,
+      this.log.child("dfs-tokens"),
+    );
     this.apps = new Applications({
       options: this.options,
       store: this.store,
@@ -245,6 +254,7 @@ export class ResourceManager extends ServingDaemon {
       address: () => this.address,
       epoch: () => this.epoch,
       observer: this.metrics,
+      dfsTokens: this.dfsTokens,
     });
     this.drainService = new DrainService({
       tracker: this.drains,
@@ -302,6 +312,10 @@ export class ResourceManager extends ServingDaemon {
     for (const d of await this.store.drains()) this.drains.start(d.nodeId, d.startedMs, d.deadlineMs);
     await this.loadLifetimes();
     await this.apps.recover(clusterTs);
+    if (this.options.tls && !this.dfsTokens.enabled)
+      this.log.warn(
+        "no nnAddress: jobs' delegation tokens are not cancelled when the jobs end (they live until they expire)",
+      );
     const proto = loadHarvestProto();
     const gate = this.gate;
     gate
@@ -312,6 +326,7 @@ export class ResourceManager extends ServingDaemon {
         FinishApplicationMaster: ["am-token"],
       })
       .allow(proto.ApplicationClientService.service, {
+        GetNewApplication: ["user", "admin"],
         SubmitApplication: ["user", "admin"],
         GetApplication: ANY_CERTIFICATE,
         ListApplications: ANY_CERTIFICATE,
@@ -356,10 +371,11 @@ export class ResourceManager extends ServingDaemon {
       ),
     });
     this.server.addService(proto.ApplicationClientService.service, {
-      SubmitApplication: unary((req: { dagJson: string; user: string; dfsToken: string }, c) => {
+      GetNewApplication: unary((_req, c) => this.apps.reserveAppId(gate.principal(c).name)),
+      SubmitApplication: unary((req: { dagJson: string; user: string; dfsToken: string; appId: string }, c) => {
         // With TLS the submitter is the certificate's name, whatever the request claims.
         const who = gate.principal(c, req.user);
-        return this.apps.submit(req.dagJson, who.name, req.dfsToken);
+        return this.apps.submit(req.dagJson, who.name, req.dfsToken, req.appId);
       }),
       GetApplication: unary((req: { appId: string }) => this.apps.report(this.apps.getApp(req.appId))),
       ListApplications: unary((req: { states: string[] }) => this.apps.list(req.states)),
@@ -426,12 +442,14 @@ export class ResourceManager extends ServingDaemon {
         this.lifecycle.stopped();
       },
     });
+    await this.dfsTokens.resume();
     this.monitorTimer = setInterval(() => this.monitor(), this.options.monitorIntervalMs);
     this.reclusterTimer = setInterval(() => void this.recluster("periodic"), this.options.reclusterIntervalMs);
   }
 
   /** Stops serving and closes the store; idempotent. */
   protected async stopSteps(_was: DaemonState): Promise<void> {
+    this.dfsTokens.stop();
     if (this.monitorTimer) clearInterval(this.monitorTimer);
     if (this.reclusterTimer) clearInterval(this.reclusterTimer);
     await this.web?.stop();

@@ -1,7 +1,8 @@
 /**
  * The resource manager's durable state in LevelDB: applications (written before the client is answered), finished-job
- * history, the id counters, and the power-domain tree set through the admin API. A restarted resource manager reads it
- * back.
+ * history, the id counters and the application ids reserved for submissions to come, the delegation tokens of ended
+ * jobs still to cancel at the namenode, and the power-domain tree set through the admin API. A restarted resource
+ * manager reads it back.
  */
 import { Level } from "level";
 import type { JobOutcome } from "./types.js";
@@ -83,9 +84,21 @@ export interface StoredDrain {
   deadlineMs: number;
 }
 
+/** An application id reserved (GetNewApplication) for a submission to come, as persisted. */
+export interface AppIdReservation {
+  appId: string;
+  /** Its sequence number, from the counter submissions draw from too, so the two never collide. */
+  seq: number;
+  /** Who reserved it: on a secure cluster only they may submit with it. */
+  user: string;
+  reservedMs: number;
+}
+
 /** LevelDB-backed store; every write resolves only once it is in the log. */
 export class RmStateStore {
   private readonly db: Level<string, unknown>;
+  /** The last `nextAppSeq` call: each reads the counter only once the one before has written it. */
+  private appSeqChain: Promise<unknown> = Promise.resolve();
 
   constructor(path: string) {
     this.db = new Level<string, unknown>(path, { valueEncoding: "json" });
@@ -107,24 +120,78 @@ export class RmStateStore {
     return nowMs;
   }
 
-  /** Reserves the next application sequence number durably. */
-  async nextAppSeq(): Promise<number> {
-    const last = ((await this.db.get("meta!appSeq")) as number | undefined) ?? 0;
-    await this.db.put("meta!appSeq", last + 1, DURABLE);
-    return last + 1;
+  /**
+   * Reserves the next application sequence number durably. Calls are chained: two at once (a submission and a
+   * GetNewApplication) would otherwise both read the same last number.
+   */
+  nextAppSeq(): Promise<number> {
+    const next = this.appSeqChain.then(async () => {
+      const last = ((await this.db.get("meta!appSeq")) as number | undefined) ?? 0;
+      await this.db.put("meta!appSeq", last + 1, DURABLE);
+      return last + 1;
+    });
+    this.appSeqChain = next.catch(() => undefined);
+    return next;
   }
 
-  async putApp(app: AppRecord): Promise<void> {
-    await this.db.put(`app!${app.appId}`, app, DURABLE);
+  /** Writes an application; with `unreserve`, drops the reservation of its id in the same batch. */
+  async putApp(app: AppRecord, opts: { unreserve?: boolean } = {}): Promise<void> {
+    if (!opts.unreserve) {
+      await this.db.put(`app!${app.appId}`, app, DURABLE);
+      return;
+    }
+    await this.db.batch(
+      [
+        { type: "put", key: `app!${app.appId}`, value: app },
+        { type: "del", key: `reserved!${app.appId}` },
+      ],
+      DURABLE,
+    );
   }
 
-  /** Writes the finished application and its history entry atomically. */
-  async finishApp(app: AppRecord, history: HistoryRecord): Promise<void> {
+  async putReservation(r: AppIdReservation): Promise<void> {
+    await this.db.put(`reserved!${r.appId}`, r, DURABLE);
+  }
+
+  async deleteReservations(appIds: readonly string[]): Promise<void> {
+    await this.db.batch(
+      appIds.map((id) => ({ type: "del" as const, key: `reserved!${id}` })),
+      DURABLE,
+    );
+  }
+
+  /** The reserved application ids not yet used or forgotten, oldest first. */
+  async loadReservations(): Promise<AppIdReservation[]> {
+    const out: AppIdReservation[] = [];
+    for await (const value of this.db.values({ gt: "reserved!", lt: "reserved!\xff" }))
+      out.push(value as AppIdReservation);
+    return out.sort((a, b) => a.seq - b.seq);
+  }
+
+  /**
+   * Writes the finished application and its history entry atomically, and with them the job's delegation token to
+   * cancel at the namenode (`tokenToCancel`; `pendingTokenCancels` reads those not yet done back).
+   */
+  async finishApp(app: AppRecord, history: HistoryRecord, tokenToCancel = ""): Promise<void> {
     const ops: { type: "put"; key: string; value: unknown }[] = [
       { type: "put", key: `app!${app.appId}`, value: app },
       { type: "put", key: `hist!${String(history.finishMs).padStart(15, "0")}!${history.appId}`, value: history },
     ];
+    if (tokenToCancel) ops.push({ type: "put", key: `tokencancel!${app.appId}`, value: tokenToCancel });
     await this.db.batch(ops, DURABLE);
+  }
+
+  /** The delegation tokens of ended jobs not yet cancelled at the namenode (secrets, like `AppRecord.dfsToken`). */
+  async pendingTokenCancels(): Promise<{ appId: string; token: string }[]> {
+    const out: { appId: string; token: string }[] = [];
+    for await (const [key, value] of this.db.iterator({ gt: "tokencancel!", lt: "tokencancel!\xff" }))
+      out.push({ appId: key.slice("tokencancel!".length), token: value as string });
+    return out;
+  }
+
+  /** The job's delegation token is cancelled (or was gone): no longer to do. */
+  async tokenCancelled(appId: string): Promise<void> {
+    await this.db.del(`tokencancel!${appId}`, DURABLE);
   }
 
   async deleteApps(appIds: string[]): Promise<void> {

@@ -117,6 +117,7 @@ describe("one daemon per host, started from the example configs", () => {
       dataDir: join(work, "rm"),
       stagingDir: join(work, "staging"),
       secret,
+      nnAddress,
       tls: tlsOf("master"),
     });
     write("namenode", {

@@ -7,6 +7,7 @@ const tls = { ca: "/nonexistent/ca.pem", cert: "/nonexistent/c.pem", key: "/none
 const proto = loadHarvestProto();
 const path = (method: string): string => `/harvest.v1.ApplicationClientService/${method}`;
 const RULES = {
+  GetNewApplication: ["user", "admin"],
   SubmitApplication: ["user", "admin"],
   GetApplication: ["user", "admin", "daemon"],
   ListApplications: ["admin", "am-token"],
@@ -25,9 +26,9 @@ function metadata(entries: Record<string, string> = {}): grpc.Metadata {
 describe("the gate of a daemon's server", () => {
   it("needs a rule for every method a service defines, so a new method fails closed at start", () => {
     const gate = new Gate(tls);
-    expect(() => gate.allow(proto.ApplicationClientService.service, { SubmitApplication: ["user"] })).toThrow(
-      /no access rule for \/harvest.v1.ApplicationClientService\/GetApplication/,
-    );
+    expect(() =>
+      gate.allow(proto.ApplicationClientService.service, { GetNewApplication: ["user"], SubmitApplication: ["user"] }),
+    ).toThrow(/no access rule for \/harvest.v1.ApplicationClientService\/GetApplication/);
   });
 
   it("lets a certificate through only with a role the method's rule lists, and names who was refused", () => {

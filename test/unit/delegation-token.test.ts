@@ -35,6 +35,25 @@ describe("delegation tokens", () => {
       expect(tokens.verify(bad, 1)).toBeUndefined();
   });
 
+  it("name the job they were issued for, and no job when none was given", () => {
+    const { token } = tokens.issue("alice", 0, DAY, { job: "application_1_0007" });
+    expect(tokens.verify(token, 1)).toMatchObject({ owner: "alice", job: "application_1_0007" });
+    expect(tokens.verify(tokens.issue("alice", 0).token, 1)?.job).toBeUndefined();
+  });
+
+  it("are refused once cancelled, while check still tells a cancelled token from a forged or expired one", () => {
+    const cancelled = new Set<string>();
+    const cancellable = new DelegationTokens(Buffer.alloc(32, 7), 7 * DAY, "d1", (c) => cancelled.has(c.nonce));
+    const { token } = cancellable.issue("alice", 0, DAY, { job: "application_1_0001" });
+    const other = cancellable.issue("alice", 0, DAY, { job: "application_1_0002" }).token;
+    cancelled.add(cancellable.verify(token, 1)!.nonce);
+    expect(cancellable.verify(token, 1)).toBeUndefined();
+    expect(cancellable.check(token, 1)).toMatchObject({ cancelled: true, claims: { job: "application_1_0001" } });
+    expect(cancellable.verify(other, 1)?.job).toBe("application_1_0002");
+    expect(cancellable.check(token, DAY)).toBeUndefined();
+    expect(cancellable.check(token.slice(0, -2), 1)).toBeUndefined();
+  });
+
   it("differ for one owner, so one can be told from another", () => {
     expect(tokens.issue("alice", 0).token).not.toBe(tokens.issue("alice", 0).token);
   });
