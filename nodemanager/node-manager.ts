@@ -31,7 +31,7 @@ import type { CgroupController } from "./cgroups.js";
 import { ContainerProcess } from "./container.js";
 import { ContainerRecords, killLeftovers, startOrphanReaper } from "./container-records.js";
 import { FileCache } from "./file-cache.js";
-import { OUTPUT_DIR_NAME, ShuffleOutputs } from "./shuffle-service.js";
+import { OUTPUT_DIR_NAME, removeApplicationData, ShuffleOutputs } from "./shuffle-service.js";
 import { Localizer } from "./localizer.js";
 import type { ExitCause } from "./container.js";
 import { resolveNodeManagerOptions } from "./options.js";
@@ -99,6 +99,8 @@ export class NodeManager extends ServingDaemon {
   /** Containers whose resources are being localized: not started yet, their cores held. */
   private readonly localizing = new Map<string, { vcoresMilli: number; stopped: boolean }>();
   private localizer!: Localizer;
+  /** Finished applications whose data this node manager has removed (bounded). */
+  private readonly cleanedApps = new Set<string>();
   /** When the yield controller chose each container it is killing (performance.now()), for the yield latency. */
   private readonly yieldChosenAt = new Map<string, number>();
   /** The watchdog that kills the containers if this process dies. */
@@ -463,7 +465,32 @@ export class NodeManager extends ServingDaemon {
           c.kill(k.cause as ExitCause, this.options.killGraceMs);
         }
       }
+      for (const appId of msg.ack.finishedApps) this.cleanUpApplication(appId);
     }
+  }
+
+  /**
+   * An application ended: its tasks' intermediate outputs and its private file cache go, once none of its containers
+   * runs here any more (their logs stay, for `harvest job logs`). Each application once.
+   */
+  private cleanUpApplication(appId: string): void {
+    if (this.cleanedApps.has(appId)) return;
+    for (const c of this.containers.values()) if (c.spec.appId === appId) return;
+    try {
+      parseAppId(appId);
+    } catch {
+      return;
+    }
+    this.cleanedApps.add(appId);
+    if (this.cleanedApps.size > 10_000) this.cleanedApps.delete(this.cleanedApps.values().next().value!);
+    removeApplicationData(this.options.dataDir, appId)
+      .then(async (removed) => {
+        await this.fileCache.forgetApplication(appId);
+        if (removed > 0) this.log.info("finished application's outputs removed", { appId, containers: removed });
+      })
+      .catch((err: unknown) =>
+        this.log.warn("could not remove a finished application's outputs", { appId, error: errorMessage(err) }),
+      );
   }
 
   /** The resource manager recorded a completion: kept a while for a re-registration, then forgotten. */

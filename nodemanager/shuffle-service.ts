@@ -11,7 +11,7 @@
  * elsewhere, costing more of the same server); it paces what it sends to `busyBytesPerSec`.
  */
 import { constants as fsConstants } from "node:fs";
-import { open, readdir } from "node:fs/promises";
+import { open, readdir, rm } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { HarvestError } from "../common/errors.js";
@@ -171,6 +171,34 @@ export class ShuffleOutputs {
     }
     return fh;
   }
+}
+
+/**
+ * Removes the output directories of a finished application's containers below `dataDir` (their logs and records
+ * stay); returns how many. Paths are built from a checked application id and the directory's own entries, and a
+ * container's output directory is removed without following links.
+ */
+export async function removeApplicationData(dataDir: string, appId: string): Promise<number> {
+  parseAppId(appId);
+  const appDir = join(dataDir, "containers", appId);
+  let removed = 0;
+  let entries: string[];
+  try {
+    entries = await readdir(appDir);
+  } catch {
+    return 0;
+  }
+  for (const name of entries) {
+    if (!isContainerId(name)) continue;
+    const out = join(appDir, name, OUTPUT_DIR_NAME);
+    try {
+      await rm(out, { recursive: true, force: true });
+      removed++;
+    } catch {
+      // Already gone.
+    }
+  }
+  return removed;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -819,6 +819,14 @@ export class Applications {
     });
   }
 
+  /** The applications that ended at or after `sinceMs`. */
+  finishedSince(sinceMs: number): string[] {
+    const out: string[] = [];
+    for (const app of this.apps.values())
+      if (isTerminal(app.record.state) && app.record.finishMs >= sinceMs) out.push(app.record.appId);
+    return out;
+  }
+
   /** Forgets the oldest finished applications beyond `maxCompletedApps` (their history entries stay). */
   private async evictCompleted(): Promise<void> {
     const finished = [...this.apps.values()].filter((a) => isTerminal(a.record.state));

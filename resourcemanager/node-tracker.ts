@@ -107,6 +107,8 @@ export interface NodeEvents {
   heartbeat(node: NodeEntry): void;
   /** The node went silent; these allocations died with it. */
   lost(node: NodeEntry, allocations: Allocation[]): void;
+  /** Applications that ended recently, whose data node managers may remove. */
+  finishedApps(): string[];
 }
 
 /** The node managers of a cluster, as the resource manager tracks them. */
@@ -303,6 +305,7 @@ export class NodeTracker {
         completedRecorded: recorded,
         nodeBudgetWatts: budget?.budgetWatts ?? 0,
         budgetDomain: budget?.domain ?? "",
+        finishedApps: this.deps.events.finishedApps(),
       },
     });
   }

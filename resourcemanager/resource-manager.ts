@@ -61,6 +61,9 @@ import type { ListClassesResponse } from "../proto/generated/harvest/v1/ListClas
 import type { ListTenantsResponse } from "../proto/generated/harvest/v1/ListTenantsResponse.js";
 
 /** The resource manager daemon. */
+/** How long node managers are told of a finished application (so that one back from a short outage hears of it too). */
+const FINISHED_APPS_ANNOUNCED_MS = 10 * 60_000;
+
 export class ResourceManager extends ServingDaemon {
   readonly options: ResourceManagerOptions;
   protected readonly log: Logger;
@@ -624,6 +627,7 @@ export class ResourceManager extends ServingDaemon {
         }
       },
       lost: (node, allocations) => this.apps.onNodeLost(node, allocations),
+      finishedApps: () => this.apps.finishedSince(this.clock.nowMs() - FINISHED_APPS_ANNOUNCED_MS),
     };
   }
 

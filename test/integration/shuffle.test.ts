@@ -71,6 +71,18 @@ async function producerLocation(c: TestCluster, appId: string): Promise<{ contai
   return { containerId, nmAddress: ref.nmAddress };
 }
 
+/** Waits until the job's producer has succeeded and its consumer runs (waiting for the go-ahead). */
+async function producerDone(c: TestCluster, appId: string): Promise<void> {
+  await waitFor(
+    async () => {
+      const r = await c.client.status(appId);
+      const v = (name: string) => r.progress?.vertices.find((x) => x.name === name);
+      return v("p")?.succeeded === 1 && (v("c")?.running ?? 0) === 1 ? r : undefined;
+    },
+    { what: `${appId}'s producer done and its consumer running`, timeoutMs: 60_000 },
+  );
+}
+
 function shuffleClient(c: TestCluster, nmAddress: string, token: string | undefined): ShuffleServiceClient {
   const ca = c.desc.security!.ca;
   return makeClient(loadHarvestProto().ShuffleService, nmAddress, {
@@ -102,15 +114,14 @@ describe("the shuffle", () => {
   const secret = join(tmpdir(), `harvest-secret-${randomBytes(4).toString("hex")}`);
   writeFileSync(secret, "root's secret\n", { mode: 0o600 });
 
-  it("serves a job's outputs to its own tasks only, and never what a link points at", async () => {
+  it("serves a job's outputs to its own tasks only, never what a link points at, and removes them at the job's end", async () => {
     const c = cluster();
-    const env = { SECRET_FILE: secret };
-    const a = await c.client.submit(dag("a", env, false));
-    const b = await c.client.submit(dag("b", env, false));
-    for (const id of [a, b]) {
-      const r = await c.client.waitForCompletion(id, undefined, 200);
-      expect(r.outcome, r.diagnostics).toBe("JOB_SUCCEEDED");
-    }
+    const go = join(tmpdir(), `harvest-go-${randomBytes(4).toString("hex")}`);
+    const env = { SECRET_FILE: secret, GO_FILE: go };
+    // Each job's consumer waits for the go-ahead, so the jobs run while their producers' outputs are fetched.
+    const a = await c.client.submit(dag("a", env, true));
+    const b = await c.client.submit(dag("b", env, true));
+    for (const id of [a, b]) await producerDone(c, id);
     const at = await producerLocation(c, a);
     const tokenA = readFileSync(taskOutputs(c.dir, a, "_token")[0]!, "utf8");
     const tokenB = readFileSync(taskOutputs(c.dir, b, "_token")[0]!, "utf8");
@@ -137,7 +148,17 @@ describe("the shuffle", () => {
       );
     } finally {
       for (const x of [mine, theirs, none]) x.close();
+      writeFileSync(go, "");
     }
+    for (const id of [a, b]) {
+      const r = await c.client.waitForCompletion(id, undefined, 200);
+      expect(r.outcome, r.diagnostics).toBe("JOB_SUCCEEDED");
+    }
+    // Once the job has ended, its node managers remove its tasks' outputs; the containers' logs stay.
+    const outputs = dirname(taskOutputs(c.dir, a, "part-0")[0]!);
+    await waitFor(() => !existsSync(outputs), { what: "the finished job's outputs removed", timeoutMs: 15_000 });
+    expect(existsSync(join(dirname(outputs), "stderr"))).toBe(true);
+    rmSync(go, { force: true });
   });
 
   it("runs a producer again when its outputs are lost before the consumer fetched them, counting no failure", async () => {
@@ -145,14 +166,7 @@ describe("the shuffle", () => {
     const go = join(tmpdir(), `harvest-go-${randomBytes(4).toString("hex")}`);
     const appId = await c.client.submit(dag("lost", { SECRET_FILE: secret, GO_FILE: go }, true));
     // The producer has succeeded and the consumer waits: the producer's node loses its outputs (a reimaged disk).
-    await waitFor(
-      async () => {
-        const r = await c.client.status(appId);
-        const v = (name: string) => r.progress?.vertices.find((x) => x.name === name);
-        return v("p")?.succeeded === 1 && (v("c")?.running ?? 0) === 1 ? r : undefined;
-      },
-      { what: "the producer done and the consumer running", timeoutMs: 60_000 },
-    );
+    await producerDone(c, appId);
     const first = await producerLocation(c, appId);
     const outputDir = dirname(taskOutputs(c.dir, appId, "part-0")[0]!);
     rmSync(outputDir, { recursive: true, force: true });
