@@ -167,6 +167,11 @@ export class DfsClient implements DfsHost {
     return this.nnCall(this.nn.getWebToken, { lifetimeMs });
   }
 
+  /** This user's home directory, `/user/<name>`, which the namenode creates the first time it is asked. */
+  async homeDirectory(): Promise<string> {
+    return (await this.nnCall(this.nn.getHomeDirectory, {})).path;
+  }
+
   async stat(path: string): Promise<DfsFileStatus> {
     return this.nnCall(this.nn.stat, { path: normalizeDfsPath(path) });
   }

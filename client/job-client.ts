@@ -3,6 +3,7 @@
  * wrappers over this class.
  */
 import { clientConfigOf, clientSecurityOf, rmAddressFromConfig } from "./client-config.js";
+import { DfsClient } from "./dfs-client.js";
 import type { ClientConfig } from "./client-config.js";
 import type { WebTokenResponseOutput } from "../proto/generated/harvest/v1/WebTokenResponse.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
@@ -103,13 +104,22 @@ export class JobClient {
    */
   async submit(dagJson: string, user = process.env["USER"] ?? "unknown"): Promise<string> {
     const nn = this.namenodeForTokens();
-    if (!nn) return (await call(this.rm, this.rm.submitApplication, { dagJson, user, dfsToken: "", appId: "" })).appId;
+    if (!this.options.nnAddress)
+      return (
+        await call(this.rm, this.rm.submitApplication, { dagJson, user, dfsToken: "", appId: "", stagingDir: "" })
+      ).appId;
+    const dfs = new DfsClient(this.options.nnAddress, {
+      ...(this.options.security ? { security: this.options.security } : {}),
+      user,
+    });
     try {
       const { appId } = await call(this.rm, this.rm.getNewApplication, {});
-      const { token: dfsToken } = await call(nn, nn.getDelegationToken, { lifetimeMs: 0, job: appId });
-      return (await call(this.rm, this.rm.submitApplication, { dagJson, user, dfsToken, appId })).appId;
+      const dfsToken = nn ? (await call(nn, nn.getDelegationToken, { lifetimeMs: 0, job: appId })).token : "";
+      const stagingDir = await stageJob(dfs, appId, dagJson);
+      return (await call(this.rm, this.rm.submitApplication, { dagJson, user, dfsToken, appId, stagingDir })).appId;
     } finally {
-      nn.close();
+      nn?.close();
+      dfs.close();
     }
   }
 
@@ -213,6 +223,25 @@ export class JobClient {
     this.rm.close();
     for (const nm of this.nms.values()) nm.close();
   }
+}
+
+/**
+ * Puts a job's files in the DFS, as YARN's job client does: `<home>/.staging/<appId>/dag.json`, the staging
+ * directories mode 700 (the submitter's alone). Returns the directory as `dfs:<path>`.
+ */
+async function stageJob(dfs: DfsClient, appId: string, dagJson: string): Promise<string> {
+  const root = `${await dfs.homeDirectory()}/.staging`;
+  const dir = `${root}/${appId}`;
+  await dfs.mkdir(dir);
+  await dfs.chmod(root, 0o700);
+  await dfs.chmod(dir, 0o700);
+  await new Promise<void>((resolve, reject) => {
+    const out = dfs.createWriteStream(`${dir}/dag.json`, { overwrite: true });
+    out.on("finish", resolve);
+    out.on("error", reject);
+    out.end(dagJson);
+  });
+  return `dfs:${dir}`;
 }
 
 function sleep(ms: number): Promise<void> {

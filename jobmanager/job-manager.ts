@@ -3,7 +3,7 @@
  * manager with the DAG's max concurrency, asks for containers every heartbeat, starts tasks on node managers, re-runs
  * tasks a primary tenant preempted, and reports the outcome into the resource manager's job history.
  */
-import { appendFile, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { maxConcurrency, parseDag, TASK_ENV, taskInputs, taskOutputs } from "../common/dag-spec.js";
 import type { DagSpec } from "../common/dag-spec.js";
@@ -22,6 +22,9 @@ import {
 } from "../common/task-contract.js";
 import type { ContainerTokens } from "../common/task-contract.js";
 import { DagRunner } from "./dag-runner.js";
+import { DfsJournal, LocalJournal } from "./journal.js";
+import type { JournalStore } from "./journal.js";
+import { DfsClient } from "../client/dfs-client.js";
 import type { AttemptEnd, TaskRecord } from "./dag-runner.js";
 import type { ApplicationMasterServiceClient } from "../proto/generated/harvest/v1/ApplicationMasterService.js";
 import type { AllocateResponseOutput } from "../proto/generated/harvest/v1/AllocateResponse.js";
@@ -36,8 +39,13 @@ export interface JobManagerOptions {
   appId: string;
   attempt: number;
   rmAddress: string;
-  /** Where the job's DAG and this job manager's recovery journal are: under `<stagingDir>/<appId>`. */
+  /**
+   * Where the job's DAG and this job manager's recovery journal are when the job is not staged in the DFS: under
+   * `<stagingDir>/<appId>` (the resource manager's staging area).
+   */
   stagingDir: string;
+  /** The job's staging directory in the DFS (`dfs:/user/<name>/.staging/<appId>`): the journal's segments go there. */
+  jobStaging?: string;
   /** The job's DAG file, written by the resource manager at submit. */
   dagFile: string;
   /** How often to call Allocate. @default 300 */
@@ -86,8 +94,9 @@ export class JobManager {
   private killed = false;
   /** Set when a task's resources can never be localized (missing, or not the submitter's to read): the job fails. */
   private unlocalizable: string | undefined;
-  private journal = "";
-  private journalWrites: Promise<void> = Promise.resolve();
+  private journal!: JournalStore;
+  /** The job's file system (its DFS token), when the job is staged there: its journal, then closed. */
+  private dfs: DfsClient | undefined;
 
   constructor(readonly options: JobManagerOptions) {
     this.rm = makeClient(loadHarvestProto().ApplicationMasterService, options.rmAddress, this.security());
@@ -112,7 +121,7 @@ export class JobManager {
     // one registration (seeds/004, section 4.1: the scheduler needs it to pick classes).
     this.dag = parseDag(await readFile(this.options.dagFile, "utf8"));
     this.runner = new DagRunner(this.dag, { maxTaskAttempts: this.options.maxTaskAttempts, maxLaunchFailures: 10 });
-    this.journal = join(this.options.stagingDir, appId, "journal.jsonl");
+    this.journal = this.openJournal();
     await this.recover();
     if (!(await this.register())) return "SUPERSEDED";
     this.lifecycle.started();
@@ -355,28 +364,27 @@ export class JobManager {
    */
   private record(entry: JournalEntry | LostEntry): void {
     const line = JSON.stringify(entry) + "\n";
-    this.journalWrites = this.journalWrites
-      .then(() => appendFile(this.journal, line))
+    this.journal
+      .append(line)
       .catch((err: unknown) => this.log.warn("could not append to the recovery journal", { error: errorMessage(err) }));
   }
 
   /** Appends a launch to the journal and waits until it is written (after the ends queued before it). */
   private async journalLaunch(entry: LaunchEntry): Promise<void> {
-    const line = JSON.stringify(entry) + "\n";
-    const write = this.journalWrites.then(() => appendFile(this.journal, line));
-    this.journalWrites = write.catch((err: unknown) =>
-      this.log.warn("could not append to the recovery journal", { error: errorMessage(err) }),
-    );
-    await write;
+    await this.journal.append(JSON.stringify(entry) + "\n");
+  }
+
+  /** The job's journal: in its DFS staging directory, else beside its DAG in the resource manager's staging area. */
+  private openJournal(): JournalStore {
+    const { jobStaging, stagingDir, appId, attempt } = this.options;
+    if (!jobStaging) return new LocalJournal(join(stagingDir, appId, "journal.jsonl"));
+    this.dfs = DfsClient.fromTaskEnv();
+    return new DfsJournal(this.dfs, jobStaging.slice("dfs:".length), attempt);
   }
 
   private async recover(): Promise<void> {
-    let text: string;
-    try {
-      text = await readFile(this.journal, "utf8");
-    } catch {
-      return;
-    }
+    const text = await this.journal.readAll();
+    if (text === "") return;
     let replayed = 0;
     // Launches with no end yet: still running (the resource manager keeps them for this attempt) or ended unseen.
     const open = new Map<string, LaunchEntry>();
@@ -421,7 +429,7 @@ export class JobManager {
   private async finish(outcome: "SUCCEEDED" | "FAILED" | "KILLED", diagnostics: string): Promise<JobManagerExit> {
     // Let in-flight launches settle so nothing is started after the job ends.
     await Promise.allSettled([...this.launches]);
-    await this.journalWrites;
+    await this.journal.flushed();
     const wire = outcome === "SUCCEEDED" ? "JOB_SUCCEEDED" : outcome === "FAILED" ? "JOB_FAILED" : "JOB_KILLED";
     const progress = this.progress();
     await this.rmCall((c) =>
@@ -481,6 +489,7 @@ export class JobManager {
     this.rm.close();
     for (const c of this.nms.values()) c.close();
     for (const c of this.shuffles.values()) c.close();
+    this.dfs?.close();
     this.lifecycle.stopped();
   }
 }
@@ -506,7 +515,8 @@ export function jobManagerOptionsFromEnv(env: NodeJS.ProcessEnv): JobManagerOpti
     appId: need("HARVEST_APP_ID"),
     attempt: Number(need("HARVEST_ATTEMPT")),
     rmAddress: need("HARVEST_RM_ADDRESS"),
-    stagingDir: need("HARVEST_STAGING_DIR"),
+    stagingDir: env["HARVEST_STAGING_DIR"] ?? "",
+    ...(env["HARVEST_JOB_STAGING"] ? { jobStaging: env["HARVEST_JOB_STAGING"] } : {}),
     dagFile: need("HARVEST_DAG_FILE"),
     heartbeatMs: Number(env["HARVEST_AM_HEARTBEAT_MS"] ?? 300),
     maxTaskAttempts: Number(env["HARVEST_MAX_TASK_ATTEMPTS"] ?? 4),

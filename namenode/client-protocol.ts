@@ -163,6 +163,7 @@ export class ClientProtocol {
       }),
       List: unary((req: { path: string }, c) => ({ entries: this.list(req.path, this.checked(this.callerOf(c))) })),
       Stat: unary((req: { path: string }, c) => this.stat(req.path, this.checked(this.callerOf(c)))),
+      GetHomeDirectory: unary((_req: object, c) => this.metrics.observe("mkdirs", () => this.homeDirectory(c))),
       Delete: unary((req: { path: string; recursive: boolean }, c) =>
         this.metrics.observe("delete", async () => {
           this.safeMode.checkWritable();
@@ -214,6 +215,27 @@ export class ClientProtocol {
         return issued;
       }),
     };
+  }
+
+  /**
+   * ClientNamenode.GetHomeDirectory: `/user/<caller>`, created when missing (`/user` as the superuser's, 755; the
+   * home as the caller's, 755), so that a user's job client can keep staging directories there without an
+   * administrator creating the home first.
+   */
+  private async homeDirectory(c: CallContext): Promise<FileStatusOutput> {
+    const caller = this.callerOf(c);
+    const home = `/user/${caller.user}`;
+    if (caller.user === ANONYMOUS_USER || caller.user === "." || caller.user === ".." || caller.user.includes("/"))
+      throw new HarvestError("PERMISSION_DENIED", `${caller.user} has no home directory`, {
+        details: { identity: caller.user, action: "get a home directory" },
+      });
+    if (!this.namespace.exists(home)) {
+      this.safeMode.checkWritable();
+      if (!this.namespace.exists("/user")) await this.namespace.mkdirs("/user", this.options.superuser);
+      await this.namespace.mkdirs(home, caller.user);
+      this.log.info("home directory created", { path: home, owner: caller.user });
+    }
+    return this.namespace.stat(home);
   }
 
   /**

@@ -149,6 +149,11 @@ export class Namespace {
 
   // ---------------------------------------------------------------------------------------------- reads
 
+  /** Whether a file or directory is at `path` (no permission check: for the namenode's own decisions). */
+  exists(path: string): boolean {
+    return this.tree.resolveQuietly(normalizeDfsPath(path)) !== undefined;
+  }
+
   /** The status of a file or directory (the caller must traverse its ancestors); NAMENODE_FILE_NOT_FOUND if none. */
   stat(path: string, caller?: Caller): FileStatusOutput {
     const p = normalizeDfsPath(path);

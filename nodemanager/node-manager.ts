@@ -101,6 +101,8 @@ export class NodeManager extends ServingDaemon {
   private localizer!: Localizer;
   /** Finished applications whose data this node manager has removed (bounded). */
   private readonly cleanedApps = new Set<string>();
+  /** When this node manager first heard that an application ended (its data goes `finishedAppRetentionMs` later). */
+  private readonly finishedHeardMs = new Map<string, number>();
   /** When the yield controller chose each container it is killing (performance.now()), for the yield latency. */
   private readonly yieldChosenAt = new Map<string, number>();
   /** The watchdog that kills the containers if this process dies. */
@@ -470,17 +472,23 @@ export class NodeManager extends ServingDaemon {
   }
 
   /**
-   * An application ended: its tasks' intermediate outputs and its private file cache go, once none of its containers
-   * runs here any more (their logs stay, for `harvest job logs`). Each application once.
+   * An application ended: its tasks' intermediate outputs and its private file cache go `finishedAppRetentionMs` after
+   * this node manager first heard so, once none of its containers runs here any more (their logs stay, for
+   * `harvest job logs`). Each application once.
    */
   private cleanUpApplication(appId: string): void {
     if (this.cleanedApps.has(appId)) return;
+    const now = Date.now();
+    const heard = this.finishedHeardMs.get(appId) ?? now;
+    this.finishedHeardMs.set(appId, heard);
+    if (now - heard < this.options.finishedAppRetentionMs) return;
     for (const c of this.containers.values()) if (c.spec.appId === appId) return;
     try {
       parseAppId(appId);
     } catch {
       return;
     }
+    this.finishedHeardMs.delete(appId);
     this.cleanedApps.add(appId);
     if (this.cleanedApps.size > 10_000) this.cleanedApps.delete(this.cleanedApps.values().next().value!);
     removeApplicationData(this.options.dataDir, appId)

@@ -64,6 +64,11 @@ export interface NodeManagerOptions {
   /** The shuffle service's pace while the primary tenant is busy, in MB/s. @default 32 */
   shuffleBusyMBps: number;
   /**
+   * How long a finished application's intermediate outputs and private file cache stay after the node manager hears
+   * it ended (YARN's delete delay), to look into what its tasks left; 0 removes them at once. @default 60000
+   */
+  finishedAppRetentionMs: number;
+  /**
    * How long a completion the resource manager recorded is still reported when this node registers again, so that a
    * resource manager that restarted before passing it to its job manager learns of it. @default 600000
    */
@@ -145,6 +150,7 @@ export function resolveNodeManagerOptions(
         killGraceMs: 250,
         shuffleBusyUtilization: 0.9,
         shuffleBusyMBps: 32,
+        finishedAppRetentionMs: 60_000,
         completedRetentionMs: 600_000,
         orphanReaper: true,
         cgroups: "auto",
@@ -198,6 +204,7 @@ export function resolveNodeManagerOptions(
   if (!(o.shuffleBusyUtilization > 0 && o.shuffleBusyUtilization <= 1))
     bad("shuffleBusyUtilization", "must be in (0, 1]");
   if (!(o.shuffleBusyMBps > 0)) bad("shuffleBusyMBps", "must be a positive number of MB/s");
+  if (!(o.finishedAppRetentionMs >= 0)) bad("finishedAppRetentionMs", "must be a number of milliseconds >= 0");
   if (!(o.completedRetentionMs >= 0)) bad("completedRetentionMs", "must be >= 0");
   if (typeof o.orphanReaper !== "boolean") bad("orphanReaper", "must be true or false");
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");

@@ -25,10 +25,16 @@ import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js
 export async function acceptJob(
   deps: ApplicationDeps,
   clusterTs: number,
-  job: { dagJson: string; user: string; dfsToken: string; reserved?: { appId: string; seq: number } },
+  job: {
+    dagJson: string;
+    user: string;
+    dfsToken: string;
+    reserved?: { appId: string; seq: number };
+    stagingDir?: string;
+  },
 ): Promise<{ record: AppRecord; dag: DagSpec }> {
   const { options, scheduler, admission, store } = deps;
-  const { dagJson, user, dfsToken, reserved } = job;
+  const { dagJson, user, dfsToken, reserved, stagingDir } = job;
   const max = scheduler.maxNodeCapacity();
   const dag = parseDag(dagJson, {
     maxParallelism: options.maxParallelism,
@@ -59,6 +65,7 @@ export async function acceptJob(
     maxConcurrency: 0,
     priority: dag.priority ?? 0,
     ...(dfsToken ? { dfsToken } : {}),
+    ...(stagingDir ? { stagingDir } : {}),
   };
   // The job manager reads its DAG from the staging directory (as YARN's job files); both writes precede the reply.
   const jobDir = join(options.stagingDir, appId);
@@ -66,6 +73,29 @@ export async function acceptJob(
   await writeFileDurably(join(jobDir, "dag.json"), dagJson);
   await store.putApp(record, { unreserve: reserved !== undefined });
   return { record, dag };
+}
+
+/**
+ * Checks a job's DFS staging directory: `dfs:/user/<user>/.staging/<appId>` for the id the client reserved, and on a
+ * secure cluster only with the job's DFS token (the job manager's localizer and journal act with it). INVALID_ARGUMENT
+ * (field stagingDir) otherwise.
+ */
+export function checkStagingDir(
+  stagingDir: string,
+  user: string,
+  appId: string,
+  dfsToken: string,
+  secure: boolean,
+): void {
+  const bad = (why: string): never => {
+    throw new HarvestError("INVALID_ARGUMENT", `stagingDir ${JSON.stringify(stagingDir)}: ${why}`, {
+      details: { field: "stagingDir" },
+    });
+  };
+  if (!appId) bad("a DFS staging directory needs the reserved app id it is named after (GetNewApplication)");
+  if (secure && !dfsToken) bad("on a secure cluster the job needs its DFS token to read its staging directory");
+  const expected = `dfs:/user/${user}/.staging/${appId}`;
+  if (stagingDir !== expected) bad(`must be ${expected}`);
 }
 
 /**

@@ -32,7 +32,7 @@ import type { AppRuntime, ApplicationDeps } from "./app-runtime.js";
 import { isTerminal, nextAppState } from "./app-state.js";
 import type { AppEvent } from "./app-state.js";
 import { AppIdReservations } from "./app-id-reservations.js";
-import { acceptJob, admittedJobOf, checkAsk, netAsks } from "./app-submission.js";
+import { acceptJob, checkStagingDir, admittedJobOf, checkAsk, netAsks } from "./app-submission.js";
 import { startJobManager } from "./job-manager-launch.js";
 import type { NodeEntry } from "./node-tracker.js";
 import type { AdmittedJob } from "./policy/admission.js";
@@ -594,8 +594,15 @@ export class Applications {
    * Accepts a job: validated, durable (record and DAG file) before the answer, then queued or asking for its manager.
    * With `reservedId`, the job takes that id, which must be reserved (for `user`, on a secure cluster) and unused.
    */
-  async submit(dagJson: string, user: string, dfsToken = "", reservedId = ""): Promise<{ appId: string }> {
+  async submit(
+    dagJson: string,
+    user: string,
+    dfsToken = "",
+    reservedId = "",
+    stagingDir = "",
+  ): Promise<{ appId: string }> {
     const { scheduler, admission, log } = this.deps;
+    if (stagingDir) checkStagingDir(stagingDir, user, reservedId, dfsToken, this.deps.options.tls !== undefined);
     const reserved = reservedId
       ? this.reservations.take(reservedId, user, this.deps.options.tls !== undefined, (id) => this.apps.has(id))
       : undefined;
@@ -606,6 +613,7 @@ export class Applications {
         user,
         dfsToken,
         ...(reserved ? { reserved } : {}),
+        ...(stagingDir ? { stagingDir } : {}),
       });
     } catch (err) {
       // A DAG to fix, or a store that failed: the id stays the caller's to submit with again.
@@ -796,7 +804,7 @@ export class Applications {
     const toCancel = this.deps.dfsTokens.enabled ? dfsToken : "";
     // Durable before anyone is told.
     await store.finishApp(app.record, history, toCancel);
-    if (toCancel) this.deps.dfsTokens.cancel(app.record.appId, toCancel);
+    if (toCancel) this.deps.dfsTokens.cancel(app.record.appId, toCancel, app.record.stagingDir);
     this.deps.observer?.finished(app.record.appId, state, outcome);
     await this.evictCompleted();
     const keepAm = state !== "KILLED" && app.amContainerId !== undefined;

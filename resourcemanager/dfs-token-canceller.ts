@@ -15,6 +15,7 @@ import { errorMessage, isHarvestError } from "../common/errors.js";
 import type { Logger } from "../common/log.js";
 import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
 import type { RmStateStore } from "./state-store.js";
+import { DfsClient } from "../client/dfs-client.js";
 
 /** How many times, and after what first pause (doubled each time), a cancellation is tried. */
 export interface CancelRetry {
@@ -48,7 +49,7 @@ export class DfsTokenCanceller {
   /** Cancels the tokens an earlier run left pending (its last tries failed, or it stopped first). Never rejects. */
   async resume(): Promise<void> {
     if (!this.enabled) return;
-    let pending: { appId: string; token: string }[];
+    let pending: { appId: string; token: string; stagingDir?: string }[];
     try {
       pending = await this.store.pendingTokenCancels();
     } catch (err) {
@@ -57,13 +58,32 @@ export class DfsTokenCanceller {
     }
     if (pending.length > 0)
       this.log.info("cancelling the delegation tokens of jobs that ended before the restart", { jobs: pending.length });
-    for (const p of pending) this.cancel(p.appId, p.token);
+    for (const p of pending) this.cancel(p.appId, p.token, p.stagingDir);
   }
 
-  /** Cancels the ended job `appId`'s token in the background (stored as pending by the job's end). */
-  cancel(appId: string, token: string): void {
+  /**
+   * Cancels the ended job `appId`'s token in the background (stored as pending by the job's end), after removing the
+   * job's DFS staging directory with it (the token is the only right the resource manager has there).
+   */
+  cancel(appId: string, token: string, stagingDir?: string): void {
     if (!this.enabled || this.stopped) return;
-    void this.attempt(appId, token, 1);
+    void this.attempt(appId, token, 1, stagingDir);
+  }
+
+  /** Removes a finished job's DFS staging directory, acting with the job's token (a missing one is fine). */
+  private async removeStaging(stagingDir: string, token: string): Promise<void> {
+    const dfs = new DfsClient(this.nnAddress, {
+      ...(this.security?.ca ? { security: { ca: this.security.ca } } : {}),
+      dfsToken: token,
+    });
+    try {
+      await dfs.delete(stagingDir.slice("dfs:".length), { recursive: true });
+      this.log.info("finished job's staging directory removed", { dir: stagingDir });
+    } catch (err) {
+      if (!isHarvestError(err, "NAMENODE_FILE_NOT_FOUND", "DELEGATION_TOKEN_INVALID", "UNAUTHENTICATED")) throw err;
+    } finally {
+      dfs.close();
+    }
   }
 
   /** Stops: no more tries here; those not done are tried again at the next start. Idempotent. */
@@ -76,10 +96,14 @@ export class DfsTokenCanceller {
   }
 
   /** One try; never rejects. */
-  private async attempt(appId: string, token: string, n: number): Promise<void> {
+  private async attempt(appId: string, token: string, n: number, stagingDir?: string): Promise<void> {
     if (this.stopped) return;
     let outcome: "cancelled" | "nothing to cancel";
     try {
+      if (stagingDir) {
+        await this.removeStaging(stagingDir, token);
+        stagingDir = undefined;
+      }
       const nn = (this.client ??= makeClient(loadHarvestProto().ClientNamenode, this.nnAddress, this.security));
       await call(nn, nn.cancelDelegationToken, { token }, 10_000);
       outcome = "cancelled";
@@ -91,7 +115,7 @@ export class DfsTokenCanceller {
         const pause = setTimeout(
           () => {
             this.pauses.delete(pause);
-            void this.attempt(appId, token, n + 1);
+            void this.attempt(appId, token, n + 1, stagingDir);
           },
           this.retry.firstPauseMs * 2 ** (n - 1),
         );

@@ -24,6 +24,15 @@ export async function startJobManager(
     HARVEST_STAGING_DIR: options.stagingDir,
     HARVEST_DAG_FILE: join(options.stagingDir, appId, "dag.json"),
   };
+  // A job staged in the DFS: its DAG is localized into the container like any resource (as YARN localizes job files),
+  // and the job manager keeps its journal there; no server needs the resource manager's staging directory.
+  const staging = app.record.stagingDir;
+  const resources = staging ? [{ name: "dag.json", path: `${staging}/dag.json`, visibility: "application" }] : [];
+  if (staging) {
+    env["HARVEST_JOB_STAGING"] = staging;
+    env["HARVEST_DAG_FILE"] = "dag.json";
+    delete env["HARVEST_STAGING_DIR"];
+  }
   // The job manager's only credentials, in its token file: its AM token, the job's shuffle token and the submitter's
   // file-system token (the last two it passes on to its tasks).
   const tokens: ContainerTokens = {
@@ -37,6 +46,6 @@ export async function startJobManager(
   };
   const client = deps.nodes.client(container.nmAddress);
   const argv = options.jobManagerCommand;
-  await call(client, client.startContainer, { container, appId, argv, env, tokens, isAm: true });
+  await call(client, client.startContainer, { container, appId, argv, env, tokens, isAm: true, resources });
   deps.log.info("job manager launched", { appId, attempt, containerId: container.id, nodeId: container.nodeId });
 }

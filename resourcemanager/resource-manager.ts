@@ -375,11 +375,13 @@ export class ResourceManager extends ServingDaemon {
     });
     this.server.addService(proto.ApplicationClientService.service, {
       GetNewApplication: unary((_req, c) => this.apps.reserveAppId(gate.principal(c).name)),
-      SubmitApplication: unary((req: { dagJson: string; user: string; dfsToken: string; appId: string }, c) => {
-        // With TLS the submitter is the certificate's name, whatever the request claims.
-        const who = gate.principal(c, req.user);
-        return this.apps.submit(req.dagJson, who.name, req.dfsToken, req.appId);
-      }),
+      SubmitApplication: unary(
+        (req: { dagJson: string; user: string; dfsToken: string; appId: string; stagingDir: string }, c) => {
+          // With TLS the submitter is the certificate's name, whatever the request claims.
+          const who = gate.principal(c, req.user);
+          return this.apps.submit(req.dagJson, who.name, req.dfsToken, req.appId, req.stagingDir);
+        },
+      ),
       GetApplication: unary((req: { appId: string }) => this.apps.report(this.apps.getApp(req.appId))),
       ListApplications: unary((req: { states: string[] }) => this.apps.list(req.states)),
       KillApplication: unary((req: { appId: string }, c) => {

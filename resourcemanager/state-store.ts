@@ -39,6 +39,8 @@ export interface AppRecord {
    * resource manager's data directory, and the token never appears in reports or logs).
    */
   dfsToken?: string;
+  /** The job's staging directory in the DFS (`dfs:/user/<user>/.staging/<appId>`); absent: the local `stagingDir`. */
+  stagingDir?: string;
   /** Servers where this job's manager failed or was preempted, newest last: its next attempts go elsewhere. */
   amAvoidNodes?: string[];
 }
@@ -177,15 +179,27 @@ export class RmStateStore {
       { type: "put", key: `app!${app.appId}`, value: app },
       { type: "put", key: `hist!${String(history.finishMs).padStart(15, "0")}!${history.appId}`, value: history },
     ];
-    if (tokenToCancel) ops.push({ type: "put", key: `tokencancel!${app.appId}`, value: tokenToCancel });
+    // With a DFS staging directory, which goes (with the token) before the token is cancelled.
+    if (tokenToCancel)
+      ops.push({
+        type: "put",
+        key: `tokencancel!${app.appId}`,
+        value: app.stagingDir ? { token: tokenToCancel, stagingDir: app.stagingDir } : tokenToCancel,
+      });
     await this.db.batch(ops, DURABLE);
   }
 
   /** The delegation tokens of ended jobs not yet cancelled at the namenode (secrets, like `AppRecord.dfsToken`). */
-  async pendingTokenCancels(): Promise<{ appId: string; token: string }[]> {
-    const out: { appId: string; token: string }[] = [];
-    for await (const [key, value] of this.db.iterator({ gt: "tokencancel!", lt: "tokencancel!\xff" }))
-      out.push({ appId: key.slice("tokencancel!".length), token: value as string });
+  async pendingTokenCancels(): Promise<{ appId: string; token: string; stagingDir?: string }[]> {
+    const out: { appId: string; token: string; stagingDir?: string }[] = [];
+    for await (const [key, value] of this.db.iterator({ gt: "tokencancel!", lt: "tokencancel!\xff" })) {
+      const appId = key.slice("tokencancel!".length);
+      if (typeof value === "string") out.push({ appId, token: value });
+      else {
+        const v = value as { token: string; stagingDir?: string };
+        out.push({ appId, token: v.token, ...(v.stagingDir ? { stagingDir: v.stagingDir } : {}) });
+      }
+    }
     return out;
   }
 

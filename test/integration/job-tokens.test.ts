@@ -21,7 +21,7 @@ import type { ClientNamenodeClient } from "../../proto/generated/harvest/v1/Clie
 import { codeOf } from "../error-code.js";
 import { readAll } from "../dfs-read.js";
 import { waitFor } from "../wait-for.js";
-import { cpuVertex, findFiles, startTestCluster, waitForJob } from "./harness.js";
+import { cpuVertex, taskOutputs, startTestCluster, waitForJob } from "./harness.js";
 import type { TestCluster } from "./harness.js";
 
 /** A task that copies its token file into its output directory, for the test to read. */
@@ -71,7 +71,7 @@ describe("a job's delegation token", () => {
   const tokenOfJob = (appId: string): Promise<string> =>
     waitFor(
       () => {
-        const files = findFiles(join(c.dir, "rm", "staging", appId, "probe"), "tokens.json");
+        const files = taskOutputs(c.dir, appId, "tokens.json");
         if (files.length === 0) return undefined;
         return (JSON.parse(readFileSync(files[0]!, "utf8")) as Record<string, string>)["dfs-token"];
       },

@@ -88,7 +88,7 @@ describe("localization", () => {
       { version: 1, words: ["alpha", "beta"], linked: true },
     ]);
     const after1 = await localized(c);
-    expect(after1.fetched).toBe(2); // tool.js and data/, once
+    expect(after1.fetched).toBe(3); // tool.js and data/ once, and the job manager's dag.json
     expect(after1.cached).toBe(4); // the two later tasks found both
 
     // A new version of the tool: fetched again; the public data is still cached for the new job.
@@ -98,7 +98,7 @@ describe("localization", () => {
     expect(r2.outcome, r2.diagnostics).toBe("JOB_SUCCEEDED");
     expect(seen(second)).toEqual([{ version: 2, words: ["alpha", "beta"], linked: true }]);
     const after2 = await localized(c);
-    expect(after2.fetched - after1.fetched).toBe(1);
+    expect(after2.fetched - after1.fetched).toBe(2); // tool.js again, and the new job's dag.json
     expect(after2.cached - after1.cached).toBe(1);
   });
 

@@ -110,7 +110,8 @@ async function refusal(p: Promise<unknown>): Promise<string> {
 }
 
 describe("the shuffle", () => {
-  const cluster = suiteCluster({ idleServers: 2, vcores: 2 });
+  // Finished jobs' outputs go 3 s after their node managers hear of the end.
+  const cluster = suiteCluster({ idleServers: 2, vcores: 2, nm: { finishedAppRetentionMs: 3_000 } });
   const secret = join(tmpdir(), `harvest-secret-${randomBytes(4).toString("hex")}`);
   writeFileSync(secret, "root's secret\n", { mode: 0o600 });
 
