@@ -72,22 +72,103 @@ export function longDag(releaseFile: string): object {
   };
 }
 
-/** The input directories the `collect` task of a job read (from its inputs.json in the RM's staging directory). */
-export function lastTaskInputs(stagingDir: string, appId: string): string[] {
-  const root = join(stagingDir, appId, "collect");
-  const out: string[] = [];
-  const walk = (dir: string): void => {
-    if (!existsSync(dir)) return;
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      const p = join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name === "inputs.json") {
-        const inputs = JSON.parse(readFileSync(p, "utf8")) as { paths?: string[] }[];
-        for (const i of inputs) out.push(...(i.paths ?? []));
-      }
-    }
+/**
+ * A word count over every edge type, spanning the cut: map (scatter-gather) reduce (one-to-one) tally (broadcast)
+ * merge, which writes every word's count to `output` in the DFS; CPU work makes each stage last a few seconds. Beside
+ * it, one `probe` task per server lists the run's host directories (`hostDirs`) and writes what it saw, so the scenario
+ * can check that no task sees another host's files.
+ */
+export function threeEdgeDag(corpus: string, output: string, hostDirs: string[], servers: number): object {
+  const tasks = "${HARVEST_HOME}/dist/examples/tasks";
+  const res = { vcores: 0.5, memoryMb: 256 };
+  const probe = [
+    "const fs = require('fs');",
+    "const seen = {};",
+    "for (const d of process.argv.slice(1)) { try { seen[d] = fs.readdirSync(d); } catch (e) { seen[d] = e.code; } }",
+    "fs.writeFileSync(require('path').join(process.env.HARVEST_OUTPUT_DIR, 'seen.json'),",
+    "  JSON.stringify({ node: process.env.HARVEST_NODE_ID, seen }));",
+  ].join("\n");
+  return {
+    name: "multihost-three-edges",
+    vertices: [
+      {
+        name: "map",
+        parallelism: 3,
+        resources: res,
+        command: ["node", `${tasks}/wordcount-map.js`, `dfs:${corpus}`, "--splits", "3", "--cpu-seconds", "4"],
+      },
+      {
+        name: "reduce",
+        parallelism: 2,
+        resources: res,
+        command: ["node", `${tasks}/wordcount-reduce.js`, "--cpu-seconds", "3"],
+      },
+      {
+        name: "tally",
+        parallelism: 2,
+        resources: res,
+        command: ["node", `${tasks}/wordcount-reduce.js`, "--cpu-seconds", "1"],
+      },
+      {
+        name: "merge",
+        parallelism: 1,
+        resources: res,
+        command: ["node", `${tasks}/wordcount-merge.js`, "--top", "0", "--output", `dfs:${output}`],
+      },
+      { name: "probe", parallelism: servers, resources: res, command: ["node", "-e", probe, ...hostDirs] },
+    ],
+    edges: [
+      { from: "map", to: "reduce", type: "scatter-gather" },
+      { from: "reduce", to: "tally", type: "one-to-one" },
+      { from: "tally", to: "merge", type: "broadcast" },
+    ],
   };
-  walk(root);
+}
+
+/** Every word's count in `text`, as wordcount-merge --top 0 writes them: by count, then by word. */
+export function expectedCounts(text: string): string {
+  const counts = new Map<string, number>();
+  for (const w of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) counts.set(w, (counts.get(w) ?? 0) + 1);
+  return [...counts]
+    .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : a > b ? 1 : 0))
+    .map(([w, n]) => `${w}\t${n}\n`)
+    .join("");
+}
+
+/** What each probe task saw: its server, and per host directory its entries or the error listing it. */
+export function probeResults(
+  runDir: string,
+  servers: readonly string[],
+  appId: string,
+): { node: string; seen: Record<string, string[] | string> }[] {
+  const out: { node: string; seen: Record<string, string[] | string> }[] = [];
+  for (const server of servers) {
+    const appDir = join(runDir, server, "nm", "containers", appId);
+    if (!existsSync(appDir)) continue;
+    for (const container of readdirSync(appDir)) {
+      const file = join(appDir, container, "output", "seen.json");
+      if (existsSync(file)) out.push(JSON.parse(readFileSync(file, "utf8")) as (typeof out)[number]);
+    }
+  }
+  return out;
+}
+
+/**
+ * The producer containers whose outputs the `collect` task of a job read: from the inputs.json it left in its output
+ * directory on its server (`<runDir>/<server>/nm/containers/<appId>/<container>/output/`).
+ */
+export function lastTaskInputs(runDir: string, servers: readonly string[], appId: string): string[] {
+  const out: string[] = [];
+  for (const server of servers) {
+    const appDir = join(runDir, server, "nm", "containers", appId);
+    if (!existsSync(appDir)) continue;
+    for (const container of readdirSync(appDir)) {
+      const file = join(appDir, container, "output", "inputs.json");
+      if (!existsSync(file)) continue;
+      const inputs = JSON.parse(readFileSync(file, "utf8")) as { sources?: string[] }[];
+      for (const i of inputs) out.push(...(i.sources ?? []).map((s) => s.slice(0, s.indexOf("@"))));
+    }
+  }
   return out;
 }
 

@@ -12,14 +12,22 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from "nod
 import { writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
-import { basename, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { errorMessage, HarvestError } from "../common/errors.js";
-import { distEntry } from "../common/paths.js";
+import { distEntry, packageRoot } from "../common/paths.js";
 import type { JobReport, NodeInfo } from "../client/job-client.js";
 import type { DfsDatanode, DfsFsckReport } from "../client/dfs-client.js";
 import { NetnsLab, netnsAvailable, processesUnder, stillRunning } from "./netns-lab.js";
 import type { LabClient } from "./netns-lab.js";
-import { jobOutcome, lastTaskInputs, longDag, spreadDag } from "./multihost-jobs.js";
+import {
+  expectedCounts,
+  jobOutcome,
+  lastTaskInputs,
+  longDag,
+  probeResults,
+  spreadDag,
+  threeEdgeDag,
+} from "./multihost-jobs.js";
 import type { MultihostCluster, MultihostOptions, MultihostResult } from "./multihost-result.js";
 import {
   cliFailure,
@@ -86,6 +94,8 @@ class Scenario {
       runDir,
       hosts: [{ name: MASTER, ip: `${SUBNET}.1` }, ...SERVERS.map((name, i) => ({ name, ip: `${SUBNET}.${11 + i}` }))],
       log: (line) => this.say(`  lab: ${line}`),
+      // Hosts share no files: each sees its own directory of the run and none of the others' (data, staging, temp).
+      masked: (host) => [MASTER, ...SERVERS].filter((h) => h !== host).map((h) => join(runDir, h)),
     });
   }
 
@@ -312,6 +322,7 @@ class Scenario {
     const c = this.c;
     const releaseFile = join(this.runDir, "release-held-tasks");
     const app = await this.startHeldJob(releaseFile);
+    const wordcount = await this.startThreeEdgeJob();
     const write = await this.startSlowWrite();
 
     const atCut = await c.call<JobReport>("status", [app]);
@@ -362,6 +373,7 @@ class Scenario {
     await this.checkWrite(write, healAt);
     writeSettled = true;
     await this.checkJobAcrossCut(app, cutContainers);
+    await this.checkThreeEdgeJob(wordcount);
     await this.checkFsck(await healthyAt, healAt, part.write?.endedAfterHealMs);
     this.say(
       `rejoin times: node manager ${optSeconds(heal.nodeManagerRejoinMs)}, datanode ${optSeconds(heal.datanodeRejoinMs)}, ` +
@@ -384,6 +396,55 @@ class Scenario {
       return running && processesUnder(this.nmContainersDir(CUT_SERVER)).length > 0 ? true : undefined;
     });
     return app;
+  }
+
+  /** Puts the corpus in the DFS from the master and submits the word count over every edge type (it spans the cut). */
+  private async startThreeEdgeJob(): Promise<{ appId: string; corpus: string; output: string }> {
+    const corpus = join(packageRoot(), "examples", "data", "corpus.txt");
+    const put = await this.cli(MASTER, ["fs", "put", corpus, "/lab/corpus.txt", "--overwrite"]);
+    if (put.code !== 0) throw new Error(`fs put of the corpus failed: ${cliFailure(put)}`);
+    const hostDirs = [MASTER, ...SERVERS].map((h) => join(this.runDir, h));
+    const dag = threeEdgeDag("/lab/corpus.txt", "/lab/counts.tsv", hostDirs, SERVERS.length);
+    const submit = await this.cli(MASTER, ["job", "submit", writeJson(join(this.runDir, "dag-three-edges.json"), dag)]);
+    const appId = (submit.json as { appId?: string } | undefined)?.appId;
+    if (!appId) throw new Error(`job submit failed: ${cliFailure(submit)}`);
+    this.say(`submitted ${appId}: a word count over all three edge types, through the cut`);
+    return { appId, corpus, output: "/lab/counts.tsv" };
+  }
+
+  /**
+   * The word count across the cut succeeded, its counts in the DFS are right, and none of its tasks saw another host's
+   * directories (each host's mount namespace masks them).
+   */
+  private async checkThreeEdgeJob(job: { appId: string; corpus: string; output: string }): Promise<void> {
+    const report = await until(`${job.appId} to end`, 240_000, async () => {
+      const r = await this.c.call<JobReport>("status", [job.appId]);
+      return ["FINISHED", "FAILED", "KILLED"].includes(r.state) ? r : undefined;
+    });
+    const local = join(this.runDir, MASTER, "counts.tsv");
+    const get = report.state === "FINISHED" ? await this.cli(MASTER, ["fs", "get", job.output, local]) : undefined;
+    const got = get?.code === 0 && existsSync(local) ? readFileSync(local, "utf8") : "";
+    const expected = expectedCounts(readFileSync(job.corpus, "utf8"));
+    this.check(
+      "a word count over scatter-gather, one-to-one and broadcast edges runs through the cut and writes exact counts to the DFS",
+      report.state === "FINISHED" && got === expected,
+      `${job.appId} ${report.state} ${report.outcome}; task containers ${JSON.stringify(report.taskContainers)}; ` +
+        `${got.split("\n").length - 1} of ${expected.split("\n").length - 1} words in ${job.output}` +
+        (got && got !== expected ? " (DIFFERENT)" : ""),
+    );
+    const probes = probeResults(this.runDir, SERVERS, job.appId);
+    const leaks = probes.flatMap((p) =>
+      Object.entries(p.seen)
+        .filter(([dir, what]) => dir !== join(this.runDir, p.node) && !(Array.isArray(what) && what.length === 0))
+        .map(([dir, what]) => `${p.node} saw ${dir}: ${JSON.stringify(what)}`),
+    );
+    this.check(
+      "no task sees another host's directories (private mount namespaces: data, staging, temp)",
+      probes.length >= 1 && leaks.length === 0,
+      leaks.length > 0
+        ? leaks.join("; ")
+        : `${probes.length} probe tasks on ${[...new Set(probes.map((p) => p.node))].join(", ")}`,
+    );
   }
 
   /** A write from a slow producer (a FIFO fed at 1.5 MiB/s, 24 MiB) so that it is in flight through the cut. */
@@ -557,9 +618,7 @@ class Scenario {
       cause: final.get(x.containerId)?.cause ?? "?",
     }));
     const cutIds = new Set(cutContainers.map((x) => x.containerId));
-    const inputsFromCutContainers = lastTaskInputs(join(this.runDir, MASTER, "rm", "staging"), app).filter((p) =>
-      cutIds.has(basename(p)),
-    );
+    const inputsFromCutContainers = lastTaskInputs(this.runDir, SERVERS, app).filter((id) => cutIds.has(id));
     const job = { ...jobOutcome(report), containersAtCut, inputsFromCutContainers };
     this.result.partition!.job = job;
     this.check(

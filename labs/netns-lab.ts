@@ -50,6 +50,12 @@ export interface NetnsLabOptions {
   prefix?: string;
   /** Progress lines. @default none */
   log?: (line: string) => void;
+  /**
+   * Directories each host must not see: in the host's own mount namespace (`ip netns exec` gives every command one)
+   * an empty tmpfs is mounted over each before the command runs, so that hosts share no path but what the lab leaves
+   * visible. @default none
+   */
+  masked?: (host: string) => string[];
 }
 
 /** A daemon the lab started. */
@@ -225,8 +231,10 @@ export class NetnsLab {
   private readonly daemons: LabDaemon[] = [];
   private state: "new" | "creating" | "up" | "destroying" | "destroyed" = "new";
   private readonly onExit = (): void => this.destroySync();
+  private readonly masked: (host: string) => string[];
 
   constructor(opts: NetnsLabOptions) {
+    this.masked = opts.masked ?? (() => []);
     this.runDir = resolve(opts.runDir);
     this.hosts = opts.hosts;
     this.prefixValue = opts.prefix ?? `hv${process.pid % 10_000}-`;
@@ -345,7 +353,10 @@ export class NetnsLab {
     this.requireUp();
     if (argv.length === 0) throw new Error("exec needs a command");
     const { name, ...spawnOpts } = opts;
-    const child = spawn("ip", ["netns", "exec", this.ns(host), ...argv], { ...spawnOpts, detached: true });
+    const child = spawn("ip", ["netns", "exec", this.ns(host), ...maskThenRun(this.masked(host), argv)], {
+      ...spawnOpts,
+      detached: true,
+    });
     const tracked: Tracked = { name: name ?? `${host}: ${argv.join(" ").slice(0, 80)}`, child };
     this.processes.add(tracked);
     child.once("exit", () => this.processes.delete(tracked));
@@ -424,7 +435,12 @@ export class NetnsLab {
         {
           stdio: ["ignore", fd, fd],
           name,
-          env: { ...daemonEnvironment(kind), [EVENTS_DIR_VARIABLE]: join(this.runDir, "logs") },
+          // A temporary directory of the host's own (containers inherit TMPDIR), as a real server has.
+          env: {
+            ...daemonEnvironment(kind),
+            [EVENTS_DIR_VARIABLE]: join(this.runDir, "logs"),
+            TMPDIR: this.tmpDir(host),
+          },
         },
       );
     } finally {
@@ -515,6 +531,14 @@ export class NetnsLab {
     this.state = "destroyed";
   }
 
+  /** A host's temporary directory in the run (sticky and writable by all, as /tmp). */
+  private tmpDir(host: string): string {
+    const dir = join(this.runDir, host, "tmp");
+    mkdirSync(dir, { recursive: true });
+    chmodSync(dir, 0o1777);
+    return dir;
+  }
+
   /** The lab's namespaces, the switch last. */
   private namespaces(): string[] {
     return [...this.hosts.map((h) => `${this.prefixValue}${h.name}`), `${this.prefixValue}${SWITCH}`];
@@ -538,6 +562,19 @@ export class NetnsLab {
     // The group's other members (a daemon's helpers) go with it.
     killQuietly(-pid, "SIGKILL");
   }
+}
+
+/**
+ * argv that mounts an empty tmpfs over each of `dirs` (in the mount namespace `ip netns exec` made for the command,
+ * whose mounts do not reach the machine's) and then execs `argv`, keeping its pid; a mount that fails ends it with
+ * exit code 97 before anything runs.
+ */
+function maskThenRun(dirs: string[], argv: string[]): string[] {
+  if (dirs.length === 0) return argv;
+  const script =
+    'while [ "$1" != -- ]; do mkdir -p "$1" && mount -t tmpfs -o size=1m,mode=0755 lab-mask "$1" || exit 97; shift; done; ' +
+    'shift; exec "$@"';
+  return ["/bin/sh", "-c", script, "lab-mask", ...dirs, "--", ...argv];
 }
 
 /** The program `openClient` runs inside a namespace: argv is the client module URL and a client configuration. */

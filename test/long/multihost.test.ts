@@ -1,6 +1,9 @@
 /**
  * Issue 11: a Harvest cluster across Linux network namespaces (a master and three servers on a private bridge), a job
  * and a file copy across hosts, then a real partition of one server (its link silently drops packets) and its heal.
+ * Every host has its own mount namespace too, in which the other hosts' directories are masked: jobs run with no shared
+ * path (job files in the DFS, intermediate data through the shuffle), and a word count over all three edge types runs
+ * through the cut to exact counts in the DFS.
  * Needs root and `ip netns`; skipped otherwise. One scenario run (about 1.5 minutes) feeds every assertion.
  */
 import { readFileSync, readdirSync, rmSync } from "node:fs";
@@ -104,6 +107,16 @@ describe.skipIf(!available.ok)("a cluster across network namespaces, through a p
       expect(write?.errorCode, write?.errorMessage).toMatch(/^[A-Z][A-Z_]+$/);
       expect(write?.errorCode).not.toBe("TIMED_OUT");
     }
+  });
+
+  it("runs a word count over all three edge types through the cut, its counts in the DFS exact", () => {
+    const job = r.checks.find((c) => c.name.startsWith("a word count over scatter-gather, one-to-one and broadcast"));
+    expect(job?.ok, job?.detail).toBe(true);
+  });
+
+  it("gives every host its own files: no task sees another server's or the master's directories", () => {
+    const masked = r.checks.find((c) => c.name.startsWith("no task sees another host's directories"));
+    expect(masked?.ok, masked?.detail).toBe(true);
   });
 
   it("reports the file system healthy again after the heal", () => {
