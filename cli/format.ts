@@ -40,6 +40,9 @@ export function progressLines(r: JobReport, nowMs: number): string[] {
     lines.push(
       `  ${v.name.padEnd(nameWidth)} ${bar(v.succeeded, v.total)} ${String(v.succeeded).padStart(4)}/${v.total}  ${v.state.padEnd(9)} ${extra}`,
     );
+    const counters = Object.entries(v.counters ?? {});
+    if (counters.length > 0)
+      lines.push(`  ${" ".repeat(nameWidth)} counters: ${counters.map(([k, n]) => `${k} ${String(n)}`).join(", ")}`);
   }
   if (vertices.length === 0) lines.push(`  ${r.diagnostics || "waiting for the job manager"}`);
   return lines;

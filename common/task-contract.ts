@@ -69,6 +69,9 @@ export function parseOutputLocation(text: string): OutputLocation | undefined {
  */
 export const EXIT_INPUT_LOST = 75;
 
+/** The file among a task's outputs that holds its counters (JSON: name -> whole number). */
+export const COUNTERS_FILE = "_counters.json";
+
 /** Output files whose names start with one of these are not data (counters, markers) and are not read as inputs. */
 export const NOT_DATA_PREFIXES = ["_", "."];
 

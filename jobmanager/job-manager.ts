@@ -15,6 +15,7 @@ import type { DaemonState } from "../common/lifecycle.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import {
+  COUNTERS_FILE,
   EXIT_INPUT_LOST,
   formatOutputLocation,
   parseOutputLocation,
@@ -86,6 +87,8 @@ export class JobManager {
   private readonly rm: ApplicationMasterServiceClient;
   private readonly nms = new Map<string, ContainerManagerClient>();
   private readonly shuffles = new Map<string, ShuffleServiceClient>();
+  /** Per vertex, its succeeded tasks' counters summed by name. */
+  private readonly counters = new Map<string, Map<string, number>>();
   private runner!: DagRunner;
   private dag!: DagSpec;
   private releases: string[] = [];
@@ -293,7 +296,10 @@ export class JobManager {
     const verdict = this.runner.ended(containerId, cause, diagnostics || `exit code ${exitCode}`, outputDir);
     this.outputDirs.delete(containerId);
     if (verdict.kind === "unknown") return;
-    if (taskBefore)
+    if (taskBefore) {
+      // A succeeded task's counters, read from its outputs on its node, are summed into its vertex's and journaled.
+      const counters = verdict.kind === "succeeded" && outputDir ? await this.fetchCounters(outputDir) : undefined;
+      if (counters) this.addCounters(taskBefore.vertex, counters);
       this.record({
         containerId,
         vertex: taskBefore.vertex,
@@ -301,7 +307,9 @@ export class JobManager {
         end: cause,
         diagnostics,
         outputDir,
+        ...(counters ? { counters } : {}),
       });
+    }
     const fields = { containerId, cause, diagnostics };
     if (verdict.kind === "retry") {
       if (cause === "PREEMPTED_BY_PRIMARY")
@@ -408,7 +416,8 @@ export class JobManager {
         continue;
       }
       if (end.end === "SUCCEEDED" && !(end.outputDir && (await this.outputsAvailable(end.outputDir)))) continue;
-      this.runner.replay(end.vertex, end.index, end.end, end.diagnostics, end.outputDir);
+      const verdict = this.runner.replay(end.vertex, end.index, end.end, end.diagnostics, end.outputDir);
+      if (verdict.kind === "succeeded" && end.counters) this.addCounters(end.vertex, end.counters);
       replayed++;
     }
     // Taken over: the resource manager answers each one it no longer holds as completed at registration.
@@ -446,7 +455,46 @@ export class JobManager {
   }
 
   private progress(): JobProgress {
-    return { vertices: this.runner.progress(), ...this.runner.totals() };
+    const vertices = this.runner
+      .progress()
+      .map((v) => ({ ...v, counters: Object.fromEntries(this.counters.get(v.name) ?? new Map<string, number>()) }));
+    return { vertices, ...this.runner.totals() };
+  }
+
+  /** Adds a succeeded task's counters to its vertex's. */
+  private addCounters(vertex: string, counters: Record<string, number>): void {
+    let sums = this.counters.get(vertex);
+    if (!sums) this.counters.set(vertex, (sums = new Map()));
+    for (const [name, n] of Object.entries(counters)) sums.set(name, (sums.get(name) ?? 0) + n);
+  }
+
+  /**
+   * The counters a finished task left among its outputs (task/counters.ts), from its node's shuffle service with the
+   * AM token; undefined when it left none or they cannot be read (a task's counters are never worth failing it for).
+   */
+  private async fetchCounters(source: string): Promise<Record<string, number> | undefined> {
+    const location = parseOutputLocation(source);
+    if (!location) return undefined;
+    const shuffle = this.shuffle(location.nmAddress);
+    const chunks: Buffer[] = [];
+    try {
+      const stream = shuffle.fetchOutput(
+        { appId: this.options.appId, containerId: location.containerId, name: COUNTERS_FILE, offset: 0 },
+        { deadline: Date.now() + 5_000 },
+      );
+      for await (const chunk of stream as AsyncIterable<{ data: Buffer }>) {
+        chunks.push(chunk.data);
+        if (chunks.reduce((a, c) => a + c.length, 0) > MAX_COUNTERS_BYTES) return undefined;
+      }
+      const parsed = JSON.parse(Buffer.concat(chunks).toString("utf8")) as unknown;
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return undefined;
+      const counters: Record<string, number> = {};
+      for (const [name, n] of Object.entries(parsed))
+        if (name.length <= 128 && Number.isSafeInteger(n)) counters[name] = n as number;
+      return counters;
+    } catch {
+      return undefined;
+    }
   }
 
   private shuffle(address: string): ShuffleServiceClient {
@@ -528,8 +576,13 @@ export function jobManagerOptionsFromEnv(env: NodeJS.ProcessEnv): JobManagerOpti
   };
 }
 
+/** The most a task's counters file may hold. */
+const MAX_COUNTERS_BYTES = 64 * 1024;
+
 /** One ended task attempt in the recovery journal. */
 interface JournalEntry {
+  /** A succeeded task's counters. */
+  counters?: Record<string, number>;
   /** Absent in journals written before launches were journaled. */
   containerId?: string;
   vertex: string;

@@ -10,7 +10,14 @@
 import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { join } from "node:path";
-import { numberOption, partFileCount, TaskError, taskMain, writeFileAtomic } from "../../task/index.js";
+import {
+  incrementCounter,
+  numberOption,
+  partFileCount,
+  TaskError,
+  taskMain,
+  writeFileAtomic,
+} from "../../task/index.js";
 import { burnCpu } from "./example-lib.js";
 import type { TaskArgs } from "../../task/index.js";
 import { isDfsPath, readDfsFile } from "../../task/index.js";
@@ -33,9 +40,9 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   }
 
   const counts = new Map<string, number>();
-  for (const word of tokenize(await readSlice(file, ctx.taskIndex, splits))) {
-    counts.set(word, (counts.get(word) ?? 0) + 1);
-  }
+  const words = tokenize(await readSlice(file, ctx.taskIndex, splits));
+  for (const word of words) counts.set(word, (counts.get(word) ?? 0) + 1);
+  incrementCounter("words", words.length);
   await burnCpu(numberOption(options, "cpu-seconds", 0) * 1e6);
   const parts = partFileCount(ctx.outputs);
   if (parts > 0) await writePartitions(ctx.outputDir, counts, parts);

@@ -6,7 +6,14 @@
  * to give the demo's tasks the weight of real batch work)
  */
 import { join } from "node:path";
-import { numberOption, partFileCount, TaskError, taskMain, writeFileAtomic } from "../../task/index.js";
+import {
+  incrementCounter,
+  numberOption,
+  partFileCount,
+  TaskError,
+  taskMain,
+  writeFileAtomic,
+} from "../../task/index.js";
 import { burnCpu } from "./example-lib.js";
 import type { TaskArgs } from "../../task/index.js";
 import {
@@ -27,6 +34,7 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   if (files.length === 0) throw new TaskError("no inputs: a reducer needs at least one upstream vertex");
   const counts = new Map<string, number>();
   for (const file of files) await addCountsFromFile(file, counts);
+  incrementCounter("distinct words", counts.size);
   await writeFileAtomic(join(ctx.outputDir, COUNTS_FILE), formatCounts(sortedByWord(counts)));
   const parts = partFileCount(ctx.outputs);
   if (parts > 0) await writePartitions(ctx.outputDir, counts, parts);

@@ -43,6 +43,12 @@ describe("a cluster with idle primary tenants", () => {
     const corpus = readFileSync(join(packageRoot(), "examples", "data", "corpus.txt"), "utf8").toLowerCase();
     for (const w of corpus.match(/[\p{L}\p{N}]+/gu) ?? []) counts.set(w, (counts.get(w) ?? 0) + 1);
     const expected = [...counts].sort(([a, x], [b, y]) => y - x || (a < b ? -1 : 1)).slice(0, 50);
+    // The tasks' counters, summed per vertex by the job manager: every word read once by the maps, and each distinct
+    // word counted by exactly one reducer.
+    const counter = (vertex: string, name: string) =>
+      r.progress?.vertices.find((v) => v.name === vertex)?.counters[name];
+    expect(Number(counter("map", "words"))).toBe([...counts.values()].reduce((a, n) => a + n, 0));
+    expect(Number(counter("reduce", "distinct words"))).toBe(counts.size);
     const got = readFileSync(tops[0]!, "utf8")
       .trim()
       .split("\n")
