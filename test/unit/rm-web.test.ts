@@ -109,8 +109,28 @@ describe("dagView", () => {
   it("places each vertex in the layer of its longest path from a source, with its progress", () => {
     const view = dagView(dag, {
       vertices: [
-        { name: "a", total: 2, succeeded: 2, running: 0, preempted: 1, failedAttempts: 0, state: "SUCCEEDED", lost: 0, counters: {} },
-        { name: "b", total: 2, succeeded: 1, running: 1, preempted: 0, failedAttempts: 1, state: "RUNNING", lost: 0, counters: {} },
+        {
+          name: "a",
+          total: 2,
+          succeeded: 2,
+          running: 0,
+          preempted: 1,
+          failedAttempts: 0,
+          state: "SUCCEEDED",
+          lost: 0,
+          counters: {},
+        },
+        {
+          name: "b",
+          total: 2,
+          succeeded: 1,
+          running: 1,
+          preempted: 0,
+          failedAttempts: 1,
+          state: "RUNNING",
+          lost: 0,
+          counters: {},
+        },
       ],
       tasksRun: 4,
       tasksPreempted: 1,
@@ -132,7 +152,17 @@ describe("dagView", () => {
   it("shows the reported vertices, unconnected, when the DAG cannot be read", () => {
     const view = dagView(undefined, {
       vertices: [
-        { name: "x", total: 3, succeeded: 1, running: 0, preempted: 0, failedAttempts: 0, state: "RUNNING", lost: 0, counters: {} },
+        {
+          name: "x",
+          total: 3,
+          succeeded: 1,
+          running: 0,
+          preempted: 0,
+          failedAttempts: 0,
+          state: "RUNNING",
+          lost: 0,
+          counters: {},
+        },
       ],
       tasksRun: 1,
       tasksPreempted: 0,
