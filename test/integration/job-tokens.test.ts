@@ -44,20 +44,49 @@ function jobOf(token: string): unknown {
   return claims.job;
 }
 
-describe("a job's delegation token", () => {
-  let c: TestCluster;
+/**
+ * A secure test cluster with the users alice and bob (certificates of its CA) and its admin, and clients of its
+ * resource manager and namenode as each, all started and stopped with the enclosing describe.
+ */
+function clusterWithUsers(opts: Parameters<typeof startTestCluster>[0]) {
+  let c: TestCluster | undefined;
   const who: Record<string, ClientSecurity> = {};
   const closers: { close(): void }[] = [];
+  const cluster = (): TestCluster => {
+    if (!c) throw new Error("the cluster did not start");
+    return c;
+  };
+  beforeAll(async () => {
+    c = await startTestCluster(opts);
+    if (!c.desc.security) throw new Error("the test cluster should be secure");
+    who["admin"] = c.desc.security;
+    const ca = c.desc.security.ca;
+    for (const name of ["alice", "bob"])
+      who[name] = { ca, ...(await issueCertificate(dirname(ca), join(c.work, "certs"), { name, role: "user" })) };
+  }, 120_000);
+  afterAll(async () => {
+    for (const x of closers) x.close();
+    await c?.stop();
+  });
   const rmAs = (name: string): ApplicationClientServiceClient => {
-    const rm = makeClient(loadHarvestProto().ApplicationClientService, c.desc.rm.address, who[name]);
+    const rm = makeClient(loadHarvestProto().ApplicationClientService, cluster().desc.rm.address, who[name]);
     closers.push(rm);
     return rm;
   };
   const nnAs = (name: string): ClientNamenodeClient => {
-    const nn = makeClient(loadHarvestProto().ClientNamenode, c.desc.nn!.address, who[name]);
+    const nn = makeClient(loadHarvestProto().ClientNamenode, cluster().desc.nn!.address, who[name]);
     closers.push(nn);
     return nn;
   };
+  return { cluster, who, rmAs, nnAs };
+}
+
+describe("a job's delegation token", () => {
+  const { cluster, rmAs, nnAs } = clusterWithUsers({ idleServers: 1 });
+  let c: TestCluster;
+  beforeAll(() => {
+    c = cluster();
+  });
   /** What a call to the namenode with only `token` (and the CA) gets: "OK" or the error code. */
   const withToken = async (token: string): Promise<string> => {
     const dfs = new DfsClient(c.desc.nn!.address, { security: { ca: c.desc.security!.ca }, dfsToken: token });
@@ -99,20 +128,6 @@ describe("a job's delegation token", () => {
       timeoutMs: 30_000,
       intervalMs: 200,
     });
-
-  beforeAll(async () => {
-    c = await startTestCluster({ idleServers: 1 });
-    if (!c.desc.security) throw new Error("the test cluster should be secure");
-    who["admin"] = c.desc.security;
-    const ca = c.desc.security.ca;
-    for (const name of ["alice", "bob"])
-      who[name] = { ca, ...(await issueCertificate(dirname(ca), join(c.work, "certs"), { name, role: "user" })) };
-  }, 120_000);
-
-  afterAll(async () => {
-    for (const x of closers) x.close();
-    await c?.stop();
-  });
 
   let finishedToken = "";
 
@@ -246,27 +261,8 @@ describe("a job's delegation token", () => {
 });
 
 describe("a submission with an application id", () => {
-  let c: TestCluster;
-  const who: Record<string, ClientSecurity> = {};
-  const closers: { close(): void }[] = [];
-  const rmAs = (name: string): ApplicationClientServiceClient => {
-    const rm = makeClient(loadHarvestProto().ApplicationClientService, c.desc.rm.address, who[name]);
-    closers.push(rm);
-    return rm;
-  };
+  const { rmAs } = clusterWithUsers({ idleServers: 1, storage: false });
   const dagJson = JSON.stringify({ name: "reserved", vertices: [cpuVertex("v", 1)] });
-
-  beforeAll(async () => {
-    c = await startTestCluster({ idleServers: 1, storage: false });
-    const ca = c.desc.security!.ca;
-    for (const name of ["alice", "bob"])
-      who[name] = { ca, ...(await issueCertificate(dirname(ca), join(c.work, "certs"), { name, role: "user" })) };
-  }, 120_000);
-
-  afterAll(async () => {
-    for (const x of closers) x.close();
-    await c?.stop();
-  });
 
   /** The code and reason a submission as `name` with `appId` fails with ("OK" when it does not). */
   async function submitAs(name: string, appId: string): Promise<string> {
