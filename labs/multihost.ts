@@ -96,6 +96,9 @@ class Scenario {
       log: (line) => this.say(`  lab: ${line}`),
       // Hosts share no files: each sees its own directory of the run and none of the others' (data, staging, temp).
       masked: (host) => [MASTER, ...SERVERS].filter((h) => h !== host).map((h) => join(runDir, h)),
+      // A server runs Harvest from its own place, and nothing is at the installation's path there: its containers
+      // must run what their node manager localized.
+      installAt: (host) => (host === MASTER ? undefined : join(runDir, host, "harvest")),
     });
   }
 
@@ -403,7 +406,8 @@ class Scenario {
     const corpus = join(packageRoot(), "examples", "data", "corpus.txt");
     const put = await this.cli(MASTER, ["fs", "put", corpus, "/lab/corpus.txt", "--overwrite"]);
     if (put.code !== 0) throw new Error(`fs put of the corpus failed: ${cliFailure(put)}`);
-    const hostDirs = [MASTER, ...SERVERS].map((h) => join(this.runDir, h));
+    // Every host's directory, and Harvest's installation (masked on the servers: tasks run the localized runtime).
+    const hostDirs = [...[MASTER, ...SERVERS].map((h) => join(this.runDir, h)), packageRoot()];
     const dag = threeEdgeDag("/lab/corpus.txt", "/lab/counts.tsv", hostDirs, SERVERS.length);
     const submit = await this.cli(MASTER, ["job", "submit", writeJson(join(this.runDir, "dag-three-edges.json"), dag)]);
     const appId = (submit.json as { appId?: string } | undefined)?.appId;
@@ -439,7 +443,7 @@ class Scenario {
         .map(([dir, what]) => `${p.node} saw ${dir}: ${JSON.stringify(what)}`),
     );
     this.check(
-      "no task sees another host's directories (private mount namespaces: data, staging, temp)",
+      "no task sees another host's directories nor Harvest's installation (private mount namespaces)",
       probes.length >= 1 && leaks.length === 0,
       leaks.length > 0
         ? leaks.join("; ")

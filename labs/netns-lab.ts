@@ -26,7 +26,7 @@ import { writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { distEntry } from "../common/paths.js";
+import { distEntry, packageRoot } from "../common/paths.js";
 import { EVENTS_DIR_VARIABLE } from "../common/events.js";
 import type { DaemonKind } from "../localcluster/daemon-kinds.js";
 import { daemonEnvironment } from "../localcluster/malloc-tunables.js";
@@ -56,6 +56,12 @@ export interface NetnsLabOptions {
    * visible. @default none
    */
   masked?: (host: string) => string[];
+  /**
+   * Where a host sees Harvest's installation instead of where it is: the installation is bound there in the host's
+   * mount namespace and its own path masked, and commands run from there; so a server's daemons run, and its
+   * containers find nothing at the installation's path. undefined: in place. @default in place everywhere
+   */
+  installAt?: (host: string) => string | undefined;
 }
 
 /** A daemon the lab started. */
@@ -232,9 +238,11 @@ export class NetnsLab {
   private state: "new" | "creating" | "up" | "destroying" | "destroyed" = "new";
   private readonly onExit = (): void => this.destroySync();
   private readonly masked: (host: string) => string[];
+  private readonly installAt: (host: string) => string | undefined;
 
   constructor(opts: NetnsLabOptions) {
     this.masked = opts.masked ?? (() => []);
+    this.installAt = opts.installAt ?? (() => undefined);
     this.runDir = resolve(opts.runDir);
     this.hosts = opts.hosts;
     this.prefixValue = opts.prefix ?? `hv${process.pid % 10_000}-`;
@@ -353,7 +361,10 @@ export class NetnsLab {
     this.requireUp();
     if (argv.length === 0) throw new Error("exec needs a command");
     const { name, ...spawnOpts } = opts;
-    const child = spawn("ip", ["netns", "exec", this.ns(host), ...maskThenRun(this.masked(host), argv)], {
+    const install = this.installAt(host);
+    const run = install ? relocated(argv, packageRoot(), install) : argv;
+    const binds = install ? [{ from: packageRoot(), to: install }] : [];
+    const child = spawn("ip", ["netns", "exec", this.ns(host), ...maskThenRun(this.masked(host), binds, run)], {
       ...spawnOpts,
       detached: true,
     });
@@ -565,16 +576,30 @@ export class NetnsLab {
 }
 
 /**
- * argv that mounts an empty tmpfs over each of `dirs` (in the mount namespace `ip netns exec` made for the command,
- * whose mounts do not reach the machine's) and then execs `argv`, keeping its pid; a mount that fails ends it with
- * exit code 97 before anything runs.
+ * argv that, in the mount namespace `ip netns exec` made for the command (whose mounts do not reach the machine's),
+ * binds each `from` at its `to` and masks the `from` with an empty tmpfs, masks each of `dirs` the same way, and then
+ * execs `argv`, keeping its pid; a mount that fails ends it with exit code 97 before anything runs.
  */
-function maskThenRun(dirs: string[], argv: string[]): string[] {
-  if (dirs.length === 0) return argv;
+function maskThenRun(dirs: string[], binds: { from: string; to: string }[], argv: string[]): string[] {
+  if (dirs.length === 0 && binds.length === 0) return argv;
+  const tmpfs = "mount -t tmpfs -o size=1m,mode=0755 lab-mask";
   const script =
-    'while [ "$1" != -- ]; do mkdir -p "$1" && mount -t tmpfs -o size=1m,mode=0755 lab-mask "$1" || exit 97; shift; done; ' +
-    'shift; exec "$@"';
-  return ["/bin/sh", "-c", script, "lab-mask", ...dirs, "--", ...argv];
+    `while [ "$1" = --bind ]; do mkdir -p "$3" && mount --bind "$2" "$3" && ${tmpfs} "$2" || exit 97; shift 3; done; ` +
+    `while [ "$1" != -- ]; do mkdir -p "$1" && ${tmpfs} "$1" || exit 97; shift; done; shift; exec "$@"`;
+  const bindArgs = binds.flatMap((b) => ["--bind", b.from, b.to]);
+  return ["/bin/sh", "-c", script, "lab-mask", ...bindArgs, ...dirs, "--", ...argv];
+}
+
+/** `argv` with every path (or file URL) below `from` moved below `to`. */
+function relocated(argv: string[], from: string, to: string): string[] {
+  const url = pathToFileURL(from).href;
+  return argv.map((a) =>
+    a === from || a.startsWith(`${from}/`)
+      ? to + a.slice(from.length)
+      : a.startsWith(`${url}/`)
+        ? pathToFileURL(to).href + a.slice(url.length)
+        : a,
+  );
 }
 
 /** The program `openClient` runs inside a namespace: argv is the client module URL and a client configuration. */
