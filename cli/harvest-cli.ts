@@ -6,6 +6,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { Command, Option } from "commander";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import {
@@ -283,7 +284,7 @@ common(job.command("submit <dag>"))
       if (!existsSync(dagPath)) throw new HarvestError("INVALID_ARGUMENT", `no such DAG file: ${dagPath}`);
       const dagJson = readFileSync(dagPath, "utf8");
       return withClient(o, async (c) => {
-        const appId = await c.submit(dagJson);
+        const appId = await c.submit(dagJson, undefined, { baseDir: dirname(resolve(dagPath)) });
         if (!o.wait) {
           print(o, { appId }, () => `submitted ${appId}\nfollow it: harvest job status ${appId}`);
           return 0;

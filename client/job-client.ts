@@ -4,6 +4,8 @@
  */
 import { clientConfigOf, clientSecurityOf, rmAddressFromConfig } from "./client-config.js";
 import { DfsClient } from "./dfs-client.js";
+import { lstat, readdir } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import type { ClientConfig } from "./client-config.js";
 import type { WebTokenResponseOutput } from "../proto/generated/harvest/v1/WebTokenResponse.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
@@ -100,9 +102,11 @@ export class JobClient {
    * a secure cluster the submitter is this client's certificate (`user` is ignored), and the job carries a delegation
    * token of the namenode naming it, so that its tasks read and write files as the submitter until the job ends (the
    * resource manager cancels the token then): the client reserves the job's id first, asks for the token, and submits
-   * with that id.
+   * with that id. With a namenode, the job's files go to the submitter's staging directory in the DFS first: the DAG,
+   * and every local resource whose path is `file:<path>` (relative to `options.baseDir`), which the DAG then names by
+   * its DFS path.
    */
-  async submit(dagJson: string, user = process.env["USER"] ?? "unknown"): Promise<string> {
+  async submit(dagJson: string, user = process.env["USER"] ?? "unknown", options: SubmitOptions = {}): Promise<string> {
     const nn = this.namenodeForTokens();
     if (!this.options.nnAddress)
       return (
@@ -115,8 +119,16 @@ export class JobClient {
     try {
       const { appId } = await call(this.rm, this.rm.getNewApplication, {});
       const dfsToken = nn ? (await call(nn, nn.getDelegationToken, { lifetimeMs: 0, job: appId })).token : "";
-      const stagingDir = await stageJob(dfs, appId, dagJson);
-      return (await call(this.rm, this.rm.submitApplication, { dagJson, user, dfsToken, appId, stagingDir })).appId;
+      const staged = await stageJob(dfs, appId, dagJson, options.baseDir ?? process.cwd());
+      return (
+        await call(this.rm, this.rm.submitApplication, {
+          dagJson: staged.dagJson,
+          user,
+          dfsToken,
+          appId,
+          stagingDir: staged.stagingDir,
+        })
+      ).appId;
     } finally {
       nn?.close();
       dfs.close();
@@ -225,23 +237,81 @@ export class JobClient {
   }
 }
 
+/** Options of one submission. */
+export interface SubmitOptions {
+  /** What `file:` paths of local resources are relative to (the DAG file's directory, for the CLI). @default cwd */
+  baseDir?: string;
+}
+
 /**
- * Puts a job's files in the DFS, as YARN's job client does: `<home>/.staging/<appId>/dag.json`, the staging
- * directories mode 700 (the submitter's alone). Returns the directory as `dfs:<path>`.
+ * Puts a job's files in the DFS, as YARN's job client does: `<home>/.staging/<appId>/`, the staging directories mode
+ * 700 (the submitter's alone), holding the local files its vertices declare (`files/<vertex>-<resource>`) and the DAG,
+ * which names them there. Returns the directory as `dfs:<path>` and the DAG as staged.
  */
-async function stageJob(dfs: DfsClient, appId: string, dagJson: string): Promise<string> {
+async function stageJob(
+  dfs: DfsClient,
+  appId: string,
+  dagJson: string,
+  baseDir: string,
+): Promise<{ stagingDir: string; dagJson: string }> {
   const root = `${await dfs.homeDirectory()}/.staging`;
   const dir = `${root}/${appId}`;
   await dfs.mkdir(dir);
   await dfs.chmod(root, 0o700);
   await dfs.chmod(dir, 0o700);
+  const staged = await uploadLocalResources(dfs, `${dir}/files`, dagJson, baseDir);
   await new Promise<void>((resolve, reject) => {
     const out = dfs.createWriteStream(`${dir}/dag.json`, { overwrite: true });
     out.on("finish", resolve);
     out.on("error", reject);
-    out.end(dagJson);
+    out.end(staged);
   });
-  return `dfs:${dir}`;
+  return { stagingDir: `dfs:${dir}`, dagJson: staged };
+}
+
+/**
+ * Uploads the local files and directories a DAG's vertices declare as resources (`"path": "file:..."`) below `into`
+ * and returns the DAG naming them there; a DAG that is not valid JSON is returned as it is (the resource manager says
+ * what is wrong with it). A missing local file is INVALID_ARGUMENT naming the field.
+ */
+async function uploadLocalResources(dfs: DfsClient, into: string, dagJson: string, baseDir: string): Promise<string> {
+  let dag: { vertices?: unknown };
+  try {
+    dag = JSON.parse(dagJson) as { vertices?: unknown };
+  } catch {
+    return dagJson;
+  }
+  if (typeof dag !== "object" || dag === null || !Array.isArray(dag.vertices)) return dagJson;
+  let changed = false;
+  for (const [vi, vertex] of (dag.vertices as { localResources?: unknown }[]).entries()) {
+    if (typeof vertex !== "object" || vertex === null || !Array.isArray(vertex.localResources)) continue;
+    for (const [ri, resource] of (vertex.localResources as { path?: unknown }[]).entries()) {
+      if (typeof resource?.path !== "string" || !resource.path.startsWith("file:")) continue;
+      const local = resolve(baseDir, resource.path.slice("file:".length));
+      const field = `vertices[${vi}].localResources[${ri}].path`;
+      const st = await lstat(local).catch(() => {
+        throw new HarvestError("INVALID_ARGUMENT", `${field}: no local file or directory ${local} to upload`, {
+          details: { field },
+        });
+      });
+      const target = `${into}/${vi}-${ri}`;
+      await dfs.mkdir(into);
+      if (st.isDirectory()) await putTree(dfs, local, target);
+      else await dfs.put(local, target, { overwrite: true });
+      resource.path = `dfs:${target}`;
+      changed = true;
+    }
+  }
+  return changed ? JSON.stringify(dag) : dagJson;
+}
+
+/** Uploads a local directory's regular files and subdirectories to `target` (links are not followed). */
+async function putTree(dfs: DfsClient, local: string, target: string): Promise<void> {
+  await dfs.mkdir(target);
+  for (const e of await readdir(local, { withFileTypes: true })) {
+    if (e.isDirectory()) await putTree(dfs, join(local, e.name), `${target}/${e.name}`);
+    else if (e.isFile()) await dfs.put(join(local, e.name), `${target}/${e.name}`, { overwrite: true });
+  }
 }
 
 function sleep(ms: number): Promise<void> {

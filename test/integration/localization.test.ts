@@ -4,7 +4,7 @@
  * and job (the second task on a node finds it cached), fetched again when the file changes, and refused with
  * LOCALIZATION_FAILED when the submitter may not read it.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { JobClient } from "../../client/job-client.js";
@@ -100,6 +100,30 @@ describe("localization", () => {
     const after2 = await localized(c);
     expect(after2.fetched - after1.fetched).toBe(2); // tool.js again, and the new job's dag.json
     expect(after2.cached - after1.cached).toBe(1);
+  });
+
+  it("uploads the local files a DAG declares (file:) to the job's staging directory, and its tasks run them", async () => {
+    const c = cluster();
+    const dir = join(c.work, "my-job");
+    mkdirSync(join(dir, "lookup"), { recursive: true });
+    writeFileSync(join(dir, "tool.js"), TOOL.replace("VERSION", "7"));
+    writeFileSync(join(dir, "lookup", "a.txt"), "local\n");
+    const dag = JSON.parse(toolDag("uploaded", 1)) as { vertices: { localResources: unknown[] }[] };
+    dag.vertices[0]!.localResources = [
+      { name: "tool.js", path: "file:tool.js" },
+      { name: "data", path: "file:lookup" },
+    ];
+    const appId = await c.client.submit(JSON.stringify(dag), undefined, { baseDir: dir });
+    const r = await c.client.waitForCompletion(appId, undefined, 200);
+    expect(r.outcome, r.diagnostics).toBe("JOB_SUCCEEDED");
+    const seen = taskOutputs(c.dir, appId, "seen.json").map((f) => JSON.parse(readFileSync(f, "utf8")) as unknown);
+    expect(seen).toEqual([{ version: 7, words: ["local"], linked: true }]);
+    // A local file that is not there is refused before anything is submitted, naming the field.
+    dag.vertices[0]!.localResources = [{ name: "tool.js", path: "file:missing.js" }];
+    await expect(c.client.submit(JSON.stringify(dag), undefined, { baseDir: dir })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      details: { field: "vertices[0].localResources[0].path" },
+    });
   });
 
   it("refuses a resource the submitter may not read, naming it, and the job fails", async () => {
