@@ -40,12 +40,27 @@ export function progressLines(r: JobReport, nowMs: number): string[] {
     lines.push(
       `  ${v.name.padEnd(nameWidth)} ${bar(v.succeeded, v.total)} ${String(v.succeeded).padStart(4)}/${v.total}  ${v.state.padEnd(9)} ${extra}`,
     );
+    const local = localityText(v);
+    if (local) lines.push(`  ${" ".repeat(nameWidth)} ${local}`);
     const counters = Object.entries(v.counters ?? {});
     if (counters.length > 0)
       lines.push(`  ${" ".repeat(nameWidth)} counters: ${counters.map(([k, n]) => `${k} ${String(n)}`).join(", ")}`);
   }
   if (vertices.length === 0) lines.push(`  ${r.diagnostics || "waiting for the job manager"}`);
   return lines;
+}
+
+/**
+ * "input: 7 of 8 task starts node-local (88 %), 1 rack-local, 0 off-switch" for a vertex over a DFS input, "" for
+ * another.
+ */
+export function localityText(v: { nodeLocal?: number; rackLocal?: number; offSwitch?: number }): string {
+  const node = v.nodeLocal ?? 0;
+  const rack = v.rackLocal ?? 0;
+  const off = v.offSwitch ?? 0;
+  const starts = node + rack + off;
+  if (starts === 0) return "";
+  return `input: ${node} of ${starts} task starts node-local (${Math.round((100 * node) / starts)} %), ${rack} rack-local, ${off} off-switch`;
 }
 
 /** Redraws a block of lines in place on a terminal; appends when not a terminal and the text changed. */

@@ -390,7 +390,7 @@ common(job.command("history"))
         const entries = await c.history(o.name ?? "", positiveInt(o.limit, "--limit"));
         print(o, entries, () =>
           table(
-            ["APP ID", "NAME", "OUTCOME", "DURATION", "TASKS RUN", "PREEMPTED"],
+            ["APP ID", "NAME", "OUTCOME", "DURATION", "TASKS RUN", "PREEMPTED", "NODE-LOCAL"],
             entries.map((e) => [
               e.appId,
               e.name,
@@ -398,6 +398,9 @@ common(job.command("history"))
               duration(e.durationMs),
               e.tasksRun,
               e.tasksPreempted,
+              e.locatedStarts > 0
+                ? `${e.nodeLocalStarts}/${e.locatedStarts} (${Math.round((100 * e.nodeLocalStarts) / e.locatedStarts)} %)`
+                : "-",
             ]),
           ),
         );

@@ -141,9 +141,12 @@ export class DfsClient implements DfsHost {
       throw new HarvestError("CONFIG_INVALID", errorMessage(err), { cause: err });
     }
     const ca = env["HARVEST_CA"];
+    const nodeId = env["HARVEST_NODE_ID"];
     return new DfsClient(address, {
       ...(ca ? { security: { ca } } : {}),
       dfsToken: tokens["dfs-token"] ?? "",
+      // The task's own server: its writes' first replicas go there and its reads try the replica there first.
+      ...(nodeId ? { writerDatanodeId: nodeId } : {}),
       ...options,
     });
   }

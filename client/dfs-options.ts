@@ -6,7 +6,11 @@ import type { ClientSecurity } from "../common/grpc.js";
 export interface DfsClientOptions {
   /** Names this client's leases. @default a random id */
   clientName: string;
-  /** The datanode id of the server this client runs on, if any (the first replica goes there). @default "" */
+  /**
+   * The datanode id of the server this client runs on, if any: a new block's first replica goes there, and a read
+   * tries the replica there first (HDFS's local reads; a task over an input split placed on its data reads from its
+   * own disk). @default ""
+   */
   writerDatanodeId: string;
   /** Pipelines tried for one block before the write fails. @default 4 */
   maxBlockAttempts: number;

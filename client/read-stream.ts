@@ -84,7 +84,7 @@ export class DfsReadStream extends Readable {
       let renewNow = false;
       const lb = this.blocks[index];
       if (!lb?.block) throw new HarvestError("DFS_READ_FAILED", `${this.path}: block ${index} vanished`);
-      for (const dn of lb.locations) {
+      for (const dn of localFirst(lb.locations, this.client.options.writerDatanodeId)) {
         const blockEnd = Math.min(lb.offset + lb.block.numBytes, this.end);
         if (this.position >= blockEnd) return;
         try {
@@ -182,4 +182,10 @@ function verifyChunk(offset: number, parts: readonly Buffer[], checksums: number
   if (!checksumsMatch(parts, checksums)) {
     throw new HarvestError("DATANODE_CHECKSUM_MISMATCH", `checksum mismatch in data read at offset ${offset}`);
   }
+}
+
+/** A block's replicas with the one on this client's own server (if any) first, the others in the namenode's order. */
+function localFirst(locations: DatanodeInfoOutput[], local: string): DatanodeInfoOutput[] {
+  const i = local ? locations.findIndex((d) => d.datanodeId === local) : -1;
+  return i <= 0 ? locations : [locations[i]!, ...locations.slice(0, i), ...locations.slice(i + 1)];
 }

@@ -16,11 +16,14 @@ import { normalizeDfsPath } from "./dfs-path.js";
 import { errorMessage, HarvestError } from "./errors.js";
 import type { ErrorCode } from "./errors.js";
 import type { Resources } from "./resource.js";
+import { parseVertexInput, splitDrivenVertices } from "./dag-input.js";
+import type { VertexInputSpec } from "./dag-input.js";
 import { EDGE_TYPES, TASK_ENV } from "./task-contract.js";
 import type { EdgeType, TaskInput, TaskOutput } from "./task-contract.js";
 
 export { EDGE_TYPES, partitionFileName, TASK_ENV } from "./task-contract.js";
 export type { EdgeType, TaskInput, TaskOutput } from "./task-contract.js";
+export type { VertexInputSpec } from "./dag-input.js";
 
 /** A vertex: `parallelism` tasks, each a process running `command` in a container of `resources`. */
 export interface VertexSpec {
@@ -35,6 +38,11 @@ export interface VertexSpec {
    * Absent: none.
    */
   localResources?: LocalResourceSpec[];
+  /**
+   * The DFS files the vertex reads, one task per split (common/dag-input.ts): its `parallelism` is 0 in the file and
+   * until the job manager has computed the splits.
+   */
+  input?: VertexInputSpec;
 }
 
 /**
@@ -102,7 +110,7 @@ const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const DAG_FIELDS = ["name", "priority", "vertices", "edges"];
 /** Highest job priority. */
 export const MAX_JOB_PRIORITY = 100;
-const VERTEX_FIELDS = ["name", "parallelism", "command", "resources", "env", "localResources"];
+const VERTEX_FIELDS = ["name", "parallelism", "command", "resources", "env", "localResources", "input"];
 const LOCAL_RESOURCE_FIELDS = ["name", "path", "visibility"];
 /** A resource's name in the task's directory: a plain file name. */
 const RESOURCE_NAME_RE = /^[A-Za-z0-9_.-]{1,128}$/;
@@ -190,7 +198,7 @@ export function validateDag(value: unknown, limits: DagLimits = {}): DagSpec {
       // Task i of the consumer reads exactly task i of the producer, so both sides need the same task count.
       const from = vertices[indexByName.get(edge.from) ?? -1];
       const to = vertices[indexByName.get(edge.to) ?? -1];
-      if (from && to && from.parallelism !== to.parallelism) {
+      if (from && to && from.parallelism !== to.parallelism && from.parallelism !== 0 && to.parallelism !== 0) {
         fail(
           "DAG_ONE_TO_ONE_MISMATCH",
           `edges[${i}]`,
@@ -202,6 +210,7 @@ export function validateDag(value: unknown, limits: DagLimits = {}): DagSpec {
     edges.push(edge);
   });
 
+  checkSplitParallelism(vertices, edges);
   const dag: DagSpec = { name: name.trim(), ...(priority !== undefined ? { priority } : {}), vertices, edges };
   const cycle = findCycle(dag);
   if (cycle) {
@@ -218,6 +227,29 @@ export function validateDag(value: unknown, limits: DagLimits = {}): DagSpec {
   return dag;
 }
 
+/**
+ * A vertex may leave `parallelism` out only when its input's splits set it (its own, or that of a vertex it is joined
+ * to by one-to-one edges); such a vertex without an input of its own may not set it either.
+ */
+function checkSplitParallelism(vertices: VertexSpec[], edges: EdgeSpec[]): void {
+  const driven = splitDrivenVertices(vertices, edges);
+  vertices.forEach((v, i) => {
+    if (v.parallelism === 0 && !driven.has(v.name))
+      fail(
+        "DAG_BAD_PARALLELISM",
+        `vertices[${i}].parallelism`,
+        `vertices[${i}].parallelism must be a whole number of tasks from 1, got none or 0; ` +
+          `set it to the number of tasks vertex "${v.name}" runs, or give the vertex an input whose splits set it`,
+      );
+    if (v.parallelism !== 0 && driven.has(v.name))
+      invalid(
+        `vertices[${i}].parallelism`,
+        `vertices[${i}] is joined one-to-one to a vertex whose input's splits set its parallelism; remove its ` +
+          "parallelism",
+      );
+  });
+}
+
 /** The DAG file text (resources as fractional `vcores`), which `parseDag` reads back to an equal DagSpec. */
 export function dagToJson(dag: DagSpec, indent = 2): string {
   const file = {
@@ -225,7 +257,8 @@ export function dagToJson(dag: DagSpec, indent = 2): string {
     ...(dag.priority !== undefined ? { priority: dag.priority } : {}),
     vertices: dag.vertices.map((v) => ({
       name: v.name,
-      parallelism: v.parallelism,
+      ...(v.parallelism !== 0 ? { parallelism: v.parallelism } : {}),
+      ...(v.input ? { input: v.input } : {}),
       command: v.command,
       resources: { vcores: v.resources.vcoresMilli / 1000, memoryMb: v.resources.memoryMb },
       ...(Object.keys(v.env).length > 0 ? { env: v.env } : {}),
@@ -364,11 +397,18 @@ function parseVertex(raw: unknown, at: string, maxParallelism: number, maxResour
     );
   }
 
-  const parallelism = obj["parallelism"];
+  const input = parseVertexInput(obj["input"], `${at}.input`);
+  // 0: set by the splits of its input, or of the input vertex it is joined to one-to-one (checked with the edges).
+  const parallelism = obj["parallelism"] ?? 0;
+  if (input && parallelism !== 0)
+    invalid(
+      `${at}.parallelism`,
+      `${at}.parallelism is set by the splits of ${at}.input (one task per split); remove it, or set input.splitMb`,
+    );
   if (typeof parallelism !== "number") {
     invalid(`${at}.parallelism`, `${at}.parallelism must be a number of tasks, got ${show(parallelism)}`);
   }
-  if (!Number.isInteger(parallelism) || parallelism < 1 || parallelism > maxParallelism) {
+  if (!Number.isInteger(parallelism) || parallelism < 0 || parallelism > maxParallelism) {
     fail(
       "DAG_BAD_PARALLELISM",
       `${at}.parallelism`,
@@ -433,6 +473,7 @@ function parseVertex(raw: unknown, at: string, maxParallelism: number, maxResour
     resources,
     env,
     ...(localResources.length > 0 ? { localResources } : {}),
+    ...(input ? { input } : {}),
   };
 }
 

@@ -45,6 +45,8 @@ export const ERROR_CODES = {
   SHUFFLE_OUTPUT_NOT_READY: GrpcStatus.FAILED_PRECONDITION,
   // A container's local resource could not be fetched: not in the DFS, not readable by its submitter, not public.
   LOCALIZATION_FAILED: GrpcStatus.FAILED_PRECONDITION,
+  // A vertex's DFS input cannot be split: a path is missing or not the submitter's to read, or it has too many splits.
+  JOB_INPUT_INVALID: GrpcStatus.FAILED_PRECONDITION,
   NODE_INSUFFICIENT_RESOURCES: GrpcStatus.RESOURCE_EXHAUSTED,
   APP_ALREADY_FINISHED: GrpcStatus.FAILED_PRECONDITION,
   CLUSTER_NOT_FOUND: GrpcStatus.NOT_FOUND,
@@ -180,6 +182,8 @@ export interface ErrorDetails {
   SHUFFLE_OUTPUT_NOT_READY: NoDetails;
   /** The resource's name in the container's directory, its DFS path, and the code of the failure behind it. */
   LOCALIZATION_FAILED: { resource?: string; path?: string; cause?: string };
+  /** The vertex, the input path, and the code of the failure behind it. */
+  JOB_INPUT_INVALID: { vertex?: string; path?: string; cause?: string };
   NODE_INSUFFICIENT_RESOURCES: NoDetails;
   APP_ALREADY_FINISHED: NoDetails;
   CLUSTER_NOT_FOUND: NoDetails;

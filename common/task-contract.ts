@@ -31,7 +31,29 @@ export const TASK_ENV = {
   inputs: "HARVEST_INPUTS",
   /** JSON `TaskOutput[]`: the downstream consumers of this task's output. */
   outputs: "HARVEST_OUTPUTS",
+  /** JSON `InputSplit`: the part of the vertex's DFS input this task reads (only for a vertex with an input). */
+  split: "HARVEST_INPUT_SPLIT",
 } as const;
+
+/**
+ * The part of a vertex's DFS input one task reads (common/dag-input.ts): bytes `offset` to `offset + length` of one
+ * file. With `recordBytes` the range holds whole fixed-length records; without, the task reads the lines that start
+ * in the range (the last one may run past its end; the first one, unless it starts the file, belongs to the split
+ * before when the range does not start right after a newline).
+ */
+export interface InputSplit {
+  /** `dfs:/path` of the file. */
+  path: string;
+  offset: number;
+  length: number;
+  /** The file's length (a line reader stops there). */
+  fileLength: number;
+  recordBytes?: number;
+  /** The datanodes (by id, which is the server's node id) holding a replica of the split's first block. */
+  hosts: string[];
+  /** The rack of each of `hosts`, in the same order. */
+  racks: string[];
+}
 
 /**
  * One upstream vertex as a task sees it. `sources` are where its producer tasks left their outputs (output locations,

@@ -11,6 +11,17 @@ import type { DagSpec, VertexSpec } from "../common/dag-spec.js";
 import { TASK_MACHINE } from "./task-state.js";
 import type { TaskEvent, TaskState } from "./task-state.js";
 import type { ExitCauseOutput } from "../proto/generated/harvest/v1/ExitCause.js";
+import type { InputSplit } from "../common/task-contract.js";
+
+/** How local a task's container is to its input split: on a server holding a replica, in one of its racks, elsewhere. */
+export type TaskLocality = "node" | "rack" | "any";
+
+/** Where a vertex's pending tasks would rather run (the wire's ResourceRequest locality fields). */
+export interface AskLocality {
+  nodes: Record<string, number>;
+  racks: Record<string, number>;
+  located: number;
+}
 
 /** How a container ended: the wire's ExitCause names (common.proto), or its launch failed. */
 export type AttemptEnd = Exclude<ExitCauseOutput, "EXIT_CAUSE_UNSPECIFIED"> | "LAUNCH_FAILED" | "INPUT_LOST";
@@ -30,6 +41,8 @@ export interface TaskRecord {
   /** Where the attempt that succeeded left its outputs (common/task-contract.ts, formatOutputLocation). */
   outputDir: string | undefined;
   lastDiagnostics: string;
+  /** The part of the vertex's DFS input it reads (a vertex with an input). */
+  split?: InputSplit;
 }
 
 /** Per-vertex counts for progress reports. */
@@ -42,6 +55,10 @@ export interface VertexCounts {
   failedAttempts: number;
   lost: number;
   state: "WAITING" | "RUNNING" | "SUCCEEDED" | "FAILED";
+  /** Attempts of tasks with an input split started on a server holding a replica, in one of its racks, elsewhere. */
+  nodeLocal: number;
+  rackLocal: number;
+  offSwitch: number;
 }
 
 /** Result of feeding an attempt's end to the runner. */
@@ -68,10 +85,17 @@ export class DagRunner {
   private readonly launchFailures = new Map<TaskRecord, number>();
   private readonly order: string[];
   private failedDiagnostics: string | undefined;
+  /** Per vertex, its split tasks' attempts by locality. */
+  private readonly localityCounts = new Map<string, Record<TaskLocality, number>>();
 
+  /**
+   * `splits`: per vertex with a DFS input, its splits, one per task (the DAG's parallelism of that vertex must be their
+   * count: common/dag-input.ts `withSplitParallelism`).
+   */
   constructor(
     readonly dag: DagSpec,
     private readonly options: DagRunnerOptions = { maxTaskAttempts: 4, maxLaunchFailures: 10 },
+    splits: ReadonlyMap<string, readonly InputSplit[]> = new Map(),
   ) {
     this.order = topologicalOrder(dag);
     this.order.forEach((name, i) => this.priority.set(name, i));
@@ -89,6 +113,7 @@ export class DagRunner {
           containerId: undefined,
           outputDir: undefined,
           lastDiagnostics: "",
+          ...(splits.get(v.name)?.[index] ? { split: splits.get(v.name)?.[index] } : {}),
         })),
       );
     }
@@ -114,26 +139,51 @@ export class DagRunner {
     return (this.tasks.get(vertex) ?? []).every((t) => t.state === "SUCCEEDED");
   }
 
-  /** Asks for containers: one per pending task of each runnable vertex. */
-  asks(): { priority: number; vertex: VertexSpec; count: number }[] {
-    const out: { priority: number; vertex: VertexSpec; count: number }[] = [];
+  /**
+   * Asks for containers: one per pending task of each runnable vertex, with where the tasks that read an input split
+   * would rather run (the servers holding a replica of it, and their racks).
+   */
+  asks(): { priority: number; vertex: VertexSpec; count: number; locality?: AskLocality }[] {
+    const out: { priority: number; vertex: VertexSpec; count: number; locality?: AskLocality }[] = [];
     if (this.failedDiagnostics) return out;
     for (const name of this.order) {
       if (!this.isRunnable(name)) continue;
-      const pending = (this.tasks.get(name) ?? []).filter((t) => t.state === "PENDING").length;
-      if (pending > 0)
-        out.push({ priority: this.priorityOf(name), vertex: vertexByName(this.dag, name), count: pending });
+      const pending = (this.tasks.get(name) ?? []).filter((t) => t.state === "PENDING");
+      if (pending.length === 0) continue;
+      const ask = { priority: this.priorityOf(name), vertex: vertexByName(this.dag, name), count: pending.length };
+      const locality: AskLocality = { nodes: {}, racks: {}, located: 0 };
+      for (const t of pending) {
+        if (!t.split || t.split.hosts.length === 0) continue;
+        locality.located += 1;
+        for (const h of new Set(t.split.hosts)) locality.nodes[h] = (locality.nodes[h] ?? 0) + 1;
+        for (const r of new Set(t.split.racks)) locality.racks[r] = (locality.racks[r] ?? 0) + 1;
+      }
+      out.push(locality.located > 0 ? { ...ask, locality } : ask);
     }
     return out;
   }
 
-  /** Assigns a granted container to a pending task of the vertex at its priority; undefined means release it. */
-  assign(containerId: string, priority: number): TaskRecord | undefined {
+  /**
+   * Assigns a granted container on `nodeId` (in `rack`, when known) to a pending task of the vertex at its priority:
+   * one whose split has a replica there, else one whose split's racks include it, else one without a split, else the
+   * first pending. Undefined means release it.
+   */
+  assign(containerId: string, priority: number, nodeId = "", rack?: string): TaskRecord | undefined {
     if (this.failedDiagnostics) return undefined;
     const vertex = this.vertexAt(priority);
     if (!vertex || !this.isRunnable(vertex.name)) return undefined;
-    const task = (this.tasks.get(vertex.name) ?? []).find((t) => t.state === "PENDING");
+    const pending = (this.tasks.get(vertex.name) ?? []).filter((t) => t.state === "PENDING");
+    const task =
+      pending.find((t) => t.split && localityOf(t.split, nodeId, rack) === "node") ??
+      pending.find((t) => t.split && localityOf(t.split, nodeId, rack) === "rack") ??
+      pending.find((t) => !t.split || t.split.hosts.length === 0) ??
+      pending[0];
     if (!task) return undefined;
+    if (task.split && task.split.hosts.length > 0) {
+      let counts = this.localityCounts.get(task.vertex);
+      if (!counts) this.localityCounts.set(task.vertex, (counts = { node: 0, rack: 0, any: 0 }));
+      counts[localityOf(task.split, nodeId, rack)] += 1;
+    }
     move(task, "assign");
     task.attempts += 1;
     task.containerId = containerId;
@@ -292,8 +342,12 @@ export class DagRunner {
       const running = tasks.filter((t) => t.state === "RUNNING" || t.state === "LAUNCHING").length;
       const failedAttempts = tasks.reduce((a, t) => a + t.failures, 0);
       const exhausted = tasks.some((t) => t.failures >= this.options.maxTaskAttempts);
+      const locality = this.localityCounts.get(name);
       return {
         name,
+        nodeLocal: locality?.node ?? 0,
+        rackLocal: locality?.rack ?? 0,
+        offSwitch: locality?.any ?? 0,
         total: tasks.length,
         succeeded,
         running,
@@ -327,6 +381,13 @@ export class DagRunner {
     }
     return { tasksRun, tasksPreempted, tasksLost, taskFailures };
   }
+}
+
+/** How local a container on `nodeId` (in `rack`) is to `split`. */
+function localityOf(split: InputSplit, nodeId: string, rack: string | undefined): TaskLocality {
+  if (split.hosts.includes(nodeId)) return "node";
+  if (rack !== undefined && split.racks.includes(rack)) return "rack";
+  return "any";
 }
 
 /** Moves a task through its one transition function (a refused move is a bug: STATE_INVALID_TRANSITION). */

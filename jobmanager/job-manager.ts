@@ -5,7 +5,16 @@
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { maxConcurrency, parseDag, TASK_ENV, taskInputs, taskOutputs } from "../common/dag-spec.js";
+import {
+  DEFAULT_MAX_PARALLELISM,
+  maxConcurrency,
+  parseDag,
+  TASK_ENV,
+  taskInputs,
+  taskOutputs,
+} from "../common/dag-spec.js";
+import { withSplitParallelism } from "../common/dag-input.js";
+import { computeSplits, inputFiles } from "./input-splits.js";
 import type { DagSpec } from "../common/dag-spec.js";
 import { detailsOf, errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 import { TOKEN_METADATA } from "../common/auth.js";
@@ -21,7 +30,7 @@ import {
   parseOutputLocation,
   readContainerTokens,
 } from "../common/task-contract.js";
-import type { ContainerTokens } from "../common/task-contract.js";
+import type { ContainerTokens, InputSplit } from "../common/task-contract.js";
 import { DagRunner } from "./dag-runner.js";
 import { DfsJournal, LocalJournal } from "./journal.js";
 import type { JournalStore } from "./journal.js";
@@ -93,6 +102,8 @@ export class JobManager {
   private dag!: DagSpec;
   private releases: string[] = [];
   private readonly outputDirs = new Map<string, string>();
+  /** Each datanode's rack (a datanode's id is its server's node id), from the input splits' block locations. */
+  private readonly rackOfNode = new Map<string, string>();
   private readonly launches = new Set<Promise<void>>();
   private killed = false;
   /** Set when a task's resources can never be localized (missing, or not the submitter's to read): the job fails. */
@@ -123,11 +134,26 @@ export class JobManager {
     // The resource manager put the DAG in the job's staging directory at submit, so max concurrency goes out with the
     // one registration (seeds/004, section 4.1: the scheduler needs it to pick classes).
     this.dag = parseDag(await readFile(this.options.dagFile, "utf8"));
-    this.runner = new DagRunner(this.dag, { maxTaskAttempts: this.options.maxTaskAttempts, maxLaunchFailures: 10 });
     this.journal = this.openJournal();
-    await this.recover();
+    const journal = await this.journal.readAll();
+    // A vertex over DFS files gets one task per split; a job whose input cannot be split fails once registered.
+    let splits = new Map<string, InputSplit[]>();
+    let inputFailure: string | undefined;
+    try {
+      splits = await this.inputSplits(journal);
+      this.dag = withSplitParallelism(this.dag, new Map([...splits].map(([v, list]) => [v, list.length])));
+    } catch (err) {
+      inputFailure = errorMessage(err);
+    }
+    this.runner = new DagRunner(
+      this.dag,
+      { maxTaskAttempts: this.options.maxTaskAttempts, maxLaunchFailures: 10 },
+      splits,
+    );
+    await this.recover(journal);
     if (!(await this.register())) return "SUPERSEDED";
     this.lifecycle.started();
+    if (inputFailure) return this.finish("FAILED", inputFailure);
 
     for (;;) {
       let res: AllocateResponseOutput;
@@ -138,7 +164,7 @@ export class JobManager {
             attempt,
             asks: this.runner
               .asks()
-              .map((a) => ({ priority: a.priority, resource: a.vertex.resources, count: a.count })),
+              .map((a) => ({ priority: a.priority, resource: a.vertex.resources, count: a.count, ...a.locality })),
             releases: this.releases,
             progress: this.progress(),
           }),
@@ -210,7 +236,7 @@ export class JobManager {
   }
 
   private onAllocated(c: ContainerOutput): void {
-    const task = this.runner.assign(c.id, c.priority);
+    const task = this.runner.assign(c.id, c.priority, c.nodeId, this.rackOfNode.get(c.nodeId));
     if (!task) {
       this.releases.push(c.id);
       return;
@@ -233,6 +259,7 @@ export class JobManager {
         taskInputs(this.dag, task.vertex, task.index, (v, i) => this.runner.outputDirOf(v, i)),
       ),
       [TASK_ENV.outputs]: JSON.stringify(taskOutputs(this.dag, task.vertex)),
+      ...(task.split ? { [TASK_ENV.split]: JSON.stringify(task.split) } : {}),
       HARVEST_TASK_ATTEMPT: String(task.attempts),
       HARVEST_JOB_NAME: this.dag.name,
     };
@@ -394,21 +421,62 @@ export class JobManager {
     return new DfsJournal(this.dfs, jobStaging.slice("dfs:".length), attempt);
   }
 
-  private async recover(): Promise<void> {
-    const text = await this.journal.readAll();
+  /**
+   * The splits of every vertex with a DFS input: from the journal when an earlier attempt computed them (so task
+   * indices keep naming the same data), else computed now and journaled. Also learns each datanode's rack.
+   */
+  private async inputSplits(journal: string): Promise<Map<string, InputSplit[]>> {
+    const out = new Map<string, InputSplit[]>();
+    const withInput = this.dag.vertices.filter((v) => v.input);
+    if (withInput.length === 0) return out;
+    for (const line of journal.split("\n")) {
+      if (!line.startsWith('{"kind":"splits"')) continue;
+      try {
+        const e = JSON.parse(line) as SplitsEntry;
+        out.set(e.vertex, e.splits);
+      } catch {
+        // A torn line: computed again below.
+      }
+    }
+    const dfs = (this.dfs ??= DfsClient.fromTaskEnv());
+    for (const v of withInput) {
+      let splits = out.get(v.name);
+      if (!splits) {
+        const files = await inputFiles(dfs, v.name, v.input!);
+        splits = computeSplits(files, v.input!);
+        if (splits.length === 0 || splits.length > DEFAULT_MAX_PARALLELISM)
+          throw new HarvestError(
+            "JOB_INPUT_INVALID",
+            `vertex ${v.name}: its input ${v.input!.paths.join(", ")} has ${splits.length} splits; ` +
+              (splits.length === 0 ? "it holds no data" : `at most ${DEFAULT_MAX_PARALLELISM}: raise input.splitMb`),
+            { details: { vertex: v.name } },
+          );
+        await this.journal.append(
+          JSON.stringify({ kind: "splits", vertex: v.name, splits } satisfies SplitsEntry) + "\n",
+        );
+        out.set(v.name, splits);
+      }
+      for (const sp of splits) sp.hosts.forEach((h, i) => this.rackOfNode.set(h, sp.racks[i] ?? ""));
+      this.log.info("input split", { vertex: v.name, splits: splits.length, paths: v.input!.paths });
+    }
+    return out;
+  }
+
+  private async recover(text: string): Promise<void> {
     if (text === "") return;
     let replayed = 0;
     // Launches with no end yet: still running (the resource manager keeps them for this attempt) or ended unseen.
     const open = new Map<string, LaunchEntry>();
     for (const line of text.split("\n")) {
       if (!line.trim()) continue;
-      let e: JournalEntry | LaunchEntry | LostEntry;
+      let e: JournalEntry | LaunchEntry | LostEntry | SplitsEntry;
       try {
-        e = JSON.parse(line) as JournalEntry | LaunchEntry | LostEntry;
+        e = JSON.parse(line) as JournalEntry | LaunchEntry | LostEntry | SplitsEntry;
       } catch {
         // A torn last line from a killed attempt: that entry is simply not recovered.
         continue;
       }
+      if ("kind" in e && e.kind === "splits") continue;
       if ("kind" in e && e.kind === "launch") {
         open.set(e.containerId, e);
         continue;
@@ -601,6 +669,13 @@ interface LostEntry {
   kind: "lost";
   vertex: string;
   index: number;
+}
+
+/** A vertex's input splits, journaled once when the first attempt computes them. */
+interface SplitsEntry {
+  kind: "splits";
+  vertex: string;
+  splits: InputSplit[];
 }
 
 /** A task launched on a container, journaled before the launch. */

@@ -61,6 +61,13 @@ export function historyRecordOf(
     tasksPreempted: app.progress?.tasksPreempted ?? 0,
     taskDurations: Object.fromEntries(app.taskDurations),
   };
+  let located = 0;
+  let nodeLocal = 0;
+  for (const v of app.progress?.vertices ?? []) {
+    located += (v.nodeLocal ?? 0) + (v.rackLocal ?? 0) + (v.offSwitch ?? 0);
+    nodeLocal += v.nodeLocal ?? 0;
+  }
+  if (located > 0) Object.assign(history, { locatedStarts: located, nodeLocalStarts: nodeLocal });
   const ranMs = now - (app.record.admittedMs || app.record.submitMs);
   if (outcome === "JOB_SUCCEEDED" && ranMs > 0) {
     const amHeld = ((app.record.startMs ? now - app.record.startMs : 0) * amVcoresMilli) / 1000;

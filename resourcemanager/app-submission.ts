@@ -14,6 +14,9 @@ import type { ApplicationDeps } from "./app-runtime.js";
 import { isTerminal } from "./app-state.js";
 import type { AdmittedJob } from "./policy/admission.js";
 import type { Ask } from "./policy/scheduler.js";
+import { takeFromDemand } from "./policy/locality.js";
+import type { LocalityDemand } from "./policy/locality.js";
+import type { ResourceRequestOutput } from "../proto/generated/harvest/v1/ResourceRequest.js";
 import type { AppRecord } from "./state-store.js";
 import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js";
 
@@ -126,45 +129,75 @@ export function admittedJobOf(deps: ApplicationDeps, r: AppRecord, now: number):
 }
 
 /** Rejects a malformed ask, and (given the largest node) one no node could ever grant. */
-export function checkAsk(
-  i: number,
-  ask: { priority: number; resource: { vcoresMilli: number; memoryMb: number } | null; count: number },
-  max: { vcoresMilli: number; memoryMb: number } | undefined,
-): void {
+/** An ask as it comes on the wire (locality absent from old job managers and from tests that send none). */
+export type WireAsk = Pick<ResourceRequestOutput, "priority" | "resource" | "count"> &
+  Partial<Pick<ResourceRequestOutput, "nodes" | "racks" | "located">>;
+
+/** The most nodes or racks one ask may name. */
+const MAX_LOCALITY_NAMES = 10_000;
+
+export function checkAsk(i: number, ask: WireAsk, max: { vcoresMilli: number; memoryMb: number } | undefined): void {
   const r = fromWire(ask.resource);
-  if (!Number.isInteger(ask.priority) || ask.priority < 0)
-    throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].priority must be an integer >= 0`, {
-      details: { field: `asks[${i}].priority` },
+  const bad = (field: string, what: string): never => {
+    throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].${field} ${what}`, {
+      details: { field: `asks[${i}].${field}` },
     });
-  if (!(r.vcoresMilli > 0 && r.memoryMb > 0))
-    throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].resource must be positive`, {
-      details: { field: `asks[${i}].resource` },
-    });
+  };
+  if (!Number.isInteger(ask.priority) || ask.priority < 0) bad("priority", "must be an integer >= 0");
+  if (!(r.vcoresMilli > 0 && r.memoryMb > 0)) bad("resource", "must be positive");
   if (max && !fits(r, max))
     throw new HarvestError("DAG_RESOURCES_TOO_LARGE", `asks[${i}] asks for more than any node has`, {
       details: { field: `asks[${i}].resource` },
     });
-  if (!(ask.count >= 0 && ask.count <= 1_000_000))
-    throw new HarvestError("INVALID_ARGUMENT", `asks[${i}].count out of range`, {
-      details: { field: `asks[${i}].count` },
-    });
+  if (!(ask.count >= 0 && ask.count <= 1_000_000)) bad("count", "out of range");
+  const located = ask.located ?? 0;
+  if (!(Number.isInteger(located) && located >= 0 && located <= ask.count))
+    bad("located", `must be a whole number from 0 to the ask's count ${ask.count}, got ${located}`);
+  for (const field of ["nodes", "racks"] as const) {
+    const counts = Object.entries(ask[field] ?? {});
+    if (counts.length > MAX_LOCALITY_NAMES) bad(field, `names ${counts.length} places; at most ${MAX_LOCALITY_NAMES}`);
+    for (const [name, n] of counts)
+      if (!(name.length > 0 && name.length <= 256 && Number.isInteger(n) && n >= 0 && n <= located))
+        bad(`${field}[${JSON.stringify(name.slice(0, 64))}]`, `must be a whole number from 0 to located ${located}`);
+  }
 }
 
 /**
  * The asks the scheduler keeps for a job manager's call: the job manager counted its needs before seeing the
- * containers delivered with this answer, so they are subtracted (asks are absolute).
+ * containers delivered with this answer, so they are subtracted (asks are absolute), each from the locality it most
+ * likely served (the node's count, then its rack's, as the scheduler took them).
  */
 export function netAsks(
-  asks: { priority: number; resource: { vcoresMilli: number; memoryMb: number } | null; count: number }[],
+  asks: WireAsk[],
   delivered: ContainerOutput[],
+  rackOf: (nodeId: string) => string | undefined = () => undefined,
 ): Ask[] {
-  const deliveredByPriority = new Map<number, number>();
-  for (const c of delivered) deliveredByPriority.set(c.priority, (deliveredByPriority.get(c.priority) ?? 0) + 1);
-  return asks.map((a) => ({
-    priority: a.priority,
-    resource: fromWire(a.resource),
-    count: Math.max(0, a.count - (deliveredByPriority.get(a.priority) ?? 0)),
-  }));
+  const byPriority = new Map<number, ContainerOutput[]>();
+  for (const c of delivered) byPriority.set(c.priority, [...(byPriority.get(c.priority) ?? []), c]);
+  return asks.map((a) => {
+    const mine = byPriority.get(a.priority) ?? [];
+    const count = Math.max(0, a.count - mine.length);
+    const ask: Ask = { priority: a.priority, resource: fromWire(a.resource), count };
+    const located = Math.min(a.located ?? 0, count + mine.length);
+    if (located === 0) return ask;
+    const locality: LocalityDemand = {
+      nodes: new Map(Object.entries(a.nodes ?? {}).filter(([, n]) => n > 0)),
+      racks: new Map(Object.entries(a.racks ?? {}).filter(([, n]) => n > 0)),
+      located,
+    };
+    let remaining = a.count;
+    for (const c of mine) {
+      const rack = rackOf(c.nodeId) ?? "";
+      const level =
+        (locality.nodes.get(c.nodeId) ?? 0) > 0 ? "node" : (locality.racks.get(rack) ?? 0) > 0 ? "rack" : "any";
+      // Off its places, the scheduler serves the containers without preference first.
+      takeFromDemand(locality, { level, located: level !== "any" || remaining <= locality.located }, c.nodeId, rack);
+      remaining -= 1;
+    }
+    locality.located = Math.min(locality.located, count);
+    if (locality.located > 0) ask.locality = locality;
+    return ask;
+  });
 }
 
 /** Writes a file and fsyncs it before resolving. */

@@ -33,6 +33,7 @@ import { isTerminal, nextAppState } from "./app-state.js";
 import type { AppEvent } from "./app-state.js";
 import { AppIdReservations } from "./app-id-reservations.js";
 import { acceptJob, checkStagingDir, admittedJobOf, checkAsk, netAsks } from "./app-submission.js";
+import type { WireAsk } from "./app-submission.js";
 import { startJobManager } from "./job-manager-launch.js";
 import type { NodeEntry } from "./node-tracker.js";
 import type { AdmittedJob } from "./policy/admission.js";
@@ -723,7 +724,7 @@ export class Applications {
   allocate(req: {
     appId: string;
     attempt: number;
-    asks: { priority: number; resource: { vcoresMilli: number; memoryMb: number } | null; count: number }[];
+    asks: WireAsk[];
     releases: string[];
     progress: JobProgressOutput | null;
   }): object {
@@ -746,7 +747,10 @@ export class Applications {
     }
     const delivered = app.delivery;
     app.delivery = [];
-    scheduler.setAsks(req.appId, netAsks(req.asks, delivered));
+    scheduler.setAsks(
+      req.appId,
+      netAsks(req.asks, delivered, (nodeId) => scheduler.nodeView(nodeId)?.rack),
+    );
     if (history) {
       let taskMilli = 0;
       for (const a of req.asks) if (a.count > 0) taskMilli = Math.max(taskMilli, fromWire(a.resource).vcoresMilli);

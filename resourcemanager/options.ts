@@ -17,6 +17,8 @@ import { validatePowerDomainConfig } from "./policy/power-domains.js";
 import type { PowerDomainSpec } from "./policy/power-domains.js";
 import { resolveTenantRegistryOptions } from "./tenant-registry.js";
 import { resolveDrainOptions } from "./policy/drain.js";
+import { DEFAULT_LOCALITY, LOCALITY_POLICIES } from "./policy/locality.js";
+import type { LocalityPolicyName } from "./policy/locality.js";
 import type { DrainOptions } from "./policy/drain.js";
 import { resolveLifetimeOptions } from "./policy/lifetime.js";
 import type { LifetimeOptions } from "./policy/lifetime.js";
@@ -153,6 +155,17 @@ export interface ResourceManagerOptions {
   /** Under power-aware placement, a job declined by better-scored nodes for this long takes any node. @default 3000 */
   powerPlacementWaitMs: number;
   /**
+   * Data-local placement of tasks over DFS input splits (policy/locality.ts): "delay" (delay scheduling: a task waits
+   * up to `nodeLocalityDelayMs` for a server holding a replica of its split, then up to `rackLocalityDelayMs` more for
+   * one in its racks, then takes any) or "none" (the stock baseline: the first server with room).
+   * @default "delay"
+   */
+  localityPolicy: LocalityPolicyName;
+  /** Under "delay": how long a task over a split waits for a server holding a replica of it. @default 3000 */
+  nodeLocalityDelayMs: number;
+  /** Under "delay": how much longer it waits for a server in one of its split's racks. @default 3000 */
+  rackLocalityDelayMs: number;
+  /**
    * How tasks' and jobs' lifetimes are learned from the job history (seeds/002 section 3; see `LifetimeOptions` in
    * `lifetime.ts`): drains and the lifetime-aware node choice re-predict every container's remaining time from them.
    * @default {}
@@ -233,6 +246,9 @@ export function resolveResourceManagerOptions(
         powerPlacement: "stock",
         powerAlpha: 0.8,
         powerPlacementWaitMs: 3_000,
+        localityPolicy: DEFAULT_LOCALITY.policy,
+        nodeLocalityDelayMs: DEFAULT_LOCALITY.nodeDelayMs,
+        rackLocalityDelayMs: DEFAULT_LOCALITY.rackDelayMs,
         lifetimes: {},
         lifetimeHistoryJobs: 2_000,
         nodeChoice: "stock",
@@ -283,6 +299,10 @@ export function resolveResourceManagerOptions(
   if (o.schedulerPolicy !== "stock" && o.schedulerPolicy !== "history")
     bad("schedulerPolicy", `must be "stock" or "history" (got ${JSON.stringify(o.schedulerPolicy)})`);
   if (!(o.classWaitMs >= 0)) bad("classWaitMs", "must be >= 0");
+  if (!LOCALITY_POLICIES.includes(o.localityPolicy))
+    bad("localityPolicy", `must be one of ${LOCALITY_POLICIES.join(", ")} (got ${JSON.stringify(o.localityPolicy)})`);
+  if (!(o.nodeLocalityDelayMs >= 0)) bad("nodeLocalityDelayMs", "must be >= 0");
+  if (!(o.rackLocalityDelayMs >= 0)) bad("rackLocalityDelayMs", "must be >= 0");
   if (o.classHeadroom !== "utilization" && o.classHeadroom !== "cantelli")
     bad("classHeadroom", `must be "utilization" or "cantelli" (got ${JSON.stringify(o.classHeadroom)})`);
   if (!(o.classHeadroomThreshold > 0 && o.classHeadroomThreshold < 1))

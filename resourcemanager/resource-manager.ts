@@ -6,6 +6,7 @@
  * lifetimes) and the periodic monitor. Its web server (UI, REST API,
  * `/metrics`; web.ts, web-pages.ts, rm-metrics.ts) reads the same functions its gRPC services answer with.
  */
+import { LocalityPolicy } from "./policy/locality.js";
 import { ensureDirMode } from "../common/atomic-file.js";
 import { join } from "node:path";
 import { systemClock } from "../common/clock.js";
@@ -206,6 +207,14 @@ export class ResourceManager extends ServingDaemon {
         reserveFraction: this.options.reserveFraction,
         maxAllocationsPerHeartbeat: 0,
         maxAmShare: this.options.maxAmShare,
+        locality: new LocalityPolicy(
+          {
+            policy: this.options.localityPolicy,
+            nodeDelayMs: this.options.nodeLocalityDelayMs,
+            rackDelayMs: this.options.rackLocalityDelayMs,
+          },
+          this.clock,
+        ),
       },
       (appId) => this.apps.newContainerId(appId),
     );
@@ -624,7 +633,7 @@ export class ResourceManager extends ServingDaemon {
         this.metrics.onHeartbeat();
         this.logPowerAlerts();
         for (const alloc of this.scheduler.allocateOnNode(node.nodeId)) {
-          this.metrics.onAllocated(alloc.priority === AM_PRIORITY ? "job_manager" : "task");
+          this.metrics.onAllocated(alloc.priority === AM_PRIORITY ? "job_manager" : "task", alloc.locality);
           this.apps.onAllocated(alloc, node);
         }
       },

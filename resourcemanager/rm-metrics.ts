@@ -63,6 +63,7 @@ export interface RmGaugeSource {
 export class RmMetrics implements ApplicationObserver {
   private readonly heartbeats: Counter;
   private readonly allocated: Counter<"kind">;
+  private readonly localGrants: Counter<"locality">;
   private readonly completions: Counter<"kind" | "cause">;
   private readonly submittedApps: Counter;
   private readonly finishedApps: Counter<"final_state">;
@@ -75,6 +76,14 @@ export class RmMetrics implements ApplicationObserver {
       "Containers granted, by kind (job_manager, task)",
       ["kind"],
     );
+    this.localGrants = counter(
+      registry,
+      "harvest_rm_locality_grants_total",
+      "Task containers granted to asks over DFS input splits, by locality (node: on a server holding a replica; rack: " +
+        "in one of its racks; any: elsewhere, after the locality delays)",
+      ["locality"],
+    );
+    for (const locality of ["node", "rack", "any"]) this.localGrants.inc({ locality }, 0);
     this.completions = counter(
       registry,
       "harvest_rm_container_completions_total",
@@ -170,9 +179,10 @@ export class RmMetrics implements ApplicationObserver {
     this.heartbeats.inc();
   }
 
-  /** A container was granted. */
-  onAllocated(kind: ContainerKind): void {
+  /** A container was granted; `locality` for a task over an input split. */
+  onAllocated(kind: ContainerKind, locality?: "node" | "rack" | "any"): void {
     this.allocated.inc({ kind });
+    if (locality) this.localGrants.inc({ locality });
   }
 
   /** {@inheritDoc ApplicationObserver.submitted} */

@@ -66,6 +66,9 @@ export interface HistoryRecord {
   taskDurations?: Record<string, number[]>;
   /** The cores its containers held on average over the run, milli-cores (admission's `JobDemandModel`). */
   meanDemandMilli?: number;
+  /** Task starts over an input split, and how many were on a server holding a replica of it (absent: none). */
+  locatedStarts?: number;
+  nodeLocalStarts?: number;
 }
 
 /** The power-domain tree as stored (PowerAdmin.SetDomains and SetBudget write it whole). */

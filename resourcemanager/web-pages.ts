@@ -23,7 +23,7 @@ import {
   waitingOf,
   wire,
 } from "./web.js";
-import type { ClusterTotals, DagView, RmNodeInfo, RmWebSource } from "./web.js";
+import type { ClusterTotals, DagVertexView, DagView, RmNodeInfo, RmWebSource } from "./web.js";
 import type { ApplicationReportOutput } from "../proto/generated/harvest/v1/ApplicationReport.js";
 import type { ContainerCountsOutput } from "../proto/generated/harvest/v1/ContainerCounts.js";
 
@@ -295,6 +295,14 @@ function progressCell(r: ApplicationReportOutput): string {
   return `${bar([[p, HARVEST_COLOUR]], `${succeeded} of ${total} tasks`)} ${succeeded}/${total}`;
 }
 
+/** A vertex's node-local share of task starts ("7 of 8 (88 %)", with the rack-local and off-switch in its title). */
+function localityCell(v: DagVertexView): string {
+  const starts = v.nodeLocal + v.rackLocal + v.offSwitch;
+  if (starts === 0) return '<span class="muted">-</span>';
+  const title = `${v.nodeLocal} node-local, ${v.rackLocal} rack-local, ${v.offSwitch} off-switch task starts`;
+  return `<span title="${escapeHtml(title)}">${v.nodeLocal} of ${starts} (${Math.round((100 * v.nodeLocal) / starts)} %)</span>`;
+}
+
 function outcomeText(outcome: string): string {
   return outcome === "JOB_OUTCOME_UNSPECIFIED" ? "" : outcome.replace(/^JOB_/, "");
 }
@@ -453,6 +461,7 @@ function jobPage(source: RmWebSource, req: WebRequest): { html: string } {
       { label: "Preempted", numeric: true, cell: (v) => String(v.preempted) },
       { label: "Lost", numeric: true, cell: (v) => String(v.lost) },
       { label: "Failed attempts", numeric: true, cell: (v) => String(v.failedAttempts) },
+      { label: "Node-local", numeric: true, className: "vertex-locality", cell: localityCell },
       {
         label: "Progress",
         cell: (v) =>

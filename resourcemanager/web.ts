@@ -294,6 +294,10 @@ export interface DagVertexView {
   preempted: number;
   lost: number;
   failedAttempts: number;
+  /** Task starts over an input split on a server holding a replica of it, in one of its racks, elsewhere. */
+  nodeLocal: number;
+  rackLocal: number;
+  offSwitch: number;
   /** Its layer: the longest path from a source. */
   level: number;
   /** Its position within its layer. */
@@ -322,16 +326,20 @@ export function dagView(dag: DagSpec | undefined, progress: ApplicationReportOut
     const spec = specs.get(name);
     return {
       name,
-      parallelism: spec?.parallelism ?? p?.total ?? 0,
+      // 0 in the DAG for a vertex whose input's splits set it.
+      parallelism: spec?.parallelism || p?.total || 0,
       vcoresMilli: spec?.resources.vcoresMilli ?? 0,
       memoryMb: spec?.resources.memoryMb ?? 0,
       state: p?.state ?? "",
-      total: p?.total ?? spec?.parallelism ?? 0,
+      total: p?.total || spec?.parallelism || 0,
       succeeded: p?.succeeded ?? 0,
       running: p?.running ?? 0,
       preempted: p?.preempted ?? 0,
       lost: p?.lost ?? 0,
       failedAttempts: p?.failedAttempts ?? 0,
+      nodeLocal: p?.nodeLocal ?? 0,
+      rackLocal: p?.rackLocal ?? 0,
+      offSwitch: p?.offSwitch ?? 0,
       ...(place.get(name) ?? { level: 0, row: 0 }),
     };
   });

@@ -28,6 +28,8 @@ export type { TaskArgs, TaskContext } from "./context.js";
 export { inputFiles, inputPieces, openInput } from "./inputs.js";
 export type { InputPiece } from "./inputs.js";
 export { writeOutput } from "./outputs.js";
+export { inputSplit, readSplit } from "./splits.js";
+export type { InputSplit, RangeReader } from "./splits.js";
 export { currentCounters, incrementCounter } from "./counters.js";
 export { DFS_PREFIX, dfsClient, isDfsPath, readDfsFile, writeDfsFile } from "./dfs.js";
 export { EXIT_INPUT_LOST } from "../common/task-contract.js";

@@ -2,10 +2,11 @@
  * Word count, map stage: counts the words of its slice of a text file and hash-partitions the counts into one
  * `part-N` file per task of its scatter-gather consumer (or `counts.tsv` when it has none).
  *
- * Usage: wordcount-map.js <text-file | dfs:/path> [--splits N] [--cpu-seconds S]
+ * Usage: wordcount-map.js [<text-file | dfs:/path>] [--splits N] [--cpu-seconds S]
  * (--cpu-seconds adds CPU work to give the demo's tasks the weight of real batch work)
- * Task i of N reads the lines that start in bytes [i*size/N, (i+1)*size/N), so the N slices cover every line exactly
- * once. N is --splits, else HARVEST_VERTEX_PARALLELISM.
+ * With no file, the task reads the lines of its input split (a vertex with an "input" in the DAG: one task per DFS
+ * block, run where the block is). With a file, task i of N reads the lines that start in bytes [i*size/N,
+ * (i+1)*size/N), so the N slices cover every line exactly once. N is --splits, else HARVEST_VERTEX_PARALLELISM.
  */
 import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
@@ -20,7 +21,7 @@ import {
 } from "../../task/index.js";
 import { burnCpu } from "./example-lib.js";
 import type { TaskArgs } from "../../task/index.js";
-import { isDfsPath, readDfsFile } from "../../task/index.js";
+import { inputSplit, isDfsPath, readDfsFile, readSplit } from "../../task/index.js";
 import { COUNTS_FILE, formatCounts, sortedByWord, tokenize, writePartitions } from "./wordcount-lib.js";
 
 const CHUNK_BYTES = 64 * 1024;
@@ -28,9 +29,26 @@ const CHUNK_BYTES = 64 * 1024;
 async function main({ options, positional, context }: TaskArgs): Promise<void> {
   const ctx = context();
   const file = positional[0];
-  if (file === undefined || positional.length > 1) {
-    throw new TaskError("usage: wordcount-map <text-file> [--splits N] (exactly one input file)");
+  const split = inputSplit();
+  if (positional.length > 1 || (file === undefined && !split)) {
+    throw new TaskError("usage: wordcount-map [<text-file>] [--splits N] (one input file, or the vertex's input)");
   }
+  const counts = new Map<string, number>();
+  const words = tokenize(
+    file === undefined
+      ? (await readSplit(split)).toString("utf8")
+      : await readSlice(file, ctx.taskIndex, splitsOf(options, ctx)),
+  );
+  for (const word of words) counts.set(word, (counts.get(word) ?? 0) + 1);
+  incrementCounter("words", words.length);
+  await burnCpu(numberOption(options, "cpu-seconds", 0) * 1e6);
+  const parts = partFileCount(ctx.outputs);
+  if (parts > 0) await writePartitions(ctx.outputDir, counts, parts);
+  else await writeFileAtomic(join(ctx.outputDir, COUNTS_FILE), formatCounts(sortedByWord(counts)));
+}
+
+/** How many equal slices of a file the vertex's tasks read: --splits, else the vertex's parallelism. */
+function splitsOf(options: TaskArgs["options"], ctx: { parallelism?: number; taskIndex: number }): number {
   const splits = numberOption(options, "splits", ctx.parallelism ?? 0);
   if (!Number.isInteger(splits) || splits < 1) {
     throw new TaskError("the number of splits is unknown: pass --splits N or set HARVEST_VERTEX_PARALLELISM");
@@ -38,15 +56,7 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   if (ctx.taskIndex >= splits) {
     throw new TaskError(`task index ${ctx.taskIndex} is outside the ${splits} splits; --splits must equal parallelism`);
   }
-
-  const counts = new Map<string, number>();
-  const words = tokenize(await readSlice(file, ctx.taskIndex, splits));
-  for (const word of words) counts.set(word, (counts.get(word) ?? 0) + 1);
-  incrementCounter("words", words.length);
-  await burnCpu(numberOption(options, "cpu-seconds", 0) * 1e6);
-  const parts = partFileCount(ctx.outputs);
-  if (parts > 0) await writePartitions(ctx.outputDir, counts, parts);
-  else await writeFileAtomic(join(ctx.outputDir, COUNTS_FILE), formatCounts(sortedByWord(counts)));
+  return splits;
 }
 
 /** The text of the lines that start inside byte range `index` of `splits` equal ranges of the file. */

@@ -8,6 +8,8 @@
  */
 import { add, fits, sub, ZERO } from "../../common/resource.js";
 import type { Resources } from "../../common/resource.js";
+import { copyDemand, LocalityPolicy, takeFromDemand } from "./locality.js";
+import type { LocalityDemand, LocalityLevel } from "./locality.js";
 
 /** What a placement policy sees of a node. */
 export interface NodeView {
@@ -75,6 +77,14 @@ export interface Ask {
   priority: number;
   resource: Resources;
   count: number;
+  /** Where its containers would rather run (tasks over DFS input splits); absent: anywhere. */
+  locality?: LocalityDemand;
+}
+
+/** An ask as the scheduler holds it: since when it has been passed over for locality. */
+interface HeldAsk extends Ask {
+  /** When a node was first passed over for it since its last node-local grant (locality.ts `allowedLevel`). */
+  waitingSinceMs?: number;
 }
 
 /** A container the scheduler granted. */
@@ -84,6 +94,8 @@ export interface Allocation {
   nodeId: string;
   priority: number;
   resource: Resources;
+  /** How local the container is to the ask's input splits; absent for an ask without locality. */
+  locality?: LocalityLevel;
 }
 
 /** Scheduler settings. */
@@ -100,6 +112,11 @@ export interface SchedulerOptions {
    * @default 1
    */
   maxAmShare?: number;
+  /**
+   * Data-local placement of asks that carry a locality demand (locality.ts): delay scheduling, or the stock baseline.
+   * Absent: the baseline with no clock (never waits).
+   */
+  locality?: LocalityPolicy;
 }
 
 interface NodeState {
@@ -117,7 +134,7 @@ interface NodeState {
 interface AppState extends AppView {
   maxConcurrency: number;
   /** Outstanding asks by priority. */
-  asks: Map<number, Ask>;
+  asks: Map<number, HeldAsk>;
   outstanding: number;
   containers: Set<string>;
   /** Has an entry in `hungry` (kept with it, so that membership costs no scan). */
@@ -148,12 +165,16 @@ export class Scheduler {
   private harvestableMilli = 0;
   private readonly allocations = new Map<string, Allocation>();
   private listener: SchedulerListener | undefined;
+  private readonly locality: LocalityPolicy;
 
   constructor(
     readonly policy: SchedulerPolicy,
     private readonly options: SchedulerOptions,
     private readonly newContainerId: (appId: string) => string,
-  ) {}
+  ) {
+    this.locality =
+      options.locality ?? new LocalityPolicy({ policy: "none", nodeDelayMs: 0, rackDelayMs: 0 }, { nowMs: () => 0 });
+  }
 
   /** Sets the one listener told of grants and releases. */
   setListener(listener: SchedulerListener | undefined): void {
@@ -319,13 +340,27 @@ export class Scheduler {
   setAsks(appId: string, asks: readonly Ask[]): void {
     const app = this.apps.get(appId);
     if (!app) return;
+    // How long each priority has waited for locality carries over: the job manager re-sends its asks every heartbeat.
+    const waited = new Map<number, number>();
+    for (const a of app.asks.values()) if (a.waitingSinceMs !== undefined) waited.set(a.priority, a.waitingSinceMs);
     app.asks.clear();
     let outstanding = 0;
     for (const ask of asks) {
       if (ask.count <= 0) continue;
       const prev = app.asks.get(ask.priority);
-      if (prev) prev.count += ask.count;
-      else app.asks.set(ask.priority, { priority: ask.priority, resource: { ...ask.resource }, count: ask.count });
+      if (prev) {
+        prev.count += ask.count;
+        if (ask.locality) prev.locality = mergeDemand(prev.locality, ask.locality);
+      } else {
+        const held: HeldAsk = { priority: ask.priority, resource: { ...ask.resource }, count: ask.count };
+        if (ask.locality && ask.locality.located > 0) {
+          held.locality = copyDemand(ask.locality);
+          held.locality.located = Math.min(held.locality.located, ask.count);
+          const since = waited.get(ask.priority);
+          if (since !== undefined) held.waitingSinceMs = since;
+        }
+        app.asks.set(ask.priority, held);
+      }
       outstanding += ask.count;
       if (ask.resource.vcoresMilli < this.minAskMilli) this.minAskMilli = ask.resource.vcoresMilli;
     }
@@ -387,12 +422,15 @@ export class Scheduler {
             if (!this.policy.allows(app, view, priority, ask.resource)) break;
           }
           first = false;
+          const level = this.localityGrant(ask, node);
+          if (level === null) break;
           const alloc: Allocation = {
             containerId: this.newContainerId(app.appId),
             appId: app.appId,
             nodeId,
             priority,
             resource: { ...ask.resource },
+            ...(level ? { locality: level } : {}),
           };
           this.track(alloc, node, app);
           granted.push(alloc);
@@ -441,6 +479,25 @@ export class Scheduler {
       hungryApps: this.hungry.filter((a) => a.outstanding > 0).length,
       containers: this.allocations.size,
     };
+  }
+
+  /**
+   * The locality of the next container of `ask` on `node`, taken out of the ask's demand: undefined for an ask without
+   * locality, null when the ask passes this node over for now (and starts or goes on waiting).
+   */
+  private localityGrant(ask: HeldAsk, node: NodeState): LocalityLevel | undefined | null {
+    const demand = ask.locality;
+    if (!demand) return undefined;
+    const policy = this.locality;
+    const grant = policy.grantFor(demand, ask.count, node.nodeId, node.rack, policy.allowedLevel(ask.waitingSinceMs));
+    if (!grant) {
+      ask.waitingSinceMs ??= policy.nowMs();
+      return null;
+    }
+    takeFromDemand(demand, grant, node.nodeId, node.rack);
+    if (grant.level === "node") delete ask.waitingSinceMs;
+    if (demand.located === 0) delete ask.locality;
+    return grant.located ? grant.level : undefined;
   }
 
   /** True when some schedulable node is not in `avoid`. */
@@ -522,4 +579,13 @@ export class Scheduler {
 /** What Harvest may use on `node` beside its primary and reserve, milli-cores (0 when the primary leaves nothing). */
 function harvestableOf(node: { capacity: Resources; primaryUsage: Resources; reserveMilli: number }): number {
   return Math.max(0, node.capacity.vcoresMilli - node.primaryUsage.vcoresMilli - node.reserveMilli);
+}
+
+/** Two demands of one priority, summed (an ask sent in parts). */
+function mergeDemand(a: LocalityDemand | undefined, b: LocalityDemand): LocalityDemand {
+  const out = a ? copyDemand(a) : { nodes: new Map<string, number>(), racks: new Map<string, number>(), located: 0 };
+  for (const [k, n] of b.nodes) out.nodes.set(k, (out.nodes.get(k) ?? 0) + n);
+  for (const [k, n] of b.racks) out.racks.set(k, (out.racks.get(k) ?? 0) + n);
+  out.located += b.located;
+  return out;
 }

@@ -340,6 +340,9 @@ describe("DagRunner reports", () => {
         failedAttempts: 0,
         lost: 0,
         state: "WAITING",
+        nodeLocal: 0,
+        rackLocal: 0,
+        offSwitch: 0,
       },
       {
         name: "reduce",
@@ -350,6 +353,9 @@ describe("DagRunner reports", () => {
         failedAttempts: 0,
         lost: 0,
         state: "WAITING",
+        nodeLocal: 0,
+        rackLocal: 0,
+        offSwitch: 0,
       },
     ]);
   });
@@ -373,6 +379,9 @@ describe("DagRunner reports", () => {
       failedAttempts: 1,
       lost: 1,
       state: "RUNNING",
+      nodeLocal: 0,
+      rackLocal: 0,
+      offSwitch: 0,
     });
     expect(reduce?.state).toBe("WAITING");
   });
