@@ -211,7 +211,10 @@ export class NodeManager extends ServingDaemon {
    * process's Node binary (an nvm install in such a home), that binary is localized too.
    */
   private async openFileCache(): Promise<void> {
-    this.fileCache = new FileCache(join(this.options.dataDir, "filecache"));
+    this.fileCache = new FileCache(join(this.options.dataDir, "filecache"), {
+      maxBytes: Math.floor(this.options.archiveMaxMb * 1024 * 1024),
+      maxEntries: this.options.archiveMaxEntries,
+    });
     await this.fileCache.open();
     this.localizer = new Localizer(this.fileCache, {
       nnAddress: this.options.nnAddress,
