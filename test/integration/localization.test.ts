@@ -85,7 +85,9 @@ async function localized(c: TestCluster): Promise<{ fetched: number; cached: num
 }
 
 describe("localization", () => {
-  const cluster = suiteCluster({ idleServers: 1, vcores: 2 });
+  // Containers get the machine's leftover CPU (cpu.shares 2): on a busy test machine a job manager may take longer
+  // than the default 30 s to register, which is not what these tests are about.
+  const cluster = suiteCluster({ idleServers: 1, vcores: 2, rm: { amExpiryMs: 120_000 } });
 
   it("runs task code from the DFS, fetched once per node and job, and again when it changes", async () => {
     const c = cluster();
