@@ -128,7 +128,8 @@ export class DfsClient implements DfsHost {
 
   /**
    * The client a task uses: the namenode from HARVEST_NN_ADDRESS; on a secure cluster the CA from HARVEST_CA and its
-   * job's file-system token from the container's token file, HARVEST_TOKEN_FILE (the node manager sets them).
+   * job's file-system token from the container's token file, HARVEST_TOKEN_FILE; on a plaintext one the job's
+   * submitter as the user it claims, HARVEST_DFS_USER (the node manager sets them).
    */
   static fromTaskEnv(env: NodeJS.ProcessEnv = process.env, options: Partial<DfsClientOptions> = {}): DfsClient {
     const address = env["HARVEST_NN_ADDRESS"];
@@ -142,11 +143,14 @@ export class DfsClient implements DfsHost {
     }
     const ca = env["HARVEST_CA"];
     const nodeId = env["HARVEST_NODE_ID"];
+    const user = env["HARVEST_DFS_USER"];
     return new DfsClient(address, {
       ...(ca ? { security: { ca } } : {}),
       dfsToken: tokens["dfs-token"] ?? "",
       // The task's own server: its writes' first replicas go there and its reads try the replica there first.
       ...(nodeId ? { writerDatanodeId: nodeId } : {}),
+      // On a plaintext cluster: the job's submitter, whom the node manager names.
+      ...(user ? { user } : {}),
       ...options,
     });
   }

@@ -270,7 +270,7 @@ async function stageJob(
 }
 
 /**
- * Uploads the local files and directories a DAG's vertices declare as resources (`"path": "file:..."`) below `into`
+ * Uploads the local files, directories and archives a DAG's vertices declare as resources (`"path": "file:..."`) below `into`
  * and returns the DAG naming them there; a DAG that is not valid JSON is returned as it is (the resource manager says
  * what is wrong with it). A missing local file is INVALID_ARGUMENT naming the field.
  */
@@ -285,7 +285,7 @@ async function uploadLocalResources(dfs: DfsClient, into: string, dagJson: strin
   let changed = false;
   for (const [vi, vertex] of (dag.vertices as { localResources?: unknown }[]).entries()) {
     if (typeof vertex !== "object" || vertex === null || !Array.isArray(vertex.localResources)) continue;
-    for (const [ri, resource] of (vertex.localResources as { path?: unknown }[]).entries()) {
+    for (const [ri, resource] of (vertex.localResources as { path?: unknown; type?: unknown }[]).entries()) {
       if (typeof resource?.path !== "string" || !resource.path.startsWith("file:")) continue;
       const local = resolve(baseDir, resource.path.slice("file:".length));
       const field = `vertices[${vi}].localResources[${ri}].path`;
@@ -294,6 +294,12 @@ async function uploadLocalResources(dfs: DfsClient, into: string, dagJson: strin
           details: { field },
         });
       });
+      if (resource.type === "archive" && st.isDirectory())
+        throw new HarvestError(
+          "INVALID_ARGUMENT",
+          `${field}: ${local} is a directory; an archive resource is a .tar, .tar.gz/.tgz or .zip file`,
+          { details: { field } },
+        );
       const target = `${into}/${vi}-${ri}`;
       await dfs.mkdir(into);
       if (st.isDirectory()) await putTree(dfs, local, target);

@@ -34,8 +34,8 @@ export interface VertexSpec {
   resources: Resources;
   env: Record<string, string>;
   /**
-   * Files and directories of the DFS the node manager localizes into each task's directory (YARN's LocalResources).
-   * Absent: none.
+   * Files, directories and archives of the DFS the node manager localizes into each task's directory (YARN's
+   * LocalResources). Absent: none.
    */
   localResources?: LocalResourceSpec[];
   /**
@@ -54,12 +54,23 @@ export type ResourceVisibility = "application" | "public";
 /** The visibilities, in the order the docs list them. */
 export const RESOURCE_VISIBILITIES: readonly ResourceVisibility[] = ["application", "public"];
 
+/**
+ * What the node manager does with a resource (YARN's LocalResourceType): "file" links the file or directory as it is;
+ * "archive" unpacks the file (a .tar, .tar.gz/.tgz or .zip, told by its contents) into a directory of the resource's
+ * name.
+ */
+export type LocalResourceType = "file" | "archive";
+
+/** The resource types, in the order the docs list them. */
+export const LOCAL_RESOURCE_TYPES: readonly LocalResourceType[] = ["file", "archive"];
+
 /** One localized resource: `path` in the DFS appears as `name` in the task's working directory. */
 export interface LocalResourceSpec {
   name: string;
-  /** `dfs:/absolute/path`, a file or a directory. */
+  /** `dfs:/absolute/path`, a file or a directory (an archive: a file). */
   path: string;
   visibility: ResourceVisibility;
+  type: LocalResourceType;
 }
 
 /** Names a container's directory holds already (its logs, pid and token files): no resource may take them. */
@@ -111,7 +122,7 @@ const DAG_FIELDS = ["name", "priority", "vertices", "edges"];
 /** Highest job priority. */
 export const MAX_JOB_PRIORITY = 100;
 const VERTEX_FIELDS = ["name", "parallelism", "command", "resources", "env", "localResources", "input"];
-const LOCAL_RESOURCE_FIELDS = ["name", "path", "visibility"];
+const LOCAL_RESOURCE_FIELDS = ["name", "path", "visibility", "type"];
 /** A resource's name in the task's directory: a plain file name. */
 const RESOURCE_NAME_RE = /^[A-Za-z0-9_.-]{1,128}$/;
 const RESOURCE_FIELDS = ["vcores", "vcoresMilli", "memoryMb"];
@@ -480,7 +491,7 @@ function parseVertex(raw: unknown, at: string, maxParallelism: number, maxResour
 function parseLocalResources(raw: unknown, at: string): LocalResourceSpec[] {
   if (raw === undefined) return [];
   if (!Array.isArray(raw))
-    invalid(at, `${at} must be an array of { name, path, visibility } objects, got ${show(raw)}`);
+    invalid(at, `${at} must be an array of { name, path, visibility, type } objects, got ${show(raw)}`);
   const out: LocalResourceSpec[] = [];
   raw.forEach((item: unknown, i: number) => {
     const here = `${at}[${i}]`;
@@ -517,7 +528,15 @@ function parseLocalResources(raw: unknown, at: string): LocalResourceSpec[] {
         `${here}.visibility`,
         `${here}.visibility must be one of ${RESOURCE_VISIBILITIES.join(", ")}, got ${show(visibility)}`,
       );
-    out.push({ name, path: `dfs:${normalized}`, visibility: visibility as ResourceVisibility });
+    const type = obj["type"] ?? "file";
+    if (typeof type !== "string" || !(LOCAL_RESOURCE_TYPES as readonly string[]).includes(type))
+      invalid(`${here}.type`, `${here}.type must be one of ${LOCAL_RESOURCE_TYPES.join(", ")}, got ${show(type)}`);
+    out.push({
+      name,
+      path: `dfs:${normalized}`,
+      visibility: visibility as ResourceVisibility,
+      type: type as LocalResourceType,
+    });
   });
   return out;
 }

@@ -47,6 +47,9 @@ export const ERROR_CODES = {
   LOCALIZATION_FAILED: GrpcStatus.FAILED_PRECONDITION,
   // A vertex's DFS input cannot be split: a path is missing or not the submitter's to read, or it has too many splits.
   JOB_INPUT_INVALID: GrpcStatus.FAILED_PRECONDITION,
+  // An archive resource the node manager will not unpack: an entry that would land outside its directory, a device
+  // file, a zip bomb, a damaged or unknown format (nodemanager/archive-unpack.ts).
+  ARCHIVE_REFUSED: GrpcStatus.FAILED_PRECONDITION,
   NODE_INSUFFICIENT_RESOURCES: GrpcStatus.RESOURCE_EXHAUSTED,
   APP_ALREADY_FINISHED: GrpcStatus.FAILED_PRECONDITION,
   CLUSTER_NOT_FOUND: GrpcStatus.NOT_FOUND,
@@ -180,8 +183,16 @@ export interface ErrorDetails {
   CONTAINER_LAUNCH_FAILED: FieldDetails;
   SHUFFLE_OUTPUT_NOT_FOUND: NoDetails;
   SHUFFLE_OUTPUT_NOT_READY: NoDetails;
-  /** The resource's name in the container's directory, its DFS path, and the code of the failure behind it. */
-  LOCALIZATION_FAILED: { resource?: string; path?: string; cause?: string };
+  /**
+   * The resource's name in the container's directory, its DFS path, and the code of the failure behind it; for an
+   * archive refused (cause ARCHIVE_REFUSED), the entry and the reason.
+   */
+  LOCALIZATION_FAILED: { resource?: string; path?: string; cause?: string; entry?: string; reason?: string };
+  /**
+   * `entry`: the archive's entry to blame (absent: the archive as a whole); `reason`: "unsafe-path", "link-outside",
+   * "special-file", "duplicate", "too-large", "too-many-entries", "corrupt" or "unsupported".
+   */
+  ARCHIVE_REFUSED: { entry?: string; reason: string };
   /** The vertex, the input path, and the code of the failure behind it. */
   JOB_INPUT_INVALID: { vertex?: string; path?: string; cause?: string };
   NODE_INSUFFICIENT_RESOURCES: NoDetails;

@@ -83,6 +83,7 @@ const PERMANENT_LOCALIZATION_CAUSES = [
   "NAMENODE_PARENT_NOT_FOUND",
   "DFS_BAD_PATH",
   "INVALID_ARGUMENT",
+  "ARCHIVE_REFUSED",
 ];
 
 /** How a job-manager attempt ended. */

@@ -5,12 +5,16 @@
  * files 0644, or 0755 when the source is executable), below a data directory containers may pass through (0711).
  *
  * An entry is built in a hidden temporary directory and renamed into place, so a container never sees half of one,
- * and a node manager killed while localizing leaves only a temporary that the next run removes.
+ * and a node manager killed while localizing leaves only a temporary that the next run removes. An archive resource's
+ * entry is the directory it unpacks to (archive-unpack.ts), keyed like a file by the archive's path, size and
+ * modification time: a changed archive is fetched and unpacked again into a new entry.
  */
 import { randomBytes, createHash } from "node:crypto";
 import { chmod, chown, copyFile, link, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { ensureDirMode } from "../common/atomic-file.js";
+import { unpackArchive } from "./archive-unpack.js";
+import type { ArchiveLimits } from "./archive-unpack.js";
 import { runtimeFiles } from "./task-runtime.js";
 import type { RuntimeFile } from "./task-runtime.js";
 
@@ -46,6 +50,8 @@ export interface CacheSource {
   /** A file resource: one entry with path "". A directory: every file below it. */
   files: SourceFile[];
   isDirectory: boolean;
+  /** A file to unpack (a .tar, .tar.gz or .zip): the cached copy is the directory it unpacks to. */
+  archive?: boolean;
   /** Writes the source file `path` (relative; "" the resource itself) to the new local file `to`. */
   fetch(path: string, to: string): Promise<void>;
 }
@@ -56,7 +62,11 @@ export class FileCache {
   private readonly files = new Map<string, Promise<Localized>>();
   private readonly fetches = new Map<string, Promise<Localized>>();
 
-  constructor(readonly root: string) {}
+  constructor(
+    readonly root: string,
+    /** How large an archive resource may unpack. */
+    private readonly archiveLimits: ArchiveLimits = { maxBytes: 4096 * 1024 * 1024, maxEntries: 100_000 },
+  ) {}
 
   private get publicDir(): string {
     return join(this.root, "public");
@@ -185,7 +195,9 @@ export class FileCache {
    * (directories 0700, files 0600) belong to `scope.owner`, below a directory of the job's own.
    */
   localizeSource(from: CacheSource, scope: CacheScope): Promise<Localized> {
-    const key = digest(JSON.stringify([from.source, from.isDirectory, from.files]));
+    const key = digest(
+      JSON.stringify([from.source, from.isDirectory, from.files, ...(from.archive ? ["archive"] : [])]),
+    );
     const parent = scope.visibility === "public" ? join(this.publicDir, "dfs") : join(this.root, "app", scope.appId);
     const entry = join(parent, key);
     const running = this.fetches.get(entry);
@@ -209,16 +221,31 @@ export class FileCache {
       if (owner) await chown(parent, owner.uid, owner.gid);
     }
     const tmp = join(parent, `.tmp-${basename(entry)}-${randomBytes(4).toString("hex")}`);
+    let copiedFiles = 0;
     let copiedBytes = 0;
     try {
       const made = [tmp];
       await mkdir(tmp, { mode: dirMode });
       const top = join(tmp, name);
-      if (from.isDirectory) {
+      if (from.isDirectory || from.archive) {
         await mkdir(top, { mode: dirMode });
         made.push(top);
       }
-      for (const f of from.files) {
+      if (from.archive) {
+        // Fetched beside the directory it unpacks to, and gone before the entry is renamed into place.
+        const packed = join(tmp, ".archive");
+        await from.fetch("", packed);
+        const unpacked = await unpackArchive(packed, top, this.archiveLimits, {
+          dirMode,
+          fileMode,
+          execMode: dirMode,
+          ...(owner ? { owner } : {}),
+        });
+        await rm(packed);
+        copiedBytes += from.files[0]?.size ?? 0;
+        copiedFiles += unpacked.files;
+      }
+      for (const f of from.archive ? [] : from.files) {
         const to = f.path === "" ? top : join(top, f.path);
         for (let d = dirname(to); d.length > top.length; d = dirname(d)) {
           if (made.includes(d)) break;
@@ -228,6 +255,7 @@ export class FileCache {
         await from.fetch(f.path, to);
         await chmod(to, fileMode);
         if (owner) await chown(to, owner.uid, owner.gid);
+        copiedFiles++;
         copiedBytes += f.size;
       }
       for (const d of made) {
@@ -240,7 +268,7 @@ export class FileCache {
       if (await exists(target)) return { path: target, fetched: false, copiedFiles: 0, copiedBytes: 0 };
       throw err;
     }
-    return { path: target, fetched: true, copiedFiles: from.files.length, copiedBytes };
+    return { path: target, fetched: true, copiedFiles, copiedBytes };
   }
 
   /** Removes a job's private entries (at the job's end, or when its containers are gone). */

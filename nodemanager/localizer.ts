@@ -1,12 +1,13 @@
 /**
- * Localization (YARN's ResourceLocalizationService): before a container starts, the DFS files and directories it
- * declares are fetched into the node's file cache with the job's file-system token (so only what its submitter may
- * read), and linked into the container's directory under their names. A resource that cannot be fetched fails the
- * launch with LOCALIZATION_FAILED naming it and why.
+ * Localization (YARN's ResourceLocalizationService): before a container starts, the DFS files, directories and
+ * archives it declares are fetched into the node's file cache with the job's file-system token (so only what its
+ * submitter may read), archives unpacked there, and linked into the container's directory under their names. A
+ * resource that cannot be fetched or unpacked fails the launch with LOCALIZATION_FAILED naming it and why (for an
+ * archive refused, the entry).
  */
 import { join } from "node:path";
 import { DfsClient } from "../client/dfs-client.js";
-import { errorMessage, HarvestError } from "../common/errors.js";
+import { detailsOf, errorMessage, HarvestError } from "../common/errors.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import type { CacheScope, FileCache, Localized, SourceFile } from "./file-cache.js";
 import type { LocalResourceOutput } from "../proto/generated/harvest/v1/LocalResource.js";
@@ -66,10 +67,21 @@ export class Localizer {
           got = await this.cache.localizeSource(await sourceOf(dfs, r), scopeOf(req, r));
         } catch (err) {
           const cause = err instanceof HarvestError ? err.code : "";
+          const refused = detailsOf(err, "ARCHIVE_REFUSED");
           throw new HarvestError(
             "LOCALIZATION_FAILED",
             `cannot localize ${r.name} (${r.path}) for ${req.containerId}: ${errorMessage(err)}`,
-            { details: { resource: r.name, path: r.path, ...(cause ? { cause } : {}) }, cause: err },
+            {
+              details: {
+                resource: r.name,
+                path: r.path,
+                ...(cause ? { cause } : {}),
+                ...(refused
+                  ? { reason: refused.reason, ...(refused.entry !== undefined ? { entry: refused.entry } : {}) }
+                  : {}),
+              },
+              cause: err,
+            },
           );
         }
         result.links[r.name] = got.path;
@@ -105,6 +117,12 @@ async function sourceOf(dfs: DfsClient, r: LocalResourceOutput): Promise<Paramet
       );
   };
   check(root, top);
+  const archive = r.type === "archive";
+  if (archive && top.isDir)
+    throw new HarvestError(
+      "INVALID_ARGUMENT",
+      `${root} is a directory: an archive resource must be a .tar, .tgz or .zip file`,
+    );
   if (!top.isDir) {
     files.push({ path: "", size: Number(top.length), mtimeMs: Number(top.mtimeMs) });
   } else {
@@ -123,6 +141,7 @@ async function sourceOf(dfs: DfsClient, r: LocalResourceOutput): Promise<Paramet
   return {
     source: r.path,
     isDirectory: top.isDir,
+    ...(archive ? { archive } : {}),
     files,
     fetch: async (path, to) => {
       await dfs.get(path === "" ? root : join(root, path), to);

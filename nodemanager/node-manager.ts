@@ -211,7 +211,10 @@ export class NodeManager extends ServingDaemon {
    * process's Node binary (an nvm install in such a home), that binary is localized too.
    */
   private async openFileCache(): Promise<void> {
-    this.fileCache = new FileCache(join(this.options.dataDir, "filecache"));
+    this.fileCache = new FileCache(join(this.options.dataDir, "filecache"), {
+      maxBytes: Math.floor(this.options.archiveMaxMb * 1024 * 1024),
+      maxEntries: this.options.archiveMaxEntries,
+    });
     await this.fileCache.open();
     this.localizer = new Localizer(this.fileCache, {
       nnAddress: this.options.nnAddress,
@@ -787,6 +790,9 @@ export class NodeManager extends ServingDaemon {
       HARVEST_NM_ADDRESS: this.address,
       HARVEST_RM_ADDRESS: req.env["HARVEST_RM_ADDRESS"] ?? this.options.rmAddress,
       HARVEST_NN_ADDRESS: this.options.nnAddress,
+      // A plaintext namenode trusts the user a client claims: the container's is the job's submitter, not its OS
+      // account (YARN's HADOOP_USER_NAME); with TLS the job's token says who it is.
+      ...(this.options.tls ? {} : { HARVEST_DFS_USER: grant.user }),
       HARVEST_CONTAINER_VCORES: String(resource.vcoresMilli / 1000),
       HARVEST_CONTAINER_MEMORY_MB: String(resource.memoryMb),
     };

@@ -69,6 +69,13 @@ export interface NodeManagerOptions {
    */
   finishedAppRetentionMs: number;
   /**
+   * The most an archive resource may unpack to, in MiB (for a tar, its uncompressed stream): a larger one, a zip
+   * bomb, is refused (ARCHIVE_REFUSED) and its job fails. @default 4096
+   */
+  archiveMaxMb: number;
+  /** The most entries (files, directories, links) an archive resource may hold. @default 100000 */
+  archiveMaxEntries: number;
+  /**
    * How long a completion the resource manager recorded is still reported when this node registers again, so that a
    * resource manager that restarted before passing it to its job manager learns of it. @default 600000
    */
@@ -151,6 +158,8 @@ export function resolveNodeManagerOptions(
         shuffleBusyUtilization: 0.9,
         shuffleBusyMBps: 32,
         finishedAppRetentionMs: 60_000,
+        archiveMaxMb: 4096,
+        archiveMaxEntries: 100_000,
         completedRetentionMs: 600_000,
         orphanReaper: true,
         cgroups: "auto",
@@ -206,6 +215,9 @@ export function resolveNodeManagerOptions(
   if (!(o.shuffleBusyMBps > 0)) bad("shuffleBusyMBps", "must be a positive number of MB/s");
   if (!(o.finishedAppRetentionMs >= 0)) bad("finishedAppRetentionMs", "must be a number of milliseconds >= 0");
   if (!(o.completedRetentionMs >= 0)) bad("completedRetentionMs", "must be >= 0");
+  if (!(o.archiveMaxMb > 0)) bad("archiveMaxMb", "must be a positive number of MiB");
+  if (!(Number.isInteger(o.archiveMaxEntries) && o.archiveMaxEntries > 0))
+    bad("archiveMaxEntries", "must be a positive integer");
   if (typeof o.orphanReaper !== "boolean") bad("orphanReaper", "must be true or false");
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");
   if (!["auto", "v1", "v2", "none"].includes(o.cgroups)) bad("cgroups", 'must be "auto", "v1", "v2" or "none"');

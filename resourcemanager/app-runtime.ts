@@ -3,7 +3,7 @@
  * the rest of the daemon (`ApplicationDeps`) and tells it (`ApplicationObserver`), and the two transition helpers through
  * which every application and attempt state change goes (app-state.ts, attempt-state.ts).
  */
-import type { DfsTokenCanceller } from "./dfs-token-canceller.js";
+import type { JobDfsCleanup } from "./job-dfs-cleanup.js";
 import type { Clock } from "../common/clock.js";
 import type { Logger } from "../common/log.js";
 import type { AdmissionControl } from "./admission-control.js";
@@ -115,8 +115,8 @@ export interface ApplicationDeps {
   epoch: () => number;
   /** Told of submissions, ends and container completions. @default none */
   observer?: ApplicationObserver;
-  /** Cancels an ended job's delegation token at the namenode. */
-  dfsTokens: DfsTokenCanceller;
+  /** Removes an ended job's DFS staging directory and cancels its delegation token at the namenode. */
+  jobCleanup: JobDfsCleanup;
 }
 
 /** A fresh runtime for a stored or new record; its attempt starts in `attemptState`. */

@@ -802,13 +802,14 @@ export class Applications {
       this.deps.lifetimes.observeJob(app.record.name, history.durationMs);
     }
     // The job's delegation token is of no more use to it (no attempt starts after its end): it leaves the record, and
-    // is stored with the end as one to cancel at the namenode, so that a restart still cancels it.
+    // is stored with the end as one to cancel at the namenode, with the staging directory to remove, so that a restart
+    // still does both.
     const dfsToken = app.record.dfsToken ?? "";
     delete app.record.dfsToken;
-    const toCancel = this.deps.dfsTokens.enabled ? dfsToken : "";
+    const cleanup = this.deps.jobCleanup.cleanupOf(app.record, dfsToken);
     // Durable before anyone is told.
-    await store.finishApp(app.record, history, toCancel);
-    if (toCancel) this.deps.dfsTokens.cancel(app.record.appId, toCancel, app.record.stagingDir);
+    await store.finishApp(app.record, history, cleanup);
+    if (cleanup) this.deps.jobCleanup.cleanUp(app.record.appId, cleanup);
     this.deps.observer?.finished(app.record.appId, state, outcome);
     await this.evictCompleted();
     const keepAm = state !== "KILLED" && app.amContainerId !== undefined;

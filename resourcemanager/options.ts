@@ -111,8 +111,9 @@ export interface ResourceManagerOptions {
   secret: string;
   /**
    * The namenode (`host:port`) that issues the jobs' delegation tokens: when a job ends (finished, failed or killed)
-   * the resource manager cancels its token there with its own certificate, so that nothing acts as the submitter with
-   * it afterwards. Empty: tokens are not cancelled and stay valid until they expire. @default ""
+   * the resource manager removes the job's DFS staging directory there and cancels its token with its own
+   * certificate, so that nothing acts as the submitter with it afterwards. Empty: staging directories stay, and
+   * tokens are not cancelled and stay valid until they expire. @default ""
    */
   nnAddress: string;
   /**

@@ -35,7 +35,7 @@ import { registerRmPages } from "./web-pages.js";
 import { resolveResourceManagerOptions } from "./options.js";
 import type { ResourceManagerOptions } from "./options.js";
 import { Applications } from "./applications.js";
-import { DfsTokenCanceller } from "./dfs-token-canceller.js";
+import { JobDfsCleanup } from "./job-dfs-cleanup.js";
 import { NodeTracker } from "./node-tracker.js";
 import type { NodeEvents, NodeStream } from "./node-tracker.js";
 import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./policy/scheduler.js";
@@ -104,7 +104,7 @@ export class ResourceManager extends ServingDaemon {
   /** The applications: attempts, the AM protocol, recovery. */
   private readonly apps: Applications;
   /** Cancels ended jobs' delegation tokens at the namenode (`nnAddress`). */
-  private readonly dfsTokens: DfsTokenCanceller;
+  private readonly jobCleanup: JobDfsCleanup;
   /** The drains as the `NodeAdmin` service and the monitor carry them out. */
   private readonly drainService: DrainService;
   private monitorTimer: NodeJS.Timeout | undefined;
@@ -244,11 +244,11 @@ export class ResourceManager extends ServingDaemon {
       isRunning: () => this.lifecycle.running,
       events: this.nodeEvents(),
     });
-    this.dfsTokens = new DfsTokenCanceller(
+    this.jobCleanup = new JobDfsCleanup(
       this.options.nnAddress,
       this.options.tls,
       this.store,
-      this.log.child("dfs-tokens"),
+      this.log.child("job-cleanup"),
     );
     this.apps = new Applications({
       options: this.options,
@@ -266,7 +266,7 @@ export class ResourceManager extends ServingDaemon {
       address: () => this.address,
       epoch: () => this.epoch,
       observer: this.metrics,
-      dfsTokens: this.dfsTokens,
+      jobCleanup: this.jobCleanup,
     });
     this.drainService = new DrainService({
       tracker: this.drains,
@@ -324,7 +324,7 @@ export class ResourceManager extends ServingDaemon {
     for (const d of await this.store.drains()) this.drains.start(d.nodeId, d.startedMs, d.deadlineMs);
     await this.loadLifetimes();
     await this.apps.recover(clusterTs);
-    if (this.options.tls && !this.dfsTokens.enabled)
+    if (this.options.tls && !this.jobCleanup.enabled)
       this.log.warn(
         "no nnAddress: jobs' delegation tokens are not cancelled when the jobs end (they live until they expire)",
       );
@@ -456,14 +456,14 @@ export class ResourceManager extends ServingDaemon {
         this.lifecycle.stopped();
       },
     });
-    await this.dfsTokens.resume();
+    await this.jobCleanup.resume();
     this.monitorTimer = setInterval(() => this.monitor(), this.options.monitorIntervalMs);
     this.reclusterTimer = setInterval(() => void this.recluster("periodic"), this.options.reclusterIntervalMs);
   }
 
   /** Stops serving and closes the store; idempotent. */
   protected async stopSteps(_was: DaemonState): Promise<void> {
-    this.dfsTokens.stop();
+    this.jobCleanup.stop();
     if (this.monitorTimer) clearInterval(this.monitorTimer);
     if (this.reclusterTimer) clearInterval(this.reclusterTimer);
     await this.web?.stop();

@@ -45,6 +45,18 @@ export interface AppRecord {
   amAvoidNodes?: string[];
 }
 
+/**
+ * What the resource manager does at the namenode once a job has ended: remove its DFS staging directory (as its
+ * token's holder on a secure cluster, as `user` on a plaintext one) and cancel its delegation token ("" on a plaintext
+ * cluster: there is none).
+ */
+export interface JobCleanup {
+  token: string;
+  stagingDir?: string;
+  /** The job's submitter, whom a plaintext namenode is told the removal is by. */
+  user?: string;
+}
+
 /** Application states, as YARN names them. */
 /** QUEUED: waiting for admission control (`admission`); ACCEPTED: admitted, waiting for its job manager to run. */
 export type AppState = "QUEUED" | "ACCEPTED" | "RUNNING" | "FINISHED" | "FAILED" | "KILLED";
@@ -174,40 +186,41 @@ export class RmStateStore {
   }
 
   /**
-   * Writes the finished application and its history entry atomically, and with them the job's delegation token to
-   * cancel at the namenode (`tokenToCancel`; `pendingTokenCancels` reads those not yet done back).
+   * Writes the finished application and its history entry atomically, and with them what the resource manager still
+   * has to do at the namenode for the job (`cleanup`: its staging directory to remove, its delegation token to cancel;
+   * `pendingJobCleanups` reads those not yet done back).
    */
-  async finishApp(app: AppRecord, history: HistoryRecord, tokenToCancel = ""): Promise<void> {
+  async finishApp(app: AppRecord, history: HistoryRecord, cleanup?: JobCleanup): Promise<void> {
     const ops: { type: "put"; key: string; value: unknown }[] = [
       { type: "put", key: `app!${app.appId}`, value: app },
       { type: "put", key: `hist!${String(history.finishMs).padStart(15, "0")}!${history.appId}`, value: history },
     ];
-    // With a DFS staging directory, which goes (with the token) before the token is cancelled.
-    if (tokenToCancel)
-      ops.push({
-        type: "put",
-        key: `tokencancel!${app.appId}`,
-        value: app.stagingDir ? { token: tokenToCancel, stagingDir: app.stagingDir } : tokenToCancel,
-      });
+    if (cleanup) ops.push({ type: "put", key: `tokencancel!${app.appId}`, value: cleanup });
     await this.db.batch(ops, DURABLE);
   }
 
-  /** The delegation tokens of ended jobs not yet cancelled at the namenode (secrets, like `AppRecord.dfsToken`). */
-  async pendingTokenCancels(): Promise<{ appId: string; token: string; stagingDir?: string }[]> {
-    const out: { appId: string; token: string; stagingDir?: string }[] = [];
+  /** The ended jobs whose cleanup at the namenode is not done yet (their tokens are secrets, like `AppRecord.dfsToken`). */
+  async pendingJobCleanups(): Promise<({ appId: string } & JobCleanup)[]> {
+    const out: ({ appId: string } & JobCleanup)[] = [];
     for await (const [key, value] of this.db.iterator({ gt: "tokencancel!", lt: "tokencancel!\xff" })) {
       const appId = key.slice("tokencancel!".length);
+      // A bare string: a token stored by a resource manager older than staging directories in the DFS.
       if (typeof value === "string") out.push({ appId, token: value });
       else {
-        const v = value as { token: string; stagingDir?: string };
-        out.push({ appId, token: v.token, ...(v.stagingDir ? { stagingDir: v.stagingDir } : {}) });
+        const v = value as JobCleanup;
+        out.push({
+          appId,
+          token: v.token,
+          ...(v.stagingDir ? { stagingDir: v.stagingDir } : {}),
+          ...(v.user ? { user: v.user } : {}),
+        });
       }
     }
     return out;
   }
 
-  /** The job's delegation token is cancelled (or was gone): no longer to do. */
-  async tokenCancelled(appId: string): Promise<void> {
+  /** The job's cleanup at the namenode is done (or there was nothing left to do). */
+  async jobCleanedUp(appId: string): Promise<void> {
     await this.db.del(`tokencancel!${appId}`, DURABLE);
   }
 

@@ -2,7 +2,8 @@
  * Reading and writing Harvest's file system from a task: arguments written `dfs:/path` name files there. The client
  * library (and gRPC with it) is loaded only when a task uses such a path, so plain tasks start as fast as before.
  * The namenode's address comes from HARVEST_NN_ADDRESS, which the node manager sets in every container; on a secure
- * cluster the task trusts HARVEST_CA and acts as the job's submitter with the token in HARVEST_TOKEN_FILE.
+ * cluster the task trusts HARVEST_CA and acts as the job's submitter with the token in HARVEST_TOKEN_FILE; on a
+ * plaintext one it claims the submitter the node manager names in HARVEST_DFS_USER.
  */
 import type { DfsClient } from "../client/dfs-client.js";
 import { TaskError } from "./context.js";

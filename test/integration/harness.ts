@@ -55,6 +55,8 @@ export interface TestClusterOptions {
   nn?: Record<string, unknown>;
   dn?: Record<string, unknown>;
   storage?: boolean;
+  /** Plaintext, no authentication (`harvest cluster up --insecure`). @default false: secure */
+  insecure?: boolean;
 }
 
 /**
@@ -93,6 +95,7 @@ export async function startTestCluster(opts: TestClusterOptions): Promise<TestCl
     ...(opts.nn ? { nn: opts.nn } : {}),
     ...(opts.dn ? { dn: opts.dn } : {}),
     ...(opts.storage !== undefined ? { storage: opts.storage } : {}),
+    ...(opts.insecure ? { insecure: true } : {}),
   });
   const client = localJobClient(desc);
   const dfsClients: DfsClient[] = [];

@@ -2,13 +2,15 @@
  * Job files in the DFS, as YARN's: the job client puts the DAG in `/user/<name>/.staging/<appId>/` (mode 700), the
  * job manager's container localizes it from there and the job manager keeps its recovery journal there, so a job
  * manager killed mid-job is replaced by one that recovers from the DFS (on whichever server it lands) and re-runs no
- * finished task; the resource manager removes the directory when the job ends.
+ * finished task; the resource manager removes the directory when the job ends, with the job's token on a secure
+ * cluster and as the submitter on a plaintext one.
  */
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import type { DfsClient } from "../../client/dfs-client.js";
 import { containerProcessFile } from "../../common/container-leftovers.js";
 import { isHarvestError } from "../../common/errors.js";
 import { readCluster } from "../../localcluster/cluster.js";
@@ -25,6 +27,21 @@ fs.appendFileSync(log, "start " + me + "\\n");
 const wait = () => (process.env.HARVEST_VERTEX === "first" || fs.existsSync(go) ? process.exit(0) : setTimeout(wait, 100));
 wait();
 `;
+
+/** Waits until the job's staging directory is gone from the DFS. */
+async function stagingRemoved(dfs: DfsClient, staging: string): Promise<void> {
+  await waitFor(
+    async () => {
+      try {
+        await dfs.stat(staging);
+        return false;
+      } catch (err) {
+        return isHarvestError(err, "NAMENODE_FILE_NOT_FOUND");
+      }
+    },
+    { what: "the staging directory removed", timeoutMs: 15_000 },
+  );
+}
 
 describe("a job staged in the DFS", () => {
   const cluster = suiteCluster({ idleServers: 2, vcores: 2 });
@@ -79,16 +96,32 @@ describe("a job staged in the DFS", () => {
         .sort(),
     ).toEqual(["start first 0", "start first 1"]);
     // The resource manager removes the staging directory once the job has ended.
-    await waitFor(
-      async () => {
-        try {
-          await dfs.stat(staging);
-          return false;
-        } catch (err) {
-          return isHarvestError(err, "NAMENODE_FILE_NOT_FOUND");
-        }
-      },
-      { what: "the staging directory removed", timeoutMs: 15_000 },
+    await stagingRemoved(dfs, staging);
+  });
+});
+
+describe("a job staged in the DFS of a plaintext cluster", () => {
+  const cluster = suiteCluster({ idleServers: 1, vcores: 2, insecure: true });
+
+  it("has its staging directory removed by the resource manager when it ends, though it has no token", async () => {
+    const c = cluster();
+    const dfs = c.dfs({ user: "carol" });
+    const appId = await c.client.submit(
+      JSON.stringify({
+        name: "plain",
+        vertices: [
+          { name: "v", parallelism: 1, command: ["node", "-e", "0"], resources: { vcores: 0.5, memoryMb: 64 } },
+        ],
+        edges: [],
+      }),
+      "carol",
     );
+    const staging = `/user/carol/.staging/${appId}`;
+    expect((await dfs.stat(staging)).mode).toBe(0o700);
+    const r = await c.client.waitForCompletion(appId, undefined, 200);
+    expect(r.outcome, r.diagnostics).toBe("JOB_SUCCEEDED");
+    await stagingRemoved(dfs, staging);
+    // The submitter's other files stay.
+    expect((await dfs.stat("/user/carol/.staging")).isDir).toBe(true);
   });
 });

@@ -2,15 +2,18 @@
  * Localization: a job's task code and data come from the DFS, declared as the vertex's local resources, fetched by the
  * node manager with the job's token into its file cache and linked into each task's directory. Fetched once per node
  * and job (the second task on a node finds it cached), fetched again when the file changes, and refused with
- * LOCALIZATION_FAILED when the submitter may not read it.
+ * LOCALIZATION_FAILED when the submitter may not read it. Archives (.tar.gz, .zip, and a local .tar the client
+ * uploads) are unpacked into a directory of the resource's name, cached like files, and a hostile one fails the job.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { JobClient } from "../../client/job-client.js";
 import { issueCertificate } from "../../localcluster/cluster-ca.js";
+import { tarOf, zipOf } from "../archive-fixtures.js";
 import { sumSamples } from "../prom-text.js";
-import { taskOutputs, suiteCluster } from "./harness.js";
+import { findFiles, taskOutputs, suiteCluster } from "./harness.js";
 import type { TestCluster } from "./harness.js";
 import { scrape } from "./metrics-scrape.js";
 
@@ -42,6 +45,33 @@ function toolDag(name: string, parallelism: number, toolPath = "dfs:/apps/tool.j
   });
 }
 
+/** A task that reports what it finds in the archives unpacked into its directory. */
+const ARCHIVE_READER = `
+const fs = require("node:fs");
+const path = require("node:path");
+const read = (p) => { try { return fs.readFileSync(p, "utf8").trim(); } catch (e) { return e.code; } };
+let exec = true;
+try { fs.accessSync("lib/bin/tool.sh", fs.constants.X_OK); } catch { exec = false; }
+const out = { lib: read("lib/words.txt"), link: read("lib/current"), data: read("data/n.txt"), extra: read("extra/x.txt"), exec };
+fs.writeFileSync(path.join(process.env.HARVEST_OUTPUT_DIR, "seen.json"), JSON.stringify(out));
+`;
+
+function archiveDag(name: string, resources: Record<string, unknown>[]): string {
+  return JSON.stringify({
+    name,
+    vertices: [
+      {
+        name: "reader",
+        parallelism: 1,
+        command: ["node", "-e", ARCHIVE_READER],
+        resources: { vcores: 0.5, memoryMb: 128 },
+        localResources: resources,
+      },
+    ],
+    edges: [],
+  });
+}
+
 /** The node managers' localization counters, summed over their /metrics pages. */
 async function localized(c: TestCluster): Promise<{ fetched: number; cached: number }> {
   let fetched = 0;
@@ -55,7 +85,9 @@ async function localized(c: TestCluster): Promise<{ fetched: number; cached: num
 }
 
 describe("localization", () => {
-  const cluster = suiteCluster({ idleServers: 1, vcores: 2 });
+  // Containers get the machine's leftover CPU (cpu.shares 2): on a busy test machine a job manager may take longer
+  // than the default 30 s to register, which is not what these tests are about.
+  const cluster = suiteCluster({ idleServers: 1, vcores: 2, rm: { amExpiryMs: 120_000 } });
 
   it("runs task code from the DFS, fetched once per node and job, and again when it changes", async () => {
     const c = cluster();
@@ -125,6 +157,85 @@ describe("localization", () => {
       details: { field: "vertices[0].localResources[0].path" },
     });
   });
+
+  it("unpacks .tar.gz and .zip archives into directories of their names, cached until the archive changes", async () => {
+    const c = cluster();
+    const dfs = c.dfs();
+    await dfs.mkdir("/apps/arch");
+    await dfs.chmod("/apps/arch", 0o755);
+    const put = async (dfsPath: string, bytes: Buffer) => {
+      const local = join(c.work, dfsPath.replaceAll("/", "_"));
+      writeFileSync(local, bytes);
+      await dfs.put(local, dfsPath, { overwrite: true });
+      await dfs.chmod(dfsPath, 0o644);
+    };
+    const lib = gzipSync(
+      tarOf([
+        { name: "words.txt", data: "alpha" },
+        { name: "bin/tool.sh", data: "#!/bin/sh\n", mode: 0o755 },
+        { name: "current", type: "2", linkname: "words.txt" },
+      ]),
+    );
+    const data = (n: string) => zipOf([{ name: "n.txt", data: n, deflate: true }]);
+    await put("/apps/arch/lib.tgz", lib);
+    await put("/apps/arch/data.zip", data("one"));
+    const resources = [
+      { name: "lib", path: "dfs:/apps/arch/lib.tgz", type: "archive", visibility: "public" },
+      { name: "data", path: "dfs:/apps/arch/data.zip", type: "archive", visibility: "public" },
+    ];
+    const run = async (dag: string, baseDir?: string) => {
+      const appId = await c.client.submit(dag, undefined, baseDir ? { baseDir } : {});
+      const r = await c.client.waitForCompletion(appId, undefined, 200);
+      expect(r.outcome, r.diagnostics).toBe("JOB_SUCCEEDED");
+      return taskOutputs(c.dir, appId, "seen.json").map((f) => JSON.parse(readFileSync(f, "utf8")) as unknown);
+    };
+
+    const before = await localized(c);
+    expect(await run(archiveDag("arch-1", resources))).toEqual([
+      { lib: "alpha", link: "alpha", data: "one", extra: "ENOENT", exec: true },
+    ]);
+    const after1 = await localized(c);
+    expect(after1.fetched - before.fetched).toBe(3); // both archives, and the job manager's dag.json
+
+    // The next job: the unchanged archive is a cache hit, the changed one is fetched and unpacked again, and a local
+    // .tar the client uploads is unpacked too.
+    await put("/apps/arch/data.zip", data("two, longer"));
+    const local = join(c.work, "my-archive-job");
+    mkdirSync(local, { recursive: true });
+    writeFileSync(join(local, "extra.tar"), tarOf([{ name: "x.txt", data: "uploaded" }]));
+    const withLocal = archiveDag("arch-2", [...resources, { name: "extra", path: "file:extra.tar", type: "archive" }]);
+    expect(await run(withLocal, local)).toEqual([
+      { lib: "alpha", link: "alpha", data: "two, longer", extra: "uploaded", exec: true },
+    ]);
+    const after2 = await localized(c);
+    expect(after2.fetched - after1.fetched).toBe(3); // data.zip, extra.tar and the dag.json
+    expect(after2.cached - after1.cached).toBe(1); // lib.tgz
+  }, 150_000);
+
+  it("fails the job at once on a hostile archive, naming the resource and the entry, and writes nothing outside", async () => {
+    const c = cluster();
+    const dfs = c.dfs();
+    const local = join(c.work, "evil.tar");
+    writeFileSync(
+      local,
+      tarOf([
+        { name: "ok.txt", data: "fine" },
+        { name: "../../../../planted.txt", data: "pwned" },
+      ]),
+    );
+    await dfs.mkdir("/apps/evil");
+    await dfs.put(local, "/apps/evil/evil.tar", { overwrite: true });
+    const appId = await c.client.submit(
+      archiveDag("evil", [{ name: "evil", path: "dfs:/apps/evil/evil.tar", type: "archive" }]),
+    );
+    const r = await c.client.waitForCompletion(appId, undefined, 200);
+    expect(r.outcome).toBe("JOB_FAILED");
+    expect(r.diagnostics).toContain("cannot localize evil (dfs:/apps/evil/evil.tar)");
+    expect(r.diagnostics).toContain('entry "../../../../planted.txt"');
+    expect(findFiles(c.dir, "planted.txt")).toEqual([]);
+    // Failed at the first refusal (the job manager's permanent-failure path), not after retried launches.
+    expect(r.diagnostics).toMatch(/^task reader\[0\]: /);
+  }, 120_000);
 
   it("refuses a resource the submitter may not read, naming it, and the job fails", async () => {
     const c = cluster();

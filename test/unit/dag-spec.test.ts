@@ -187,23 +187,30 @@ describe("parseDag rejects bad jobs with a stable code and the offending field",
     );
   });
 
-  it("takes local resources from the DFS, application by default, and refuses unsafe names and non-DFS paths", () => {
+  it("takes local resources from the DFS, application files by default, and refuses unsafe names and non-DFS paths", () => {
+    const res = (r: Record<string, unknown>) => dagJson([vertex("a", 1, { localResources: [r] })]);
     const ok = parseDag(
       dagJson([
         vertex("a", 1, {
           localResources: [
             { name: "tool.js", path: "dfs:/apps/tool.js/" },
             { name: "data", path: "dfs:/apps/data", visibility: "public" },
+            { name: "lib", path: "dfs:/apps/lib.tar.gz", type: "archive" },
           ],
         }),
       ]),
     );
     expect(ok.vertices[0]?.localResources).toEqual([
-      { name: "tool.js", path: "dfs:/apps/tool.js", visibility: "application" },
-      { name: "data", path: "dfs:/apps/data", visibility: "public" },
+      { name: "tool.js", path: "dfs:/apps/tool.js", visibility: "application", type: "file" },
+      { name: "data", path: "dfs:/apps/data", visibility: "public", type: "file" },
+      { name: "lib", path: "dfs:/apps/lib.tar.gz", visibility: "application", type: "archive" },
     ]);
+    rejection(
+      res({ name: "x", path: "dfs:/x.rar", type: "rar" }),
+      "DAG_INVALID_FIELD",
+      "vertices[0].localResources[0].type",
+    );
     expect(parseDag(dagJson([vertex("a")])).vertices[0]?.localResources).toBeUndefined();
-    const res = (r: Record<string, unknown>) => dagJson([vertex("a", 1, { localResources: [r] })]);
     for (const name of ["../x", "a/b", "..", "stdout", "container_tokens", ""])
       rejection(res({ name, path: "dfs:/x" }), "DAG_INVALID_FIELD", "vertices[0].localResources[0].name");
     for (const path of ["/x", "file:/etc/passwd", "dfs:/a/../etc", "dfs:relative", 7])

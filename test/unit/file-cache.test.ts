@@ -1,13 +1,18 @@
 /**
  * The node's file cache: Harvest's task runtime localized once per version, keyed by each file's path, size and
  * modification time; a changed file makes a new version and only it is copied; every container account reads it.
+ * Archive resources are unpacked into their entry, keyed by the archive like a file.
  */
 import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { copyFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { FileCache } from "../../nodemanager/file-cache.js";
+import type { CacheSource } from "../../nodemanager/file-cache.js";
+import { tarOf, zipOf } from "../archive-fixtures.js";
 import { RUNTIME_PACKAGES, runtimeFiles } from "../../nodemanager/task-runtime.js";
 
 const dirs: string[] = [];
@@ -135,6 +140,39 @@ describe("the file cache", () => {
     const changed = await cache.localizeFile(src);
     expect(changed.path).not.toBe(first.path);
     expect(spawnSync(changed.path, { encoding: "utf8" }).stdout).toBe("changed\n");
+  });
+
+  it("unpacks an archive resource once while it is unchanged, again when it changes, and keeps nothing of a refused one", async () => {
+    const cache = new FileCache(join(tempDir(), "filecache"));
+    await cache.open();
+    const packed = join(tempDir(), "lib.tgz");
+    const archive = (bytes: Buffer, mtimeMs: number): CacheSource => {
+      writeFileSync(packed, bytes);
+      return {
+        source: "dfs:/apps/lib.tgz",
+        isDirectory: false,
+        archive: true,
+        files: [{ path: "", size: bytes.length, mtimeMs }],
+        fetch: (_path, to) => Promise.resolve(copyFileSync(packed, to)),
+      };
+    };
+    const scope = { visibility: "public" } as const;
+    const first = await cache.localizeSource(archive(gzipSync(tarOf([{ name: "v.txt", data: "1" }])), 1), scope);
+    expect(first.fetched).toBe(true);
+    expect(readFileSync(join(first.path, "v.txt"), "utf8")).toBe("1");
+    expect(statSync(first.path).mode & 0o777).toBe(0o755);
+    const hit = await cache.localizeSource(archive(gzipSync(tarOf([{ name: "v.txt", data: "1" }])), 1), scope);
+    expect(hit).toMatchObject({ path: first.path, fetched: false });
+    const changed = await cache.localizeSource(archive(zipOf([{ name: "v.txt", data: "2" }]), 2), scope);
+    expect(changed.fetched).toBe(true);
+    expect(changed.path).not.toBe(first.path);
+    expect(readFileSync(join(changed.path, "v.txt"), "utf8")).toBe("2");
+
+    const entries = readdirSync(join(cache.root, "public", "dfs")).sort();
+    await expect(
+      cache.localizeSource(archive(tarOf([{ name: "../../x", data: "no" }]), 3), scope),
+    ).rejects.toMatchObject({ code: "ARCHIVE_REFUSED", details: { entry: "../../x", reason: "unsafe-path" } });
+    expect(readdirSync(join(cache.root, "public", "dfs")).sort()).toEqual(entries);
   });
 
   it.runIf(process.getuid?.() === 0)(
