@@ -22,6 +22,7 @@ import {
   endedStatus,
   moveContainer,
   recordEnd,
+  noteTaskStatus,
   settleClaims,
   trackRef,
   vertexOf,
@@ -177,6 +178,7 @@ export class Applications {
     for (const st of statuses) {
       const id = st.containerId ?? "";
       seen.add(id);
+      noteTaskStatus(this.apps.get(st.appId ?? "")?.containers.get(id), st);
       if (st.state === "COMPLETE") {
         this.launchPending.delete(id);
         recorded.push(id);

@@ -28,7 +28,7 @@ export type { TaskArgs, TaskContext } from "./context.js";
 export { inputFiles, inputPieces, openInput } from "./inputs.js";
 export type { InputPiece } from "./inputs.js";
 export { writeOutput } from "./outputs.js";
-export { currentCounters, incrementCounter } from "./counters.js";
+export { currentCounters, currentProgress, incrementCounter, reportProgress } from "./counters.js";
 export { DFS_PREFIX, dfsClient, isDfsPath, readDfsFile, writeDfsFile } from "./dfs.js";
 export { EXIT_INPUT_LOST } from "../common/task-contract.js";
 export type { EdgeType, TaskInput, TaskOutput } from "../common/task-contract.js";

@@ -5,7 +5,8 @@
  * Usage: wordcount-map.js <text-file | dfs:/path> [--splits N] [--cpu-seconds S]
  * (--cpu-seconds adds CPU work to give the demo's tasks the weight of real batch work)
  * Task i of N reads the lines that start in bytes [i*size/N, (i+1)*size/N), so the N slices cover every line exactly
- * once. N is --splits, else HARVEST_VERTEX_PARALLELISM.
+ * once. N is --splits, else HARVEST_VERTEX_PARALLELISM. It reports its progress as it counts its slice (and burns its
+ * CPU work, the second half when there is some), and the words counted so far as the counter `words`.
  */
 import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
@@ -14,6 +15,7 @@ import {
   incrementCounter,
   numberOption,
   partFileCount,
+  reportProgress,
   TaskError,
   taskMain,
   writeFileAtomic,
@@ -24,6 +26,8 @@ import { isDfsPath, readDfsFile } from "../../task/index.js";
 import { COUNTS_FILE, formatCounts, sortedByWord, tokenize, writePartitions } from "./wordcount-lib.js";
 
 const CHUNK_BYTES = 64 * 1024;
+/** Characters of the slice counted between progress reports (about). */
+const COUNT_CHUNK_CHARS = 256 * 1024;
 
 async function main({ options, positional, context }: TaskArgs): Promise<void> {
   const ctx = context();
@@ -39,11 +43,22 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
     throw new TaskError(`task index ${ctx.taskIndex} is outside the ${splits} splits; --splits must equal parallelism`);
   }
 
+  const text = await readSlice(file, ctx.taskIndex, splits);
+  const cpuUs = numberOption(options, "cpu-seconds", 0) * 1e6;
+  const countingShare = cpuUs > 0 ? 0.5 : 1;
   const counts = new Map<string, number>();
-  const words = tokenize(await readSlice(file, ctx.taskIndex, splits));
-  for (const word of words) counts.set(word, (counts.get(word) ?? 0) + 1);
-  incrementCounter("words", words.length);
-  await burnCpu(numberOption(options, "cpu-seconds", 0) * 1e6);
+  incrementCounter("words", 0);
+  // A chunk of whole lines at a time (a word never spans a line), so the progress and the counter move as it goes.
+  for (let at = 0; at < text.length;) {
+    const nl = text.indexOf("\n", at + COUNT_CHUNK_CHARS);
+    const end = nl === -1 ? text.length : nl + 1;
+    const words = tokenize(text.slice(at, end));
+    for (const word of words) counts.set(word, (counts.get(word) ?? 0) + 1);
+    incrementCounter("words", words.length);
+    at = end;
+    reportProgress((countingShare * at) / text.length);
+  }
+  await burnCpu(cpuUs, (f) => reportProgress(countingShare + (1 - countingShare) * f));
   const parts = partFileCount(ctx.outputs);
   if (parts > 0) await writePartitions(ctx.outputDir, counts, parts);
   else await writeFileAtomic(join(ctx.outputDir, COUNTS_FILE), formatCounts(sortedByWord(counts)));
