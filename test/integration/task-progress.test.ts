@@ -12,7 +12,7 @@ import type { LiveVertexProgress } from "../../common/live-progress.js";
 import { sumSamples } from "../prom-text.js";
 import { runHarvest } from "../processes.js";
 import { suiteCluster, waitForJob } from "./harness.js";
-import { scrape } from "./metrics-scrape.js";
+import { httpsGet, httpUrlOf, scrape } from "./metrics-scrape.js";
 
 /**
  * The probe task: "good" reports progress 0.5 and 42 records, waits for the release file, adds 8 records and ends;
@@ -117,6 +117,16 @@ describe("task progress and counters while a job runs", () => {
       counters: { records: 42 },
       runningCounters: { records: 42 },
     });
+
+    // The job page: the vertex's progress and counters, and the running task's progress.
+    const page = await httpsGet(c, `${httpUrlOf(c, c.desc.rm)}/jobs/${appId}`);
+    expect(page.status).toBe(200);
+    const row = /<tr[^>]*data-vertex="probe"[^>]*>([\s\S]*?)<\/tr>/.exec(page.body)?.[1] ?? "";
+    expect(row).toMatch(/class="vertex-progress"[^>]*>[\s\S]*50%/);
+    expect(row).toMatch(/class="vertex-counters"[^>]*>[\s\S]*records 42/);
+    const task = new RegExp(`<tr[^>]*data-container="${probeRef!.containerId}"[^>]*>([\\s\\S]*?)</tr>`).exec(page.body);
+    expect(task?.[1]).toContain("probe[0]");
+    expect(task?.[1]).toMatch(/class="container-progress"[^>]*>50%/);
 
     writeFileSync(release, "");
     const done = await waitForJob(c.client, appId, () => false);
