@@ -389,9 +389,9 @@ ${finishedTable}`;
   return page(req, { title: "Jobs", current: "/jobs", body, refresh: true });
 }
 
-/** "37%" (100% only when all is done). */
+/** `<span class="pct">37%</span>` (100% only when all is done). */
 function percentOf(fraction: number): string {
-  return `${fraction < 1 ? Math.min(99, Math.floor(fraction * 100)) : 100}%`;
+  return `<span class="pct">${fraction < 1 ? Math.min(99, Math.floor(fraction * 100)) : 100}%</span>`;
 }
 
 /** A vertex's counters, "name n" each; those its running tasks added so far are said apart in a title. */

@@ -126,7 +126,7 @@ describe("task progress and counters while a job runs", () => {
     expect(row).toMatch(/class="vertex-counters"[^>]*>[\s\S]*records 42/);
     const task = new RegExp(`<tr[^>]*data-container="${probeRef!.containerId}"[^>]*>([\\s\\S]*?)</tr>`).exec(page.body);
     expect(task?.[1]).toContain("probe[0]");
-    expect(task?.[1]).toMatch(/class="container-progress"[^>]*>50%/);
+    expect(task?.[1]).toMatch(/class="container-progress"[^>]*><span class="pct">50%</);
 
     writeFileSync(release, "");
     const done = await waitForJob(c.client, appId, () => false);
