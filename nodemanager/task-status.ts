@@ -73,6 +73,13 @@ export function parseTaskStatus(text: string, reportedMs: number): TaskStatusPar
   };
 }
 
+/** About the bytes a report takes in a heartbeat (a map entry costs its name and a varint, with a few bytes of tags). */
+export function encodedSize(r: TaskStatusReport): number {
+  let size = 24;
+  for (const name of Object.keys(r.counters)) size += Buffer.byteLength(name) + 16;
+  return size;
+}
+
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
@@ -137,6 +144,8 @@ interface Entry {
 export class TaskStatusTracker {
   private readonly entries = new Map<string, Entry>();
   private polling = false;
+  /** Where the next heartbeat's budget starts, so that no task's reports starve behind others'. */
+  private rotation = 0;
 
   constructor(
     private readonly onRejected: (containerId: string, reason: TaskStatusRejection, why: string) => void,
@@ -185,14 +194,28 @@ export class TaskStatusTracker {
   }
 
   /**
-   * The report to send in a heartbeat: the latest when it changed since the last one sent, else null (the resource
-   * manager keeps what it has). `all` (a registration) sends every report the node has.
+   * The reports to send in a heartbeat: of `containerIds`, those that changed since last sent (the resource manager
+   * keeps what it has of the others), as many as fit in `budgetBytes` (an estimate of their encoded size), starting
+   * after the last one the previous heartbeat took; those left over go in a later one. `all` (a registration) takes every report known,
+   * without a budget.
    */
-  take(containerId: string, all = false): TaskReport | null {
-    const entry = this.entries.get(containerId);
-    if (!entry?.report || (!all && entry.version === entry.sentVersion)) return null;
-    entry.sentVersion = entry.version;
-    return entry.report;
+  takeChanged(containerIds: readonly string[], budgetBytes: number, all = false): Map<string, TaskReport> {
+    const out = new Map<string, TaskReport>();
+    const n = containerIds.length;
+    const start = n > 0 ? this.rotation % n : 0;
+    let used = 0;
+    for (let i = 0; i < n; i++) {
+      const id = containerIds[(start + i) % n]!;
+      const entry = this.entries.get(id);
+      if (!entry?.report || (!all && entry.version === entry.sentVersion)) continue;
+      const size = encodedSize(entry.report);
+      if (!all && used + size > budgetBytes) continue;
+      used += size;
+      this.rotation = start + i + 1;
+      entry.sentVersion = entry.version;
+      out.set(id, entry.report);
+    }
+    return out;
   }
 
   /** Forgets a container that ended. */

@@ -154,7 +154,7 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
       `${rmUrl}/jobs/${appId}`,
       "a running task's progress",
       `[...document.querySelectorAll("#containers td.container-progress")].some((td) => /\\d+%/.test(td.textContent))`,
-      60_000,
+      120_000,
     );
     await shot("job-running");
     await reloadUntil(
@@ -173,7 +173,7 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
     // The DAG chart drew something.
     expect(await page.$eval("#dag", (d) => d.querySelector("canvas, svg") !== null)).toBe(true);
     await shot("job");
-  }, 90_000);
+  }, 240_000);
 
   it("shows a node whose node manager was killed as LOST", async () => {
     const victim = desc.nodes[2]!;

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { liveVertexProgress } from "../../common/live-progress.js";
 import { STATUS_FILE_NAME, TASK_ENV, TASK_STATUS_LIMITS } from "../../common/task-contract.js";
-import { parseTaskStatus, readTaskStatus, TaskStatusTracker } from "../../nodemanager/task-status.js";
+import { encodedSize, parseTaskStatus, readTaskStatus, TaskStatusTracker } from "../../nodemanager/task-status.js";
 import type { TaskStatusRejection } from "../../nodemanager/task-status.js";
 import { currentProgress, incrementCounter, reportProgress, TaskError } from "../../task/index.js";
 import type { ApplicationReportOutput } from "../../proto/generated/harvest/v1/ApplicationReport.js";
@@ -109,19 +109,38 @@ describe("the node manager's reader", () => {
       { containerId: "good", workDir: good },
       { containerId: "bad", workDir: bad },
     ];
+    const ids = tasks.map((t) => t.containerId);
+    const take = (all = false) => Object.fromEntries(tracker.takeChanged(ids, 1 << 20, all));
     writeFileSync(join(good, STATUS_FILE_NAME), '{"progress":0.5,"counters":{"words":7}}');
     writeFileSync(join(bad, STATUS_FILE_NAME), "not json");
     await tracker.poll(tasks);
-    expect(tracker.take("good")).toMatchObject({ progress: 0.5, counters: { words: 7 } });
-    expect(tracker.take("good")).toBeNull();
-    expect(tracker.take("good", true)).toMatchObject({ progress: 0.5 });
-    expect(tracker.take("bad")).toBeNull();
+    expect(take()).toMatchObject({ good: { progress: 0.5, counters: { words: 7 } } });
+    expect(take()).toEqual({});
+    expect(take(true)).toMatchObject({ good: { progress: 0.5 } });
     await tracker.poll(tasks);
-    expect(tracker.take("good")).toBeNull();
+    expect(take()).toEqual({});
     expect(warned).toEqual(["bad:not_json"]);
     writeFileSync(join(good, STATUS_FILE_NAME), '{"progress":0.75,"counters":{"words":9}}');
     await tracker.poll(tasks);
-    expect(tracker.take("good")).toMatchObject({ progress: 0.75, counters: { words: 9 } });
+    expect(take()).toMatchObject({ good: { progress: 0.75, counters: { words: 9 } } });
+  });
+
+  it("keeps a heartbeat's reports within its budget, and sends the rest in the next heartbeats", async () => {
+    const tracker = new TaskStatusTracker(() => undefined);
+    const counters = Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`${"n".repeat(120)}${i}`, i]));
+    const tasks = Array.from({ length: 10 }, (_, i) => ({ containerId: `c${i}`, workDir: workDir() }));
+    for (const t of tasks)
+      writeFileSync(join(t.workDir, STATUS_FILE_NAME), JSON.stringify({ progress: 0.5, counters }));
+    await tracker.poll(tasks);
+    const ids = tasks.map((t) => t.containerId);
+    const budget = 3 * encodedSize({ progress: 0.5, counters, countersDropped: 0, reportedMs: 0 });
+    const sent: string[] = [];
+    for (let heartbeat = 0; heartbeat < 4; heartbeat++) {
+      const batch = tracker.takeChanged(ids, budget);
+      expect(batch.size).toBeLessThanOrEqual(3);
+      sent.push(...batch.keys());
+    }
+    expect(sent.sort()).toEqual([...ids].sort());
   });
 });
 
