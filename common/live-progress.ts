@@ -7,12 +7,10 @@
  * manager's a heartbeat later, so a counter may dip for a moment then.
  */
 import type { ApplicationReportOutput } from "../proto/generated/harvest/v1/ApplicationReport.js";
+import type { VertexProgressOutput } from "../proto/generated/harvest/v1/VertexProgress.js";
 
-/** One vertex's live progress. */
-export interface LiveVertexProgress {
-  name: string;
-  total: number;
-  succeeded: number;
+/** One vertex's live progress: its name, tasks and succeeded tasks as its job manager reported them, and: */
+export interface LiveVertexProgress extends Pick<VertexProgressOutput, "name" | "total" | "succeeded"> {
   /** (succeeded + the running tasks' reported fractions) / total, 0..1. */
   progress: number;
   /** Running tasks that reported a progress or counters. */
@@ -46,12 +44,12 @@ export function liveVertexProgress(
     const done = v.succeeded + tasks.reduce((sum, t) => sum + clamp01(t.progress), 0);
     return {
       name: v.name,
-      total: v.total,
-      succeeded: v.succeeded,
-      progress: v.total > 0 ? clamp01(done / v.total) : 0,
-      reporting: tasks.length,
       counters,
       runningCounters,
+      progress: v.total > 0 ? clamp01(done / v.total) : 0,
+      reporting: tasks.length,
+      total: v.total,
+      succeeded: v.succeeded,
     };
   });
 }

@@ -282,8 +282,11 @@ export function waitingOf(r: { state: string; diagnostics: string; placementNote
   return undefined;
 }
 
-/** One vertex of a job's DAG with its progress and its place in the drawing. */
-export interface DagVertexView {
+/**
+ * One vertex of a job's DAG with its progress and its place in the drawing: `progress`, `counters` and
+ * `runningCounters` are its live ones (common/live-progress.ts: running tasks' reports included).
+ */
+export interface DagVertexView extends Pick<LiveVertexProgress, "progress" | "counters" | "runningCounters"> {
   name: string;
   parallelism: number;
   vcoresMilli: number;
@@ -296,12 +299,6 @@ export interface DagVertexView {
   preempted: number;
   lost: number;
   failedAttempts: number;
-  /** Succeeded tasks count 1, running ones the fraction they reported, over its tasks (common/live-progress.ts). */
-  progress: number;
-  /** Its succeeded tasks' counters plus its running tasks' so far. */
-  counters: Record<string, number>;
-  /** Its running tasks' part of `counters`. */
-  runningCounters: Record<string, number>;
   /** Its layer: the longest path from a source. */
   level: number;
   /** Its position within its layer. */
