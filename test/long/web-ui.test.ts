@@ -162,7 +162,7 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
       `${rmUrl}/jobs/${appId}`,
       "the job to finish",
       `/FINISHED|SUCCEEDED/.test(document.querySelector("#app-state")?.textContent ?? "")`,
-      60_000,
+      180_000,
     );
     const vertices = await page.$$eval("#vertices tr[data-vertex]", (rows) =>
       rows.map((r) => r.getAttribute("data-vertex")),
@@ -173,7 +173,7 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
     // The DAG chart drew something.
     expect(await page.$eval("#dag", (d) => d.querySelector("canvas, svg") !== null)).toBe(true);
     await shot("job");
-  }, 240_000);
+  }, 330_000);
 
   it("shows a node whose node manager was killed as LOST", async () => {
     const victim = desc.nodes[2]!;
