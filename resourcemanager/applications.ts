@@ -235,6 +235,7 @@ export class Applications {
       state: "RUNNING",
       startedMs: st.startedMs ?? 0,
     });
+    noteTaskStatus(app.containers.get(id), st);
     (isAm ? app.amCounts : app.taskCounts).allocated += 1;
     if (isAm) {
       moveAttempt(app, "adopted");

@@ -2,7 +2,8 @@
  * A running task's progress and counters reach `harvest job status` while it runs (harvest/task's status file, read by
  * its node manager and sent with the container's status), and its final counters when it has ended. Tasks that write
  * hostile status files (a link to /etc/shadow, a FIFO, a huge file, garbage, a non-finite number) are ignored, counted
- * in the node manager's metrics, and the node manager goes on serving.
+ * in the node manager's metrics, and the node manager goes on serving. A restarted resource manager gets every running
+ * task's last report again from the node's registration.
  */
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -11,7 +12,7 @@ import { liveVertexProgress } from "../../common/live-progress.js";
 import type { LiveVertexProgress } from "../../common/live-progress.js";
 import { sumSamples } from "../prom-text.js";
 import { runHarvest } from "../processes.js";
-import { suiteCluster, waitForJob } from "./harness.js";
+import { restartLocalRm, startLocalCluster, suiteCluster, waitForJob } from "./harness.js";
 import { httpsGet, httpUrlOf, scrape } from "./metrics-scrape.js";
 
 /**
@@ -134,4 +135,42 @@ describe("task progress and counters while a job runs", () => {
     expect(live(done, "probe")).toMatchObject({ progress: 1, counters: { records: 50 }, runningCounters: {} });
     expect(live(done, "hostile")).toMatchObject({ progress: 1, succeeded: 5 });
   });
+});
+
+describe("task progress across a resource manager restart", () => {
+  it("shows a running task's last report again once its node has registered with the new resource manager", async () => {
+    const c = await startLocalCluster();
+    try {
+      const probe = join(c.dir, "probe.mjs");
+      const release = join(c.dir, "release");
+      writeFileSync(probe, PROBE, { mode: 0o644 });
+      const appId = await c.client.submit(
+        JSON.stringify({
+          name: "progress-restart",
+          vertices: [
+            {
+              name: "probe",
+              parallelism: 1,
+              command: ["node", probe, "good", release],
+              resources: { vcores: 0.25, memoryMb: 128 },
+            },
+          ],
+          edges: [],
+        }),
+      );
+      const probeProgress = (r: Parameters<typeof liveVertexProgress>[0]) =>
+        liveVertexProgress(r).find((v) => v.name === "probe")?.progress;
+      await waitForJob(c.client, appId, (r) => probeProgress(r) === 0.5);
+      // The task reports nothing new meanwhile: only the registration can bring its report to the new one.
+      await restartLocalRm(c);
+      const after = await waitForJob(c.client, appId, (r) => probeProgress(r) === 0.5, { timeoutMs: 60_000 });
+      expect(liveVertexProgress(after).find((v) => v.name === "probe")).toMatchObject({ counters: { records: 42 } });
+      writeFileSync(release, "");
+      const done = await waitForJob(c.client, appId, () => false);
+      expect(done.state).toBe("FINISHED");
+      expect(liveVertexProgress(done).find((v) => v.name === "probe")).toMatchObject({ counters: { records: 50 } });
+    } finally {
+      await c.stop();
+    }
+  }, 180_000);
 });

@@ -4,7 +4,7 @@
  * another account's file) and sends it only when it changed, and the live view joins it with the job manager's counts.
  */
 import { execFileSync } from "node:child_process";
-import { chownSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -78,7 +78,7 @@ describe("the node manager's reader", () => {
     expect(await readTaskStatus(dir)).toMatchObject({ report: { progress: 0.25, counters: { lines: 3 } } });
   });
 
-  it("never follows a link (to /etc/shadow), never blocks on a FIFO, and refuses a huge file unread", async () => {
+  it("never follows a link (to /etc/shadow), never blocks on a FIFO, and refuses a directory or a huge file unread", async () => {
     const link = workDir();
     symlinkSync("/etc/shadow", join(link, STATUS_FILE_NAME));
     expect(rejected(await readTaskStatus(link))).toBe("not_regular");
@@ -86,6 +86,10 @@ describe("the node manager's reader", () => {
     const fifo = workDir();
     execFileSync("mkfifo", [join(fifo, STATUS_FILE_NAME)]);
     expect(rejected(await readTaskStatus(fifo))).toBe("not_regular");
+
+    const directory = workDir();
+    mkdirSync(join(directory, STATUS_FILE_NAME));
+    expect(rejected(await readTaskStatus(directory))).toBe("not_regular");
 
     const huge = workDir();
     writeFileSync(join(huge, STATUS_FILE_NAME), `{"progress":0.5,"pad":"${"x".repeat(8 << 20)}"}`);
