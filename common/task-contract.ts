@@ -33,7 +33,7 @@ export const TASK_ENV = {
   outputs: "HARVEST_OUTPUTS",
   /**
    * Where the task writes its progress and counters while it runs (set by the node manager, in the container's own
-   * directory, never among its outputs): see `TaskStatusFile`.
+   * directory, never among its outputs): see `TASK_STATUS_LIMITS`.
    */
   statusFile: "HARVEST_STATUS_FILE",
 } as const;

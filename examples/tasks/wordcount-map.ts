@@ -43,12 +43,23 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
     throw new TaskError(`task index ${ctx.taskIndex} is outside the ${splits} splits; --splits must equal parallelism`);
   }
 
-  const text = await readSlice(file, ctx.taskIndex, splits);
-  const cpuUs = numberOption(options, "cpu-seconds", 0) * 1e6;
+  const counts = await countWords(
+    await readSlice(file, ctx.taskIndex, splits),
+    numberOption(options, "cpu-seconds", 0) * 1e6,
+  );
+  const parts = partFileCount(ctx.outputs);
+  if (parts > 0) await writePartitions(ctx.outputDir, counts, parts);
+  else await writeFileAtomic(join(ctx.outputDir, COUNTS_FILE), formatCounts(sortedByWord(counts)));
+}
+
+/**
+ * The words of `text` counted a chunk of whole lines at a time (a word never spans a line), reporting the progress
+ * and the counter `words` as it goes; then `cpuUs` of CPU work, the second half of the progress when there is some.
+ */
+async function countWords(text: string, cpuUs: number): Promise<Map<string, number>> {
   const countingShare = cpuUs > 0 ? 0.5 : 1;
   const counts = new Map<string, number>();
   incrementCounter("words", 0);
-  // A chunk of whole lines at a time (a word never spans a line), so the progress and the counter move as it goes.
   for (let at = 0; at < text.length;) {
     const nl = text.indexOf("\n", at + COUNT_CHUNK_CHARS);
     const end = nl === -1 ? text.length : nl + 1;
@@ -59,9 +70,7 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
     reportProgress((countingShare * at) / text.length);
   }
   await burnCpu(cpuUs, (f) => reportProgress(countingShare + (1 - countingShare) * f));
-  const parts = partFileCount(ctx.outputs);
-  if (parts > 0) await writePartitions(ctx.outputDir, counts, parts);
-  else await writeFileAtomic(join(ctx.outputDir, COUNTS_FILE), formatCounts(sortedByWord(counts)));
+  return counts;
 }
 
 /** The text of the lines that start inside byte range `index` of `splits` equal ranges of the file. */
