@@ -1,6 +1,7 @@
 /** Human output of the `harvest` command: tables, durations and the live per-vertex progress display. */
 import { TERMINAL_STATES } from "../client/job-client.js";
 import type { JobClient, JobReport } from "../client/job-client.js";
+import { liveVertexProgress } from "../common/live-progress.js";
 
 export { table } from "../common/text-table.js";
 
@@ -19,7 +20,10 @@ export function bar(done: number, total: number, width = 20): string {
   return "[" + "#".repeat(filled) + ".".repeat(width - filled) + "]";
 }
 
-/** The lines of the live job display: one per vertex, then a summary line. */
+/**
+ * The lines of the live job display: a header line, then per vertex its progress (succeeded tasks count 1, running
+ * tasks the fraction they reported) and its counters (the running tasks' so far included).
+ */
 export function progressLines(r: JobReport, nowMs: number): string[] {
   const lines: string[] = [];
   const elapsed = r.startMs > 0 ? (r.finishMs > 0 ? r.finishMs : nowMs) - r.submitMs : nowMs - r.submitMs;
@@ -27,8 +31,10 @@ export function progressLines(r: JobReport, nowMs: number): string[] {
     `${r.appId}  ${r.name}  ${r.state}  ${duration(elapsed)}${r.attempts > 1 ? `  (job manager attempt ${r.attempts})` : ""}`,
   );
   const vertices = r.progress?.vertices ?? [];
+  const live = liveVertexProgress(r);
   const nameWidth = Math.max(6, ...vertices.map((v) => v.name.length));
-  for (const v of vertices) {
+  for (const [i, v] of vertices.entries()) {
+    const l = live[i]!;
     const extra = [
       v.running > 0 ? `${v.running} running` : "",
       v.preempted > 0 ? `${v.preempted} preempted` : "",
@@ -38,13 +44,17 @@ export function progressLines(r: JobReport, nowMs: number): string[] {
       .filter(Boolean)
       .join(", ");
     lines.push(
-      `  ${v.name.padEnd(nameWidth)} ${bar(v.succeeded, v.total)} ${String(v.succeeded).padStart(4)}/${v.total}  ${v.state.padEnd(9)} ${extra}`,
+      `  ${v.name.padEnd(nameWidth)} ${bar(l.progress, 1)} ${String(v.succeeded).padStart(4)}/${v.total} ${percent(l.progress)}  ${v.state.padEnd(9)} ${extra}`,
     );
     const local = localityText(v);
     if (local) lines.push(`  ${" ".repeat(nameWidth)} ${local}`);
-    const counters = Object.entries(v.counters ?? {});
+    const counters = Object.entries(l.counters);
+    const soFar =
+      l.reporting > 0 && Object.keys(l.runningCounters).length > 0 ? " (running tasks' so far included)" : "";
     if (counters.length > 0)
-      lines.push(`  ${" ".repeat(nameWidth)} counters: ${counters.map(([k, n]) => `${k} ${String(n)}`).join(", ")}`);
+      lines.push(
+        `  ${" ".repeat(nameWidth)} counters: ${counters.map(([k, n]) => `${k} ${String(n)}`).join(", ")}${soFar}`,
+      );
   }
   if (vertices.length === 0) lines.push(`  ${r.diagnostics || "waiting for the job manager"}`);
   return lines;
@@ -61,6 +71,21 @@ export function localityText(v: { nodeLocal?: number; rackLocal?: number; offSwi
   const starts = node + rack + off;
   if (starts === 0) return "";
   return `input: ${node} of ${starts} task starts node-local (${Math.round((100 * node) / starts)} %), ${rack} rack-local, ${off} off-switch`;
+}
+
+/** "37%", right-aligned in 4 characters; 100% only when all is done. */
+function percent(fraction: number): string {
+  return `${String(fraction < 1 ? Math.min(99, Math.floor(fraction * 100)) : 100).padStart(3)}%`;
+}
+
+/** What changes the display of a job: its state, its vertices' counts and its running tasks' reports. */
+export function progressKey(r: JobReport): string {
+  return r.state + JSON.stringify(r.progress?.vertices ?? []) + JSON.stringify(liveVertexProgress(r));
+}
+
+/** A job's report for `--json`: the resource manager's, with each vertex's live progress (`vertexProgress`). */
+export function reportJson(r: JobReport): JobReport & { vertexProgress: ReturnType<typeof liveVertexProgress> } {
+  return { ...r, vertexProgress: liveVertexProgress(r) };
 }
 
 /** Redraws a block of lines in place on a terminal; appends when not a terminal and the text changed. */
@@ -89,7 +114,7 @@ export async function follow(c: JobClient, appId: string, live: boolean, pollMs 
   const display = new LiveDisplay();
   for (;;) {
     const r = await c.status(appId);
-    if (live) display.update(progressLines(r, Date.now()), r.state + JSON.stringify(r.progress?.vertices ?? []));
+    if (live) display.update(progressLines(r, Date.now()), progressKey(r));
     if (TERMINAL_STATES.includes(r.state)) return r;
     await new Promise((res) => setTimeout(res, pollMs));
   }

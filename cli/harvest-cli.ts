@@ -36,7 +36,7 @@ import { registerFsCommands } from "./fs-commands.js";
 import { registerSimCommands } from "./sim-commands.js";
 import { registerPowerCommands } from "./power-commands.js";
 import { registerUiCommands } from "./ui-commands.js";
-import { duration, LiveDisplay, outcomeText, progressLines, table } from "./format.js";
+import { duration, LiveDisplay, outcomeText, progressKey, progressLines, reportJson, table } from "./format.js";
 import type { JobClient, JobReport } from "../client/job-client.js";
 import { choosePrimaries } from "./primary-traces.js";
 
@@ -250,7 +250,7 @@ async function followJob(c: JobClient, appId: string, live: boolean, rmRetryMs: 
   return c.waitForCompletion(
     appId,
     (r) => {
-      if (live) display.update(progressLines(r, Date.now()), r.state + JSON.stringify(r.progress?.vertices ?? []));
+      if (live) display.update(progressLines(r, Date.now()), progressKey(r));
     },
     {
       rmRetryMs,
@@ -305,7 +305,7 @@ common(job.command("status <appId>"))
       return withClient(o, async (c) => {
         if (o.wait) return waitForOutcome(c, appId, o, rmRetryMs);
         const r = await c.status(appId);
-        print(o, r, () =>
+        print(o, reportJson(r), () =>
           [
             ...progressLines(r, Date.now()),
             r.diagnostics ? `  diagnostics: ${r.diagnostics}` : "",

@@ -79,6 +79,7 @@ export const RESERVED_WORKDIR_NAMES: readonly string[] = [
   "stderr",
   "pid",
   "container_tokens",
+  "task_status",
   "tmp",
   "output",
 ];

@@ -33,6 +33,11 @@ export const TASK_ENV = {
   outputs: "HARVEST_OUTPUTS",
   /** JSON `InputSplit`: the part of the vertex's DFS input this task reads (only for a vertex with an input). */
   split: "HARVEST_INPUT_SPLIT",
+  /**
+   * Where the task writes its progress and counters while it runs (set by the node manager, in the container's own
+   * directory, never among its outputs): see `TASK_STATUS_LIMITS`.
+   */
+  statusFile: "HARVEST_STATUS_FILE",
 } as const;
 
 /**
@@ -93,6 +98,18 @@ export const EXIT_INPUT_LOST = 75;
 
 /** The file among a task's outputs that holds its counters (JSON: name -> whole number). */
 export const COUNTERS_FILE = "_counters.json";
+
+/** The name of a task's status file in its container's directory (TASK_ENV.statusFile names its path). */
+export const STATUS_FILE_NAME = "task_status";
+
+/**
+ * A task's status file: JSON `{ "progress": 0..1, "counters": { "<name>": <whole number> } }`, replaced whole (a
+ * temporary and a rename) at most about once a second by harvest/task; its node manager reads it for each running
+ * task and sends it with the container's status. The node manager ignores a file over `maxBytes`, not a regular file
+ * of the container's account, not JSON of that shape, or with a number that is not finite; it sends at most
+ * `maxCounters` counters (by name order).
+ */
+export const TASK_STATUS_LIMITS = { maxBytes: 16 * 1024, maxCounters: 32, maxCounterName: 128 } as const;
 
 /** Output files whose names start with one of these are not data (counters, markers) and are not read as inputs. */
 export const NOT_DATA_PREFIXES = ["_", "."];

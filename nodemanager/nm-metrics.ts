@@ -62,6 +62,7 @@ export class NodeManagerMetrics {
   private readonly localized: Counter<"outcome">;
   private readonly localizedBytes: Counter;
   private readonly shuffleBytes: Counter;
+  private readonly statusRejected: Counter<"reason">;
 
   constructor(nodeId: string, source: NodeManagerMetricsSource) {
     const registry = daemonRegistry("nodemanager", nodeId);
@@ -103,6 +104,13 @@ export class NodeManagerMetrics {
       registry,
       "harvest_nm_shuffle_bytes_total",
       "Bytes of finished tasks' outputs this node's shuffle service sent to the tasks of their jobs",
+    );
+    this.statusRejected = counter(
+      registry,
+      "harvest_nm_task_status_rejected_total",
+      "Tasks' status files ignored (once per task), by reason: not_regular (a link, FIFO, ...), not_owner, too_big, " +
+        "not_json, bad_shape (a value out of range or not finite), unreadable",
+      ["reason"],
     );
     this.yieldSeconds = new Histogram({
       name: "harvest_nm_yield_seconds",
@@ -202,6 +210,11 @@ export class NodeManagerMetrics {
     if (fetched > 0) this.localized.inc({ outcome: "fetched" }, fetched);
     if (cached > 0) this.localized.inc({ outcome: "cached" }, cached);
     if (bytes > 0) this.localizedBytes.inc(bytes);
+  }
+
+  /** A task's status file was ignored, for `reason`. */
+  taskStatusRejected(reason: string): void {
+    this.statusRejected.inc({ reason });
   }
 
   /** One output fetch served. */

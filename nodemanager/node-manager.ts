@@ -23,13 +23,14 @@ import type { DaemonState } from "../common/lifecycle.js";
 import { ServingDaemon, type ServingOptions } from "../common/serving-daemon.js";
 import { packageRoot } from "../common/paths.js";
 import { fromWire } from "../common/resource.js";
-import { CONTAINER_TOKEN_KINDS, TOKEN_FILE_ENV } from "../common/task-contract.js";
+import { CONTAINER_TOKEN_KINDS, STATUS_FILE_NAME, TOKEN_FILE_ENV } from "../common/task-contract.js";
 import { RESERVED_WORKDIR_NAMES, RESOURCE_VISIBILITIES, TASK_ENV } from "../common/dag-spec.js";
 import type { ContainerTokens } from "../common/task-contract.js";
 import { detectCgroups } from "./cgroups.js";
 import type { CgroupController } from "./cgroups.js";
 import { ContainerProcess } from "./container.js";
 import { ContainerRecords, killLeftovers, startOrphanReaper } from "./container-records.js";
+import { TaskStatusTracker } from "./task-status.js";
 import { FileCache } from "./file-cache.js";
 import { OUTPUT_DIR_NAME, removeApplicationData, ShuffleOutputs } from "./shuffle-service.js";
 import { Localizer } from "./localizer.js";
@@ -80,6 +81,11 @@ export interface NodeManagerDeps {
 
 /** How old the last check of the task runtime may be before a launch checks it again (in the background). */
 const RUNTIME_RECHECK_MS = 10_000;
+/**
+ * About the most bytes of running tasks' reports one heartbeat carries (measured: 32 tasks each with 32 counters of
+ * 128-character names changing every second would send 147 KB a heartbeat); the rest wait for the next ones.
+ */
+const TASK_REPORT_BUDGET_BYTES = 32 * 1024;
 
 /** The node manager daemon. */
 export class NodeManager extends ServingDaemon {
@@ -133,6 +139,11 @@ export class NodeManager extends ServingDaemon {
   private nodeBinary = process.execPath;
   private capping!: CappingAgent;
   private cappingTimer: NodeJS.Timeout | undefined;
+  /** Running tasks' progress and counters from their status files. */
+  private readonly taskStatus = new TaskStatusTracker((containerId, reason, why) => {
+    this.metrics.taskStatusRejected(reason);
+    this.log.warn("ignoring a task's status file", { containerId, reason, why });
+  });
   /** Per container: cumulative CPU ms and when it was read, for the CPU rate the capping agent needs. */
   private readonly cpuSeen = new Map<string, { cpuMs: number; atMs: number; cores: number }>();
 
@@ -428,9 +439,7 @@ export class NodeManager extends ServingDaemon {
       // Everything a restarted resource manager needs to keep the work: what runs, and what finished recently (it may
       // have recorded a completion and died before its job manager heard of it).
       containers: [
-        ...[...this.containers.values(), ...this.unacked.values(), ...this.recorded.values()].map((c) =>
-          this.status(c),
-        ),
+        ...this.statuses([...this.containers.values(), ...this.unacked.values(), ...this.recorded.values()], true),
         ...this.restored.values(),
       ],
       powerProfile: this.options.powerProfile,
@@ -520,9 +529,7 @@ export class NodeManager extends ServingDaemon {
 
   private heartbeat(): void {
     if (!this.rmStream.registered) return;
-    const containers: ContainerStatus[] = [];
-    for (const c of this.containers.values()) containers.push(this.status(c));
-    for (const c of this.unacked.values()) containers.push(this.status(c));
+    const containers = this.statuses([...this.containers.values(), ...this.unacked.values()], false);
     for (const st of this.restored.values()) containers.push(st);
     this.metrics.heartbeatSent();
     this.rmStream.send({
@@ -537,6 +544,9 @@ export class NodeManager extends ServingDaemon {
         ...heartbeatPowerFields(this.capping.snapshot()),
       },
     });
+    // The running tasks' status files, read for the next heartbeat (never waited for: task-status.ts).
+    const tasks = [...this.containers.values()].filter((c) => !c.spec.isAm && c.state === "RUNNING");
+    void this.taskStatus.poll(tasks.map((c) => ({ containerId: c.spec.containerId, workDir: c.spec.workDir })));
   }
 
   /** Sends a heartbeat soon (coalescing bursts) so the resource manager learns of completions without waiting. */
@@ -799,6 +809,8 @@ export class NodeManager extends ServingDaemon {
     const workDir = join(this.options.dataDir, "containers", req.appId, grant.id);
     // A task writes its outputs into its own directory, which the shuffle service serves once it has exited.
     if (!req.isAm) env[TASK_ENV.outputDir] = join(workDir, OUTPUT_DIR_NAME);
+    // Its progress and counters while it runs, beside its outputs and never among them (task-status.ts).
+    if (!req.isAm) env[TASK_ENV.statusFile] = join(workDir, STATUS_FILE_NAME);
     // Never root: the submitter's own account or the fallback when this node manager is root, else its own.
     const account = this.accounts.accountFor(grant.user);
     const links = await this.localize(req, grant.id, grant.user, resource.vcoresMilli, account);
@@ -900,6 +912,7 @@ export class NodeManager extends ServingDaemon {
   private onContainerExit(c: ContainerProcess): void {
     const id = c.spec.containerId;
     this.capping.forget(id);
+    this.taskStatus.forget(id);
     this.cpuSeen.delete(id);
     this.containers.delete(id);
     this.dying.delete(id);
@@ -973,7 +986,18 @@ export class NodeManager extends ServingDaemon {
     return c;
   }
 
+  /**
+   * The statuses of `list` with their tasks' reports: those that changed since last sent, within the heartbeat's
+   * budget (`all`: a registration, every report known).
+   */
+  private statuses(list: ContainerProcess[], all: boolean): ContainerStatus[] {
+    const ids = list.map((c) => c.spec.containerId);
+    const reports = this.taskStatus.takeChanged(ids, TASK_REPORT_BUDGET_BYTES, all);
+    return list.map((c) => ({ ...this.status(c), taskReport: reports.get(c.spec.containerId) ?? null }));
+  }
+
   private status(c: ContainerProcess): ContainerStatus {
+    const env = c.spec.env;
     return {
       containerId: c.spec.containerId,
       appId: c.spec.appId,
@@ -988,6 +1012,8 @@ export class NodeManager extends ServingDaemon {
       priority: c.spec.priority ?? 0,
       nodeId: this.options.nodeId,
       powerWatts: this.capping?.containerWatts(c.spec.containerId) ?? 0,
+      vertex: env[TASK_ENV.vertex] ?? "",
+      taskIndex: Number(env[TASK_ENV.taskIndex] ?? 0) || 0,
     };
   }
 }

@@ -4,6 +4,7 @@
  * held cores, task run times for the lifetime model), and the claims a registering job manager makes.
  */
 import { signContainer } from "../common/container-token.js";
+import { TASK_STATUS_LIMITS } from "../common/task-contract.js";
 import { parseDag, topologicalOrder } from "../common/dag-spec.js";
 import type { AppRuntime, ApplicationDeps } from "./app-runtime.js";
 import { CONTAINER_MACHINE } from "./container-state.js";
@@ -68,6 +69,29 @@ export function endedStatus(
 /** Moves a container reference through its one transition function (CONTAINER_MACHINE). */
 export function moveContainer(ref: ContainerRef, event: RmContainerEvent): void {
   ref.state = CONTAINER_MACHINE.next(ref.state as RmContainerState, event, ref.containerId);
+}
+
+/**
+ * Keeps what a node reports of a task on its reference: its vertex and index, and its latest progress and counters (a
+ * status without a report means no news). A report that is not sane (the node manager checked the task's file) is
+ * dropped.
+ */
+export function noteTaskStatus(ref: ContainerRef | undefined, st: ContainerStatus): void {
+  if (!ref || ref.isAm) return;
+  if (st.vertex) {
+    ref.vertex = st.vertex;
+    ref.taskIndex = st.taskIndex ?? 0;
+  }
+  const r = st.taskReport;
+  const progress = Number(r?.progress ?? 0);
+  if (
+    r &&
+    Number.isFinite(progress) &&
+    progress >= 0 &&
+    progress <= 1 &&
+    Object.keys(r.counters ?? {}).length <= TASK_STATUS_LIMITS.maxCounters
+  )
+    ref.taskReport = r;
 }
 
 /** Keeps a container's reference for reports (the oldest beyond MAX_CONTAINER_REFS is forgotten). */

@@ -22,6 +22,7 @@ import {
   endedStatus,
   moveContainer,
   recordEnd,
+  noteTaskStatus,
   settleClaims,
   trackRef,
   vertexOf,
@@ -178,6 +179,7 @@ export class Applications {
     for (const st of statuses) {
       const id = st.containerId ?? "";
       seen.add(id);
+      noteTaskStatus(this.apps.get(st.appId ?? "")?.containers.get(id), st);
       if (st.state === "COMPLETE") {
         this.launchPending.delete(id);
         recorded.push(id);
@@ -234,6 +236,7 @@ export class Applications {
       state: "RUNNING",
       startedMs: st.startedMs ?? 0,
     });
+    noteTaskStatus(app.containers.get(id), st);
     (isAm ? app.amCounts : app.taskCounts).allocated += 1;
     if (isAm) {
       moveAttempt(app, "adopted");

@@ -397,6 +397,22 @@ ${finishedTable}`;
   return page(req, { title: "Jobs", current: "/jobs", body, refresh: true });
 }
 
+/** `<span class="pct">37%</span>` (100% only when all is done). */
+function percentOf(fraction: number): string {
+  return `<span class="pct">${fraction < 1 ? Math.min(99, Math.floor(fraction * 100)) : 100}%</span>`;
+}
+
+/** A vertex's counters, "name n" each; those its running tasks added so far are said apart in a title. */
+function countersText(counters: Record<string, number>, running: Record<string, number>): string {
+  const entries = Object.entries(counters);
+  if (entries.length === 0) return '<span class="muted">-</span>';
+  const soFar = Object.entries(running);
+  const title = soFar.length
+    ? ` title="${escapeHtml(`running tasks so far: ${soFar.map(([k, n]) => `${k} ${n}`).join(", ")}`)}"`
+    : "";
+  return `<span${title}>${entries.map(([k, n]) => `${escapeHtml(k)} ${n}`).join(", ")}</span>`;
+}
+
 function countsRow(label: string, c: ContainerCountsOutput | null): { label: string; c: ContainerCountsOutput } {
   return { label, c: c ?? { allocated: 0, succeeded: 0, failed: 0, preempted: 0, lost: 0, killed: 0 } };
 }
@@ -464,9 +480,11 @@ function jobPage(source: RmWebSource, req: WebRequest): { html: string } {
       { label: "Node-local", numeric: true, className: "vertex-locality", cell: localityCell },
       {
         label: "Progress",
+        className: "vertex-progress",
         cell: (v) =>
-          bar([[v.total > 0 ? (100 * v.succeeded) / v.total : 0, HARVEST_COLOUR]], `${v.succeeded} of ${v.total}`),
+          `${bar([[100 * v.progress, HARVEST_COLOUR]], `${v.succeeded} of ${v.total} done, running tasks' progress included`)} ${percentOf(v.progress)}`,
       },
+      { label: "Counters", className: "vertex-counters", cell: (v) => countersText(v.counters, v.runningCounters) },
       {
         label: "Per task",
         numeric: true,
@@ -485,6 +503,12 @@ function jobPage(source: RmWebSource, req: WebRequest): { html: string } {
       { label: "Kind", cell: (c) => (c.isAm ? "job manager" : "task") },
       { label: "Server", cell: (c) => escapeHtml(c.nodeId) },
       { label: "State", cell: (c) => badge(c.state) },
+      { label: "Task", cell: (c) => (c.vertex ? escapeHtml(`${c.vertex}[${c.taskIndex}]`) : "") },
+      {
+        label: "Progress",
+        className: "container-progress",
+        cell: (c) => (c.taskReport && c.state === "RUNNING" ? percentOf(c.taskReport.progress) : ""),
+      },
       { label: "Ended by", cell: (c) => escapeHtml(c.cause === "EXIT_CAUSE_UNSPECIFIED" ? "" : c.cause) },
       { label: "Started", cell: (c) => escapeHtml(formatTime(c.startedMs)) },
       { label: "Finished", cell: (c) => escapeHtml(formatTime(c.finishedMs)) },

@@ -19,6 +19,8 @@ import type { DagSpec, EdgeType } from "../common/dag-spec.js";
 import { HarvestError } from "../common/errors.js";
 import { loadHarvestProto } from "../common/grpc.js";
 import { packageRoot } from "../common/paths.js";
+import { liveVertexProgress } from "../common/live-progress.js";
+import type { LiveVertexProgress } from "../common/live-progress.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
 import type { WebServer } from "../common/web-server.js";
 import type { NodeSample } from "./node-tracker.js";
@@ -280,8 +282,11 @@ export function waitingOf(r: { state: string; diagnostics: string; placementNote
   return undefined;
 }
 
-/** One vertex of a job's DAG with its progress and its place in the drawing. */
-export interface DagVertexView {
+/**
+ * One vertex of a job's DAG with its progress and its place in the drawing: `progress`, `counters` and
+ * `runningCounters` are its live ones (common/live-progress.ts: running tasks' reports included).
+ */
+export interface DagVertexView extends Pick<LiveVertexProgress, "progress" | "counters" | "runningCounters"> {
   name: string;
   parallelism: number;
   vcoresMilli: number;
@@ -314,8 +319,13 @@ export interface DagView {
  * The DAG (vertex names, sizes and edges: never commands or environments) with the job manager's per-vertex progress.
  * Without a readable DAG, the vertices the progress names, unconnected.
  */
-export function dagView(dag: DagSpec | undefined, progress: ApplicationReportOutput["progress"]): DagView {
+export function dagView(
+  dag: DagSpec | undefined,
+  progress: ApplicationReportOutput["progress"],
+  live: readonly LiveVertexProgress[] = [],
+): DagView {
   const byName = new Map((progress?.vertices ?? []).map((v) => [v.name, v]));
+  const liveByName = new Map(live.map((l) => [l.name, l]));
   const layers = dag ? vertexLayers(dag) : [[...byName.keys()]];
   const place = new Map<string, { level: number; row: number }>();
   layers.forEach((layer, level) => layer.forEach((name, row) => place.set(name, { level, row })));
@@ -323,6 +333,7 @@ export function dagView(dag: DagSpec | undefined, progress: ApplicationReportOut
   const names = dag ? dag.vertices.map((v) => v.name) : [...byName.keys()];
   const vertices = names.map((name): DagVertexView => {
     const p = byName.get(name);
+    const l = liveByName.get(name);
     const spec = specs.get(name);
     return {
       name,
@@ -340,6 +351,9 @@ export function dagView(dag: DagSpec | undefined, progress: ApplicationReportOut
       nodeLocal: p?.nodeLocal ?? 0,
       rackLocal: p?.rackLocal ?? 0,
       offSwitch: p?.offSwitch ?? 0,
+      progress: l?.progress ?? (p && p.total > 0 ? p.succeeded / p.total : 0),
+      counters: l?.counters ?? { ...p?.counters },
+      runningCounters: l?.runningCounters ?? {},
       ...(place.get(name) ?? { level: 0, row: 0 }),
     };
   });
@@ -363,7 +377,7 @@ export function appDetail(source: RmWebSource, appId: string): RmAppDetail {
   const report = wire.app(source, appId);
   return {
     ...report,
-    dag: dagView(source.dagOf(appId), report.progress),
+    dag: dagView(source.dagOf(appId), report.progress, liveVertexProgress(report)),
     waiting: waitingOf(report) ?? null,
     logs: report.containers.map((c) => ({
       containerId: c.containerId,

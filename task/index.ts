@@ -30,7 +30,7 @@ export type { InputPiece } from "./inputs.js";
 export { writeOutput } from "./outputs.js";
 export { inputSplit, readSplit } from "./splits.js";
 export type { InputSplit, RangeReader } from "./splits.js";
-export { currentCounters, incrementCounter } from "./counters.js";
+export { currentCounters, currentProgress, incrementCounter, reportProgress } from "./counters.js";
 export { DFS_PREFIX, dfsClient, isDfsPath, readDfsFile, writeDfsFile } from "./dfs.js";
 export { EXIT_INPUT_LOST } from "../common/task-contract.js";
 export type { EdgeType, TaskInput, TaskOutput } from "../common/task-contract.js";

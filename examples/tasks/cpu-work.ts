@@ -1,7 +1,8 @@
 /**
  * A synthetic task shaped after the Alibaba batch tasks (common/alibaba-dag.ts): it reads what its upstream tasks
  * wrote, burns a given amount of CPU time in small slices, and writes small output files so data flows along every
- * edge. Options make deterministic failures for tests.
+ * edge. It reports its progress as it burns (harvest/task's reportProgress). Options make deterministic failures for
+ * tests.
  *
  * Usage: cpu-work.js --seconds S [--hold-seconds H] [--output-kb K] [--fail-rate R] [--seed N] [--fail-once-marker FILE]
  *   --seconds           CPU seconds (user + system) to burn; a throttled container takes longer in wall time
@@ -24,6 +25,7 @@ import {
   numberOption,
   partFileCount,
   partitionFileName,
+  reportProgress,
   TaskError,
   taskMain,
   writeFileAtomic,
@@ -75,7 +77,7 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
     );
   }
 
-  const burntUs = await burnCpu(seconds * 1e6);
+  const burntUs = await burnCpu(seconds * 1e6, reportProgress);
   const holdMs = startedMs + holdSeconds * 1000 - Date.now();
   if (holdMs > 0) await new Promise((resolve) => setTimeout(resolve, holdMs));
 

@@ -18,8 +18,11 @@ export function fnv1a(text: string): number {
 /** CPU time burnt between checks of process.cpuUsage(), in microseconds. */
 const SLICE_US = 10_000;
 
-/** Burns at least `targetUs` of this process's CPU time, yielding to the event loop between slices. */
-export async function burnCpu(targetUs: number): Promise<number> {
+/**
+ * Burns at least `targetUs` of this process's CPU time, yielding to the event loop between slices; `onProgress` hears
+ * the fraction done after each slice.
+ */
+export async function burnCpu(targetUs: number, onProgress?: (fraction: number) => void): Promise<number> {
   const start = process.cpuUsage();
   let block = Buffer.alloc(64, 1);
   for (;;) {
@@ -33,6 +36,7 @@ export async function burnCpu(targetUs: number): Promise<number> {
       const now = process.cpuUsage(start);
       if (now.user + now.system >= sliceEnd) break;
     }
+    onProgress?.(Math.min(1, sliceEnd / targetUs));
     // Yielding keeps signals and timers serviced while burning.
     await yieldToEventLoop();
   }

@@ -6,7 +6,8 @@
  * (--cpu-seconds adds CPU work to give the demo's tasks the weight of real batch work)
  * With no file, the task reads the lines of its input split (a vertex with an "input" in the DAG: one task per DFS
  * block, run where the block is). With a file, task i of N reads the lines that start in bytes [i*size/N,
- * (i+1)*size/N), so the N slices cover every line exactly once. N is --splits, else HARVEST_VERTEX_PARALLELISM.
+ * (i+1)*size/N), so the N slices cover every line exactly once. N is --splits, else HARVEST_VERTEX_PARALLELISM. It reports its progress as it counts (and burns its
+ * CPU work, the second half when there is some), and the words counted so far as the counter `words`.
  */
 import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
@@ -15,6 +16,7 @@ import {
   incrementCounter,
   numberOption,
   partFileCount,
+  reportProgress,
   TaskError,
   taskMain,
   writeFileAtomic,
@@ -25,6 +27,8 @@ import { inputSplit, isDfsPath, readDfsFile, readSplit } from "../../task/index.
 import { COUNTS_FILE, formatCounts, sortedByWord, tokenize, writePartitions } from "./wordcount-lib.js";
 
 const CHUNK_BYTES = 64 * 1024;
+/** Characters of the slice counted between progress reports (about). */
+const COUNT_CHUNK_CHARS = 256 * 1024;
 
 async function main({ options, positional, context }: TaskArgs): Promise<void> {
   const ctx = context();
@@ -33,15 +37,12 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   if (positional.length > 1 || (file === undefined && !split)) {
     throw new TaskError("usage: wordcount-map [<text-file>] [--splits N] (one input file, or the vertex's input)");
   }
-  const counts = new Map<string, number>();
-  const words = tokenize(
+  const counts = await countWords(
     file === undefined
       ? (await readSplit(split)).toString("utf8")
       : await readSlice(file, ctx.taskIndex, splitsOf(options, ctx)),
+    numberOption(options, "cpu-seconds", 0) * 1e6,
   );
-  for (const word of words) counts.set(word, (counts.get(word) ?? 0) + 1);
-  incrementCounter("words", words.length);
-  await burnCpu(numberOption(options, "cpu-seconds", 0) * 1e6);
   const parts = partFileCount(ctx.outputs);
   if (parts > 0) await writePartitions(ctx.outputDir, counts, parts);
   else await writeFileAtomic(join(ctx.outputDir, COUNTS_FILE), formatCounts(sortedByWord(counts)));
@@ -57,6 +58,27 @@ function splitsOf(options: TaskArgs["options"], ctx: { parallelism?: number; tas
     throw new TaskError(`task index ${ctx.taskIndex} is outside the ${splits} splits; --splits must equal parallelism`);
   }
   return splits;
+}
+
+/**
+ * The words of `text` counted a chunk of whole lines at a time (a word never spans a line), reporting the progress
+ * and the counter `words` as it goes; then `cpuUs` of CPU work, the second half of the progress when there is some.
+ */
+async function countWords(text: string, cpuUs: number): Promise<Map<string, number>> {
+  const countingShare = cpuUs > 0 ? 0.5 : 1;
+  const counts = new Map<string, number>();
+  incrementCounter("words", 0);
+  for (let at = 0; at < text.length;) {
+    const nl = text.indexOf("\n", at + COUNT_CHUNK_CHARS);
+    const end = nl === -1 ? text.length : nl + 1;
+    const words = tokenize(text.slice(at, end));
+    for (const word of words) counts.set(word, (counts.get(word) ?? 0) + 1);
+    incrementCounter("words", words.length);
+    at = end;
+    reportProgress((countingShare * at) / text.length);
+  }
+  await burnCpu(cpuUs, (f) => reportProgress(countingShare + (1 - countingShare) * f));
+  return counts;
 }
 
 /** The text of the lines that start inside byte range `index` of `splits` equal ranges of the file. */

@@ -148,21 +148,32 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
     const dag = JSON.parse(readFileSync(join(packageRoot(), "examples", "dags", "three-stage.json"), "utf8")) as {
       vertices: { name: string }[];
     };
+    // While it runs, a running task's progress (cpu-work reports it as it burns) shows beside its container.
+    await reloadUntil(
+      page,
+      `${rmUrl}/jobs/${appId}`,
+      "a running task's progress",
+      `[...document.querySelectorAll("#containers td.container-progress")].some((td) => /\\d+%/.test(td.textContent))`,
+      120_000,
+    );
+    await shot("job-running");
     await reloadUntil(
       page,
       `${rmUrl}/jobs/${appId}`,
       "the job to finish",
       `/FINISHED|SUCCEEDED/.test(document.querySelector("#app-state")?.textContent ?? "")`,
-      60_000,
+      180_000,
     );
     const vertices = await page.$$eval("#vertices tr[data-vertex]", (rows) =>
       rows.map((r) => r.getAttribute("data-vertex")),
     );
     expect(vertices.sort()).toEqual(dag.vertices.map((v) => v.name).sort());
+    const progress = await page.$$eval("#vertices td.vertex-progress .pct", (tds) => tds.map((td) => td.textContent));
+    expect(progress).toEqual(dag.vertices.map(() => "100%"));
     // The DAG chart drew something.
     expect(await page.$eval("#dag", (d) => d.querySelector("canvas, svg") !== null)).toBe(true);
     await shot("job");
-  }, 90_000);
+  }, 330_000);
 
   it("shows a node whose node manager was killed as LOST", async () => {
     const victim = desc.nodes[2]!;
