@@ -6,8 +6,9 @@
  * (--cpu-seconds adds CPU work to give the demo's tasks the weight of real batch work)
  * With no file, the task reads the lines of its input split (a vertex with an "input" in the DAG: one task per DFS
  * block, run where the block is). With a file, task i of N reads the lines that start in bytes [i*size/N,
- * (i+1)*size/N), so the N slices cover every line exactly once. N is --splits, else HARVEST_VERTEX_PARALLELISM. It reports its progress as it counts (and burns its
- * CPU work, the second half when there is some), and the words counted so far as the counter `words`.
+ * (i+1)*size/N), so the N slices cover every line exactly once. N is --splits, else HARVEST_VERTEX_PARALLELISM. It
+ * reports its progress as it counts (and burns its CPU work, the second half when there is some), and the words
+ * counted so far as the counter `words`.
  */
 import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
