@@ -33,10 +33,10 @@ import {
 } from "node:fs";
 import { writeSync } from "node:fs";
 import * as https from "node:https";
-import { loadavg, tmpdir } from "node:os";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DfsClient } from "../client/dfs-client.js";
-import type { JobReport } from "../client/job-client.js";
+import type { JobClient, JobReport } from "../client/job-client.js";
 import { localDfsClient, localJobClient, startCluster, stopCluster } from "../localcluster/cluster.js";
 import type { ClusterDescriptor, DaemonRecord } from "../localcluster/cluster.js";
 import {
@@ -47,14 +47,15 @@ import {
   RECORD_BYTES,
   SortedOutputCheck,
   sortLines,
+  parseStatsLine,
   splitRecords,
-  statsPath,
 } from "../examples/tasks/terasort-lib.js";
 import type { SortCheckResult, TaskStats } from "../examples/tasks/terasort-lib.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import type { FlagSpec } from "./flags.js";
 import { fmt, quantile, ratio, table } from "./report.js";
+import { clockTicksPerSecond, procStatFields, processTreesCpuMs, readProcStatTotals } from "../common/proc-stats.js";
 
 const FLAGS = {
   "size-mb": { kind: "int", default: 1024, min: 1, help: "data set size in MiB, in records of 100 bytes" },
@@ -89,11 +90,10 @@ const WARMUP_RECORDS_PER_MAP = 1000;
 /** How often the client asks for the job's state while the clock runs. */
 const POLL_MS = 50;
 
-/** The DFS paths of one sort job. */
+/** The DFS directories of one sort job. */
 interface JobPaths {
   input: string;
   output: string;
-  stats: string;
 }
 
 /** Where the time of the timed job went, in ms, from the job report's containers and the tasks' own timings. */
@@ -163,8 +163,8 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
     try {
       const linesIn = join(work, "gnu-in.txt");
       const linesOut = join(work, "gnu-out.txt");
-      const main: JobPaths = { input: "/sort/in", output: "/sort/out", stats: "/sort/stats" };
-      const warm: JobPaths = { input: "/sort/warm/in", output: "/sort/warm/out", stats: "/sort/warm/stats" };
+      const main: JobPaths = { input: "/sort/in", output: "/sort/out" };
+      const warm: JobPaths = { input: "/sort/warm/in", output: "/sort/warm/out" };
 
       progress(
         `writing ${fmt(bytes / MiB)} MiB (${records.toLocaleString("en-US")} records) as ${f.maps} DFS files and as GNU sort's lines`,
@@ -196,18 +196,22 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
 
       const served0 = await shuffleBytesServed(desc);
       const harvestLoad = loadavg();
+      const cpu0 = cpuSnapshot(desc);
       progress(`Harvest: ${f.maps} maps and ${f.reduces} reduces (timed from submission to the job's end)`);
       const t0 = Date.now();
       const appId = await jobs.submit(dag(main));
       const report = await jobs.waitForCompletion(appId, undefined, { pollMs: POLL_MS });
       const harvestEndMs = Date.now();
       const harvestMs = harvestEndMs - t0;
+      const cpu = cpuSpent(cpu0, cpuSnapshot(desc));
       if (report.outcome !== "JOB_SUCCEEDED")
         throw new Error(`the sort job ${appId} ended ${report.outcome}: ${report.diagnostics}`);
       const served1 = await shuffleBytesServed(desc);
 
       progress("checking the output: every record once, byte for byte, in key order, and in GNU sort's order");
-      const stats = await readStats(dfs, main.stats, f.maps, f.reduces);
+      const stats = await readStats(jobs, report);
+      if (stats.length !== f.maps + f.reduces)
+        throw new Error(`${stats.length} of the ${f.maps + f.reduces} tasks' containers printed their timings`);
       const order = new Uint32Array(records);
       const check = await checkOutput(dfs, main.output, f.reduces, f.seed, records, order);
       const gnuSameOrder = sameOrderAsLines(linesOut, order, records);
@@ -218,6 +222,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         served0 !== undefined && served1 !== undefined ? served1 - served0 : undefined,
       );
       const launches = launchLatencies(report, stats);
+      const cpuRows = cpuTable(cpu, stats, harvestMs);
       const mbps = (ms: number): number => bytes / 1e6 / (ms / 1000);
       const speed = gnuMs / harvestMs;
 
@@ -261,6 +266,11 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         `  a map, on average: ${phaseText(breakdown.map)}`,
         `  a reduce, on average: ${phaseText(breakdown.reduce)}`,
         `task launch (node manager started the container -> the task's program running): p50 ${fmt(launches.p50, 0)} ms, p90 ${fmt(launches.p90, 0)} ms, max ${fmt(launches.max, 0)} ms over ${launches.count} tasks`,
+        "",
+        `CPU during the Harvest job (${fmt(harvestMs / 1000, 2)} s, ${cpu.cores} cores: ${fmt((cpu.cores * harvestMs) / 1000, 1)} CPU seconds to spend):`,
+        "",
+        ...table(["who", "CPU s", "share of the machine"], cpuRows),
+        "",
         `shuffle: ${fmt(shuffle.fetchedBytes / MiB)} MiB fetched by the reducers in ${fmt(shuffle.spanMs, 0)} ms from the first fetch's start to the last's end: ${fmt(shuffle.MBps)} MB/s` +
           ` (each reducer: ${shuffle.perReducerMBps.map((x) => fmt(x)).join(", ")} MB/s); the node managers counted ${shuffle.servedBytes === undefined ? "-" : fmt(shuffle.servedBytes / MiB)} MiB served`,
       ];
@@ -285,6 +295,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
           breakdown,
           shuffle,
           launchMs: launches,
+          cpu,
           tasks: stats,
         },
       };
@@ -307,20 +318,13 @@ function sortDag(paths: JobPaths, maps: number, reduces: number, mapMemoryMb: nu
       {
         name: "map",
         parallelism: maps,
-        command: [
-          "node",
-          task("terasort-map"),
-          "--input",
-          `dfs:${paths.input}/part-\${HARVEST_TASK_INDEX}`,
-          "--stats",
-          `dfs:${paths.stats}`,
-        ],
+        command: ["node", task("terasort-map"), "--input", `dfs:${paths.input}/part-\${HARVEST_TASK_INDEX}`],
         resources: { vcores: 1, memoryMb: mapMemoryMb },
       },
       {
         name: "reduce",
         parallelism: reduces,
-        command: ["node", task("terasort-reduce"), "--output", `dfs:${paths.output}`, "--stats", `dfs:${paths.stats}`],
+        command: ["node", task("terasort-reduce"), "--output", `dfs:${paths.output}`],
         resources: { vcores: 1, memoryMb: reduceMemoryMb },
       },
     ],
@@ -406,17 +410,13 @@ function sameOrderAsLines(file: string, order: Uint32Array, records: number): bo
   }
 }
 
-/** Every task's stats file. */
-async function readStats(dfs: DfsClient, dir: string, maps: number, reduces: number): Promise<TaskStats[]> {
-  const paths = [
-    ...Array.from({ length: maps }, (_, i) => statsPath(dir, "map", i)),
-    ...Array.from({ length: reduces }, (_, i) => statsPath(dir, "reduce", i)),
-  ];
+/** The timings every task of the job printed last on its stdout, read from its node manager. */
+async function readStats(jobs: JobClient, report: JobReport): Promise<TaskStats[]> {
   const out: TaskStats[] = [];
-  for (const path of paths) {
-    const chunks: Buffer[] = [];
-    for await (const chunk of dfs.createReadStream(path)) chunks.push(chunk as Buffer);
-    out.push(JSON.parse(Buffer.concat(chunks).toString("utf8")) as TaskStats);
+  for (const c of report.containers) {
+    if (c.isAm || c.cause !== "SUCCEEDED") continue;
+    const stats = parseStatsLine(await jobs.containerLog(report.appId, c.containerId, "stdout"));
+    if (stats) out.push(stats);
   }
   return out;
 }
@@ -457,7 +457,7 @@ function meanPhases(xs: readonly { s: TaskStats; c: { startedMs: number; finishe
   for (const { s, c } of xs) {
     add("launch", s.mainStartMs - (c?.startedMs ?? Number.NaN));
     for (const [name, [a, b]] of Object.entries(s.phases)) add(name, b - a);
-    add("stats+exit", (c?.finishedMs ?? Number.NaN) - s.endMs);
+    add("exit", (c?.finishedMs ?? Number.NaN) - s.endMs);
   }
   return Object.fromEntries([...sums].map(([k, v]) => [k, v / Math.max(1, xs.length)]));
 }
@@ -498,6 +498,69 @@ function shuffleFigures(stats: readonly TaskStats[], servedBytes: number | undef
     MBps: fetchedBytes / 1e6 / (spanMs / 1000),
     perReducerMBps: fetches.map((x) => x.s.bytesIn / 1e6 / ((x.f[1] - x.f[0]) / 1000)),
   };
+}
+
+/** CPU time so far (ms): the cluster's daemons by kind, the containers the node managers have reaped, and the machine. */
+interface CpuSnapshot {
+  resourceManager: number;
+  namenode: number;
+  nodeManagers: number;
+  datanodes: number;
+  /** Containers (job managers and tasks), running or exited: the node managers' process trees but themselves. */
+  containers: number;
+  /** This process (the bench: its client polls the job). */
+  bench: number;
+  machineBusy: number;
+  cores: number;
+}
+
+function cpuSnapshot(desc: ClusterDescriptor): CpuSnapshot {
+  const msPerTick = 1000 / clockTicksPerSecond();
+  // Fields 14 and 15 (utime, stime) are at index 11 and 12.
+  const own = (d: DaemonRecord | undefined): number => {
+    const f = d ? procStatFields(d.pid) : undefined;
+    return f ? (Number(f[11]) + Number(f[12])) * msPerTick : 0;
+  };
+  // A node manager's tree: itself, its live containers, and (cutime, cstime) those it has reaped.
+  const trees = processTreesCpuMs(desc.nodes.map((n) => n.pid));
+  const self = process.cpuUsage();
+  return {
+    resourceManager: own(desc.rm),
+    namenode: own(desc.nn),
+    nodeManagers: desc.nodes.reduce((sum, n) => sum + own(n), 0),
+    datanodes: desc.nodes.reduce((sum, n) => sum + own(n.datanode), 0),
+    containers: desc.nodes.reduce((sum, n) => sum + (trees.get(n.pid) ?? 0) - own(n), 0),
+    bench: (self.user + self.system) / 1000,
+    machineBusy: readProcStatTotals().busyMs,
+    cores: availableParallelism(),
+  };
+}
+
+function cpuSpent(a: CpuSnapshot, b: CpuSnapshot): CpuSnapshot {
+  const out = { ...b };
+  for (const k of Object.keys(a) as (keyof CpuSnapshot)[]) if (k !== "cores") out[k] = b[k] - a[k];
+  return out;
+}
+
+/** Who used the machine's CPU during the job: the tasks (their own count), the daemons, and everything else. */
+function cpuTable(cpu: CpuSnapshot, stats: readonly TaskStats[], jobMs: number): string[][] {
+  const tasks = (vertex: string): number => stats.filter((s) => s.vertex === vertex).reduce((a, s) => a + s.cpuMs, 0);
+  const maps = tasks("map");
+  const reduces = tasks("reduce");
+  const ours = cpu.resourceManager + cpu.namenode + cpu.nodeManagers + cpu.datanodes + cpu.containers + cpu.bench;
+  const capacity = cpu.cores * jobMs;
+  const row = (who: string, ms: number): string[] => [who, fmt(ms / 1000, 2), `${fmt((100 * ms) / capacity, 0)} %`];
+  return [
+    row("map tasks", maps),
+    row("reduce tasks", reduces),
+    row("job manager, and tasks after their last figure", cpu.containers - maps - reduces),
+    row("datanodes", cpu.datanodes),
+    row("node managers (shuffle services)", cpu.nodeManagers),
+    row("resource manager and namenode", cpu.resourceManager + cpu.namenode),
+    row("the bench (polling the job)", cpu.bench),
+    row("anything else on the machine", cpu.machineBusy - ours),
+    row("machine busy", cpu.machineBusy),
+  ];
 }
 
 /** The node managers' harvest_nm_shuffle_bytes_total, summed; undefined when one cannot be read. */

@@ -1,12 +1,10 @@
 /**
  * TeraSort, map stage: reads its input file of 100-byte records from Harvest's file system, sorts it by key, and
  * writes each reducer's key range as `part-<r>` (total order: terasort-lib's partitionOf), every part sorted, for the
- * scatter-gather edge to terasort-reduce.
+ * scatter-gather edge to terasort-reduce. Its last line on stdout is its timings (terasort-lib's statsLine).
  *
- * Usage: terasort-map.js --input dfs:/path [--stats dfs:/dir]
+ * Usage: terasort-map.js --input dfs:/path
  *   --input  the file this task sorts (a whole number of records)
- *   --stats  a directory to write `<vertex>-<index>.json` into: when the task's phases started and ended (what
- *            `npm run bench -- sort` reports)
  */
 import { performance } from "node:perf_hooks";
 import { finished } from "node:stream/promises";
@@ -21,7 +19,7 @@ import {
   writeOutput,
 } from "../../task/index.js";
 import type { TaskArgs } from "../../task/index.js";
-import { partitionBounds, RECORD_BYTES, sortRecords, writeStats } from "./terasort-lib.js";
+import { cpuMsSoFar, partitionBounds, RECORD_BYTES, sortRecords, statsLine } from "./terasort-lib.js";
 
 /** When this task's program started running (after Node started and loaded it). */
 const mainStartMs = Date.now();
@@ -34,68 +32,60 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   const reduces = partFileCount(ctx.outputs);
   if (reduces === 0) throw new TaskError("terasort-map needs a scatter-gather consumer (the reduce vertex)");
 
+  const readStartMs = Date.now();
+  const data = await readWhole(input.slice(DFS_PREFIX.length));
+  const sortStartMs = Date.now();
+  const sorted = sortRecords(data);
+  const bounds = partitionBounds(sorted, reduces);
+  const writeStartMs = Date.now();
+  for (let r = 0; r < reduces; r++) {
+    const out = writeOutput(partitionFileName(r));
+    out.end(sorted.subarray(bounds[r]! * RECORD_BYTES, bounds[r + 1]! * RECORD_BYTES));
+    await finished(out);
+  }
+  const endMs = Date.now();
+  process.stdout.write(
+    statsLine({
+      vertex: ctx.vertex,
+      taskIndex: ctx.taskIndex,
+      containerId: process.env["HARVEST_CONTAINER_ID"] ?? "",
+      nodeId: process.env["HARVEST_NODE_ID"] ?? "",
+      processStartMs: performance.timeOrigin,
+      mainStartMs,
+      endMs,
+      phases: { read: [readStartMs, sortStartMs], sort: [sortStartMs, writeStartMs], write: [writeStartMs, endMs] },
+      bytesIn: data.length,
+      bytesOut: sorted.length,
+      cpuMs: cpuMsSoFar(),
+    }),
+  );
+}
+
+/**
+ * The whole file, read into one buffer of its length (no list of chunks to join: a copy of the file less, and its
+ * pages touched once).
+ */
+async function readWhole(path: string): Promise<Buffer> {
   const dfs = await dfsClient();
   try {
-    const readStartMs = Date.now();
-    const data = await readWhole(dfs, input.slice(DFS_PREFIX.length));
-    const sortStartMs = Date.now();
-    const sorted = sortRecords(data);
-    const bounds = partitionBounds(sorted, reduces);
-    const writeStartMs = Date.now();
-    for (let r = 0; r < reduces; r++) {
-      const out = writeOutput(partitionFileName(r));
-      out.end(sorted.subarray(bounds[r]! * RECORD_BYTES, bounds[r + 1]! * RECORD_BYTES));
-      await finished(out);
+    const length = Number((await dfs.stat(path)).length);
+    if (length % RECORD_BYTES !== 0)
+      throw new TaskError(`dfs:${path} holds ${length} bytes, not a whole number of ${RECORD_BYTES}-byte records`);
+    const data = Buffer.allocUnsafeSlow(length);
+    let at = 0;
+    for await (const chunk of dfs.createReadStream(path)) {
+      const piece = chunk as Buffer;
+      if (at + piece.length > length) throw new TaskError(`dfs:${path} grew past the ${length} bytes it had`);
+      piece.copy(data, at);
+      at += piece.length;
     }
-    const endMs = Date.now();
-    const stats = options.get("stats");
-    if (stats !== undefined) {
-      if (!isDfsPath(stats)) throw new TaskError(`--stats must be a dfs:/directory, got ${stats}`);
-      await writeStats(dfs, stats.slice(DFS_PREFIX.length), {
-        vertex: ctx.vertex,
-        taskIndex: ctx.taskIndex,
-        containerId: process.env["HARVEST_CONTAINER_ID"] ?? "",
-        nodeId: process.env["HARVEST_NODE_ID"] ?? "",
-        processStartMs: performance.timeOrigin,
-        mainStartMs,
-        endMs,
-        phases: { read: [readStartMs, sortStartMs], sort: [sortStartMs, writeStartMs], write: [writeStartMs, endMs] },
-        bytesIn: data.length,
-        bytesOut: sorted.length,
-      });
-    }
+    if (at !== length) throw new TaskError(`dfs:${path}: read ${at} of its ${length} bytes`);
+    return data;
+  } catch (err) {
+    throw err instanceof TaskError ? err : new TaskError(`cannot read dfs:${path}: ${(err as Error).message}`);
   } finally {
     dfs.close();
   }
 }
 
-/**
- * The whole file, read into one buffer of its length (no list of chunks to join: a copy of 128 MiB less, and pages
- * touched once).
- */
-async function readWhole(dfs: Awaited<ReturnType<typeof dfsClient>>, path: string): Promise<Buffer> {
-  let length: number;
-  try {
-    length = Number((await dfs.stat(path)).length);
-  } catch (err) {
-    throw new TaskError(`cannot read dfs:${path}: ${(err as Error).message}`);
-  }
-  if (length % RECORD_BYTES !== 0)
-    throw new TaskError(`dfs:${path} holds ${length} bytes, not a whole number of ${RECORD_BYTES}-byte records`);
-  const data = Buffer.allocUnsafeSlow(length);
-  let at = 0;
-  try {
-    for await (const chunk of dfs.createReadStream(path)) {
-      const piece = chunk as Buffer;
-      if (at + piece.length > length) throw new Error(`the file grew past the ${length} bytes it had`);
-      piece.copy(data, at);
-      at += piece.length;
-    }
-  } catch (err) {
-    throw new TaskError(`cannot read dfs:${path}: ${(err as Error).message}`);
-  }
-  if (at !== length) throw new TaskError(`dfs:${path}: read ${at} of its ${length} bytes`);
-  return data;
-}
-
-taskMain("terasort-map", ["input", "stats"], main);
+taskMain("terasort-map", ["input"], main);

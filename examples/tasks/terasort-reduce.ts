@@ -2,18 +2,17 @@
  * TeraSort, reduce stage: fetches its key range (`part-<its index>`) from every map over the node managers' shuffle
  * services, merges the maps' sorted runs (a k-way merge), and writes the result to Harvest's file system with
  * replication 1 as `<output>/part-<index, 5 digits>`; the reducers' files, in reducer order, are the sorted data set.
+ * Its last line on stdout is its timings (terasort-lib's statsLine).
  *
- * Usage: terasort-reduce.js --output dfs:/dir [--stats dfs:/dir]
+ * Usage: terasort-reduce.js --output dfs:/dir
  *   --output  the directory of the sorted files (created if missing; a file an earlier attempt left is replaced)
- *   --stats   a directory to write `<vertex>-<index>.json` into: when the task's phases started and ended, and the
- *             bytes it fetched (what `npm run bench -- sort` reports)
  */
 import { once } from "node:events";
 import { performance } from "node:perf_hooks";
 import { finished } from "node:stream/promises";
 import { dfsClient, DFS_PREFIX, inputPieces, isDfsPath, openInput, TaskError, taskMain } from "../../task/index.js";
 import type { InputPiece, TaskArgs } from "../../task/index.js";
-import { mergeRuns, outputFileName, recordCount, writeStats } from "./terasort-lib.js";
+import { cpuMsSoFar, mergeRuns, outputFileName, recordCount, statsLine } from "./terasort-lib.js";
 
 /** When this task's program started running (after Node started and loaded it). */
 const mainStartMs = Date.now();
@@ -22,11 +21,9 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   if (positional.length > 0) throw new TaskError(`unexpected argument ${positional[0]}; usage: terasort-reduce`);
   const output = options.get("output");
   if (output === undefined || !isDfsPath(output)) throw new TaskError("--output dfs:/directory is required");
-  const stats = options.get("stats");
-  if (stats !== undefined && !isDfsPath(stats)) throw new TaskError(`--stats must be a dfs:/directory, got ${stats}`);
   const ctx = context();
-  const input = ctx.inputs.find((i) => i.edgeType === "scatter-gather");
-  if (!input || ctx.inputs.length !== 1)
+  const input = ctx.inputs[0];
+  if (ctx.inputs.length !== 1 || input?.edgeType !== "scatter-gather")
     throw new TaskError("terasort-reduce reads exactly one input: the map vertex, over a scatter-gather edge");
 
   // Every map's run at once: the fetches overlap, each from its own node manager.
@@ -43,10 +40,11 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   }
 
   const dir = output.slice(DFS_PREFIX.length).replace(/\/+$/, "");
+  const path = `${dir}/${outputFileName(ctx.taskIndex)}`;
   const dfs = await dfsClient();
   try {
     await dfs.mkdir(dir || "/");
-    const out = dfs.createWriteStream(`${dir}/${outputFileName(ctx.taskIndex)}`, { replication: 1, overwrite: true });
+    const out = dfs.createWriteStream(path, { replication: 1, overwrite: true });
     const failed = new Promise<never>((_, reject) => out.once("error", reject));
     failed.catch(() => undefined);
     // Merge a chunk, hand it to the write stream, and merge the next while its packets go out; wait only when the
@@ -56,26 +54,27 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
     }
     out.end();
     await Promise.race([finished(out), failed]);
-    const endMs = Date.now();
-    if (stats !== undefined)
-      await writeStats(dfs, stats.slice(DFS_PREFIX.length), {
-        vertex: ctx.vertex,
-        taskIndex: ctx.taskIndex,
-        containerId: process.env["HARVEST_CONTAINER_ID"] ?? "",
-        nodeId: process.env["HARVEST_NODE_ID"] ?? "",
-        processStartMs: performance.timeOrigin,
-        mainStartMs,
-        endMs,
-        phases: { fetch: [fetchStartMs, mergeStartMs], "merge+write": [mergeStartMs, endMs] },
-        bytesIn,
-        bytesOut: bytesIn,
-      });
   } catch (err) {
-    if (err instanceof TaskError) throw err;
-    throw new TaskError(`cannot write ${output}: ${(err as Error).message}`, 1);
+    throw new TaskError(`cannot write dfs:${path}: ${(err as Error).message}`, 1);
   } finally {
     dfs.close();
   }
+  const endMs = Date.now();
+  process.stdout.write(
+    statsLine({
+      vertex: ctx.vertex,
+      taskIndex: ctx.taskIndex,
+      containerId: process.env["HARVEST_CONTAINER_ID"] ?? "",
+      nodeId: process.env["HARVEST_NODE_ID"] ?? "",
+      processStartMs: performance.timeOrigin,
+      mainStartMs,
+      endMs,
+      phases: { fetch: [fetchStartMs, mergeStartMs], "merge+write": [mergeStartMs, endMs] },
+      bytesIn,
+      bytesOut: bytesIn,
+      cpuMs: cpuMsSoFar(),
+    }),
+  );
 }
 
 /** One map's run, whole. */
@@ -85,4 +84,4 @@ async function fetchWhole(piece: InputPiece): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-taskMain("terasort-reduce", ["output", "stats"], main);
+taskMain("terasort-reduce", ["output"], main);
