@@ -204,7 +204,8 @@ function bucketBitsFor(n: number): number {
 }
 
 /**
- * `input`'s records sorted by key into a new buffer (records with equal keys keep their order).
+ * `input`'s records sorted by key (records with equal keys keep their order), into `into` (a buffer of the same length,
+ * which may be `input` itself: the sort is done reading it after its first pass) or else a new buffer.
  *
  * JavaScript's costs decide the method: a comparator per comparison (Buffer.compare on subarrays) is slow, and so is
  * gathering records in sorted order from all over a large buffer (each record a cache and TLB miss). So: one pass
@@ -213,11 +214,14 @@ function bucketBitsFor(n: number): number {
  * key's next bits above the record's index in the bucket, and gathered into place. Records whose numbers tie on the
  * key bits (rare with random keys) are put in order by comparing their whole keys.
  */
-export function sortRecords(unaligned: Buffer): Buffer {
+export function sortRecords(unaligned: Buffer, into?: Buffer): Buffer {
   const input = aligned(unaligned);
   const n = recordCount(input);
-  const out = Buffer.allocUnsafeSlow(input.length);
-  if (n === 0) return out;
+  if (into !== undefined && into.length !== input.length)
+    throw new Error(`cannot sort ${input.length} bytes into a buffer of ${into.length}`);
+  // An unaligned `into` gets the records through an aligned copy (the word copies need 4-byte alignment).
+  const out = into !== undefined && into.byteOffset % 4 === 0 ? into : Buffer.allocUnsafeSlow(input.length);
+  if (n === 0) return into ?? out;
   const bits = bucketBitsFor(n);
   const buckets = 2 ** bits;
   const starts = new Int32Array(buckets + 1);
@@ -273,6 +277,10 @@ export function sortRecords(unaligned: Buffer): Buffer {
       j = end;
     }
   }
+  if (into !== undefined && into !== out) {
+    out.copy(into);
+    return into;
+  }
   return out;
 }
 
@@ -291,13 +299,26 @@ function copyRecord(src: Int32Array, from: number, dst: Int32Array, to: number):
 // ---------------------------------------------------------------------------------------------------------------------
 // The reduce's merge
 
+/** How `mergeRuns` hands out what it merged. */
+export interface MergeOptions {
+  /** Records per yielded buffer (the last may hold fewer). @default 40000 */
+  chunkRecords?: number;
+  /**
+   * 0: every yielded buffer is new, the consumer may keep it. n > 0: the merge cycles through n buffers, so the
+   * consumer must be done with a buffer before it asks for the n-th one after it (no fresh memory to fault in for
+   * every chunk). @default 0
+   */
+  reuse?: number;
+}
+
 /**
  * Merges sorted runs of records into key order (a k-way merge over a binary heap of the runs' heads, keyed by the
- * key's first 6 bytes and last 4 as two numbers; equal keys come out in run order), yielding buffers of up to
- * `chunkRecords` records. Each yielded buffer is new: a consumer may keep it (a file system's write stream does until
- * the data is acknowledged).
+ * key's first 6 bytes and last 4 as two numbers; equal keys come out in run order), yielding buffers of records.
  */
-export function* mergeRuns(unalignedRuns: readonly Buffer[], chunkRecords = 40_000): Generator<Buffer> {
+export function* mergeRuns(unalignedRuns: readonly Buffer[], options: MergeOptions = {}): Generator<Buffer> {
+  const chunkRecords = options.chunkRecords ?? 40_000;
+  const ring: Buffer[] = [];
+  let chunks = 0;
   const runs = unalignedRuns.map(aligned);
   const k = runs.length;
   const words = runs.map(wordsOf);
@@ -338,7 +359,13 @@ export function* mergeRuns(unalignedRuns: readonly Buffer[], chunkRecords = 40_0
   for (let i = (size >> 1) - 1; i >= 0; i--) siftDown(i);
   while (left > 0) {
     const count = Math.min(chunkRecords, left);
-    const chunk = Buffer.allocUnsafeSlow(count * RECORD_BYTES);
+    const reuse = options.reuse ?? 0;
+    let chunk: Buffer;
+    if (reuse > 0) {
+      ring[chunks % reuse] ??= Buffer.allocUnsafeSlow(chunkRecords * RECORD_BYTES);
+      chunk = ring[chunks % reuse]!.subarray(0, count * RECORD_BYTES);
+    } else chunk = Buffer.allocUnsafeSlow(count * RECORD_BYTES);
+    chunks++;
     const out = wordsOf(chunk);
     for (let o = 0; o < count; o++) {
       const r = heap[0]!;

@@ -35,7 +35,8 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   const readStartMs = Date.now();
   const data = await readWhole(input.slice(DFS_PREFIX.length));
   const sortStartMs = Date.now();
-  const sorted = sortRecords(data);
+  // In place: the sort's first pass copies the records out, and the input's pages, touched already, take the result.
+  const sorted = sortRecords(data, data);
   const bounds = partitionBounds(sorted, reduces);
   const writeStartMs = Date.now();
   for (let r = 0; r < reduces; r++) {

@@ -7,12 +7,14 @@
  * Usage: terasort-reduce.js --output dfs:/dir
  *   --output  the directory of the sorted files (created if missing; a file an earlier attempt left is replaced)
  */
-import { once } from "node:events";
 import { performance } from "node:perf_hooks";
 import { finished } from "node:stream/promises";
 import { dfsClient, DFS_PREFIX, inputPieces, isDfsPath, openInput, TaskError, taskMain } from "../../task/index.js";
 import type { InputPiece, TaskArgs } from "../../task/index.js";
 import { cpuMsSoFar, mergeRuns, outputFileName, recordCount, statsLine } from "./terasort-lib.js";
+
+/** Buffers the merge cycles through while the file system's write stream takes them. */
+const WRITE_RING = 4;
 
 /** When this task's program started running (after Node started and loaded it). */
 const mainStartMs = Date.now();
@@ -47,10 +49,17 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
     const out = dfs.createWriteStream(path, { replication: 1, overwrite: true });
     const failed = new Promise<never>((_, reject) => out.once("error", reject));
     failed.catch(() => undefined);
-    // Merge a chunk, hand it to the write stream, and merge the next while its packets go out; wait only when the
-    // stream has more queued than it wants.
-    for (const chunk of mergeRuns(runs)) {
-      if (!out.write(chunk)) await Promise.race([once(out, "drain"), failed]);
+    // The merge fills a ring of WRITE_RING buffers and never waits for a chunk's packets to go out before it merges
+    // the next. A buffer is merged into again only after the write of the chunk after its last one has been taken:
+    // the stream copies what it sends into its own packets and keeps only the tail of a chunk under one packet,
+    // which it takes first when the next chunk comes (client/write-stream.ts).
+    const taken: Promise<void>[] = [];
+    const merged = mergeRuns(runs, { reuse: WRITE_RING });
+    for (let i = 0; ; i++) {
+      if (i >= WRITE_RING - 1) await Promise.race([taken[i - (WRITE_RING - 1)], failed]);
+      const next = merged.next();
+      if (next.done) break;
+      taken.push(new Promise<void>((resolve) => out.write(next.value, () => resolve())));
     }
     out.end();
     await Promise.race([finished(out), failed]);

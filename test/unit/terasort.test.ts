@@ -39,24 +39,30 @@ function expectSameRecords(actual: Buffer, expected: Buffer): void {
   expect(first, "the first record that differs").toBe(-1);
 }
 
-/** Runs the job's logic in memory: each map sorts its split and cuts it by reducer; each reducer merges its runs. */
+/**
+ * Runs the job's logic in memory as the tasks do: each map sorts its split in place and cuts it by reducer; each
+ * reducer merges its runs through a ring of reused buffers, copying each chunk out before it asks for more.
+ */
 function sortLikeTheJob(data: Buffer, maps: number, reduces: number): Buffer[] {
   const starts = splitRecords(recordCount(data), maps);
   const parts = Array.from({ length: maps }, (_, m) => {
-    const sorted = sortRecords(data.subarray(starts[m]! * RECORD_BYTES, starts[m + 1]! * RECORD_BYTES));
+    const split = Buffer.from(data.subarray(starts[m]! * RECORD_BYTES, starts[m + 1]! * RECORD_BYTES));
+    const sorted = sortRecords(split, split);
+    expect(sorted).toBe(split);
     const bounds = partitionBounds(sorted, reduces);
     return Array.from({ length: reduces }, (_, r) =>
       sorted.subarray(bounds[r]! * RECORD_BYTES, bounds[r + 1]! * RECORD_BYTES),
     );
   });
-  return Array.from({ length: reduces }, (_, r) =>
-    Buffer.concat([
-      ...mergeRuns(
-        parts.map((p) => p[r]!),
-        97,
-      ),
-    ]),
-  );
+  return Array.from({ length: reduces }, (_, r) => {
+    const chunks: Buffer[] = [];
+    for (const chunk of mergeRuns(
+      parts.map((p) => p[r]!),
+      { chunkRecords: 97, reuse: 3 },
+    ))
+      chunks.push(Buffer.from(chunk));
+    return Buffer.concat(chunks);
+  });
 }
 
 /** A record with the given key bytes (the rest of the key zero) and a value naming `n`. */
@@ -138,7 +144,7 @@ describe("the map's sort", () => {
     expectSameRecords(sortRecords(data), referenceSort(data));
   });
 
-  it("sorts every record alike when all keys are equal, and an empty or unaligned input", () => {
+  it("sorts every record alike when all keys are equal, and an empty or unaligned input or target", () => {
     const same = Buffer.concat(Array.from({ length: 300 }, (_, i) => recordWithKey([0xab, 0xcd], i)));
     expectSameRecords(sortRecords(same), same);
     expect(sortRecords(Buffer.alloc(0))).toHaveLength(0);
@@ -146,6 +152,9 @@ describe("the map's sort", () => {
     const odd = Buffer.alloc(data.length + 1);
     data.copy(odd, 1);
     expectSameRecords(sortRecords(odd.subarray(1)), referenceSort(data));
+    const target = Buffer.alloc(data.length + 2).subarray(2);
+    expect(sortRecords(data, target)).toBe(target);
+    expectSameRecords(target, referenceSort(data));
   });
 });
 
@@ -166,7 +175,7 @@ describe("a sort job's logic, maps and reduces in memory", () => {
   it("merges runs of any length, empty ones included, in chunks of the size asked", () => {
     const runs = [generateRecords(2, 0, 500), Buffer.alloc(0), generateRecords(2, 500, 1), generateRecords(2, 501, 77)];
     const sortedRuns = runs.map((r) => sortRecords(r));
-    const chunks = [...mergeRuns(sortedRuns, 100)];
+    const chunks = [...mergeRuns(sortedRuns, { chunkRecords: 100 })];
     expect(chunks.map((c) => recordCount(c))).toEqual([100, 100, 100, 100, 100, 78]);
     expectSameRecords(Buffer.concat(chunks), referenceSort(Buffer.concat(runs)));
     expect([...mergeRuns([])]).toEqual([]);
