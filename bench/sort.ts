@@ -11,7 +11,7 @@
  * its key range from every map through the node managers' shuffle services, merges the sorted runs, and writes its
  * file to the file system with replication 1), joined by a scatter-gather edge, on a secure cluster of `--servers`
  * servers whose primary tenants stay idle. Timed from the submission to the job's end as the client sees it (polled
- * every 50 ms), after an untimed warm-up job of the same shape on a few records (it localizes the task runtime on
+ * every 100 ms), after an untimed warm-up job of the same shape on a few records (it localizes the task runtime on
  * every node, as a cluster that has run a job before has it). Checked after the clock stops: the output files, in
  * reducer order, hold every record of the data set exactly once, byte for byte, in key order.
  *
@@ -88,7 +88,7 @@ const GNU_PARALLEL = 2;
 const WARMUP_RECORDS_PER_MAP = 1000;
 
 /** How often the client asks for the job's state while the clock runs. */
-const POLL_MS = 50;
+const POLL_MS = 100;
 
 /** The DFS directories of one sort job. */
 interface JobPaths {
@@ -110,10 +110,10 @@ interface Breakdown {
   reducePhaseMs: number;
   /** Last reduce container ended to the job's end as the client saw it. */
   tailMs: number;
-  /** Mean per map task: container started to program running, then its phases. */
-  map: Record<string, number>;
+  /** Mean per map task: launch (container started -> program running), its phases, its exit. */
+  map: Record<string, MeanPhase>;
   /** Mean per reduce task. */
-  reduce: Record<string, number>;
+  reduce: Record<string, MeanPhase>;
 }
 
 /** The shuffle's throughput, from the reducers' fetch timings and the node managers' counters. */
@@ -143,8 +143,9 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
   try {
     const mapFileMiB = Math.ceil(bytes / f.maps / MiB);
     const reduceFileMiB = Math.ceil(bytes / f.reduces / MiB);
-    const mapMemoryMb = Math.max(256, 4 * mapFileMiB + 192);
-    const reduceMemoryMb = Math.max(256, 3 * reduceFileMiB + 192);
+    // A map holds its split and the sort's scratch copy; a reduce its runs and, while it joins each, the fetched pieces.
+    const mapMemoryMb = 2 * mapFileMiB + 256;
+    const reduceMemoryMb = 2 * reduceFileMiB + 256;
     const serverMemoryMb = 2 * Math.max(mapMemoryMb, reduceMemoryMb) + 512;
     progress(`starting a ${f.servers}-server cluster (mutual TLS, idle primaries, ${f["server-vcores"]} vcores each)`);
     const idle = join(work, "idle.csv");
@@ -263,8 +264,10 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
           ],
         ),
         "",
-        `  a map, on average: ${phaseText(breakdown.map)}`,
-        `  a reduce, on average: ${phaseText(breakdown.reduce)}`,
+        ...phaseTable("map", f.maps, breakdown.map),
+        "",
+        ...phaseTable("reduce", f.reduces, breakdown.reduce),
+        "",
         `task launch (node manager started the container -> the task's program running): p50 ${fmt(launches.p50, 0)} ms, p90 ${fmt(launches.p90, 0)} ms, max ${fmt(launches.max, 0)} ms over ${launches.count} tasks`,
         "",
         `CPU during the Harvest job (${fmt(harvestMs / 1000, 2)} s, ${cpu.cores} cores: ${fmt((cpu.cores * harvestMs) / 1000, 1)} CPU seconds to spend):`,
@@ -448,24 +451,39 @@ function timeBreakdown(report: JobReport, stats: readonly TaskStats[], submitted
   };
 }
 
-/** Mean ms per task: launch (container started -> program running), each phase, and exit (done -> container ended). */
-function meanPhases(xs: readonly { s: TaskStats; c: { startedMs: number; finishedMs: number } | undefined }[]) {
-  const sums = new Map<string, number>();
-  const add = (k: string, v: number): void => {
-    sums.set(k, (sums.get(k) ?? 0) + v);
-  };
-  for (const { s, c } of xs) {
-    add("launch", s.mainStartMs - (c?.startedMs ?? Number.NaN));
-    for (const [name, [a, b]] of Object.entries(s.phases)) add(name, b - a);
-    add("exit", (c?.finishedMs ?? Number.NaN) - s.endMs);
-  }
-  return Object.fromEntries([...sums].map(([k, v]) => [k, v / Math.max(1, xs.length)]));
+/** A phase's mean over a vertex's tasks: wall-clock ms and the task's CPU ms (NaN where a task cannot tell). */
+interface MeanPhase {
+  wallMs: number;
+  cpuMs: number;
 }
 
-function phaseText(phases: Record<string, number>): string {
-  return Object.entries(phases)
-    .map(([k, v]) => `${k} ${fmt(v, 0)}`)
-    .join(", ");
+/**
+ * Each phase's mean over the tasks: launch (container started by its node manager -> program running; its CPU is
+ * Node's start and the program's modules), the task's own phases, and exit (done -> the node manager saw it end).
+ */
+function meanPhases(
+  xs: readonly { s: TaskStats; c: { startedMs: number; finishedMs: number } | undefined }[],
+): Record<string, MeanPhase> {
+  const sums = new Map<string, MeanPhase>();
+  const add = (k: string, wallMs: number, cpuMs: number): void => {
+    const m = sums.get(k) ?? { wallMs: 0, cpuMs: 0 };
+    sums.set(k, { wallMs: m.wallMs + wallMs, cpuMs: m.cpuMs + cpuMs });
+  };
+  for (const { s, c } of xs) {
+    add("launch", s.mainStartMs - (c?.startedMs ?? Number.NaN), s.startupCpuMs);
+    for (const [name, p] of Object.entries(s.phases)) add(name, p.endMs - p.startMs, p.cpuMs);
+    add("exit", (c?.finishedMs ?? Number.NaN) - s.endMs, Number.NaN);
+  }
+  const n = Math.max(1, xs.length);
+  return Object.fromEntries([...sums].map(([k, v]) => [k, { wallMs: v.wallMs / n, cpuMs: v.cpuMs / n }]));
+}
+
+/** A table of a vertex's mean phases. */
+function phaseTable(vertex: string, count: number, phases: Record<string, MeanPhase>): string[] {
+  return table(
+    [`a ${vertex} task (mean of ${count})`, "wall ms", "CPU ms"],
+    Object.entries(phases).map(([k, v]) => [k, fmt(v.wallMs, 0), fmt(v.cpuMs, 0)]),
+  );
 }
 
 /** Container started (node manager) -> program running (the task's clock), over every task of the job. */
@@ -490,13 +508,13 @@ function shuffleFigures(stats: readonly TaskStats[], servedBytes: number | undef
     s.vertex === "reduce" && s.phases["fetch"] ? [{ s, f: s.phases["fetch"] }] : [],
   );
   const fetchedBytes = fetches.reduce((sum, x) => sum + x.s.bytesIn, 0);
-  const spanMs = Math.max(...fetches.map((x) => x.f[1])) - Math.min(...fetches.map((x) => x.f[0]));
+  const spanMs = Math.max(...fetches.map((x) => x.f.endMs)) - Math.min(...fetches.map((x) => x.f.startMs));
   return {
     fetchedBytes,
     servedBytes,
     spanMs,
     MBps: fetchedBytes / 1e6 / (spanMs / 1000),
-    perReducerMBps: fetches.map((x) => x.s.bytesIn / 1e6 / ((x.f[1] - x.f[0]) / 1000)),
+    perReducerMBps: fetches.map((x) => x.s.bytesIn / 1e6 / ((x.f.endMs - x.f.startMs) / 1000)),
   };
 }
 

@@ -531,7 +531,14 @@ export class SortedOutputCheck {
 // ---------------------------------------------------------------------------------------------------------------------
 // The tasks' timings
 
-/** What a terasort task reports of itself (`--stats`), all times wall-clock ms since the epoch. */
+/** One phase of a task: when it ran (wall-clock ms since the epoch) and the CPU its process spent meanwhile. */
+export interface Phase {
+  startMs: number;
+  endMs: number;
+  cpuMs: number;
+}
+
+/** What a terasort task reports of itself (its stats line), all times wall-clock ms since the epoch. */
 export interface TaskStats {
   vertex: string;
   taskIndex: number;
@@ -542,15 +549,37 @@ export interface TaskStats {
   processStartMs: number;
   /** When the task's program began to run (its modules loaded). */
   mainStartMs: number;
-  /** When it had written everything (its stats excepted). */
+  /** CPU the process had spent by then (Node's start and the program's modules). */
+  startupCpuMs: number;
+  /** When it had written everything. */
   endMs: number;
-  /** Its phases in order: name -> [start, end]. */
-  phases: Record<string, [number, number]>;
+  /** Its phases, in order. */
+  phases: Record<string, Phase>;
   /** Bytes it read (its input file; for a reducer, what it fetched) and wrote. */
   bytesIn: number;
   bytesOut: number;
   /** CPU time of its process until `endMs`, user + system (process.cpuUsage). */
   cpuMs: number;
+}
+
+/** Times a task's phases one after the other: each `next(name)` ends the phase before. */
+export class PhaseClock {
+  readonly phases: Record<string, Phase> = {};
+  private current: { name: string; startMs: number; cpuMs: number } | undefined;
+
+  /** Ends the running phase (if any) and starts `name`. */
+  next(name: string): void {
+    this.end();
+    this.current = { name, startMs: Date.now(), cpuMs: cpuMsSoFar() };
+  }
+
+  /** Ends the running phase. */
+  end(): void {
+    const c = this.current;
+    if (!c) return;
+    this.phases[c.name] = { startMs: c.startMs, endMs: Date.now(), cpuMs: cpuMsSoFar() - c.cpuMs };
+    this.current = undefined;
+  }
 }
 
 /** What starts a task's stats line on its stdout; the rest of the line is the TaskStats as JSON. */

@@ -19,10 +19,11 @@ import {
   writeOutput,
 } from "../../task/index.js";
 import type { TaskArgs } from "../../task/index.js";
-import { cpuMsSoFar, partitionBounds, RECORD_BYTES, sortRecords, statsLine } from "./terasort-lib.js";
+import { cpuMsSoFar, partitionBounds, PhaseClock, RECORD_BYTES, sortRecords, statsLine } from "./terasort-lib.js";
 
-/** When this task's program started running (after Node started and loaded it). */
+/** When this task's program started running (after Node started and loaded it), and the CPU that took. */
 const mainStartMs = Date.now();
+const startupCpuMs = cpuMsSoFar();
 
 async function main({ options, positional, context }: TaskArgs): Promise<void> {
   if (positional.length > 0) throw new TaskError(`unexpected argument ${positional[0]}; usage: terasort-map --input`);
@@ -32,19 +33,19 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   const reduces = partFileCount(ctx.outputs);
   if (reduces === 0) throw new TaskError("terasort-map needs a scatter-gather consumer (the reduce vertex)");
 
-  const readStartMs = Date.now();
-  const data = await readWhole(input.slice(DFS_PREFIX.length));
-  const sortStartMs = Date.now();
+  const clock = new PhaseClock();
+  const data = await readWhole(input.slice(DFS_PREFIX.length), clock);
+  clock.next("sort");
   // In place: the sort's first pass copies the records out, and the input's pages, touched already, take the result.
   const sorted = sortRecords(data, data);
   const bounds = partitionBounds(sorted, reduces);
-  const writeStartMs = Date.now();
+  clock.next("write");
   for (let r = 0; r < reduces; r++) {
     const out = writeOutput(partitionFileName(r));
     out.end(sorted.subarray(bounds[r]! * RECORD_BYTES, bounds[r + 1]! * RECORD_BYTES));
     await finished(out);
   }
-  const endMs = Date.now();
+  clock.end();
   process.stdout.write(
     statsLine({
       vertex: ctx.vertex,
@@ -53,8 +54,9 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
       nodeId: process.env["HARVEST_NODE_ID"] ?? "",
       processStartMs: performance.timeOrigin,
       mainStartMs,
-      endMs,
-      phases: { read: [readStartMs, sortStartMs], sort: [sortStartMs, writeStartMs], write: [writeStartMs, endMs] },
+      startupCpuMs,
+      endMs: Date.now(),
+      phases: clock.phases,
       bytesIn: data.length,
       bytesOut: sorted.length,
       cpuMs: cpuMsSoFar(),
@@ -64,14 +66,16 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
 
 /**
  * The whole file, read into one buffer of its length (no list of chunks to join: a copy of the file less, and its
- * pages touched once).
+ * pages touched once). Phases: "open" (the file-system client, loaded on first use, and the file's length), "read".
  */
-async function readWhole(path: string): Promise<Buffer> {
+async function readWhole(path: string, clock: PhaseClock): Promise<Buffer> {
+  clock.next("open");
   const dfs = await dfsClient();
   try {
     const length = Number((await dfs.stat(path)).length);
     if (length % RECORD_BYTES !== 0)
       throw new TaskError(`dfs:${path} holds ${length} bytes, not a whole number of ${RECORD_BYTES}-byte records`);
+    clock.next("read");
     const data = Buffer.allocUnsafeSlow(length);
     let at = 0;
     for await (const chunk of dfs.createReadStream(path)) {

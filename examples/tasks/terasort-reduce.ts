@@ -11,13 +11,14 @@ import { performance } from "node:perf_hooks";
 import { finished } from "node:stream/promises";
 import { dfsClient, DFS_PREFIX, inputPieces, isDfsPath, openInput, TaskError, taskMain } from "../../task/index.js";
 import type { InputPiece, TaskArgs } from "../../task/index.js";
-import { cpuMsSoFar, mergeRuns, outputFileName, recordCount, statsLine } from "./terasort-lib.js";
+import { cpuMsSoFar, mergeRuns, outputFileName, PhaseClock, recordCount, statsLine } from "./terasort-lib.js";
 
 /** Buffers the merge cycles through while the file system's write stream takes them. */
 const WRITE_RING = 4;
 
-/** When this task's program started running (after Node started and loaded it). */
+/** When this task's program started running (after Node started and loaded it), and the CPU that took. */
 const mainStartMs = Date.now();
+const startupCpuMs = cpuMsSoFar();
 
 async function main({ options, positional, context }: TaskArgs): Promise<void> {
   if (positional.length > 0) throw new TaskError(`unexpected argument ${positional[0]}; usage: terasort-reduce`);
@@ -29,9 +30,9 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
     throw new TaskError("terasort-reduce reads exactly one input: the map vertex, over a scatter-gather edge");
 
   // Every map's run at once: the fetches overlap, each from its own node manager.
-  const fetchStartMs = Date.now();
+  const clock = new PhaseClock();
+  clock.next("fetch");
   const runs = await Promise.all((await inputPieces(input, ctx.taskIndex)).map(fetchWhole));
-  const mergeStartMs = Date.now();
   const bytesIn = runs.reduce((sum, r) => sum + r.length, 0);
   for (const [i, run] of runs.entries()) {
     try {
@@ -43,10 +44,12 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
 
   const dir = output.slice(DFS_PREFIX.length).replace(/\/+$/, "");
   const path = `${dir}/${outputFileName(ctx.taskIndex)}`;
+  clock.next("open");
   const dfs = await dfsClient();
   try {
     await dfs.mkdir(dir || "/");
     const out = dfs.createWriteStream(path, { replication: 1, overwrite: true });
+    clock.next("merge+write");
     const failed = new Promise<never>((_, reject) => out.once("error", reject));
     failed.catch(() => undefined);
     // The merge fills a ring of WRITE_RING buffers and never waits for a chunk's packets to go out before it merges
@@ -68,7 +71,7 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   } finally {
     dfs.close();
   }
-  const endMs = Date.now();
+  clock.end();
   process.stdout.write(
     statsLine({
       vertex: ctx.vertex,
@@ -77,8 +80,9 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
       nodeId: process.env["HARVEST_NODE_ID"] ?? "",
       processStartMs: performance.timeOrigin,
       mainStartMs,
-      endMs,
-      phases: { fetch: [fetchStartMs, mergeStartMs], "merge+write": [mergeStartMs, endMs] },
+      startupCpuMs,
+      endMs: Date.now(),
+      phases: clock.phases,
       bytesIn,
       bytesOut: bytesIn,
       cpuMs: cpuMsSoFar(),
