@@ -11,7 +11,7 @@
  * its key range from every map through the node managers' shuffle services, merges the sorted runs, and writes its
  * file to the file system with replication 1), joined by a scatter-gather edge, on a secure cluster of `--servers`
  * servers whose primary tenants stay idle. Timed from the submission to the job's end as the client sees it (polled
- * every 100 ms), after an untimed warm-up job of the same shape on a few records (it localizes the task runtime on
+ * every 200 ms), after an untimed warm-up job of the same shape on a few records (it localizes the task runtime on
  * every node, as a cluster that has run a job before has it). Checked after the clock stops: the output files, in
  * reducer order, hold every record of the data set exactly once, byte for byte, in key order.
  *
@@ -88,7 +88,7 @@ const GNU_PARALLEL = 2;
 const WARMUP_RECORDS_PER_MAP = 1000;
 
 /** How often the client asks for the job's state while the clock runs. */
-const POLL_MS = 100;
+const POLL_MS = 200;
 
 /** The DFS directories of one sort job. */
 interface JobPaths {
