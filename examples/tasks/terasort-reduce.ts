@@ -29,47 +29,37 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   if (ctx.inputs.length !== 1 || input?.edgeType !== "scatter-gather")
     throw new TaskError("terasort-reduce reads exactly one input: the map vertex, over a scatter-gather edge");
 
-  // Every map's run at once: the fetches overlap, each from its own node manager.
-  const clock = new PhaseClock();
-  clock.next("fetch");
-  const runs = await Promise.all((await inputPieces(input, ctx.taskIndex)).map(fetchWhole));
-  const bytesIn = runs.reduce((sum, r) => sum + r.length, 0);
-  for (const [i, run] of runs.entries()) {
-    try {
-      recordCount(run);
-    } catch (err) {
-      throw new TaskError(`the run of map ${i}: ${(err as Error).message}`);
-    }
-  }
-
   const dir = output.slice(DFS_PREFIX.length).replace(/\/+$/, "");
   const path = `${dir}/${outputFileName(ctx.taskIndex)}`;
-  clock.next("open");
-  const dfs = await dfsClient();
-  try {
+  const clock = new PhaseClock();
+  clock.next("fetch");
+  // The file-system client loads while the runs come in (its modules take a few hundred ms of CPU, and the fetches
+  // wait on the node managers). The output file is created only once every run is here: a task that exits with a
+  // lost input would otherwise leave the file open under its lease for the next attempt to wait out.
+  const client = dfsClient().then(async (dfs) => {
     await dfs.mkdir(dir || "/");
-    const out = dfs.createWriteStream(path, { replication: 1, overwrite: true });
-    clock.next("merge+write");
-    const failed = new Promise<never>((_, reject) => out.once("error", reject));
-    failed.catch(() => undefined);
-    // The merge fills a ring of WRITE_RING buffers and never waits for a chunk's packets to go out before it merges
-    // the next. A buffer is merged into again only after the write of the chunk after its last one has been taken:
-    // the stream copies what it sends into its own packets and keeps only the tail of a chunk under one packet,
-    // which it takes first when the next chunk comes (client/write-stream.ts).
-    const taken: Promise<void>[] = [];
-    const merged = mergeRuns(runs, { reuse: WRITE_RING });
-    for (let i = 0; ; i++) {
-      if (i >= WRITE_RING - 1) await Promise.race([taken[i - (WRITE_RING - 1)], failed]);
-      const next = merged.next();
-      if (next.done) break;
-      taken.push(new Promise<void>((resolve) => out.write(next.value, () => resolve())));
+    return dfs;
+  });
+  client.catch(() => undefined);
+  let bytesIn = 0;
+  try {
+    // Every map's run at once: the fetches overlap, each from its own node manager.
+    const runs = await Promise.all((await inputPieces(input, ctx.taskIndex)).map(fetchWhole));
+    bytesIn = runs.reduce((sum, r) => sum + r.length, 0);
+    for (const [i, run] of runs.entries()) {
+      try {
+        recordCount(run);
+      } catch (err) {
+        throw new TaskError(`the run of map ${i}: ${(err as Error).message}`);
+      }
     }
-    out.end();
-    await Promise.race([finished(out), failed]);
-  } catch (err) {
-    throw new TaskError(`cannot write dfs:${path}: ${(err as Error).message}`, 1);
+    const dfs = await client.catch((err: unknown) => {
+      throw new TaskError(`cannot write dfs:${path}: ${(err as Error).message}`, 1);
+    });
+    clock.next("merge+write");
+    await writeMerged(dfs, path, runs);
   } finally {
-    dfs.close();
+    (await client.catch(() => undefined))?.close();
   }
   clock.end();
   process.stdout.write(
@@ -88,6 +78,31 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
       cpuMs: cpuMsSoFar(),
     }),
   );
+}
+
+/** Merges `runs` into the new file `path` with replication 1. */
+async function writeMerged(dfs: Awaited<ReturnType<typeof dfsClient>>, path: string, runs: Buffer[]): Promise<void> {
+  try {
+    const out = dfs.createWriteStream(path, { replication: 1, overwrite: true });
+    const failed = new Promise<never>((_, reject) => out.once("error", reject));
+    failed.catch(() => undefined);
+    // The merge fills a ring of WRITE_RING buffers and never waits for a chunk's packets to go out before it merges
+    // the next. A buffer is merged into again only after the write of the chunk after its last one has been taken:
+    // the stream copies what it sends into its own packets and keeps only the tail of a chunk under one packet,
+    // which it takes first when the next chunk comes (client/write-stream.ts).
+    const taken: Promise<void>[] = [];
+    const merged = mergeRuns(runs, { reuse: WRITE_RING });
+    for (let i = 0; ; i++) {
+      if (i >= WRITE_RING - 1) await Promise.race([taken[i - (WRITE_RING - 1)], failed]);
+      const next = merged.next();
+      if (next.done) break;
+      taken.push(new Promise<void>((resolve) => out.write(next.value, () => resolve())));
+    }
+    out.end();
+    await Promise.race([finished(out), failed]);
+  } catch (err) {
+    throw new TaskError(`cannot write dfs:${path}: ${(err as Error).message}`, 1);
+  }
 }
 
 /** One map's run, whole. */
