@@ -179,12 +179,15 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       );
       execFileSync("sync");
       const gnuLoad = loadavg();
+      const gnuCpu0 = { sort: reapedChildrenCpuMs(), machine: readProcStatTotals().busyMs };
       const [, gnuMs] = timed(() =>
         execFileSync("sort", [`--parallel=${GNU_PARALLEL}`, "-T", work, "-o", linesOut, linesIn], {
           env: { ...process.env, LC_ALL: "C" },
           stdio: ["ignore", "ignore", "inherit"],
         }),
       );
+      const gnuCpuMs = reapedChildrenCpuMs() - gnuCpu0.sort;
+      const gnuOthersCpuMs = readProcStatTotals().busyMs - gnuCpu0.machine - gnuCpuMs;
       const [, gnuSyncMs] = timed(() => execFileSync("sync"));
 
       const dag = (paths: JobPaths): string => sortDag(paths, f.maps, f.reduces, mapMemoryMb, reduceMemoryMb);
@@ -247,6 +250,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         "",
         `GNU time / Harvest time: ${fmt(speed, 2)}x (goal >= ${fmt(GOAL_RATIO, 2)}x: ${speed >= GOAL_RATIO ? "met" : "NOT met"})`,
         `output: ${check.ok ? "every record once, byte for byte, in key order" : `WRONG: ${JSON.stringify(check)}`}; GNU sort's order ${gnuSameOrder ? "the same" : "DIFFERENT"}`,
+        `GNU sort used ${fmt(gnuCpuMs / 1000, 2)} CPU s; the rest of the machine (the idle cluster, anything else) ${fmt(gnuOthersCpuMs / 1000, 2)} meanwhile`,
         `GNU sort's output written back by a sync afterwards in ${fmt(gnuSyncMs / 1000, 2)} s (not counted; the DFS's`,
         "  datanodes write their blocks with O_DIRECT and fsync them before a file is complete)",
         `input loaded (untimed) in ${fmt(loadMs / 1000, 2)} s; warm-up job ${fmt((warmReport.finishMs - warmReport.submitMs) / 1000, 2)} s`,
@@ -286,6 +290,8 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
           bytes,
           loadAverage: { start: load0, gnu: gnuLoad, harvest: harvestLoad },
           gnuMs,
+          gnuCpuMs,
+          gnuOthersCpuMs,
           gnuSyncMs,
           harvestMs,
           gnuOverHarvest: speed,
@@ -527,6 +533,13 @@ function shuffleFigures(stats: readonly TaskStats[], servedBytes: number | undef
     MBps: fetchedBytes / 1e6 / (spanMs / 1000),
     perReducerMBps: fetches.map((x) => x.s.bytesIn / 1e6 / ((x.f.endMs - x.f.startMs) / 1000)),
   };
+}
+
+/** CPU time (ms) of this process's children that have exited and been waited for (cutime + cstime). */
+function reapedChildrenCpuMs(): number {
+  const f = procStatFields(process.pid);
+  // Fields 16 and 17 (cutime, cstime) are at index 13 and 14.
+  return f ? ((Number(f[13]) + Number(f[14])) * 1000) / clockTicksPerSecond() : Number.NaN;
 }
 
 /** CPU time so far (ms): the cluster's daemons by kind, the containers the node managers have reaped, and the machine. */
