@@ -144,9 +144,10 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
   try {
     const mapFileMiB = Math.ceil(bytes / f.maps / MiB);
     const reduceFileMiB = Math.ceil(bytes / f.reduces / MiB);
-    // A map holds its split and the sort's scratch copy; a reduce its runs and, while it joins each, the fetched pieces.
+    // A map holds its split and the sort's scratch copy; a reduce its runs (in the pieces they came in) and the few
+    // buffers the merge fills; and each some room for Node and the file-system client.
     const mapMemoryMb = 2 * mapFileMiB + 256;
-    const reduceMemoryMb = 2 * reduceFileMiB + 256;
+    const reduceMemoryMb = Math.ceil(1.5 * reduceFileMiB) + 256;
     const serverMemoryMb = 2 * Math.max(mapMemoryMb, reduceMemoryMb) + 512;
     progress(`starting a ${f.servers}-server cluster (mutual TLS, idle primaries, ${f["server-vcores"]} vcores each)`);
     const idle = join(work, "idle.csv");

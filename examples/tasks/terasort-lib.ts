@@ -316,18 +316,65 @@ export interface MergeOptions {
 }
 
 /**
- * Merges sorted runs of records into key order (a k-way merge over a binary heap of the runs' heads, keyed by the
- * key's first 6 bytes and last 4 as two numbers; equal keys come out in run order), yielding buffers of records.
+ * A run's bytes, received as pieces cut anywhere (a stream's chunks), as buffers of whole records without joining
+ * the pieces: each piece's whole records stay where they are, and a record cut between two pieces is copied into a
+ * buffer of its own. Throws when the bytes are not a whole number of records.
  */
-export function* mergeRuns(unalignedRuns: readonly Buffer[], options: MergeOptions = {}): Generator<Buffer> {
+export function wholeRecordSegments(pieces: readonly Buffer[]): Buffer[] {
+  const out: Buffer[] = [];
+  let carry: Buffer | undefined;
+  let carried = 0;
+  let bytes = 0;
+  for (const piece of pieces) {
+    bytes += piece.length;
+    let at = 0;
+    if (carry !== undefined) {
+      const take = Math.min(RECORD_BYTES - carried, piece.length);
+      piece.copy(carry, carried, 0, take);
+      carried += take;
+      at = take;
+      if (carried < RECORD_BYTES) continue;
+      out.push(carry);
+      carry = undefined;
+      carried = 0;
+    }
+    const whole = Math.floor((piece.length - at) / RECORD_BYTES) * RECORD_BYTES;
+    if (whole > 0) out.push(piece.subarray(at, at + whole));
+    if (at + whole < piece.length) {
+      carry = Buffer.allocUnsafe(RECORD_BYTES);
+      carried = piece.copy(carry, 0, at + whole);
+    }
+  }
+  if (carry !== undefined) throw new Error(`${bytes} bytes is not a whole number of ${RECORD_BYTES}-byte records`);
+  return out;
+}
+
+/**
+ * Merges sorted runs of records into key order (a k-way merge over a binary heap of the runs' heads, keyed by the
+ * key's first 6 bytes and last 4 as two numbers; equal keys come out in run order), yielding buffers of records. A run
+ * is one buffer, or its bytes in pieces cut anywhere (as they were received: `wholeRecordSegments`), so that no run
+ * has to be joined into one buffer first.
+ */
+export function* mergeRuns(
+  runs: readonly (Buffer | readonly Buffer[])[],
+  options: MergeOptions = {},
+): Generator<Buffer> {
   const chunkRecords = options.chunkRecords ?? 40_000;
   const ring: Buffer[] = [];
   let chunks = 0;
-  const runs = unalignedRuns.map(aligned);
-  const k = runs.length;
-  const words = runs.map(wordsOf);
+  // Each run as buffers of whole records, each on a 4-byte boundary (the word copies need it: a piece received
+  // elsewhere is copied only if it is not).
+  const segments = runs.map((run) =>
+    (Buffer.isBuffer(run) ? [run] : wholeRecordSegments(run)).filter((b) => b.length > 0).map((b) => aligned(b)),
+  );
+  const k = segments.length;
+  const EMPTY = Buffer.alloc(0);
+  /** Each run's current buffer, its words, the index of that buffer, and the next record and the records in it. */
+  const current = segments.map((s) => s[0] ?? EMPTY);
+  const words = current.map(wordsOf);
+  const segment = new Int32Array(k);
   const pos = new Float64Array(k);
-  const end = runs.map(recordCount);
+  const end = current.map(recordCount);
   const hi = new Float64Array(k);
   const lo = new Float64Array(k);
   const heap = new Int32Array(k);
@@ -335,8 +382,19 @@ export function* mergeRuns(unalignedRuns: readonly Buffer[], options: MergeOptio
   let left = 0;
   const load = (r: number): void => {
     const at = pos[r]! * RECORD_BYTES;
-    hi[r] = prefix48(runs[r]!, at);
-    lo[r] = suffix32(runs[r]!, at);
+    hi[r] = prefix48(current[r]!, at);
+    lo[r] = suffix32(current[r]!, at);
+  };
+  /** Moves run r to its next record; false when it has none left. */
+  const advance = (r: number): boolean => {
+    if (++pos[r]! < end[r]!) return true;
+    const next = segments[r]![++segment[r]!];
+    if (next === undefined) return false;
+    current[r] = next;
+    words[r] = wordsOf(next);
+    pos[r] = 0;
+    end[r] = recordCount(next);
+    return true;
   };
   const less = (a: number, b: number): boolean =>
     hi[a]! < hi[b]! || (hi[a] === hi[b] && (lo[a]! < lo[b]! || (lo[a] === lo[b] && a < b)));
@@ -354,7 +412,7 @@ export function* mergeRuns(unalignedRuns: readonly Buffer[], options: MergeOptio
     heap[i] = x;
   };
   for (let r = 0; r < k; r++) {
-    left += end[r]!;
+    for (const b of segments[r]!) left += recordCount(b);
     if (end[r]! > 0) {
       load(r);
       heap[size++] = r;
@@ -374,7 +432,7 @@ export function* mergeRuns(unalignedRuns: readonly Buffer[], options: MergeOptio
     for (let o = 0; o < count; o++) {
       const r = heap[0]!;
       copyRecord(words[r]!, pos[r]!, out, o);
-      if (++pos[r]! < end[r]!) load(r);
+      if (advance(r)) load(r);
       else heap[0] = heap[--size]!;
       if (size > 1) siftDown(0);
     }

@@ -11,7 +11,7 @@ import { performance } from "node:perf_hooks";
 import { finished } from "node:stream/promises";
 import { dfsClient, DFS_PREFIX, inputPieces, isDfsPath, openInput, TaskError, taskMain } from "../../task/index.js";
 import type { InputPiece, TaskArgs } from "../../task/index.js";
-import { cpuMsSoFar, mergeRuns, outputFileName, PhaseClock, recordCount, statsLine } from "./terasort-lib.js";
+import { cpuMsSoFar, mergeRuns, outputFileName, PhaseClock, RECORD_BYTES, statsLine } from "./terasort-lib.js";
 
 /** Buffers the merge cycles through while the file system's write stream takes them. */
 const WRITE_RING = 4;
@@ -43,15 +43,16 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   client.catch(() => undefined);
   let bytesIn = 0;
   try {
-    // Every map's run at once: the fetches overlap, each from its own node manager.
-    const runs = await Promise.all((await inputPieces(input, ctx.taskIndex)).map(fetchWhole));
-    bytesIn = runs.reduce((sum, r) => sum + r.length, 0);
+    // Every map's run at once: the fetches overlap, each from its own node manager. A run stays in the pieces it
+    // came in (the merge reads across them): joining them would copy every byte once more.
+    const runs = await Promise.all((await inputPieces(input, ctx.taskIndex)).map(fetchPieces));
     for (const [i, run] of runs.entries()) {
-      try {
-        recordCount(run);
-      } catch (err) {
-        throw new TaskError(`the run of map ${i}: ${(err as Error).message}`);
-      }
+      const bytes = run.reduce((sum, b) => sum + b.length, 0);
+      if (bytes % RECORD_BYTES !== 0)
+        throw new TaskError(
+          `the run of map ${i} holds ${bytes} bytes, not a whole number of ${RECORD_BYTES}-byte records`,
+        );
+      bytesIn += bytes;
     }
     const dfs = await client.catch((err: unknown) => {
       throw new TaskError(`cannot write dfs:${path}: ${(err as Error).message}`, 1);
@@ -81,7 +82,7 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
 }
 
 /** Merges `runs` into the new file `path` with replication 1. */
-async function writeMerged(dfs: Awaited<ReturnType<typeof dfsClient>>, path: string, runs: Buffer[]): Promise<void> {
+async function writeMerged(dfs: Awaited<ReturnType<typeof dfsClient>>, path: string, runs: Buffer[][]): Promise<void> {
   try {
     const out = dfs.createWriteStream(path, { replication: 1, overwrite: true });
     const failed = new Promise<never>((_, reject) => out.once("error", reject));
@@ -105,11 +106,11 @@ async function writeMerged(dfs: Awaited<ReturnType<typeof dfsClient>>, path: str
   }
 }
 
-/** One map's run, whole. */
-async function fetchWhole(piece: InputPiece): Promise<Buffer> {
+/** One map's run, in the pieces it came in. */
+async function fetchPieces(piece: InputPiece): Promise<Buffer[]> {
   const chunks: Buffer[] = [];
   for await (const chunk of await openInput(piece)) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
+  return chunks;
 }
 
 taskMain("terasort-reduce", ["output"], main);

@@ -20,6 +20,7 @@ import {
   sortLines,
   sortRecords,
   splitRecords,
+  wholeRecordSegments,
 } from "../../examples/tasks/terasort-lib.js";
 
 /** The records of `buf` in key order, equal keys in input order: the reference every sort must match. */
@@ -170,6 +171,24 @@ describe("a sort job's logic, maps and reduces in memory", () => {
     const check = new SortedOutputCheck(21, 6000);
     for (const out of outputs) check.push(out);
     expect(check.finish()).toMatchObject({ ok: true, records: 6000 });
+  });
+
+  it("merges runs received as pieces cut anywhere, as it merges them whole", () => {
+    const runs = [0, 1, 2].map((i) => sortRecords(generateRecords(12, i * 700, 700)));
+    // Cuts inside records, on record boundaries, at odd offsets (unaligned pieces), and empty pieces.
+    const cuts = [[0, 1, 37, 100, 150, 151, 4000, 70_000], [0, 99, 99, 5003, 5004], [0]];
+    const pieces = runs.map((run, i) => {
+      const at = [...cuts[i]!, run.length];
+      return at.slice(0, -1).map((from, j) => {
+        const copy = Buffer.alloc(at[j + 1]! - from + 1).subarray(1); // off a 4-byte boundary
+        run.copy(copy, 0, from, at[j + 1]);
+        return copy;
+      });
+    });
+    const expected = Buffer.concat([...mergeRuns(runs)]);
+    expectSameRecords(Buffer.concat([...mergeRuns(pieces, { chunkRecords: 333 })]), expected);
+    expectSameRecords(Buffer.concat(wholeRecordSegments(pieces[0]!)), runs[0]!);
+    expect(() => wholeRecordSegments([runs[0]!.subarray(0, 150)])).toThrow(/not a whole number/);
   });
 
   it("merges runs of any length, empty ones included, in chunks of the size asked", () => {
