@@ -211,7 +211,9 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       const harvestMs = harvestEndMs - t0;
       const cpu = cpuSpent(cpu0, cpuSnapshot(desc));
       if (report.outcome !== "JOB_SUCCEEDED")
-        throw new Error(`the sort job ${appId} ended ${report.outcome}: ${report.diagnostics}`);
+        throw new Error(
+          `the sort job ${appId} ended ${report.outcome}: ${report.diagnostics}\n${await failedTaskLogs(jobs, report)}`,
+        );
       const served1 = await shuffleBytesServed(desc);
 
       progress("checking the output: every record once, byte for byte, in key order, and in GNU sort's order");
@@ -318,6 +320,18 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** The last lines of each failed task container's stderr, for the error a failed sort job throws. */
+async function failedTaskLogs(jobs: JobClient, report: JobReport): Promise<string> {
+  const failed = report.containers.filter((c) => !c.isAm && c.cause !== "SUCCEEDED" && c.cause !== "EXIT_CAUSE_UNSPECIFIED");
+  const logs = await Promise.all(
+    failed.slice(-3).map(async (c) => {
+      const log = await jobs.containerLog(report.appId, c.containerId, "stderr", 4096).catch((e: Error) => e.message);
+      return `--- ${c.containerId} (${c.cause}) stderr:\n${log.trim().split("\n").slice(-15).join("\n")}`;
+    }),
+  );
+  return logs.join("\n");
 }
 
 /**
