@@ -29,6 +29,16 @@ export { inputFiles, inputPieces, openInput } from "./inputs.js";
 export type { InputPiece } from "./inputs.js";
 export { writeOutput } from "./outputs.js";
 export { currentCounters, incrementCounter } from "./counters.js";
-export { DFS_PREFIX, dfsClient, isDfsPath, readDfsFile, writeDfsFile } from "./dfs.js";
+export {
+  DFS_PREFIX,
+  DFS_TEMPORARY_DIR,
+  dfsClient,
+  isDfsPath,
+  readDfsFile,
+  writeDfsFile,
+  writeDfsOutput,
+} from "./dfs.js";
+export type { DfsOutputOptions } from "./dfs.js";
+export type { DfsClient } from "../client/dfs-client.js";
 export { EXIT_INPUT_LOST } from "../common/task-contract.js";
 export type { EdgeType, TaskInput, TaskOutput } from "../common/task-contract.js";
