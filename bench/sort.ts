@@ -75,6 +75,7 @@ const FLAGS = {
     help: "vcores per server: two tasks of 1 vcore each, and the job manager's 0.5 on one of them, so 8 maps run at once",
   },
   seed: { kind: "int", default: 1, min: 0, help: "seed of the record generator" },
+  keep: { kind: "bool", help: "keep the cluster's directory (its daemons' and containers' logs) and print where" },
 } as const satisfies Record<string, FlagSpec>;
 
 const MiB = 1024 * 1024;
@@ -233,6 +234,14 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       const cpuRows = cpuTable(cpu, stats, harvestMs);
       const mbps = (ms: number): number => bytes / 1e6 / (ms / 1000);
       const speed = gnuMs / harvestMs;
+      const failedAttempts = failedTasks(report);
+      const failedLines =
+        failedAttempts.length === 0
+          ? []
+          : [
+              `task attempts that did not succeed (re-run, their time counted): ${failedAttempts.length}`,
+              await failedTaskLogs(jobs, report),
+            ];
 
       const lines = [
         `sort: ${fmt(bytes / MiB)} MiB, ${records.toLocaleString("en-US")} records of 100 bytes (10-byte random key, seed ${f.seed})`,
@@ -276,7 +285,9 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         "",
         ...phaseTable("reduce", f.reduces, breakdown.reduce),
         "",
+        `peak resident memory (MiB, the most of any task): map ${fmt(peakRss(stats, "map"), 0)} of its ${mapMemoryMb} MB container, reduce ${fmt(peakRss(stats, "reduce"), 0)} of ${reduceMemoryMb} MB`,
         `task launch (node manager started the container -> the task's program running): p50 ${fmt(launches.p50, 0)} ms, p90 ${fmt(launches.p90, 0)} ms, max ${fmt(launches.max, 0)} ms over ${launches.count} tasks`,
+        ...failedLines,
         "",
         `CPU during the Harvest job (${fmt(harvestMs / 1000, 2)} s, ${cpu.cores} cores: ${fmt((cpu.cores * harvestMs) / 1000, 1)} CPU seconds to spend):`,
         "",
@@ -318,15 +329,23 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       await stopCluster(clusterDir);
     }
   } finally {
-    rmSync(work, { recursive: true, force: true });
+    if (f.keep) progress(`kept ${work}: the cluster's logs are under ${clusterDir}`);
+    else rmSync(work, { recursive: true, force: true });
   }
 }
 
-/** The last lines of each failed task container's stderr, for the error a failed sort job throws. */
+/** The job's task containers that ended other than SUCCEEDED. */
+function failedTasks(report: JobReport): JobReport["containers"] {
+  return report.containers.filter((c) => !c.isAm && c.cause !== "SUCCEEDED" && c.cause !== "EXIT_CAUSE_UNSPECIFIED");
+}
+
+/** The last lines of failed task containers' stderr (the first and the last two), for the report and errors. */
 async function failedTaskLogs(jobs: JobClient, report: JobReport): Promise<string> {
-  const failed = report.containers.filter((c) => !c.isAm && c.cause !== "SUCCEEDED" && c.cause !== "EXIT_CAUSE_UNSPECIFIED");
+  const failed = failedTasks(report);
+  // The first failure (often the cause of the rest) and the last ones.
+  const shown = failed.length > 3 ? [failed[0]!, ...failed.slice(-2)] : failed;
   const logs = await Promise.all(
-    failed.slice(-3).map(async (c) => {
+    shown.map(async (c) => {
       const log = await jobs.containerLog(report.appId, c.containerId, "stderr", 4096).catch((e: Error) => e.message);
       return `--- ${c.containerId} (${c.cause}) stderr:\n${log.trim().split("\n").slice(-15).join("\n")}`;
     }),
@@ -481,6 +500,11 @@ function timeBreakdown(report: JobReport, stats: readonly TaskStats[], submitted
     map: meanPhases(maps),
     reduce: meanPhases(reduces),
   };
+}
+
+/** The largest peak resident memory (MiB) a vertex's tasks reported. */
+function peakRss(stats: readonly TaskStats[], vertex: string): number {
+  return Math.max(...stats.filter((s) => s.vertex === vertex).map((s) => s.maxRssMiB ?? Number.NaN));
 }
 
 /** A phase's mean over a vertex's tasks: wall-clock ms and the task's CPU ms (NaN where a task cannot tell). */

@@ -313,6 +313,58 @@ export interface MergeOptions {
    * every chunk). @default 0
    */
   reuse?: number;
+  /**
+   * Let the inputs go as they are merged: the merge empties the runs' arrays given to it (taking their buffers) and
+   * drops each buffer once it has merged its last record, so a reducer's memory holds about its runs' size, not its
+   * runs and its output at once. @default false
+   */
+  release?: boolean;
+}
+
+/** The first slab a RunCollector fills: about 64 KiB of whole records. */
+const FIRST_SLAB_RECORDS = 655;
+/** Its largest slabs: about 4 MB of whole records. */
+const MAX_SLAB_RECORDS = 40_000;
+
+/**
+ * Collects one run's bytes, received in pieces cut anywhere (a stream's chunks, at any byte offset), into slabs of
+ * whole records on 4-byte boundaries, ready for `mergeRuns` without a copy there: one copy of every byte as it comes
+ * in, and the received pieces are garbage at once (young, so the next scavenge takes them). Slabs grow from 64 KiB to
+ * 4 MB, so a short run keeps a short slab.
+ */
+export class RunCollector {
+  private readonly full: Buffer[] = [];
+  private slab: Buffer | undefined;
+  private at = 0;
+  /** Bytes received so far. */
+  bytes = 0;
+
+  /** Copies `piece` in. */
+  push(piece: Uint8Array): void {
+    let from = 0;
+    while (from < piece.length) {
+      if (this.slab === undefined || this.at === this.slab.length) {
+        if (this.slab !== undefined) this.full.push(this.slab);
+        const records = Math.min(MAX_SLAB_RECORDS, FIRST_SLAB_RECORDS * 2 ** this.full.length);
+        this.slab = Buffer.allocUnsafeSlow(records * RECORD_BYTES);
+        this.at = 0;
+      }
+      const n = Math.min(piece.length - from, this.slab.length - this.at);
+      this.slab.set(piece.subarray(from, from + n), this.at);
+      this.at += n;
+      from += n;
+    }
+    this.bytes += piece.length;
+  }
+
+  /** The run's slabs (the last one cut to what it holds); throws when the bytes are not a whole number of records. */
+  finish(): Buffer[] {
+    if (this.bytes % RECORD_BYTES !== 0)
+      throw new Error(`${this.bytes} bytes is not a whole number of ${RECORD_BYTES}-byte records`);
+    const slabs = this.full.slice();
+    if (this.slab !== undefined && this.at > 0) slabs.push(this.slab.subarray(0, this.at));
+    return slabs;
+  }
 }
 
 /**
@@ -355,11 +407,9 @@ export function wholeRecordSegments(pieces: readonly Buffer[]): Buffer[] {
  * is one buffer, or its bytes in pieces cut anywhere (as they were received: `wholeRecordSegments`), so that no run
  * has to be joined into one buffer first.
  */
-export function* mergeRuns(
-  runs: readonly (Buffer | readonly Buffer[])[],
-  options: MergeOptions = {},
-): Generator<Buffer> {
+export function* mergeRuns(runs: readonly (Buffer | Buffer[])[], options: MergeOptions = {}): Generator<Buffer> {
   const chunkRecords = options.chunkRecords ?? 40_000;
+  const release = options.release ?? false;
   const ring: Buffer[] = [];
   let chunks = 0;
   // Each run as buffers of whole records, each on a 4-byte boundary (the word copies need it: a piece received
@@ -367,6 +417,7 @@ export function* mergeRuns(
   const segments = runs.map((run) =>
     (Buffer.isBuffer(run) ? [run] : wholeRecordSegments(run)).filter((b) => b.length > 0).map((b) => aligned(b)),
   );
+  if (release) for (const run of runs) if (!Buffer.isBuffer(run)) run.length = 0;
   const k = segments.length;
   const EMPTY = Buffer.alloc(0);
   /** Each run's current buffer, its words, the index of that buffer, and the next record and the records in it. */
@@ -388,6 +439,7 @@ export function* mergeRuns(
   /** Moves run r to its next record; false when it has none left. */
   const advance = (r: number): boolean => {
     if (++pos[r]! < end[r]!) return true;
+    if (release) segments[r]![segment[r]!] = EMPTY;
     const next = segments[r]![++segment[r]!];
     if (next === undefined) return false;
     current[r] = next;
@@ -622,6 +674,13 @@ export interface TaskStats {
   bytesOut: number;
   /** CPU time of its process until `endMs`, user + system (process.cpuUsage). */
   cpuMs: number;
+  /** The most memory its process had resident until `endMs`, in MiB (process.resourceUsage's maxRSS). */
+  maxRssMiB?: number;
+}
+
+/** The most memory this process has had resident so far, in MiB. */
+export function maxRssMiB(): number {
+  return process.resourceUsage().maxRSS / 1024;
 }
 
 /** Times a task's phases one after the other: each `next(name)` ends the phase before. */

@@ -19,7 +19,15 @@ import {
   writeOutput,
 } from "../../task/index.js";
 import type { TaskArgs } from "../../task/index.js";
-import { cpuMsSoFar, partitionBounds, PhaseClock, RECORD_BYTES, sortRecords, statsLine } from "./terasort-lib.js";
+import {
+  cpuMsSoFar,
+  maxRssMiB,
+  partitionBounds,
+  PhaseClock,
+  RECORD_BYTES,
+  sortRecords,
+  statsLine,
+} from "./terasort-lib.js";
 
 /** When this task's program started running (after Node started and loaded it), and the CPU that took. */
 const mainStartMs = Date.now();
@@ -63,6 +71,7 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
       bytesIn: data.length,
       bytesOut: sorted.length,
       cpuMs: cpuMsSoFar(),
+      maxRssMiB: maxRssMiB(),
     }),
   );
 }

@@ -5,16 +5,39 @@
  * Its last line on stdout is its timings (terasort-lib's statsLine).
  *
  * Usage: terasort-reduce.js --output dfs:/dir
- *   --output  the directory of the sorted files (created if missing; a file an earlier attempt left is replaced)
+ *   --output  the directory of the sorted files (created if missing; a file an earlier attempt or run left is replaced)
  */
 import { performance } from "node:perf_hooks";
 import { finished } from "node:stream/promises";
-import { dfsClient, DFS_PREFIX, inputPieces, isDfsPath, openInput, TaskError, taskMain } from "../../task/index.js";
-import type { InputPiece, TaskArgs } from "../../task/index.js";
-import { cpuMsSoFar, mergeRuns, outputFileName, PhaseClock, RECORD_BYTES, statsLine } from "./terasort-lib.js";
+import {
+  dfsClient,
+  DFS_PREFIX,
+  inputPieces,
+  isDfsPath,
+  openInput,
+  TaskError,
+  taskMain,
+  writeDfsOutput,
+} from "../../task/index.js";
+import type { DfsClient, InputPiece, TaskArgs } from "../../task/index.js";
+import {
+  cpuMsSoFar,
+  maxRssMiB,
+  mergeRuns,
+  outputFileName,
+  PhaseClock,
+  RunCollector,
+  statsLine,
+} from "./terasort-lib.js";
 
 /** Buffers the merge cycles through while the file system's write stream takes them. */
 const WRITE_RING = 4;
+
+/**
+ * The output file's block size. The write stream keeps a copy of the block in flight for a failover's replay
+ * (client/replay-arena.ts): with the namenode's default of 128 MiB that copy sat beside the runs not yet merged.
+ */
+const OUTPUT_BLOCK_BYTES = 64 * 1024 * 1024;
 
 /** When this task's program started running (after Node started and loaded it), and the CPU that took. */
 const mainStartMs = Date.now();
@@ -34,26 +57,14 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   const clock = new PhaseClock();
   clock.next("fetch");
   // The file-system client loads while the runs come in (its modules take a few hundred ms of CPU, and the fetches
-  // wait on the node managers). The output file is created only once every run is here: a task that exits with a
-  // lost input would otherwise leave the file open under its lease for the next attempt to wait out.
-  const client = dfsClient().then(async (dfs) => {
-    await dfs.mkdir(dir || "/");
-    return dfs;
-  });
+  // wait on the node managers). The output file is created once every run is here.
+  const client = dfsClient();
   client.catch(() => undefined);
   let bytesIn = 0;
   try {
-    // Every map's run at once: the fetches overlap, each from its own node manager. A run stays in the pieces it
-    // came in (the merge reads across them): joining them would copy every byte once more.
-    const runs = await Promise.all((await inputPieces(input, ctx.taskIndex)).map(fetchPieces));
-    for (const [i, run] of runs.entries()) {
-      const bytes = run.reduce((sum, b) => sum + b.length, 0);
-      if (bytes % RECORD_BYTES !== 0)
-        throw new TaskError(
-          `the run of map ${i} holds ${bytes} bytes, not a whole number of ${RECORD_BYTES}-byte records`,
-        );
-      bytesIn += bytes;
-    }
+    // Every map's run at once: the fetches overlap, each from its own node manager.
+    const runs = await Promise.all((await inputPieces(input, ctx.taskIndex)).map(fetchRun));
+    for (const run of runs) for (const slab of run) bytesIn += slab.length;
     const dfs = await client.catch((err: unknown) => {
       throw new TaskError(`cannot write dfs:${path}: ${(err as Error).message}`, 1);
     });
@@ -77,40 +88,51 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
       bytesIn,
       bytesOut: bytesIn,
       cpuMs: cpuMsSoFar(),
+      maxRssMiB: maxRssMiB(),
     }),
   );
 }
 
-/** Merges `runs` into the new file `path` with replication 1. */
-async function writeMerged(dfs: Awaited<ReturnType<typeof dfsClient>>, path: string, runs: Buffer[][]): Promise<void> {
-  try {
-    const out = dfs.createWriteStream(path, { replication: 1, overwrite: true });
-    const failed = new Promise<never>((_, reject) => out.once("error", reject));
-    failed.catch(() => undefined);
-    // The merge fills a ring of WRITE_RING buffers and never waits for a chunk's packets to go out before it merges
-    // the next. A buffer is merged into again only after the write of the chunk after its last one has been taken:
-    // the stream copies what it sends into its own packets and keeps only the tail of a chunk under one packet,
-    // which it takes first when the next chunk comes (client/write-stream.ts).
-    const taken: Promise<void>[] = [];
-    const merged = mergeRuns(runs, { reuse: WRITE_RING });
-    for (let i = 0; ; i++) {
-      if (i >= WRITE_RING - 1) await Promise.race([taken[i - (WRITE_RING - 1)], failed]);
-      const next = merged.next();
-      if (next.done) break;
-      taken.push(new Promise<void>((resolve) => out.write(next.value, () => resolve())));
-    }
-    out.end();
-    await Promise.race([finished(out), failed]);
-  } catch (err) {
-    throw new TaskError(`cannot write dfs:${path}: ${(err as Error).message}`, 1);
+/**
+ * Merges `runs` into the file `path` with replication 1, written as this attempt's output (task/dfs.ts): it appears
+ * under its name only when complete, replacing what an earlier attempt left.
+ */
+async function writeMerged(dfs: DfsClient, path: string, runs: Buffer[][]): Promise<void> {
+  const out = writeDfsOutput(`${DFS_PREFIX}${path}`, {
+    client: dfs,
+    replication: 1,
+    blockSizeBytes: OUTPUT_BLOCK_BYTES,
+  });
+  const failed = new Promise<never>((_, reject) => out.once("error", reject));
+  failed.catch(() => undefined);
+  // The merge fills a ring of WRITE_RING buffers and never waits for a chunk's packets to go out before it merges
+  // the next. A buffer is merged into again only after the write of the chunk after its last one has been taken:
+  // the stream copies what it sends into its own packets and keeps only the tail of a chunk under one packet,
+  // which it takes first when the next chunk comes (client/write-stream.ts).
+  const taken: Promise<void>[] = [];
+  const merged = mergeRuns(runs, { reuse: WRITE_RING, release: true });
+  for (let i = 0; ; i++) {
+    if (i >= WRITE_RING - 1) await Promise.race([taken[i - (WRITE_RING - 1)], failed]);
+    const next = merged.next();
+    if (next.done) break;
+    taken.push(new Promise<void>((resolve) => out.write(next.value, () => resolve())));
   }
+  out.end();
+  await Promise.race([finished(out), failed]);
 }
 
-/** One map's run, in the pieces it came in. */
-async function fetchPieces(piece: InputPiece): Promise<Buffer[]> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of await openInput(piece)) chunks.push(chunk as Buffer);
-  return chunks;
+/**
+ * One map's run, copied as it comes into slabs of whole records (RunCollector): the merge reads them in place, and
+ * the received chunks (cut anywhere, at any offset) are garbage at once instead of staying beside aligned copies.
+ */
+async function fetchRun(piece: InputPiece): Promise<Buffer[]> {
+  const run = new RunCollector();
+  for await (const chunk of await openInput(piece)) run.push(chunk as Buffer);
+  try {
+    return run.finish();
+  } catch (err) {
+    throw new TaskError(`the run of map ${piece.producer}: ${(err as Error).message}`);
+  }
 }
 
 taskMain("terasort-reduce", ["output"], main);

@@ -15,6 +15,7 @@ import {
   partitionOf,
   RECORD_BYTES,
   recordCount,
+  RunCollector,
   recordNumberOf,
   SortedOutputCheck,
   sortLines,
@@ -189,6 +190,38 @@ describe("a sort job's logic, maps and reduces in memory", () => {
     expectSameRecords(Buffer.concat([...mergeRuns(pieces, { chunkRecords: 333 })]), expected);
     expectSameRecords(Buffer.concat(wholeRecordSegments(pieces[0]!)), runs[0]!);
     expect(() => wholeRecordSegments([runs[0]!.subarray(0, 150)])).toThrow(/not a whole number/);
+  });
+
+  it("collects a run received in pieces cut anywhere into aligned slabs of whole records, and merges them", () => {
+    const runs = [0, 1].map((i) => sortRecords(generateRecords(13, i * 3000, 3000)));
+    const collected = runs.map((run) => {
+      const c = new RunCollector();
+      // Pieces of odd lengths at odd offsets, an empty one, and one larger than any slab.
+      for (const [from, to] of [
+        [0, 1],
+        [1, 1],
+        [1, 4097],
+        [4097, 70_001],
+        [70_001, run.length],
+      ] as const) {
+        const piece = Buffer.alloc(to - from + 3).subarray(3);
+        run.copy(piece, 0, from, to);
+        c.push(piece);
+      }
+      expect(c.bytes).toBe(run.length);
+      return c.finish();
+    });
+    for (const [i, slabs] of collected.entries()) {
+      expect(slabs.every((b) => b.byteOffset % 4 === 0 && b.length % RECORD_BYTES === 0)).toBe(true);
+      expectSameRecords(Buffer.concat(slabs), runs[i]!);
+    }
+    const expected = Buffer.concat([...mergeRuns(runs)]);
+    // Released as merged: the runs' arrays are emptied, and the output is the same.
+    expectSameRecords(Buffer.concat([...mergeRuns(collected, { release: true })]), expected);
+    expect(collected.map((slabs) => slabs.length)).toEqual([0, 0]);
+    const short = new RunCollector();
+    short.push(runs[0]!.subarray(0, 150));
+    expect(() => short.finish()).toThrow(/not a whole number/);
   });
 
   it("merges runs of any length, empty ones included, in chunks of the size asked", () => {
