@@ -55,7 +55,7 @@ import type { SortCheckResult, TaskStats } from "../examples/tasks/terasort-lib.
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import type { FlagSpec } from "./flags.js";
-import { fmt, quantile, ratio, table } from "./report.js";
+import { fmt, quantile, ratio, table, timed, timedAsync } from "./report.js";
 import { clockTicksPerSecond, procStatFields, processTreesCpuMs, readProcStatTotals } from "../common/proc-stats.js";
 
 const FLAGS = {
@@ -688,18 +688,6 @@ function httpsGet(desc: ClusterDescriptor, url: string): Promise<string> {
     req.on("error", reject);
     req.setTimeout(10_000, () => req.destroy(new Error(`GET ${url} timed out`)));
   });
-}
-
-function timed<T>(fn: () => T): [T, number] {
-  const t0 = performance.now();
-  const v = fn();
-  return [v, performance.now() - t0];
-}
-
-async function timedAsync<T>(fn: () => Promise<T>): Promise<[T, number]> {
-  const t0 = performance.now();
-  const v = await fn();
-  return [v, performance.now() - t0];
 }
 
 /** The sort benchmark. */

@@ -683,6 +683,31 @@ export function maxRssMiB(): number {
   return process.resourceUsage().maxRSS / 1024;
 }
 
+/**
+ * This task's stats line, now that it has written everything: the container and node from its environment, the
+ * process's start, CPU and peak memory from Node.
+ */
+export function finalStatsLine(
+  task: { vertex: string; taskIndex: number },
+  started: { mainStartMs: number; startupCpuMs: number },
+  clock: PhaseClock,
+  bytes: { bytesIn: number; bytesOut: number },
+): string {
+  return statsLine({
+    vertex: task.vertex,
+    taskIndex: task.taskIndex,
+    containerId: process.env["HARVEST_CONTAINER_ID"] ?? "",
+    nodeId: process.env["HARVEST_NODE_ID"] ?? "",
+    processStartMs: performance.timeOrigin,
+    ...started,
+    endMs: Date.now(),
+    phases: clock.phases,
+    ...bytes,
+    cpuMs: cpuMsSoFar(),
+    maxRssMiB: maxRssMiB(),
+  });
+}
+
 /** Times a task's phases one after the other: each `next(name)` ends the phase before. */
 export class PhaseClock {
   readonly phases: Record<string, Phase> = {};

@@ -6,7 +6,6 @@
  * Usage: terasort-map.js --input dfs:/path
  *   --input  the file this task sorts (a whole number of records)
  */
-import { performance } from "node:perf_hooks";
 import { finished } from "node:stream/promises";
 import {
   dfsClient,
@@ -19,15 +18,7 @@ import {
   writeOutput,
 } from "../../task/index.js";
 import type { TaskArgs } from "../../task/index.js";
-import {
-  cpuMsSoFar,
-  maxRssMiB,
-  partitionBounds,
-  PhaseClock,
-  RECORD_BYTES,
-  sortRecords,
-  statsLine,
-} from "./terasort-lib.js";
+import { cpuMsSoFar, finalStatsLine, partitionBounds, PhaseClock, RECORD_BYTES, sortRecords } from "./terasort-lib.js";
 
 /** When this task's program started running (after Node started and loaded it), and the CPU that took. */
 const mainStartMs = Date.now();
@@ -58,21 +49,7 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
   );
   clock.end();
   process.stdout.write(
-    statsLine({
-      vertex: ctx.vertex,
-      taskIndex: ctx.taskIndex,
-      containerId: process.env["HARVEST_CONTAINER_ID"] ?? "",
-      nodeId: process.env["HARVEST_NODE_ID"] ?? "",
-      processStartMs: performance.timeOrigin,
-      mainStartMs,
-      startupCpuMs,
-      endMs: Date.now(),
-      phases: clock.phases,
-      bytesIn: data.length,
-      bytesOut: sorted.length,
-      cpuMs: cpuMsSoFar(),
-      maxRssMiB: maxRssMiB(),
-    }),
+    finalStatsLine(ctx, { mainStartMs, startupCpuMs }, clock, { bytesIn: data.length, bytesOut: sorted.length }),
   );
 }
 

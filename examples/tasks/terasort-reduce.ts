@@ -7,7 +7,6 @@
  * Usage: terasort-reduce.js --output dfs:/dir
  *   --output  the directory of the sorted files (created if missing; a file an earlier attempt or run left is replaced)
  */
-import { performance } from "node:perf_hooks";
 import { finished } from "node:stream/promises";
 import {
   dfsClient,
@@ -20,15 +19,7 @@ import {
   writeDfsOutput,
 } from "../../task/index.js";
 import type { DfsClient, InputPiece, TaskArgs } from "../../task/index.js";
-import {
-  cpuMsSoFar,
-  maxRssMiB,
-  mergeRuns,
-  outputFileName,
-  PhaseClock,
-  RunCollector,
-  statsLine,
-} from "./terasort-lib.js";
+import { cpuMsSoFar, finalStatsLine, mergeRuns, outputFileName, PhaseClock, RunCollector } from "./terasort-lib.js";
 
 /** Buffers the merge cycles through while the file system's write stream takes them. */
 const WRITE_RING = 4;
@@ -74,23 +65,7 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
     (await client.catch(() => undefined))?.close();
   }
   clock.end();
-  process.stdout.write(
-    statsLine({
-      vertex: ctx.vertex,
-      taskIndex: ctx.taskIndex,
-      containerId: process.env["HARVEST_CONTAINER_ID"] ?? "",
-      nodeId: process.env["HARVEST_NODE_ID"] ?? "",
-      processStartMs: performance.timeOrigin,
-      mainStartMs,
-      startupCpuMs,
-      endMs: Date.now(),
-      phases: clock.phases,
-      bytesIn,
-      bytesOut: bytesIn,
-      cpuMs: cpuMsSoFar(),
-      maxRssMiB: maxRssMiB(),
-    }),
-  );
+  process.stdout.write(finalStatsLine(ctx, { mainStartMs, startupCpuMs }, clock, { bytesIn, bytesOut: bytesIn }));
 }
 
 /**
