@@ -30,7 +30,7 @@ import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import type { FlagSpec } from "./flags.js";
 import { makeCeilingTls, nodeCeilingMs } from "./node-ceiling.js";
-import { fmt, goalRatio, ratio, table } from "./report.js";
+import { fmt, goalRatio, ratio, table, timed, timedAsync } from "./report.js";
 import { RepeatingSource, sameAs } from "./dfs-content.js";
 
 const FLAGS = {
@@ -121,18 +121,6 @@ const GOALS: Record<Transport, { put1: number; get: number; put3: number }> = {
 
 /** Issue 12: DFS get with TLS at least this fraction of plaintext. */
 const TARGET_TLS_GET_RATIO = 0.7;
-
-function timed<T>(fn: () => T): [T, number] {
-  const t0 = performance.now();
-  const v = fn();
-  return [v, performance.now() - t0];
-}
-
-async function timedAsync<T>(fn: () => Promise<T>): Promise<[T, number]> {
-  const t0 = performance.now();
-  const v = await fn();
-  return [v, performance.now() - t0];
-}
 
 /** Plaintext, or mutual TLS under the cluster's CA. */
 type Transport = "plaintext" | "TLS";

@@ -121,3 +121,17 @@ export function goalRatio(value: number, baseline: number, goal: number, lowerIs
     verdict: Number.isFinite(r) ? `>= ${fmt(goal, 2)}x: ${met ? "met" : "NOT met"}` : "-",
   };
 }
+
+/** `fn`'s value and how long it took, in ms. */
+export function timed<T>(fn: () => T): [T, number] {
+  const t0 = performance.now();
+  const v = fn();
+  return [v, performance.now() - t0];
+}
+
+/** `fn`'s value and how long it took to resolve, in ms. */
+export async function timedAsync<T>(fn: () => Promise<T>): Promise<[T, number]> {
+  const t0 = performance.now();
+  const v = await fn();
+  return [v, performance.now() - t0];
+}

@@ -17,6 +17,7 @@ import { dfsBench } from "./dfs.js";
 import { namenodeBench } from "./namenode.js";
 import { powerModelBench } from "./powermodel.js";
 import { schedulerBench } from "./scheduler.js";
+import { sortBench } from "./sort.js";
 import { yieldBench } from "./yield.js";
 import { withMallocTunables } from "../localcluster/malloc-tunables.js";
 import { missingClientNodeOptions } from "../localcluster/node-options.js";
@@ -26,6 +27,7 @@ const BENCHES: readonly BenchDefinition[] = [
   schedulerBench,
   namenodeBench,
   dfsBench,
+  sortBench,
   checksumsBench,
   deletesBench,
   classifyBench,

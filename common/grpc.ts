@@ -229,11 +229,12 @@ export function cachedClient<C extends grpc.Client>(
   return c;
 }
 
-/** A client for one service at `address`. */
+/** A client for one service at `address`; `options` are added to CHANNEL_OPTIONS. */
 export function makeClient<C extends grpc.Client>(
   ctor: new (address: string, creds: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => C,
   address: string,
   security?: ClientSecurity,
+  options: grpc.ChannelOptions = {},
 ): C {
   let creds = channelCredentials(security);
   const tokens = Object.entries(security?.tokens ?? {}).filter(([, v]) => v);
@@ -245,5 +246,5 @@ export function makeClient<C extends grpc.Client>(
     });
     creds = grpc.credentials.combineChannelCredentials(creds, perCall);
   }
-  return new ctor(address, creds, CHANNEL_OPTIONS);
+  return new ctor(address, creds, { ...CHANNEL_OPTIONS, ...options });
 }

@@ -31,6 +31,16 @@ export { writeOutput } from "./outputs.js";
 export { inputSplit, readSplit } from "./splits.js";
 export type { InputSplit, RangeReader } from "./splits.js";
 export { currentCounters, currentProgress, incrementCounter, reportProgress } from "./counters.js";
-export { DFS_PREFIX, dfsClient, isDfsPath, readDfsFile, writeDfsFile } from "./dfs.js";
+export {
+  DFS_PREFIX,
+  DFS_TEMPORARY_DIR,
+  dfsClient,
+  isDfsPath,
+  readDfsFile,
+  writeDfsFile,
+  writeDfsOutput,
+} from "./dfs.js";
+export type { DfsOutputOptions } from "./dfs.js";
+export type { DfsClient } from "../client/dfs-client.js";
 export { EXIT_INPUT_LOST } from "../common/task-contract.js";
 export type { EdgeType, TaskInput, TaskOutput } from "../common/task-contract.js";
