@@ -1,15 +1,17 @@
 /**
- * TeraSort, map stage: reads its input file of 100-byte records from Harvest's file system, sorts it by key, and
- * writes each reducer's key range as `part-<r>` (total order: terasort-lib's partitionOf), every part sorted, for the
+ * TeraSort, map stage: reads its input split of 100-byte records from Harvest's file system (a vertex with an
+ * "input" of recordBytes 100: one task per block, run on a server holding it), sorts it by key, and writes each
+ * reducer's key range as `part-<r>` (total order: terasort-lib's partitionOf), every part sorted, for the
  * scatter-gather edge to terasort-reduce. Its last line on stdout is its timings (terasort-lib's statsLine).
  *
- * Usage: terasort-map.js --input dfs:/path
- *   --input  the file this task sorts (a whole number of records)
+ * Usage: terasort-map.js [--input dfs:/path]
+ *   --input  a whole file to sort instead of the task's split (a whole number of records)
  */
 import { finished } from "node:stream/promises";
 import {
   dfsClient,
   DFS_PREFIX,
+  inputSplit,
   isDfsPath,
   partFileCount,
   partitionFileName,
@@ -27,13 +29,18 @@ const startupCpuMs = cpuMsSoFar();
 async function main({ options, positional, context }: TaskArgs): Promise<void> {
   if (positional.length > 0) throw new TaskError(`unexpected argument ${positional[0]}; usage: terasort-map --input`);
   const input = options.get("input");
-  if (input === undefined || !isDfsPath(input)) throw new TaskError("--input dfs:/path is required");
+  const split = inputSplit();
+  if (input !== undefined ? !isDfsPath(input) : split === undefined)
+    throw new TaskError("--input dfs:/path is required when the vertex has no input");
   const ctx = context();
   const reduces = partFileCount(ctx.outputs);
   if (reduces === 0) throw new TaskError("terasort-map needs a scatter-gather consumer (the reduce vertex)");
 
   const clock = new PhaseClock();
-  const data = await readWhole(input.slice(DFS_PREFIX.length), clock);
+  const data =
+    input !== undefined
+      ? await readRange(input.slice(DFS_PREFIX.length), clock)
+      : await readRange(split!.path.slice(DFS_PREFIX.length), clock, split!.offset, split!.length);
   clock.next("sort");
   // In place: the sort's first pass copies the records out, and the input's pages, touched already, take the result.
   const sorted = sortRecords(data, data);
@@ -54,20 +61,21 @@ async function main({ options, positional, context }: TaskArgs): Promise<void> {
 }
 
 /**
- * The whole file, read into one buffer of its length (no list of chunks to join: a copy of the file less, and its
- * pages touched once). Phases: "open" (the file-system client, loaded on first use, and the file's length), "read".
+ * `length` bytes of the file from `offset` (absent: the whole file), read into one buffer of that length (no list of
+ * chunks to join: a copy of the data less, and its pages touched once). Phases: "open" (the file-system client,
+ * loaded on first use, and the file's length), "read".
  */
-async function readWhole(path: string, clock: PhaseClock): Promise<Buffer> {
+async function readRange(path: string, clock: PhaseClock, offset = 0, range?: number): Promise<Buffer> {
   clock.next("open");
   const dfs = await dfsClient();
   try {
-    const length = Number((await dfs.stat(path)).length);
-    if (length % RECORD_BYTES !== 0)
-      throw new TaskError(`dfs:${path} holds ${length} bytes, not a whole number of ${RECORD_BYTES}-byte records`);
+    const length = range ?? Number((await dfs.stat(path)).length);
+    if (length % RECORD_BYTES !== 0 || offset % RECORD_BYTES !== 0)
+      throw new TaskError(`dfs:${path} [${offset}, +${length}) is not a whole number of ${RECORD_BYTES}-byte records`);
     clock.next("read");
     const data = Buffer.allocUnsafeSlow(length);
     let at = 0;
-    for await (const chunk of dfs.createReadStream(path)) {
+    for await (const chunk of dfs.createReadStream(path, { offset, length })) {
       const piece = chunk as Buffer;
       if (at + piece.length > length) throw new TaskError(`dfs:${path} grew past the ${length} bytes it had`);
       piece.copy(data, at);
