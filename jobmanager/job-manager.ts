@@ -237,7 +237,7 @@ export class JobManager {
   }
 
   private onAllocated(c: ContainerOutput): void {
-    const task = this.runner.assign(c.id, c.priority, c.nodeId, this.rackOfNode.get(c.nodeId));
+    const task = this.runner.assign(c.id, c.priority, c.nodeId, c.rack || this.rackOfNode.get(c.nodeId));
     if (!task) {
       this.releases.push(c.id);
       return;

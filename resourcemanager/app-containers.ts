@@ -25,12 +25,13 @@ export function containerOf(
   secret: string,
   app: AppRuntime,
   alloc: Allocation,
-  node: { nodeId: string; nmAddress: string },
+  node: { nodeId: string; nmAddress: string; rack: string },
 ): ContainerOutput {
   return {
     id: alloc.containerId,
     nodeId: node.nodeId,
     nmAddress: node.nmAddress,
+    rack: node.rack,
     resource: alloc.resource,
     priority: alloc.priority,
     jobPriority: app.record.priority ?? 0,

@@ -173,7 +173,19 @@ describe("netAsks with locality", () => {
           located: 2,
         },
       ],
-      [{ id: "c1", nodeId: "n1", nmAddress: "", resource: null, priority: 0, token: "", jobPriority: 0, user: "" }],
+      [
+        {
+          id: "c1",
+          nodeId: "n1",
+          nmAddress: "",
+          resource: null,
+          priority: 0,
+          token: "",
+          jobPriority: 0,
+          user: "",
+          rack: "/r1",
+        },
+      ],
       (n) => (n === "n1" ? "/r1" : "/r2"),
     );
     expect(asks[0]?.count).toBe(1);
