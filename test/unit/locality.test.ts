@@ -18,6 +18,8 @@ import type { InputSplit } from "../../common/task-contract.js";
 import { dagToJson, parseDag } from "../../common/dag-spec.js";
 import { withSplitParallelism } from "../../common/dag-input.js";
 import { DagRunner } from "../../jobmanager/dag-runner.js";
+import { progressLines } from "../../cli/format.js";
+import type { JobReport } from "../../client/job-client.js";
 
 const TASK: Resources = { vcoresMilli: 1000, memoryMb: 100 };
 
@@ -353,5 +355,42 @@ describe("a vertex over a DFS input", () => {
     expect(runner.assign("c2", 0, "n4", "/r1")?.index).toBe(0);
     expect(runner.assign("c3", 0, "n9", "/r9")?.index).toBe(1);
     expect(runner.progress()[0]).toMatchObject({ nodeLocal: 1, rackLocal: 1, offSwitch: 1 });
+  });
+});
+
+describe("the node-local share in harvest job status", () => {
+  it("is a line under a vertex over an input, and absent for other vertices", () => {
+    const vertex = (name: string, nodeLocal: number, rackLocal: number, offSwitch: number) => ({
+      name,
+      total: 8,
+      succeeded: 8,
+      running: 0,
+      preempted: 0,
+      failedAttempts: 0,
+      lost: 0,
+      state: "SUCCEEDED",
+      counters: {},
+      nodeLocal,
+      rackLocal,
+      offSwitch,
+    });
+    const report = {
+      appId: "application_1_0001",
+      name: "sort",
+      state: "FINISHED",
+      submitMs: 1000,
+      startMs: 2000,
+      finishMs: 9000,
+      attempts: 1,
+      diagnostics: "",
+      containers: [],
+      progress: { vertices: [vertex("map", 6, 1, 1), vertex("reduce", 0, 0, 0)] },
+    } as unknown as JobReport;
+    const lines = progressLines(report, 9000);
+    const mapAt = lines.findIndex((l) => l.trimStart().startsWith("map"));
+    const reduceAt = lines.findIndex((l) => l.trimStart().startsWith("reduce"));
+    const between = lines.slice(mapAt + 1, reduceAt).join("\n");
+    expect(between).toContain("input: 6 of 8 task starts node-local (75 %), 1 rack-local, 1 off-switch");
+    expect(lines.slice(reduceAt + 1).join("\n")).not.toContain("node-local");
   });
 });
