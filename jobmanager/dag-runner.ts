@@ -43,6 +43,8 @@ export interface TaskRecord {
   lastDiagnostics: string;
   /** The part of the vertex's DFS input it reads (a vertex with an input). */
   split?: InputSplit;
+  /** How local its last attempt's container was to its split. */
+  locality?: TaskLocality;
 }
 
 /** Per-vertex counts for progress reports. */
@@ -180,15 +182,21 @@ export class DagRunner {
       pending[0];
     if (!task) return undefined;
     if (task.split && task.split.hosts.length > 0) {
-      let counts = this.localityCounts.get(task.vertex);
-      if (!counts) this.localityCounts.set(task.vertex, (counts = { node: 0, rack: 0, any: 0 }));
-      counts[localityOf(task.split, nodeId, rack)] += 1;
+      task.locality = localityOf(task.split, nodeId, rack);
+      this.countLocality(task.vertex, task.locality);
     }
     move(task, "assign");
     task.attempts += 1;
     task.containerId = containerId;
     this.byContainer.set(containerId, task);
     return task;
+  }
+
+  /** Counts a start of one of `vertex`'s split tasks at `level` (also an earlier job-manager attempt's, replayed). */
+  countLocality(vertex: string, level: TaskLocality): void {
+    let counts = this.localityCounts.get(vertex);
+    if (!counts) this.localityCounts.set(vertex, (counts = { node: 0, rack: 0, any: 0 }));
+    counts[level] += 1;
   }
 
   /** The container's process started on its node. */

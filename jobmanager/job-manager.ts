@@ -35,7 +35,7 @@ import { DagRunner } from "./dag-runner.js";
 import { DfsJournal, LocalJournal } from "./journal.js";
 import type { JournalStore } from "./journal.js";
 import { DfsClient } from "../client/dfs-client.js";
-import type { AttemptEnd, TaskRecord } from "./dag-runner.js";
+import type { AttemptEnd, TaskLocality, TaskRecord } from "./dag-runner.js";
 import type { ApplicationMasterServiceClient } from "../proto/generated/harvest/v1/ApplicationMasterService.js";
 import type { AllocateResponseOutput } from "../proto/generated/harvest/v1/AllocateResponse.js";
 import type { RegisterAmResponseOutput } from "../proto/generated/harvest/v1/RegisterAmResponse.js";
@@ -276,6 +276,7 @@ export class JobManager {
         vertex: task.vertex,
         index: task.index,
         outputDir,
+        ...(task.locality ? { locality: task.locality } : {}),
       });
       const nm = this.nm(c.nmAddress);
       await call(nm, nm.startContainer, {
@@ -480,6 +481,8 @@ export class JobManager {
       if ("kind" in e && e.kind === "splits") continue;
       if ("kind" in e && e.kind === "launch") {
         open.set(e.containerId, e);
+        // The job's node-local share counts every attempt's starts, an earlier job manager's too.
+        if (e.locality) this.runner.countLocality(e.vertex, e.locality);
         continue;
       }
       const end = e as JournalEntry;
@@ -686,6 +689,8 @@ interface LaunchEntry {
   vertex: string;
   index: number;
   outputDir: string;
+  /** For a task over an input split: how local its container was. */
+  locality?: TaskLocality;
 }
 
 function sleep(ms: number): Promise<void> {

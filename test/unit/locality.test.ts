@@ -355,6 +355,11 @@ describe("a vertex over a DFS input", () => {
     expect(runner.assign("c2", 0, "n4", "/r1")?.index).toBe(0);
     expect(runner.assign("c3", 0, "n9", "/r9")?.index).toBe(1);
     expect(runner.progress()[0]).toMatchObject({ nodeLocal: 1, rackLocal: 1, offSwitch: 1 });
+    // What the job manager journals with each launch, and a later attempt counts again from the journal.
+    expect([0, 1, 2].map((i) => runner.task("map", i)?.locality)).toEqual(["rack", "any", "node"]);
+    const next = new DagRunner(dag, undefined, new Map([["map", splits]]));
+    for (const i of [0, 1, 2]) next.countLocality("map", runner.task("map", i)!.locality!);
+    expect(next.progress()[0]).toMatchObject({ nodeLocal: 1, rackLocal: 1, offSwitch: 1 });
   });
 });
 
