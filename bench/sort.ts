@@ -80,6 +80,12 @@ const FLAGS = {
     help: "vcores per server: two tasks of 1 vcore each, and the job manager's 0.5 on one of them, so 8 maps run at once",
   },
   seed: { kind: "int", default: 1, min: 0, help: "seed of the record generator" },
+  locality: {
+    kind: "choice",
+    default: "delay",
+    choices: ["delay", "none"],
+    help: "the resource manager's localityPolicy: delay scheduling, or the stock baseline that never waits",
+  },
   keep: { kind: "bool", help: "keep the cluster's directory (its daemons' and containers' logs) and print where" },
 } as const satisfies Record<string, FlagSpec>;
 
@@ -166,6 +172,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
       vcores: f["server-vcores"],
       memoryMb: serverMemoryMb,
       startTimeoutMs: 30_000,
+      rm: { localityPolicy: f.locality },
     });
     const dfs = localDfsClient(desc);
     const jobs = localJobClient(desc);
@@ -291,7 +298,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
         ...phaseTable("reduce", f.reduces, breakdown.reduce),
         "",
         `peak resident memory (MiB, the most of any task): map ${fmt(peakRss(stats, "map"), 0)} of its ${mapMemoryMb} MB container, reduce ${fmt(peakRss(stats, "reduce"), 0)} of ${reduceMemoryMb} MB`,
-        `node-local map starts (the server held the map's block): ${localityLine(report)}`,
+        `node-local map starts (the server held the map's block; localityPolicy ${f.locality}): ${localityLine(report)}`,
         `task launch (node manager started the container -> the task's program running): p50 ${fmt(launches.p50, 0)} ms, p90 ${fmt(launches.p90, 0)} ms, max ${fmt(launches.max, 0)} ms over ${launches.count} tasks`,
         ...failedLines,
         "",
