@@ -5,7 +5,7 @@
  */
 import { mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
-import { maxConcurrency, parseDag } from "../common/dag-spec.js";
+import { DEFAULT_MAX_PARALLELISM, maxConcurrency, parseDag } from "../common/dag-spec.js";
 import type { DagSpec } from "../common/dag-spec.js";
 import { HarvestError } from "../common/errors.js";
 import { formatAppId } from "../common/ids.js";
@@ -110,10 +110,19 @@ function jobDemandMilli(deps: ApplicationDeps, dag: DagSpec): number {
   for (const v of dag.vertices) taskMilli = Math.max(taskMilli, v.resources.vcoresMilli);
   let clusterMilli = 0;
   for (const v of deps.scheduler.nodeViews()) clusterMilli += v.capacity.vcoresMilli;
-  const wide = maxConcurrency(dag) * taskMilli;
+  const wide = widestStageTasks(dag) * taskMilli;
   // A stage wider than the cluster runs in waves: it never holds more than the cluster.
   const widest = deps.options.amResource.vcoresMilli + (clusterMilli > 0 ? Math.min(wide, clusterMilli) : wide);
   return deps.demand.demandMilli(dag.name, widest);
+}
+
+/**
+ * The DAG's widest stage in tasks (its max concurrency). A vertex whose input's splits set its parallelism, unknown
+ * until its job manager starts, counts as the widest a vertex may be: the caller caps the stage at the cluster.
+ */
+export function widestStageTasks(dag: DagSpec): number {
+  const vertices = dag.vertices.map((v) => (v.parallelism === 0 ? { ...v, parallelism: DEFAULT_MAX_PARALLELISM } : v));
+  return maxConcurrency({ ...dag, vertices });
 }
 
 /** A job admission control counts as admitted (neither queued nor ended), with its end re-predicted from its uptime. */

@@ -10,12 +10,12 @@ import { LocalityPolicy } from "../../resourcemanager/policy/locality.js";
 import type { LocalityDemand, LocalityPolicyName } from "../../resourcemanager/policy/locality.js";
 import { Scheduler, StockSchedulerPolicy } from "../../resourcemanager/policy/scheduler.js";
 import type { Allocation } from "../../resourcemanager/policy/scheduler.js";
-import { netAsks } from "../../resourcemanager/app-submission.js";
+import { netAsks, widestStageTasks } from "../../resourcemanager/app-submission.js";
 import { computeSplits } from "../../jobmanager/input-splits.js";
 import type { SplitFile } from "../../jobmanager/input-splits.js";
 import { lineBounds, readSplit } from "../../task/splits.js";
 import type { InputSplit } from "../../common/task-contract.js";
-import { dagToJson, parseDag } from "../../common/dag-spec.js";
+import { dagToJson, DEFAULT_MAX_PARALLELISM, parseDag } from "../../common/dag-spec.js";
 import { withSplitParallelism } from "../../common/dag-input.js";
 import { DagRunner } from "../../jobmanager/dag-runner.js";
 import { progressLines } from "../../cli/format.js";
@@ -335,6 +335,15 @@ describe("a vertex over a DFS input", () => {
     expect(() => parseDag(dagJson({ parallelism: 1 }, [consumer]))).toThrow(
       expect.objectContaining({ code: "DAG_BAD_PARALLELISM", details: { field: "vertices[1].parallelism" } }),
     );
+  });
+
+  it("counts as wide as a vertex may be for admission control until its splits are known", () => {
+    const reduce = { name: "r", parallelism: 3, command: ["node", "r.js"], resources: { vcores: 1, memoryMb: 128 } };
+    const dag = parseDag(
+      dagJson({ input: { paths: ["dfs:/in"] } }, [reduce], [{ from: "map", to: "r", type: "scatter-gather" }]),
+    );
+    expect(widestStageTasks(dag)).toBe(DEFAULT_MAX_PARALLELISM);
+    expect(widestStageTasks(withSplitParallelism(dag, new Map([["map", 2]])))).toBe(3);
   });
 
   it("runs each task on the server holding its split when it can, and counts how local each start was", () => {
