@@ -14,7 +14,7 @@
  */
 import { normalizeDfsPath } from "./dfs-path.js";
 import { errorMessage, HarvestError } from "./errors.js";
-import type { ErrorCode } from "./errors.js";
+import { expectObject, invalid, rejectUnknownFields, show } from "./dag-fields.js";
 
 /** A vertex's DFS input, as the DAG file gives it. */
 export interface VertexInputSpec {
@@ -35,12 +35,8 @@ export const MAX_RECORD_BYTES = 1024 * 1024;
 /** Parses a vertex's `input` field (`at` is its field path, e.g. `vertices[0].input`); undefined when absent. */
 export function parseVertexInput(raw: unknown, at: string): VertexInputSpec | undefined {
   if (raw === undefined) return undefined;
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
-    invalid(at, `${at} must be an object like { "paths": ["dfs:/data/in"] }, got ${show(raw)}`);
-  const obj = raw as Record<string, unknown>;
-  for (const key of Object.keys(obj))
-    if (!INPUT_FIELDS.includes(key))
-      invalid(`${at}.${key}`, `${at} has an unknown field ${JSON.stringify(key)}; known: ${INPUT_FIELDS.join(", ")}`);
+  const obj = expectObject(raw, at, `${at} must be an object like { "paths": ["dfs:/data/in"] }`);
+  rejectUnknownFields(obj, INPUT_FIELDS, at);
   const paths = obj["paths"];
   if (!Array.isArray(paths) || paths.length === 0 || paths.length > MAX_INPUT_PATHS)
     invalid(
@@ -137,17 +133,4 @@ export function withSplitParallelism<
     ...dag,
     vertices: dag.vertices.map((v) => (v.parallelism === 0 ? { ...v, parallelism: counts.get(v.name) ?? 0 } : v)),
   };
-}
-
-function invalid(field: string, message: string): never {
-  return fail("DAG_INVALID_FIELD", field, message);
-}
-
-function fail(code: ErrorCode, field: string, message: string): never {
-  throw new HarvestError(code, message, { details: { field } });
-}
-
-function show(value: unknown): string {
-  const text = JSON.stringify(value);
-  return text === undefined ? String(value) : text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }

@@ -12,9 +12,10 @@
  * accepted instead, so that a parsed DagSpec serialized with JSON.stringify parses again. Unknown fields are rejected so
  * that a misspelt optional field ("envs") is reported rather than silently ignored.
  */
-import { normalizeDfsPath } from "./dfs-path.js";
-import { errorMessage, HarvestError } from "./errors.js";
-import type { ErrorCode } from "./errors.js";
+import { HarvestError } from "./errors.js";
+import { expectObject, fail, invalid, rejectUnknownFields, show } from "./dag-fields.js";
+import { parseLocalResources } from "./dag-resources.js";
+import type { LocalResourceSpec } from "./dag-resources.js";
 import type { Resources } from "./resource.js";
 import { parseVertexInput, splitDrivenVertices } from "./dag-input.js";
 import type { VertexInputSpec } from "./dag-input.js";
@@ -24,6 +25,8 @@ import type { EdgeType, TaskInput, TaskOutput } from "./task-contract.js";
 export { EDGE_TYPES, partitionFileName, TASK_ENV } from "./task-contract.js";
 export type { EdgeType, TaskInput, TaskOutput } from "./task-contract.js";
 export type { VertexInputSpec } from "./dag-input.js";
+export { LOCAL_RESOURCE_TYPES, RESERVED_WORKDIR_NAMES, RESOURCE_VISIBILITIES } from "./dag-resources.js";
+export type { LocalResourceSpec, LocalResourceType, ResourceVisibility } from "./dag-resources.js";
 
 /** A vertex: `parallelism` tasks, each a process running `command` in a container of `resources`. */
 export interface VertexSpec {
@@ -44,45 +47,6 @@ export interface VertexSpec {
    */
   input?: VertexInputSpec;
 }
-
-/**
- * Who shares a localized resource's cached copy on a node: the containers of one job ("application", the default),
- * or every job ("public": the DFS file must be readable by anyone, as YARN's public resources).
- */
-export type ResourceVisibility = "application" | "public";
-
-/** The visibilities, in the order the docs list them. */
-export const RESOURCE_VISIBILITIES: readonly ResourceVisibility[] = ["application", "public"];
-
-/**
- * What the node manager does with a resource (YARN's LocalResourceType): "file" links the file or directory as it is;
- * "archive" unpacks the file (a .tar, .tar.gz/.tgz or .zip, told by its contents) into a directory of the resource's
- * name.
- */
-export type LocalResourceType = "file" | "archive";
-
-/** The resource types, in the order the docs list them. */
-export const LOCAL_RESOURCE_TYPES: readonly LocalResourceType[] = ["file", "archive"];
-
-/** One localized resource: `path` in the DFS appears as `name` in the task's working directory. */
-export interface LocalResourceSpec {
-  name: string;
-  /** `dfs:/absolute/path`, a file or a directory (an archive: a file). */
-  path: string;
-  visibility: ResourceVisibility;
-  type: LocalResourceType;
-}
-
-/** Names a container's directory holds already (its logs, pid and token files): no resource may take them. */
-export const RESERVED_WORKDIR_NAMES: readonly string[] = [
-  "stdout",
-  "stderr",
-  "pid",
-  "container_tokens",
-  "task_status",
-  "tmp",
-  "output",
-];
 
 /** A data dependency: every task of `to` starts after every task of `from` has succeeded. */
 export interface EdgeSpec {
@@ -123,9 +87,6 @@ const DAG_FIELDS = ["name", "priority", "vertices", "edges"];
 /** Highest job priority. */
 export const MAX_JOB_PRIORITY = 100;
 const VERTEX_FIELDS = ["name", "parallelism", "command", "resources", "env", "localResources", "input"];
-const LOCAL_RESOURCE_FIELDS = ["name", "path", "visibility", "type"];
-/** A resource's name in the task's directory: a plain file name. */
-const RESOURCE_NAME_RE = /^[A-Za-z0-9_.-]{1,128}$/;
 const RESOURCE_FIELDS = ["vcores", "vcoresMilli", "memoryMb"];
 const EDGE_FIELDS = ["from", "to", "type"];
 
@@ -489,59 +450,6 @@ function parseVertex(raw: unknown, at: string, maxParallelism: number, maxResour
   };
 }
 
-function parseLocalResources(raw: unknown, at: string): LocalResourceSpec[] {
-  if (raw === undefined) return [];
-  if (!Array.isArray(raw))
-    invalid(at, `${at} must be an array of { name, path, visibility, type } objects, got ${show(raw)}`);
-  const out: LocalResourceSpec[] = [];
-  raw.forEach((item: unknown, i: number) => {
-    const here = `${at}[${i}]`;
-    const obj = expectObject(item, here, `${here} must be an object like { "name": "tool.js", "path": "dfs:/..." }`);
-    rejectUnknownFields(obj, LOCAL_RESOURCE_FIELDS, here);
-    const name = obj["name"];
-    if (
-      typeof name !== "string" ||
-      !RESOURCE_NAME_RE.test(name) ||
-      name === "." ||
-      name === ".." ||
-      RESERVED_WORKDIR_NAMES.includes(name)
-    ) {
-      invalid(
-        `${here}.name`,
-        `${here}.name must be a file name of 1 to 128 characters from A-Z a-z 0-9 _ . - (not ".", ".." or one of ` +
-          `${RESERVED_WORKDIR_NAMES.join(", ")}), got ${show(name)}`,
-      );
-    }
-    if (out.some((r) => r.name === name))
-      fail("DAG_DUPLICATE_NAME", `${here}.name`, `${here}.name ${JSON.stringify(name)} is already used in ${at}`);
-    const path = obj["path"];
-    if (typeof path !== "string" || !path.startsWith("dfs:/"))
-      invalid(`${here}.path`, `${here}.path must be a DFS path like "dfs:/user/me/tool.js", got ${show(path)}`);
-    let normalized: string;
-    try {
-      normalized = normalizeDfsPath(path.slice("dfs:".length), `${here}.path`);
-    } catch (err) {
-      invalid(`${here}.path`, `${here}.path ${JSON.stringify(path)} is not a valid DFS path: ${errorMessage(err)}`);
-    }
-    const visibility = obj["visibility"] ?? "application";
-    if (typeof visibility !== "string" || !(RESOURCE_VISIBILITIES as readonly string[]).includes(visibility))
-      invalid(
-        `${here}.visibility`,
-        `${here}.visibility must be one of ${RESOURCE_VISIBILITIES.join(", ")}, got ${show(visibility)}`,
-      );
-    const type = obj["type"] ?? "file";
-    if (typeof type !== "string" || !(LOCAL_RESOURCE_TYPES as readonly string[]).includes(type))
-      invalid(`${here}.type`, `${here}.type must be one of ${LOCAL_RESOURCE_TYPES.join(", ")}, got ${show(type)}`);
-    out.push({
-      name,
-      path: `dfs:${normalized}`,
-      visibility: visibility as ResourceVisibility,
-      type: type as LocalResourceType,
-    });
-  });
-  return out;
-}
-
 function parseResources(raw: unknown, at: string): Resources {
   const obj = expectObject(raw, at, `${at} must be an object like { "vcores": 1, "memoryMb": 256 }`);
   rejectUnknownFields(obj, RESOURCE_FIELDS, at);
@@ -653,38 +561,6 @@ function requireVertex(dag: DagSpec, name: string): VertexSpec {
     });
   }
   return v;
-}
-
-function expectObject(value: unknown, at: string, message: string): Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value))
-    invalid(at, `${message}, got ${show(value)}`);
-  return value as Record<string, unknown>;
-}
-
-function rejectUnknownFields(obj: Record<string, unknown>, known: string[], at: string): void {
-  for (const key of Object.keys(obj)) {
-    if (!known.includes(key)) {
-      const path = at === "" ? key : `${at}.${key}`;
-      invalid(path, `unknown field ${path}; the fields allowed here are ${known.join(", ")} (check the spelling)`);
-    }
-  }
-}
-
-function invalid(field: string, message: string): never {
-  fail("DAG_INVALID_FIELD", field, message);
-}
-
-function fail(code: ErrorCode, field: string, message: string): never {
-  throw new HarvestError(code, message, { details: { field } });
-}
-
-function show(value: unknown): string {
-  if (value === undefined) return "nothing (the field is missing)";
-  if (Array.isArray(value)) return value.length === 0 ? "an empty array" : "an array";
-  if (value === null) return "null";
-  if (typeof value === "object") return "an object";
-  const text = JSON.stringify(value);
-  return text.length > 40 ? `${text.slice(0, 37)}...` : text;
 }
 
 function lineAndColumn(text: string, position: number): { line: number; column: number } {
