@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { packageRoot } from "../../common/paths.js";
+import { waitFor } from "../wait-for.js";
 import { suiteCluster, taskOutputs } from "./harness.js";
 
 const BLOCK = 64 * 1024;
@@ -50,7 +51,14 @@ describe("data-local placement", () => {
         out.on("finish", resolve).on("error", reject);
         out.end(text);
       });
-      const blocks = (await dfs.blockLocations("/loc/in.txt")).blocks;
+      // Each block's replica is listed once its datanode has reported it received.
+      const blocks = await waitFor(
+        async () => {
+          const located = (await dfs.blockLocations("/loc/in.txt")).blocks;
+          return located.every((b) => b.locations.length > 0) ? located : undefined;
+        },
+        { what: "every block of /loc/in.txt located" },
+      );
       const blocksPerNode = new Map<string, number>();
       for (const b of blocks) {
         const home = b.locations[0]!.datanodeId;
