@@ -158,14 +158,18 @@ export class JobManager {
 
     for (;;) {
       let res: AllocateResponseOutput;
+      const asks = this.runner.asks();
       try {
         res = await this.rmCall((c) =>
           call(c, c.allocate, {
             appId,
             attempt,
-            asks: this.runner
-              .asks()
-              .map((a) => ({ priority: a.priority, resource: a.vertex.resources, count: a.count, ...a.locality })),
+            asks: asks.map((a) => ({
+              priority: a.priority,
+              resource: a.vertex.resources,
+              count: a.count,
+              ...a.locality,
+            })),
             releases: this.releases,
             progress: this.progress(),
           }),
@@ -194,7 +198,9 @@ export class JobManager {
       if (this.unlocalizable) return this.finish("FAILED", this.unlocalizable);
       if (this.runner.failure) return this.finish("FAILED", this.runner.failure);
       if (this.runner.succeeded) return this.finish("SUCCEEDED", "");
-      await sleep(this.options.heartbeatMs);
+      // Tasks that became ready with this answer (their upstream finished, or one is to run again) are asked for at
+      // once; otherwise the next call waits a heartbeat.
+      if (askedCount(this.runner.asks()) <= askedCount(asks)) await sleep(this.options.heartbeatMs);
     }
   }
 
@@ -691,6 +697,13 @@ interface LaunchEntry {
   outputDir: string;
   /** For a task over an input split: how local its container was. */
   locality?: TaskLocality;
+}
+
+/** How many containers `asks` ask for in all. */
+function askedCount(asks: readonly { count: number }[]): number {
+  let n = 0;
+  for (const a of asks) n += a.count;
+  return n;
 }
 
 function sleep(ms: number): Promise<void> {

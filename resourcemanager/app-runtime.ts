@@ -117,6 +117,11 @@ export interface ApplicationDeps {
   observer?: ApplicationObserver;
   /** Removes an ended job's DFS staging directory and cancels its delegation token at the namenode. */
   jobCleanup: JobDfsCleanup;
+  /**
+   * Offers every running node to the scheduler now, between heartbeats; grants come back through `onAllocated`.
+   * @default none (grants on heartbeats only)
+   */
+  offerNodes?: () => void;
 }
 
 /** A fresh runtime for a stored or new record; its attempt starts in `attemptState`. */

@@ -559,10 +559,12 @@ export class Applications {
     this.askForJobManager(app);
   }
 
+  /** Asks for a container for the job's next job manager; the nodes are offered once the caller has returned. */
   private askForJobManager(app: AppRuntime): void {
     this.deps.scheduler.setAsks(app.record.appId, [
       { priority: AM_PRIORITY, resource: this.deps.options.amResource, count: 1 },
     ]);
+    if (this.deps.offerNodes) setImmediate(this.deps.offerNodes);
   }
 
   private activeApp(appId: string, attempt: number): AppRuntime {
@@ -748,12 +750,19 @@ export class Applications {
       if (!alloc || alloc.appId !== req.appId) continue;
       this.release(id, "RELEASED");
     }
-    const delivered = app.delivery;
+    // Granted since the last call: the job manager made these asks without them.
+    const undelivered = app.delivery;
     app.delivery = [];
+    const before = scheduler.outstanding(req.appId);
     scheduler.setAsks(
       req.appId,
-      netAsks(req.asks, delivered, (nodeId) => scheduler.nodeView(nodeId)?.rack),
+      netAsks(req.asks, undelivered, (nodeId) => scheduler.nodeView(nodeId)?.rack),
     );
+    // New demand (a stage became ready, a task is to run again) is offered the nodes now, and what they grant goes back
+    // in this answer, rather than a heartbeat interval later.
+    if (scheduler.outstanding(req.appId) > before) this.deps.offerNodes?.();
+    const delivered = [...undelivered, ...app.delivery];
+    app.delivery = [];
     if (history) {
       let taskMilli = 0;
       for (const a of req.asks) if (a.count > 0) taskMilli = Math.max(taskMilli, fromWire(a.resource).vcoresMilli);

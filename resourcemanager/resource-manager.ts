@@ -37,7 +37,7 @@ import type { ResourceManagerOptions } from "./options.js";
 import { Applications } from "./applications.js";
 import { JobDfsCleanup } from "./job-dfs-cleanup.js";
 import { NodeTracker } from "./node-tracker.js";
-import type { NodeEvents, NodeStream } from "./node-tracker.js";
+import type { NodeEntry, NodeEvents, NodeStream } from "./node-tracker.js";
 import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./policy/scheduler.js";
 import type { NodeView, SchedulerPolicy } from "./policy/scheduler.js";
 import { HistorySchedulerPolicy, resolveClassWeights } from "./policy/class-selection.js";
@@ -103,6 +103,8 @@ export class ResourceManager extends ServingDaemon {
   private readonly nodes: NodeTracker;
   /** The applications: attempts, the AM protocol, recovery. */
   private readonly apps: Applications;
+  /** Where the next offer of every node starts (offerNodes). */
+  private offerCursor = 0;
   /** Cancels ended jobs' delegation tokens at the namenode (`nnAddress`). */
   private readonly jobCleanup: JobDfsCleanup;
   /** The drains as the `NodeAdmin` service and the monitor carry them out. */
@@ -267,6 +269,7 @@ export class ResourceManager extends ServingDaemon {
       epoch: () => this.epoch,
       observer: this.metrics,
       jobCleanup: this.jobCleanup,
+      offerNodes: () => this.offerNodes(),
     });
     this.drainService = new DrainService({
       tracker: this.drains,
@@ -632,14 +635,33 @@ export class ResourceManager extends ServingDaemon {
       heartbeat: (node) => {
         this.metrics.onHeartbeat();
         this.logPowerAlerts();
-        for (const alloc of this.scheduler.allocateOnNode(node.nodeId)) {
-          this.metrics.onAllocated(alloc.priority === AM_PRIORITY ? "job_manager" : "task", alloc.locality);
-          this.apps.onAllocated(alloc, node);
-        }
+        this.grantOn(node);
       },
       lost: (node, allocations) => this.apps.onNodeLost(node, allocations),
       finishedApps: () => this.apps.finishedSince(this.clock.nowMs() - FINISHED_APPS_ANNOUNCED_MS),
     };
+  }
+
+  /** Grants what the scheduler gives on `node` now, and hands each grant to its job. */
+  private grantOn(node: NodeEntry): void {
+    for (const alloc of this.scheduler.allocateOnNode(node.nodeId)) {
+      this.metrics.onAllocated(alloc.priority === AM_PRIORITY ? "job_manager" : "task", alloc.locality);
+      this.apps.onAllocated(alloc, node);
+    }
+  }
+
+  /**
+   * Offers every running node to the scheduler at once, for new demand (a job manager asking for more, a job waiting
+   * for its job manager's container), instead of waiting up to a heartbeat interval for each node's next heartbeat. The
+   * scheduler sees each node as its last heartbeat left it, less what it granted since. The offer starts one node
+   * further on each time, so that the first node in the list is not always the first offered.
+   */
+  private offerNodes(): void {
+    if (!this.lifecycle.running) return;
+    const running = [...this.nodes.all()].filter((n) => n.state === "RUNNING");
+    if (running.length === 0) return;
+    const start = this.offerCursor++ % running.length;
+    for (let i = 0; i < running.length; i++) this.grantOn(running[(start + i) % running.length]!);
   }
 
   /** What the power-aware placement knows of a node, from the power domains, the scheduler and the tenant history. */
