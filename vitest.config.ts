@@ -1,10 +1,10 @@
 import { configDefaults, defineConfig } from "vitest/config";
 
 /**
- * Unit tests that start processes or measure CPU time: steadier with the machine to themselves, so they run with the
- * integration tests, one file at a time.
+ * Unit tests that start processes and measure the CPU time they get (the throttlers, the primary monitor's burner):
+ * they need the machine to themselves, so they run last, one file at a time.
  */
-const SERIAL_UNIT = [
+const CPU_MEASURING = [
   "test/unit/cgroup-cpu.test.ts",
   "test/unit/container-leftovers.test.ts",
   "test/unit/container-process.test.ts",
@@ -29,19 +29,33 @@ export default defineConfig({
           ...shared,
           name: "unit",
           include: ["test/unit/**/*.test.ts"],
-          exclude: [...configDefaults.exclude, ...SERIAL_UNIT],
+          exclude: [...configDefaults.exclude, ...CPU_MEASURING],
           maxWorkers: 2,
+          // A worker runs its files one after another in one module graph, imported once (no test changes the
+          // process's environment, timers or modules without restoring them).
+          isolate: false,
           sequence: { groupOrder: 0 },
         },
       },
       {
-        // Integration tests start real daemons and processes; on a 2-core machine they are steadier one file at a time.
+        // Real daemons and processes on loopback. They spend most of their time waiting (for heartbeats, expiries,
+        // tasks that hold their containers), so two files run at a time, each with its own cluster and directories.
+        test: {
+          ...shared,
+          name: "integration",
+          include: ["test/integration/**/*.test.ts", "test/e2e/**/*.test.ts", "test/fuzz/**/*.test.ts"],
+          maxWorkers: 2,
+          isolate: false,
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
         test: {
           ...shared,
           name: "serial",
-          include: ["test/integration/**/*.test.ts", "test/e2e/**/*.test.ts", "test/fuzz/**/*.test.ts", ...SERIAL_UNIT],
+          include: CPU_MEASURING,
           fileParallelism: false,
-          sequence: { groupOrder: 1 },
+          sequence: { groupOrder: 2 },
         },
       },
     ],

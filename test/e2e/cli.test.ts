@@ -272,7 +272,16 @@ describe("the harvest CLI", () => {
     expect(drained.drains.map((d) => d.nodeId)).toEqual(["server-2"]);
     expect(drained.drains[0]!.deadlineMs).toBeGreaterThan(Date.now() + 9 * 60_000);
     expect(drained.datanodes.map((d) => [d.datanodeId, d.state !== "NORMAL"])).toEqual([["server-2", true]]);
-    const during = harvest("job", "submit", join(packageRoot(), "examples", "dags", "three-stage.json"), "--wait");
+    // A job of the same shape with light tasks: what matters here is where they run.
+    const light = join(dir, "light.json");
+    const threeStage = JSON.parse(
+      readFileSync(join(packageRoot(), "examples", "dags", "three-stage.json"), "utf8"),
+    ) as {
+      vertices: { command: string[] }[];
+    };
+    for (const v of threeStage.vertices) v.command[v.command.indexOf("--seconds") + 1] = "0.05";
+    writeFileSync(light, JSON.stringify(threeStage));
+    const during = harvest("job", "submit", light, "--wait");
     expect(during.code, during.stderr + during.stdout).toBe(0);
     const duringId = /submitted (application_\d+_\d+)/.exec(during.stdout)?.[1];
     const ran = JSON.parse(harvest("job", "status", duringId!, "--json").stdout) as {

@@ -421,11 +421,14 @@ describe("datanode pipeline", () => {
     expect(await readCode(dn2, { blockId: -5, genStamp: 1 })).toBe("DATANODE_BAD_BLOCK_ID");
     expect(await readCode(dn2, { blockId: 987_654, genStamp: 1 })).toBe("DATANODE_BLOCK_NOT_FOUND");
     // Nothing of the refused writes is left, but a stream that ended mid-block is kept for lease recovery, as HDFS
-    // keeps an rbw replica (its packets may have been acknowledged), and is never readable as a finished replica.
-    expect(readdirSync(join(dn2.options.dataDir, "rbw")).sort()).toEqual([
-      `blk_${unfinished}`,
-      `blk_${unfinished}_1.meta`,
-    ]);
+    // keeps an rbw replica (its packets may have been acknowledged), and is never readable as a finished replica. A
+    // refused write's files go when its writer does, a moment after the refusal was sent.
+    const rbw = join(dn2.options.dataDir, "rbw");
+    const kept = [`blk_${unfinished}`, `blk_${unfinished}_1.meta`];
+    await waitFor(() => readdirSync(rbw).sort().join() === kept.join(), {
+      what: () => `only the unfinished replica in rbw/ (${readdirSync(rbw).sort().join(", ")})`,
+      ...POLL,
+    });
     expect(dn2.store.keptReplicas().map((r) => r.blockId)).toEqual([unfinished]);
     expect(await readCode(dn2, { blockId: unfinished, genStamp: 1 })).toBe("DATANODE_BLOCK_NOT_FOUND");
     const ok = randomBytes(10_000);

@@ -154,12 +154,16 @@ export function cpuVertex(
   };
 }
 
-/** Polls a job until `pred` holds (or, unless `stopOnEnd` is false, the job ends); returns the last report. */
+/**
+ * Polls a job until `pred` holds (or, unless `stopOnEnd` is false, the job ends); returns the last report. With
+ * `retryOnError` a failed call counts as "not yet" (the resource manager is restarting: the client's channel may still be
+ * backing off from the old one).
+ */
 export async function waitForJob(
   client: JobClient,
   appId: string,
   pred: (r: JobReport) => boolean,
-  opts: { timeoutMs?: number; stopOnEnd?: boolean } = {},
+  opts: { timeoutMs?: number; stopOnEnd?: boolean; retryOnError?: boolean } = {},
 ): Promise<JobReport> {
   let last: JobReport | undefined;
   return waitFor(
@@ -172,6 +176,7 @@ export async function waitForJob(
       what: () => `${appId}: state ${last?.state}, progress ${JSON.stringify(last?.progress)}`,
       timeoutMs: opts.timeoutMs ?? 60_000,
       intervalMs: 200,
+      retryOnError: opts.retryOnError ?? false,
     },
   );
 }

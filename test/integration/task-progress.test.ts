@@ -163,7 +163,10 @@ describe("task progress across a resource manager restart", () => {
       await waitForJob(c.client, appId, (r) => probeProgress(r) === 0.5);
       // The task reports nothing new meanwhile: only the registration can bring its report to the new one.
       await restartLocalRm(c);
-      const after = await waitForJob(c.client, appId, (r) => probeProgress(r) === 0.5, { timeoutMs: 60_000 });
+      const after = await waitForJob(c.client, appId, (r) => probeProgress(r) === 0.5, {
+        timeoutMs: 60_000,
+        retryOnError: true,
+      });
       expect(liveVertexProgress(after).find((v) => v.name === "probe")).toMatchObject({ counters: { records: 42 } });
       writeFileSync(release, "");
       const done = await waitForJob(c.client, appId, () => false);
