@@ -200,6 +200,8 @@ export async function runTestbed(plan: TestbedPlan, policy: TestbedPolicy, o: Ru
       // The primaries are replayed, not real: containers need no CPU limits, and under the cgroup shares that make
       // them yield to everything else they would starve behind whatever else runs on a shared machine.
       cgroups: "none",
+      // Each task's result.json (when its main started) stays in its output directory until the run is measured.
+      finishedAppRetentionMs: 3_600_000,
     },
   });
   const client = localJobClient(desc);
@@ -431,11 +433,10 @@ function measure(
   const registeredAtMs = new Map<string, number>();
   for (const e of eventsOfType(events, "job-manager-registered"))
     if (!e.resync) registeredAtMs.set(`${e.appId}/${e.attempt}`, e.atMs);
-  const stagingDir = join(desc.dir, "rm", "staging");
   for (const job of followed.jobs) {
     const r = job.report;
     if (!r) continue;
-    const mains = mainStarts(join(stagingDir, job.appId));
+    const mains = mainStarts(desc, job.appId);
     let firstTaskMs = Infinity;
     for (const c of r.containers) {
       if (c.isAm) {
@@ -495,12 +496,14 @@ function nmConfigNumber(desc: ClusterDescriptor, field: string): number | undefi
 }
 
 /** Container id -> when its task's program started, from the `result.json` every finished hold task writes. */
-function mainStarts(appStaging: string): Map<string, number> {
+function mainStarts(desc: ClusterDescriptor, appId: string): Map<string, number> {
   const out = new Map<string, number>();
-  for (const file of findFiles(appStaging, "result.json", 4)) {
+  // Each task's output directory on its own server: <node dir>/containers/<appId>/<containerId>/output/result.json.
+  const files = desc.nodes.flatMap((n) => findFiles(join(n.dataDir, "containers", appId), "result.json", 2));
+  for (const file of files) {
     try {
       const r = JSON.parse(readFileSync(file, "utf8")) as { mainStartMs?: number };
-      const containerId = file.split("/").at(-2)!;
+      const containerId = file.split("/").at(-3)!;
       if (typeof r.mainStartMs === "number") out.set(containerId, r.mainStartMs);
     } catch {
       // A task killed while writing leaves no whole result: nothing to measure.
