@@ -1,8 +1,8 @@
 import { configDefaults, defineConfig } from "vitest/config";
 
 /**
- * Unit tests that start processes and measure the CPU time they get (the throttlers, the primary monitor's burner):
- * they need the machine to themselves, so they run last, one file at a time.
+ * Unit tests that start processes and time them or measure the CPU they get (the throttlers, the primary monitor's
+ * burner, the stall watch): they need the machine to themselves, so they run last, one file at a time.
  */
 const CPU_MEASURING = [
   "test/unit/cgroup-cpu.test.ts",
