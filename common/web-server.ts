@@ -316,7 +316,10 @@ export class WebServer {
       );
   }
 
-  /** `GET /login?token=T`: a valid token becomes an HttpOnly cookie and the browser goes to `next` (a local path). */
+  /**
+   * `GET /login?token=T&next=P`: a valid token becomes an HttpOnly cookie and the browser goes to `P`, a path on this
+   * daemon (`loginRedirectTarget`).
+   */
   private login(query: URLSearchParams, req: http.IncomingMessage): WebResponse {
     const token = query.get("token") ?? "";
     const who = this.secure ? this.options.tokens?.(token) : undefined;
@@ -326,12 +329,10 @@ export class WebServer {
         (req.headers.accept ?? "").includes("text/html"),
       );
     }
-    const next = query.get("next") ?? "/";
-    const target = next.startsWith("/") && !next.startsWith("//") ? next : "/";
     return {
       status: 303,
       headers: {
-        location: target,
+        location: loginRedirectTarget(query.get("next")),
         ...(who
           ? {
               "set-cookie": `${webTokenCookie(this.boundPort)}=${token}; Path=/; HttpOnly; Secure; SameSite=Lax`,
@@ -452,4 +453,26 @@ export function errorResponse(err: HarvestError, html: boolean, loginHint = fals
  */
 export function exposition(text: string): string {
   return text.replace(/ Nan$/gm, " NaN");
+}
+
+/** A base no request can name: `next` must resolve to a path under it. */
+const LOCAL_ORIGIN = "http://this-daemon.invalid";
+
+/**
+ * Where `/login` may send the browser: `next` when it is a path on this daemon, else "/". `next` is read as a browser
+ * reads a Location (the WHATWG URL parser: `\` is `/`, tabs and newlines are dropped), so that `/\evil.example`,
+ * `/<tab>/evil.example` or `/.//evil.example` cannot become another host; what is sent back is the parsed path,
+ * query and fragment, percent-encoded, never a path starting with `//`.
+ */
+export function loginRedirectTarget(next: string | null): string {
+  if (!next?.startsWith("/")) return "/";
+  let url: URL;
+  try {
+    url = new URL(next, `${LOCAL_ORIGIN}/`);
+  } catch {
+    return "/";
+  }
+  if (url.origin !== LOCAL_ORIGIN) return "/";
+  const target = url.pathname + url.search + url.hash;
+  return target.startsWith("//") ? "/" : target;
 }

@@ -290,6 +290,18 @@ describe("the resource manager's web server", () => {
     const login = await get(`/login?token=${encodeURIComponent(t.token)}&next=/jobs`);
     expect(login.status).toBe(303);
     expect(login.headers["location"]).toBe("/jobs");
+    // Only to a path on this daemon: what a browser would read as another host goes to "/" instead.
+    for (const next of [
+      "/\\evil.example",
+      "//evil.example",
+      "/\t/evil.example",
+      "/.//evil.example",
+      "https://evil.example",
+    ]) {
+      const away = await get(`/login?token=${encodeURIComponent(t.token)}&next=${encodeURIComponent(next)}`);
+      expect(away.status, next).toBe(303);
+      expect(away.headers["location"], next).toBe("/");
+    }
     const setCookie = String(login.headers["set-cookie"] ?? "");
     expect(setCookie).toMatch(/HttpOnly/);
     const cookie = setCookie.split(";")[0]!;
