@@ -52,6 +52,9 @@ export interface ContainerAccountPolicy {
 /** Account names this module looks up (POSIX portable names; never a number, which getent reads as a uid). */
 const ACCOUNT_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?$/;
 
+/** Where the C library's `getent` lives (Debian and others; /bin is /usr/bin on merged-/usr systems). */
+const GETENT_PATHS = ["/usr/bin/getent", "/bin/getent"];
+
 /** Whether `name` is a well-formed account name. */
 export function isAccountName(name: string): boolean {
   return ACCOUNT_NAME.test(name);
@@ -63,8 +66,12 @@ export function isAccountName(name: string): boolean {
  */
 export function lookupAccount(name: string): ContainerAccount | undefined {
   if (!isAccountName(name)) return undefined;
-  const r = spawnSync("getent", ["passwd", name], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
-  const lines = r.error ? readFileSync("/etc/passwd", "utf8") : r.stdout;
+  // By absolute path: the node manager runs as root, and its PATH may name folders anyone can write.
+  const getent = GETENT_PATHS.find((p) => existsSync(p));
+  const r = getent
+    ? spawnSync(getent, ["passwd", name], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] })
+    : undefined;
+  const lines = !r || r.error ? readFileSync("/etc/passwd", "utf8") : r.stdout;
   for (const line of lines.split("\n")) {
     const [user, , uid, gid, , home] = line.split(":");
     if (user === name && /^\d+$/.test(uid ?? "") && /^\d+$/.test(gid ?? ""))

@@ -354,3 +354,21 @@ describe.skipIf(!asRoot)("a container launched by a root node manager", () => {
     });
   });
 });
+
+describe("lookupAccount", () => {
+  it("asks the system's getent, never one that comes first on PATH", () => {
+    const dir = mkdtempSync(join(tmpdir(), "harvest-fake-getent-"));
+    // A getent planted in a folder on PATH (npx puts every parent's node_modules/.bin there) claims nobody is root.
+    writeFileSync(join(dir, "getent"), "#!/bin/sh\necho 'nobody:x:0:0::/root:/bin/sh'\n", { mode: 0o755 });
+    const saved = process.env["PATH"];
+    process.env["PATH"] = `${dir}:${saved ?? ""}`;
+    try {
+      expect(execFileSync("getent", ["passwd", "nobody"], { encoding: "utf8" })).toContain("nobody:x:0:0");
+      expect(lookupAccount("nobody")?.uid).toBe(nobody.uid);
+      expect(lookupAccount("nobody")?.uid).not.toBe(0);
+    } finally {
+      process.env["PATH"] = saved;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
