@@ -4,7 +4,7 @@
  * once per heartbeat.
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { HarvestError } from "./errors.js";
 
@@ -20,17 +20,15 @@ export interface ProcStatTotals {
 
 let clockTicksPerSec: number | undefined;
 
+/** getconf by absolute path: a daemon running as root never runs the first one on its PATH. */
+const GETCONF = ["/usr/bin/getconf", "/bin/getconf"].find((p) => existsSync(p));
+
 /** The kernel's USER_HZ (`getconf CLK_TCK`), read once; 100 when getconf is unavailable (the Linux default). */
 export function clockTicksPerSecond(): number {
   if (clockTicksPerSec !== undefined) return clockTicksPerSec;
   let ticks = 100;
   try {
-    const out = Number(
-      execFileSync("getconf", ["CLK_TCK"], {
-        encoding: "utf8",
-        timeout: 2000,
-      }).trim(),
-    );
+    const out = GETCONF ? Number(execFileSync(GETCONF, ["CLK_TCK"], { encoding: "utf8", timeout: 2000 }).trim()) : 0;
     if (Number.isInteger(out) && out > 0) ticks = out;
   } catch {
     // Keep the Linux default.

@@ -24,6 +24,7 @@
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
+import { dirname } from "node:path";
 import type { DaemonKind } from "./daemon-kinds.js";
 
 /** The variable glibc reads its tunables from, once, as a process starts. */
@@ -42,9 +43,17 @@ export function withMallocTunables(env: NodeJS.ProcessEnv = process.env): NodeJS
   return env[TUNABLES_VARIABLE] === undefined ? { ...env, [TUNABLES_VARIABLE]: MALLOC_TUNABLES } : env;
 }
 
-/** The environment a daemon of `kind` starts with: `env`, and the malloc setting for the data-moving kinds. */
+/** The system folders of a daemon's PATH, after its Node's folder (as systemd gives a service). */
+export const DAEMON_SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/**
+ * The environment a daemon of `kind` starts with: `env` with a fixed PATH (its Node's folder, then the system's; never
+ * the shell's or npx's, which may name folders any account can write, such as /tmp/node_modules/.bin), and the malloc
+ * setting for the data-moving kinds.
+ */
 export function daemonEnvironment(kind: DaemonKind, env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  return usesMallocTunables(kind) ? withMallocTunables(env) : env;
+  const fixed = { ...env, PATH: `${dirname(process.execPath)}:${DAEMON_SYSTEM_PATH}` };
+  return usesMallocTunables(kind) ? withMallocTunables(fixed) : fixed;
 }
 
 /** The setting a daemon of `kind` should have started with and did not (undefined: nothing missing). */

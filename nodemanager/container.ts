@@ -70,16 +70,14 @@ export function expandArg(arg: string, env: Record<string, string>): string {
 }
 
 // Only these variables pass from the node manager's own environment into containers (HOME, USER and LOGNAME are the
-// container's account's).
-const INHERITED_ENV = [
-  "PATH",
-  "LANG",
-  "TZ",
-  "TMPDIR",
-  "HARVEST_LOG_LEVEL",
-  "HARVEST_LOG_FORMAT",
-  "HARVEST_SHARED_DATA",
-];
+// container's account's; PATH is CONTAINER_PATH).
+const INHERITED_ENV = ["LANG", "TZ", "TMPDIR", "HARVEST_LOG_LEVEL", "HARVEST_LOG_FORMAT", "HARVEST_SHARED_DATA"];
+
+/**
+ * The system folders a container's PATH holds, after the folder of the Node binary it runs: never the node manager's
+ * own PATH, which may hold folders other accounts can write (npx puts every parent folder's node_modules/.bin there).
+ */
+export const CONTAINER_SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin";
 
 /** A running or finished container process. */
 export class ContainerProcess {
@@ -110,13 +108,15 @@ export class ContainerProcess {
       const v = process.env[k];
       if (v !== undefined) env[k] = v;
     }
+    const nodeBinary = spec.nodeBinary ?? process.execPath;
+    env["PATH"] = `${dirname(nodeBinary)}:${CONTAINER_SYSTEM_PATH}`;
     Object.assign(env, { HOME: account.home, USER: account.name, LOGNAME: account.name }, spec.env);
     const tokens = spec.tokens ?? {};
     if (Object.keys(tokens).length > 0) env[TOKEN_FILE_ENV] = join(spec.workDir, TOKEN_FILE_NAME);
     const argv = spec.argv.map((a) => expandArg(a, env));
     // "node" means the node manager's own Node binary (or its localized copy), so containers run the same runtime
     // wherever PATH points.
-    if (argv[0] === "node") argv[0] = spec.nodeBinary ?? process.execPath;
+    if (argv[0] === "node") argv[0] = nodeBinary;
     const program = argv[0] ?? "?";
     // Where util-linux's setpriv is there, the command runs with no_new_privs: no setuid program (su, sudo, passwd)
     // and no file capability raises what it may do, so it never acts as root, whatever it runs.

@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { removeTestCgroups, testGroupName } from "../cgroups.js";
 import { nextTestContainerId, testContainerSpec } from "../containers.js";
@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { detectCgroups } from "../../nodemanager/cgroups.js";
 import type { CgroupController } from "../../nodemanager/cgroups.js";
 import type { ContainerSpec } from "../../nodemanager/container.js";
-import { ContainerProcess, expandArg } from "../../nodemanager/container.js";
+import { CONTAINER_SYSTEM_PATH, ContainerProcess, expandArg } from "../../nodemanager/container.js";
 import { ContainerAccounts } from "../../nodemanager/run-as.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "harvest-container-process-"));
@@ -140,6 +140,20 @@ describe("ContainerProcess", () => {
       expect(JSON.parse(readOut(s, "stdout"))).toEqual([null, "yes"]);
     } finally {
       delete process.env[key];
+    }
+  });
+
+  it("gives the process a system PATH with its Node's folder first, never the node manager's PATH", async () => {
+    // npx puts every parent folder's node_modules/.bin on the PATH of what it starts, /tmp/node_modules/.bin among them.
+    const saved = process.env["PATH"];
+    process.env["PATH"] = `/tmp/node_modules/.bin:${saved ?? ""}`;
+    try {
+      const s = spec([node, "-e", "process.stdout.write(process.env.PATH)"]);
+      await runToEnd(s);
+      expect(readOut(s, "stdout")).toBe(`${dirname(process.execPath)}:${CONTAINER_SYSTEM_PATH}`);
+      expect(readOut(s, "stdout")).not.toContain("node_modules");
+    } finally {
+      process.env["PATH"] = saved;
     }
   });
 

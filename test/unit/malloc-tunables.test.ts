@@ -1,6 +1,8 @@
 /** glibc's malloc setting: who starts with it, the operator's own variable left alone, the commands that restart. */
+import { dirname } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
+  DAEMON_SYSTEM_PATH,
   MALLOC_TUNABLES,
   TUNABLES_VARIABLE,
   daemonEnvironment,
@@ -32,6 +34,14 @@ describe("glibc's malloc setting", () => {
     expect(daemonEnvironment("datanode", {})[TUNABLES_VARIABLE]).toBe(MALLOC_TUNABLES);
     for (const kind of ["namenode", "resourcemanager", "nodemanager"] as const)
       expect(daemonEnvironment(kind, {})[TUNABLES_VARIABLE]).toBeUndefined();
+  });
+
+  it("starts every daemon with its Node's folder and the system's on PATH, never the caller's", () => {
+    for (const kind of ["datanode", "namenode", "resourcemanager", "nodemanager"] as const) {
+      const env = daemonEnvironment(kind, { PATH: "/tmp/node_modules/.bin:/usr/bin", HOME: "/root" });
+      expect(env["PATH"]).toBe(`${dirname(process.execPath)}:${DAEMON_SYSTEM_PATH}`);
+      expect(env["HOME"]).toBe("/root");
+    }
   });
 
   it("is named when a datanode on Linux started without it", () => {
