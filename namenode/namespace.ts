@@ -27,6 +27,7 @@ import { ROOT_INODE_ID } from "./namespace-store.js";
 import {
   ALL,
   checkPermission,
+  checkWalk,
   checkSetOwner,
   DEFAULT_DIR_MODE,
   DEFAULT_FILE_MODE,
@@ -183,9 +184,14 @@ export class Namespace {
     return this.tree.fileView(p, inode);
   }
 
-  /** Every file at or below `path` (depth first, by name), with the number of directories walked. */
-  walk(path: string): { files: FileView[]; directories: number } {
-    return this.tree.walk(path);
+  /**
+   * Every file at or below `path` (depth first, by name), with the number of directories walked. With a caller (fsck),
+   * READ_EXECUTE on every directory walked (policy/permissions.ts checkWalk): a refusal anywhere refuses it all.
+   */
+  walk(path: string, caller?: Caller): { files: FileView[]; directories: number } {
+    const p = normalizeDfsPath(path);
+    if (caller && !caller.superuser) checkWalk(this.tree.resolvedPath(p, true), caller);
+    return this.tree.walk(p);
   }
 
   /**
