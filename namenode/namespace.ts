@@ -26,8 +26,8 @@ import { HarvestError } from "../common/errors.js";
 import { ROOT_INODE_ID } from "./namespace-store.js";
 import {
   ALL,
+  check,
   checkPermission,
-  checkWalk,
   checkSetOwner,
   DEFAULT_DIR_MODE,
   DEFAULT_FILE_MODE,
@@ -186,12 +186,14 @@ export class Namespace {
 
   /**
    * Every file at or below `path` (depth first, by name), with the number of directories walked. With a caller (fsck),
-   * READ_EXECUTE on every directory walked (policy/permissions.ts checkWalk): a refusal anywhere refuses it all.
+   * traverse to `path`, then READ_EXECUTE on every directory walked, empty ones too (HDFS's fsck lists each as its
+   * caller): the first refused, in walk order, refuses it all (DFS_PERMISSION_DENIED naming it).
    */
   walk(path: string, caller?: Caller): { files: FileView[]; directories: number } {
     const p = normalizeDfsPath(path);
-    if (caller && !caller.superuser) checkWalk(this.tree.resolvedPath(p, true), caller);
-    return this.tree.walk(p);
+    if (!caller || caller.superuser) return this.tree.walk(p);
+    this.authorize(p, caller, {});
+    return this.tree.walk(p, (dir) => check(dir, caller, READ | EXECUTE));
   }
 
   /**

@@ -141,17 +141,6 @@ export function checkPermission(resolved: ResolvedPath, caller: Caller, request:
 }
 
 /**
- * fsck's check (HDFS's fsck lists every directory it walks as its caller): traverse to the target, then READ_EXECUTE on
- * it, if a directory, and on every directory below it, empty ones too; DFS_PERMISSION_DENIED names the first refused.
- */
-export function checkWalk(resolved: ResolvedPath, caller: Caller): void {
-  if (caller.superuser) return;
-  checkPermission(resolved, caller, {});
-  if (resolved.chain[resolved.chain.length - 1]?.isDir)
-    for (const dir of resolved.subtree?.() ?? []) check(dir, caller, READ | EXECUTE);
-}
-
-/**
  * Who may change what of an inode's ownership (HDFS setOwner, simplified): the superuser may change owner and group;
  * the owner may change the group (to any group: it only gives away access to its own inode); nobody else may.
  */

@@ -8,7 +8,6 @@ import {
   check,
   checkPermission,
   checkSetOwner,
-  checkWalk,
   EXECUTE,
   permits,
   READ,
@@ -159,28 +158,6 @@ describe("checkPermission", () => {
       access: "ALL",
     });
     expect(() => checkPermission(locked(false), bob, { parent: WRITE, sub: ALL })).not.toThrow();
-  });
-
-  it("asks READ_EXECUTE of every directory an fsck walks, empty ones too, and only traverse of a file", () => {
-    const walk = (hasChildren: boolean): ResolvedPath => ({
-      path: "/home",
-      chain: [root, home],
-      subtree: () => [
-        { ...home, hasChildren: true },
-        { ...dir("/home/alice-only", "alice", 0o700), hasChildren },
-      ],
-    });
-    for (const hasChildren of [true, false])
-      expect(refusal(() => checkWalk(walk(hasChildren), bob)).details).toMatchObject({
-        path: "/home/alice-only",
-        access: "READ_EXECUTE",
-      });
-    expect(() => checkWalk(walk(false), alice)).not.toThrow();
-    expect(() => checkWalk(walk(true), admin)).not.toThrow();
-    // A private file is reported on (as listing its directory shows it); a closed directory above it is not passed.
-    expect(() => checkWalk(chainTo(root, home, aliceHome, { ...f, mode: 0o600 }), bob)).not.toThrow();
-    const closed = chainTo(root, home, { ...aliceHome, mode: 0o700 }, f);
-    expect(refusal(() => checkWalk(closed, bob)).details).toMatchObject({ path: "/home/alice", access: "EXECUTE" });
   });
 
   it("lets only the owner change the mode", () => {
