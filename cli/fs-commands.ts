@@ -260,7 +260,9 @@ export function registerFsCommands(program: Command): void {
     );
 
   common(fs.command("fsck [path]"))
-    .description("check blocks below a path (default /): under-replicated, missing and corrupt; exit 1 unless healthy")
+    .description(
+      "check blocks below a path (default /; you must be able to list every directory there): under-replicated, missing and corrupt; exit 1 unless healthy",
+    )
     .action(
       action(async (path: string | undefined, o: GlobalOpts) =>
         withDfs(o, async (c) => {

@@ -191,7 +191,7 @@ export class ClientProtocol {
       ReportBadBlocks: unary((req: ReportBadBlocksRequestOutput) =>
         this.metrics.observe("reportBadBlocks", () => this.reportBadBlocks(req)),
       ),
-      Fsck: unary((req: { path: string }) => this.fsck(req.path || "/")),
+      Fsck: unary((req: { path: string }, c) => this.fsck(req.path || "/", this.checked(this.callerOf(c)))),
       GetDatanodes: unary(() => ({ datanodes: this.tracker.datanodeReports() })),
       GetSafeMode: unary(() => this.safeMode.status()),
       GetDelegationToken: unary((req: { lifetimeMs: number; job: string }, c) => {
@@ -480,10 +480,11 @@ export class ClientProtocol {
    * Walks a subtree. `missing`: committed blocks without a good replica on a live datanode (they make it unhealthy);
    * `underReplicated`: fewer good replicas on live in-service datanodes than expected (replicas on draining or
    * decommissioned datanodes are counted apart: a block fully replicated without them is healthy); `corrupt`: blocks
-   * with a corrupt replica, listing its holders.
+   * with a corrupt replica, listing its holders. The caller needs READ_EXECUTE on every directory walked (HDFS's
+   * fsck lists each as its caller): DFS_PERMISSION_DENIED, naming the first refused, tells nothing of what is below.
    */
-  fsck(path: string): FsckReportOutput {
-    return this.metrics.observe("fsck", () => fsckReport(path, this.host.healthSource()));
+  fsck(path: string, caller: Caller | undefined): FsckReportOutput {
+    return this.metrics.observe("fsck", () => fsckReport(path, this.host.healthSource(), caller));
   }
 
   /**

@@ -5,6 +5,7 @@
 import type { RecoveredFileOutput } from "../proto/generated/harvest/v1/RecoveredFile.js";
 import type { BlockManager } from "./block-manager.js";
 import type { Namespace } from "./namespace.js";
+import type { Caller } from "./policy/permissions.js";
 import type { DatanodeView } from "./policy/placement.js";
 import { countReplicas } from "./policy/replication-monitor.js";
 import { countPriority } from "./nn-metrics.js";
@@ -28,9 +29,12 @@ export interface HealthSource {
   safeModeOn: boolean;
 }
 
-/** The fsck report of the files under `path` (see ClientProtocol's fsck, client-protocol.ts). */
-export function fsckReport(path: string, src: HealthSource): FsckReportOutput {
-  const { files, directories } = src.namespace.walk(path);
+/**
+ * The fsck report of the files under `path` (see ClientProtocol's fsck, client-protocol.ts); `caller` must have
+ * READ_EXECUTE on every directory walked (Namespace.walk), none when permissions are off.
+ */
+export function fsckReport(path: string, src: HealthSource, caller: Caller | undefined): FsckReportOutput {
+  const { files, directories } = src.namespace.walk(path, caller);
   const views = src.liveViews();
   const liveIds = new Set(views.map((d) => d.datanodeId));
   const staleIds = new Set(views.filter((d) => d.stale).map((d) => d.datanodeId));

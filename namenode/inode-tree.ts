@@ -76,8 +76,11 @@ export class InodeTree {
     return this.inodes.values();
   }
 
-  /** Every file at or below `path` (depth first, by name), with the number of directories walked. */
-  walk(path: string): { files: FileView[]; directories: number } {
+  /**
+   * Every file at or below `path` (depth first, by name), with the number of directories walked; `enter` sees each
+   * directory before its entries (and may throw to end the walk: fsck's permission check).
+   */
+  walk(path: string, enter?: (dir: PermissionNode) => void): { files: FileView[]; directories: number } {
     const p = normalizeDfsPath(path);
     const start = this.mustResolve(p);
     const files: FileView[] = [];
@@ -87,6 +90,7 @@ export class InodeTree {
         files.push(this.fileView(at, inode));
         return;
       }
+      enter?.(this.permissionNode(at, inode));
       directories += 1;
       const kids = this.childrenOf(inode.id);
       for (const name of [...kids.keys()].sort()) {

@@ -329,7 +329,7 @@ export class NameNode extends ServingDaemon {
       contentSummary: (path, caller) =>
         this.metrics.observe("getContentSummary", () => this.namespace.contentSummary(path, caller)),
       blockLocations: (path, offset, length, caller) => this.client.locateBlocks(path, offset, length, caller),
-      fsck: (path) => this.client.fsck(path),
+      fsck: (path, caller) => this.client.fsck(path, caller),
       datanodes: () => this.tracker.datanodeReports(),
       placement: () => this.placementReport(),
     };

@@ -26,6 +26,7 @@ import { HarvestError } from "../common/errors.js";
 import { ROOT_INODE_ID } from "./namespace-store.js";
 import {
   ALL,
+  check,
   checkPermission,
   checkSetOwner,
   DEFAULT_DIR_MODE,
@@ -183,9 +184,16 @@ export class Namespace {
     return this.tree.fileView(p, inode);
   }
 
-  /** Every file at or below `path` (depth first, by name), with the number of directories walked. */
-  walk(path: string): { files: FileView[]; directories: number } {
-    return this.tree.walk(path);
+  /**
+   * Every file at or below `path` (depth first, by name), with the number of directories walked. With a caller (fsck),
+   * traverse to `path`, then READ_EXECUTE on every directory walked, empty ones too (HDFS's fsck lists each as its
+   * caller): the first refused, in walk order, refuses it all (DFS_PERMISSION_DENIED naming it).
+   */
+  walk(path: string, caller?: Caller): { files: FileView[]; directories: number } {
+    const p = normalizeDfsPath(path);
+    if (!caller || caller.superuser) return this.tree.walk(p);
+    this.authorize(p, caller, {});
+    return this.tree.walk(p, (dir) => check(dir, caller, READ | EXECUTE));
   }
 
   /**

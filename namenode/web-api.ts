@@ -106,7 +106,8 @@ export function registerNameNodeApi(server: WebServer, source: NameNodeWebSource
     .get("/ws/v1/nn/info", access, () => ({ json: { nameNodeInfo: source.summary() } }))
     .get("/ws/v1/nn/datanodes", access, () => ({ json: { datanodes: source.datanodes() } }))
     .get("/ws/v1/nn/fsck", access, (req) => {
-      const fsck = source.fsck(normalizeDfsPath(req.query.get("path") ?? "/"));
+      const path = normalizeDfsPath(req.query.get("path") ?? "/");
+      const fsck = source.fsck(path, source.callerOf(req.principal));
       return { json: { fsck, underReplicatedByPriority: fsckPriorities(fsck) } };
     })
     .get("/ws/v1/nn/placement", access, () => ({ json: { placement: source.placement() } }));

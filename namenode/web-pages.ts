@@ -1,7 +1,8 @@
 /**
  * The namenode's web pages, rendered on the server from the same functions as the REST API and the gRPC services
  * (web.ts): an overview, a namespace explorer (held to the viewer's DFS permissions), the datanodes, block health (the
- * fsck report) and the replica placement grid. Stable ids for scripts and browser tests: `#entries`
+ * fsck report, run as the viewer: refused in `#blocks-error` unless they may list every directory under `?path=`)
+ * and the replica placement grid. Stable ids for scripts and browser tests: `#entries`
  * (`tr[data-path]`), `#datanodes` (`tr[data-datanode]`, cell `.dn-state`), `#health-summary` (starting with HEALTHY
  * when no block is missing, under-replicated or corrupt, else UNHEALTHY), `#under-replicated` (`tr[data-path]`),
  * `#placement-grid`. Live pages reload every 5 s (common/web-assets/harvest.js).
@@ -21,6 +22,7 @@ import type { NameNodeWebSource, PlacementCellReport, PlacementReport } from "./
 import type { DatanodeReportOutput } from "../proto/generated/harvest/v1/DatanodeReport.js";
 import type { FileStatusOutput } from "../proto/generated/harvest/v1/FileStatus.js";
 import type { FsckBlockOutput } from "../proto/generated/harvest/v1/FsckBlock.js";
+import type { FsckReportOutput } from "../proto/generated/harvest/v1/FsckReport.js";
 
 /** The pages' tables: headings carry their column's class too (the pages' scripts and tests find them by it). */
 const NN_TABLE: TableOptions = { classOnHeadings: true };
@@ -108,18 +110,30 @@ function explorer(req: WebRequest, source: NameNodeWebSource): WebResponse {
     body = status.isDir ? directoryBody(source.list(path, caller)) : fileBody(status, path, source, req);
   } catch (err) {
     // What the viewer may not see or what is not there is said in the frame, with the breadcrumb to go back up.
-    if (!isHarvestError(err) || !EXPLORER_REFUSALS.has(err.code)) throw err;
-    const html = `${crumbs}<p class="empty" id="explorer-error">${escapeHtml(err.code)}: ${escapeHtml(err.message)}</p>`;
-    return page(req, "/explorer", "Explorer", html, { status: httpStatusOf(err) });
+    return refusal(req, "/explorer", "Explorer", crumbs, "explorer-error", err);
   }
   return page(req, "/explorer", "Explorer", crumbs + body, {});
 }
 
-const EXPLORER_REFUSALS: ReadonlySet<string> = new Set([
+const PAGE_REFUSALS: ReadonlySet<string> = new Set([
   "DFS_PERMISSION_DENIED",
   "NAMENODE_FILE_NOT_FOUND",
   "NAMENODE_NOT_A_DIRECTORY",
 ]);
+
+/** A page saying in its frame (`#<id>`) what the viewer may not see or what is not there; other errors go up. */
+function refusal(
+  req: WebRequest,
+  current: string,
+  title: string,
+  before: string,
+  id: string,
+  err: unknown,
+): WebResponse {
+  if (!isHarvestError(err) || !PAGE_REFUSALS.has(err.code)) throw err;
+  const html = `${before}<p class="empty" id="${id}">${escapeHtml(err.code)}: ${escapeHtml(err.message)}</p>`;
+  return page(req, current, title, html, { status: httpStatusOf(err) });
+}
 
 function directoryBody(entries: readonly FileStatusOutput[]): string {
   const columns: Column<FileStatusOutput>[] = [
@@ -244,7 +258,16 @@ ${renderTable("datanodes", columns, source.datanodes(), "No datanode has registe
 }
 
 function blocks(req: WebRequest, source: NameNodeWebSource): WebResponse {
-  const r = source.fsck("/");
+  // fsck of `?path=` (the whole namespace by default) as the viewer: READ_EXECUTE on every directory it walks.
+  const path = normalizeDfsPath(req.query.get("path") || "/");
+  const scope =
+    path === "/" ? "" : `<p class="muted" id="blocks-path">Files under <code>${escapeHtml(path)}</code>.</p>\n`;
+  let r: FsckReportOutput;
+  try {
+    r = source.fsck(path, source.callerOf(req.principal));
+  } catch (err) {
+    return refusal(req, "/blocks", "Blocks", scope, "blocks-error", err);
+  }
   const byPriority = fsckPriorities(r);
   const pending = source.summary().blockHealth.pendingReplication;
   // Stricter than fsck's `healthy` (no block missing): the page is HEALTHY only when every block has all its replicas.
@@ -277,7 +300,7 @@ fsck: ${r.healthy ? "healthy (no block missing)" : "blocks missing"}.</p>`;
       (b) => ({ "data-path": b.path, "data-block": String(b.block?.blockId ?? "") }),
       NN_TABLE,
     ) + (rows.length > MAX_ROWS ? `<p class="muted">The first ${MAX_ROWS} of ${num(rows.length)}.</p>` : "");
-  const body = `${summary}
+  const body = `${scope}${summary}
 ${renderTiles("block-totals", [
   ["under-replicated: highest", num(byPriority.highest)],
   ["very under-replicated", num(byPriority.veryUnderReplicated)],

@@ -49,8 +49,8 @@ export interface NameNodeWebSource {
   contentSummary(path: string, caller: Caller | undefined): ContentSummary;
   /** ClientNamenode.GetBlockLocations without tokens; `length` 0 means to the end of the file. */
   blockLocations(path: string, offset: number, length: number, caller: Caller | undefined): FileBlockLocations;
-  /** ClientNamenode.Fsck. */
-  fsck(path: string): FsckReportOutput;
+  /** ClientNamenode.Fsck (READ_EXECUTE on every directory it walks). */
+  fsck(path: string, caller: Caller | undefined): FsckReportOutput;
   /** ClientNamenode.GetDatanodes, sorted by id. */
   datanodes(): DatanodeReportOutput[];
   /** Where the good replicas sit in the diversity grid. */

@@ -1,6 +1,7 @@
 /**
  * HDFS-style permissions against a real namenode and datanode on loopback: one user cannot delete, overwrite, rename or
- * (once it is private) read another's file; the owner's file survives every refusal; the superuser can chown; a
+ * (once it is private) read another's file; the owner's file survives every refusal; fsck needs READ_EXECUTE on every
+ * directory it walks; the superuser can chown; a
  * namespace stored before permissions existed loads with the documented owner, group and mode.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -132,6 +133,32 @@ describe("HDFS-style permissions in the namenode", () => {
     // Whether a file exists below it is not revealed either.
     expect((await refusal(bob.stat("/home/alice/nothing-here"))).code).toBe("DFS_PERMISSION_DENIED");
     await alice.chmod("/home/alice", 0o755);
+  });
+
+  it("runs fsck only where the caller may list every directory it walks, as HDFS does", async () => {
+    await admin.mkdir("/private");
+    await admin.chmod("/private", 0o700);
+    await write(admin, "/private/secret", CONTENT);
+    try {
+      // Refused at the root of the walk, or at the private directory deeper in it: a coded error, and no counts.
+      for (const path of ["/private", "/"])
+        expect(await refusal(alice.fsck(path))).toEqual({
+          code: "DFS_PERMISSION_DENIED",
+          details: { path: "/private", user: "alice", access: "READ_EXECUTE" },
+        });
+      expect((await refusal(alice.fsck("/private/secret"))).details).toMatchObject({ access: "EXECUTE" });
+      // An empty private directory is refused too (HDFS's fsck lists each directory as its caller).
+      await admin.mkdir("/home/alice/closed");
+      await admin.chmod("/home/alice/closed", 0o700);
+      expect((await refusal(alice.fsck("/home/alice"))).details).toMatchObject({ path: "/home/alice/closed" });
+      await admin.delete("/home/alice/closed");
+      // Her own directory, and everything for the superuser.
+      expect(await alice.fsck("/home/alice")).toMatchObject({ files: 1, directories: 1, totalBytes: CONTENT.length });
+      expect(await admin.fsck("/private")).toMatchObject({ files: 1, directories: 1, totalBytes: CONTENT.length });
+      expect((await admin.fsck("/")).files).toBe(3);
+    } finally {
+      await admin.delete("/private", { recursive: true });
+    }
   });
 
   it("lets the superuser give the file to another user, who can then read it", async () => {

@@ -2,7 +2,8 @@
  * The namenode's web side on real daemons in-process, over HTTPS with client certificates under a cluster CA: a
  * namenode and two datanodes. Without a certificate or web token nothing is served; a user lists what DfsClient just
  * wrote, through WebHDFS, with the DFS permissions the gRPC service applies (another user's private directory is
- * refused) and only valid DFS paths; a web token from GetWebToken stands in for the certificate; fsck and datanodes
+ * refused) and only valid DFS paths; a web token from GetWebToken stands in for the certificate; fsck is run as its
+ * caller on gRPC, REST and the /blocks page (a private directory is refused, with no counts); fsck and datanodes
  * answer exactly what gRPC answers; /metrics is well-formed Prometheus text whose operation counter moves with a
  * write; the pages carry their stable ids and escape what users named; a dead datanode's blocks show as
  * under-replicated on every surface. (test/e2e/web-ui.test.ts opens these pages in a real browser.)
@@ -269,6 +270,46 @@ describe("the namenode's web UI, REST API and metrics", () => {
     }
   });
 
+  it("runs fsck as its caller on gRPC, REST and the page: another user's private directory is refused, no counts", async () => {
+    await admin.mkdir("/private");
+    await admin.chmod("/private", 0o700);
+    await write(admin, "/private/secret.bin", CONTENT);
+    const token = (await alice.webToken(60_000)).token;
+    try {
+      await expect(alice.fsck("/")).rejects.toMatchObject({
+        code: "DFS_PERMISSION_DENIED",
+        details: { path: "/private" },
+      });
+      for (const who of [as("alice"), { token }])
+        for (const path of ["/ws/v1/nn/fsck?path=/private", "/ws/v1/nn/fsck?path=/", "/ws/v1/nn/fsck"]) {
+          const a = await api(path, who);
+          expect([path, a.status, errorCode(a)]).toEqual([path, 403, "DFS_PERMISSION_DENIED"]);
+          expect(a.body).not.toMatch(/"files"|"totalBytes"/);
+        }
+      const page = await api("/blocks", as("alice"), "text/html");
+      expect(page.status).toBe(403);
+      expect(page.body).toContain('id="blocks-error"');
+      expect(page.body).toContain("inode=&quot;/private&quot;");
+      expect(page.body).not.toContain('id="health-summary"');
+      // Her own directory on every surface; everything for the admin.
+      expect((await alice.fsck("/home/alice")).files).toBe(1);
+      const mine = (await api("/ws/v1/nn/fsck?path=/home/alice")).json as { fsck: { files: number } };
+      expect(mine.fsck.files).toBe(1);
+      const minePage = await api("/blocks?path=/home/alice", as("alice"), "text/html");
+      expect(minePage.status).toBe(200);
+      expect(minePage.body).toMatch(
+        /<p id="health-summary"><span class="state \w+">\w+<\/span> 1 files, 1 directories/,
+      );
+      const all = (await api("/ws/v1/nn/fsck", as("ops"))).json as { fsck: { files: number } };
+      expect(all.fsck.files).toBe((await admin.fsck("/")).files);
+      expect((await admin.fsck("/private")).files).toBe(1);
+      const opsPage = await api("/blocks?path=/private", as("ops"), "text/html");
+      expect(opsPage.body).toMatch(/<p id="health-summary"><span class="state \w+">\w+<\/span> 1 files, 1 directories/);
+    } finally {
+      await admin.delete("/private", { recursive: true });
+    }
+  });
+
   it("answers fsck, datanodes and info with exactly what the gRPC service answers", async () => {
     const grpcFsck = await admin.fsck("/");
     const web = (await api("/ws/v1/nn/fsck?path=/")).json as { fsck: unknown; underReplicatedByPriority: unknown };
@@ -419,6 +460,9 @@ describe("the namenode's web side on an insecure namenode", () => {
       expect(a.status).toBe(200);
       expect(a.json).toMatchObject({ FileStatuses: { FileStatus: [{ pathSuffix: "inside", owner: "carol" }] } });
       expect((await get(nn.httpUrl!, "/", undefined, "nobody", "text/html")).body).toContain("insecure cluster");
+      // fsck too, as listing: the web caller is the superuser, and carol's private directory is counted.
+      const fsck = await get(nn.httpUrl!, "/ws/v1/nn/fsck?path=/carol", undefined, "nobody");
+      expect(fsck.json).toMatchObject({ fsck: { files: 0, directories: 2 } });
     } finally {
       await nn.stop();
       rmSync(dir, { recursive: true, force: true });

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { codeOf } from "../error-code.js";
+import { codeOf, thrown } from "../error-code.js";
 import { ManualClock } from "../../common/clock.js";
 import { Namespace } from "../../namenode/namespace.js";
 import type { CreateFileRequest, NamespaceListener } from "../../namenode/namespace.js";
@@ -227,6 +227,31 @@ describe("the namespace", () => {
     expect(ns.list("/d/a").map((e) => e.path)).toEqual(["/d/a"]);
     expect(() => ns.stat("/d/nope")).toThrow(expect.objectContaining({ code: "NAMENODE_FILE_NOT_FOUND" }));
     expect(() => ns.list("/nope")).toThrow(expect.objectContaining({ code: "NAMENODE_FILE_NOT_FOUND" }));
+  });
+
+  it("walks for fsck only where the caller may list every directory, empty ones too; the superuser everywhere", async () => {
+    await ns.mkdirs("/w/open/a", "alice");
+    await ns.mkdirs("/w/open/b", "alice");
+    await create("/w/open/a/f");
+    const alice = { user: "alice", groups: ["alice"], superuser: false };
+    expect(ns.walk("/w", alice)).toMatchObject({ files: [{ path: "/w/open/a/f" }], directories: 4 });
+    // An empty directory she may not list refuses the whole walk, naming it; so does one she may not traverse.
+    await ns.setOwner("/w/open/b", "bob", "bob");
+    await ns.setPermission("/w/open/b", 0o700);
+    const refused = thrown(() => ns.walk("/w", alice));
+    expect([refused.code, refused.details]).toEqual([
+      "DFS_PERMISSION_DENIED",
+      { path: "/w/open/b", user: "alice", access: "READ_EXECUTE" },
+    ]);
+    await ns.setPermission("/w/open/b", 0o711);
+    expect(thrown(() => ns.walk("/w/open/b", alice)).details).toMatchObject({ path: "/w/open/b" });
+    await ns.setPermission("/w/open", 0o700);
+    await ns.setOwner("/w/open", "bob", "bob");
+    expect(thrown(() => ns.walk("/w/open/a/f", alice)).details).toMatchObject({ path: "/w/open", access: "EXECUTE" });
+    // The superuser, and the namenode's own walks (no caller), see everything.
+    expect(ns.walk("/w", { user: "root", groups: [], superuser: true }).directories).toBe(4);
+    expect(ns.walk("/w").files).toHaveLength(1);
+    expect(() => ns.walk("/nope", alice)).toThrow(expect.objectContaining({ code: "NAMENODE_FILE_NOT_FOUND" }));
   });
 
   it("deletes files and empty directories, needs recursive for the rest, and never deletes the root", async () => {
