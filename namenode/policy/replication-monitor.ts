@@ -540,10 +540,14 @@ export class ReplicationMonitor implements BlockEventListener {
         else if (this.admin.size > 0 && this.admin.outOfService(dn)) outOfService += 1;
         else good.push(d);
       }
-      // The only replicas, though corrupt, are kept: they may be all that is left of the data.
+      // The only replicas, though corrupt, are kept: they may be all that is left of the data (or a report was wrong).
       if (good.length + outOfService === 0) continue;
       const block = record(b);
-      for (const dn of corrupt) work.delete.push({ datanodeId: dn, block, reason: "corrupt" });
+      // Corrupt replicas go only once the good ones reach the replication, or as many as the datanodes without a
+      // corrupt one can hold: the good copy is made first (HDFS invalidates reported replicas only then).
+      const enough = Math.min(b.expectedReplication, live.all.length - corrupt.length);
+      if (good.length >= Math.max(1, enough))
+        for (const dn of corrupt) work.delete.push({ datanodeId: dn, block, reason: "corrupt" });
       if (good.length > b.expectedReplication && !this.pending.has(id)) {
         // Free the fullest nodes first (HDFS also weighs racks here; the stock monitor keeps it simple).
         good.sort((x, y) => x.remainingBytes - y.remainingBytes || (x.datanodeId < y.datanodeId ? -1 : 1));
