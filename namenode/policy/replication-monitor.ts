@@ -44,6 +44,8 @@ export interface BlockView {
   readonly committed: boolean;
   /** Replicas by datanode id. */
   readonly replicas: ReadonlyMap<string, { readonly corrupt: boolean }>;
+  /** Datanodes deleting their replica (not yet confirmed): never a copy's target until they have. */
+  readonly deleting?: ReadonlySet<string>;
 }
 
 /** Where the monitor reads blocks (the block manager, or the simulator's block table). */
@@ -616,6 +618,7 @@ export class ReplicationMonitor implements BlockEventListener {
       added.push(dn);
     };
     for (const dn of b.replicas.keys()) exclude(dn);
+    for (const dn of b.deleting ?? []) exclude(dn);
     for (const p of this.pending.get(id) ?? []) for (const t of p.targets) exclude(t);
     // Never a target: a datanode out of service (the policy then places the copy by the in-service replicas alone),
     // nor a stale one (a copy sent to a datanode that may be dead waits a whole timeout to be found lost).

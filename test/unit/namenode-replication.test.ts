@@ -134,6 +134,11 @@ describe("the replication monitor", () => {
     const { bm: bm3, m: m3 } = blockMap([{ id: 2, expected: 3, on: ["dn1", "dn2", "dn3"] }]);
     bm3.markCorrupt("dn3", 2, "checksum");
     expect(m3.tick(nodes(3), 0).delete.map((d) => d.datanodeId)).toEqual(["dn3"]);
+    // No copy goes to dn3 until it confirms the deletion (it would still hold the old replica).
+    bm3.invalidate("dn3", 2);
+    expect(m3.tick(nodes(3), 1).replicate).toEqual([]);
+    bm3.removeReplica("dn3", 2);
+    expect(m3.tick(nodes(3), 2).replicate.flatMap((r) => r.targets.map((t) => t.datanodeId))).toEqual(["dn3"]);
   });
 
   it("marks replicas with a stale gen stamp or a wrong length corrupt when reported", () => {
