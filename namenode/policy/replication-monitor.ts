@@ -457,12 +457,13 @@ export class ReplicationMonitor implements BlockEventListener {
   // ------------------------------------------------------------------------------------------------ the tick
 
   /**
-   * Settles timed-out copies, returns the deletions of blocks with corrupt replicas (once a good one exists) or
-   * surplus ones (least free space first), then takes waiting blocks, level 0 first and each level in order, up to
-   * `maxWorkPerRun`, and schedules a copy for each within the streams limits: the source is a good replica on a live
-   * datanode whose primary is not busy, with the fewest copies in flight (random among equals); the targets come from
-   * the placement policy with the good replicas as `existing` and the replicas, pending targets and datanodes at
-   * `maxReceiveStreams` excluded. A block it could not fully cover goes to the back of its queue (or is parked).
+   * Settles timed-out copies, returns the deletions of blocks with corrupt replicas (once the good ones reach the
+   * replication, or every datanode without a corrupt replica holds a good one) or surplus ones (least free space
+   * first), then takes waiting blocks, level 0 first and each level in order, up to `maxWorkPerRun`, and schedules a
+   * copy for each within the streams limits: the source is a good replica on a live datanode whose primary is not
+   * busy, with the fewest copies in flight (random among equals); the targets come from the placement policy with the
+   * good replicas as `existing` and the replicas, pending targets and datanodes at `maxReceiveStreams` excluded. A
+   * block it could not fully cover goes to the back of its queue (or is parked).
    */
   tick(datanodes: readonly DatanodeView[] | LiveDatanodes, nowMs: number): ReplicationWork {
     const live = liveDatanodes(datanodes);
