@@ -103,7 +103,10 @@ export class DfsReadStream extends Readable {
             this.client.readStats.corruptReplicas++;
             await this.client
               .nnCall(this.client.namenode.reportBadBlocks, {
-                blocks: [{ block: lb.block, datanodeId: dn.datanodeId, reason: herr.message }],
+                // The READ token it read with: a secure namenode takes a client's report only with one.
+                blocks: [
+                  { block: lb.block, datanodeId: dn.datanodeId, reason: herr.message, blockToken: lb.blockToken },
+                ],
               })
               .catch(() => undefined);
           }

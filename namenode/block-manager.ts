@@ -33,6 +33,8 @@ export interface BlockInfo {
   /** The length is final (every block but the last of an open file). */
   committed: boolean;
   readonly replicas: Map<string, ReplicaInfo>;
+  /** Datanodes told to delete their replica that have not confirmed it yet: no copy goes to them meanwhile. */
+  readonly deleting: Set<string>;
 }
 
 /** A replica to delete: the datanode and the block as it holds it. */
@@ -69,6 +71,7 @@ export class BlockManager {
       expectedReplication,
       committed,
       replicas: new Map(),
+      deleting: new Set(),
     });
     this.listener?.blockChanged(block.blockId);
   }
@@ -161,7 +164,7 @@ export class BlockManager {
     const pendingDeletes = this.invalidated.get(datanodeId);
     const listed = new Set(reported.map((b) => b.blockId));
     // Deletions the report shows done are settled.
-    for (const blockId of pendingDeletes ?? []) if (!listed.has(blockId)) pendingDeletes?.delete(blockId);
+    for (const blockId of pendingDeletes ?? []) if (!listed.has(blockId)) this.settleDeletion(datanodeId, blockId);
     const toDelete: BlockRecord[] = [];
     for (const b of reported) {
       previous.delete(b.blockId);
@@ -198,16 +201,24 @@ export class BlockManager {
 
   /** A replica the datanode reports deleted (incremental report). */
   removeReplica(datanodeId: string, blockId: number): boolean {
-    this.invalidated.get(datanodeId)?.delete(blockId);
+    const settled = this.settleDeletion(datanodeId, blockId);
     this.byDatanode.get(datanodeId)?.delete(blockId);
     const removed = this.blocks.get(blockId)?.replicas.delete(datanodeId) ?? false;
-    if (removed) this.listener?.blockChanged(blockId);
+    if (removed || settled) this.listener?.blockChanged(blockId);
     return removed;
+  }
+
+  /** A deletion the namenode asked for is done (or moot): the datanode may receive the block again. */
+  private settleDeletion(datanodeId: string, blockId: number): boolean {
+    const settled = this.invalidated.get(datanodeId)?.delete(blockId) ?? false;
+    this.blocks.get(blockId)?.deleting.delete(datanodeId);
+    return settled;
   }
 
   /** The namenode told the datanode to delete this replica: it no longer counts, and reports of it are ignored. */
   invalidate(datanodeId: string, blockId: number): void {
     this.removeReplica(datanodeId, blockId);
+    this.blocks.get(blockId)?.deleting.add(datanodeId);
     let ids = this.invalidated.get(datanodeId);
     if (!ids) {
       ids = new Set();
@@ -228,6 +239,7 @@ export class BlockManager {
 
   /** All replicas on a datanode are gone (it died, or its disk was wiped); returns how many. */
   removeDatanode(datanodeId: string): number {
+    for (const blockId of this.invalidated.get(datanodeId) ?? []) this.blocks.get(blockId)?.deleting.delete(datanodeId);
     this.invalidated.delete(datanodeId);
     const ids = this.byDatanode.get(datanodeId);
     if (!ids) {

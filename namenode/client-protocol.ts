@@ -4,7 +4,8 @@
  * reports, fsck, and the delegation and web tokens. The web routes call the same functions (web.ts).
  */
 import type * as grpc from "@grpc/grpc-js";
-import type { BlockKeyManager } from "../common/block-token.js";
+import { verifyBlockToken } from "../common/block-token.js";
+import type { BlockKeyManager, BlockTokenClaims } from "../common/block-token.js";
 import type { Clock } from "../common/clock.js";
 import { callErrorOf, HarvestError } from "../common/errors.js";
 import { CLAIMED_USER_METADATA } from "../common/fs-permission.js";
@@ -188,8 +189,8 @@ export class ClientProtocol {
           return this.namespace.setOwner(req.path, req.owner, req.group, this.checked(this.callerOf(c)));
         }),
       ),
-      ReportBadBlocks: unary((req: ReportBadBlocksRequestOutput) =>
-        this.metrics.observe("reportBadBlocks", () => this.reportBadBlocks(req)),
+      ReportBadBlocks: unary((req: ReportBadBlocksRequestOutput, c) =>
+        this.metrics.observe("reportBadBlocks", () => this.reportBadBlocks(req, c)),
       ),
       Fsck: unary((req: { path: string }, c) => this.fsck(req.path || "/", this.checked(this.callerOf(c)))),
       GetDatanodes: unary(() => ({ datanodes: this.tracker.datanodeReports() })),
@@ -443,12 +444,17 @@ export class ClientProtocol {
   }
 
   /**
-   * Good replicas on live datanodes: those whose primary is not busy first (a busy one refuses reads), and within each
-   * group the in-service ones, then draining, then decommissioned ones (HDFS sorts those last too: they are leaving).
+   * Good replicas on live datanodes (the corrupt ones when there are none): those whose primary is not busy first (a
+   * busy one refuses reads), and within each group the in-service ones, then draining, then decommissioned ones (HDFS
+   * sorts those last too: they are leaving).
    */
   private readOrder(blockId: number): DatanodeInfoOutput[] {
     const groups: DatanodeEntry[][] = Array.from({ length: 6 }, () => []);
-    for (const r of this.blocks.liveReplicas(blockId)) {
+    // With no good replica left, readers still try the corrupt ones (HDFS does too): a report may be wrong, and a
+    // replica that really is bad fails its checksums on the reader's side.
+    const good = this.blocks.liveReplicas(blockId);
+    const replicas = good.length > 0 ? good : [...(this.blocks.get(blockId)?.replicas.values() ?? [])];
+    for (const r of replicas) {
       const d = this.tracker.datanodes.get(r.datanodeId);
       // A stale datanode may be dead: read from it only after the others, as from a busy one.
       if (d?.state === "LIVE")
@@ -462,18 +468,56 @@ export class ClientProtocol {
     );
   }
 
-  private reportBadBlocks(req: ReportBadBlocksRequestOutput): Record<string, never> {
+  /**
+   * A reader's or a datanode's report of corrupt replicas. On a secure namenode only a datanode (a daemon certificate)
+   * or a client holding a valid READ block token for that block, issued to it, may report; a client's report never
+   * marks a block's last good replica corrupt (HDFS keeps reported replicas until enough good ones exist; the monitor
+   * deletes corrupt ones only then). Every report is logged with its caller.
+   */
+  private reportBadBlocks(req: ReportBadBlocksRequestOutput, c: CallContext): Record<string, never> {
+    // Without TLS nobody is authenticated: every report is taken, as before, and logged with the claimed user.
+    const who = this.gate.secure ? this.gate.principal(c) : undefined;
+    const name = who?.name ?? this.callerOf(c).user;
+    const role = who?.role ?? "unauthenticated";
+    const trusted = !who || (who.role === "daemon" && who.via === "certificate");
+    // The whole report is refused, or none of it: every block is checked before any replica is marked.
     for (const bad of req.blocks) {
       if (!bad.block)
         throw new HarvestError("INVALID_ARGUMENT", "a bad block needs its block", { details: { field: "block" } });
-      if (this.blocks.markCorrupt(bad.datanodeId, bad.block.blockId, bad.reason))
-        this.log.warn("replica reported corrupt", {
-          blockId: bad.block.blockId,
-          datanodeId: bad.datanodeId,
-          reason: bad.reason,
-        });
+      if (!trusted) this.checkReportToken(bad.blockToken, bad.block.blockId, name, role);
+    }
+    for (const bad of req.blocks) {
+      const blockId = bad.block!.blockId;
+      const fields = { caller: name, role, blockId, datanodeId: bad.datanodeId, reason: bad.reason };
+      const othersGood = this.blocks.liveReplicas(blockId).some((r) => r.datanodeId !== bad.datanodeId);
+      if (!trusted && !othersGood) {
+        // Its datanode checks a copy made from it on arrival, and readers still try it: nothing is lost by waiting.
+        this.log.warn("bad block report kept: the block's last good replica", fields);
+        continue;
+      }
+      const marked = this.blocks.markCorrupt(bad.datanodeId, blockId, bad.reason);
+      this.log.warn(marked ? "replica reported corrupt" : "bad block report of an unknown replica", fields);
     }
     return {};
+  }
+
+  /** A client may report a block only with an unexpired READ token the namenode issued to it for that block. */
+  private checkReportToken(token: string, blockId: number, user: string, role: string): void {
+    const refuse = (why: string): never => {
+      this.log.warn("bad block report refused", { caller: user, role, blockId, why });
+      throw new HarvestError("PERMISSION_DENIED", `${user} may not report block ${blockId} bad: ${why}`, {
+        details: { identity: user, role, action: `ReportBadBlocks ${blockId}` },
+      });
+    };
+    if (!this.blockKeys) return refuse("the namenode issues no block tokens; only datanodes report");
+    const keys = new Map(this.blockKeys.keys().map((k) => [k.keyId, k]));
+    let claims: BlockTokenClaims;
+    try {
+      claims = verifyBlockToken(token, keys, blockId, "READ", this.clock.nowMs());
+    } catch (err) {
+      return refuse(err instanceof Error ? err.message : "bad block token");
+    }
+    if (claims.user !== user) refuse("the block token was issued to another user");
   }
 
   /**

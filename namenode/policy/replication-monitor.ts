@@ -44,6 +44,8 @@ export interface BlockView {
   readonly committed: boolean;
   /** Replicas by datanode id. */
   readonly replicas: ReadonlyMap<string, { readonly corrupt: boolean }>;
+  /** Datanodes deleting their replica (not yet confirmed): never a copy's target until they have. */
+  readonly deleting?: ReadonlySet<string>;
 }
 
 /** Where the monitor reads blocks (the block manager, or the simulator's block table). */
@@ -455,12 +457,13 @@ export class ReplicationMonitor implements BlockEventListener {
   // ------------------------------------------------------------------------------------------------ the tick
 
   /**
-   * Settles timed-out copies, returns the deletions of blocks with corrupt replicas (once a good one exists) or
-   * surplus ones (least free space first), then takes waiting blocks, level 0 first and each level in order, up to
-   * `maxWorkPerRun`, and schedules a copy for each within the streams limits: the source is a good replica on a live
-   * datanode whose primary is not busy, with the fewest copies in flight (random among equals); the targets come from
-   * the placement policy with the good replicas as `existing` and the replicas, pending targets and datanodes at
-   * `maxReceiveStreams` excluded. A block it could not fully cover goes to the back of its queue (or is parked).
+   * Settles timed-out copies, returns the deletions of blocks with corrupt replicas (once the good ones reach the
+   * replication, or every datanode without a corrupt replica holds a good one) or surplus ones (least free space
+   * first), then takes waiting blocks, level 0 first and each level in order, up to `maxWorkPerRun`, and schedules a
+   * copy for each within the streams limits: the source is a good replica on a live datanode whose primary is not
+   * busy, with the fewest copies in flight (random among equals); the targets come from the placement policy with the
+   * good replicas as `existing` and the replicas, pending targets and datanodes at `maxReceiveStreams` excluded. A
+   * block it could not fully cover goes to the back of its queue (or is parked).
    */
   tick(datanodes: readonly DatanodeView[] | LiveDatanodes, nowMs: number): ReplicationWork {
     const live = liveDatanodes(datanodes);
@@ -540,10 +543,14 @@ export class ReplicationMonitor implements BlockEventListener {
         else if (this.admin.size > 0 && this.admin.outOfService(dn)) outOfService += 1;
         else good.push(d);
       }
-      // The only replicas, though corrupt, are kept: they may be all that is left of the data.
+      // The only replicas, though corrupt, are kept: they may be all that is left of the data (or a report was wrong).
       if (good.length + outOfService === 0) continue;
       const block = record(b);
-      for (const dn of corrupt) work.delete.push({ datanodeId: dn, block, reason: "corrupt" });
+      // Corrupt replicas go only once the good ones reach the replication, or as many as the datanodes without a
+      // corrupt one can hold: the good copy is made first (HDFS invalidates reported replicas only then).
+      const enough = Math.min(b.expectedReplication, live.all.length - corrupt.length);
+      if (good.length >= Math.max(1, enough))
+        for (const dn of corrupt) work.delete.push({ datanodeId: dn, block, reason: "corrupt" });
       if (good.length > b.expectedReplication && !this.pending.has(id)) {
         // Free the fullest nodes first (HDFS also weighs racks here; the stock monitor keeps it simple).
         good.sort((x, y) => x.remainingBytes - y.remainingBytes || (x.datanodeId < y.datanodeId ? -1 : 1));
@@ -612,6 +619,7 @@ export class ReplicationMonitor implements BlockEventListener {
       added.push(dn);
     };
     for (const dn of b.replicas.keys()) exclude(dn);
+    for (const dn of b.deleting ?? []) exclude(dn);
     for (const p of this.pending.get(id) ?? []) for (const t of p.targets) exclude(t);
     // Never a target: a datanode out of service (the policy then places the copy by the in-service replicas alone),
     // nor a stale one (a copy sent to a datanode that may be dead waits a whole timeout to be found lost).

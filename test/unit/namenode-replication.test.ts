@@ -100,17 +100,45 @@ describe("the replication monitor", () => {
     ]);
   });
 
-  it("does not count corrupt replicas as live, copies from a good one and deletes the corrupt one", () => {
+  it("does not count corrupt replicas as live, copies from a good one, then deletes the corrupt one", () => {
     const { bm, m } = blockMap([{ id: 1, expected: 3, on: ["dn1", "dn2", "dn3"] }]);
     expect(bm.markCorrupt("dn2", 1, "checksum")).toBe(true);
     expect(classifyBlock(bm.get(1)!)).toEqual({ health: "under-replicated", live: 2, corrupt: 1 });
     const work = m.tick(nodes(5), 0);
-    expect(work.delete).toEqual([
-      { datanodeId: "dn2", block: { blockId: 1, genStamp: 1000, numBytes: 1024 }, reason: "corrupt" },
-    ]);
+    // The corrupt replica stays until the good ones are back to the replication.
+    expect(work.delete).toEqual([]);
     expect(work.replicate).toHaveLength(1);
     expect(work.replicate[0]?.sourceId).not.toBe("dn2");
-    expect(work.replicate[0]?.targets.map((t) => t.datanodeId)).not.toContain("dn2");
+    const target = work.replicate[0]!.targets[0]!.datanodeId;
+    expect(target).not.toBe("dn2");
+    bm.received(target, { blockId: 1, genStamp: 1000, numBytes: 1024 });
+    expect(m.tick(nodes(5), 1).delete).toEqual([
+      { datanodeId: "dn2", block: { blockId: 1, genStamp: 1000, numBytes: 1024 }, reason: "corrupt" },
+    ]);
+  });
+
+  it("keeps corrupt replicas while a good copy could still be made, and frees them when none fits", () => {
+    const { bm, m } = blockMap([
+      { id: 1, expected: 3, on: ["dn1", "dn2", "dn3"] },
+      { id: 2, expected: 3, on: ["dn1", "dn2", "dn3"] },
+    ]);
+    // Block 1: two of three reported bad on five datanodes: copies first, nothing deleted.
+    bm.markCorrupt("dn2", 1, "checksum");
+    bm.markCorrupt("dn3", 1, "checksum");
+    // Block 2: one reported bad where every datanode already holds a replica: the corrupt one must make room.
+    bm.markCorrupt("dn3", 2, "checksum");
+    const five = m.tick(nodes(5), 0);
+    expect(five.delete.filter((d) => d.block.blockId === 1)).toEqual([]);
+    expect(five.replicate.filter((r) => r.block?.blockId === 1)).toHaveLength(1);
+    expect(five.delete.filter((d) => d.block.blockId === 2)).toEqual([]);
+    const { bm: bm3, m: m3 } = blockMap([{ id: 2, expected: 3, on: ["dn1", "dn2", "dn3"] }]);
+    bm3.markCorrupt("dn3", 2, "checksum");
+    expect(m3.tick(nodes(3), 0).delete.map((d) => d.datanodeId)).toEqual(["dn3"]);
+    // No copy goes to dn3 until it confirms the deletion (it would still hold the old replica).
+    bm3.invalidate("dn3", 2);
+    expect(m3.tick(nodes(3), 1).replicate).toEqual([]);
+    bm3.removeReplica("dn3", 2);
+    expect(m3.tick(nodes(3), 2).replicate.flatMap((r) => r.targets.map((t) => t.datanodeId))).toEqual(["dn3"]);
   });
 
   it("marks replicas with a stale gen stamp or a wrong length corrupt when reported", () => {
