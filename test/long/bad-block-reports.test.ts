@@ -11,8 +11,8 @@ import { isHarvestError } from "../../common/errors.js";
 import type { ClientSecurity } from "../../common/grpc.js";
 import { issueCertificate } from "../../localcluster/cluster-ca.js";
 import { waitFor } from "../wait-for.js";
-import { startTestCluster } from "./harness.js";
-import type { TestCluster } from "./harness.js";
+import { startTestCluster } from "../integration/harness.js";
+import type { TestCluster } from "../integration/harness.js";
 
 const MiB = 1024 * 1024;
 const POLL = { timeoutMs: 30_000, intervalMs: 250, retryOnError: true };
