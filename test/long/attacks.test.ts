@@ -141,8 +141,13 @@ async function dfsAttacks() {
 }
 dfsAttacks().catch((e) => { out.dfs.error = code(e); }).finally(() => {
   const text = JSON.stringify(out);
-  if (process.env.HARVEST_OUTPUT_DIR) fs.writeFileSync(path.join(process.env.HARVEST_OUTPUT_DIR, "findings.json"), text);
-  else process.stdout.write(text);
+  const dir = process.env.HARVEST_OUTPUT_DIR;
+  if (!dir) return process.stdout.write(text);
+  fs.writeFileSync(path.join(dir, ".findings"), text);
+  fs.renameSync(path.join(dir, ".findings"), path.join(dir, "findings.json"));
+  // The job stays up (its AM token current) until the test releases it.
+  const end = Date.now() + 240000;
+  const hold = setInterval(() => { if (fs.existsSync("release") || Date.now() > end) clearInterval(hold); }, 100);
 });
 `;
 
@@ -186,6 +191,16 @@ interface Target {
   uid: number;
   env: Record<string, string>;
   tokens: string[];
+}
+
+/** A victim's job, holding its job manager and task. */
+interface Victim {
+  owner: string;
+  appId: string;
+  /** Names its files in /tmp and /dev/shm. */
+  nonce: string;
+  jm: Target;
+  task: Target;
 }
 
 /** The attempts of a findings record that were not refused (those that start with "ok"). */
@@ -268,13 +283,12 @@ describe.skipIf(!asRoot)("every attack of issue 42, on a secure cluster whose no
   const files: { path: string; owner: string; hash: string }[] = [];
   let aliceHome = "";
   let rootHome = "";
-  const victims: { owner: string; appId: string; nonce: string; jm: Target; task: Target }[] = [];
+  let victims: Victim[] = [];
   // The attackers' jobs and what they found.
   let bobJob = "";
   let aliceJob2 = "";
   let bobAmToken = "";
   const found: Record<"bob" | "alice2" | "stranger", Findings> = {} as never;
-  const reports: Record<string, JobReport> = {};
 
   const nodeDir = (nodeId: string): string => c.desc.nodes.find((n) => n.nodeId === nodeId)!.dataDir;
   const workDirOf = (appId: string, ref: { nodeId: string; containerId: string }): string =>
@@ -289,7 +303,7 @@ describe.skipIf(!asRoot)("every attack of issue 42, on a secure cluster whose no
   };
   const targets = (): Target[] => victims.flatMap((v) => [v.jm, v.task]);
   /** Submits a victim job as `owner` and waits until its task holds its container with its /tmp files written. */
-  async function startVictim(owner: string): Promise<void> {
+  async function startVictim(owner: string): Promise<Victim> {
     const nonce = randomBytes(6).toString("hex");
     const appId = await jobsAs(owner).submit(
       JSON.stringify({
@@ -313,13 +327,13 @@ describe.skipIf(!asRoot)("every attack of issue 42, on a secure cluster whose no
       what: `${owner}'s victim task to write its /tmp files`,
       timeoutMs: 30_000,
     });
-    victims.push({
+    return {
       owner,
       appId,
       nonce,
       jm: targetOf(`${owner}'s job manager`, appId, jm),
       task: targetOf(`${owner}'s task`, appId, task),
-    });
+    };
   }
 
   /** Submits an attacker job as `user` with `targets`, and returns its id once it is submitted. */
@@ -338,9 +352,20 @@ describe.skipIf(!asRoot)("every attack of issue 42, on a secure cluster whose no
       }),
     );
 
-  const findingsOf = (appId: string): Findings => {
-    const [file] = taskOutputs(c.dir, appId, "findings.json");
-    if (!file) throw new Error(`${appId} left no findings: ${reports[appId]?.diagnostics}`);
+  /** What the attacker job `appId` found, once its task has written it (the job then holds until released). */
+  const findingsOf = async (appId: string): Promise<Findings> => {
+    let last: JobReport | undefined;
+    const file = await waitFor(
+      async () => {
+        const [f] = taskOutputs(c.dir, appId, "findings.json");
+        if (f) return f;
+        last = await c.client.status(appId);
+        if (["FINISHED", "FAILED", "KILLED"].includes(last.state))
+          throw new Error(`${appId} ended without findings: ${last.diagnostics}`);
+        return undefined;
+      },
+      { what: () => `the findings of ${appId} (state ${last?.state})`, timeoutMs: 150_000, intervalMs: 250 },
+    );
     return JSON.parse(readFileSync(file, "utf8")) as Findings;
   };
 
@@ -419,8 +444,7 @@ describe.skipIf(!asRoot)("every attack of issue 42, on a secure cluster whose no
     await put(root, "root", "/private/payroll.bin", 0o644);
     await root.chmod("/private", 0o700);
 
-    await startVictim("alice");
-    await startVictim("root");
+    victims = await Promise.all([startVictim("alice"), startVictim("root")]);
     const alicesJob = victims[0]!;
     // What an attacker is told: where the victims' processes and files are (never what the test read as root).
     const where = (t: Target): object => ({ label: t.label, pid: t.pid, workDir: t.workDir });
@@ -477,9 +501,8 @@ describe.skipIf(!asRoot)("every attack of issue 42, on a secure cluster whose no
       },
       { what: "the token file of bob's job manager" },
     );
-    for (const appId of [bobJob, aliceJob2]) reports[appId] = await c.client.waitForCompletion(appId, undefined, 200);
-    found.bob = findingsOf(bobJob);
-    found.alice2 = findingsOf(aliceJob2);
+    found.bob = await findingsOf(bobJob);
+    found.alice2 = await findingsOf(aliceJob2);
   }, 240_000);
 
   afterAll(async () => {
@@ -552,6 +575,8 @@ describe.skipIf(!asRoot)("every attack of issue 42, on a secure cluster whose no
 
   it("5. refuses bob's AM token for alice's job at the resource manager and at the node managers", async () => {
     const alicesJob = victims[0]!;
+    // Bob's job still runs: its AM token is valid and current, only for another application.
+    expect((await c.client.status(bobJob)).state).toBe("RUNNING");
     const ca = c.desc.security!.ca;
     const tokens = { "harvest-am-token": bobAmToken };
     const proto = loadHarvestProto();
@@ -702,9 +727,9 @@ describe.skipIf(!asRoot)("every attack of issue 42, on a secure cluster whose no
   it("leaves the victims' files byte-identical and their /tmp intact, and their jobs succeed", async () => {
     // Release the victims' tasks (every container of theirs, in case one was started again).
     const release = (): void => {
-      for (const v of victims)
+      for (const appId of [...victims.map((v) => v.appId), bobJob, aliceJob2])
         for (const n of c.desc.nodes) {
-          const appDir = join(n.dataDir, "containers", v.appId);
+          const appDir = join(n.dataDir, "containers", appId);
           if (!existsSync(appDir)) continue;
           for (const e of readdirSync(appDir, { withFileTypes: true }))
             if (e.isDirectory()) writeFileSync(join(appDir, e.name, "release"), "");
@@ -724,6 +749,9 @@ describe.skipIf(!asRoot)("every attack of issue 42, on a secure cluster whose no
       expect(r.taskContainers?.failed ?? 0, `${v.owner}'s job`).toBe(0);
       expect(taskOutputs(c.dir, v.appId, "tmp-intact"), `${v.owner}'s /tmp files`).toHaveLength(1);
     }
+    // The attackers' jobs, refused everything, end as they would have anyway.
+    for (const appId of [bobJob, aliceJob2])
+      expect((await c.client.waitForCompletion(appId, undefined, 200)).outcome, appId).toBe("JOB_SUCCEEDED");
     for (const f of files) {
       const dfs = dfsAs(f.owner);
       expect(sha256(await readAll(dfs, f.path)), f.path).toBe(f.hash);
