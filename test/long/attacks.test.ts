@@ -74,7 +74,7 @@ const path = require("node:path");
 const t = JSON.parse(process.argv[1]);
 const code = (e) => String((e && (e.code || e.message)) || e);
 const attempt = (fn) => { try { const r = fn(); return r === undefined ? "ok" : "ok: " + r; } catch (e) { return code(e); } };
-const myApp = /\/containers\/([^/]+)\//.exec(process.cwd() + "/")?.[1] ?? "";
+const myApp = process.env.HARVEST_APP_ID ?? "";
 const out = { uid: process.getuid(), gid: process.getgid(), path: process.env.PATH ?? "", app: myApp,
   environ: {}, cmdline: {}, files: {}, signals: {}, tmp: {}, otherEnvirons: [], dfs: {}, staging: {}, stolen: 0,
   readable: [], listable: [] };
