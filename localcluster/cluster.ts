@@ -13,7 +13,8 @@ import { join, resolve } from "node:path";
 import { killContainerLeftovers as killRecordedContainers, processStartTime } from "../common/container-leftovers.js";
 import { writeFileAtomic } from "../common/atomic-file.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
-import { assertCanEnter, lookupAccount } from "../nodemanager/run-as.js";
+import { assertCanEnter, leasedAccountName, lookupAccount } from "../nodemanager/run-as.js";
+import { DEFAULT_UID_RANGE, parseUidRange } from "../nodemanager/uid-leases.js";
 import { distEntry } from "../common/paths.js";
 import { EVENTS_DIR_VARIABLE, EVENTS_FILE_NAME, readEvents } from "../common/events.js";
 import type { EventsRead } from "../common/events.js";
@@ -165,7 +166,7 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
   mkdirSync(dir, { recursive: true });
   if (asRoot) {
     chmodSync(dir, 0o755);
-    checkContainersCanEnter(dir, String(opts.nm?.["containerUser"] ?? "nobody"));
+    checkContainersCanEnter(dir, opts.nm ?? {});
   }
   for (const own of ["logs", "run"]) {
     mkdirSync(join(dir, own), { recursive: true, mode: 0o700 });
@@ -311,8 +312,13 @@ export function localDfsClient(c: ClusterDescriptor, options: Partial<DfsClientO
  * Fails before anything starts when the account containers run as cannot get into the cluster directory (say, one
  * under root's 0700 home), rather than every job failing at its first launch.
  */
-function checkContainersCanEnter(dir: string, accountName: string): void {
-  const account = lookupAccount(accountName);
+function checkContainersCanEnter(dir: string, nm: Record<string, unknown>): void {
+  // An account of the application's own is in no group: it gets through by the "other" bits, as the range's last uid.
+  const fixed = nm["containerRunAs"] === "fixed";
+  const uid = parseUidRange(String(nm["containerUidRange"] ?? DEFAULT_UID_RANGE)).max;
+  const account = fixed
+    ? lookupAccount(String(nm["containerUser"] ?? "nobody"))
+    : { name: leasedAccountName(uid), uid, gid: uid, home: "" };
   if (!account) return; // The node managers name it at start.
   try {
     assertCanEnter(dir, account, "the cluster directory");

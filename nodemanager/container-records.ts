@@ -1,7 +1,7 @@
 /**
  * What a node manager keeps of its containers on disk, so that a run that dies loses nothing it acknowledged: who
  * submitted each job (`<dataDir>/containers/<appId>/owner.json`), how each container ended (`<workDir>.exit.json`),
- * and the containers' logs; and, for a run that crashes, the watchdog that kills its containers and the sweep of the
+ * the containers' logs and statuses; and, for a run that crashes, the watchdog that kills its containers and the sweep of the
  * containers a previous run left behind.
  */
 import { spawn } from "node:child_process";
@@ -9,6 +9,8 @@ import type { ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { writeFileAtomic } from "../common/atomic-file.js";
+import { requireAccess } from "../common/auth.js";
+import type { Principal } from "../common/auth.js";
 import { killContainerLeftovers } from "../common/container-leftovers.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { isContainerId } from "../common/ids.js";
@@ -16,6 +18,8 @@ import type { Logger } from "../common/log.js";
 import { distEntry } from "../common/paths.js";
 import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
 import { openContainerLog } from "./container.js";
+import type { ContainerProcess } from "./container.js";
+import { TASK_ENV } from "../common/dag-spec.js";
 
 /** Per job, in `<dataDir>/containers/<appId>/`: who submitted it (see the node manager's checkContainerAccess). */
 const OWNER_FILE = "owner.json";
@@ -52,6 +56,23 @@ export class ContainerRecords {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * With TLS (`secure`): the resource manager may act on any container; a job manager only on its own job's; a person
+   * only on the containers of jobs they submitted, unless an admin. The job's submitter comes from the container grant
+   * (covered by its token), kept in `<dataDir>/containers/<appId>/owner.json` where the container cannot write.
+   * Throws INVALID_ARGUMENT for a malformed id, else the gate's refusal.
+   */
+  checkAccess(secure: boolean, who: Principal, containerId: string, action: string): void {
+    if (!secure || who.role === "daemon" || who.role === "admin") return;
+    if (!isContainerId(containerId))
+      throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(containerId)}`, {
+        details: { field: "containerId" },
+      });
+    const owner = this.ownerOf(containerId);
+    const allowed = owner !== undefined && (who.role === "am" ? who.appId === owner.appId : who.name === owner.user);
+    requireAccess(allowed, who, `${action} container ${containerId}`);
   }
 
   /** A container's stdout or stderr, its last `tailBytes` (64 KiB when 0), and its whole length. */
@@ -169,4 +190,26 @@ export function killLeftovers(dataDir: string, log: Logger): void {
   // Only processes proven to be the containers' own (by cgroup, or pid plus start time) are killed: issue 11.
   const { killed, skipped } = killContainerLeftovers(dataDir);
   if (killed > 0 || skipped > 0) log.info("leftover containers from a previous run", { killed, skipped });
+}
+
+/** A container's status as the resource manager and clients see it (`powerWatts`: the capping agent's estimate). */
+export function containerStatus(c: ContainerProcess, nodeId: string, powerWatts: number): ContainerStatus {
+  const env = c.spec.env;
+  return {
+    containerId: c.spec.containerId,
+    appId: c.spec.appId,
+    state: c.state,
+    exitCode: c.exitCode,
+    cause: c.cause ?? "EXIT_CAUSE_UNSPECIFIED",
+    diagnostics: c.diagnostics,
+    resource: { vcoresMilli: c.spec.vcoresMilli, memoryMb: c.spec.memoryMb },
+    startedMs: c.startedMs,
+    finishedMs: c.finishedMs,
+    isAm: c.spec.isAm,
+    priority: c.spec.priority ?? 0,
+    nodeId,
+    powerWatts,
+    vertex: env[TASK_ENV.vertex] ?? "",
+    taskIndex: Number(env[TASK_ENV.taskIndex] ?? 0) || 0,
+  };
 }

@@ -3,7 +3,7 @@
  * run-as.ts), with a working directory and stdout/stderr log files that belong to that account, an optional cgroup,
  * and an exit cause decided by whoever ended it (the primary tenant, the user, the resource manager).
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import {
   chownSync,
@@ -22,7 +22,7 @@ import {
 import { open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { constants, setPriority } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { recordContainerProcess } from "../common/container-leftovers.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { TOKEN_FILE_ENV, TOKEN_FILE_NAME } from "../common/task-contract.js";
@@ -62,6 +62,13 @@ export interface ContainerSpec {
   links?: Record<string, string>;
   /** Credentials, written to the token file in `workDir` (TOKEN_FILE_ENV names it) and never put in `env`. */
   tokens?: ContainerTokens;
+  /**
+   * With it, the container gets /tmp, /var/tmp (both its work directory's `tmp`) and /dev/shm (a tmpfs of at most its
+   * memory) of its own in a mount namespace (the node manager must be root and the server have util-linux's unshare,
+   * mount and setpriv: `PRIVATE_TMP`); `keep` names the paths it must still reach (its work directory, the node's
+   * file cache, the CA...): those below /tmp or /var/tmp stay there. Without it TMPDIR names the work directory's `tmp`.
+   */
+  privateTmp?: { keep: readonly string[] };
 }
 
 /** Replaces `${NAME}` in an argument with the container environment's value (unknown names are left as they are). */
@@ -113,14 +120,21 @@ export class ContainerProcess {
     Object.assign(env, { HOME: account.home, USER: account.name, LOGNAME: account.name }, spec.env);
     const tokens = spec.tokens ?? {};
     if (Object.keys(tokens).length > 0) env[TOKEN_FILE_ENV] = join(spec.workDir, TOKEN_FILE_NAME);
+    if (!account.home) env["HOME"] = spec.workDir;
+    const tools = spec.privateTmp && switchUser ? PRIVATE_TMP : undefined;
+    const privateTmp = tools !== undefined;
+    env["TMPDIR"] = privateTmp ? "/tmp" : join(spec.workDir, TMP_DIR_NAME);
     const argv = spec.argv.map((a) => expandArg(a, env));
     // "node" means the node manager's own Node binary (or its localized copy), so containers run the same runtime
     // wherever PATH points.
     if (argv[0] === "node") argv[0] = nodeBinary;
     const program = argv[0] ?? "?";
     // Where util-linux's setpriv is there, the command runs with no_new_privs: no setuid program (su, sudo, passwd)
-    // and no file capability raises what it may do, so it never acts as root, whatever it runs.
-    if (SETPRIV) argv.unshift(SETPRIV, "--no-new-privs", "--");
+    // and no file capability raises what it may do, so it never acts as root, whatever it runs. With a private /tmp
+    // the process starts as root in a mount namespace of its own, mounts, and setpriv drops to the account.
+    if (tools) argv.unshift(...privateTmpPrelude(spec, tools));
+    else if (SETPRIV) argv.unshift(SETPRIV, "--no-new-privs", "--");
+    const spawnAs = switchUser && !privateTmp;
     const [out, err, pidFile] = createWorkDir(spec.workDir, switchUser ? account : undefined, {
       tokens,
       links: spec.links ?? {},
@@ -134,7 +148,7 @@ export class ContainerProcess {
         env,
         stdio: [procsFiles.length > 0 ? "pipe" : "ignore", out, err],
         detached: true,
-        ...(switchUser ? { uid: account.uid, gid: account.gid } : {}),
+        ...(spawnAs ? { uid: account.uid, gid: account.gid } : {}),
       });
       this.startedMs = nowMs;
       this.pid = this.child.pid ?? -1;
@@ -308,6 +322,9 @@ function createWorkDir(
         closeSync(fd);
       }
     }
+    // Its temporary files (TMPDIR, or its private /tmp), removed with the application's account (retire-account.ts).
+    mkdirSync(join(workDir, TMP_DIR_NAME), { mode: 0o700 });
+    if (owner) chownSync(join(workDir, TMP_DIR_NAME), owner.uid, owner.gid);
     // A task's outputs, which the shuffle service serves once it has exited (shuffle-service.ts).
     if (contents.outputDir) {
       mkdirSync(join(workDir, OUTPUT_DIR_NAME), { mode: 0o700 });
@@ -347,6 +364,90 @@ const NICE = ["/usr/bin/nice", "/bin/nice"].find((p) => existsSync(p));
 
 /** util-linux's `setpriv`, when the server has one. */
 const SETPRIV = ["/usr/bin/setpriv", "/bin/setpriv"].find((p) => existsSync(p));
+
+/** The work directory's folder that is a container's /tmp (or TMPDIR). */
+export const TMP_DIR_NAME = "tmp";
+
+/** util-linux's programs a private /tmp takes, when the server has all three. */
+export const PRIVATE_TMP = ((): { unshare: string; mount: string; setpriv: string } | undefined => {
+  const unshare = ["/usr/bin/unshare", "/bin/unshare"].find((p) => existsSync(p));
+  const mount = ["/usr/bin/mount", "/bin/mount"].find((p) => existsSync(p));
+  return unshare && mount && SETPRIV ? { unshare, mount, setpriv: SETPRIV } : undefined;
+})();
+
+/**
+ * Why containers cannot have a private /tmp on this server (a missing program, or mount namespaces refused, as in a
+ * container without CAP_SYS_ADMIN), or undefined when they can. Tried once, by the node manager at its start.
+ */
+export function privateTmpUnsupported(): string | undefined {
+  if (!PRIVATE_TMP) return "util-linux's unshare, mount and setpriv are not all installed";
+  const r = spawnSync(PRIVATE_TMP.unshare, ["--mount", "--propagation", "private", "--", "/bin/true"], {
+    stdio: ["ignore", "ignore", "pipe"],
+    encoding: "utf8",
+    timeout: 10_000,
+  });
+  return r.status === 0 ? undefined : `unshare --mount failed: ${(r.stderr || r.error?.message || "").trim()}`;
+}
+
+/**
+ * What runs before a container's command to give it a private /tmp: a new mount namespace (unshare, as root), where
+ * /tmp and /var/tmp become its work directory's `tmp` and /dev/shm a fresh tmpfs of at most its memory, then setpriv
+ * drops to the container's account (uid, gid, no supplementary groups, no_new_privs) and execs the command. Every step
+ * execs the next, so the container's pid stays the one the node manager spawned.
+ *
+ * What the container must still reach below /tmp or /var/tmp (a test cluster's whole directory lives there) is bound
+ * into the private directory first, under the name of its top folder there, and comes along with it (a recursive
+ * bind). The private directory is mounted through a descriptor opened before: it may itself lie below /tmp. These
+ * mounts exist in the container's namespace only: on the server, the folders they sit on are empty.
+ */
+function privateTmpPrelude(spec: ContainerSpec, tools: NonNullable<typeof PRIVATE_TMP>): string[] {
+  const keep = tmpFoldersToKeep(spec.privateTmp?.keep ?? []);
+  const script =
+    'm="$1"; t="$2"; s="$3"; n="$4"; shift 4; ' +
+    'while [ "$n" -gt 0 ]; do d="$t/${1##*/}"; mkdir -p "$d" && "$m" --bind "$1" "$d" || exit 125; ' +
+    "shift; n=$((n - 1)); done; " +
+    'exec 3<"$t" && "$m" --no-canonicalize --rbind /proc/self/fd/3 /tmp && ' +
+    '{ [ ! -d /var/tmp ] || "$m" --no-canonicalize --rbind /proc/self/fd/3 /var/tmp; } && exec 3<&- && ' +
+    '{ [ ! -d /dev/shm ] || "$m" -t tmpfs -o "size=$s,mode=1777,nosuid,nodev" harvest-shm /dev/shm; } && ' +
+    'exec "$@"';
+  const { uid, gid } = spec.account;
+  return [
+    tools.unshare,
+    "--mount",
+    "--propagation",
+    "private",
+    "--",
+    "/bin/sh",
+    "-c",
+    script,
+    "harvest-private-tmp",
+    tools.mount,
+    join(spec.workDir, TMP_DIR_NAME),
+    `${Math.max(1, spec.memoryMb)}m`,
+    String(keep.length),
+    ...keep,
+    tools.setpriv,
+    `--reuid=${uid}`,
+    `--regid=${gid}`,
+    "--clear-groups",
+    "--no-new-privs",
+    "--",
+  ];
+}
+
+/**
+ * The folders directly in /tmp or /var/tmp that hold one of `paths` (which a container must still reach once its
+ * /tmp is private), one per name.
+ */
+export function tmpFoldersToKeep(paths: readonly string[]): string[] {
+  const byName = new Map<string, string>();
+  for (const p of paths) {
+    if (!p) continue;
+    const m = /^(\/tmp|\/var\/tmp)\/([^/]+)/.exec(resolve(p));
+    if (m && m[2] !== "." && m[2] !== ".." && !byName.has(m[2]!)) byName.set(m[2]!, `${m[1]}/${m[2]}`);
+  }
+  return [...byName.values()];
+}
 
 /** Runs the command at nice 19 from its first instruction, so that nothing it forks early escapes (no cgroups). */
 function wrapForNice(argv: string[]): [string, string[]] {

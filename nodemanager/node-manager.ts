@@ -5,45 +5,44 @@
  */
 import type * as grpc from "@grpc/grpc-js";
 import type { ChildProcess } from "node:child_process";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
-import { verifyContainer } from "../common/container-token.js";
 import { amTokenVerifier, Gate, requireAccess, shuffleTokenVerifier } from "../common/auth.js";
-import type { Principal } from "../common/auth.js";
 import { ensureDirMode } from "../common/atomic-file.js";
 import { INSECURE_WARNING } from "../common/options.js";
-import { errorMessage, HarvestError, toServiceError } from "../common/errors.js";
+import { errorMessage, HarvestError } from "../common/errors.js";
 import { RegisteredStream } from "../common/registered-stream.js";
 import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
-import { isContainerId, parseAppId } from "../common/ids.js";
+import { parseAppId } from "../common/ids.js";
 import { Logger } from "../common/log.js";
 import { grpcServerMetrics } from "../common/metrics.js";
 import type { DaemonState } from "../common/lifecycle.js";
 import { ServingDaemon, type ServingOptions } from "../common/serving-daemon.js";
-import { packageRoot } from "../common/paths.js";
-import { fromWire } from "../common/resource.js";
-import { CONTAINER_TOKEN_KINDS, STATUS_FILE_NAME, TOKEN_FILE_ENV } from "../common/task-contract.js";
-import { RESERVED_WORKDIR_NAMES, RESOURCE_VISIBILITIES, TASK_ENV } from "../common/dag-spec.js";
 import type { ContainerTokens } from "../common/task-contract.js";
 import { detectCgroups } from "./cgroups.js";
 import type { CgroupController } from "./cgroups.js";
-import { ContainerProcess } from "./container.js";
-import { ContainerRecords, killLeftovers, startOrphanReaper } from "./container-records.js";
+import { ContainerProcess, privateTmpUnsupported } from "./container.js";
+import { ContainerRecords, containerStatus, killLeftovers, startOrphanReaper } from "./container-records.js";
+import { cappingInputs } from "./capping-inputs.js";
+import type { CpuSeen } from "./capping-inputs.js";
 import { TaskStatusTracker } from "./task-status.js";
-import { FileCache } from "./file-cache.js";
-import { OUTPUT_DIR_NAME, removeApplicationData, ShuffleOutputs } from "./shuffle-service.js";
-import { Localizer } from "./localizer.js";
+import { removeApplicationData } from "./shuffle-service.js";
+import { addShuffleService } from "./shuffle-server.js";
+import { NodeFiles } from "./node-files.js";
 import type { ExitCause } from "./container.js";
 import { resolveNodeManagerOptions } from "./options.js";
-import { assertCanEnter, assertCanExecute, assertCanRead, ContainerAccounts, handJobDirTo } from "./run-as.js";
+import { ContainerAccounts } from "./run-as.js";
+import { checkAccountReach, checkStartRequest, containerEnvironment } from "./container-launch.js";
+import { reopenLeases, retireLeasedAccount } from "./retire-account.js";
+import { parseUidRange, UidLeases } from "./uid-leases.js";
 import type { ContainerAccount } from "./run-as.js";
 import type { NodeManagerOptions } from "./options.js";
 import { createPrimaryMonitor } from "../common/primary-monitor.js";
 import type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
-import { cgroupMemoryBytes, processTreeCpuMs, processTreesCpuMs, processTreesRssBytes } from "../common/proc-stats.js";
+import { cgroupMemoryBytes, processTreeCpuMs, processTreesRssBytes } from "../common/proc-stats.js";
 import { CappingAgent, heartbeatPowerFields } from "./policy/capping-agent.js";
-import type { AgentContainer, CappingSnapshot } from "./policy/capping-agent.js";
+import type { CappingSnapshot } from "./policy/capping-agent.js";
 import { createPowerMeter, nodePowerMeterSpec } from "./power-meter.js";
 import type { PowerMeter } from "./power-meter.js";
 import { createThrottler } from "./throttler.js";
@@ -55,8 +54,6 @@ import type { RegisterNode } from "../proto/generated/harvest/v1/RegisterNode.js
 import type { RmToNodeOutput } from "../proto/generated/harvest/v1/RmToNode.js";
 import type { ResourceTrackerClient } from "../proto/generated/harvest/v1/ResourceTracker.js";
 import type { StartContainerRequestOutput } from "../proto/generated/harvest/v1/StartContainerRequest.js";
-import type { FetchOutputRequestOutput } from "../proto/generated/harvest/v1/FetchOutputRequest.js";
-import type { OutputChunk } from "../proto/generated/harvest/v1/OutputChunk.js";
 import { emitEvent } from "../common/events.js";
 
 /** A preemption the yield controller carried out (for logs, tests and the yield benchmark). */
@@ -79,8 +76,6 @@ export interface NodeManagerDeps {
   powerMeter?: PowerMeter;
 }
 
-/** How old the last check of the task runtime may be before a launch checks it again (in the background). */
-const RUNTIME_RECHECK_MS = 10_000;
 /**
  * About the most bytes of running tasks' reports one heartbeat carries (measured: 32 tasks each with 32 counters of
  * 128-character names changing every second would send 147 KB a heartbeat); the rest wait for the next ones.
@@ -104,7 +99,6 @@ export class NodeManager extends ServingDaemon {
   private readonly dying = new Set<string>();
   /** Containers whose resources are being localized: not started yet, their cores held. */
   private readonly localizing = new Map<string, { vcoresMilli: number; stopped: boolean }>();
-  private localizer!: Localizer;
   /** Finished applications whose data this node manager has removed (bounded). */
   private readonly cleanedApps = new Set<string>();
   /** When this node manager first heard that an application ended (its data goes `finishedAppRetentionMs` later). */
@@ -118,8 +112,16 @@ export class NodeManager extends ServingDaemon {
   /** Completions the resource manager recorded, kept `completedRetentionMs` for a re-registration (oldest first). */
   private readonly recorded = new Map<string, ContainerProcess>();
   private cgroups!: CgroupController;
+  /** The file cache, the localized task runtime and the Node binary containers run. */
+  private files!: NodeFiles;
   /** Whom each container runs as (never root). */
   private readonly accounts: ContainerAccounts;
+  /** The host's container uid leases, when this node manager is root and gives applications accounts of their own. */
+  private readonly leases: UidLeases | undefined;
+  /** A job's directory in a local staging directory, handed to its account at its job manager's launch (run-as.ts). */
+  private readonly handedStaging = new Map<string, string>();
+  /** Whether containers get a private /tmp and /dev/shm (decided at start: root, the option, and the server's support). */
+  private privateTmp = false;
   /** What this node keeps of its containers on disk: owners, exits, logs (container-records.ts). */
   private readonly records: ContainerRecords;
   private monitor!: PrimaryMonitor;
@@ -131,12 +133,6 @@ export class NodeManager extends ServingDaemon {
   private yieldTimer: NodeJS.Timeout | undefined;
   private urgentTimer: NodeJS.Timeout | undefined;
   private seq = 0;
-  private fileCache!: FileCache;
-  /** Where containers run Harvest's task runtime from (a version in the file cache), and when it was last checked. */
-  private runtime = { dir: "", checkedMs: 0 };
-  private runtimeRefresh: Promise<void> | undefined;
-  /** The Node binary containers run: this process's own, or its localized copy when the fallback account cannot. */
-  private nodeBinary = process.execPath;
   private capping!: CappingAgent;
   private cappingTimer: NodeJS.Timeout | undefined;
   /** Running tasks' progress and counters from their status files. */
@@ -145,7 +141,7 @@ export class NodeManager extends ServingDaemon {
     this.log.warn("ignoring a task's status file", { containerId, reason, why });
   });
   /** Per container: cumulative CPU ms and when it was read, for the CPU rate the capping agent needs. */
-  private readonly cpuSeen = new Map<string, { cpuMs: number; atMs: number; cores: number }>();
+  private readonly cpuSeen = new Map<string, CpuSeen>();
 
   protected get serving(): ServingOptions {
     return this.options;
@@ -157,10 +153,20 @@ export class NodeManager extends ServingDaemon {
   ) {
     super("node manager");
     this.options = resolveNodeManagerOptions(options);
+    const root = process.getuid?.() === 0;
+    this.leases =
+      root && this.options.containerRunAs !== "fixed"
+        ? new UidLeases(this.options.containerUidLeaseDir, parseUidRange(this.options.containerUidRange), {
+            dataDir: resolve(this.options.dataDir),
+            nodeId: this.options.nodeId,
+          })
+        : undefined;
     this.accounts = new ContainerAccounts({
-      fallback: this.options.containerUser,
+      mode: this.options.containerRunAs,
+      fixed: this.options.containerUser,
       minUid: this.options.containerMinUid,
       trustSubmitter: this.options.tls !== undefined,
+      ...(this.leases ? { leases: this.leases } : {}),
     });
     this.gate = new Gate(this.options.tls, {
       "am-token": amTokenVerifier(this.options.secret),
@@ -216,109 +222,6 @@ export class NodeManager extends ServingDaemon {
     this.capping.setNodeBudget(watts);
   }
 
-  /**
-   * Opens the node's file cache and localizes Harvest's task runtime into it, so that no container reads the
-   * installation in place (it may sit in a root user's mode-700 home); when the fallback account cannot execute this
-   * process's Node binary (an nvm install in such a home), that binary is localized too.
-   */
-  private async openFileCache(): Promise<void> {
-    this.fileCache = new FileCache(join(this.options.dataDir, "filecache"), {
-      maxBytes: Math.floor(this.options.archiveMaxMb * 1024 * 1024),
-      maxEntries: this.options.archiveMaxEntries,
-    });
-    await this.fileCache.open();
-    this.localizer = new Localizer(this.fileCache, {
-      nnAddress: this.options.nnAddress,
-      ...(this.options.tls ? { ca: this.options.tls.ca } : {}),
-    });
-    await this.refreshRuntime();
-    if (!this.accounts.switches) return;
-    try {
-      assertCanExecute(process.execPath, this.accounts.fallbackAccount, "the Node binary");
-    } catch (err) {
-      const copy = await this.fileCache.localizeFile(process.execPath);
-      this.nodeBinary = copy.path;
-      this.log.info("containers run a localized copy of the Node binary", {
-        source: process.execPath,
-        copy: copy.path,
-        reason: errorMessage(err),
-      });
-    }
-  }
-
-  /** Localizes the task runtime again if the installation changed (a file's size or modification time). */
-  private async refreshRuntime(): Promise<void> {
-    const started = performance.now();
-    const r = await this.fileCache.localizeRuntime(packageRoot());
-    this.runtime = { dir: r.path, checkedMs: Date.now() };
-    if (r.fetched)
-      this.log.info("task runtime localized", {
-        dir: r.path,
-        copiedFiles: r.copiedFiles,
-        copiedBytes: r.copiedBytes,
-        ms: Math.round(performance.now() - started),
-      });
-  }
-
-  /** At a launch: checks the runtime again in the background when the last check is older than RUNTIME_RECHECK_MS. */
-  private recheckRuntime(): void {
-    if (this.runtimeRefresh || Date.now() - this.runtime.checkedMs < RUNTIME_RECHECK_MS) return;
-    this.runtimeRefresh = this.refreshRuntime()
-      .catch((err: unknown) => this.log.warn("could not localize the task runtime again", { error: errorMessage(err) }))
-      .finally(() => (this.runtimeRefresh = undefined));
-  }
-
-  /**
-   * The shuffle service: a finished task's outputs to the other tasks of its job (their shuffle token) and to its job
-   * manager (AM token); never to another job.
-   */
-  private serveShuffle(proto: ReturnType<typeof loadHarvestProto>): void {
-    const gate = this.gate.allow(proto.ShuffleService.service, {
-      ListOutputs: ["daemon", "am-token", "shuffle-token"],
-      FetchOutput: ["daemon", "am-token", "shuffle-token"],
-    });
-    const outputs = new ShuffleOutputs({
-      dataDir: this.options.dataDir,
-      isLive: (id) => this.containers.has(id) || this.localizing.has(id),
-      primaryBusy: () => this.lastSample.utilization >= this.options.shuffleBusyUtilization,
-      busyBytesPerSec: this.options.shuffleBusyMBps * 1024 * 1024,
-    });
-    const checkJob = (who: Principal, appId: string): void => {
-      if (gate.secure && (who.role === "am" || who.role === "task"))
-        requireAccess(who.appId === appId, who, `fetch the outputs of ${appId || "?"}`);
-    };
-    this.server.addService(proto.ShuffleService.service, {
-      ListOutputs: unary(async (req: { appId: string; containerId: string }, c) => {
-        checkJob(gate.principal(c), req.appId);
-        return { files: await outputs.list(req.appId, req.containerId) };
-      }),
-      FetchOutput: (call: grpc.ServerWritableStream<FetchOutputRequestOutput, OutputChunk>) => {
-        const cancelled = new AbortController();
-        call.on("cancelled", () => cancelled.abort());
-        const req = call.request;
-        const write = (chunk: Buffer): Promise<void> =>
-          new Promise((resolve) => {
-            if (call.write({ data: chunk })) resolve();
-            else call.once("drain", () => resolve());
-          });
-        Promise.resolve()
-          .then(() => {
-            checkJob(gate.principal(call), req.appId);
-            return outputs.send(req.appId, req.containerId, req.name, Number(req.offset), write, cancelled.signal);
-          })
-          .then(
-            (bytes) => {
-              this.metrics.shuffleServed(bytes);
-              if (!cancelled.signal.aborted) call.end();
-            },
-            (err: unknown) => {
-              if (!cancelled.signal.aborted) call.emit("error", toServiceError(err));
-            },
-          );
-      },
-    });
-  }
-
   /** Registers with the resource manager (its stream reconnects from here on); its capacity and power, for the log. */
   protected onServing(): Record<string, unknown> {
     this.rmStream.connect();
@@ -339,11 +242,19 @@ export class NodeManager extends ServingDaemon {
       this.restored.set(id, st);
     if (this.restored.size > 0) this.log.info("exits recorded by a previous run", { containers: this.restored.size });
     killLeftovers(this.options.dataDir, this.log);
-    await this.openFileCache();
+    if (this.leases) reopenLeases(this.leases, this.options.dataDir, this.log);
+    this.files = new NodeFiles(this.options, this.log);
+    await this.files.open(this.accounts.switches ? this.accounts.probeAccount : undefined);
     if (this.options.orphanReaper) this.reaper = startOrphanReaper(this.options.dataDir, this.log);
     this.cgroups = detectCgroups(`harvest/${this.options.nodeId}`, this.options.cgroups);
     this.log.info("cpu limits", { mode: this.cgroups.mode, detail: this.cgroups.reason });
-    if (this.accounts.switches) this.log.info("containers run as", this.accounts.describe());
+    if (this.accounts.switches && this.options.containerPrivateTmp) {
+      const why = privateTmpUnsupported();
+      this.privateTmp = why === undefined;
+      if (why) this.log.warn("containers share the server's /tmp and /dev/shm (TMPDIR is their own)", { why });
+    }
+    if (this.accounts.switches)
+      this.log.info("containers run as", { ...this.accounts.describe(), privateTmp: this.privateTmp });
     else this.log.warn("the node manager is not root: containers run as its own user", this.accounts.describe());
     this.monitor =
       this.deps.monitor ??
@@ -381,19 +292,25 @@ export class NodeManager extends ServingDaemon {
         return started;
       }),
       StopContainer: unary((req: { containerId: string }, c) => {
-        this.checkContainerAccess(gate.principal(c), req.containerId, "stop");
+        this.records.checkAccess(gate.secure, gate.principal(c), req.containerId, "stop");
         return this.stopContainer(req.containerId);
       }),
       GetContainerStatus: unary((req: { containerId: string }, c) => {
-        this.checkContainerAccess(gate.principal(c), req.containerId, "read the status of");
+        this.records.checkAccess(gate.secure, gate.principal(c), req.containerId, "read the status of");
         return this.status(this.getContainer(req.containerId));
       }),
       GetContainerLogs: unary((req: { containerId: string; stream: string; tailBytes: number }, c) => {
-        this.checkContainerAccess(gate.principal(c), req.containerId, "read the logs of");
+        this.records.checkAccess(gate.secure, gate.principal(c), req.containerId, "read the logs of");
         return this.records.readLog(req);
       }),
     });
-    this.serveShuffle(proto);
+    addShuffleService(this.server, this.gate, proto, {
+      dataDir: this.options.dataDir,
+      isLive: (id) => this.containers.has(id) || this.localizing.has(id),
+      primaryBusy: () => this.lastSample.utilization >= this.options.shuffleBusyUtilization,
+      busyBytesPerSec: this.options.shuffleBusyMBps * 1024 * 1024,
+      served: (bytes) => this.metrics.shuffleServed(bytes),
+    });
     if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.capping = this.createCappingAgent();
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
@@ -505,12 +422,23 @@ export class NodeManager extends ServingDaemon {
     if (this.cleanedApps.size > 10_000) this.cleanedApps.delete(this.cleanedApps.values().next().value!);
     removeApplicationData(this.options.dataDir, appId)
       .then(async (removed) => {
-        await this.fileCache.forgetApplication(appId);
+        await this.files.fileCache.forgetApplication(appId);
         if (removed > 0) this.log.info("finished application's outputs removed", { appId, containers: removed });
+        this.retireAccount(appId);
       })
       .catch((err: unknown) =>
         this.log.warn("could not remove a finished application's outputs", { appId, error: errorMessage(err) }),
       );
+  }
+
+  /** Ends a finished application's lease of its uid once nothing of it remains here (retire-account.ts). */
+  private retireAccount(appId: string): void {
+    if (!this.leases) return;
+    const staging = this.handedStaging.get(appId);
+    const done = retireLeasedAccount(this.leases, this.options.dataDir, appId, staging, this.log);
+    if (done) this.handedStaging.delete(appId);
+    // Still in use: tried again at the resource manager's next word that the application ended.
+    else this.cleanedApps.delete(appId);
   }
 
   /** The resource manager recorded a completion: kept a while for a re-registration, then forgotten. */
@@ -671,31 +599,7 @@ export class NodeManager extends ServingDaemon {
       const live = [...this.containers.values()].filter(
         (c) => c.state === "RUNNING" && c.cause === undefined && !this.dying.has(c.spec.containerId),
       );
-      // One read of each cgroup, and one scan of /proc for the containers without one.
-      const fromCgroup = live.map((c) => this.cgroups.usageMs(c.spec.containerId));
-      const fromTree = processTreesCpuMs(
-        live.filter((c, i) => fromCgroup[i] === undefined && c.pid > 0).map((c) => c.pid),
-      );
-      const agentContainers: AgentContainer[] = [];
-      for (const [i, c] of live.entries()) {
-        const id = c.spec.containerId;
-        const cpuMs = fromCgroup[i] ?? fromTree.get(c.pid) ?? 0;
-        const seen = this.cpuSeen.get(id);
-        let cores = seen?.cores ?? 0;
-        if (seen && now > seen.atMs) cores = Math.max(0, (cpuMs - seen.cpuMs) / (now - seen.atMs));
-        this.cpuSeen.set(id, { cpuMs, atMs: now, cores });
-        agentContainers.push({
-          containerId: id,
-          allocationMilli: c.spec.vcoresMilli,
-          memoryMb: c.spec.memoryMb,
-          startedMs: c.startedMs,
-          isAm: c.spec.isAm,
-          criticality: c.spec.jobPriority ?? 0,
-          cpuCores: cores,
-          // Only a running container's pid: a pid the OS has since reused must never be signalled.
-          pids: () => (c.state === "RUNNING" && c.pid > 0 ? [c.pid] : []),
-        });
-      }
+      const agentContainers = cappingInputs(live, this.cgroups, this.cpuSeen, now);
       this.capping.tick(now, this.lastSample.cpuMilli / 1000, agentContainers);
     } catch (err) {
       this.log.warn("capping tick failed", { error: errorMessage(err) });
@@ -706,80 +610,9 @@ export class NodeManager extends ServingDaemon {
 
   private async startContainer(req: StartContainerRequestOutput): Promise<{ pid: number }> {
     if (!this.lifecycle.running) throw new HarvestError("UNAVAILABLE", "node manager is not running");
-    const grant = req.container;
-    if (!grant)
-      throw new HarvestError("INVALID_ARGUMENT", "StartContainer needs the granted container", {
-        details: { field: "container" },
-      });
-    if (!isContainerId(grant.id))
-      throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(grant.id)}`, {
-        details: { field: "container.id" },
-      });
-    parseAppId(req.appId);
-    if (grant.nodeId !== this.options.nodeId)
-      throw new HarvestError(
-        "CONTAINER_TOKEN_INVALID",
-        `container ${grant.id} was granted on ${grant.nodeId}, not on ${this.options.nodeId}`,
-      );
-    const resource = fromWire(grant.resource);
-    if (
-      !verifyContainer(
-        this.options.secret,
-        {
-          containerId: grant.id,
-          appId: req.appId,
-          nodeId: grant.nodeId,
-          resource,
-          jobPriority: grant.jobPriority,
-          user: grant.user,
-        },
-        grant.token,
-      )
-    ) {
-      throw new HarvestError("CONTAINER_TOKEN_INVALID", `container ${grant.id}: token does not match the grant`);
-    }
+    const { grant, resource } = checkStartRequest(req, this.options);
     if (this.containers.has(grant.id) || this.unacked.has(grant.id) || this.localizing.has(grant.id))
       throw new HarvestError("CONTAINER_ALREADY_EXISTS", `container ${grant.id} was already started here`);
-    if (req.argv.length === 0 || req.argv.some((a) => typeof a !== "string" || a.includes("\0"))) {
-      throw new HarvestError("INVALID_ARGUMENT", "argv must be a non-empty list of strings", {
-        details: { field: "argv" },
-      });
-    }
-    for (const k of Object.keys(req.env)) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
-        throw new HarvestError("INVALID_ARGUMENT", `bad environment variable name ${JSON.stringify(k)}`, {
-          details: { field: "env" },
-        });
-      if (k === TOKEN_FILE_ENV)
-        throw new HarvestError("INVALID_ARGUMENT", `${k} is set by the node manager (credentials go in tokens)`, {
-          details: { field: "env" },
-        });
-    }
-    for (const [kind, token] of Object.entries(req.tokens)) {
-      if (!(CONTAINER_TOKEN_KINDS as readonly string[]).includes(kind) || token.length === 0 || token.length > 4096)
-        throw new HarvestError("INVALID_ARGUMENT", `bad container token ${JSON.stringify(kind)}`, {
-          details: { field: "tokens" },
-        });
-    }
-    for (const [i, r] of req.resources.entries()) {
-      if (
-        !/^[A-Za-z0-9_.-]{1,128}$/.test(r.name) ||
-        r.name === "." ||
-        r.name === ".." ||
-        RESERVED_WORKDIR_NAMES.includes(r.name)
-      )
-        throw new HarvestError("INVALID_ARGUMENT", `bad local resource name ${JSON.stringify(r.name)}`, {
-          details: { field: `resources[${i}].name` },
-        });
-      if (req.resources.findIndex((o) => o.name === r.name) !== i)
-        throw new HarvestError("INVALID_ARGUMENT", `local resource name ${JSON.stringify(r.name)} is used twice`, {
-          details: { field: `resources[${i}].name` },
-        });
-      if (!(RESOURCE_VISIBILITIES as readonly string[]).includes(r.visibility))
-        throw new HarvestError("INVALID_ARGUMENT", `bad local resource visibility ${JSON.stringify(r.visibility)}`, {
-          details: { field: `resources[${i}].visibility` },
-        });
-    }
     let held = 0;
     for (const c of this.containers.values()) held += c.spec.vcoresMilli;
     for (const l of this.localizing.values()) held += l.vcoresMilli;
@@ -789,43 +622,33 @@ export class NodeManager extends ServingDaemon {
         `node ${this.options.nodeId} holds ${held} millicores of ${this.options.capacity.vcoresMilli}; cannot add ${resource.vcoresMilli}`,
       );
     }
-    this.recheckRuntime();
-    const env: Record<string, string> = {
-      ...req.env,
-      // Harvest's task runtime, localized (never the installation itself).
-      HARVEST_HOME: this.runtime.dir,
-      HARVEST_CONTAINER_ID: grant.id,
-      HARVEST_APP_ID: req.appId,
-      HARVEST_NODE_ID: this.options.nodeId,
-      HARVEST_NM_ADDRESS: this.address,
-      HARVEST_RM_ADDRESS: req.env["HARVEST_RM_ADDRESS"] ?? this.options.rmAddress,
-      HARVEST_NN_ADDRESS: this.options.nnAddress,
-      // A plaintext namenode trusts the user a client claims: the container's is the job's submitter, not its OS
-      // account (YARN's HADOOP_USER_NAME); with TLS the job's token says who it is.
-      ...(this.options.tls ? {} : { HARVEST_DFS_USER: grant.user }),
-      HARVEST_CONTAINER_VCORES: String(resource.vcoresMilli / 1000),
-      HARVEST_CONTAINER_MEMORY_MB: String(resource.memoryMb),
-    };
+    this.files.recheckRuntime();
     const workDir = join(this.options.dataDir, "containers", req.appId, grant.id);
-    // A task writes its outputs into its own directory, which the shuffle service serves once it has exited.
-    if (!req.isAm) env[TASK_ENV.outputDir] = join(workDir, OUTPUT_DIR_NAME);
-    // Its progress and counters while it runs, beside its outputs and never among them (task-status.ts).
-    if (!req.isAm) env[TASK_ENV.statusFile] = join(workDir, STATUS_FILE_NAME);
-    // Never root: the submitter's own account or the fallback when this node manager is root, else its own.
-    const account = this.accounts.accountFor(grant.user);
+    const env = containerEnvironment(
+      req,
+      grant,
+      resource,
+      {
+        ...this.options,
+        address: this.address,
+        runtimeDir: this.files.runtimeDir,
+        tls: this.options.tls !== undefined,
+      },
+      workDir,
+    );
+    // Never root: the application's own account (or as configured) when this node manager is root, else its own.
+    const account = this.accounts.accountFor(req.appId, grant.user);
     const links = await this.localize(req, grant.id, grant.user, resource.vcoresMilli, account);
     let proc: ContainerProcess;
     try {
-      if (this.accounts.switches) {
-        assertCanEnter(this.runtime.dir, account, "Harvest's task runtime (HARVEST_HOME, in the node's file cache)");
-        // "node" in argv runs this node manager's own Node binary, or its localized copy (container.ts).
-        if (req.argv[0] === "node") assertCanExecute(this.nodeBinary, account, "the Node binary");
-        if (env["HARVEST_CA"]) assertCanRead(env["HARVEST_CA"], account, "the cluster CA certificate (HARVEST_CA)");
-        // A job manager's launch (it comes from the resource manager) names the staging directory: hand the job's own
-        // directory in it to the job's account, for the journal and the tasks' outputs.
-        const staging = req.env["HARVEST_STAGING_DIR"];
-        if (req.isAm && staging) handJobDirTo(join(staging, req.appId), account, this.options.dataDir);
-      }
+      if (this.accounts.switches)
+        checkAccountReach(req, env, account, {
+          runtimeDir: this.files.runtimeDir,
+          nodeBinary: this.files.nodeBinary,
+          dataDir: this.options.dataDir,
+        });
+      const staging = req.env["HARVEST_STAGING_DIR"];
+      if (req.isAm && staging) this.handedStaging.set(req.appId, join(staging, req.appId));
       proc = new ContainerProcess(
         {
           containerId: grant.id,
@@ -840,8 +663,12 @@ export class NodeManager extends ServingDaemon {
           account,
           workDir,
           tokens: req.tokens as ContainerTokens,
-          nodeBinary: this.nodeBinary,
+          nodeBinary: this.files.nodeBinary,
           links,
+          // What it must reach even with a private /tmp (a test cluster lives below /tmp).
+          ...(this.privateTmp
+            ? { privateTmp: { keep: [this.options.dataDir, env["HARVEST_CA"] ?? "", staging ?? ""] } }
+            : {}),
         },
         this.cgroups,
         this.clock.nowMs(),
@@ -879,24 +706,9 @@ export class NodeManager extends ServingDaemon {
     if (req.resources.length === 0) return {};
     const entry = { vcoresMilli, stopped: false };
     this.localizing.set(containerId, entry);
-    const started = performance.now();
     try {
-      const r = await this.localizer.localize({
-        containerId,
-        appId: req.appId,
-        user,
-        dfsToken: req.tokens["dfs-token"] ?? "",
-        ...(this.accounts.switches ? { owner: { uid: account.uid, gid: account.gid } } : {}),
-        resources: req.resources,
-      });
+      const r = await this.files.localize(req, containerId, user, this.accounts.switches ? account : undefined);
       this.metrics.resourcesLocalized(r.fetched, r.cached, r.bytes);
-      this.log.info("resources localized", {
-        containerId,
-        fetched: r.fetched,
-        cached: r.cached,
-        bytes: r.bytes,
-        ms: Math.round(performance.now() - started),
-      });
       if (entry.stopped)
         throw new HarvestError(
           "CONTAINER_LAUNCH_FAILED",
@@ -964,22 +776,6 @@ export class NodeManager extends ServingDaemon {
     for (const c of this.containers.values()) if (c.state === "RUNNING") yield c.spec;
   }
 
-  /**
-   * With TLS: the resource manager may act on any container; a job manager only on its own job's; a person only on
-   * the containers of jobs they submitted, unless an admin. The job's submitter comes from the container grant
-   * (covered by its token), kept in `<dataDir>/containers/<appId>/owner.json` where the container cannot write.
-   */
-  private checkContainerAccess(who: Principal, containerId: string, action: string): void {
-    if (!this.gate.secure || who.role === "daemon" || who.role === "admin") return;
-    if (!isContainerId(containerId))
-      throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(containerId)}`, {
-        details: { field: "containerId" },
-      });
-    const owner = this.records.ownerOf(containerId);
-    const allowed = owner !== undefined && (who.role === "am" ? who.appId === owner.appId : who.name === owner.user);
-    requireAccess(allowed, who, `${action} container ${containerId}`);
-  }
-
   private getContainer(containerId: string): ContainerProcess {
     const c = this.containers.get(containerId) ?? this.unacked.get(containerId);
     if (!c) throw new HarvestError("CONTAINER_NOT_FOUND", `no container ${containerId} on ${this.options.nodeId}`);
@@ -997,23 +793,6 @@ export class NodeManager extends ServingDaemon {
   }
 
   private status(c: ContainerProcess): ContainerStatus {
-    const env = c.spec.env;
-    return {
-      containerId: c.spec.containerId,
-      appId: c.spec.appId,
-      state: c.state,
-      exitCode: c.exitCode,
-      cause: c.cause ?? "EXIT_CAUSE_UNSPECIFIED",
-      diagnostics: c.diagnostics,
-      resource: { vcoresMilli: c.spec.vcoresMilli, memoryMb: c.spec.memoryMb },
-      startedMs: c.startedMs,
-      finishedMs: c.finishedMs,
-      isAm: c.spec.isAm,
-      priority: c.spec.priority ?? 0,
-      nodeId: this.options.nodeId,
-      powerWatts: this.capping?.containerWatts(c.spec.containerId) ?? 0,
-      vertex: env[TASK_ENV.vertex] ?? "",
-      taskIndex: Number(env[TASK_ENV.taskIndex] ?? 0) || 0,
-    };
+    return containerStatus(c, this.options.nodeId, this.capping?.containerWatts(c.spec.containerId) ?? 0);
   }
 }

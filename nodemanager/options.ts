@@ -5,6 +5,8 @@
  * the environment variable `HARVEST_EVENTS_DIR`, which the local-cluster launcher sets to the cluster's `logs/`;
  * unset, the daemon writes no events.
  */
+import { isAbsolute } from "node:path";
+import { errorMessage } from "../common/errors.js";
 import { isValidHost, isWildcardHost, resolveAdvertiseHost } from "../common/net-address.js";
 import { checkSecurityOptions, invalidOption, mergeOptions } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
@@ -12,6 +14,8 @@ import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../common/power-p
 import type { Resources } from "../common/resource.js";
 import { resolveCappingOptions } from "./policy/capping-controller.js";
 import { isAccountName, lookupAccount } from "./run-as.js";
+import type { RunAsMode } from "./run-as.js";
+import { DEFAULT_UID_RANGE, parseUidRange } from "./uid-leases.js";
 import type { CappingOptions } from "./policy/capping-controller.js";
 
 /** Settings of a node manager. */
@@ -88,11 +92,31 @@ export interface NodeManagerOptions {
   /** Which cgroup interface to use. @default "auto" */
   cgroups: "auto" | "v1" | "v2" | "none";
   /**
-   * The account containers run as when the node manager is root and the job's submitter has no account of its own
-   * here (or is not authenticated: no `tls`); never root (run-as.ts). @default "nobody"
+   * Whom a root node manager runs containers as (run-as.ts): "application", an account of each application's own (a
+   * uid leased from `containerUidRange`); "submitter", the submitter's own account on this server when it has one with
+   * uid >= `containerMinUid` and `tls` authenticates it, else the application's own; "fixed", every container as
+   * `containerUser` (jobs can then read and signal each other). @default "application"
    */
+  containerRunAs: RunAsMode;
+  /**
+   * The uids (gid the same) leased to applications' accounts, "min-max": no account in the user database may use them
+   * (those that do are skipped). @default "61184-65519"
+   */
+  containerUidRange: string;
+  /**
+   * The host-wide directory of uid leases (one file per leased uid), shared by every node manager of the host, so no
+   * two hand out one uid; it outlives a restart. @default "/var/lib/harvest/container-uids"
+   */
+  containerUidLeaseDir: string;
+  /**
+   * Whether a root node manager gives each container a private /tmp (in its work directory) and /dev/shm (a tmpfs of
+   * at most its memory) in a mount namespace of its own; without it (or not root), TMPDIR names a directory in the
+   * work directory. @default true
+   */
+  containerPrivateTmp: boolean;
+  /** The one account of `containerRunAs` "fixed"; never root. @default "nobody" */
   containerUser: string;
-  /** The lowest uid of a submitter's own account that containers may run as; system accounts get `containerUser`. @default 1000 */
+  /** The lowest uid of a submitter's own account that containers may run as ("submitter"). @default 1000 */
   containerMinUid: number;
   /** Cluster secret that container tokens are checked against; empty skips the check. @default "" */
   secret: string;
@@ -163,6 +187,10 @@ export function resolveNodeManagerOptions(
         completedRetentionMs: 600_000,
         orphanReaper: true,
         cgroups: "auto",
+        containerRunAs: "application",
+        containerUidRange: DEFAULT_UID_RANGE,
+        containerUidLeaseDir: "/var/lib/harvest/container-uids",
+        containerPrivateTmp: true,
         containerUser: "nobody",
         containerMinUid: 1000,
         secret: "",
@@ -221,16 +249,28 @@ export function resolveNodeManagerOptions(
   if (typeof o.orphanReaper !== "boolean") bad("orphanReaper", "must be true or false");
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");
   if (!["auto", "v1", "v2", "none"].includes(o.cgroups)) bad("cgroups", 'must be "auto", "v1", "v2" or "none"');
+  if (!["application", "submitter", "fixed"].includes(o.containerRunAs))
+    bad("containerRunAs", 'must be "application", "submitter" or "fixed"');
+  try {
+    parseUidRange(String(o.containerUidRange));
+  } catch (err) {
+    bad("containerUidRange", errorMessage(err));
+  }
+  if (typeof o.containerUidLeaseDir !== "string" || !isAbsolute(o.containerUidLeaseDir))
+    bad("containerUidLeaseDir", "must be an absolute path");
+  if (typeof o.containerPrivateTmp !== "boolean") bad("containerPrivateTmp", "must be true or false");
   if (typeof o.containerUser !== "string" || !isAccountName(o.containerUser))
     bad("containerUser", "must be an account name like nobody");
-  const fallback = lookupAccount(o.containerUser);
-  if (fallback && (fallback.uid === 0 || fallback.gid === 0))
-    bad(
-      "containerUser",
-      `must not be root or in group root: ${o.containerUser} is uid ${fallback.uid}, gid ${fallback.gid}`,
-    );
-  if (!fallback && process.getuid?.() === 0)
-    bad("containerUser", `names no account on this server (${o.containerUser}): containers need one to run as`);
+  if (o.containerRunAs === "fixed") {
+    const fixed = lookupAccount(o.containerUser);
+    if (fixed && (fixed.uid === 0 || fixed.gid === 0))
+      bad(
+        "containerUser",
+        `must not be root or in group root: ${o.containerUser} is uid ${fixed.uid}, gid ${fixed.gid}`,
+      );
+    if (!fixed && process.getuid?.() === 0)
+      bad("containerUser", `names no account on this server (${o.containerUser}): containers need one to run as`);
+  }
   if (!(Number.isInteger(o.containerMinUid) && o.containerMinUid >= 1))
     bad("containerMinUid", "must be an integer >= 1 (uid 0 is root)");
   if (!(Number.isFinite(o.powerBudgetWatts) && o.powerBudgetWatts >= 0))

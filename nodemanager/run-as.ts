@@ -1,10 +1,12 @@
 /**
  * Whom a container runs as: never root. A node manager running as root starts each container as an unprivileged
- * account (as YARN's LinuxContainerExecutor): the job's submitter's own account when the submitter is authenticated
- * (TLS), has an account on this server and that account is a person's (uid at or above `containerMinUid`), else the
- * fallback `containerUser` (YARN's `nonsecure-mode.local-user`, "nobody" by default). On a plaintext cluster the
- * submitter's name is only what the client claimed, so every container runs as the fallback there (YARN's non-secure
- * mode with `limit-users`). A node manager that is not root cannot switch users: its containers run as itself.
+ * account (as YARN's LinuxContainerExecutor). By default ("application") every application has an account of its own
+ * on each server: a uid, with the same gid, leased from a range no account in the user database uses (uid-leases.ts;
+ * systemd's DynamicUser), so no two jobs, even of one user, can read each other's processes or files or signal each
+ * other. "submitter" runs a job as its submitter's own account when the submitter is authenticated (TLS) and has an
+ * account here that is a person's (uid at or above `containerMinUid`), else as the application's own (YARN's secure
+ * mode). "fixed" runs every container as one account, `containerUser` (YARN's `nonsecure-mode.local-user`): jobs can
+ * reach each other there. A node manager that is not root cannot switch users: its containers run as itself.
  *
  * Also here: the checks that an account can reach the directories its container needs (a clear launch failure naming
  * the directory instead of an EACCES from deep inside a task), and handing a job's staging directory to its account.
@@ -28,6 +30,7 @@ import { userInfo } from "node:os";
 import { dirname, isAbsolute, join, parse, relative, resolve, sep } from "node:path";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { invalidOption } from "../common/options.js";
+import type { UidLeases } from "./uid-leases.js";
 
 /** A local account a container runs as. */
 export interface ContainerAccount {
@@ -35,18 +38,9 @@ export interface ContainerAccount {
   uid: number;
   /** Its primary group: the container runs with this group only (no supplementary groups, see ContainerProcess). */
   gid: number;
-  /** Its home directory (the container's HOME), from the user database. */
+  /** Its home directory (the container's HOME), from the user database; "" for a leased account (HOME is then the
+   * container's work directory). */
   home: string;
-}
-
-/** What `ContainerAccounts` decides by. */
-export interface ContainerAccountPolicy {
-  /** The fallback account's name (the node manager's `containerUser`). */
-  fallback: string;
-  /** The lowest uid a submitter's own account may have; system accounts below it get the fallback. */
-  minUid: number;
-  /** Whether submitter names are authenticated (TLS): a claimed name never picks an account. */
-  trustSubmitter: boolean;
 }
 
 /** Account names this module looks up (POSIX portable names; never a number, which getent reads as a uid). */
@@ -91,55 +85,110 @@ export function ownAccount(): ContainerAccount {
   }
 }
 
+/** How a root node manager picks the account of a job's containers (its `containerRunAs`). */
+export type RunAsMode = "application" | "submitter" | "fixed";
+
+/** What `ContainerAccounts` decides by. */
+export interface ContainerAccountPolicy {
+  /**
+   * "application": every application an account of its own, a uid leased from `leases` (the default); "submitter":
+   * the submitter's own account when it has one here (YARN's secure mode), else the application's own; "fixed":
+   * every container runs as `fixed` (YARN's non-secure local user: jobs can reach each other).
+   */
+  mode: RunAsMode;
+  /** The one account of "fixed" (the node manager's `containerUser`). */
+  fixed: string;
+  /** The lowest uid of a submitter's own account; system accounts below it are never used. */
+  minUid: number;
+  /** Whether submitter names are authenticated (TLS): a claimed name never picks an account. */
+  trustSubmitter: boolean;
+  /** The host's uid leases ("application" and "submitter"); required for them on a root node manager. */
+  leases?: UidLeases;
+}
+
+/** The name a leased account goes by in logs and HOME-less tools (it has no entry in the user database). */
+export function leasedAccountName(uid: number): string {
+  return `harvest-${uid}`;
+}
+
 /** Decides the account of each container on one node manager. */
 export class ContainerAccounts {
   /** Whether containers run as other accounts than the node manager's own (it is root). */
   readonly switches: boolean;
-  private readonly fallback: ContainerAccount;
+  private readonly fixed: ContainerAccount | undefined;
 
   /**
    * @param self the node manager's own account (`ownAccount()`); tests pass another to see a non-root node manager.
-   * @throws CONFIG_INVALID when the node manager is root and the fallback account does not exist, is root or is in
-   * group root.
+   * @throws CONFIG_INVALID when the node manager is root and, in "fixed" mode, the account does not exist, is root or
+   * is in group root, or, in the other modes, no lease directory was given.
    */
   constructor(
     private readonly policy: ContainerAccountPolicy,
     readonly self: ContainerAccount = ownAccount(),
   ) {
     this.switches = self.uid === 0;
-    // Without root there is no choice: every container runs as the node manager's own account.
-    this.fallback = this.switches ? checkedFallback(policy.fallback) : self;
+    this.fixed = this.switches && policy.mode === "fixed" ? checkedFixed(policy.fixed) : undefined;
+    if (this.switches && policy.mode !== "fixed" && !policy.leases)
+      invalidOption("node manager", "containerRunAs", `${policy.mode} needs a uid lease directory`);
   }
 
-  /** The account of containers whose submitter has none here (the node manager's own when it is not root). */
-  get fallbackAccount(): ContainerAccount {
-    return this.fallback;
-  }
-
-  /** The account a container of a job submitted by `submitter` runs as; never uid 0, nor gid 0 unless it is our own. */
-  accountFor(submitter: string): ContainerAccount {
+  /**
+   * An account that stands for any container's when checking what containers can reach (the installation, the
+   * cluster directory): the fixed account, else an unprivileged uid of the lease range in no group (leased accounts
+   * get in only through the "other" permission bits); the node manager's own when it is not root.
+   */
+  get probeAccount(): ContainerAccount {
     if (!this.switches) return this.self;
-    const own = this.policy.trustSubmitter ? lookupAccount(submitter) : undefined;
-    return own && own.uid >= this.policy.minUid && own.gid !== 0 ? own : this.fallback;
+    if (this.fixed) return this.fixed;
+    const uid = this.policy.leases!.range.max;
+    return { name: leasedAccountName(uid), uid, gid: uid, home: "" };
   }
 
-  /** How containers are run here, for the node manager's start-up log. */
-  describe(): Record<string, unknown> {
-    const fallback = `${this.fallback.name} (uid ${this.fallback.uid})`;
+  /**
+   * The account the containers of application `appId`, submitted by `submitter`, run as: never uid 0, nor gid 0
+   * unless it is our own. In "application" mode its leased uid (leased here on its first container).
+   * @throws CONTAINER_LAUNCH_FAILED when no uid of the range is free.
+   */
+  accountFor(appId: string, submitter: string): ContainerAccount {
+    if (!this.switches) return this.self;
+    if (this.fixed) return this.fixed;
+    if (this.policy.mode === "submitter" && this.policy.trustSubmitter) {
+      const own = lookupAccount(submitter);
+      if (own && own.uid >= this.policy.minUid && own.gid !== 0) return own;
+    }
+    const uid = this.policy.leases!.acquire(appId);
+    return { name: leasedAccountName(uid), uid, gid: uid, home: "" };
+  }
+
+  /** The leased uid of `appId`'s containers here, if it has one. */
+  leasedUid(appId: string): number | undefined {
+    return this.switches ? this.policy.leases?.uidOf(appId) : undefined;
+  }
+
+  /** How containers are run here, for the node manager's start-up log and the submitter. */
+  describe(): { runAs: string } {
     if (!this.switches)
       return {
-        runAs: `the node manager's own account ${fallback}: it is not root, so it cannot start containers as another user`,
+        runAs: `the node manager's own account ${this.self.name} (uid ${this.self.uid}): it is not root, so it cannot start containers as another user`,
       };
-    return {
-      runAs: this.policy.trustSubmitter
-        ? `the submitter's account when it exists here with uid >= ${this.policy.minUid}, else ${fallback}`
-        : `${fallback}: without tls the submitter's name is not authenticated`,
-    };
+    if (this.fixed)
+      return {
+        runAs: `${this.fixed.name} (uid ${this.fixed.uid}), one account for every job (containerRunAs "fixed")`,
+      };
+    const range = this.policy.leases!.range;
+    const own = `an account of the application's own (a uid in ${range.min}-${range.max})`;
+    if (this.policy.mode === "submitter")
+      return {
+        runAs: this.policy.trustSubmitter
+          ? `the submitter's own account where it exists with uid >= ${this.policy.minUid}, else ${own}`
+          : `${own}: without tls the submitter's name is not authenticated`,
+      };
+    return { runAs: own };
   }
 }
 
-/** The fallback account of a root node manager; CONFIG_INVALID when there is none or it is root or in group root. */
-function checkedFallback(name: string): ContainerAccount {
+/** The one account of "fixed" mode; CONFIG_INVALID when there is none or it is root or in group root. */
+function checkedFixed(name: string): ContainerAccount {
   const fallback = lookupAccount(name);
   if (!fallback) return invalidOption("node manager", "containerUser", `names no account on this server (${name})`);
   if (fallback.uid === 0 || fallback.gid === 0)

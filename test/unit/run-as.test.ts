@@ -22,7 +22,8 @@ import { containerProcessFile } from "../../common/container-leftovers.js";
 import { detailsOf, isHarvestError } from "../../common/errors.js";
 import { detectCgroups } from "../../nodemanager/cgroups.js";
 import type { CgroupController } from "../../nodemanager/cgroups.js";
-import { ContainerProcess, openContainerLog } from "../../nodemanager/container.js";
+import { ContainerProcess, openContainerLog, PRIVATE_TMP } from "../../nodemanager/container.js";
+import { retireApplicationAccount } from "../../nodemanager/retire-account.js";
 import type { ContainerSpec } from "../../nodemanager/container.js";
 import { resolveNodeManagerOptions } from "../../nodemanager/options.js";
 import {
@@ -34,6 +35,7 @@ import {
   ownAccount,
 } from "../../nodemanager/run-as.js";
 import type { ContainerAccount } from "../../nodemanager/run-as.js";
+import { UidLeases } from "../../nodemanager/uid-leases.js";
 import { testGroupName } from "../cgroups.js";
 import { nextTestContainerId, TEST_APP_ID, testContainerSpec } from "../containers.js";
 import { thrown } from "../error-code.js";
@@ -50,37 +52,70 @@ const asRoot = process.getuid?.() === 0;
 if (!asRoot) console.log("skipping the container launches of run-as.test.ts: only a root node manager switches users");
 
 describe("ContainerAccounts: whom a root node manager runs a container as", () => {
-  const trusted = new ContainerAccounts({ fallback: "nobody", minUid: 1, trustSubmitter: true }, root);
+  let leaseDir = "";
+  let leases: UidLeases;
+  const range = { min: 61184, max: 61283 };
+  beforeAll(() => {
+    leaseDir = mkdtempSync(join(tmpdir(), "harvest-run-as-leases-"));
+    // The real user database, and no process counted (the range may hold other tests' containers).
+    leases = new UidLeases(leaseDir, range, { dataDir: leaseDir, nodeId: "n1" }, { hasProcesses: () => false });
+  });
+  afterAll(() => rmSync(leaseDir, { recursive: true, force: true }));
+  const mode = (m: "application" | "submitter", trustSubmitter = true): ContainerAccounts =>
+    new ContainerAccounts({ mode: m, fixed: "nobody", minUid: 1, trustSubmitter, leases }, root);
 
-  it("runs a job submitted as root as the fallback account, under any spelling of uid 0", () => {
-    expect(trusted.switches).toBe(true);
-    for (const name of ["root", "0", "", "unknown", "../root", "root\n"]) {
-      expect(trusted.accountFor(name), JSON.stringify(name)).toEqual(nobody);
+  it("by default gives each application an account of its own, the same for all of its containers", () => {
+    const accounts = mode("application");
+    expect(accounts.switches).toBe(true);
+    const a = accounts.accountFor("application_1_0001", "alice");
+    const b = accounts.accountFor("application_1_0002", "alice");
+    expect(a.uid).not.toBe(b.uid);
+    expect(accounts.accountFor("application_1_0001", "alice")).toEqual(a);
+    for (const acc of [a, b]) {
+      expect(acc.uid).toBeGreaterThanOrEqual(range.min);
+      expect(acc.uid).toBeLessThanOrEqual(range.max);
+      expect(acc.gid).toBe(acc.uid);
+      // No account of the server's user database.
+      expect(readFileSync("/etc/passwd", "utf8")).not.toMatch(new RegExp(`^[^:]*:[^:]*:${acc.uid}:`, "m"));
+    }
+    expect(accounts.describe().runAs).toContain("an account of the application's own");
+  });
+
+  it("never runs a job submitted as root (under any spelling of uid 0) as root, nor as nobody", () => {
+    const accounts = mode("submitter");
+    for (const [i, name] of ["root", "0", "", "unknown", "../root", "root\n"].entries()) {
+      const acc = accounts.accountFor(`application_2_000${i}`, name);
+      expect(acc.uid, JSON.stringify(name)).not.toBe(0);
+      expect(acc.uid, JSON.stringify(name)).not.toBe(nobody.uid);
     }
   });
 
-  it("runs a job of a submitter with no account on this server as the fallback account", () => {
-    expect(trusted.accountFor("no-such-harvest-user")).toEqual(nobody);
+  it.skipIf(!other)("runs a job of a submitter with an account on this server as that account, when asked to", () => {
+    expect(mode("submitter").accountFor("application_3_0001", other!.name)).toEqual(other);
+    // Without tls the submitter's name is only claimed: the application's own account.
+    const plaintext = mode("submitter", false);
+    expect(plaintext.accountFor("application_3_0002", other!.name).uid).toBeGreaterThanOrEqual(range.min);
+    expect(plaintext.describe().runAs).toContain("not authenticated");
+    // System accounts below containerMinUid never run jobs.
+    const strict = new ContainerAccounts(
+      { mode: "submitter", fixed: "nobody", minUid: other!.uid + 1, trustSubmitter: true, leases },
+      root,
+    );
+    expect(strict.accountFor("application_3_0003", other!.name).uid).toBeGreaterThanOrEqual(range.min);
   });
 
-  it.skipIf(!other)("runs a job of a submitter with an account on this server as that account", () => {
-    expect(trusted.accountFor(other!.name)).toEqual(other);
+  it("runs every container as one account in fixed mode", () => {
+    const fixed = new ContainerAccounts({ mode: "fixed", fixed: "nobody", minUid: 1, trustSubmitter: true }, root);
+    expect(fixed.accountFor("application_4_0001", "alice")).toEqual(nobody);
+    expect(fixed.accountFor("application_4_0002", "bob")).toEqual(nobody);
+    expect(fixed.describe().runAs).toContain("one account for every job");
   });
 
-  it.skipIf(!other)("keeps system accounts below containerMinUid for the fallback account", () => {
-    const strict = new ContainerAccounts({ fallback: "nobody", minUid: other!.uid + 1, trustSubmitter: true }, root);
-    expect(strict.accountFor(other!.name)).toEqual(nobody);
-  });
-
-  it.skipIf(!other)("runs every job as the fallback account when submitter names are not authenticated", () => {
-    const plaintext = new ContainerAccounts({ fallback: "nobody", minUid: 1, trustSubmitter: false }, root);
-    expect(plaintext.accountFor(other!.name)).toEqual(nobody);
-    expect(plaintext.describe()["runAs"]).toContain("not authenticated");
-  });
-
-  it("refuses a fallback account that is root or does not exist (CONFIG_INVALID naming containerUser)", () => {
-    for (const fallback of ["root", "no-such-harvest-user"]) {
-      const err = thrown(() => new ContainerAccounts({ fallback, minUid: 1000, trustSubmitter: true }, root));
+  it("refuses a fixed account that is root or does not exist (CONFIG_INVALID naming containerUser)", () => {
+    for (const fixed of ["root", "no-such-harvest-user"]) {
+      const err = thrown(
+        () => new ContainerAccounts({ mode: "fixed", fixed, minUid: 1000, trustSubmitter: true }, root),
+      );
       expect(err.code).toBe("CONFIG_INVALID");
       expect(detailsOf(err, "INVALID_ARGUMENT", "CONFIG_INVALID")?.field).toBe("containerUser");
     }
@@ -89,27 +124,40 @@ describe("ContainerAccounts: whom a root node manager runs a container as", () =
 
 describe.skipIf(!other)("ContainerAccounts: a node manager that is not root", () => {
   it("runs every container as its own account, whoever submitted the job", () => {
-    const accounts = new ContainerAccounts({ fallback: "nobody", minUid: 1, trustSubmitter: true }, other);
+    const accounts = new ContainerAccounts(
+      { mode: "application", fixed: "nobody", minUid: 1, trustSubmitter: true },
+      other,
+    );
     expect(accounts.switches).toBe(false);
-    for (const name of ["root", "nobody", "no-such-harvest-user"]) expect(accounts.accountFor(name)).toEqual(other);
-    expect(accounts.describe()["runAs"]).toContain("not root");
+    for (const name of ["root", "nobody", "no-such-harvest-user"])
+      expect(accounts.accountFor("application_5_0001", name)).toEqual(other);
+    expect(accounts.describe().runAs).toContain("not root");
   });
 });
 
 describe("node manager options for containers' accounts", () => {
   const base = { nodeId: "n1", rmAddress: "127.0.0.1:1", dataDir: "/d" };
 
-  it("defaults to nobody and uid 1000 and up for submitters' own accounts", () => {
+  it("defaults to an account per application from systemd's dynamic range, never nobody", () => {
     const o = resolveNodeManagerOptions(base);
-    expect([o.containerUser, o.containerMinUid]).toEqual(["nobody", 1000]);
+    expect([o.containerRunAs, o.containerUidRange, o.containerPrivateTmp]).toEqual([
+      "application",
+      "61184-65519",
+      true,
+    ]);
   });
 
-  it("refuses root (by any name of uid 0), a malformed name and a minimum uid of 0, naming the field", () => {
+  it("refuses root (by any name of uid 0) for fixed mode, a bad range or mode and a minimum uid of 0, naming the field", () => {
     const cases: [Record<string, unknown>, string][] = [
-      [{ containerUser: "root" }, "containerUser"],
+      [{ containerRunAs: "fixed", containerUser: "root" }, "containerUser"],
       [{ containerUser: "0" }, "containerUser"],
       [{ containerUser: "no body" }, "containerUser"],
       [{ containerMinUid: 0 }, "containerMinUid"],
+      [{ containerRunAs: "nobody" }, "containerRunAs"],
+      [{ containerUidRange: "0-100" }, "containerUidRange"],
+      [{ containerUidRange: "65000-61184" }, "containerUidRange"],
+      [{ containerUidRange: "61184" }, "containerUidRange"],
+      [{ containerUidLeaseDir: "relative/dir" }, "containerUidLeaseDir"],
     ];
     for (const [extra, field] of cases) {
       const err = thrown(() => resolveNodeManagerOptions({ ...base, ...extra }));
@@ -127,7 +175,12 @@ describe.skipIf(!asRoot)("a container launched by a root node manager", () => {
   const cgroups = detectCgroups(groupName, "auto");
   const noCgroups = detectCgroups(`${groupName}-unused`, "none");
   const started: ContainerProcess[] = [];
-  const account = new ContainerAccounts({ fallback: "nobody", minUid: 1000, trustSubmitter: false }).accountFor("root");
+  const account = new ContainerAccounts({
+    mode: "fixed",
+    fixed: "nobody",
+    minUid: 1000,
+    trustSubmitter: false,
+  }).accountFor("", "root");
 
   beforeAll(() => {
     tmp = mkdtempSync(join(tmpdir(), "harvest-run-as-"));
@@ -354,6 +407,95 @@ describe.skipIf(!asRoot)("a container launched by a root node manager", () => {
     });
   });
 });
+
+describe.skipIf(!asRoot || !PRIVATE_TMP)("containers of two applications, each under an account of its own", () => {
+  let tmp = "";
+  let leases: UidLeases;
+  const noCgroups = detectCgroups(`${testGroupName("run-as-apps-")}-unused`, "none");
+  const started: ContainerProcess[] = [];
+  const appA = "application_1700000000000_0041";
+  const appB = "application_1700000000000_0042";
+  beforeAll(() => {
+    tmp = mkdtempSync(join(tmpdir(), "harvest-run-as-apps-"));
+    chmodSync(tmp, 0o755);
+    leases = new UidLeases(join(tmp, "leases"), { min: 61184, max: 65519 }, { dataDir: tmp, nodeId: "n1" });
+    leases.open();
+  });
+  afterAll(async () => {
+    for (const c of started) c.killNow("KILLED_BY_USER");
+    await Promise.all(started.map((c) => c.waitForExit()));
+    for (const app of [appA, appB]) leases.release(app);
+    rmSync(tmp, { recursive: true, force: true });
+  });
+  const accounts = (): ContainerAccounts =>
+    new ContainerAccounts({ mode: "application", fixed: "nobody", minUid: 1000, trustSubmitter: true, leases });
+
+  function launch(appId: string, script: string): { c: ContainerProcess; s: ContainerSpec } {
+    const containerId = `container_${appId.slice("application_".length)}_01_000001`;
+    const s = testContainerSpec(
+      containerId,
+      ["/bin/sh", "-c", script],
+      accounts().accountFor(appId, "alice"),
+      join(tmp, "containers", appId, containerId),
+      { appId, privateTmp: { keep: [tmp] } },
+    );
+    const c = new ContainerProcess(s, noCgroups, 1_000, () => {});
+    started.push(c);
+    return { c, s };
+  }
+
+  it("keeps each one's /tmp, /dev/shm, files and processes from the other, and retiring leaves nothing of it", async () => {
+    const marker = `harvest-private-${process.pid}`;
+    const a = launch(
+      appA,
+      `echo a-secret > /tmp/${marker}; echo a-shm > /dev/shm/${marker}; id -u; echo "$TMPDIR"; ` +
+        "grep ' /dev/shm ' /proc/self/mounts | tail -n 1 | cut -d' ' -f1; exec sleep 30",
+    );
+    // B knows where A's files are and which pid A has, as any process of the server can learn.
+    const aTmp = join(a.s.workDir, "tmp", marker);
+    await waitFor(() => existsSync(aTmp));
+    const b = launch(
+      appB,
+      `id -u; cat /tmp/${marker} /dev/shm/${marker} /tmp/../tmp/${marker} 2>&1; cat ${aTmp} 2>&1; ` +
+        `cat /proc/${a.c.pid}/environ 2>&1 | head -c 100; kill -0 ${a.c.pid} 2>&1 || echo no-signal`,
+    );
+    await b.c.waitForExit();
+    const [aUid] = readFileSync(join(a.s.workDir, "stdout"), "utf8").trim().split("\n");
+    const bOut = readFileSync(join(b.s.workDir, "stdout"), "utf8");
+    const [bUid] = bOut.trim().split("\n");
+    expect(Number(aUid)).toBe(a.s.account.uid);
+    expect(Number(bUid)).toBe(b.s.account.uid);
+    expect(aUid).not.toBe(bUid);
+    expect(bOut).not.toContain("a-secret");
+    expect(bOut).not.toContain("a-shm");
+    expect(bOut).toContain("Permission denied");
+    expect(bOut).toContain("no-signal");
+    // Nothing of A reached the server's own /tmp or /dev/shm.
+    expect(existsSync(`/tmp/${marker}`) || existsSync(`/dev/shm/${marker}`)).toBe(false);
+    const aOut = readFileSync(join(a.s.workDir, "stdout"), "utf8").trim().split("\n");
+    // TMPDIR is /tmp, and /dev/shm a tmpfs of its own (the last mount there).
+    expect(aOut.slice(1)).toEqual(["/tmp", "harvest-shm"]);
+    expect(a.c.state).toBe("RUNNING");
+
+    a.c.kill("KILLED_BY_USER", 100);
+    await a.c.waitForExit();
+    const uid = a.s.account.uid;
+    const r = retireApplicationAccount(tmp, appA, uid);
+    expect(r.processesLeft).toBe(0);
+    expect(existsSync(join(a.s.workDir, "tmp"))).toBe(false);
+    // Its logs stay, the node manager's now: a later application given this uid reads none of them.
+    expect(statSync(join(a.s.workDir, "stdout")).uid).toBe(0);
+    expect(statSync(a.s.workDir).uid).toBe(0);
+  });
+});
+
+async function waitFor(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 describe("lookupAccount", () => {
   it("asks the system's getent, never one that comes first on PATH", () => {
