@@ -6,7 +6,8 @@
  * alice's (same user, other job), and a process of uid 54321 (a local account of no one's, outside the cluster).
  *
  *  0. The premise: each application's containers run as an account of its own (a uid from the configured range, gid
- *     the same, with no entry in /etc/passwd), shared by its job manager and tasks and by no other application.
+ *     the same, with no entry in /etc/passwd), shared by its job manager and tasks (on one node manager) and by no
+ *     other application.
  *  1. From another job's container: read /proc/<pid>/environ of the victims' job managers and tasks (refused), and
  *     their cmdline (no secret in it); no other application's environment is readable anywhere in /proc.
  *  2. From another job's container: read the victims' token files, list their work directories, read their logs.
@@ -161,24 +162,19 @@ grep -qx "$n" "/tmp/harvest-victim-$n" && grep -qx "$n" "/dev/shm/harvest-victim
 exit 0
 `;
 
-/** What one attacker found (see ATTACK). */
-interface Findings {
-  uid: number;
-  gid: number;
-  path: string;
-  app: string;
-  environ: Record<string, string>;
-  cmdline: Record<string, string>;
-  files: Record<string, string>;
-  signals: Record<string, string>;
-  tmp: Record<string, string>;
-  otherEnvirons: string[];
-  dfs: Record<string, string>;
-  staging: Record<string, string>;
-  stolen: number;
-  readable: string[];
-  listable: string[];
-}
+/** The attempts of one attack: what each got ("ok..." or the error code), by what it tried. */
+type Attempts = Record<string, string>;
+
+/**
+ * What one attacker found (see ATTACK): its uid, gid and PATH, the attempts of each attack, the other applications'
+ * processes whose environment it read, how many tokens it stole, the files it could read and the directories it could
+ * list.
+ */
+type Findings = { uid: number; gid: number; path: string; app: string; stolen: number } & Record<
+  "environ" | "cmdline" | "files" | "signals" | "tmp" | "dfs" | "staging",
+  Attempts
+> &
+  Record<"otherEnvirons" | "readable" | "listable", string[]>;
 
 /** A running container of a victim, as the test (root) finds it on its node. */
 interface Target {
@@ -204,7 +200,7 @@ interface Victim {
 }
 
 /** The attempts of a findings record that were not refused (those that start with "ok"). */
-const succeeded = (record: Record<string, string>): Record<string, string> =>
+const succeeded = (record: Attempts): Attempts =>
   Object.fromEntries(Object.entries(record).filter(([, r]) => r.startsWith("ok")));
 
 const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex");
@@ -212,6 +208,10 @@ const sha256 = (b: Buffer): string => createHash("sha256").update(b).digest("hex
 /** The uid a process runs as (its real uid, from /proc). */
 const uidOf = (pid: number): number =>
   Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN);
+
+/** The gid a process runs as (its real gid, from /proc). */
+const gidOf = (pid: number): number =>
+  Number(/^Gid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? NaN);
 
 /** The environment of a process, read as root. */
 const environOf = (pid: number): Record<string, string> =>
@@ -513,18 +513,33 @@ describe.skipIf(!asRoot)("every attack of issue 42, on a secure cluster whose no
     if (plantedHere) rmSync("/tmp/node_modules", { recursive: true, force: true });
   });
 
-  it("0. runs each application's containers as an account of its own: one uid for its job manager and tasks", () => {
-    for (const v of victims) expect(v.task.uid, `${v.owner}'s job`).toBe(v.jm.uid);
-    const perApp = [...victims.map((v) => v.jm.uid), found.bob.uid, found.alice2.uid];
-    // Four applications (two of alice's), four accounts; gid the same as uid; none known to /etc/passwd.
-    expect(new Set(perApp).size, `uids ${perApp.join(", ")}`).toBe(4);
-    for (const uid of perApp) {
+  it("0. runs each application's containers as an account of its own, shared by its job manager and tasks", async () => {
+    // Every container of the four applications (two of them alice's), all running: by application, node and uid.
+    const seen: { appId: string; nodeId: string; uid: number; gid: number }[] = [];
+    for (const appId of [...victims.map((v) => v.appId), bobJob, aliceJob2])
+      for (const k of (await c.client.status(appId)).containers.filter((x) => x.state === "RUNNING")) {
+        const pid = targetOf(k.containerId, appId, k).pid;
+        seen.push({ appId, nodeId: k.nodeId, uid: uidOf(pid), gid: gidOf(pid) });
+      }
+    expect(seen).toHaveLength(8);
+    for (const { uid, gid } of seen) {
+      expect(gid, `uid ${uid}`).toBe(uid);
       expect(uid).toBeGreaterThanOrEqual(UID_RANGE[0]);
       expect(uid).toBeLessThanOrEqual(UID_RANGE[1]);
       expect(hasPasswdEntry(uid), `uid ${uid} has a passwd entry`).toBe(false);
     }
-    expect(found.bob.gid).toBe(found.bob.uid);
-    expect(found.alice2.gid).toBe(found.alice2.uid);
+    // One uid per application on a node manager (its leases are the node manager's: an application's containers on
+    // two node managers of one host get one uid from each), and no uid of one application is another's.
+    const uidsOf = (appId: string, nodeId?: string): Set<number> =>
+      new Set(seen.filter((x) => x.appId === appId && (nodeId ?? x.nodeId) === x.nodeId).map((x) => x.uid));
+    for (const { appId, nodeId } of seen) expect(uidsOf(appId, nodeId).size, `${appId} on ${nodeId}`).toBe(1);
+    const apps = [...new Set(seen.map((x) => x.appId))];
+    for (const a of apps)
+      for (const b of apps.filter((x) => x !== a))
+        expect(
+          [...uidsOf(a)].filter((u) => uidsOf(b).has(u)),
+          `${a} and ${b}`,
+        ).toEqual([]);
   });
 
   it("1. refuses another job /proc/<pid>/environ of the victims' processes, and their cmdline holds no secret", () => {
