@@ -116,7 +116,7 @@ export class ContainerProcess {
       if (v !== undefined) env[k] = v;
     }
     const nodeBinary = spec.nodeBinary ?? process.execPath;
-    env["PATH"] = `${dirname(nodeBinary)}:${CONTAINER_SYSTEM_PATH}`;
+    env["PATH"] = [...new Set([dirname(nodeBinary), ...CONTAINER_SYSTEM_PATH.split(":")])].join(":");
     Object.assign(env, { HOME: account.home, USER: account.name, LOGNAME: account.name }, spec.env);
     const tokens = spec.tokens ?? {};
     if (Object.keys(tokens).length > 0) env[TOKEN_FILE_ENV] = join(spec.workDir, TOKEN_FILE_NAME);
