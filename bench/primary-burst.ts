@@ -82,7 +82,12 @@ async function runBurstMode(mode: BurstMode, trials: number, windowMs: number): 
   const dir = mkdtempSync(join(tmpdir(), "harvest-burst-"));
   // The containers run as a default node manager's account (nobody under root), which must get into `dir`.
   chmodSync(dir, 0o755);
-  const account = new ContainerAccounts({ mode: "fixed", fixed: "nobody", minUid: 1000, trustSubmitter: false }).accountFor("", "");
+  const account = new ContainerAccounts({
+    mode: "fixed",
+    fixed: "nobody",
+    minUid: 1000,
+    trustSubmitter: false,
+  }).accountFor("", "");
   const containers: ContainerProcess[] = [];
   try {
     if (mode !== "alone") {

@@ -50,7 +50,12 @@ afterAll(() => {
 });
 
 // Containers run as a default node manager's account (nobody when these tests run as root).
-const account = new ContainerAccounts({ mode: "fixed", fixed: "nobody", minUid: 1000, trustSubmitter: false }).accountFor("", "");
+const account = new ContainerAccounts({
+  mode: "fixed",
+  fixed: "nobody",
+  minUid: 1000,
+  trustSubmitter: false,
+}).accountFor("", "");
 
 beforeEach(() => {
   dataDir = mkdtempSync(join(tmpdir(), "harvest-leftovers-"));

@@ -16,7 +16,12 @@ import { ContainerAccounts } from "../../nodemanager/run-as.js";
 const tmp = mkdtempSync(join(tmpdir(), "harvest-container-process-"));
 // Containers run as a default node manager's account (nobody when these tests run as root), which must get in here.
 chmodSync(tmp, 0o755);
-const account = new ContainerAccounts({ mode: "fixed", fixed: "nobody", minUid: 1000, trustSubmitter: false }).accountFor("", "");
+const account = new ContainerAccounts({
+  mode: "fixed",
+  fixed: "nobody",
+  minUid: 1000,
+  trustSubmitter: false,
+}).accountFor("", "");
 const started: ContainerProcess[] = [];
 const strayPids: number[] = [];
 
