@@ -6,6 +6,7 @@
  * applications themselves, their attempts and their ends are `Applications` (applications.ts), which owns this and is
  * told through `AttemptHooks` when a job manager's container ended.
  */
+import { renewedAmToken } from "../common/container-token.js";
 import { errorMessage } from "../common/errors.js";
 import { emitEvent } from "../common/events.js";
 import { containerIdParts, formatContainerId } from "../common/ids.js";
@@ -369,14 +370,19 @@ export class AppAllocations {
   /**
    * A job manager's Allocate: its releases and asks (net of what was granted since its last call), answered with the
    * grants and completions since then; a job that ended is told to shut down, an attempt not registered to resync.
+   * `tokenExpiresMs` is when the AM token the call presented expires (undefined on a plaintext cluster): past half its
+   * lifetime, the answer carries a fresh one.
    */
-  allocate(req: {
-    appId: string;
-    attempt: number;
-    asks: WireAsk[];
-    releases: string[];
-    progress: JobProgressOutput | null;
-  }): object {
+  allocate(
+    req: {
+      appId: string;
+      attempt: number;
+      asks: WireAsk[];
+      releases: string[];
+      progress: JobProgressOutput | null;
+    },
+    tokenExpiresMs?: number,
+  ): object {
     const { scheduler, history, clock } = this.deps;
     const app = this.attempts.activeApp(req.appId, req.attempt);
     if (isTerminal(app.record.state)) return { allocated: [], completed: [], shutdown: true, resync: false };
@@ -415,6 +421,16 @@ export class AppAllocations {
     if (req.progress) app.progress = req.progress;
     const completed = app.completed;
     app.completed = [];
-    return { allocated: delivered, completed, shutdown: false, resync: false };
+    const amToken =
+      tokenExpiresMs === undefined
+        ? undefined
+        : renewedAmToken(
+            this.deps.options.secret,
+            { appId: req.appId, attempt: req.attempt, expiresMs: tokenExpiresMs },
+            clock.nowMs(),
+            this.deps.options.amTokenLifetimeMs,
+          );
+    if (amToken) this.deps.log.info("renewed a job manager's AM token", { appId: req.appId, attempt: req.attempt });
+    return { allocated: delivered, completed, shutdown: false, resync: false, ...(amToken ? { amToken } : {}) };
   }
 }

@@ -123,8 +123,8 @@ export class ResourceManager extends ServingDaemon {
   ) {
     super("resource manager");
     this.options = resolveResourceManagerOptions(options);
-    this.gate = new Gate(this.options.tls, { "am-token": amTokenVerifier(this.options.secret) });
     this.clock = deps.clock ?? systemClock;
+    this.gate = new Gate(this.options.tls, { "am-token": amTokenVerifier(this.options.secret, this.clock) });
     this.log = deps.logger ?? new Logger("rm");
     this.store = new RmStateStore(join(this.options.dataDir, "rm-state"));
     this.tenants = new TenantRegistry(
@@ -366,12 +366,15 @@ export class ResourceManager extends ServingDaemon {
       .allow(proto.PowerAdmin.service, { ListDomains: ["admin"], SetBudget: ["admin"], SetDomains: ["admin"] })
       .allow(proto.NodeAdmin.service, { Drain: ["admin"], Undrain: ["admin"], GetDrainStatus: ["admin"] });
     this.server.addService(proto.ResourceTracker.service, { NodeChannel: (s: NodeStream) => this.nodes.onStream(s) });
-    // A job manager acts only on its own application and attempt: the AM token names them.
+    // A job manager acts only on its own application and its current attempt: the AM token names them, and a token of
+    // an earlier attempt is refused even when the request names the current one.
     const own = <R extends { appId: string; attempt: number }>(req: R, c: CallContext): R => {
       const who = gate.principal(c);
       if (gate.secure)
         requireAccess(
-          who.appId === req.appId && this.apps.get(req.appId)?.record.attempt === req.attempt,
+          who.appId === req.appId &&
+            who.attempt === req.attempt &&
+            this.apps.get(req.appId)?.record.attempt === req.attempt,
           who,
           `act for ${req.appId} attempt ${req.attempt}`,
         );
@@ -381,8 +384,9 @@ export class ResourceManager extends ServingDaemon {
       RegisterApplicationMaster: unary((req: { appId: string; attempt: number; maxConcurrency: number }, c) =>
         this.apps.registerAm(own(req, c)),
       ),
+      // The token's expiry decides whether the answer carries a fresh one.
       Allocate: unary((req: { appId: string; attempt: number }, c) =>
-        this.apps.allocations.allocate(own(req, c) as never),
+        this.apps.allocations.allocate(own(req, c) as never, gate.principal(c).expiresMs),
       ),
       FinishApplicationMaster: unary((req: { appId: string; attempt: number }, c) =>
         this.apps.finishAm(own(req, c) as never),
