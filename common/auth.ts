@@ -10,6 +10,8 @@
  * to be, as in Hadoop's simple authentication. Daemons log loudly at start that they run so.
  */
 import type * as grpc from "@grpc/grpc-js";
+import { systemClock } from "./clock.js";
+import type { Clock } from "./clock.js";
 import { verifyAmToken, verifyShuffleToken } from "./container-token.js";
 import { HarvestError } from "./errors.js";
 import { callIdentity, serverCredentials } from "./tls.js";
@@ -39,6 +41,10 @@ export interface Principal {
   via: "certificate" | "token" | "claim";
   /** The application an AM token or a shuffle token is for. */
   appId?: string;
+  /** The attempt an AM token is for. */
+  attempt?: number;
+  /** When an AM token expires (milliseconds since the epoch). */
+  expiresMs?: number;
 }
 
 /** What {@link Gate.principal} reads of a server call (any unary or streaming call has it). */
@@ -140,11 +146,16 @@ export class Gate {
   }
 }
 
-/** Checks AM tokens signed with the cluster `secret` (the resource manager and the node managers share it). */
-export function amTokenVerifier(secret: string): TokenVerifier {
+/**
+ * Checks AM tokens signed with the cluster `secret` (the resource manager and the node managers share it): one that
+ * expired by `clock` is refused like a forged one (UNAUTHENTICATED at the gate).
+ */
+export function amTokenVerifier(secret: string, clock: Clock = systemClock): TokenVerifier {
   return (token) => {
-    const am = verifyAmToken(secret, token);
-    return am ? { name: am.appId, role: "am", via: "token", appId: am.appId } : undefined;
+    const am = verifyAmToken(secret, token, clock.nowMs());
+    return am
+      ? { name: am.appId, role: "am", via: "token", appId: am.appId, attempt: am.attempt, expiresMs: am.expiresMs }
+      : undefined;
   };
 }
 

@@ -48,9 +48,11 @@ export function verifyContainer(secret: string, fields: TokenFields, token: stri
 
 /**
  * Application-master tokens (YARN's AMRMToken): the resource manager gives each job-manager attempt a token naming its
- * application and attempt, signed with the cluster secret. A job manager holds no certificate; it presents the token
- * (metadata {@link AM_TOKEN_METADATA}) to the resource manager's ApplicationMasterService and to node managers, which
- * share the secret, and may act only on its own application.
+ * application, its attempt and when it expires, signed with the cluster secret. A job manager holds no certificate; it
+ * presents the token (metadata {@link AM_TOKEN_METADATA}) to the resource manager's ApplicationMasterService and to
+ * node managers, which share the secret, and may act only on its own application. An expired token is refused like a
+ * forged one; the resource manager answers an Allocate whose token is past half its life with a fresh one
+ * ({@link renewedAmToken}).
  */
 export const AM_TOKEN_METADATA = "harvest-am-token";
 
@@ -58,26 +60,60 @@ export const AM_TOKEN_METADATA = "harvest-am-token";
 export interface AmTokenFields {
   appId: string;
   attempt: number;
+  /** When the token stops being valid, in milliseconds since the epoch. */
+  expiresMs: number;
 }
 
-/** `appId:attempt:hmac`; empty with an empty secret. */
+/** The largest expiry a token may carry (15 digits: an exact integer in a double, and a bounded token). */
+const MAX_AM_EXPIRY_MS = 999_999_999_999_999;
+
+/** `appId:attempt:expiresMs:hmac`, the expiry under the HMAC; empty with an empty secret. */
 export function signAmToken(secret: string, f: AmTokenFields): string {
   if (!secret) return "";
-  const mac = createHmac("sha256", secret)
-    .update(JSON.stringify(["am", f.appId, f.attempt]))
-    .digest("hex");
-  return `${f.appId}:${f.attempt}:${mac}`;
+  if (!Number.isSafeInteger(f.attempt) || f.attempt < 0 || f.attempt > 999_999)
+    throw new RangeError(`an AM token's attempt must be an integer in [0, 999999], not ${f.attempt}`);
+  if (!Number.isSafeInteger(f.expiresMs) || f.expiresMs < 0 || f.expiresMs > MAX_AM_EXPIRY_MS)
+    throw new RangeError(`an AM token's expiry must be an integer in [0, ${MAX_AM_EXPIRY_MS}], not ${f.expiresMs}`);
+  return `${f.appId}:${f.attempt}:${f.expiresMs}:${amMac(secret, f)}`;
 }
 
-/** The application and attempt a valid AM token names, or undefined for anything else (never throws). */
-export function verifyAmToken(secret: string, token: unknown): AmTokenFields | undefined {
+function amMac(secret: string, f: AmTokenFields): string {
+  return createHmac("sha256", secret)
+    .update(JSON.stringify(["am", f.appId, f.attempt, f.expiresMs]))
+    .digest("hex");
+}
+
+// Canonical decimals only (no sign, no leading zero, bounded length), so that one token has one spelling.
+const AM_TOKEN_SHAPE = /^([A-Za-z0-9_]{1,64}):(0|[1-9]\d{0,5}):(0|[1-9]\d{0,14}):([0-9a-f]{64})$/;
+
+/**
+ * The application, attempt and expiry a valid AM token names, or undefined for anything else: a token not signed with
+ * `secret`, malformed, or expired at `nowMs` (never throws).
+ */
+export function verifyAmToken(secret: string, token: unknown, nowMs: number): AmTokenFields | undefined {
   if (!secret || typeof token !== "string" || token.length > 256) return undefined;
-  const m = /^([A-Za-z0-9_]{1,64}):(\d{1,6}):([0-9a-f]{64})$/.exec(token);
+  const m = AM_TOKEN_SHAPE.exec(token);
   if (!m) return undefined;
-  const fields = { appId: m[1]!, attempt: Number(m[2]) };
-  const expected = Buffer.from(signAmToken(secret, fields).slice(-64), "hex");
-  const given = Buffer.from(m[3]!, "hex");
-  return given.length === expected.length && timingSafeEqual(given, expected) ? fields : undefined;
+  const fields = { appId: m[1]!, attempt: Number(m[2]), expiresMs: Number(m[3]) };
+  const expected = Buffer.from(amMac(secret, fields), "hex");
+  const given = Buffer.from(m[4]!, "hex");
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+  // The expiry means something only once the signature holds.
+  return nowMs < fields.expiresMs ? fields : undefined;
+}
+
+/**
+ * A fresh token for the attempt `held` names, valid `lifetimeMs` from `nowMs`, when `held` has less than half its
+ * lifetime left; undefined while it still has more (or with an empty secret).
+ */
+export function renewedAmToken(
+  secret: string,
+  held: AmTokenFields,
+  nowMs: number,
+  lifetimeMs: number,
+): string | undefined {
+  if (!secret || held.expiresMs - nowMs >= lifetimeMs / 2) return undefined;
+  return signAmToken(secret, { appId: held.appId, attempt: held.attempt, expiresMs: nowMs + lifetimeMs });
 }
 
 /**

@@ -208,11 +208,15 @@ export function call<Req, Res>(
   });
 }
 
+/** Metadata key to token value, e.g. a job manager's AM token; an empty value is not sent. */
+export type CallTokens = Readonly<Record<string, string>>;
+
 /**
  * How a client reaches the cluster: plaintext when undefined; else TLS trusting `ca`, presenting `cert`/`key` when it
- * has them, and sending `tokens` (metadata key to value, e.g. a job manager's AM token) with every call.
+ * has them, and sending `tokens` with every call. A function is read at each call, so that a token renewed after the
+ * client was made (a job manager's AM token) goes with the calls that follow.
  */
-export type ClientSecurity = ClientTls & { tokens?: Readonly<Record<string, string>> };
+export type ClientSecurity = ClientTls & { tokens?: CallTokens | (() => CallTokens) };
 
 /** The client of `address` in `clients` (one per peer), made with {@link makeClient} and kept there on first use. */
 export function cachedClient<C extends grpc.Client>(
@@ -237,11 +241,12 @@ export function makeClient<C extends grpc.Client>(
   options: grpc.ChannelOptions = {},
 ): C {
   let creds = channelCredentials(security);
-  const tokens = Object.entries(security?.tokens ?? {}).filter(([, v]) => v);
-  if (security && tokens.length > 0) {
+  const given = security?.tokens;
+  const tokensNow = typeof given === "function" ? given : () => given ?? {};
+  if (security && (typeof given === "function" || Object.values(tokensNow()).some((v) => v))) {
     const perCall = grpc.credentials.createFromMetadataGenerator((_params, done) => {
       const md = new grpc.Metadata();
-      for (const [k, v] of tokens) md.set(k, v);
+      for (const [k, v] of Object.entries(tokensNow())) if (v) md.set(k, v);
       done(null, md);
     });
     creds = grpc.credentials.combineChannelCredentials(creds, perCall);

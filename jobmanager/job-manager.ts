@@ -113,14 +113,21 @@ export class JobManager {
   /** The job's file system (its DFS token), when the job is staged there: its journal, then closed. */
   private dfs: DfsClient | undefined;
 
+  /**
+   * The AM token this attempt presents: the one from its token file, then each fresh one an Allocate answer carries
+   * (the resource manager renews it past half its lifetime). Every client reads it at each call.
+   */
+  private amToken: string;
+
   constructor(readonly options: JobManagerOptions) {
+    this.amToken = options.amToken ?? "";
     this.rm = makeClient(loadHarvestProto().ApplicationMasterService, options.rmAddress, this.security());
   }
 
-  /** TLS trusting the cluster CA, with the AM token on every call (undefined on a plaintext cluster). */
+  /** TLS trusting the cluster CA, with the current AM token on every call (undefined on a plaintext cluster). */
   private security(): ClientSecurity | undefined {
     if (!this.options.caFile) return undefined;
-    return { ca: this.options.caFile, tokens: { [TOKEN_METADATA["am-token"]]: this.options.amToken ?? "" } };
+    return { ca: this.options.caFile, tokens: () => ({ [TOKEN_METADATA["am-token"]]: this.amToken }) };
   }
 
   /** Where this attempt is in the one daemon lifecycle (common/lifecycle.ts). */
@@ -182,6 +189,10 @@ export class JobManager {
         throw err;
       }
       this.releases = [];
+      if (res.amToken) {
+        this.amToken = res.amToken;
+        this.log.info("the resource manager renewed this attempt's AM token");
+      }
       if (res.resync) {
         this.log.info("the resource manager restarted; registering again (running tasks are kept)");
         if (!(await this.register())) return "SUPERSEDED";

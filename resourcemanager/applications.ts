@@ -1,54 +1,42 @@
 /**
- * The resource manager's application lifecycle: submission and admission, job-manager attempts (launch, liveness,
- * the next attempt), the application-master protocol (register, allocate, finish), the containers each job holds, and
- * recovery after a restart. Every state change goes through `moveApp` and `moveAttempt` (app-runtime.ts: the
- * transition tables of app-state.ts and attempt-state.ts). Beside it: app-submission.ts (accepting a job, asks),
- * app-containers.ts (container references and how they ended), app-reports.ts (reports, history), job-manager-launch.ts.
+ * The resource manager's application lifecycle: submission and admission, job-manager attempts (launch asked for,
+ * liveness, the next attempt, the end of the job), registration and the end reported by a job manager, kills,
+ * retention of finished jobs, and recovery after a restart. Every state change goes through `moveApp` and `moveAttempt`
+ * (app-runtime.ts: the transition tables of app-state.ts and attempt-state.ts). The allocate and heartbeat paths (a job
+ * manager's Allocate, the containers nodes report, grants, preemption) are `AppAllocations` (app-allocations.ts), which
+ * this owns. Beside it: app-submission.ts (accepting a job, asks), app-containers.ts (container references and how they
+ * ended), app-reports.ts (reports, history), job-manager-launch.ts.
  *
  * Work-preserving restarts (YARN's work-preserving RM restart and keep-containers-across-attempts, in Harvest's terms):
  * - A restarted resource manager keeps each unfinished job's attempt. Node managers re-register with the containers
  *   they still run (and those that finished while it was down); containers granted before the restart are adopted into
- *   the scheduler, not killed. A job manager that calls Allocate is told to resync: it registers again (same attempt)
- *   and goes on. A job whose job manager no node reported within `resyncWindowMs` gets a new attempt.
+ *   the scheduler (app-allocations.ts), not killed. A job manager that calls Allocate is told to resync: it registers
+ *   again (same attempt) and goes on. A job whose job manager no node reported within `resyncWindowMs` gets a new
+ *   attempt.
  * - A new attempt of a job keeps the job's running task containers: the resource manager hands them to the new job
  *   manager at registration, and the job manager takes over those its journal names.
  */
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { emitEvent } from "../common/events.js";
-import { containerIdParts, formatContainerId, parseAppId } from "../common/ids.js";
-import { fromWire } from "../common/resource.js";
-import {
-  containerOf,
-  endedStatus,
-  moveContainer,
-  recordEnd,
-  noteTaskStatus,
-  settleClaims,
-  trackRef,
-  vertexOf,
-} from "./app-containers.js";
+import { parseAppId } from "../common/ids.js";
+import { settleClaims } from "./app-containers.js";
+import { AppAllocations } from "./app-allocations.js";
 import { historyRecordOf, jobTypeFromHistory, reportOf } from "./app-reports.js";
 import { moveApp, moveAttempt, newRuntime } from "./app-runtime.js";
 import type { AppRuntime, ApplicationDeps } from "./app-runtime.js";
 import { isTerminal, nextAppState } from "./app-state.js";
 import type { AppEvent } from "./app-state.js";
 import { AppIdReservations } from "./app-id-reservations.js";
-import { acceptJob, checkStagingDir, admittedJobOf, checkAsk, netAsks } from "./app-submission.js";
-import type { WireAsk } from "./app-submission.js";
-import { startJobManager } from "./job-manager-launch.js";
-import type { NodeEntry } from "./node-tracker.js";
+import { acceptJob, checkStagingDir, admittedJobOf } from "./app-submission.js";
 import type { AdmittedJob } from "./policy/admission.js";
-import type { ContainerKey } from "./policy/lifetime.js";
 import { AM_PRIORITY } from "./policy/scheduler.js";
-import type { Allocation } from "./policy/scheduler.js";
 import type { AppRecord } from "./state-store.js";
 import type { ApplicationReport } from "../proto/generated/harvest/v1/ApplicationReport.js";
-import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js";
-import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
 import type { ExitCauseOutput } from "../proto/generated/harvest/v1/ExitCause.js";
 import type { JobProgress, JobProgressOutput } from "../proto/generated/harvest/v1/JobProgress.js";
 
 export type { AppRuntime, ApplicationDeps, ApplicationObserver } from "./app-runtime.js";
+export type { AppAllocations } from "./app-allocations.js";
 
 /** Servers a job's manager avoids at most (the newest failures). */
 const MAX_AM_AVOID = 8;
@@ -56,22 +44,18 @@ const MAX_AM_AVOID = 8;
 /** The applications of one resource manager. */
 export class Applications {
   private readonly apps = new Map<string, AppRuntime>();
-  /** Granted containers not yet reported by their node manager, with the time granted. */
-  private readonly launchPending = new Map<string, number>();
+  /** The allocate and heartbeat paths: what Allocate and the node managers' reports do to the jobs' containers. */
+  readonly allocations: AppAllocations;
   private clusterTs = 0;
-  /** Until then node managers may still be re-registering after a restart (the largest node may be missing). */
-  private nodesSettleMs = 0;
-  /**
-   * After a restart, until then a claimed container no node reported may still be on a node that has not re-registered
-   * yet (its node manager restarting too): a node silent as long as the node expiry is lost by the usual rule.
-   */
-  private claimsSettleMs = 0;
-  private containerSeq = 0;
   /** Ids handed out by GetNewApplication, not yet used. */
   private readonly reservations: AppIdReservations;
 
   constructor(private readonly deps: ApplicationDeps) {
     this.reservations = new AppIdReservations(deps.store, deps.clock);
+    this.allocations = new AppAllocations(deps, this.apps, {
+      activeApp: (appId, attempt) => this.activeApp(appId, attempt),
+      attemptEnded: (app, cause, diagnostics, nodeId) => this.amAttemptEnded(app, cause, diagnostics, nodeId),
+    });
   }
 
   get(appId: string): AppRuntime | undefined {
@@ -80,23 +64,6 @@ export class Applications {
 
   get size(): number {
     return this.apps.size;
-  }
-
-  /** What the lifetime model is asked about a container of `appId` at `priority`. */
-  containerKey(appId: string, priority: number): ContainerKey {
-    const app = this.apps.get(appId);
-    const job = app?.record.name ?? "";
-    if (priority === AM_PRIORITY) return { job, vertex: "", isJobManager: true };
-    return {
-      job,
-      vertex: (app && vertexOf(app, priority, this.deps.options.maxParallelism)) ?? "",
-      isJobManager: false,
-    };
-  }
-
-  /** When a container started, as its node reported it (0: not yet). */
-  startedMs(appId: string, containerId: string): number {
-    return Number(this.apps.get(appId)?.containers.get(containerId)?.startedMs ?? 0);
   }
 
   // -------------------------------------------------------------------------------------------- recovery
@@ -131,8 +98,7 @@ export class Applications {
    */
   openResyncWindows(): void {
     const now = this.deps.clock.nowMs();
-    this.nodesSettleMs = now + this.deps.options.resyncWindowMs;
-    this.claimsSettleMs = now + Math.max(this.deps.options.resyncWindowMs, this.deps.options.nodeExpiryMs);
+    this.allocations.openSettleWindows(now);
     let resyncing = 0;
     for (const app of this.apps.values()) {
       if (app.attemptState !== "RECOVERED") continue;
@@ -166,167 +132,14 @@ export class Applications {
     }
   }
 
-  // -------------------------------------------------------------------------------------------- what nodes report
-
-  /**
-   * Container statuses from a node's registration or heartbeat. Returns the completed ones now recorded. A container
-   * this resource manager does not hold is adopted when it was granted before a restart and its job goes on, and
-   * killed otherwise. At a registration, containers held here that the node no longer has died with its previous run.
-   */
-  onNodeContainers(node: NodeEntry, statuses: ContainerStatus[], how: { registration: boolean; wasLost: boolean }) {
-    const recorded: string[] = [];
-    const seen = new Set<string>();
-    for (const st of statuses) {
-      const id = st.containerId ?? "";
-      seen.add(id);
-      noteTaskStatus(this.apps.get(st.appId ?? "")?.containers.get(id), st);
-      if (st.state === "COMPLETE") {
-        this.launchPending.delete(id);
-        recorded.push(id);
-        const alloc = this.deps.scheduler.release(id);
-        if (alloc) this.onContainerCompleted(alloc, { ...st, nodeId: node.nodeId });
-        else this.onUnheldCompletion({ ...st, nodeId: node.nodeId });
-        continue;
-      }
-      const alloc = this.deps.scheduler.allocation(id);
-      if (alloc) {
-        this.launchPending.delete(id);
-        const ref = this.apps.get(alloc.appId)?.containers.get(id);
-        if (ref && ref.state === "ALLOCATED") {
-          moveContainer(ref, "launched");
-          ref.startedMs = st.startedMs;
-        }
-      } else if (!how.wasLost && this.adopt(node, st)) {
-        this.launchPending.delete(id);
-      } else {
-        // After a node was declared lost its jobs were told to re-run that work: it ends LOST, as the jobs were told.
-        // Or its job was told it was lost (its node came back after the claims were settled): it ends LOST too.
-        const toldLost = how.wasLost || this.apps.get(st.appId ?? "")?.toldLost.has(id) === true;
-        this.deps.nodes.kill(node.nodeId, id, toldLost ? "LOST" : "RELEASED", false);
-      }
-    }
-    if (how.registration) this.reconcileNode(node, seen);
-    return recorded;
-  }
-
-  /**
-   * Takes over a running container granted before this resource manager restarted, when its job goes on (a job
-   * manager only for its current attempt). False: it is to be killed.
-   */
-  private adopt(node: NodeEntry, st: ContainerStatus): boolean {
-    const id = st.containerId ?? "";
-    const app = this.apps.get(st.appId ?? "");
-    if (!app || isTerminal(app.record.state) || !this.fromBeforeRestart(id) || app.toldLost.has(id)) return false;
-    const isAm = st.isAm === true;
-    if (isAm && (containerIdParts(id)?.attempt !== app.record.attempt || app.amContainerId !== undefined)) return false;
-    const priority = isAm ? AM_PRIORITY : Math.max(0, Number(st.priority ?? 0));
-    const alloc: Allocation = {
-      containerId: id,
-      appId: app.record.appId,
-      nodeId: node.nodeId,
-      priority,
-      resource: fromWire(st.resource),
-    };
-    if (!this.deps.scheduler.recover(alloc)) return false;
-    trackRef(app, {
-      containerId: id,
-      nodeId: node.nodeId,
-      nmAddress: node.nmAddress,
-      isAm,
-      state: "RUNNING",
-      startedMs: st.startedMs ?? 0,
-    });
-    noteTaskStatus(app.containers.get(id), st);
-    (isAm ? app.amCounts : app.taskCounts).allocated += 1;
-    if (isAm) {
-      moveAttempt(app, "adopted");
-      app.amContainerId = id;
-      app.lastAmContactMs = this.deps.clock.nowMs();
-    }
-    this.deps.log.info("recovered a running container from before the restart", {
-      appId: app.record.appId,
-      containerId: id,
-      nodeId: node.nodeId,
-      isAm,
-    });
-    return true;
-  }
-
-  /**
-   * A completion for a container this resource manager does not hold: recorded, and passed on to its job when it was
-   * granted before a restart (the job manager may not have heard of it; it finished while this one was down).
-   */
-  private onUnheldCompletion(st: ContainerStatus): void {
-    const id = st.containerId ?? "";
-    const app = this.apps.get(st.appId ?? "");
-    recordEnd(this.deps, app, st);
-    if (!app || isTerminal(app.record.state) || !this.fromBeforeRestart(id) || app.forwarded.has(id)) return;
-    if (app.toldLost.has(id)) return; // Its job already re-ran that work.
-    app.forwarded.add(id);
-    if (st.isAm) {
-      // The current attempt's job manager ended while this resource manager was down.
-      if (containerIdParts(id)?.attempt === app.record.attempt && app.amContainerId === undefined)
-        this.amAttemptEnded(
-          app,
-          (st.cause ?? "FAILED") as ExitCauseOutput,
-          st.diagnostics || `job manager container exited with code ${st.exitCode ?? "?"}`,
-          st.nodeId ?? "",
-        );
-      return;
-    }
-    app.completed.push(st);
-  }
-
-  /** Containers held on a re-registered node that it does not report: they died with its previous run (LOST). */
-  private reconcileNode(node: NodeEntry, reported: ReadonlySet<string>): void {
-    for (const alloc of this.deps.scheduler.containersOn(node.nodeId)) {
-      // A grant not yet launched may still be started by its job manager (the launch expiry covers it).
-      if (reported.has(alloc.containerId) || this.launchPending.has(alloc.containerId)) continue;
-      this.deps.scheduler.release(alloc.containerId);
-      const why = `node ${node.nodeId} re-registered without this container (its node manager restarted)`;
-      this.onContainerCompleted(alloc, endedStatus(alloc, "LOST", why, this.deps.clock.nowMs()));
-    }
-  }
-
-  /** A node went silent: its containers are reported LOST to their jobs. */
-  onNodeLost(node: NodeEntry, lost: Allocation[]): void {
-    for (const alloc of lost) {
-      this.launchPending.delete(alloc.containerId);
-      const why = `node ${node.nodeId} lost (no heartbeat for ${this.deps.options.nodeExpiryMs} ms)`;
-      this.onContainerCompleted(alloc, endedStatus(alloc, "LOST", why, this.deps.clock.nowMs()));
-      emitEvent({
-        type: "container-lost-with-node",
-        daemon: "rm",
-        containerId: alloc.containerId,
-        nodeId: node.nodeId,
-      });
-    }
-  }
-
-  /** True for a container id granted by an earlier incarnation of this resource manager. */
-  private fromBeforeRestart(containerId: string): boolean {
-    const epoch = containerIdParts(containerId)?.epoch;
-    return epoch !== undefined && epoch < this.deps.epoch();
-  }
-
   // -------------------------------------------------------------------------------------------- periodic checks
 
   /** Launch and job-manager expiries, ended resync windows, admission. */
   tick(now: number): void {
     const { options, scheduler, log } = this.deps;
-    for (const [containerId, grantedMs] of this.launchPending) {
-      if (now - grantedMs <= options.containerLaunchExpiryMs) continue;
-      this.launchPending.delete(containerId);
-      const alloc = scheduler.release(containerId);
-      if (!alloc) continue;
-      this.deps.nodes.kill(alloc.nodeId, containerId, "RELEASED");
-      const why = `not launched within ${options.containerLaunchExpiryMs} ms`;
-      this.onContainerCompleted(alloc, endedStatus(alloc, "RELEASED", why));
-    }
+    this.allocations.expireLaunches(now);
     this.endResyncs(now);
-    for (const app of this.apps.values())
-      if (app.claims && !isTerminal(app.record.state))
-        settleClaims(this.deps, app, this.deps.clock.nowMs() < this.claimsSettleMs);
+    this.allocations.settleClaims();
     for (const app of this.apps.values()) {
       // From its launch on, a job manager must register and then heartbeat within the expiry (YARN's AM liveness).
       const launched = app.amContainerId !== undefined && scheduler.allocation(app.amContainerId) !== undefined;
@@ -381,102 +194,6 @@ export class Applications {
   admittedJobs(now: number): AdmittedJob[] {
     return [...this.apps.values()].flatMap((app) => admittedJobOf(this.deps, app.record, now) ?? []);
   }
-
-  // -------------------------------------------------------------------------------------------- containers
-
-  /** A container id for a grant to `appId`: this incarnation's epoch, the job, its attempt, a sequence number. */
-  newContainerId(appId: string): string {
-    const app = this.apps.get(appId);
-    return formatContainerId(this.deps.epoch(), app?.record.seq ?? 0, app?.record.attempt ?? 0, ++this.containerSeq);
-  }
-
-  /** A grant on a node's heartbeat: the job manager's is launched here, a task's goes to the job manager. */
-  onAllocated(alloc: Allocation, node: NodeEntry): void {
-    const app = this.apps.get(alloc.appId);
-    if (!app || isTerminal(app.record.state)) {
-      this.deps.scheduler.release(alloc.containerId);
-      return;
-    }
-    const isAm = alloc.priority === AM_PRIORITY;
-    // A job manager's container starts its attempt: refused before anything is recorded unless the attempt waits for one.
-    if (isAm) moveAttempt(app, "launched");
-    this.launchPending.set(alloc.containerId, this.deps.clock.nowMs());
-    const container = containerOf(this.deps.options.secret, app, alloc, node);
-    trackRef(app, {
-      containerId: alloc.containerId,
-      nodeId: node.nodeId,
-      nmAddress: node.nmAddress,
-      isAm,
-      state: "ALLOCATED",
-    });
-    (isAm ? app.amCounts : app.taskCounts).allocated += 1;
-    if (isAm) {
-      app.amContainerId = alloc.containerId;
-      app.lastAmContactMs = this.deps.clock.nowMs();
-      void this.launchAm(app, container);
-    } else {
-      app.delivery.push(container);
-    }
-  }
-
-  private async launchAm(app: AppRuntime, container: ContainerOutput): Promise<void> {
-    const { scheduler, log } = this.deps;
-    const { appId, attempt } = app.record;
-    try {
-      await startJobManager(this.deps, app, container);
-    } catch (err) {
-      log.warn("could not launch the job manager", { appId, attempt, error: errorMessage(err) });
-      const alloc = scheduler.release(container.id);
-      this.launchPending.delete(container.id);
-      if (alloc && app.amContainerId === container.id)
-        this.amAttemptEnded(app, "FAILED", `job manager launch failed: ${errorMessage(err)}`, container.nodeId);
-    }
-  }
-
-  /** A container this resource manager held ended (reported, lost, expired or preempted). */
-  onContainerCompleted(alloc: Allocation, st: ContainerStatus): void {
-    const app = this.apps.get(alloc.appId);
-    if (!app) return;
-    recordEnd(this.deps, app, st, alloc.priority, alloc.resource.vcoresMilli);
-    if (isTerminal(app.record.state)) {
-      if (app.amContainerId === alloc.containerId) this.deps.scheduler.removeApp(alloc.appId);
-      return;
-    }
-    if (app.amContainerId === alloc.containerId) {
-      this.amAttemptEnded(
-        app,
-        (st.cause ?? "FAILED") as ExitCauseOutput,
-        st.diagnostics || `job manager container exited with code ${st.exitCode ?? "?"}`,
-        alloc.nodeId,
-      );
-    } else {
-      app.completed.push(st);
-    }
-  }
-
-  /** Releases a container the resource manager takes back (drain, power): its job hears of it as completed. */
-  preempt(containerId: string, cause: ExitCauseOutput, diagnostics: string): void {
-    const alloc = this.deps.scheduler.release(containerId);
-    if (!alloc) return;
-    this.launchPending.delete(containerId);
-    this.deps.nodes.kill(alloc.nodeId, containerId, cause);
-    this.onContainerCompleted(alloc, endedStatus(alloc, cause, diagnostics, this.deps.clock.nowMs()));
-  }
-
-  /** Releases every container of an application (except, optionally, its job manager) and tells the nodes to kill them. */
-  private releaseAll(app: AppRuntime, cause: ExitCauseOutput, keepAm: boolean): void {
-    for (const id of [...app.containers.keys()]) {
-      if (keepAm && id === app.amContainerId) continue;
-      this.release(id, cause);
-    }
-  }
-
-  private release(containerId: string, cause: ExitCauseOutput): void {
-    const alloc = this.deps.scheduler.release(containerId);
-    this.launchPending.delete(containerId);
-    if (alloc) this.deps.nodes.kill(alloc.nodeId, containerId, cause);
-  }
-
   // -------------------------------------------------------------------------------------------- attempts
 
   /** Ends the current job-manager attempt; starts another or fails the job. */
@@ -491,7 +208,7 @@ export class Applications {
       cause !== "PREEMPTED_BY_DRAIN" &&
       cause !== "LOST";
     if (countsAsFailure) app.record.failedAttempts += 1;
-    if (app.amContainerId) this.release(app.amContainerId, "RELEASED");
+    if (app.amContainerId) this.allocations.release(app.amContainerId, "RELEASED");
     // Its next attempt goes elsewhere when it can (YARN's AM blacklisting): a server that could not keep this job's
     // manager (a power cap it cannot meet, a busy primary, a broken disk) likely cannot keep the next one either.
     if (nodeId && cause !== "LOST") this.avoidForAm(app, nodeId);
@@ -546,7 +263,7 @@ export class Applications {
    * names); only grants never handed to the previous attempt are released.
    */
   private async startAttempt(app: AppRuntime, why: string): Promise<void> {
-    for (const c of app.delivery) this.release(c.id, "RELEASED");
+    for (const c of app.delivery) this.allocations.release(c.id, "RELEASED");
     // Always a new number: a job manager of the previous attempt (even one launched just before a restart of this
     // resource manager) must never pass for the current one.
     app.record.attempt += 1;
@@ -687,7 +404,7 @@ export class Applications {
     app.lastAmContactMs = clock.nowMs();
     app.claims = new Set((req.runningContainers ?? []).slice(0, 100_000));
     // Right after a restart the nodes may not all have reported yet: claims no node reported wait for them (tick).
-    settleClaims(this.deps, app, clock.nowMs() < this.claimsSettleMs);
+    settleClaims(this.deps, app, this.allocations.claimsUnsettled(clock.nowMs()));
     app.record.diagnostics = "";
     app.record.maxConcurrency = Math.max(0, Math.floor(req.maxConcurrency));
     if (app.record.startMs === 0) app.record.startMs = clock.nowMs();
@@ -697,7 +414,7 @@ export class Applications {
       const jobType = await jobTypeFromHistory(store, options, app.record.name);
       history.register(req.appId, jobType, app.record.maxConcurrency);
     }
-    const previous = this.runningTaskContainers(app);
+    const previous = this.allocations.runningTaskContainers(app);
     log.info(again ? "job manager registered again (resync)" : "job manager registered", {
       appId: req.appId,
       attempt: req.attempt,
@@ -711,67 +428,6 @@ export class Applications {
       name: app.record.name,
       previousContainers: previous,
     };
-  }
-
-  /** The job's task containers held now (granted to this or earlier attempts, or before a restart). */
-  private runningTaskContainers(app: AppRuntime): ContainerOutput[] {
-    const out: ContainerOutput[] = [];
-    const undelivered = new Set(app.delivery.map((c) => c.id));
-    for (const id of app.containers.keys()) {
-      const alloc = this.deps.scheduler.allocation(id);
-      if (!alloc || alloc.priority === AM_PRIORITY || undelivered.has(id)) continue;
-      const node = this.deps.nodes.get(alloc.nodeId);
-      if (node) out.push(containerOf(this.deps.options.secret, app, alloc, node));
-    }
-    return out;
-  }
-
-  allocate(req: {
-    appId: string;
-    attempt: number;
-    asks: WireAsk[];
-    releases: string[];
-    progress: JobProgressOutput | null;
-  }): object {
-    const { scheduler, history, clock } = this.deps;
-    const app = this.activeApp(req.appId, req.attempt);
-    if (isTerminal(app.record.state)) return { allocated: [], completed: [], shutdown: true, resync: false };
-    app.lastAmContactMs = clock.nowMs();
-    // This resource manager restarted (or never saw the registration): register again, then go on.
-    if (app.attemptState !== "REGISTERED") return { allocated: [], completed: [], shutdown: false, resync: true };
-    const max = scheduler.maxNodeCapacity();
-    // Right after a restart the largest nodes may not have re-registered yet: an ask that fit when the job was
-    // submitted must not fail the job then (found by the soak).
-    const settled = max.vcoresMilli > 0 && clock.nowMs() >= this.nodesSettleMs;
-    for (const [i, ask] of req.asks.entries()) checkAsk(i, ask, settled ? max : undefined);
-    for (const id of req.releases) {
-      if (id === app.amContainerId) continue;
-      const alloc = scheduler.allocation(id);
-      if (!alloc || alloc.appId !== req.appId) continue;
-      this.release(id, "RELEASED");
-    }
-    // Granted since the last call: the job manager made these asks without them.
-    const undelivered = app.delivery;
-    app.delivery = [];
-    const before = scheduler.outstanding(req.appId);
-    scheduler.setAsks(
-      req.appId,
-      netAsks(req.asks, undelivered, (nodeId) => scheduler.nodeView(nodeId)?.rack),
-    );
-    // New demand (a stage became ready, a task is to run again) is offered the nodes now, and what they grant goes back
-    // in this answer, rather than a heartbeat interval later.
-    if (scheduler.outstanding(req.appId) > before) this.deps.offerNodes?.();
-    const delivered = [...undelivered, ...app.delivery];
-    app.delivery = [];
-    if (history) {
-      let taskMilli = 0;
-      for (const a of req.asks) if (a.count > 0) taskMilli = Math.max(taskMilli, fromWire(a.resource).vcoresMilli);
-      history.onAsk(req.appId, taskMilli);
-    }
-    if (req.progress) app.progress = req.progress;
-    const completed = app.completed;
-    app.completed = [];
-    return { allocated: delivered, completed, shutdown: false, resync: false };
   }
 
   async finishAm(req: {
@@ -825,7 +481,7 @@ export class Applications {
     this.deps.observer?.finished(app.record.appId, state, outcome);
     await this.evictCompleted();
     const keepAm = state !== "KILLED" && app.amContainerId !== undefined;
-    this.releaseAll(app, state === "KILLED" ? "KILLED_BY_USER" : "RELEASED", keepAm);
+    this.allocations.releaseAll(app, state === "KILLED" ? "KILLED_BY_USER" : "RELEASED", keepAm);
     if (this.deps.history) {
       app.placement = this.deps.history.placement(app.record.appId);
       this.deps.history.remove(app.record.appId);

@@ -1,6 +1,6 @@
 /**
  * A job-manager attempt's lifecycle (the current attempt of an application) as one transition table; applications.ts
- * routes every change of `AppRuntime.attemptState` through `nextAttemptState`:
+ * and app-allocations.ts route every change of `AppRuntime.attemptState` through `nextAttemptState`:
  *
  *   WAITING --launched--> LAUNCHED --registered--> REGISTERED --registered--> REGISTERED (again, after a restart)
  *   RECOVERED --window-opened--> RESYNCING --adopted--> LAUNCHED; --registered--> REGISTERED

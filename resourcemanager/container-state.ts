@@ -1,6 +1,6 @@
 /**
  * An RM container's lifecycle (the `ContainerRef` an application keeps for reports) as one transition table;
- * applications.ts routes every change of a reference's state through `CONTAINER_MACHINE`:
+ * app-allocations.ts routes every change of a reference's state through `CONTAINER_MACHINE`:
  *
  *   ALLOCATED --launched--> RUNNING --ended--> COMPLETE
  *   ALLOCATED --ended--> COMPLETE (released, lost or expired before its node reported it running)

@@ -100,13 +100,13 @@ export class DrainService {
   step(now: number): void {
     for (const nodeId of this.deps.tracker.nodeIds()) {
       const containers: DrainContainer[] = this.deps.scheduler.containersOn(nodeId).map((alloc) => {
-        const startMs = this.deps.apps.startedMs(alloc.appId, alloc.containerId) || now;
+        const startMs = this.deps.apps.allocations.startedMs(alloc.appId, alloc.containerId) || now;
         return {
           containerId: alloc.containerId,
           startMs,
           isJobManager: alloc.priority === AM_PRIORITY,
           remainingMs: this.deps.lifetimes.remainingMs(
-            this.deps.apps.containerKey(alloc.appId, alloc.priority),
+            this.deps.apps.allocations.containerKey(alloc.appId, alloc.priority),
             now - startMs,
           ),
         };
@@ -118,7 +118,7 @@ export class DrainService {
         containers: step.preempt,
       });
       for (const id of step.preempt)
-        this.deps.apps.preempt(
+        this.deps.apps.allocations.preempt(
           id,
           "PREEMPTED_BY_DRAIN",
           step.atDeadline

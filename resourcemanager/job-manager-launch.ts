@@ -33,12 +33,16 @@ export async function startJobManager(
     env["HARVEST_DAG_FILE"] = "dag.json";
     delete env["HARVEST_STAGING_DIR"];
   }
-  // The job manager's only credentials, in its token file: its AM token, the job's shuffle token and the submitter's
-  // file-system token (the last two it passes on to its tasks).
+  // The job manager's only credentials, in its token file: its AM token (valid `amTokenLifetimeMs`; Allocate renews
+  // it), the job's shuffle token and the submitter's file-system token (the last two it passes on to its tasks).
   const tokens: ContainerTokens = {
     ...(options.secret
       ? {
-          "am-token": signAmToken(options.secret, { appId, attempt }),
+          "am-token": signAmToken(options.secret, {
+            appId,
+            attempt,
+            expiresMs: deps.clock.nowMs() + options.amTokenLifetimeMs,
+          }),
           "shuffle-token": signShuffleToken(options.secret, appId),
         }
       : {}),

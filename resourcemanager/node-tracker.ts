@@ -2,7 +2,7 @@
  * Node tracking for the resource manager: one heartbeat stream per node manager, registration (with the containers the
  * node still runs), liveness (a node silent past `nodeExpiryMs` is lost), the kills queued for each node's next
  * heartbeat answer, the power reports, and the clients that reach each node manager. What the reported containers mean
- * for their jobs is the application lifecycle's business (`applications.ts`), reached through `NodeEvents`.
+ * for their jobs is the business of the applications' heartbeat paths (`app-allocations.ts`), reached through `NodeEvents`.
  */
 import type * as grpc from "@grpc/grpc-js";
 import type { Clock } from "../common/clock.js";

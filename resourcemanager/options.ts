@@ -28,6 +28,9 @@ import type { AdmissionOptions, AdmissionPolicy } from "./policy/admission-optio
 import type { NodeChoiceKind, NodeChoiceOptions } from "./policy/node-choice.js";
 import type { TenantRegistryOptions } from "./tenant-registry.js";
 
+/** The longest AM token lifetime: 30 days. */
+const MAX_AM_TOKEN_LIFETIME_MS = 2_592_000_000;
+
 /** Settings of a resource manager. */
 export interface ResourceManagerOptions {
   /** Interface to bind. @default "127.0.0.1" */
@@ -74,6 +77,13 @@ export interface ResourceManagerOptions {
   containerLaunchExpiryMs: number;
   /** A running job manager silent for this long is considered dead. @default 30000 */
   amExpiryMs: number;
+  /**
+   * How long a job manager's AM token is valid (YARN's AMRMToken). A job manager whose token has less than half of it
+   * left receives a fresh one in its next Allocate answer; a token that expired is refused by the resource manager and
+   * the node managers. It must comfortably exceed a job manager's start and the longest pause between its calls.
+   * Between 1000 ms and 30 days. @default 86400000 (24 h)
+   */
+  amTokenLifetimeMs: number;
   /**
    * After a restart, how long the resource manager waits for node managers to re-register with the containers they
    * still run before it starts a new job-manager attempt for a job whose job manager no node reported (YARN's
@@ -222,6 +232,7 @@ export function resolveResourceManagerOptions(
         jobManagerCommand: ["node", "${HARVEST_HOME}/dist/jobmanager/main.js"],
         containerLaunchExpiryMs: 30_000,
         amExpiryMs: 30_000,
+        amTokenLifetimeMs: 86_400_000,
         resyncWindowMs: 10_000,
         schedulerPolicy: "stock",
         classWeights: {},
@@ -289,6 +300,15 @@ export function resolveResourceManagerOptions(
   ] as const) {
     if (!(o[f] > 0)) bad(f, "must be a positive number of milliseconds");
   }
+  if (
+    !Number.isInteger(o.amTokenLifetimeMs) ||
+    o.amTokenLifetimeMs < 1_000 ||
+    o.amTokenLifetimeMs > MAX_AM_TOKEN_LIFETIME_MS
+  )
+    bad(
+      "amTokenLifetimeMs",
+      `must be an integer number of milliseconds in [1000, ${MAX_AM_TOKEN_LIFETIME_MS}] (30 days)`,
+    );
   if (o.nodeExpiryMs <= o.heartbeatIntervalMs) bad("nodeExpiryMs", "must be longer than heartbeatIntervalMs");
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");
   if (!(o.amResource.vcoresMilli > 0 && o.amResource.memoryMb > 0)) bad("amResource", "must be positive");

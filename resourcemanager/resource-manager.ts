@@ -1,10 +1,11 @@
 /**
  * The resource manager daemon: the services (client, application-master, resource-tracker and admin protocols) and
  * the wiring of its parts. Node tracking is `NodeTracker` (node-tracker.ts), the application lifecycle (attempts, the
- * AM protocol, recovery after a restart) is `Applications` (applications.ts), drains are `DrainService`
- * (drain-service.ts); this class holds the policies they use (scheduler, placement, power, drains, admission,
- * lifetimes) and the periodic monitor. Its web server (UI, REST API,
- * `/metrics`; web.ts, web-pages.ts, rm-metrics.ts) reads the same functions its gRPC services answer with.
+ * AM protocol, recovery after a restart) is `Applications` (applications.ts), with the allocate and heartbeat paths
+ * (Allocate, what nodes report of the jobs' containers, grants) in `AppAllocations` (app-allocations.ts), drains are
+ * `DrainService` (drain-service.ts); this class holds the policies they use (scheduler, placement, power, drains,
+ * admission, lifetimes) and the periodic monitor. Its web server (UI, REST API, `/metrics`; web.ts, web-pages.ts,
+ * rm-metrics.ts) reads the same functions its gRPC services answer with.
  */
 import { LocalityPolicy } from "./policy/locality.js";
 import { ensureDirMode } from "../common/atomic-file.js";
@@ -122,8 +123,8 @@ export class ResourceManager extends ServingDaemon {
   ) {
     super("resource manager");
     this.options = resolveResourceManagerOptions(options);
-    this.gate = new Gate(this.options.tls, { "am-token": amTokenVerifier(this.options.secret) });
     this.clock = deps.clock ?? systemClock;
+    this.gate = new Gate(this.options.tls, { "am-token": amTokenVerifier(this.options.secret, this.clock) });
     this.log = deps.logger ?? new Logger("rm");
     this.store = new RmStateStore(join(this.options.dataDir, "rm-state"));
     this.tenants = new TenantRegistry(
@@ -185,7 +186,7 @@ export class ResourceManager extends ServingDaemon {
         policy,
         {
           nodes: () => this.schedulableNodeViews(),
-          keyOf: (app, priority) => this.apps.containerKey(app.appId, priority),
+          keyOf: (app, priority) => this.apps.allocations.containerKey(app.appId, priority),
           node: (id) => this.scheduler.nodeView(id),
         },
         this.lifetimes,
@@ -218,7 +219,7 @@ export class ResourceManager extends ServingDaemon {
           this.clock,
         ),
       },
-      (appId) => this.apps.newContainerId(appId),
+      (appId) => this.apps.allocations.newContainerId(appId),
     );
     const choice = this.nodeChoice;
     if (choice)
@@ -227,7 +228,7 @@ export class ResourceManager extends ServingDaemon {
           choice.onGranted({
             containerId: a.containerId,
             nodeId: a.nodeId,
-            key: this.apps.containerKey(a.appId, a.priority),
+            key: this.apps.allocations.containerKey(a.appId, a.priority),
             startMs: this.clock.nowMs(),
             resource: a.resource,
           }),
@@ -365,12 +366,15 @@ export class ResourceManager extends ServingDaemon {
       .allow(proto.PowerAdmin.service, { ListDomains: ["admin"], SetBudget: ["admin"], SetDomains: ["admin"] })
       .allow(proto.NodeAdmin.service, { Drain: ["admin"], Undrain: ["admin"], GetDrainStatus: ["admin"] });
     this.server.addService(proto.ResourceTracker.service, { NodeChannel: (s: NodeStream) => this.nodes.onStream(s) });
-    // A job manager acts only on its own application and attempt: the AM token names them.
+    // A job manager acts only on its own application and its current attempt: the AM token names them, and a token of
+    // an earlier attempt is refused even when the request names the current one.
     const own = <R extends { appId: string; attempt: number }>(req: R, c: CallContext): R => {
       const who = gate.principal(c);
       if (gate.secure)
         requireAccess(
-          who.appId === req.appId && this.apps.get(req.appId)?.record.attempt === req.attempt,
+          who.appId === req.appId &&
+            who.attempt === req.attempt &&
+            this.apps.get(req.appId)?.record.attempt === req.attempt,
           who,
           `act for ${req.appId} attempt ${req.attempt}`,
         );
@@ -380,7 +384,10 @@ export class ResourceManager extends ServingDaemon {
       RegisterApplicationMaster: unary((req: { appId: string; attempt: number; maxConcurrency: number }, c) =>
         this.apps.registerAm(own(req, c)),
       ),
-      Allocate: unary((req: { appId: string; attempt: number }, c) => this.apps.allocate(own(req, c) as never)),
+      // The token's expiry decides whether the answer carries a fresh one.
+      Allocate: unary((req: { appId: string; attempt: number }, c) =>
+        this.apps.allocations.allocate(own(req, c) as never, gate.principal(c).expiresMs),
+      ),
       FinishApplicationMaster: unary((req: { appId: string; attempt: number }, c) =>
         this.apps.finishAm(own(req, c) as never),
       ),
@@ -631,13 +638,13 @@ export class ResourceManager extends ServingDaemon {
 
   private nodeEvents(): NodeEvents {
     return {
-      containers: (node, statuses, how) => this.apps.onNodeContainers(node, statuses, how),
+      containers: (node, statuses, how) => this.apps.allocations.onNodeContainers(node, statuses, how),
       heartbeat: (node) => {
         this.metrics.onHeartbeat();
         this.logPowerAlerts();
         this.grantOn(node);
       },
-      lost: (node, allocations) => this.apps.onNodeLost(node, allocations),
+      lost: (node, allocations) => this.apps.allocations.onNodeLost(node, allocations),
       finishedApps: () => this.apps.finishedSince(this.clock.nowMs() - FINISHED_APPS_ANNOUNCED_MS),
     };
   }
@@ -646,7 +653,7 @@ export class ResourceManager extends ServingDaemon {
   private grantOn(node: NodeEntry): void {
     for (const alloc of this.scheduler.allocateOnNode(node.nodeId)) {
       this.metrics.onAllocated(alloc.priority === AM_PRIORITY ? "job_manager" : "task", alloc.locality);
-      this.apps.onAllocated(alloc, node);
+      this.apps.allocations.onAllocated(alloc, node);
     }
   }
 

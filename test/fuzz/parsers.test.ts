@@ -446,15 +446,17 @@ describe("fuzzing the parsers", () => {
         const forged = token.slice(0, at % 65) + ch + token.slice((at % 65) + 1);
         if (forged !== token) expect(verifyContainer(secret, f, forged)).toBe(false);
         if (typeof junk === "string") expect(verifyContainer(secret, f, junk)).toBe(false);
-        expect(verifyAmToken(secret, junk)).toBeUndefined();
+        expect(verifyAmToken(secret, junk, 0)).toBeUndefined();
         const am = {
           appId: f.appId.replace(/[^A-Za-z0-9_]/g, "") || "a",
           attempt: Math.abs(f.resource.memoryMb) % 1000,
+          expiresMs: 1 + (at % 999_999_999_999),
         };
         const amToken = signAmToken(secret, am);
-        expect(verifyAmToken(secret, amToken)).toEqual(am);
+        expect(verifyAmToken(secret, amToken, 0)).toEqual(am);
+        expect(verifyAmToken(secret, amToken, am.expiresMs)).toBeUndefined();
         const forgedAm = amToken.slice(0, at % amToken.length) + ch + amToken.slice((at % amToken.length) + 1);
-        if (forgedAm !== amToken) expect(verifyAmToken(secret, forgedAm)).toBeUndefined();
+        if (forgedAm !== amToken) expect(verifyAmToken(secret, forgedAm, 0)).toBeUndefined();
       }),
       fuzzParams(),
     );

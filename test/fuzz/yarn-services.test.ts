@@ -57,7 +57,10 @@ describe("fuzzing the resource manager and node manager services", () => {
       JSON.stringify({ name: "fuzz-target", vertices: [cpuVertex("t", 1, { holdSeconds: 120 })] }),
     );
     amMetadata = new grpc.Metadata();
-    amMetadata.set(AM_TOKEN_METADATA, signAmToken(rmConfig.secret, { appId: targetId, attempt: 1 }));
+    amMetadata.set(
+      AM_TOKEN_METADATA,
+      signAmToken(rmConfig.secret, { appId: targetId, attempt: 1, expiresMs: Date.now() + 3_600_000 }),
+    );
     clients = {
       admin: rawClient(cluster.desc.rm.address, channelCredentials(cluster.desc.security)),
       daemon: rawClient(cluster.desc.rm.address, channelCredentials(rmConfig.tls)),

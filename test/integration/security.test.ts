@@ -256,14 +256,30 @@ describe("a secure cluster", () => {
     const victim = await jobs("bob").submit(
       JSON.stringify({ name: "victim", vertices: [cpuVertex("hold", 1, { holdSeconds: 30 })] }),
     );
-    const token = signAmToken(secret, { appId: "application_1_0001", attempt: 1 });
-    const other = makeClient(loadHarvestProto().ApplicationMasterService, c.desc.rm.address, {
-      ca,
-      tokens: { "harvest-am-token": token },
-    });
-    clients.push(other);
+    const hourMs = 3_600_000;
+    const amClient = (fields: { appId: string; attempt: number; expiresMs: number }) => {
+      const client = makeClient(loadHarvestProto().ApplicationMasterService, c.desc.rm.address, {
+        ca,
+        tokens: { "harvest-am-token": signAmToken(secret, fields) },
+      });
+      clients.push(client);
+      return client;
+    };
+    const other = amClient({ appId: "application_1_0001", attempt: 1, expiresMs: Date.now() + hourMs });
     expect(await codeOf(call(other, other.finishApplicationMaster, { appId: victim, attempt: 1 } as never))).toBe(
       "PERMISSION_DENIED",
+    );
+    // The victim's own application, but an attempt that is not its current one (1): refused whichever attempt the
+    // request names.
+    const notCurrent = amClient({ appId: victim, attempt: 2, expiresMs: Date.now() + hourMs });
+    for (const attempt of [1, 2])
+      expect(
+        await codeOf(call(notCurrent, notCurrent.finishApplicationMaster, { appId: victim, attempt } as never)),
+      ).toBe("PERMISSION_DENIED");
+    // The victim's current attempt, but expired: refused as a forged token is.
+    const expired = amClient({ appId: victim, attempt: 1, expiresMs: Date.now() - 1 });
+    expect(await codeOf(call(expired, expired.finishApplicationMaster, { appId: victim, attempt: 1 } as never))).toBe(
+      "UNAUTHENTICATED",
     );
     expect((await c.client.status(victim)).state).not.toMatch(/FINISHED|FAILED/);
     await c.client.kill(victim);

@@ -1,6 +1,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
-import { Gate, TOKEN_METADATA } from "../../common/auth.js";
+import { amTokenVerifier, Gate, TOKEN_METADATA } from "../../common/auth.js";
+import { ManualClock } from "../../common/clock.js";
+import { signAmToken } from "../../common/container-token.js";
 import { loadHarvestProto } from "../../common/grpc.js";
 
 const tls = { ca: "/nonexistent/ca.pem", cert: "/nonexistent/c.pem", key: "/nonexistent/k.pem" };
@@ -56,6 +58,27 @@ describe("the gate of a daemon's server", () => {
     expect(gate.check(path("ListApplications"), undefined, metadata())?.code).toBe("UNAUTHENTICATED");
     // A valid token of a kind the method does not take is no authentication at all.
     expect(gate.check(path("KillApplication"), undefined, am("good"))?.code).toBe("UNAUTHENTICATED");
+  });
+
+  it("refuses an AM token from its expiry on, by the verifier's clock, as it refuses a forged one", () => {
+    const clock = new ManualClock(1_000_000);
+    const secret = "cluster-secret";
+    const gate = new Gate(tls, { "am-token": amTokenVerifier(secret, clock) }).allow(
+      proto.ApplicationClientService.service,
+      RULES,
+    );
+    const token = signAmToken(secret, { appId: "application_1_0001", attempt: 3, expiresMs: 1_005_000 });
+    const am = metadata({ [TOKEN_METADATA["am-token"]]: token });
+    expect(gate.check(path("ListApplications"), undefined, am)).toBeUndefined();
+    const call = { getAuthContext: () => null, metadata: am };
+    expect(gate.principal(call)).toMatchObject({ appId: "application_1_0001", attempt: 3, expiresMs: 1_005_000 });
+    clock.advance(5_000);
+    const refused = gate.check(path("ListApplications"), undefined, am);
+    expect(refused?.code).toBe("UNAUTHENTICATED");
+    expect(refused?.message).toBe(
+      gate.check(path("ListApplications"), undefined, metadata({ [TOKEN_METADATA["am-token"]]: "forged" }))?.message,
+    );
+    expect(() => gate.principal(call)).toThrow(/neither a certificate nor a valid token/);
   });
 
   it("without TLS, authenticates nobody: the caller is whoever it claims", () => {

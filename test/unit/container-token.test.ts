@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import type { TokenFields } from "../../common/container-token.js";
-import { signAmToken, signContainer, verifyAmToken, verifyContainer } from "../../common/container-token.js";
+import { resolveResourceManagerOptions } from "../../resourcemanager/options.js";
+import { thrown } from "../error-code.js";
+import {
+  renewedAmToken,
+  signAmToken,
+  signContainer,
+  verifyAmToken,
+  verifyContainer,
+} from "../../common/container-token.js";
 
 const SECRET = "cluster-secret-1";
 
@@ -92,25 +100,93 @@ describe("container tokens name the submitter", () => {
 
 describe("AM tokens", () => {
   const app = "application_1700000000000_0001";
+  const NOW = 1_700_000_000_000;
+  const DAY = 86_400_000;
+  const fields = { appId: app, attempt: 2, expiresMs: NOW + DAY };
 
-  it("name the application and attempt they were signed for, and nothing else", () => {
-    const token = signAmToken(SECRET, { appId: app, attempt: 2 });
-    expect(verifyAmToken(SECRET, token)).toEqual({ appId: app, attempt: 2 });
-    expect(verifyAmToken("another-secret", token)).toBeUndefined();
+  it("name the application, attempt and expiry they were signed for, and nothing else", () => {
+    const token = signAmToken(SECRET, fields);
+    expect(verifyAmToken(SECRET, token, NOW)).toEqual(fields);
+    expect(verifyAmToken("another-secret", token, NOW)).toBeUndefined();
     // Moving the token to another application or attempt breaks its signature.
-    expect(verifyAmToken(SECRET, token.replace(app, "application_1700000000000_0002"))).toBeUndefined();
-    expect(verifyAmToken(SECRET, token.replace(":2:", ":3:"))).toBeUndefined();
+    expect(verifyAmToken(SECRET, token.replace(app, "application_1700000000000_0002"), NOW)).toBeUndefined();
+    expect(verifyAmToken(SECRET, token.replace(":2:", ":3:"), NOW)).toBeUndefined();
   });
 
-  it("refuse anything malformed without throwing", () => {
-    const token = signAmToken(SECRET, { appId: app, attempt: 1 });
-    for (const bad of ["", "x", token + "0", token.slice(0, -1), `${app}:1:${"g".repeat(64)}`, "a:b:c", 42, null])
-      expect(verifyAmToken(SECRET, bad)).toBeUndefined();
-    expect(verifyAmToken(SECRET, "a".repeat(10_000))).toBeUndefined();
+  it("are refused from their expiry on, and a later expiry written over the signed one breaks the signature", () => {
+    const token = signAmToken(SECRET, fields);
+    expect(verifyAmToken(SECRET, token, fields.expiresMs - 1)).toEqual(fields);
+    expect(verifyAmToken(SECRET, token, fields.expiresMs)).toBeUndefined();
+    expect(verifyAmToken(SECRET, token, fields.expiresMs + DAY)).toBeUndefined();
+    const extended = token.replace(`:${fields.expiresMs}:`, `:${fields.expiresMs + 365 * DAY}:`);
+    expect(extended).not.toBe(token);
+    expect(verifyAmToken(SECRET, extended, fields.expiresMs + DAY)).toBeUndefined();
+    expect(verifyAmToken(SECRET, extended, NOW)).toBeUndefined();
+  });
+
+  it("refuse anything malformed without throwing: non-digits, signs, leading zeros, huge numbers, long strings", () => {
+    const token = signAmToken(SECRET, fields);
+    const mac = token.slice(-64);
+    const bad = [
+      "",
+      "x",
+      token + "0",
+      token.slice(0, -1),
+      `${app}:2:${fields.expiresMs}:${"g".repeat(64)}`,
+      // The old format, without an expiry.
+      `${app}:2:${mac}`,
+      `${app}:2:0${fields.expiresMs}:${mac}`,
+      `${app}:02:${fields.expiresMs}:${mac}`,
+      `${app}:2:+${fields.expiresMs}:${mac}`,
+      `${app}:2:-1:${mac}`,
+      `${app}:2:1e20:${mac}`,
+      `${app}:2:${fields.expiresMs}.5:${mac}`,
+      `${app}:2:${"9".repeat(16)}:${mac}`,
+      `${app}:2:${"9".repeat(400)}:${mac}`,
+      `${app}:2:${fields.expiresMs}:${mac}:extra`,
+      "a:b:c:d",
+      42,
+      null,
+    ];
+    for (const b of bad) expect(verifyAmToken(SECRET, b, NOW)).toBeUndefined();
+    expect(verifyAmToken(SECRET, "a".repeat(10_000), NOW)).toBeUndefined();
+  });
+
+  it("cannot be signed with an expiry or attempt outside their bounds", () => {
+    for (const expiresMs of [-1, 1.5, Number.MAX_SAFE_INTEGER, Infinity, NaN])
+      expect(() => signAmToken(SECRET, { ...fields, expiresMs })).toThrow(RangeError);
+    expect(() => signAmToken(SECRET, { ...fields, attempt: 1_000_000 })).toThrow(RangeError);
+    // The largest expiry round-trips.
+    const far = { ...fields, expiresMs: 999_999_999_999_999 };
+    expect(verifyAmToken(SECRET, signAmToken(SECRET, far), NOW)).toEqual(far);
+  });
+
+  it("are renewed only once less than half their lifetime is left, for the same attempt and a full lifetime", () => {
+    const held = { appId: app, attempt: 2, expiresMs: NOW + DAY };
+    expect(renewedAmToken(SECRET, held, NOW, DAY)).toBeUndefined();
+    // Exactly half left: not yet.
+    expect(renewedAmToken(SECRET, held, NOW + DAY / 2, DAY)).toBeUndefined();
+    const at = NOW + DAY / 2 + 1;
+    const fresh = renewedAmToken(SECRET, held, at, DAY);
+    expect(fresh).toBeDefined();
+    expect(verifyAmToken(SECRET, fresh, at)).toEqual({ appId: app, attempt: 2, expiresMs: at + DAY });
+    // The fresh one outlives the one it replaces.
+    expect(verifyAmToken(SECRET, fresh, held.expiresMs + 1)).toBeDefined();
+    expect(renewedAmToken("", held, at, DAY)).toBeUndefined();
+  });
+
+  it("live as long as the resource manager's amTokenLifetimeMs says: 24 h unless set, a second to 30 days", () => {
+    expect(resolveResourceManagerOptions({ dataDir: "/d" }).amTokenLifetimeMs).toBe(DAY);
+    expect(resolveResourceManagerOptions({ dataDir: "/d", amTokenLifetimeMs: 5_000 }).amTokenLifetimeMs).toBe(5_000);
+    for (const amTokenLifetimeMs of [0, 999, 1_500.5, -DAY, 31 * DAY, NaN, "1000" as unknown as number]) {
+      const err = thrown(() => resolveResourceManagerOptions({ dataDir: "/d", amTokenLifetimeMs }));
+      expect(err.code).toBe("CONFIG_INVALID");
+      expect(err.message).toContain("amTokenLifetimeMs");
+    }
   });
 
   it("are empty and never valid without a secret", () => {
-    expect(signAmToken("", { appId: app, attempt: 1 })).toBe("");
-    expect(verifyAmToken("", `${app}:1:${"0".repeat(64)}`)).toBeUndefined();
+    expect(signAmToken("", fields)).toBe("");
+    expect(verifyAmToken("", `${app}:1:${NOW + DAY}:${"0".repeat(64)}`, NOW)).toBeUndefined();
   });
 });
