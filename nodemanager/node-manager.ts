@@ -14,7 +14,7 @@ import { INSECURE_WARNING } from "../common/options.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { RegisteredStream } from "../common/registered-stream.js";
 import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
-import { parseAppId } from "../common/ids.js";
+import { containerIdParts, parseAppId } from "../common/ids.js";
 import { Logger } from "../common/log.js";
 import { grpcServerMetrics } from "../common/metrics.js";
 import type { DaemonState } from "../common/lifecycle.js";
@@ -169,7 +169,7 @@ export class NodeManager extends ServingDaemon {
       ...(this.leases ? { leases: this.leases } : {}),
     });
     this.gate = new Gate(this.options.tls, {
-      "am-token": amTokenVerifier(this.options.secret),
+      "am-token": amTokenVerifier(this.options.secret, deps.clock ?? systemClock),
       "shuffle-token": shuffleTokenVerifier(this.options.secret),
     });
     this.clock = deps.clock ?? systemClock;
@@ -283,8 +283,12 @@ export class NodeManager extends ServingDaemon {
     this.server.addService(proto.ContainerManager.service, {
       StartContainer: unary(async (req: StartContainerRequestOutput, c) => {
         const who = gate.principal(c);
-        if (gate.secure && who.role === "am")
-          requireAccess(who.appId === req.appId && !req.isAm, who, `start a container of ${req.appId || "?"}`);
+        // A job manager starts its own job's tasks, granted to its own attempt (an earlier attempt's token starts nothing).
+        if (gate.secure && who.role === "am") {
+          const granted = containerIdParts(req.container?.id ?? "")?.attempt;
+          const own = who.appId === req.appId && !req.isAm && granted === who.attempt;
+          requireAccess(own, who, `start a container of ${req.appId || "?"}`);
+        }
         // Containers hold no certificate: they trust the cluster CA and authenticate by their tokens.
         if (this.options.tls) req.env = { ...req.env, HARVEST_CA: this.options.tls.ca };
         const started = await this.startContainer(req);
