@@ -11,7 +11,7 @@ import { HarvestError } from "../common/errors.js";
 import { IDENTITY_ROLES } from "../common/tls.js";
 import type { IdentityRole } from "../common/tls.js";
 import { bundleCluster, bundleText, writeClientBundle } from "./client-bundle.js";
-import { action, positiveInt, print } from "./command-kit.js";
+import { action, badFlag, positiveInt, print } from "./command-kit.js";
 
 /** The certificate code (X.509), loaded by the commands that make certificates only: it is a large import. */
 function caModule(): Promise<typeof CaModule> {
@@ -83,20 +83,11 @@ export function registerSecurityCommands(program: Command): void {
             throw new HarvestError("INVALID_ARGUMENT", `--role must be one of ${IDENTITY_ROLES.join(", ")}`);
           const person = o.role !== "daemon";
           const out = resolve(o.out ?? (person ? join(o.dir, "users", o.name) : o.dir));
+          // Names that are file names of their own here: the CA's certificate, or a step out of the directory.
+          if ([".", ".."].includes(o.name) || (o.name === "ca" && (person || out === resolve(o.dir))))
+            badFlag("--name", `${JSON.stringify(o.name)} would overwrite or leave the CA's files: choose another name`);
           if (person && out === resolve(o.dir))
-            throw new HarvestError(
-              "INVALID_ARGUMENT",
-              `--out: a person's files go to a directory to hand over, not the CA's (${o.dir} holds the CA's key)`,
-              { details: { flag: "--out" } },
-            );
-          if (o.name === "ca" && (person || out === resolve(o.dir)))
-            throw new HarvestError(
-              "INVALID_ARGUMENT",
-              "--name ca would overwrite the CA's own ca.pem: choose another name",
-              {
-                details: { flag: "--name" },
-              },
-            );
+            badFlag("--out", `a person's files go to a directory to hand over, not the CA's (${o.dir} holds its key)`);
           const { caFiles, issueCertificate } = await caModule();
           const ca = caFiles(o.dir).cert;
           // Addresses first: a wrong flag fails before anything is written.

@@ -99,7 +99,8 @@ describe("harvest security", () => {
       [["--name", "x", "--role", "wizard"], "--role"],
       [["--name", "n1", "--role", "daemon"], "--host"],
       [["--name", "../etc", "--role", "user"], "bad name"],
-      [["--name", "ca", "--role", "user"], "--name ca"],
+      [["--name", "ca", "--role", "user"], "would overwrite or leave"],
+      [["--name", "..", "--role", "user"], "would overwrite or leave"],
       [["--name", "eve", "--role", "user", "--out", ca], "--out"],
     ];
     for (const [args, why] of cases) {
