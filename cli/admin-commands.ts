@@ -1,6 +1,7 @@
 /**
  * `harvest admin ...`: operator commands. Primary tenants (register, assign servers, list), their history (import a
- * utilization or reimage file, record a reimage), and the utilization classes built from it (list, recluster).
+ * utilization or reimage file, record a reimage), the utilization classes built from it (list, recluster), drains,
+ * and people's home directories (user-commands.ts).
  */
 import type { Command } from "commander";
 import { TenantAdminClient } from "../client/tenant-admin-client.js";
@@ -12,6 +13,7 @@ import { action, clusterTarget, common, print, rmTarget, withDfs } from "./comma
 import type { GlobalOpts } from "./command-kit.js";
 import { table } from "./format.js";
 import { registerDrainCommands } from "./drain-commands.js";
+import { registerUserCommands } from "./user-commands.js";
 
 const FORMATS: readonly HistoryFormat[] = ["csv", "nab", "bitbrains", "reimages"];
 
@@ -231,6 +233,7 @@ export function registerAdminCommands(program: Command): void {
     );
 
   registerDrainCommands(admin);
+  registerUserCommands(admin);
 
   // Both print the classes: as they are, or as rebuilt.
   const classCommands = [

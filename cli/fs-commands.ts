@@ -1,8 +1,11 @@
-/** `harvest fs ...`: the file system from the command line, over the DfsClient. */
+/**
+ * `harvest fs ...`: the file system from the command line, over the DfsClient (which resolves a relative path against
+ * the caller's home, `/user/<name>`).
+ */
 import type { Command } from "commander";
 import { stat as fsStat } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
-import { HarvestError } from "../common/errors.js";
+import { HarvestError, isHarvestError } from "../common/errors.js";
 import { formatMode, parseMode } from "../common/fs-permission.js";
 import type { DfsFileStatus } from "../client/dfs-client.js";
 import { action, common, positiveInt, print, withDfs } from "./command-kit.js";
@@ -62,7 +65,10 @@ function withPermission(s: DfsFileStatus): DfsFileStatus & { permission: string 
 export function registerFsCommands(program: Command): void {
   const fs = program
     .command("fs")
-    .description("Harvest's distributed file system: put, get, cat, ls, rm, mkdir, mv, stat, chmod, chown, fsck");
+    .description(
+      "Harvest's distributed file system: put, get, cat, ls, rm, mkdir, mv, stat, chmod, chown, fsck " +
+        "(a path not starting with / is relative to your home, /user/<you>)",
+    );
 
   common(fs.command("put <local> <path>"))
     .description("copy a local file into the file system (acknowledged only when every replica is on disk)")
@@ -147,12 +153,20 @@ export function registerFsCommands(program: Command): void {
     );
 
   common(fs.command("ls [path]"))
-    .description("list a directory (default /)")
+    .description("list a directory (default: your home, /user/<you>)")
     .action(
       action(async (path: string | undefined, o: GlobalOpts) =>
         withDfs(o, async (c) => {
-          const target = path ?? "/";
-          const st = await c.stat(target);
+          const target = path ?? c.workingDirectory();
+          const st = await c.stat(target).catch((err: unknown) => {
+            if (path === undefined && isHarvestError(err, "NAMENODE_FILE_NOT_FOUND"))
+              throw new HarvestError(
+                "NAMENODE_FILE_NOT_FOUND",
+                `your home ${target} does not exist yet: an admin makes it ('harvest admin user add ${target.slice("/user/".length)}'); 'harvest fs ls /' lists the root`,
+                { details: { path: target }, cause: err },
+              );
+            throw err;
+          });
           const entries = st.isDir ? await c.list(target) : [st];
           print(o, entries.map(withPermission), () =>
             entries.length === 0

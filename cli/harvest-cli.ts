@@ -274,6 +274,13 @@ async function waitForOutcome(c: JobClient, appId: string, o: GlobalOpts, rmRetr
   return report.state === "FINISHED" ? 0 : 1;
 }
 
+/** The line(s) saying which account a job's containers run as: the node managers decide it, each for its server. */
+function runAsText(lines: readonly string[]): string {
+  if (lines.length === 0) return "containers run as: unknown (no node manager is running)";
+  if (lines.length === 1) return `containers run as: ${lines[0]}`;
+  return ["containers run as, depending on the server:", ...lines.map((l) => `  ${l}`)].join("\n");
+}
+
 common(job.command("submit <dag>"))
   .description("submit a DAG job file (JSON); with --wait, follow it to the end and exit 0 only if it succeeded")
   .option("--wait", "show live progress per vertex and wait for the outcome")
@@ -284,12 +291,14 @@ common(job.command("submit <dag>"))
       if (!existsSync(dagPath)) throw new HarvestError("INVALID_ARGUMENT", `no such DAG file: ${dagPath}`);
       const dagJson = readFileSync(dagPath, "utf8");
       return withClient(o, async (c) => {
-        const appId = await c.submit(dagJson, undefined, { baseDir: dirname(resolve(dagPath)) });
+        const submitted = await c.submitJob(dagJson, undefined, { baseDir: dirname(resolve(dagPath)) });
+        const { appId } = submitted;
+        const head = `submitted ${appId}\n${runAsText(submitted.containersRunAs)}`;
         if (!o.wait) {
-          print(o, { appId }, () => `submitted ${appId}\nfollow it: harvest job status ${appId}`);
+          print(o, submitted, () => `${head}\nfollow it: harvest job status ${appId}`);
           return 0;
         }
-        if (!o.json) process.stdout.write(`submitted ${appId}\n`);
+        if (!o.json) process.stdout.write(`${head}\n`);
         return waitForOutcome(c, appId, o, rmRetryMs);
       });
     }),

@@ -22,11 +22,15 @@ import { rename, rm, stat as fsStat } from "node:fs/promises";
 import type { Readable, Writable } from "node:stream";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { normalizeDfsPath } from "../common/dfs-path.js";
+import { resolveDfsPath } from "../common/dfs-path.js";
 import { readContainerTokens } from "../common/task-contract.js";
 import type { ContainerTokens } from "../common/task-contract.js";
 import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 import { CLAIMED_USER_METADATA, localUserName } from "../common/fs-permission.js";
+import { unverifiedTokenOwner } from "../common/delegation-token.js";
+import { identityOfCertificate, isValidIdentityName } from "../common/tls.js";
+import { X509Certificate } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { TOKEN_METADATA } from "../common/auth.js";
 import { Logger } from "../common/log.js";
 import { cachedClient, call, loadHarvestProto, makeClient } from "../common/grpc.js";
@@ -77,6 +81,8 @@ export class DfsClient implements DfsHost {
   readonly writeStats = { pipelineFailures: 0, leaseRenewals: 0, namenodeRetries: 0 };
   private readonly renewer: LeaseRenewer;
   private readonly namespaceChannel: NamespaceChannel;
+  /** The caller's name, once a relative path needed it (see {@link resolvePath}). */
+  private homePath: string | undefined;
   /** @internal Replay slabs a completed write stream leaves for the next one (ReplayArena). */
   readonly slabPool = new SlabPool();
 
@@ -164,9 +170,35 @@ export class DfsClient implements DfsHost {
     return new DfsClient(nnAddressFromConfig(c), { ...(security ? { security } : {}), ...options });
   }
 
+  /**
+   * The absolute path `path` names: a path that does not start with `/` is relative to the caller's home,
+   * `/user/<name>` (HDFS's working directory), the name being whom the namenode takes this client for (its
+   * certificate's, its delegation token's owner, else the user it claims on a plaintext cluster). `..` and `.` are
+   * errors either way (DFS_BAD_PATH): a path never steps up.
+   */
+  resolvePath(path: string, field = "path"): string {
+    const relative = typeof path === "string" && path !== "" && !path.startsWith("/");
+    return resolveDfsPath(path, relative ? this.workingDirectory(field) : "/", field);
+  }
+
+  /**
+   * The directory relative paths resolve against: the caller's home, `/user/<name>` (see {@link resolvePath}), which
+   * may not exist yet. DFS_BAD_PATH when this client cannot tell its name.
+   */
+  workingDirectory(field = "path"): string {
+    this.homePath ??= callerName(this.options);
+    if (this.homePath === undefined || !isValidIdentityName(this.homePath) || /^\.{1,2}$/.test(this.homePath))
+      throw new HarvestError(
+        "DFS_BAD_PATH",
+        "a relative path needs the caller's home, /user/<name>, and this client cannot tell its name: use an absolute path",
+        { details: { field } },
+      );
+    return `/user/${this.homePath}`;
+  }
+
   /** Creates a directory and its missing parents. */
   async mkdir(path: string): Promise<DfsFileStatus> {
-    return this.nnCall(this.nn.mkdirs, { path: normalizeDfsPath(path), owner: this.options.user });
+    return this.nnCall(this.nn.mkdirs, { path: this.resolvePath(path), owner: this.options.user });
   }
 
   /** A web token for this client's certificate and the namenode's web URL (`harvest ui login`). */
@@ -180,35 +212,35 @@ export class DfsClient implements DfsHost {
   }
 
   async stat(path: string): Promise<DfsFileStatus> {
-    return this.nnCall(this.nn.stat, { path: normalizeDfsPath(path) });
+    return this.nnCall(this.nn.stat, { path: this.resolvePath(path) });
   }
 
   async list(path: string): Promise<DfsFileStatus[]> {
-    return (await this.nnCall(this.nn.list, { path: normalizeDfsPath(path) })).entries;
+    return (await this.nnCall(this.nn.list, { path: this.resolvePath(path) })).entries;
   }
 
   /** Deletes a file, or a directory (non-empty ones only with `recursive`); resolves to whether anything was deleted. */
   async delete(path: string, opts: { recursive?: boolean } = {}): Promise<boolean> {
-    return (await this.nnCall(this.nn.delete, { path: normalizeDfsPath(path), recursive: opts.recursive ?? false }))
+    return (await this.nnCall(this.nn.delete, { path: this.resolvePath(path), recursive: opts.recursive ?? false }))
       .deleted;
   }
 
   async rename(src: string, dst: string): Promise<DfsFileStatus> {
-    return this.nnCall(this.nn.rename, { src: normalizeDfsPath(src, "src"), dst: normalizeDfsPath(dst, "dst") });
+    return this.nnCall(this.nn.rename, { src: this.resolvePath(src, "src"), dst: this.resolvePath(dst, "dst") });
   }
 
   /** A file's blocks with their live replicas (preferred first). */
   async blockLocations(path: string): Promise<DfsBlockLocations> {
-    return this.nnCall(this.nn.getBlockLocations, { path: normalizeDfsPath(path), offset: 0, length: 0 });
+    return this.nnCall(this.nn.getBlockLocations, { path: this.resolvePath(path), offset: 0, length: 0 });
   }
 
   async fsck(path = "/"): Promise<DfsFsckReport> {
-    return this.nnCall(this.nn.fsck, { path: normalizeDfsPath(path) });
+    return this.nnCall(this.nn.fsck, { path: this.resolvePath(path) });
   }
 
   /** Sets the permission bits (0..0o777, e.g. 0o750) of a file or directory; only its owner or the superuser may. */
   async chmod(path: string, mode: number): Promise<DfsFileStatus> {
-    return this.nnCall(this.nn.setPermission, { path: normalizeDfsPath(path), mode });
+    return this.nnCall(this.nn.setPermission, { path: this.resolvePath(path), mode });
   }
 
   /**
@@ -216,7 +248,7 @@ export class DfsClient implements DfsHost {
    * the group.
    */
   async chown(path: string, owner: string, group = ""): Promise<DfsFileStatus> {
-    return this.nnCall(this.nn.setOwner, { path: normalizeDfsPath(path), owner, group });
+    return this.nnCall(this.nn.setOwner, { path: this.resolvePath(path), owner, group });
   }
 
   async datanodes(): Promise<DfsDatanode[]> {
@@ -228,7 +260,7 @@ export class DfsClient implements DfsHost {
    * pipeline and the namenode has closed the file; an error means the file is not complete.
    */
   createWriteStream(path: string, opts: DfsCreateOptions = {}): Writable {
-    return new DfsWriteStream(this, normalizeDfsPath(path), opts);
+    return new DfsWriteStream(this, this.resolvePath(path), opts);
   }
 
   /**
@@ -238,12 +270,12 @@ export class DfsClient implements DfsHost {
    * `get()` refuses an open file unless asked.
    */
   createReadStream(path: string, opts: { offset?: number; length?: number } = {}): Readable {
-    return new DfsReadStream(this, normalizeDfsPath(path), opts.offset ?? 0, opts.length ?? 0);
+    return new DfsReadStream(this, this.resolvePath(path), opts.offset ?? 0, opts.length ?? 0);
   }
 
   /** Copies a local file into the file system. */
   async put(localPath: string, dfsPath: string, opts: DfsCreateOptions = {}): Promise<DfsFileStatus> {
-    const target = normalizeDfsPath(dfsPath);
+    const target = this.resolvePath(dfsPath);
     await fsStat(localPath).catch((err: unknown) => {
       throw new HarvestError("INVALID_ARGUMENT", `cannot read local file ${localPath}: ${errorMessage(err)}`, {
         details: { field: "localPath" },
@@ -264,7 +296,7 @@ export class DfsClient implements DfsHost {
     localPath: string,
     opts: { overwrite?: boolean; onProgress?: (bytes: number) => void; allowOpen?: boolean } = {},
   ): Promise<number> {
-    const source = normalizeDfsPath(dfsPath);
+    const source = this.resolvePath(dfsPath);
     if (
       !opts.overwrite &&
       (await fsStat(localPath).then(
@@ -427,3 +459,22 @@ function blockTokenMetadata(token: string): Metadata {
 }
 
 export { chunkChecksums };
+
+/**
+ * Whom the namenode takes a client for: the name in its certificate, else its delegation token's owner, else the user
+ * it claims (a plaintext cluster); undefined when that cannot be read.
+ */
+function callerName(o: DfsClientOptions): string | undefined {
+  if (o.security?.cert) {
+    let subject: string;
+    try {
+      subject = new X509Certificate(readFileSync(o.security.cert)).subject;
+    } catch {
+      return undefined;
+    }
+    const fields = subject.split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]);
+    return identityOfCertificate({ subject: Object.fromEntries(fields) as Record<string, string> })?.name;
+  }
+  if (o.dfsToken) return unverifiedTokenOwner(o.dfsToken);
+  return o.user;
+}

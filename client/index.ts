@@ -1,6 +1,6 @@
 /** Harvest's public TypeScript API. */
 export { JobClient, TERMINAL_STATES } from "./job-client.js";
-export type { JobHistoryEntry, JobReport, NodeInfo } from "./job-client.js";
+export type { JobHistoryEntry, JobReport, NodeInfo, SubmittedJob } from "./job-client.js";
 export { DfsClient, chunkChecksums, CHUNK_BYTES } from "./dfs-client.js";
 export type { DfsClientOptions, DfsCreateOptions, DfsDatanode, DfsFileStatus, DfsFsckReport } from "./dfs-client.js";
 export { HarvestError, isHarvestError } from "../common/errors.js";

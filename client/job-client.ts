@@ -107,11 +107,27 @@ export class JobClient {
    * its DFS path.
    */
   async submit(dagJson: string, user = process.env["USER"] ?? "unknown", options: SubmitOptions = {}): Promise<string> {
+    return (await this.submitJob(dagJson, user, options)).appId;
+  }
+
+  /**
+   * {@link submit}, resolving to the application id and the accounts its containers will run as: the distinct
+   * descriptions the running node managers gave ("unknown" for one that gave none), which `harvest job submit` prints.
+   */
+  async submitJob(
+    dagJson: string,
+    user = process.env["USER"] ?? "unknown",
+    options: SubmitOptions = {},
+  ): Promise<SubmittedJob> {
     const nn = this.namenodeForTokens();
     if (!this.options.nnAddress)
-      return (
-        await call(this.rm, this.rm.submitApplication, { dagJson, user, dfsToken: "", appId: "", stagingDir: "" })
-      ).appId;
+      return await call(this.rm, this.rm.submitApplication, {
+        dagJson,
+        user,
+        dfsToken: "",
+        appId: "",
+        stagingDir: "",
+      });
     const dfs = new DfsClient(this.options.nnAddress, {
       ...(this.options.security ? { security: this.options.security } : {}),
       user,
@@ -120,15 +136,13 @@ export class JobClient {
       const { appId } = await call(this.rm, this.rm.getNewApplication, {});
       const dfsToken = nn ? (await call(nn, nn.getDelegationToken, { lifetimeMs: 0, job: appId })).token : "";
       const staged = await stageJob(dfs, appId, dagJson, options.baseDir ?? process.cwd());
-      return (
-        await call(this.rm, this.rm.submitApplication, {
-          dagJson: staged.dagJson,
-          user,
-          dfsToken,
-          appId,
-          stagingDir: staged.stagingDir,
-        })
-      ).appId;
+      return await call(this.rm, this.rm.submitApplication, {
+        dagJson: staged.dagJson,
+        user,
+        dfsToken,
+        appId,
+        stagingDir: staged.stagingDir,
+      });
     } finally {
       nn?.close();
       dfs.close();
@@ -235,6 +249,13 @@ export class JobClient {
     this.rm.close();
     for (const nm of this.nms.values()) nm.close();
   }
+}
+
+/** A submitted job: its id, and the accounts its containers will run as (see {@link JobClient.submitJob}). */
+export interface SubmittedJob {
+  appId: string;
+  /** The running node managers' distinct descriptions of the account containers run as, sorted. */
+  containersRunAs: string[];
 }
 
 /** Options of one submission. */

@@ -110,3 +110,18 @@ export class DelegationTokens {
     return createHmac("sha256", this.key).update(body).digest();
   }
 }
+
+/**
+ * The owner a delegation token names, read without checking its signature: what its holder learns of itself (the home
+ * its relative paths resolve against). Never a ground to grant anything; undefined for anything that is not a token.
+ */
+export function unverifiedTokenOwner(token: string): string | undefined {
+  const parts = token.split(".");
+  if (parts.length !== 3 || token.length > 2048) return undefined;
+  try {
+    const claims = JSON.parse(Buffer.from(parts[1]!, "base64url").toString("utf8")) as Partial<DelegationClaims>;
+    return typeof claims.owner === "string" ? claims.owner : undefined;
+  } catch {
+    return undefined;
+  }
+}

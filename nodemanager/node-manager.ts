@@ -365,6 +365,7 @@ export class NodeManager extends ServingDaemon {
       ],
       powerProfile: this.options.powerProfile,
       chassis: this.options.powerDomain,
+      containersRunAs: String(this.accounts.describe().runAs),
     };
   }
 

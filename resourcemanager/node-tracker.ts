@@ -42,6 +42,8 @@ export interface NodeEntry {
   capacity: Resources;
   primaryUsage: Resources;
   primarySource: string;
+  /** Which account its containers run as, in the node manager's words; "" when it did not say (an older one). */
+  containersRunAs: string;
   lastHeartbeatMs: number;
   /** Changed only through NODE_MACHINE. Invariant: stream === undefined when state is LOST. */
   state: NodeState;
@@ -51,6 +53,12 @@ export interface NodeEntry {
   /** The last heartbeats' samples, oldest first (the web UI's live charts); kept across re-registrations. */
   recent: RingBuffer<NodeSample>;
 }
+
+/** Longest account description a node may register (one human line). */
+const MAX_RUN_AS_CHARS = 512;
+
+/** What stands for the account of a node that registered without describing it (an older node manager). */
+export const UNKNOWN_RUN_AS = "unknown";
 
 /** Heartbeat samples kept per node for the live charts (two minutes at the default 1 s interval). */
 export const NODE_SAMPLES_KEPT = 120;
@@ -147,6 +155,16 @@ export class NodeTracker {
     return this.nodes.values();
   }
 
+  /**
+   * The distinct accounts containers run as on the running nodes, as their node managers described them, sorted;
+   * `UNKNOWN_RUN_AS` for a node that did not say (what `harvest job submit` shows).
+   */
+  containersRunAs(): string[] {
+    const lines = new Set<string>();
+    for (const n of this.nodes.values()) if (n.state === "RUNNING") lines.add(n.containersRunAs || UNKNOWN_RUN_AS);
+    return [...lines].sort();
+  }
+
   /** Node ids, sorted (for messages). */
   ids(): string[] {
     return [...this.nodes.keys()].sort();
@@ -200,6 +218,12 @@ export class NodeTracker {
       throw new HarvestError("INVALID_ARGUMENT", "node registration needs nmAddress", {
         details: { field: "nmAddress" },
       });
+    if (reg.containersRunAs.length > MAX_RUN_AS_CHARS || /\p{Cc}/u.test(reg.containersRunAs))
+      throw new HarvestError(
+        "INVALID_ARGUMENT",
+        `containersRunAs must be one line of at most ${MAX_RUN_AS_CHARS} characters without control characters`,
+        { details: { field: "containersRunAs" } },
+      );
     const chassis = reg.chassis ? normalizeDomainPath(reg.chassis, "chassis") : "";
     const profile = this.powerProfile(reg.powerProfile, nodeId);
     const existing = this.nodes.get(nodeId);
@@ -211,6 +235,7 @@ export class NodeTracker {
       capacity,
       primaryUsage: existing?.primaryUsage ?? { vcoresMilli: 0, memoryMb: 0 },
       primarySource: reg.primarySource,
+      containersRunAs: reg.containersRunAs,
       lastHeartbeatMs: clock.nowMs(),
       state: existing ? NODE_MACHINE.next(existing.state, "registered", nodeId) : "RUNNING",
       stream,

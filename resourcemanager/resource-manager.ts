@@ -395,10 +395,12 @@ export class ResourceManager extends ServingDaemon {
     this.server.addService(proto.ApplicationClientService.service, {
       GetNewApplication: unary((_req, c) => this.apps.reserveAppId(gate.principal(c).name)),
       SubmitApplication: unary(
-        (req: { dagJson: string; user: string; dfsToken: string; appId: string; stagingDir: string }, c) => {
+        async (req: { dagJson: string; user: string; dfsToken: string; appId: string; stagingDir: string }, c) => {
           // With TLS the submitter is the certificate's name, whatever the request claims.
           const who = gate.principal(c, req.user);
-          return this.apps.submit(req.dagJson, who.name, req.dfsToken, req.appId, req.stagingDir);
+          const { appId } = await this.apps.submit(req.dagJson, who.name, req.dfsToken, req.appId, req.stagingDir);
+          // The node managers decide the account; the submitter learns what the running ones said they do.
+          return { appId, containersRunAs: this.nodes.containersRunAs() };
         },
       ),
       GetApplication: unary((req: { appId: string }) => this.apps.report(this.apps.getApp(req.appId))),

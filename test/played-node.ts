@@ -28,7 +28,7 @@ export class PlayedNode {
   }
 
   /** Opens the stream and registers; resolves once the resource manager acknowledged, rejects with its error. */
-  register(extra: { chassis?: string; powerProfile?: string } = {}): Promise<void> {
+  register(extra: { chassis?: string; powerProfile?: string; containersRunAs?: string } = {}): Promise<void> {
     const stream = this.tracker.nodeChannel();
     this.stream = stream;
     return new Promise((resolve, reject) => {

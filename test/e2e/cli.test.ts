@@ -12,6 +12,7 @@ import { DATA_CLIENT_NODE_OPTIONS, DEFAULT_NODE_OPTIONS } from "../../localclust
 import { MALLOC_TUNABLES, TUNABLES_VARIABLE } from "../../localcluster/malloc-tunables.js";
 import type { ClusterDescriptor } from "../../localcluster/cluster.js";
 import { procStatFields } from "../../common/proc-stats.js";
+import { localUserName } from "../../common/fs-permission.js";
 import { runHarvest } from "../processes.js";
 import type { CliRun } from "../processes.js";
 import { requireBuild } from "../integration/harness.js";
@@ -128,6 +129,8 @@ describe("the harvest CLI", () => {
     expect(submit.code, submit.stderr + submit.stdout).toBe(0);
     expect(submit.stdout).toMatch(/succeeded in/);
     expect(submit.stdout).toContain("extract");
+    // What the node managers said their containers run as, right after the id.
+    expect(submit.stdout).toMatch(/^submitted application_\d+_\d+\ncontainers run as: \S/);
     const appId = /submitted (application_\d+_\d+)/.exec(submit.stdout)?.[1];
     expect(appId).toBeDefined();
 
@@ -215,6 +218,13 @@ describe("the harvest CLI", () => {
     expect(harvest("fs", "cat", "/inputs/text.txt").stdout).toBe(readFileSync(corpus, "utf8"));
     expect(harvest("fs", "rm", "-r", "/inputs").code).toBe(0);
     expect(harvest("fs", "stat", "/inputs").code).toBe(1);
+    // A person's home, as the admin makes it; a relative path is below the caller's own home.
+    const home = harvest("admin", "user", "add", "alice", "--json");
+    expect(home.code, home.stderr).toBe(0);
+    expect(JSON.parse(home.stdout)).toMatchObject({ path: "/user/alice", owner: "alice", mode: 0o700, created: true });
+    const relative = harvest("fs", "mkdir", "scratch", "--json");
+    expect(relative.code, relative.stderr).toBe(0);
+    expect((JSON.parse(relative.stdout) as { path: string }).path).toBe(`/user/${localUserName()}/scratch`);
 
     // Primary tenants and their history, as an operator registers them.
     expect(harvest("admin", "tenant", "register", "web", "--environment", "prod", "--function", "frontend").code).toBe(

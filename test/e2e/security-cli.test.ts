@@ -1,6 +1,6 @@
 /** `harvest security init|issue` as an operator runs them: a CA, certificates by role, refusals that say why. */
 import { X509Certificate } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -63,11 +63,45 @@ describe("harvest security", () => {
     expect(statSync(join(dir, "out", "alice-key.pem")).mode & 0o077).toBe(0);
   });
 
+  it("writes a person's client bundle that harvest reads from ~/.harvest, and says so when it knows no cluster", () => {
+    const home = join(dir, "home-alice");
+    const noCluster = { HOME: home, HARVEST_CONF: "", HARVEST_CLUSTER_DIR: "" };
+    const r = runHarvest(
+      ["security", "issue", "--dir", ca, "--name", "alice2", "--role", "user", "--rm-address", "127.0.0.1:8032"],
+      { env: noCluster, timeoutMs: 60_000 },
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const bundle = join(ca, "users", "alice2");
+    expect(r.stdout).toContain(`cp -p ${bundle}/* ~/.harvest/`);
+    expect(JSON.parse(readFileSync(join(bundle, "client.json"), "utf8"))).toEqual({
+      rmAddress: "127.0.0.1:8032",
+      ca: "ca.pem",
+      cert: "alice2.pem",
+      key: "alice2-key.pem",
+    });
+    expect(statSync(bundle).mode & 0o777).toBe(0o700);
+    expect(statSync(join(bundle, "alice2-key.pem")).mode & 0o777).toBe(0o600);
+    // Copied to ~/.harvest, it is what harvest reads with no flag (here it names no namenode, and says where).
+    cpSync(bundle, join(home, ".harvest"), { recursive: true });
+    const ls = runHarvest(["fs", "ls"], { env: noCluster });
+    expect(ls.stderr).toContain(`${join(home, ".harvest", "client.json")} names no namenode`);
+    // With no address and no cluster of this CA to be found: the certificate, and what to add for the rest.
+    const elsewhere = { ...noCluster, HOME: join(dir, "home-operator") };
+    const bare = runHarvest(["security", "issue", "--dir", ca, "--name", "bob", "--role", "user"], { env: elsewhere });
+    expect(bare.code, bare.stderr).toBe(0);
+    expect(bare.stdout).toContain("no client configuration written");
+    expect(existsSync(join(ca, "users", "bob", "bob-key.pem"))).toBe(true);
+    expect(existsSync(join(ca, "users", "bob", "client.json"))).toBe(false);
+  });
+
   it("refuses an unknown role, a daemon without hosts, a bad name and a missing CA, saying why", () => {
     const cases: [string[], string][] = [
       [["--name", "x", "--role", "wizard"], "--role"],
       [["--name", "n1", "--role", "daemon"], "--host"],
       [["--name", "../etc", "--role", "user"], "bad name"],
+      [["--name", "ca", "--role", "user"], "would overwrite or leave"],
+      [["--name", "..", "--role", "user"], "would overwrite or leave"],
+      [["--name", "eve", "--role", "user", "--out", ca], "--out"],
     ];
     for (const [args, why] of cases) {
       const r = harvest("security", "issue", "--dir", ca, ...args);
