@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { verifyContainer } from "../common/container-token.js";
 import { RESERVED_WORKDIR_NAMES, RESOURCE_VISIBILITIES, TASK_ENV } from "../common/dag-spec.js";
 import { HarvestError } from "../common/errors.js";
-import { isContainerId, parseAppId } from "../common/ids.js";
+import type { Principal } from "../common/auth.js";
+import { containerIdParts, isContainerId, parseAppId } from "../common/ids.js";
 import { fromWire } from "../common/resource.js";
 import type { Resources } from "../common/resource.js";
 import { CONTAINER_TOKEN_KINDS, STATUS_FILE_NAME, TOKEN_FILE_ENV } from "../common/task-contract.js";
@@ -100,6 +101,15 @@ export function checkStartRequest(
       });
   }
   return { grant, resource };
+}
+
+/**
+ * Whether a job manager, by its AM token (`who`), may start the container `req` asks for: a task of its own job,
+ * granted to its own attempt (an earlier attempt's token starts nothing, even before it expires).
+ */
+export function amMayStart(who: Principal, req: StartContainerRequestOutput): boolean {
+  const granted = containerIdParts(req.container?.id ?? "")?.attempt;
+  return who.appId === req.appId && !req.isAm && granted !== undefined && granted === who.attempt;
 }
 
 /** Where the node manager is, for a container's environment. */

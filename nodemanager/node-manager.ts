@@ -14,7 +14,7 @@ import { INSECURE_WARNING } from "../common/options.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { RegisteredStream } from "../common/registered-stream.js";
 import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
-import { containerIdParts, parseAppId } from "../common/ids.js";
+import { parseAppId } from "../common/ids.js";
 import { Logger } from "../common/log.js";
 import { grpcServerMetrics } from "../common/metrics.js";
 import type { DaemonState } from "../common/lifecycle.js";
@@ -33,7 +33,7 @@ import { NodeFiles } from "./node-files.js";
 import type { ExitCause } from "./container.js";
 import { resolveNodeManagerOptions } from "./options.js";
 import { ContainerAccounts } from "./run-as.js";
-import { checkAccountReach, checkStartRequest, containerEnvironment } from "./container-launch.js";
+import { amMayStart, checkAccountReach, checkStartRequest, containerEnvironment } from "./container-launch.js";
 import { reopenLeases, retireLeasedAccount } from "./retire-account.js";
 import { parseUidRange, UidLeases } from "./uid-leases.js";
 import type { ContainerAccount } from "./run-as.js";
@@ -283,12 +283,8 @@ export class NodeManager extends ServingDaemon {
     this.server.addService(proto.ContainerManager.service, {
       StartContainer: unary(async (req: StartContainerRequestOutput, c) => {
         const who = gate.principal(c);
-        // A job manager starts its own job's tasks, granted to its own attempt (an earlier attempt's token starts nothing).
-        if (gate.secure && who.role === "am") {
-          const granted = containerIdParts(req.container?.id ?? "")?.attempt;
-          const own = who.appId === req.appId && !req.isAm && granted === who.attempt;
-          requireAccess(own, who, `start a container of ${req.appId || "?"}`);
-        }
+        if (gate.secure && who.role === "am")
+          requireAccess(amMayStart(who, req), who, `start a container of ${req.appId || "?"}`);
         // Containers hold no certificate: they trust the cluster CA and authenticate by their tokens.
         if (this.options.tls) req.env = { ...req.env, HARVEST_CA: this.options.tls.ca };
         const started = await this.startContainer(req);
