@@ -17,7 +17,7 @@ import { chmodSync, existsSync, mkdtempSync, rmdirSync, rmSync, writeFileSync } 
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { ContainerAccounts, ContainerProcess, detectCgroups } from "../nodemanager/index.js";
+import { ContainerProcess, detectCgroups, fixedContainerAccount } from "../nodemanager/index.js";
 import type { CgroupController } from "../nodemanager/index.js";
 import { readProcessCpu } from "./node-bench.js";
 import { fmt, preciseNowMs, ratio, summarize, table } from "./report.js";
@@ -82,12 +82,7 @@ async function runBurstMode(mode: BurstMode, trials: number, windowMs: number): 
   const dir = mkdtempSync(join(tmpdir(), "harvest-burst-"));
   // The containers run as a default node manager's account (nobody under root), which must get into `dir`.
   chmodSync(dir, 0o755);
-  const account = new ContainerAccounts({
-    mode: "fixed",
-    fixed: "nobody",
-    minUid: 1000,
-    trustSubmitter: false,
-  }).accountFor("", "");
+  const account = fixedContainerAccount("nobody");
   const containers: ContainerProcess[] = [];
   try {
     if (mode !== "alone") {

@@ -28,4 +28,4 @@ export type { CappingOptions, CappingState } from "./policy/capping-controller.j
 export { PowerModel, SEED_USAGE_FEATURES } from "./policy/power-model.js";
 export type { EntityUsage, UsageFeature } from "./policy/power-model.js";
 export { ContainerProcess } from "./container.js";
-export { ContainerAccounts } from "./run-as.js";
+export { ContainerAccounts, fixedContainerAccount } from "./run-as.js";

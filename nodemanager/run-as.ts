@@ -187,6 +187,14 @@ export class ContainerAccounts {
   }
 }
 
+/**
+ * The account every container of a "fixed" node manager with `containerUser` `name` runs as (its own when it is not
+ * root): what tests and benchmarks that launch containers directly run them as.
+ */
+export function fixedContainerAccount(name: string): ContainerAccount {
+  return new ContainerAccounts({ mode: "fixed", fixed: name, minUid: 1000, trustSubmitter: false }).accountFor("", "");
+}
+
 /** The one account of "fixed" mode; CONFIG_INVALID when there is none or it is root or in group root. */
 function checkedFixed(name: string): ContainerAccount {
   const fallback = lookupAccount(name);

@@ -29,7 +29,7 @@ import {
 import { detectCgroups } from "../../nodemanager/cgroups.js";
 import type { CgroupController } from "../../nodemanager/cgroups.js";
 import { ContainerProcess } from "../../nodemanager/container.js";
-import { ContainerAccounts } from "../../nodemanager/run-as.js";
+import { fixedContainerAccount } from "../../nodemanager/run-as.js";
 
 const appId = TEST_APP_ID;
 let dataDir = "";
@@ -50,12 +50,7 @@ afterAll(() => {
 });
 
 // Containers run as a default node manager's account (nobody when these tests run as root).
-const account = new ContainerAccounts({
-  mode: "fixed",
-  fixed: "nobody",
-  minUid: 1000,
-  trustSubmitter: false,
-}).accountFor("", "");
+const account = fixedContainerAccount("nobody");
 
 beforeEach(() => {
   dataDir = mkdtempSync(join(tmpdir(), "harvest-leftovers-"));

@@ -11,17 +11,12 @@ import { detectCgroups } from "../../nodemanager/cgroups.js";
 import type { CgroupController } from "../../nodemanager/cgroups.js";
 import type { ContainerSpec } from "../../nodemanager/container.js";
 import { CONTAINER_SYSTEM_PATH, ContainerProcess, expandArg } from "../../nodemanager/container.js";
-import { ContainerAccounts } from "../../nodemanager/run-as.js";
+import { fixedContainerAccount } from "../../nodemanager/run-as.js";
 
 const tmp = mkdtempSync(join(tmpdir(), "harvest-container-process-"));
 // Containers run as a default node manager's account (nobody when these tests run as root), which must get in here.
 chmodSync(tmp, 0o755);
-const account = new ContainerAccounts({
-  mode: "fixed",
-  fixed: "nobody",
-  minUid: 1000,
-  trustSubmitter: false,
-}).accountFor("", "");
+const account = fixedContainerAccount("nobody");
 const started: ContainerProcess[] = [];
 const strayPids: number[] = [];
 

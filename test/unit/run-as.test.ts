@@ -30,6 +30,7 @@ import {
   assertCanEnter,
   assertCanExecute,
   ContainerAccounts,
+  fixedContainerAccount,
   handJobDirTo,
   lookupAccount,
   ownAccount,
@@ -175,12 +176,7 @@ describe.skipIf(!asRoot)("a container launched by a root node manager", () => {
   const cgroups = detectCgroups(groupName, "auto");
   const noCgroups = detectCgroups(`${groupName}-unused`, "none");
   const started: ContainerProcess[] = [];
-  const account = new ContainerAccounts({
-    mode: "fixed",
-    fixed: "nobody",
-    minUid: 1000,
-    trustSubmitter: false,
-  }).accountFor("", "root");
+  const account = fixedContainerAccount("nobody");
 
   beforeAll(() => {
     tmp = mkdtempSync(join(tmpdir(), "harvest-run-as-"));
