@@ -13,6 +13,7 @@ import { cappingBench } from "./capping.js";
 import { checksumsBench } from "./checksums.js";
 import { classifyBench } from "./classify.js";
 import { deletesBench } from "./deletes.js";
+import { launchBench } from "./launch.js";
 import { dfsBench } from "./dfs.js";
 import { namenodeBench } from "./namenode.js";
 import { powerModelBench } from "./powermodel.js";
@@ -33,6 +34,7 @@ const BENCHES: readonly BenchDefinition[] = [
   classifyBench,
   powerModelBench,
   cappingBench,
+  launchBench,
 ];
 
 function usage(): string {

@@ -6,10 +6,9 @@
  * cluster and as the submitter on a plaintext one.
  */
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { DfsClient } from "../../client/dfs-client.js";
 import { containerProcessFile } from "../../common/container-leftovers.js";
 import { isHarvestError } from "../../common/errors.js";
@@ -45,12 +44,13 @@ async function stagingRemoved(dfs: DfsClient, staging: string): Promise<void> {
 
 describe("a job staged in the DFS", () => {
   const cluster = suiteCluster({ idleServers: 2, vcores: 2 });
-  const shared = mkdtempSync(join(tmpdir(), "harvest-staging-"));
-  chmodSync(shared, 0o1777);
-  afterAll(() => rmSync(shared, { recursive: true, force: true }));
 
   it("keeps its DAG and journal in the submitter's staging directory, recovers a killed job manager from it, and goes at the end", async () => {
     const c = cluster();
+    // In the cluster's directory, where the tasks (each job's own account, with a private /tmp) can write too.
+    const shared = join(c.work, "shared");
+    mkdirSync(shared);
+    chmodSync(shared, 0o1777);
     const log = join(shared, "runs.log");
     const go = join(shared, `go-${randomBytes(3).toString("hex")}`);
     const vertex = (name: string, parallelism: number) => ({

@@ -117,7 +117,8 @@ describe("the shuffle", () => {
 
   it("serves a job's outputs to its own tasks only, never what a link points at, and removes them at the job's end", async () => {
     const c = cluster();
-    const go = join(tmpdir(), `harvest-go-${randomBytes(4).toString("hex")}`);
+    // In the cluster's directory: the tasks, each job's own account with a private /tmp, look for it there.
+    const go = join(c.work, `harvest-go-${randomBytes(4).toString("hex")}`);
     const env = { SECRET_FILE: secret, GO_FILE: go };
     // Each job's consumer waits for the go-ahead, so the jobs run while their producers' outputs are fetched.
     const a = await c.client.submit(dag("a", env, true));
@@ -164,7 +165,8 @@ describe("the shuffle", () => {
 
   it("runs a producer again when its outputs are lost before the consumer fetched them, counting no failure", async () => {
     const c = cluster();
-    const go = join(tmpdir(), `harvest-go-${randomBytes(4).toString("hex")}`);
+    // In the cluster's directory: the tasks, each job's own account with a private /tmp, look for it there.
+    const go = join(c.work, `harvest-go-${randomBytes(4).toString("hex")}`);
     const appId = await c.client.submit(dag("lost", { SECRET_FILE: secret, GO_FILE: go }, true));
     // The producer has succeeded and the consumer waits: the producer's node loses its outputs (a reimaged disk).
     await producerDone(c, appId);

@@ -13,8 +13,8 @@ import { codeOf } from "../error-code.js";
 import { TOKEN_METADATA } from "../../common/auth.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import { TOKEN_FILE_NAME } from "../../common/task-contract.js";
-import { cpuVertex, startTestCluster, waitForJob } from "./harness.js";
-import type { TestCluster } from "./harness.js";
+import { cpuVertex, startTestCluster, waitForJob } from "../integration/harness.js";
+import type { TestCluster } from "../integration/harness.js";
 
 const LIFETIME_MS = 10_000;
 
