@@ -1,9 +1,9 @@
 /**
  * What a container's account costs at launch: the time from a node manager's spawn to the exit of a container that
- * does nothing (`/bin/true`), for the node manager's own account (no switch), one fixed account (setpriv's
- * no_new_privs, the stock one-account behaviour), and an account of the application's own with a private /tmp and
- * /dev/shm (unshare, three mounts, setpriv). Launches of the three kinds alternate, so load hits each alike. The two
- * switching kinds need root; without it only the first runs.
+ * does nothing (`/bin/true`), as a root node manager runs it: as one fixed account (the stock one-account behaviour,
+ * setpriv's no_new_privs), as an account of the application's own sharing the server's /tmp, and as one with a
+ * private /tmp and /dev/shm (unshare, three mounts, setpriv). Launches of the kinds alternate, so load hits each
+ * alike. Without root only the node manager's own account runs (it cannot switch).
  */
 import { mkdtempSync, rmSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,11 +23,12 @@ const FLAGS = {
   launches: { kind: "int", default: 40, min: 1, help: "launches of each kind" },
 } satisfies Record<string, FlagSpec>;
 
-type Kind = "own" | "fixed" | "application";
+type Kind = "own" | "fixed" | "leased" | "application";
 
 const LABEL: Record<Kind, string> = {
-  own: "the node manager's own account",
+  own: "the node manager's own account (not root)",
   fixed: "one fixed account (setpriv)",
+  leased: "the application's own, shared /tmp (setpriv)",
   application: "the application's own, private /tmp (unshare + mounts + setpriv)",
 };
 
@@ -38,15 +39,16 @@ export const launchBench: BenchDefinition = {
   async run(argv, progress): Promise<BenchReport> {
     const f = parseFlags(argv, FLAGS);
     const root = process.getuid?.() === 0;
-    const kinds: Kind[] = root && PRIVATE_TMP ? ["own", "fixed", "application"] : ["own"];
+    // A root node manager never runs a container as itself; one that is not root cannot switch.
+    const kinds: Kind[] = !root ? ["own"] : PRIVATE_TMP ? ["fixed", "leased", "application"] : ["fixed", "leased"];
     const dir = mkdtempSync(join(tmpdir(), "harvest-launch-bench-"));
     chmodSync(dir, 0o755);
     const cgroups = detectCgroups("harvest-launch-bench", "none");
     const fixed = root ? fixedContainerAccount("nobody") : ownAccount();
     // A uid of systemd's dynamic range that no account uses here (the bench leases nothing: it runs alone).
     const leased: ContainerAccount = { name: "harvest-65000", uid: 65000, gid: 65000, home: "" };
-    const account: Record<Kind, ContainerAccount> = { own: ownAccount(), fixed, application: leased };
-    const ms: Record<Kind, number[]> = { own: [], fixed: [], application: [] };
+    const account: Record<Kind, ContainerAccount> = { own: ownAccount(), fixed, leased, application: leased };
+    const ms: Record<Kind, number[]> = { own: [], fixed: [], leased: [], application: [] };
     let seq = 0;
     try {
       for (let i = 0; i < f.launches; i++) {
@@ -82,7 +84,8 @@ export const launchBench: BenchDefinition = {
     }
     const s = Object.fromEntries(kinds.map((k) => [k, summarize(ms[k])])) as Record<Kind, Summary>;
     const lines = [
-      `Container launch to exit of /bin/true, ${f.launches} launches of each kind, alternating${root ? "" : " (not root: own account only)"}`,
+      `Container launch to exit of /bin/true, ${f.launches} launches of each kind, alternating` +
+        (root ? "" : " (not root: its own account only)"),
       "",
       ...table(
         ["account", "p50 ms", "p99 ms", "max ms", "p50 / fixed"],
