@@ -9,10 +9,14 @@ import { mkdtempSync, rmSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { formatContainerId } from "../common/ids.js";
-import { detectCgroups } from "../nodemanager/cgroups.js";
-import { ContainerProcess, PRIVATE_TMP } from "../nodemanager/container.js";
-import { fixedContainerAccount, ownAccount } from "../nodemanager/run-as.js";
-import type { ContainerAccount } from "../nodemanager/run-as.js";
+import {
+  ContainerProcess,
+  detectCgroups,
+  fixedContainerAccount,
+  ownAccount,
+  PRIVATE_TMP,
+} from "../nodemanager/index.js";
+import type { ContainerAccount } from "../nodemanager/index.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import type { FlagSpec } from "./flags.js";

@@ -27,5 +27,6 @@ export { resolveCappingOptions } from "./policy/capping-controller.js";
 export type { CappingOptions, CappingState } from "./policy/capping-controller.js";
 export { PowerModel, SEED_USAGE_FEATURES } from "./policy/power-model.js";
 export type { EntityUsage, UsageFeature } from "./policy/power-model.js";
-export { ContainerProcess } from "./container.js";
-export { ContainerAccounts, fixedContainerAccount } from "./run-as.js";
+export { ContainerProcess, PRIVATE_TMP } from "./container.js";
+export { ContainerAccounts, fixedContainerAccount, ownAccount } from "./run-as.js";
+export type { ContainerAccount } from "./run-as.js";
