@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { packageRoot } from "../../common/paths.js";
 import { waitFor } from "../wait-for.js";
-import { suiteCluster, taskOutputs } from "./harness.js";
+import { suiteCluster, taskOutputs } from "../integration/harness.js";
 
 const BLOCK = 64 * 1024;
 const TASK = { vcores: 0.5, memoryMb: 256 };
