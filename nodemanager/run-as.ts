@@ -20,8 +20,10 @@ import {
   fchmodSync,
   fchownSync,
   fstatSync,
+  lchownSync,
   lstatSync,
   openSync,
+  readdirSync,
   readFileSync,
   realpathSync,
 } from "node:fs";
@@ -310,6 +312,26 @@ function assertCanUse(file: string, account: ContainerAccount, what: string, bit
     );
 }
 
+/**
+ * Gives every entry below `dir` that is not `account`'s and not the resource manager's dag.json to `account`, never
+ * following a link (lchown); `depth` bounds the walk.
+ */
+function handEntriesTo(dir: string, account: ContainerAccount, depth = 4): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const path = join(dir, name);
+    const st = lstatSync(path, { throwIfNoEntry: false });
+    if (!st || (depth === 4 && name === "dag.json")) continue;
+    if (st.uid !== account.uid || st.gid !== account.gid) lchownSync(path, account.uid, account.gid);
+    if (st.isDirectory() && depth > 0) handEntriesTo(path, account, depth - 1);
+  }
+}
+
 /** Mode of a job's staging directory once handed to its account: its job manager's and tasks' data alone. */
 const JOB_DIR_MODE = 0o700;
 
@@ -350,6 +372,9 @@ export function handJobDirTo(jobDir: string, account: ContainerAccount, nmDataDi
     const st = fstatSync(fd);
     if (st.uid !== account.uid || st.gid !== account.gid) fchownSync(fd, account.uid, account.gid);
     if ((st.mode & 0o7777) !== JOB_DIR_MODE) fchmodSync(fd, JOB_DIR_MODE);
+    // What an earlier attempt's job manager wrote there (its journal) was its account's, which may differ from this
+    // one's (another server's lease for the same job): this attempt takes it over. dag.json stays the RM's.
+    handEntriesTo(jobDir, account);
   } finally {
     closeSync(fd);
   }

@@ -51,7 +51,10 @@ describe("a job staged in the DFS", () => {
     const shared = join(c.work, "shared");
     mkdirSync(shared);
     chmodSync(shared, 0o1777);
+    // Made here: the job's tasks on two node managers run as two accounts (each leases the job a uid of its own).
     const log = join(shared, "runs.log");
+    writeFileSync(log, "", { mode: 0o666 });
+    chmodSync(log, 0o666);
     const go = join(shared, `go-${randomBytes(3).toString("hex")}`);
     const vertex = (name: string, parallelism: number) => ({
       name,

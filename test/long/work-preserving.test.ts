@@ -3,7 +3,7 @@
  * processes, start it again, and check from the tasks' own records that no finished task ran again and no running
  * task was killed; kill -9 a node manager and check that its containers did not outlive it.
  */
-import { chmodSync, existsSync, readFileSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { alive } from "../processes.js";
 import { waitFor } from "../wait-for.js";
@@ -49,6 +49,17 @@ function runs(log: string): { starts: Map<string, number>; dones: Map<string, nu
   return { starts, dones };
 }
 
+/**
+ * A log every task of a job appends to, made before the job: a job's containers on two node managers run as two
+ * accounts (each node manager leases the job its own uid), so the file must not belong to the first task's.
+ */
+function sharedLog(dir: string, name: string): string {
+  const log = join(dir, name);
+  writeFileSync(log, "", { mode: 0o666 });
+  chmodSync(log, 0o666);
+  return log;
+}
+
 /** The resource manager's resync window in these tests. */
 const RESYNC_WINDOW_MS = 5_000;
 
@@ -77,7 +88,7 @@ describe("work-preserving restarts (kill -9)", () => {
   afterAll(() => c?.stop());
 
   it("a resource manager killed mid-job keeps every running task and re-runs none that finished while it was down", async () => {
-    const log = join(logs, "rm.log");
+    const log = sharedLog(logs, "rm.log");
     const appId = await c.client.submit(markedJob("rm-kill", log, 5));
     await waitFor(() => runs(log).starts.size === 5, { what: "every task to start", timeoutMs: 30_000 });
     process.kill(readCluster(c.dir).rm.pid, "SIGKILL");
@@ -96,7 +107,7 @@ describe("work-preserving restarts (kill -9)", () => {
   });
 
   it("a job manager killed mid-job is replaced by an attempt that takes over its running tasks", async () => {
-    const log = join(logs, "jm.log");
+    const log = sharedLog(logs, "jm.log");
     const appId = await c.client.submit(markedJob("jm-kill", log, 5));
     await waitFor(() => runs(log).starts.size === 5, { what: "every task to start", timeoutMs: 30_000 });
     const status = await c.client.status(appId);
@@ -115,7 +126,7 @@ describe("work-preserving restarts (kill -9)", () => {
   });
 
   it("a node manager still down when a restarted resource manager's window ends: its finished tasks count, none re-run", async () => {
-    const log = join(logs, "late-node.log");
+    const log = sharedLog(logs, "late-node.log");
     const appId = await c.client.submit(markedJob("late-node", log, 5));
     await waitFor(() => runs(log).starts.size === 5, { what: "every task to start", timeoutMs: 30_000 });
     const status = await c.client.status(appId);
@@ -155,7 +166,7 @@ describe("work-preserving restarts (kill -9)", () => {
   });
 
   it("the containers of a node manager killed with -9 die with it, and their tasks finish elsewhere once", async () => {
-    const log = join(logs, "nm.log");
+    const log = sharedLog(logs, "nm.log");
     const appId = await c.client.submit(markedJob("nm-kill", log, 4));
     await waitFor(() => runs(log).starts.size === 4, { what: "every task to start", timeoutMs: 30_000 });
     const status = await c.client.status(appId);

@@ -5,6 +5,7 @@
 import { execFileSync } from "node:child_process";
 import {
   chmodSync,
+  chownSync,
   copyFileSync,
   existsSync,
   mkdirSync,
@@ -369,6 +370,23 @@ describe.skipIf(!asRoot)("a container launched by a root node manager", () => {
       // Again (a second job-manager attempt): nothing changes.
       handJobDirTo(dir, nobody, nmDataDir);
       expect(statSync(dir).mode & 0o777).toBe(0o700);
+    });
+
+    it("is taken over by a later attempt's account with what the earlier one wrote, never through a link", () => {
+      const dir = jobDir("application_1700000000000_0009");
+      const earlier = { name: "harvest-61990", uid: 61990, gid: 61990, home: "" };
+      const later = { name: "harvest-61991", uid: 61991, gid: 61991, home: "" };
+      handJobDirTo(dir, earlier, nmDataDir);
+      writeFileSync(join(dir, "journal.jsonl"), "{}\n", { mode: 0o600 });
+      chownSync(join(dir, "journal.jsonl"), earlier.uid, earlier.gid);
+      const outside = join(tmp, "root-owned");
+      writeFileSync(outside, "root's");
+      symlinkSync(outside, join(dir, "link"));
+      handJobDirTo(dir, later, nmDataDir);
+      expect(statSync(dir).uid).toBe(later.uid);
+      expect(statSync(join(dir, "journal.jsonl")).uid).toBe(later.uid);
+      expect(statSync(join(dir, "dag.json")).uid).toBe(0);
+      expect(statSync(outside).uid).toBe(0);
     });
 
     it("is refused when it is a symbolic link, holds no dag.json, lies in the node manager's data, or is relative", () => {
