@@ -396,16 +396,18 @@ export function privateTmpUnsupported(): string | undefined {
  * execs the next, so the container's pid stays the one the node manager spawned.
  *
  * What the container must still reach below /tmp or /var/tmp (a test cluster's whole directory lives there) is bound
- * into the private directory first, under the name of its top folder there, and comes along with it (a recursive
- * bind). The private directory is mounted through a descriptor opened before: it may itself lie below /tmp. These
- * mounts exist in the container's namespace only: on the server, the folders they sit on are empty.
+ * into the private directory first, under the name of its top folder there, with what is mounted inside it (a
+ * recursive bind: the masks a host's mount namespace has over other hosts' directories stay), and comes along with
+ * it; nothing else of the server's /tmp does. The private
+ * directory is mounted through a descriptor opened before: it may itself lie below /tmp. These mounts exist in the
+ * container's namespace only: on the server, the folders they sit on are empty.
  */
 function privateTmpPrelude(spec: ContainerSpec, tools: NonNullable<typeof PRIVATE_TMP>): string[] {
-  const keep = tmpFoldersToKeep(spec.privateTmp?.keep ?? []);
+  const keep = tmpPathsToKeep(spec.privateTmp?.keep ?? []);
   const script =
     'm="$1"; t="$2"; s="$3"; n="$4"; shift 4; ' +
-    'while [ "$n" -gt 0 ]; do d="$t/${1##*/}"; mkdir -p "$d" && "$m" --bind "$1" "$d" || exit 125; ' +
-    "shift; n=$((n - 1)); done; " +
+    'while [ "$n" -gt 0 ]; do d="$t/$2"; mkdir -p "$d" && "$m" --rbind "$1" "$d" || exit 125; ' +
+    "shift 2; n=$((n - 1)); done; " +
     'exec 3<"$t" && "$m" --no-canonicalize --rbind /proc/self/fd/3 /tmp && ' +
     '{ [ ! -d /var/tmp ] || "$m" --no-canonicalize --rbind /proc/self/fd/3 /var/tmp; } && exec 3<&- && ' +
     '{ [ ! -d /dev/shm ] || "$m" -t tmpfs -o "size=$s,mode=1777,nosuid,nodev" harvest-shm /dev/shm; } && ' +
@@ -425,7 +427,7 @@ function privateTmpPrelude(spec: ContainerSpec, tools: NonNullable<typeof PRIVAT
     join(spec.workDir, TMP_DIR_NAME),
     `${Math.max(1, spec.memoryMb)}m`,
     String(keep.length),
-    ...keep,
+    ...keep.flatMap((k) => [k.source, k.below]),
     tools.setpriv,
     `--reuid=${uid}`,
     `--regid=${gid}`,
@@ -437,16 +439,16 @@ function privateTmpPrelude(spec: ContainerSpec, tools: NonNullable<typeof PRIVAT
 
 /**
  * The folders directly in /tmp or /var/tmp that hold one of `paths` (which a container must still reach once its
- * /tmp is private), one per name.
+ * /tmp is private): each (`source`) with its name there (`below`), one per name.
  */
-export function tmpFoldersToKeep(paths: readonly string[]): string[] {
+export function tmpPathsToKeep(paths: readonly string[]): { source: string; below: string }[] {
   const byName = new Map<string, string>();
   for (const p of paths) {
     if (!p) continue;
     const m = /^(\/tmp|\/var\/tmp)\/([^/]+)/.exec(resolve(p));
     if (m && m[2] !== "." && m[2] !== ".." && !byName.has(m[2]!)) byName.set(m[2]!, `${m[1]}/${m[2]}`);
   }
-  return [...byName.values()];
+  return [...byName].map(([below, source]) => ({ source, below }));
 }
 
 /** Runs the command at nice 19 from its first instruction, so that nothing it forks early escapes (no cgroups). */
