@@ -32,6 +32,7 @@ import { userInfo } from "node:os";
 import { dirname, isAbsolute, join, parse, relative, resolve, sep } from "node:path";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { invalidOption } from "../common/options.js";
+import { GETENT_PATHS } from "./uid-leases.js";
 import type { UidLeases } from "./uid-leases.js";
 
 /** A local account a container runs as. */
@@ -47,9 +48,6 @@ export interface ContainerAccount {
 
 /** Account names this module looks up (POSIX portable names; never a number, which getent reads as a uid). */
 const ACCOUNT_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?$/;
-
-/** Where the C library's `getent` lives (Debian and others; /bin is /usr/bin on merged-/usr systems). */
-const GETENT_PATHS = ["/usr/bin/getent", "/bin/getent"];
 
 /** Whether `name` is a well-formed account name. */
 export function isAccountName(name: string): boolean {
@@ -160,11 +158,6 @@ export class ContainerAccounts {
     }
     const uid = this.policy.leases!.acquire(appId);
     return { name: leasedAccountName(uid), uid, gid: uid, home: "" };
-  }
-
-  /** The leased uid of `appId`'s containers here, if it has one. */
-  leasedUid(appId: string): number | undefined {
-    return this.switches ? this.policy.leases?.uidOf(appId) : undefined;
   }
 
   /** How containers are run here, for the node manager's start-up log and the submitter. */

@@ -25,6 +25,9 @@ import {
 import { join } from "node:path";
 import { errorMessage, HarvestError } from "../common/errors.js";
 
+/** Where the C library's `getent` lives (Debian and others; /bin is /usr/bin on merged-/usr systems). */
+export const GETENT_PATHS = ["/usr/bin/getent", "/bin/getent"];
+
 /** An inclusive range of uids. */
 export interface UidRange {
   min: number;
@@ -59,7 +62,7 @@ export function parseUidRange(text: string): UidRange {
 export function accountIdsInUse(): Set<number> {
   const ids = new Set<number>();
   for (const db of ["passwd", "group"] as const) {
-    const getent = ["/usr/bin/getent", "/bin/getent"].find((p) => existsSync(p));
+    const getent = GETENT_PATHS.find((p) => existsSync(p));
     const r = getent ? spawnSync(getent, [db], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }) : undefined;
     let text = r && !r.error && r.status === 0 ? r.stdout : "";
     if (!text) {
@@ -163,11 +166,6 @@ export class UidLeases {
   /** The uid of `appId` if this holder has leased one. */
   uidOf(appId: string): number | undefined {
     return this.held.get(appId);
-  }
-
-  /** This holder's leases (application id -> uid). */
-  leases(): ReadonlyMap<string, number> {
-    return this.held;
   }
 
   /**

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { containerProcessFile } from "../../common/container-leftovers.js";
 import { lookupAccount } from "../../nodemanager/run-as.js";
 import { DEFAULT_UID_RANGE, parseUidRange } from "../../nodemanager/uid-leases.js";
+import { waitFor } from "../wait-for.js";
 import { cpuVertex, startTestCluster, taskOutputs } from "../integration/harness.js";
 import type { TestCluster } from "../integration/harness.js";
 
@@ -97,9 +98,11 @@ describe.skipIf(!asRoot)("a cluster whose node managers run as root", () => {
 
     // Once the job has ended its account is retired: the uid is released, what stays (the logs) is root's, and the
     // node manager still serves the logs.
-    await waitUntil(() =>
-      readdirSync(leaseDir).every((f) => !byNode.has(f) && ![...byNode.values()].includes(Number(f))),
-    );
+    await waitFor(() => readdirSync(leaseDir).every((f) => ![...byNode.values()].includes(Number(f))), {
+      what: "the job's account to be retired",
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     for (const { dir } of workDirsOf(appId)) {
       expect(statSync(dir).uid, dir).toBe(0);
       expect(statSync(join(dir, "stdout")).uid, dir).toBe(0);
@@ -143,11 +146,3 @@ describe.skipIf(!asRoot)("a cluster whose node managers run as root", () => {
     expect(ok.outcome, ok.diagnostics).toBe("JOB_SUCCEEDED");
   });
 });
-
-async function waitUntil(cond: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error("timed out waiting for the job's account to be retired");
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}

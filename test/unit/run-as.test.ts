@@ -39,6 +39,7 @@ import {
 import type { ContainerAccount } from "../../nodemanager/run-as.js";
 import { UidLeases } from "../../nodemanager/uid-leases.js";
 import { testGroupName } from "../cgroups.js";
+import { waitFor } from "../wait-for.js";
 import { nextTestContainerId, TEST_APP_ID, testContainerSpec } from "../containers.js";
 import { thrown } from "../error-code.js";
 
@@ -467,7 +468,7 @@ describe.skipIf(!asRoot || !PRIVATE_TMP)("containers of two applications, each u
     );
     // B knows where A's files are and which pid A has, as any process of the server can learn.
     const aTmp = join(a.s.workDir, "tmp", marker);
-    await waitFor(() => existsSync(aTmp));
+    await waitFor(() => existsSync(aTmp), { what: "A's file in its /tmp", timeoutMs: 10_000 });
     const b = launch(
       appB,
       `id -u; cat /tmp/${marker} /dev/shm/${marker} /tmp/../tmp/${marker} 2>&1; cat ${aTmp} 2>&1; ` +
@@ -502,14 +503,6 @@ describe.skipIf(!asRoot || !PRIVATE_TMP)("containers of two applications, each u
     expect(statSync(a.s.workDir).uid).toBe(0);
   });
 });
-
-async function waitFor(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe("lookupAccount", () => {
   it("asks the system's getent, never one that comes first on PATH", () => {
