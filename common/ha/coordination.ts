@@ -1,0 +1,91 @@
+/**
+ * The coordination service HA masters share: an etcd ensemble (3.4), reached with the cluster CA's mutual TLS and the
+ * masters' certificate (CN `harvest-master`, the only etcd user allowed Harvest's keys). Everything Harvest keeps there
+ * lives under `/harvest/<clusterId>/`; each master service has its own folder below (`nn/`, `rm/`).
+ *
+ * Why etcd (and not ZooKeeper): it speaks gRPC through the grpc-js Harvest already uses, a transaction can compare a
+ * key's create revision (the leader key's is the fencing epoch, see election.ts), leases are sessions, watches tail a
+ * log, and it authenticates clients by the CN of a certificate from the cluster CA. docs/ha.md says how to run it.
+ */
+import { readFileSync } from "node:fs";
+import { Etcd3 } from "etcd3";
+import type { Namespace } from "etcd3";
+import { HarvestError } from "../errors.js";
+
+/** How a master reaches the coordination service (a daemon option; undefined: no HA, LevelDB stores as always). */
+export interface HaCoordination {
+  /** The members' client URLs: `https://host:2379`, one per member. */
+  endpoints: string[];
+  /** The cluster CA's certificate (PEM file). */
+  ca: string;
+  /** The masters' certificate (CN harvest-master) and its key (PEM files). */
+  cert: string;
+  key: string;
+  /** Keys live under `/harvest/<clusterId>/`: one ensemble may serve several clusters. @default "harvest" */
+  clusterId?: string;
+  /** The election session's lifetime (s): how long after losing its host an active stays active. @default 5 */
+  sessionTtlS?: number;
+}
+
+/** Per-call deadline of unary etcd calls: a member cut off answers nothing, and the client moves to the next. */
+const CALL_DEADLINE_MS = 5_000;
+
+/** Checks a coordination option as given in a daemon's options file; throws CONFIG_INVALID saying what is wrong. */
+export function checkHaCoordination(value: unknown, field: string): HaCoordination {
+  const bad = (why: string): never => {
+    throw new HarvestError("CONFIG_INVALID", `${field} ${why}`, { details: { field } });
+  };
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    bad('must be an object like { "endpoints": ["https://host:2379"], "ca": ..., "cert": ..., "key": ... }');
+  const o = value as Record<string, unknown>;
+  for (const k of Object.keys(o))
+    if (!["endpoints", "ca", "cert", "key", "clusterId", "sessionTtlS"].includes(k)) bad(`.${k} is not an option`);
+  if (!Array.isArray(o.endpoints) || o.endpoints.length === 0) bad(".endpoints must list the members' client URLs");
+  for (const e of o.endpoints as unknown[])
+    if (typeof e !== "string" || !/^https:\/\/[^/\s]+:\d+$/.test(e))
+      bad(`.endpoints: ${JSON.stringify(e)} is not https://host:port (the service is always reached over TLS)`);
+  for (const k of ["ca", "cert", "key"])
+    if (typeof o[k] !== "string" || !o[k]) bad(`.${k} must name a PEM file`);
+  if (o.clusterId !== undefined && (typeof o.clusterId !== "string" || !/^[A-Za-z0-9_.-]{1,64}$/.test(o.clusterId)))
+    bad(".clusterId must be 1-64 characters of [A-Za-z0-9_.-]");
+  if (
+    o.sessionTtlS !== undefined &&
+    (typeof o.sessionTtlS !== "number" || !Number.isInteger(o.sessionTtlS) || o.sessionTtlS < 2)
+  )
+    bad(".sessionTtlS must be a whole number of seconds, at least 2");
+  return o as unknown as HaCoordination;
+}
+
+/** A connection to the coordination service, scoped to one cluster's keys. */
+export class Coordination {
+  readonly client: Etcd3;
+  /** `/harvest/<clusterId>/`. */
+  readonly root: Namespace;
+  readonly sessionTtlS: number;
+  readonly clusterId: string;
+
+  constructor(readonly options: HaCoordination) {
+    this.clusterId = options.clusterId ?? "harvest";
+    this.sessionTtlS = options.sessionTtlS ?? 5;
+    this.client = new Etcd3({
+      hosts: options.endpoints,
+      credentials: {
+        rootCertificate: readFileSync(options.ca),
+        privateKey: readFileSync(options.key),
+        certChain: readFileSync(options.cert),
+      },
+      dialTimeout: CALL_DEADLINE_MS,
+      defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + CALL_DEADLINE_MS }),
+    });
+    this.root = this.client.namespace(`/harvest/${this.clusterId}/`);
+  }
+
+  /** The folder of one master service (`nn`, `rm`). */
+  service(name: string): Namespace {
+    return this.root.namespace(`${name}/`);
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}

@@ -1,0 +1,244 @@
+/**
+ * Which of a service's masters is active: etcd3's election (a leased key per candidate under
+ * `/harvest/<cluster>/<service>/election/leader/`; the oldest key leads), wrapped with the fencing epoch and the
+ * hand-overs a daemon needs.
+ *
+ * The epoch of a term is the leader key's create revision: etcd's revisions only grow, so every later term has a
+ * larger one, and a write fenced by it (a transaction comparing the key's create revision, {@link fence}) fails once
+ * the key is gone: when the leader's session lapsed, after a partition, a pause or a crash. Workers refuse messages
+ * from a lower epoch than one they saw. A standby learns the leader from the key's value (its advertised addresses).
+ */
+import type { Campaign, Election, Etcd3, Namespace } from "etcd3";
+import { errorMessage } from "../errors.js";
+import type { Logger } from "../log.js";
+import type { Coordination } from "./coordination.js";
+
+/** What a master announces while it leads, and what a standby tells callers. */
+export interface MasterInfo {
+  /** The master's name (its node id or host). */
+  id: string;
+  /** Its advertised gRPC address, host:port. */
+  address: string;
+  /** Its web UI's base URL ("" when it serves none). */
+  webUrl: string;
+}
+
+/** A master's place in its service. */
+export type HaRole = "standby" | "promoting" | "active" | "stopped";
+
+/** What the daemon does when its role changes. */
+export interface ElectionHandlers {
+  /**
+   * Elected: become active under `epoch` (catch up, then serve). A throw (or a rejection) gives the term up: the
+   * candidate resigns and campaigns again, so another master takes over.
+   */
+  promote(epoch: number): Promise<void>;
+  /**
+   * The term ended while active (the session lapsed, or the service cut it): stop acting as active at once. The
+   * election campaigns again only after this settles.
+   */
+  demote(reason: string): Promise<void>;
+  /** The leader changed (undefined: none known). */
+  leaderChanged?(leader: MasterInfo | undefined): void;
+}
+
+const RETRY_MS = 1_000;
+
+/** One master's candidacy in its service's election. */
+export class MasterElection {
+  private readonly election: Election;
+  private campaign: Campaign | undefined;
+  private roleValue: HaRole = "standby";
+  private epochValue = 0;
+  private leaderKey = "";
+  private leaderValue: MasterInfo | undefined;
+  private observing = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  /** Settles when the current role change has (promote or demote). */
+  private transition: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly coordination: Coordination,
+    /** The service's folder name: `nn` or `rm`. */
+    readonly service: string,
+    private readonly me: MasterInfo,
+    private readonly handlers: ElectionHandlers,
+    private readonly log: Logger,
+  ) {
+    this.election = coordination.service(service).election("leader", coordination.sessionTtlS);
+  }
+
+  get role(): HaRole {
+    return this.roleValue;
+  }
+
+  /** The current term's epoch while active or promoting; else the last epoch seen (0: none yet). */
+  get epoch(): number {
+    return this.epochValue;
+  }
+
+  /** The active master as last observed (this one while active). */
+  get leader(): MasterInfo | undefined {
+    return this.roleValue === "active" || this.roleValue === "promoting" ? this.me : this.leaderValue;
+  }
+
+  /** Campaigns and watches the leader. */
+  start(): void {
+    this.runCampaign();
+    void this.observe();
+  }
+
+  /**
+   * A comparison for a transaction that succeeds only while this term lasts (the leader key still exists with the
+   * epoch as its create revision). Use it on every write an active makes to the service's state.
+   */
+  fence(ns: Etcd3 | Namespace): ReturnType<Etcd3["if"]> {
+    return (ns as Etcd3).if(this.leaderKey, "Create", "==", this.epochValue);
+  }
+
+  /** The full key of this term's leader key (for a transaction built by hand). */
+  get fenceKey(): { key: string; epoch: number } {
+    return { key: this.leaderKey, epoch: this.epochValue };
+  }
+
+  /**
+   * A graceful hand-over: gives the term up (the daemon demotes first), then campaigns again behind the others, so
+   * that another master takes over. Resolves once the term is given up.
+   */
+  async resign(): Promise<void> {
+    if (this.roleValue !== "active") return;
+    await this.endTerm("handed over (harvest admin ha failover)");
+  }
+
+  /** Stops campaigning and watching; an active gives up its term (the daemon has stopped serving). */
+  async stop(): Promise<void> {
+    const was = this.roleValue;
+    this.roleValue = "stopped";
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    const c = this.campaign;
+    this.campaign = undefined;
+    await c?.resign().catch(() => undefined);
+    if (was === "active") this.log.info("gave up the active term: stopping", { service: this.service });
+  }
+
+  private runCampaign(): void {
+    if (this.roleValue === "stopped") return;
+    const c = this.election.campaign(JSON.stringify(this.me));
+    this.campaign = c;
+    c.on("elected", () => {
+      if (this.campaign !== c) return;
+      this.transition = this.transition.then(() => this.onElected(c));
+    });
+    c.on("error", (err: unknown) => {
+      if (this.campaign !== c) return;
+      this.campaign = undefined;
+      const reason = errorMessage(err);
+      if (this.roleValue === "active" || this.roleValue === "promoting")
+        this.transition = this.transition.then(() => this.demote(`the coordination session ended: ${reason}`));
+      else this.log.warn("campaign failed; will campaign again", { service: this.service, error: reason });
+      this.transition = this.transition.then(() => this.retryLater());
+    });
+  }
+
+  private async onElected(c: Campaign): Promise<void> {
+    if (this.roleValue === "stopped" || this.campaign !== c) return;
+    try {
+      const key = await c.getCampaignKey();
+      const kv = (await this.coordination.client.get(key).exec()).kvs[0];
+      if (!kv) throw new Error("the leader key vanished at once (the session lapsed)");
+      this.leaderKey = key;
+      this.epochValue = Number(kv.create_revision);
+      this.roleValue = "promoting";
+      this.log.info("elected: becoming active", { service: this.service, epoch: this.epochValue });
+      await this.handlers.promote(this.epochValue);
+      if (this.campaign !== c) return; // the session ended while promoting: demote ran
+      this.roleValue = "active";
+      this.handlers.leaderChanged?.(this.me);
+      this.log.info("active", { service: this.service, epoch: this.epochValue });
+    } catch (err) {
+      if (this.campaign !== c) return;
+      await this.endTerm(`promotion failed: ${errorMessage(err)}`);
+      this.retryLater();
+    }
+  }
+
+  /** Demotes (if active or promoting) and gives the term up; the next campaign starts after RETRY_MS. */
+  private async endTerm(reason: string): Promise<void> {
+    const c = this.campaign;
+    this.campaign = undefined;
+    await this.demote(reason);
+    await c?.resign().catch(() => undefined);
+    this.retryLater();
+  }
+
+  private async demote(reason: string): Promise<void> {
+    if (this.roleValue !== "active" && this.roleValue !== "promoting") return;
+    this.roleValue = "standby";
+    this.log.warn("no longer active: stepping down", { service: this.service, epoch: this.epochValue, reason });
+    await this.handlers.demote(reason).catch((err: unknown) =>
+      this.log.error("stepping down failed", { service: this.service, error: errorMessage(err) }),
+    );
+  }
+
+  private retryLater(): void {
+    if (this.roleValue === "stopped" || this.campaign || this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (!this.campaign) this.runCampaign();
+    }, RETRY_MS);
+  }
+
+  /** Follows the leader key's value (the active's addresses), observing again after an error. */
+  private async observe(): Promise<void> {
+    if (this.observing || this.roleValue === "stopped") return;
+    this.observing = true;
+    try {
+      const observer = await this.election.observe();
+      const seen = (value: string | undefined): void => {
+        this.leaderValue = parseMaster(value);
+        if (this.roleValue !== "active") this.handlers.leaderChanged?.(this.leaderValue);
+      };
+      seen(observer.leader());
+      observer.on("change", (value) => seen(value));
+      observer.on("error", () => {
+        this.observing = false;
+        void observer.cancel().catch(() => undefined);
+        setTimeout(() => void this.observe(), RETRY_MS);
+      });
+    } catch (err) {
+      this.observing = false;
+      this.log.debug("cannot observe the leader; will try again", { service: this.service, error: errorMessage(err) });
+      setTimeout(() => void this.observe(), RETRY_MS);
+    }
+  }
+}
+
+/** The master a leader key's value names, or undefined if it is not one. */
+export function parseMaster(value: string | undefined): MasterInfo | undefined {
+  if (!value) return undefined;
+  try {
+    const v = JSON.parse(value) as Partial<MasterInfo>;
+    if (typeof v.id === "string" && typeof v.address === "string")
+      return { id: v.id, address: v.address, webUrl: typeof v.webUrl === "string" ? v.webUrl : "" };
+  } catch {
+    // not ours
+  }
+  return undefined;
+}
+
+/** The active master of a service as the coordination service names it now (for `harvest admin ha status`). */
+export async function currentLeader(
+  coordination: Coordination,
+  service: string,
+): Promise<(MasterInfo & { epoch: number }) | undefined> {
+  const res = await coordination
+    .service(service)
+    .namespace("election/leader/")
+    .getAll()
+    .sort("Create", "Ascend")
+    .limit(1)
+    .exec();
+  const kv = res.kvs[0];
+  const info = parseMaster(kv?.value.toString());
+  return info && kv ? { ...info, epoch: Number(kv.create_revision) } : undefined;
+}
