@@ -1,7 +1,8 @@
 /**
  * What every daemon's main.ts does: read its options from a JSON file (`--config <file>`), start, write a ready file
  * (`--ready-file <file>`: address and pid, written atomically) so launchers know where it serves, and stop cleanly on
- * SIGTERM/SIGINT. A daemon never dies of an unhandled rejection: it is logged.
+ * SIGTERM/SIGINT. A daemon never dies of an unhandled rejection: it is logged. An HA master whose active term ended
+ * (`demoted`) is stopped and a fresh one started in its place, a standby, on the same ports.
  */
 import { readFileSync } from "node:fs";
 import { writeFileAtomic } from "./atomic-file.js";
@@ -17,6 +18,14 @@ export interface RunnableDaemon {
   readonly address: string;
   /** Base URL of the daemon's web server (UI, REST API, /metrics), when it serves one. */
   readonly httpUrl?: string | undefined;
+  /** HA: settles (with the reason) when the daemon's active term ended and it must start again as a standby. */
+  readonly demoted?: Promise<string>;
+}
+
+/** The port of `host:port` or a URL (0 if none). */
+function portOf(address: string | undefined): number {
+  const m = /:(\d+)\/?$/.exec(address ?? "");
+  return m ? Number(m[1]) : 0;
 }
 
 /** Parses `--config` and `--ready-file` from argv. */
@@ -40,8 +49,9 @@ export function runDaemon(
   process.on("unhandledRejection", (err) => log.error("unhandled rejection", { error: errorMessage(err) }));
   let daemon: RunnableDaemon;
   let readyFile: string | undefined;
+  let args: ReturnType<typeof daemonArgs> = { config: {}, readyFile: undefined };
   try {
-    const args = daemonArgs(argv);
+    args = daemonArgs(argv);
     readyFile = args.readyFile;
     daemon = make(args.config);
     // After the daemon's own checks, so that a config's other mistakes are named first.
@@ -59,6 +69,23 @@ export function runDaemon(
   };
   process.once("SIGTERM", () => stop("SIGTERM"));
   process.once("SIGINT", () => stop("SIGINT"));
+  // A demoted master restarts in place: the same options, on the ports it had (peers and clients know them).
+  const restartOnDemotion = (d: RunnableDaemon): void => {
+    void d.demoted?.then(async (reason) => {
+      log.warn("restarting as a standby", { reason });
+      await d.stop().catch((err: unknown) => log.error("stopping failed", { error: errorMessage(err) }));
+      const config = { ...args.config };
+      if (!config.port) config.port = portOf(d.address);
+      if (!config.httpPort && d.httpUrl) config.httpPort = portOf(d.httpUrl);
+      daemon = make(config);
+      restartOnDemotion(daemon);
+      await daemon.start().catch((err: unknown) => {
+        log.error("could not start again", { error: errorMessage(err) });
+        process.exit(1);
+      });
+    });
+  };
+  restartOnDemotion(daemon);
   daemon.start().then(
     () => {
       watchEventLoopStalls(log);

@@ -104,6 +104,12 @@ export const ERROR_CODES = {
   CA_NOT_FOUND: GrpcStatus.NOT_FOUND,
   // The web server has no page, API resource or asset at that path.
   WEB_NOT_FOUND: GrpcStatus.NOT_FOUND,
+  // HA: this master is a standby (details.active: where the active is, when known); callers retry there.
+  NOT_ACTIVE: GrpcStatus.UNAVAILABLE,
+  // HA: a message from a master of an older term than one the worker has seen (an old active back from a partition).
+  STALE_EPOCH: GrpcStatus.FAILED_PRECONDITION,
+  // HA: the coordination service (etcd) cannot be reached, so nothing can be made durable or acknowledged.
+  COORDINATION_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
   // The peer is not there or not serving.
   UNAVAILABLE: GrpcStatus.UNAVAILABLE,
   DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,
@@ -203,6 +209,9 @@ export interface ErrorDetails {
   HISTORY_TOO_LARGE: FieldDetails;
   CLUSTER_ALREADY_RUNNING: NoDetails;
   DAEMON_ALREADY_RUNNING: NoDetails;
+  NOT_ACTIVE: { active?: string; epoch?: string };
+  STALE_EPOCH: { epoch?: string; seen?: string };
+  COORDINATION_UNAVAILABLE: NoDetails;
   DAEMON_NOT_RUNNING: NoDetails;
   /** A daemon object asked to start twice, or to report itself started after a stop (common/lifecycle.ts). */
   DAEMON_INVALID_TRANSITION: { daemon: string; from: string; event: string };

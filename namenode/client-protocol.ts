@@ -59,6 +59,8 @@ const ANONYMOUS_USER = "nobody";
 
 /** What the client protocol uses of the namenode: its parts, and what exists only once it has started. */
 export interface ClientProtocolHost {
+  /** HA: the error a standby answers with (NOT_ACTIVE naming the active); undefined while active or without HA. */
+  notActive(): HarvestError | undefined;
   options: NameNodeOptions;
   clock: Clock;
   log: Logger;
@@ -343,6 +345,8 @@ export class ClientProtocol {
         .then((): Promise<NamespaceResult> => {
           if (why !== undefined)
             throw new HarvestError("INVALID_ARGUMENT", `the request's bytes are not a valid message: ${why}`);
+          const standby = this.host.notActive();
+          if (standby) throw standby;
           if (msg.create) return this.createFile(msg.create, stream).then((r) => ({ id: msg.id, create: r }));
           if (msg.addBlock) return this.addBlockCall(msg.addBlock).then((r) => ({ id: msg.id, addBlock: r }));
           if (msg.complete) return this.completeFile(msg.complete).then((r) => ({ id: msg.id, complete: r }));

@@ -20,12 +20,14 @@ import type { RegisterDatanodeOutput } from "../proto/generated/harvest/v1/Regis
 import type { BlockManager, ReplicaDeletion } from "./block-manager.js";
 import type { RecoveryAnswer } from "./block-recovery.js";
 import type { DatanodeEntry, DatanodeStream } from "./datanode-entry.js";
-import type { DatanodeRecord, NamespaceStore } from "./namespace-store.js";
+import type { BlockRecord, DatanodeRecord, NamespaceStore } from "./namespace-store.js";
 import type { NameNodeOptions } from "./options.js";
 import type { DatanodeView } from "./policy/placement.js";
 import type { ReplicationMonitor } from "./policy/replication-monitor.js";
 
 const DATANODE_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+/** The most blocks a standby keeps reports of before its log brings them. */
+const MAX_POSTPONED = 1_000_000;
 
 /** What the tracker uses of the namenode: its parts, and the safe mode and lease recovery it reports to. */
 export interface DatanodeTrackerHost {
@@ -44,6 +46,10 @@ export interface DatanodeTrackerHost {
   checkSafeMode(): void;
   /** A datanode answered a block recovery (lease recovery moves it on at once rather than at the next tick). */
   recoveryAnswered(datanodeId: string, answer: RecoveryAnswer): void;
+  /** HA: the term this namenode serves or last saw (0 without HA), sent with every answer. */
+  epoch(): number;
+  /** False on an HA standby: it keeps the block map from reports but commands nothing. */
+  isActive(): boolean;
 }
 
 /** The datanodes the namenode has heard from since its start, and those it recorded before. */
@@ -59,6 +65,11 @@ export class DatanodeTracker {
   private readonly monitor: ReplicationMonitor;
   private readonly store: NamespaceStore;
   private readonly blockKeys: BlockKeyManager | undefined;
+  /**
+   * HA standby: replicas reported of blocks its namespace does not hold yet (the shared log is behind the datanode),
+   * by block id, replayed as the log brings the blocks ({@link replayPostponed}); HDFS's standby queues them too.
+   */
+  private readonly postponed = new Map<number, { datanodeId: string; block: BlockRecord }[]>();
 
   constructor(private readonly host: DatanodeTrackerHost) {
     ({
@@ -173,6 +184,8 @@ export class DatanodeTracker {
         heartbeatIntervalMs: this.options.heartbeatIntervalMs,
         blockTokens: this.blockKeys !== undefined,
         blockKeys: this.wireBlockKeys(),
+        epoch: this.host.epoch(),
+        active: this.host.isActive(),
       },
     });
     this.log.info(existing ? "datanode re-registered" : "datanode registered", {
@@ -191,15 +204,24 @@ export class DatanodeTracker {
     entry.remainingBytes = hb.remainingBytes;
     entry.primaryBusy = hb.primaryBusy;
     entry.activeTransfers = hb.activeTransfers;
+    if (!this.host.isActive()) {
+      entry.replicate = [];
+      entry.deletes = [];
+      entry.stream?.write({ commands: { seq: hb.seq, replicate: [], delete: [], reregister: false, epoch: 0 } });
+      return;
+    }
     const replicate = entry.replicate;
     entry.replicate = [];
     const deletes = entry.deletes.splice(0, this.options.maxDeletesPerHeartbeat);
-    entry.stream?.write({ commands: { seq: hb.seq, replicate, delete: deletes, reregister: false } });
+    entry.stream?.write({
+      commands: { seq: hb.seq, replicate, delete: deletes, reregister: false, epoch: this.host.epoch() },
+    });
   }
 
   private onBlockReport(entry: DatanodeEntry, report: BlockReportOutput): void {
     const unknown = this.blocks.fullReport(entry.datanodeId, report.blocks);
-    entry.deletes.push(...unknown);
+    if (this.host.isActive()) entry.deletes.push(...unknown);
+    else for (const b of unknown) this.postpone(entry.datanodeId, b);
     entry.blockReported = true;
     this.monitor.datanodeReported(entry.datanodeId);
     this.log.info("block report", {
@@ -213,7 +235,9 @@ export class DatanodeTracker {
   private onBlocksReceived(entry: DatanodeEntry, msg: BlocksReceivedOutput): void {
     for (const b of msg.received) {
       const unknown = this.blocks.received(entry.datanodeId, b);
-      if (unknown) entry.deletes.push(unknown);
+      if (!unknown) continue;
+      if (this.host.isActive()) entry.deletes.push(unknown);
+      else this.postpone(entry.datanodeId, unknown);
     }
     for (const b of msg.deleted) this.blocks.removeReplica(entry.datanodeId, b.blockId);
     if (this.host.safeModeOn()) this.host.checkSafeMode();
@@ -265,6 +289,32 @@ export class DatanodeTracker {
     this.records.set(entry.datanodeId, record);
   }
 
+  private postpone(datanodeId: string, block: BlockRecord): void {
+    let list = this.postponed.get(block.blockId);
+    if (!list) {
+      // Bounded: a standby far behind forgets the oldest; the datanode's next full report brings them again.
+      if (this.postponed.size >= MAX_POSTPONED) this.postponed.delete(this.postponed.keys().next().value!);
+      this.postponed.set(block.blockId, (list = []));
+    }
+    list.push({ datanodeId, block });
+  }
+
+  /**
+   * The shared log brought blocks: the replicas reported of them before are added now. At promotion (`final`), what
+   * is still unknown is not in the namespace at all and is deleted as the active deletes unknown replicas.
+   */
+  replayPostponed(final = false): void {
+    for (const [blockId, list] of this.postponed) {
+      if (!this.blocks.get(blockId) && !final) continue;
+      this.postponed.delete(blockId);
+      for (const { datanodeId, block } of list) {
+        if (!this.datanodes.has(datanodeId)) continue;
+        const unknown = this.blocks.received(datanodeId, block);
+        if (unknown && final) this.datanodes.get(datanodeId)?.deletes.push(unknown);
+      }
+    }
+  }
+
   /** The block keys as the datanodes' stream carries them (none without block tokens). */
   wireBlockKeys(): { keyId: number; secret: Buffer; expiresMs: number }[] {
     return this.blockKeys?.keys().map((k) => ({ keyId: k.keyId, secret: k.secret, expiresMs: k.expiresMs })) ?? [];
@@ -277,7 +327,9 @@ export class DatanodeTracker {
       const blockKeys = this.wireBlockKeys();
       for (const d of this.datanodes.values())
         if (d.state === "LIVE")
-          d.stream?.write({ commands: { seq: 0, replicate: [], delete: [], reregister: false, blockKeys } });
+          d.stream?.write({
+            commands: { seq: 0, replicate: [], delete: [], reregister: false, blockKeys, epoch: this.host.epoch() },
+          });
     }
     const now = this.clock.nowMs();
     for (const d of this.datanodes.values()) {
@@ -294,6 +346,11 @@ export class DatanodeTracker {
         this.log.info("decommissioned datanode gone: no heartbeat within the expiry", context);
       else this.log.warn("datanode dead: no heartbeat within the expiry", context);
     }
+  }
+
+  /** The epoch commands go out with (0 without HA). */
+  commandEpoch(): number {
+    return this.host.epoch();
   }
 
   /** Queues replica deletions for the next heartbeat answers of their (live) datanodes. */

@@ -40,6 +40,9 @@ export class EditQueue {
   /** Queues a changeset for the store's next synced batch (the running mutation's caller awaits it). */
   queue(change: Changeset): void {
     const durable = this.store.commit(change).catch((err: unknown) => {
+      // HA: the shared log refused the batch (this term is over) or cannot be reached: callers try the other master.
+      if (err instanceof HarvestError && (err.code === "NOT_ACTIVE" || err.code === "COORDINATION_UNAVAILABLE"))
+        this.storeFailure ??= err;
       this.storeFailure ??= new HarvestError(
         "INTERNAL",
         `namespace write failed; restart the namenode: ${errorMessage(err)}`,

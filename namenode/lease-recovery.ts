@@ -90,7 +90,14 @@ export class LeaseRecovery {
     });
     const send = (datanodeId: string, commands: Partial<NamenodeToDatanode["commands"]>): void => {
       this.tracker.datanodes.get(datanodeId)?.stream?.write({
-        commands: { seq: 0, replicate: [], delete: [], reregister: false, ...commands },
+        commands: {
+          seq: 0,
+          replicate: [],
+          delete: [],
+          reregister: false,
+          epoch: this.tracker.commandEpoch(),
+          ...commands,
+        },
       });
     };
     for (const a of work.asks) send(a.datanodeId, { recover: [{ block: a.block, recoveryId: a.recoveryId }] });

@@ -12,12 +12,17 @@
  * monitor's, decommission.ts). Draining datanodes are kept out of new pipelines, read last, and reported in fsck,
  * GetDatanodes and GetDecommissionStatus.
  */
+import { randomInt } from "node:crypto";
 import { join } from "node:path";
 import { ensureDirMode } from "../common/atomic-file.js";
 import { BlockKeyManager } from "../common/block-token.js";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { errorMessage } from "../common/errors.js";
+import type { HarvestError } from "../common/errors.js";
+import { guardUnary } from "../common/ha/standby-guard.js";
+import { NameNodeHa } from "./ha-role.js";
+import type { BatchOp } from "./namespace-store.js";
 import { ANY_CERTIFICATE, Gate } from "../common/auth.js";
 import type { ServiceRules } from "../common/auth.js";
 import { DelegationTokens } from "../common/delegation-token.js";
@@ -109,6 +114,16 @@ export class NameNode extends ServingDaemon {
   private tenantRefreshing = false;
   /** When each degrade reason was last logged, so a small cluster does not flood the log. */
   private readonly degradeLogged = new Map<string, number>();
+  /** HA: this namenode's role in its pair (undefined without `haCoordination`). */
+  private ha: NameNodeHa | undefined;
+  /** HA: what this namenode announces while active (filled in once it is bound). */
+  private readonly haMe = { id: "", address: "", webUrl: "" };
+  private demote: (reason: string) => void = () => undefined;
+  /**
+   * HA: settles with the reason when this namenode's active term ended (its memory may be ahead of the shared log):
+   * the process stops it and starts a fresh one, a standby on its store (main.ts).
+   */
+  readonly demoted = new Promise<string>((resolve) => (this.demote = resolve));
 
   protected get serving(): ServingOptions {
     return this.options;
@@ -125,10 +140,16 @@ export class NameNode extends ServingDaemon {
       },
     });
     this.blockKeys = this.options.blockTokens
-      ? new BlockKeyManager(() => this.clock.nowMs(), {
-          tokenLifetimeMs: this.options.blockTokenLifetimeMs,
-          keyUpdateIntervalMs: this.options.blockKeyUpdateIntervalMs,
-        })
+      ? new BlockKeyManager(
+          () => this.clock.nowMs(),
+          {
+            tokenLifetimeMs: this.options.blockTokenLifetimeMs,
+            keyUpdateIntervalMs: this.options.blockKeyUpdateIntervalMs,
+          },
+          undefined,
+          // HA: both namenodes send their keys to every datanode, which tries each key of a token's id.
+          this.options.haCoordination ? randomInt(1, 2 ** 30) : 1,
+        )
       : undefined;
     this.log = deps.logger ?? new Logger("nn");
     this.rng = new SeededRng(this.options.seed);
@@ -179,6 +200,8 @@ export class NameNode extends ServingDaemon {
       safeModeOn: () => this.safeModeOn,
       checkSafeMode: () => this.checkSafeMode(),
       recoveryAnswered: (datanodeId, answer) => this.leases.onAnswer(datanodeId, answer),
+      epoch: () => this.ha?.epoch ?? 0,
+      isActive: () => this.isActive,
     });
     this.datanodes = this.tracker.datanodes;
     this.datanodeRecords = this.tracker.records;
@@ -186,6 +209,7 @@ export class NameNode extends ServingDaemon {
     this.admin = new DecommissionAdmin({ ...parts, tracker: this.tracker });
     this.client = new ClientProtocol({
       ...parts,
+      notActive: () => this.notActive(),
       gate: this.gate,
       metrics: this.metrics,
       placement: this.placement,
@@ -198,6 +222,27 @@ export class NameNode extends ServingDaemon {
       httpUrl: () => this.httpUrl,
       healthSource: () => this.healthSource(),
     });
+  }
+
+  /** True without HA, and while this namenode is the active one of its pair. */
+  get isActive(): boolean {
+    return !this.ha || this.ha.role === "active";
+  }
+
+  /** HA: this namenode's role and epoch ("active", 0 without HA). */
+  get haStatus(): { role: string; epoch: number; active: string; appliedTxid: number } {
+    if (!this.ha) return { role: "active", epoch: 0, active: this.address, appliedTxid: 0 };
+    return {
+      role: this.ha.role,
+      epoch: this.ha.epoch,
+      active: this.ha.leader?.address ?? "",
+      appliedTxid: this.ha.appliedTxid,
+    };
+  }
+
+  /** HA: the error a standby answers callers with; undefined when this namenode serves them. */
+  private notActive(): HarvestError | undefined {
+    return this.isActive ? undefined : this.ha?.notActive();
   }
 
   /** True while mutations are refused (after a start, until enough blocks are reported). */
@@ -215,9 +260,12 @@ export class NameNode extends ServingDaemon {
     // The namespace, its edits and the delegation key are the namenode's alone.
     if (!ensureDirMode(this.options.dataDir, 0o700))
       this.log.warn("cannot make the data directory private (0700)", { dir: this.options.dataDir });
+    if (this.options.haCoordination) this.ha = this.haRole(this.options.haCoordination);
     if (this.options.tls) {
       this.delegation = new DelegationTokens(
-        DelegationTokens.keyFromFile(join(this.options.dataDir, "delegation.key")),
+        this.ha
+          ? await this.ha.sharedSecret("delegation-key")
+          : DelegationTokens.keyFromFile(join(this.options.dataDir, "delegation.key")),
         this.options.delegationTokenMaxLifetimeMs,
         "d1",
         (claims) => this.cancelledTokens.has(claims),
@@ -258,10 +306,14 @@ export class NameNode extends ServingDaemon {
     this.server.addService(proto.DatanodeProtocol.service, {
       DatanodeChannel: (s: DatanodeStream) => this.tracker.onStream(s),
     });
-    this.server.addService(proto.ClientNamenode.service, this.client.service());
+    const standby = (): HarvestError | undefined => this.notActive();
+    this.server.addService(proto.ClientNamenode.service, guardUnary(this.client.service(), standby));
     this.server.addService(
       proto.NamenodeAdmin.service,
-      this.admin.service((c, action) => this.client.requireAdmin(c, action)),
+      guardUnary(
+        this.admin.service((c, action) => this.client.requireAdmin(c, action)),
+        standby,
+      ),
     );
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
     await this.startWeb({
@@ -284,11 +336,59 @@ export class NameNode extends ServingDaemon {
       void this.refreshTenants();
       this.tenantTimer = setInterval(() => void this.refreshTenants(), this.options.tenantRefreshMs);
     }
+    // Serving first (datanodes report to a standby too), then following the log and campaigning.
+    if (this.ha) {
+      Object.assign(this.haMe, {
+        id: this.options.haId || `${this.options.advertiseHost}:${this.boundPort}`,
+        address: this.address,
+        webUrl: this.httpUrl ?? "",
+      });
+      await this.ha.start();
+    }
+  }
+
+  /** The HA role, wired to this namenode (ha-role.ts). */
+  private haRole(coordination: NonNullable<NameNodeOptions["haCoordination"]>): NameNodeHa {
+    return new NameNodeHa(
+      coordination,
+      this.haMe,
+      {
+        log: this.log,
+        store: this.store,
+        applyToMemory: (ops: readonly BatchOp[]) => {
+          this.namespace.applyReplicated(ops);
+          this.tracker.replayPostponed();
+        },
+        becomeActive: (epoch) => this.becomeActive(epoch),
+        stepDown: (reason) => this.demote(reason),
+      },
+      this.options.haLogRetainEntries,
+    );
+  }
+
+  /**
+   * HA: the shared log is applied to its end: take up what a standby leaves alone (the datanode records, drains and
+   * cancelled tokens its store got from the log, fresh leases for open files, the replicas reported ahead of the log)
+   * and leave safe mode as soon as the block map, kept current by the datanodes' reports, allows.
+   */
+  private async becomeActive(epoch: number): Promise<void> {
+    for (const record of await this.store.loadDatanodes()) this.datanodeRecords.set(record.datanodeId, record);
+    for (const record of await this.store.loadDecommissions())
+      if (!this.monitor.decommissionRecord(record.datanodeId))
+        this.monitor.restoreDecommission(record, [], record.state === "DECOMMISSION_IN_PROGRESS");
+    await this.cancelledTokens.load(this.clock.nowMs());
+    for (const { block, replication } of this.namespace.allBlocks())
+      this.blocks.setExpectedReplication(block.blockId, replication);
+    this.namespace.renewAllLeases();
+    this.tracker.replayPostponed(true);
+    this.checkSafeMode();
+    this.log.info("serving as the active namenode", { epoch, safeMode: this.safeModeOn });
   }
 
   /** Stops serving and closes the store; idempotent. */
   protected async stopSteps(was: DaemonState): Promise<void> {
     const wasRunning = was !== "new";
+    await this.ha?.stop().catch(() => undefined);
     if (this.livenessTimer) clearInterval(this.livenessTimer);
     if (this.replicationTimer) clearInterval(this.replicationTimer);
     if (this.tenantTimer) clearInterval(this.tenantTimer);
@@ -376,7 +476,7 @@ export class NameNode extends ServingDaemon {
   private checkLiveness(): void {
     this.tracker.expire();
     this.checkSafeMode();
-    if (!this.safeModeOn) {
+    if (!this.safeModeOn && this.isActive) {
       this.leases.recoverLeases();
       this.leases.tick();
     }
@@ -397,7 +497,7 @@ export class NameNode extends ServingDaemon {
   }
 
   private replicationTick(): void {
-    if (this.safeModeOn || !this.lifecycle.running) return;
+    if (this.safeModeOn || !this.lifecycle.running || !this.isActive) return;
     // The monitor keeps the under-replicated blocks itself, fed by the block map's events: a tick looks at those only.
     const work = this.monitor.tick(this.tracker.liveViews(), this.clock.nowMs());
     const arrived = this.monitor.copiesArrived();

@@ -11,6 +11,11 @@
  *   datanode!<id>           DatanodeRecord (storage id and reimage count, kept across restarts)
  *   decommission!<id>       DecommissionRecord of a datanode out of service (none while it is NORMAL)
  *   dtcancel!<nonce>        when a cancelled delegation token would have expired (cancelled-tokens.ts)
+ *   meta!txid               HA: the last shared-log entry this store holds (namenode/ha-journal.ts)
+ *
+ * Every write, of whatever kind, goes through one ordered group commit. In HA mode a {@link Journal} takes each
+ * batch first (the shared edit log in the coordination service, durable on a majority) and the local batch records
+ * its txid; a standby writes the log's entries with {@link NamespaceStore.applyEntry}.
  */
 import { Level } from "level";
 import type { CancelledToken, CancelledTokenStore } from "./cancelled-tokens.js";
@@ -107,7 +112,20 @@ export interface LoadedNamespace {
   edges: { parentId: number; name: string; childId: number }[];
 }
 
-type BatchOp = { type: "put"; key: string; value: unknown } | { type: "del"; key: string };
+/** One LevelDB operation: what the store writes and what the shared log carries. */
+export type BatchOp = { type: "put"; key: string; value: unknown } | { type: "del"; key: string };
+
+/**
+ * Where batches go before the local store (HA): `append` resolves with the txid of the last entry written once the
+ * groups are durable elsewhere, and throws if they are not (nothing is then written locally or acknowledged). Each
+ * group is one mutation's operations, never split across entries.
+ */
+export interface Journal {
+  append(groups: BatchOp[][]): Promise<number>;
+}
+
+/** The key holding the last shared-log entry applied. */
+export const TXID_KEY = "meta!txid";
 
 const inodeKey = (id: number): string => `inode!${id}`;
 const edgeKey = (parentId: number, name: string): string => `child!${parentId}!${name}`;
@@ -196,10 +214,14 @@ export class NamespaceStore implements CancelledTokenStore {
    * one (group commit): one fsync for many mutations, in the order they were queued. Resolves once synced.
    */
   commit(change: Changeset): Promise<void> {
-    const ops = this.opsOf(change);
+    return this.write(this.opsOf(change));
+  }
+
+  /** Queues one mutation's operations for the next group commit; resolves once they are durable. */
+  private write(ops: BatchOp[]): Promise<void> {
     if (ops.length === 0) return this.lastWrite;
     return new Promise((resolve, reject) => {
-      this.queued.push(...ops);
+      this.queued.push(ops);
       this.waiters.push({ resolve, reject });
       if (!this.writing) this.lastWrite = this.flush();
     });
@@ -207,7 +229,9 @@ export class NamespaceStore implements CancelledTokenStore {
 
   /** Synced batches written so far (each may hold many mutations). */
   batchesWritten = 0;
-  private queued: BatchOp[] = [];
+  /** HA: the shared log batches go to before this store (undefined: LevelDB alone). */
+  journal: Journal | undefined;
+  private queued: BatchOp[][] = [];
   private waiters: { resolve: () => void; reject: (err: unknown) => void }[] = [];
   private writing = false;
   private lastWrite: Promise<void> = Promise.resolve();
@@ -221,11 +245,13 @@ export class NamespaceStore implements CancelledTokenStore {
     this.writing = true;
     try {
       while (this.queued.length > 0) {
-        const ops = this.queued;
+        const groups = this.queued;
         const waiters = this.waiters;
         this.queued = [];
         this.waiters = [];
         try {
+          const ops = groups.flat();
+          if (this.journal) ops.push({ type: "put", key: TXID_KEY, value: await this.journal.append(groups) });
           await this.db.batch(ops, DURABLE);
           this.batchesWritten++;
           for (const w of waiters) w.resolve();
@@ -253,7 +279,7 @@ export class NamespaceStore implements CancelledTokenStore {
 
   /** Persists what is known of a datanode (storage id, reimage count). */
   async putDatanode(record: DatanodeRecord): Promise<void> {
-    await this.db.put(`datanode!${record.datanodeId}`, record, DURABLE);
+    await this.write([{ type: "put", key: `datanode!${record.datanodeId}`, value: record }]);
   }
 
   /** Every datanode out of service (draining or decommissioned). */
@@ -266,12 +292,12 @@ export class NamespaceStore implements CancelledTokenStore {
 
   /** Persists a datanode's decommission (durable once resolved). */
   async putDecommission(record: DecommissionRecord): Promise<void> {
-    await this.db.put(`decommission!${record.datanodeId}`, record, DURABLE);
+    await this.write([{ type: "put", key: `decommission!${record.datanodeId}`, value: record }]);
   }
 
   /** Forgets a datanode's decommission: it is back in service (durable once resolved). */
   async deleteDecommission(datanodeId: string): Promise<void> {
-    await this.db.del(`decommission!${datanodeId}`, DURABLE);
+    await this.write([{ type: "del", key: `decommission!${datanodeId}` }]);
   }
 
   /** Every cancelled delegation token kept. */
@@ -284,14 +310,44 @@ export class NamespaceStore implements CancelledTokenStore {
 
   /** Records a cancelled delegation token (durable once resolved). */
   async putCancelledToken(token: CancelledToken): Promise<void> {
-    await this.db.put(`dtcancel!${token.nonce}`, token.expiresMs, DURABLE);
+    await this.write([{ type: "put", key: `dtcancel!${token.nonce}`, value: token.expiresMs }]);
   }
 
   /** Forgets cancelled delegation tokens (durable once resolved). */
   async deleteCancelledTokens(nonces: readonly string[]): Promise<void> {
-    await this.db.batch(
-      nonces.map((nonce) => ({ type: "del" as const, key: `dtcancel!${nonce}` })),
-      DURABLE,
-    );
+    await this.write(nonces.map((nonce) => ({ type: "del" as const, key: `dtcancel!${nonce}` })));
+  }
+
+  // ---------------------------------------------------------------------------------------------- HA
+
+  /** The last shared-log entry this store holds (0: none; a store that never ran in HA mode). */
+  async appliedTxid(): Promise<number> {
+    return ((await this.db.get(TXID_KEY)) as number | undefined) ?? 0;
+  }
+
+  /** Writes a shared-log entry's operations and its txid in one synced batch (a standby following the log). */
+  async applyEntry(txid: number, ops: readonly BatchOp[]): Promise<void> {
+    await this.db.batch([...ops, { type: "put", key: TXID_KEY, value: txid }], DURABLE);
+  }
+
+  /**
+   * Every key and value of the store as of one moment (LevelDB's iterator reads a snapshot), in pages: a checkpoint
+   * for a new standby (its `meta!txid` says where in the log it stands).
+   */
+  async *snapshot(pageSize = 1_000): AsyncGenerator<BatchOp[]> {
+    let page: BatchOp[] = [];
+    for await (const [key, value] of this.db.iterator()) {
+      page.push({ type: "put", key, value });
+      if (page.length >= pageSize) {
+        yield page;
+        page = [];
+      }
+    }
+    if (page.length > 0) yield page;
+  }
+
+  /** Writes a page of a checkpoint into an empty store (bootstrapping a standby). */
+  async restorePage(ops: readonly BatchOp[]): Promise<void> {
+    await this.db.batch([...ops], DURABLE);
   }
 }

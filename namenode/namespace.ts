@@ -37,6 +37,7 @@ import {
 } from "./policy/permissions.js";
 import type { AccessRequest, Caller } from "./policy/permissions.js";
 import type {
+  BatchOp,
   BlockRecord,
   Changeset,
   Counters,
@@ -691,6 +692,54 @@ export class Namespace {
     return done;
   }
 
+  /**
+   * A standby applies a shared-log entry the active wrote (its store has it already): the tree and counters take the
+   * inode, edge and counter operations, and the block map hears of every block the entry added, committed or removed,
+   * as it did at the active. Other operations (datanode records, drains, cancelled tokens) are read from the store at
+   * promotion.
+   */
+  applyReplicated(ops: readonly BatchOp[]): void {
+    const change = changesetOfOps(ops);
+    const removed: BlockRecord[] = [];
+    const putIds = new Set(change.putInodes.map((i) => i.id));
+    for (const id of change.delInodes) {
+      const old = this.tree.get(id);
+      if (old?.kind === "file" && !putIds.has(id)) removed.push(...old.blocks);
+      this.leaseRenewedMs.delete(id);
+    }
+    const now = this.clock.nowMs();
+    for (const inode of change.putInodes) {
+      if (inode.kind !== "file") continue;
+      const old = this.tree.get(inode.id);
+      const before = new Map((old?.kind === "file" ? old.blocks : []).map((b, i) => [b.blockId, { b, i, old }]));
+      inode.blocks.forEach((b, i) => {
+        const committed = i < inode.committedBlocks;
+        const prior = before.get(b.blockId);
+        before.delete(b.blockId);
+        if (!prior) {
+          this.listener.blockAllocated(b, inode.id, inode.replication);
+          if (committed) this.listener.blockCommitted(b);
+        } else if (committed) {
+          const was = prior.old?.kind === "file" && prior.i < prior.old.committedBlocks;
+          if (!was || prior.b.numBytes !== b.numBytes || prior.b.genStamp !== b.genStamp)
+            this.listener.blockCommitted(b);
+        }
+      });
+      for (const { b } of before.values()) removed.push(b);
+      if (inode.complete) this.leaseRenewedMs.delete(inode.id);
+      else if (!this.leaseRenewedMs.has(inode.id)) this.leaseRenewedMs.set(inode.id, now);
+    }
+    this.tree.apply(change);
+    this.counters = { ...this.counters, ...change.counters };
+    if (removed.length > 0) this.listener.blocksRemoved(removed);
+  }
+
+  /** A new active: every open file's writer gets a full lease period from now (as after a restart). */
+  renewAllLeases(): void {
+    const now = this.clock.nowMs();
+    for (const id of this.leaseRenewedMs.keys()) this.leaseRenewedMs.set(id, now);
+  }
+
   /** Resolves once every mutation queued so far has finished (before closing the store). */
   drain(): Promise<void> {
     return this.edits.drain();
@@ -765,6 +814,28 @@ export class Namespace {
     if (!caller || caller.superuser) return;
     checkPermission(this.tree.resolvedPath(p, request.sub !== undefined), caller, request);
   }
+}
+
+/** The namespace's part of a shared-log entry's operations, as the changeset that made them. */
+function changesetOfOps(ops: readonly BatchOp[]): Changeset {
+  const change = emptyChange();
+  const counters: Partial<Counters> = {};
+  for (const op of ops) {
+    if (op.key.startsWith("inode!")) {
+      if (op.type === "put") change.putInodes.push(op.value as InodeRecord);
+      else change.delInodes.push(Number(op.key.slice("inode!".length)));
+    } else if (op.key.startsWith("child!")) {
+      const rest = op.key.slice("child!".length);
+      const sep = rest.indexOf("!");
+      const edge = { parentId: Number(rest.slice(0, sep)), name: rest.slice(sep + 1) };
+      if (op.type === "put") change.putEdges.push({ ...edge, childId: op.value as number });
+      else change.delEdges.push(edge);
+    } else if (op.type === "put" && op.key === "meta!nextInodeId") counters.nextInodeId = op.value as number;
+    else if (op.type === "put" && op.key === "meta!nextBlockId") counters.nextBlockId = op.value as number;
+    else if (op.type === "put" && op.key === "meta!nextGenStamp") counters.nextGenStamp = op.value as number;
+  }
+  if (Object.keys(counters).length > 0) change.counters = counters;
+  return change;
 }
 
 function emptyChange(): Changeset {

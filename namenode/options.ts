@@ -3,6 +3,8 @@ import { localUserName } from "../common/fs-permission.js";
 import { isValidHost, isWildcardHost, resolveAdvertiseHost } from "../common/net-address.js";
 import { checkSecurityOptions, invalidOption, mergeOptions } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
+import { checkHaCoordination } from "../common/ha/coordination.js";
+import type { HaCoordination } from "../common/ha/coordination.js";
 import type { PlacementPolicyName } from "./policy/placement.js";
 
 /** Settings of a namenode. */
@@ -124,6 +126,20 @@ export interface NameNodeOptions {
    * group of its own name. @default {}
    */
   userGroups: Record<string, string[]>;
+  /**
+   * HA: the coordination service (etcd) this namenode shares an edit log and an election with, e.g.
+   * `{ "endpoints": ["https://10.0.0.1:2379", ...], "ca": ..., "cert": <CN harvest-master>, "key": ... }`
+   * (common/ha/coordination.ts; docs/ha.md). Without it the namenode is alone, its namespace in its LevelDB only.
+   * @default none
+   */
+  haCoordination?: HaCoordination;
+  /** HA: this namenode's name among its peers (its `applied/` mark in the log). @default advertiseHost:port */
+  haId: string;
+  /**
+   * HA: the most shared-log entries kept whatever the standby has applied (a standby further behind must be
+   * bootstrapped again). @default 100000
+   */
+  haLogRetainEntries: number;
 }
 
 /** User and group names (those a certificate may carry). */
@@ -172,6 +188,8 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
         permissions: true,
         superuser: "",
         userGroups: {},
+        haId: "",
+        haLogRetainEntries: 100_000,
       },
       partial,
     ),
@@ -239,5 +257,10 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
   for (const [user, groups] of Object.entries(o.userGroups))
     if (!Array.isArray(groups) || !groups.every((g) => typeof g === "string" && NAME.test(g)))
       bad(`userGroups.${user}`, "must be a list of group names (1-64 characters of [A-Za-z0-9_.@-])");
+  if (o.haCoordination !== undefined)
+    o.haCoordination = checkHaCoordination(o.haCoordination, "namenode option haCoordination");
+  if (o.haId && !/^[A-Za-z0-9_.@:-]{1,128}$/.test(o.haId)) bad("haId", "must be 1-128 characters of [A-Za-z0-9_.@:-]");
+  if (!Number.isInteger(o.haLogRetainEntries) || o.haLogRetainEntries < 100)
+    bad("haLogRetainEntries", "must be an integer >= 100");
   return o;
 }

@@ -44,8 +44,7 @@ export function checkHaCoordination(value: unknown, field: string): HaCoordinati
   for (const e of o.endpoints as unknown[])
     if (typeof e !== "string" || !/^https:\/\/[^/\s]+:\d+$/.test(e))
       bad(`.endpoints: ${JSON.stringify(e)} is not https://host:port (the service is always reached over TLS)`);
-  for (const k of ["ca", "cert", "key"])
-    if (typeof o[k] !== "string" || !o[k]) bad(`.${k} must name a PEM file`);
+  for (const k of ["ca", "cert", "key"]) if (typeof o[k] !== "string" || !o[k]) bad(`.${k} must name a PEM file`);
   if (o.clusterId !== undefined && (typeof o.clusterId !== "string" || !/^[A-Za-z0-9_.-]{1,64}$/.test(o.clusterId)))
     bad(".clusterId must be 1-64 characters of [A-Za-z0-9_.-]");
   if (

@@ -175,9 +175,11 @@ export class MasterElection {
     if (this.roleValue !== "active" && this.roleValue !== "promoting") return;
     this.roleValue = "standby";
     this.log.warn("no longer active: stepping down", { service: this.service, epoch: this.epochValue, reason });
-    await this.handlers.demote(reason).catch((err: unknown) =>
-      this.log.error("stepping down failed", { service: this.service, error: errorMessage(err) }),
-    );
+    await this.handlers
+      .demote(reason)
+      .catch((err: unknown) =>
+        this.log.error("stepping down failed", { service: this.service, error: errorMessage(err) }),
+      );
   }
 
   private retryLater(): void {

@@ -63,7 +63,12 @@ export class SharedLog<T> {
    * be reached: in both cases nothing may be acknowledged.
    */
   async append(txid: number, body: T, fence: Fence): Promise<void> {
-    const value = JSON.stringify({ epoch: fence.epoch, body });
+    await this.appendJson(txid, JSON.stringify(body), fence);
+  }
+
+  /** {@link append} of a body already serialized (JSON of a `T`): a caller that sized it does not serialize twice. */
+  async appendJson(txid: number, bodyJson: string, fence: Fence): Promise<void> {
+    const value = `{"epoch":${fence.epoch},"body":${bodyJson}}`;
     if (Buffer.byteLength(value) > MAX_ENTRY_BYTES)
       throw new HarvestError("INTERNAL", `a log entry of ${Buffer.byteLength(value)} bytes is over ${MAX_ENTRY_BYTES}`);
     let ok: boolean;
@@ -76,15 +81,15 @@ export class SharedLog<T> {
         .commit();
       ok = res.succeeded;
     } catch (err) {
-      throw new HarvestError("COORDINATION_UNAVAILABLE" as never, `cannot append to the shared log: ${errorMessage(err)}`, {
+      throw new HarvestError("COORDINATION_UNAVAILABLE", `cannot append to the shared log: ${errorMessage(err)}`, {
         cause: err,
       });
     }
     if (!ok)
       throw new HarvestError(
-        "NOT_ACTIVE" as never,
+        "NOT_ACTIVE",
         `the shared log refused entry ${txid} of epoch ${fence.epoch}: this master's term is over`,
-        { details: { epoch: String(fence.epoch) } as never },
+        { details: { epoch: String(fence.epoch) } },
       );
     this.appends++;
   }
