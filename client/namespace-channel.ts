@@ -66,6 +66,8 @@ export class NamespaceChannel {
   private reopenDelayMs = REOPEN_MIN_MS;
   /** Streams whose end was handled. */
   private readonly ended = new WeakSet<Stream>();
+  /** The namenode each stream of a failover client went to. */
+  private readonly addressOf = new WeakMap<Stream, string>();
 
   constructor(
     private readonly client: ClientNamenodeClient,
@@ -135,10 +137,12 @@ export class NamespaceChannel {
     this.failover
       .connected(deadline, () => this.closed)
       .then(
-        (nn) => {
+        ({ address, client }) => {
           this.opening = false;
           if (this.closed || this.waiting.size === 0) return;
-          this.attach(nn.namespaceCalls(this.metadata()));
+          const stream = client.namespaceCalls(this.metadata());
+          this.addressOf.set(stream, address);
+          this.attach(stream);
         },
         (err: unknown) => {
           this.opening = false;
@@ -164,7 +168,7 @@ export class NamespaceChannel {
     if (r.error && this.failover && r.error.code === "NOT_ACTIVE") {
       // This namenode stepped down: the call did nothing; it goes to the active with the calls still to send.
       w.stream = undefined;
-      this.failover.masters.afterFailure(fromCallError(r.error));
+      this.failover.masters.afterFailure(fromCallError(r.error), this.addressOf.get(stream));
       this.retire(stream);
       this.reopenSoon();
       return;
@@ -202,9 +206,7 @@ export class NamespaceChannel {
     // grpc-js may report a failed stream twice ("error", then "end"): the first says why.
     if (this.ended.has(stream)) return;
     this.ended.add(stream);
-    // Only the end of the stream new calls go on says where the next one should go (not a retired one's).
-    const current = this.stream === stream;
-    if (current) {
+    if (this.stream === stream) {
       this.stream = undefined;
       if (this.idleTimer) clearTimeout(this.idleTimer);
       this.idleTimer = undefined;
@@ -219,7 +221,7 @@ export class NamespaceChannel {
       } else this.settle(id, w, () => w.reject(err));
     }
     if (!this.failover) return;
-    if (current) this.failover.masters.afterFailure(err);
+    this.failover.masters.afterFailure(err, this.addressOf.get(stream));
     if (resend) this.reopenSoon();
   }
 

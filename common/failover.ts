@@ -54,23 +54,26 @@ export class MasterAddresses {
   }
 
   /**
-   * Moves to `active` when it is one of the list, else to the next address, and returns the new current one. An active
-   * outside the list is not followed: a standby's answer must not send callers (and their tokens) anywhere else.
+   * After the current master refused: moves to `active` when it is another one of the list, else to the next address,
+   * and returns the new current one. An active outside the list is not followed: a standby's answer must not send
+   * callers (and their tokens) anywhere else; one naming the master that refused is stale, and not followed either.
    */
   follow(active: string | undefined): string {
     const i = active === undefined ? -1 : this.list.indexOf(active.trim());
     if (i >= 0 && i !== this.index) this.index = i;
-    else if (i < 0) this.next();
+    else this.next();
     return this.current;
   }
 
   /**
-   * Where to go after `err` ended a call or a stream: the active a NOT_ACTIVE names (see `follow`), else the next
-   * address. Returns true when it moved to an active the error named (worth going to at once).
+   * Where to go after `err` ended a call or a stream sent to `from`: the active a NOT_ACTIVE names (see `follow`), else
+   * the next address. Returns true when it moved to an active the error named (worth going to at once). When another
+   * call already moved on from `from`, nothing moves (and it returns true: go where that one went).
    */
-  afterFailure(err: unknown): boolean {
-    const active = isHarvestError(err, "NOT_ACTIVE") ? err.details.active : undefined;
-    const named = active !== undefined && this.list.includes(active.trim()) && active.trim() !== this.current;
+  afterFailure(err: unknown, from: string = this.current): boolean {
+    if (from !== this.current) return true;
+    const active = isHarvestError(err, "NOT_ACTIVE") ? err.details.active?.trim() : undefined;
+    const named = active !== undefined && this.list.includes(active) && active !== this.current;
     this.follow(active);
     return named;
   }
@@ -99,7 +102,7 @@ function transportFailure(err: grpc.ServiceError): boolean {
  * keep no retry cache, so there is no "at most once" here).
  */
 export function isIdempotentMethod(name: string): boolean {
-  return /^(Get|List)[A-Z]/.test(name) || ["Stat", "Fsck", "RenewLease"].includes(name);
+  return /^(Get|List)([A-Z]|$)/.test(name) || ["Stat", "Fsck", "RenewLease"].includes(name);
 }
 
 /** How a failover client waits. */
@@ -164,14 +167,16 @@ export class Failover<C extends grpc.Client> {
    * connection; waits with backoff between rounds until `deadline`, then fails with UNAVAILABLE. A connection says
    * nothing of the role: the caller learns that from the answer.
    */
-  async connected(deadline: number, isCancelled: () => boolean = () => false): Promise<C> {
+  async connected(deadline: number, isCancelled: () => boolean = () => false): Promise<{ address: string; client: C }> {
     const backoff = new RoundBackoff(this.masters.list.length, this.timing);
     for (;;) {
       if (this.closed || isCancelled()) throw new HarvestError("UNAVAILABLE", "the client is closed");
-      const client = this.current;
-      if (await connect(client, Math.min(deadline, Date.now() + this.timing.connectTimeoutMs))) return client;
-      const tried = this.masters.current;
-      this.masters.next();
+      const address = this.masters.current;
+      const client = this.clientOf(address);
+      if (await connect(client, Math.min(deadline, Date.now() + this.timing.connectTimeoutMs)))
+        return { address, client };
+      const tried = address;
+      if (this.masters.current === address) this.masters.next();
       if (!(await backoff.wait(false, deadline)))
         throw new HarvestError("UNAVAILABLE", `no master reachable (last tried ${tried})`);
     }
@@ -195,9 +200,9 @@ export class Failover<C extends grpc.Client> {
     const attempt = async (): Promise<grpc.ServiceError | null> => {
       let last: grpc.ServiceError | undefined;
       for (;;) {
-        let client: C;
+        let address: string, client: C;
         try {
-          client = await this.connected(deadline, () => handle.cancelled);
+          ({ address, client } = await this.connected(deadline, () => handle.cancelled));
         } catch (err) {
           if (handle.cancelled) return cancelledError();
           return last ?? unavailableError(fromGrpcError(err).message);
@@ -215,13 +220,13 @@ export class Failover<C extends grpc.Client> {
         const herr = fromGrpcError(err);
         if (isHarvestError(herr, "NOT_ACTIVE")) {
           // A standby did nothing with the call: sending it to the active is safe for any method.
-          const named = this.masters.afterFailure(herr);
+          const named = this.masters.afterFailure(herr, address);
           last = err;
           if (!(await backoff.wait(named, deadline))) return err;
         } else if (transportFailure(err) && isIdempotentMethod(method)) {
           // The connection was up when the call went out: the master may have applied it, so only a call that may
           // run twice is sent again (to the next master: this one just went away).
-          this.masters.next();
+          this.masters.afterFailure(herr, address);
           last = err;
           if (!(await backoff.wait(false, deadline))) return err;
         } else return err;

@@ -5,6 +5,8 @@
  * answered; the namespace channel's stream reopens on the active and resends what the standby refused.
  */
 import * as grpc from "@grpc/grpc-js";
+import { connect, createServer as createNetServer } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { NamespaceChannel } from "../../client/namespace-channel.js";
 import { callErrorOf, HarvestError, toServiceError } from "../../common/errors.js";
@@ -32,15 +34,26 @@ interface FakeMaster {
   role: "active" | "standby";
   /** How a standby refuses NamespaceCalls: the whole stream, or each call on it. */
   refuses: "stream" | "call";
+  /** Run by Rename, List and streamed calls once they reach the active: the test drops the connection there. */
+  onMidCall?: () => void;
   /** Calls that reached this master, by method ("NamespaceCalls.create" for a call on the stream). */
   calls: Map<string, number>;
   stop(): Promise<void>;
+  /** Closes the port and every connection at once, as a host that died would. */
+  kill(): void;
 }
 
 async function fakeNamenode(role: "active" | "standby", peer: () => string): Promise<FakeMaster> {
   const server = createServer();
   const calls = new Map<string, number>();
-  const master: FakeMaster = { address: "", role, refuses: "stream", calls, stop: () => shutdownServer(server, 0) };
+  const master: FakeMaster = {
+    address: "",
+    role,
+    refuses: "stream",
+    calls,
+    stop: () => Promise.resolve(),
+    kill: () => undefined,
+  };
   const count = (method: string): void => void calls.set(method, (calls.get(method) ?? 0) + 1);
   const refuseUnlessActive = (): void => {
     if (master.role !== "active") throw notActiveError("namenode", peer(), 7);
@@ -55,6 +68,22 @@ async function fakeNamenode(role: "active" | "standby", peer: () => string): Pro
       count("Mkdirs");
       refuseUnlessActive();
       return { path: req.path, isDir: true };
+    }),
+    // The connection drops while the call is on it (the master's host died mid-call), after the master applied it.
+    Rename: unary((req: { src: string }) => {
+      count("Rename");
+      refuseUnlessActive();
+      master.onMidCall?.();
+      return new Promise<never>(() => undefined);
+    }),
+    List: unary((req: { path: string }) => {
+      count("List");
+      refuseUnlessActive();
+      if (master.onMidCall) {
+        master.onMidCall();
+        return new Promise<never>(() => undefined);
+      }
+      return { entries: [{ path: req.path, isDir: true }] };
     }),
     Delete: unary((req: { path: string }) => {
       count("Delete");
@@ -73,13 +102,37 @@ async function fakeNamenode(role: "active" | "standby", peer: () => string): Pro
         count(`NamespaceCalls.${msg.call ?? "none"}`);
         if (master.role !== "active")
           stream.write({ id: msg.id, error: callErrorOf(notActiveError("namenode", peer(), 7)) });
+        else if (master.onMidCall) master.onMidCall();
         else if (msg.create) stream.write({ id: msg.id, create: { path: msg.create.path, isDir: false } });
         else stream.write({ id: msg.id, error: callErrorOf(new HarvestError("INVALID_ARGUMENT", "not served")) });
       });
       stream.on("end", () => stream.end());
     },
   } as grpc.UntypedServiceImplementation);
-  master.address = `127.0.0.1:${await bindServer(server, "127.0.0.1", 0)}`;
+  // Clients reach the master through a TCP relay, so that kill() can cut every connection as a dead host's would
+  // (without the HTTP/2 goodbye a server that shuts down sends).
+  const grpcPort = await bindServer(server, "127.0.0.1", 0);
+  const sockets = new Set<Socket>();
+  const relay = createNetServer((inbound) => {
+    const outbound = connect(grpcPort, "127.0.0.1");
+    for (const s of [inbound, outbound]) {
+      sockets.add(s);
+      s.on("error", () => undefined);
+      s.on("close", () => sockets.delete(s));
+    }
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+  master.address = `127.0.0.1:${(relay.address() as AddressInfo).port}`;
+  master.kill = () => {
+    relay.close();
+    for (const s of sockets) s.destroy();
+    server.forceShutdown();
+  };
+  master.stop = async () => {
+    master.kill();
+    await shutdownServer(server, 0);
+  };
   return master;
 }
 
@@ -123,11 +176,20 @@ describe("a client of two masters", () => {
     expect(standby.calls.get("Mkdirs")).toBe(1);
     expect(currentAddress(client)).toBe(standby.address);
 
-    // The active's host dies (its port closes); the other master takes over, and calls go there.
-    await standby.stop();
+    // The active's host dies (its connections cut, its port closed); the other master takes over, and calls go there.
+    standby.kill();
     active.role = "active";
     const after = await call(client, client.Stat, { path: "/c" }, 5_000);
     expect(after.path).toBe("/c");
+    expect(currentAddress(client)).toBe(active.address);
+  });
+
+  it("sends many calls at once through the standby to the active", async () => {
+    const { active, client } = await setUp();
+    const paths = ["/1", "/2", "/3", "/4", "/5", "/6"];
+    const answers = await Promise.all(paths.map((path) => call(client, client.Stat, { path }, 5_000)));
+    expect(answers.map((a) => a.path)).toEqual(paths);
+    expect(active.calls.get("Stat")).toBe(paths.length);
     expect(currentAddress(client)).toBe(active.address);
   });
 
@@ -142,6 +204,31 @@ describe("a client of two masters", () => {
     await call(client, client.Delete, { path: "/missing", recursive: false }, 5_000).catch(() => undefined);
     expect(standby.calls.get("Delete")).toBe(1);
     expect(active.calls.get("Delete")).toBe(2);
+  });
+
+  it("does not send again a change whose answer was lost with the connection, but does send a read again", async () => {
+    const { standby, active, client } = await setUp();
+    await call(client, client.Stat, { path: "/" }, 5_000);
+    // The active dies with the call on it, and the standby takes over.
+    active.onMidCall = () => {
+      active.kill();
+      standby.role = "active";
+    };
+    expect(await codeOf(call(client, client.Rename, { src: "/a", dst: "/b" }, 5_000))).toBe("UNAVAILABLE");
+    expect(active.calls.get("Rename")).toBe(1);
+    expect(standby.calls.get("Rename")).toBeUndefined();
+
+    // A read is sent again, to the new active.
+    const pair = await setUp();
+    await call(pair.client, pair.client.Stat, { path: "/" }, 5_000);
+    pair.active.onMidCall = () => {
+      pair.active.kill();
+      pair.standby.role = "active";
+    };
+    const listed = await call(pair.client, pair.client.List, { path: "/d" }, 5_000);
+    expect(listed.entries.map((e) => e.path)).toEqual(["/d"]);
+    expect(pair.active.calls.get("List")).toBe(1);
+    expect(pair.standby.calls.get("List")).toBe(1);
   });
 
   it("fails with NOT_ACTIVE once the deadline passes while no master is active", async () => {
@@ -176,4 +263,21 @@ describe("a client of two masters", () => {
       expect(standby.calls.get("NamespaceCalls.create")).toBe(refuses === "stream" ? 1 : 3);
     },
   );
+
+  it("fails a streamed change whose stream was lost, without sending it again, and opens the next stream on the new active", async () => {
+    const { standby, active, client } = await setUp();
+    const channel = new NamespaceChannel(client, () => new grpc.Metadata());
+    cleanup.push(() => channel.close());
+    await channel.call("create", { ...CREATE, path: "/first" }, 5_000);
+    active.onMidCall = () => {
+      active.kill();
+      standby.role = "active";
+    };
+    expect(await codeOf(channel.call("create", { ...CREATE, path: "/lost" }, 5_000))).toBe("UNAVAILABLE");
+    expect(active.calls.get("NamespaceCalls.create")).toBe(2);
+    expect(standby.calls.get("NamespaceCalls.create")).toBeUndefined();
+    const next = await channel.call("create", { ...CREATE, path: "/next" }, 5_000);
+    expect(next.path).toBe("/next");
+    expect(standby.calls.get("NamespaceCalls.create")).toBe(1);
+  });
 });
