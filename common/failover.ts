@@ -229,7 +229,12 @@ export class Failover<C extends grpc.Client> {
           this.masters.afterFailure(herr, address);
           last = err;
           if (!(await backoff.wait(false, deadline))) return err;
-        } else return err;
+        } else {
+          // Any other error is the call's. After a lost connection (the call may have been applied, so it is not sent
+          // again) the next call tries the next master: a standby sends it back here if this one is still active.
+          if (transportFailure(err)) this.masters.afterFailure(herr, address);
+          return err;
+        }
       }
     };
     attempt().then(
