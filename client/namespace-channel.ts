@@ -66,6 +66,8 @@ export class NamespaceChannel {
   private reopenDelayMs = REOPEN_MIN_MS;
   /** Streams whose end was handled. */
   private readonly ended = new WeakSet<Stream>();
+  /** Streams this channel ended (idle, retired or closed), whose end is no failure of their namenode. */
+  private readonly endedByUs = new WeakSet<Stream>();
   /** The namenode each stream of a failover client went to. */
   private readonly addressOf = new WeakMap<Stream, string>();
 
@@ -132,7 +134,8 @@ export class NamespaceChannel {
       this.attach(this.client.namespaceCalls(this.metadata()));
       return;
     }
-    const deadline = Math.max(0, ...[...this.waiting.values()].map((w) => w.deadline));
+    if (this.waiting.size === 0) return;
+    const deadline = Math.max(...[...this.waiting.values()].map((w) => w.deadline));
     this.opening = true;
     this.failover
       .connected(deadline, () => this.closed)
@@ -221,7 +224,8 @@ export class NamespaceChannel {
       } else this.settle(id, w, () => w.reject(err));
     }
     if (!this.failover) return;
-    this.failover.masters.afterFailure(err, this.addressOf.get(stream));
+    // A stream this channel ended itself (idle, or moved off a standby) says nothing of its namenode.
+    if (!this.endedByUs.has(stream)) this.failover.masters.afterFailure(err, this.addressOf.get(stream));
     if (resend) this.reopenSoon();
   }
 
@@ -229,6 +233,7 @@ export class NamespaceChannel {
   private retire(stream: Stream): void {
     if (this.stream !== stream) return;
     this.stream = undefined;
+    this.endedByUs.add(stream);
     stream.end();
   }
 
@@ -261,6 +266,7 @@ export class NamespaceChannel {
     const stream = this.stream;
     this.stream = undefined;
     if (!stream) return;
+    this.endedByUs.add(stream);
     stream.on("error", () => undefined);
     stream.end();
     // The namenode ends its side once every call is answered; a stream we give up on is cancelled outright.

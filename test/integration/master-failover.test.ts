@@ -7,7 +7,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { connect, createServer as createNetServer } from "node:net";
 import type { AddressInfo, Socket } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { NamespaceChannel } from "../../client/namespace-channel.js";
 import { callErrorOf, HarvestError, toServiceError } from "../../common/errors.js";
 import { notActiveError } from "../../common/failover.js";
@@ -106,7 +106,10 @@ async function fakeNamenode(role: "active" | "standby", peer: () => string): Pro
         else if (msg.create) stream.write({ id: msg.id, create: { path: msg.create.path, isDir: false } });
         else stream.write({ id: msg.id, error: callErrorOf(new HarvestError("INVALID_ARGUMENT", "not served")) });
       });
-      stream.on("end", () => stream.end());
+      stream.on("end", () => {
+        count("NamespaceCalls.ended");
+        stream.end();
+      });
     },
   } as grpc.UntypedServiceImplementation);
   // Clients reach the master through a TCP relay, so that kill() can cut every connection as a dead host's would
@@ -246,13 +249,21 @@ describe("a client of two masters", () => {
     async (refuses) => {
       const { standby, active, client } = await setUp();
       standby.refuses = refuses;
-      const channel = new NamespaceChannel(client, () => new grpc.Metadata());
+      const channel = new NamespaceChannel(client, () => new grpc.Metadata(), 100);
       cleanup.push(() => channel.close());
       const created = await Promise.all(["/x", "/y"].map((path) => channel.call("create", { ...CREATE, path }, 5_000)));
       expect(created.map((s) => s.path)).toEqual(["/x", "/y"]);
       if (refuses === "stream") expect(standby.calls.get("NamespaceCalls.refused")).toBe(1);
       else expect(standby.calls.get("NamespaceCalls.create")).toBe(2);
       expect(active.calls.get("NamespaceCalls.create")).toBe(2);
+
+      // A stream ended for idleness is no failure: the next one goes straight to the active.
+      await vi.waitFor(() => expect(active.calls.get("NamespaceCalls.ended")).toBe(1));
+      await channel.call("create", { ...CREATE, path: "/w" }, 5_000);
+      expect(currentAddress(client)).toBe(active.address);
+      expect(standby.calls.get(refuses === "stream" ? "NamespaceCalls.refused" : "NamespaceCalls.create")).toBe(
+        refuses === "stream" ? 1 : 2,
+      );
 
       // The roles swap: the next calls reach the new active.
       active.role = "standby";
