@@ -5,6 +5,10 @@
  *   { "rmAddress": "master.example:8030", "nnAddress": "master.example:8020",
  *     "ca": "ca.pem", "cert": "alice.pem", "key": "alice-key.pem" }
  *
+ * With highly available masters, an address names every master: a comma-separated string
+ * ("nn1.example:8020,nn2.example:8020") or a JSON array of host:port, which becomes that string; clients follow the
+ * active one (common/failover.ts).
+ *
  * Relative paths are relative to the file. It is found by an explicit path (`--config`), then `$HARVEST_CONF`, then
  * `~/.harvest/client.json`.
  */
@@ -16,9 +20,12 @@ import type { ClientSecurity } from "../common/grpc.js";
 
 /** Where a client finds a cluster. */
 export interface ClientConfig {
-  /** host:port of the resource manager (jobs, admin, power). */
+  /** host:port of the resource manager (jobs, admin, power); with HA, every one's (comma-separated, or a JSON array). */
   rmAddress: string;
-  /** host:port of the namenode (the file system); empty when the cluster has no storage layer. @default "" */
+  /**
+   * host:port of the namenode (the file system), with HA every one's (comma-separated, or a JSON array); empty when
+   * the cluster has no storage layer. @default ""
+   */
   nnAddress: string;
   /** PEM file of the cluster's CA (absolute once loaded). @default "" */
   ca: string;
@@ -48,12 +55,19 @@ export function parseClientConfig(raw: unknown, source: string, baseDir = proces
   for (const k of Object.keys(o))
     if (!["rmAddress", "nnAddress", "ca", "cert", "key"].includes(k)) bad(k, "is not a client option");
   const address = (field: string, required: boolean): string => {
-    const v = o[field] ?? "";
-    if (typeof v !== "string") return bad(field, "must be a string host:port");
-    if (!v) return required ? bad(field, "is required (host:port)") : "";
-    const port = Number(v.slice(v.lastIndexOf(":") + 1));
-    if (!ADDRESS.test(v) || port < 1 || port > 65_535) bad(field, `must be host:port (got ${JSON.stringify(v)})`);
-    return v;
+    const raw = o[field] ?? "";
+    const isList = Array.isArray(raw) && raw.every((a) => typeof a === "string");
+    if (typeof raw !== "string" && !isList)
+      return bad(field, 'must be host:port, "host:port,host:port" or an array of host:port');
+    const list = isList ? (raw as string[]) : raw ? (raw as string).split(",").map((a) => a.trim()) : [];
+    if (list.length === 0) return required ? bad(field, "is required (host:port)") : "";
+    for (const v of list) {
+      const port = Number(v.slice(v.lastIndexOf(":") + 1));
+      if (!ADDRESS.test(v) || port < 1 || port > 65_535)
+        bad(field, `must be host:port${list.length > 1 ? " for every master" : ""} (got ${JSON.stringify(v)})`);
+    }
+    if (new Set(list).size !== list.length) bad(field, "names a master twice");
+    return list.join(",");
   };
   const file = (field: string): string => {
     const v = o[field] ?? "";

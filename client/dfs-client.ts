@@ -413,7 +413,8 @@ export class DfsClient implements DfsHost {
       try {
         return await this.nnCall(method, req);
       } catch (err) {
-        const transient = isHarvestError(err, "UNAVAILABLE") || isHarvestError(err, "NAMENODE_SAFE_MODE");
+        // NOT_ACTIVE: no namenode became active within the call's deadline (a failover under way).
+        const transient = isHarvestError(err, "UNAVAILABLE", "NAMENODE_SAFE_MODE", "NOT_ACTIVE");
         if (!transient || Date.now() + waitMs > deadline) throw err;
         this.writeStats.namenodeRetries++;
         this.options.logger.warn(`namenode unavailable during ${what}; retrying`, {

@@ -70,8 +70,11 @@ export interface WaitOptions {
   onRecovered?: (outage: RmOutage, downMs: number) => void;
 }
 
-/** Errors that mean "the resource manager did not answer", as opposed to an answer that is an error. */
-const RM_UNREACHABLE_CODES = ["UNAVAILABLE", "DEADLINE_EXCEEDED"] as const;
+/**
+ * Errors that mean "the resource manager did not answer", as opposed to an answer that is an error; NOT_ACTIVE: no
+ * resource manager became active within the call's deadline (an election under way).
+ */
+const RM_UNREACHABLE_CODES = ["UNAVAILABLE", "DEADLINE_EXCEEDED", "NOT_ACTIVE"] as const;
 
 /** Client of a resource manager's client protocol. */
 export class JobClient {

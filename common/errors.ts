@@ -104,9 +104,10 @@ export const ERROR_CODES = {
   CA_NOT_FOUND: GrpcStatus.NOT_FOUND,
   // The web server has no page, API resource or asset at that path.
   WEB_NOT_FOUND: GrpcStatus.NOT_FOUND,
-  // HA: this master is a standby (details.active: where the active is, when known); callers retry there.
+  // HA (docs/ha.md). A standby master refused a call: only the active serves (details: the active's advertised address
+  // when known); callers made from a list of addresses retry there (common/failover.ts).
   NOT_ACTIVE: GrpcStatus.UNAVAILABLE,
-  // HA: a message from a master of an older term than one the worker has seen (an old active back from a partition).
+  // A worker refused a message from a master of an older term than one it has already heard from (fencing).
   STALE_EPOCH: GrpcStatus.FAILED_PRECONDITION,
   // HA: the coordination service (etcd) cannot be reached, so nothing can be made durable or acknowledged.
   COORDINATION_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
@@ -209,8 +210,6 @@ export interface ErrorDetails {
   HISTORY_TOO_LARGE: FieldDetails;
   CLUSTER_ALREADY_RUNNING: NoDetails;
   DAEMON_ALREADY_RUNNING: NoDetails;
-  NOT_ACTIVE: { active?: string; epoch?: string };
-  STALE_EPOCH: { epoch?: string; seen?: string };
   COORDINATION_UNAVAILABLE: NoDetails;
   DAEMON_NOT_RUNNING: NoDetails;
   /** A daemon object asked to start twice, or to report itself started after a stop (common/lifecycle.ts). */
@@ -256,6 +255,13 @@ export interface ErrorDetails {
   CA_EXISTS: NoDetails;
   CA_NOT_FOUND: NoDetails;
   WEB_NOT_FOUND: NoDetails;
+  /**
+   * `active`: the active master's advertised gRPC address (host:port) when this standby knows it; `epoch`: the active
+   * term it knows of (a decimal string), absent when none.
+   */
+  NOT_ACTIVE: { active?: string; epoch?: string };
+  /** `epoch`: the term the refused message carried; `seen`: the highest term the worker has heard from (decimal). */
+  STALE_EPOCH: { epoch: string; seen: string };
   UNAVAILABLE: RmWaitDetails;
   DEADLINE_EXCEEDED: RmWaitDetails;
   INTERNAL: RmWaitDetails & {

@@ -6,6 +6,7 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { join } from "node:path";
 import { errorMessage, fromGrpcError, HarvestError, toServiceError } from "./errors.js";
+import { failoverClient, failoverOf, splitAddresses } from "./failover.js";
 import { bindAddress } from "./net-address.js";
 import { packageRoot } from "./paths.js";
 import { channelCredentials } from "./tls.js";
@@ -233,13 +234,25 @@ export function cachedClient<C extends grpc.Client>(
   return c;
 }
 
-/** A client for one service at `address`; `options` are added to CHANNEL_OPTIONS. */
+/** The address each client {@link makeClient} made for one address was made for. */
+const addressOfClient = new WeakMap<grpc.Client, string>();
+
+/**
+ * A client for one service at `address`; `options` are added to CHANNEL_OPTIONS. An address that lists several
+ * masters, comma-separated, gives a client that follows the active one (common/failover.ts): callers use it as any
+ * other, and a call a standby refuses goes to the active unseen.
+ */
 export function makeClient<C extends grpc.Client>(
   ctor: new (address: string, creds: grpc.ChannelCredentials, options?: grpc.ChannelOptions) => C,
   address: string,
   security?: ClientSecurity,
   options: grpc.ChannelOptions = {},
 ): C {
+  if (address.includes(",")) {
+    const list = splitAddresses(address);
+    if (list.length > 1) return failoverClient(ctor, list, (one) => makeClient(ctor, one, security, options));
+    address = list[0] ?? address;
+  }
   let creds = channelCredentials(security);
   const given = security?.tokens;
   const tokensNow = typeof given === "function" ? given : () => given ?? {};
@@ -251,5 +264,14 @@ export function makeClient<C extends grpc.Client>(
     });
     creds = grpc.credentials.combineChannelCredentials(creds, perCall);
   }
-  return new ctor(address, creds, { ...CHANNEL_OPTIONS, ...options });
+  const client = new ctor(address, creds, { ...CHANNEL_OPTIONS, ...options });
+  addressOfClient.set(client, address);
+  return client;
+}
+
+/** The master a client made by {@link makeClient} talks to now (for logs and `harvest admin ha status`). */
+export function currentAddress(client: grpc.Client): string {
+  const failover = failoverOf(client);
+  if (failover) return failover.masters.current;
+  return addressOfClient.get(client) ?? client.getChannel().getTarget();
 }

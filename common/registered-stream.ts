@@ -3,9 +3,14 @@
  * One bidirectional gRPC stream, whose first message registers the worker; opened again with exponential backoff when
  * it closes, and given up on when the master does not answer the registration in time (the channel is dropped too:
  * it may be stuck dialing through a cut link, and a fresh one starts a new connection at once).
+ *
+ * A worker configured with several masters (HA; `address` is then a comma-separated list) follows the active one: when
+ * a stream is refused with NOT_ACTIVE or lost, the channel is dropped and the next stream dials the active the refusal
+ * named (at once), or else the next master (after the backoff).
  */
 import type { ClientDuplexStream } from "@grpc/grpc-js";
-import { errorMessage } from "./errors.js";
+import { errorMessage, fromGrpcError } from "./errors.js";
+import { MasterAddresses } from "./failover.js";
 import type { Logger } from "./log.js";
 
 /** A registered stream's waits. */
@@ -30,8 +35,10 @@ export interface RegisteredStreamOptions<Out, In, C extends MasterChannel = Mast
   /** How long to wait and for what (the daemons' options carry these fields under the same names). */
   timing: RegisteredStreamTiming;
   log: Logger;
-  /** Dials a channel to the master: at the first stream, and again after the channel was dropped. */
-  dial(): C;
+  /** The master's host:port, or every master's, comma-separated (HA: see the file comment). */
+  address: string;
+  /** Dials a channel to the master at `address` (one of the list): at the first stream, and again after a drop. */
+  dial(address: string): C;
   /** Opens a stream over the channel. */
   openStream(channel: C): ClientDuplexStream<Out, In>;
   /** The registration, the first message of every stream (and sent again by `register()`). */
@@ -55,9 +62,17 @@ export class RegisteredStream<Out, In, C extends MasterChannel = MasterChannel> 
   private backoffMs: number;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private registerTimer: NodeJS.Timeout | undefined;
+  /** The masters, and the one the channel dials. */
+  private readonly masters: MasterAddresses;
 
   constructor(private readonly o: RegisteredStreamOptions<Out, In, C>) {
     this.backoffMs = o.timing.reconnectMinMs;
+    this.masters = new MasterAddresses(o.address);
+  }
+
+  /** The master the stream goes to now (for logs and status). */
+  get masterAddress(): string {
+    return this.masters.current;
   }
 
   get registered(): boolean {
@@ -77,7 +92,7 @@ export class RegisteredStream<Out, In, C extends MasterChannel = MasterChannel> 
   /** Opens the stream and sends the registration; does nothing once the worker no longer runs. */
   connect(): void {
     if (!this.o.isRunning()) return;
-    this.channel ??= this.o.dial();
+    this.channel ??= this.o.dial(this.masters.current);
     const stream = this.o.openStream(this.channel);
     this.stream = stream;
     this.registeredValue = false;
@@ -88,17 +103,25 @@ export class RegisteredStream<Out, In, C extends MasterChannel = MasterChannel> 
         this.o.log.warn(`bad message from the ${this.o.master}; ignored`, { error: errorMessage(err) });
       }
     });
-    const lost = (why: string): void => {
+    const lost = (why: string, err?: Error): void => {
       if (this.stream !== stream) return;
       this.stream = undefined;
       this.registeredValue = false;
       this.o.onLost();
       if (!this.o.isRunning()) return;
-      this.o.log.warn(`${this.o.master} stream closed; reconnecting`, { why, inMs: this.backoffMs });
-      this.reconnectTimer = setTimeout(() => this.connect(), this.backoffMs);
+      let waitMs = this.backoffMs;
+      const masters = this.masters;
+      if (masters.many) {
+        // Another master may be the active one: the next stream dials it on a channel of its own.
+        const from = masters.current;
+        if (masters.afterFailure(err ? fromGrpcError(err) : undefined)) waitMs = this.o.timing.reconnectMinMs;
+        this.dropChannel();
+        this.o.log.warn(`${this.o.master} stream closed; trying ${masters.current}`, { why, from, inMs: waitMs });
+      } else this.o.log.warn(`${this.o.master} stream closed; reconnecting`, { why, inMs: waitMs });
+      this.reconnectTimer = setTimeout(() => this.connect(), waitMs);
       this.backoffMs = Math.min(this.backoffMs * 2, this.o.timing.reconnectMaxMs);
     };
-    stream.on("error", (err: Error) => lost(errorMessage(err)));
+    stream.on("error", (err: Error) => lost(errorMessage(err), err));
     stream.on("end", () => lost(`ended by the ${this.o.master}`));
     if (this.registerTimer) clearTimeout(this.registerTimer);
     this.registerTimer = setTimeout(() => {

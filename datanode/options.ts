@@ -9,7 +9,10 @@ import type { PipelineVerify } from "./data-transfer.js";
 export interface DataNodeOptions {
   /** This server's name in the cluster. Required. */
   datanodeId: string;
-  /** host:port of the namenode (its DatanodeProtocol and ClientNamenode services). Required. */
+  /**
+   * host:port of the namenode (its DatanodeProtocol and ClientNamenode services); with HA, every namenode's,
+   * comma-separated: the datanode follows the active one. Required.
+   */
   namenodeAddress: string;
   /** Where replicas live (`current/`, `rbw/`, `VERSION`). Required. */
   dataDir: string;

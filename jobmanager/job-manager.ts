@@ -616,7 +616,7 @@ export class JobManager {
       try {
         return await fn(this.rm);
       } catch (err) {
-        if (!isHarvestError(err, "UNAVAILABLE", "DEADLINE_EXCEEDED") || Date.now() > deadline) throw err;
+        if (!isHarvestError(err, "UNAVAILABLE", "DEADLINE_EXCEEDED", "NOT_ACTIVE") || Date.now() > deadline) throw err;
         this.log.warn("resource manager unreachable; retrying", { inMs: delay });
         await sleep(delay);
         delay = Math.min(delay * 2, 5_000);

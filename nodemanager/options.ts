@@ -22,11 +22,14 @@ import type { CappingOptions } from "./policy/capping-controller.js";
 export interface NodeManagerOptions {
   /** This server's name in the cluster. Required. */
   nodeId: string;
-  /** host:port of the resource manager. Required. */
+  /** host:port of the resource manager; with HA, every one's, comma-separated (it follows the active). Required. */
   rmAddress: string;
   /** Where container working directories and logs go. Required. */
   dataDir: string;
-  /** host:port of the namenode, passed to containers (empty until the storage layer runs). @default "" */
+  /**
+   * host:port of the namenode (with HA, every one's, comma-separated), passed to containers (empty until the storage
+   * layer runs). @default ""
+   */
   nnAddress: string;
   /** Interface of the ContainerManager service. @default "127.0.0.1" */
   host: string;

@@ -54,6 +54,15 @@ describe("the client configuration", () => {
     expect(thrown(() => DfsClient.fromConfig(file)).code).toBe("CLUSTER_NOT_FOUND");
   });
 
+  it("takes every master's address, as a comma-separated list or a JSON array", () => {
+    const c = parseClientConfig(
+      { rmAddress: "rm1:8032, rm2:8032", nnAddress: ["nn1:8020", "[fd00::2]:8020"] },
+      "test.json",
+    );
+    expect(c.rmAddress).toBe("rm1:8032,rm2:8032");
+    expect(c.nnAddress).toBe("nn1:8020,[fd00::2]:8020");
+  });
+
   it("refuses a malformed configuration, naming the field", () => {
     const cases: [unknown, string][] = [
       [[], "top level"],
@@ -63,6 +72,10 @@ describe("the client configuration", () => {
       [{}, "rmAddress"],
       [{ rmAddress: "m:1", cert: "c.pem" }, "key"],
       [{ rmAddress: "m:1", token: "x" }, "token"],
+      [{ rmAddress: "m:1,no-port" }, "rmAddress"],
+      [{ rmAddress: "m:1,,m:2" }, "rmAddress"],
+      [{ nnAddress: ["n:1", 2] }, "nnAddress"],
+      [{ nnAddress: ["n:1", "n:1"] }, "nnAddress"],
     ];
     for (const [raw, field] of cases) {
       const err = thrown(() => parseClientConfig(raw, "test.json"));

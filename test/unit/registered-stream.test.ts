@@ -2,10 +2,12 @@
  * A worker's registered stream (common/registered-stream.ts) against a master played by the test on a real gRPC server
  * on loopback (the resource tracker's NodeChannel): it registers, reconnects with a doubling backoff that starts over
  * once registered, drops a registration the master never answers, ignores a message its handler throws on, and stops
- * reconnecting once closed.
+ * reconnecting once closed; given two masters, it follows the active one a standby's refusal names.
  */
 import type * as grpc from "@grpc/grpc-js";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { toServiceError } from "../../common/errors.js";
+import { notActiveError } from "../../common/failover.js";
 import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer } from "../../common/grpc.js";
 import { Logger } from "../../common/log.js";
 import { RegisteredStream } from "../../common/registered-stream.js";
@@ -49,7 +51,12 @@ describe("RegisteredStream", () => {
     address: string,
     opts: { registerTimeoutMs?: number; onMessage?: (msg: RmToNodeOutput) => void } = {},
   ) {
-    const seen = { opened: 0, dialed: 0, lostWaitsMs: [] as number[], messages: [] as RmToNodeOutput[] };
+    const seen = {
+      opened: 0,
+      dialed: [] as string[],
+      lostWaitsMs: [] as number[],
+      messages: [] as RmToNodeOutput[],
+    };
     let running = true;
     const lines: string[] = [];
     const rs: RegisteredStream<NodeToRm, RmToNodeOutput, ResourceTrackerClient> = new RegisteredStream<
@@ -60,9 +67,10 @@ describe("RegisteredStream", () => {
       master: "resource manager",
       timing: { reconnectMinMs: 20, reconnectMaxMs: 50, registerTimeoutMs: opts.registerTimeoutMs ?? 5_000 },
       log: new Logger("test", "warn", (line) => lines.push(line)),
-      dial: () => {
-        seen.dialed++;
-        return makeClient(loadHarvestProto().ResourceTracker, address);
+      address,
+      dial: (one) => {
+        seen.dialed.push(one);
+        return makeClient(loadHarvestProto().ResourceTracker, one);
       },
       openStream: (client) => {
         seen.opened++;
@@ -104,7 +112,7 @@ describe("RegisteredStream", () => {
     rs.connect();
     await vi.waitFor(() => expect(rs.registered).toBe(true));
     expect(seen.opened).toBe(4);
-    expect(seen.dialed).toBe(1);
+    expect(seen.dialed).toHaveLength(1);
     expect(seen.lostWaitsMs).toEqual([20, 40, 50]);
     expect(rs.reconnectDelayMs).toBe(20);
   });
@@ -116,7 +124,7 @@ describe("RegisteredStream", () => {
     rs.connect();
     await vi.waitFor(() => expect(master.streams.length).toBeGreaterThanOrEqual(2), { timeout: 5_000 });
     // The first channel was dropped: the next stream dialed a fresh one.
-    expect(seen.dialed).toBeGreaterThanOrEqual(2);
+    expect(seen.dialed.length).toBeGreaterThanOrEqual(2);
     expect(seen.lostWaitsMs[0]).toBe(20);
     expect(rs.registered).toBe(false);
   });
@@ -137,6 +145,36 @@ describe("RegisteredStream", () => {
     expect(seen.messages).toHaveLength(2);
     expect(seen.opened).toBe(1);
     expect(lines.some((l) => l.includes("bad message from the resource manager; ignored"))).toBe(true);
+  });
+
+  it("dials the active master a standby names when it refuses the stream, and the other master when one is down", async () => {
+    const active = await fakeMaster((stream) => stream.write(REGISTERED));
+    cleanup.push(active.stop);
+    // A standby refuses every stream with NOT_ACTIVE, naming the active.
+    const server = createServer();
+    let refused = 0;
+    server.addService(loadHarvestProto().ResourceTracker.service, {
+      NodeChannel: (stream: MasterStream) => {
+        refused++;
+        stream.on("error", () => undefined);
+        stream.emit("error", toServiceError(notActiveError("resource manager", active.address, 3)));
+      },
+    });
+    const standby = `127.0.0.1:${await bindServer(server, "127.0.0.1", 0)}`;
+    cleanup.push(() => shutdownServer(server, 0));
+    const { rs, seen } = worker(`${standby},${active.address}`);
+    rs.connect();
+    await vi.waitFor(() => expect(rs.registered).toBe(true));
+    expect(refused).toBe(1);
+    expect(seen.dialed).toEqual([standby, active.address]);
+    expect(rs.masterAddress).toBe(active.address);
+    // Going to a master the refusal named does not wait for the backoff to grow.
+    expect(seen.lostWaitsMs).toEqual([20]);
+
+    // The active goes down: the stream tries the other master, which names the active, until it is back.
+    await active.stop();
+    await vi.waitFor(() => expect(refused).toBeGreaterThanOrEqual(2), { timeout: 5_000 });
+    expect(rs.registered).toBe(false);
   });
 
   it("stops reconnecting once closed", async () => {
