@@ -8,7 +8,7 @@ import { Lifecycle, type DaemonState } from "./lifecycle.js";
 import type { Logger } from "./log.js";
 import { formatAddress } from "./net-address.js";
 import type { TlsFiles } from "./tls.js";
-import { startDaemonWeb, WebServer, type WebTokenVerifier } from "./web-server.js";
+import { startDaemonWeb, WebServer, type WebServerOptions, type WebTokenVerifier } from "./web-server.js";
 
 /** The fields of a daemon's options that say where it serves (every daemon's options carry them under these names). */
 export interface ServingOptions {
@@ -29,6 +29,8 @@ export interface DaemonWebSpec {
   routes?: (web: WebServer) => void;
   /** Shuts what the daemon started already when the web port cannot be bound (see `startDaemonWeb`). */
   undo: () => Promise<void>;
+  /** HA: what a standby answers web requests with (WebServerOptions.standby). */
+  standby?: WebServerOptions["standby"];
 }
 
 /** The base of a serving daemon: its lifecycle, bound gRPC port and web server (see the file comment). */
@@ -104,6 +106,7 @@ export abstract class ServingDaemon {
       metrics: spec.metrics,
       title: spec.title,
       log: spec.log,
+      ...(spec.standby ? { standby: spec.standby } : {}),
     });
     spec.routes?.(web);
     await startDaemonWeb(web, this.lifecycle.daemon, spec.undo);

@@ -58,6 +58,12 @@ export interface WebServerOptions {
   /** Title shown on pages (e.g. "Harvest resource manager"). */
   title: string;
   log: Logger;
+  /**
+   * HA: on a standby, the error it answers pages and the API with (NOT_ACTIVE, naming the active's gRPC address when
+   * known) and the active's web URL to redirect to; undefined while this daemon serves them. `/metrics`, assets and
+   * the login page stay served (each master is scraped for its own role).
+   */
+  standby?: () => { error: HarvestError; activeWebUrl: string | undefined } | undefined;
 }
 
 /** A request as a route sees it. */
@@ -264,6 +270,11 @@ export class WebServer {
     // Browsers ask for it on their own, before any login: Harvest's icon, not a 401 or 404 in their console.
     if (path === "/favicon.ico") return this.send(res, this.asset("favicon.svg"));
     const principal = this.authenticate(req);
+    const standby = path === "/metrics" ? undefined : this.options.standby?.();
+    if (standby?.activeWebUrl)
+      // 307: the same method and URL at the active, as WebHDFS's and YARN's standbys do.
+      return this.send(res, { status: 307, headers: { location: standby.activeWebUrl + (req.url ?? "/") }, text: "" });
+    if (standby) return this.send(res, errorResponse(standby.error, wantsHtml));
     try {
       if (path === "/metrics") {
         this.requireAccess(principal, this.options.metricsAccess ?? ANY, "/metrics");

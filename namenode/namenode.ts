@@ -327,6 +327,10 @@ export class NameNode extends ServingDaemon {
         registerNameNodePages(web, source);
       },
       undo: () => shutdownServer(this.server, 0),
+      standby: () => {
+        const error = this.notActive();
+        return error ? { error, activeWebUrl: this.ha?.leader?.webUrl || undefined } : undefined;
+      },
     });
     this.livenessTimer = setInterval(() => this.checkLiveness(), this.options.monitorIntervalMs);
     this.replicationTimer = setInterval(() => this.replicationTick(), this.options.replicationIntervalMs);
@@ -445,6 +449,7 @@ export class NameNode extends ServingDaemon {
       ...this.namespace.counts(),
       blockHealth: this.blockHealth(),
       datanodes: this.datanodeCounts(),
+      ha: this.haStatus,
     };
   }
 

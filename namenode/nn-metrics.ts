@@ -99,6 +99,8 @@ export interface NameNodeSummary {
   blocks: number;
   blockHealth: BlockHealthCounts;
   datanodes: DatanodeCounts;
+  /** HA: role ("active" without HA), term (0 without HA), the active's address and the last log entry applied. */
+  ha: { role: string; epoch: number; active: string; appliedTxid: number };
 }
 
 /** What the gauges read; called once per scrape. */
@@ -169,6 +171,17 @@ export class NameNodeMetrics {
       scrapedLabelledGauge(registry, name, help, label, () => read(this.summary()));
     };
     gauge("harvest_nn_files", "Files in the namespace", (s) => s.files);
+    gauge(
+      "harvest_nn_ha_active",
+      "1 while this namenode serves clients (the active of an HA pair, or a namenode without HA), else 0",
+      (s) => (s.ha.role === "active" ? 1 : 0),
+    );
+    gauge("harvest_nn_ha_epoch", "The HA term this namenode serves or last saw (0 without HA)", (s) => s.ha.epoch);
+    gauge(
+      "harvest_nn_ha_applied_txid",
+      "The last shared edit log entry this namenode holds (0 without HA)",
+      (s) => s.ha.appliedTxid,
+    );
     gauge("harvest_nn_directories", "Directories in the namespace, the root included", (s) => s.directories);
     gauge("harvest_nn_blocks", "Blocks in the namespace (the last block of an open file included)", (s) => s.blocks);
     labelled(

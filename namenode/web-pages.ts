@@ -71,6 +71,7 @@ function overview(req: WebRequest, source: NameNodeWebSource): WebResponse {
     ["missing", num(h.missing)],
     ["corrupt", num(h.corrupt)],
     ["placement", escapeHtml(s.placementPolicy)],
+    ...(s.ha.epoch > 0 ? ([["HA role", `${escapeHtml(s.ha.role)} (epoch ${num(s.ha.epoch)})`]] as const) : []),
   ])}
 <h2>Capacity</h2>
 <p id="capacity"><meter min="0" max="1" value="${escapeHtml(usedFraction.toFixed(4))}"></meter>

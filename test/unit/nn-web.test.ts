@@ -158,6 +158,7 @@ describe("the namenode's metrics", () => {
   const summary: NameNodeSummary = {
     address: "nn:8020",
     httpUrl: "https://nn:9870",
+    ha: { role: "standby", epoch: 7, active: "nn2:8020", appliedTxid: 12 },
     state: "running",
     safeMode: { on: true, blocksTotal: 4, blocksReported: 1, threshold: 0.999, reason: "1 of 4 blocks reported" },
     placementPolicy: "stock",
@@ -214,6 +215,9 @@ describe("the namenode's metrics", () => {
     expect(sumSamples(m, "harvest_nn_datanodes", { state: "stale" })).toBe(1);
     expect(sumSamples(m, "harvest_nn_remaining_bytes")).toBe(2000);
     expect(sumSamples(m, "harvest_nn_datanodes_primary_busy")).toBe(1);
+    // A standby says so, with the term it last saw.
+    expect(sumSamples(m, "harvest_nn_ha_active")).toBe(0);
+    expect(sumSamples(m, "harvest_nn_ha_epoch")).toBe(7);
     // Every harvest_nn_ metric says what it is.
     const text = await registry.metrics();
     for (const name of new Set([...text.matchAll(/^# TYPE (harvest_nn_\S+)/gm)].map((x) => x[1])))
