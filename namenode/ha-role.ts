@@ -258,3 +258,42 @@ export class NameNodeHa {
     }
   }
 }
+
+/** A server-streaming call as `serveCheckpoint` writes to it. */
+interface CheckpointCall {
+  request: { standbyId: string };
+  write(page: { entries: { key: string; valueJson: string }[]; txid: number }): boolean;
+  end(): void;
+  once(event: "drain", fn: () => void): unknown;
+  readonly cancelled: boolean;
+}
+
+/**
+ * Streams `store` as one consistent snapshot (LevelDB's iterator), in pages, to a new standby; with HA, first records
+ * the standby as having applied what this namenode holds, so that trimming keeps every later entry for it.
+ */
+export async function serveCheckpoint(
+  call: CheckpointCall,
+  store: NamespaceStore,
+  ha: NameNodeHa | undefined,
+): Promise<number> {
+  const id = call.request.standbyId;
+  if (!/^[A-Za-z0-9_.@:-]{1,128}$/.test(id))
+    throw new HarvestError("INVALID_ARGUMENT", "standbyId must be the new standby's haId (1-128 of [A-Za-z0-9_.@:-])", {
+      details: { field: "standbyId" },
+    });
+  const txid = ha ? ha.appliedTxid : 0;
+  if (ha) await ha.sharedLog.setApplied(id, txid);
+  let pages = 0;
+  for await (const page of store.snapshot()) {
+    if (call.cancelled) break;
+    const ok = call.write({
+      entries: page.map((op) => ({ key: op.key, valueJson: JSON.stringify(op.type === "put" ? op.value : null) })),
+      txid,
+    });
+    pages++;
+    if (!ok) await new Promise<void>((resolve) => call.once("drain", resolve));
+  }
+  call.end();
+  return pages;
+}

@@ -11,6 +11,8 @@
  * The server parts (datanode tracking, safe mode, lease recovery, admin, the client protocol, the web) sit beside
  * `namenode.ts`, which wires them.
  */
+export { bootstrapStandby } from "./bootstrap-standby.js";
+export type { BootstrapOptions } from "./bootstrap-standby.js";
 export { NameNode } from "./namenode.js";
 export type { DaemonState } from "../common/lifecycle.js";
 export type { DatanodeState } from "./datanode-entry.js";

@@ -18,10 +18,10 @@ import { ensureDirMode } from "../common/atomic-file.js";
 import { BlockKeyManager } from "../common/block-token.js";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
-import { errorMessage } from "../common/errors.js";
+import { errorMessage, toServiceError } from "../common/errors.js";
 import type { HarvestError } from "../common/errors.js";
 import { guardUnary } from "../common/ha/standby-guard.js";
-import { NameNodeHa } from "./ha-role.js";
+import { NameNodeHa, serveCheckpoint } from "./ha-role.js";
 import type { BatchOp } from "./namespace-store.js";
 import { ANY_CERTIFICATE, Gate } from "../common/auth.js";
 import type { ServiceRules } from "../common/auth.js";
@@ -297,6 +297,7 @@ export class NameNode extends ServingDaemon {
     const gate = this.gate
       .allow(proto.DatanodeProtocol.service, { DatanodeChannel: ["daemon"] })
       .allow(proto.ClientNamenode.service, clientRules)
+      .allow(proto.NamenodeCheckpoint.service, { GetCheckpoint: ["admin"] })
       .allow(proto.NamenodeAdmin.service, {
         Decommission: ["admin"],
         Recommission: ["admin"],
@@ -305,6 +306,14 @@ export class NameNode extends ServingDaemon {
     if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.server.addService(proto.DatanodeProtocol.service, {
       DatanodeChannel: (s: DatanodeStream) => this.tracker.onStream(s),
+    });
+    this.server.addService(proto.NamenodeCheckpoint.service, {
+      GetCheckpoint: (c: Parameters<typeof serveCheckpoint>[0] & { emit(e: "error", err: unknown): void }) => {
+        serveCheckpoint(c, this.store, this.ha).then(
+          (pages) => this.log.info("checkpoint sent to a new standby", { standbyId: c.request.standbyId, pages }),
+          (err: unknown) => c.emit("error", toServiceError(err)),
+        );
+      },
     });
     const standby = (): HarvestError | undefined => this.notActive();
     this.server.addService(proto.ClientNamenode.service, guardUnary(this.client.service(), standby));
