@@ -192,7 +192,7 @@ let warningFiltered = false;
  * every CLI command) when that is an IP address. Server names play no part in Harvest's TLS (the server's certificate
  * is checked against the dialled address, IPs included), so that one warning is dropped; every other passes.
  */
-function dropIpServerNameWarning(): void {
+export function dropIpServerNameWarning(): void {
   if (warningFiltered) return;
   warningFiltered = true;
   const emit = process.emitWarning.bind(process) as (...args: unknown[]) => void;
