@@ -35,6 +35,13 @@ export interface TlsFiles {
   key: string;
 }
 
+/**
+ * Names that carry power in the coordination service (etcd takes a certificate's CN as its user): `root` is etcd's
+ * superuser, `harvest-master` the only user that may use Harvest's keys, `harvest-etcd` the only peer the members
+ * accept. The CA issues them to daemons only (localcluster/cluster-ca.ts), and no node may take one as its id.
+ */
+export const RESERVED_IDENTITY_NAMES: readonly string[] = ["root", "harvest-master", "harvest-etcd"];
+
 const NAME = /^[A-Za-z0-9_.@-]{1,64}$/;
 
 /** True for a name a certificate may carry: 1-64 characters of [A-Za-z0-9_.@-]. */

@@ -12,7 +12,7 @@ import { isIP } from "node:net";
 import { join, resolve } from "node:path";
 import { writeFileAtomic } from "../common/atomic-file.js";
 import { HarvestError } from "../common/errors.js";
-import { IDENTITY_ROLES, isValidHost, isValidIdentityName } from "../common/tls.js";
+import { IDENTITY_ROLES, isValidHost, isValidIdentityName, RESERVED_IDENTITY_NAMES } from "../common/tls.js";
 import type { IdentityRole, TlsFiles } from "../common/tls.js";
 
 x509.cryptoProvider.set(webcrypto);
@@ -107,6 +107,14 @@ export async function issueCertificate(caDir: string, outDir: string, req: Issue
     throw new HarvestError(
       "INVALID_ARGUMENT",
       `bad role ${JSON.stringify(req.role)}: one of ${IDENTITY_ROLES.join(", ")}`,
+    );
+  if (RESERVED_IDENTITY_NAMES.includes(req.name) && req.role !== "daemon")
+    throw new HarvestError(
+      "INVALID_ARGUMENT",
+      `the name ${req.name} is reserved for daemons: it carries power in the coordination service (etcd takes a ` +
+        `certificate's name as its user; ${RESERVED_IDENTITY_NAMES.join(", ")} are its superuser, the masters and its ` +
+        `members), so the CA never issues it to a ${req.role}`,
+      { details: { field: "name" } },
     );
   const hosts = req.hosts ?? [];
   for (const h of hosts)

@@ -124,6 +124,16 @@ export function etcdEndpoints(e: Pick<EnsembleDescriptor, "members">): string[] 
   return e.members.map((m) => m.clientUrl);
 }
 
+/** How a master reaches the ensemble: the daemons' `haCoordination` option (ha-design.md). */
+export interface HaCoordination extends TlsFiles {
+  endpoints: string[];
+}
+
+/** The `haCoordination` option of a master of this ensemble: its endpoints and the masters' certificate. */
+export function haCoordinationOf(e: EnsembleDescriptor): HaCoordination {
+  return { endpoints: etcdEndpoints(e), ...e.masterTls };
+}
+
 /** The certificates an ensemble needs, made by {@link issueEnsembleCertificates}. */
 export interface EnsembleCertificates {
   member: TlsFiles;
