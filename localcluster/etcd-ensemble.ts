@@ -83,6 +83,11 @@ export interface EnsembleOptions {
   caDir: string;
   /** One host (name or IP) per member. @default three members on 127.0.0.1 */
   hosts?: string[];
+  /**
+   * The client and peer port of every member, for members on hosts of their own (etcd's are 2379 and 2380).
+   * @default ports free on the member's host now (members sharing a host, e.g. loopback)
+   */
+  ports?: { client: number; peer: number };
   /** Hosts the masters' certificate names (it is a daemon's). @default ["127.0.0.1", "localhost"] */
   masterHosts?: string[];
   /** The backend's size limit (`--quota-backend-bytes`): past it etcd refuses writes with an alarm. @default 1 GiB */
@@ -246,7 +251,9 @@ export async function startEnsemble(opts: EnsembleOptions): Promise<EnsembleDesc
   };
   for (const [i, host] of hosts.entries()) {
     // Both ports are chosen now: every member must know every peer URL before the first starts.
-    const [clientPort, peerPort] = [await freePort(host), await freePort(host)];
+    const [clientPort, peerPort] = opts.ports
+      ? [opts.ports.client, opts.ports.peer]
+      : [await freePort(host), await freePort(host)];
     const name = `etcd-${i + 1}`;
     e.members.push({
       name,
@@ -515,7 +522,7 @@ export async function restartEtcdMember(
 }
 
 /** Where a replacement member goes. */
-export interface ReplacementOptions extends Pick<EnsembleOptions, "etcdBinary" | "wrap" | "startTimeoutMs"> {
+export interface ReplacementOptions extends Pick<EnsembleOptions, "etcdBinary" | "wrap" | "startTimeoutMs" | "ports"> {
   /** The new member's name. @default etcd-<one more than the highest number in use> */
   name?: string;
   /** The host it serves on (its certificate must name it). @default the lost member's host */
@@ -559,8 +566,8 @@ export async function replaceEtcdMember(
     name,
     host,
     pid: 0,
-    clientUrl: `https://${urlHost(host)}:${await freePort(host)}`,
-    peerUrl: `https://${urlHost(host)}:${await freePort(host)}`,
+    clientUrl: `https://${urlHost(host)}:${opts.ports?.client ?? (await freePort(host))}`,
+    peerUrl: `https://${urlHost(host)}:${opts.ports?.peer ?? (await freePort(host))}`,
     dataDir,
     log: join(e.dir, `${name}.log`),
   };
