@@ -148,7 +148,7 @@ common(cluster.command("status"))
             ? {
                 daemons: daemons.map((d) => ({
                   name: d.name,
-                  kind: d.kind ?? "",
+                  kind: d.kind ?? (d.entry === "etcd" ? "etcd" : ""),
                   state: d.running ? "running" : "dead",
                   pid: d.pid,
                   address: d.address,
@@ -170,7 +170,7 @@ common(cluster.command("status"))
                     ["DAEMON", "KIND", "STATE", "PID", "ADDRESS", "WEB", "LOG"],
                     daemons.map((d) => [
                       d.name,
-                      d.kind ?? "",
+                      d.kind ?? (d.entry === "etcd" ? "etcd" : ""),
                       d.running ? "running" : "dead",
                       d.pid,
                       d.address,

@@ -24,7 +24,7 @@ import type { Etcd3 } from "etcd3";
 import { writeFileAtomic } from "../common/atomic-file.js";
 import { processStartTime } from "../common/container-leftovers.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
-import { dropIpServerNameWarning } from "../common/tls.js";
+import { dropIpServerNameWarning, isValidHost } from "../common/tls.js";
 import type { TlsFiles } from "../common/tls.js";
 
 /** Debian's etcd-server; `$HARVEST_ETCD` names another. */
@@ -215,23 +215,35 @@ export async function startEnsemble(opts: EnsembleOptions): Promise<EnsembleDesc
   const timeoutMs = opts.startTimeoutMs ?? 30_000;
   const existing = readEnsemble(dir);
   if (existing) {
-    for (const m of existing.members) {
-      if (isMemberRunning(m)) continue;
-      if (!existsSync(m.dataDir) || readdirSync(m.dataDir).length === 0)
-        throw new HarvestError(
-          "CONFIG_INVALID",
-          `etcd member ${m.name} lost its data directory ${m.dataDir}: replace it (docs/ha.md, "Replacing a lost member")`,
-        );
-      Object.assign(m, spawnMember(existing, m, "existing", bin, opts.wrap));
+    const down = existing.members.filter((m) => !isMemberRunning(m));
+    const lost = down.find((m) => !existsSync(m.dataDir) || readdirSync(m.dataDir).length === 0);
+    if (lost)
+      throw new HarvestError(
+        "CONFIG_INVALID",
+        `etcd member ${lost.name} lost its data directory ${lost.dataDir}: replace it (docs/ha.md, "Replacing a lost member")`,
+      );
+    try {
+      for (const m of down) Object.assign(m, spawnMember(existing, m, "existing", bin, opts.wrap));
       writeEnsemble(existing);
+      await waitForHealthy(existing, timeoutMs);
+      await setupEnsembleAuth(existing);
+      return existing;
+    } catch (err) {
+      await stopEnsemble({ members: down });
+      throw err;
     }
-    await waitForHealthy(existing, timeoutMs);
-    await setupEnsembleAuth(existing);
-    return existing;
   }
   const hosts = opts.hosts ?? ["127.0.0.1", "127.0.0.1", "127.0.0.1"];
   if (hosts.length === 0 || hosts.length > 9)
     throw new HarvestError("INVALID_ARGUMENT", `an ensemble has 1 to 9 members (3 or 5 usually), not ${hosts.length}`);
+  const badHost = hosts.find((h) => !isValidHost(h));
+  if (badHost !== undefined)
+    throw new HarvestError("INVALID_ARGUMENT", `bad etcd host ${JSON.stringify(badHost)}: a DNS name or an IP`);
+  if (opts.ports && new Set(hosts).size < hosts.length)
+    throw new HarvestError(
+      "INVALID_ARGUMENT",
+      `fixed ports need a host per member; ${hosts.join(", ")} names one twice (leave the ports out to pick free ones)`,
+    );
   const certs = await issueEnsembleCertificates(opts.caDir, {
     memberHosts: hosts.includes("127.0.0.1") ? [...hosts, "localhost"] : hosts,
     masterHosts: opts.masterHosts ?? ["127.0.0.1", "localhost"],
@@ -469,7 +481,10 @@ export async function setupEnsembleAuth(e: EnsembleDescriptor): Promise<void> {
 }
 
 /** Stops every running member (SIGTERM, SIGKILL after `graceMs`); returns how many ran. Data directories stay. */
-export async function stopEnsemble(e: EnsembleDescriptor, graceMs = 5_000): Promise<{ stopped: number }> {
+export async function stopEnsemble(
+  e: Pick<EnsembleDescriptor, "members">,
+  graceMs = 5_000,
+): Promise<{ stopped: number }> {
   const results = await Promise.all(e.members.map((m) => stopMember(m, graceMs)));
   return { stopped: results.filter(Boolean).length };
 }
