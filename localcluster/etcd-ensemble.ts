@@ -244,6 +244,14 @@ export async function startEnsemble(opts: EnsembleOptions): Promise<EnsembleDesc
       "INVALID_ARGUMENT",
       `fixed ports need a host per member; ${hosts.join(", ")} names one twice (leave the ports out to pick free ones)`,
     );
+  // Data without ensemble.json (a start that died half-way) belongs to no ensemble this code knows: etcd would rejoin
+  // the membership stored there, not the one this start would make.
+  const stale = hosts.map((_, i) => join(dir, `etcd-${i + 1}`)).find((d) => existsSync(d) && readdirSync(d).length > 0);
+  if (stale)
+    throw new HarvestError(
+      "CONFIG_INVALID",
+      `${stale} holds etcd data but ${descriptorFile(dir)} records no ensemble: remove ${dir} to start afresh`,
+    );
   const certs = await issueEnsembleCertificates(opts.caDir, {
     memberHosts: hosts.includes("127.0.0.1") ? [...hosts, "localhost"] : hosts,
     masterHosts: opts.masterHosts ?? ["127.0.0.1", "localhost"],
