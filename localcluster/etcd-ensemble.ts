@@ -129,13 +129,11 @@ export function etcdEndpoints(e: Pick<EnsembleDescriptor, "members">): string[] 
   return e.members.map((m) => m.clientUrl);
 }
 
-/** How a master reaches the ensemble: the daemons' `haCoordination` option (ha-design.md). */
-export interface HaCoordination extends TlsFiles {
-  endpoints: string[];
-}
-
-/** The `haCoordination` option of a master of this ensemble: its endpoints and the masters' certificate. */
-export function haCoordinationOf(e: EnsembleDescriptor): HaCoordination {
+/**
+ * The `haCoordination` option (common/ha/coordination.ts) of a master of this ensemble: its members' client URLs and
+ * the masters' certificate.
+ */
+export function haCoordinationOf(e: EnsembleDescriptor): TlsFiles & { endpoints: string[] } {
   return { endpoints: etcdEndpoints(e), ...e.masterTls };
 }
 
