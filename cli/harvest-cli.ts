@@ -70,6 +70,11 @@ common(cluster.command("up"), { clientConfig: false })
     "--insecure",
     "no TLS and no authentication: anyone who reaches the ports can act as anyone (a throwaway cluster only)",
   )
+  .option(
+    "--ha",
+    "also start the coordination service of highly available masters: a three-member etcd ensemble on loopback in " +
+      "<dir>/etcd, under the cluster CA (needs TLS; docs/ha.md)",
+  )
   .action(
     action(
       async (
@@ -81,6 +86,7 @@ common(cluster.command("up"), { clientConfig: false })
           memoryMb: string;
           config?: string;
           insecure?: boolean;
+          ha?: boolean;
         },
       ) => {
         const dir = resolveClusterDir(o.dir);
@@ -97,6 +103,7 @@ common(cluster.command("up"), { clientConfig: false })
           memoryMb: positiveInt(o.memoryMb, "--memory-mb"),
           startTimeoutMs: 20_000,
           insecure: o.insecure === true,
+          ha: o.ha === true,
         });
         print(o, c, () =>
           [
@@ -108,6 +115,7 @@ common(cluster.command("up"), { clientConfig: false })
             ...(c.rm.httpUrl ? [`  web UI           ${c.rm.httpUrl}/`] : []),
             ...(c.nn ? [`namenode          ${c.nn.address}  (log ${c.nn.log})`] : []),
             ...(c.nn?.httpUrl ? [`  web UI           ${c.nn.httpUrl}/`] : []),
+            ...(c.etcd?.members ?? []).map((m) => `${m.name.padEnd(17)} ${m.clientUrl}  etcd (log ${m.log})`),
             ...c.nodes.map(
               (n, i) => `${n.nodeId.padEnd(17)} ${n.address}  primary ${primaries[i]?.label ?? n.primary}`,
             ),
@@ -140,7 +148,7 @@ common(cluster.command("status"))
             ? {
                 daemons: daemons.map((d) => ({
                   name: d.name,
-                  kind: d.kind ?? "",
+                  kind: d.kind ?? (d.entry === "etcd" ? "etcd" : ""),
                   state: d.running ? "running" : "dead",
                   pid: d.pid,
                   address: d.address,
@@ -162,7 +170,7 @@ common(cluster.command("status"))
                     ["DAEMON", "KIND", "STATE", "PID", "ADDRESS", "WEB", "LOG"],
                     daemons.map((d) => [
                       d.name,
-                      d.kind ?? "",
+                      d.kind ?? (d.entry === "etcd" ? "etcd" : ""),
                       d.running ? "running" : "dead",
                       d.pid,
                       d.address,
@@ -198,7 +206,7 @@ common(cluster.command("status"))
 
 common(cluster.command("restart <daemon>"), { clientConfig: false })
   .description(
-    "start a stopped or dead daemon of a local cluster again on its data directory and address: rm, nn, server-N (its node manager and datanode), server-N-nm, server-N-dn",
+    "start a stopped or dead daemon of a local cluster again on its data directory and address: rm, nn, server-N (its node manager and datanode), server-N-nm, server-N-dn, etcd-N (a member of --ha's ensemble)",
   )
   .action(
     action(async (name: string, o: GlobalOpts) => {

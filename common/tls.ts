@@ -35,6 +35,13 @@ export interface TlsFiles {
   key: string;
 }
 
+/**
+ * Names that carry power in the coordination service (etcd takes a certificate's CN as its user): `root` is etcd's
+ * superuser, `harvest-master` the only user that may use Harvest's keys, `harvest-etcd` the only peer the members
+ * accept. The CA issues them to daemons only (localcluster/cluster-ca.ts), and no node may take one as its id.
+ */
+export const RESERVED_IDENTITY_NAMES: readonly string[] = ["root", "harvest-master", "harvest-etcd"];
+
 const NAME = /^[A-Za-z0-9_.@-]{1,64}$/;
 
 /** True for a name a certificate may carry: 1-64 characters of [A-Za-z0-9_.@-]. */
@@ -192,7 +199,7 @@ let warningFiltered = false;
  * every CLI command) when that is an IP address. Server names play no part in Harvest's TLS (the server's certificate
  * is checked against the dialled address, IPs included), so that one warning is dropped; every other passes.
  */
-function dropIpServerNameWarning(): void {
+export function dropIpServerNameWarning(): void {
   if (warningFiltered) return;
   warningFiltered = true;
   const emit = process.emitWarning.bind(process) as (...args: unknown[]) => void;

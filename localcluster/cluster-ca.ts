@@ -12,7 +12,7 @@ import { isIP } from "node:net";
 import { join, resolve } from "node:path";
 import { writeFileAtomic } from "../common/atomic-file.js";
 import { HarvestError } from "../common/errors.js";
-import { IDENTITY_ROLES, isValidHost, isValidIdentityName } from "../common/tls.js";
+import { IDENTITY_ROLES, isValidHost, isValidIdentityName, RESERVED_IDENTITY_NAMES } from "../common/tls.js";
 import type { IdentityRole, TlsFiles } from "../common/tls.js";
 
 x509.cryptoProvider.set(webcrypto);
@@ -95,9 +95,23 @@ export interface IssuedFiles {
 
 /**
  * Issues a certificate signed by the CA in `caDir` into `<outDir>/<name>.pem` and `<name>-key.pem` (mode 0600).
- * Daemons must name at least one host; users and admins may name none.
+ * Daemons must name at least one host; users and admins may name none. The names that carry power in the
+ * coordination service (RESERVED_IDENTITY_NAMES) go to daemons only.
  */
 export async function issueCertificate(caDir: string, outDir: string, req: IssueRequest): Promise<IssuedFiles> {
+  if (RESERVED_IDENTITY_NAMES.includes(req.name) && req.role !== "daemon")
+    throw new HarvestError(
+      "INVALID_ARGUMENT",
+      `the name ${req.name} is reserved for daemons: it carries power in the coordination service (etcd takes a ` +
+        `certificate's name as its user; ${RESERVED_IDENTITY_NAMES.join(", ")} are its superuser, the masters and its ` +
+        `members), so the CA never issues it to a ${req.role}`,
+      { details: { field: "name" } },
+    );
+  return issue(caDir, outDir, req);
+}
+
+/** {@link issueCertificate} without the reserved names' check (for the CA holder's own admin certificate). */
+async function issue(caDir: string, outDir: string, req: IssueRequest): Promise<IssuedFiles> {
   if (!isValidIdentityName(req.name))
     throw new HarvestError(
       "INVALID_ARGUMENT",
@@ -193,6 +207,8 @@ export async function issueClusterCertificates(
       daemons[name] = { ca: ca.cert, ...(await issueCertificate(caDir, caDir, { name, role: "daemon", hosts })) };
     }),
   );
-  const admin = await issueCertificate(caDir, join(caDir, "users"), { name: opts.admin, role: "admin" });
+  // The local admin is whoever holds the CA's key beside it: when root starts a cluster its certificate is named
+  // root (a reserved name: etcd's superuser), a power it has anyway, since it can issue itself any certificate.
+  const admin = await issue(caDir, join(caDir, "users"), { name: opts.admin, role: "admin" });
   return { daemons, admin: { ca: ca.cert, ...admin } };
 }

@@ -19,6 +19,8 @@ import { distEntry } from "../common/paths.js";
 import { EVENTS_DIR_VARIABLE, EVENTS_FILE_NAME, readEvents } from "../common/events.js";
 import type { EventsRead } from "../common/events.js";
 import type * as CaModule from "./cluster-ca.js";
+import { isMemberRunning, readEnsemble, restartEtcdMember, startEnsemble, stopEnsemble } from "./etcd-ensemble.js";
+import type { EnsembleDescriptor, EtcdMemberRecord } from "./etcd-ensemble.js";
 import { DfsClient } from "../client/dfs-client.js";
 import type { DfsClientOptions } from "../client/dfs-client.js";
 import { JobClient } from "../client/job-client.js";
@@ -70,6 +72,11 @@ export interface ClusterDescriptor {
    * presents to this cluster; absent for a cluster started `--insecure` (and in descriptors written before TLS).
    */
   security?: { ca: string; cert: string; key: string };
+  /**
+   * The coordination service's etcd ensemble (`cluster up --ha`): its members' processes, URLs and data directories,
+   * and the masters' certificate for it. Absent without --ha.
+   */
+  etcd?: EnsembleDescriptor;
 }
 
 /** How to bring a cluster up. */
@@ -101,6 +108,11 @@ export interface ClusterUpOptions {
    * cluster gets its own CA in `<dir>/security`, a certificate per daemon and one for the local admin. @default false
    */
   insecure?: boolean;
+  /**
+   * Start the coordination service for highly available masters too: a three-member etcd ensemble on loopback in
+   * `<dir>/etcd`, under the cluster CA (localcluster/etcd-ensemble.ts). Needs TLS. @default false
+   */
+  ha?: boolean;
 }
 
 /** Where root's local cluster lives by default: a system daemon's state, outside root's home. */
@@ -150,6 +162,12 @@ export function isRunning(d: DaemonRecord): boolean {
 /** Starts a cluster and resolves to its descriptor once every node has registered with the resource manager. */
 export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescriptor> {
   const dir = resolve(opts.dir);
+  if (opts.ha && opts.insecure)
+    throw new HarvestError(
+      "CONFIG_INVALID",
+      "--ha needs TLS: only the masters' certificate may use the coordination service's keys; drop --insecure",
+      { details: { field: "insecure" } },
+    );
   if (existsSync(join(dir, "cluster.json"))) {
     const existing = readCluster(dir);
     if (allDaemons(existing).some(isRunning)) {
@@ -199,7 +217,15 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
     ...(security ? { tls: security.daemons[name] } : { insecure: true }),
   });
   const admin = security?.admin;
+  let etcd: EnsembleDescriptor | undefined;
   try {
+    if (opts.ha) {
+      // Before the masters, which will need it. A stopped cluster's ensemble starts again on its own data.
+      etcd = await startEnsemble({ dir: join(dir, "etcd"), caDir: join(dir, "security") });
+    }
+    // HA masters: a second resource manager and namenode, each given `haCoordination: haCoordinationOf(etcd)`
+    // (localcluster/etcd-ensemble.ts), are started here by the masters' HA work (issue 43); for now the ensemble
+    // runs beside the usual single masters.
     // The resource manager first (the namenode reads tenants from it), then the namenode, then every server's daemons
     // (in parallel). The resource manager cancels jobs' delegation tokens at the namenode: the namenode's port is
     // chosen before either starts.
@@ -278,6 +304,7 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
       ...(nn ? { nn } : {}),
       nodes,
       ...(admin ? { security: admin } : {}),
+      ...(etcd ? { etcd } : {}),
     };
     writeDescriptor(descriptor);
     // The cluster is also a client configuration: `harvest --config <dir>/client.json` works like `--dir <dir>`.
@@ -290,6 +317,7 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
     return descriptor;
   } catch (err) {
     for (const d of started.reverse()) await stopProcess(d, 3_000);
+    if (etcd) await stopEnsemble(etcd);
     throw err;
   }
 }
@@ -457,9 +485,19 @@ async function spawnDaemon(
   };
 }
 
-/** The daemons of a local cluster with whether each runs. */
+/** The daemons of a local cluster with whether each runs, then its etcd members (`--ha`). */
 export function clusterDaemons(dir: string): (DaemonRecord & { name: string; running: boolean })[] {
-  return allDaemons(readCluster(dir)).map((d) => ({ ...d, name: d.name ?? "?", running: isRunning(d) }));
+  const c = readCluster(dir);
+  const etcd = c.etcd ? (readEnsemble(c.etcd.dir) ?? c.etcd) : undefined;
+  return [
+    ...allDaemons(c).map((d) => ({ ...d, name: d.name ?? "?", running: isRunning(d) })),
+    ...(etcd?.members ?? []).map((m) => ({ ...etcdMemberDaemon(m), name: m.name, running: isMemberRunning(m) })),
+  ];
+}
+
+/** An etcd member as the daemon lists show it (no kind: it is not a Harvest daemon). */
+function etcdMemberDaemon(m: EtcdMemberRecord): DaemonRecord {
+  return { name: m.name, pid: m.pid, address: m.clientUrl, dataDir: m.dataDir, log: m.log, entry: "etcd" };
 }
 
 /**
@@ -474,6 +512,12 @@ export async function restartDaemon(
   timeoutMs = 20_000,
 ): Promise<{ restarted: DaemonRecord[]; running: string[] }> {
   const c = readCluster(dir);
+  const etcd = c.etcd ? (readEnsemble(c.etcd.dir) ?? c.etcd) : undefined;
+  if (etcd?.members.some((m) => m.name === target)) {
+    const fresh = await restartEtcdMember(etcd, target, { startTimeoutMs: timeoutMs });
+    writeDescriptor({ ...readCluster(dir), etcd: fresh });
+    return { restarted: fresh.members.filter((m) => m.name === target).map(etcdMemberDaemon), running: [] };
+  }
   const aliases: Record<string, string> = { resourcemanager: "rm", namenode: "nn" };
   const want = aliases[target] ?? target;
   const named = allDaemons(c).filter((d) => {
@@ -484,7 +528,7 @@ export async function restartDaemon(
   if (named.length === 0)
     throw new HarvestError(
       "INVALID_ARGUMENT",
-      `no daemon ${JSON.stringify(target)} in ${dir}; daemons: ${allDaemons(c)
+      `no daemon ${JSON.stringify(target)} in ${dir}; daemons: ${[...allDaemons(c), ...(etcd?.members ?? [])]
         .map((d) => d.name)
         .join(", ")} (server-N restarts both of a server's daemons, server-N-nm only its node manager)`,
     );
@@ -603,6 +647,10 @@ export async function stopCluster(dir: string): Promise<{ stopped: number }> {
   for (const group of [servers, [...(c.nn ? [c.nn] : []), c.rm]]) {
     const results = await Promise.all(group.map((d) => stopProcess(d, 5_000)));
     stopped += results.filter(Boolean).length;
+  }
+  if (c.etcd) {
+    // Last: the masters may use it until they stop. ensemble.json is the freshest record (a replaced member).
+    stopped += (await stopEnsemble(readEnsemble(c.etcd.dir) ?? c.etcd)).stopped;
   }
   for (const n of c.nodes) killContainerLeftovers(n.dataDir);
   rmSync(join(dir, "cluster.json"), { force: true });
