@@ -10,7 +10,7 @@ import {
   loadClientConfig,
 } from "../client/client-config.js";
 import type { ClientSecurity } from "../common/grpc.js";
-import { readCluster, resolveClusterDir } from "../localcluster/cluster.js";
+import { nnAddressesOf, readCluster, resolveClusterDir, rmAddressesOf } from "../localcluster/cluster.js";
 import type { ClusterDescriptor } from "../localcluster/cluster.js";
 
 /** Options every cluster-facing command takes. */
@@ -62,7 +62,7 @@ export function clusterTarget(opts: GlobalOpts): ClusterTarget {
   const fromDir = (dir: string): ClusterTarget => {
     const d = readCluster(resolveClusterDir(dir));
     return withSecurity(
-      { rmAddress: d.rm.address, nnAddress: d.nn?.address ?? "", local: d, source: `${d.dir}/cluster.json` },
+      { rmAddress: rmAddressesOf(d), nnAddress: nnAddressesOf(d), local: d, source: `${d.dir}/cluster.json` },
       d.security,
     );
   };

@@ -113,7 +113,9 @@ common(cluster.command("up"), { clientConfig: false })
                 : " (INSECURE: plaintext, nobody authenticated)"),
             `resource manager  ${c.rm.address}  (log ${c.rm.log})`,
             ...(c.rm.httpUrl ? [`  web UI           ${c.rm.httpUrl}/`] : []),
+            ...(c.rm2 ? [`resource manager  ${c.rm2.address}  (log ${c.rm2.log})`] : []),
             ...(c.nn ? [`namenode          ${c.nn.address}  (log ${c.nn.log})`] : []),
+            ...(c.nn2 ? [`namenode          ${c.nn2.address}  (log ${c.nn2.log})`] : []),
             ...(c.nn?.httpUrl ? [`  web UI           ${c.nn.httpUrl}/`] : []),
             ...(c.etcd?.members ?? []).map((m) => `${m.name.padEnd(17)} ${m.clientUrl}  etcd (log ${m.log})`),
             ...c.nodes.map(

@@ -19,7 +19,14 @@ import { distEntry } from "../common/paths.js";
 import { EVENTS_DIR_VARIABLE, EVENTS_FILE_NAME, readEvents } from "../common/events.js";
 import type { EventsRead } from "../common/events.js";
 import type * as CaModule from "./cluster-ca.js";
-import { isMemberRunning, readEnsemble, restartEtcdMember, startEnsemble, stopEnsemble } from "./etcd-ensemble.js";
+import {
+  haCoordinationOf,
+  isMemberRunning,
+  readEnsemble,
+  restartEtcdMember,
+  startEnsemble,
+  stopEnsemble,
+} from "./etcd-ensemble.js";
 import type { EnsembleDescriptor, EtcdMemberRecord } from "./etcd-ensemble.js";
 import { DfsClient } from "../client/dfs-client.js";
 import type { DfsClientOptions } from "../client/dfs-client.js";
@@ -66,6 +73,9 @@ export interface ClusterDescriptor {
   rm: DaemonRecord;
   /** Absent in descriptors written before the storage layer. */
   nn?: DaemonRecord;
+  /** `--ha`: the second resource manager and namenode (each pair elects its active one in `etcd`). */
+  rm2?: DaemonRecord;
+  nn2?: DaemonRecord;
   nodes: NodeRecord[];
   /**
    * The local admin's TLS files (the cluster CA's certificate, the admin's certificate and key), which the CLI
@@ -194,7 +204,12 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
   const started: DaemonRecord[] = [];
   const withStorage = opts.storage ?? true;
   const serverNames = opts.primaries.map((_, i) => `server-${i + 1}`);
-  const daemonNames = ["rm", ...(withStorage ? ["nn"] : []), ...serverNames.flatMap((n) => [n, `${n}-dn`])];
+  const masterNames = (name: string): string[] => (opts.ha ? [name, `${name}2`] : [name]);
+  const daemonNames = [
+    ...masterNames("rm"),
+    ...(withStorage ? masterNames("nn") : []),
+    ...serverNames.flatMap((n) => [n, `${n}-dn`]),
+  ];
   // Daemons serve on loopback; the admin is whoever started the cluster. Searchable, so containers read the CA's
   // certificate (every key in it is 0600).
   let security: Awaited<ReturnType<typeof CaModule.issueClusterCertificates>> | undefined;
@@ -223,37 +238,65 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
       // Before the masters, which will need it. A stopped cluster's ensemble starts again on its own data.
       etcd = await startEnsemble({ dir: join(dir, "etcd"), caDir: join(dir, "security") });
     }
-    // HA masters: a second resource manager and namenode, each given `haCoordination: haCoordinationOf(etcd)`
-    // (localcluster/etcd-ensemble.ts), are started here by the masters' HA work (issue 43); for now the ensemble
-    // runs beside the usual single masters.
     // The resource manager first (the namenode reads tenants from it), then the namenode, then every server's daemons
-    // (in parallel). The resource manager cancels jobs' delegation tokens at the namenode: the namenode's port is
-    // chosen before either starts.
-    const nnPort = withStorage ? Number(opts.nn?.["port"] ?? 0) || (await freeLoopbackPort()) : 0;
-    const rm = await launchDaemon(
-      dir,
-      "rm",
-      "resourcemanager",
-      {
-        ...localFor("rm"),
-        dataDir: join(dir, "rm"),
-        secret,
-        ...(withStorage ? { nnAddress: `${loopback.advertiseHost}:${nnPort}` } : {}),
-        ...opts.rm,
-      },
-      opts.startTimeoutMs,
-    );
-    started.push(rm);
-    const nn = withStorage
-      ? await launchDaemon(
+    // (in parallel). The resource manager cancels jobs' delegation tokens at the namenode: the masters' ports are
+    // chosen before any starts. With --ha each master is a pair electing its active one in the ensemble; everyone
+    // else is given both addresses and follows the active (common/failover.ts).
+    const ports = async (name: string, given: unknown): Promise<number[]> =>
+      Promise.all(masterNames(name).map(async (_, i) => (i === 0 && Number(given)) || (await freeLoopbackPort())));
+    const rmPorts = await ports("rm", opts.rm?.["port"]);
+    const nnPorts = withStorage ? await ports("nn", opts.nn?.["port"]) : [];
+    const list = (p: number[]): string => p.map((port) => `${loopback.advertiseHost}:${port}`).join(",");
+    const rmList = list(rmPorts);
+    const nnList = list(nnPorts);
+    const ha = (name: string): Record<string, unknown> =>
+      etcd ? { haCoordination: { ...haCoordinationOf(etcd), clusterId: "local" }, haId: name } : {};
+    const rms = await Promise.all(
+      masterNames("rm").map((name, i) =>
+        launchDaemon(
           dir,
-          "nn",
-          "namenode",
-          { ...localFor("nn"), port: nnPort, dataDir: join(dir, "nn"), rmAddress: rm.address, ...opts.nn },
+          name,
+          "resourcemanager",
+          {
+            ...localFor(name),
+            port: rmPorts[i],
+            dataDir: join(dir, name),
+            secret,
+            ...ha(name),
+            ...(etcd ? { haRmAddresses: rmList } : {}),
+            ...(withStorage ? { nnAddress: nnList } : {}),
+            ...opts.rm,
+            ...(i > 0 ? { port: rmPorts[i] } : {}),
+          },
           opts.startTimeoutMs,
+        ),
+      ),
+    );
+    started.push(...rms);
+    const rm = rms[0]!;
+    const nns = withStorage
+      ? await Promise.all(
+          masterNames("nn").map((name, i) =>
+            launchDaemon(
+              dir,
+              name,
+              "namenode",
+              {
+                ...localFor(name),
+                port: nnPorts[i],
+                dataDir: join(dir, name),
+                rmAddress: rmList,
+                ...ha(name),
+                ...opts.nn,
+                ...(i > 0 ? { port: nnPorts[i] } : {}),
+              },
+              opts.startTimeoutMs,
+            ),
+          ),
         )
-      : undefined;
-    if (nn) started.push(nn);
+      : [];
+    started.push(...nns);
+    const nn = nns[0];
     const nodes = await Promise.all(
       opts.primaries.map(async (primary, i): Promise<NodeRecord> => {
         const nodeId = `server-${i + 1}`;
@@ -264,8 +307,8 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
         const nmConfig = {
           ...localFor(nodeId),
           nodeId,
-          rmAddress: rm.address,
-          nnAddress: nn?.address ?? "",
+          rmAddress: rmList,
+          nnAddress: nnList,
           dataDir: join(dir, "nodes", nodeId),
           capacity: { vcoresMilli: Math.round(opts.vcores * 1000), memoryMb: opts.memoryMb },
           secret,
@@ -282,7 +325,7 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
                 {
                   ...localFor(`${nodeId}-dn`),
                   datanodeId: nodeId,
-                  namenodeAddress: nn.address,
+                  namenodeAddress: nnList,
                   dataDir: join(dir, "datanodes", nodeId),
                   ...shared,
                   ...opts.dn,
@@ -302,6 +345,8 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
       createdMs: Date.now(),
       rm,
       ...(nn ? { nn } : {}),
+      ...(rms[1] ? { rm2: rms[1] } : {}),
+      ...(nns[1] ? { nn2: nns[1] } : {}),
       nodes,
       ...(admin ? { security: admin } : {}),
       ...(etcd ? { etcd } : {}),
@@ -310,10 +355,10 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
     // The cluster is also a client configuration: `harvest --config <dir>/client.json` works like `--dir <dir>`.
     writeAtomic(
       join(dir, "client.json"),
-      JSON.stringify({ rmAddress: rm.address, ...(nn ? { nnAddress: nn.address } : {}), ...admin }, null, 2) + "\n",
+      JSON.stringify({ rmAddress: rmList, ...(nn ? { nnAddress: nnList } : {}), ...admin }, null, 2) + "\n",
     );
-    await waitForNodes(rm.address, nodes.length, opts.startTimeoutMs, admin);
-    if (nn) await waitForDatanodes(nn.address, nodes.length, opts.startTimeoutMs, admin);
+    await waitForNodes(rmList, nodes.length, opts.startTimeoutMs, admin);
+    if (nn) await waitForDatanodes(nnList, nodes.length, opts.startTimeoutMs, admin);
     return descriptor;
   } catch (err) {
     for (const d of started.reverse()) await stopProcess(d, 3_000);
@@ -324,16 +369,26 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
 
 /** A job client of a local cluster, as the admin who started it (plaintext when it runs insecure). */
 export function localJobClient(c: ClusterDescriptor): JobClient {
-  return new JobClient(c.rm.address, {
+  return new JobClient(rmAddressesOf(c), {
     ...(c.security ? { security: c.security } : {}),
-    nnAddress: c.nn?.address ?? "",
+    nnAddress: nnAddressesOf(c),
   });
 }
 
 /** A file-system client of a local cluster, as the admin who started it (plaintext when it runs insecure). */
 export function localDfsClient(c: ClusterDescriptor, options: Partial<DfsClientOptions> = {}): DfsClient {
   if (!c.nn) throw new HarvestError("CLUSTER_NOT_FOUND", `the cluster in ${c.dir} runs no namenode`);
-  return new DfsClient(c.nn.address, { ...(c.security ? { security: c.security } : {}), ...options });
+  return new DfsClient(nnAddressesOf(c), { ...(c.security ? { security: c.security } : {}), ...options });
+}
+
+/** The resource managers' addresses, comma-separated (two with --ha): what clients are given. */
+export function rmAddressesOf(c: ClusterDescriptor): string {
+  return [c.rm, c.rm2].flatMap((d) => (d ? [d.address] : [])).join(",");
+}
+
+/** The namenodes' addresses, comma-separated ("" without the storage layer). */
+export function nnAddressesOf(c: ClusterDescriptor): string {
+  return [c.nn, c.nn2].flatMap((d) => (d ? [d.address] : [])).join(",");
 }
 
 /**
@@ -367,7 +422,9 @@ export function readClusterEvents(dir: string): EventsRead {
 export function allDaemons(c: ClusterDescriptor): DaemonRecord[] {
   return [
     { ...c.rm, name: c.rm.name ?? "rm" },
+    ...(c.rm2 ? [{ ...c.rm2, name: c.rm2.name ?? "rm2" }] : []),
     ...(c.nn ? [{ ...c.nn, name: c.nn.name ?? "nn" }] : []),
+    ...(c.nn2 ? [{ ...c.nn2, name: c.nn2.name ?? "nn2" }] : []),
     ...c.nodes.flatMap((n) => [
       { ...n, name: n.name ?? n.nodeId },
       ...(n.datanode ? [{ ...n.datanode, name: n.datanode.name ?? `${n.nodeId}-dn` }] : []),
