@@ -104,6 +104,11 @@ export const ERROR_CODES = {
   CA_NOT_FOUND: GrpcStatus.NOT_FOUND,
   // The web server has no page, API resource or asset at that path.
   WEB_NOT_FOUND: GrpcStatus.NOT_FOUND,
+  // Highly available masters (docs: ha-design). A standby master refused a call: only the active serves (details: the
+  // active's advertised address when known); callers made from a list of addresses retry there (common/failover.ts).
+  NOT_ACTIVE: GrpcStatus.UNAVAILABLE,
+  // A worker refused a message from a master of an older term than one it has already heard from (fencing).
+  STALE_EPOCH: GrpcStatus.FAILED_PRECONDITION,
   // The peer is not there or not serving.
   UNAVAILABLE: GrpcStatus.UNAVAILABLE,
   DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,
@@ -247,6 +252,13 @@ export interface ErrorDetails {
   CA_EXISTS: NoDetails;
   CA_NOT_FOUND: NoDetails;
   WEB_NOT_FOUND: NoDetails;
+  /**
+   * `active`: the active master's advertised gRPC address (host:port) when this standby knows it; `epoch`: the active
+   * term it knows of (a decimal string), absent when none.
+   */
+  NOT_ACTIVE: { active?: string; epoch?: string };
+  /** `epoch`: the term the refused message carried; `seen`: the highest term the worker has heard from (decimal). */
+  STALE_EPOCH: { epoch: string; seen: string };
   UNAVAILABLE: RmWaitDetails;
   DEADLINE_EXCEEDED: RmWaitDetails;
   INTERNAL: RmWaitDetails & {
