@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BlockKeyManager, randomFirstKeyId, verifyBlockToken } from "../../common/block-token.js";
 import { Logger } from "../../common/log.js";
 import { commandVerdict, EpochFence, NamenodeLinks, wireEpoch } from "../../datanode/namenode-links.js";
+import { resolveDataNodeOptions } from "../../datanode/options.js";
 import type { NamenodeLinksHost } from "../../datanode/namenode-links.js";
 import type { DatanodeCommands } from "../../proto/generated/harvest/v1/DatanodeCommands.js";
 import type { DatanodeCommandsOutput } from "../../proto/generated/harvest/v1/DatanodeCommands.js";
@@ -87,6 +88,19 @@ describe("the epoch rule", () => {
     expect([wireEpoch(12), wireEpoch(0), wireEpoch(-3), wireEpoch(1.5), wireEpoch("7"), wireEpoch(NaN)]).toEqual([
       12, 0, 0, 0, 0, 0,
     ]);
+  });
+});
+
+describe("namenodeAddress", () => {
+  it("takes one namenode or a comma-separated list, each a host:port, none twice", () => {
+    const base = { datanodeId: "d1", dataDir: "/d" };
+    expect(resolveDataNodeOptions({ ...base, namenodeAddress: `${NN_A}, ${NN_B}` }).namenodeAddress).toBe(
+      `${NN_A}, ${NN_B}`,
+    );
+    for (const bad of [`${NN_A},nn-b`, `${NN_A},${NN_A}`, " , ", `${NN_A},host:0`])
+      expect(thrown(() => resolveDataNodeOptions({ ...base, namenodeAddress: bad })).details).toEqual({
+        field: "namenodeAddress",
+      });
   });
 });
 
