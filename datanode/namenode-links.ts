@@ -148,20 +148,23 @@ class NamenodeLink {
     readonly address: string,
     host: NamenodeLinksHost,
     onMessage: (link: NamenodeLink, msg: NamenodeToDatanodeOutput) => void,
+    many: boolean,
   ) {
     this.heartbeatIntervalMs = host.timing.heartbeatIntervalMs;
-    // The failover of a single stream (common/registered-stream.ts) is not wanted here: each link stays with its own.
-    this.stream = new RegisteredStream<DatanodeToNamenode, NamenodeToDatanodeOutput, DatanodeProtocolClient>({
-      master: `namenode ${address}`,
+    // Each link stays with its one namenode (`address`): following the active one is for workers of a single master.
+    const options = {
+      master: many ? `namenode ${address}` : "namenode",
       timing: host.timing,
       log: host.log,
+      address,
       dial: () => host.dial(address),
-      openStream: (channel) => channel.datanodeChannel(),
-      registration: () => ({ register: host.registration() }),
-      onMessage: (msg) => onMessage(this, msg),
+      openStream: (channel: DatanodeProtocolClient) => channel.datanodeChannel(),
+      registration: (): DatanodeToNamenode => ({ register: host.registration() }),
+      onMessage: (msg: NamenodeToDatanodeOutput) => onMessage(this, msg),
       onLost: () => this.stopTimers(),
       isRunning: () => host.isRunning(),
-    });
+    };
+    this.stream = new RegisteredStream<DatanodeToNamenode, NamenodeToDatanodeOutput, DatanodeProtocolClient>(options);
   }
 
   stopTimers(): void {
@@ -185,8 +188,9 @@ export class NamenodeLinks {
     namenodeAddress: string,
     private readonly host: NamenodeLinksHost,
   ) {
-    this.links = splitAddressList(namenodeAddress).map(
-      (a) => new NamenodeLink(a, host, (link, msg) => this.onMessage(link, msg)),
+    const addresses = splitAddressList(namenodeAddress);
+    this.links = addresses.map(
+      (a) => new NamenodeLink(a, host, (link, msg) => this.onMessage(link, msg), addresses.length > 1),
     );
     this.requiredAtStart = existsSync(this.markerFile);
   }
