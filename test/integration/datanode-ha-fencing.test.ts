@@ -4,7 +4,8 @@
  * block reports and every received and deleted replica; the datanode carries out the current active's replicate and
  * delete commands but not the old one's (the replica stays, nothing is copied, the refusal is counted in /metrics);
  * and a write whose block token the old active issued is refused with STALE_EPOCH while one of term 9 succeeds. The
- * two namenodes' block keys have the same ids, as two key managers that start alike do.
+ * two namenodes' block keys have the same ids, as two key managers that start alike do. A third namenode the datanode
+ * names is down throughout: it delays nothing.
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
@@ -159,13 +160,17 @@ describe("a datanode serving an old active (term 5) and the current one (term 9)
     target = await fakeTarget();
     const trace = join(dir, "idle.csv");
     writeFileSync(trace, "time_s,cpu_pct\n0,0\n600,0\n");
+    // A namenode that is down: a port that was free a moment ago.
+    const down = createServer();
+    const downPort = await bindServer(down, "127.0.0.1", 0);
+    await shutdownServer(down, 0);
     const config = join(dir, "dn.json");
     const ready = join(dir, "dn.ready");
     writeFileSync(
       config,
       JSON.stringify({
         datanodeId: "dn1",
-        namenodeAddress: `${old.address},${current.address}`,
+        namenodeAddress: `${old.address},127.0.0.1:${downPort},${current.address}`,
         dataDir: join(dir, "dn1"),
         capacityBytes: 1 << 30,
         primary: `trace:${trace}`,
