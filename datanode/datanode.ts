@@ -160,16 +160,6 @@ export class DataNode extends ServingDaemon {
     return this.links.registered;
   }
 
-  /** The namenodes whose registration answer holds on their current stream. */
-  registeredWith(): string[] {
-    return this.links.registeredWith();
-  }
-
-  /** The highest namenode term (epoch) this datanode has seen; 0 without HA. */
-  get epochSeen(): number {
-    return this.links.fence.seen;
-  }
-
   /** The latest primary-tenant sample. */
   get primarySample(): PrimarySample {
     return this.lastSample;
