@@ -6,13 +6,14 @@
  * is current when it takes over; a namenode that is down or cut off delays no report to another (what it missed, the
  * full report after it registers again covers).
  *
- * Fencing (docs: ha-design): a namenode says its term (epoch; 0 without HA) and whether it is active in every answer to
- * a registration (again, unasked, when its role changes), and stamps its commands with its term. The datanode keeps
- * the highest epoch it has seen and carries out commands only from a link that said it is active (or is not HA) and
- * whose epoch is that highest one: commands of an older term are refused, logged once per epoch and counted. Block
- * tokens name their issuer's term, and a WRITE token of an older term is refused (STALE_EPOCH), so an old active cannot
- * get a write acknowledged. Each namenode has its own block keys: they are kept per link, and a token is checked
- * against every link's key of its id.
+ * Fencing (docs: ha-design): a namenode says its term (epoch; 0 without HA) and whether it is active in its answer to
+ * a registration; the active stamps its commands with its term, a standby's (empty) answers carry 0. The datanode
+ * keeps the highest epoch it has seen (from either) and carries out replicate, delete and recovery commands only when
+ * they carry that epoch, and with HA only when they carry one at all: commands of an older term (an old active back
+ * from a partition) are refused, logged once per epoch and counted. Block tokens name their issuer's term, and a WRITE
+ * token of an older term is refused (STALE_EPOCH), so an old active cannot get a write acknowledged. Each namenode has
+ * its own block keys, kept per link and taken from it whatever its term (a key only verifies tokens, and a standby's
+ * must be current when it takes over); a token is checked against every link's key of its id.
  */
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -74,27 +75,23 @@ export class EpochFence {
   }
 }
 
-/** What a namenode's commands get: carried out, or refused (an older term, or a namenode that said it is standby). */
+/** What a namenode's commands get: carried out, or refused (an older term, or with HA a namenode not active). */
 export type CommandVerdict = "execute" | "stale" | "standby";
 
 /**
- * The fencing rule for one commands message from a namenode whose last registration answer said `active` and `epoch`:
- * notes the commands' epoch, then carries them out only if that namenode said it is active (or is not HA: epoch 0)
- * and their epoch is the highest seen.
+ * The fencing rule for one commands message: notes its epoch, then carries it out only if that is the highest epoch
+ * seen. With HA (`ha`: several namenodes) it must also name a term: only the active stamps its commands with its term,
+ * so a message that carries none comes from a standby (or a namenode not configured for HA).
  */
-export function commandVerdict(
-  fence: EpochFence,
-  link: { active: boolean; epoch: number },
-  commandsEpoch: number,
-): CommandVerdict {
+export function commandVerdict(fence: EpochFence, ha: boolean, commandsEpoch: number): CommandVerdict {
   fence.observe(commandsEpoch);
   if (fence.isStale(commandsEpoch)) return "stale";
-  return link.active || link.epoch === 0 ? "execute" : "standby";
+  return ha && commandsEpoch === 0 ? "standby" : "execute";
 }
 
-/** Whether a commands message asks for anything beyond what every link does on its own (re-register). */
+/** Whether a commands message asks the datanode to act on its replicas (beyond keys and registering again). */
 function hasWork(c: DatanodeCommandsOutput): boolean {
-  return c.replicate.length + c.delete.length + c.blockKeys.length + c.recover.length + c.commitRecovery.length > 0;
+  return c.replicate.length + c.delete.length + c.recover.length + c.commitRecovery.length > 0;
 }
 
 /** One namenode's block keys by id. */
@@ -128,10 +125,6 @@ export interface NamenodeLinksHost {
 /** One namenode: its stream, what it said of itself, its keys, its timers and its queue of incremental reports. */
 class NamenodeLink {
   readonly stream: RegisteredStream<DatanodeToNamenode, NamenodeToDatanodeOutput, DatanodeProtocolClient>;
-  /** The term it stated last (registration answer or commands); 0 without HA. */
-  epoch = 0;
-  /** Its last registration answer said it is the active namenode. */
-  active = false;
   /** Block tokens: "unknown" until it answers a registration, then "off" (it issues none) or its keys. */
   tokens: "unknown" | "off" | Map<number, BlockKey> = "unknown";
   heartbeatIntervalMs: number;
@@ -288,16 +281,15 @@ export class NamenodeLinks {
   private onRegistered(link: NamenodeLink, r: DatanodeRegisteredOutput): void {
     const log = this.host.log;
     const wasRegistered = link.stream.registered;
-    link.epoch = wireEpoch(r.epoch);
-    link.active = r.active;
-    this.fence.observe(link.epoch);
+    const epoch = wireEpoch(r.epoch);
+    this.fence.observe(epoch);
     this.setBlockTokens(link, r.blockTokens, r.blockKeys);
     const heartbeatIntervalMs = r.heartbeatIntervalMs || this.host.timing.heartbeatIntervalMs;
-    const ha = link.epoch > 0 ? { epoch: link.epoch, active: link.active } : {};
-    if (link.active && this.fence.isStale(link.epoch))
+    const ha = epoch > 0 ? { epoch, active: r.active } : {};
+    if (r.active && this.fence.isStale(epoch))
       log.warn("a namenode of an older term says it is active: its commands will be refused", {
         namenode: link.address,
-        epoch: link.epoch,
+        epoch,
         seen: this.fence.seen,
       });
     if (wasRegistered) {
@@ -350,19 +342,18 @@ export class NamenodeLinks {
 
   private onCommands(link: NamenodeLink, c: DatanodeCommandsOutput): void {
     const epoch = wireEpoch(c.epoch);
-    if (epoch > link.epoch) link.epoch = epoch;
+    const verdict = commandVerdict(this.fence, this.links.length > 1, epoch);
     // Registering again concerns this namenode alone, whatever its term: its answer says who it is now.
     if (c.reregister) {
       this.host.log.info("namenode asked us to register again", { namenode: link.address });
       link.stream.register();
     }
-    const verdict = commandVerdict(this.fence, link, epoch);
-    if (!hasWork(c) || verdict === "execute") {
-      if (c.blockKeys.length > 0 && link.tokens instanceof Map) link.tokens = keyMap(c.blockKeys);
-      if (hasWork(c)) this.host.execute(c, (msg) => link.stream.send(msg));
-      return;
-    }
-    if (verdict === "stale") {
+    // Its keys replace its own set, whatever its term: they verify its tokens only, whose writes the fence refuses.
+    if (c.blockKeys.length > 0 && link.tokens instanceof Map) link.tokens = keyMap(c.blockKeys);
+    if (!hasWork(c)) return;
+    if (verdict === "execute") {
+      this.host.execute(c, (msg) => link.stream.send(msg));
+    } else if (verdict === "stale") {
       this.host.staleCommands();
       if (this.warnedEpochs.has(epoch)) return;
       this.warnedEpochs.add(epoch);
@@ -373,7 +364,7 @@ export class NamenodeLinks {
       });
     } else if (!this.warnedStandby) {
       this.warnedStandby = true;
-      this.host.log.warn("ignored commands from a namenode that said it is standby", { namenode: link.address, epoch });
+      this.host.log.warn("ignored commands that name no term (HA: from a standby)", { namenode: link.address });
     }
   }
 

@@ -55,19 +55,22 @@ function commands(c: DatanodeCommands): DatanodeCommandsOutput {
 }
 
 describe("the epoch rule", () => {
-  it("lets commands through only from the active namenode of the newest term, or one that is not HA", () => {
+  it("lets commands through only when they carry the newest term, with HA only when they carry one", () => {
     const fence = new EpochFence();
-    // Not HA: epoch 0 everywhere, and a registration answer that says nothing of being active.
-    expect(commandVerdict(fence, { active: false, epoch: 0 }, 0)).toBe("execute");
-    expect(commandVerdict(fence, { active: true, epoch: 5 }, 5)).toBe("execute");
+    // Not HA: epoch 0 everywhere.
+    expect(commandVerdict(fence, false, 0)).toBe("execute");
+    // HA: the active stamps its commands with its term; a standby's carry none.
+    expect(commandVerdict(fence, true, 5)).toBe("execute");
     expect(fence.seen).toBe(5);
-    // A standby of the same term sends no commands; any it sends are ignored.
-    expect(commandVerdict(fence, { active: false, epoch: 5 }, 5)).toBe("standby");
-    // A newer term seen anywhere makes the old active's commands stale, and a not-HA namenode's too.
-    expect(commandVerdict(fence, { active: true, epoch: 7 }, 7)).toBe("execute");
-    expect(commandVerdict(fence, { active: true, epoch: 5 }, 5)).toBe("stale");
-    expect(commandVerdict(fence, { active: false, epoch: 0 }, 0)).toBe("stale");
+    expect(commandVerdict(fence, true, 0)).toBe("stale");
+    // A newer term seen anywhere makes the old active's commands stale, and a namenode's that names none.
+    expect(commandVerdict(fence, true, 7)).toBe("execute");
+    expect(commandVerdict(fence, true, 5)).toBe("stale");
+    expect(commandVerdict(fence, false, 0)).toBe("stale");
+    expect(commandVerdict(fence, false, 7)).toBe("execute");
     expect(fence.seen).toBe(7);
+    // Before any term is known, HA commands that name none are a standby's.
+    expect(commandVerdict(new EpochFence(), true, 0)).toBe("standby");
   });
 
   it("refuses a token of an older term with STALE_EPOCH naming both terms", () => {
@@ -185,12 +188,13 @@ describe("NamenodeLinks", () => {
   });
   const wireKeys = (m: BlockKeyManager) => m.keys().map((k) => ({ ...k }));
 
-  it("registers and reports to every namenode, and obeys only the active one of the newest term", async () => {
+  it("registers and reports to every namenode, and obeys only the active one of the newest term", () => {
     start();
     expect(last(NN_A).kinds()).toEqual(["register"]);
     expect(last(NN_B).kinds()).toEqual(["register"]);
+    // A is active in term 5; B is a standby that has seen no term of its own.
     send(NN_A, registered({ epoch: 5, active: true }));
-    send(NN_B, registered({ epoch: 5, active: false }));
+    send(NN_B, registered({ epoch: 0, active: false }));
     // Each gets its full block report and a first heartbeat.
     expect(last(NN_A).kinds()).toEqual(["register", "blockReport", "heartbeat"]);
     expect(last(NN_B).kinds()).toEqual(["register", "blockReport", "heartbeat"]);
@@ -198,21 +202,26 @@ describe("NamenodeLinks", () => {
 
     const del = { delete: [{ blockId: 1, genStamp: 1 }] };
     send(NN_A, { commands: commands({ ...del, epoch: 5 }) });
-    send(NN_B, { commands: commands({ ...del, epoch: 5 }) });
+    // A standby's heartbeat answer names no term and asks nothing; commands that name none are not obeyed.
+    send(NN_B, { commands: commands({ seq: 1, epoch: 0 }) });
+    send(NN_B, { commands: commands({ ...del, epoch: 0 }) });
     expect(executed.map((e) => e.from)).toEqual([NN_A]);
+    expect(stale).toBe(1);
 
-    // B takes over in term 9 and says so on its stream: no second block report, and from now on only B commands.
-    send(NN_B, registered({ epoch: 9, active: true }));
-    expect(last(NN_B).kinds()).toEqual(["register", "blockReport", "heartbeat"]);
+    // B is elected in term 9 and commands with it: from now on only B is obeyed, A's commands are of an older term.
+    send(NN_B, { commands: commands({ ...del, epoch: 9 }) });
     send(NN_A, { commands: commands({ ...del, epoch: 5 }) });
     send(NN_A, { commands: commands({ replicate: [{ block: { blockId: 1, genStamp: 1 }, targets: [] }], epoch: 5 }) });
-    send(NN_B, { commands: commands({ ...del, epoch: 9 }) });
     expect(executed.map((e) => e.from)).toEqual([NN_A, NN_B]);
-    expect(stale).toBe(2);
-    expect(lines.filter((l) => l.includes("older term")).length).toBe(1);
+    expect(stale).toBe(3);
+    // Logged once per epoch: 0 (the standby's) and 5 (the old active's).
+    expect(lines.filter((l) => l.includes("older term")).length).toBe(2);
     // An empty heartbeat answer from the old active is no command: nothing refused, nothing counted.
     send(NN_A, { commands: commands({ seq: 3, epoch: 5 }) });
-    expect(stale).toBe(2);
+    expect(stale).toBe(3);
+    // A namenode may say its role changed on its stream: no second block report.
+    send(NN_B, registered({ epoch: 9, active: true }));
+    expect(last(NN_B).kinds()).toEqual(["register", "blockReport", "heartbeat"]);
     // The old active may still ask to be registered with again (it concerns it alone): its answer says it is standby.
     send(NN_A, { commands: commands({ reregister: true, epoch: 5 }) });
     expect(last(NN_A).kinds().at(-1)).toBe("register");
@@ -227,31 +236,33 @@ describe("NamenodeLinks", () => {
     const kmB = new BlockKeyManager(() => now, { tokenLifetimeMs: 60_000, keyUpdateIntervalMs: 5_000 });
     expect(kmA.keys()[0]!.keyId).toBe(kmB.keys()[0]!.keyId);
     send(NN_A, registered({ epoch: 5, active: true, blockTokens: true, blockKeys: wireKeys(kmA) }));
-    send(NN_B, registered({ epoch: 5, active: false, blockTokens: true, blockKeys: wireKeys(kmB) }));
+    send(NN_B, registered({ epoch: 0, active: false, blockTokens: true, blockKeys: wireKeys(kmB) }));
     const verify = (token: string) => verifyBlockToken(token, links.blockKeys() as never, 7, "WRITE", now);
     const tokenA = kmA.issue(7, "WRITE", "alice");
     const tokenB = kmB.issue(7, "WRITE", "alice");
     expect(verify(tokenA)).toMatchObject({ blockId: 7, epoch: 5 });
     expect(verify(tokenB).epoch).toBeUndefined();
 
-    // B rolls its key and sends only the new one: its old key goes, A's key of the same id stays.
+    // The standby rolls its key and sends only the new one: its old key goes, A's key of the same id stays.
     now += 5_000;
     kmB.maybeRoll();
-    const keyB2 = kmB.keys().filter((k) => k.keyId !== 1);
-    send(NN_B, registered({ epoch: 9, active: true, blockTokens: true, blockKeys: wireKeys(kmB) }));
-    send(NN_B, { commands: commands({ blockKeys: keyB2.map((k) => ({ ...k })), epoch: 9 }) });
-    expect(thrown(() => verify(tokenB)).code).toBe("DATANODE_BAD_TOKEN");
+    send(NN_B, { commands: commands({ blockKeys: kmB.keys().filter((k) => k.keyId !== 1), epoch: 0 }) });
+    expect(thrown(() => verify(tokenB)).message).toContain("signature invalid");
     expect(verify(tokenA).epoch).toBe(5);
+    // Elected in term 9, B's tokens (of the key it rolled as a standby) verify and pass the fence; A's are stale.
     kmB.setEpoch(9);
-    expect(verify(kmB.issue(7, "WRITE", "alice")).epoch).toBe(9);
-    // The old active's roll is a command of an older term: refused, its set unchanged.
+    send(NN_B, { commands: commands({ seq: 1, epoch: 9 }) });
+    const fresh = verify(kmB.issue(7, "WRITE", "alice"));
+    expect(fresh.epoch).toBe(9);
+    links.fence.check(fresh.epoch ?? 0, "the block token");
+    expect(thrown(() => links.fence.check(verify(tokenA).epoch ?? 0, "the block token")).code).toBe("STALE_EPOCH");
+    // The old active's roll replaces its own set (its READ tokens stay good; its writes are fenced anyway).
     now += 5_000;
     kmA.maybeRoll();
     send(NN_A, { commands: commands({ blockKeys: kmA.keys().filter((k) => k.keyId !== 1), epoch: 5 }) });
-    expect(verify(tokenA).epoch).toBe(5);
-    expect(stale).toBe(1);
-    // And a write with its token is of an older term than the datanode has seen.
-    expect(thrown(() => links.fence.check(verify(tokenA).epoch ?? 0, "the block token")).code).toBe("STALE_EPOCH");
+    expect(thrown(() => verify(tokenA)).code).toBe("DATANODE_BAD_TOKEN");
+    expect(verify(kmA.issue(7, "WRITE", "alice")).epoch).toBe(5);
+    expect(stale).toBe(0);
   });
 
   it("requires block tokens as soon as one namenode does, and remembers it across a restart", () => {
