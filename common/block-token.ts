@@ -67,14 +67,6 @@ function checkEpoch(epoch: number): void {
 /** Key ids are int32 on the wire. */
 const MAX_KEY_ID = 0x7fff_ffff;
 
-/**
- * A random first key id for a namenode's BlockKeyManager (HA: two namenodes' ids seldom collide), in 1..2^30 so that
- * it counts up a long way before it wraps.
- */
-export function randomFirstKeyId(random: (n: number) => Buffer = randomBytes): number {
-  return (random(4).readUInt32BE(0) % 0x4000_0000) + 1;
-}
-
 /** The keys a datanode verifies tokens with: one namenode's by id, or (HA) one such set per namenode. */
 export type BlockKeySets = ReadonlyMap<number, BlockKey> | readonly ReadonlyMap<number, BlockKey>[];
 
@@ -88,8 +80,8 @@ function sign(secret: Buffer, text: string): Buffer {
 
 /**
  * The namenode's side: the current key signs, rolled every `keyUpdateIntervalMs`; `keys()` is what datanodes need to
- * verify every token still alive. Key ids count up from `firstKeyId`: HA namenodes each start at a random one
- * (`randomFirstKeyId`), so that their ids seldom collide (a datanode tries every namenode's key of an id anyway).
+ * verify every token still alive. Key ids count up from `firstKeyId` (1..2^31-1, wrapping to 1): HA namenodes each
+ * start at a random one, so that their ids seldom collide (a datanode tries every namenode's key of an id anyway).
  */
 export class BlockKeyManager {
   private readonly options: BlockKeyOptions;

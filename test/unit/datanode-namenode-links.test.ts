@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { BlockKeyManager, randomFirstKeyId, verifyBlockToken } from "../../common/block-token.js";
+import { BlockKeyManager, verifyBlockToken } from "../../common/block-token.js";
 import { Logger } from "../../common/log.js";
 import { commandVerdict, EpochFence, NamenodeLinks, wireEpoch } from "../../datanode/namenode-links.js";
 import { resolveDataNodeOptions } from "../../datanode/options.js";
@@ -298,12 +298,12 @@ describe("NamenodeLinks", () => {
     expect(last(NN_B).kinds()).toEqual(["register", "blockReport", "heartbeat"]);
   });
 
-  it("starts a key manager's ids where it is told, and a random first id within int32 room", () => {
-    for (let i = 0; i < 20; i++) {
-      const id = randomFirstKeyId();
-      expect(id).toBeGreaterThanOrEqual(1);
-      expect(id).toBeLessThanOrEqual(2 ** 30);
-    }
+  it("starts a key manager's ids where it is told, within int32, wrapping to 1", () => {
+    let t = 0;
+    const wraps = new BlockKeyManager(() => t, { keyUpdateIntervalMs: 1 }, undefined, 2 ** 31 - 1);
+    t = 1;
+    wraps.maybeRoll();
+    expect(wraps.keys().map((k) => k.keyId)).toEqual([2 ** 31 - 1, 1]);
     const m = new BlockKeyManager(() => now, {}, undefined, 123_456);
     expect(m.keys().map((k) => k.keyId)).toEqual([123_456]);
     expect(thrown(() => new BlockKeyManager(() => now, {}, undefined, 0)).code).toBe("CONFIG_INVALID");
