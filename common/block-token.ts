@@ -28,6 +28,11 @@ export interface BlockTokenClaims {
   user: string;
   expiresMs: number;
   keyId: number;
+  /**
+   * HA: the term (epoch) of the namenode that issued it; absent without HA. A datanode refuses a WRITE token of an
+   * older term than one it has heard of (STALE_EPOCH), so an old active cannot get a write acknowledged.
+   */
+  epoch?: number;
 }
 
 /** Settings of the namenode's key manager. */
@@ -36,20 +41,34 @@ export interface BlockKeyOptions {
   tokenLifetimeMs: number;
   /** A new key signs new tokens this often; old keys verify until their tokens expire. @default 1800000 */
   keyUpdateIntervalMs: number;
+  /** HA: the issuing namenode's term, named in every token (`setEpoch` changes it); 0 = not HA, none named. @default 0 */
+  epoch: number;
 }
 
 /** Fills the defaults and checks the options. */
 export function resolveBlockKeyOptions(o: Partial<BlockKeyOptions> = {}): BlockKeyOptions {
   const r = mergeOptions<BlockKeyOptions>(
     "blockTokens",
-    { tokenLifetimeMs: 3_600_000, keyUpdateIntervalMs: 1_800_000 },
+    { tokenLifetimeMs: 3_600_000, keyUpdateIntervalMs: 1_800_000, epoch: 0 },
     o,
   );
   if (!(r.tokenLifetimeMs > 0)) throw new HarvestError("CONFIG_INVALID", "blockTokens.tokenLifetimeMs must be > 0");
   if (!(r.keyUpdateIntervalMs > 0))
     throw new HarvestError("CONFIG_INVALID", "blockTokens.keyUpdateIntervalMs must be > 0");
+  checkEpoch(r.epoch);
   return r;
 }
+
+function checkEpoch(epoch: number): void {
+  if (!(Number.isSafeInteger(epoch) && epoch >= 0))
+    throw new HarvestError("CONFIG_INVALID", "blockTokens.epoch must be a non-negative integer (0 = not HA)");
+}
+
+/** Key ids are int32 on the wire. */
+const MAX_KEY_ID = 0x7fff_ffff;
+
+/** The keys a datanode verifies tokens with: one namenode's by id, or (HA) one such set per namenode. */
+export type BlockKeySets = ReadonlyMap<number, BlockKey> | readonly ReadonlyMap<number, BlockKey>[];
 
 function b64(buf: Buffer): string {
   return buf.toString("base64url");
@@ -61,13 +80,15 @@ function sign(secret: Buffer, text: string): Buffer {
 
 /**
  * The namenode's side: the current key signs, rolled every `keyUpdateIntervalMs`; `keys()` is what datanodes need to
- * verify every token still alive.
+ * verify every token still alive. Key ids count up from `firstKeyId` (1..2^31-1, wrapping to 1): HA namenodes each
+ * start at a random one, so that their ids seldom collide (a datanode tries every namenode's key of an id anyway).
  */
 export class BlockKeyManager {
   private readonly options: BlockKeyOptions;
   private current: BlockKey;
   private readonly all = new Map<number, BlockKey>();
   private rolledAtMs: number;
+  private epochValue: number;
 
   constructor(
     private readonly nowMs: () => number,
@@ -76,6 +97,9 @@ export class BlockKeyManager {
     firstKeyId = 1,
   ) {
     this.options = resolveBlockKeyOptions(options);
+    this.epochValue = this.options.epoch;
+    if (!(Number.isSafeInteger(firstKeyId) && firstKeyId >= 1 && firstKeyId <= MAX_KEY_ID))
+      throw new HarvestError("CONFIG_INVALID", `a first block key id must be an integer in 1..${MAX_KEY_ID}`);
     this.rolledAtMs = nowMs();
     this.current = this.newKey(firstKeyId);
   }
@@ -96,7 +120,8 @@ export class BlockKeyManager {
     const now = this.nowMs();
     let changed = false;
     if (now - this.rolledAtMs >= this.options.keyUpdateIntervalMs) {
-      this.current = this.newKey(this.current.keyId + 1);
+      // Key ids travel as int32: wrap around long before that.
+      this.current = this.newKey(this.current.keyId >= MAX_KEY_ID ? 1 : this.current.keyId + 1);
       this.rolledAtMs = now;
       changed = true;
     }
@@ -106,6 +131,17 @@ export class BlockKeyManager {
         changed = true;
       }
     return changed;
+  }
+
+  /** The term named in the tokens issued from now on (0: none, not HA). */
+  get epoch(): number {
+    return this.epochValue;
+  }
+
+  /** HA: the namenode became active in term `epoch`; tokens issued from now on name it. */
+  setEpoch(epoch: number): void {
+    checkEpoch(epoch);
+    this.epochValue = epoch;
   }
 
   /** Every key a datanode needs to verify the tokens still alive. */
@@ -121,6 +157,7 @@ export class BlockKeyManager {
       user,
       expiresMs: this.nowMs() + this.options.tokenLifetimeMs,
       keyId: this.current.keyId,
+      ...(this.epochValue > 0 ? { epoch: this.epochValue } : {}),
     };
     const payload = b64(Buffer.from(JSON.stringify(claims), "utf8"));
     const head = `v1.${claims.keyId}.${payload}`;
@@ -134,7 +171,7 @@ export class BlockKeyManager {
  */
 export function verifyBlockToken(
   token: string,
-  keys: ReadonlyMap<number, BlockKey>,
+  keys: BlockKeySets,
   blockId: number,
   access: BlockAccess,
   nowMs: number,
@@ -151,24 +188,30 @@ export function verifyBlockToken(
 
 /**
  * Checks that a token was signed by one of `keys` and has not expired, whatever block and mode it is for: how a
- * datanode authenticates a caller without a certificate (a task) before any handler runs. Throws DATANODE_BAD_TOKEN.
+ * datanode authenticates a caller without a certificate (a task) before any handler runs. With several key sets
+ * (HA: one per namenode, whose key ids may coincide), every unexpired key of the token's id is tried. Throws
+ * DATANODE_BAD_TOKEN.
  */
-export function verifyBlockTokenSignature(
-  token: string,
-  keys: ReadonlyMap<number, BlockKey>,
-  nowMs: number,
-): BlockTokenClaims {
+export function verifyBlockTokenSignature(token: string, keys: BlockKeySets, nowMs: number): BlockTokenClaims {
   const bad = (why: string): never => {
     throw new HarvestError("DATANODE_BAD_TOKEN", `block access refused: ${why}`);
   };
   if (typeof token !== "string" || token.length === 0 || token.length > 4096) bad("no block token");
   const parts = token.split(".");
   if (parts.length !== 4 || parts[0] !== "v1") bad("malformed block token");
-  const key = keys.get(Number(parts[1]));
-  if (!key || key.expiresMs <= nowMs) bad("block token signed by an unknown or expired key");
-  const expected = sign(key!.secret, `${parts[0]}.${parts[1]}.${parts[2]}`);
+  const keyId = Number(parts[1]);
+  const sets = (Array.isArray(keys) ? keys : [keys]) as readonly ReadonlyMap<number, BlockKey>[];
+  const candidates = sets
+    .map((set) => set.get(keyId))
+    .filter((k): k is BlockKey => k !== undefined && k.expiresMs > nowMs);
+  if (candidates.length === 0) bad("block token signed by an unknown or expired key");
+  const head = `${parts[0]}.${parts[1]}.${parts[2]}`;
   const given = Buffer.from(parts[3]!, "base64url");
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) bad("block token signature invalid");
+  const key = candidates.find((k) => {
+    const expected = sign(k.secret, head);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  });
+  if (!key) bad("block token signature invalid");
   let claims: BlockTokenClaims;
   try {
     claims = JSON.parse(Buffer.from(parts[2]!, "base64url").toString("utf8")) as BlockTokenClaims;
@@ -177,5 +220,7 @@ export function verifyBlockTokenSignature(
   }
   if (claims.keyId !== key!.keyId) bad("malformed block token");
   if (!(claims.expiresMs > nowMs)) bad("block token expired");
+  if (claims.epoch !== undefined && !(Number.isSafeInteger(claims.epoch) && claims.epoch > 0))
+    bad("malformed block token");
   return claims;
 }

@@ -2,22 +2,20 @@
  * The datanode daemon, one per server: keeps replicas on the server's spare disk, serves the DataTransfer service
  * (pipeline writes, reads, reimage), refuses both while the server's primary tenant is busy, and talks to the namenode
  * over one long-lived DatanodeChannel stream (register, full block report, heartbeats, incremental reports; commands
- * come back in the answers), reconnecting with backoff when the namenode goes away.
+ * come back in the answers), reconnecting with backoff when the namenode goes away. With HA it keeps one such stream
+ * to every namenode and obeys only the active one of the newest term (namenode-links.ts).
  */
 import { ensureDirMode } from "../common/atomic-file.js";
 import { verifyBlockToken, verifyBlockTokenSignature } from "../common/block-token.js";
+import type { BlockAccess } from "../common/block-token.js";
 import { ANY_CERTIFICATE, Gate } from "../common/auth.js";
 import { INSECURE_WARNING } from "../common/options.js";
-import type { BlockAccess, BlockKey } from "../common/block-token.js";
 import { cgroupCpuMs } from "../common/proc-stats.js";
 import type * as grpc from "@grpc/grpc-js";
-import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { join } from "node:path";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { detailsOf, errorMessage, HarvestError } from "../common/errors.js";
-import { RegisteredStream } from "../common/registered-stream.js";
 import { formatAddress } from "../common/net-address.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
@@ -40,10 +38,10 @@ import type { DataNodeOptions, DataNodeOptionsInput } from "./options.js";
 import type { Block } from "../proto/generated/harvest/v1/Block.js";
 import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
 import type { DatanodeCommandsOutput } from "../proto/generated/harvest/v1/DatanodeCommands.js";
-import type { DatanodeProtocolClient } from "../proto/generated/harvest/v1/DatanodeProtocol.js";
 import type { DatanodeToNamenode } from "../proto/generated/harvest/v1/DatanodeToNamenode.js";
-import type { NamenodeToDatanodeOutput } from "../proto/generated/harvest/v1/NamenodeToDatanode.js";
+import type { DatanodeHeartbeat } from "../proto/generated/harvest/v1/DatanodeHeartbeat.js";
 import type { RegisterDatanode } from "../proto/generated/harvest/v1/RegisterDatanode.js";
+import { NamenodeLinks } from "./namenode-links.js";
 import type { ReimageResponse } from "../proto/generated/harvest/v1/ReimageResponse.js";
 import type { ReplicateCommandOutput } from "../proto/generated/harvest/v1/ReplicateCommand.js";
 import type { RecoverBlockCommandOutput } from "../proto/generated/harvest/v1/RecoverBlockCommand.js";
@@ -56,9 +54,6 @@ export interface DataNodeDeps {
   /** A primary-tenant monitor to use instead of the one `options.primary` names. */
   monitor?: PrimaryMonitor;
 }
-
-/** Incremental reports are coalesced this long, so that a burst of deletions is one message. */
-const RECEIVED_COALESCE_MS = 10;
 
 /** The datanode daemon. */
 export class DataNode extends ServingDaemon {
@@ -76,23 +71,12 @@ export class DataNode extends ServingDaemon {
   private monitor: PrimaryMonitor | undefined;
   private lastSample: PrimarySample = { cpuMilli: 0, utilization: 0 };
   private busy = false;
-  /** Keys that verify block tokens, or "off" when the namenode issues none (see checkBlockToken). */
-  private blockKeys: Map<number, BlockKey> | "off" = "off";
   private nnClient: ClientNamenodeClient | undefined;
-  /** The registered stream to the namenode: registration, reports and heartbeats out, commands back. */
-  private readonly nnStream: RegisteredStream<DatanodeToNamenode, NamenodeToDatanodeOutput, DatanodeProtocolClient>;
-  private heartbeatIntervalMs: number;
-  private seq = 0;
-  private heartbeatTimer: NodeJS.Timeout | undefined;
-  private blockReportTimer: NodeJS.Timeout | undefined;
+  /** The registered streams to the namenodes (one, or every one with HA): reports out, commands back, fencing. */
+  private readonly links: NamenodeLinks;
   private monitorTimer: NodeJS.Timeout | undefined;
-  private receivedTimer: NodeJS.Timeout | undefined;
-  private urgentTimer: NodeJS.Timeout | undefined;
-  private readonly received: Block[] = [];
-  private readonly deleted: Block[] = [];
   private readonly badBlocks = new Map<number, { replica: StoredReplica; reason: string }>();
   private reportingBad = false;
-  private pendingReimageAtMs: number | undefined;
   private readonly replications: ReplicateCommandOutput[] = [];
   private replicating = 0;
   private readonly stopping = new AbortController();
@@ -115,22 +99,19 @@ export class DataNode extends ServingDaemon {
       primaryBusy: () => this.busy,
     });
     this.server = createServer([grpcServerMetrics(this.metrics.registry)]);
-    this.heartbeatIntervalMs = this.options.heartbeatIntervalMs;
-    this.nnStream = new RegisteredStream<DatanodeToNamenode, NamenodeToDatanodeOutput, DatanodeProtocolClient>({
-      master: "namenode",
-      timing: this.options,
+    this.links = new NamenodeLinks(this.options.namenodeAddress, {
       log: this.log,
-      address: this.options.namenodeAddress,
-      dial: (address) => makeClient(loadHarvestProto().DatanodeProtocol, address, this.options.tls),
-      openStream: (channel) => channel.datanodeChannel(),
-      registration: () => ({ register: this.registration() }),
-      onMessage: (msg) => this.onNamenodeMessage(msg),
-      onLost: () => {
-        for (const t of [this.heartbeatTimer, this.blockReportTimer]) if (t) clearInterval(t);
-        this.heartbeatTimer = undefined;
-        this.blockReportTimer = undefined;
-      },
+      datanodeId: this.options.datanodeId,
+      dataDir: this.options.dataDir,
+      timing: this.options,
       isRunning: () => this.lifecycle.running,
+      dial: (address) => makeClient(loadHarvestProto().DatanodeProtocol, address, this.options.tls),
+      registration: () => this.registration(),
+      blockReport: () => this.blockReportBlocks(),
+      heartbeat: () => this.heartbeatBody(),
+      afterHeartbeat: () => this.afterHeartbeat(),
+      execute: (cmds, reply) => this.onCommands(cmds, reply),
+      staleCommands: () => this.metrics.staleEpochCommands(),
     });
   }
 
@@ -154,9 +135,10 @@ export class DataNode extends ServingDaemon {
 
   /** Who a block token was issued to, when the namenode signed it and it has not expired (its mode is checked later). */
   private blockTokenUser(token: string): string | undefined {
-    if (this.blockKeys === "off") return undefined;
+    const keys = this.links.blockKeys();
+    if (keys === "off") return undefined;
     try {
-      return verifyBlockTokenSignature(token, this.blockKeys, this.clock.nowMs()).user;
+      return verifyBlockTokenSignature(token, keys, this.clock.nowMs()).user;
     } catch {
       return undefined;
     }
@@ -173,9 +155,9 @@ export class DataNode extends ServingDaemon {
     return this.store.storageId;
   }
 
-  /** Whether the namenode has acknowledged this datanode's registration on the current stream. */
+  /** Whether a namenode (with HA: at least one) has acknowledged this datanode's registration on its current stream. */
   get isRegistered(): boolean {
-    return this.nnStream.registered;
+    return this.links.registered;
   }
 
   /** The latest primary-tenant sample. */
@@ -204,9 +186,9 @@ export class DataNode extends ServingDaemon {
     return (this.transfer?.activeTransfers ?? 0) + this.replicating;
   }
 
-  /** Registers with the namenode (its stream reconnects from here on); its storage, for the "serving" log line. */
+  /** Registers with the namenodes (their streams reconnect from here on); its storage, for the "serving" log line. */
   protected onServing(): Record<string, unknown> {
-    this.nnStream.connect();
+    this.links.connect();
     return {
       storageId: this.store.storageId,
       replicas: this.store.scan.replicas,
@@ -227,8 +209,6 @@ export class DataNode extends ServingDaemon {
         dir: this.options.dataDir,
         mode: this.options.dataDirMode,
       });
-    // A namenode required block tokens before: require them from the start (refusing all until keys arrive).
-    if (existsSync(join(this.options.dataDir, BLOCK_TOKENS_MARKER))) this.blockKeys = new Map();
     const store = await BlockStore.open({
       dataDir: this.options.dataDir,
       capacityBytes: this.options.capacityBytes,
@@ -238,8 +218,8 @@ export class DataNode extends ServingDaemon {
       // Freeing is disk work on the primary's disk: none of it while the primary is busy, as for reads and writes.
       deletesPaused: () => this.busy,
       listener: {
-        finalized: (r) => this.queueReceived(r, "received"),
-        deleted: (r) => this.queueReceived(r, "deleted"),
+        finalized: (r) => this.links.queueReceived(r, "received"),
+        deleted: (r) => this.links.queueReceived(r, "deleted"),
         corrupt: (r, reason) => this.onCorrupt(r, reason),
         directWritesOff: (reason) => this.log.warn("writing replicas through the page cache", { reason }),
         trashFailed: (file, reason) => this.log.warn("could not free a deleted replica", { file, reason }),
@@ -324,18 +304,11 @@ export class DataNode extends ServingDaemon {
   /** Fails the writes in progress, closes the stream and the server; idempotent. */
   protected async stopSteps(was: DaemonState): Promise<void> {
     const wasStarted = was !== "new";
-    for (const t of [
-      this.heartbeatTimer,
-      this.blockReportTimer,
-      this.monitorTimer,
-      this.receivedTimer,
-      this.urgentTimer,
-    ])
-      if (t) clearTimeout(t);
+    if (this.monitorTimer) clearInterval(this.monitorTimer);
     this.stopping.abort();
     await this.transfer?.abortAll("UNAVAILABLE", `datanode ${this.options.datanodeId} is stopping`, true);
     await this.blockServer?.close();
-    this.nnStream.close();
+    this.links.close();
     this.nnClient?.close();
     if (wasStarted) await shutdownServer(this.server, 1_000);
     await this.web?.stop();
@@ -349,13 +322,10 @@ export class DataNode extends ServingDaemon {
     if (!this.lifecycle.running) throw new HarvestError("UNAVAILABLE", "datanode is not running");
     await this.transfer?.abortAll("UNAVAILABLE", `datanode ${this.options.datanodeId} is being reimaged`);
     const { storageId, wiped } = await this.store.wipe();
-    this.received.length = 0;
-    this.deleted.length = 0;
     this.badBlocks.clear();
-    this.pendingReimageAtMs = this.clock.nowMs();
     this.log.warn("storage wiped (reimage)", { storageId, blocksWiped: wiped });
-    // The registered answer triggers the ReimageReport and the (now empty) full block report.
-    this.nnStream.register();
+    // The registered answers trigger the ReimageReport and the (now empty) full block report.
+    this.links.reregisterAfterReimage(this.clock.nowMs());
     return { storageId, blocksWiped: wiped };
   }
 
@@ -375,7 +345,7 @@ export class DataNode extends ServingDaemon {
       this.log.info(busy ? "primary tenant busy: refusing reads and writes" : "primary tenant calm: serving again", {
         utilization: Number(this.lastSample.utilization.toFixed(3)),
       });
-      this.heartbeatSoon();
+      this.links.heartbeatSoon();
     }
   }
 
@@ -393,69 +363,20 @@ export class DataNode extends ServingDaemon {
     };
   }
 
-  private send(msg: DatanodeToNamenode): void {
-    this.nnStream.send(msg);
-  }
-
-  private onNamenodeMessage(msg: NamenodeToDatanodeOutput): void {
-    if (msg.registered) {
-      if (msg.registered.datanodeId && msg.registered.datanodeId !== this.options.datanodeId)
-        this.log.warn("namenode registered us under another id", { id: msg.registered.datanodeId });
-      this.nnStream.markRegistered();
-      this.setBlockTokens(msg.registered.blockTokens, msg.registered.blockKeys);
-      this.heartbeatIntervalMs = msg.registered.heartbeatIntervalMs || this.options.heartbeatIntervalMs;
-      this.log.info("registered with the namenode", {
-        namenode: this.options.namenodeAddress,
-        heartbeatIntervalMs: this.heartbeatIntervalMs,
-      });
-      if (this.pendingReimageAtMs !== undefined) {
-        this.send({ reimage: { atMs: this.pendingReimageAtMs } });
-        this.pendingReimageAtMs = undefined;
-      }
-      // The full report supersedes any incremental one queued while unregistered.
-      this.received.length = 0;
-      this.deleted.length = 0;
-      this.blockReport();
-      if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
-      this.heartbeatTimer = setInterval(() => this.heartbeat(), this.heartbeatIntervalMs);
-      if (this.blockReportTimer) clearInterval(this.blockReportTimer);
-      this.blockReportTimer = setInterval(() => this.blockReport(), this.options.blockReportIntervalMs);
-      this.heartbeat();
-    } else if (msg.commands) {
-      this.onCommands(msg.commands);
-    }
-  }
-
   /**
-   * Block access tokens: required once a namenode has said so at a registration (checked against the keys it sent),
-   * waived when it said it issues none. The requirement is remembered on disk, so a datanode restarted while its
-   * namenode is away refuses every block (it has no keys yet) rather than serve without tokens.
+   * Block access tokens, when a namenode requires them (namenode-links.ts): signed by one of its keys, for this block
+   * and mode. A WRITE token must name the newest namenode term this datanode has seen (HA fencing): an old active's
+   * token gets no write acknowledged.
    */
   private checkBlockToken(token: string, blockId: number, access: BlockAccess): void {
-    if (this.blockKeys === "off") return;
-    verifyBlockToken(token, this.blockKeys, blockId, access, this.clock.nowMs());
+    const keys = this.links.blockKeys();
+    if (keys === "off") return;
+    const claims = verifyBlockToken(token, keys, blockId, access, this.clock.nowMs());
+    if (access === "WRITE") this.links.fence.check(claims.epoch ?? 0, "the block token");
   }
 
-  private setBlockTokens(
-    required: boolean,
-    keys: readonly { keyId: number; secret: Buffer; expiresMs: number }[],
-  ): void {
-    const marker = join(this.options.dataDir, BLOCK_TOKENS_MARKER);
-    if (required) {
-      this.blockKeys = keyMap(keys);
-      if (!existsSync(marker)) writeFileSync(marker, "block access tokens are required\n");
-    } else {
-      this.blockKeys = "off";
-      rmSync(marker, { force: true });
-    }
-  }
-
-  private onCommands(cmds: DatanodeCommandsOutput): void {
-    if (cmds.blockKeys.length > 0 && this.blockKeys !== "off") this.blockKeys = keyMap(cmds.blockKeys);
-    if (cmds.reregister) {
-      this.log.info("namenode asked us to register again");
-      this.nnStream.register();
-    }
+  /** Commands the fence let through; `reply` answers the namenode that sent them (lease recovery). */
+  private onCommands(cmds: DatanodeCommandsOutput, reply: (msg: DatanodeToNamenode) => void): void {
     for (const b of cmds.delete) {
       let key;
       try {
@@ -475,11 +396,11 @@ export class DataNode extends ServingDaemon {
     for (const r of cmds.replicate) this.replications.push(r);
     this.pumpReplications();
     for (const r of cmds.recover)
-      this.recoverBlock(r).catch((err: unknown) =>
+      this.recoverBlock(r, reply).catch((err: unknown) =>
         this.log.warn("block recovery failed", { blockId: r.block?.blockId, error: errorMessage(err) }),
       );
     for (const c of cmds.commitRecovery)
-      this.commitRecovery(c).catch((err: unknown) =>
+      this.commitRecovery(c, reply).catch((err: unknown) =>
         this.log.warn("could not finalize a recovered replica", {
           blockId: c.block?.blockId,
           error: errorMessage(err),
@@ -488,12 +409,12 @@ export class DataNode extends ServingDaemon {
   }
 
   /** Lease recovery, first step: stop any write of the block, keep its replica, tell the namenode what is there. */
-  private async recoverBlock(cmd: RecoverBlockCommandOutput): Promise<void> {
+  private async recoverBlock(cmd: RecoverBlockCommandOutput, reply: (msg: DatanodeToNamenode) => void): Promise<void> {
     const key = checkBlockKey(cmd.block);
     await this.transfer?.stopWritesOf(key.blockId);
     const st = await this.store.recoveryState(key);
     this.log.info("block recovery: replica state", { blockId: key.blockId, ...st });
-    this.send({
+    reply({
       recovery: {
         block: { ...key, numBytes: st.numBytes },
         recoveryId: cmd.recoveryId,
@@ -506,11 +427,14 @@ export class DataNode extends ServingDaemon {
   }
 
   /** Lease recovery, second step: finalize the kept replica at the length the namenode chose, and say so. */
-  private async commitRecovery(cmd: CommitRecoveryCommandOutput): Promise<void> {
+  private async commitRecovery(
+    cmd: CommitRecoveryCommandOutput,
+    reply: (msg: DatanodeToNamenode) => void,
+  ): Promise<void> {
     const key = checkBlockKey(cmd.block);
     const replica = await this.store.commitRecovered(key, cmd.length);
     this.log.info("block recovery: replica finalized", { blockId: key.blockId, bytes: replica.numBytes });
-    this.send({
+    reply({
       recovery: {
         block: replica,
         recoveryId: cmd.recoveryId,
@@ -522,26 +446,27 @@ export class DataNode extends ServingDaemon {
     });
   }
 
-  private blockReport(): void {
-    if (!this.nnStream.registered || !this.storeValue) return;
+  /** A full block report's replicas (corrupt ones left out); undefined before the store is open. */
+  private blockReportBlocks(): Block[] | undefined {
     const store = this.storeValue;
-    const blocks = store.list().filter((r) => !store.isCorrupt(r.blockId));
-    this.send({ blockReport: { blocks } });
+    return store?.list().filter((r) => !store.isCorrupt(r.blockId));
   }
 
-  private heartbeat(): void {
-    if (!this.nnStream.registered || !this.storeValue) return;
+  private heartbeatBody(): Omit<DatanodeHeartbeat, "seq"> | undefined {
     const store = this.storeValue;
-    this.send({
-      heartbeat: {
-        seq: ++this.seq,
-        capacityBytes: store.capacityBytes,
-        usedBytes: store.usedBytes(),
-        remainingBytes: store.remainingBytes(),
-        primaryBusy: this.busy,
-        activeTransfers: this.activeTransfers,
-      },
-    });
+    if (!store) return undefined;
+    return {
+      capacityBytes: store.capacityBytes,
+      usedBytes: store.usedBytes(),
+      remainingBytes: store.remainingBytes(),
+      primaryBusy: this.busy,
+      activeTransfers: this.activeTransfers,
+    };
+  }
+
+  /** Chores paced by the heartbeats (of one namenode, with HA). */
+  private afterHeartbeat(): void {
+    const store = this.store;
     // Replicas kept for a lease recovery that never came (the namenode deleted the file, or was away too long) go.
     store
       .dropKeptReplicas(this.clock.nowMs() - this.options.keptReplicaTtlMs)
@@ -554,25 +479,6 @@ export class DataNode extends ServingDaemon {
       .refreshDiskStats()
       .catch((err: unknown) => this.log.warn("cannot read the disk's free space", { error: errorMessage(err) }));
     if (this.badBlocks.size > 0) this.reportBadBlocks();
-  }
-
-  /** Sends a heartbeat soon (coalescing bursts), e.g. when the primary turns busy. */
-  private heartbeatSoon(): void {
-    if (this.urgentTimer || !this.nnStream.registered) return;
-    this.urgentTimer = setTimeout(() => {
-      this.urgentTimer = undefined;
-      this.heartbeat();
-    }, 20);
-  }
-
-  private queueReceived(replica: StoredReplica, kind: "received" | "deleted"): void {
-    if (!this.nnStream.registered) return;
-    (kind === "received" ? this.received : this.deleted).push({ ...replica });
-    this.receivedTimer ??= setTimeout(() => {
-      this.receivedTimer = undefined;
-      if (!this.nnStream.registered || (this.received.length === 0 && this.deleted.length === 0)) return;
-      this.send({ received: { received: this.received.splice(0), deleted: this.deleted.splice(0) } });
-    }, RECEIVED_COALESCE_MS);
   }
 
   private onCorrupt(replica: StoredReplica, reason: string): void {
@@ -663,12 +569,4 @@ export class DataNode extends ServingDaemon {
       targets: cmd.targets.map((t) => t.datanodeId),
     });
   }
-}
-
-/** In the data directory: a namenode has required block tokens of this datanode. */
-const BLOCK_TOKENS_MARKER = "block-tokens-required";
-
-/** The namenode's block keys by id. */
-function keyMap(keys: readonly { keyId: number; secret: Buffer; expiresMs: number }[]): Map<number, BlockKey> {
-  return new Map(keys.map((k) => [k.keyId, { keyId: k.keyId, secret: Buffer.from(k.secret), expiresMs: k.expiresMs }]));
 }

@@ -61,6 +61,7 @@ export class DataNodeMetrics implements TransferMetrics {
   private readonly checksums: Counter<"operation">;
   private readonly writeFailures: Counter<"code">;
   private readonly transferConnections: Counter<"outcome">;
+  private readonly staleCommands: Counter;
 
   constructor(datanodeId: string, source: DataNodeMetricsSource) {
     const registry = daemonRegistry("datanode", datanodeId);
@@ -124,6 +125,11 @@ export class DataNodeMetrics implements TransferMetrics {
       "harvest_dn_transfer_connections_total",
       "Connections to the block transfer port, by outcome: write, read, local-read (a short-circuit read granted), or refused (no certificate or token, bad frames)",
       ["outcome"],
+    );
+    this.staleCommands = counter(
+      registry,
+      "harvest_dn_stale_epoch_commands_total",
+      "Command messages refused because their namenode's term (epoch) is older than one this datanode has seen (HA fencing: an old active's commands)",
     );
     // The store is opened in start(): before that every store gauge reads 0.
     const storeGauge = subjectGauges(registry, () => source.store());
@@ -202,6 +208,11 @@ export class DataNodeMetrics implements TransferMetrics {
   replicationSent(bytes: number): void {
     this.replications.inc();
     this.replicationBytes.inc(bytes);
+  }
+
+  /** A namenode's commands were refused: their epoch is older than one already seen. */
+  staleEpochCommands(): void {
+    this.staleCommands.inc();
   }
 
   /** A replication failed. */

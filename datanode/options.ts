@@ -1,5 +1,5 @@
 /** Datanode options: every field has a default; `resolveDataNodeOptions` fills and validates them. */
-import { isValidHost, isWildcardHost, resolveAdvertiseHost } from "../common/net-address.js";
+import { isValidHost, isWildcardHost, parseHostPort, resolveAdvertiseHost } from "../common/net-address.js";
 import { checkSecurityOptions, invalidOption, stripUndefined } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
 import { DELETE_CHUNK_BYTES } from "./block-store.js";
@@ -11,7 +11,8 @@ export interface DataNodeOptions {
   datanodeId: string;
   /**
    * host:port of the namenode (its DatanodeProtocol and ClientNamenode services); with HA, every namenode's,
-   * comma-separated: the datanode follows the active one. Required.
+   * comma-separated: the datanode registers and reports to each of them (a standby's block map stays current) and
+   * takes commands only from the active one of the newest term. Required.
    */
   namenodeAddress: string;
   /** Where replicas live (`current/`, `rbw/`, `VERSION`). Required. */
@@ -191,6 +192,12 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
     bad("datanodeId", "must be 1-64 characters of [A-Za-z0-9_.-]");
   if (typeof o.namenodeAddress !== "string" || !o.namenodeAddress)
     bad("namenodeAddress", "is required (host:port of the namenode)");
+  const namenodes = splitAddressList(o.namenodeAddress);
+  for (const a of namenodes)
+    if (!parseHostPort(a))
+      bad("namenodeAddress", `must be host:port, or several comma-separated (got ${JSON.stringify(a)})`);
+  if (namenodes.length === 0) bad("namenodeAddress", "is required (host:port of the namenode)");
+  if (new Set(namenodes).size !== namenodes.length) bad("namenodeAddress", "names one namenode twice");
   if (typeof o.dataDir !== "string" || !o.dataDir) bad("dataDir", "is required");
   if (!(Number.isInteger(o.port) && o.port >= 0 && o.port <= 65_535)) bad("port", "must be an integer in 0..65535");
   if (!(Number.isInteger(o.transferPort) && o.transferPort >= -1 && o.transferPort <= 65_535))
@@ -237,4 +244,12 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
   if (!(Number.isSafeInteger(o.deleteChunkBytes) && o.deleteChunkBytes >= 4096 && o.deleteChunkBytes % 4096 === 0))
     bad("deleteChunkBytes", "must be a positive multiple of 4096");
   return o;
+}
+
+/** The addresses of a comma-separated list (blanks around commas and empty entries ignored). */
+export function splitAddressList(spec: string): string[] {
+  return spec
+    .split(",")
+    .map((a) => a.trim())
+    .filter((a) => a !== "");
 }

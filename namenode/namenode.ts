@@ -385,6 +385,8 @@ export class NameNode extends ServingDaemon {
    * and leave safe mode as soon as the block map, kept current by the datanodes' reports, allows.
    */
   private async becomeActive(epoch: number): Promise<void> {
+    // Write tokens name the term: datanodes refuse those of an older one (an old active back from a partition).
+    this.blockKeys?.setEpoch(epoch);
     for (const record of await this.store.loadDatanodes()) this.datanodeRecords.set(record.datanodeId, record);
     for (const record of await this.store.loadDecommissions())
       if (!this.monitor.decommissionRecord(record.datanodeId))
