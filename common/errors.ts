@@ -18,6 +18,9 @@ export const ERROR_CODES = {
   DAG_BAD_PARALLELISM: GrpcStatus.INVALID_ARGUMENT,
   DAG_ONE_TO_ONE_MISMATCH: GrpcStatus.INVALID_ARGUMENT,
   DAG_RESOURCES_TOO_LARGE: GrpcStatus.INVALID_ARGUMENT,
+  // A job whose DAG (with its record) is larger than the resource manager's state store takes in one write (etcd's
+  // request limit when the resource managers are highly available).
+  DAG_TOO_LARGE: GrpcStatus.INVALID_ARGUMENT,
   TRACE_MALFORMED: GrpcStatus.INVALID_ARGUMENT,
   CONFIG_INVALID: GrpcStatus.INVALID_ARGUMENT,
   // Things that do not exist.
@@ -60,6 +63,8 @@ export const ERROR_CODES = {
   DAEMON_ALREADY_RUNNING: GrpcStatus.ALREADY_EXISTS,
   DAEMON_NOT_RUNNING: GrpcStatus.FAILED_PRECONDITION,
   DAEMON_INVALID_TRANSITION: GrpcStatus.FAILED_PRECONDITION,
+  // A highly available master cannot reach its coordination service (etcd): nothing it would write can be durable.
+  COORDINATION_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
   // Power domains.
   POWER_DOMAIN_BAD_PATH: GrpcStatus.INVALID_ARGUMENT,
   POWER_DOMAIN_NOT_FOUND: GrpcStatus.NOT_FOUND,
@@ -104,6 +109,11 @@ export const ERROR_CODES = {
   CA_NOT_FOUND: GrpcStatus.NOT_FOUND,
   // The web server has no page, API resource or asset at that path.
   WEB_NOT_FOUND: GrpcStatus.NOT_FOUND,
+  // Highly available masters (docs: ha-design). A standby master refused a call: only the active serves (details: the
+  // active's advertised address when known); callers made from a list of addresses retry there (common/failover.ts).
+  NOT_ACTIVE: GrpcStatus.UNAVAILABLE,
+  // A worker refused a message from a master of an older term than one it has already heard from (fencing).
+  STALE_EPOCH: GrpcStatus.FAILED_PRECONDITION,
   // The peer is not there or not serving.
   UNAVAILABLE: GrpcStatus.UNAVAILABLE,
   DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,
@@ -153,6 +163,8 @@ export interface ErrorDetails {
   DAG_BAD_PARALLELISM: FieldDetails;
   DAG_ONE_TO_ONE_MISMATCH: FieldDetails;
   DAG_RESOURCES_TOO_LARGE: FieldDetails;
+  /** `bytes`: the job's record as it would be stored; `limitBytes`: the most the store takes (decimal strings). */
+  DAG_TOO_LARGE: FieldDetails & { bytes?: string; limitBytes?: string };
   TRACE_MALFORMED: FieldDetails &
     FileLineDetails & {
       job?: string;
@@ -206,6 +218,7 @@ export interface ErrorDetails {
   DAEMON_NOT_RUNNING: NoDetails;
   /** A daemon object asked to start twice, or to report itself started after a stop (common/lifecycle.ts). */
   DAEMON_INVALID_TRANSITION: { daemon: string; from: string; event: string };
+  COORDINATION_UNAVAILABLE: NoDetails;
   POWER_DOMAIN_BAD_PATH: FieldDetails;
   POWER_DOMAIN_NOT_FOUND: FieldDetails & { domain?: string };
   DFS_BAD_PATH: FieldDetails & { path?: string; src?: string; dst?: string };
@@ -247,6 +260,13 @@ export interface ErrorDetails {
   CA_EXISTS: NoDetails;
   CA_NOT_FOUND: NoDetails;
   WEB_NOT_FOUND: NoDetails;
+  /**
+   * `active`: the active master's advertised gRPC address (host:port) when this standby knows it; `epoch`: the active
+   * term it knows of (a decimal string), absent when none.
+   */
+  NOT_ACTIVE: { active?: string; epoch?: string };
+  /** `epoch`: the term the refused message carried; `seen`: the highest term the worker has heard from (decimal). */
+  STALE_EPOCH: { epoch: string; seen: string };
   UNAVAILABLE: RmWaitDetails;
   DEADLINE_EXCEEDED: RmWaitDetails;
   INTERNAL: RmWaitDetails & {
