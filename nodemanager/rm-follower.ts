@@ -61,8 +61,15 @@ export class RmChannel {
     this.client ??= makeClient(loadHarvestProto().ResourceTracker, this.address, this.security);
     const stream = this.client.nodeChannel();
     this.stream = stream;
-    stream.on("error", (err: Error) => this.lost(err));
-    stream.on("end", () => this.lost(undefined));
+    // A stream ends once: an error (and grpc-js may emit "end" after it) or a plain end.
+    let ended = false;
+    const lost = (err: Error | undefined): void => {
+      if (ended || this.stream !== stream) return;
+      ended = true;
+      this.lost(err);
+    };
+    stream.on("error", (err: Error) => lost(err));
+    stream.on("end", () => lost(undefined));
     return stream;
   }
 
