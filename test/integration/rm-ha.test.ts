@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { failover, masterRows } from "../../cli/ha-commands.js";
 import { signContainer } from "../../common/container-token.js";
 import { isHarvestError } from "../../common/errors.js";
 import { loadHaAdminProto } from "../../common/ha-admin.js";
@@ -125,6 +126,12 @@ describe.skipIf(!haveEtcd)("highly available resource managers", () => {
     expect(status).toMatchObject({ role: "standby", activeAddress: rmA.address, service: "rm" });
     expect(await haCall(rmA.address, "getHaStatus")).toMatchObject({ role: "active", epoch: firstEpoch });
     expect(await codeOf(haCall(rmB.address, "failover"))).toBe("NOT_ACTIVE");
+    // `harvest admin ha status`: both masters, one active.
+    const rows = await masterRows({ rmAddress: `${rmA.address},${rmB.address}`, nnAddress: "", source: "test" }, "rm");
+    expect(rows.map((r) => [r.address, r.role, r.active])).toEqual([
+      [rmA.address, "active", rmA.address],
+      [rmB.address, "standby", rmA.address],
+    ]);
   });
 
   it("refuses at submission a job whose DAG the state store cannot hold in one write", async () => {
@@ -150,8 +157,13 @@ describe.skipIf(!haveEtcd)("highly available resource managers", () => {
   });
 
   it("hands over gracefully: the standby becomes active under a higher term and the node manager follows it", async () => {
-    await haCall(rmA.address, "failover");
-    await waitFor(() => rmB.role === "active", { what: "the standby to become active", timeoutMs: 30_000 });
+    // What `harvest admin ha failover --service rm` does: the active resigns, and it waits for the new active.
+    const target = { rmAddress: `${rmA.address},${rmB.address}`, nnAddress: "", source: "test" };
+    const { from, to } = await failover(target, "rm");
+    expect(from).toMatchObject({ address: rmA.address, epoch: firstEpoch });
+    expect(to).toMatchObject({ address: rmB.address, role: "active" });
+    expect(rmB.role).toBe("active");
+    expect(rmB.epoch).toBe(to.epoch);
     expect(rmB.epoch).toBeGreaterThan(firstEpoch);
     await waitFor(async () => (await nodesAt(rmB.address).catch(() => [] as string[])).includes("n1"), {
       what: "the node manager to register with the new active",
