@@ -217,3 +217,11 @@ export class HaResourceManager implements RunnableDaemon {
     });
   }
 }
+
+/**
+ * The resource manager a configuration asks for, as the daemon entry points make it: highly available (a standby that
+ * campaigns) with `haCoordination`, else the plain one. Callable with `new`, as the CLI's daemon table expects.
+ */
+export const ResourceManagerDaemon = function (config: RmConfig): RunnableDaemon {
+  return config.haCoordination ? new HaResourceManager(config) : new ResourceManager(config);
+} as unknown as new (config: RmConfig) => RunnableDaemon;
