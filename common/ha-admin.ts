@@ -20,14 +20,9 @@ let cached: HaAdminProto | undefined;
 /** Loads proto/ha_admin.proto once (the same loader options as `loadHarvestProto`). */
 export function loadHaAdminProto(): HaAdminProto {
   if (cached) return cached;
-  const definition = protoLoader.loadSync(["ha_admin.proto"], {
-    keepCase: false,
-    longs: Number,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-    includeDirs: [join(packageRoot(), "proto")],
-  });
+  const includeDirs = [join(packageRoot(), "proto")];
+  const options = { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true, includeDirs };
+  const definition = protoLoader.loadSync(["ha_admin.proto"], options);
   cached = (grpc.loadPackageDefinition(definition) as unknown as ProtoGrpcType).harvest.v1;
   return cached;
 }

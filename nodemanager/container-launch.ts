@@ -61,8 +61,9 @@ export function checkStartRequest(
   ) {
     throw new HarvestError("CONTAINER_TOKEN_INVALID", `container ${grant.id}: token does not match the grant`);
   }
-  // Fencing: a grant of an older resource-manager term than the node heard of (an old active's) starts nothing.
-  if (grant.epoch < (node.minEpoch ?? 0))
+  // Fencing: a grant of an older resource-manager term than the node heard of (an old active's) starts nothing; 0 is a
+  // resource manager that is not highly available.
+  if (grant.epoch !== 0 && grant.epoch < (node.minEpoch ?? 0))
     throw new HarvestError(
       "STALE_EPOCH",
       `container ${grant.id} was granted in resource-manager term ${grant.epoch}, after which term ${node.minEpoch} began`,

@@ -85,7 +85,8 @@ export class RmChannel {
    */
   accept(msg: RmToNodeOutput): boolean {
     const epoch = Number(msg.registered?.epoch ?? msg.ack?.epoch ?? 0);
-    if (epoch < this.highest) {
+    // 0: a resource manager that is not highly available (no terms to fence; a cluster may be set up without HA).
+    if (epoch !== 0 && epoch < this.highest) {
       this.log.warn("ignoring a resource manager of an older term (STALE_EPOCH)", {
         rm: this.address,
         epoch,

@@ -7,7 +7,9 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, openSync, rmSync } from "node:fs";
+import { once } from "node:events";
 import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCa, issueCertificate } from "../../localcluster/cluster-ca.js";
@@ -38,14 +40,11 @@ export interface TestEtcd {
 
 /** A free loopback port (bound and released: another process may take it first, rarely). */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
+  const probe = createServer().listen(0, "127.0.0.1");
+  await once(probe, "listening");
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((done) => probe.close(done));
+  return port;
 }
 
 /** Starts a single-member TLS etcd in a temp dir; resolves once it answers a master. */

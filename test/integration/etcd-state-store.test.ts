@@ -5,7 +5,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MasterElection } from "../../common/ha/election.js";
-import type { Coordination } from "../../common/ha/coordination.js";
 import { Logger } from "../../common/log.js";
 import { EtcdRmStore, fitHistory, MAX_HISTORY_BYTES } from "../../resourcemanager/etcd-state-store.js";
 import type { AppRecord, HistoryRecord } from "../../resourcemanager/state-store.js";
@@ -36,8 +35,16 @@ function app(appId: string, seq: number, extra: Partial<AppRecord> = {}): AppRec
   };
 }
 
-/** Campaigns as `id` and resolves once active, with the election (to stop) and a store fenced by its term. */
-async function activeTerm(c: Coordination, id: string): Promise<{ election: MasterElection; store: EtcdRmStore }> {
+/**
+ * Campaigns as `id` over a connection of its own (as each master has: etcd3's circuit breaker counts the streams an
+ * election cancels, and would fail the other masters' calls on a shared one) and resolves once active, with the
+ * election and a store fenced by its term; `stop()` ends both.
+ */
+async function activeTerm(
+  etcd: TestEtcd,
+  id: string,
+): Promise<{ election: MasterElection; store: EtcdRmStore; stop: () => Promise<void> }> {
+  const c = etcd.connect({ clusterId: "store-test", sessionTtlS: 2 });
   let active = false;
   const election = new MasterElection(
     c,
@@ -55,23 +62,24 @@ async function activeTerm(c: Coordination, id: string): Promise<{ election: Mast
   );
   election.start();
   await waitFor(() => active && election.role === "active", { what: `${id} to become active`, timeoutMs: 20_000 });
-  return { election, store: new EtcdRmStore(c, election.fenceKey) };
+  const stop = async (): Promise<void> => {
+    await election.stop();
+    c.close();
+  };
+  return { election, store: new EtcdRmStore(c, election.fenceKey), stop };
 }
 
 describe.skipIf(!haveEtcd)("the resource manager's state in etcd", () => {
   let etcd: TestEtcd;
-  let c: Coordination;
   beforeAll(async () => {
     etcd = await startTestEtcd();
-    c = etcd.connect({ clusterId: "store-test", sessionTtlS: 2 });
   }, 60_000);
   afterAll(async () => {
-    c?.close();
     await etcd?.stop();
   });
 
   it("keeps applications, reservations, history, cleanups, power domains and drains as the LevelDB store does", async () => {
-    const { election, store } = await activeTerm(c, "rm-a");
+    const { store, stop } = await activeTerm(etcd, "rm-a");
     try {
       await store.open();
       expect(await store.clusterTimestamp(1234)).toBe(1234);
@@ -119,33 +127,36 @@ describe.skipIf(!haveEtcd)("the resource manager's state in etcd", () => {
       await store.putDrains([{ nodeId: "n1", startedMs: 1, deadlineMs: 0 }]);
       expect(await store.drains()).toEqual([{ nodeId: "n1", startedMs: 1, deadlineMs: 0 }]);
     } finally {
-      await election.stop();
+      await stop();
     }
   }, 60_000);
 
   it("refuses every write of a term that is over (NOT_ACTIVE), and the new active's state is untouched", async () => {
-    const a = await activeTerm(c, "rm-old");
+    const a = await activeTerm(etcd, "rm-old");
     await a.store.putApp(app("application_2_0001", 1, { diagnostics: "old term" }));
     // The old active's term ends (here it resigns; a lapsed session ends it the same way) and another begins.
     await a.election.stop();
-    const b = await activeTerm(c, "rm-new");
+    const b = await activeTerm(etcd, "rm-new");
+    // The old active's store, over a connection that still works (its own campaign's end does not decide the result).
+    const conn = etcd.connect({ clusterId: "store-test" });
+    const stale = new EtcdRmStore(conn, a.election.fenceKey);
     try {
       expect(b.election.epoch).toBeGreaterThan(a.election.epoch);
       await b.store.putApp(app("application_2_0001", 1, { diagnostics: "new term" }));
-      expect(await errorCode(a.store.putApp(app("application_2_0001", 1, { diagnostics: "stale" })))).toBe(
-        "NOT_ACTIVE",
-      );
-      expect(await errorCode(a.store.nextAppSeq())).toBe("NOT_ACTIVE");
-      expect(await errorCode(a.store.deleteApps(["application_2_0001"]))).toBe("NOT_ACTIVE");
+      expect(await errorCode(stale.putApp(app("application_2_0001", 1, { diagnostics: "stale" })))).toBe("NOT_ACTIVE");
+      expect(await errorCode(stale.nextAppSeq())).toBe("NOT_ACTIVE");
+      expect(await errorCode(stale.deleteApps(["application_2_0001"]))).toBe("NOT_ACTIVE");
       const kept = (await b.store.loadApps()).find((x) => x.appId === "application_2_0001");
       expect(kept?.diagnostics).toBe("new term");
     } finally {
-      await b.election.stop();
+      conn.close();
+      await a.stop();
+      await b.stop();
     }
   }, 60_000);
 
   it("stores a job with a DAG near the limit and a history record too large for one request, thinned", async () => {
-    const { election, store } = await activeTerm(c, "rm-big");
+    const { store, stop } = await activeTerm(etcd, "rm-big");
     try {
       const dagJson = JSON.stringify({ name: "big", pad: "x".repeat(600 * 1024) });
       const durations = Object.fromEntries(
@@ -170,22 +181,22 @@ describe.skipIf(!haveEtcd)("the resource manager's state in etcd", () => {
       expect((await store.loadApps()).find((x) => x.appId === "application_3_0001")?.dagJson).toBe(dagJson);
       expect(fitHistory({ ...h, taskDurations: undefined } as never)).toEqual({ ...h, taskDurations: undefined });
     } finally {
-      await election.stop();
+      await stop();
     }
   }, 60_000);
 
   it("makes the web-token key once and gives it to every later active; refuses a different cluster secret", async () => {
-    const a = await activeTerm(c, "rm-k1");
+    const a = await activeTerm(etcd, "rm-k1");
     const key = await a.store.webTokenKey();
     await a.store.checkClusterSecret("s3cret");
-    await a.election.stop();
-    const b = await activeTerm(c, "rm-k2");
+    await a.stop();
+    const b = await activeTerm(etcd, "rm-k2");
     try {
       expect((await b.store.webTokenKey()).equals(key)).toBe(true);
       await b.store.checkClusterSecret("s3cret");
       expect(await errorCode(b.store.checkClusterSecret("another"))).toBe("CONFIG_INVALID");
     } finally {
-      await b.election.stop();
+      await b.stop();
     }
   }, 60_000);
 });

@@ -12,12 +12,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { failover, masterRows } from "../../cli/ha-commands.js";
 import { signContainer } from "../../common/container-token.js";
 import { isHarvestError } from "../../common/errors.js";
-import { loadHaAdminProto } from "../../common/ha-admin.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import { Logger } from "../../common/log.js";
 import { NodeManager } from "../../nodemanager/node-manager.js";
 import { HaResourceManager } from "../../resourcemanager/ha-resource-manager.js";
 import { haveEtcd, startTestEtcd } from "../helpers/etcd.js";
+import { haCall, nodesAt } from "../helpers/masters.js";
 import type { TestEtcd } from "../helpers/etcd.js";
 import { codeOf } from "../error-code.js";
 import { waitFor } from "../wait-for.js";
@@ -33,24 +33,6 @@ async function refusal(address: string): Promise<unknown> {
     return undefined;
   } catch (err) {
     return err;
-  } finally {
-    c.close();
-  }
-}
-
-async function nodesAt(address: string): Promise<string[]> {
-  const c = makeClient(loadHarvestProto().ApplicationClientService, address);
-  try {
-    return (await call(c, c.getClusterNodes, {}, 3_000)).nodes.map((n) => n.nodeId);
-  } finally {
-    c.close();
-  }
-}
-
-async function haCall(address: string, method: "getHaStatus" | "failover") {
-  const c = makeClient(loadHaAdminProto().HaAdmin, address);
-  try {
-    return await call(c, c[method], {}, 5_000);
   } finally {
     c.close();
   }

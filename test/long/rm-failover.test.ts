@@ -13,7 +13,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JobClient } from "../../client/job-client.js";
 import { signContainer } from "../../common/container-token.js";
 import { isHarvestError } from "../../common/errors.js";
-import { loadHaAdminProto } from "../../common/ha-admin.js";
 import type { Coordination } from "../../common/ha/coordination.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import { distEntry } from "../../common/paths.js";
@@ -22,6 +21,7 @@ import { EtcdRmStore } from "../../resourcemanager/etcd-state-store.js";
 import { startTestCluster } from "../integration/harness.js";
 import type { TestCluster } from "../integration/harness.js";
 import { freePort, haveEtcd, startTestEtcd } from "../helpers/etcd.js";
+import { haCall, nodesAt } from "../helpers/masters.js";
 import type { TestEtcd } from "../helpers/etcd.js";
 import { codeOf } from "../error-code.js";
 import { alive } from "../processes.js";
@@ -45,24 +45,6 @@ function runs(log: string): { starts: Map<string, number>; dones: Map<string, nu
     m.set(i, (m.get(i) ?? 0) + 1);
   }
   return { starts, dones };
-}
-
-async function haStatus(address: string) {
-  const c = makeClient(loadHaAdminProto().HaAdmin, address);
-  try {
-    return await call(c, c.getHaStatus, {}, 3_000);
-  } finally {
-    c.close();
-  }
-}
-
-async function nodesAt(address: string): Promise<string[]> {
-  const c = makeClient(loadHarvestProto().ApplicationClientService, address);
-  try {
-    return (await call(c, c.getClusterNodes, {}, 3_000)).nodes.map((n) => n.nodeId);
-  } finally {
-    c.close();
-  }
 }
 
 describe.skipIf(!haveEtcd)("resource manager failover (kill -9 the active)", () => {
@@ -131,11 +113,11 @@ describe.skipIf(!haveEtcd)("resource manager failover (kill -9 the active)", () 
   });
 
   it("the standby takes over, the node managers follow, the job finishes with no finished task run again", async () => {
-    expect((await haStatus(addrB)).role).toBe("standby");
+    expect((await haCall(addrB)).role).toBe("standby");
     const refused = await nodesAt(addrB).catch((err: unknown) => err);
     expect(isHarvestError(refused, "NOT_ACTIVE")).toBe(true);
     if (isHarvestError(refused, "NOT_ACTIVE")) expect(refused.details.active).toBe(addrA);
-    const first = await haStatus(addrA);
+    const first = await haCall(addrA);
     expect(first.role).toBe("active");
 
     const log = join(c.work, "failover.log");
@@ -161,7 +143,7 @@ describe.skipIf(!haveEtcd)("resource manager failover (kill -9 the active)", () 
 
     const killedMs = Date.now();
     process.kill(readCluster(c.dir).rm.pid, "SIGKILL");
-    await waitFor(async () => (await haStatus(addrB).catch(() => undefined))?.role === "active", {
+    await waitFor(async () => (await haCall(addrB).catch(() => undefined))?.role === "active", {
       what: "the standby to become active",
       timeoutMs: 30_000,
       intervalMs: 50,
@@ -174,7 +156,7 @@ describe.skipIf(!haveEtcd)("resource manager failover (kill -9 the active)", () 
     });
     const registeredMs = Date.now() - killedMs;
     console.log(`rm failover: new active ${activeMs} ms after kill -9, node managers registered at ${registeredMs} ms`);
-    const second = await haStatus(addrB);
+    const second = await haCall(addrB);
     expect(second.epoch).toBeGreaterThan(first.epoch);
 
     const client = new JobClient(addrB);
@@ -191,10 +173,10 @@ describe.skipIf(!haveEtcd)("resource manager failover (kill -9 the active)", () 
 
     // The old active comes back as a standby that names the new active.
     await restartDaemon(c.dir, "rm");
-    await waitFor(async () => (await haStatus(addrA).catch(() => undefined))?.activeAddress === addrB, {
+    await waitFor(async () => (await haCall(addrA).catch(() => undefined))?.activeAddress === addrB, {
       what: "the restarted resource manager to follow the new active",
     });
-    expect((await haStatus(addrA)).role).toBe("standby");
+    expect((await haCall(addrA)).role).toBe("standby");
 
     // Fencing: a write of the old term is refused, and so is a container grant of the old term.
     const stale = new EtcdRmStore(coord, { key: oldLeader!.key.toString(), epoch: Number(first.epoch) });
