@@ -13,6 +13,7 @@ import { action, clusterTarget, common, print, rmTarget, withDfs } from "./comma
 import type { GlobalOpts } from "./command-kit.js";
 import { table } from "./format.js";
 import { registerDrainCommands } from "./drain-commands.js";
+import { registerHaCommands } from "./ha-commands.js";
 import { registerUserCommands } from "./user-commands.js";
 
 const FORMATS: readonly HistoryFormat[] = ["csv", "nab", "bitbrains", "reimages"];
@@ -233,6 +234,7 @@ export function registerAdminCommands(program: Command): void {
     );
 
   registerDrainCommands(admin);
+  registerHaCommands(admin);
   registerUserCommands(admin);
 
   // Both print the classes: as they are, or as rebuilt.

@@ -26,7 +26,8 @@ type DaemonClass = new (config: never) => RunnableDaemon;
 
 /** Each daemon's class, imported when asked for (only that one: a node manager's process never loads the namenode). */
 const DAEMON_CLASSES: Record<DaemonKind, () => Promise<DaemonClass>> = {
-  resourcemanager: async () => (await import("../resourcemanager/resource-manager.js")).ResourceManager,
+  // Highly available (a standby that campaigns) when its config has haCoordination.
+  resourcemanager: async () => (await import("../resourcemanager/ha-resource-manager.js")).ResourceManagerDaemon,
   namenode: async () => (await import("../namenode/namenode.js")).NameNode,
   nodemanager: async () => (await import("../nodemanager/node-manager.js")).NodeManager,
   datanode: async () => (await import("../datanode/datanode.js")).DataNode,

@@ -1,5 +1,5 @@
 /**
- * Container tokens: the resource manager signs every container it grants (id, app, node, size, job priority) with the cluster secret;
+ * Container tokens: the resource manager signs every container it grants (id, app, node, size, job priority, HA term) with the cluster secret;
  * a node manager launches a container only with a valid token, so a job manager cannot run more than it was granted.
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
@@ -15,6 +15,11 @@ export interface TokenFields {
   jobPriority?: number;
   /** The identity that submitted the job ("" when absent): whom the container runs as and who may read its logs. */
   user?: string;
+  /**
+   * The term of the highly available resource manager that granted it (0 or absent: not HA): signed, so that a node
+   * manager can refuse a grant of an old active's term.
+   */
+  epoch?: number;
 }
 
 // JSON of an array, so no two different grants serialize alike (a plain separator could move between fields).
@@ -27,6 +32,8 @@ function payload(f: TokenFields): string {
     f.resource.memoryMb,
     f.jobPriority ?? 0,
     f.user ?? "",
+    // Only when HA: the tokens of a resource manager that is not are unchanged.
+    ...(f.epoch ? [f.epoch] : []),
   ]);
 }
 

@@ -18,6 +18,9 @@ export const ERROR_CODES = {
   DAG_BAD_PARALLELISM: GrpcStatus.INVALID_ARGUMENT,
   DAG_ONE_TO_ONE_MISMATCH: GrpcStatus.INVALID_ARGUMENT,
   DAG_RESOURCES_TOO_LARGE: GrpcStatus.INVALID_ARGUMENT,
+  // A job whose DAG (with its record) is larger than the resource manager's state store takes in one write (etcd's
+  // request limit when the resource managers are highly available).
+  DAG_TOO_LARGE: GrpcStatus.INVALID_ARGUMENT,
   TRACE_MALFORMED: GrpcStatus.INVALID_ARGUMENT,
   CONFIG_INVALID: GrpcStatus.INVALID_ARGUMENT,
   // Things that do not exist.
@@ -60,6 +63,8 @@ export const ERROR_CODES = {
   DAEMON_ALREADY_RUNNING: GrpcStatus.ALREADY_EXISTS,
   DAEMON_NOT_RUNNING: GrpcStatus.FAILED_PRECONDITION,
   DAEMON_INVALID_TRANSITION: GrpcStatus.FAILED_PRECONDITION,
+  // A highly available master cannot reach its coordination service (etcd): nothing it would write can be durable.
+  COORDINATION_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
   // Power domains.
   POWER_DOMAIN_BAD_PATH: GrpcStatus.INVALID_ARGUMENT,
   POWER_DOMAIN_NOT_FOUND: GrpcStatus.NOT_FOUND,
@@ -109,8 +114,6 @@ export const ERROR_CODES = {
   NOT_ACTIVE: GrpcStatus.UNAVAILABLE,
   // A worker refused a message from a master of an older term than one it has already heard from (fencing).
   STALE_EPOCH: GrpcStatus.FAILED_PRECONDITION,
-  // HA: the coordination service (etcd) cannot be reached, so nothing can be made durable or acknowledged.
-  COORDINATION_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
   // The peer is not there or not serving.
   UNAVAILABLE: GrpcStatus.UNAVAILABLE,
   DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,
@@ -160,6 +163,8 @@ export interface ErrorDetails {
   DAG_BAD_PARALLELISM: FieldDetails;
   DAG_ONE_TO_ONE_MISMATCH: FieldDetails;
   DAG_RESOURCES_TOO_LARGE: FieldDetails;
+  /** `bytes`: the job's record as it would be stored; `limitBytes`: the most the store takes (decimal strings). */
+  DAG_TOO_LARGE: FieldDetails & { bytes?: string; limitBytes?: string };
   TRACE_MALFORMED: FieldDetails &
     FileLineDetails & {
       job?: string;

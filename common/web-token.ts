@@ -20,13 +20,19 @@ export const WEB_TOKEN_MAX_LIFETIME_MS = 12 * 3600_000;
 export class WebTokens {
   private readonly tokens: DelegationTokens;
 
+  /**
+   * `keyOrDataDir`: the signing key itself (highly available masters share one, kept in the coordination service), or
+   * the data directory whose `web-token.key` holds it (made on first use).
+   */
   constructor(
-    dataDir: string,
+    keyOrDataDir: string | Buffer,
     private readonly clock: Clock,
     maxLifetimeMs = WEB_TOKEN_MAX_LIFETIME_MS,
   ) {
     this.tokens = new DelegationTokens(
-      DelegationTokens.keyFromFile(join(dataDir, "web-token.key")),
+      typeof keyOrDataDir === "string"
+        ? DelegationTokens.keyFromFile(join(keyOrDataDir, "web-token.key"))
+        : keyOrDataDir,
       maxLifetimeMs,
       "w1",
     );

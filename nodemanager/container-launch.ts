@@ -26,7 +26,7 @@ import type { StartContainerRequestOutput } from "../proto/generated/harvest/v1/
  */
 export function checkStartRequest(
   req: StartContainerRequestOutput,
-  node: { nodeId: string; secret: string },
+  node: { nodeId: string; secret: string; minEpoch?: number },
 ): { grant: ContainerOutput; resource: Resources } {
   const grant = req.container;
   if (!grant)
@@ -54,12 +54,21 @@ export function checkStartRequest(
         resource,
         jobPriority: grant.jobPriority,
         user: grant.user,
+        epoch: grant.epoch,
       },
       grant.token,
     )
   ) {
     throw new HarvestError("CONTAINER_TOKEN_INVALID", `container ${grant.id}: token does not match the grant`);
   }
+  // Fencing: a grant of an older resource-manager term than the node heard of (an old active's) starts nothing; 0 is a
+  // resource manager that is not highly available.
+  if (grant.epoch !== 0 && grant.epoch < (node.minEpoch ?? 0))
+    throw new HarvestError(
+      "STALE_EPOCH",
+      `container ${grant.id} was granted in resource-manager term ${grant.epoch}, after which term ${node.minEpoch} began`,
+      { details: { epoch: String(grant.epoch), seen: String(node.minEpoch) } },
+    );
   if (req.argv.length === 0 || req.argv.some((a) => typeof a !== "string" || a.includes("\0"))) {
     throw new HarvestError("INVALID_ARGUMENT", "argv must be a non-empty list of strings", {
       details: { field: "argv" },

@@ -13,7 +13,8 @@ import { ensureDirMode } from "../common/atomic-file.js";
 import { INSECURE_WARNING } from "../common/options.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { RegisteredStream } from "../common/registered-stream.js";
-import { bindServer, createServer, loadHarvestProto, makeClient, shutdownServer, unary } from "../common/grpc.js";
+import { RmChannel } from "./rm-follower.js";
+import { bindServer, createServer, loadHarvestProto, shutdownServer, unary } from "../common/grpc.js";
 import { parseAppId } from "../common/ids.js";
 import { Logger } from "../common/log.js";
 import { grpcServerMetrics } from "../common/metrics.js";
@@ -52,7 +53,6 @@ import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerSta
 import type { NodeToRm } from "../proto/generated/harvest/v1/NodeToRm.js";
 import type { RegisterNode } from "../proto/generated/harvest/v1/RegisterNode.js";
 import type { RmToNodeOutput } from "../proto/generated/harvest/v1/RmToNode.js";
-import type { ResourceTrackerClient } from "../proto/generated/harvest/v1/ResourceTracker.js";
 import type { StartContainerRequestOutput } from "../proto/generated/harvest/v1/StartContainerRequest.js";
 import { emitEvent } from "../common/events.js";
 
@@ -127,7 +127,8 @@ export class NodeManager extends ServingDaemon {
   private monitor!: PrimaryMonitor;
   private lastSample: PrimarySample = { cpuMilli: 0, utilization: 0 };
   /** The registered stream to the resource manager: registration and heartbeats out, acks and kills back. */
-  private readonly rmStream: RegisteredStream<NodeToRm, RmToNodeOutput, ResourceTrackerClient>;
+  private readonly rmStream: RegisteredStream<NodeToRm, RmToNodeOutput, RmChannel>;
+  private readonly rmChannel: RmChannel; // the resource managers (the active of a list) and the highest term heard
   private heartbeatIntervalMs: number;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private yieldTimer: NodeJS.Timeout | undefined;
@@ -186,13 +187,14 @@ export class NodeManager extends ServingDaemon {
     });
     this.server = createServer([grpcServerMetrics(this.metrics.registry)]);
     this.heartbeatIntervalMs = this.options.heartbeatIntervalMs;
-    this.rmStream = new RegisteredStream<NodeToRm, RmToNodeOutput, ResourceTrackerClient>({
+    this.rmChannel = new RmChannel(this.options.rmAddress, this.options.tls, this.options.dataDir, this.log);
+    this.rmStream = new RegisteredStream<NodeToRm, RmToNodeOutput, RmChannel>({
       master: "resource manager",
       timing: this.options,
       log: this.log,
       address: this.options.rmAddress,
-      dial: (address) => makeClient(loadHarvestProto().ResourceTracker, address, this.options.tls),
-      openStream: (channel) => channel.nodeChannel(),
+      dial: () => this.rmChannel,
+      openStream: (channel) => channel.open(),
       registration: () => ({ register: this.registration() }),
       onMessage: (msg) => this.onRmMessage(msg),
       onLost: () => {
@@ -367,15 +369,13 @@ export class NodeManager extends ServingDaemon {
   }
 
   private onRmMessage(msg: RmToNodeOutput): void {
+    if (!this.rmChannel.accept(msg)) return;
     if (msg.registered) {
       this.rmStream.markRegistered();
       this.heartbeatIntervalMs = msg.registered.heartbeatIntervalMs || this.options.heartbeatIntervalMs;
       if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
       this.heartbeatTimer = setInterval(() => this.heartbeat(), this.heartbeatIntervalMs);
-      this.log.info("registered with the resource manager", {
-        rm: this.options.rmAddress,
-        heartbeatIntervalMs: this.heartbeatIntervalMs,
-      });
+      this.log.info("registered with the resource manager", { rm: this.rmChannel.address });
       emitEvent({
         type: "node-registered",
         daemon: this.options.nodeId,
@@ -612,7 +612,7 @@ export class NodeManager extends ServingDaemon {
 
   private async startContainer(req: StartContainerRequestOutput): Promise<{ pid: number }> {
     if (!this.lifecycle.running) throw new HarvestError("UNAVAILABLE", "node manager is not running");
-    const { grant, resource } = checkStartRequest(req, this.options);
+    const { grant, resource } = checkStartRequest(req, { ...this.options, minEpoch: this.rmChannel.epoch });
     if (this.containers.has(grant.id) || this.unacked.has(grant.id) || this.localizing.has(grant.id))
       throw new HarvestError("CONTAINER_ALREADY_EXISTS", `container ${grant.id} was already started here`);
     let held = 0;

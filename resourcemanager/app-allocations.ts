@@ -227,10 +227,13 @@ export class AppAllocations {
     }
   }
 
-  /** True for a container id granted by an earlier incarnation of this resource manager. */
+  /**
+   * True for a container id granted by an earlier incarnation of this resource manager (or by another resource manager
+   * of the cluster before a failover: another incarnation, whatever the two hosts' clocks say).
+   */
   private fromBeforeRestart(containerId: string): boolean {
     const epoch = containerIdParts(containerId)?.epoch;
-    return epoch !== undefined && epoch < this.deps.epoch();
+    return epoch !== undefined && epoch !== this.deps.epoch();
   }
 
   // -------------------------------------------------------------------------------------------- periodic checks
@@ -275,7 +278,7 @@ export class AppAllocations {
     // A job manager's container starts its attempt: refused before anything is recorded unless the attempt waits for one.
     if (isAm) moveAttempt(app, "launched");
     this.launchPending.set(alloc.containerId, this.deps.clock.nowMs());
-    const container = containerOf(this.deps.options.secret, app, alloc, node);
+    const container = containerOf(this.deps.options.secret, app, alloc, node, this.deps.haEpoch());
     trackRef(app, {
       containerId: alloc.containerId,
       nodeId: node.nodeId,
@@ -362,7 +365,7 @@ export class AppAllocations {
       const alloc = this.deps.scheduler.allocation(id);
       if (!alloc || alloc.priority === AM_PRIORITY || undelivered.has(id)) continue;
       const node = this.deps.nodes.get(alloc.nodeId);
-      if (node) out.push(containerOf(this.deps.options.secret, app, alloc, node));
+      if (node) out.push(containerOf(this.deps.options.secret, app, alloc, node, this.deps.haEpoch()));
     }
     return out;
   }

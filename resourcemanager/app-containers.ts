@@ -20,12 +20,13 @@ import type { ExitCauseOutput } from "../proto/generated/harvest/v1/ExitCause.js
 /** Kept per application for `harvest job logs` and status. */
 const MAX_CONTAINER_REFS = 5_000;
 
-/** The grant as the job manager and the node manager see it, with its signed token. */
+/** The grant as the job manager and the node manager see it, with its signed token (of HA term `epoch`, 0: not HA). */
 export function containerOf(
   secret: string,
   app: AppRuntime,
   alloc: Allocation,
   node: { nodeId: string; nmAddress: string; rack: string },
+  epoch: number,
 ): ContainerOutput {
   return {
     id: alloc.containerId,
@@ -36,6 +37,7 @@ export function containerOf(
     priority: alloc.priority,
     jobPriority: app.record.priority ?? 0,
     user: app.record.user,
+    epoch,
     token: signContainer(secret, {
       containerId: alloc.containerId,
       appId: alloc.appId,
@@ -43,6 +45,7 @@ export function containerOf(
       resource: alloc.resource,
       jobPriority: app.record.priority ?? 0,
       user: app.record.user,
+      epoch,
     }),
   };
 }

@@ -8,7 +8,7 @@
 import type { Clock } from "../common/clock.js";
 import { HarvestError } from "../common/errors.js";
 import { formatAppId, parseAppId } from "../common/ids.js";
-import type { AppIdReservation, RmStateStore } from "./state-store.js";
+import type { AppIdReservation, RmStore } from "./state-store.js";
 
 /** How long a reserved id stays usable; one never submitted goes unused, and its reservation is forgotten. */
 export const APP_ID_RESERVATION_MS = 86_400_000;
@@ -19,7 +19,7 @@ export class AppIdReservations {
   private readonly byId = new Map<string, AppIdReservation>();
 
   constructor(
-    private readonly store: RmStateStore,
+    private readonly store: RmStore,
     private readonly clock: Clock,
   ) {}
 

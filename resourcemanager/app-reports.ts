@@ -7,7 +7,7 @@ import type { ResourceManagerOptions } from "./options.js";
 import { jobTypeOf } from "./policy/class-selection.js";
 import type { JobType } from "./policy/class-selection.js";
 import type { HistoryPlacement } from "./policy/history-placement.js";
-import type { AppRecord, HistoryRecord, RmStateStore } from "./state-store.js";
+import type { AppRecord, HistoryRecord, RmStore } from "./state-store.js";
 import type { ApplicationReport } from "../proto/generated/harvest/v1/ApplicationReport.js";
 
 /** An application's report, with its containers or without them (a listing). */
@@ -78,7 +78,7 @@ export function historyRecordOf(
 
 /** Algorithm 1, line 3: a job's type from the duration of its last successful run against the history's thresholds. */
 export async function jobTypeFromHistory(
-  store: RmStateStore,
+  store: RmStore,
   options: Pick<ResourceManagerOptions, "jobHistoryWindow" | "jobTypes">,
   name: string,
 ): Promise<JobType> {

@@ -19,7 +19,7 @@ import type { LifetimeModel } from "./policy/lifetime.js";
 import type { LifetimeNodeChoice } from "./policy/node-choice.js";
 import type { PowerAwarePolicy } from "./policy/power-placement.js";
 import type { Scheduler } from "./policy/scheduler.js";
-import type { AppRecord, RmStateStore } from "./state-store.js";
+import type { AppRecord, RmStore } from "./state-store.js";
 import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js";
 import type { ContainerRef } from "../proto/generated/harvest/v1/ContainerRef.js";
 import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
@@ -98,7 +98,7 @@ export interface ApplicationObserver {
 /** What the application lifecycle needs from the rest of the resource manager. */
 export interface ApplicationDeps {
   options: ResourceManagerOptions;
-  store: RmStateStore;
+  store: RmStore;
   scheduler: Scheduler;
   nodes: NodeTracker;
   admission: AdmissionControl;
@@ -113,6 +113,8 @@ export interface ApplicationDeps {
   address: () => string;
   /** This incarnation's start time: container ids carry it, so that a container from before a restart is told apart. */
   epoch: () => number;
+  /** The active term when the resource managers are highly available (0: not): container tokens carry it. */
+  haEpoch: () => number;
   /** Told of submissions, ends and container completions. @default none */
   observer?: ApplicationObserver;
   /** Removes an ended job's DFS staging directory and cancels its delegation token at the namenode. */

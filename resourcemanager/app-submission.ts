@@ -46,6 +46,7 @@ export async function acceptJob(
   const demandMilli = jobDemandMilli(deps, dag);
   // A job that even an idle cluster would not admit is refused now, not queued for ever.
   if (admission.enabled) admission.checkAdmissible({ name: dag.name, priority: dag.priority ?? 0, demandMilli });
+  checkRecordFits(store.submittedRecordLimitBytes, { dagJson, dfsToken, stagingDir, user });
   const seq = reserved?.seq ?? (await store.nextAppSeq());
   const appId = reserved?.appId ?? formatAppId(clusterTs, seq);
   const record: AppRecord = {
@@ -76,6 +77,25 @@ export async function acceptJob(
   await writeFileDurably(join(jobDir, "dag.json"), dagJson);
   await store.putApp(record, { unreserve: reserved !== undefined });
   return { record, dag };
+}
+
+/** Room the rest of a job's record takes (ids, states, diagnostics, times, avoided servers), generously. */
+const RECORD_OVERHEAD_BYTES = 8 * 1024;
+
+/**
+ * Refuses (DAG_TOO_LARGE) a job whose record would not fit in one write of a store with a record limit (the
+ * coordination service's request limit, when the resource managers are highly available): before anything is written.
+ */
+function checkRecordFits(limitBytes: number | undefined, big: Record<string, string | undefined>): void {
+  if (!limitBytes) return;
+  const bytes = Buffer.byteLength(JSON.stringify(big)) + RECORD_OVERHEAD_BYTES;
+  if (bytes > limitBytes)
+    throw new HarvestError(
+      "DAG_TOO_LARGE",
+      `the job's DAG is too large to store (${bytes} bytes with its record, at most ${limitBytes}): ` +
+        "put large data in the DFS and name it as an input or a resource instead",
+      { details: { field: "dagJson", bytes: String(bytes), limitBytes: String(limitBytes) } },
+    );
 }
 
 /**

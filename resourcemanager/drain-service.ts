@@ -13,7 +13,7 @@ import type { DrainContainer, DrainStatus, DrainTracker } from "./policy/drain.j
 import type { LifetimeModel } from "./policy/lifetime.js";
 import { AM_PRIORITY } from "./policy/scheduler.js";
 import type { Scheduler } from "./policy/scheduler.js";
-import type { RmStateStore, StoredDrain } from "./state-store.js";
+import type { RmStore, StoredDrain } from "./state-store.js";
 
 /** What the drains act on: the tracker of drain states and the daemon's parts that carry a drain out. */
 export interface DrainServiceDeps {
@@ -21,7 +21,7 @@ export interface DrainServiceDeps {
   scheduler: Scheduler;
   nodes: NodeTracker;
   apps: Applications;
-  store: RmStateStore;
+  store: RmStore;
   lifetimes: LifetimeModel;
   clock: Clock;
   log: Logger;

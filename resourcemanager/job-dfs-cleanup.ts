@@ -11,7 +11,7 @@
  * (in YARN the job's application master deletes it and the resource manager's cleanup is the fallback; here the job
  * manager keeps its journal there until its last attempt ends, which only the resource manager knows).
  *
- * Best effort, never the job's concern: the cleanup is stored with the job's end (`RmStateStore.finishApp`), tried a
+ * Best effort, never the job's concern: the cleanup is stored with the job's end (`RmStore.finishApp`), tried a
  * few times with a growing pause, and dropped from the store once done (a directory already gone, or a token the
  * namenode says there is nothing to cancel for, count as done). One still pending after the last try, or when the
  * resource manager stops, is tried again at its next start.
@@ -21,7 +21,7 @@ import type { ClientSecurity } from "../common/grpc.js";
 import { errorMessage, isHarvestError } from "../common/errors.js";
 import type { Logger } from "../common/log.js";
 import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
-import type { AppRecord, JobCleanup, RmStateStore } from "./state-store.js";
+import type { AppRecord, JobCleanup, RmStore } from "./state-store.js";
 import { DfsClient } from "../client/dfs-client.js";
 
 /** How many times, and after what first pause (doubled each time), a cleanup is tried. */
@@ -43,7 +43,7 @@ export class JobDfsCleanup {
     /** The namenode; empty: nothing is cleaned up (`enabled` is false). */
     private readonly nnAddress: string,
     private readonly security: ClientSecurity | undefined,
-    private readonly store: RmStateStore,
+    private readonly store: RmStore,
     private readonly log: Logger,
     private readonly retry: CleanupRetry = { attempts: 4, firstPauseMs: 1_000 },
   ) {}

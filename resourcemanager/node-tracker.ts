@@ -136,6 +136,8 @@ export class NodeTracker {
       clock: Clock;
       log: Logger;
       epoch: () => number;
+      /** The active term when highly available (0: not): in every registration answer and ack. */
+      haEpoch: () => number;
       isRunning: () => boolean;
       events: NodeEvents;
     },
@@ -253,7 +255,12 @@ export class NodeTracker {
       wasLost: existing?.state === "LOST",
     });
     stream.write({
-      registered: { nodeId, heartbeatIntervalMs: this.options.heartbeatIntervalMs, rmEpoch: this.deps.epoch() },
+      registered: {
+        nodeId,
+        heartbeatIntervalMs: this.options.heartbeatIntervalMs,
+        rmEpoch: this.deps.epoch(),
+        epoch: this.deps.haEpoch(),
+      },
     });
     log.info(existing ? "node re-registered" : "node registered", {
       nodeId,
@@ -326,6 +333,7 @@ export class NodeTracker {
     node.stream?.write({
       ack: {
         seq: hb.seq,
+        epoch: this.deps.haEpoch(),
         containersToKill: kills,
         completedRecorded: recorded,
         nodeBudgetWatts: budget?.budgetWatts ?? 0,

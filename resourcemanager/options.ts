@@ -27,6 +27,8 @@ import { resolveAdmissionOptions } from "./policy/admission-options.js";
 import type { AdmissionOptions, AdmissionPolicy } from "./policy/admission-options.js";
 import type { NodeChoiceKind, NodeChoiceOptions } from "./policy/node-choice.js";
 import type { TenantRegistryOptions } from "./tenant-registry.js";
+import { checkHaCoordination } from "../common/ha/coordination.js";
+import type { HaCoordination } from "../common/ha/coordination.js";
 
 /** The longest AM token lifetime: 30 days. */
 const MAX_AM_TOKEN_LIFETIME_MS = 2_592_000_000;
@@ -206,6 +208,18 @@ export interface ResourceManagerOptions {
   lifetimeHistoryJobs: number;
   /** Graceful drains (`harvest admin drain`): preemption rate, order (LARS or the baseline), margin. @default {} */
   drain: Partial<DrainOptions>;
+  /**
+   * Highly available resource managers (docs/ha.md): the coordination service (etcd) they elect the active one in and
+   * keep the state in (`{ endpoints, ca, cert, key, clusterId?, sessionTtlS? }`, the masters' certificate). The
+   * resource manager starts as a standby, which answers every call with NOT_ACTIVE naming the active, and becomes
+   * active when elected. Undefined: not highly available (the state in LevelDB under `dataDir`). @default none
+   */
+  haCoordination?: HaCoordination;
+  /**
+   * Every resource manager's advertised gRPC address, comma-separated (this one's included), when they are highly
+   * available: job managers are given this list so that they follow the active one. @default "" (this one's address)
+   */
+  haRmAddresses: string;
 }
 
 /** Fills defaults and validates; throws CONFIG_INVALID naming the field. */
@@ -269,6 +283,7 @@ export function resolveResourceManagerOptions(
         admissionOptions: {},
         admissionThresholdsFile: "",
         drain: {},
+        haRmAddresses: "",
       },
       partial,
     ),
@@ -351,6 +366,9 @@ export function resolveResourceManagerOptions(
   resolveNested("admissionOptions", () => resolveAdmissionOptions(o.admissionOptions), bad);
   if (!(Number.isInteger(o.lifetimeHistoryJobs) && o.lifetimeHistoryJobs >= 0))
     bad("lifetimeHistoryJobs", "must be an integer >= 0");
+  if (o.haCoordination !== undefined) checkHaCoordination(o.haCoordination, "haCoordination");
+  for (const a of o.haRmAddresses.split(",").filter((x) => x.trim() !== ""))
+    if (!parseHostPort(a.trim())) bad("haRmAddresses", `must list host:port addresses (got ${JSON.stringify(a)})`);
   return o;
 }
 

@@ -44,6 +44,11 @@ import type { NodeView, SchedulerPolicy } from "./policy/scheduler.js";
 import { HistorySchedulerPolicy, resolveClassWeights } from "./policy/class-selection.js";
 import { SeededRng } from "../common/rng.js";
 import { RmStateStore } from "./state-store.js";
+import type { RmStore } from "./state-store.js";
+import type { RmHaTerm } from "./etcd-state-store.js";
+import { haAdminHandlers, loadHaAdminProto, notHaAdmin } from "../common/ha-admin.js";
+import type { HaAdminSource } from "../common/ha-admin.js";
+import { haGauges } from "../common/ha-metrics.js";
 import { DrainTracker } from "./policy/drain.js";
 import { DrainService } from "./drain-service.js";
 import { LifetimeModel } from "./policy/lifetime.js";
@@ -62,10 +67,10 @@ import type { GetJobHistoryResponse } from "../proto/generated/harvest/v1/GetJob
 import type { ListClassesResponse } from "../proto/generated/harvest/v1/ListClassesResponse.js";
 import type { ListTenantsResponse } from "../proto/generated/harvest/v1/ListTenantsResponse.js";
 
-/** The resource manager daemon. */
 /** How long node managers are told of a finished application (so that one back from a short outage hears of it too). */
 const FINISHED_APPS_ANNOUNCED_MS = 10 * 60_000;
 
+/** The resource manager daemon. */
 export class ResourceManager extends ServingDaemon {
   readonly options: ResourceManagerOptions;
   protected readonly log: Logger;
@@ -78,7 +83,9 @@ export class ResourceManager extends ServingDaemon {
   private webTokens: WebTokens | undefined;
   /** Who may call what (common/auth.ts); TLS when `tls` is set. */
   private readonly gate: Gate;
-  private readonly store: RmStateStore;
+  private readonly store: RmStore;
+  /** The active term it serves in when highly available (ha-resource-manager.ts); undefined: not HA. */
+  private readonly ha: RmHaTerm | undefined;
   private readonly tenants: TenantRegistry;
   /** Algorithm 1's per-job state; undefined under the stock policy. */
   private readonly history: HistoryPlacement | undefined;
@@ -119,14 +126,15 @@ export class ResourceManager extends ServingDaemon {
 
   constructor(
     options: Partial<ResourceManagerOptions> & { dataDir: string },
-    deps: { clock?: Clock; logger?: Logger } = {},
+    deps: { clock?: Clock; logger?: Logger; ha?: RmHaTerm } = {},
   ) {
     super("resource manager");
     this.options = resolveResourceManagerOptions(options);
     this.clock = deps.clock ?? systemClock;
     this.gate = new Gate(this.options.tls, { "am-token": amTokenVerifier(this.options.secret, this.clock) });
     this.log = deps.logger ?? new Logger("rm");
-    this.store = new RmStateStore(join(this.options.dataDir, "rm-state"));
+    this.ha = deps.ha;
+    this.store = deps.ha?.store ?? new RmStateStore(join(this.options.dataDir, "rm-state"));
     this.tenants = new TenantRegistry(
       join(this.options.dataDir, "rm-tenants"),
       this.options.tenants,
@@ -236,6 +244,7 @@ export class ResourceManager extends ServingDaemon {
       });
     // Counters are fed as things happen; gauges read the live state at each scrape.
     this.metrics = new RmMetrics(this.registry, this.gaugeSource());
+    haGauges(this.registry, () => this.haAdmin().status());
     this.nodes = new NodeTracker(this.options, {
       scheduler: this.scheduler,
       power: this.power,
@@ -244,6 +253,7 @@ export class ResourceManager extends ServingDaemon {
       clock: this.clock,
       log: this.log,
       epoch: () => this.epoch,
+      haEpoch: () => this.ha?.epoch ?? 0,
       isRunning: () => this.lifecycle.running,
       events: this.nodeEvents(),
     });
@@ -266,8 +276,10 @@ export class ResourceManager extends ServingDaemon {
       nodeChoice: this.nodeChoice,
       clock: this.clock,
       log: this.log,
-      address: () => this.address,
+      // Job managers follow the active one of the list when highly available.
+      address: () => this.options.haRmAddresses || this.address,
       epoch: () => this.epoch,
+      haEpoch: () => this.ha?.epoch ?? 0,
       observer: this.metrics,
       jobCleanup: this.jobCleanup,
       offerNodes: () => this.offerNodes(),
@@ -310,7 +322,7 @@ export class ResourceManager extends ServingDaemon {
     ] as const)
       if (!ensureDirMode(dir, mode))
         this.log.warn("cannot set the mode of a directory", { dir, mode: mode.toString(8) });
-    this.webTokens = new WebTokens(this.options.dataDir, this.clock);
+    this.webTokens = new WebTokens(this.ha?.webTokenKey ?? this.options.dataDir, this.clock);
     await this.store.open();
     await this.tenants.open();
     await this.recluster("startup");
@@ -446,6 +458,9 @@ export class ResourceManager extends ServingDaemon {
       Undrain: unary((req: { nodeIds: string[] }) => this.drainService.undrain(req.nodeIds)),
       GetDrainStatus: unary(() => this.drainService.report()),
     });
+    const haProto = loadHaAdminProto();
+    gate.allow(haProto.HaAdmin.service, { GetHaStatus: ["admin"], Failover: ["admin"] });
+    this.server.addService(haProto.HaAdmin.service, haAdminHandlers(this.haAdmin()));
     if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
     this.apps.openResyncWindows();
@@ -486,6 +501,18 @@ export class ResourceManager extends ServingDaemon {
   }
 
   // ---------------------------------------------------------------------------------------------- web and metrics
+
+  /** HaAdmin's answers: the HA daemon's when highly available, else role "none" (and no failover). */
+  private haAdmin(): HaAdminSource {
+    return (
+      this.ha?.admin ??
+      notHaAdmin(
+        "rm",
+        () => this.address,
+        () => this.httpUrl ?? "",
+      )
+    );
+  }
 
   private tokens(): WebTokens {
     if (!this.webTokens) throw new HarvestError("UNAVAILABLE", "the resource manager is not started");

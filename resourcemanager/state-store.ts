@@ -111,8 +111,36 @@ export interface AppIdReservation {
   reservedMs: number;
 }
 
+/**
+ * The resource manager's durable state, whatever keeps it: LevelDB in the data directory ({@link RmStateStore}), or
+ * the coordination service when the resource managers are highly available (etcd-state-store.ts, every write fenced
+ * by the active's term). Every write resolves only once it is durable.
+ */
+export interface RmStore {
+  /** The largest job record (DAG and all) a submission may store; undefined: no limit but the disk's. */
+  readonly submittedRecordLimitBytes?: number;
+  open(): Promise<void>;
+  close(): Promise<void>;
+  clusterTimestamp(nowMs: number): Promise<number>;
+  nextAppSeq(): Promise<number>;
+  putApp(app: AppRecord, opts?: { unreserve?: boolean }): Promise<void>;
+  putReservation(r: AppIdReservation): Promise<void>;
+  deleteReservations(appIds: readonly string[]): Promise<void>;
+  loadReservations(): Promise<AppIdReservation[]>;
+  finishApp(app: AppRecord, history: HistoryRecord, cleanup?: JobCleanup): Promise<void>;
+  pendingJobCleanups(): Promise<({ appId: string } & JobCleanup)[]>;
+  jobCleanedUp(appId: string): Promise<void>;
+  deleteApps(appIds: string[]): Promise<void>;
+  loadApps(): Promise<AppRecord[]>;
+  powerDomains(): Promise<StoredPowerDomains | undefined>;
+  putPowerDomains(tree: StoredPowerDomains): Promise<void>;
+  drains(): Promise<StoredDrain[]>;
+  putDrains(drains: readonly StoredDrain[]): Promise<void>;
+  history(name: string, limit: number): Promise<HistoryRecord[]>;
+}
+
 /** LevelDB-backed store; every write resolves only once it is in the log. */
-export class RmStateStore {
+export class RmStateStore implements RmStore {
   private readonly db: Level<string, unknown>;
   /** The last `nextAppSeq` call: each reads the counter only once the one before has written it. */
   private appSeqChain: Promise<unknown> = Promise.resolve();

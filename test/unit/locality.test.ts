@@ -186,6 +186,7 @@ describe("netAsks with locality", () => {
           jobPriority: 0,
           user: "",
           rack: "/r1",
+          epoch: 0,
         },
       ],
       (n) => (n === "n1" ? "/r1" : "/r2"),
