@@ -12,6 +12,9 @@ import type { HaStatusOutput } from "../proto/generated/harvest/v1/HaStatus.js";
 import { action, clusterTarget, common, print } from "./command-kit.js";
 import type { ClusterTarget, GlobalOpts } from "./command-kit.js";
 import { table } from "./format.js";
+import { readFileSync } from "node:fs";
+import { bootstrapStandby, resolveNameNodeOptions } from "../namenode/index.js";
+import type { NameNodeOptions } from "../namenode/index.js";
 
 /** The services with highly available masters, by the name `--service` takes. */
 const SERVICES = { rm: "resource manager", nn: "namenode" } as const;
@@ -100,7 +103,46 @@ export async function failover(
   );
 }
 
-/** Adds `harvest admin ha status|failover` under `admin`. */
+/**
+ * `harvest admin ha bootstrap-standby`: on a new (or too far behind) namenode host, before its namenode starts, copies
+ * the active's checkpoint into the data directory its config names (namenode/bootstrap-standby.ts).
+ */
+async function bootstrapCommand(
+  o: GlobalOpts & { nnConfig: string; from?: string; force?: boolean },
+): Promise<{ dataDir: string; haId: string; from: string; txid: number; keys: number }> {
+  let config: Partial<NameNodeOptions> & { dataDir: string };
+  try {
+    config = JSON.parse(readFileSync(o.nnConfig, "utf8")) as typeof config;
+  } catch (err) {
+    throw new HarvestError("CONFIG_INVALID", `cannot read the namenode config ${o.nnConfig}: ${errorMessage(err)}`, {
+      details: { file: o.nnConfig },
+    });
+  }
+  const nn = resolveNameNodeOptions(config);
+  if (!nn.haCoordination)
+    throw new HarvestError("CONFIG_INVALID", `${o.nnConfig} sets no haCoordination: its namenode is not an HA one`, {
+      details: { file: o.nnConfig },
+    });
+  const haId = nn.haId || (nn.port ? `${nn.advertiseHost}:${nn.port}` : "");
+  if (!haId)
+    throw new HarvestError("CONFIG_INVALID", `${o.nnConfig} needs haId (or a fixed port): the active records it`, {
+      details: { file: o.nnConfig },
+    });
+  const t = clusterTarget(o);
+  const from = o.from ?? activeOf(await masterRows(t, "nn"))?.address;
+  if (!from)
+    throw new HarvestError("NOT_ACTIVE", "no namenode is active now; name the one to copy with --from host:port");
+  const done = await bootstrapStandby({
+    dataDir: nn.dataDir,
+    haId,
+    from,
+    force: o.force === true,
+    ...(t.security ? { security: t.security } : {}),
+  });
+  return { dataDir: nn.dataDir, haId, from, ...done };
+}
+
+/** Adds `harvest admin ha status|failover|bootstrap-standby` under `admin`. */
 export function registerHaCommands(admin: Command): void {
   const ha = admin.command("ha").description("highly available masters: roles and terms, graceful hand-over");
   common(ha.command("status"))
@@ -144,6 +186,22 @@ export function registerHaCommands(admin: Command): void {
           { service: o.service, from, to },
           () =>
             `${o.service}: the active moved from ${from.address} (epoch ${from.epoch}) to ${to.address} (epoch ${to.epoch})`,
+        );
+      }),
+    );
+  common(ha.command("bootstrap-standby"))
+    .description("make a new standby namenode's store from the active's checkpoint (run before it first starts)")
+    .requiredOption("--nn-config <file>", "the new namenode's config (its dataDir, haId and haCoordination)")
+    .option("--from <address>", "the namenode to copy (default: the active one)")
+    .option("--force", "replace a store already there (a standby too far behind the shared log)")
+    .action(
+      action(async (o: GlobalOpts & { nnConfig: string; from?: string; force?: boolean }) => {
+        const r = await bootstrapCommand(o);
+        print(
+          o,
+          r,
+          () =>
+            `${r.dataDir}: checkpoint of ${r.from} copied (${r.keys} keys, shared log entry ${r.txid}); start the namenode: it follows the log from there`,
         );
       }),
     );

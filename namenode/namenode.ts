@@ -21,6 +21,9 @@ import type { Clock } from "../common/clock.js";
 import { errorMessage, toServiceError } from "../common/errors.js";
 import type { HarvestError } from "../common/errors.js";
 import { guardUnary } from "../common/ha/standby-guard.js";
+import { haAdminHandlers, loadHaAdminProto, notHaAdmin } from "../common/ha-admin.js";
+import type { HaAdminSource } from "../common/ha-admin.js";
+import { haGauges } from "../common/ha-metrics.js";
 import { NameNodeHa, serveCheckpoint } from "./ha-role.js";
 import type { BatchOp } from "./namespace-store.js";
 import { ANY_CERTIFICATE, Gate } from "../common/auth.js";
@@ -154,6 +157,7 @@ export class NameNode extends ServingDaemon {
     this.log = deps.logger ?? new Logger("nn");
     this.rng = new SeededRng(this.options.seed);
     this.metrics = new NameNodeMetrics(this.registry, () => this.summary());
+    haGauges(this.registry, () => this.haAdmin().status());
     if (this.options.placementPolicy === "diversity") {
       this.diversity = new DiversityPlacementPolicy({ onDegrade: (reason) => this.onPlacementDegraded(reason) });
       this.placement = this.diversity;
@@ -240,6 +244,39 @@ export class NameNode extends ServingDaemon {
     };
   }
 
+  /** HaAdmin's answers (`harvest admin ha status|failover`), active or standby. */
+  private haAdmin(): HaAdminSource {
+    const ha = this.ha;
+    if (!ha)
+      return notHaAdmin(
+        "nn",
+        () => this.address,
+        () => this.httpUrl ?? "",
+      );
+    const status: HaAdminSource["status"] = () => {
+      const active = ha.leader;
+      return {
+        service: "nn",
+        id: this.haMe.id,
+        role: ha.role,
+        epoch: ha.epoch,
+        address: this.address,
+        webUrl: this.httpUrl ?? "",
+        activeAddress: active?.address ?? "",
+        activeWebUrl: active?.webUrl ?? "",
+      };
+    };
+    return {
+      status,
+      failover: async () => {
+        const refused = this.notActive();
+        if (refused) throw refused;
+        await ha.handOver();
+        return status();
+      },
+    };
+  }
+
   /** HA: the error a standby answers callers with; undefined when this namenode serves them. */
   private notActive(): HarvestError | undefined {
     return this.isActive ? undefined : this.ha?.notActive();
@@ -315,6 +352,9 @@ export class NameNode extends ServingDaemon {
         );
       },
     });
+    const haProto = loadHaAdminProto();
+    gate.allow(haProto.HaAdmin.service, { GetHaStatus: ["admin"], Failover: ["admin"] });
+    this.server.addService(haProto.HaAdmin.service, haAdminHandlers(this.haAdmin()));
     const standby = (): HarvestError | undefined => this.notActive();
     this.server.addService(proto.ClientNamenode.service, guardUnary(this.client.service(), standby));
     this.server.addService(

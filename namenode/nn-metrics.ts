@@ -172,12 +172,6 @@ export class NameNodeMetrics {
     };
     gauge("harvest_nn_files", "Files in the namespace", (s) => s.files);
     gauge(
-      "harvest_nn_ha_active",
-      "1 while this namenode serves clients (the active of an HA pair, or a namenode without HA), else 0",
-      (s) => (s.ha.role === "active" ? 1 : 0),
-    );
-    gauge("harvest_nn_ha_epoch", "The HA term this namenode serves or last saw (0 without HA)", (s) => s.ha.epoch);
-    gauge(
       "harvest_nn_ha_applied_txid",
       "The last shared edit log entry this namenode holds (0 without HA)",
       (s) => s.ha.appliedTxid,

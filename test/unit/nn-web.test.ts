@@ -215,9 +215,8 @@ describe("the namenode's metrics", () => {
     expect(sumSamples(m, "harvest_nn_datanodes", { state: "stale" })).toBe(1);
     expect(sumSamples(m, "harvest_nn_remaining_bytes")).toBe(2000);
     expect(sumSamples(m, "harvest_nn_datanodes_primary_busy")).toBe(1);
-    // A standby says so, with the term it last saw.
-    expect(sumSamples(m, "harvest_nn_ha_active")).toBe(0);
-    expect(sumSamples(m, "harvest_nn_ha_epoch")).toBe(7);
+    // A standby says how far it follows the shared log.
+    expect(sumSamples(m, "harvest_nn_ha_applied_txid")).toBe(12);
     // Every harvest_nn_ metric says what it is.
     const text = await registry.metrics();
     for (const name of new Set([...text.matchAll(/^# TYPE (harvest_nn_\S+)/gm)].map((x) => x[1])))
