@@ -302,8 +302,14 @@ export function resolveResourceManagerOptions(
   o.advertiseHost = resolveAdvertiseHost("resource manager", o.host, o.advertiseHost);
   checkSecurityOptions("resource manager", o);
   if (o.tls && !o.secret) bad("secret", "is required with tls: it signs the container and job-manager tokens");
-  if (typeof o.nnAddress !== "string" || (o.nnAddress !== "" && !parseHostPort(o.nnAddress)))
-    bad("nnAddress", `must be the namenode's host:port, or empty (got ${JSON.stringify(o.nnAddress)})`);
+  if (
+    typeof o.nnAddress !== "string" ||
+    (o.nnAddress !== "" && !o.nnAddress.split(",").every((a) => parseHostPort(a.trim())))
+  )
+    bad(
+      "nnAddress",
+      `must be the namenode's host:port (HA: both, comma-separated), or empty (got ${JSON.stringify(o.nnAddress)})`,
+    );
   for (const f of [
     "nodeExpiryMs",
     "heartbeatIntervalMs",

@@ -57,6 +57,8 @@ export interface TestClusterOptions {
   storage?: boolean;
   /** Plaintext, no authentication (`harvest cluster up --insecure`). @default false: secure */
   insecure?: boolean;
+  /** Highly available masters over an etcd ensemble (`harvest cluster up --ha`; needs TLS). @default false */
+  ha?: boolean;
 }
 
 /**
@@ -96,6 +98,7 @@ export async function startTestCluster(opts: TestClusterOptions): Promise<TestCl
     ...(opts.dn ? { dn: opts.dn } : {}),
     ...(opts.storage !== undefined ? { storage: opts.storage } : {}),
     ...(opts.insecure ? { insecure: true } : {}),
+    ...(opts.ha ? { ha: true } : {}),
   });
   const client = localJobClient(desc);
   const dfsClients: DfsClient[] = [];
