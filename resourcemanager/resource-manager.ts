@@ -47,7 +47,6 @@ import { RmStateStore } from "./state-store.js";
 import type { RmStore } from "./state-store.js";
 import type { RmHaTerm } from "./etcd-state-store.js";
 import { haAdminHandlers, loadHaAdminProto, notHaAdmin } from "../common/ha-admin.js";
-import type { HaAdminSource } from "../common/ha-admin.js";
 import { haGauges } from "../common/ha-metrics.js";
 import { DrainTracker } from "./policy/drain.js";
 import { DrainService } from "./drain-service.js";
@@ -503,7 +502,7 @@ export class ResourceManager extends ServingDaemon {
   // ---------------------------------------------------------------------------------------------- web and metrics
 
   /** HaAdmin's answers: the HA daemon's when highly available, else role "none" (and no failover). */
-  private haAdmin(): HaAdminSource {
+  private haAdmin(): ReturnType<typeof notHaAdmin> {
     return (
       this.ha?.admin ??
       notHaAdmin(
@@ -594,6 +593,7 @@ export class ResourceManager extends ServingDaemon {
         reserveFraction: this.options.reserveFraction,
         heartbeatIntervalMs: this.options.heartbeatIntervalMs,
         admissionQueueLength: this.admission.waiting,
+        ha: { role: this.haAdmin().status().role ?? "none", epoch: this.ha?.epoch ?? 0 },
       }),
     };
   }

@@ -258,7 +258,12 @@ function clusterPage(source: RmWebSource, req: WebRequest): { html: string } {
     },
     { label: "Heartbeat", cell: (n) => escapeHtml(ago(now, n.lastHeartbeatMs)) },
   ];
-  const body = `${totalsTiles(totals)}
+  const { ha } = source.info();
+  const haLine =
+    ha.role === "none"
+      ? ""
+      : `<p class="muted">This resource manager is ${escapeHtml(ha.role)} in term ${ha.epoch}.</p>\n`;
+  const body = `${haLine}${totalsTiles(totals)}
 <h2>Servers</h2>
 <p class="muted">Usage bars and live charts: the primary tenant's share of each server's cores (orange) and Harvest's (green); the charts cover the last heartbeats.</p>
 ${renderTable("servers", cols, nodes, "No node manager has registered yet.", (n) => ({ "data-node": n.nodeId }))}`;

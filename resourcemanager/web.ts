@@ -87,6 +87,8 @@ export interface RmInfo {
   heartbeatIntervalMs: number;
   /** Jobs waiting for admission now. */
   admissionQueueLength: number;
+  /** Its role among highly available resource managers ("active"; "none": not HA) and its term (0: none). */
+  ha: { role: string; epoch: number };
 }
 
 // ------------------------------------------------------------------------------------------------ one source of truth

@@ -104,6 +104,10 @@ describe.skipIf(!haveEtcd)("highly available resource managers", () => {
     const res = await fetch(`${rmB.httpUrl}/cluster/apps?x=1`, { redirect: "manual" });
     expect(res.status).toBe(307);
     expect(res.headers.get("location")).toBe(`${rmA.httpUrl}/cluster/apps?x=1`);
+    // The active's REST API and pages say its role and term.
+    const info = (await (await fetch(`${rmA.httpUrl}/ws/v1/cluster/info`)).json()) as { clusterInfo: { ha: object } };
+    expect(info.clusterInfo.ha).toEqual({ role: "active", epoch: firstEpoch });
+    expect(await (await fetch(`${rmA.httpUrl}/`)).text()).toContain(`is active in term ${firstEpoch}`);
     const status = await haCall(rmB.address, "getHaStatus");
     expect(status).toMatchObject({ role: "standby", activeAddress: rmA.address, service: "rm" });
     expect(await haCall(rmA.address, "getHaStatus")).toMatchObject({ role: "active", epoch: firstEpoch });
