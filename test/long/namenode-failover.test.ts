@@ -53,132 +53,148 @@ async function writeAll(dfs: DfsClient, path: string, data: Buffer): Promise<voi
   });
 }
 
-describe.skipIf(!haveEtcd)("HA namenodes: kill -9 the active while files are written, then replace a lost master", () => {
-  let c: TestCluster;
-  let security: ClientSecurity | undefined;
-  let dfs: DfsClient;
-  /** What was acknowledged, by path. */
-  const acked = new Map<string, Buffer>();
+describe.skipIf(!haveEtcd)(
+  "HA namenodes: kill -9 the active while files are written, then replace a lost master",
+  () => {
+    let c: TestCluster;
+    let security: ClientSecurity | undefined;
+    let dfs: DfsClient;
+    /** What was acknowledged, by path. */
+    const acked = new Map<string, Buffer>();
 
-  /** The namenode records of the cluster, active first. */
-  async function masters(): Promise<{ active: DaemonRecord & { name: string }; standby: DaemonRecord & { name: string } }> {
-    const d = readCluster(c.dir);
-    const both = [
-      { ...d.nn!, name: "nn" },
-      { ...d.nn2!, name: "nn2" },
-    ];
-    const roles = await Promise.all(both.map((m) => status(m.address, security).then((s) => s.role, () => "down")));
-    const i = roles.indexOf("active");
-    if (i < 0) throw new Error(`no active namenode: ${roles.join(", ")}`);
-    return { active: both[i]!, standby: both[1 - i]! };
-  }
-
-  beforeAll(async () => {
-    c = await startTestCluster({ idleServers: 3, ha: true });
-    security = c.desc.security;
-    dfs = new DfsClient(nnAddressesOf(c.desc), security ? { security } : {});
-  }, 180_000);
-
-  afterAll(async () => {
-    dfs?.close();
-    await c?.stop();
-  });
-
-  it("the standby takes over within seconds and every acknowledged file reads back byte-identical", async () => {
-    for (let i = 0; i < 8; i++) {
-      const data = randomBytes(200_000 + i * 50_000);
-      await writeAll(dfs, `/before-${i}`, data);
-      acked.set(`/before-${i}`, data);
+    /** The namenode records of the cluster, active first. */
+    async function masters(): Promise<{
+      active: DaemonRecord & { name: string };
+      standby: DaemonRecord & { name: string };
+    }> {
+      const d = readCluster(c.dir);
+      const both = [
+        { ...d.nn!, name: "nn" },
+        { ...d.nn2!, name: "nn2" },
+      ];
+      const roles = await Promise.all(
+        both.map((m) =>
+          status(m.address, security).then(
+            (s) => s.role,
+            () => "down",
+          ),
+        ),
+      );
+      const i = roles.indexOf("active");
+      if (i < 0) throw new Error(`no active namenode: ${roles.join(", ")}`);
+      return { active: both[i]!, standby: both[1 - i]! };
     }
-    const { active, standby } = await masters();
-    const before = await status(active.address, security);
 
-    // A writer keeps going through the kill: each write is acknowledged or fails with a coded error.
-    let writing = true;
-    const failures: string[] = [];
-    const writer = (async () => {
-      for (let i = 0; writing; i++) {
-        const data = randomBytes(100_000);
-        try {
-          await writeAll(dfs, `/during-${i}`, data);
-          acked.set(`/during-${i}`, data);
-        } catch (err) {
-          failures.push(isHarvestError(err) ? err.code : `uncoded: ${String(err)}`);
-        }
+    beforeAll(async () => {
+      c = await startTestCluster({ idleServers: 3, ha: true });
+      security = c.desc.security;
+      dfs = new DfsClient(nnAddressesOf(c.desc), security ? { security } : {});
+    }, 180_000);
+
+    afterAll(async () => {
+      dfs?.close();
+      await c?.stop();
+    });
+
+    it("the standby takes over within seconds and every acknowledged file reads back byte-identical", async () => {
+      for (let i = 0; i < 8; i++) {
+        const data = randomBytes(200_000 + i * 50_000);
+        await writeAll(dfs, `/before-${i}`, data);
+        acked.set(`/before-${i}`, data);
       }
-    })();
-    await new Promise((r) => setTimeout(r, 500));
-    const killedMs = Date.now();
-    process.kill(active.pid, "SIGKILL");
-    await waitFor(async () => (await status(standby.address, security).catch(() => undefined))?.role === "active", {
-      what: "the standby namenode to become active",
-      timeoutMs: 30_000,
-      intervalMs: 50,
-    });
-    const takeoverMs = Date.now() - killedMs;
-    const after = await status(standby.address, security);
-    expect(after.epoch).toBeGreaterThan(before.epoch);
-    // Writes go on at the new active.
-    const ackedAtKill = acked.size;
-    await waitFor(() => acked.size >= ackedAtKill + 3, { what: "writes to succeed at the new active", timeoutMs: 60_000 });
-    writing = false;
-    await writer;
-    console.log(
-      `namenode failover: new active ${takeoverMs} ms after kill -9; ${acked.size} files acknowledged, ` +
-        `${failures.length} writes failed (${[...new Set(failures)].join(", ") || "none"})`,
-    );
-    expect(failures.filter((f) => f.startsWith("uncoded"))).toEqual([]);
-    expect(takeoverMs).toBeLessThan(30_000);
+      const { active, standby } = await masters();
+      const before = await status(active.address, security);
 
-    for (const [path, data] of acked) expect((await readAll(dfs, path)).equals(data), path).toBe(true);
+      // A writer keeps going through the kill: each write is acknowledged or fails with a coded error.
+      let writing = true;
+      const failures: string[] = [];
+      const writer = (async () => {
+        for (let i = 0; writing; i++) {
+          const data = randomBytes(100_000);
+          try {
+            await writeAll(dfs, `/during-${i}`, data);
+            acked.set(`/during-${i}`, data);
+          } catch (err) {
+            failures.push(isHarvestError(err) ? err.code : `uncoded: ${String(err)}`);
+          }
+        }
+      })();
+      await new Promise((r) => setTimeout(r, 500));
+      const killedMs = Date.now();
+      process.kill(active.pid, "SIGKILL");
+      await waitFor(async () => (await status(standby.address, security).catch(() => undefined))?.role === "active", {
+        what: "the standby namenode to become active",
+        timeoutMs: 30_000,
+        intervalMs: 50,
+      });
+      const takeoverMs = Date.now() - killedMs;
+      const after = await status(standby.address, security);
+      expect(after.epoch).toBeGreaterThan(before.epoch);
+      // Writes go on at the new active.
+      const ackedAtKill = acked.size;
+      await waitFor(() => acked.size >= ackedAtKill + 3, {
+        what: "writes to succeed at the new active",
+        timeoutMs: 60_000,
+      });
+      writing = false;
+      await writer;
+      console.log(
+        `namenode failover: new active ${takeoverMs} ms after kill -9; ${acked.size} files acknowledged, ` +
+          `${failures.length} writes failed (${[...new Set(failures)].join(", ") || "none"})`,
+      );
+      expect(failures.filter((f) => f.startsWith("uncoded"))).toEqual([]);
+      expect(takeoverMs).toBeLessThan(30_000);
 
-    // The killed namenode comes back as a standby of the new active.
-    await restartDaemon(c.dir, active.name);
-    await waitFor(
-      async () => (await status(active.address, security).catch(() => undefined))?.activeAddress === standby.address,
-      { what: "the restarted namenode to follow the new active", timeoutMs: 30_000 },
-    );
-    expect((await status(active.address, security)).role).toBe("standby");
-  }, 240_000);
+      for (const [path, data] of acked) expect((await readAll(dfs, path)).equals(data), path).toBe(true);
 
-  it("a lost master is replaced from the active's checkpoint, and the replacement can take over", async () => {
-    const { active, standby } = await masters();
-    // The standby's host is lost: its store with it.
-    await stopProcess(standby, 5_000);
-    const dataDir = join(c.dir, standby.name);
-    rmSync(join(dataDir, "namespace"), { recursive: true, force: true });
-    // More files while only one namenode runs.
-    for (let i = 0; i < 3; i++) {
-      const data = randomBytes(150_000);
-      await writeAll(dfs, `/alone-${i}`, data);
-      acked.set(`/alone-${i}`, data);
-    }
-    const copied = await bootstrapStandby({
-      dataDir,
-      haId: standby.name,
-      from: active.address,
-      ...(security ? { security } : {}),
-    });
-    expect(copied.keys).toBeGreaterThan(acked.size);
-    await restartDaemon(c.dir, standby.name);
-    await waitFor(
-      async () => (await status(standby.address, security).catch(() => undefined))?.activeAddress === active.address,
-      { what: "the replacement to follow the active", timeoutMs: 30_000 },
-    );
-    // A graceful hand-over: the replacement becomes the active one.
-    const admin = makeClient(loadHaAdminProto().HaAdmin, active.address, security);
-    try {
-      await call(admin, admin.failover, {}, 10_000);
-    } finally {
-      admin.close();
-    }
-    await waitFor(async () => (await status(standby.address, security).catch(() => undefined))?.role === "active", {
-      what: "the replacement to become active",
-      timeoutMs: 30_000,
-    });
-    for (const [path, data] of acked) expect((await readAll(dfs, path)).equals(data), path).toBe(true);
-    const data = randomBytes(120_000);
-    await writeAll(dfs, "/after-replacement", data);
-    expect((await readAll(dfs, "/after-replacement")).equals(data)).toBe(true);
-  }, 240_000);
-});
+      // The killed namenode comes back as a standby of the new active.
+      await restartDaemon(c.dir, active.name);
+      await waitFor(
+        async () => (await status(active.address, security).catch(() => undefined))?.activeAddress === standby.address,
+        { what: "the restarted namenode to follow the new active", timeoutMs: 30_000 },
+      );
+      expect((await status(active.address, security)).role).toBe("standby");
+    }, 240_000);
+
+    it("a lost master is replaced from the active's checkpoint, and the replacement can take over", async () => {
+      const { active, standby } = await masters();
+      // The standby's host is lost: its store with it.
+      await stopProcess(standby, 5_000);
+      const dataDir = join(c.dir, standby.name);
+      rmSync(join(dataDir, "namespace"), { recursive: true, force: true });
+      // More files while only one namenode runs.
+      for (let i = 0; i < 3; i++) {
+        const data = randomBytes(150_000);
+        await writeAll(dfs, `/alone-${i}`, data);
+        acked.set(`/alone-${i}`, data);
+      }
+      const copied = await bootstrapStandby({
+        dataDir,
+        haId: standby.name,
+        from: active.address,
+        ...(security ? { security } : {}),
+      });
+      expect(copied.keys).toBeGreaterThan(acked.size);
+      await restartDaemon(c.dir, standby.name);
+      await waitFor(
+        async () => (await status(standby.address, security).catch(() => undefined))?.activeAddress === active.address,
+        { what: "the replacement to follow the active", timeoutMs: 30_000 },
+      );
+      // A graceful hand-over: the replacement becomes the active one.
+      const admin = makeClient(loadHaAdminProto().HaAdmin, active.address, security);
+      try {
+        await call(admin, admin.failover, {}, 10_000);
+      } finally {
+        admin.close();
+      }
+      await waitFor(async () => (await status(standby.address, security).catch(() => undefined))?.role === "active", {
+        what: "the replacement to become active",
+        timeoutMs: 30_000,
+      });
+      for (const [path, data] of acked) expect((await readAll(dfs, path)).equals(data), path).toBe(true);
+      const data = randomBytes(120_000);
+      await writeAll(dfs, "/after-replacement", data);
+      expect((await readAll(dfs, "/after-replacement")).equals(data)).toBe(true);
+    }, 240_000);
+  },
+);
