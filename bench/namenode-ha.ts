@@ -12,19 +12,14 @@
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import type { AddressInfo } from "node:net";
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Metadata } from "@grpc/grpc-js";
 import { Level } from "level";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { NameNode } from "../namenode/index.js";
-import { NamespaceChannel } from "../client/index.js";
-import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
 import { createCa } from "../localcluster/cluster-ca.js";
 import {
   DEFAULT_ETCD_BINARY,
@@ -35,9 +30,9 @@ import {
   stopEnsemble,
 } from "../localcluster/etcd-ensemble.js";
 import type { EnsembleDescriptor } from "../localcluster/etcd-ensemble.js";
+import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
 import type { BenchReport } from "./definition.js";
-import type { FakeDatanode } from "./nn-load.js";
-import { BLOCK_BYTES, durableRun, fakeDatanode, reporter, streamCalls, waitForLiveDatanodes } from "./nn-load.js";
+import * as load from "./nn-load.js";
 import { fmt, goalRatio, quantile, table } from "./report.js";
 import { clockTicksPerSecond, procStatFields } from "../common/proc-stats.js";
 
@@ -136,29 +131,32 @@ async function throughput(
   progress: (l: string) => void,
 ): Promise<Throughput> {
   await nn.start();
-  let dns: FakeDatanode[] = [];
+  let dns: load.FakeDatanode[] = [];
   try {
+    await until("the in-process namenode to be active", () => nn.haStatus.role === "active");
     if (standby) {
-      await until("the in-process namenode to be active", () => nn.haStatus.role === "active");
       await startProcess(standby);
       await until("the standby process to follow", async () => (await metric(standby, "harvest_nn_ha_active")) === 0);
     }
     dns = [nn.address, ...(standby ? [standby.address] : [])].flatMap((address) =>
-      ["dn-1", "dn-2", "dn-3"].map((id, i) => fakeDatanode(address, id, `/rack-${(i % 2) + 1}`)),
+      ["dn-1", "dn-2", "dn-3"].map((id, i) => load.fakeDatanode(address, id, `/rack-${(i % 2) + 1}`)),
     );
-    const clients: ClientNamenodeClient[] = Array.from({ length: f.clients }, () =>
-      makeClient(loadHarvestProto().ClientNamenode, nn.address),
-    );
-    const channels = clients.map((c) => new NamespaceChannel(c, () => new Metadata(), 60_000));
+    const { clients, channels } = load.namespaceClients(nn.address, f.clients);
     try {
-      await waitForLiveDatanodes(clients[0]!, 3);
+      await load.waitForLiveDatanodes(clients[0]!, 3);
       await call(clients[0]!, clients[0]!.mkdirs, { path: "/bench", owner: "bench" });
       const txid0 = nn.haStatus.appliedTxid;
       const etcdPids = e.members.map((m) => m.pid);
       const standbyPids = standby?.child?.pid ? [standby.child.pid] : [];
       const cpu0 = { bench: process.cpuUsage(), standby: cpuMsOf(standbyPids), etcd: cpuMsOf(etcdPids) };
       progress(`create + addBlock + complete (stream), ${label}, from ${f.clients} clients for ${f.seconds} s`);
-      const run = await durableRun(f.clients, f.seconds, (i) => streamCalls(channels[i]!), reporter(dns), "/bench/f");
+      const run = await load.durableRun(
+        f.clients,
+        f.seconds,
+        (i) => load.streamCalls(channels[i]!),
+        load.reporter(dns),
+        "/bench/f",
+      );
       const used = process.cpuUsage(cpu0.bench);
       const cores = {
         bench: (used.user + used.system) / 1000 / (run.secs * 1000),
@@ -191,7 +189,7 @@ function benchNameNode(
       dataDir,
       host: "127.0.0.1",
       defaultReplication: 3,
-      defaultBlockSizeBytes: BLOCK_BYTES * 1024,
+      defaultBlockSizeBytes: load.BLOCK_BYTES * 1024,
       replicationIntervalMs: 5_000,
       // The clients claim the user "bench", which owns the namespace here (it makes /bench under the root).
       superuser: "bench",
@@ -213,7 +211,7 @@ async function logEntrySizes(e: EnsembleDescriptor, clusterId: string): Promise<
       .buffers();
     return Object.values(kvs).map((v) => v.length);
   } finally {
-    client.close();
+    client?.close();
   }
 }
 
@@ -280,18 +278,6 @@ async function levelSyncMs(dir: string, bytes: number, seconds: number): Promise
   return quantile(times, 0.5);
 }
 
-/** A port free on loopback now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((ok, fail) => {
-    server.once("error", fail);
-    server.listen(0, "127.0.0.1", ok);
-  });
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((ok) => server.close(() => ok()));
-  return port;
-}
-
 /** One namenode process of the failover runs. */
 interface NnProcess {
   id: string;
@@ -317,6 +303,14 @@ async function startProcess(p: NnProcess): Promise<void> {
     if (child.exitCode !== null) throw new Error(`namenode ${p.id} exited with ${child.exitCode}; see ${p.log}`);
     return existsSync(p.ready);
   });
+  if (p.address) return;
+  // First start, on ports the kernel picked: later starts take the same ones (the clients know them).
+  const ready = JSON.parse(readFileSync(p.ready, "utf8")) as { address: string; httpUrl: string };
+  p.address = ready.address;
+  p.metricsUrl = `${ready.httpUrl.replace(/\/$/, "")}/metrics`;
+  const config = JSON.parse(readFileSync(p.config, "utf8")) as Record<string, unknown>;
+  const port = (url: string): number => Number(/:(\d+)\/?$/.exec(url)?.[1]);
+  writeFileSync(p.config, JSON.stringify({ ...config, port: port(ready.address), httpPort: port(ready.httpUrl) }));
 }
 
 /** Whether the namenode's /metrics says it is active (false when it does not answer). */
@@ -335,24 +329,21 @@ async function stopProcess(p: NnProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-/** A namenode process of an HA pair in `dir` (not started): its config file names fixed free ports. */
-async function nnProcess(
+/** A namenode process of an HA pair in `dir` (not started; its address is known once it has started). */
+function nnProcess(
   dir: string,
   id: string,
   coordination: ReturnType<typeof haCoordinationOf> & { clusterId: string; sessionTtlS?: number },
-): Promise<NnProcess> {
-  const [port, httpPort] = [await freePort(), await freePort()];
+): NnProcess {
   const config = join(dir, `${id}.json`);
   writeFileSync(
     config,
     JSON.stringify({
       dataDir: join(dir, id),
       host: "127.0.0.1",
-      port,
-      httpPort,
       insecure: true,
       superuser: "bench",
-      defaultBlockSizeBytes: BLOCK_BYTES * 1024,
+      defaultBlockSizeBytes: load.BLOCK_BYTES * 1024,
       haCoordination: coordination,
       haId: id,
     }),
@@ -362,8 +353,8 @@ async function nnProcess(
     config,
     ready: join(dir, `${id}.ready`),
     log: join(dir, `${id}.log`),
-    address: `127.0.0.1:${port}`,
-    metricsUrl: `http://127.0.0.1:${httpPort}/metrics`,
+    address: "",
+    metricsUrl: "",
   };
 }
 
@@ -378,12 +369,13 @@ async function failovers(
   const dir = join(root, `failover-ttl${ttlS}`);
   mkdirSync(dir, { recursive: true });
   const coordination = { ...haCoordinationOf(e), clusterId: `failover-ttl${ttlS}`, sessionTtlS: ttlS };
-  const procs = [await nnProcess(dir, "nn-a", coordination), await nnProcess(dir, "nn-b", coordination)];
-  const client = makeClient(loadHarvestProto().ClientNamenode, procs.map((p) => p.address).join(","));
+  const procs = [nnProcess(dir, "nn-a", coordination), nnProcess(dir, "nn-b", coordination)];
   const toActive: number[] = [];
   const toWrite: number[] = [];
+  let client: ClientNamenodeClient | undefined;
   try {
     await Promise.all(procs.map((p) => startProcess(p)));
+    client = makeClient(loadHarvestProto().ClientNamenode, procs.map((p) => p.address).join(","));
     await until("an active namenode", async () => (await Promise.all(procs.map(isActive))).some(Boolean));
     await call(client, client.mkdirs, { path: "/failover", owner: "bench" }, 30_000);
     for (let k = 0; k < kills; k++) {
@@ -420,7 +412,7 @@ async function failovers(
       if (await isActive(victim)) throw new Error(`${victim.id} came back active, not standby`);
     }
   } finally {
-    client.close();
+    client?.close();
     await Promise.all(procs.map((p) => stopProcess(p)));
   }
   const stats = (xs: number[]) => {
@@ -457,7 +449,7 @@ export async function runHa(f: HaBenchFlags, progress: (line: string) => void): 
         const dir = join(root, `ha-${r}`);
         mkdirSync(dir);
         const active = benchNameNode(join(dir, "nn-a"), { coordination, id: "nn-a", clusterId: `bench-${r}` });
-        const standby = await nnProcess(dir, "nn-b", { ...coordination, clusterId: `bench-${r}` });
+        const standby = nnProcess(dir, "nn-b", { ...coordination, clusterId: `bench-${r}` });
         haRuns.push(await throughput(f, e, active, standby, `HA pair, ${tag}`, progress));
       };
       if (r % 2 === 1) {

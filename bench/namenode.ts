@@ -9,19 +9,17 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Metadata } from "@grpc/grpc-js";
-import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import { call } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { NameNode } from "../namenode/index.js";
-import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import { goalRatio, fmt, mib, ratio, settledMemory, table } from "./report.js";
-import { NamespaceChannel } from "../client/index.js";
 import {
   BLOCK_BYTES,
   durableRun,
   fakeDatanode,
+  namespaceClients,
   reporter,
   streamCalls,
   waitForLiveDatanodes,
@@ -73,10 +71,7 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
   );
   await nn.start();
   const dns = ["dn-1", "dn-2", "dn-3"].map((id, i) => fakeDatanode(nn.address, id, `/rack-${(i % 2) + 1}`));
-  const clients: ClientNamenodeClient[] = Array.from({ length: f.clients }, () =>
-    makeClient(loadHarvestProto().ClientNamenode, nn.address),
-  );
-  const channels = clients.map((c) => new NamespaceChannel(c, () => new Metadata(), 60_000));
+  const { clients, channels } = namespaceClients(nn.address, f.clients);
   try {
     await waitForLiveDatanodes(clients[0]!, 3);
     await call(clients[0]!, clients[0]!.mkdirs, { path: "/bench", owner: "bench" });

@@ -9,7 +9,9 @@ import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
 import type { DatanodeToNamenode } from "../proto/generated/harvest/v1/DatanodeToNamenode.js";
 import type { NamenodeToDatanodeOutput } from "../proto/generated/harvest/v1/NamenodeToDatanode.js";
-import type { NamespaceChannel, StreamedCalls } from "../client/index.js";
+import { Metadata } from "@grpc/grpc-js";
+import { NamespaceChannel } from "../client/index.js";
+import type { StreamedCalls } from "../client/index.js";
 
 /** Bytes each played block holds. */
 export const BLOCK_BYTES = 1024;
@@ -85,6 +87,15 @@ export async function waitForLiveDatanodes(client: ClientNamenodeClient, n: numb
 export type DurableCalls = {
   [K in keyof StreamedCalls]: (req: StreamedCalls[K]["req"]) => Promise<StreamedCalls[K]["res"]>;
 };
+
+/** `n` clients of the namenode at `address`, each with its NamespaceCalls channel (DfsClient's way). */
+export function namespaceClients(
+  address: string,
+  n: number,
+): { clients: ClientNamenodeClient[]; channels: NamespaceChannel[] } {
+  const clients = Array.from({ length: n }, () => makeClient(loadHarvestProto().ClientNamenode, address));
+  return { clients, channels: clients.map((c) => new NamespaceChannel(c, () => new Metadata(), 60_000)) };
+}
 
 /** The durable calls on a NamespaceCalls stream (DfsClient's way). */
 export function streamCalls(ch: NamespaceChannel): DurableCalls {
