@@ -4,81 +4,58 @@
  * them (on a ClientNamenode.NamespaceCalls stream per client, through client/namespace-channel.ts) and as one unary
  * call each, against read-only unary `stat` calls in the same run; then the namenode's heap per million blocks after building at least 200,000 blocks.
  * Datanodes are played over the real DatanodeChannel stream: they register and report every block as received, as a
- * real datanode would after finalizing it.
+ * real datanode would after finalizing it (bench/nn-load.ts). With `--ha`: the HA figures instead (bench/namenode-ha.ts).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type * as grpc from "@grpc/grpc-js";
-import { Metadata } from "@grpc/grpc-js";
-import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
+import { call } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { NameNode } from "../namenode/index.js";
-import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
-import type { DatanodeToNamenode } from "../proto/generated/harvest/v1/DatanodeToNamenode.js";
-import type { NamenodeToDatanodeOutput } from "../proto/generated/harvest/v1/NamenodeToDatanode.js";
 import type { BenchDefinition, BenchReport } from "./definition.js";
 import { parseFlags } from "./flags.js";
 import { goalRatio, fmt, mib, ratio, settledMemory, table } from "./report.js";
-import { NamespaceChannel } from "../client/index.js";
-import type { StreamedCalls } from "../client/index.js";
+import {
+  BLOCK_BYTES,
+  durableRun,
+  fakeDatanode,
+  namespaceClients,
+  reporter,
+  streamCalls,
+  waitForLiveDatanodes,
+  writeSmallFile,
+} from "./nn-load.js";
+import type { DurableCalls } from "./nn-load.js";
+import { runHa } from "./namenode-ha.js";
 
 const FLAGS = {
   clients: { kind: "int", default: 32, min: 1, help: "concurrent clients (calls in flight)" },
   seconds: { kind: "number", default: 10, min: 1, help: "measured seconds of each throughput run" },
   blocks: { kind: "int", default: 200_000, min: 1000, help: "blocks to build for the memory figure" },
   "blocks-per-file": { kind: "int", default: 50, min: 1, help: "blocks per file in the memory build" },
+  ha: {
+    kind: "bool",
+    help: "instead: durable ops/s of an HA pair (3-member etcd on loopback) beside a lone namenode, the ensemble's own put ceiling, and failover times",
+  },
+  rounds: { kind: "int", default: 3, min: 1, help: "with --ha: rounds of the lone and the HA throughput runs" },
+  kills: {
+    kind: "int",
+    default: 10,
+    min: 0,
+    help: "with --ha: kill -9 of the active namenode per session TTL (5 s, 2 s)",
+  },
 } as const;
 
 /** Hadoop's published NNThroughputBenchmark figure for `open` against a remote namenode, ops/s. */
 const HADOOP_ANCHOR_OPS = 10_500;
 /** HDFS's rule of thumb: about 1 GB of namenode heap per million blocks (with their files). */
 const HDFS_BYTES_PER_MILLION_BLOCKS = 1e9;
-const BLOCK_BYTES = 1024;
 /** Issue 17: durable create+addBlock+complete at least this fraction of the stat baseline's ops/s. */
 const DURABLE_GOAL = 0.8;
 
-type DnStream = grpc.ClientDuplexStream<DatanodeToNamenode, NamenodeToDatanodeOutput>;
-
-/** A datanode played over the real stream: registers, heartbeats, reports blocks as received. */
-function fakeDatanode(address: string, id: string, rack: string): { id: string; stream: DnStream; stop(): void } {
-  const proto = loadHarvestProto();
-  const client = makeClient(proto.DatanodeProtocol, address);
-  const stream = client.datanodeChannel();
-  stream.on("data", () => undefined);
-  stream.on("error", () => undefined);
-  stream.write({
-    register: {
-      datanodeId: id,
-      address: `127.0.0.1:${9000 + Number(id.slice(-1))}`,
-      rack,
-      capacityBytes: 2 ** 50,
-      usedBytes: 0,
-      storageId: `DS-${id}`,
-    },
-  });
-  stream.write({ blockReport: { blocks: [] } });
-  let seq = 0;
-  const beat = setInterval(
-    () =>
-      stream.write({
-        heartbeat: { seq: ++seq, capacityBytes: 2 ** 50, usedBytes: 0, remainingBytes: 2 ** 50, primaryBusy: false },
-      }),
-    500,
-  );
-  return {
-    id,
-    stream,
-    stop() {
-      clearInterval(beat);
-      stream.end();
-      client.close();
-    },
-  };
-}
-
 async function run(argv: readonly string[], progress: (line: string) => void): Promise<BenchReport> {
   const f = parseFlags(argv, FLAGS);
+  if (f.ha) return runHa(f, progress);
   const dir = mkdtempSync(join(tmpdir(), "harvest-bench-nn-"));
   const before = await settledMemory();
   const nn = new NameNode(
@@ -94,80 +71,26 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
   );
   await nn.start();
   const dns = ["dn-1", "dn-2", "dn-3"].map((id, i) => fakeDatanode(nn.address, id, `/rack-${(i % 2) + 1}`));
-  const clients: ClientNamenodeClient[] = Array.from({ length: f.clients }, () =>
-    makeClient(loadHarvestProto().ClientNamenode, nn.address),
-  );
-  const channels = clients.map((c) => new NamespaceChannel(c, () => new Metadata(), 60_000));
+  const { clients, channels } = namespaceClients(nn.address, f.clients);
   try {
-    // Wait until the three datanodes are live.
-    for (let i = 0; i < 100; i++) {
-      const live = (await call(clients[0]!, clients[0]!.getDatanodes, {})).datanodes.filter(
-        (d) => d.state === "LIVE",
-      ).length;
-      if (live === 3) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitForLiveDatanodes(clients[0]!, 3);
     await call(clients[0]!, clients[0]!.mkdirs, { path: "/bench", owner: "bench" });
 
-    /** Reports a block received by every datanode of its pipeline, as the real datanodes do. */
-    const received = (blockId: number, genStamp: number, locations: string[]): void => {
-      for (const dn of dns) {
-        if (locations.includes(dn.id))
-          dn.stream.write({ received: { received: [{ blockId, genStamp, numBytes: BLOCK_BYTES }], deleted: [] } });
-      }
-    };
+    const received = reporter(dns);
 
     /** How the durable calls travel: one unary call each, or on a NamespaceCalls stream per client (DfsClient's way). */
     type Via = "unary" | "stream";
-    const calls = (
-      i: number,
-      via: Via,
-    ): { [K in keyof StreamedCalls]: (req: StreamedCalls[K]["req"]) => Promise<StreamedCalls[K]["res"]> } => {
+    const calls = (i: number, via: Via): DurableCalls => {
       const c = clients[i]!;
-      if (via === "stream") {
-        const ch = channels[i]!;
-        return {
-          create: (req) => ch.call("create", req, 30_000),
-          addBlock: (req) => ch.call("addBlock", req, 30_000),
-          complete: (req) => ch.call("complete", req, 30_000),
-        };
-      }
+      if (via === "stream") return streamCalls(channels[i]!);
       return {
         create: (req) => call(c, c.create, req),
         addBlock: (req) => call(c, c.addBlock, req),
         complete: (req) => call(c, c.complete, req),
       };
     };
-
-    /** One small file: create, one block, complete. Three durable metadata operations. */
-    const writeFile = async (i: number, via: Via, path: string, blocks: number, name: string): Promise<void> => {
-      const nnCalls = calls(i, via);
-      await nnCalls.create({
-        path,
-        owner: "bench",
-        replication: 3,
-        blockSize: 0,
-        overwrite: false,
-        clientName: name,
-      });
-      let previous: { blockId: number; genStamp: number; numBytes: number } | undefined;
-      for (let b = 0; b < blocks; b++) {
-        const lb = await nnCalls.addBlock({
-          path,
-          clientName: name,
-          ...(previous ? { previous } : {}),
-          excludedDatanodes: [],
-        });
-        const blk = lb.block!;
-        received(
-          blk.blockId,
-          blk.genStamp,
-          lb.locations.map((l) => l.datanodeId),
-        );
-        previous = { blockId: blk.blockId, genStamp: blk.genStamp, numBytes: BLOCK_BYTES };
-      }
-      await nnCalls.complete({ path, clientName: name, ...(previous ? { last: previous } : {}) });
-    };
+    const writeFile = (i: number, via: Via, path: string, blocks: number, name: string): Promise<void> =>
+      writeSmallFile(calls(i, via), received, path, blocks, name);
 
     // (1) Durable metadata operations, on the stream as DfsClient sends them, then as unary calls.
     let files = 0;
@@ -177,20 +100,8 @@ async function run(argv: readonly string[], progress: (line: string) => void): P
     };
     for (const via of ["stream", "unary"] as const) {
       progress(`create + addBlock + complete (${via}) from ${f.clients} clients for ${f.seconds} s`);
-      let done = 0;
-      const deadline = performance.now() + f.seconds * 1000;
-      const t0 = performance.now();
-      await Promise.all(
-        clients.map(async (_, i) => {
-          for (let j = 0; performance.now() < deadline; j++) {
-            await writeFile(i, via, `/bench/${via}-c${i}-f${j}`, 1, `bench-${i}`);
-            done++;
-          }
-        }),
-      );
-      const secs = (performance.now() - t0) / 1000;
-      durable[via] = { ops: (done * 3) / secs, files: done, secs };
-      files += done;
+      durable[via] = await durableRun(f.clients, f.seconds, (i) => calls(i, via), received, `/bench/${via}`);
+      files += durable[via].files;
     }
     const writeOps = durable.stream.ops;
 
