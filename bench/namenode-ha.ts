@@ -136,7 +136,7 @@ async function throughput(
     await until("the in-process namenode to be active", () => nn.haStatus.role === "active");
     if (standby) {
       await startProcess(standby);
-      await until("the standby process to follow", async () => (await metric(standby, "harvest_nn_ha_active")) === 0);
+      await until("the standby process to follow", async () => (await metric(standby, "harvest_ha_active")) === 0);
     }
     dns = [nn.address, ...(standby ? [standby.address] : [])].flatMap((address) =>
       ["dn-1", "dn-2", "dn-3"].map((id, i) => load.fakeDatanode(address, id, `/rack-${(i % 2) + 1}`)),
@@ -315,7 +315,7 @@ async function startProcess(p: NnProcess): Promise<void> {
 
 /** Whether the namenode's /metrics says it is active (false when it does not answer). */
 async function isActive(p: NnProcess): Promise<boolean> {
-  return (await metric(p, "harvest_nn_ha_active")) === 1;
+  return (await metric(p, "harvest_ha_active")) === 1;
 }
 
 /** Stops the process (SIGTERM, SIGKILL after 10 s). */

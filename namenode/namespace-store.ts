@@ -243,21 +243,45 @@ export class NamespaceStore implements CancelledTokenStore {
 
   private async flush(): Promise<void> {
     this.writing = true;
+    // HA: the shared log is the durable copy, so the next batch's append may start while this one is written here
+    // (one append in flight; local batches in log order, each waiter answered after its own). A local batch that
+    // fails fails every later one too: the namenode restarts and catches its store up from the log.
+    let local: Promise<void> = Promise.resolve();
     try {
-      while (this.queued.length > 0) {
-        const groups = this.queued;
-        const waiters = this.waiters;
-        this.queued = [];
-        this.waiters = [];
-        try {
-          const ops = groups.flat();
-          if (this.journal) ops.push({ type: "put", key: TXID_KEY, value: await this.journal.append(groups) });
-          await this.db.batch(ops, DURABLE);
-          this.batchesWritten++;
-          for (const w of waiters) w.resolve();
-        } catch (err) {
-          for (const w of waiters) w.reject(err);
+      // Changesets queued while the last local batch is written go round again.
+      for (;;) {
+        while (this.queued.length > 0) {
+          const groups = this.queued;
+          const waiters = this.waiters;
+          this.queued = [];
+          this.waiters = [];
+          try {
+            const ops = groups.flat();
+            if (this.journal) ops.push({ type: "put", key: TXID_KEY, value: await this.journal.append(groups) });
+            local = local
+              .then(() => this.db.batch(ops, DURABLE))
+              .then(
+                () => {
+                  this.batchesWritten++;
+                  for (const w of waiters) w.resolve();
+                },
+                (err: unknown) => {
+                  for (const w of waiters) w.reject(err);
+                  throw err;
+                },
+              );
+            local.catch(() => undefined);
+            // Without HA the batch on disk is the only copy: the next waits for it (and gathers more meanwhile), and a
+            // failed one does not fail those after it.
+            if (!this.journal) local = local.catch(() => undefined);
+            if (!this.journal) await local;
+          } catch (err) {
+            for (const w of waiters) w.reject(err);
+          }
         }
+        // A failed batch answered its waiters; later ones chained on it fail too (HA: see above).
+        await local.catch(() => undefined);
+        if (this.queued.length === 0) break;
       }
     } finally {
       this.writing = false;
