@@ -13,7 +13,6 @@ import { action, clusterTarget, common, print } from "./command-kit.js";
 import type { ClusterTarget, GlobalOpts } from "./command-kit.js";
 import { table } from "./format.js";
 import { readFileSync } from "node:fs";
-import { bootstrapStandby, resolveNameNodeOptions } from "../namenode/index.js";
 import type { NameNodeOptions } from "../namenode/index.js";
 
 /** The services with highly available masters, by the name `--service` takes. */
@@ -118,6 +117,8 @@ async function bootstrapCommand(
       details: { file: o.nnConfig },
     });
   }
+  // The namenode's code (LevelDB, etcd) loads only here: every `harvest` command loads this file.
+  const { bootstrapStandby, resolveNameNodeOptions } = await import("../namenode/index.js");
   const nn = resolveNameNodeOptions(config);
   if (!nn.haCoordination)
     throw new HarvestError("CONFIG_INVALID", `${o.nnConfig} sets no haCoordination: its namenode is not an HA one`, {

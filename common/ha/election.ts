@@ -199,6 +199,13 @@ export class MasterElection {
       const seen = (value: string | undefined): void => {
         this.leaderValue = parseMaster(value);
         if (this.roleValue !== "active") this.handlers.leaderChanged?.(this.leaderValue);
+        // A standby reports the term it last saw (the leader key's create revision).
+        void currentLeader(this.coordination, this.service).then(
+          (l) => {
+            if (l && this.roleValue === "standby" && l.epoch > this.epochValue) this.epochValue = l.epoch;
+          },
+          () => undefined,
+        );
       };
       seen(observer.leader());
       observer.on("change", (value) => seen(value));
