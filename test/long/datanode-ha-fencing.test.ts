@@ -28,7 +28,7 @@ import type { WriteAck, WriteAckOutput } from "../../proto/generated/harvest/v1/
 import type { WritePacketOutput } from "../../proto/generated/harvest/v1/WritePacket.js";
 import { parsePromText, sumSamples } from "../prom-text.js";
 import { waitFor } from "../wait-for.js";
-import { requireBuild } from "./harness.js";
+import { requireBuild } from "../integration/harness.js";
 
 type NamenodeEnd = grpc.ServerDuplexStream<DatanodeToNamenodeOutput, NamenodeToDatanode>;
 

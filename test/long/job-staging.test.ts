@@ -15,7 +15,7 @@ import { isHarvestError } from "../../common/errors.js";
 import { readCluster } from "../../localcluster/cluster.js";
 import { readAll } from "../dfs-read.js";
 import { waitFor } from "../wait-for.js";
-import { suiteCluster } from "./harness.js";
+import { suiteCluster } from "../integration/harness.js";
 
 /** Writes "start <vertex> <i>" to the shared log; the second vertex's tasks then wait for the test's go-ahead. */
 const TASK = `
