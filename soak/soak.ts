@@ -134,6 +134,10 @@ export async function runSoak(partial: Partial<SoakOptions> & { minutes: number 
   // The tasks write their record as the containers' unprivileged account.
   chmodSync(taskLogDir, 0o1777);
   const taskLog = join(taskLogDir, "tasks.log");
+  // Made here, writable by all: every job's containers run as an account of their own, and a file the first job's
+  // task created would be closed to the others.
+  writeFileSync(taskLog, "");
+  chmodSync(taskLog, 0o666);
   const report = emptySoakReport(o.minutes, o.seed);
   o.log(`soak: starting a ${o.servers}-server cluster in ${dir}`);
   const trace = join(dir, "idle.csv");
