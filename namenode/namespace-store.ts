@@ -130,6 +130,36 @@ export const TXID_KEY = "meta!txid";
 const inodeKey = (id: number): string => `inode!${id}`;
 const edgeKey = (parentId: number, name: string): string => `child!${parentId}!${name}`;
 
+/** The parent and name of a `child!` key: the parent id is digits, so the first "!" after it ends it; names may hold "!". */
+function parseEdgeKey(key: string): { parentId: number; name: string } {
+  const rest = key.slice("child!".length);
+  const sep = rest.indexOf("!");
+  return { parentId: Number(rest.slice(0, sep)), name: rest.slice(sep + 1) };
+}
+
+/**
+ * The namespace's part of a batch of operations (a shared-log entry) as the changesets that made them: the inverse of
+ * the store's own encoding. Datanode records, drains and cancelled tokens are left out.
+ */
+export function changesetOfOps(ops: readonly BatchOp[]): Changeset {
+  const change: Changeset = { putInodes: [], delInodes: [], putEdges: [], delEdges: [] };
+  const counters: Partial<Counters> = {};
+  for (const op of ops) {
+    if (op.key.startsWith("inode!")) {
+      if (op.type === "put") change.putInodes.push(op.value as InodeRecord);
+      else change.delInodes.push(Number(op.key.slice("inode!".length)));
+    } else if (op.key.startsWith("child!")) {
+      const edge = parseEdgeKey(op.key);
+      if (op.type === "put") change.putEdges.push({ ...edge, childId: op.value as number });
+      else change.delEdges.push(edge);
+    } else if (op.type === "put" && op.key === "meta!nextInodeId") counters.nextInodeId = op.value as number;
+    else if (op.type === "put" && op.key === "meta!nextBlockId") counters.nextBlockId = op.value as number;
+    else if (op.type === "put" && op.key === "meta!nextGenStamp") counters.nextGenStamp = op.value as number;
+  }
+  if (Object.keys(counters).length > 0) change.counters = counters;
+  return change;
+}
+
 /** An inode as stored, with the documented owner, group and mode if it was stored before permissions existed. */
 function withPermissions(inode: InodeRecord, superuser: string): InodeRecord {
   const stored = inode as Partial<InodeRecord>;
@@ -193,10 +223,7 @@ export class NamespaceStore implements CancelledTokenStore {
       inodes.push(withPermissions(value as InodeRecord, superuser));
     const edges: LoadedNamespace["edges"] = [];
     for await (const [key, value] of this.db.iterator({ gt: "child!", lt: "child!\xff" })) {
-      // child!<parentId>!<name>: the parent id is digits, so the first "!" after it ends it; names may hold "!".
-      const rest = key.slice("child!".length);
-      const sep = rest.indexOf("!");
-      edges.push({ parentId: Number(rest.slice(0, sep)), name: rest.slice(sep + 1), childId: value as number });
+      edges.push({ ...parseEdgeKey(key), childId: value as number });
     }
     return { counters, inodes, edges };
   }

@@ -23,7 +23,9 @@ import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
 import { baseName, isWithin, normalizeDfsPath, pathComponents } from "../common/dfs-path.js";
 import { HarvestError } from "../common/errors.js";
-import { ROOT_INODE_ID } from "./namespace-store.js";
+import { changesetOfOps, ROOT_INODE_ID } from "./namespace-store.js";
+import { replayedEvents } from "./log-replay.js";
+import { WriterLeases } from "./writer-leases.js";
 import {
   ALL,
   check,
@@ -114,10 +116,8 @@ export class Namespace {
   private readonly tree = new InodeTree();
   /** Mutations one at a time, and the durability of their changes. */
   private readonly edits: EditQueue;
-  /** Last call of each open file's writer, by inode id (not persisted). */
-  private readonly leaseRenewedMs = new Map<number, number>();
-  /** Open files whose lease expired and whose last block is being recovered, by inode id (not persisted). */
-  private readonly recovering = new Set<number>();
+  /** Writers' leases on open files and their recoveries (not persisted). */
+  private readonly leases: WriterLeases;
   private counters: Counters = { nextInodeId: ROOT_INODE_ID + 1, nextBlockId: 1, nextGenStamp: 1_000 };
   private loaded = false;
 
@@ -136,6 +136,7 @@ export class Namespace {
     this.clock = deps.clock ?? systemClock;
     this.listener = deps.listener ?? NO_LISTENER;
     this.edits = new EditQueue(store);
+    this.leases = new WriterLeases(this.clock);
   }
 
   /** Reads the whole namespace from the (open) store. Call once before anything else. */
@@ -143,9 +144,7 @@ export class Namespace {
     const loaded = await this.store.load(this.clock.nowMs(), this.options.superuser);
     this.counters = loaded.counters;
     this.tree.load(loaded);
-    const now = this.clock.nowMs();
-    for (const inode of this.tree.all())
-      if (inode.kind === "file" && !inode.complete) this.leaseRenewedMs.set(inode.id, now);
+    for (const inode of this.tree.all()) if (inode.kind === "file" && !inode.complete) this.leases.renew(inode.id);
     this.loaded = true;
   }
 
@@ -231,14 +230,7 @@ export class Namespace {
 
   /** Paths of open files whose writer has been silent for `timeoutMs`. */
   expiredLeases(timeoutMs: number): string[] {
-    const now = this.clock.nowMs();
-    const out: string[] = [];
-    for (const [id, renewed] of this.leaseRenewedMs) {
-      if (now - renewed < timeoutMs || this.recovering.has(id)) continue;
-      const path = this.tree.pathOf(id);
-      if (path) out.push(path);
-    }
-    return out;
+    return this.leases.expired(timeoutMs).flatMap((id) => this.tree.pathOf(id) ?? []);
   }
 
   // ---------------------------------------------------------------------------------------------- mutations
@@ -345,10 +337,9 @@ export class Namespace {
       change.counters = { nextInodeId: file.id + 1 };
       await this.commit(change);
       if (existing) {
-        this.leaseRenewedMs.delete(existing.id);
-        this.recovering.delete(existing.id);
+        this.leases.release(existing.id);
       }
-      this.leaseRenewedMs.set(file.id, now);
+      this.leases.renew(file.id);
       if (removed.length > 0) this.listener.blocksRemoved(removed);
       return this.tree.status(p, file);
     });
@@ -387,7 +378,7 @@ export class Namespace {
       });
       change.counters = { nextBlockId: block.blockId + 1, nextGenStamp: block.genStamp + 1 };
       await this.commit(change);
-      this.leaseRenewedMs.set(file.id, this.clock.nowMs());
+      this.leases.renew(file.id);
       if (committed) this.listener.blockCommitted(committed);
       this.listener.blockAllocated(block, file.id, file.replication);
       return { block, offset, targets };
@@ -412,7 +403,7 @@ export class Namespace {
       const { pipeline = [], ...rest } = file;
       change.putInodes.push({ ...rest, blocks: file.blocks.slice(0, -1), mtimeMs: this.clock.nowMs() });
       await this.commit(change);
-      this.leaseRenewedMs.set(file.id, this.clock.nowMs());
+      this.leases.renew(file.id);
       this.listener.blocksRemoved([last]);
       return pipeline;
     });
@@ -426,14 +417,13 @@ export class Namespace {
    */
   renewLease(clientName: string, caller?: Caller): number {
     if (!clientName) throw invalid("clientName", "a lease renewal needs the writer's client name");
-    const now = this.clock.nowMs();
     let renewed = 0;
-    for (const id of this.leaseRenewedMs.keys()) {
+    for (const id of this.leases.ids()) {
       const inode = this.tree.get(id);
       if (inode?.kind !== "file" || inode.complete || inode.leaseHolder !== clientName) continue;
-      if (this.recovering.has(id)) continue;
+      if (this.leases.isRecovering(id)) continue;
       if (caller && !caller.superuser && inode.owner !== caller.user) continue;
-      this.leaseRenewedMs.set(id, now);
+      this.leases.renew(id);
       renewed += 1;
     }
     return renewed;
@@ -496,8 +486,7 @@ export class Namespace {
       change.putInodes.push({ ...parent, mtimeMs: this.clock.nowMs() });
       await this.commit(change);
       for (const id of removedIds) {
-        this.leaseRenewedMs.delete(id);
-        this.recovering.delete(id);
+        this.leases.release(id);
       }
       if (removed.length > 0) this.listener.blocksRemoved(removed);
       return true;
@@ -589,7 +578,7 @@ export class Namespace {
     return this.exclusive(async () => {
       const inode = this.tree.resolve(p);
       if (!inode || inode.kind !== "file" || inode.complete) return false;
-      const renewed = this.leaseRenewedMs.get(inode.id) ?? 0;
+      const renewed = this.leases.renewedAt(inode.id);
       if (this.clock.nowMs() - renewed < timeoutMs) return false;
       // Only a block still being written is dropped; committed ones keep their final length.
       const dropped = inode.blocks.slice(inode.committedBlocks);
@@ -598,7 +587,7 @@ export class Namespace {
           ? "lease expired; the block being written was dropped (its replicas are unknown)"
           : "lease expired; no block was being written";
       await this.closeFile(inode, inode.blocks.slice(0, inode.committedBlocks), reason);
-      this.recovering.delete(inode.id);
+      this.leases.endRecovery(inode.id);
       if (dropped.length > 0) this.listener.blocksRemoved(dropped);
       return true;
     });
@@ -617,8 +606,8 @@ export class Namespace {
     const p = normalizeDfsPath(path);
     return this.exclusive(async () => {
       const inode = this.tree.resolve(p);
-      if (!inode || inode.kind !== "file" || inode.complete || this.recovering.has(inode.id)) return undefined;
-      const renewed = this.leaseRenewedMs.get(inode.id) ?? 0;
+      if (!inode || inode.kind !== "file" || inode.complete || this.leases.isRecovering(inode.id)) return undefined;
+      const renewed = this.leases.renewedAt(inode.id);
       if (this.clock.nowMs() - renewed < timeoutMs) return undefined;
       const last = inode.blocks[inode.blocks.length - 1];
       if (inode.committedBlocks >= inode.blocks.length || !last) {
@@ -635,14 +624,14 @@ export class Namespace {
         this.listener.blocksRemoved([last]);
         return "closed";
       }
-      this.recovering.add(inode.id);
+      this.leases.startRecovery(inode.id);
       return { inodeId: inode.id, block: { ...last }, pipeline: [...inode.pipeline] };
     });
   }
 
   /** Whether the file with this inode id is still open and under recovery (not deleted or replaced meanwhile). */
   isRecovering(inodeId: number): boolean {
-    return this.recovering.has(inodeId);
+    return this.leases.isRecovering(inodeId);
   }
 
   /**
@@ -654,15 +643,15 @@ export class Namespace {
     return this.exclusive(async () => {
       const inode = this.tree.get(inodeId);
       const last = inode?.kind === "file" ? inode.blocks[inode.blocks.length - 1] : undefined;
-      if (!inode || inode.kind !== "file" || !this.recovering.has(inodeId) || last?.blockId !== blockId) {
-        this.recovering.delete(inodeId);
+      if (!inode || inode.kind !== "file" || !this.leases.isRecovering(inodeId) || last?.blockId !== blockId) {
+        this.leases.endRecovery(inodeId);
         return false;
       }
       const blocks = inode.blocks.slice(0, -1);
       const kept = length > 0 ? { ...last, numBytes: length } : undefined;
       if (kept) blocks.push(kept);
       await this.closeFile(inode, blocks, reason);
-      this.recovering.delete(inodeId);
+      this.leases.endRecovery(inodeId);
       if (kept) this.listener.blockCommitted(kept);
       else this.listener.blocksRemoved([last]);
       return true;
@@ -688,7 +677,7 @@ export class Namespace {
     const change = emptyChange();
     change.putInodes.push(done);
     await this.commit(change);
-    this.leaseRenewedMs.delete(file.id);
+    this.leases.forget(file.id);
     return done;
   }
 
@@ -700,44 +689,22 @@ export class Namespace {
    */
   applyReplicated(ops: readonly BatchOp[]): void {
     const change = changesetOfOps(ops);
-    const removed: BlockRecord[] = [];
-    const putIds = new Set(change.putInodes.map((i) => i.id));
-    for (const id of change.delInodes) {
-      const old = this.tree.get(id);
-      if (old?.kind === "file" && !putIds.has(id)) removed.push(...old.blocks);
-      this.leaseRenewedMs.delete(id);
+    const events = replayedEvents(change, (id) => this.tree.get(id));
+    for (const a of events.allocated) {
+      this.listener.blockAllocated(a.block, a.inodeId, a.replication);
+      if (a.committed) this.listener.blockCommitted(a.block);
     }
-    const now = this.clock.nowMs();
-    for (const inode of change.putInodes) {
-      if (inode.kind !== "file") continue;
-      const old = this.tree.get(inode.id);
-      const before = new Map((old?.kind === "file" ? old.blocks : []).map((b, i) => [b.blockId, { b, i, old }]));
-      inode.blocks.forEach((b, i) => {
-        const committed = i < inode.committedBlocks;
-        const prior = before.get(b.blockId);
-        before.delete(b.blockId);
-        if (!prior) {
-          this.listener.blockAllocated(b, inode.id, inode.replication);
-          if (committed) this.listener.blockCommitted(b);
-        } else if (committed) {
-          const was = prior.old?.kind === "file" && prior.i < prior.old.committedBlocks;
-          if (!was || prior.b.numBytes !== b.numBytes || prior.b.genStamp !== b.genStamp)
-            this.listener.blockCommitted(b);
-        }
-      });
-      for (const { b } of before.values()) removed.push(b);
-      if (inode.complete) this.leaseRenewedMs.delete(inode.id);
-      else if (!this.leaseRenewedMs.has(inode.id)) this.leaseRenewedMs.set(inode.id, now);
-    }
+    for (const block of events.committed) this.listener.blockCommitted(block);
+    for (const id of events.closed) this.leases.forget(id);
+    for (const id of events.open) this.leases.openIfNew(id);
     this.tree.apply(change);
     this.counters = { ...this.counters, ...change.counters };
-    if (removed.length > 0) this.listener.blocksRemoved(removed);
+    if (events.removed.length > 0) this.listener.blocksRemoved(events.removed);
   }
 
   /** A new active: every open file's writer gets a full lease period from now (as after a restart). */
   renewAllLeases(): void {
-    const now = this.clock.nowMs();
-    for (const id of this.leaseRenewedMs.keys()) this.leaseRenewedMs.set(id, now);
+    this.leases.renewAll();
   }
 
   /** Resolves once every mutation queued so far has finished (before closing the store). */
@@ -793,7 +760,7 @@ export class Namespace {
   private leasedFile(p: string, clientName: string): FileRecord {
     const inode = this.tree.mustResolve(p);
     if (inode.kind !== "file") throw new HarvestError("NAMENODE_IS_A_DIRECTORY", `${p} is a directory`);
-    if (this.recovering.has(inode.id))
+    if (this.leases.isRecovering(inode.id))
       throw new HarvestError(
         "NAMENODE_LEASE_MISMATCH",
         `the lease on ${p} expired and the namenode is recovering the file; write it again`,
@@ -814,28 +781,6 @@ export class Namespace {
     if (!caller || caller.superuser) return;
     checkPermission(this.tree.resolvedPath(p, request.sub !== undefined), caller, request);
   }
-}
-
-/** The namespace's part of a shared-log entry's operations, as the changeset that made them. */
-function changesetOfOps(ops: readonly BatchOp[]): Changeset {
-  const change = emptyChange();
-  const counters: Partial<Counters> = {};
-  for (const op of ops) {
-    if (op.key.startsWith("inode!")) {
-      if (op.type === "put") change.putInodes.push(op.value as InodeRecord);
-      else change.delInodes.push(Number(op.key.slice("inode!".length)));
-    } else if (op.key.startsWith("child!")) {
-      const rest = op.key.slice("child!".length);
-      const sep = rest.indexOf("!");
-      const edge = { parentId: Number(rest.slice(0, sep)), name: rest.slice(sep + 1) };
-      if (op.type === "put") change.putEdges.push({ ...edge, childId: op.value as number });
-      else change.delEdges.push(edge);
-    } else if (op.type === "put" && op.key === "meta!nextInodeId") counters.nextInodeId = op.value as number;
-    else if (op.type === "put" && op.key === "meta!nextBlockId") counters.nextBlockId = op.value as number;
-    else if (op.type === "put" && op.key === "meta!nextGenStamp") counters.nextGenStamp = op.value as number;
-  }
-  if (Object.keys(counters).length > 0) change.counters = counters;
-  return change;
 }
 
 function emptyChange(): Changeset {
