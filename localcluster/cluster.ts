@@ -249,50 +249,53 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
     const list = (p: number[]): string => p.map((port) => `${loopback.advertiseHost}:${port}`).join(",");
     const rmList = list(rmPorts);
     const nnList = list(nnPorts);
-    const ha = (name: string): Record<string, unknown> =>
-      etcd ? { haCoordination: { ...haCoordinationOf(etcd), clusterId: "local" }, haId: name } : {};
-    const rms = await Promise.all(
-      masterNames("rm").map((name, i) =>
-        launchDaemon(
-          dir,
-          name,
-          "resourcemanager",
-          {
-            ...localFor(name),
-            port: rmPorts[i],
-            dataDir: join(dir, name),
-            secret,
-            ...ha(name),
-            ...(etcd ? { haRmAddresses: rmList } : {}),
-            ...(withStorage ? { nnAddress: nnList } : {}),
-            ...opts.rm,
-            ...(i > 0 ? { port: rmPorts[i] } : {}),
-          },
-          opts.startTimeoutMs,
+    // Each master of a kind: its own name, data directory and port (the given port is the first one's).
+    const launchMasters = (
+      kind: string,
+      entry: DaemonKind,
+      ports: number[],
+      own: (name: string) => Record<string, unknown>,
+      given: Record<string, unknown> | undefined,
+    ): Promise<DaemonRecord[]> =>
+      Promise.all(
+        masterNames(kind).map((name, i) =>
+          launchDaemon(
+            dir,
+            name,
+            entry,
+            {
+              ...localFor(name),
+              port: ports[i],
+              dataDir: join(dir, name),
+              ...(etcd ? { haCoordination: { ...haCoordinationOf(etcd), clusterId: "local" } } : {}),
+              ...own(name),
+              ...given,
+              ...(i > 0 ? { port: ports[i] } : {}),
+            },
+            opts.startTimeoutMs,
+          ),
         ),
-      ),
+      );
+    const rms = await launchMasters(
+      "rm",
+      "resourcemanager",
+      rmPorts,
+      () => ({
+        secret,
+        ...(etcd ? { haRmAddresses: rmList } : {}),
+        ...(withStorage ? { nnAddress: nnList } : {}),
+      }),
+      opts.rm,
     );
     started.push(...rms);
     const rm = rms[0]!;
     const nns = withStorage
-      ? await Promise.all(
-          masterNames("nn").map((name, i) =>
-            launchDaemon(
-              dir,
-              name,
-              "namenode",
-              {
-                ...localFor(name),
-                port: nnPorts[i],
-                dataDir: join(dir, name),
-                rmAddress: rmList,
-                ...ha(name),
-                ...opts.nn,
-                ...(i > 0 ? { port: nnPorts[i] } : {}),
-              },
-              opts.startTimeoutMs,
-            ),
-          ),
+      ? await launchMasters(
+          "nn",
+          "namenode",
+          nnPorts,
+          (name) => ({ rmAddress: rmList, ...(etcd ? { haId: name } : {}) }),
+          opts.nn,
         )
       : [];
     started.push(...nns);
