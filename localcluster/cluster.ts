@@ -6,8 +6,6 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, openSync, closeSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import type { AddressInfo } from "node:net";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { killContainerLeftovers as killRecordedContainers, processStartTime } from "../common/container-leftovers.js";
@@ -34,6 +32,7 @@ import { JobClient } from "../client/job-client.js";
 import type { DaemonKind } from "./daemon-kinds.js";
 import { daemonEnvironment } from "./malloc-tunables.js";
 import { daemonNodeOptions } from "./node-options.js";
+import { stablePort } from "./ports.js";
 import { localUserName } from "../common/fs-permission.js";
 import type { ClientSecurity } from "../common/grpc.js";
 
@@ -243,7 +242,7 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
     // chosen before any starts. With --ha each master is a pair electing its active one in the ensemble; everyone
     // else is given both addresses and follows the active (common/failover.ts).
     const ports = async (name: string, given: unknown): Promise<number[]> =>
-      Promise.all(masterNames(name).map(async (_, i) => (i === 0 && Number(given)) || (await freeLoopbackPort())));
+      Promise.all(masterNames(name).map(async (_, i) => (i === 0 && Number(given)) || (await stablePort())));
     const rmPorts = await ports("rm", opts.rm?.["port"]);
     const nnPorts = withStorage ? await ports("nn", opts.nn?.["port"]) : [];
     const list = (p: number[]): string => p.map((port) => `${loopback.advertiseHost}:${port}`).join(",");
@@ -444,18 +443,6 @@ function writeDescriptor(c: ClusterDescriptor): void {
   writeAtomic(join(c.dir, "cluster.json"), JSON.stringify(c, null, 2) + "\n");
 }
 
-/** A loopback port free now (the kernel's pick for port 0), for a daemon whose address another needs before it starts. */
-async function freeLoopbackPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", resolve);
-  });
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 /** The port of a `host:port` address. */
 function portOf(address: string): number {
   return Number(address.slice(address.lastIndexOf(":") + 1));
@@ -473,6 +460,9 @@ async function launchDaemon(
   timeoutMs: number,
 ): Promise<DaemonRecord> {
   const configFile = join(dir, "run", `${name}.json`);
+  // Ports below the kernel's ephemeral range (ports.ts): a restart must find them free.
+  if (!config["port"]) config = { ...config, port: await stablePort() };
+  if (!config["httpPort"]) config = { ...config, httpPort: await stablePort() };
   writeAtomic(configFile, JSON.stringify(config, null, 2) + "\n");
   const record = await spawnDaemon(dir, name, kind, configFile, timeoutMs);
   // Pin both ports: a restart serves on the same addresses and URL.
@@ -617,7 +607,9 @@ export async function restartDaemon(
     // Record it at once, so that `cluster down` stops it even if a later restart in this call fails.
     const now = readCluster(dir);
     if (d.name === "rm") now.rm = { ...now.rm, ...fresh };
+    else if (d.name === "rm2" && now.rm2) now.rm2 = { ...now.rm2, ...fresh };
     else if (d.name === "nn" && now.nn) now.nn = { ...now.nn, ...fresh };
+    else if (d.name === "nn2" && now.nn2) now.nn2 = { ...now.nn2, ...fresh };
     else
       for (const n of now.nodes) {
         if (n.nodeId === d.name) Object.assign(n, fresh);
@@ -704,7 +696,8 @@ export async function stopCluster(dir: string): Promise<{ stopped: number }> {
   let stopped = 0;
   // Servers first (in parallel), then the masters, so nothing reports to a master that is already gone.
   const servers = c.nodes.flatMap((n) => [n, ...(n.datanode ? [n.datanode] : [])]);
-  for (const group of [servers, [...(c.nn ? [c.nn] : []), c.rm]]) {
+  const masters = [c.nn, c.nn2, c.rm, c.rm2].filter((d): d is DaemonRecord => d !== undefined);
+  for (const group of [servers, masters]) {
     const results = await Promise.all(group.map((d) => stopProcess(d, 5_000)));
     stopped += results.filter(Boolean).length;
   }

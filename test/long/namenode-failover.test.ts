@@ -11,7 +11,7 @@
  *   cluster can lose a master again.
  */
 import { randomBytes } from "node:crypto";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
@@ -19,7 +19,14 @@ import { isHarvestError } from "../../common/errors.js";
 import { loadHaAdminProto } from "../../common/ha-admin.js";
 import { call, makeClient } from "../../common/grpc.js";
 import type { ClientSecurity } from "../../common/grpc.js";
-import { nnAddressesOf, readCluster, restartDaemon, stopProcess } from "../../localcluster/cluster.js";
+import {
+  clusterDaemons,
+  nnAddressesOf,
+  readCluster,
+  restartDaemon,
+  stopCluster,
+  stopProcess,
+} from "../../localcluster/cluster.js";
 import type { DaemonRecord } from "../../localcluster/cluster.js";
 import { bootstrapStandby } from "../../namenode/index.js";
 import type { HaStatusOutput } from "../../proto/generated/harvest/v1/HaStatus.js";
@@ -35,6 +42,20 @@ async function status(address: string, security: ClientSecurity | undefined): Pr
     return await call(c, c.getHaStatus, {}, 3_000);
   } finally {
     c.close();
+  }
+}
+
+/** Whether process `pid` exists (a zombie of ours counts as gone: it no longer runs). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
   }
 }
 
@@ -196,5 +217,14 @@ describe.skipIf(!haveEtcd)(
       await writeAll(dfs, "/after-replacement", data);
       expect((await readAll(dfs, "/after-replacement")).equals(data)).toBe(true);
     }, 240_000);
+
+    it("cluster down stops every master, restarted ones too, and the ensemble", async () => {
+      const daemons = clusterDaemons(c.dir);
+      expect(daemons.map((d) => d.name)).toEqual(expect.arrayContaining(["rm", "rm2", "nn", "nn2", "etcd-1"]));
+      expect(daemons.filter((d) => !d.running).map((d) => d.name)).toEqual([]);
+      await stopCluster(c.dir);
+      const pids = daemons.map((d) => d.pid);
+      await waitFor(async () => pids.every((pid) => !alive(pid)), { what: "every daemon to exit", timeoutMs: 15_000 });
+    }, 60_000);
   },
 );
