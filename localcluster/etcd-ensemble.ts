@@ -16,8 +16,6 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Etcd3 } from "etcd3";
@@ -25,6 +23,7 @@ import { writeFileAtomic } from "../common/atomic-file.js";
 import { processStartTime } from "../common/container-leftovers.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { dropIpServerNameWarning, isValidHost } from "../common/tls.js";
+import { stablePort } from "./ports.js";
 import type { TlsFiles } from "../common/tls.js";
 
 /** Debian's etcd-server; `$HARVEST_ETCD` names another. */
@@ -271,7 +270,7 @@ export async function startEnsemble(opts: EnsembleOptions): Promise<EnsembleDesc
     // Both ports are chosen now: every member must know every peer URL before the first starts.
     const [clientPort, peerPort] = opts.ports
       ? [opts.ports.client, opts.ports.peer]
-      : [await freePort(host), await freePort(host)];
+      : [await stablePort(host), await stablePort(host)];
     const name = `etcd-${i + 1}`;
     e.members.push({
       name,
@@ -298,18 +297,6 @@ export async function startEnsemble(opts: EnsembleOptions): Promise<EnsembleDesc
 /** A host as it goes in a URL (an IPv6 address in brackets). */
 function urlHost(host: string): string {
   return host.includes(":") ? `[${host}]` : host;
-}
-
-/** A port free on `host` now (the kernel's pick for port 0). */
-async function freePort(host: string): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((ok, fail) => {
-    server.once("error", fail);
-    server.listen(0, host, ok);
-  });
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((ok) => server.close(() => ok()));
-  return port;
 }
 
 /**
@@ -587,8 +574,8 @@ export async function replaceEtcdMember(
     name,
     host,
     pid: 0,
-    clientUrl: `https://${urlHost(host)}:${opts.ports?.client ?? (await freePort(host))}`,
-    peerUrl: `https://${urlHost(host)}:${opts.ports?.peer ?? (await freePort(host))}`,
+    clientUrl: `https://${urlHost(host)}:${opts.ports?.client ?? (await stablePort(host))}`,
+    peerUrl: `https://${urlHost(host)}:${opts.ports?.peer ?? (await stablePort(host))}`,
     dataDir,
     log: join(e.dir, `${name}.log`),
   };

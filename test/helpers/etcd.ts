@@ -7,12 +7,10 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, openSync, rmSync } from "node:fs";
-import { once } from "node:events";
-import { createServer } from "node:net";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCa, issueCertificate } from "../../localcluster/cluster-ca.js";
+import { stablePort } from "../../localcluster/ports.js";
 import { Coordination } from "../../common/ha/coordination.js";
 import type { HaCoordination } from "../../common/ha/coordination.js";
 import { waitFor } from "../wait-for.js";
@@ -38,14 +36,8 @@ export interface TestEtcd {
   stop(): Promise<void>;
 }
 
-/** A free loopback port (bound and released: another process may take it first, rarely). */
-export async function freePort(): Promise<number> {
-  const probe = createServer().listen(0, "127.0.0.1");
-  await once(probe, "listening");
-  const { port } = probe.address() as AddressInfo;
-  await new Promise((done) => probe.close(done));
-  return port;
-}
+/** A free loopback port below the kernel's ephemeral range, so a restarted server finds it free (ports.ts). */
+export const freePort = (): Promise<number> => stablePort();
 
 /** Starts a single-member TLS etcd in a temp dir; resolves once it answers a master. */
 export async function startTestEtcd(): Promise<TestEtcd> {

@@ -17,7 +17,6 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { waitFor } from "../wait-for.js";
@@ -28,6 +27,7 @@ import { packageRoot } from "../../common/paths.js";
 import { isRunning, localDfsClient, readCluster } from "../../localcluster/cluster.js";
 import type { ClusterDescriptor } from "../../localcluster/cluster.js";
 import { runHarvest } from "../processes.js";
+import { stablePort } from "../../localcluster/ports.js";
 import type { CliRun } from "../processes.js";
 import { requireBuild, traceSpec } from "../integration/harness.js";
 
@@ -37,17 +37,8 @@ function harvest(env: NodeJS.ProcessEnv, ...args: string[]): Run {
   return runHarvest(args, { env: { HARVEST_CLUSTER_DIR: "/nonexistent", HARVEST_CONF: "", ...env } });
 }
 
-/** A port free right now (bound and released), for configs that name fixed ports as deployments do. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+/** A port free right now, below the ephemeral range, for configs that name fixed ports as deployments do. */
+const freePort = (): Promise<number> => stablePort();
 
 function example(path: string): Record<string, unknown> {
   return JSON.parse(readFileSync(join(packageRoot(), "deploy", "conf", path), "utf8")) as Record<string, unknown>;
