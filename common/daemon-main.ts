@@ -2,7 +2,8 @@
  * What every daemon's main.ts does: read its options from a JSON file (`--config <file>`), start, write a ready file
  * (`--ready-file <file>`: address and pid, written atomically) so launchers know where it serves, and stop cleanly on
  * SIGTERM/SIGINT. A daemon never dies of an unhandled rejection: it is logged. An HA master whose active term ended
- * (`demoted`) is stopped and a fresh one started in its place, a standby, on the same ports.
+ * (`demoted`) is stopped and a fresh one started in its place, a standby, on the same ports (again and again, backing
+ * off, until one starts).
  */
 import { readFileSync } from "node:fs";
 import { writeFileAtomic } from "./atomic-file.js";
@@ -10,6 +11,10 @@ import { errorMessage } from "./errors.js";
 import { watchEventLoopStalls } from "./stall-watch.js";
 import { Logger } from "./log.js";
 import { requireSecurityChoice } from "./options.js";
+
+/** A demoted master's restarts as a standby, when one fails: the first wait, doubled up to the last. */
+const RESTART_BACKOFF_MS = 1_000;
+const RESTART_BACKOFF_MAX_MS = 10_000;
 
 /** What a daemon main needs from its daemon class. */
 export interface RunnableDaemon {
@@ -77,12 +82,21 @@ export function runDaemon(
       const config = { ...args.config };
       if (!config.port) config.port = portOf(d.address);
       if (!config.httpPort && d.httpUrl) config.httpPort = portOf(d.httpUrl);
-      daemon = make(config);
+      // Until it starts: the term often ends because the coordination service is out of reach, and a standby that
+      // gave up would leave the service one master short once it is back.
+      for (let attempt = 1; ; attempt++) {
+        daemon = make(config);
+        try {
+          await daemon.start();
+          break;
+        } catch (err) {
+          const waitMs = Math.min(RESTART_BACKOFF_MAX_MS, RESTART_BACKOFF_MS * 2 ** (attempt - 1));
+          log.error("could not start again; trying again", { error: errorMessage(err), attempt, waitMs });
+          await daemon.stop().catch(() => undefined);
+          await new Promise((resolve) => setTimeout(resolve, waitMs));
+        }
+      }
       restartOnDemotion(daemon);
-      await daemon.start().catch((err: unknown) => {
-        log.error("could not start again", { error: errorMessage(err) });
-        process.exit(1);
-      });
     });
   };
   restartOnDemotion(daemon);
