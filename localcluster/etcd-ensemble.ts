@@ -36,6 +36,8 @@ export const ETCD_MASTER_NAME = "harvest-master";
 export const ETCD_ROOT_NAME = "root";
 /** Every Harvest key lives below this prefix (`/harvest/<clusterId>/...`). */
 export const HARVEST_KEY_PREFIX = "/harvest/";
+/** etcd's `--grpc-keepalive-min-time`: below the masters' keepalive interval (KEEPALIVE_MS in coordination.ts). */
+export const ETCD_KEEPALIVE_MIN_TIME = "500ms";
 
 /** One member of an ensemble. */
 export interface EtcdMemberRecord {
@@ -330,6 +332,9 @@ export function memberArgs(e: EnsembleDescriptor, m: EtcdMemberRecord, state: "n
     `--heartbeat-interval=${e.heartbeatMs}`,
     `--election-timeout=${e.electionTimeoutMs}`,
     "--enable-grpc-gateway=false",
+    // The masters ping every second to notice a member cut off (common/ha/coordination.ts); etcd's default would
+    // answer pings more often than every 5 s by closing the connection.
+    `--grpc-keepalive-min-time=${ETCD_KEEPALIVE_MIN_TIME}`,
     "--logger=zap",
     "--log-outputs=stderr",
   ];

@@ -30,6 +30,15 @@ export interface HaCoordination {
 /** Per-call deadline of unary etcd calls: a member cut off answers nothing, and the client moves to the next. */
 const CALL_DEADLINE_MS = 5_000;
 
+/**
+ * A connection to a member is pinged this often, and closed when a ping goes unanswered this long: a member whose host
+ * was cut off drops packets without a reset, and the streams on it (the election's watch, the lease's keep-alive)
+ * would otherwise wait for TCP to give up, many seconds after the session lapsed. The members must allow pings this
+ * often (etcd's `--grpc-keepalive-min-time`, 500ms in the ensembles Harvest starts; docs/ha.md).
+ */
+const KEEPALIVE_MS = 1_000;
+const KEEPALIVE_TIMEOUT_MS = 1_500;
+
 /** Checks a coordination option as given in a daemon's options file; throws CONFIG_INVALID saying what is wrong. */
 export function checkHaCoordination(value: unknown, field: string): HaCoordination {
   const bad = (why: string): never => {
@@ -75,6 +84,11 @@ export class Coordination {
       },
       dialTimeout: CALL_DEADLINE_MS,
       defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + CALL_DEADLINE_MS }),
+      grpcOptions: {
+        "grpc.keepalive_time_ms": KEEPALIVE_MS,
+        "grpc.keepalive_timeout_ms": KEEPALIVE_TIMEOUT_MS,
+        "grpc.keepalive_permit_without_calls": 1,
+      },
     });
     this.root = this.client.namespace(`/harvest/${this.clusterId}/`);
   }
