@@ -1,30 +1,34 @@
 #!/usr/bin/env node
 /**
- * The multi-host scenario as a standalone program: `node dist/labs/multihost-main.js [--dir D] [--cut-ms N] [--keep]
- * [--json]` (as root). Builds a Harvest cluster across network namespaces, runs a job and a file copy, partitions a
+ * The multi-host scenario as a standalone program: `node dist/labs/multihost-main.js [--ha] [--dir D] [--cut-ms N]
+ * [--keep] [--json]` (as root); `--ha` runs the HA scenario (multihost-ha.ts) instead. Builds a Harvest cluster across network namespaces, runs a job and a file copy, partitions a
  * server and heals it, prints every check and the rejoin times, and removes everything. Exits 0 only when every check
  * passed; 2 when this machine cannot run it (not root, no network namespaces).
  */
 import { parseArgs } from "node:util";
 import { errorMessage } from "../common/errors.js";
 import { runMultihostScenario } from "./multihost.js";
+import { runHaScenario } from "./multihost-ha.js";
 import type { MultihostCluster } from "./multihost.js";
 import { netnsAvailable } from "./netns-lab.js";
 
-const USAGE = `usage: multihost-main [--dir D] [--cut-ms N] [--keep] [--json]
+const USAGE = `usage: multihost-main [--ha] [--dir D] [--cut-ms N] [--keep] [--json]
+  --ha         the HA scenario instead (labs/multihost-ha.ts): two master hosts, an etcd member on each and on
+               server-1; the active masters' host is cut off while a job runs and files are written, then healed
   --dir D      run directory (configs, logs, data; kept afterwards). Default: a new temporary directory
   --cut-ms N   keep server-3's link cut at least N ms (default 12000)
   --keep       after the scenario, leave the cluster running until Ctrl-C (prints how to reach it)
   --json       print the result as JSON at the end`;
 
 async function main(): Promise<number> {
-  let values: { dir?: string; "cut-ms"?: string; keep?: boolean; json?: boolean; help?: boolean };
+  let values: { dir?: string; "cut-ms"?: string; keep?: boolean; json?: boolean; help?: boolean; ha?: boolean };
   try {
     values = parseArgs({
       options: {
         dir: { type: "string" },
         "cut-ms": { type: "string" },
         keep: { type: "boolean" },
+        ha: { type: "boolean" },
         json: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -58,6 +62,11 @@ async function main(): Promise<number> {
   };
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
+  if (values.ha) {
+    const ha = await runHaScenario(values.dir ? { dir: values.dir } : {});
+    if (values.json) process.stdout.write(JSON.stringify(ha, null, 2) + "\n");
+    return ha.ok ? 0 : 1;
+  }
   const result = await runMultihostScenario({
     ...(values.dir ? { dir: values.dir } : {}),
     ...(cutMs !== undefined ? { cutMs } : {}),

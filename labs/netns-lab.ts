@@ -609,12 +609,38 @@ const { JobClient, DfsClient } = await import(clientUrl);
 const { createInterface } = await import("node:readline");
 const jobs = JobClient.fromConfig(clientConfig);
 const dfs = DfsClient.fromConfig(clientConfig);
+const { createHash, randomBytes } = await import("node:crypto");
+const haAdmin = await import(new URL("../common/ha-admin.js", clientUrl).href);
+const grpc = await import(new URL("../common/grpc.js", clientUrl).href);
+const { clientSecurityOf } = await import(new URL("./client-config.js", clientUrl).href);
+const security = clientSecurityOf(clientConfig);
 const ops = {
   nodes: () => jobs.nodes(),
   datanodes: () => dfs.datanodes(),
   fsck: (path) => dfs.fsck(path),
   status: (appId) => jobs.status(appId),
   blockLocations: (path) => dfs.blockLocations(path),
+  // One master's HA role and term (the admin's certificate).
+  haStatus: async (address) => {
+    const c = grpc.makeClient(haAdmin.loadHaAdminProto().HaAdmin, address, security);
+    try {
+      const s = await grpc.call(c, c.getHaStatus, {}, 2000);
+      return { role: s.role, epoch: Number(s.epoch), activeAddress: s.activeAddress };
+    } finally { c.close(); }
+  },
+  // Writes \`bytes\` random bytes; resolves to their sha256 once the file is acknowledged (closed).
+  putRandom: (path, bytes, replication) => new Promise((resolve, reject) => {
+    const data = randomBytes(bytes);
+    const w = dfs.createWriteStream(path, { replication });
+    w.on("error", reject);
+    w.on("finish", () => resolve(createHash("sha256").update(data).digest("hex")));
+    w.end(data);
+  }),
+  sha256: async (path) => {
+    const h = createHash("sha256");
+    for await (const chunk of dfs.createReadStream(path)) h.update(chunk);
+    return h.digest("hex");
+  },
 };
 const reply = (m) => process.stdout.write(JSON.stringify(m) + "\\n");
 const rl = createInterface({ input: process.stdin });
