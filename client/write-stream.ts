@@ -94,6 +94,8 @@ export class DfsWriteStream extends Writable {
   private readonly excluded = new Set<string>();
   /** The error code of each failed pipeline attempt (a full disk is told apart from other failures). */
   private readonly failureCodes: string[] = [];
+  /** Pipelines refused for a block token of an older namenode term (STALE_EPOCH): none of their datanodes is bad. */
+  private staleTokens = 0;
 
   constructor(
     private readonly client: DfsHost,
@@ -230,27 +232,40 @@ export class DfsWriteStream extends Writable {
     );
   }
 
-  /** Abandons a failed block and replays its packets to a new pipeline without the failed datanode. */
+  /**
+   * Abandons a failed block and replays its packets to a new pipeline without the failed datanode. A datanode that
+   * refused the block token as one of an older namenode term (STALE_EPOCH: the namenode that allocated the block lost
+   * its term since) is not excluded: the block is abandoned at the active namenode, which allocates another with a
+   * token of its term.
+   */
   private async failover(failed: BlockWrite, err: unknown): Promise<BlockWrite> {
     failed.close();
     this.client.writeStats.pipelineFailures++;
     const herr = isHarvestError(err) ? err : undefined;
-    this.failureCodes.push(detailsOf(err, "DATANODE_PIPELINE_FAILED")?.code || herr?.code || "INTERNAL");
-    const bad = failed.failedDatanode ?? failed.located.locations[0]?.datanodeId;
-    if (bad) this.excluded.add(bad);
+    const code = detailsOf(err, "DATANODE_PIPELINE_FAILED")?.code || herr?.code || "INTERNAL";
+    this.failureCodes.push(code);
+    const stale = code === "STALE_EPOCH";
+    if (stale) this.staleTokens++;
+    else {
+      const bad = failed.failedDatanode ?? failed.located.locations[0]?.datanodeId;
+      if (bad) this.excluded.add(bad);
+    }
     if (failed.located.block) {
+      // Retried while the namenodes fail over: a block left in place makes the next addBlock a mismatch.
       await this.client
-        .nnCall(this.client.namenode.abandonBlock, {
+        .nnCallRetrying("abandonBlock", this.client.namenode.abandonBlock, {
           path: this.path,
           clientName: this.client.options.clientName,
           block: failed.located.block,
         })
         .catch(() => undefined);
     }
-    const attempts = this.excluded.size;
+    const attempts = stale ? this.staleTokens : this.excluded.size;
     if (attempts >= this.client.options.maxBlockAttempts) {
       throw this.givingUp(
-        `writing ${this.path} failed on ${attempts} pipelines (last: ${errorMessage(err)}); excluded datanodes: ${[...this.excluded].join(", ")}`,
+        stale
+          ? `writing ${this.path} failed: ${attempts} pipelines refused the block token as one of an older namenode term (last: ${errorMessage(err)})`
+          : `writing ${this.path} failed on ${attempts} pipelines (last: ${errorMessage(err)}); excluded datanodes: ${[...this.excluded].join(", ")}`,
         err,
       );
     }

@@ -42,6 +42,19 @@ export interface TlsFiles {
  */
 export const RESERVED_IDENTITY_NAMES: readonly string[] = ["root", "harvest-master", "harvest-etcd"];
 
+/**
+ * Why a server may not take `name` as its node id (a node manager's `nodeId`, a datanode's `datanodeId`), or
+ * undefined when it may: a server's daemon certificate is issued under its name (docs/deploying.md), and one of
+ * {@link RESERVED_IDENTITY_NAMES} there would carry the coordination service's power.
+ */
+export function reservedNodeName(name: string): string | undefined {
+  if (!RESERVED_IDENTITY_NAMES.includes(name)) return undefined;
+  return (
+    `must not be ${name}: ${RESERVED_IDENTITY_NAMES.join(", ")} are the coordination service's superuser, masters ` +
+    "and members (etcd takes a certificate's name as its user, and a server's certificate is issued under its name)"
+  );
+}
+
 const NAME = /^[A-Za-z0-9_.@-]{1,64}$/;
 
 /** True for a name a certificate may carry: 1-64 characters of [A-Za-z0-9_.@-]. */

@@ -2,12 +2,16 @@
 import { isValidHost, isWildcardHost, parseHostPort, resolveAdvertiseHost } from "../common/net-address.js";
 import { checkSecurityOptions, invalidOption, stripUndefined } from "../common/options.js";
 import type { TlsOption } from "../common/options.js";
+import { reservedNodeName } from "../common/tls.js";
 import { DELETE_CHUNK_BYTES } from "./block-store.js";
 import type { PipelineVerify } from "./data-transfer.js";
 
 /** Settings of a datanode. */
 export interface DataNodeOptions {
-  /** This server's name in the cluster. Required. */
+  /**
+   * This server's name in the cluster: 1-64 characters of [A-Za-z0-9_.-], and not root, harvest-master or
+   * harvest-etcd (the coordination service's users, common/tls.ts). Required.
+   */
   datanodeId: string;
   /**
    * host:port of the namenode (its DatanodeProtocol and ClientNamenode services); with HA, every namenode's,
@@ -190,6 +194,8 @@ export function resolveDataNodeOptions(partial: DataNodeOptionsInput): DataNodeO
   const bad = (field: string, why: string): never => invalidOption("datanode", field, why);
   if (typeof o.datanodeId !== "string" || !/^[A-Za-z0-9_.-]{1,64}$/.test(o.datanodeId))
     bad("datanodeId", "must be 1-64 characters of [A-Za-z0-9_.-]");
+  const reservedDatanodeId = reservedNodeName(o.datanodeId);
+  if (reservedDatanodeId) bad("datanodeId", reservedDatanodeId);
   if (typeof o.namenodeAddress !== "string" || !o.namenodeAddress)
     bad("namenodeAddress", "is required (host:port of the namenode)");
   const namenodes = splitAddressList(o.namenodeAddress);

@@ -370,7 +370,11 @@ function logTail(m: EtcdMemberRecord, lines = 5): string {
 
 /** A client of the given endpoints with the given certificate; every call has a deadline of `callMs`. */
 async function etcdClient(endpoints: string[], tls: TlsFiles, callMs = 3_000): Promise<Etcd3> {
-  const { Etcd3 } = await import("etcd3");
+  // Loaded on first use: a cluster without --ha never loads etcd3.
+  const [{ Etcd3 }, { etcdFaultHandling }] = await Promise.all([
+    import("etcd3"),
+    import("../common/ha/coordination.js"),
+  ]);
   dropIpServerNameWarning();
   return new Etcd3({
     hosts: endpoints,
@@ -381,6 +385,7 @@ async function etcdClient(endpoints: string[], tls: TlsFiles, callMs = 3_000): P
     },
     dialTimeout: callMs,
     defaultCallOptions: () => ({ deadline: Date.now() + callMs }),
+    faultHandling: etcdFaultHandling(),
   });
 }
 

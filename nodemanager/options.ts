@@ -12,6 +12,7 @@ import { checkSecurityOptions, invalidOption, mergeOptions } from "../common/opt
 import type { TlsOption } from "../common/options.js";
 import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../common/power-profiles.js";
 import type { Resources } from "../common/resource.js";
+import { reservedNodeName } from "../common/tls.js";
 import { resolveCappingOptions } from "./policy/capping-controller.js";
 import { isAccountName, lookupAccount } from "./run-as.js";
 import type { RunAsMode } from "./run-as.js";
@@ -20,7 +21,10 @@ import type { CappingOptions } from "./policy/capping-controller.js";
 
 /** Settings of a node manager. */
 export interface NodeManagerOptions {
-  /** This server's name in the cluster. Required. */
+  /**
+   * This server's name in the cluster: 1-64 characters of [A-Za-z0-9_.-], and not root, harvest-master or
+   * harvest-etcd (the coordination service's users, common/tls.ts). Required.
+   */
   nodeId: string;
   /** host:port of the resource manager; with HA, every one's, comma-separated (it follows the active). Required. */
   rmAddress: string;
@@ -217,6 +221,8 @@ export function resolveNodeManagerOptions(
   };
   const bad = (field: string, why: string): never => invalidOption("node manager", field, why);
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(o.nodeId)) bad("nodeId", "must be 1-64 characters of [A-Za-z0-9_.-]");
+  const reservedNodeId = reservedNodeName(o.nodeId);
+  if (reservedNodeId) bad("nodeId", reservedNodeId);
   if (!o.rmAddress) bad("rmAddress", "is required (host:port of the resource manager)");
   if (!o.dataDir) bad("dataDir", "is required");
   if (!(Number.isInteger(o.port) && o.port >= 0 && o.port <= 65_535)) bad("port", "must be an integer in 0..65535");

@@ -8,8 +8,9 @@
  * log, and it authenticates clients by the CN of a certificate from the cluster CA. docs/ha.md says how to run it.
  */
 import { readFileSync } from "node:fs";
-import { Etcd3 } from "etcd3";
-import type { Namespace } from "etcd3";
+import { circuitBreaker, ConsecutiveBreaker, handleWhen } from "cockatiel";
+import { castGrpcError, Etcd3, GRPCDeadlineExceededError, GRPCUnavailableError } from "etcd3";
+import type { IOptions, Namespace } from "etcd3";
 import { HarvestError } from "../errors.js";
 
 /** How a master reaches the coordination service (a daemon option; undefined: no HA, LevelDB stores as always). */
@@ -38,6 +39,32 @@ const CALL_DEADLINE_MS = 5_000;
  */
 const KEEPALIVE_MS = 1_000;
 const KEEPALIVE_TIMEOUT_MS = 1_500;
+
+/**
+ * Whether an etcd call failed because the member could not be reached or did not answer in time: the only failures
+ * that say the member is down. A cancelled stream (every election that ends cancels its lease and watch streams) and
+ * etcd's own answers (an expired lease, a refused comparison, permission denied) say nothing about the member.
+ */
+export function isMemberUnreachable(err: Error): boolean {
+  const e = castGrpcError(err);
+  return e instanceof GRPCUnavailableError || e instanceof GRPCDeadlineExceededError;
+}
+
+/**
+ * The fault handling of every etcd client Harvest makes: etcd3's per-member circuit breaker (open for 5 s after 3
+ * failures in a row, calls go to the other members meanwhile), counting only {@link isMemberUnreachable}. etcd3's
+ * default breaker also counts CANCELLED, so three ended elections in a row on one connection cut a lone member off for
+ * 5 s ("Execution prevented because the circuit breaker is open"). The retry across members stays etcd3's default.
+ */
+export function etcdFaultHandling(): NonNullable<IOptions["faultHandling"]> {
+  return {
+    host: () =>
+      circuitBreaker(handleWhen(isMemberUnreachable), {
+        halfOpenAfter: 5_000,
+        breaker: new ConsecutiveBreaker(3),
+      }),
+  };
+}
 
 /** Checks a coordination option as given in a daemon's options file; throws CONFIG_INVALID saying what is wrong. */
 export function checkHaCoordination(value: unknown, field: string): HaCoordination {
@@ -89,6 +116,7 @@ export class Coordination {
         "grpc.keepalive_timeout_ms": KEEPALIVE_TIMEOUT_MS,
         "grpc.keepalive_permit_without_calls": 1,
       },
+      faultHandling: etcdFaultHandling(),
     });
     this.root = this.client.namespace(`/harvest/${this.clusterId}/`);
   }

@@ -36,9 +36,8 @@ function app(appId: string, seq: number, extra: Partial<AppRecord> = {}): AppRec
 }
 
 /**
- * Campaigns as `id` over a connection of its own (as each master has: etcd3's circuit breaker counts the streams an
- * election cancels, and would fail the other masters' calls on a shared one) and resolves once active, with the
- * election and a store fenced by its term; `stop()` ends both.
+ * Campaigns as `id` over a connection of its own (as each master has) and resolves once active, with the election and
+ * a store fenced by its term; `stop()` ends both.
  */
 async function activeTerm(
   etcd: TestEtcd,

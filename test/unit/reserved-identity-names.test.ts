@@ -1,7 +1,8 @@
 /**
  * The names that carry power in the coordination service (etcd takes a certificate's CN as its user): the cluster CA
- * issues root, harvest-master and harvest-etcd to daemons only, never to a person, whatever the path. The etcd side
- * (a user's certificate refused by a real ensemble) is test/long/etcd-ensemble.test.ts.
+ * issues root, harvest-master and harvest-etcd to daemons only, never to a person, whatever the path, and no server
+ * takes one as its node id (its daemon certificate is issued under that name). The etcd side (a user's certificate
+ * refused by a real ensemble) is test/long/etcd-ensemble.test.ts.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,7 +10,10 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { detailsOf, isHarvestError } from "../../common/errors.js";
 import { RESERVED_IDENTITY_NAMES } from "../../common/tls.js";
+import { resolveDataNodeOptions } from "../../datanode/options.js";
 import { createCa, issueCertificate, issueClusterCertificates } from "../../localcluster/cluster-ca.js";
+import { resolveNodeManagerOptions } from "../../nodemanager/options.js";
+import { thrown } from "../error-code.js";
 
 describe("reserved identity names", () => {
   let dir: string;
@@ -41,6 +45,25 @@ describe("reserved identity names", () => {
       });
       expect(existsSync(files.cert)).toBe(true);
     }
+  });
+
+  it("are refused as node managers' and datanodes' ids with CONFIG_INVALID naming the field", () => {
+    for (const name of RESERVED_IDENTITY_NAMES) {
+      const nm = thrown(() => resolveNodeManagerOptions({ nodeId: name, rmAddress: "rm:8032", dataDir: "/d" }));
+      expect(nm.code, name).toBe("CONFIG_INVALID");
+      expect(detailsOf(nm, "CONFIG_INVALID")?.field).toBe("nodeId");
+      expect(nm.message).toContain("coordination service");
+      const dn = thrown(() => resolveDataNodeOptions({ datanodeId: name, namenodeAddress: "nn:8020", dataDir: "/d" }));
+      expect(dn.code, name).toBe("CONFIG_INVALID");
+      expect(detailsOf(dn, "CONFIG_INVALID")?.field).toBe("datanodeId");
+    }
+    // Names that only look alike are servers' names like any other.
+    expect(resolveNodeManagerOptions({ nodeId: "harvest-master-1", rmAddress: "rm:8032", dataDir: "/d" }).nodeId).toBe(
+      "harvest-master-1",
+    );
+    expect(resolveDataNodeOptions({ datanodeId: "root2", namenodeAddress: "nn:8020", dataDir: "/d" }).datanodeId).toBe(
+      "root2",
+    );
   });
 
   it("leave a local cluster started by root its admin named root (the CA's own holder)", async () => {
