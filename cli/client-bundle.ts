@@ -64,7 +64,7 @@ export function bundleCluster(flags: BundleClusterFlags, caDir: string, caCert: 
   if (flags.rmAddress || flags.nnAddress) {
     const checked = parseClientConfig(
       { rmAddress: flags.rmAddress ?? "", nnAddress: flags.nnAddress ?? "" },
-      "from --rm-address/--nn-address",
+      "--rm-address/--nn-address",
     );
     return { rmAddress: checked.rmAddress, nnAddress: checked.nnAddress, source: checked.source };
   }

@@ -8,7 +8,7 @@
  * log, and it authenticates clients by the CN of a certificate from the cluster CA. docs/ha.md says how to run it.
  */
 import { readFileSync } from "node:fs";
-import { circuitBreaker, ConsecutiveBreaker, handleWhen } from "cockatiel";
+import { circuitBreaker, ConsecutiveBreaker, handleWhen, noop } from "cockatiel";
 import { castGrpcError, Etcd3, GRPCDeadlineExceededError, GRPCUnavailableError } from "etcd3";
 import type { IOptions, Namespace } from "etcd3";
 import { HarvestError } from "../errors.js";
@@ -28,8 +28,16 @@ export interface HaCoordination {
   sessionTtlS?: number;
 }
 
-/** Per-call deadline of unary etcd calls: a member cut off answers nothing, and the client moves to the next. */
-const CALL_DEADLINE_MS = 5_000;
+/**
+ * Per-call deadline of unary etcd calls: a member cut off answers nothing, and the call moves to the next member
+ * after this (etcd3 retries a deadline on another one). A healthy ensemble answers in milliseconds (a 1 MiB log
+ * append in tens); a failover waits for at most one such deadline, the circuit then keeps calls off that member.
+ */
+const CALL_DEADLINE_MS = 2_000;
+/** A member that missed a deadline or refused a connection gets no calls for this long (then one, to try it). */
+const MEMBER_PAUSE_MS = 10_000;
+/** How long the first connection to a member may take (TLS included). */
+const DIAL_TIMEOUT_MS = 5_000;
 
 /**
  * A connection to a member is pinged this often, and closed when a ping goes unanswered this long: a member whose host
@@ -51,18 +59,22 @@ export function isMemberUnreachable(err: Error): boolean {
 }
 
 /**
- * The fault handling of every etcd client Harvest makes: etcd3's per-member circuit breaker (open for 5 s after 3
- * failures in a row, calls go to the other members meanwhile), counting only {@link isMemberUnreachable}. etcd3's
- * default breaker also counts CANCELLED, so three ended elections in a row on one connection cut a lone member off for
- * 5 s ("Execution prevented because the circuit breaker is open"). The retry across members stays etcd3's default.
+ * The fault handling of every etcd client Harvest makes: etcd3's per-member circuit breaker, counting only
+ * {@link isMemberUnreachable}: a member that missed a deadline or refused a connection gets no calls for
+ * MEMBER_PAUSE_MS, which go to the others meanwhile (then one call tries it again). etcd3's default breaker also counts
+ * CANCELLED, so three ended elections in a row on one connection cut a lone member off for 5 s ("Execution prevented
+ * because the circuit breaker is open"). A lone member (`members` 1) is never paused: there is nowhere else to go. The
+ * retry across members stays etcd3's default.
  */
-export function etcdFaultHandling(): NonNullable<IOptions["faultHandling"]> {
+export function etcdFaultHandling(members: number): NonNullable<IOptions["faultHandling"]> {
   return {
     host: () =>
-      circuitBreaker(handleWhen(isMemberUnreachable), {
-        halfOpenAfter: 5_000,
-        breaker: new ConsecutiveBreaker(3),
-      }),
+      members > 1
+        ? circuitBreaker(handleWhen(isMemberUnreachable), {
+            halfOpenAfter: MEMBER_PAUSE_MS,
+            breaker: new ConsecutiveBreaker(1),
+          })
+        : noop,
   };
 }
 
@@ -109,14 +121,14 @@ export class Coordination {
         privateKey: readFileSync(options.key),
         certChain: readFileSync(options.cert),
       },
-      dialTimeout: CALL_DEADLINE_MS,
+      dialTimeout: DIAL_TIMEOUT_MS,
       defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + CALL_DEADLINE_MS }),
       grpcOptions: {
         "grpc.keepalive_time_ms": KEEPALIVE_MS,
         "grpc.keepalive_timeout_ms": KEEPALIVE_TIMEOUT_MS,
         "grpc.keepalive_permit_without_calls": 1,
       },
-      faultHandling: etcdFaultHandling(),
+      faultHandling: etcdFaultHandling(options.endpoints.length),
     });
     this.root = this.client.namespace(`/harvest/${this.clusterId}/`);
   }

@@ -53,6 +53,8 @@ export class MasterElection {
   private leaderKey = "";
   private leaderValue: MasterInfo | undefined;
   private observing = false;
+  /** The leader watch while it runs (cancelled on stop, so a stopped election leaves no stream open). */
+  private observer: Awaited<ReturnType<Election["observe"]>> | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   /** Settles when the current role change has (promote or demote). */
   private transition: Promise<void> = Promise.resolve();
@@ -118,6 +120,9 @@ export class MasterElection {
     const c = this.campaign;
     this.campaign = undefined;
     await c?.resign().catch(() => undefined);
+    const observer = this.observer;
+    this.observer = undefined;
+    await observer?.cancel().catch(() => undefined);
     if (was === "active") this.log.info("gave up the active term: stopping", { service: this.service });
   }
 
@@ -196,6 +201,12 @@ export class MasterElection {
     this.observing = true;
     try {
       const observer = await this.election.observe();
+      // Stopped while the watch was being set up.
+      if ((this.roleValue as HaRole) === "stopped") {
+        await observer.cancel().catch(() => undefined);
+        return;
+      }
+      this.observer = observer;
       const seen = (value: string | undefined): void => {
         this.leaderValue = parseMaster(value);
         if (this.roleValue !== "active") this.handlers.leaderChanged?.(this.leaderValue);
@@ -211,6 +222,7 @@ export class MasterElection {
       observer.on("change", (value) => seen(value));
       observer.on("error", () => {
         this.observing = false;
+        if (this.observer === observer) this.observer = undefined;
         void observer.cancel().catch(() => undefined);
         setTimeout(() => void this.observe(), RETRY_MS);
       });
