@@ -56,6 +56,8 @@ export interface HaScenarioResult {
   totalMs?: number;
   /** From the cut to the other host's master reporting itself active, by service. */
   failoverMs: { rm?: number; nn?: number };
+  /** From the kill -9 of the second host to the first one's masters active again, by service. */
+  killFailoverMs: { rm?: number; nn?: number };
   /** Terms before and after, by service. */
   epochs: { rm?: [number, number]; nn?: [number, number] };
   /** Files acknowledged during the run, and how many read back identical. */
@@ -96,6 +98,7 @@ class HaScenario {
       runDir,
       checks: [],
       failoverMs: {},
+      killFailoverMs: {},
       epochs: {},
       files: { acknowledged: 0, identical: 0, failedWrites: [] },
     };
@@ -284,7 +287,16 @@ class HaScenario {
     const cutAt = Date.now();
     this.lab.cut("master-a");
     this.say(`cut master-a off the network (its rm term ${before.rm.epoch}, nn term ${before.nn.epoch})`);
-    const after = await this.awaitFailover(cutAt, before);
+    const after = await this.awaitFailover(
+      cutAt,
+      before,
+      "master-a",
+      "master-b",
+      "cutting off",
+      this.result.failoverMs,
+    );
+    for (const service of ["rm", "nn"] as const)
+      this.result.epochs[service] = [before[service].epoch ?? 0, after[service].epoch ?? 0];
     // A writer still holding the old active's token, while the old active is cut off: every datanode refuses it.
     await this.checkOldTokenRefused(
       "server-2",
@@ -318,6 +330,7 @@ class HaScenario {
       "from master-a, healed",
     );
     await this.checkOldGrantRefused(before);
+    await this.killActiveHost(after);
   }
 
   /** A job of 6 short tasks, then 6 that hold their containers until released, then one. */
@@ -408,36 +421,91 @@ class HaScenario {
     return { path, put, feeder, startedAt: Date.now() };
   }
 
-  /** Polls master-b's masters until each is active in a newer term; the times from the cut. */
-  private async awaitFailover(cutAt: number, before: MastersStatus): Promise<MastersStatus> {
-    const b = { rm: `${this.lab.ipOf("master-b")}:${PORTS.rm}`, nn: `${this.lab.ipOf("master-b")}:${PORTS.nn}` };
-    const deadline = cutAt + 60_000;
+  /**
+   * Polls `to`'s masters (from server-2) until each is active in a newer term than `before`; the times from `lostAt`
+   * go in `times`, and a check per service says whether it was within 10 s of losing `from` (`how`).
+   */
+  private async awaitFailover(
+    lostAt: number,
+    before: MastersStatus,
+    from: string,
+    to: string,
+    how: string,
+    times: { rm?: number; nn?: number },
+  ): Promise<MastersStatus> {
+    const at = { rm: `${this.lab.ipOf(to)}:${PORTS.rm}`, nn: `${this.lab.ipOf(to)}:${PORTS.nn}` };
+    const deadline = lostAt + 60_000;
     const seen: Partial<MastersStatus> = {};
     while (Date.now() < deadline && (!seen.rm || !seen.nn)) {
       for (const service of ["rm", "nn"] as const) {
         if (seen[service]) continue;
-        const s = await this.c.call<MasterStatus>("haStatus", [b[service]], 3_000).catch(() => undefined);
+        const s = await this.c.call<MasterStatus>("haStatus", [at[service]], 3_000).catch(() => undefined);
         if (s?.role === "active" && (s.epoch ?? 0) > (before[service].epoch ?? 0)) {
-          seen[service] = { ...s, address: b[service] };
-          this.result.failoverMs[service] = Date.now() - cutAt;
+          seen[service] = { ...s, address: at[service] };
+          times[service] = Date.now() - lostAt;
         }
       }
       await sleep(100);
     }
     for (const service of ["rm", "nn"] as const) {
-      const ms = this.result.failoverMs[service];
-      if (seen[service]) this.result.epochs[service] = [before[service].epoch ?? 0, seen[service].epoch ?? 0];
+      const ms = times[service];
       const name = service === "rm" ? "resource manager" : "namenode";
       this.check(
-        `master-b's ${name} becomes active within 10 s of losing master-a`,
+        `${to}'s ${name} becomes active within 10 s of ${how} ${from}`,
         ms !== undefined && ms <= 10_000,
         ms !== undefined
-          ? `active ${seconds(ms)} after the cut, term ${before[service].epoch} -> ${seen[service]?.epoch}`
+          ? `active ${seconds(ms)} after, term ${before[service].epoch} -> ${seen[service]?.epoch}`
           : "not active within 60 s",
       );
     }
-    if (!seen.rm || !seen.nn) throw new Error("no failover: the rest cannot be judged");
+    if (!seen.rm || !seen.nn) throw new Error(`no failover to ${to}: the rest cannot be judged`);
     return seen as MastersStatus;
+  }
+
+  /**
+   * The cluster can lose a master again: every process of master-b's host (now active; its etcd member too) is
+   * killed with SIGKILL while files are written; master-a's healed masters take over, every acknowledged file still
+   * reads back identical, and a new job runs.
+   */
+  private async killActiveHost(before: MastersStatus): Promise<void> {
+    let writing = true;
+    const writer = (async () => {
+      for (let i = 0; writing; i++) await this.putFile(`/ha/kill-${i}`);
+    })();
+    await sleep(1_000);
+    const killedAt = Date.now();
+    const killed = this.lab.killHost("master-b");
+    this.say(`kill -9 of every process of master-b (${killed} processes: its masters and its etcd member)`);
+    await this.awaitFailover(
+      killedAt,
+      before,
+      "master-b",
+      "master-a",
+      "kill -9 of every process of",
+      this.result.killFailoverMs,
+    );
+    await sleep(2_000);
+    writing = false;
+    await writer;
+    const acknowledgedBefore = this.result.files.acknowledged;
+    await this.checkFiles("after master-b's host was killed too");
+    const dag = {
+      name: "ha-after-kill",
+      vertices: [{ name: "one", parallelism: 3, resources: { vcores: 0.5, memoryMb: 128 }, command: ["/bin/true"] }],
+      edges: [],
+    };
+    const submit = await this.cli(
+      "server-1",
+      ["job", "submit", writeJson(join(this.runDir, "dag-after-kill.json"), dag), "--wait"],
+      120_000,
+    );
+    const report = submit.json as JobReport | undefined;
+    this.check(
+      "a new job runs on the masters that took over again",
+      submit.code === 0 && report?.state === "FINISHED",
+      report ? `${report.appId} ${report.state} ${report.outcome}` : cliFailure(submit),
+    );
+    this.say(`${this.result.files.acknowledged - acknowledgedBefore} more files acknowledged around the kill`);
   }
 
   private async awaitJob(appId: string): Promise<JobReport> {
@@ -478,7 +546,7 @@ class HaScenario {
     this.check("the write in flight through the loss completes identical, or fails with a coded error", ok, detail);
   }
 
-  private async checkFiles(): Promise<void> {
+  private async checkFiles(when = ""): Promise<void> {
     const different: string[] = [];
     for (const [path, sha] of this.acked) {
       const got = await this.c.call<string>("sha256", [path], 60_000).catch((e: { code?: string }) => e.code ?? "?");
@@ -490,7 +558,7 @@ class HaScenario {
     const during = [...this.acked.keys()].filter((p) => p.startsWith("/ha/during-")).length;
     const coded = f.failedWrites.every((w) => /: [A-Z_]+$/.test(w));
     this.check(
-      "every acknowledged file reads back byte-identical; a write refused meanwhile says why with a code",
+      `every acknowledged file reads back byte-identical${when ? ` ${when}` : ""}; a write refused meanwhile says why with a code`,
       different.length === 0 && during > 0 && coded,
       `${f.identical} of ${f.acknowledged} identical (${during} acknowledged while the writer ran through the loss)` +
         (different.length ? `; NOT: ${different.slice(0, 5).join(", ")}` : "") +
@@ -500,14 +568,19 @@ class HaScenario {
 
   /** The healed host's masters are standbys following master-b, in the new terms. */
   private async checkStepDown(healAt: number, after: MastersStatus): Promise<void> {
-    const a = await until("master-a's masters to answer as standbys after the heal", 60_000, async () => {
-      const s = await this.status("master-a");
-      return s.rm.role === "standby" && s.nn.role === "standby" ? s : undefined;
-    }).catch(() => undefined);
+    const a = await until(
+      "master-a's masters to answer as standbys following master-b after the heal",
+      60_000,
+      async () => {
+        const s = await this.status("master-a");
+        const following = s.rm.activeAddress === after.rm.address && s.nn.activeAddress === after.nn.address;
+        return s.rm.role === "standby" && s.nn.role === "standby" && following ? s : undefined;
+      },
+    ).catch(() => undefined);
     const s = a ?? (await this.status("master-a"));
     this.check(
       "the old master, healed, steps down: both of master-a's masters are standbys following master-b",
-      a !== undefined && s.rm.activeAddress === after.rm.address && s.nn.activeAddress === after.nn.address,
+      a !== undefined,
       `rm ${s.rm.role ?? s.rm.error} (active ${s.rm.activeAddress ?? "?"}), nn ${s.nn.role ?? s.nn.error} ` +
         `(active ${s.nn.activeAddress ?? "?"}) ${seconds(Date.now() - healAt)} after the heal`,
     );

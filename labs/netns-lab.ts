@@ -345,6 +345,15 @@ export class NetnsLab {
     this.log(`cut ${host} off the network`);
   }
 
+  /** Kills every process of a host with SIGKILL (a host that lost its power); returns how many there were. */
+  killHost(host: string): number {
+    this.requireUp();
+    const pids = namespacePids(this.ns(host));
+    for (const pid of pids) killQuietly(pid, "SIGKILL");
+    this.log(`killed every process of ${host} (${pids.length})`);
+    return pids.length;
+  }
+
   /** Ends a host's partition. */
   heal(host: string): void {
     this.requireUp();

@@ -8,7 +8,7 @@
  * log, and it authenticates clients by the CN of a certificate from the cluster CA. docs/ha.md says how to run it.
  */
 import { readFileSync } from "node:fs";
-import { circuitBreaker, ConsecutiveBreaker, handleWhen, noop } from "cockatiel";
+import { circuitBreaker, ConsecutiveBreaker, ExponentialBackoff, handleWhen, noop } from "cockatiel";
 import { castGrpcError, Etcd3, GRPCDeadlineExceededError, GRPCUnavailableError } from "etcd3";
 import type { IOptions, Namespace } from "etcd3";
 import { HarvestError } from "../errors.js";
@@ -35,7 +35,9 @@ export interface HaCoordination {
  */
 const CALL_DEADLINE_MS = 2_000;
 /** A member that missed a deadline or refused a connection gets no calls for this long (then one, to try it). */
-const MEMBER_PAUSE_MS = 10_000;
+const MEMBER_PAUSE_MS = 5_000;
+/** The longest wait before a broken watch is opened again. */
+const WATCH_BACKOFF_MAX_MS = 1_000;
 /** How long the first connection to a member may take (TLS included). */
 const DIAL_TIMEOUT_MS = 5_000;
 
@@ -68,6 +70,9 @@ export function isMemberUnreachable(err: Error): boolean {
  */
 export function etcdFaultHandling(members: number): NonNullable<IOptions["faultHandling"]> {
   return {
+    // A watch that broke (its member died or was cut off) is opened again soon, on another member: an election waits
+    // on a watch for the leader's key to go. etcd3's default backs off up to 30 s after a few failures.
+    watchBackoff: new ExponentialBackoff({ initialDelay: 100, maxDelay: WATCH_BACKOFF_MAX_MS }).next(),
     host: () =>
       members > 1
         ? circuitBreaker(handleWhen(isMemberUnreachable), {

@@ -179,6 +179,8 @@ export class MasterElection {
   private async demote(reason: string): Promise<void> {
     if (this.roleValue !== "active" && this.roleValue !== "promoting") return;
     this.roleValue = "standby";
+    // Whoever leads now is not known until the observer hears of it (not this master, as it was).
+    this.leaderValue = undefined;
     this.log.warn("no longer active: stepping down", { service: this.service, epoch: this.epochValue, reason });
     await this.handlers
       .demote(reason)
