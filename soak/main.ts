@@ -1,6 +1,7 @@
 /**
- * `npm run soak -- --minutes N [--seed S] [--kill-every 3-6] [--servers 3] [--json] [--keep]`: a soak with random
- * kills (soak.ts). Exits 1 when a promise was broken.
+ * `npm run soak -- --minutes N [--seed S] [--kill-every 3-6] [--servers 3] [--ha] [--json] [--keep]`: a soak with
+ * random kills (soak.ts); with --ha on highly available masters, whose active ones it kills too. Exits 1 when a
+ * promise was broken.
  */
 import { Command } from "commander";
 import { runSoak, soakSummary } from "./soak.js";
@@ -12,6 +13,10 @@ const program = new Command()
   .option("--seed <n>", "seeds the chaos, the workload and the data", "1")
   .option("--kill-every <s>", "seconds between kills, a range lo-hi", "3-6")
   .option("--servers <n>", "servers (a node manager and a datanode each)", "3")
+  .option(
+    "--ha",
+    "highly available masters (an etcd ensemble, rm+rm2, nn+nn2); kill the active ones and etcd members too",
+  )
   .option("--dir <dir>", "cluster directory (default: a temporary one)")
   .option("--keep", "keep the cluster directory (logs) afterwards")
   .option("--json", "print the report as JSON")
@@ -22,6 +27,7 @@ const o = program.opts<{
   seed: string;
   killEvery: string;
   servers: string;
+  ha?: boolean;
   dir?: string;
   keep?: boolean;
   json?: boolean;
@@ -37,6 +43,7 @@ const report = await runSoak({
   seed: Number(o.seed),
   killEveryMs: [lo! * 1000, hi! * 1000],
   servers: Number(o.servers),
+  ha: o.ha === true,
   keep: o.keep === true,
   ...(o.dir ? { dir: o.dir } : {}),
   log: (line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`),

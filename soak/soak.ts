@@ -8,6 +8,10 @@
  * - no task ran twice to completion (the tasks write their own record of each start and end);
  * - fsck is healthy once re-replication had its time; no process of the cluster is left after `cluster down`.
  * Jepsen-style in spirit: the workload keeps going through the faults, and only the final state is judged.
+ *
+ * With `ha` the cluster is `harvest cluster up --ha`'s (an etcd ensemble, two resource managers, two namenodes), every
+ * other kill is of the active resource manager or namenode in turn (ha-chaos.ts times how long until another master is
+ * active), and the other kills include etcd members, one at a time.
  */
 import { createHash } from "node:crypto";
 import {
@@ -25,7 +29,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import {
-  isRunning,
+  clusterDaemons,
   localDfsClient,
   localJobClient,
   readCluster,
@@ -41,6 +45,8 @@ import { errorMessage, isHarvestError } from "../common/errors.js";
 import { eventsOfType } from "../common/events.js";
 import type { DaemonEvent } from "../common/events.js";
 import { SeededRng } from "../common/rng.js";
+import { activeMaster, emptyHaReport, etcdMemberToKill, haSummary, timeToNewActive } from "./ha-chaos.js";
+import type { HaService, SoakHaReport } from "./ha-chaos.js";
 
 /** What a soak runs. */
 export interface SoakOptions {
@@ -54,6 +60,8 @@ export interface SoakOptions {
   servers: number;
   /** Jobs in flight at once. @default 2 */
   jobsInFlight: number;
+  /** Highly available masters (`cluster up --ha`), whose active ones the chaos kills too. @default false */
+  ha: boolean;
   /** Where the cluster lives (removed afterwards unless `keep`). @default a temporary directory */
   dir?: string;
   keep: boolean;
@@ -82,6 +90,8 @@ export interface SoakReport {
   retries: { submit: number; status: number; write: number; read: number };
   fsckHealthy: boolean;
   leftoverProcesses: number;
+  /** With `ha`: failovers and how long each took. The kills of "rm" and "nn" are then of the active master. */
+  ha?: SoakHaReport;
   /** Broken promises: empty when the soak passed. */
   violations: string[];
 }
@@ -107,6 +117,7 @@ const DEFAULTS: Omit<SoakOptions, "minutes"> = {
   killEveryMs: [3_000, 6_000],
   servers: 3,
   jobsInFlight: 2,
+  ha: false,
   keep: false,
   log: () => undefined,
 };
@@ -139,7 +150,8 @@ export async function runSoak(partial: Partial<SoakOptions> & { minutes: number 
   writeFileSync(taskLog, "");
   chmodSync(taskLog, 0o666);
   const report = emptySoakReport(o.minutes, o.seed);
-  o.log(`soak: starting a ${o.servers}-server cluster in ${dir}`);
+  if (o.ha) report.ha = emptyHaReport();
+  o.log(`soak: starting a ${o.servers}-server ${o.ha ? "highly available " : ""}cluster in ${dir}`);
   const trace = join(dir, "idle.csv");
   writeFileSync(trace, "time_s,cpu_pct\n0,0\n86400,0\n");
   await startCluster({
@@ -152,6 +164,7 @@ export async function runSoak(partial: Partial<SoakOptions> & { minutes: number 
     rm: { resyncWindowMs: 3_000, nodeExpiryMs: 5_000, amExpiryMs: 15_000 },
     nm: { reconnectMaxMs: 1_000 },
     nn: { datanodeExpiryMs: 8_000 },
+    ...(o.ha ? { ha: true } : {}),
   });
   const jobs = localJobClient(readCluster(dir));
   const dfs = localDfsClient(readCluster(dir));
@@ -204,10 +217,19 @@ async function chaosLoop(
   jobs: JobClient,
 ): Promise<void> {
   const targets: SoakTarget[] = ["rm", "nn", "nm", "dn", "jm"];
-  while (going()) {
+  // With --ha every other kill is of an active master, the resource manager's and the namenode's in turn, so that
+  // each fails over within the first four kills; the rest are drawn from the servers' daemons and the etcd members.
+  const haTargets: (SoakTarget | "etcd")[] = ["nm", "dn", "jm", "etcd"];
+  for (let round = 0; going(); round++) {
     await sleep(o.killEveryMs[0] + rng.next() * (o.killEveryMs[1] - o.killEveryMs[0]));
     if (!going()) break;
-    const target = targets[Math.floor(rng.next() * targets.length)]!;
+    if (report.ha && round % 2 === 0) {
+      await killActive(dir, round % 4 === 0 ? "rm" : "nn", o, rng, report, report.ha);
+      continue;
+    }
+    const target = report.ha
+      ? haTargets[Math.floor(rng.next() * haTargets.length)]!
+      : targets[Math.floor(rng.next() * targets.length)]!;
     const c = readCluster(dir);
     const server = c.nodes[Math.floor(rng.next() * c.nodes.length)]!;
     let name: string | undefined;
@@ -217,19 +239,65 @@ async function chaosLoop(
     else if (target === "nm") [name, pid] = [server.nodeId, server.pid];
     else if (target === "dn" && server.datanode) [name, pid] = [`${server.nodeId}-dn`, server.datanode.pid];
     else if (target === "jm") pid = await jobManagerPid(dir, jobs);
+    else if (target === "etcd") {
+      const m = etcdMemberToKill(dir, rng.next());
+      if (m) [name, pid] = [m.name, m.pid];
+    }
     if (pid === undefined) continue;
     try {
       process.kill(pid, "SIGKILL");
     } catch {
       continue;
     }
-    report.kills[target]++;
+    if (target === "etcd") report.ha!.etcdKills++;
+    else report.kills[target]++;
     o.log(`soak: kill -9 ${name ?? "a job manager"} (process ${pid})`);
     if (!name) continue;
     // Down for a moment, as an operator takes to notice and restart it.
     await sleep(500 + rng.next() * 2_000);
     await restartWhenDead(dir, name);
   }
+}
+
+/**
+ * Kills the active master of `service` (-9), restarts it after a moment, and records how long the service went
+ * without an active one: until a master answers "active" under a higher epoch (a violation after 60 s).
+ */
+async function killActive(
+  dir: string,
+  service: HaService,
+  o: SoakOptions,
+  rng: SeededRng,
+  report: SoakReport,
+  ha: SoakHaReport,
+): Promise<void> {
+  const active = await activeMaster(dir, service);
+  if (!active) {
+    o.log(`soak: no ${service} master answers active; no kill this round`);
+    return;
+  }
+  const { master, epoch } = active;
+  try {
+    process.kill(master.pid, "SIGKILL");
+  } catch {
+    return;
+  }
+  const killedAtMs = Date.now();
+  report.kills[service]++;
+  o.log(`soak: kill -9 the active ${service}, ${master.name} (process ${master.pid}, epoch ${epoch})`);
+  const newActive = timeToNewActive(dir, service, epoch, killedAtMs, 60_000);
+  await sleep(500 + rng.next() * 2_000);
+  await restartWhenDead(dir, master.name);
+  const ms = await newActive;
+  if (ms === undefined) {
+    report.violations.push(
+      `no ${service} master became active within 60 s of the kill -9 of the active ${master.name}`,
+    );
+    return;
+  }
+  ha.failovers[service]++;
+  ha.newActiveMs[service].push(ms);
+  o.log(`soak: a new active ${service} ${ms} ms after the kill`);
 }
 
 /** Restarts a killed daemon once its process is gone. */
@@ -247,11 +315,9 @@ async function restartWhenDead(dir: string, name: string): Promise<void> {
 
 /** Restarts whatever is down (a kill whose restart was cut short by the end of the chaos). */
 async function ensureAllUp(dir: string): Promise<void> {
-  const c = readCluster(dir);
-  const names = ["rm", ...(c.nn ? ["nn"] : [])];
-  for (const n of c.nodes) names.push(n.nodeId, ...(n.datanode ? [`${n.nodeId}-dn`] : []));
-  const all = [c.rm, ...(c.nn ? [c.nn] : []), ...c.nodes.flatMap((n) => [n, ...(n.datanode ? [n.datanode] : [])])];
-  for (const [i, d] of all.entries()) if (!isRunning(d)) await restartWhenDead(dir, names[i]!);
+  // A node manager by its own name ("server-N-nm"): "server-N" would restart its datanode too.
+  for (const d of clusterDaemons(dir))
+    if (!d.running) await restartWhenDead(dir, d.kind === "nodemanager" ? `${d.name}-nm` : d.name);
 }
 
 /** The pid of a running job manager, from its container's launch record (undefined: none runs). */
@@ -557,6 +623,7 @@ export function soakSummary(r: SoakReport): string {
   return [
     `soak: ${r.minutes} min, seed ${r.seed}`,
     `kills: rm ${k.rm}, nn ${k.nn}, nm ${k.nm}, dn ${k.dn}, jm ${k.jm} (total ${k.rm + k.nn + k.nm + k.dn + k.jm})`,
+    ...(r.ha ? haSummary(r.ha) : []),
     `jobs: ${r.jobs.submitted} submitted, ${r.jobs.finished} finished, ${r.jobs.failed} failed, ${r.jobs.killed} killed, ${r.jobs.unfinished} unfinished`,
     `tasks: ${r.tasks.completed} completed, ${r.tasks.completedTwice} run again after a recorded success, ${r.tasks.rerunUnrecorded} run again after their server died or went silent as they ended`,
     `files: ${r.files.written} written (${(r.files.bytes / 1024 / 1024).toFixed(1)} MiB), ${r.files.verified} verified, ${r.files.mismatched} mismatched`,
