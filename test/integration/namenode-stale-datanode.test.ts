@@ -102,9 +102,11 @@ describe("a datanode process killed -9, stale before it is declared dead", () =>
     const report = await waitFor(
       async () => {
         const r = await dfs.fsck("/");
-        return r.staleDatanodes === 1 ? r : undefined;
+        // Both of its replicas: fsck counts a block once the namenode has committed it, which for the last block of a
+        // file written just now may come a moment after the writer's close.
+        return r.staleDatanodes === 1 && r.suspectReplicas === 2 ? r : undefined;
       },
-      { what: "fsck to see the stale datanode", timeoutMs: 15_000, retryOnError: true },
+      { what: "fsck to see the stale datanode and both its replicas", timeoutMs: 15_000, retryOnError: true },
     );
     // Not dead yet: the blocks still count it, but every one of them is listed as suspect, naming the datanode.
     expect(report.deadDatanodes).toBe(0);
