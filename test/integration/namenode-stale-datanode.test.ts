@@ -102,8 +102,7 @@ describe("a datanode process killed -9, stale before it is declared dead", () =>
     const report = await waitFor(
       async () => {
         const r = await dfs.fsck("/");
-        // Both of its replicas: fsck counts a block once the namenode has committed it, which for the last block of a
-        // file written just now may come a moment after the writer's close.
+        // Both of its replicas (on a loaded machine the first stale report once listed one; why is not known yet).
         return r.staleDatanodes === 1 && r.suspectReplicas === 2 ? r : undefined;
       },
       { what: "fsck to see the stale datanode and both its replicas", timeoutMs: 15_000, retryOnError: true },
