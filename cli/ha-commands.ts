@@ -107,7 +107,7 @@ export async function failover(
  * the active's checkpoint into the data directory its config names (namenode/bootstrap-standby.ts).
  */
 async function bootstrapCommand(
-  o: GlobalOpts & { nnConfig: string; from?: string; force?: boolean },
+  o: GlobalOpts & { nnConfig: string; from?: string; force?: boolean; replaces?: string },
 ): Promise<{ dataDir: string; haId: string; from: string; txid: number; keys: number }> {
   let config: Partial<NameNodeOptions> & { dataDir: string };
   try {
@@ -139,6 +139,7 @@ async function bootstrapCommand(
     from,
     force: o.force === true,
     ...(t.security ? { security: t.security } : {}),
+    ...(o.replaces ? { replaces: { haId: o.replaces, coordination: nn.haCoordination } } : {}),
   });
   return { dataDir: nn.dataDir, haId, from, ...done };
 }
@@ -195,8 +196,12 @@ export function registerHaCommands(admin: Command): void {
     .requiredOption("--nn-config <file>", "the new namenode's config (its dataDir, haId and haCoordination)")
     .option("--from <address>", "the namenode to copy (default: the active one)")
     .option("--force", "replace a store already there (a standby too far behind the shared log)")
+    .option(
+      "--replaces <haId>",
+      "the lost namenode's haId, when the new one has another: its mark on the shared log is forgotten",
+    )
     .action(
-      action(async (o: GlobalOpts & { nnConfig: string; from?: string; force?: boolean }) => {
+      action(async (o: GlobalOpts & { nnConfig: string; from?: string; force?: boolean; replaces?: string }) => {
         const r = await bootstrapCommand(o);
         print(
           o,

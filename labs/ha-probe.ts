@@ -22,7 +22,7 @@ import { loadHaAdminProto } from "../common/ha-admin.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import { formatContainerId, parseAppId } from "../common/ids.js";
-import { startEnsemble } from "../localcluster/etcd-ensemble.js";
+import { masterClient, readEnsemble, startEnsemble } from "../localcluster/etcd-ensemble.js";
 import type { EnsembleDescriptor } from "../localcluster/etcd-ensemble.js";
 import type { DataTransferClient } from "../proto/generated/harvest/v1/DataTransfer.js";
 import type { WriteAckOutput } from "../proto/generated/harvest/v1/WriteAck.js";
@@ -40,6 +40,7 @@ export type ProbeRequest =
       mountOf: number;
     }
   | { op: "ha-status"; addresses: string[]; security: ClientSecurity }
+  | { op: "ensemble-status"; dir: string }
   | { op: "capture-write-token"; nnAddress: string; security: ClientSecurity; path: string }
   | {
       op: "write-blocks";
@@ -73,6 +74,8 @@ export async function probe(req: ProbeRequest): Promise<unknown> {
       return startLabEnsemble(req);
     case "ha-status":
       return Promise.all(req.addresses.map((a) => masterStatus(a, req.security)));
+    case "ensemble-status":
+      return ensembleStatus(req.dir);
     case "capture-write-token":
       return captureWriteToken(req);
     case "write-blocks":
@@ -103,6 +106,27 @@ async function startLabEnsemble(req: Extract<ProbeRequest, { op: "start-ensemble
       nsOf.get(member) ?? "?",
     ],
   });
+}
+
+/** Each member's view: the leader it follows and its Raft index (or the error it answered). */
+async function ensembleStatus(
+  dir: string,
+): Promise<{ name: string; leader?: string; raftIndex?: number; error?: string }[]> {
+  const e = readEnsemble(dir);
+  if (!e) throw new Error(`no ensemble in ${dir}`);
+  return Promise.all(
+    e.members.map(async (m) => {
+      const client = await masterClient({ ...e, members: [m] }, 2_000);
+      try {
+        const s = await client.maintenance.status();
+        return { name: m.name, leader: s.leader, raftIndex: Number(s.raftIndex) };
+      } catch (err) {
+        return { name: m.name, error: errorMessage(err) };
+      } finally {
+        client.close();
+      }
+    }),
+  );
 }
 
 async function masterStatus(address: string, security: ClientSecurity): Promise<MasterStatus> {

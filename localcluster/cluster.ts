@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, openSync, closeSync, readFileSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { killContainerLeftovers as killRecordedContainers, processStartTime } from "../common/container-leftovers.js";
 import { writeFileAtomic } from "../common/atomic-file.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
@@ -192,6 +192,8 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
   const asRoot = process.getuid?.() === 0;
   mkdirSync(dir, { recursive: true });
   if (asRoot) {
+    // Harvest's own /var/lib/harvest, as a node manager of an older harvest made it (closed to all but root).
+    if (resolve(dir) === ROOT_CLUSTER_DIR) chmodSync(dirname(ROOT_CLUSTER_DIR), 0o755);
     chmodSync(dir, 0o755);
     checkContainersCanEnter(dir, opts.nm ?? {});
   }

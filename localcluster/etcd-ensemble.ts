@@ -385,7 +385,7 @@ async function etcdClient(endpoints: string[], tls: TlsFiles, callMs = 3_000): P
     },
     dialTimeout: callMs,
     defaultCallOptions: () => ({ deadline: Date.now() + callMs }),
-    faultHandling: etcdFaultHandling(endpoints.length),
+    faultHandling: etcdFaultHandling(),
   });
 }
 

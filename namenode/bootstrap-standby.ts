@@ -11,6 +11,10 @@ import { errorMessage, fromGrpcError, HarvestError } from "../common/errors.js";
 import { loadHarvestProto, makeClient } from "../common/grpc.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import type { CheckpointPageOutput } from "../proto/generated/harvest/v1/CheckpointPage.js";
+import { Coordination } from "../common/ha/coordination.js";
+import type { HaCoordination } from "../common/ha/coordination.js";
+import { SharedLog } from "../common/ha/shared-log.js";
+import { Logger } from "../common/log.js";
 import { NamespaceStore } from "./namespace-store.js";
 import type { BatchOp } from "./namespace-store.js";
 
@@ -25,6 +29,11 @@ export interface BootstrapOptions {
   security?: ClientSecurity;
   /** Replace a store already there (a standby too far behind the log). @default false */
   force?: boolean;
+  /**
+   * The haId of the namenode this one replaces, when it differs: its mark of the log entries it held is forgotten in
+   * the coordination service, so the active trims the log past it again (else the log keeps `haLogRetainEntries`).
+   */
+  replaces?: { haId: string; coordination: HaCoordination };
 }
 
 /** Copies the checkpoint; resolves with the log entry it holds and how many keys it has. */
@@ -73,6 +82,7 @@ export async function bootstrapStandby(o: BootstrapOptions): Promise<{ txid: num
     if (keys === 0) throw new HarvestError("INTERNAL", `${o.from} sent an empty checkpoint`);
     rmSync(target, { recursive: true, force: true });
     renameSync(partial, target);
+    if (o.replaces && o.replaces.haId !== o.haId) await forgetMaster(o.replaces.coordination, o.replaces.haId);
     return { txid, keys };
   } catch (err) {
     await store.close().catch(() => undefined);
@@ -80,5 +90,15 @@ export async function bootstrapStandby(o: BootstrapOptions): Promise<{ txid: num
     throw err;
   } finally {
     client.close();
+  }
+}
+
+/** Forgets a replaced namenode's mark of the shared-log entries it held. */
+async function forgetMaster(options: HaCoordination, haId: string): Promise<void> {
+  const coordination = new Coordination(options);
+  try {
+    await new SharedLog(coordination, "nn", new Logger("bootstrap-standby")).forgetApplied(haId);
+  } finally {
+    coordination.close();
   }
 }

@@ -22,7 +22,7 @@ import {
   unlinkSync,
   writeSync,
 } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { errorMessage, HarvestError } from "../common/errors.js";
 
 /** Where the C library's `getent` lives (Debian and others; /bin is /usr/bin on merged-/usr systems). */
@@ -149,6 +149,9 @@ export class UidLeases {
    */
   open(): Map<string, number> {
     try {
+      // Only the lease directory is closed to others: a parent made here (/var/lib/harvest) stays searchable, as a
+      // local cluster's directory below it must be for the containers' accounts.
+      mkdirSync(dirname(this.dir), { recursive: true, mode: 0o755 });
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
       const st = statSync(this.dir);
       if (!st.isDirectory()) throw new Error("not a directory");

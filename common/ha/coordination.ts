@@ -8,7 +8,8 @@
  * log, and it authenticates clients by the CN of a certificate from the cluster CA. docs/ha.md says how to run it.
  */
 import { readFileSync } from "node:fs";
-import { circuitBreaker, ConsecutiveBreaker, ExponentialBackoff, handleWhen, noop } from "cockatiel";
+import { BrokenCircuitError, ExponentialBackoff, noop } from "cockatiel";
+import type { IDefaultPolicyContext, IPolicy } from "cockatiel";
 import { castGrpcError, Etcd3, GRPCDeadlineExceededError, GRPCUnavailableError } from "etcd3";
 import type { IOptions, Namespace } from "etcd3";
 import { HarvestError } from "../errors.js";
@@ -34,8 +35,13 @@ export interface HaCoordination {
  * append in tens); a failover waits for at most one such deadline, the circuit then keeps calls off that member.
  */
 const CALL_DEADLINE_MS = 2_000;
-/** A member that missed a deadline or refused a connection gets no calls for this long (then one, to try it). */
-const MEMBER_PAUSE_MS = 5_000;
+/**
+ * A member that missed a deadline, refused a connection or dropped one gets no calls for this long (they go to the
+ * others), unless every member is paused (then each is tried, as after a partition of this master heals). The pause
+ * outlasts a failover (a session's TTL and etcd's own re-election), so no call of the new active's promotion waits on
+ * the member that was lost.
+ */
+const MEMBER_PAUSE_MS = 10_000;
 /** The longest wait before a broken watch is opened again. */
 const WATCH_BACKOFF_MAX_MS = 1_000;
 /** How long the first connection to a member may take (TLS included). */
@@ -51,35 +57,78 @@ const KEEPALIVE_MS = 1_000;
 const KEEPALIVE_TIMEOUT_MS = 1_500;
 
 /**
- * Whether an etcd call failed because the member could not be reached or did not answer in time: the only failures
- * that say the member is down. A cancelled stream (every election that ends cancels its lease and watch streams) and
+ * Whether an etcd call failed because the member could not be reached, dropped the connection or did not answer in
+ * time: the only failures that say the member is down. A cancelled stream (every election that ends cancels its lease and watch streams) and
  * etcd's own answers (an expired lease, a refused comparison, permission denied) say nothing about the member.
  */
 export function isMemberUnreachable(err: Error): boolean {
   const e = castGrpcError(err);
-  return e instanceof GRPCUnavailableError || e instanceof GRPCDeadlineExceededError;
+  // UNAVAILABLE from etcd itself ("etcdserver: leader changed", "no leader", "request timed out") is the member
+  // answering while the ensemble elects a leader: every member says so then, and none of them is down.
+  if (e instanceof GRPCUnavailableError) return !/etcdserver:/.test(e.message);
+  return e instanceof GRPCDeadlineExceededError;
+}
+
+/** Which members are paused (see MEMBER_PAUSE_MS), shared by the per-member policies of one client. */
+class MemberPauses {
+  private readonly until = new Map<string, number>();
+
+  add(member: string): void {
+    if (!this.until.has(member)) this.until.set(member, 0);
+  }
+
+  /** Whether to skip `member` now: it is paused and some other member is not. */
+  skip(member: string): boolean {
+    const now = Date.now();
+    if ((this.until.get(member) ?? 0) <= now) return false;
+    return [...this.until].some(([other, until]) => other !== member && until <= now);
+  }
+
+  pause(member: string): void {
+    this.until.set(member, Date.now() + MEMBER_PAUSE_MS);
+  }
+
+  resume(member: string): void {
+    this.until.set(member, 0);
+  }
+}
+
+/** etcd3's policy for one member: skips it while paused, pauses it on {@link isMemberUnreachable}. */
+function memberPolicy(member: string, pauses: MemberPauses): IPolicy {
+  pauses.add(member);
+  return {
+    _altReturn: undefined as never,
+    onSuccess: noop.onSuccess,
+    onFailure: noop.onFailure,
+    async execute<T>(fn: (context: IDefaultPolicyContext) => PromiseLike<T> | T, signal?: AbortSignal): Promise<T> {
+      // Thrown before calling through, etcd3 goes to the next member.
+      if (pauses.skip(member)) throw new BrokenCircuitError();
+      try {
+        const result = await fn({ signal: signal ?? new AbortController().signal });
+        pauses.resume(member);
+        return result;
+      } catch (err) {
+        if (err instanceof Error && isMemberUnreachable(err)) pauses.pause(member);
+        throw err;
+      }
+    },
+  };
 }
 
 /**
- * The fault handling of every etcd client Harvest makes: etcd3's per-member circuit breaker, counting only
- * {@link isMemberUnreachable}: a member that missed a deadline or refused a connection gets no calls for
- * MEMBER_PAUSE_MS, which go to the others meanwhile (then one call tries it again). etcd3's default breaker also counts
- * CANCELLED, so three ended elections in a row on one connection cut a lone member off for 5 s ("Execution prevented
- * because the circuit breaker is open"). A lone member (`members` 1) is never paused: there is nowhere else to go. The
- * retry across members stays etcd3's default.
+ * The fault handling of every etcd client Harvest makes. Per member, {@link memberPolicy}: a member that failed with
+ * {@link isMemberUnreachable} is paused for MEMBER_PAUSE_MS, its calls going to the others; never all of them.
+ * etcd3's default breaker also counted CANCELLED, so three ended elections in a row on one connection cut a lone member
+ * off for 5 s ("Execution prevented because the circuit breaker is open"); and a breaker per member, knowing nothing of
+ * the others, could leave none to call. The retry across members stays etcd3's default.
  */
-export function etcdFaultHandling(members: number): NonNullable<IOptions["faultHandling"]> {
+export function etcdFaultHandling(): NonNullable<IOptions["faultHandling"]> {
+  const pauses = new MemberPauses();
   return {
     // A watch that broke (its member died or was cut off) is opened again soon, on another member: an election waits
     // on a watch for the leader's key to go. etcd3's default backs off up to 30 s after a few failures.
     watchBackoff: new ExponentialBackoff({ initialDelay: 100, maxDelay: WATCH_BACKOFF_MAX_MS }).next(),
-    host: () =>
-      members > 1
-        ? circuitBreaker(handleWhen(isMemberUnreachable), {
-            halfOpenAfter: MEMBER_PAUSE_MS,
-            breaker: new ConsecutiveBreaker(1),
-          })
-        : noop,
+    host: (member) => memberPolicy(member, pauses),
   };
 }
 
@@ -131,9 +180,11 @@ export class Coordination {
       grpcOptions: {
         "grpc.keepalive_time_ms": KEEPALIVE_MS,
         "grpc.keepalive_timeout_ms": KEEPALIVE_TIMEOUT_MS,
-        "grpc.keepalive_permit_without_calls": 1,
+        // Only while calls are open (a watch, a session's keep-alive, a call in flight): etcd answers pings on an idle
+        // connection by closing it (its enforcement does not permit them without streams).
+        "grpc.keepalive_permit_without_calls": 0,
       },
-      faultHandling: etcdFaultHandling(options.endpoints.length),
+      faultHandling: etcdFaultHandling(),
     });
     this.root = this.client.namespace(`/harvest/${this.clusterId}/`);
   }

@@ -130,6 +130,19 @@ export class MasterElection {
     if (this.roleValue === "stopped") return;
     const c = this.election.campaign(JSON.stringify(this.me));
     this.campaign = c;
+    // The session's keep-alive stream, as etcd3 keeps it (not part of its typed API): say when it breaks, the first
+    // sign of losing the coordination service.
+    const lease = (c as unknown as { lease?: { on?(event: string, fn: (err: unknown) => void): void } }).lease;
+    let failing = false;
+    lease?.on?.("keepaliveFailed", (err) => {
+      if (!failing)
+        this.log.warn("the session's keep-alive failed; retrying", { service: this.service, error: errorMessage(err) });
+      failing = true;
+    });
+    lease?.on?.("keepaliveSucceeded", () => {
+      if (failing) this.log.info("the session's keep-alive works again", { service: this.service });
+      failing = false;
+    });
     c.on("elected", () => {
       if (this.campaign !== c) return;
       this.transition = this.transition.then(() => this.onElected(c));

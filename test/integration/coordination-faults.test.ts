@@ -47,6 +47,14 @@ describe("what counts against an etcd member", () => {
     expect(isMemberUnreachable(new GRPCCancelledError("1 CANCELLED: Cancelled on client"))).toBe(false);
     expect(isMemberUnreachable(Object.assign(new Error("1 CANCELLED: Cancelled on client"), { code: 1 }))).toBe(false);
     expect(isMemberUnreachable(new EtcdLeaseInvalidError("7587870390386410766"))).toBe(false);
+    // The member answering while the ensemble elects a leader: every member says so then, none is down.
+    for (const answer of ["leader changed", "no leader", "request timed out"])
+      expect(isMemberUnreachable(Object.assign(new Error(`14 UNAVAILABLE: etcdserver: ${answer}`), { code: 14 }))).toBe(
+        false,
+      );
+    expect(isMemberUnreachable(Object.assign(new Error("14 UNAVAILABLE: Connection dropped"), { code: 14 }))).toBe(
+      true,
+    );
   });
 });
 

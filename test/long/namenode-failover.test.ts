@@ -29,6 +29,10 @@ import {
 } from "../../localcluster/cluster.js";
 import type { DaemonRecord } from "../../localcluster/cluster.js";
 import { bootstrapStandby } from "../../namenode/index.js";
+import { Coordination } from "../../common/ha/coordination.js";
+import type { HaCoordination } from "../../common/ha/coordination.js";
+import { SharedLog } from "../../common/ha/shared-log.js";
+import { Logger } from "../../common/log.js";
 import type { HaStatusOutput } from "../../proto/generated/harvest/v1/HaStatus.js";
 import { startTestCluster } from "../integration/harness.js";
 import type { TestCluster } from "../integration/harness.js";
@@ -189,13 +193,30 @@ describe.skipIf(!haveEtcd)(
         await writeAll(dfs, `/alone-${i}`, data);
         acked.set(`/alone-${i}`, data);
       }
-      const copied = await bootstrapStandby({
-        dataDir,
-        haId: standby.name,
-        from: active.address,
-        ...(security ? { security } : {}),
-      });
-      expect(copied.keys).toBeGreaterThan(acked.size);
+      // A namenode lost for good under another haId left its mark on the shared log: the bootstrap forgets it.
+      const haCoordination = (
+        JSON.parse(readFileSync(join(c.dir, "run", `${standby.name}.json`), "utf8")) as {
+          haCoordination: HaCoordination;
+        }
+      ).haCoordination;
+      const coordination = new Coordination(haCoordination);
+      const log = new SharedLog(coordination, "nn", new Logger("test"));
+      try {
+        await log.setApplied("nn-lost", 1);
+        const copied = await bootstrapStandby({
+          dataDir,
+          haId: standby.name,
+          from: active.address,
+          replaces: { haId: "nn-lost", coordination: haCoordination },
+          ...(security ? { security } : {}),
+        });
+        expect(copied.keys).toBeGreaterThan(acked.size);
+        const marks = await log.appliedMarks();
+        expect(Object.keys(marks)).not.toContain("nn-lost");
+        expect(Object.keys(marks)).toContain(standby.name);
+      } finally {
+        coordination.close();
+      }
       await restartDaemon(c.dir, standby.name);
       await waitFor(
         async () => (await status(standby.address, security).catch(() => undefined))?.activeAddress === active.address,

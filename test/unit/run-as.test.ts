@@ -54,6 +54,21 @@ const other = readFileSync("/etc/passwd", "utf8")
 const asRoot = process.getuid?.() === 0;
 if (!asRoot) console.log("skipping the container launches of run-as.test.ts: only a root node manager switches users");
 
+describe("UidLeases: the machine's record of container uids", () => {
+  it("closes its own directory to others but leaves a parent it makes searchable (a cluster may live below it)", () => {
+    const top = mkdtempSync(join(tmpdir(), "harvest-lease-parent-"));
+    try {
+      const dir = join(top, "var-lib-harvest", "container-uids");
+      new UidLeases(dir, { min: 61184, max: 61283 }, { dataDir: top, nodeId: "n1" }).open();
+      expect(statSync(dir).mode & 0o777).toBe(0o700);
+      // Others may pass through the parent, to a cluster directory beside the leases.
+      expect(statSync(dirname(dir)).mode & 0o001).toBe(0o001);
+    } finally {
+      rmSync(top, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("ContainerAccounts: whom a root node manager runs a container as", () => {
   let leaseDir = "";
   let leases: UidLeases;
