@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, connect } from "node:net";
 import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
@@ -49,10 +49,14 @@ describe("a restarted daemon's port", () => {
 
   it("reads the kernel's range, with Linux's default when the file is missing or odd", () => {
     const dir = mkdtempSync(join(tmpdir(), "harvest-ports-"));
-    writeFileSync(join(dir, "range"), "40000\t60999\n");
-    expect(ephemeralLow(join(dir, "range"))).toBe(40_000);
-    writeFileSync(join(dir, "odd"), "junk\n");
-    expect(ephemeralLow(join(dir, "odd"))).toBe(32_768);
-    expect(ephemeralLow(join(dir, "missing"))).toBe(32_768);
+    try {
+      writeFileSync(join(dir, "range"), "40000\t60999\n");
+      expect(ephemeralLow(join(dir, "range"))).toBe(40_000);
+      writeFileSync(join(dir, "odd"), "junk\n");
+      expect(ephemeralLow(join(dir, "odd"))).toBe(32_768);
+      expect(ephemeralLow(join(dir, "missing"))).toBe(32_768);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
