@@ -32,7 +32,7 @@ export interface HaCoordination {
 /**
  * Per-call deadline of unary etcd calls: a member cut off answers nothing, and the call moves to the next member
  * after this (etcd3 retries a deadline on another one). A healthy ensemble answers in milliseconds (a 1 MiB log
- * append in tens); a failover waits for at most one such deadline, the circuit then keeps calls off that member.
+ * append in tens); a failover waits for at most one such deadline, the member's pause then keeps calls off it.
  */
 const CALL_DEADLINE_MS = 2_000;
 /**
@@ -58,8 +58,9 @@ const KEEPALIVE_TIMEOUT_MS = 1_500;
 
 /**
  * Whether an etcd call failed because the member could not be reached, dropped the connection or did not answer in
- * time: the only failures that say the member is down. A cancelled stream (every election that ends cancels its lease and watch streams) and
- * etcd's own answers (an expired lease, a refused comparison, permission denied) say nothing about the member.
+ * time: the only failures that say the member is down. A cancelled stream (every election that ends cancels its lease
+ * and watch streams) and etcd's own answers (an expired lease, a refused comparison, permission denied) say nothing
+ * about the member.
  */
 export function isMemberUnreachable(err: Error): boolean {
   const e = castGrpcError(err);
