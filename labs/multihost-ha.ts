@@ -28,7 +28,7 @@ import type { LabClient } from "./netns-lab.js";
 import type { MasterStatus, ProbeRequest } from "./ha-probe.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import type { MultihostCheck } from "./multihost-result.js";
-import { cliFailure, feedFifo, harvestCli, seconds, sleep, until, writeJson } from "./multihost-tools.js";
+import { cliFailure, feedFifo, harvestCli, seconds, sleep, startServers, until, writeJson } from "./multihost-tools.js";
 import type { CliResult, InFlightWrite } from "./multihost-tools.js";
 
 const SUBNET = "10.214.0";
@@ -176,10 +176,6 @@ class HaScenario {
   /** master-a's masters first (they become active), then master-b's (standbys), then the servers. */
   private async startCluster(e: EnsembleDescriptor): Promise<void> {
     const tls = this.tls!;
-    const trace = join(this.runDir, "primary-flat.csv");
-    const rows = ["time_s,cpu_pct"];
-    for (let t = 0; t <= 86_400; t += 300) rows.push(`${t},5`);
-    writeFileSync(trace, rows.join("\n") + "\n");
     const haCoordination = {
       endpoints: e.members.map((m) => m.clientUrl),
       ...e.masterTls,
@@ -217,37 +213,14 @@ class HaScenario {
       }
     }
     writeJson(this.clientConfig, { rmAddress: rmList, nnAddress: nnList, ...tls.admin });
-    await Promise.all(
-      SERVERS.map(async (s, i) => {
-        const ip = this.lab.ipOf(s);
-        const shared = {
-          host: ip,
-          advertiseHost: ip,
-          port: 0,
-          rack: `/rack-${(i % 2) + 1}`,
-          primary: `trace:${trace}`,
-          tls: tls.daemons[s],
-        };
-        await Promise.all([
-          this.lab.startDaemon(s, "nodemanager", {
-            nodeId: s,
-            rmAddress: rmList,
-            nnAddress: nnList,
-            dataDir: join(this.runDir, s, "nm"),
-            capacity: { vcoresMilli: 2_000, memoryMb: 2_048 },
-            secret: this.secret,
-            cgroups: "none",
-            ...shared,
-          }),
-          this.lab.startDaemon(s, "datanode", {
-            datanodeId: s,
-            namenodeAddress: nnList,
-            dataDir: join(this.runDir, s, "dn"),
-            ...shared,
-          }),
-        ]);
-      }),
-    );
+    await startServers(this.lab, {
+      runDir: this.runDir,
+      servers: SERVERS,
+      rmAddress: rmList,
+      nnAddress: nnList,
+      secret: this.secret,
+      tls: tls.daemons,
+    });
     this.say(`cluster up: resource managers ${rmList}, namenodes ${nnList}`);
   }
 

@@ -1,6 +1,7 @@
 /**
- * The multi-host scenario's tools: the in-namespace `harvest` command, a slow FIFO writer, a server watcher that polls
- * the masters for one server's states, polling with a deadline, and the time formats of its report.
+ * The multi-host scenarios' tools: the servers' daemons, the in-namespace `harvest` command, a slow FIFO writer, a
+ * server watcher that polls the masters for one server's states, polling with a deadline, and the time formats of
+ * their reports.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { appendFileSync, closeSync, constants, openSync, readFileSync, writeFileSync, writeSync } from "node:fs";
@@ -9,7 +10,62 @@ import { errorMessage } from "../common/errors.js";
 import { distEntry } from "../common/paths.js";
 import type { NodeInfo } from "../client/job-client.js";
 import type { DfsDatanode } from "../client/dfs-client.js";
+import type { TlsFiles } from "../common/tls.js";
 import type { LabClient, NetnsLab, RunResult } from "./netns-lab.js";
+
+/**
+ * Starts a node manager and a datanode on each of `servers` (in parallel), each binding and advertising its own
+ * host's address, under a flat, low primary load (5 %: nothing is refused as busy, nothing preempted), reaching the
+ * masters at `rmAddress` and `nnAddress` (lists for HA masters).
+ */
+export async function startServers(
+  lab: NetnsLab,
+  o: {
+    runDir: string;
+    servers: readonly string[];
+    rmAddress: string;
+    nnAddress: string;
+    secret: string;
+    tls: Record<string, TlsFiles>;
+  },
+): Promise<void> {
+  const trace = join(o.runDir, "primary-flat.csv");
+  const rows = ["time_s,cpu_pct"];
+  for (let t = 0; t <= 86_400; t += 300) rows.push(`${t},5`);
+  writeFileSync(trace, rows.join("\n") + "\n");
+  await Promise.all(
+    o.servers.map(async (s, i) => {
+      const ip = lab.ipOf(s);
+      const shared = {
+        host: ip,
+        advertiseHost: ip,
+        port: 0,
+        rack: `/rack-${(i % 2) + 1}`,
+        primary: `trace:${trace}`,
+        tls: o.tls[s],
+      };
+      await Promise.all([
+        lab.startDaemon(s, "nodemanager", {
+          nodeId: s,
+          rmAddress: o.rmAddress,
+          nnAddress: o.nnAddress,
+          dataDir: join(o.runDir, s, "nm"),
+          capacity: { vcoresMilli: 2_000, memoryMb: 2_048 },
+          secret: o.secret,
+          // The cgroup tree is the machine's, not the namespace's: leave it alone.
+          cgroups: "none",
+          ...shared,
+        }),
+        lab.startDaemon(s, "datanode", {
+          datanodeId: s,
+          namenodeAddress: o.nnAddress,
+          dataDir: join(o.runDir, s, "dn"),
+          ...shared,
+        }),
+      ]);
+    }),
+  );
+}
 
 /** How often the scenario polls. */
 export const POLL_MS = 200;

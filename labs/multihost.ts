@@ -40,6 +40,7 @@ import {
   seconds,
   sha256File,
   sleep,
+  startServers,
   until,
   watchServer,
   writeJson,
@@ -140,11 +141,6 @@ class Scenario {
   private async startCluster(): Promise<void> {
     const { lab, runDir } = this;
     const secret = randomBytes(16).toString("hex");
-    // A flat, low primary load (5 %) on every server: nothing is refused as busy, nothing is preempted.
-    const trace = join(runDir, "primary-flat.csv");
-    const rows = ["time_s,cpu_pct"];
-    for (let t = 0; t <= 86_400; t += 300) rows.push(`${t},5`);
-    writeFileSync(trace, rows.join("\n") + "\n");
     // Secure as a deployment is: a CA, a daemon certificate per host naming its address, and the admin's for the
     // client, issued as the README's deployment steps do.
     const { issueClusterCertificates } = await import("../localcluster/cluster-ca.js");
@@ -173,38 +169,14 @@ class Scenario {
       port: nnPort,
     });
     writeJson(this.result.clientConfig, { rmAddress: rm.address, nnAddress: nn.address, ...tls.admin });
-    await Promise.all(
-      SERVERS.map(async (s, i) => {
-        const ip = lab.ipOf(s);
-        const shared = {
-          host: ip,
-          advertiseHost: ip,
-          port: 0,
-          rack: `/rack-${(i % 2) + 1}`,
-          primary: `trace:${trace}`,
-          tls: tls.daemons[s],
-        };
-        await Promise.all([
-          lab.startDaemon(s, "nodemanager", {
-            nodeId: s,
-            rmAddress: rm.address,
-            nnAddress: nn.address,
-            dataDir: join(runDir, s, "nm"),
-            capacity: { vcoresMilli: 2_000, memoryMb: 2_048 },
-            secret,
-            // The cgroup tree is the machine's, not the namespace's: leave it alone.
-            cgroups: "none",
-            ...shared,
-          }),
-          lab.startDaemon(s, "datanode", {
-            datanodeId: s,
-            namenodeAddress: nn.address,
-            dataDir: join(runDir, s, "dn"),
-            ...shared,
-          }),
-        ]);
-      }),
-    );
+    await startServers(lab, {
+      runDir,
+      servers: SERVERS,
+      rmAddress: rm.address,
+      nnAddress: nn.address,
+      secret,
+      tls: tls.daemons,
+    });
     this.say(
       `cluster up (mutual TLS): resource manager ${rm.address}, namenode ${nn.address}; client config ${this.result.clientConfig}`,
     );

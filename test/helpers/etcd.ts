@@ -12,6 +12,8 @@ import { join } from "node:path";
 import { createCa, issueCertificate } from "../../localcluster/cluster-ca.js";
 import { stablePort } from "../../localcluster/ports.js";
 import { Coordination } from "../../common/ha/coordination.js";
+import { MasterElection } from "../../common/ha/election.js";
+import { Logger } from "../../common/log.js";
 import type { HaCoordination } from "../../common/ha/coordination.js";
 import { waitFor } from "../wait-for.js";
 
@@ -115,4 +117,31 @@ export async function startTestEtcd(): Promise<TestEtcd> {
     probe.close();
   }
   return { endpoint, dir, caDir, coordination, connect: (extra) => new Coordination(coordination(extra)), stop };
+}
+
+/**
+ * A master's candidacy of `id` in `service` on `c`, whose promote and demote only note the role (not started);
+ * `active()` says whether it holds the term.
+ */
+export function testCandidate(
+  c: Coordination,
+  service: string,
+  id: string,
+): { election: MasterElection; active: () => boolean } {
+  let active = false;
+  const election = new MasterElection(
+    c,
+    service,
+    { id, address: id, webUrl: "" },
+    {
+      promote: async () => {
+        active = true;
+      },
+      demote: async () => {
+        active = false;
+      },
+    },
+    new Logger("test", "error"),
+  );
+  return { election, active: () => active && election.role === "active" };
 }

@@ -8,33 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EtcdLeaseInvalidError, GRPCCancelledError, GRPCDeadlineExceededError, GRPCUnavailableError } from "etcd3";
 import { isMemberUnreachable } from "../../common/ha/coordination.js";
 import type { Coordination } from "../../common/ha/coordination.js";
-import { MasterElection } from "../../common/ha/election.js";
-import { Logger } from "../../common/log.js";
-import { haveEtcd, startTestEtcd } from "../helpers/etcd.js";
+import { haveEtcd, startTestEtcd, testCandidate } from "../helpers/etcd.js";
 import type { TestEtcd } from "../helpers/etcd.js";
 import { waitFor } from "../wait-for.js";
 
-const log = new Logger("test", "error");
-
 /** An election of `id` on `c` whose `active()` says whether it holds the term. */
-function candidate(c: Coordination, id: string): { election: MasterElection; active: () => boolean } {
-  let active = false;
-  const election = new MasterElection(
-    c,
-    "nn",
-    { id, address: id, webUrl: "" },
-    {
-      promote: async () => {
-        active = true;
-      },
-      demote: async () => {
-        active = false;
-      },
-    },
-    log,
-  );
-  return { election, active: () => active && election.role === "active" };
-}
+const candidate = (c: Coordination, id: string): ReturnType<typeof testCandidate> => testCandidate(c, "nn", id);
 
 describe("what counts against an etcd member", () => {
   it("counts an unreachable or silent member, never a cancelled stream or etcd's own answer", () => {

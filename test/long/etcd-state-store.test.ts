@@ -4,16 +4,13 @@
  * etcd's request limit, and the secrets both resource managers need are made once and shared.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MasterElection } from "../../common/ha/election.js";
-import { Logger } from "../../common/log.js";
+import type { MasterElection } from "../../common/ha/election.js";
 import { EtcdRmStore, fitHistory, MAX_HISTORY_BYTES } from "../../resourcemanager/etcd-state-store.js";
 import type { AppRecord, HistoryRecord } from "../../resourcemanager/state-store.js";
-import { haveEtcd, startTestEtcd } from "../helpers/etcd.js";
+import { haveEtcd, startTestEtcd, testCandidate } from "../helpers/etcd.js";
 import type { TestEtcd } from "../helpers/etcd.js";
 import { waitFor } from "../wait-for.js";
 import { codeOf as errorCode } from "../error-code.js";
-
-const log = new Logger("test", "error");
 
 function app(appId: string, seq: number, extra: Partial<AppRecord> = {}): AppRecord {
   return {
@@ -44,23 +41,9 @@ async function activeTerm(
   id: string,
 ): Promise<{ election: MasterElection; store: EtcdRmStore; stop: () => Promise<void> }> {
   const c = etcd.connect({ clusterId: "store-test", sessionTtlS: 2 });
-  let active = false;
-  const election = new MasterElection(
-    c,
-    "rm",
-    { id, address: id, webUrl: "" },
-    {
-      promote: async () => {
-        active = true;
-      },
-      demote: async () => {
-        active = false;
-      },
-    },
-    log,
-  );
+  const { election, active } = testCandidate(c, "rm", id);
   election.start();
-  await waitFor(() => active && election.role === "active", { what: `${id} to become active`, timeoutMs: 20_000 });
+  await waitFor(() => active(), { what: `${id} to become active`, timeoutMs: 20_000 });
   const stop = async (): Promise<void> => {
     await election.stop();
     c.close();
