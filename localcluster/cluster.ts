@@ -584,7 +584,13 @@ export async function restartDaemon(
         .map((d) => d.name)
         .join(", ")} (server-N restarts both of a server's daemons, server-N-nm only its node manager)`,
     );
-  const down = named.filter((d) => !isRunning(d));
+  // A daemon killed a moment ago may still be exiting (a SIGKILL is not instant for a large process): wait a little.
+  const deadline = Date.now() + 3_000;
+  let down = named.filter((d) => !isRunning(d));
+  while (down.length === 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    down = named.filter((d) => !isRunning(d));
+  }
   if (down.length === 0)
     throw new HarvestError(
       "DAEMON_ALREADY_RUNNING",
