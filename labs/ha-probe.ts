@@ -38,6 +38,9 @@ export type ProbeRequest =
       masterHosts: string[];
       /** A process in the machine's mount namespace (the scenario's own): members start in its view of the files. */
       mountOf: number;
+      /** Raft timing (etcd's `--heartbeat-interval`, `--election-timeout`). */
+      heartbeatMs: number;
+      electionTimeoutMs: number;
     }
   | { op: "ha-status"; addresses: string[]; security: ClientSecurity }
   | { op: "ensemble-status"; dir: string }
@@ -94,6 +97,8 @@ async function startLabEnsemble(req: Extract<ProbeRequest, { op: "start-ensemble
     // Each member on its host's own address: etcd's usual ports.
     ports: { client: 2379, peer: 2380 },
     masterHosts: req.masterHosts,
+    heartbeatMs: req.heartbeatMs,
+    electionTimeoutMs: req.electionTimeoutMs,
     // This process sees its host's masked files: a member starts from the machine's mount namespace, in its host's
     // network namespace (ip netns exec makes it a mount namespace of its own).
     wrap: (member) => [

@@ -45,6 +45,11 @@ export interface HaScenarioOptions {
   dir?: string;
   /** The masters' coordination session (a lapsed one ends the term). @default 5, the daemons' default */
   sessionTtlS?: number;
+  /**
+   * The ensemble's raft election timeout, ms (its heartbeat a tenth of it), as docs/deploying.md advises on a LAN: it
+   * bounds how long the ensemble is without a leader when the lost host held it. @default 500
+   */
+  etcdElectionTimeoutMs?: number;
   /** Progress lines. @default stdout */
   print?: (line: string) => void;
 }
@@ -164,6 +169,8 @@ class HaScenario {
       members: memberHosts.map((h) => ({ ip: this.lab.ipOf(h), ns: this.lab.ns(h) })),
       masterHosts: MASTERS.map((h) => this.lab.ipOf(h)),
       mountOf: process.pid,
+      heartbeatMs: Math.max(10, Math.round((this.opts.etcdElectionTimeoutMs ?? 500) / 10)),
+      electionTimeoutMs: this.opts.etcdElectionTimeoutMs ?? 500,
     });
     this.say(`etcd ensemble up: ${e.members.map((m) => `${m.name} ${m.clientUrl}`).join(", ")}`);
     return e;

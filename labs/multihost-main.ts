@@ -12,21 +12,34 @@ import { runHaScenario } from "./multihost-ha.js";
 import type { MultihostCluster } from "./multihost.js";
 import { netnsAvailable } from "./netns-lab.js";
 
-const USAGE = `usage: multihost-main [--ha] [--dir D] [--cut-ms N] [--keep] [--json]
+const USAGE = `usage: multihost-main [--ha [--etcd-election-ms N] [--session-ttl S]] [--dir D] [--cut-ms N] [--keep] [--json]
   --ha         the HA scenario instead (labs/multihost-ha.ts): two master hosts, an etcd member on each and on
                server-1; the active masters' host is cut off while a job runs and files are written, then healed
+  --etcd-election-ms N   with --ha: the ensemble's raft election timeout, heartbeat a tenth (default 500)
+  --session-ttl S        with --ha: the masters' coordination session, seconds (default 5, the daemons' default)
   --dir D      run directory (configs, logs, data; kept afterwards). Default: a new temporary directory
   --cut-ms N   keep server-3's link cut at least N ms (default 12000)
   --keep       after the scenario, leave the cluster running until Ctrl-C (prints how to reach it)
   --json       print the result as JSON at the end`;
 
 async function main(): Promise<number> {
-  let values: { dir?: string; "cut-ms"?: string; keep?: boolean; json?: boolean; help?: boolean; ha?: boolean };
+  let values: {
+    dir?: string;
+    "cut-ms"?: string;
+    "etcd-election-ms"?: string;
+    "session-ttl"?: string;
+    keep?: boolean;
+    json?: boolean;
+    help?: boolean;
+    ha?: boolean;
+  };
   try {
     values = parseArgs({
       options: {
         dir: { type: "string" },
         "cut-ms": { type: "string" },
+        "etcd-election-ms": { type: "string" },
+        "session-ttl": { type: "string" },
         keep: { type: "boolean" },
         ha: { type: "boolean" },
         json: { type: "boolean" },
@@ -46,6 +59,23 @@ async function main(): Promise<number> {
     process.stderr.write(`multihost: --cut-ms must be a positive integer (got ${values["cut-ms"]})\n`);
     return 2;
   }
+  const wholeOption = (name: "etcd-election-ms" | "session-ttl", min: number): number | undefined => {
+    const raw = values[name];
+    if (raw === undefined) return undefined;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min)
+      throw new RangeError(`--${name} must be an integer of at least ${min} (got ${raw})`);
+    return n;
+  };
+  let etcdElectionTimeoutMs: number | undefined;
+  let sessionTtlS: number | undefined;
+  try {
+    etcdElectionTimeoutMs = wholeOption("etcd-election-ms", 100);
+    sessionTtlS = wholeOption("session-ttl", 2);
+  } catch (err) {
+    process.stderr.write(`multihost: ${errorMessage(err)}\n`);
+    return 2;
+  }
   const avail = netnsAvailable();
   if (!avail.ok) {
     process.stderr.write(`multihost: cannot run here: ${avail.why}\n`);
@@ -63,7 +93,11 @@ async function main(): Promise<number> {
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
   if (values.ha) {
-    const ha = await runHaScenario(values.dir ? { dir: values.dir } : {});
+    const ha = await runHaScenario({
+      ...(values.dir ? { dir: values.dir } : {}),
+      ...(etcdElectionTimeoutMs !== undefined ? { etcdElectionTimeoutMs } : {}),
+      ...(sessionTtlS !== undefined ? { sessionTtlS } : {}),
+    });
     if (values.json) process.stdout.write(JSON.stringify(ha, null, 2) + "\n");
     return ha.ok ? 0 : 1;
   }
