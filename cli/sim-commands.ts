@@ -81,6 +81,8 @@ interface SweepFlags extends SimFlags {
   reference?: string;
   killCost: string;
   maxAmShare: string;
+  classFallback: string;
+  saturationShare: string;
   peakVariant: boolean;
 }
 
@@ -317,6 +319,16 @@ export function registerSimCommands(program: Command): void {
       "job managers hold at most this share of the harvestable cores (1: no limit)",
       "1",
     )
+    .option(
+      "--class-fallback <fallback>",
+      "history when no class has room: stock (place as stock) or wait (seeds/004)",
+      "stock",
+    )
+    .option(
+      "--saturation-share <share>",
+      "history places as stock once Harvest holds this share of what the primaries leave (1: never)",
+      "0.8",
+    )
     .option("--no-peak-variant", "skip the history runs with the median-daily-max peak")
     .option(...GENERATED_TRACES_FLAG)
     .option("--out <dir>", "directory for compute-sweep.md, .csv and the heat maps", DEFAULT_SIM_OUT)
@@ -334,6 +346,8 @@ export function registerSimCommands(program: Command): void {
           ...(o.reference !== undefined ? { referencePct: positiveNumber(o.reference, "--reference") } : {}),
           killCost: oneOf(o.killCost, ["modelled", "none"] as const, "--kill-cost"),
           maxAmShare: positiveNumber(o.maxAmShare, "--max-am-share"),
+          classFallback: oneOf(o.classFallback, ["stock", "wait"] as const, "--class-fallback"),
+          saturationShare: positiveNumber(o.saturationShare, "--saturation-share"),
           peakVariant: o.peakVariant,
           traces: parseTraceSource(o.traces),
           out: o.out,

@@ -108,18 +108,22 @@ export type {
 } from "./policy/oversubscription-planner.js";
 export type { DrawSample, DrawsHistory } from "./policy/draws-history.js";
 export {
+  DEFAULT_CLASS_FALLBACK,
+  DEFAULT_SATURATION_SHARE,
   HistoryPlacement,
   LiveClassViews,
   UNCLASSIFIED_CLASS,
   classViewsOf,
   liveNodeOf,
   liveUtilization,
+  occupiedShare,
 } from "./policy/history-placement.js";
 export type {
   ClassViewSource,
   HistoryPlacementOptions,
   JobPlacement,
   LiveNode,
+  ClassFallback,
   PlacementDecision,
 } from "./policy/history-placement.js";
 export { AdmissionOutlook, decideAdmission, neverAdmissible, tuneThreshold } from "./policy/admission.js";

@@ -104,6 +104,18 @@ export interface ResourceManagerOptions {
   /** Under the history policy, a job that finds no class with room for this long runs anywhere; 0 waits for ever. @default 60000 */
   classWaitMs: number;
   /**
+   * Under the history policy, what a job does when no class nor combination of classes has room: "stock" places it as
+   * the stock policy does at once; "wait" (seeds/004's "do not pick classes") waits up to `classWaitMs`.
+   * @default "stock"
+   */
+  classFallback: "stock" | "wait";
+  /**
+   * Under the history policy, a job is placed as stock places it when Harvest's containers already hold at least this
+   * share of the cores the primaries leave now (near saturation, confining a job to classes only queues it); 1: never.
+   * @default 0.8
+   */
+  classSaturationShare: number;
+  /**
    * Algorithm 1's class headroom for medium and long jobs: "utilization" (seeds/004: capacity less the class's average
    * or peak) or "cantelli" (seeds/003's second moment per class: what keeps the probability that the primary needs the
    * cores back under `classHeadroomThreshold`, from the class's mean and standard deviation). @default "utilization"
@@ -252,6 +264,8 @@ export function resolveResourceManagerOptions(
         classWeights: {},
         jobTypes: {},
         classWaitMs: 60_000,
+        classFallback: "stock",
+        classSaturationShare: 0.8,
         classHeadroom: "utilization",
         classHeadroomThreshold: 0.05,
         tenants: {},
@@ -341,6 +355,9 @@ export function resolveResourceManagerOptions(
   if (o.schedulerPolicy !== "stock" && o.schedulerPolicy !== "history")
     bad("schedulerPolicy", `must be "stock" or "history" (got ${JSON.stringify(o.schedulerPolicy)})`);
   if (!(o.classWaitMs >= 0)) bad("classWaitMs", "must be >= 0");
+  if (o.classFallback !== "stock" && o.classFallback !== "wait")
+    bad("classFallback", `must be "stock" or "wait" (got ${JSON.stringify(o.classFallback)})`);
+  if (!(o.classSaturationShare > 0 && o.classSaturationShare <= 1)) bad("classSaturationShare", "must be in (0, 1]");
   if (!LOCALITY_POLICIES.includes(o.localityPolicy))
     bad("localityPolicy", `must be one of ${LOCALITY_POLICIES.join(", ")} (got ${JSON.stringify(o.localityPolicy)})`);
   if (!(o.nodeLocalityDelayMs >= 0)) bad("nodeLocalityDelayMs", "must be >= 0");

@@ -151,9 +151,10 @@ export class ResourceManager extends ServingDaemon {
         {
           weights: resolveClassWeights(this.options.classWeights),
           classWaitMs: this.options.classWaitMs,
-          ...(this.options.classHeadroom === "cantelli"
-            ? { cantelliThreshold: this.options.classHeadroomThreshold }
-            : {}),
+          classFallback: this.options.classFallback,
+          saturationShare: this.options.classSaturationShare,
+          cantelliThreshold:
+            this.options.classHeadroom === "cantelli" ? this.options.classHeadroomThreshold : undefined,
         },
         this.classViews,
         this.clock,

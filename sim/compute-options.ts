@@ -4,6 +4,8 @@
  */
 import { stripUndefined } from "../common/options.js";
 import {
+  DEFAULT_CLASS_FALLBACK,
+  DEFAULT_SATURATION_SHARE,
   resolveClassifierOptions,
   resolveClassWeights,
   resolveJobTypeOptions,
@@ -16,6 +18,7 @@ import type {
   JobTypeOptions,
   NodeChoiceKind,
   NodeChoiceOptions,
+  ClassFallback,
   PlacementDecision,
   TenantClass,
 } from "../resourcemanager/index.js";
@@ -102,6 +105,18 @@ export interface ComputeOptions {
    * @default 60000
    */
   classWaitMs?: number;
+  /**
+   * Under the history policy, what a job does when no class has room (the resource manager's classNoRoom): "stock"
+   * places it as stock at once, "wait" waits up to `classWaitMs` (seeds/004).
+   * @default "stock"
+   */
+  classFallback?: ClassFallback;
+  /**
+   * Under the history policy, a job is placed as stock when Harvest holds at least this share of what the primaries
+   * leave (the resource manager's classSaturationShare); 1: never.
+   * @default 0.8
+   */
+  saturationShare?: number;
   /**
    * Under the history policy, waiting jobs retry Algorithm 1 this often (the resource manager's monitor tick).
    * @default 5000
@@ -314,6 +329,8 @@ export function resolveComputeOptions(
     jobHistoryWindow: options.jobHistoryWindow ?? 1000,
     classifier: resolveClassifierOptions(options.classifier ?? {}),
     classWaitMs: options.classWaitMs ?? 60_000,
+    classFallback: options.classFallback ?? DEFAULT_CLASS_FALLBACK,
+    saturationShare: options.saturationShare ?? DEFAULT_SATURATION_SHARE,
     retryIntervalMs: options.retryIntervalMs ?? 5000,
     reclassifyIntervalMs: options.reclassifyIntervalMs ?? DAY_MS,
     checkInvariants: options.checkInvariants ?? false,
@@ -345,6 +362,9 @@ export function resolveComputeOptions(
     invalidArgument(WHAT, "taskCores", `${o.taskCores} cores fit on no server once the reserve is kept`);
   checkIntAtLeast(WHAT, "jobHistoryWindow", o.jobHistoryWindow, 1);
   checkAtLeastZero(WHAT, "classWaitMs", o.classWaitMs);
+  if (o.classFallback !== "stock" && o.classFallback !== "wait")
+    invalidArgument(WHAT, "classFallback", `must be "stock" or "wait" (got ${String(o.classFallback)})`);
+  checkShare(WHAT, "saturationShare", o.saturationShare);
   checkAboveZero(WHAT, "retryIntervalMs", o.retryIntervalMs);
   checkAtLeastZero(WHAT, "reclassifyIntervalMs", o.reclassifyIntervalMs);
   const k = o.killCost;

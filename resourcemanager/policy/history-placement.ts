@@ -48,6 +48,45 @@ export interface HistoryPlacementOptions {
   classWaitMs: number;
   /** Medium and long jobs' class headroom by the Cantelli bound at this threshold (absent: by utilization). */
   cantelliThreshold?: number | undefined;
+  /**
+   * What a job does when no class, nor any combination of classes, has room for it: "stock" places it as the stock
+   * policy does at once (its tasks on any server with headroom); "wait" is seeds/004's "do not pick classes": it waits
+   * for a class, up to `classWaitMs`, its job manager holding cores meanwhile. @default "stock"
+   */
+  classFallback?: ClassFallback;
+  /**
+   * Near saturation a job is placed as stock places it: when Harvest's containers already hold at least this share of
+   * the cores the primaries leave now (capacity x (1 - current utilization) - reserve, over every live server),
+   * confining a job to some classes only queues its tasks while other servers could run them. 1: never.
+   * @default 0.8
+   */
+  saturationShare?: number;
+}
+
+/** See `HistoryPlacementOptions.classFallback`. */
+export type ClassFallback = "stock" | "wait";
+
+/** The defaults of the graceful fallbacks. */
+export const DEFAULT_CLASS_FALLBACK: ClassFallback = "stock";
+export const DEFAULT_SATURATION_SHARE = 0.8;
+
+/**
+ * How full Harvest is now: the cores its containers hold over the cores the primaries leave (capacity x (1 - the
+ * class's current utilization) - reserve, floored at zero, plus what is held: a server whose primary grew into
+ * Harvest's containers counts them as used, not as more than full). 0 for no servers.
+ */
+export function occupiedShare(views: readonly ClassView[]): number {
+  let held = 0;
+  let usable = 0;
+  for (const v of views) {
+    const current = Number.isFinite(v.current) ? Math.min(100, Math.max(0, v.current)) : 100;
+    for (const s of v.servers) {
+      const left = Math.floor((s.capacityMilli * (100 - current)) / 100) - s.reserveMilli;
+      held += s.allocatedMilli;
+      usable += Math.max(left, s.allocatedMilli, 0);
+    }
+  }
+  return usable > 0 ? held / usable : 0;
 }
 
 /**
@@ -151,6 +190,14 @@ export class HistoryPlacement {
   }
 
   private decide(appId: string, app: AppEntry, nowMs: number, views: readonly ClassView[]): PlacementDecision {
+    const share = occupiedShare(views);
+    const saturationShare = this.options.saturationShare ?? DEFAULT_SATURATION_SHARE;
+    if (saturationShare < 1 && share >= saturationShare)
+      return this.openToAll(
+        appId,
+        app,
+        `the cluster is near saturation (Harvest holds ${Math.round(share * 100)} % of what the primaries leave), so it runs on any server`,
+      );
     const requirement = requirementMilli(Math.max(1, app.maxConcurrency), app.taskMilli);
     const selection = selectClasses({
       jobType: app.jobType,
@@ -183,17 +230,27 @@ export class HistoryPlacement {
       });
       return { kind: "classes", appId, classIds: selection.classIds, reason: selection.reason };
     }
+    if ((this.options.classFallback ?? DEFAULT_CLASS_FALLBACK) === "stock")
+      return this.openToAll(appId, app, `${selection.reason}, so it runs on any server`);
     const waited = nowMs - (app.waitingSinceMs ?? nowMs);
-    if (this.options.classWaitMs > 0 && waited >= this.options.classWaitMs) {
-      this.policy.openToAll(appId);
-      app.decided = true;
-      app.classIds = [];
-      app.note = `${selection.reason}; waited ${Math.round(waited / 1000)} s, so it runs on any server`;
-      this.log.warn("job found no class in time; running it on any server", { appId, reason: selection.reason });
-      return { kind: "any", appId, reason: app.note };
-    }
+    if (this.options.classWaitMs > 0 && waited >= this.options.classWaitMs)
+      return this.openToAll(
+        appId,
+        app,
+        `${selection.reason}; waited ${Math.round(waited / 1000)} s, so it runs on any server`,
+      );
     app.note = `waiting: ${selection.reason}`;
     return { kind: "wait", appId, reason: app.note };
+  }
+
+  /** Places the job as the stock policy would: its tasks on any server. */
+  private openToAll(appId: string, app: AppEntry, note: string): PlacementDecision {
+    this.policy.openToAll(appId);
+    app.decided = true;
+    app.classIds = [];
+    app.note = note;
+    this.log.info("job placed as stock places it", { appId, reason: note });
+    return { kind: "any", appId, reason: note };
   }
 }
 

@@ -257,7 +257,12 @@ export class ComputeState {
       this.classViews = new LiveClassViews(() => this.liveNodes);
       this.placement = new HistoryPlacement(
         this.history,
-        { weights: o.weights, classWaitMs: o.classWaitMs },
+        {
+          weights: o.weights,
+          classWaitMs: o.classWaitMs,
+          classFallback: o.classFallback,
+          saturationShare: o.saturationShare,
+        },
         this.classViews,
         this.engine.clock,
         new SeededRng(streamSeed(o.seed, Stream.Classes)),

@@ -411,7 +411,10 @@ describe("runCompute", () => {
     expect(patternsUsed.size).toBeGreaterThan(1);
   });
 
-  it("lets a history job that no class can hold wait classWaitMs, then run on any server", () => {
+  it.each([
+    ["wait", "waits classWaitMs, then runs on any server", 60],
+    ["stock", "runs on any server at once, as stock places it", 0],
+  ] as const)("lets a history job that no class can hold (fallback %s): it %s", (classFallback, _, waitS) => {
     // Two 8-core servers leave 14 cores after the reserve; a job of 20 concurrent tasks fits no class, alone or together.
     const cluster = paddedCluster([{ pattern: "constant", servers: 2, cores: 8, pct: () => 0 }], DAY_MS, DAY_MS);
     const stream = jobStream([{ shape: flatJob("wide", 20, 10 * MINUTE_MS), submitMs: DAY_MS }]);
@@ -419,14 +422,15 @@ describe("runCompute", () => {
     const r = runCompute(cluster, stream, {
       killCost: NO_KILL_COST,
       policy: "history",
+      classFallback,
       observer: { onTaskStart: (e) => starts.push(e.nowMs - DAY_MS) },
     });
-    expect(r.jobsWaited).toBe(1);
+    expect(r.jobsWaited).toBe(classFallback === "wait" ? 1 : 0);
     expect(r.jobsOpenedToAll).toBe(1);
     expect(r.jobs).toBe(1);
-    expect(Math.min(...starts)).toBe(60_000);
+    expect(Math.min(...starts)).toBe(waitS * 1000);
     // 14 tasks at once, then the other 6 when the first end.
-    expect(r.avgJobTimeS).toBe(60 + 2 * 10 * 60);
+    expect(r.avgJobTimeS).toBe(waitS + 2 * 10 * 60);
   });
 
   it("keeps long jobs off a tenant that spikes every hour, where the stock policy loses their work", () => {

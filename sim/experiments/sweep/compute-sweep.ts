@@ -28,6 +28,8 @@ import type { ComputePolicy, SimJobType } from "../../results.js";
 import { checkDays, checkIntAtLeast, checkShare, checkTraces, invalidArgument } from "../../options.js";
 import { jobsCell, jobSource } from "../shared/compute-runs.js";
 import type { ExperimentOutput, ExperimentReport, Resolved } from "../../experiments.js";
+import { DEFAULT_CLASS_FALLBACK, DEFAULT_SATURATION_SHARE } from "../../../resourcemanager/index.js";
+import type { ClassFallback } from "../../../resourcemanager/index.js";
 
 /** The policies every cell runs, the baselines first. */
 export const SWEEP_POLICIES: readonly ComputePolicy[] = ["stock", "stock-unaware", "history"];
@@ -76,6 +78,10 @@ export interface ComputeSweepOptions extends ExperimentOutput {
    * @default 1
    */
   maxAmShare?: number;
+  /** History's fallback when no class has room (`ComputeOptions.classFallback`). @default "stock" */
+  classFallback?: ClassFallback;
+  /** History places as stock from this share of what the primaries leave (`ComputeOptions.saturationShare`). @default 0.8 */
+  saturationShare?: number;
   /**
    * Run history with the "median-daily-max" peak too, at the load nearest the middle of `loads`.
    * @default true
@@ -122,6 +128,8 @@ export function resolveComputeSweepOptions(o: ComputeSweepOptions = {}): Resolve
     referencePct: o.referencePct ?? Math.max(...(o.utilizationPct ?? [65])),
     killCost: o.killCost ?? "modelled",
     maxAmShare: o.maxAmShare ?? 1,
+    classFallback: o.classFallback ?? DEFAULT_CLASS_FALLBACK,
+    saturationShare: o.saturationShare ?? DEFAULT_SATURATION_SHARE,
     peakVariant: o.peakVariant ?? true,
     traces: o.traces ?? "generated",
     ...outputOptions(o),
@@ -138,6 +146,9 @@ export function resolveComputeSweepOptions(o: ComputeSweepOptions = {}): Resolve
   if (r.killCost !== "modelled" && r.killCost !== "none")
     invalidArgument(WHAT, "killCost", `must be "modelled" or "none" (got ${String(r.killCost)})`);
   checkShare(WHAT, "maxAmShare", r.maxAmShare);
+  if (r.classFallback !== "stock" && r.classFallback !== "wait")
+    invalidArgument(WHAT, "classFallback", `must be "stock" or "wait" (got ${String(r.classFallback)})`);
+  checkShare(WHAT, "saturationShare", r.saturationShare);
   checkTraces(WHAT, r.traces, false);
   return r;
 }
@@ -204,6 +215,8 @@ export async function runComputeSweep(options: ComputeSweepOptions = {}): Promis
             seed: o.seed,
             killCost,
             maxAmShare: o.maxAmShare,
+            classFallback: o.classFallback,
+            saturationShare: o.saturationShare,
             classifier: { peakStatistic: v.peak },
             onProgress,
             progressEvery: 100_000,
