@@ -14,7 +14,7 @@ export { ResourceManager } from "./resource-manager.js";
 export type { DaemonState } from "../common/lifecycle.js";
 export { resolveResourceManagerOptions } from "./options.js";
 export type { ResourceManagerOptions } from "./options.js";
-export { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./policy/scheduler.js";
+export { AM_PRIORITY, DEFAULT_MAX_AM_SHARE, Scheduler, StockSchedulerPolicy } from "./policy/scheduler.js";
 export type {
   Allocation,
   Ask,

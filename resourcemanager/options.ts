@@ -18,6 +18,7 @@ import type { PowerDomainSpec } from "./policy/power-domains.js";
 import { resolveTenantRegistryOptions } from "./tenant-registry.js";
 import { resolveDrainOptions } from "./policy/drain.js";
 import { DEFAULT_LOCALITY, LOCALITY_POLICIES } from "./policy/locality.js";
+import { DEFAULT_MAX_AM_SHARE } from "./policy/scheduler.js";
 import type { LocalityPolicyName } from "./policy/locality.js";
 import type { DrainOptions } from "./policy/drain.js";
 import { resolveLifetimeOptions } from "./policy/lifetime.js";
@@ -66,8 +67,8 @@ export interface ResourceManagerOptions {
   maxAmPreemptions: number;
   /**
    * Job managers may hold at most this share of the cluster's harvestable cores; one always may run (YARN's
-   * maximum-am-resource-percent, over what Harvest may use). 0.1 keeps a busy cluster's job managers from holding the
-   * cores their tasks need (`harvest sim sweep --max-am-share 0.1`); 1: no limit. @default 1
+   * maximum-am-resource-percent, over what Harvest may use): it keeps a busy cluster's job managers from holding the
+   * cores their tasks need (`harvest sim sweep --max-am-share 1` shows what no limit costs); 1: no limit. @default 0.1
    */
   maxAmShare: number;
   /**
@@ -254,7 +255,7 @@ export function resolveResourceManagerOptions(
         amResource: { vcoresMilli: 500, memoryMb: 256 },
         maxAmAttempts: 2,
         maxAmPreemptions: 20,
-        maxAmShare: 1,
+        maxAmShare: DEFAULT_MAX_AM_SHARE,
         jobManagerCommand: ["node", "${HARVEST_HOME}/dist/jobmanager/main.js"],
         containerLaunchExpiryMs: 30_000,
         amExpiryMs: 30_000,

@@ -5,6 +5,7 @@
 import { stripUndefined } from "../common/options.js";
 import {
   DEFAULT_CLASS_FALLBACK,
+  DEFAULT_MAX_AM_SHARE,
   DEFAULT_SATURATION_SHARE,
   resolveClassifierOptions,
   resolveClassWeights,
@@ -71,7 +72,7 @@ export interface ComputeOptions {
   /**
    * Job managers may hold at most this share of the harvestable cores (the resource manager's maxAmShare); 1: no
    * limit.
-   * @default 1
+   * @default 0.1 (DEFAULT_MAX_AM_SHARE)
    */
   maxAmShare?: number;
   /**
@@ -322,7 +323,7 @@ export function resolveComputeOptions(
     policy: options.policy,
     seed: options.seed ?? cluster.seed,
     reserveFraction: options.reserveFraction ?? 0.1,
-    maxAmShare: options.maxAmShare ?? 1,
+    maxAmShare: options.maxAmShare ?? DEFAULT_MAX_AM_SHARE,
     taskCores: options.taskCores ?? jobs.taskCores,
     weights: resolveClassWeights(options.weights ?? {}),
     jobTypes: resolveJobTypeOptions(options.jobTypes ?? {}),

@@ -40,6 +40,13 @@ export interface AppView {
 export const AM_PRIORITY = -1;
 
 /**
+ * YARN's maximum-am-resource-percent default, over Harvest's harvestable cores: near saturation, unlimited job managers
+ * hold the cores their tasks need, and each one a primary takes back kills its job's running tasks
+ * (`harvest sim sweep --max-am-share 1` shows the collapse).
+ */
+export const DEFAULT_MAX_AM_SHARE = 0.1;
+
+/**
  * Where an application's containers may go. The stock policy (history-oblivious, what YARN made primary-aware does)
  * allows every node with headroom; the history policy (`class-selection.ts`) restricts each job's tasks to the servers
  * of its chosen classes.
@@ -109,7 +116,7 @@ export interface SchedulerOptions {
    * over nodes, as last reported); one is always allowed. YARN's maximum-am-resource-percent, over what Harvest may
    * use rather than over the cluster: without it, on a busy cluster every waiting job's job manager holds cores its
    * tasks could use, and each one a primary takes back kills its job's running tasks. 1: no limit.
-   * @default 1
+   * @default DEFAULT_MAX_AM_SHARE (0.1)
    */
   maxAmShare?: number;
   /**
@@ -508,7 +515,7 @@ export class Scheduler {
 
   /** Whether one more job manager of `resource` stays within `maxAmShare` (one is always allowed). */
   private amFits(resource: Resources): boolean {
-    const share = this.options.maxAmShare ?? 1;
+    const share = this.options.maxAmShare ?? DEFAULT_MAX_AM_SHARE;
     if (share >= 1 || this.amAllocatedMilli === 0) return true;
     return this.amAllocatedMilli + resource.vcoresMilli <= share * this.harvestableMilli;
   }

@@ -468,11 +468,26 @@ describe("maxAmShare: job managers hold at most a share of the harvestable cores
     expect(t.allocateOnNode("n1").map((a) => a.appId)).toEqual(["b1"]);
   });
 
-  it("grants every job manager that fits with the default (no limit)", () => {
-    const s = newScheduler(new StockSchedulerPolicy(), { reserveFraction: 0, maxAllocationsPerHeartbeat: 0 });
-    s.addNode("n1", res(4000, 8192));
-    for (let i = 1; i <= 4; i++) am(s, `a${i}`, i);
-    expect(s.allocateOnNode("n1")).toHaveLength(4);
+  it("limits job managers to a tenth of the harvestable cores by default, and grants every one that fits at 1", () => {
+    const limited = newScheduler(new StockSchedulerPolicy(), { reserveFraction: 0, maxAllocationsPerHeartbeat: 0 });
+    for (let n = 1; n <= 5; n++) limited.addNode(`n${n}`, res(4000, 8192));
+    for (let i = 1; i <= 4; i++) am(limited, `a${i}`, i);
+    // 10 % of 20 harvestable cores is 2,000 milli: four 500-milli job managers, not a fifth.
+    am(limited, "a5", 5);
+    expect([1, 2, 3, 4, 5].flatMap((n) => limited.allocateOnNode(`n${n}`)).map((a) => a.appId)).toEqual([
+      "a1",
+      "a2",
+      "a3",
+      "a4",
+    ]);
+    const unlimited = newScheduler(new StockSchedulerPolicy(), {
+      reserveFraction: 0,
+      maxAllocationsPerHeartbeat: 0,
+      maxAmShare: 1,
+    });
+    unlimited.addNode("n1", res(4000, 8192));
+    for (let i = 1; i <= 4; i++) am(unlimited, `a${i}`, i);
+    expect(unlimited.allocateOnNode("n1")).toHaveLength(4);
   });
 });
 
