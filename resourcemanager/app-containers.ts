@@ -135,6 +135,8 @@ export function recordEnd(
     counts.preempted++;
   else if (cause === "LOST") counts.lost++;
   else counts.killed++;
+  // Learning from kills: the history placement keeps long jobs off a server whose primary just took work back.
+  if (cause === "PREEMPTED_BY_PRIMARY" && ref.nodeId) deps.history?.noteKill(ref.nodeId);
   deps.observer?.containerEnded(ref.isAm === true, cause);
 }
 

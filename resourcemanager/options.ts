@@ -117,6 +117,11 @@ export interface ResourceManagerOptions {
    */
   classSaturationShare: number;
   /**
+   * Under the history policy, long jobs' tasks avoid a server whose primary killed Harvest's work, for as long as its
+   * class's bursts last (30 min when unknown). @default true
+   */
+  classLearnFromKills: boolean;
+  /**
    * Algorithm 1's class headroom for medium and long jobs: "utilization" (seeds/004: capacity less the class's average
    * or peak) or "cantelli" (seeds/003's second moment per class: what keeps the probability that the primary needs the
    * cores back under `classHeadroomThreshold`, from the class's mean and standard deviation). @default "utilization"
@@ -267,6 +272,7 @@ export function resolveResourceManagerOptions(
         classWaitMs: 60_000,
         classFallback: "stock",
         classSaturationShare: 0.8,
+        classLearnFromKills: true,
         classHeadroom: "utilization",
         classHeadroomThreshold: 0.05,
         tenants: {},
@@ -358,6 +364,7 @@ export function resolveResourceManagerOptions(
   if (!(o.classWaitMs >= 0)) bad("classWaitMs", "must be >= 0");
   if (o.classFallback !== "stock" && o.classFallback !== "wait")
     bad("classFallback", `must be "stock" or "wait" (got ${JSON.stringify(o.classFallback)})`);
+  if (typeof o.classLearnFromKills !== "boolean") bad("classLearnFromKills", "must be true or false");
   if (!(o.classSaturationShare > 0 && o.classSaturationShare <= 1)) bad("classSaturationShare", "must be in (0, 1]");
   if (!LOCALITY_POLICIES.includes(o.localityPolicy))
     bad("localityPolicy", `must be one of ${LOCALITY_POLICIES.join(", ")} (got ${JSON.stringify(o.localityPolicy)})`);

@@ -143,16 +143,16 @@ export class ResourceManager extends ServingDaemon {
     this.lifetimes = new LifetimeModel(this.options.lifetimes);
     let policy: SchedulerPolicy = new StockSchedulerPolicy();
     if (this.options.schedulerPolicy === "history") {
-      const historyPolicy = new HistorySchedulerPolicy();
-      policy = historyPolicy;
+      policy = new HistorySchedulerPolicy();
       this.classViews = new LiveClassViews(() => this.liveNodes());
       this.history = new HistoryPlacement(
-        historyPolicy,
+        policy as HistorySchedulerPolicy,
         {
           weights: resolveClassWeights(this.options.classWeights),
           classWaitMs: this.options.classWaitMs,
           classFallback: this.options.classFallback,
           saturationShare: this.options.classSaturationShare,
+          learnFromKills: this.options.classLearnFromKills,
           cantelliThreshold:
             this.options.classHeadroom === "cantelli" ? this.options.classHeadroomThreshold : undefined,
         },

@@ -119,6 +119,12 @@ export interface ComputeOptions {
    */
   saturationShare?: number;
   /**
+   * Under the history policy, long jobs' tasks avoid a server whose primary killed work, for its class's burst length
+   * (the resource manager's classLearnFromKills).
+   * @default true
+   */
+  learnFromKills?: boolean;
+  /**
    * Under the history policy, waiting jobs retry Algorithm 1 this often (the resource manager's monitor tick).
    * @default 5000
    */
@@ -332,6 +338,7 @@ export function resolveComputeOptions(
     classWaitMs: options.classWaitMs ?? 60_000,
     classFallback: options.classFallback ?? DEFAULT_CLASS_FALLBACK,
     saturationShare: options.saturationShare ?? DEFAULT_SATURATION_SHARE,
+    learnFromKills: options.learnFromKills ?? true,
     retryIntervalMs: options.retryIntervalMs ?? 5000,
     reclassifyIntervalMs: options.reclassifyIntervalMs ?? DAY_MS,
     checkInvariants: options.checkInvariants ?? false,

@@ -422,6 +422,12 @@ export class HistorySchedulerPolicy implements SchedulerPolicy {
   readonly name = "history";
   private readonly allowed = new Map<string, ReadonlySet<string>>();
   private readonly open = new Set<string>();
+  private avoid: ((appId: string, nodeId: string) => boolean) | undefined;
+
+  /** Servers a job's tasks stay off for now, whatever its classes (learning from kills, `HistoryPlacement`). */
+  setAvoid(avoid: ((appId: string, nodeId: string) => boolean) | undefined): void {
+    this.avoid = avoid;
+  }
 
   /** Restricts the app's tasks to `servers` (scheduler node ids), replacing any earlier assignment. */
   assign(appId: string, servers: Iterable<string>): void {
@@ -451,9 +457,13 @@ export class HistorySchedulerPolicy implements SchedulerPolicy {
     return this.open.has(appId);
   }
 
-  /** The job manager's ask anywhere; task asks on the assigned servers (or anywhere once opened to all). */
+  /**
+   * The job manager's ask anywhere; task asks on the assigned servers (or anywhere once opened to all), except on a
+   * server the avoid hook names for the job.
+   */
   allows(app: AppView, node: NodeView, priority: number): boolean {
     if (priority === AM_PRIORITY) return true;
+    if (this.avoid?.(app.appId, node.nodeId)) return false;
     if (this.open.has(app.appId)) return true;
     return this.allowed.get(app.appId)?.has(node.nodeId) ?? false;
   }

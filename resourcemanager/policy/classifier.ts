@@ -24,6 +24,11 @@ export interface TenantFeatures {
   current: number;
   /** The standard deviation of the utilization, CPU % (the second moment for Cantelli headroom, seeds/003). */
   stddev: number;
+  /**
+   * How long the tenant's bursts last, ms: the mean length of its runs above average + one standard deviation (one
+   * step at least; absent for a series without a burst). Learning from kills holds a server that killed work this long.
+   */
+  burstMs?: number;
   pattern: UtilizationPattern;
 }
 
@@ -50,7 +55,9 @@ function featuresOf(series: UtilizationSeries, o: ClassifierOptions): TenantFeat
   const grid = gridValues(series);
   const peak =
     o.peakStatistic === "median-daily-max" ? (medianDailyMax(grid, series.stepSec) ?? percentile) : percentile;
-  if (grid !== x) return { average, peak, current, stddev, pattern: patternOf(series, o).pattern };
+  const burst = meanBurstMs(grid, average + stddev, series.stepSec);
+  const burstMs = burst !== undefined ? { burstMs: burst } : {};
+  if (grid !== x) return { average, peak, current, stddev, ...burstMs, pattern: patternOf(series, o).pattern };
   // On its own grid already: the mean serves the pattern test too. The p99 - p1 range only matters when
   // constantMaxRangePct > 0 (a range is never below 0), so it is not computed otherwise.
   let rangePct = Infinity;
@@ -58,7 +65,30 @@ function featuresOf(series: UtilizationSeries, o: ClassifierOptions): TenantFeat
     const [p1, p99] = percentilesOf(x, [1, 99]) as [number, number];
     rangePct = p99 - p1;
   }
-  return { average, peak, current, stddev, pattern: profileOf(x, average, rangePct, series.stepSec, o).pattern };
+  return {
+    average,
+    peak,
+    current,
+    stddev,
+    ...burstMs,
+    pattern: profileOf(x, average, rangePct, series.stepSec, o).pattern,
+  };
+}
+
+/** The mean length of the runs of grid values `x` above `level`, ms (steps of `stepSec`); undefined for none. */
+export function meanBurstMs(x: readonly number[], level: number, stepSec: number): number | undefined {
+  if (!(stepSec > 0)) return undefined;
+  let runs = 0;
+  let steps = 0;
+  let inRun = false;
+  for (const v of x) {
+    if (v > level) {
+      steps++;
+      if (!inRun) runs++;
+      inRun = true;
+    } else inRun = false;
+  }
+  return runs > 0 ? (steps / runs) * stepSec * 1000 : undefined;
 }
 
 /**
@@ -108,6 +138,8 @@ export interface TenantClass {
   current: number;
   /** Server-weighted mean of the members' standard deviations, CPU % (absent in classes stored before it existed). */
   stddev?: number;
+  /** Server-weighted mean of the members' burst lengths (`TenantFeatures.burstMs`), ms; absent when none bursts. */
+  burstMs?: number;
   /** Member tenant ids, in input order. */
   tenantIds: string[];
   /** The members' servers, in input order. */
@@ -190,6 +222,12 @@ export function classesByPattern(
       const w = g.reduce((a, m) => a + weight(m), 0);
       const mean = (get: (f: TenantFeatures) => number): number =>
         g.reduce((a, m) => a + weight(m) * get(m.features), 0) / w;
+      const bursting = g.filter((m) => m.features.burstMs !== undefined);
+      const burstWeight = bursting.reduce((a, m) => a + weight(m), 0);
+      const burstMs =
+        burstWeight > 0
+          ? { burstMs: bursting.reduce((a, m) => a + weight(m) * m.features.burstMs!, 0) / burstWeight }
+          : {};
       return {
         pattern,
         average: mean((f) => f.average),
@@ -197,6 +235,7 @@ export function classesByPattern(
         current: mean((f) => f.current),
         // The members' mean deviation, not the pooled one: a class's server is one member's server.
         stddev: mean((f) => f.stddev ?? 0),
+        ...burstMs,
         tenantIds: g.map((m) => m.tenantId),
         servers: g.flatMap((m) => m.servers),
       };

@@ -61,6 +61,39 @@ export interface HistoryPlacementOptions {
    * @default 0.8
    */
   saturationShare?: number;
+  /**
+   * Learning from kills: a server whose primary killed Harvest's work is avoided by long jobs' tasks for as long as its
+   * class's bursts last (`TenantClass.burstMs`; `DEFAULT_KILL_HOLD_MS` without one). false: never. @default true
+   */
+  learnFromKills?: boolean;
+}
+
+/** How long a server that killed work is avoided by long jobs when its class has no burst length. */
+export const DEFAULT_KILL_HOLD_MS = 30 * 60_000;
+
+/**
+ * When each server's primary last killed Harvest's work, and whether it is still held: for `holdOf(server)` ms after
+ * (its class's burst length), or `DEFAULT_KILL_HOLD_MS`. Pure: times are given.
+ */
+export class KillMemory {
+  private readonly lastKillMs = new Map<string, number>();
+
+  constructor(private readonly holdOf: (serverId: string) => number | undefined) {}
+
+  /** The primary of `serverId` killed a container at `nowMs`. */
+  record(serverId: string, nowMs: number): void {
+    this.lastKillMs.set(serverId, nowMs);
+  }
+
+  /** True while `serverId` is held after its last kill. */
+  held(serverId: string, nowMs: number): boolean {
+    const last = this.lastKillMs.get(serverId);
+    if (last === undefined) return false;
+    const hold = this.holdOf(serverId) ?? DEFAULT_KILL_HOLD_MS;
+    if (nowMs - last < hold) return true;
+    this.lastKillMs.delete(serverId);
+    return false;
+  }
 }
 
 /** See `HistoryPlacementOptions.classFallback`. */
@@ -102,6 +135,8 @@ export interface ClassViewSource {
    * placed in it). When omitted, a class's servers are those of its view.
    */
   members?(classId: string): readonly string[];
+  /** How long the bursts of the class of `serverId` last (`TenantClass.burstMs`), ms; undefined when unknown. */
+  burstMsOf?(serverId: string): number | undefined;
 }
 
 /** What the placement decided for a job when asked (`onAsk`) or retried (`retryWaiting`). */
@@ -120,6 +155,7 @@ export type PlacementDecision =
  */
 export class HistoryPlacement {
   private readonly apps = new Map<string, AppEntry>();
+  private readonly kills: KillMemory;
 
   constructor(
     private readonly policy: HistorySchedulerPolicy,
@@ -128,7 +164,18 @@ export class HistoryPlacement {
     private readonly clock: Clock,
     private readonly rng: Rng,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.kills = new KillMemory((serverId) => source.burstMsOf?.(serverId));
+    if (options.learnFromKills ?? true)
+      policy.setAvoid(
+        (appId, nodeId) => this.apps.get(appId)?.jobType === "long" && this.kills.held(nodeId, this.clock.nowMs()),
+      );
+  }
+
+  /** The primary of `serverId` killed one of Harvest's containers now (a yield, not a drain or a cap). */
+  noteKill(serverId: string): void {
+    this.kills.record(serverId, this.clock.nowMs());
+  }
 
   /** A job manager registered: its type and maximum concurrency. */
   register(appId: string, jobType: JobType, maxConcurrency: number): void {
@@ -163,7 +210,8 @@ export class HistoryPlacement {
 
   /**
    * Retries every waiting job, in registration order, against one reading of the class views (called periodically:
-   * headroom changes as primaries and jobs come and go). Returns the decisions, waits included.
+   * headroom changes as primaries and jobs come and go); near saturation (`saturationShare`), also opens every job
+   * confined to classes to all servers. Returns the decisions, waits included.
    */
   retryWaiting(): PlacementDecision[] {
     const out: PlacementDecision[] = [];
@@ -174,7 +222,31 @@ export class HistoryPlacement {
       views ??= this.source.classViews();
       out.push(this.decide(appId, app, nowMs, views));
     }
+    // Near saturation, the jobs confined to classes earlier run anywhere from now on: their tasks would queue on their
+    // classes' servers while others have room.
+    const saturationShare = this.options.saturationShare ?? DEFAULT_SATURATION_SHARE;
+    if (saturationShare < 1 && this.confinedJobs() > 0) {
+      views ??= this.source.classViews();
+      const share = occupiedShare(views);
+      if (share >= saturationShare)
+        for (const [appId, app] of this.apps)
+          if (app.decided && app.classIds.length > 0)
+            out.push(
+              this.openToAll(
+                appId,
+                app,
+                `placed in ${app.classIds.join(", ")}; the cluster neared saturation (Harvest holds ${Math.round(share * 100)} % of what the primaries leave), so it runs on any server`,
+              ),
+            );
+    }
     return out;
+  }
+
+  /** Jobs whose tasks are kept to their classes' servers now. */
+  confinedJobs(): number {
+    let n = 0;
+    for (const app of this.apps.values()) if (app.decided && app.classIds.length > 0) n++;
+    return n;
   }
 
   /** Forgets a job. */
@@ -261,6 +333,7 @@ export class HistoryPlacement {
 export class LiveClassViews implements ClassViewSource {
   private classes: readonly TenantClass[] = [];
   private byId = new Map<string, TenantClass>();
+  private burstByServer = new Map<string, number>();
 
   constructor(private readonly nodes: () => readonly LiveNode[]) {}
 
@@ -268,6 +341,13 @@ export class LiveClassViews implements ClassViewSource {
   setClasses(classes: readonly TenantClass[]): void {
     this.classes = classes;
     this.byId = new Map(classes.map((c) => [c.id, c]));
+    this.burstByServer = new Map();
+    for (const c of classes)
+      if (c.burstMs !== undefined) for (const s of c.servers) this.burstByServer.set(s, c.burstMs);
+  }
+
+  burstMsOf(serverId: string): number | undefined {
+    return this.burstByServer.get(serverId);
   }
 
   classViews(): ClassView[] {

@@ -262,6 +262,7 @@ export class ComputeState {
           classWaitMs: o.classWaitMs,
           classFallback: o.classFallback,
           saturationShare: o.saturationShare,
+          learnFromKills: o.learnFromKills,
         },
         this.classViews,
         this.engine.clock,

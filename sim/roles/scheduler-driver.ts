@@ -210,7 +210,11 @@ export class SchedulerDriver implements DriverPort {
       }
       run.allowed = Int32Array.from(servers);
       this.sim.o.observer?.onJobPlaced?.({ job: run.job, jobType: run.type, classIds: decision.classIds, servers });
+      // Confined jobs are opened to all near saturation: the monitor tick looks.
+      this.scheduleRetry();
     } else {
+      // A job placed as stock, or one confined earlier and opened near saturation.
+      run.allowed = undefined;
       this.sim.jobsOpenedToAll++;
       this.sim.o.observer?.onJobPlaced?.({ job: run.job, jobType: run.type });
     }
@@ -231,7 +235,7 @@ export class SchedulerDriver implements DriverPort {
         if (decision.kind === "wait") waiting = true;
         this.onDecision(run, decision);
       }
-      if (waiting) this.scheduleRetry();
+      if (waiting || this.sim.placement!.confinedJobs() > 0) this.scheduleRetry();
     });
   }
 

@@ -181,6 +181,7 @@ export class SimServers implements ServersPort {
     for (const a of yieldVictims(server, this.sim.running[s]!)) {
       // A job manager killed earlier in this step took its job's tasks with it.
       if (!a.alive) continue;
+      this.sim.placement?.noteKill(this.sim.nodeIds[s]!);
       if (a.isAm) this.sim.jobManagers.killJobManager(a, touched);
       else this.sim.jobManagers.killTask(a, touched);
     }
