@@ -8,7 +8,7 @@ import type { TraceSource } from "../sim/model.js";
 /** `--json` of an experiment: the results as JSON, progress still on stderr. */
 export const SIM_JSON_FLAG = ["--json", "print the results as JSON (progress still goes to stderr)"] as const;
 
-/** `--seed` of the experiments that run several clusters (the sweep, the grid). */
+/** `--seed` of the grid, which runs several clusters from one seed. */
 export const CLUSTERS_SEED_FLAG = [
   "--seed <s>",
   "seed of the clusters, the jobs and every random choice",
