@@ -325,7 +325,7 @@ export function registerSimCommands(program: Command): void {
     .option(
       "--max-am-share <share>",
       "job managers hold at most this share of the harvestable cores (1: no limit)",
-      "1",
+      "0.1",
     )
     .option(
       "--class-fallback <fallback>",

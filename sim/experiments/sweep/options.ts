@@ -1,5 +1,9 @@
 /** The compute sweep's options: what {@link resolveComputeSweepOptions} fills in and checks. */
-import { DEFAULT_CLASS_FALLBACK, DEFAULT_SATURATION_SHARE } from "../../../resourcemanager/index.js";
+import {
+  DEFAULT_CLASS_FALLBACK,
+  DEFAULT_MAX_AM_SHARE,
+  DEFAULT_SATURATION_SHARE,
+} from "../../../resourcemanager/index.js";
 import type { ClassFallback } from "../../../resourcemanager/index.js";
 import { outputOptions } from "../../experiments.js";
 import type { ExperimentOutput, Resolved } from "../../experiments.js";
@@ -54,8 +58,8 @@ export interface ComputeSweepOptions extends ExperimentOutput {
    */
   killCost?: "modelled" | "none";
   /**
-   * The resource manager's maxAmShare in every run (1: no limit, its default).
-   * @default 1
+   * The resource manager's maxAmShare in every run (1: no limit).
+   * @default 0.1 (DEFAULT_MAX_AM_SHARE, the resource manager's)
    */
   maxAmShare?: number;
   /** History's fallback when no class has room (`ComputeOptions.classFallback`). @default "stock" */
@@ -89,7 +93,7 @@ export function resolveComputeSweepOptions(o: ComputeSweepOptions = {}): Resolve
     utilizationPct: [...(o.utilizationPct ?? [15, 30, 45, 55, 65])].sort((a, b) => a - b),
     referencePct: o.referencePct ?? Math.max(...(o.utilizationPct ?? [65])),
     killCost: o.killCost ?? "modelled",
-    maxAmShare: o.maxAmShare ?? 1,
+    maxAmShare: o.maxAmShare ?? DEFAULT_MAX_AM_SHARE,
     classFallback: o.classFallback ?? DEFAULT_CLASS_FALLBACK,
     saturationShare: o.saturationShare ?? DEFAULT_SATURATION_SHARE,
     peakVariant: o.peakVariant ?? true,
