@@ -85,6 +85,8 @@ interface SweepFlags extends Omit<SimFlags, "seed"> {
   maxAmShare: string;
   classFallback: string;
   saturationShare: string;
+  jobLength: string;
+  learnFromKills: boolean;
   peakVariant: boolean;
 }
 
@@ -337,6 +339,8 @@ export function registerSimCommands(program: Command): void {
       "history places as stock once Harvest holds this share of what the primaries leave (1: never)",
       "0.8",
     )
+    .option("--job-length <rule>", "history's job types: terciles (seeds/004) or per-class (bursts)", "terciles")
+    .option("--no-learn-from-kills", "history's long jobs do not avoid servers that just killed work")
     .option("--no-peak-variant", "skip the history runs with the median-daily-max peak")
     .option(...GENERATED_TRACES_FLAG)
     .option("--out <dir>", "directory for compute-sweep.md, .csv and the heat maps", DEFAULT_SIM_OUT)
@@ -362,6 +366,8 @@ export function registerSimCommands(program: Command): void {
           maxAmShare: positiveNumber(o.maxAmShare, "--max-am-share"),
           classFallback: oneOf(o.classFallback, ["stock", "wait"] as const, "--class-fallback"),
           saturationShare: positiveNumber(o.saturationShare, "--saturation-share"),
+          jobLength: oneOf(o.jobLength, ["terciles", "per-class"] as const, "--job-length"),
+          learnFromKills: o.learnFromKills,
           peakVariant: o.peakVariant,
           traces: parseTraceSource(o.traces),
           out: o.out,

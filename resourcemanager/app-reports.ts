@@ -81,12 +81,13 @@ export async function jobTypeFromHistory(
   store: RmStore,
   options: Pick<ResourceManagerOptions, "jobHistoryWindow" | "jobTypes">,
   name: string,
-): Promise<JobType> {
+): Promise<{ jobType: JobType; lastDurationMs: number | undefined }> {
   const past = (await store.history("", options.jobHistoryWindow)).filter((h) => h.outcome === "JOB_SUCCEEDED");
   const last = past.find((h) => h.name === name);
-  return jobTypeOf(
+  const jobType = jobTypeOf(
     last?.durationMs,
     past.map((h) => h.durationMs),
     options.jobTypes,
   );
+  return { jobType, lastDurationMs: last?.durationMs };
 }

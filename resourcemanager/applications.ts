@@ -411,8 +411,8 @@ export class Applications {
     await store.putApp(app.record);
     scheduler.setMaxConcurrency(req.appId, app.record.maxConcurrency);
     if (history) {
-      const jobType = await jobTypeFromHistory(store, options, app.record.name);
-      history.register(req.appId, jobType, app.record.maxConcurrency);
+      const { jobType, lastDurationMs } = await jobTypeFromHistory(store, options, app.record.name);
+      history.register(req.appId, jobType, app.record.maxConcurrency, lastDurationMs);
     }
     const previous = this.allocations.runningTaskContainers(app);
     log.info(again ? "job manager registered again (resync)" : "job manager registered", {

@@ -55,6 +55,7 @@ export type {
   ClassView,
   ClassWeights,
   ClassWeightsInput,
+  JobLengthRule,
   JobType,
   JobTypeOptions,
   ServerCapacity,

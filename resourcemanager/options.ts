@@ -11,7 +11,8 @@ import { checkSecurityOptions, invalidOption, mergeOptions } from "../common/opt
 import type { TlsOption } from "../common/options.js";
 import type { Resources } from "../common/resource.js";
 import { resolveClassWeights, resolveJobTypeOptions } from "./policy/class-selection.js";
-import type { ClassWeightsInput, JobTypeOptions } from "./policy/class-selection.js";
+import type { ClassWeightsInput, JobLengthRule, JobTypeOptions } from "./policy/class-selection.js";
+import type { HistoryPlacementOptions } from "./policy/history-placement.js";
 import { detailsOf, isHarvestError } from "../common/errors.js";
 import { validatePowerDomainConfig } from "./policy/power-domains.js";
 import type { PowerDomainSpec } from "./policy/power-domains.js";
@@ -121,6 +122,12 @@ export interface ResourceManagerOptions {
    * class's bursts last (30 min when unknown). @default true
    */
   classLearnFromKills: boolean;
+  /**
+   * Under the history policy, how a job's type (short, medium, long) is judged: "terciles" of the recent job lengths,
+   * the same in every class (seeds/004), or "per-class": its last run against each class's mean time between its
+   * primaries' bursts (short where it will likely finish before the next one). @default "terciles"
+   */
+  classJobLength: JobLengthRule;
   /**
    * Algorithm 1's class headroom for medium and long jobs: "utilization" (seeds/004: capacity less the class's average
    * or peak) or "cantelli" (seeds/003's second moment per class: what keeps the probability that the primary needs the
@@ -273,6 +280,7 @@ export function resolveResourceManagerOptions(
         classFallback: "stock",
         classSaturationShare: 0.8,
         classLearnFromKills: true,
+        classJobLength: "terciles",
         classHeadroom: "utilization",
         classHeadroomThreshold: 0.05,
         tenants: {},
@@ -365,6 +373,8 @@ export function resolveResourceManagerOptions(
   if (o.classFallback !== "stock" && o.classFallback !== "wait")
     bad("classFallback", `must be "stock" or "wait" (got ${JSON.stringify(o.classFallback)})`);
   if (typeof o.classLearnFromKills !== "boolean") bad("classLearnFromKills", "must be true or false");
+  if (o.classJobLength !== "terciles" && o.classJobLength !== "per-class")
+    bad("classJobLength", `must be "terciles" or "per-class" (got ${JSON.stringify(o.classJobLength)})`);
   if (!(o.classSaturationShare > 0 && o.classSaturationShare <= 1)) bad("classSaturationShare", "must be in (0, 1]");
   if (!LOCALITY_POLICIES.includes(o.localityPolicy))
     bad("localityPolicy", `must be one of ${LOCALITY_POLICIES.join(", ")} (got ${JSON.stringify(o.localityPolicy)})`);
@@ -445,4 +455,17 @@ function resolvePowerOptionsOf(o: ResourceManagerOptions, bad: (field: string, w
     }
     throw err;
   }
+}
+
+/** The history placement's settings from the resource manager's options. */
+export function historyPlacementOptions(o: ResourceManagerOptions): HistoryPlacementOptions {
+  return {
+    weights: resolveClassWeights(o.classWeights),
+    classWaitMs: o.classWaitMs,
+    classFallback: o.classFallback,
+    saturationShare: o.classSaturationShare,
+    learnFromKills: o.classLearnFromKills,
+    jobLength: o.classJobLength,
+    cantelliThreshold: o.classHeadroom === "cantelli" ? o.classHeadroomThreshold : undefined,
+  };
 }

@@ -33,7 +33,7 @@ import type { RmGaugeSource } from "./rm-metrics.js";
 import { registerRmApi, serviceStateOf } from "./web.js";
 import type { RmWebSource } from "./web.js";
 import { registerRmPages } from "./web-pages.js";
-import { resolveResourceManagerOptions } from "./options.js";
+import { historyPlacementOptions, resolveResourceManagerOptions } from "./options.js";
 import type { ResourceManagerOptions } from "./options.js";
 import { Applications } from "./applications.js";
 import { JobDfsCleanup } from "./job-dfs-cleanup.js";
@@ -41,7 +41,7 @@ import { NodeTracker } from "./node-tracker.js";
 import type { NodeEntry, NodeEvents, NodeStream } from "./node-tracker.js";
 import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./policy/scheduler.js";
 import type { NodeView, SchedulerPolicy } from "./policy/scheduler.js";
-import { HistorySchedulerPolicy, resolveClassWeights } from "./policy/class-selection.js";
+import { HistorySchedulerPolicy } from "./policy/class-selection.js";
 import { SeededRng } from "../common/rng.js";
 import { RmStateStore } from "./state-store.js";
 import type { RmStore } from "./state-store.js";
@@ -147,15 +147,7 @@ export class ResourceManager extends ServingDaemon {
       this.classViews = new LiveClassViews(() => this.liveNodes());
       this.history = new HistoryPlacement(
         policy as HistorySchedulerPolicy,
-        {
-          weights: resolveClassWeights(this.options.classWeights),
-          classWaitMs: this.options.classWaitMs,
-          classFallback: this.options.classFallback,
-          saturationShare: this.options.classSaturationShare,
-          learnFromKills: this.options.classLearnFromKills,
-          cantelliThreshold:
-            this.options.classHeadroom === "cantelli" ? this.options.classHeadroomThreshold : undefined,
-        },
+        historyPlacementOptions(this.options),
         this.classViews,
         this.clock,
         new SeededRng(this.options.seed),

@@ -16,6 +16,7 @@ import type {
   ClassifierOptions,
   ClassWeights,
   ClassWeightsInput,
+  JobLengthRule,
   JobTypeOptions,
   NodeChoiceKind,
   NodeChoiceOptions,
@@ -124,6 +125,12 @@ export interface ComputeOptions {
    * @default true
    */
   learnFromKills?: boolean;
+  /**
+   * Under the history policy, how a job's type is judged (the resource manager's classJobLength): "terciles" of the
+   * recent job lengths, or "per-class" against each class's mean time between bursts.
+   * @default "terciles"
+   */
+  jobLength?: JobLengthRule;
   /**
    * Under the history policy, waiting jobs retry Algorithm 1 this often (the resource manager's monitor tick).
    * @default 5000
@@ -339,6 +346,7 @@ export function resolveComputeOptions(
     classFallback: options.classFallback ?? DEFAULT_CLASS_FALLBACK,
     saturationShare: options.saturationShare ?? DEFAULT_SATURATION_SHARE,
     learnFromKills: options.learnFromKills ?? true,
+    jobLength: options.jobLength ?? "terciles",
     retryIntervalMs: options.retryIntervalMs ?? 5000,
     reclassifyIntervalMs: options.reclassifyIntervalMs ?? DAY_MS,
     checkInvariants: options.checkInvariants ?? false,
@@ -373,6 +381,8 @@ export function resolveComputeOptions(
   if (o.classFallback !== "stock" && o.classFallback !== "wait")
     invalidArgument(WHAT, "classFallback", `must be "stock" or "wait" (got ${String(o.classFallback)})`);
   checkShare(WHAT, "saturationShare", o.saturationShare);
+  if (o.jobLength !== "terciles" && o.jobLength !== "per-class")
+    invalidArgument(WHAT, "jobLength", `must be "terciles" or "per-class" (got ${String(o.jobLength)})`);
   checkAboveZero(WHAT, "retryIntervalMs", o.retryIntervalMs);
   checkAtLeastZero(WHAT, "reclassifyIntervalMs", o.reclassifyIntervalMs);
   const k = o.killCost;

@@ -113,6 +113,27 @@ function percentile(sorted: readonly number[], p: number): number {
   return a + (b - a) * (rank - lo);
 }
 
+/** How a job's type is judged: against the history's terciles of job lengths (seeds/004), or per class. */
+export type JobLengthRule = "terciles" | "per-class";
+
+/**
+ * A job's type for one class under the "per-class" rule: short when it will likely finish before the class's next
+ * burst (its last run under ln 2 of the mean time between bursts: the chance of no burst while it runs, e^-x, is then
+ * above one half), long when it will likely see two or more (at least twice that time), medium in between. A class
+ * that never bursts makes every job short there. A job never seen before keeps its `fallback` type.
+ */
+export function jobTypeForClass(
+  lastDurationMs: number | undefined,
+  burstGapMs: number | undefined,
+  fallback: JobType,
+): JobType {
+  if (lastDurationMs === undefined || !Number.isFinite(lastDurationMs) || lastDurationMs < 0) return fallback;
+  if (burstGapMs === undefined || !(burstGapMs > 0)) return "short";
+  const x = lastDurationMs / burstGapMs;
+  if (x < Math.LN2) return "short";
+  return x >= 2 ? "long" : "medium";
+}
+
 // ---------------------------------------------------------------------------------------------------------------------
 // Headroom.
 
@@ -139,6 +160,8 @@ export interface ClassView {
   current: number;
   /** Standard deviation of the class's utilization, in % (for the Cantelli headroom; absent: unknown). */
   stddev?: number;
+  /** The mean time between its primaries' bursts, ms (`TenantClass.burstGapMs`; absent: they do not burst). */
+  burstGapMs?: number;
   /** The class's live servers; an empty list means no headroom. */
   servers: readonly ServerCapacity[];
 }
@@ -289,6 +312,11 @@ export interface ClassSelectionInput {
   rng: Rng;
   /** Medium and long jobs' headroom by the Cantelli bound at this threshold (`cantelliClassHeadroomMilli`). */
   cantelliThreshold?: number | undefined;
+  /**
+   * With the job's last run, its type per class (`jobTypeForClass`) instead of `jobType` everywhere: each class's
+   * headroom and weight are those of the job's type there.
+   */
+  perClass?: { lastDurationMs: number | undefined } | undefined;
 }
 
 /** The outcome of Algorithm 1. */
@@ -331,9 +359,10 @@ export function selectClasses(input: ClassSelectionInput): ClassSelection {
     return { kind: "none", classIds: [], requirementMilli: req, headroomMilli, reason: "no utilization classes yet" };
   }
   const all: Candidate[] = classes.map((cls) => {
-    const headroom = classHeadroomMilli(cls, jobType, input.cantelliThreshold);
+    const type = input.perClass ? jobTypeForClass(input.perClass.lastDurationMs, cls.burstGapMs, jobType) : jobType;
+    const headroom = classHeadroomMilli(cls, type, input.cantelliThreshold);
     headroomMilli[cls.classId] = headroom;
-    return { cls, headroom, weighted: weights[jobType][cls.pattern] * headroom };
+    return { cls, headroom, weighted: weights[type][cls.pattern] * headroom };
   });
   const need = vcores(req);
 

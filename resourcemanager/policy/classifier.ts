@@ -29,6 +29,11 @@ export interface TenantFeatures {
    * step at least; absent for a series without a burst). Learning from kills holds a server that killed work this long.
    */
   burstMs?: number;
+  /**
+   * The mean time from one burst's start to the next, ms: the series' span over its bursts (absent for a series
+   * without a burst). What a task on the tenant's servers can expect to run before the primary may take its cores back.
+   */
+  burstGapMs?: number;
   pattern: UtilizationPattern;
 }
 
@@ -55,8 +60,13 @@ function featuresOf(series: UtilizationSeries, o: ClassifierOptions): TenantFeat
   const grid = gridValues(series);
   const peak =
     o.peakStatistic === "median-daily-max" ? (medianDailyMax(grid, series.stepSec) ?? percentile) : percentile;
-  const burst = meanBurstMs(grid, average + stddev, series.stepSec);
-  const burstMs = burst !== undefined ? { burstMs: burst } : {};
+  const level = average + stddev;
+  const burst = meanBurstMs(grid, level, series.stepSec);
+  const bursts = burstCount(grid, level);
+  const burstMs =
+    burst !== undefined && bursts > 0
+      ? { burstMs: burst, burstGapMs: (grid.length * series.stepSec * 1000) / bursts }
+      : {};
   if (grid !== x) return { average, peak, current, stddev, ...burstMs, pattern: patternOf(series, o).pattern };
   // On its own grid already: the mean serves the pattern test too. The p99 - p1 range only matters when
   // constantMaxRangePct > 0 (a range is never below 0), so it is not computed otherwise.
@@ -73,6 +83,17 @@ function featuresOf(series: UtilizationSeries, o: ClassifierOptions): TenantFeat
     ...burstMs,
     pattern: profileOf(x, average, rangePct, series.stepSec, o).pattern,
   };
+}
+
+/** How many runs of values of `x` lie above `level`. */
+function burstCount(x: readonly number[], level: number): number {
+  let runs = 0;
+  let inRun = false;
+  for (const v of x) {
+    if (v > level && !inRun) runs++;
+    inRun = v > level;
+  }
+  return runs;
 }
 
 /** The mean length of the runs of grid values `x` above `level`, ms (steps of `stepSec`); undefined for none. */
@@ -140,6 +161,8 @@ export interface TenantClass {
   stddev?: number;
   /** Server-weighted mean of the members' burst lengths (`TenantFeatures.burstMs`), ms; absent when none bursts. */
   burstMs?: number;
+  /** Server-weighted mean of the members' times between bursts (`TenantFeatures.burstGapMs`), ms. */
+  burstGapMs?: number;
   /** Member tenant ids, in input order. */
   tenantIds: string[];
   /** The members' servers, in input order. */
@@ -226,7 +249,10 @@ export function classesByPattern(
       const burstWeight = bursting.reduce((a, m) => a + weight(m), 0);
       const burstMs =
         burstWeight > 0
-          ? { burstMs: bursting.reduce((a, m) => a + weight(m) * m.features.burstMs!, 0) / burstWeight }
+          ? {
+              burstMs: bursting.reduce((a, m) => a + weight(m) * m.features.burstMs!, 0) / burstWeight,
+              burstGapMs: bursting.reduce((a, m) => a + weight(m) * (m.features.burstGapMs ?? 0), 0) / burstWeight,
+            }
           : {};
       return {
         pattern,

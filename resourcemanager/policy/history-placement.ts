@@ -10,7 +10,14 @@ import type { Logger } from "../../common/log.js";
 import type { Rng } from "../../common/rng.js";
 import type { Resources } from "../../common/resource.js";
 import { requirementMilli, selectClasses } from "./class-selection.js";
-import type { ClassView, ClassWeights, HistorySchedulerPolicy, JobType, ServerCapacity } from "./class-selection.js";
+import type {
+  ClassView,
+  ClassWeights,
+  HistorySchedulerPolicy,
+  JobLengthRule,
+  JobType,
+  ServerCapacity,
+} from "./class-selection.js";
 import type { TenantClass } from "./classifier.js";
 import type { NodeView } from "./scheduler.js";
 
@@ -35,6 +42,8 @@ export interface JobPlacement {
 
 interface AppEntry extends JobPlacement {
   maxConcurrency: number;
+  /** The job's last run, ms (for the per-class job length); undefined for a job never seen. */
+  lastDurationMs: number | undefined;
   taskMilli: number;
   /** When the job first asked for task containers (ms), while it waits for a class. */
   waitingSinceMs: number | undefined;
@@ -66,6 +75,11 @@ export interface HistoryPlacementOptions {
    * class's bursts last (`TenantClass.burstMs`; `DEFAULT_KILL_HOLD_MS` without one). false: never. @default true
    */
   learnFromKills?: boolean;
+  /**
+   * How a job's type is judged: "terciles" of the history's job lengths, the same type in every class (seeds/004), or
+   * "per-class": its last run against each class's mean time between bursts (`jobTypeForClass`). @default "terciles"
+   */
+  jobLength?: JobLengthRule;
 }
 
 /** How long a server that killed work is avoided by long jobs when its class has no burst length. */
@@ -177,8 +191,8 @@ export class HistoryPlacement {
     this.kills.record(serverId, this.clock.nowMs());
   }
 
-  /** A job manager registered: its type and maximum concurrency. */
-  register(appId: string, jobType: JobType, maxConcurrency: number): void {
+  /** A job manager registered: its type, maximum concurrency and last run (ms; undefined for a job never seen). */
+  register(appId: string, jobType: JobType, maxConcurrency: number, lastDurationMs?: number): void {
     const prev = this.apps.get(appId);
     if (prev?.decided) {
       // A new attempt of a job keeps its classes.
@@ -188,6 +202,7 @@ export class HistoryPlacement {
     this.apps.set(appId, {
       jobType,
       maxConcurrency,
+      lastDurationMs,
       taskMilli: 0,
       classIds: [],
       note: "waiting for the job's first task request",
@@ -278,6 +293,7 @@ export class HistoryPlacement {
       weights: this.options.weights,
       rng: this.rng,
       cantelliThreshold: this.options.cantelliThreshold,
+      perClass: this.options.jobLength === "per-class" ? { lastDurationMs: app.lastDurationMs } : undefined,
     });
     if (selection.kind !== "none") {
       const chosen = new Set(selection.classIds);
@@ -385,6 +401,7 @@ export function classViewsOf(classes: readonly TenantClass[], nodes: readonly Li
       peak: c.peak,
       current: liveUtilization(members) ?? c.current,
       ...(c.stddev !== undefined ? { stddev: c.stddev } : {}),
+      ...(c.burstGapMs !== undefined ? { burstGapMs: c.burstGapMs } : {}),
       servers: members.map(capacityOf),
     });
   }

@@ -263,6 +263,7 @@ export class ComputeState {
           classFallback: o.classFallback,
           saturationShare: o.saturationShare,
           learnFromKills: o.learnFromKills,
+          jobLength: o.jobLength,
         },
         this.classViews,
         this.engine.clock,

@@ -128,7 +128,8 @@ export class SimJobManagers implements JobManagersPort {
     this.sim.scheduler.setMaxConcurrency(run.appId, run.job.shape.maxConcurrency);
     if (this.sim.placement) {
       // Algorithm 1 runs on the first ask.
-      this.sim.placement.register(run.appId, run.type, run.job.shape.maxConcurrency);
+      const last = this.lastDurationInWindow(run.job.shape.name);
+      this.sim.placement.register(run.appId, run.type, run.job.shape.maxConcurrency, last);
       const decision = this.sim.placement.onAsk(run.appId, this.sim.taskMilli);
       if (decision) this.sim.driver.onDecision(run, decision);
     } else {

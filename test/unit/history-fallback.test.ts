@@ -1,14 +1,25 @@
 /**
- * The graceful Algorithm 1 (issue 44): near saturation, and when no class has room, a job is placed as the stock policy
- * places it instead of waiting for a class; seeds/004's wait stays selectable.
+ * The history policy's refinements (issue 44), each beside its seeds/004 baseline: near saturation, and when no class
+ * has room, a job is placed as the stock policy places it instead of waiting for a class; long jobs avoid a server that
+ * just killed work; a job's length judged against each class's time between bursts.
  */
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../common/clock.js";
 import { Logger } from "../../common/log.js";
 import { SeededRng } from "../../common/rng.js";
-import { HistorySchedulerPolicy, resolveClassWeights } from "../../resourcemanager/policy/class-selection.js";
+import {
+  HistorySchedulerPolicy,
+  jobTypeForClass,
+  resolveClassWeights,
+} from "../../resourcemanager/policy/class-selection.js";
+import { tenantFeatures } from "../../resourcemanager/policy/classifier.js";
 import type { ClassView } from "../../resourcemanager/policy/class-selection.js";
-import { HistoryPlacement, occupiedShare } from "../../resourcemanager/policy/history-placement.js";
+import {
+  DEFAULT_KILL_HOLD_MS,
+  HistoryPlacement,
+  KillMemory,
+  occupiedShare,
+} from "../../resourcemanager/policy/history-placement.js";
 import type { HistoryPlacementOptions } from "../../resourcemanager/policy/history-placement.js";
 import type { AppView, NodeView } from "../../resourcemanager/policy/scheduler.js";
 
@@ -29,7 +40,7 @@ function cls(id: string, n: number, current: number, allocatedCores: number): Cl
   };
 }
 
-function placementOver(views: ClassView[], options: Partial<HistoryPlacementOptions> = {}) {
+function placementOver(views: ClassView[], options: Partial<HistoryPlacementOptions> = {}, seed = 1) {
   const policy = new HistorySchedulerPolicy();
   const clock = new ManualClock(0);
   const placement = new HistoryPlacement(
@@ -37,7 +48,7 @@ function placementOver(views: ClassView[], options: Partial<HistoryPlacementOpti
     { weights: resolveClassWeights({}), classWaitMs: 60_000, ...options },
     { classViews: () => views },
     clock,
-    new SeededRng(1),
+    new SeededRng(seed),
     new Logger("test", "error", () => undefined),
   );
   return { policy, clock, placement };
@@ -102,5 +113,97 @@ describe("the graceful Algorithm 1", () => {
     expect(paper.policy.allows(app("wide"), node("a-0"), 0)).toBe(false);
     paper.clock.set(60_000);
     expect(paper.placement.retryWaiting().map((d) => d.kind)).toEqual(["any"]);
+  });
+});
+
+describe("learning from kills", () => {
+  it("keeps long jobs' tasks off a server whose primary just killed work, for its class's burst length", () => {
+    const views = [cls("a", 4, 10, 0)];
+    const { policy, clock, placement } = placementOver(views, { saturationShare: 1 });
+    placement.register("long1", "long", 2);
+    placement.register("short1", "short", 2);
+    expect(placement.onAsk("long1", 1000)?.kind).toBe("classes");
+    expect(placement.onAsk("short1", 1000)?.kind).toBe("classes");
+    clock.set(1_000);
+    placement.noteKill("a-1");
+    // The class has no burst length: the default hold.
+    expect(policy.allows(app("long1"), node("a-1"), 0)).toBe(false);
+    expect(policy.allows(app("long1"), node("a-2"), 0)).toBe(true);
+    expect(policy.allows(app("short1"), node("a-1"), 0)).toBe(true);
+    // The job manager goes anywhere.
+    expect(policy.allows(app("long1"), node("a-1"), -1)).toBe(true);
+    clock.set(1_000 + DEFAULT_KILL_HOLD_MS - 1);
+    expect(policy.allows(app("long1"), node("a-1"), 0)).toBe(false);
+    clock.set(1_000 + DEFAULT_KILL_HOLD_MS);
+    expect(policy.allows(app("long1"), node("a-1"), 0)).toBe(true);
+
+    const off = placementOver(views, { saturationShare: 1, learnFromKills: false });
+    off.placement.register("long1", "long", 2);
+    off.placement.onAsk("long1", 1000);
+    off.placement.noteKill("a-1");
+    expect(off.policy.allows(app("long1"), node("a-1"), 0)).toBe(true);
+  });
+
+  it("holds a server for its class's burst length when the classes know it", () => {
+    const memory = new KillMemory((s) => (s === "bursty" ? 10 * 60_000 : undefined));
+    memory.record("bursty", 0);
+    memory.record("quiet", 0);
+    expect(memory.held("bursty", 10 * 60_000 - 1)).toBe(true);
+    expect(memory.held("bursty", 10 * 60_000)).toBe(false);
+    expect(memory.held("quiet", 10 * 60_000)).toBe(true);
+    expect(memory.held("never", 0)).toBe(false);
+  });
+
+  it("measures a tenant's bursts: how long they last and how far apart they start", () => {
+    // One sample a minute over 20 minutes: two bursts to 90 %, of 2 and 4 minutes, over a 10 % floor.
+    const cpuPct = Array.from({ length: 20 }, (_, i) => ((i >= 3 && i < 5) || (i >= 12 && i < 16) ? 90 : 10));
+    const f = tenantFeatures({
+      name: "t",
+      stepSec: 60,
+      startMs: 0,
+      timesMs: cpuPct.map((_, i) => i * 60_000),
+      cpuPct,
+    });
+    // Mean 34 %, deviation 37 %: both bursts lie above 71 %; 20 minutes over two bursts is one every 10.
+    expect(f.burstMs).toBe(3 * 60_000);
+    expect(f.burstGapMs).toBe(10 * 60_000);
+    const flat = tenantFeatures({ name: "f", stepSec: 60, startMs: 0, timesMs: [0, 60_000], cpuPct: [5, 5] });
+    expect(flat.burstMs).toBeUndefined();
+  });
+});
+
+describe("a job's length judged per class", () => {
+  it("is short where it will likely finish before the class's next burst, long where it will likely see two", () => {
+    const hour = 3_600_000;
+    expect(jobTypeForClass(0.5 * hour, hour, "medium")).toBe("short");
+    expect(jobTypeForClass(hour, hour, "short")).toBe("medium");
+    expect(jobTypeForClass(2 * hour, hour, "short")).toBe("long");
+    // A class that never bursts; a job never seen before keeps the history's type.
+    expect(jobTypeForClass(10 * hour, undefined, "long")).toBe("short");
+    expect(jobTypeForClass(undefined, hour, "long")).toBe("long");
+  });
+
+  it("sends an hour-long job to a quiet class rather than to a class that bursts every 20 minutes", () => {
+    const quiet = { ...cls("quiet", 4, 30, 0), pattern: "constant" as const, peak: 40, burstGapMs: 24 * 3_600_000 };
+    const bursty = { ...cls("bursty", 4, 30, 0), pattern: "unpredictable" as const, peak: 95, burstGapMs: 20 * 60_000 };
+    // By terciles the job is short: short jobs rank unpredictable first, and both classes have room now.
+    let toBursty = 0;
+    for (let seed = 1; seed <= 40; seed++) {
+      const views = [quiet, bursty];
+      const terciles = placementOver(views, { saturationShare: 1 }, seed);
+      const perClass = placementOver(views, { saturationShare: 1, jobLength: "per-class" }, seed);
+      for (const [p, name] of [
+        [terciles, "t"],
+        [perClass, "p"],
+      ] as const) {
+        p.placement.register(`${name}${seed}`, "short", 4, 3_600_000);
+      }
+      const t = terciles.placement.onAsk(`t${seed}`, 1000);
+      const pc = perClass.placement.onAsk(`p${seed}`, 1000);
+      if (t?.kind === "classes" && t.classIds[0] === "bursty") toBursty++;
+      // Per class, it is long on the bursty class, whose peak leaves it no room: the quiet class every time.
+      expect(pc?.kind === "classes" ? pc.classIds : []).toEqual(["quiet"]);
+    }
+    expect(toBursty).toBeGreaterThan(0);
   });
 });

@@ -151,6 +151,8 @@ function sweepOneSeed(
             maxAmShare: o.maxAmShare,
             classFallback: o.classFallback,
             saturationShare: o.saturationShare,
+            jobLength: o.jobLength,
+            learnFromKills: o.learnFromKills,
             classifier: { peakStatistic: v.peak },
             onProgress,
             progressEvery: 100_000,

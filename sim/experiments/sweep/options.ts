@@ -4,7 +4,7 @@ import {
   DEFAULT_MAX_AM_SHARE,
   DEFAULT_SATURATION_SHARE,
 } from "../../../resourcemanager/index.js";
-import type { ClassFallback } from "../../../resourcemanager/index.js";
+import type { ClassFallback, JobLengthRule } from "../../../resourcemanager/index.js";
 import { outputOptions } from "../../experiments.js";
 import type { ExperimentOutput, Resolved } from "../../experiments.js";
 import type { TraceSource } from "../../model.js";
@@ -66,6 +66,10 @@ export interface ComputeSweepOptions extends ExperimentOutput {
   classFallback?: ClassFallback;
   /** History places as stock from this share of what the primaries leave (`ComputeOptions.saturationShare`). @default 0.8 */
   saturationShare?: number;
+  /** History's job length rule (`ComputeOptions.jobLength`). @default "terciles" */
+  jobLength?: JobLengthRule;
+  /** History's learning from kills (`ComputeOptions.learnFromKills`). @default true */
+  learnFromKills?: boolean;
   /**
    * Run history with the "median-daily-max" peak too, at the load nearest the middle of `loads` (in every seed).
    * @default true
@@ -96,6 +100,8 @@ export function resolveComputeSweepOptions(o: ComputeSweepOptions = {}): Resolve
     maxAmShare: o.maxAmShare ?? DEFAULT_MAX_AM_SHARE,
     classFallback: o.classFallback ?? DEFAULT_CLASS_FALLBACK,
     saturationShare: o.saturationShare ?? DEFAULT_SATURATION_SHARE,
+    jobLength: o.jobLength ?? "terciles",
+    learnFromKills: o.learnFromKills ?? true,
     peakVariant: o.peakVariant ?? true,
     traces: o.traces ?? "generated",
     ...outputOptions(o),
@@ -118,6 +124,8 @@ export function resolveComputeSweepOptions(o: ComputeSweepOptions = {}): Resolve
   if (r.classFallback !== "stock" && r.classFallback !== "wait")
     invalidArgument(WHAT, "classFallback", `must be "stock" or "wait" (got ${String(r.classFallback)})`);
   checkShare(WHAT, "saturationShare", r.saturationShare);
+  if (r.jobLength !== "terciles" && r.jobLength !== "per-class")
+    invalidArgument(WHAT, "jobLength", `must be "terciles" or "per-class" (got ${String(r.jobLength)})`);
   checkTraces(WHAT, r.traces, false);
   return r;
 }

@@ -119,7 +119,10 @@ function setupText(runs: readonly SweepRun[], o: ResolvedComputeSweepOptions): s
     `${o.killCost === "none" ? "none (the instant model)" : "modelled (DEFAULT_KILL_COST)"}; job managers ` +
     `${o.maxAmShare >= 1 ? "unlimited" : `at most ${o.maxAmShare} of the harvestable cores`}; history falls back to ` +
     `${o.classFallback === "stock" ? "stock placement" : "waiting"} when no class has room and places as stock from ` +
-    `${o.saturationShare} of what the primaries leave; loads are fractions of the harvestable core-hours of the ` +
+    `${o.saturationShare} of what the primaries leave, types jobs by ` +
+    `${o.jobLength === "terciles" ? "terciles of job lengths" : "each class's time between bursts"}, ` +
+    `${o.learnFromKills ? "keeps long jobs off servers that just killed work" : "does not learn from kills"}; ` +
+    `loads are fractions of the harvestable core-hours of the ` +
     `${o.referencePct} % cluster, the same jobs at every level`
   );
 }
