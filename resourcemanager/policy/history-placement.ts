@@ -71,8 +71,9 @@ export interface HistoryPlacementOptions {
    */
   saturationShare?: number;
   /**
-   * Learning from kills: a server whose primary killed Harvest's work is avoided by long jobs' tasks for as long as its
-   * class's bursts last (`TenantClass.burstMs`; `DEFAULT_KILL_HOLD_MS` without one). false: never. @default true
+   * Learning from kills: a server whose primary killed Harvest's work is avoided by the tasks of long jobs kept to their
+   * classes for as long as its class's bursts last (`TenantClass.burstMs`; `DEFAULT_KILL_HOLD_MS` without one); a job
+   * placed as stock is not held back. false: never. @default true
    */
   learnFromKills?: boolean;
   /**
@@ -181,9 +182,12 @@ export class HistoryPlacement {
   ) {
     this.kills = new KillMemory((serverId) => source.burstMsOf?.(serverId));
     if (options.learnFromKills ?? true)
-      policy.setAvoid(
-        (appId, nodeId) => this.apps.get(appId)?.jobType === "long" && this.kills.held(nodeId, this.clock.nowMs()),
-      );
+      policy.setAvoid((appId, nodeId) => {
+        // Only a job kept to its classes: one placed as stock (near saturation, or with no class to hold it) takes
+        // what any server offers, or it would queue behind every recent kill.
+        const app = this.apps.get(appId);
+        return app?.jobType === "long" && app.classIds.length > 0 && this.kills.held(nodeId, this.clock.nowMs());
+      });
   }
 
   /** The primary of `serverId` killed one of Harvest's containers now (a yield, not a drain or a cap). */

@@ -137,6 +137,13 @@ describe("learning from kills", () => {
     clock.set(1_000 + DEFAULT_KILL_HOLD_MS);
     expect(policy.allows(app("long1"), node("a-1"), 0)).toBe(true);
 
+    // A long job placed as stock (no class holds it) takes what any server offers, held or not.
+    placement.register("wide", "long", 100);
+    expect(placement.onAsk("wide", 1000)?.kind).toBe("any");
+    placement.noteKill("a-2");
+    expect(policy.allows(app("wide"), node("a-2"), 0)).toBe(true);
+    expect(policy.allows(app("long1"), node("a-2"), 0)).toBe(false);
+
     const off = placementOver(views, { saturationShare: 1, learnFromKills: false });
     off.placement.register("long1", "long", 2);
     off.placement.onAsk("long1", 1000);
