@@ -19,6 +19,7 @@ import { parseShareFlag } from "./power-plan-command.js";
 import { registerAdmissionCommand } from "./sim-admission-command.js";
 import { registerSimLifetimeCommands } from "./sim-lifetime-commands.js";
 import { registerStorageSweepCommand } from "./sim-storage-sweep.js";
+import { registerVictimsCommand } from "./sim-victims-command.js";
 import { registerValidateCommand } from "./testbed-command.js";
 
 // The simulator's modules load ECharts (most of a second), so the actions import them when they run: every other
@@ -425,6 +426,7 @@ export function registerSimCommands(program: Command): void {
   registerStorageSweepCommand(sim, { reporter: () => new ProgressReporter(), commandLine, outDir: DEFAULT_SIM_OUT });
   registerSimLifetimeCommands(sim, { reporter: () => new ProgressReporter(), commandLine });
   registerAdmissionCommand(sim, { reporter: () => new ProgressReporter(), commandLine });
+  registerVictimsCommand(sim, { reporter: () => new ProgressReporter(), commandLine });
 
   addCommonFlags(sim.command("power"), POWER_DEFAULTS)
     .description(

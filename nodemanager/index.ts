@@ -1,7 +1,8 @@
 /**
  * The node manager: daemon, options, the primary-tenant monitors, and the pure policies it runs (`policy/`), which the
  * simulator, the benchmarks and the soak call from here and nowhere else (scripts/check-imports.mjs):
- * - the yield controller's choice of victims when the primary needs its cores (`chooseVictims`);
+ * - the yield controller's choice of victims when the primary needs its cores (`chooseVictims`: youngest first, or by
+ *   the work each would lose);
  * - the capping agent and its controller: throttle, raise and kill secondary containers under a power budget
  *   (`CappingAgent`, `resolveCappingOptions`);
  * - the per-container power model (`PowerModel`, seeds/001 section 3).
@@ -13,8 +14,9 @@ export type { DaemonState } from "../common/lifecycle.js";
 export type { NodeManagerDeps, PreemptionEvent } from "./node-manager.js";
 export { resolveNodeManagerOptions } from "./options.js";
 export type { NodeManagerOptions } from "./options.js";
-export { chooseVictims } from "./policy/yield-controller.js";
-export type { YieldContainer, YieldDecision, YieldInput } from "./policy/yield-controller.js";
+export { chooseVictims, VICTIM_ORDERS } from "./policy/yield-controller.js";
+export type { VictimOrder, YieldContainer, YieldDecision, YieldInput } from "./policy/yield-controller.js";
+export { DEFAULT_NEAR_END_MS, lostWorkOf } from "./policy/work-lost.js";
 export { createPrimaryMonitor } from "../common/primary-monitor.js";
 export type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
 export { detectCgroups } from "./cgroups.js";

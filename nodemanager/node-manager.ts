@@ -1,7 +1,8 @@
 /**
  * The node manager daemon, one per server: launches containers as real processes, watches the server's primary tenant,
- * kills its own youngest work when the primary needs the cores back (the yield controller), and heartbeats the
- * resource manager over one long-lived stream, reconnecting with backoff when the resource manager goes away.
+ * kills its own work when the primary needs the cores back (the yield controller: youngest first, or the least work
+ * lost), and heartbeats the resource manager over one long-lived stream, reconnecting with backoff when the resource
+ * manager goes away.
  */
 import type * as grpc from "@grpc/grpc-js";
 import type { ChildProcess } from "node:child_process";
@@ -48,6 +49,7 @@ import { createPowerMeter, nodePowerMeterSpec } from "./power-meter.js";
 import type { PowerMeter } from "./power-meter.js";
 import { createThrottler } from "./throttler.js";
 import { chooseVictims } from "./policy/yield-controller.js";
+import { yieldInput } from "./yield-inputs.js";
 import { NodeManagerMetrics } from "./nm-metrics.js";
 import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
 import type { NodeToRm } from "../proto/generated/harvest/v1/NodeToRm.js";
@@ -490,7 +492,7 @@ export class NodeManager extends ServingDaemon {
 
   // ---------------------------------------------------------------------------------------------- yielding
 
-  /** One yield-controller tick: sample the primary and kill the youngest secondary work that no longer fits. */
+  /** One yield-controller tick: sample the primary and kill the secondary work that no longer fits (victimOrder). */
   private yieldTick(): void {
     try {
       this.lastSample = this.monitor.sample();
@@ -500,26 +502,9 @@ export class NodeManager extends ServingDaemon {
     const live = [...this.containers.values()].filter(
       (c) => c.state === "RUNNING" && c.cause === undefined && !this.dying.has(c.spec.containerId),
     );
-    const decision = chooseVictims({
-      capacityMilli: this.options.capacity.vcoresMilli,
-      primaryMilli: this.lastSample.cpuMilli,
-      reserveMilli: Math.ceil(this.options.capacity.vcoresMilli * this.options.reserveFraction),
-      // Memory counts only where the primary's is measured (the proc monitor; traces carry CPU only).
-      ...(this.lastSample.memoryMb !== undefined
-        ? {
-            capacityMemoryMb: this.options.capacity.memoryMb,
-            primaryMemoryMb: this.lastSample.memoryMb,
-            reserveMemoryMb: Math.ceil(this.options.capacity.memoryMb * this.options.reserveFraction),
-          }
-        : {}),
-      containers: live.map((c) => ({
-        containerId: c.spec.containerId,
-        vcoresMilli: c.spec.vcoresMilli,
-        memoryMb: c.spec.memoryMb,
-        startedMs: c.startedMs,
-        isAm: c.spec.isAm,
-      })),
-    });
+    const decision = chooseVictims(
+      yieldInput(live, this.lastSample, this.options, this.clock.nowMs(), (id) => this.taskStatus.progress(id)),
+    );
     for (const id of decision.victims) {
       const c = this.containers.get(id);
       if (!c) continue;

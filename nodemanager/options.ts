@@ -18,6 +18,9 @@ import { isAccountName, lookupAccount } from "./run-as.js";
 import type { RunAsMode } from "./run-as.js";
 import { DEFAULT_UID_RANGE, parseUidRange } from "./uid-leases.js";
 import type { CappingOptions } from "./policy/capping-controller.js";
+import { VICTIM_ORDERS } from "./policy/yield-controller.js";
+import type { VictimOrder } from "./policy/yield-controller.js";
+import { DEFAULT_NEAR_END_MS } from "./policy/work-lost.js";
 
 /** Settings of a node manager. */
 export interface NodeManagerOptions {
@@ -62,6 +65,17 @@ export interface NodeManagerOptions {
   yieldTickMs: number;
   /** Fraction of cores kept free for the primary. @default 0.1 */
   reserveFraction: number;
+  /**
+   * Which containers the yield controller kills when the primary needs its cores back: "youngest" (stock YARN: the
+   * youngest first) or "work-lost" (the set that frees enough with the least running time x cores thrown away, tasks
+   * near their end spared while others suffice). Job managers go last either way. @default "youngest"
+   */
+  victimOrder: VictimOrder;
+  /**
+   * Under "work-lost", a task whose reported progress says it ends within this many ms (elapsed x (1 - p) / p) is
+   * killed only when the other tasks cannot free enough. @default 0
+   */
+  victimNearEndMs: number;
   /** Heartbeat period until the resource manager says otherwise. @default 1000 */
   heartbeatIntervalMs: number;
   /** SIGTERM-to-SIGKILL grace when killing a container. @default 250 */
@@ -184,6 +198,8 @@ export function resolveNodeManagerOptions(
         primaryOffsetMs: 0,
         yieldTickMs: 250,
         reserveFraction: 0.1,
+        victimOrder: "youngest",
+        victimNearEndMs: DEFAULT_NEAR_END_MS,
         heartbeatIntervalMs: 1_000,
         killGraceMs: 250,
         shuffleBusyUtilization: 0.9,
@@ -257,6 +273,9 @@ export function resolveNodeManagerOptions(
     bad("archiveMaxEntries", "must be a positive integer");
   if (typeof o.orphanReaper !== "boolean") bad("orphanReaper", "must be true or false");
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");
+  if (!VICTIM_ORDERS.includes(o.victimOrder)) bad("victimOrder", 'must be "youngest" or "work-lost"');
+  if (!(Number.isFinite(o.victimNearEndMs) && o.victimNearEndMs >= 0))
+    bad("victimNearEndMs", "must be a number of milliseconds >= 0");
   if (!["auto", "v1", "v2", "none"].includes(o.cgroups)) bad("cgroups", 'must be "auto", "v1", "v2" or "none"');
   if (!["application", "submitter", "fixed"].includes(o.containerRunAs))
     bad("containerRunAs", 'must be "application", "submitter" or "fixed"');

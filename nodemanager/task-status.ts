@@ -218,6 +218,11 @@ export class TaskStatusTracker {
     return out;
   }
 
+  /** The last progress `containerId`'s task reported (undefined: none yet, or its file was refused). */
+  progress(containerId: string): number | undefined {
+    return this.entries.get(containerId)?.report?.progress;
+  }
+
   /** Forgets a container that ended. */
   forget(containerId: string): void {
     this.entries.delete(containerId);

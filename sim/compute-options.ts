@@ -24,6 +24,8 @@ import type {
   PlacementDecision,
   TenantClass,
 } from "../resourcemanager/index.js";
+import { DEFAULT_NEAR_END_MS, VICTIM_ORDERS } from "../nodemanager/index.js";
+import type { VictimOrder } from "../nodemanager/index.js";
 import type { EngineProgress } from "./engine/engine.js";
 import type { ResolvedSimAdmissionOptions, SimAdmissionOptions } from "./features/admission-options.js";
 import { resolveSimAdmissionOptions } from "./features/admission-options.js";
@@ -142,6 +144,19 @@ export interface ComputeOptions {
    * @default 86400000 (daily)
    */
   reclassifyIntervalMs?: number;
+  /**
+   * Which containers the node manager's yield step kills (its victimOrder, `chooseVictims`): "youngest" (stock YARN)
+   * or "work-lost" (the least running time x cores lost, with each task's progress; tasks near their end and job
+   * managers spared while others suffice).
+   * @default "youngest"
+   */
+  victimOrder?: VictimOrder;
+  /**
+   * Under "work-lost", a task expected to end within this is spared while others suffice (the node manager's
+   * victimNearEndMs).
+   * @default 0
+   */
+  victimNearEndMs?: number;
   /**
    * Checks after every event that no server runs more secondary cores than capacity - primary - reserve (or none when
    * that is negative; under stock-unaware, than its capacity), that the simulation's books agree with the scheduler's
@@ -349,6 +364,8 @@ export function resolveComputeOptions(
     jobLength: options.jobLength ?? "terciles",
     retryIntervalMs: options.retryIntervalMs ?? 5000,
     reclassifyIntervalMs: options.reclassifyIntervalMs ?? DAY_MS,
+    victimOrder: options.victimOrder ?? "youngest",
+    victimNearEndMs: options.victimNearEndMs ?? DEFAULT_NEAR_END_MS,
     checkInvariants: options.checkInvariants ?? false,
     killCost: { ...DEFAULT_KILL_COST, ...stripUndefined(options.killCost ?? {}) },
     progressEvery: options.progressEvery ?? 1_000_000,
@@ -368,6 +385,9 @@ export function resolveComputeOptions(
     invalidArgument(WHAT, "policy", `must be "stock", "stock-unaware" or "history" (got ${String(o.policy)})`);
   if (!Number.isSafeInteger(o.seed)) invalidArgument(WHAT, "seed", `must be an integer (got ${o.seed})`);
   checkFraction(WHAT, "reserveFraction", o.reserveFraction);
+  if (!VICTIM_ORDERS.includes(o.victimOrder))
+    invalidArgument(WHAT, "victimOrder", `must be "youngest" or "work-lost" (got ${String(o.victimOrder)})`);
+  checkAtLeastZero(WHAT, "victimNearEndMs", o.victimNearEndMs);
   checkShare(WHAT, "maxAmShare", o.maxAmShare);
   checkAboveZero(WHAT, "taskCores", o.taskCores);
   const taskMilli = Math.round(o.taskCores * 1000);

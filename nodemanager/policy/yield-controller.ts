@@ -6,10 +6,21 @@
  *
  * Secondary usage is taken as the containers' allocations (the cgroup ceiling each one can burst to within 100 ms),
  * not their measured usage, so the primary's need plus the reserve is guaranteed free once the victims are gone.
- * Victims are the youngest containers first (the least work lost), the job manager's own container last (killing it
- * costs the whole job's bookkeeping), until the secondary fits in both the cores and the memory the primary leaves, so
- * secondary work never pushes the primary into swapping or the OOM killer. The primary is never touched.
+ * Victims are chosen by `order` until the secondary fits in both the cores and the memory the primary leaves, so
+ * secondary work never pushes the primary into swapping or the OOM killer; the primary is never touched:
+ * - "youngest" (stock, YARN's): the youngest containers first, the job manager's own container last (killing it costs
+ *   the whole job's bookkeeping);
+ * - "work-lost": the set that frees enough with the least work lost (elapsed running time x cores), sparing tasks near
+ *   their end and job managers while others suffice (work-lost.ts).
+ * Both free at least what is needed in the same tick: neither kills fewer containers than the deficit requires.
  */
+import { DEFAULT_NEAR_END_MS, workLostVictims } from "./work-lost.js";
+
+/** How the yield controller picks its victims (see the file header). */
+export type VictimOrder = "youngest" | "work-lost";
+
+/** Every victim order, the stock one first. */
+export const VICTIM_ORDERS: readonly VictimOrder[] = ["youngest", "work-lost"];
 
 /** A secondary container as the controller sees it. */
 export interface YieldContainer {
@@ -17,8 +28,11 @@ export interface YieldContainer {
   vcoresMilli: number;
   /** Its memory grant (what its cgroup lets it use). @default 0 */
   memoryMb?: number;
+  /** When its process started (its running time counts from here). */
   startedMs: number;
   isAm: boolean;
+  /** The task's last reported progress, 0..1; undefined when it reports none ("work-lost" only). @default undefined */
+  progress?: number;
 }
 
 /** One tick's inputs. */
@@ -31,6 +45,12 @@ export interface YieldInput {
   primaryMemoryMb?: number;
   reserveMemoryMb?: number;
   containers: readonly YieldContainer[];
+  /** Which containers go first. @default "youngest" */
+  order?: VictimOrder;
+  /** Now, for each container's running time ("work-lost" only). @default the latest `startedMs` */
+  nowMs?: number;
+  /** Under "work-lost", a task expected to end within this is spared while others suffice. @default 0 */
+  nearEndMs?: number;
 }
 
 /** One tick's decision. */
@@ -61,6 +81,12 @@ export function chooseVictims(input: YieldInput): YieldDecision {
   }
   const decision: YieldDecision = { allowanceMilli, secondaryMilli, memoryAllowanceMb, secondaryMemoryMb, victims: [] };
   if (secondaryMilli <= allowanceMilli && secondaryMemoryMb <= memoryAllowanceMb) return decision;
+  if ((input.order ?? "youngest") === "work-lost") {
+    const nowMs = input.nowMs ?? Math.max(...input.containers.map((c) => c.startedMs));
+    const deficit = { milli: secondaryMilli - allowanceMilli, memoryMb: secondaryMemoryMb - memoryAllowanceMb };
+    decision.victims = workLostVictims(input.containers, deficit, nowMs, input.nearEndMs ?? DEFAULT_NEAR_END_MS);
+    return decision;
+  }
   const order = [...input.containers].sort((a, b) => {
     if (a.isAm !== b.isAm) return a.isAm ? 1 : -1;
     if (a.startedMs !== b.startedMs) return b.startedMs - a.startedMs;

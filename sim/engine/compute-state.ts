@@ -72,6 +72,7 @@ export interface JobManagersPort {
   jobManagerUp(a: Attempt): void;
   launch(a: Attempt): void;
   scheduleEnd(a: Attempt): void;
+  progressOf(a: Attempt, nowMs: number): number | undefined;
 }
 
 /** What the other parts call of {@link SchedulerDriver}. */

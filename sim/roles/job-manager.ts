@@ -203,6 +203,16 @@ export class SimJobManagers implements JobManagersPort {
     this.sim.servers.updateRate(s);
   }
 
+  /**
+   * A launched task's progress at `nowMs`, 0..1, as its harvest/task would report it: the share of its work done
+   * (undefined for a job manager and a task still launching).
+   */
+  progressOf(a: Attempt, nowMs: number): number | undefined {
+    if (a.isAm || !a.launched || !a.workMs) return undefined;
+    const left = Math.max(0, a.workLeftMs - (nowMs - a.sinceMs) * a.rate);
+    return Math.min(1, Math.max(0, 1 - left / a.workMs));
+  }
+
   /** Schedules a launched task's end from its work left and speed (none while it is stopped). */
   scheduleEnd(a: Attempt): void {
     const version = ++a.version;

@@ -53,6 +53,8 @@ export interface Attempt {
   alive: boolean;
   /** Launched: a task's work progresses (a job manager has registered). */
   launched: boolean;
+  /** A task's whole work at full speed, ms (its progress is the share done); undefined for a job manager. */
+  workMs?: number;
   /** A task's work left at full speed, ms, as of `sinceMs`, and the share of full speed it has run at since then. */
   workLeftMs: number;
   sinceMs: number;

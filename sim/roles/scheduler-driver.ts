@@ -129,6 +129,7 @@ export class SchedulerDriver implements DriverPort {
     const vertex = Math.floor(task / TASK_STRIDE);
     const index = task % TASK_STRIDE;
     a.workLeftMs = taskDurationMs(this.sim.stream, run.job, vertex, index);
+    a.workMs = a.workLeftMs;
     this.sim.o.observer?.onTaskStart?.({ job: run.job, vertex, task: index, server: s, nowMs: now });
     const delay = this.sim.jobManagers.launchDelayMs(true);
     if (delay > 0) this.sim.at(now + delay, () => this.sim.jobManagers.launch(a));

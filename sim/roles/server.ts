@@ -5,7 +5,7 @@
 import type { ComputeState, ServersPort } from "../engine/compute-state.js";
 import type { SimCluster } from "../model.js";
 import { yieldVictims } from "./yield-step.js";
-import type { JobRun } from "./job-run.js";
+import type { Attempt, JobRun } from "./job-run.js";
 
 /**
  * The primary replay of slot `k` (every simulator's, the compute and the power one alike): for each server of a tenant
@@ -169,7 +169,10 @@ export class SimServers implements ServersPort {
     }
   }
 
-  /** The node manager's yield step: kill the youngest attempts until the rest fit beside the primary and reserve. */
+  /**
+   * The node manager's yield step: kill attempts in the `victimOrder` (youngest first, or the least work lost, with
+   * each task's progress) until the rest fit beside the primary and reserve.
+   */
   private yieldOn(s: number, touched: Set<JobRun>): void {
     const server = {
       capacityMilli: this.sim.capMilli[s]!,
@@ -178,7 +181,14 @@ export class SimServers implements ServersPort {
       heldMilli: this.sim.secondaryMilli[s]!,
       taskMilli: this.sim.taskMilli,
     };
-    for (const a of yieldVictims(server, this.sim.running[s]!)) {
+    const nowMs = this.sim.engine.clock.nowMs();
+    const choice = {
+      order: this.sim.o.victimOrder,
+      nowMs,
+      nearEndMs: this.sim.o.victimNearEndMs,
+      progressOf: (a: Attempt) => this.sim.jobManagers.progressOf(a, nowMs),
+    };
+    for (const a of yieldVictims(server, this.sim.running[s]!, choice)) {
       // A job manager killed earlier in this step took its job's tasks with it.
       if (!a.alive) continue;
       this.sim.placement?.noteKill(this.sim.nodeIds[s]!);

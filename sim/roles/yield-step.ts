@@ -3,7 +3,7 @@
  * own policy) kills when the primary grows into what Harvest holds, in kill order.
  */
 import { chooseVictims } from "../../nodemanager/index.js";
-import type { YieldContainer } from "../../nodemanager/index.js";
+import type { VictimOrder, YieldContainer } from "../../nodemanager/index.js";
 
 /** A running task as the simulators keep it. */
 export interface SimTask {
@@ -13,6 +13,11 @@ export interface SimTask {
   milli?: number;
   /** The job manager's container (killed last). @default false */
   isAm?: boolean;
+  /**
+   * When its task started running (the node manager's `startedMs`, which "work-lost" counts running time from);
+   * undefined while it launches. @default undefined
+   */
+  launchedMs?: number;
 }
 
 /** What the server looks like at the yield step. */
@@ -25,25 +30,59 @@ export interface YieldServer {
   taskMilli: number;
 }
 
-/** The tasks to kill so that the rest fit beside the primary and the reserve (none when they already fit). */
-export function yieldVictims<T extends SimTask>(server: YieldServer, running: Iterable<T>): T[] {
-  if (server.heldMilli <= server.capacityMilli - server.primaryMilli - server.reserveMilli) return [];
-  const byId = new Map<string, T>();
+/** How the step orders its victims, as the node manager's `victimOrder` and `victimNearEndMs`. */
+export interface SimVictimChoice<T> {
+  order: VictimOrder;
+  nowMs: number;
+  nearEndMs: number;
+  /** A task's progress now, 0..1, as it would report it (undefined: none). */
+  progressOf?: (t: T) => number | undefined;
+}
+
+/**
+ * The yield controller's view of `running`: under "youngest" each container's age counts from its grant (the
+ * simulators' stock model); under "work-lost" from its launch, as the node manager's `startedMs` (a task still
+ * launching has run nothing; a job manager, whose launch the simulators do not stamp, counts from its grant), with the
+ * task's progress.
+ */
+export function simYieldContainers<T extends SimTask>(
+  server: Pick<YieldServer, "taskMilli">,
+  running: Iterable<T>,
+  choice?: SimVictimChoice<T>,
+): YieldContainer[] {
   const containers: YieldContainer[] = [];
+  const workLost = choice?.order === "work-lost";
   for (const t of running) {
-    byId.set(t.containerId, t);
+    const progress = workLost && !t.isAm ? choice.progressOf?.(t) : undefined;
     containers.push({
       containerId: t.containerId,
       vcoresMilli: t.milli ?? server.taskMilli,
-      startedMs: t.startMs,
+      startedMs: workLost ? (t.launchedMs ?? (t.isAm ? t.startMs : choice.nowMs)) : t.startMs,
       isAm: t.isAm ?? false,
+      ...(progress !== undefined ? { progress } : {}),
     });
   }
+  return containers;
+}
+
+/**
+ * The tasks to kill so that the rest fit beside the primary and the reserve (none when they already fit), in the
+ * order `choice` names (youngest first without one).
+ */
+export function yieldVictims<T extends SimTask>(
+  server: YieldServer,
+  running: Iterable<T>,
+  choice?: SimVictimChoice<T>,
+): T[] {
+  if (server.heldMilli <= server.capacityMilli - server.primaryMilli - server.reserveMilli) return [];
+  const byId = new Map<string, T>();
+  for (const t of running) byId.set(t.containerId, t);
   const decision = chooseVictims({
     capacityMilli: server.capacityMilli,
     primaryMilli: server.primaryMilli,
     reserveMilli: server.reserveMilli,
-    containers,
+    containers: simYieldContainers(server, byId.values(), choice),
+    ...(choice ? { order: choice.order, nowMs: choice.nowMs, nearEndMs: choice.nearEndMs } : {}),
   });
   return decision.victims.map((id) => byId.get(id)!);
 }
