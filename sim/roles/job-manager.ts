@@ -112,6 +112,8 @@ export class SimJobManagers implements JobManagersPort {
       waited: false,
     };
     this.sim.runs.set(run.appId, run);
+    if (this.sim.o.observer?.onJobSubmitted)
+      this.sim.o.observer.onJobSubmitted({ job, nowMs: now, ...this.freeTaskSlots() });
     this.sim.scheduler.addApp(run.appId, job.id);
     vertices.forEach((v, i) => {
       if (v.inputs.length === 0) this.enqueueVertex(run, i);
@@ -121,6 +123,21 @@ export class SimJobManagers implements JobManagersPort {
       this.updateAsk(run);
       this.sim.driver.place(run);
     } else this.registered(run);
+  }
+
+  /** Task containers free on the servers in service, as the scheduler sees them (only asked by an observer). */
+  private freeTaskSlots(): { freeTaskSlots: number; serversWithRoom: number } {
+    const sim = this.sim;
+    let slots = 0;
+    let servers = 0;
+    for (let s = 0; s < sim.capMilli.length; s++) {
+      if (!sim.servers.inService(s)) continue;
+      const room = sim.capMilli[s]! - sim.seenMilli[s]! - sim.reserveMilli[s]! - sim.secondaryMilli[s]!;
+      if (room < sim.taskMilli) continue;
+      slots += Math.floor(room / sim.taskMilli);
+      servers++;
+    }
+    return { freeTaskSlots: slots, serversWithRoom: servers };
   }
 
   /** The job manager registered (its DAG's max concurrency) and asks for its first tasks. */
