@@ -167,6 +167,7 @@ export { DEFAULT_DRAIN_OPTIONS, DrainTracker, drainOrder, resolveDrainOptions } 
 export type { DrainContainer, DrainOptions, DrainStatus, DrainStep } from "./policy/drain.js";
 export {
   DEFAULT_SURVIVAL_QUOTE_OPTIONS,
+  freeTaskSlots,
   killsPerHourOf,
   quoteJob,
   quoteVerticesOfDag,
@@ -178,6 +179,7 @@ export type {
   JobQuoteInput,
   PastRun,
   QuoteInput,
+  QuoteServer,
   QuoteVertex,
   SurvivalQuote,
   SurvivalQuoteOptions,

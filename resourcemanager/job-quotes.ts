@@ -12,12 +12,13 @@ import type { Logger } from "../common/log.js";
 import type { LifetimeModel } from "./policy/lifetime.js";
 import type { Scheduler } from "./policy/scheduler.js";
 import {
+  freeTaskSlots,
   quoteJob,
   quoteVerticesOfDag,
   resolveSurvivalQuoteOptions,
   tenantKillsPerHour,
 } from "./policy/survival-quote.js";
-import type { SurvivalQuote, SurvivalQuoteOptions } from "./policy/survival-quote.js";
+import type { QuoteServer, SurvivalQuote, SurvivalQuoteOptions } from "./policy/survival-quote.js";
 import type { RmStore } from "./state-store.js";
 import type { TenantRegistry } from "./tenant-registry.js";
 
@@ -57,19 +58,19 @@ export class JobQuotes {
       const rates = await this.tenantRates();
       const taskMilli = Math.max(1, ...dag.vertices.map((v) => v.resources.vcoresMilli));
       const serverRates: number[] = [];
-      let slots = 0;
-      let withRoom = 0;
+      const servers: QuoteServer[] = [];
       for (const v of this.deps.scheduler.nodeViews()) {
         const tenant = this.deps.tenants.ownerOf(v.nodeId);
         const rate = tenant ? rates.get(tenant.name) : undefined;
         if (rate !== undefined) serverRates.push(rate);
-        const cap = v.capacity.vcoresMilli;
-        const room =
-          cap - v.primaryUsage.vcoresMilli - Math.ceil(cap * this.deps.reserveFraction) - v.allocated.vcoresMilli;
-        if (room < taskMilli) continue;
-        slots += Math.floor(room / taskMilli);
-        withRoom++;
+        servers.push({
+          capacityMilli: v.capacity.vcoresMilli,
+          primaryMilli: v.primaryUsage.vcoresMilli,
+          reserveMilli: Math.ceil(v.capacity.vcoresMilli * this.deps.reserveFraction),
+          allocatedMilli: v.allocated.vcoresMilli,
+        });
       }
+      const { slots, serversWithRoom } = freeTaskSlots(servers, taskMilli);
       const past = await this.deps.store.history(dag.name, this.options.pastRunsWindow);
       return quoteJob({
         job: dag.name,
@@ -77,7 +78,7 @@ export class JobQuotes {
         lifetimes: this.deps.lifetimes,
         serverKillsPerHour: serverRates,
         slots: Math.max(1, Math.min(maxConcurrency(dag), slots)),
-        tasksPerServer: withRoom > 0 ? slots / withRoom : 1,
+        tasksPerServer: serversWithRoom > 0 ? slots / serversWithRoom : 1,
         pastRuns: past.map((h) => ({
           tasksPreempted: h.tasksPreempted,
           durationMs: h.durationMs,

@@ -279,6 +279,34 @@ export interface JobQuoteInput {
   options?: Partial<SurvivalQuoteOptions>;
 }
 
+/** A server as the quote counts its room: its cores, its primary's, the scheduler's reserve and what Harvest holds. */
+export interface QuoteServer {
+  capacityMilli: number;
+  primaryMilli: number;
+  reserveMilli: number;
+  allocatedMilli: number;
+}
+
+/**
+ * The task containers of `taskMilli` free on `servers` (room beside the primary, the reserve and what is held), and
+ * how many servers have room for one: `JobQuoteInput.slots` and `tasksPerServer` = slots / serversWithRoom.
+ */
+export function freeTaskSlots(
+  servers: Iterable<QuoteServer>,
+  taskMilli: number,
+): { slots: number; serversWithRoom: number } {
+  const size = Math.max(1, taskMilli);
+  let slots = 0;
+  let serversWithRoom = 0;
+  for (const s of servers) {
+    const room = s.capacityMilli - s.primaryMilli - s.reserveMilli - s.allocatedMilli;
+    if (room < size) continue;
+    slots += Math.floor(room / size);
+    serversWithRoom++;
+  }
+  return { slots, serversWithRoom };
+}
+
 const SOURCE_RANK: Readonly<Record<TaskLifetimeSource, number>> = { vertex: 0, job: 1, all: 2, default: 3 };
 
 /**

@@ -2,7 +2,8 @@
  * The simulated job managers (as Hadoop SLS's AMSimulator): the DAG runner of every job: submission, registration,
  * runnable task queues, attempts, launches, re-runs after kills, job ends and the job history.
  */
-import { AM_PRIORITY, jobTypeOf } from "../../resourcemanager/index.js";
+import { AM_PRIORITY, freeTaskSlots, jobTypeOf } from "../../resourcemanager/index.js";
+import type { QuoteServer } from "../../resourcemanager/index.js";
 import type { ComputeState, JobManagersPort } from "../engine/compute-state.js";
 import type { SimJob } from "../jobs.js";
 import type { Attempt, JobRun } from "./job-run.js";
@@ -125,19 +126,21 @@ export class SimJobManagers implements JobManagersPort {
     } else this.registered(run);
   }
 
-  /** Task containers free on the servers in service, as the scheduler sees them (only asked by an observer). */
+  /** Task containers free on the servers in service, counted as the resource manager's quotes count them. */
   private freeTaskSlots(): { freeTaskSlots: number; serversWithRoom: number } {
     const sim = this.sim;
-    let slots = 0;
-    let servers = 0;
+    const servers: QuoteServer[] = [];
     for (let s = 0; s < sim.capMilli.length; s++) {
       if (!sim.servers.inService(s)) continue;
-      const room = sim.capMilli[s]! - sim.seenMilli[s]! - sim.reserveMilli[s]! - sim.secondaryMilli[s]!;
-      if (room < sim.taskMilli) continue;
-      slots += Math.floor(room / sim.taskMilli);
-      servers++;
+      servers.push({
+        capacityMilli: sim.capMilli[s]!,
+        primaryMilli: sim.seenMilli[s]!,
+        reserveMilli: sim.reserveMilli[s]!,
+        allocatedMilli: sim.secondaryMilli[s]!,
+      });
     }
-    return { freeTaskSlots: slots, serversWithRoom: servers };
+    const { slots, serversWithRoom } = freeTaskSlots(servers, sim.taskMilli);
+    return { freeTaskSlots: slots, serversWithRoom };
   }
 
   /** The job manager registered (its DAG's max concurrency) and asks for its first tasks. */

@@ -5,11 +5,19 @@
  */
 import { describe, expect, it } from "vitest";
 import { validateDag } from "../../common/dag-spec.js";
-import { LifetimeModel, quoteJob, quoteVerticesOfDag } from "../../resourcemanager/index.js";
+import { Logger } from "../../common/log.js";
+import { freeTaskSlots, LifetimeModel, quoteJob, quoteVerticesOfDag } from "../../resourcemanager/index.js";
+import type { QuoteServer, SurvivalQuote } from "../../resourcemanager/index.js";
+import { JobQuotes } from "../../resourcemanager/job-quotes.js";
 import { jobShape } from "../../sim/jobs.js";
+import type { SimCluster } from "../../sim/model.js";
 import { calibrationOf } from "../../sim/experiments/calibration/calibration.js";
 import { runCalibrationExperiment } from "../../sim/experiments/calibration/calibration-experiment.js";
-import { quoteVerticesOfShape } from "../../sim/experiments/calibration/quote-recorder.js";
+import {
+  QuoteRecorder,
+  quoteVerticesOfShape,
+  serverKillRates,
+} from "../../sim/experiments/calibration/quote-recorder.js";
 import type { QuotedJob } from "../../sim/experiments/calibration/quote-recorder.js";
 
 const MIN = 60_000;
@@ -38,6 +46,107 @@ describe("survival quotes in the simulator", () => {
     expect(sim).toEqual(rm);
     expect(sim.pNoKill).toBeGreaterThan(0);
     expect(sim.pNoKill).toBeLessThan(1);
+  });
+
+  it("quotes a job alike through the resource manager's JobQuotes and the simulator's recorder", async () => {
+    // Two tenants of one server each over two days of 5-minute slots: one spiky, one flat.
+    const slotMs = 300_000;
+    const slots = 576;
+    const spiky = Float32Array.from({ length: slots }, (_, k) => (k % 24 < 2 ? 80 : 20));
+    const flatSeries = Float32Array.from({ length: slots }, () => 30);
+    const cluster: SimCluster = {
+      servers: [0, 1].map((i) => ({
+        index: i,
+        id: `s${i}`,
+        rack: "r0",
+        tenant: i,
+        cores: 4,
+        diskBytes: 0,
+        offsetPct: 0,
+      })),
+      tenants: [spiky, flatSeries].map((utilization, i) => ({
+        index: i,
+        id: `t${i}`,
+        environment: "e",
+        machineFunction: "f",
+        pattern: "unpredictable" as const,
+        servers: [i],
+        utilization,
+        reimagesPerServerMonth: 0,
+      })),
+      racks: 1,
+      slotMs,
+      historyMs: slots * slotMs,
+      horizonMs: slots * slotMs,
+      reimages: [],
+      level: "medium",
+      source: "generated",
+      seed: 1,
+    };
+    const shape = jobShape("etl", [
+      { name: "extract", tasks: 6, taskMs: MIN },
+      { name: "load", tasks: 2, taskMs: MIN, inputs: ["extract"] },
+    ]);
+    const dag = validateDag({
+      name: "etl",
+      vertices: ["extract", "load"].map((name) => ({
+        name,
+        parallelism: name === "extract" ? 6 : 2,
+        command: ["true"],
+        resources: { vcoresMilli: 1000, memoryMb: 256 },
+      })),
+      edges: [{ from: "extract", to: "load", type: "scatter-gather" }],
+    });
+    // Room: 4 cores less 1 for the primary, 0.4 for the reserve and 0.6 held: 2 task slots on each server.
+    const room: QuoteServer[] = [0, 1].map(() => ({
+      capacityMilli: 4000,
+      primaryMilli: 1000,
+      reserveMilli: 400,
+      allocatedMilli: 600,
+    }));
+
+    const recorder = new QuoteRecorder(serverKillRates(cluster, 0, cluster.historyMs, 2));
+    const free = freeTaskSlots(room, 1000);
+    const job = { id: 0, shape, submitMs: 0, durationScale: 1 };
+    recorder.observer().onJobSubmitted!({ job, nowMs: 0, freeTaskSlots: free.slots, serversWithRoom: 2 });
+    const simQuote = recorder.jobs.get(0)!.quote;
+
+    const series = (i: number) => ({
+      name: `s${i}`,
+      stepSec: slotMs / 1000,
+      startMs: 0,
+      timesMs: Array.from({ length: slots }, (_, k) => k * slotMs),
+      cpuPct: Array.from(cluster.tenants[i]!.utilization),
+    });
+    const rm = new JobQuotes(
+      {
+        snapshot: { clusteredMs: cluster.historyMs, classes: [], stats: new Map(), unclassified: [] },
+        options: { windowDays: cluster.historyMs / 86_400_000 } as never,
+        tenants: () => [0, 1].map((i) => ({ name: `t${i}`, servers: [`s${i}`] }) as never),
+        ownerOf: (server: string) => ({ name: `t${server.slice(1)}` }) as never,
+        serverSeries: (server: string) => Promise.resolve(series(Number(server.slice(1)))),
+      },
+      new LifetimeModel(),
+      { history: () => Promise.resolve([]) },
+      {
+        *nodeViews() {
+          for (const i of [0, 1])
+            yield {
+              nodeId: `s${i}`,
+              capacity: { vcoresMilli: 4000, memoryMb: 4096 },
+              primaryUsage: { vcoresMilli: 1000, memoryMb: 0 },
+              allocated: { vcoresMilli: 600, memoryMb: 0 },
+            } as never;
+        },
+      },
+      { survivalQuote: { killSlackPct: 2 }, reserveFraction: 0.1 },
+      new Logger("test", "error"),
+    );
+    const rmQuote: SurvivalQuote | undefined = await rm.quote(dag);
+    expect(rmQuote).toEqual(simQuote);
+    // The spiky tenant kills: the mean rate is above 0.
+    expect(simQuote.killsPerHour).toBeGreaterThan(0);
+    expect(simQuote.pNoKill).toBeLessThan(1);
   });
 
   it("scores quotes by the Brier score beside the constant forecast of the kill-free share", () => {

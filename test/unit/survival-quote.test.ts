@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { validateDag } from "../../common/dag-spec.js";
 import {
+  freeTaskSlots,
   killsPerHourOf,
   LifetimeModel,
   quoteJob,
@@ -118,6 +119,21 @@ describe("killsPerHourOf", () => {
     expect(killsPerHourOf({ stepSec: 60, timesMs: times, cpuPct: [40, 30, 20, 10] }, 0)).toBe(0);
     expect(killsPerHourOf({ stepSec: 60, timesMs: times, cpuPct: [10, 12, 10, 12] }, 2)).toBe(0);
     expect(killsPerHourOf({ stepSec: 60, timesMs: times, cpuPct: [10, 12, 10, 12] }, 1)).toBeGreaterThan(0);
+  });
+});
+
+describe("freeTaskSlots", () => {
+  it("counts whole task containers beside the primary, the reserve and what is held, and the servers with one", () => {
+    const server = (primaryMilli: number, allocatedMilli: number) => ({
+      capacityMilli: 8000,
+      primaryMilli,
+      reserveMilli: 800,
+      allocatedMilli,
+    });
+    // Rooms of 5,200, 1,200 and 200 milli-cores: 2, 0 and 0 tasks of 2 cores; 5, 1 and 0 of one.
+    const servers = [server(2000, 0), server(6000, 0), server(3000, 4000)];
+    expect(freeTaskSlots(servers, 2000)).toEqual({ slots: 2, serversWithRoom: 1 });
+    expect(freeTaskSlots(servers, 1000)).toEqual({ slots: 6, serversWithRoom: 2 });
   });
 });
 
