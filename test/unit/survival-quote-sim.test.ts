@@ -108,7 +108,12 @@ describe("survival quotes in the simulator", () => {
     const recorder = new QuoteRecorder(serverKillRates(cluster, 0, cluster.historyMs, 2));
     const free = freeTaskSlots(room, 1000);
     const job = { id: 0, shape, submitMs: 0, durationScale: 1 };
-    recorder.observer().onJobSubmitted!({ job, nowMs: 0, freeTaskSlots: free.slots, serversWithRoom: 2 });
+    recorder.observer().onJobSubmitted!({
+      job,
+      nowMs: 0,
+      freeTaskSlots: free.slots,
+      serversWithRoom: free.serversWithRoom,
+    });
     const simQuote = recorder.jobs.get(0)!.quote;
 
     const series = (i: number) => ({
