@@ -1,9 +1,11 @@
 /**
  * Survival quotes on a real cluster: a job submitted where the primaries' history holds spikes gets a quote at
- * submission, which `GetApplication` and `harvest job status` carry as it was made (rm-web.test.ts checks the REST
- * API and the job page).
+ * submission, which `harvest job submit` prints and `GetApplication` and `harvest job status` carry as it was made
+ * (rm-web.test.ts checks the REST API and the job page).
  */
 import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TenantAdminClient } from "../../client/tenant-admin-client.js";
 import { distEntry } from "../../common/paths.js";
@@ -63,5 +65,19 @@ describe("a job's survival quote", () => {
     });
     expect(human.stdout).toMatch(/survival quote: (> )?\d+ % chance that no task is killed/);
     await c.client.kill(submitted.appId);
+  });
+
+  it("is printed by harvest job submit", async () => {
+    const path = join(c.work, "quoted.json");
+    writeFileSync(path, JSON.stringify({ name: "quoted", vertices: [cpuVertex("work", 1, { holdSeconds: 30 })] }));
+    const cli = spawnSync(process.execPath, [distEntry("cli/harvest.js"), "job", "submit", path], {
+      env: { ...process.env, HARVEST_CLUSTER_DIR: c.dir },
+      encoding: "utf8",
+    });
+    expect(cli.status, cli.stderr).toBe(0);
+    expect(cli.stdout).toMatch(/survival quote: (> )?\d+ % chance that no task is killed, \d+\.\d re-runs expected/);
+    const appId = /submitted (\S+)/.exec(cli.stdout)?.[1];
+    expect(appId).toBeDefined();
+    await c.client.kill(appId!);
   });
 });
