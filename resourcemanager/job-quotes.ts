@@ -29,6 +29,8 @@ export class JobQuotes {
   private readonly options: SurvivalQuoteOptions;
   /** Kill rates per tenant, for the classification made at `clusteredMs`. */
   private rates: { clusteredMs: number; byTenant: Promise<Map<string, number>> } | undefined;
+  /** The last rates computed, which quotes use while those of a newer classification are being computed. */
+  private ready: Map<string, number> | undefined;
   private readonly deps: {
     tenants: Pick<TenantRegistry, "snapshot" | "serverSeries" | "ownerOf" | "tenants" | "options">;
     lifetimes: Pick<LifetimeModel, "taskDistribution">;
@@ -93,10 +95,27 @@ export class JobQuotes {
   }
 
   /** Each tenant's kill rate over the classifier's window, computed once per classification. */
-  private tenantRates(): Promise<Map<string, number>> {
+  /**
+   * Each tenant's kill rates for the last classification. Reading every server's history takes a while on a large
+   * cluster, so a submission waits for it only when no rates were ever computed; otherwise it is quoted with the last
+   * rates while the new ones are computed. A computation that failed is tried again at the next quote.
+   */
+  private async tenantRates(): Promise<Map<string, number>> {
     const clusteredMs = this.deps.tenants.snapshot.clusteredMs;
-    if (this.rates?.clusteredMs !== clusteredMs) this.rates = { clusteredMs, byTenant: this.computeRates(clusteredMs) };
-    return this.rates.byTenant;
+    if (this.rates?.clusteredMs !== clusteredMs) {
+      const entry = { clusteredMs, byTenant: this.computeRates(clusteredMs) };
+      this.rates = entry;
+      entry.byTenant.then(
+        (byTenant) => {
+          if (this.rates === entry) this.ready = byTenant;
+        },
+        (err: unknown) => {
+          if (this.rates === entry) this.rates = undefined;
+          this.deps.log.warn("could not compute the tenants' kill rates", { error: errorMessage(err) });
+        },
+      );
+    }
+    return this.ready ?? (await this.rates.byTenant);
   }
 
   private async computeRates(toMs: number): Promise<Map<string, number>> {
