@@ -14,6 +14,30 @@ export function duration(ms: number): string {
   return `${m}m ${(s - m * 60).toFixed(1).padStart(4, "0")}s`;
 }
 
+/** The fields of a survival quote the CLI prints (the proto's `SurvivalQuote`). */
+export interface QuoteFields {
+  pNoKill: number;
+  expectedReruns: number;
+  etaP10Ms: number;
+  etaP50Ms: number;
+  etaP90Ms: number;
+  basis: string;
+}
+
+/**
+ * A survival quote in one line: "survival quote: 83 % chance that no task is killed, 0.4 re-runs expected, done in
+ * 1m 10.0s to 4m 02.0s (median 2m 00.0s) from submission [vertex, 3 past runs]"; "" for none.
+ */
+export function quoteText(q: QuoteFields | null | undefined): string {
+  if (!q) return "";
+  const pct = q.pNoKill >= 0.995 && q.pNoKill < 1 ? "> 99" : Math.round(q.pNoKill * 100).toString();
+  return (
+    `survival quote: ${pct} % chance that no task is killed, ${q.expectedReruns.toFixed(1)} re-runs expected, ` +
+    `done in ${duration(q.etaP10Ms)} to ${duration(q.etaP90Ms)} (median ${duration(q.etaP50Ms)}) from submission` +
+    (q.basis ? ` [${q.basis}]` : "")
+  );
+}
+
 /** A progress bar of `width` characters. */
 export function bar(done: number, total: number, width = 20): string {
   const filled = total > 0 ? Math.round((done / total) * width) : 0;

@@ -36,7 +36,16 @@ import { registerFsCommands } from "./fs-commands.js";
 import { registerSimCommands } from "./sim-commands.js";
 import { registerPowerCommands } from "./power-commands.js";
 import { registerUiCommands } from "./ui-commands.js";
-import { duration, LiveDisplay, outcomeText, progressKey, progressLines, reportJson, table } from "./format.js";
+import {
+  duration,
+  LiveDisplay,
+  outcomeText,
+  progressKey,
+  progressLines,
+  quoteText,
+  reportJson,
+  table,
+} from "./format.js";
 import type { JobClient, JobReport } from "../client/job-client.js";
 import { choosePrimaries } from "./primary-traces.js";
 
@@ -303,7 +312,8 @@ common(job.command("submit <dag>"))
       return withClient(o, async (c) => {
         const submitted = await c.submitJob(dagJson, undefined, { baseDir: dirname(resolve(dagPath)) });
         const { appId } = submitted;
-        const head = `submitted ${appId}\n${runAsText(submitted.containersRunAs)}`;
+        const quote = quoteText(submitted.quote);
+        const head = `submitted ${appId}\n${runAsText(submitted.containersRunAs)}${quote ? `\n${quote}` : ""}`;
         if (!o.wait) {
           print(o, submitted, () => `${head}\nfollow it: harvest job status ${appId}`);
           return 0;
@@ -331,6 +341,7 @@ common(job.command("status <appId>"))
             r.jobType
               ? `  placement: ${r.jobType} job; ${r.classes.length ? `classes ${r.classes.join(", ")}` : "no class yet"}${r.placementNote ? ` (${r.placementNote})` : ""}`
               : "",
+            r.quote ? `  ${quoteText(r.quote)}; so far ${r.taskContainers?.preempted ?? 0} task(s) preempted` : "",
             `  containers: ${r.containers.length} (${r.containers.filter((x) => x.cause === "PREEMPTED_BY_PRIMARY").length} preempted by a primary tenant)`,
           ]
             .filter(Boolean)

@@ -17,6 +17,7 @@ import { CLUSTERS_SEED_FLAG, GENERATED_TRACES_FLAG, parseTraceSource, SIM_JSON_F
 import { duration } from "./format.js";
 import { parseShareFlag } from "./power-plan-command.js";
 import { registerAdmissionCommand } from "./sim-admission-command.js";
+import { registerCalibrationCommand } from "./sim-calibration-command.js";
 import { registerSimLifetimeCommands } from "./sim-lifetime-commands.js";
 import { registerStorageSweepCommand } from "./sim-storage-sweep.js";
 import { registerVictimsCommand } from "./sim-victims-command.js";
@@ -427,6 +428,7 @@ export function registerSimCommands(program: Command): void {
   registerSimLifetimeCommands(sim, { reporter: () => new ProgressReporter(), commandLine });
   registerAdmissionCommand(sim, { reporter: () => new ProgressReporter(), commandLine });
   registerVictimsCommand(sim, { reporter: () => new ProgressReporter(), commandLine });
+  registerCalibrationCommand(sim, { reporter: () => new ProgressReporter(), commandLine });
 
   addCommonFlags(sim.command("power"), POWER_DEFAULTS)
     .description(

@@ -14,6 +14,7 @@ import { HarvestError, isHarvestError } from "../common/errors.js";
 import { invalidOption } from "../common/options.js";
 import type { ApplicationClientServiceClient } from "../proto/generated/harvest/v1/ApplicationClientService.js";
 import type { ApplicationReportOutput } from "../proto/generated/harvest/v1/ApplicationReport.js";
+import type { SurvivalQuoteOutput } from "../proto/generated/harvest/v1/SurvivalQuote.js";
 import type { JobHistoryEntryOutput } from "../proto/generated/harvest/v1/JobHistoryEntry.js";
 import type { NodeReportOutput } from "../proto/generated/harvest/v1/NodeReport.js";
 import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
@@ -259,6 +260,8 @@ export interface SubmittedJob {
   appId: string;
   /** The running node managers' distinct descriptions of the account containers run as, sorted. */
   containersRunAs: string[];
+  /** The job's survival quote, made at submission (null when the resource manager could make none). */
+  quote: SurvivalQuoteOutput | null;
 }
 
 /** Options of one submission. */

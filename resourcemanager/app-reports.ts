@@ -37,6 +37,7 @@ export function reportOf(
     jobType: p?.jobType ?? "",
     classes: p?.classIds ?? [],
     placementNote: p?.note ?? "",
+    quote: r.quote ?? null,
   };
 }
 

@@ -4,6 +4,7 @@
  * which every application and attempt state change goes (app-state.ts, attempt-state.ts).
  */
 import type { JobDfsCleanup } from "./job-dfs-cleanup.js";
+import type { JobQuotes } from "./job-quotes.js";
 import type { Clock } from "../common/clock.js";
 import type { Logger } from "../common/log.js";
 import type { AdmissionControl } from "./admission-control.js";
@@ -105,6 +106,8 @@ export interface ApplicationDeps {
   demand: JobDemandModel;
   lifetimes: LifetimeModel;
   history: HistoryPlacement | undefined;
+  /** Quotes each job's survival at submission. @default none (no quote) */
+  quotes?: JobQuotes;
   powerPolicy: PowerAwarePolicy | undefined;
   nodeChoice: LifetimeNodeChoice | undefined;
   clock: Clock;

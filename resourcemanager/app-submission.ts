@@ -71,6 +71,8 @@ export async function acceptJob(
     ...(dfsToken ? { dfsToken } : {}),
     ...(stagingDir ? { stagingDir } : {}),
   };
+  const quote = await deps.quotes?.quote(dag);
+  if (quote) record.quote = quote;
   // The job manager reads its DAG from the staging directory (as YARN's job files); both writes precede the reply.
   const jobDir = join(options.stagingDir, appId);
   await mkdir(jobDir, { recursive: true });

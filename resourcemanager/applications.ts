@@ -29,6 +29,7 @@ import type { AppEvent } from "./app-state.js";
 import { AppIdReservations } from "./app-id-reservations.js";
 import { acceptJob, checkStagingDir, admittedJobOf } from "./app-submission.js";
 import type { AdmittedJob } from "./policy/admission.js";
+import type { SurvivalQuote } from "./policy/survival-quote.js";
 import { AM_PRIORITY } from "./policy/scheduler.js";
 import type { AppRecord } from "./state-store.js";
 import type { ApplicationReport } from "../proto/generated/harvest/v1/ApplicationReport.js";
@@ -323,7 +324,7 @@ export class Applications {
     dfsToken = "",
     reservedId = "",
     stagingDir = "",
-  ): Promise<{ appId: string }> {
+  ): Promise<{ appId: string; quote: SurvivalQuote | undefined }> {
     const { scheduler, admission, log } = this.deps;
     if (stagingDir) checkStagingDir(stagingDir, user, reservedId, dfsToken, this.deps.options.tls !== undefined);
     const reserved = reservedId
@@ -356,7 +357,7 @@ export class Applications {
     }
     log.info("application submitted", { appId, name: dag.name, user: record.user, vertices: dag.vertices.length });
     this.deps.observer?.submitted(appId);
-    return { appId };
+    return { appId, quote: record.quote };
   }
 
   /** Kills a job (its containers end KILLED_BY_USER); answers its state. */

@@ -7,6 +7,7 @@
  * - history-based placement, Algorithm 1 (`HistoryPlacement` over a `ClassViewSource`; `selectClasses`);
  * - power: domains and budgets (`PowerDomains`), power-aware placement (`PowerAwarePolicy`), the oversubscription
  *   planner (`planOversubscription`);
+ * - survival quotes (`quoteJob`, `killsPerHourOf`);
  * - admission (`AdmissionQueue`, `decideAdmission`), lifetimes and node choice (`LifetimeModel`,
  *   `LifetimeNodeChoice`), drains in LARS order (`DrainTracker`, `drainOrder`).
  */
@@ -169,3 +170,23 @@ export type {
 } from "./policy/node-choice.js";
 export { DEFAULT_DRAIN_OPTIONS, DrainTracker, drainOrder, resolveDrainOptions } from "./policy/drain.js";
 export type { DrainContainer, DrainOptions, DrainStatus, DrainStep } from "./policy/drain.js";
+export {
+  DEFAULT_SURVIVAL_QUOTE_OPTIONS,
+  freeTaskSlots,
+  killsPerHourOf,
+  quoteJob,
+  quoteVerticesOfDag,
+  resolveSurvivalQuoteOptions,
+  survivalQuote,
+  tenantKillsPerHour,
+} from "./policy/survival-quote.js";
+export type {
+  JobQuoteInput,
+  PastRun,
+  QuoteInput,
+  QuoteServer,
+  QuoteVertex,
+  SurvivalQuote,
+  SurvivalQuoteOptions,
+  VertexDurations,
+} from "./policy/survival-quote.js";

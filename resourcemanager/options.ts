@@ -28,6 +28,8 @@ import { resolveNodeChoiceOptions } from "./policy/node-choice.js";
 import { resolveAdmissionOptions } from "./policy/admission-options.js";
 import type { AdmissionOptions, AdmissionPolicy } from "./policy/admission-options.js";
 import type { NodeChoiceKind, NodeChoiceOptions } from "./policy/node-choice.js";
+import { resolveSurvivalQuoteOptions } from "./policy/survival-quote.js";
+import type { SurvivalQuoteOptions } from "./policy/survival-quote.js";
 import type { TenantRegistryOptions } from "./tenant-registry.js";
 import { checkHaCoordination } from "../common/ha/coordination.js";
 import type { HaCoordination } from "../common/ha/coordination.js";
@@ -219,6 +221,11 @@ export interface ResourceManagerOptions {
   /** NILAS buckets, LAVA classes and the gate's wait (`NodeChoiceOptions`, task-scale defaults). @default {} */
   nodeChoiceOptions: Partial<Omit<NodeChoiceOptions, "kind">>;
   /**
+   * The survival quote every job gets at submission (`SurvivalQuoteOptions` in `survival-quote.ts`): the kill slack
+   * of the servers' kill rates and how much the job's past runs weigh. @default {}
+   */
+  survivalQuote: Partial<SurvivalQuoteOptions>;
+  /**
    * Admission control (seeds/003): "none" (jobs start at once, as stock YARN), or jobs wait in a queue until the
    * "zeroth" (secondary share of the harvestable cores), "first" (Markov) or "second" (Cantelli) moment estimate of
    * overrunning capacity over the job's predicted lifetime stays under its threshold. See `admission.ts`.
@@ -308,6 +315,7 @@ export function resolveResourceManagerOptions(
         lifetimeHistoryJobs: 2_000,
         nodeChoice: "stock",
         nodeChoiceOptions: {},
+        survivalQuote: {},
         admission: "none",
         admissionOptions: {},
         admissionThresholdsFile: "",
@@ -401,6 +409,7 @@ export function resolveResourceManagerOptions(
   if (!["stock", "nilas", "lava"].includes(o.nodeChoice))
     bad("nodeChoice", `must be "stock", "nilas" or "lava" (got ${JSON.stringify(o.nodeChoice)})`);
   resolveNested("nodeChoiceOptions", () => resolveNodeChoiceOptions(o.nodeChoiceOptions), bad);
+  resolveNested("survivalQuote", () => resolveSurvivalQuoteOptions(o.survivalQuote), bad);
   if (!["none", "zeroth", "first", "second"].includes(o.admission))
     bad("admission", `must be "none", "zeroth", "first" or "second" (got ${JSON.stringify(o.admission)})`);
   if (typeof o.admissionThresholdsFile !== "string") bad("admissionThresholdsFile", "must be a file path");

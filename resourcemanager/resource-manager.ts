@@ -3,9 +3,8 @@
  * the wiring of its parts. Node tracking is `NodeTracker` (node-tracker.ts), the application lifecycle (attempts, the
  * AM protocol, recovery after a restart) is `Applications` (applications.ts), with the allocate and heartbeat paths
  * (Allocate, what nodes report of the jobs' containers, grants) in `AppAllocations` (app-allocations.ts), drains are
- * `DrainService` (drain-service.ts); this class holds the policies they use (scheduler, placement, power, drains,
- * admission, lifetimes) and the periodic monitor. Its web server (UI, REST API, `/metrics`; web.ts, web-pages.ts,
- * rm-metrics.ts) reads the same functions its gRPC services answer with.
+ * `DrainService` (drain-service.ts), quotes are `JobQuotes`; this class holds the policies they use and the periodic
+ * monitor. Its web server (UI, REST, `/metrics`: web.ts, web-pages.ts, rm-metrics.ts) reads what gRPC answers with.
  */
 import { LocalityPolicy } from "./policy/locality.js";
 import { ensureDirMode } from "../common/atomic-file.js";
@@ -36,6 +35,7 @@ import { registerRmPages } from "./web-pages.js";
 import { historyPlacementOptions, resolveResourceManagerOptions } from "./options.js";
 import type { ResourceManagerOptions } from "./options.js";
 import { Applications } from "./applications.js";
+import { JobQuotes } from "./job-quotes.js";
 import { JobDfsCleanup } from "./job-dfs-cleanup.js";
 import { NodeTracker } from "./node-tracker.js";
 import type { NodeEntry, NodeEvents, NodeStream } from "./node-tracker.js";
@@ -264,6 +264,7 @@ export class ResourceManager extends ServingDaemon {
       demand: this.demand,
       lifetimes: this.lifetimes,
       history: this.history,
+      quotes: new JobQuotes(this.tenants, this.lifetimes, this.store, this.scheduler, this.options, this.log),
       powerPolicy: this.powerPolicy,
       nodeChoice: this.nodeChoice,
       clock: this.clock,
@@ -402,9 +403,9 @@ export class ResourceManager extends ServingDaemon {
         async (req: { dagJson: string; user: string; dfsToken: string; appId: string; stagingDir: string }, c) => {
           // With TLS the submitter is the certificate's name, whatever the request claims.
           const who = gate.principal(c, req.user);
-          const { appId } = await this.apps.submit(req.dagJson, who.name, req.dfsToken, req.appId, req.stagingDir);
+          const s = await this.apps.submit(req.dagJson, who.name, req.dfsToken, req.appId, req.stagingDir);
           // The node managers decide the account; the submitter learns what the running ones said they do.
-          return { appId, containersRunAs: this.nodes.containersRunAs() };
+          return { appId: s.appId, containersRunAs: this.nodes.containersRunAs(), quote: s.quote ?? null };
         },
       ),
       GetApplication: unary((req: { appId: string }) => this.apps.report(this.apps.getApp(req.appId))),

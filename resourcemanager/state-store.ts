@@ -5,6 +5,7 @@
  * manager reads it back.
  */
 import { Level } from "level";
+import type { SurvivalQuote } from "./policy/survival-quote.js";
 import type { JobOutcome } from "./types.js";
 
 // fsync before resolving (classic-level's WriteOptions.sync; the `level` facade's types leave it out).
@@ -43,6 +44,8 @@ export interface AppRecord {
   stagingDir?: string;
   /** Servers where this job's manager failed or was preempted, newest last: its next attempts go elsewhere. */
   amAvoidNodes?: string[];
+  /** Its survival quote, made at submission (absent: none could be made, or a record from before quotes). */
+  quote?: SurvivalQuote;
 }
 
 /**

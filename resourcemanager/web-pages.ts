@@ -23,7 +23,7 @@ import {
   waitingOf,
   wire,
 } from "./web.js";
-import type { ClusterTotals, DagVertexView, DagView, RmNodeInfo, RmWebSource } from "./web.js";
+import type { ClusterTotals, DagVertexView, DagView, RmAppDetail, RmNodeInfo, RmWebSource } from "./web.js";
 import type { ApplicationReportOutput } from "../proto/generated/harvest/v1/ApplicationReport.js";
 import type { ContainerCountsOutput } from "../proto/generated/harvest/v1/ContainerCounts.js";
 
@@ -422,6 +422,18 @@ function countsRow(label: string, c: ContainerCountsOutput | null): { label: str
   return { label, c: c ?? { allocated: 0, succeeded: 0, failed: 0, preempted: 0, lost: 0, killed: 0 } };
 }
 
+/** A job's survival quote made at submission, with its band as clock times, and its tasks preempted so far. */
+function quoteLine(a: RmAppDetail): string {
+  const q = a.quote;
+  if (!q) return "-";
+  const at = (ms: number): string => formatTime(a.submitMs + ms);
+  return (
+    `${(q.pNoKill * 100).toFixed(1)} % chance that no task is killed; ${q.expectedReruns.toFixed(1)} re-runs ` +
+    `expected; done ${at(q.etaP10Ms)} to ${at(q.etaP90Ms)} (median ${at(q.etaP50Ms)}; ${q.basis}); so far ` +
+    `${a.taskContainers?.preempted ?? 0} task(s) preempted`
+  );
+}
+
 /**
  * `/jobs/:appId`: `#app-state` (the report's state) and `#app-outcome`, the facts, `#attempts` (containers by how they
  * ended, tasks and job managers), `#dag` (the graph, drawn by rm.js from `dag` in the page data), `#vertices` with one
@@ -451,6 +463,7 @@ function jobPage(source: RmWebSource, req: WebRequest): { html: string } {
         "Waiting for",
         `<span id="app-waiting">${a.waiting ? `${escapeHtml(a.waiting.kind)}: ${escapeHtml(a.waiting.reason)}` : "-"}</span>`,
       ],
+      ["Survival quote", `<span id="app-quote">${escapeHtml(quoteLine(a))}</span>`],
       ["Diagnostics", `<span id="app-diagnostics">${escapeHtml(a.diagnostics || "-")}</span>`],
       ["Job manager's log", `<code>${escapeHtml(logsCommand(a.appId))}</code>`],
     ],

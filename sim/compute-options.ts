@@ -316,6 +316,12 @@ export interface ComputeObserver {
   onDecision?(e: { job: SimJob; jobType: SimJobType; decision: PlacementDecision; nowMs: number }): void;
   /** The classes were rebuilt (history only), as the tenant registry's classification gives them. */
   onClassified?(e: { classes: readonly TenantClass[]; nowMs: number }): void;
+  /**
+   * A job was submitted (after admission, when admission control holds it) with `freeTaskSlots` task containers free
+   * on the `serversWithRoom` servers in service with room for one now (beside the primary as last reported and the
+   * reserve).
+   */
+  onJobSubmitted?(e: { job: SimJob; nowMs: number; freeTaskSlots: number; serversWithRoom: number }): void;
   /** A task attempt started on server index `server`. */
   onTaskStart?(e: { job: SimJob; vertex: number; task: number; server: number; nowMs: number }): void;
   /** A task attempt was killed because the server's primary tenant needed its cores. */

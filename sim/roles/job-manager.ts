@@ -2,7 +2,8 @@
  * The simulated job managers (as Hadoop SLS's AMSimulator): the DAG runner of every job: submission, registration,
  * runnable task queues, attempts, launches, re-runs after kills, job ends and the job history.
  */
-import { AM_PRIORITY, jobTypeOf } from "../../resourcemanager/index.js";
+import { AM_PRIORITY, freeTaskSlots, jobTypeOf } from "../../resourcemanager/index.js";
+import type { QuoteServer } from "../../resourcemanager/index.js";
 import type { ComputeState, JobManagersPort } from "../engine/compute-state.js";
 import type { SimJob } from "../jobs.js";
 import type { Attempt, JobRun } from "./job-run.js";
@@ -112,6 +113,8 @@ export class SimJobManagers implements JobManagersPort {
       waited: false,
     };
     this.sim.runs.set(run.appId, run);
+    if (this.sim.o.observer?.onJobSubmitted)
+      this.sim.o.observer.onJobSubmitted({ job, nowMs: now, ...this.freeTaskSlots() });
     this.sim.scheduler.addApp(run.appId, job.id);
     vertices.forEach((v, i) => {
       if (v.inputs.length === 0) this.enqueueVertex(run, i);
@@ -121,6 +124,23 @@ export class SimJobManagers implements JobManagersPort {
       this.updateAsk(run);
       this.sim.driver.place(run);
     } else this.registered(run);
+  }
+
+  /** Task containers free on the servers in service, counted as the resource manager's quotes count them. */
+  private freeTaskSlots(): { freeTaskSlots: number; serversWithRoom: number } {
+    const sim = this.sim;
+    const servers: QuoteServer[] = [];
+    for (let s = 0; s < sim.capMilli.length; s++) {
+      if (!sim.servers.inService(s)) continue;
+      servers.push({
+        capacityMilli: sim.capMilli[s]!,
+        primaryMilli: sim.seenMilli[s]!,
+        reserveMilli: sim.reserveMilli[s]!,
+        allocatedMilli: sim.secondaryMilli[s]!,
+      });
+    }
+    const { slots, serversWithRoom } = freeTaskSlots(servers, sim.taskMilli);
+    return { freeTaskSlots: slots, serversWithRoom };
   }
 
   /** The job manager registered (its DAG's max concurrency) and asks for its first tasks. */

@@ -342,6 +342,8 @@ describe("the resource manager's web server", () => {
     };
     const { dag, waiting, logs, ...report } = one.app as typeof one.app & { logs: unknown };
     expect(report).toEqual(await alice.status(appId));
+    // No primary history: no kill rate is known, so the quote made at submission is certainty.
+    expect((report as { quote: unknown }).quote).toMatchObject({ pNoKill: 1, expectedReruns: 0 });
     expect(dag.vertices.map((v) => [v.name, v.level])).toEqual([
       ["map", 0],
       ["reduce", 1],
@@ -414,6 +416,7 @@ describe("the resource manager's web server", () => {
     expect(job.body).toContain('<span class="state ACCEPTED" id="app-state">ACCEPTED</span>');
     expect(job.body).toContain('<tr data-vertex="map">');
     expect(job.body).toContain('<tr data-vertex="reduce">');
+    expect(job.body).toMatch(/id="app-quote">100\.0 % chance that no task is killed; 0\.0 re-runs expected/);
     for (const body of [jobs.body, job.body]) {
       expect(body).not.toContain("<img");
       expect(body).toContain("wc &lt;img src=x onerror=&quot;alert(1)&quot;&gt; &amp; co");
