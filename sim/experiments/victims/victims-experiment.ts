@@ -10,6 +10,7 @@
  */
 import { DEFAULT_NEAR_END_MS } from "../../../nodemanager/index.js";
 import type { VictimOrder } from "../../../nodemanager/index.js";
+import { DEFAULT_MAX_AM_SHARE } from "../../../resourcemanager/index.js";
 import { generateCluster } from "../../cluster-gen.js";
 import { DEFAULT_KILL_COST, runCompute } from "../../compute.js";
 import type { ComputeRunResult } from "../../compute.js";
@@ -45,7 +46,7 @@ export interface VictimExperimentOptions extends ExperimentOutput {
   referencePct?: number;
   /** Placements to run each order under. @default ["stock", "history"] */
   policies?: readonly ComputePolicy[];
-  /** The resource manager's maxAmShare in every run (1: no limit). @default 1 */
+  /** The resource manager's maxAmShare in every run (1: no limit). @default 0.1, the resource manager's */
   maxAmShare?: number;
   /** The work-lost order's near-end window (the node manager's victimNearEndMs). @default DEFAULT_NEAR_END_MS */
   nearEndMs?: number;
@@ -86,7 +87,7 @@ export function resolveVictimExperimentOptions(o: VictimExperimentOptions = {}):
     utilizationPct: [...(o.utilizationPct ?? [45, 55])].sort((a, b) => a - b),
     referencePct: o.referencePct ?? 65,
     policies: VICTIM_POLICIES.filter((p) => (o.policies ?? VICTIM_POLICIES).includes(p)),
-    maxAmShare: o.maxAmShare ?? 1,
+    maxAmShare: o.maxAmShare ?? DEFAULT_MAX_AM_SHARE,
     nearEndMs: o.nearEndMs ?? DEFAULT_NEAR_END_MS,
     traces: o.traces ?? "generated",
     ...outputOptions(o),
