@@ -88,7 +88,7 @@ interface SweepFlags extends Omit<SimFlags, "seed"> {
   classFallback: string;
   saturationShare: string;
   jobLength: string;
-  learnFromKills: boolean;
+  learnFromKills?: boolean;
   peakVariant: boolean;
 }
 
@@ -342,7 +342,7 @@ export function registerSimCommands(program: Command): void {
       "0.8",
     )
     .option("--job-length <rule>", "history's job types: terciles (seeds/004) or per-class (bursts)", "terciles")
-    .option("--no-learn-from-kills", "history's long jobs do not avoid servers that just killed work")
+    .option("--learn-from-kills", "history's long jobs avoid servers that just killed work (off by default)")
     .option("--no-peak-variant", "skip the history runs with the median-daily-max peak")
     .option(...GENERATED_TRACES_FLAG)
     .option("--out <dir>", "directory for compute-sweep.md, .csv and the heat maps", DEFAULT_SIM_OUT)
@@ -369,7 +369,7 @@ export function registerSimCommands(program: Command): void {
           classFallback: oneOf(o.classFallback, ["stock", "wait"] as const, "--class-fallback"),
           saturationShare: positiveNumber(o.saturationShare, "--saturation-share"),
           jobLength: oneOf(o.jobLength, ["terciles", "per-class"] as const, "--job-length"),
-          learnFromKills: o.learnFromKills,
+          learnFromKills: o.learnFromKills === true,
           peakVariant: o.peakVariant,
           traces: parseTraceSource(o.traces),
           out: o.out,

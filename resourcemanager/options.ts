@@ -121,7 +121,8 @@ export interface ResourceManagerOptions {
   classSaturationShare: number;
   /**
    * Under the history policy, long jobs' tasks avoid a server whose primary killed Harvest's work, for as long as its
-   * class's bursts last (30 min when unknown). @default true
+   * class's bursts last (30 min when unknown). Off by default: in the simulator's busy cells it queued long jobs'
+   * tasks (docs/experiments.md). @default false
    */
   classLearnFromKills: boolean;
   /**
@@ -286,7 +287,7 @@ export function resolveResourceManagerOptions(
         classWaitMs: 60_000,
         classFallback: "stock",
         classSaturationShare: 0.8,
-        classLearnFromKills: true,
+        classLearnFromKills: false,
         classJobLength: "terciles",
         classHeadroom: "utilization",
         classHeadroomThreshold: 0.05,

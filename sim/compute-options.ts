@@ -124,7 +124,7 @@ export interface ComputeOptions {
   /**
    * Under the history policy, long jobs' tasks avoid a server whose primary killed work, for its class's burst length
    * (the resource manager's classLearnFromKills).
-   * @default true
+   * @default false (it measured slower in the sweep's busy cells)
    */
   learnFromKills?: boolean;
   /**
@@ -366,7 +366,7 @@ export function resolveComputeOptions(
     classWaitMs: options.classWaitMs ?? 60_000,
     classFallback: options.classFallback ?? DEFAULT_CLASS_FALLBACK,
     saturationShare: options.saturationShare ?? DEFAULT_SATURATION_SHARE,
-    learnFromKills: options.learnFromKills ?? true,
+    learnFromKills: options.learnFromKills ?? false,
     jobLength: options.jobLength ?? "terciles",
     retryIntervalMs: options.retryIntervalMs ?? 5000,
     reclassifyIntervalMs: options.reclassifyIntervalMs ?? DAY_MS,

@@ -73,7 +73,8 @@ export interface HistoryPlacementOptions {
   /**
    * Learning from kills: a server whose primary killed Harvest's work is avoided by the tasks of long jobs kept to their
    * classes for as long as its class's bursts last (`TenantClass.burstMs`; `DEFAULT_KILL_HOLD_MS` without one); a job
-   * placed as stock is not held back. false: never. @default true
+   * placed as stock is not held back. Off by default: in the sweep's busy cells it queued long jobs' tasks
+   * behind their held servers (`harvest sim sweep --learn-from-kills`). @default false
    */
   learnFromKills?: boolean;
   /**
@@ -181,7 +182,7 @@ export class HistoryPlacement {
     private readonly log: Logger,
   ) {
     this.kills = new KillMemory((serverId) => source.burstMsOf?.(serverId));
-    if (options.learnFromKills ?? true)
+    if (options.learnFromKills ?? false)
       policy.setAvoid((appId, nodeId) => {
         // Only a job kept to its classes: one placed as stock (near saturation, or with no class to hold it) takes
         // what any server offers, or it would queue behind every recent kill.

@@ -119,7 +119,7 @@ describe("the graceful Algorithm 1", () => {
 describe("learning from kills", () => {
   it("keeps long jobs' tasks off a server whose primary just killed work, for its class's burst length", () => {
     const views = [cls("a", 4, 10, 0)];
-    const { policy, clock, placement } = placementOver(views, { saturationShare: 1 });
+    const { policy, clock, placement } = placementOver(views, { saturationShare: 1, learnFromKills: true });
     placement.register("long1", "long", 2);
     placement.register("short1", "short", 2);
     expect(placement.onAsk("long1", 1000)?.kind).toBe("classes");
@@ -144,7 +144,8 @@ describe("learning from kills", () => {
     expect(policy.allows(app("wide"), node("a-2"), 0)).toBe(true);
     expect(policy.allows(app("long1"), node("a-2"), 0)).toBe(false);
 
-    const off = placementOver(views, { saturationShare: 1, learnFromKills: false });
+    // Off (the default): nothing is held.
+    const off = placementOver(views, { saturationShare: 1 });
     off.placement.register("long1", "long", 2);
     off.placement.onAsk("long1", 1000);
     off.placement.noteKill("a-1");

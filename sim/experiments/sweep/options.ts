@@ -68,7 +68,7 @@ export interface ComputeSweepOptions extends ExperimentOutput {
   saturationShare?: number;
   /** History's job length rule (`ComputeOptions.jobLength`). @default "terciles" */
   jobLength?: JobLengthRule;
-  /** History's learning from kills (`ComputeOptions.learnFromKills`). @default true */
+  /** History's learning from kills (`ComputeOptions.learnFromKills`). @default false */
   learnFromKills?: boolean;
   /**
    * Run history with the "median-daily-max" peak too, at the load nearest the middle of `loads` (in every seed).
@@ -101,7 +101,7 @@ export function resolveComputeSweepOptions(o: ComputeSweepOptions = {}): Resolve
     classFallback: o.classFallback ?? DEFAULT_CLASS_FALLBACK,
     saturationShare: o.saturationShare ?? DEFAULT_SATURATION_SHARE,
     jobLength: o.jobLength ?? "terciles",
-    learnFromKills: o.learnFromKills ?? true,
+    learnFromKills: o.learnFromKills ?? false,
     peakVariant: o.peakVariant ?? true,
     traces: o.traces ?? "generated",
     ...outputOptions(o),
