@@ -212,7 +212,7 @@ export class SchedulerDriver implements DriverPort {
       run.allowed = Int32Array.from(servers);
       this.sim.o.observer?.onJobPlaced?.({ job: run.job, jobType: run.type, classIds: decision.classIds, servers });
       // Confined jobs are opened to all near saturation: the monitor tick looks.
-      this.scheduleRetry();
+      if (this.sim.o.saturationShare < 1) this.scheduleRetry();
     } else {
       // A job placed as stock, or one confined earlier and opened near saturation.
       run.allowed = undefined;
@@ -236,7 +236,7 @@ export class SchedulerDriver implements DriverPort {
         if (decision.kind === "wait") waiting = true;
         this.onDecision(run, decision);
       }
-      if (waiting || this.sim.placement!.confinedJobs() > 0) this.scheduleRetry();
+      if (waiting || (this.sim.o.saturationShare < 1 && this.sim.placement!.confinedJobs() > 0)) this.scheduleRetry();
     });
   }
 

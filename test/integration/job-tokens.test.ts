@@ -82,7 +82,8 @@ function clusterWithUsers(opts: Parameters<typeof startTestCluster>[0]) {
 }
 
 describe("a job's delegation token", () => {
-  const { cluster, rmAs, nnAs } = clusterWithUsers({ idleServers: 1 });
+  // Two jobs at once on one server: job managers unlimited (the default 0.1 of the harvestable cores runs one).
+  const { cluster, rmAs, nnAs } = clusterWithUsers({ idleServers: 1, rm: { maxAmShare: 1 } });
   let c: TestCluster;
   beforeAll(() => {
     c = cluster();

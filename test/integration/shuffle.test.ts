@@ -111,7 +111,13 @@ async function refusal(p: Promise<unknown>): Promise<string> {
 
 describe("the shuffle", () => {
   // Finished jobs' outputs go 3 s after their node managers hear of the end.
-  const cluster = suiteCluster({ idleServers: 2, vcores: 2, nm: { finishedAppRetentionMs: 3_000 } });
+  // Two jobs at once on four cores: job managers unlimited (the default 0.1 of the harvestable cores runs one).
+  const cluster = suiteCluster({
+    idleServers: 2,
+    vcores: 2,
+    rm: { maxAmShare: 1 },
+    nm: { finishedAppRetentionMs: 3_000 },
+  });
   const secret = join(tmpdir(), `harvest-secret-${randomBytes(4).toString("hex")}`);
   writeFileSync(secret, "root's secret\n", { mode: 0o600 });
 

@@ -29,9 +29,11 @@ describe("node choice in the compute simulator", () => {
     };
     const events = { stock: 56450, history: 56344 };
     const wasted = { stock: 25.67708365870512, history: 27.100866936780733 };
+    // That release's rules: job managers unlimited, a history job with no class waits, no saturation guard.
+    const then = { maxAmShare: 1, classFallback: "wait", saturationShare: 1 } as const;
     for (const policy of ["stock", "history"] as const) {
-      const absent = runCompute(cluster, stream, { policy });
-      const stock = runCompute(cluster, stream, { policy, nodeChoice: "stock" });
+      const absent = runCompute(cluster, stream, { policy, ...then });
+      const stock = runCompute(cluster, stream, { policy, nodeChoice: "stock", ...then });
       const { jobs, avgJobTimeS, tasksRun, taskKills, jobManagerKills } = absent;
       expect({ jobs, avgJobTimeS, tasksRun, taskKills, jobManagerKills }).toEqual(before[policy]);
       expect(absent.events).toBe(events[policy]);
