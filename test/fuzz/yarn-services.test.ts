@@ -43,7 +43,9 @@ describe("fuzzing the resource manager and node manager services", () => {
   const counts = new OutcomeTally();
 
   beforeAll(async () => {
-    cluster = await startTestCluster({ idleServers: 1, storage: false });
+    // A target job runs through the fuzzing beside the canary and a job after it, on one server: job managers
+    // unlimited (the default 0.1 of the harvestable cores runs one).
+    cluster = await startTestCluster({ idleServers: 1, storage: false, rm: { maxAmShare: 1 } });
     const rmConfig = JSON.parse(readFileSync(join(cluster.dir, "run", "rm.json"), "utf8")) as {
       tls: ClientTls;
       secret: string;

@@ -41,7 +41,8 @@ describe("the node manager's work-lost victim order", () => {
     // The containers run as an unprivileged account when the tests run as root: it must reach the probe.
     chmodSync(dir, 0o755);
     writeFileSync(join(dir, "probe.mjs"), PROBE, { mode: 0o644 });
-    rm = new ResourceManager({ dataDir: join(dir, "rm") }, { logger: quiet });
+    // Two jobs at once on one node: job managers unlimited (the default 0.1 of the harvestable cores runs one).
+    rm = new ResourceManager({ dataDir: join(dir, "rm"), maxAmShare: 1 }, { logger: quiet });
     await rm.start();
     nm = new NodeManager(
       {
