@@ -339,7 +339,7 @@ export function registerSimCommands(program: Command): void {
     .option(
       "--saturation-share <share>",
       "history places as stock once Harvest holds this share of what the primaries leave (1: never)",
-      "0.8",
+      "0.65",
     )
     .option("--job-length <rule>", "history's job types: terciles (seeds/004) or per-class (bursts)", "terciles")
     .option("--learn-from-kills", "history's long jobs avoid servers that just killed work (off by default)")

@@ -12,6 +12,7 @@ import type { TlsOption } from "../common/options.js";
 import type { Resources } from "../common/resource.js";
 import { resolveClassWeights, resolveJobTypeOptions } from "./policy/class-selection.js";
 import type { ClassWeightsInput, JobLengthRule, JobTypeOptions } from "./policy/class-selection.js";
+import { DEFAULT_SATURATION_SHARE } from "./policy/history-placement.js";
 import type { HistoryPlacementOptions } from "./policy/history-placement.js";
 import { detailsOf, isHarvestError } from "../common/errors.js";
 import { validatePowerDomainConfig } from "./policy/power-domains.js";
@@ -116,7 +117,7 @@ export interface ResourceManagerOptions {
   /**
    * Under the history policy, a job is placed as stock places it when Harvest's containers already hold at least this
    * share of the cores the primaries leave now (near saturation, confining a job to classes only queues it); 1: never.
-   * @default 0.8
+   * @default 0.65
    */
   classSaturationShare: number;
   /**
@@ -286,7 +287,7 @@ export function resolveResourceManagerOptions(
         jobTypes: {},
         classWaitMs: 60_000,
         classFallback: "stock",
-        classSaturationShare: 0.8,
+        classSaturationShare: DEFAULT_SATURATION_SHARE,
         classLearnFromKills: false,
         classJobLength: "terciles",
         classHeadroom: "utilization",

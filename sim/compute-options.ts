@@ -118,7 +118,7 @@ export interface ComputeOptions {
   /**
    * Under the history policy, a job is placed as stock when Harvest holds at least this share of what the primaries
    * leave (the resource manager's classSaturationShare); 1: never.
-   * @default 0.8
+   * @default 0.65
    */
   saturationShare?: number;
   /**

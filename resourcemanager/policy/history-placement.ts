@@ -67,7 +67,7 @@ export interface HistoryPlacementOptions {
    * Near saturation a job is placed as stock places it: when Harvest's containers already hold at least this share of
    * the cores the primaries leave now (capacity x (1 - current utilization) - reserve, over every live server),
    * confining a job to some classes only queues its tasks while other servers could run them. 1: never.
-   * @default 0.8
+   * @default 0.65
    */
   saturationShare?: number;
   /**
@@ -117,7 +117,7 @@ export type ClassFallback = "stock" | "wait";
 
 /** The defaults of the graceful fallbacks. */
 export const DEFAULT_CLASS_FALLBACK: ClassFallback = "stock";
-export const DEFAULT_SATURATION_SHARE = 0.8;
+export const DEFAULT_SATURATION_SHARE = 0.65;
 
 /**
  * How full Harvest is now: the cores its containers hold over the cores the primaries leave (capacity x (1 - the

@@ -84,7 +84,7 @@ describe("the graceful Algorithm 1", () => {
     expect(roomy.policy.allows(app("app1"), node(`${chosen}-0`), 0)).toBe(true);
     expect(roomy.policy.allows(app("app1"), node(`${other}-0`), 0)).toBe(false);
 
-    // 10 cores at 20 % leave 7 usable; 6 held on each is 86 %, above the default 80 %. Either class still has room for
+    // 10 cores at 20 % leave 7 usable; 6 held on each is 86 %, above the default 65 %. Either class still has room for
     // the job's 4 cores, but confining it there would only queue it.
     const busy = placementOver([cls("a", 4, 20, 6), cls("b", 4, 20, 6)]);
     busy.placement.register("app1", "long", 4);

@@ -64,7 +64,7 @@ export interface ComputeSweepOptions extends ExperimentOutput {
   maxAmShare?: number;
   /** History's fallback when no class has room (`ComputeOptions.classFallback`). @default "stock" */
   classFallback?: ClassFallback;
-  /** History places as stock from this share of what the primaries leave (`ComputeOptions.saturationShare`). @default 0.8 */
+  /** History places as stock from this share of what the primaries leave (`ComputeOptions.saturationShare`). @default 0.65 */
   saturationShare?: number;
   /** History's job length rule (`ComputeOptions.jobLength`). @default "terciles" */
   jobLength?: JobLengthRule;
