@@ -283,6 +283,9 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
       rmPorts,
       () => ({
         secret,
+        // A local cluster's few cores would run one job manager at a time under the default share (0.1 of the
+        // harvestable cores, sized for a fleet): it runs them all, as YARN users raise the limit on small clusters.
+        maxAmShare: 1,
         ...(etcd ? { haRmAddresses: rmList } : {}),
         ...(withStorage ? { nnAddress: nnList } : {}),
       }),
