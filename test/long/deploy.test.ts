@@ -347,6 +347,16 @@ describe("a local cluster whose daemons die and are restarted in place", () => {
       },
       { what: "both node managers to re-register", ...POLL },
     );
+    // The restarted namenode knows no datanode until each reports again (the job's DAG is staged in the DFS).
+    const dfs = localDfsClient(now);
+    try {
+      await waitFor(
+        async () => ((await dfs.datanodes()).filter((d) => d.state === "LIVE").length === 2 ? true : undefined),
+        { what: "both datanodes to report to the restarted namenode", retryOnError: true, ...POLL },
+      );
+    } finally {
+      dfs.close();
+    }
     const submit = harvest(env, "job", "submit", join(packageRoot(), "examples", "dags", "three-stage.json"), "--wait");
     expect(submit.code, submit.stderr + submit.stdout).toBe(0);
   });
