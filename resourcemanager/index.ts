@@ -110,14 +110,19 @@ export type {
 } from "./policy/oversubscription-planner.js";
 export type { DrawSample, DrawsHistory } from "./policy/draws-history.js";
 export {
+  CLASS_FALLBACKS,
   DEFAULT_CLASS_FALLBACK,
+  DEFAULT_JOB_LENGTH,
+  DEFAULT_LEARN_FROM_KILLS,
   DEFAULT_SATURATION_SHARE,
   HistoryPlacement,
+  JOB_LENGTH_RULES,
   LiveClassViews,
   UNCLASSIFIED_CLASS,
   classViewsOf,
   liveNodeOf,
   liveUtilization,
+  mustBeOneOf,
   occupiedShare,
 } from "./policy/history-placement.js";
 export type {

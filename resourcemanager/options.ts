@@ -12,7 +12,15 @@ import type { TlsOption } from "../common/options.js";
 import type { Resources } from "../common/resource.js";
 import { resolveClassWeights, resolveJobTypeOptions } from "./policy/class-selection.js";
 import type { ClassWeightsInput, JobLengthRule, JobTypeOptions } from "./policy/class-selection.js";
-import { DEFAULT_SATURATION_SHARE } from "./policy/history-placement.js";
+import {
+  CLASS_FALLBACKS,
+  DEFAULT_CLASS_FALLBACK,
+  DEFAULT_JOB_LENGTH,
+  DEFAULT_LEARN_FROM_KILLS,
+  DEFAULT_SATURATION_SHARE,
+  JOB_LENGTH_RULES,
+  mustBeOneOf,
+} from "./policy/history-placement.js";
 import type { HistoryPlacementOptions } from "./policy/history-placement.js";
 import { detailsOf, isHarvestError } from "../common/errors.js";
 import { validatePowerDomainConfig } from "./policy/power-domains.js";
@@ -286,10 +294,10 @@ export function resolveResourceManagerOptions(
         classWeights: {},
         jobTypes: {},
         classWaitMs: 60_000,
-        classFallback: "stock",
+        classFallback: DEFAULT_CLASS_FALLBACK,
         classSaturationShare: DEFAULT_SATURATION_SHARE,
-        classLearnFromKills: false,
-        classJobLength: "terciles",
+        classLearnFromKills: DEFAULT_LEARN_FROM_KILLS,
+        classJobLength: DEFAULT_JOB_LENGTH,
         classHeadroom: "utilization",
         classHeadroomThreshold: 0.05,
         tenants: {},
@@ -380,11 +388,10 @@ export function resolveResourceManagerOptions(
   if (o.schedulerPolicy !== "stock" && o.schedulerPolicy !== "history")
     bad("schedulerPolicy", `must be "stock" or "history" (got ${JSON.stringify(o.schedulerPolicy)})`);
   if (!(o.classWaitMs >= 0)) bad("classWaitMs", "must be >= 0");
-  if (o.classFallback !== "stock" && o.classFallback !== "wait")
-    bad("classFallback", `must be "stock" or "wait" (got ${JSON.stringify(o.classFallback)})`);
+  if (!CLASS_FALLBACKS.includes(o.classFallback)) bad("classFallback", mustBeOneOf(CLASS_FALLBACKS, o.classFallback));
   if (typeof o.classLearnFromKills !== "boolean") bad("classLearnFromKills", "must be true or false");
-  if (o.classJobLength !== "terciles" && o.classJobLength !== "per-class")
-    bad("classJobLength", `must be "terciles" or "per-class" (got ${JSON.stringify(o.classJobLength)})`);
+  if (!JOB_LENGTH_RULES.includes(o.classJobLength))
+    bad("classJobLength", mustBeOneOf(JOB_LENGTH_RULES, o.classJobLength));
   if (!(o.classSaturationShare > 0 && o.classSaturationShare <= 1)) bad("classSaturationShare", "must be in (0, 1]");
   if (!LOCALITY_POLICIES.includes(o.localityPolicy))
     bad("localityPolicy", `must be one of ${LOCALITY_POLICIES.join(", ")} (got ${JSON.stringify(o.localityPolicy)})`);

@@ -4,9 +4,14 @@
  */
 import { stripUndefined } from "../common/options.js";
 import {
+  CLASS_FALLBACKS,
   DEFAULT_CLASS_FALLBACK,
+  DEFAULT_JOB_LENGTH,
+  DEFAULT_LEARN_FROM_KILLS,
   DEFAULT_MAX_AM_SHARE,
   DEFAULT_SATURATION_SHARE,
+  JOB_LENGTH_RULES,
+  mustBeOneOf,
   resolveClassifierOptions,
   resolveClassWeights,
   resolveJobTypeOptions,
@@ -366,8 +371,8 @@ export function resolveComputeOptions(
     classWaitMs: options.classWaitMs ?? 60_000,
     classFallback: options.classFallback ?? DEFAULT_CLASS_FALLBACK,
     saturationShare: options.saturationShare ?? DEFAULT_SATURATION_SHARE,
-    learnFromKills: options.learnFromKills ?? false,
-    jobLength: options.jobLength ?? "terciles",
+    learnFromKills: options.learnFromKills ?? DEFAULT_LEARN_FROM_KILLS,
+    jobLength: options.jobLength ?? DEFAULT_JOB_LENGTH,
     retryIntervalMs: options.retryIntervalMs ?? 5000,
     reclassifyIntervalMs: options.reclassifyIntervalMs ?? DAY_MS,
     victimOrder: options.victimOrder ?? "youngest",
@@ -404,11 +409,11 @@ export function resolveComputeOptions(
     invalidArgument(WHAT, "taskCores", `${o.taskCores} cores fit on no server once the reserve is kept`);
   checkIntAtLeast(WHAT, "jobHistoryWindow", o.jobHistoryWindow, 1);
   checkAtLeastZero(WHAT, "classWaitMs", o.classWaitMs);
-  if (o.classFallback !== "stock" && o.classFallback !== "wait")
-    invalidArgument(WHAT, "classFallback", `must be "stock" or "wait" (got ${String(o.classFallback)})`);
+  if (!CLASS_FALLBACKS.includes(o.classFallback))
+    invalidArgument(WHAT, "classFallback", mustBeOneOf(CLASS_FALLBACKS, o.classFallback));
   checkShare(WHAT, "saturationShare", o.saturationShare);
-  if (o.jobLength !== "terciles" && o.jobLength !== "per-class")
-    invalidArgument(WHAT, "jobLength", `must be "terciles" or "per-class" (got ${String(o.jobLength)})`);
+  if (!JOB_LENGTH_RULES.includes(o.jobLength))
+    invalidArgument(WHAT, "jobLength", mustBeOneOf(JOB_LENGTH_RULES, o.jobLength));
   checkAboveZero(WHAT, "retryIntervalMs", o.retryIntervalMs);
   checkAtLeastZero(WHAT, "reclassifyIntervalMs", o.reclassifyIntervalMs);
   const k = o.killCost;

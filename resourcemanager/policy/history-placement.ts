@@ -115,9 +115,18 @@ export class KillMemory {
 /** See `HistoryPlacementOptions.classFallback`. */
 export type ClassFallback = "stock" | "wait";
 
-/** The defaults of the graceful fallbacks. */
+/** The history policy's choices, and their defaults (the resource manager's and the simulator's). */
+export const CLASS_FALLBACKS: readonly ClassFallback[] = ["stock", "wait"];
+export const JOB_LENGTH_RULES: readonly JobLengthRule[] = ["terciles", "per-class"];
 export const DEFAULT_CLASS_FALLBACK: ClassFallback = "stock";
 export const DEFAULT_SATURATION_SHARE = 0.65;
+export const DEFAULT_LEARN_FROM_KILLS = false;
+export const DEFAULT_JOB_LENGTH: JobLengthRule = "terciles";
+
+/** "must be "a" or "b"": the message of a choice outside `allowed`. */
+export function mustBeOneOf(allowed: readonly string[], got: unknown): string {
+  return `must be ${allowed.map((a) => JSON.stringify(a)).join(" or ")} (got ${JSON.stringify(got)})`;
+}
 
 /**
  * How full Harvest is now: the cores its containers hold over the cores the primaries leave (capacity x (1 - the
@@ -182,7 +191,7 @@ export class HistoryPlacement {
     private readonly log: Logger,
   ) {
     this.kills = new KillMemory((serverId) => source.burstMsOf?.(serverId));
-    if (options.learnFromKills ?? false)
+    if (options.learnFromKills ?? DEFAULT_LEARN_FROM_KILLS)
       policy.setAvoid((appId, nodeId) => {
         // Only a job kept to its classes: one placed as stock (near saturation, or with no class to hold it) takes
         // what any server offers, or it would queue behind every recent kill.
@@ -193,7 +202,7 @@ export class HistoryPlacement {
 
   /** The primary of `serverId` killed one of Harvest's containers now (a yield, not a drain or a cap). */
   noteKill(serverId: string): void {
-    this.kills.record(serverId, this.clock.nowMs());
+    if (this.options.learnFromKills ?? DEFAULT_LEARN_FROM_KILLS) this.kills.record(serverId, this.clock.nowMs());
   }
 
   /** A job manager registered: its type, maximum concurrency and last run (ms; undefined for a job never seen). */
@@ -225,7 +234,8 @@ export class HistoryPlacement {
     if (!app || app.decided || taskMilli <= 0) return undefined;
     app.taskMilli = Math.max(app.taskMilli, taskMilli);
     app.waitingSinceMs ??= this.clock.nowMs();
-    return this.decide(appId, app, this.clock.nowMs(), this.source.classViews());
+    const views = this.source.classViews();
+    return this.decide(appId, app, this.clock.nowMs(), views, occupiedShare(views));
   }
 
   /**
@@ -236,18 +246,20 @@ export class HistoryPlacement {
   retryWaiting(): PlacementDecision[] {
     const out: PlacementDecision[] = [];
     let views: readonly ClassView[] | undefined;
+    let share: number | undefined;
     const nowMs = this.clock.nowMs();
     for (const [appId, app] of this.apps) {
       if (app.decided || app.waitingSinceMs === undefined) continue;
       views ??= this.source.classViews();
-      out.push(this.decide(appId, app, nowMs, views));
+      share ??= occupiedShare(views);
+      out.push(this.decide(appId, app, nowMs, views, share));
     }
     // Near saturation, the jobs confined to classes earlier run anywhere from now on: their tasks would queue on their
     // classes' servers while others have room.
     const saturationShare = this.options.saturationShare ?? DEFAULT_SATURATION_SHARE;
     if (saturationShare < 1 && this.confinedJobs() > 0) {
       views ??= this.source.classViews();
-      const share = occupiedShare(views);
+      share ??= occupiedShare(views);
       if (share >= saturationShare)
         for (const [appId, app] of this.apps)
           if (app.decided && app.classIds.length > 0)
@@ -281,8 +293,14 @@ export class HistoryPlacement {
     return app ? { jobType: app.jobType, classIds: app.classIds, note: app.note } : undefined;
   }
 
-  private decide(appId: string, app: AppEntry, nowMs: number, views: readonly ClassView[]): PlacementDecision {
-    const share = occupiedShare(views);
+  /** Algorithm 1 for one job, on `views` read once per call and Harvest's `share` of them (`occupiedShare`). */
+  private decide(
+    appId: string,
+    app: AppEntry,
+    nowMs: number,
+    views: readonly ClassView[],
+    share: number,
+  ): PlacementDecision {
     const saturationShare = this.options.saturationShare ?? DEFAULT_SATURATION_SHARE;
     if (saturationShare < 1 && share >= saturationShare)
       return this.openToAll(

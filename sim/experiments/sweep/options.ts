@@ -1,8 +1,13 @@
 /** The compute sweep's options: what {@link resolveComputeSweepOptions} fills in and checks. */
 import {
+  CLASS_FALLBACKS,
   DEFAULT_CLASS_FALLBACK,
+  DEFAULT_JOB_LENGTH,
+  DEFAULT_LEARN_FROM_KILLS,
   DEFAULT_MAX_AM_SHARE,
   DEFAULT_SATURATION_SHARE,
+  JOB_LENGTH_RULES,
+  mustBeOneOf,
 } from "../../../resourcemanager/index.js";
 import type { ClassFallback, JobLengthRule } from "../../../resourcemanager/index.js";
 import { outputOptions } from "../../experiments.js";
@@ -100,8 +105,8 @@ export function resolveComputeSweepOptions(o: ComputeSweepOptions = {}): Resolve
     maxAmShare: o.maxAmShare ?? DEFAULT_MAX_AM_SHARE,
     classFallback: o.classFallback ?? DEFAULT_CLASS_FALLBACK,
     saturationShare: o.saturationShare ?? DEFAULT_SATURATION_SHARE,
-    jobLength: o.jobLength ?? "terciles",
-    learnFromKills: o.learnFromKills ?? false,
+    jobLength: o.jobLength ?? DEFAULT_JOB_LENGTH,
+    learnFromKills: o.learnFromKills ?? DEFAULT_LEARN_FROM_KILLS,
     peakVariant: o.peakVariant ?? true,
     traces: o.traces ?? "generated",
     ...outputOptions(o),
@@ -121,11 +126,11 @@ export function resolveComputeSweepOptions(o: ComputeSweepOptions = {}): Resolve
   if (r.killCost !== "modelled" && r.killCost !== "none")
     invalidArgument(WHAT, "killCost", `must be "modelled" or "none" (got ${String(r.killCost)})`);
   checkShare(WHAT, "maxAmShare", r.maxAmShare);
-  if (r.classFallback !== "stock" && r.classFallback !== "wait")
-    invalidArgument(WHAT, "classFallback", `must be "stock" or "wait" (got ${String(r.classFallback)})`);
+  if (!CLASS_FALLBACKS.includes(r.classFallback))
+    invalidArgument(WHAT, "classFallback", mustBeOneOf(CLASS_FALLBACKS, r.classFallback));
   checkShare(WHAT, "saturationShare", r.saturationShare);
-  if (r.jobLength !== "terciles" && r.jobLength !== "per-class")
-    invalidArgument(WHAT, "jobLength", `must be "terciles" or "per-class" (got ${String(r.jobLength)})`);
+  if (!JOB_LENGTH_RULES.includes(r.jobLength))
+    invalidArgument(WHAT, "jobLength", mustBeOneOf(JOB_LENGTH_RULES, r.jobLength));
   checkTraces(WHAT, r.traces, false);
   return r;
 }
