@@ -448,14 +448,8 @@ function writeDescriptor(c: ClusterDescriptor): void {
   writeAtomic(join(c.dir, "cluster.json"), JSON.stringify(c, null, 2) + "\n");
 }
 
-/** The port of a `host:port` address. */
-function portOf(address: string): number {
-  return Number(address.slice(address.lastIndexOf(":") + 1));
-}
-
 /**
- * Starts `harvest daemon <kind>` on `<dir>/run/<name>.json` and waits for its ready file. Once the daemon has bound a
- * port, the port is written into its config, so a restart from the same config binds the same address.
+ * Starts `harvest daemon <kind>` on `<dir>/run/<name>.json` and waits for its ready file.
  */
 async function launchDaemon(
   dir: string,
@@ -465,20 +459,25 @@ async function launchDaemon(
   timeoutMs: number,
 ): Promise<DaemonRecord> {
   const configFile = join(dir, "run", `${name}.json`);
-  // Ports below the kernel's ephemeral range (ports.ts): a restart must find them free.
-  if (!config["port"]) config = { ...config, port: await stablePort() };
-  if (!config["httpPort"]) config = { ...config, httpPort: await stablePort() };
-  writeAtomic(configFile, JSON.stringify(config, null, 2) + "\n");
-  const record = await spawnDaemon(dir, name, kind, configFile, timeoutMs);
-  // Pin both ports: a restart serves on the same addresses and URL.
-  const pinned = {
-    ...config,
-    ...(config["port"] ? {} : { port: portOf(record.address) }),
-    ...(config["httpPort"] || !record.httpUrl ? {} : { httpPort: Number(new URL(record.httpUrl).port) }),
-  };
-  if (pinned["port"] !== config["port"] || pinned["httpPort"] !== config["httpPort"])
-    writeAtomic(configFile, JSON.stringify(pinned, null, 2) + "\n");
-  return record;
+  const given = config;
+  // Ports below the kernel's ephemeral range (ports.ts): a restart must find them free. A drawn port is free when it
+  // is drawn, not when the daemon binds it a second later: another cluster starting beside this one (tests run
+  // several at once) may draw it in between. A daemon that lost that race is started again on new ports. The ports
+  // are in its config file, so a restart binds the same ones.
+  for (let attempt = 1; ; attempt++) {
+    config = { ...given };
+    if (!config["port"]) config = { ...config, port: await stablePort() };
+    if (!config["httpPort"]) config = { ...config, httpPort: await stablePort() };
+    writeAtomic(configFile, JSON.stringify(config, null, 2) + "\n");
+    try {
+      return await spawnDaemon(dir, name, kind, configFile, timeoutMs);
+    } catch (err) {
+      const message = errorMessage(err);
+      const drawn = (["port", "httpPort"] as const).filter((k) => !given[k]).map((k) => `:${String(config[k])}`);
+      const lostRace = message.includes("EADDRINUSE") && drawn.some((p) => message.includes(p));
+      if (!lostRace || attempt >= 3) throw err;
+    }
+  }
 }
 
 async function spawnDaemon(
