@@ -5,7 +5,8 @@
  *   the work each would lose);
  * - the capping agent and its controller: throttle, raise and kill secondary containers under a power budget
  *   (`CappingAgent`, `resolveCappingOptions`);
- * - the per-container power model (`PowerModel`, seeds/001 section 3).
+ * - the per-container power model (`PowerModel`, seeds/001 section 3);
+ * - the preemption notice: the containers a primary is close to taking back (`containersAtRisk`).
  * Beside them, the container parts the primary-burst bench drives alone (`ContainerProcess`, `ContainerAccounts`,
  * `detectCgroups`).
  */
@@ -17,6 +18,8 @@ export type { NodeManagerOptions } from "./options.js";
 export { chooseVictims, VICTIM_ORDERS } from "./policy/yield-controller.js";
 export type { VictimOrder, YieldContainer, YieldDecision, YieldInput } from "./policy/yield-controller.js";
 export { DEFAULT_NEAR_END_MS, lostWorkOf } from "./policy/work-lost.js";
+export { containersAtRisk, DEFAULT_NOTICE_MARGIN_FRACTION, PREEMPTION_NOTICES } from "./policy/preemption-notice.js";
+export type { PreemptionNotice } from "./policy/preemption-notice.js";
 export { createPrimaryMonitor } from "../common/primary-monitor.js";
 export type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
 export { detectCgroups } from "./cgroups.js";

@@ -148,6 +148,8 @@ interface AppState extends AppView {
   inHungry: boolean;
   /** Nodes its job manager's container avoids (where the job's manager just failed or was preempted). */
   amAvoid: Set<string>;
+  /** Nodes its tasks avoid (its job manager's blacklist: servers that gave a preemption notice). */
+  taskAvoid: Set<string>;
 }
 
 /** Pure scheduler state: nodes, applications, outstanding asks and live allocations. */
@@ -295,6 +297,7 @@ export class Scheduler {
       containers: new Set(),
       inHungry: false,
       amAvoid: new Set(),
+      taskAvoid: new Set(),
     });
   }
 
@@ -305,6 +308,16 @@ export class Scheduler {
   setAmAvoid(appId: string, nodeIds: Iterable<string>): void {
     const app = this.apps.get(appId);
     if (app) app.amAvoid = new Set(nodeIds);
+  }
+
+  /**
+   * Nodes where the application's tasks should not go (YARN's blacklist request, which Harvest's job managers fill from
+   * preemption notices: jobmanager/policy/noticed-servers.ts). Absolute, replacing the last list. Ignored while every
+   * schedulable node is on it, so that a job is never starved by it; the job manager's own container is not affected.
+   */
+  setTaskAvoid(appId: string, nodeIds: Iterable<string>): void {
+    const app = this.apps.get(appId);
+    if (app) app.taskAvoid = new Set(nodeIds);
   }
 
   /**
@@ -420,6 +433,7 @@ export class Scheduler {
           continue;
         }
         if (priority === AM_PRIORITY && app.amAvoid.has(nodeId) && this.anyNodeBesides(app.amAvoid)) continue;
+        if (priority !== AM_PRIORITY && app.taskAvoid.has(nodeId) && this.anyNodeBesides(app.taskAvoid)) continue;
         view ??= this.view(node);
         if (!this.policy.allows(app, view, priority, ask.resource)) continue;
         let first = true;

@@ -523,6 +523,40 @@ describe("job-manager placement memory (AM blacklisting)", () => {
   });
 });
 
+describe("servers a job's tasks avoid after a preemption notice", () => {
+  it("keeps the job's tasks off them while another server has room, and lets other jobs and its job manager use them", () => {
+    const s = newScheduler();
+    s.addNode("a", res(4000, 4096));
+    s.addNode("b", res(4000, 4096));
+    s.addApp("app1", 1);
+    s.addApp("app2", 2);
+    s.setTaskAvoid("app1", ["a"]);
+    s.setAsks("app1", [
+      { priority: AM_PRIORITY, resource: res(500), count: 1 },
+      { priority: 0, resource: res(1000), count: 2 },
+    ]);
+    s.setAsks("app2", [{ priority: 0, resource: res(1000), count: 1 }]);
+    const onA = s.allocateOnNode("a");
+    expect(onA.map((x) => `${x.appId}:${x.priority}`).sort()).toEqual(["app1:-1", "app2:0"]);
+    expect(s.allocateOnNode("b").map((x) => `${x.appId}:${x.priority}`)).toEqual(["app1:0", "app1:0"]);
+  });
+
+  it("places the tasks when every server is on the list, and forgets a list replaced by an empty one", () => {
+    const s = newScheduler();
+    s.addNode("a", res(4000, 4096));
+    s.addApp("app1", 1);
+    s.setTaskAvoid("app1", ["a"]);
+    s.setAsks("app1", [{ priority: 0, resource: res(1000), count: 1 }]);
+    expect(s.allocateOnNode("a")).toHaveLength(1);
+    s.addNode("b", res(4000, 4096));
+    s.setTaskAvoid("app1", ["a"]);
+    s.setAsks("app1", [{ priority: 0, resource: res(1000), count: 1 }]);
+    expect(s.allocateOnNode("a")).toEqual([]);
+    s.setTaskAvoid("app1", []);
+    expect(s.allocateOnNode("a")).toHaveLength(1);
+  });
+});
+
 describe("recovering allocations a node reports after a restart", () => {
   it("counts a recovered container against its node and job, once", () => {
     const s = newScheduler();
