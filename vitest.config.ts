@@ -16,6 +16,9 @@ const CPU_MEASURING = [
   "test/unit/throttler.test.ts",
 ];
 
+/** Tests that replace a module with `vi.mock`: a shared module graph (isolate: false) would ignore their mocks. */
+const MODULE_MOCKING = ["test/integration/cluster-port-race.test.ts"];
+
 const shared = { testTimeout: 60_000, hookTimeout: 60_000 };
 
 export default defineConfig({
@@ -44,6 +47,7 @@ export default defineConfig({
           ...shared,
           name: "integration",
           include: ["test/integration/**/*.test.ts", "test/e2e/**/*.test.ts", "test/fuzz/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, ...MODULE_MOCKING],
           maxWorkers: 2,
           isolate: false,
           sequence: { groupOrder: 1 },
@@ -57,6 +61,9 @@ export default defineConfig({
           fileParallelism: false,
           sequence: { groupOrder: 2 },
         },
+      },
+      {
+        test: { ...shared, name: "isolated", include: MODULE_MOCKING, sequence: { groupOrder: 3 } },
       },
     ],
   },
