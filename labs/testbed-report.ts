@@ -8,6 +8,8 @@ import { table } from "../common/text-table.js";
 import type { TestbedMeasurements, TestbedPolicy, TestbedRun } from "./testbed.js";
 import type { PlannedVertex, TestbedPlan } from "./testbed-plan.js";
 import type { SimRun, SimSettings } from "./testbed-sim.js";
+import { CALIBRATION_HEADER, calibrationRows, testbedCalibration } from "./testbed-quotes.js";
+import type { Calibration } from "../sim/experiments/calibration/calibration.js";
 
 /** The simulator's history-vs-stock change in average job time must be within this many points of the testbed's. */
 export const TARGET_PP = 5;
@@ -71,6 +73,8 @@ export interface ValidationReport {
   jobNames: JobNameRow[];
   /** Measured facts that bear on the gap, in words. */
   findings: string[];
+  /** The resource manager's survival quotes against what happened, per testbed run (labs/testbed-quotes.ts). */
+  quotes: Record<TestbedPolicy, Calibration>;
   wall: { testbedStockS: number; testbedHistoryS: number; simulatorS: number; loadAverage1m: number[] };
 }
 
@@ -139,6 +143,7 @@ export function buildReport(
     },
     jobNames: jobNameRows(plan, testbed, sim),
     findings: [],
+    quotes: { stock: testbedCalibration(testbed.stock.jobs), history: testbedCalibration(testbed.history.jobs) },
     wall: {
       testbedStockS: testbed.stock.wallMs / 1000,
       testbedHistoryS: testbed.history.wallMs / 1000,
@@ -471,6 +476,9 @@ export function reportText(r: ValidationReport, files: readonly string[]): strin
     "",
     table(...jobTable(r)),
     "",
+    "Survival quotes made at submission against what happened (finished jobs):",
+    table(CALIBRATION_HEADER, calibrationRows(r.quotes)),
+    "",
     `wall time: testbed ${num(r.wall.testbedStockS, 0)} s (stock) + ${num(r.wall.testbedHistoryS, 0)} s (history), ` +
       `simulator ${num(r.wall.simulatorS, 1)} s`,
   ];
@@ -542,6 +550,14 @@ export function reportMarkdown(r: ValidationReport): string {
     "## Recurring jobs (average seconds)",
     "",
     mdTable(...jobTable(r)),
+    "",
+    "## Survival quotes on the testbed",
+    "",
+    "The resource manager's quote at submission (`harvest job status`) against what happened to each finished job: " +
+      "the Brier score of P(no kill) beside that of always quoting the run's kill-free share, the quoted and seen " +
+      "task re-runs, and the share of jobs done by their quoted p10, p50 and p90 (ideally 10, 50 and 90 %).",
+    "",
+    mdTable(CALIBRATION_HEADER, calibrationRows(r.quotes)),
     "",
     "## Servers and classes",
     "",

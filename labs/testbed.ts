@@ -84,6 +84,8 @@ export interface TestbedJob {
   tasksLostWithJobManager: number;
   /** Job-manager containers killed by the primary. */
   amKills: number;
+  /** The survival quote the resource manager made at submission (absent when it made none). */
+  quote?: { pNoKill: number; expectedReruns: number; etaP10Ms: number; etaP50Ms: number; etaP90Ms: number };
 }
 
 /** Median, p90 and count of a sample, ms (NaN when empty). */
@@ -387,6 +389,17 @@ function testbedJob(j: FollowedJob, epochMs: number): TestbedJob {
     taskKills: (r?.taskContainers?.preempted ?? 0) + (r ? lostWithJobManager(r) : 0),
     tasksLostWithJobManager: r ? lostWithJobManager(r) : 0,
     amKills: r?.amContainers?.preempted ?? 0,
+    ...(r?.quote
+      ? {
+          quote: {
+            pNoKill: r.quote.pNoKill,
+            expectedReruns: r.quote.expectedReruns,
+            etaP10Ms: Number(r.quote.etaP10Ms),
+            etaP50Ms: Number(r.quote.etaP50Ms),
+            etaP90Ms: Number(r.quote.etaP90Ms),
+          },
+        }
+      : {}),
   };
 }
 
