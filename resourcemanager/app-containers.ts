@@ -136,7 +136,7 @@ export function recordEnd(
   else if (cause === "LOST") counts.lost++;
   else counts.killed++;
   // Learning from kills: the history placement keeps long jobs off a server whose primary just took work back.
-  if (cause === "PREEMPTED_BY_PRIMARY" && ref.nodeId) deps.history?.noteKill(ref.nodeId);
+  if (cause === "PREEMPTED_BY_PRIMARY" && ref.nodeId) deps.history?.noteKill(ref.nodeId, app.record.appId);
   deps.observer?.containerEnded(ref.isAm === true, cause);
 }
 

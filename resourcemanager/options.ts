@@ -16,6 +16,7 @@ import {
   CLASS_FALLBACKS,
   DEFAULT_CLASS_FALLBACK,
   DEFAULT_JOB_LENGTH,
+  DEFAULT_KILLED_JOBS_LEAVE_CLASSES,
   DEFAULT_LEARN_FROM_KILLS,
   DEFAULT_SATURATION_SHARE,
   JOB_LENGTH_RULES,
@@ -134,6 +135,11 @@ export interface ResourceManagerOptions {
    * tasks (docs/experiments.md). @default false
    */
   classLearnFromKills: boolean;
+  /**
+   * Under the history policy, a job kept to its classes whose task a primary killed runs on any server from then on,
+   * its re-run first (otherwise the re-run goes back to the classes that killed it). @default false
+   */
+  classKilledJobsLeave: boolean;
   /**
    * Under the history policy, how a job's type (short, medium, long) is judged: "terciles" of the recent job lengths,
    * the same in every class (seeds/004), or "per-class": its last run against each class's mean time between its
@@ -297,6 +303,7 @@ export function resolveResourceManagerOptions(
         classFallback: DEFAULT_CLASS_FALLBACK,
         classSaturationShare: DEFAULT_SATURATION_SHARE,
         classLearnFromKills: DEFAULT_LEARN_FROM_KILLS,
+        classKilledJobsLeave: DEFAULT_KILLED_JOBS_LEAVE_CLASSES,
         classJobLength: DEFAULT_JOB_LENGTH,
         classHeadroom: "utilization",
         classHeadroomThreshold: 0.05,
@@ -390,6 +397,7 @@ export function resolveResourceManagerOptions(
   if (!(o.classWaitMs >= 0)) bad("classWaitMs", "must be >= 0");
   if (!CLASS_FALLBACKS.includes(o.classFallback)) bad("classFallback", mustBeOneOf(CLASS_FALLBACKS, o.classFallback));
   if (typeof o.classLearnFromKills !== "boolean") bad("classLearnFromKills", "must be true or false");
+  if (typeof o.classKilledJobsLeave !== "boolean") bad("classKilledJobsLeave", "must be true or false");
   if (!JOB_LENGTH_RULES.includes(o.classJobLength))
     bad("classJobLength", mustBeOneOf(JOB_LENGTH_RULES, o.classJobLength));
   if (!(o.classSaturationShare > 0 && o.classSaturationShare <= 1)) bad("classSaturationShare", "must be in (0, 1]");
@@ -483,6 +491,7 @@ export function historyPlacementOptions(o: ResourceManagerOptions): HistoryPlace
     classFallback: o.classFallback,
     saturationShare: o.classSaturationShare,
     learnFromKills: o.classLearnFromKills,
+    killedJobsLeaveClasses: o.classKilledJobsLeave,
     jobLength: o.classJobLength,
     cantelliThreshold: o.classHeadroom === "cantelli" ? o.classHeadroomThreshold : undefined,
   };

@@ -7,6 +7,7 @@ import {
   CLASS_FALLBACKS,
   DEFAULT_CLASS_FALLBACK,
   DEFAULT_JOB_LENGTH,
+  DEFAULT_KILLED_JOBS_LEAVE_CLASSES,
   DEFAULT_LEARN_FROM_KILLS,
   DEFAULT_MAX_AM_SHARE,
   DEFAULT_SATURATION_SHARE,
@@ -132,6 +133,11 @@ export interface ComputeOptions {
    * @default false (it measured slower in the sweep's busy cells)
    */
   learnFromKills?: boolean;
+  /**
+   * Under the history policy, a confined job whose task a primary killed runs on any server from then on (the resource
+   * manager's classKilledJobsLeave). @default false
+   */
+  killedJobsLeaveClasses?: boolean;
   /**
    * Under the history policy, how a job's type is judged (the resource manager's classJobLength): "terciles" of the
    * recent job lengths, or "per-class" against each class's mean time between bursts.
@@ -372,6 +378,7 @@ export function resolveComputeOptions(
     classFallback: options.classFallback ?? DEFAULT_CLASS_FALLBACK,
     saturationShare: options.saturationShare ?? DEFAULT_SATURATION_SHARE,
     learnFromKills: options.learnFromKills ?? DEFAULT_LEARN_FROM_KILLS,
+    killedJobsLeaveClasses: options.killedJobsLeaveClasses ?? DEFAULT_KILLED_JOBS_LEAVE_CLASSES,
     jobLength: options.jobLength ?? DEFAULT_JOB_LENGTH,
     retryIntervalMs: options.retryIntervalMs ?? 5000,
     reclassifyIntervalMs: options.reclassifyIntervalMs ?? DAY_MS,

@@ -78,6 +78,12 @@ export interface HistoryPlacementOptions {
    */
   learnFromKills?: boolean;
   /**
+   * A job kept to its classes whose task a primary killed runs on any server from then on, its re-run first: Algorithm
+   * 1 confines short jobs to the classes most likely to kill them, and the re-run would otherwise go back to the same
+   * servers. @default false
+   */
+  killedJobsLeaveClasses?: boolean;
+  /**
    * How a job's type is judged: "terciles" of the history's job lengths, the same type in every class (seeds/004), or
    * "per-class": its last run against each class's mean time between bursts (`jobTypeForClass`). @default "terciles"
    */
@@ -121,6 +127,7 @@ export const JOB_LENGTH_RULES: readonly JobLengthRule[] = ["terciles", "per-clas
 export const DEFAULT_CLASS_FALLBACK: ClassFallback = "stock";
 export const DEFAULT_SATURATION_SHARE = 0.65;
 export const DEFAULT_LEARN_FROM_KILLS = false;
+export const DEFAULT_KILLED_JOBS_LEAVE_CLASSES = false;
 export const DEFAULT_JOB_LENGTH: JobLengthRule = "terciles";
 
 /** "must be "a" or "b"": the message of a choice outside `allowed`. */
@@ -200,9 +207,21 @@ export class HistoryPlacement {
       });
   }
 
-  /** The primary of `serverId` killed one of Harvest's containers now (a yield, not a drain or a cap). */
-  noteKill(serverId: string): void {
+  /**
+   * The primary of `serverId` killed one of Harvest's containers now (a yield, not a drain or a cap), of job `appId`
+   * when known. Returns the job's new placement when the kill opens it to every server (`killedJobsLeaveClasses`).
+   */
+  noteKill(serverId: string, appId?: string): PlacementDecision | undefined {
     if (this.options.learnFromKills ?? DEFAULT_LEARN_FROM_KILLS) this.kills.record(serverId, this.clock.nowMs());
+    if (!(this.options.killedJobsLeaveClasses ?? DEFAULT_KILLED_JOBS_LEAVE_CLASSES) || appId === undefined)
+      return undefined;
+    const app = this.apps.get(appId);
+    if (!app?.decided || app.classIds.length === 0) return undefined;
+    return this.openToAll(
+      appId,
+      app,
+      `placed in ${app.classIds.join(", ")}; a primary killed one of its tasks on ${serverId}, so it runs on any server`,
+    );
   }
 
   /** A job manager registered: its type, maximum concurrency and last run (ms; undefined for a job never seen). */

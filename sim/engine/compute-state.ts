@@ -264,6 +264,7 @@ export class ComputeState {
           classFallback: o.classFallback,
           saturationShare: o.saturationShare,
           learnFromKills: o.learnFromKills,
+          killedJobsLeaveClasses: o.killedJobsLeaveClasses,
           jobLength: o.jobLength,
         },
         this.classViews,

@@ -2,6 +2,7 @@
  * The simulated servers (as Hadoop SLS's NMSimulator): each server's primary tenant replayed slot by slot, the node
  * manager's yield step, the CPU share tasks run at beside the primary, and when each server heartbeats.
  */
+import type { PlacementDecision } from "../../resourcemanager/index.js";
 import type { ComputeState, ServersPort } from "../engine/compute-state.js";
 import type { SimCluster } from "../model.js";
 import { yieldVictims } from "./yield-step.js";
@@ -188,13 +189,17 @@ export class SimServers implements ServersPort {
       nearEndMs: this.sim.o.victimNearEndMs,
       progressOf: (a: Attempt) => this.sim.jobManagers.progressOf(a, nowMs),
     };
+    const opened: [JobRun, PlacementDecision][] = [];
     for (const a of yieldVictims(server, this.sim.running[s]!, choice)) {
       // A job manager killed earlier in this step took its job's tasks with it.
       if (!a.alive) continue;
-      this.sim.placement?.noteKill(this.sim.nodeIds[s]!);
+      const decision = this.sim.placement?.noteKill(this.sim.nodeIds[s]!, a.run.appId);
+      if (decision) opened.push([a.run, decision]);
       if (a.isAm) this.sim.jobManagers.killJobManager(a, touched);
       else this.sim.jobManagers.killTask(a, touched);
     }
+    // A job a kill opened to every server (killedJobsLeaveClasses) is placed once the step's kills are done.
+    for (const [run, decision] of opened) this.sim.driver.onDecision(run, decision);
   }
 
   /** Whether server `s` may receive containers: no feature took it out of service (away, draining). */

@@ -116,6 +116,38 @@ describe("the graceful Algorithm 1", () => {
   });
 });
 
+describe("a killed job leaving its classes", () => {
+  it("opens a confined job to every server once a primary killed its task, and only then", () => {
+    // Two classes: the job is kept to one; the other's servers are closed to it until the kill.
+    const views = [cls("a", 2, 10, 0), cls("b", 2, 10, 0)];
+    const { policy, placement } = placementOver(views, { saturationShare: 1, killedJobsLeaveClasses: true });
+    placement.register("job", "short", 2);
+    expect(placement.onAsk("job", 1000)?.kind).toBe("classes");
+    const mine = placement.placement("job")!.classIds;
+    expect(mine).toHaveLength(1);
+    const other = mine[0] === "a" ? "b" : "a";
+    expect(policy.allows(app("job"), node(`${other}-0`), 0)).toBe(false);
+    // A kill of another job's task, or of no known job, changes nothing for this one.
+    expect(placement.noteKill(`${mine[0]}-0`, "someone-else")).toBeUndefined();
+    expect(placement.noteKill(`${mine[0]}-0`)).toBeUndefined();
+    expect(policy.allows(app("job"), node(`${other}-0`), 0)).toBe(false);
+    const opened = placement.noteKill(`${mine[0]}-0`, "job");
+    expect(opened?.kind).toBe("any");
+    expect(policy.allows(app("job"), node(`${other}-0`), 0)).toBe(true);
+    expect(placement.placement("job")!.note).toMatch(/killed one of its tasks/);
+    // Once open, later kills decide nothing more.
+    expect(placement.noteKill(`${other}-0`, "job")).toBeUndefined();
+
+    // Off (the default): the job stays in its classes.
+    const off = placementOver(views, { saturationShare: 1 });
+    off.placement.register("job", "short", 2);
+    off.placement.onAsk("job", 1000);
+    const kept = off.placement.placement("job")!.classIds[0]!;
+    expect(off.placement.noteKill(`${kept}-0`, "job")).toBeUndefined();
+    expect(off.policy.allows(app("job"), node(`${kept === "a" ? "b" : "a"}-0`), 0)).toBe(false);
+  });
+});
+
 describe("learning from kills", () => {
   it("keeps long jobs' tasks off a server whose primary just killed work, for its class's burst length", () => {
     const views = [cls("a", 4, 10, 0)];

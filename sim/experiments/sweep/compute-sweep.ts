@@ -153,6 +153,7 @@ function sweepOneSeed(
             saturationShare: o.saturationShare,
             jobLength: o.jobLength,
             learnFromKills: o.learnFromKills,
+            killedJobsLeaveClasses: o.killedJobsLeaveClasses,
             classifier: { peakStatistic: v.peak },
             onProgress,
             progressEvery: 100_000,

@@ -3,6 +3,7 @@ import {
   CLASS_FALLBACKS,
   DEFAULT_CLASS_FALLBACK,
   DEFAULT_JOB_LENGTH,
+  DEFAULT_KILLED_JOBS_LEAVE_CLASSES,
   DEFAULT_LEARN_FROM_KILLS,
   DEFAULT_MAX_AM_SHARE,
   DEFAULT_SATURATION_SHARE,
@@ -75,6 +76,8 @@ export interface ComputeSweepOptions extends ExperimentOutput {
   jobLength?: JobLengthRule;
   /** History's learning from kills (`ComputeOptions.learnFromKills`). @default false */
   learnFromKills?: boolean;
+  /** History's confined jobs leave their classes after a kill (`ComputeOptions.killedJobsLeaveClasses`). @default false */
+  killedJobsLeaveClasses?: boolean;
   /**
    * Run history with the "median-daily-max" peak too, at the load nearest the middle of `loads` (in every seed).
    * @default true
@@ -107,6 +110,7 @@ export function resolveComputeSweepOptions(o: ComputeSweepOptions = {}): Resolve
     saturationShare: o.saturationShare ?? DEFAULT_SATURATION_SHARE,
     jobLength: o.jobLength ?? DEFAULT_JOB_LENGTH,
     learnFromKills: o.learnFromKills ?? DEFAULT_LEARN_FROM_KILLS,
+    killedJobsLeaveClasses: o.killedJobsLeaveClasses ?? DEFAULT_KILLED_JOBS_LEAVE_CLASSES,
     peakVariant: o.peakVariant ?? true,
     traces: o.traces ?? "generated",
     ...outputOptions(o),
