@@ -48,6 +48,15 @@ export interface ContainerPreemptedEvent extends EventHeader {
   containerId: string;
 }
 
+/**
+ * A node manager found a container at risk of preemption (its primary tenant came within the notice margin of taking
+ * the container's cores back) and reports it on its next heartbeat; nothing is killed by it.
+ */
+export interface PreemptionNoticeEvent extends EventHeader {
+  type: "preemption-notice";
+  containerId: string;
+}
+
 /** A node manager saw a container end and wrote its exit down (`cause`: SUCCEEDED, FAILED, PREEMPTED_BY_PRIMARY...). */
 export interface ContainerFinishedEvent extends EventHeader {
   type: "container-finished";
@@ -79,6 +88,7 @@ export type DaemonEvent =
   | PrimaryMonitorStartedEvent
   | NodeRegisteredEvent
   | ContainerPreemptedEvent
+  | PreemptionNoticeEvent
   | ContainerFinishedEvent
   | JobManagerRegisteredEvent
   | ContainerLostWithNodeEvent;
@@ -100,6 +110,7 @@ const FIELDS: { [T in DaemonEventType]: Record<string, FieldKind> } = {
   "primary-monitor-started": {},
   "node-registered": { heartbeatIntervalMs: "number" },
   "container-preempted": { containerId: "string" },
+  "preemption-notice": { containerId: "string" },
   "container-finished": { containerId: "string", cause: "string", exitCode: "number" },
   "job-manager-registered": { appId: "string", attempt: "number", resync: "boolean" },
   "container-lost-with-node": { containerId: "string", nodeId: "string" },

@@ -32,6 +32,7 @@ import {
 } from "../common/task-contract.js";
 import type { ContainerTokens, InputSplit } from "../common/task-contract.js";
 import { DagRunner } from "./dag-runner.js";
+import { NoticedServers } from "./policy/noticed-servers.js";
 import { DfsJournal, LocalJournal } from "./journal.js";
 import type { JournalStore } from "./journal.js";
 import { DfsClient } from "../client/dfs-client.js";
@@ -64,6 +65,11 @@ export interface JobManagerOptions {
   maxTaskAttempts: number;
   /** How long the resource manager may be unreachable before the job manager gives up. @default 60000 */
   rmRetryMs: number;
+  /**
+   * How long new tasks avoid a server after a preemption notice from it (NoticedServers); 0: never.
+   * @default DEFAULT_NOTICE_AVOID_MS
+   */
+  noticeAvoidMs?: number;
   /**
    * On a secure cluster: the cluster CA's certificate (HARVEST_CA, set by the node manager), and from the container's
    * token file (HARVEST_TOKEN_FILE) this attempt's AM token (from the resource manager) and the submitter's
@@ -106,6 +112,8 @@ export class JobManager {
   /** Each datanode's rack (a datanode's id is its server's node id), from the input splits' block locations. */
   private readonly rackOfNode = new Map<string, string>();
   private readonly launches = new Set<Promise<void>>();
+  /** Servers that gave a preemption notice: new tasks avoid them a while (every Allocate names them). */
+  private readonly noticed: NoticedServers;
   private killed = false;
   /** Set when a task's resources can never be localized (missing, or not the submitter's to read): the job fails. */
   private unlocalizable: string | undefined;
@@ -121,6 +129,7 @@ export class JobManager {
 
   constructor(readonly options: JobManagerOptions) {
     this.amToken = options.amToken ?? "";
+    this.noticed = new NoticedServers(options.noticeAvoidMs);
     this.rm = makeClient(loadHarvestProto().ApplicationMasterService, options.rmAddress, this.security());
   }
 
@@ -179,6 +188,7 @@ export class JobManager {
             })),
             releases: this.releases,
             progress: this.progress(),
+            avoidNodes: this.noticed.avoided(Date.now()),
           }),
         );
       } catch (err) {
@@ -201,6 +211,13 @@ export class JobManager {
       if (res.shutdown) {
         this.log.info("the resource manager asked the job manager to shut down (job killed)");
         return "KILLED";
+      }
+      for (const n of res.preemption?.containers ?? []) {
+        this.noticed.note(n.nodeId, Date.now());
+        this.log.info("preemption notice: a primary tenant is close to taking this task's cores back", {
+          containerId: n.containerId,
+          nodeId: n.nodeId,
+        });
       }
       for (const st of res.completed)
         await this.onCompleted(st.containerId, st.cause as AttemptEnd, st.diagnostics, st.exitCode);
@@ -662,11 +679,20 @@ export function jobManagerOptionsFromEnv(env: NodeJS.ProcessEnv): JobManagerOpti
     heartbeatMs: Number(env["HARVEST_AM_HEARTBEAT_MS"] ?? 300),
     maxTaskAttempts: Number(env["HARVEST_MAX_TASK_ATTEMPTS"] ?? 4),
     rmRetryMs: Number(env["HARVEST_AM_RM_RETRY_MS"] ?? 60_000),
+    ...(env["HARVEST_NOTICE_AVOID_MS"] ? { noticeAvoidMs: noticeAvoidMs(env["HARVEST_NOTICE_AVOID_MS"]) } : {}),
     ...(env["HARVEST_CA"] ? { caFile: env["HARVEST_CA"] } : {}),
     ...(tokens["am-token"] ? { amToken: tokens["am-token"] } : {}),
     ...(tokens["dfs-token"] ? { dfsToken: tokens["dfs-token"] } : {}),
     ...(tokens["shuffle-token"] ? { shuffleToken: tokens["shuffle-token"] } : {}),
   };
+}
+
+/** HARVEST_NOTICE_AVOID_MS read: a whole number of ms >= 0; CONFIG_INVALID otherwise. */
+function noticeAvoidMs(value: string): number {
+  const ms = Number(value);
+  if (!(Number.isSafeInteger(ms) && ms >= 0))
+    throw new HarvestError("CONFIG_INVALID", `job manager: HARVEST_NOTICE_AVOID_MS must be ms >= 0, got ${value}`);
+  return ms;
 }
 
 /** The most a task's counters file may hold. */

@@ -63,6 +63,7 @@ export class NodeManagerMetrics {
   private readonly localizedBytes: Counter;
   private readonly shuffleBytes: Counter;
   private readonly statusRejected: Counter<"reason">;
+  private readonly notices: Counter;
 
   constructor(nodeId: string, source: NodeManagerMetricsSource) {
     const registry = daemonRegistry("nodemanager", nodeId);
@@ -111,6 +112,12 @@ export class NodeManagerMetrics {
       "Tasks' status files ignored (once per task), by reason: not_regular (a link, FIFO, ...), not_owner, too_big, " +
         "not_json, bad_shape (a value out of range or not finite), unreadable",
       ["reason"],
+    );
+    this.notices = counter(
+      registry,
+      "harvest_nm_preemption_notices_total",
+      "Containers reported at risk of preemption (the preemption notice: the primary came within the notice margin " +
+        "of taking back their cores), once each time one becomes at risk",
     );
     this.yieldSeconds = new Histogram({
       name: "harvest_nm_yield_seconds",
@@ -229,6 +236,11 @@ export class NodeManagerMetrics {
   /** The node manager began killing a container for `cause` (counted once per container). */
   containerKilled(cause: ExitCause): void {
     this.kills.inc({ cause: causeLabel(cause) });
+  }
+
+  /** A container became at risk of preemption (told on the next heartbeat). */
+  preemptionNoticed(): void {
+    this.notices.inc();
   }
 
   /** A container preempted for the primary tenant exited `seconds` after the tick that chose it. */

@@ -50,6 +50,7 @@ import type { PowerMeter } from "./power-meter.js";
 import { createThrottler } from "./throttler.js";
 import { chooseVictims } from "./policy/yield-controller.js";
 import { yieldInput } from "./yield-inputs.js";
+import { PreemptionNotices } from "./preemption-notices.js";
 import { NodeManagerMetrics } from "./nm-metrics.js";
 import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
 import type { NodeToRm } from "../proto/generated/harvest/v1/NodeToRm.js";
@@ -107,6 +108,8 @@ export class NodeManager extends ServingDaemon {
   private readonly finishedHeardMs = new Map<string, number>();
   /** When the yield controller chose each container it is killing (performance.now()), for the yield latency. */
   private readonly yieldChosenAt = new Map<string, number>();
+  /** The preemption notice: containers newly at risk at each yield tick, for the next heartbeat. */
+  private readonly notices: PreemptionNotices;
   /** The watchdog that kills the containers if this process dies. */
   private reaper: ChildProcess | undefined;
   /** Completions found on disk at start (a previous run of this node manager died before reporting them). */
@@ -177,6 +180,7 @@ export class NodeManager extends ServingDaemon {
     });
     this.clock = deps.clock ?? systemClock;
     this.log = deps.logger ?? new Logger(`nm:${this.options.nodeId}`);
+    this.notices = new PreemptionNotices(this.options);
     this.records = new ContainerRecords(this.options.dataDir, this.options.nodeId, this.log, (containerId) => {
       const live = this.containers.get(containerId) ?? this.unacked.get(containerId);
       return live?.spec.workDir;
@@ -474,6 +478,7 @@ export class NodeManager extends ServingDaemon {
         },
         containers,
         ...heartbeatPowerFields(this.capping.snapshot()),
+        containersAtRisk: this.notices.takeForHeartbeat(),
       },
     });
     // The running tasks' status files, read for the next heartbeat (never waited for: task-status.ts).
@@ -502,9 +507,10 @@ export class NodeManager extends ServingDaemon {
     const live = [...this.containers.values()].filter(
       (c) => c.state === "RUNNING" && c.cause === undefined && !this.dying.has(c.spec.containerId),
     );
-    const decision = chooseVictims(
-      yieldInput(live, this.lastSample, this.options, this.clock.nowMs(), (id) => this.taskStatus.progress(id)),
+    const input = yieldInput(live, this.lastSample, this.options, this.clock.nowMs(), (id) =>
+      this.taskStatus.progress(id),
     );
+    const decision = chooseVictims(input);
     for (const id of decision.victims) {
       const c = this.containers.get(id);
       if (!c) continue;
@@ -527,6 +533,15 @@ export class NodeManager extends ServingDaemon {
         primaryMilli: this.lastSample.cpuMilli,
         allowanceMilli: decision.allowanceMilli,
       });
+    }
+    // After the kills, on the same input: the notice never delays nor changes them.
+    for (const id of this.notices.tick(input)) {
+      this.log.info("primary tenant close to needing the cores: preemption notice", {
+        containerId: id,
+        primaryMilli: Math.round(this.lastSample.cpuMilli),
+      });
+      this.metrics.preemptionNoticed();
+      emitEvent({ type: "preemption-notice", daemon: this.options.nodeId, containerId: id });
     }
   }
 

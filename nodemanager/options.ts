@@ -21,6 +21,8 @@ import type { CappingOptions } from "./policy/capping-controller.js";
 import { VICTIM_ORDERS } from "./policy/yield-controller.js";
 import type { VictimOrder } from "./policy/yield-controller.js";
 import { DEFAULT_NEAR_END_MS } from "./policy/work-lost.js";
+import { DEFAULT_NOTICE_MARGIN_FRACTION, PREEMPTION_NOTICES } from "./policy/preemption-notice.js";
+import type { PreemptionNotice } from "./policy/preemption-notice.js";
 
 /** Settings of a node manager. */
 export interface NodeManagerOptions {
@@ -76,6 +78,15 @@ export interface NodeManagerOptions {
    * killed only when the other tasks cannot free enough. @default 0
    */
   victimNearEndMs: number;
+  /**
+   * The preemption notice: "notice" reports, on the next heartbeat, each container the yield controller would kill if
+   * the primary rose by `noticeMarginFraction` of the node's cores (it does not kill it; kills are unchanged), and the
+   * resource manager tells its job manager, which keeps new tasks off this server a while. "off" (stock YARN) sends
+   * none. @default "off"
+   */
+  preemptionNotice: PreemptionNotice;
+  /** The notice's margin below the kill level, as a fraction of the node's cores. @default 0.1 */
+  noticeMarginFraction: number;
   /** Heartbeat period until the resource manager says otherwise. @default 1000 */
   heartbeatIntervalMs: number;
   /** SIGTERM-to-SIGKILL grace when killing a container. @default 250 */
@@ -200,6 +211,8 @@ export function resolveNodeManagerOptions(
         reserveFraction: 0.1,
         victimOrder: "youngest",
         victimNearEndMs: DEFAULT_NEAR_END_MS,
+        preemptionNotice: "off",
+        noticeMarginFraction: DEFAULT_NOTICE_MARGIN_FRACTION,
         heartbeatIntervalMs: 1_000,
         killGraceMs: 250,
         shuffleBusyUtilization: 0.9,
@@ -276,6 +289,8 @@ export function resolveNodeManagerOptions(
   if (!VICTIM_ORDERS.includes(o.victimOrder)) bad("victimOrder", 'must be "youngest" or "work-lost"');
   if (!(Number.isFinite(o.victimNearEndMs) && o.victimNearEndMs >= 0))
     bad("victimNearEndMs", "must be a number of milliseconds >= 0");
+  if (!PREEMPTION_NOTICES.includes(o.preemptionNotice)) bad("preemptionNotice", 'must be "off" or "notice"');
+  if (!(o.noticeMarginFraction > 0 && o.noticeMarginFraction < 1)) bad("noticeMarginFraction", "must be in (0, 1)");
   if (!["auto", "v1", "v2", "none"].includes(o.cgroups)) bad("cgroups", 'must be "auto", "v1", "v2" or "none"');
   if (!["application", "submitter", "fixed"].includes(o.containerRunAs))
     bad("containerRunAs", 'must be "application", "submitter" or "fixed"');

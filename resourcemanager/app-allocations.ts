@@ -27,6 +27,7 @@ import { isTerminal } from "./app-state.js";
 import { checkAsk, netAsks } from "./app-submission.js";
 import type { WireAsk } from "./app-submission.js";
 import { startJobManager } from "./job-manager-launch.js";
+import { atRiskByApp, checkAvoidNodes, queueNotices } from "./preemption-notices.js";
 import type { NodeEntry } from "./node-tracker.js";
 import type { ContainerKey } from "./policy/lifetime.js";
 import { AM_PRIORITY } from "./policy/scheduler.js";
@@ -355,6 +356,14 @@ export class AppAllocations {
     if (alloc) this.deps.nodes.kill(alloc.nodeId, containerId, cause);
   }
 
+  /** A node's heartbeat named containers at risk of preemption: each goes to its job's next Allocate answer. */
+  onAtRisk(node: NodeEntry, containerIds: readonly string[]): void {
+    for (const [appId, notices] of atRiskByApp(node.nodeId, containerIds, (id) => this.deps.scheduler.allocation(id))) {
+      const app = this.apps.get(appId);
+      if (app && !isTerminal(app.record.state)) queueNotices(app.atRisk, notices);
+    }
+  }
+
   // -------------------------------------------------------------------------------------------- Allocate
 
   /** The job's task containers held now (granted to this or earlier attempts, or before a restart). */
@@ -383,6 +392,7 @@ export class AppAllocations {
       asks: WireAsk[];
       releases: string[];
       progress: JobProgressOutput | null;
+      avoidNodes?: readonly string[];
     },
     tokenExpiresMs?: number,
   ): object {
@@ -397,6 +407,8 @@ export class AppAllocations {
     // submitted must not fail the job then (found by the soak).
     const settled = max.vcoresMilli > 0 && clock.nowMs() >= this.nodesSettleMs;
     for (const [i, ask] of req.asks.entries()) checkAsk(i, ask, settled ? max : undefined);
+    // Before the asks are offered the nodes: servers that gave this job a preemption notice.
+    scheduler.setTaskAvoid(req.appId, checkAvoidNodes(req.avoidNodes));
     for (const id of req.releases) {
       if (id === app.amContainerId) continue;
       const alloc = scheduler.allocation(id);
@@ -434,6 +446,22 @@ export class AppAllocations {
             this.deps.options.amTokenLifetimeMs,
           );
     if (amToken) this.deps.log.info("renewed a job manager's AM token", { appId: req.appId, attempt: req.attempt });
-    return { allocated: delivered, completed, shutdown: false, resync: false, ...(amToken ? { amToken } : {}) };
+    const atRisk = app.atRisk;
+    app.atRisk = [];
+    if (atRisk.length > 0) {
+      this.deps.log.info("told a job manager of containers at risk of preemption", {
+        appId: req.appId,
+        containers: atRisk.map((n) => n.containerId),
+      });
+      this.deps.observer?.noticesDelivered?.(atRisk.length);
+    }
+    return {
+      allocated: delivered,
+      completed,
+      shutdown: false,
+      resync: false,
+      ...(amToken ? { amToken } : {}),
+      ...(atRisk.length > 0 ? { preemption: { containers: atRisk } } : {}),
+    };
   }
 }

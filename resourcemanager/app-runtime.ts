@@ -19,6 +19,7 @@ import type { HistoryPlacement, JobPlacement } from "./policy/history-placement.
 import type { LifetimeModel } from "./policy/lifetime.js";
 import type { LifetimeNodeChoice } from "./policy/node-choice.js";
 import type { PowerAwarePolicy } from "./policy/power-placement.js";
+import type { AtRisk } from "./preemption-notices.js";
 import type { Scheduler } from "./policy/scheduler.js";
 import type { AppRecord, RmStore } from "./state-store.js";
 import type { ContainerOutput } from "../proto/generated/harvest/v1/Container.js";
@@ -52,6 +53,8 @@ export interface AppRuntime {
   delivery: ContainerOutput[];
   /** Completed containers not yet reported to the job manager. */
   completed: ContainerStatus[];
+  /** Containers at risk of preemption (node managers' notices) not yet told to the job manager. */
+  atRisk: AtRisk[];
   /** Completions from before a restart already passed on (a node reports them until it is told they are recorded). */
   forwarded: Set<string>;
   /** Containers the job manager said at registration it runs, to settle once the nodes had time to report them. */
@@ -94,6 +97,8 @@ export interface ApplicationObserver {
   finished(appId: string, state: AppRecord["state"], outcome: AppRecord["outcome"]): void;
   /** A container this resource manager granted ended, once per container, with how it ended. */
   containerEnded(isAm: boolean, cause: ExitCauseOutput): void;
+  /** `count` containers at risk of preemption were told to their job manager (an Allocate answer). */
+  noticesDelivered?(count: number): void;
 }
 
 /** What the application lifecycle needs from the rest of the resource manager. */
@@ -139,6 +144,7 @@ export function newRuntime(record: AppRecord, attemptState: AttemptState = "WAIT
     resyncUntilMs: 0,
     delivery: [],
     completed: [],
+    atRisk: [],
     forwarded: new Set(),
     claims: undefined,
     toldLost: new Set(),

@@ -23,6 +23,7 @@ export async function startJobManager(
     HARVEST_RM_ADDRESS: deps.address(),
     HARVEST_STAGING_DIR: options.stagingDir,
     HARVEST_DAG_FILE: join(options.stagingDir, appId, "dag.json"),
+    HARVEST_NOTICE_AVOID_MS: String(options.noticeAvoidMs),
   };
   // A job staged in the DFS: its DAG is localized into the container like any resource (as YARN localizes job files),
   // and the job manager keeps its journal there; no server needs the resource manager's staging directory.

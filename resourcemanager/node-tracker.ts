@@ -111,6 +111,8 @@ export interface NodeEvents {
    * now recorded (the node stops reporting them).
    */
   containers(node: NodeEntry, statuses: ContainerStatus[], how: { registration: boolean; wasLost: boolean }): string[];
+  /** A heartbeat named containers at risk of preemption (the node manager's notice; ids straight from the wire). */
+  atRisk(node: NodeEntry, containerIds: readonly string[]): void;
   /** After a heartbeat's bookkeeping: grant containers on the node, log alerts. */
   heartbeat(node: NodeEntry): void;
   /** The node went silent; these allocations died with it. */
@@ -310,6 +312,7 @@ export class NodeTracker {
         { server: nodeId, timeMs: node.lastHeartbeatMs, cpuPct: Math.min(100, Math.max(0, cpuPct)) },
       ]);
     const recorded = this.deps.events.containers(node, hb.containers, { registration: false, wasLost: false });
+    if (hb.containersAtRisk.length > 0) this.deps.events.atRisk(node, hb.containersAtRisk);
     const allocated = scheduler.nodeView(nodeId)?.allocated.vcoresMilli ?? 0;
     power.report(nodeId, {
       watts: hb.powerWatts,

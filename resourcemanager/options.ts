@@ -89,6 +89,12 @@ export interface ResourceManagerOptions {
    * localized, and "node" its Node binary. @default ["node", "${HARVEST_HOME}/dist/jobmanager/main.js"]
    */
   jobManagerCommand: string[];
+  /**
+   * How long a job manager keeps its new tasks off a server after a preemption notice from it (node managers'
+   * `preemptionNotice`); given to job managers as HARVEST_NOTICE_AVOID_MS; 0: never. @default 120000 (the job
+   * manager's DEFAULT_NOTICE_AVOID_MS)
+   */
+  noticeAvoidMs: number;
   /** A granted container the node manager has not reported running within this time is released. @default 30000 */
   containerLaunchExpiryMs: number;
   /** A running job manager silent for this long is considered dead. @default 30000 */
@@ -292,6 +298,7 @@ export function resolveResourceManagerOptions(
         maxAmPreemptions: 20,
         maxAmShare: DEFAULT_MAX_AM_SHARE,
         jobManagerCommand: ["node", "${HARVEST_HOME}/dist/jobmanager/main.js"],
+        noticeAvoidMs: 120_000,
         containerLaunchExpiryMs: 30_000,
         amExpiryMs: 30_000,
         amTokenLifetimeMs: 86_400_000,
@@ -384,6 +391,8 @@ export function resolveResourceManagerOptions(
       "amTokenLifetimeMs",
       `must be an integer number of milliseconds in [1000, ${MAX_AM_TOKEN_LIFETIME_MS}] (30 days)`,
     );
+  if (!(Number.isSafeInteger(o.noticeAvoidMs) && o.noticeAvoidMs >= 0))
+    bad("noticeAvoidMs", "must be a whole number of milliseconds >= 0 (0: no server is avoided)");
   if (o.nodeExpiryMs <= o.heartbeatIntervalMs) bad("nodeExpiryMs", "must be longer than heartbeatIntervalMs");
   if (!(o.reserveFraction >= 0 && o.reserveFraction < 1)) bad("reserveFraction", "must be in [0, 1)");
   if (!(o.amResource.vcoresMilli > 0 && o.amResource.memoryMb > 0)) bad("amResource", "must be positive");

@@ -662,6 +662,7 @@ export class ResourceManager extends ServingDaemon {
   private nodeEvents(): NodeEvents {
     return {
       containers: (node, statuses, how) => this.apps.allocations.onNodeContainers(node, statuses, how),
+      atRisk: (node, ids) => this.apps.allocations.onAtRisk(node, ids),
       heartbeat: (node) => {
         this.metrics.onHeartbeat();
         this.logPowerAlerts();

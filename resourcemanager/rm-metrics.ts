@@ -67,6 +67,7 @@ export class RmMetrics implements ApplicationObserver {
   private readonly completions: Counter<"kind" | "cause">;
   private readonly submittedApps: Counter;
   private readonly finishedApps: Counter<"final_state">;
+  private readonly notices: Counter;
 
   constructor(registry: Registry, source: RmGaugeSource) {
     this.heartbeats = counter(registry, "harvest_rm_heartbeats_total", "Node-manager heartbeats received");
@@ -100,6 +101,11 @@ export class RmMetrics implements ApplicationObserver {
       "harvest_rm_applications_finished_total",
       "Applications that ended, by final state (succeeded, failed, killed)",
       ["final_state"],
+    );
+    this.notices = counter(
+      registry,
+      "harvest_rm_preemption_notices_total",
+      "Containers at risk of preemption that node managers reported and job managers were told (Allocate answers)",
     );
     for (const kind of ["job_manager", "task"] as const) {
       this.allocated.inc({ kind }, 0);
@@ -193,6 +199,11 @@ export class RmMetrics implements ApplicationObserver {
   /** {@inheritDoc ApplicationObserver.finished} */
   finished(_appId: string, _state: string, outcome: string): void {
     this.finishedApps.inc({ final_state: labelValue(outcome) });
+  }
+
+  /** {@inheritDoc ApplicationObserver.noticesDelivered} */
+  noticesDelivered(count: number): void {
+    this.notices.inc(count);
   }
 
   /** {@inheritDoc ApplicationObserver.containerEnded} */
