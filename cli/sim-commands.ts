@@ -344,7 +344,7 @@ export function registerSimCommands(program: Command): void {
     )
     .option("--job-length <rule>", "history's job types: terciles (seeds/004) or per-class (bursts)", "terciles")
     .option("--learn-from-kills", "history's long jobs avoid servers that just killed work (off by default)")
-    .option("--killed-jobs-leave", "history's confined jobs run anywhere once a primary killed a task (off by default)")
+    .option("--no-killed-jobs-leave", "history's confined jobs stay in their classes after a primary killed a task")
     .option("--no-peak-variant", "skip the history runs with the median-daily-max peak")
     .option(...GENERATED_TRACES_FLAG)
     .option("--out <dir>", "directory for compute-sweep.md, .csv and the heat maps", DEFAULT_SIM_OUT)
@@ -372,7 +372,7 @@ export function registerSimCommands(program: Command): void {
           saturationShare: positiveNumber(o.saturationShare, "--saturation-share"),
           jobLength: oneOf(o.jobLength, ["terciles", "per-class"] as const, "--job-length"),
           learnFromKills: o.learnFromKills === true,
-          killedJobsLeaveClasses: o.killedJobsLeave === true,
+          killedJobsLeaveClasses: o.killedJobsLeave !== false,
           peakVariant: o.peakVariant,
           traces: parseTraceSource(o.traces),
           out: o.out,

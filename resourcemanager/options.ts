@@ -143,7 +143,7 @@ export interface ResourceManagerOptions {
   classLearnFromKills: boolean;
   /**
    * Under the history policy, a job kept to its classes whose task a primary killed runs on any server from then on,
-   * its re-run first (otherwise the re-run goes back to the classes that killed it). @default false
+   * its re-run first (otherwise the re-run goes back to the classes that killed it). @default true
    */
   classKilledJobsLeave: boolean;
   /**

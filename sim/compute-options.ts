@@ -135,7 +135,7 @@ export interface ComputeOptions {
   learnFromKills?: boolean;
   /**
    * Under the history policy, a confined job whose task a primary killed runs on any server from then on (the resource
-   * manager's classKilledJobsLeave). @default false
+   * manager's classKilledJobsLeave). @default true
    */
   killedJobsLeaveClasses?: boolean;
   /**

@@ -82,7 +82,8 @@ export interface DriverPort {
   heartbeat(s: number): number;
   refreshFree(s: number): void;
   classify(nowMs: number): void;
-  onDecision(run: JobRun, decision: PlacementDecision): void;
+  /** Applies a placement decision; with `place` false the caller asks and places the job afterwards (`reAsk`). */
+  onDecision(run: JobRun, decision: PlacementDecision, place?: boolean): void;
   nodeChoiceSource(): NodeChoiceSource;
   keyOfGrant(alloc: Allocation): ContainerKey;
 }

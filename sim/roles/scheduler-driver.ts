@@ -185,7 +185,7 @@ export class SchedulerDriver implements DriverPort {
   }
 
   /** Acts on what the placement decided for a job: start it on its classes' servers (or any), or keep it waiting. */
-  onDecision(run: JobRun, decision: PlacementDecision): void {
+  onDecision(run: JobRun, decision: PlacementDecision, place = true): void {
     this.sim.o.observer?.onDecision?.({
       job: run.job,
       jobType: run.type,
@@ -219,6 +219,7 @@ export class SchedulerDriver implements DriverPort {
       this.sim.jobsOpenedToAll++;
       this.sim.o.observer?.onJobPlaced?.({ job: run.job, jobType: run.type });
     }
+    if (!place) return;
     this.sim.jobManagers.updateAsk(run);
     this.place(run);
   }

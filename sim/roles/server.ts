@@ -198,8 +198,10 @@ export class SimServers implements ServersPort {
       if (a.isAm) this.sim.jobManagers.killJobManager(a, touched);
       else this.sim.jobManagers.killTask(a, touched);
     }
-    // A job a kill opened to every server (killedJobsLeaveClasses) is placed once the step's kills are done.
-    for (const [run, decision] of opened) this.sim.driver.onDecision(run, decision);
+    // A job a kill opened to every server (killedJobsLeaveClasses): its kill put it in `touched`, so it asks again and
+    // is placed with the others once the step is done. A job whose job manager died in the step is placed afresh by
+    // its next attempt instead (its placement was forgotten with it).
+    for (const [run, decision] of opened) if (run.decided) this.sim.driver.onDecision(run, decision, false);
   }
 
   /** Whether server `s` may receive containers: no feature took it out of service (away, draining). */

@@ -48,10 +48,12 @@ describe("history-based task placement (Algorithm 1)", () => {
           long: { constant: 1, periodic: 0, unpredictable: 0 },
         },
         classWaitMs: 4_000,
-        // seeds/004's Algorithm 1 as the paper has it: a job no class holds waits, and no saturation guard (four
-        // small servers are near saturation with one job; test/unit/history-fallback.test.ts covers both).
+        // seeds/004's Algorithm 1 as the paper has it: a job no class holds waits, no saturation guard, and a killed
+        // job stays in its classes (four small servers are near saturation with one job;
+        // test/unit/history-fallback.test.ts covers all three).
         classFallback: "wait",
         classSaturationShare: 1,
+        classKilledJobsLeave: false,
       },
       storage: false,
     });

@@ -120,7 +120,7 @@ describe("a killed job leaving its classes", () => {
   it("opens a confined job to every server once a primary killed its task, and only then", () => {
     // Two classes: the job is kept to one; the other's servers are closed to it until the kill.
     const views = [cls("a", 2, 10, 0), cls("b", 2, 10, 0)];
-    const { policy, placement } = placementOver(views, { saturationShare: 1, killedJobsLeaveClasses: true });
+    const { policy, placement } = placementOver(views, { saturationShare: 1 });
     placement.register("job", "short", 2);
     expect(placement.onAsk("job", 1000)?.kind).toBe("classes");
     const mine = placement.placement("job")!.classIds;
@@ -138,8 +138,8 @@ describe("a killed job leaving its classes", () => {
     // Once open, later kills decide nothing more.
     expect(placement.noteKill(`${other}-0`, "job")).toBeUndefined();
 
-    // Off (the default): the job stays in its classes.
-    const off = placementOver(views, { saturationShare: 1 });
+    // Off (seeds/004): the job stays in its classes.
+    const off = placementOver(views, { saturationShare: 1, killedJobsLeaveClasses: false });
     off.placement.register("job", "short", 2);
     off.placement.onAsk("job", 1000);
     const kept = off.placement.placement("job")!.classIds[0]!;

@@ -387,6 +387,8 @@ describe("runCompute", () => {
     let starts = 0;
     const r = runCompute(cluster, stream, {
       policy: "history",
+      // Algorithm 1's confinement alone: a killed job stays in its classes (the next test lets it leave).
+      killedJobsLeaveClasses: false,
       observer: {
         onJobPlaced: (e) => {
           expect(e.classIds).toBeDefined();
@@ -409,6 +411,39 @@ describe("runCompute", () => {
     expect(starts).toBe(r.tasksRun);
     expect(r.classes.map((c) => c.split("-")[0]).sort()).toEqual(["constant", "periodic", "unpredictable"]);
     expect(patternsUsed.size).toBeGreaterThan(1);
+  });
+
+  it("opens a confined job to every server once a primary killed its task (killedJobsLeaveClasses, the default)", () => {
+    const tenants = { servers: 4, cores: 16, constantPct: 10, noisePct: 80 };
+    const cluster = threePatternCluster(tenants, DAY_MS, { serverId: SERVER_ID });
+    const shapes = [flatJob("small", 4, 2 * MINUTE_MS), flatJob("mid", 8, 15 * MINUTE_MS), flatJob("big", 12, HOUR_MS)];
+    const stream = jobStream(
+      Array.from({ length: 45 }, (_, i) => ({ shape: shapes[i % 3]!, submitMs: 7 * DAY_MS + i * 20 * MINUTE_MS })),
+    );
+    const run = (killedJobsLeaveClasses: boolean) => {
+      const killed = new Set<number>();
+      const opened = new Set<number>();
+      const r = runCompute(cluster, stream, {
+        policy: "history",
+        killedJobsLeaveClasses,
+        checkInvariants: true,
+        observer: {
+          onTaskKilled: (e) => killed.add(e.job.id),
+          onJobPlaced: (e) => {
+            if (e.classIds === undefined) opened.add(e.job.id);
+          },
+        },
+      });
+      return { r, killed, opened };
+    };
+    const leave = run(true);
+    const stay = run(false);
+    expect(leave.r.jobs).toBe(45);
+    expect(stay.r.jobsOpenedToAll).toBe(0);
+    // Every job opened was one a primary had killed a task of; some were.
+    expect(leave.opened.size).toBeGreaterThan(0);
+    for (const id of leave.opened) expect(leave.killed.has(id)).toBe(true);
+    expect(leave.r.jobsOpenedToAll).toBe(leave.opened.size);
   });
 
   it.each([

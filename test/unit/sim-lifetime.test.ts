@@ -29,8 +29,9 @@ describe("node choice in the compute simulator", () => {
     };
     const events = { stock: 56450, history: 56344 };
     const wasted = { stock: 25.67708365870512, history: 27.100866936780733 };
-    // That release's rules: job managers unlimited, a history job with no class waits, no saturation guard.
-    const then = { maxAmShare: 1, classFallback: "wait", saturationShare: 1 } as const;
+    // That release's rules: job managers unlimited, a history job with no class waits, no saturation guard, a killed
+    // job stays in its classes.
+    const then = { maxAmShare: 1, classFallback: "wait", saturationShare: 1, killedJobsLeaveClasses: false } as const;
     for (const policy of ["stock", "history"] as const) {
       const absent = runCompute(cluster, stream, { policy, ...then });
       const stock = runCompute(cluster, stream, { policy, nodeChoice: "stock", ...then });

@@ -76,7 +76,7 @@ export interface ComputeSweepOptions extends ExperimentOutput {
   jobLength?: JobLengthRule;
   /** History's learning from kills (`ComputeOptions.learnFromKills`). @default false */
   learnFromKills?: boolean;
-  /** History's confined jobs leave their classes after a kill (`ComputeOptions.killedJobsLeaveClasses`). @default false */
+  /** History's confined jobs leave their classes after a kill (`ComputeOptions.killedJobsLeaveClasses`). @default true */
   killedJobsLeaveClasses?: boolean;
   /**
    * Run history with the "median-daily-max" peak too, at the load nearest the middle of `loads` (in every seed).
