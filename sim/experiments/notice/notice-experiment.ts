@@ -158,21 +158,24 @@ export async function runNoticeExperiment(options: NoticeExperimentOptions = {})
       for (const shape of o.shapes)
         for (const notice of NOTICES) {
           const times: number[] = [];
-          const result = tracker.track(`seed ${seed} ${policy} ${shape} notice ${notice}`, c.historyMs, (onProgress) =>
-            runCompute(c, stream, {
-              policy,
-              seed,
-              killCost: DEFAULT_KILL_COST,
-              maxAmShare: o.maxAmShare,
-              primaryShape: shape,
-              rampStepMs: o.rampStepMs,
-              preemptionNotice: notice,
-              noticeMarginFraction: o.marginFraction,
-              noticeAvoidMs: o.avoidMs,
-              observer: { onJobFinished: (e) => times.push(e.durationMs / 1000) },
-              onProgress,
-              progressEvery: 100_000,
-            }),
+          const result = tracker.track(
+            `seed ${seed} ${policy} ${shape} notice ${notice === "off" ? "off" : "on"}`,
+            c.historyMs,
+            (onProgress) =>
+              runCompute(c, stream, {
+                policy,
+                seed,
+                killCost: DEFAULT_KILL_COST,
+                maxAmShare: o.maxAmShare,
+                primaryShape: shape,
+                rampStepMs: o.rampStepMs,
+                preemptionNotice: notice,
+                noticeMarginFraction: o.marginFraction,
+                noticeAvoidMs: o.avoidMs,
+                observer: { onJobFinished: (e) => times.push(e.durationMs / 1000) },
+                onProgress,
+                progressEvery: 100_000,
+              }),
           );
           runs.push({ seed, policy, shape, notice, p95JobTimeS: quantile(times, 0.95), result });
         }
