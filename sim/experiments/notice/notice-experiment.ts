@@ -390,7 +390,14 @@ function noticeJson(runs: readonly NoticeRun[], o: ResolvedNoticeExperimentOptio
   const change = (v: number, b: number): number | null =>
     Number.isFinite(v) && Number.isFinite(b) && b !== 0 ? (v - b) / b : null;
   return {
-    setup: { ...setup, traces: runs[0]?.result.traces ?? o.traces },
+    // Lists as comma-joined strings: JSON.stringify's layout of them is not the formatter's, which checks this file.
+    setup: {
+      ...setup,
+      seeds: o.seeds.join(","),
+      policies: o.policies.join(","),
+      shapes: o.shapes.join(","),
+      traces: runs[0]?.result.traces ?? o.traces,
+    },
     cells: cells(runs, o).map(({ policy, shape, notice, f, off }) => ({
       policy,
       shape,
