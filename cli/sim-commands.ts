@@ -20,6 +20,7 @@ import { registerAdmissionCommand } from "./sim-admission-command.js";
 import { registerCalibrationCommand } from "./sim-calibration-command.js";
 import { registerSimLifetimeCommands } from "./sim-lifetime-commands.js";
 import { registerStorageSweepCommand } from "./sim-storage-sweep.js";
+import { registerNoticeCommand } from "./sim-notice-command.js";
 import { registerVictimsCommand } from "./sim-victims-command.js";
 import { registerValidateCommand } from "./testbed-command.js";
 
@@ -431,6 +432,7 @@ export function registerSimCommands(program: Command): void {
   registerSimLifetimeCommands(sim, { reporter: () => new ProgressReporter(), commandLine });
   registerAdmissionCommand(sim, { reporter: () => new ProgressReporter(), commandLine });
   registerVictimsCommand(sim, { reporter: () => new ProgressReporter(), commandLine });
+  registerNoticeCommand(sim, { reporter: () => new ProgressReporter(), commandLine });
   registerCalibrationCommand(sim, { reporter: () => new ProgressReporter(), commandLine });
 
   addCommonFlags(sim.command("power"), POWER_DEFAULTS)

@@ -30,8 +30,14 @@ import type {
   PlacementDecision,
   TenantClass,
 } from "../resourcemanager/index.js";
-import { DEFAULT_NEAR_END_MS, VICTIM_ORDERS } from "../nodemanager/index.js";
-import type { VictimOrder } from "../nodemanager/index.js";
+import {
+  DEFAULT_NEAR_END_MS,
+  DEFAULT_NOTICE_MARGIN_FRACTION,
+  PREEMPTION_NOTICES,
+  VICTIM_ORDERS,
+} from "../nodemanager/index.js";
+import type { PreemptionNotice, VictimOrder } from "../nodemanager/index.js";
+import { DEFAULT_NOTICE_AVOID_MS } from "../jobmanager/index.js";
 import type { EngineProgress } from "./engine/engine.js";
 import type { ResolvedSimAdmissionOptions, SimAdmissionOptions } from "./features/admission-options.js";
 import { resolveSimAdmissionOptions } from "./features/admission-options.js";
@@ -59,6 +65,16 @@ import type { ComputePolicy, SimJobType } from "./results.js";
 
 /** Where node choice and drains get container lifetimes: the learned model, or the truth from the job stream. */
 export type LifetimeSource = "learned" | "oracle";
+
+/**
+ * How a primary moves between two samples of its utilization series: "step" holds each sample for its slot; "ramp"
+ * moves from each sample to the next in a straight line, one sub-step every `rampStepMs` (each a yield step where it
+ * grows), reaching the next sample when "step" would jump to it.
+ */
+export type PrimaryShape = "step" | "ramp";
+
+/** Every primary shape, the stock one first. */
+export const PRIMARY_SHAPES: readonly PrimaryShape[] = ["step", "ramp"];
 
 /** Options of {@link runCompute}; {@link resolveComputeOptions} fills the defaults and validates. */
 export interface ComputeOptions {
@@ -168,6 +184,36 @@ export interface ComputeOptions {
    * @default 0
    */
   victimNearEndMs?: number;
+  /**
+   * The node manager's preemption notice (nodemanager/policy/preemption-notice.ts, its preemptionNotice): "off"
+   * (stock) or "notice": at each yield step, after its kills, the containers `containersAtRisk` names reach their job
+   * managers one node heartbeat and one allocate call later, and each job's tasks avoid that server for
+   * `noticeAvoidMs` (`NoticedServers`, the scheduler's `setTaskAvoid`). Kills are never delayed.
+   * @default "off"
+   */
+  preemptionNotice?: PreemptionNotice;
+  /**
+   * The notice's margin below the kill level, a fraction of each server's cores (the node manager's
+   * noticeMarginFraction).
+   * @default 0.1 (DEFAULT_NOTICE_MARGIN_FRACTION)
+   */
+  noticeMarginFraction?: number;
+  /**
+   * How long a job's tasks avoid a server after its last notice (the job manager's noticeAvoidMs).
+   * @default 120000 (DEFAULT_NOTICE_AVOID_MS)
+   */
+  noticeAvoidMs?: number;
+  /**
+   * How the primaries move between the samples of their utilization series (see {@link PrimaryShape}).
+   * @default "step"
+   */
+  primaryShape?: PrimaryShape;
+  /**
+   * Under "ramp", the primaries move one sub-step this often (a divisor of the slot is best; the last sub-step of a
+   * slot is shorter otherwise).
+   * @default 30000
+   */
+  rampStepMs?: number;
   /**
    * Checks after every event that no server runs more secondary cores than capacity - primary - reserve (or none when
    * that is negative; under stock-unaware, than its capacity), that the simulation's books agree with the scheduler's
@@ -335,6 +381,8 @@ export interface ComputeObserver {
   onJobSubmitted?(e: { job: SimJob; nowMs: number; freeTaskSlots: number; serversWithRoom: number }): void;
   /** A task attempt started on server index `server`. */
   onTaskStart?(e: { job: SimJob; vertex: number; task: number; server: number; nowMs: number }): void;
+  /** A preemption notice about server index `server` reached `job`'s job manager (notices on). */
+  onNotice?(e: { job: SimJob; server: number; nowMs: number }): void;
   /** A task attempt was killed because the server's primary tenant needed its cores. */
   onTaskKilled?(e: { job: SimJob; vertex: number; task: number; server: number; nowMs: number }): void;
   /** A task attempt ran to its end. */
@@ -384,6 +432,11 @@ export function resolveComputeOptions(
     reclassifyIntervalMs: options.reclassifyIntervalMs ?? DAY_MS,
     victimOrder: options.victimOrder ?? "youngest",
     victimNearEndMs: options.victimNearEndMs ?? DEFAULT_NEAR_END_MS,
+    preemptionNotice: options.preemptionNotice ?? "off",
+    noticeMarginFraction: options.noticeMarginFraction ?? DEFAULT_NOTICE_MARGIN_FRACTION,
+    noticeAvoidMs: options.noticeAvoidMs ?? DEFAULT_NOTICE_AVOID_MS,
+    primaryShape: options.primaryShape ?? "step",
+    rampStepMs: options.rampStepMs ?? 30_000,
     checkInvariants: options.checkInvariants ?? false,
     killCost: { ...DEFAULT_KILL_COST, ...stripUndefined(options.killCost ?? {}) },
     progressEvery: options.progressEvery ?? 1_000_000,
@@ -406,6 +459,14 @@ export function resolveComputeOptions(
   if (!VICTIM_ORDERS.includes(o.victimOrder))
     invalidArgument(WHAT, "victimOrder", `must be "youngest" or "work-lost" (got ${String(o.victimOrder)})`);
   checkAtLeastZero(WHAT, "victimNearEndMs", o.victimNearEndMs);
+  if (!PREEMPTION_NOTICES.includes(o.preemptionNotice))
+    invalidArgument(WHAT, "preemptionNotice", mustBeOneOf(PREEMPTION_NOTICES, o.preemptionNotice));
+  checkFraction(WHAT, "noticeMarginFraction", o.noticeMarginFraction);
+  checkAtLeastZero(WHAT, "noticeAvoidMs", o.noticeAvoidMs);
+  if (!PRIMARY_SHAPES.includes(o.primaryShape))
+    invalidArgument(WHAT, "primaryShape", mustBeOneOf(PRIMARY_SHAPES, o.primaryShape));
+  if (!(Number.isInteger(o.rampStepMs) && o.rampStepMs >= 1000))
+    invalidArgument(WHAT, "rampStepMs", `must be an integer >= 1000 ms (got ${o.rampStepMs})`);
   checkShare(WHAT, "maxAmShare", o.maxAmShare);
   checkAboveZero(WHAT, "taskCores", o.taskCores);
   const taskMilli = Math.round(o.taskCores * 1000);

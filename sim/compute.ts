@@ -26,6 +26,7 @@ import type { JobStream } from "./jobs.js";
 import type { SimCluster } from "./model.js";
 import { SimJobManagers } from "./roles/job-manager.js";
 import { SchedulerDriver } from "./roles/scheduler-driver.js";
+import { SimNotices } from "./roles/notices.js";
 import { SimServers } from "./roles/server.js";
 import { performance } from "node:perf_hooks";
 export {
@@ -83,6 +84,7 @@ export function runCompute(cluster: SimCluster, jobs: JobStream, options: Comput
     servers: new SimServers(state),
     jobManagers: new SimJobManagers(state),
     driver: new SchedulerDriver(state),
+    notices: o.preemptionNotice === "notice" ? new SimNotices(state) : undefined,
     features: FEATURES.filter((f) => f.wanted(o)).map((f) => f.make(state)),
   }));
   sim.run();

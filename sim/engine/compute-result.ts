@@ -68,6 +68,12 @@ export interface ComputeRunResult extends ComputeResult {
    * away. 0 when nothing ran.
    */
   killedTaskHoursFraction: number;
+  /**
+   * Containers named in preemption notices (each attempt once), and how many of them a primary killed afterwards
+   * (both 0 with the notice off).
+   */
+  noticesSent: number;
+  noticedKilled: number;
 }
 
 /**

@@ -88,11 +88,25 @@ export interface DriverPort {
   keyOfGrant(alloc: Allocation): ContainerKey;
 }
 
+/** What the other parts call of {@link SimNotices} (the preemption notice; only in runs with it on). */
+export interface NoticesPort {
+  /** Containers named in a notice, and of those the ones killed afterwards. */
+  readonly sent: number;
+  readonly noticedKilled: number;
+  marginMilli(s: number): number;
+  warn(s: number, atRisk: readonly Attempt[]): void;
+  killed(a: Attempt): void;
+  jobManagerLost(run: JobRun): void;
+  beforeGrant(): void;
+}
+
 /** The roles and features of one run, made by `runCompute` around its {@link ComputeState}. */
 export interface SimParts {
   servers: ServersPort;
   jobManagers: JobManagersPort;
   driver: DriverPort;
+  /** The preemption notice's part; undefined when it is off. */
+  notices: NoticesPort | undefined;
   /** The features, in the order they hear each event. */
   features: SimFeature[];
 }
@@ -125,6 +139,9 @@ export class ComputeState {
   readonly jobManagerResource: Resources;
 
   readonly cost: KillCostModel;
+
+  /** The preemption notice's delivery and books; undefined when it is off (a stock run pays nothing for it). */
+  readonly notices: NoticesPort | undefined;
 
   /** The scheduler and node manager know the primary (stock, history); false under stock-unaware. */
   readonly aware: boolean;
@@ -239,6 +256,7 @@ export class ComputeState {
     this.servers = made.servers;
     this.jobManagers = made.jobManagers;
     this.driver = made.driver;
+    this.notices = made.notices;
     this.features = new FeatureBus(made.features);
     this.lifetimes = this.features.lifetimes;
     this.taskMilli = Math.round(o.taskCores * 1000);
@@ -567,6 +585,8 @@ export class ComputeState {
       harvestableCoreHours: harvestable / 3_600_000,
       harvestedUtilization: harvestable > 0 ? heldCoreMs / harvestable : 0,
       killedTaskHoursFraction: heldCoreMs > 0 ? this.wastedCoreMs / heldCoreMs : 0,
+      noticesSent: this.notices?.sent ?? 0,
+      noticedKilled: this.notices?.noticedKilled ?? 0,
     };
   }
 

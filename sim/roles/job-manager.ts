@@ -29,6 +29,7 @@ export class SimJobManagers implements JobManagersPort {
   killTask(a: Attempt, touched: Set<JobRun>): void {
     const now = this.sim.engine.clock.nowMs();
     this.endAttempt(a);
+    this.sim.notices?.killed(a);
     this.sim.taskKills++;
     this.sim.timeByType[a.run.type].kills++;
     this.sim.wastedCoreMs += ((now - a.startMs) * a.milli) / 1000;
@@ -56,7 +57,9 @@ export class SimJobManagers implements JobManagersPort {
     this.sim.jobManagerKills++;
     this.sim.wastedCoreMs += ((now - am.startMs) * am.milli) / 1000;
     this.endAttempt(am);
+    this.sim.notices?.killed(am);
     run.jobManager = undefined;
+    this.sim.notices?.jobManagerLost(run);
     for (const a of [...run.attempts]) {
       this.killTask(a, touched);
       if (a.server !== am.server) this.sim.servers.roomFreed(a.server);

@@ -2,6 +2,7 @@
  * A job run and its containers (attempts) as the simulated job manager and the resource manager know them: the state
  * the roles share.
  */
+import type { NoticedServers } from "../../jobmanager/index.js";
 import type { JobType } from "../../resourcemanager/index.js";
 import type { SimJob } from "../jobs.js";
 
@@ -38,6 +39,11 @@ export interface JobRun {
   allowed: Int32Array | undefined;
   waitingSinceMs: number;
   waited: boolean;
+  /** The servers its job manager avoids after preemption notices (only once one came; notices on). */
+  noticed?: NoticedServers | undefined;
+  /** The server indices of the list last sent to the scheduler (undefined: none), and when it is sent next. */
+  avoidSent?: Set<number> | undefined;
+  avoidSendMs?: number;
 }
 
 /** A container: a task attempt, or a job manager (`task` JOB_MANAGER). */
@@ -63,4 +69,6 @@ export interface Attempt {
   version: number;
   /** When a task launched (its run time counts from here); undefined until then and for job managers. */
   launchedMs?: number;
+  /** A preemption notice named it (notices on). */
+  noticed?: boolean;
 }

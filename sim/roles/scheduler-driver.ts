@@ -55,6 +55,10 @@ export class SchedulerDriver implements DriverPort {
       }
       return;
     }
+    if (run.avoidSent && run.avoidSent.size < this.sim.nodeIds.length) {
+      this.placeAvoiding(run, run.avoidSent);
+      return;
+    }
     while (this.sim.jobManagers.queued(run) > 0 && this.sim.free.size > 0) {
       const s = this.sim.free.at(this.sim.serverRng.int(this.sim.free.size));
       // A free server grants at least one container to some job that may use it (this job may use any), or it learns
@@ -65,11 +69,32 @@ export class SchedulerDriver implements DriverPort {
   }
 
   /**
+   * `place` for a job that may use any server but avoids `avoid` after preemption notices: the free servers it does not
+   * avoid heartbeat from a random one on (a heartbeat of an avoided server would grant it nothing, so the loop above
+   * could stop on one).
+   */
+  private placeAvoiding(run: JobRun, avoid: ReadonlySet<number>): void {
+    const candidates: number[] = [];
+    for (let i = 0; i < this.sim.free.size; i++) {
+      const s = this.sim.free.at(i);
+      if (!avoid.has(s)) candidates.push(s);
+    }
+    const n = candidates.length;
+    if (n === 0) return;
+    const from = this.sim.serverRng.int(n);
+    for (let i = 0; i < n && this.sim.jobManagers.queued(run) > 0; i++) {
+      const s = candidates[(from + i) % n]!;
+      if (this.sim.free.has(s)) this.heartbeat(s);
+    }
+  }
+
+  /**
    * One node heartbeat: it reports the primary's usage as it is now, and the scheduler grants what fits there.
    * Returns the grants.
    */
   heartbeat(s: number): number {
     if (this.sim.aware) this.sim.servers.report(s);
+    this.sim.notices?.beforeGrant();
     const allocs = this.sim.scheduler.allocateOnNode(this.sim.nodeIds[s]!);
     for (const alloc of allocs) {
       this.grant(alloc, s);

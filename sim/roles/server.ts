@@ -5,7 +5,7 @@
 import type { PlacementDecision } from "../../resourcemanager/index.js";
 import type { ComputeState, ServersPort } from "../engine/compute-state.js";
 import type { SimCluster } from "../model.js";
-import { yieldVictims } from "./yield-step.js";
+import { yieldStep, yieldVictims } from "./yield-step.js";
 import type { Attempt, JobRun } from "./job-run.js";
 
 /**
@@ -13,6 +13,9 @@ import type { Attempt, JobRun } from "./job-run.js";
  * whose utilization changed since slot k - 1 (every tenant when `first`), its primary usage in milli-cores (the
  * tenant's utilization plus the server's offset, clamped to 0..100 % of `capMilli`); calls `change(s, primary,
  * before)` where it differs from `primaryMilli[s]`. The caller stores the new value (after its own bookkeeping).
+ *
+ * With `fraction` in (0, 1) the utilization is `fraction` of the way from slot k's sample to slot k + 1's (a primary
+ * that ramps between its samples, the compute simulator's `primaryShape` "ramp"); 0 is the sample itself.
  */
 export function replayPrimarySlot(
   cluster: SimCluster,
@@ -21,12 +24,19 @@ export function replayPrimarySlot(
   capMilli: ArrayLike<number>,
   primaryMilli: ArrayLike<number>,
   change: (s: number, primary: number, before: number) => void,
+  fraction = 0,
 ): void {
   for (const t of cluster.tenants) {
     const series = t.utilization;
     const last = series.length - 1;
-    const now = series[Math.min(k, last)]!;
-    if (!first && k > 0 && now === series[Math.min(k - 1, last)]) continue;
+    const at = series[Math.min(k, last)]!;
+    let now = at;
+    if (fraction > 0) {
+      const next = series[Math.min(k + 1, last)]!;
+      // A flat stretch was set at the slot's start.
+      if (!first && next === at) continue;
+      now = at + (next - at) * fraction;
+    } else if (!first && k > 0 && now === series[Math.min(k - 1, last)]) continue;
     for (const s of t.servers) {
       let u = now + cluster.servers[s]!.offsetPct;
       u = u < 0 ? 0 : u > 100 ? 100 : u;
@@ -46,15 +56,30 @@ export class SimServers implements ServersPort {
   /**
    * Slot `k` begins: every server of a tenant whose utilization changed gets its new primary usage. The node manager
    * acts on it at its next yield tick, the scheduler learns it at the server's next heartbeat (both at once when the
-   * kill-cost model says 0).
+   * kill-cost model says 0). Under `primaryShape` "ramp" the slot's sub-steps follow, every `rampStepMs`.
    */
   slot(k: number, first: boolean): void {
+    const { cluster } = this.sim;
+    this.primaryStep(k, 0, first);
+    const slotStartMs = k * cluster.slotMs;
+    const next = (k + 1) * cluster.slotMs;
+    if (this.sim.o.primaryShape === "ramp") {
+      const now = this.sim.engine.clock.nowMs();
+      const step = this.sim.o.rampStepMs;
+      for (let t = slotStartMs + step; t < next && t < cluster.horizonMs; t += step)
+        if (t > now) this.sim.at(t, () => this.primaryStep(k, (t - slotStartMs) / cluster.slotMs, false));
+    }
+    if (next < cluster.horizonMs) this.sim.at(next, () => this.slot(k + 1, false));
+  }
+
+  /** The primaries move to `fraction` of the way from slot k's sample to the next (0: the sample itself). */
+  private primaryStep(k: number, fraction: number, first: boolean): void {
     const { cluster } = this.sim;
     const touched = new Set<JobRun>();
     const gained: number[] = [];
     const instantYield = this.sim.cost.yieldTickMs === 0;
     const instantHeartbeat = this.sim.cost.heartbeatIntervalMs === 0;
-    replayPrimarySlot(cluster, k, first, this.sim.capMilli, this.sim.primaryMilli, (s, primary, before) => {
+    const change = (s: number, primary: number, before: number): void => {
       this.changeHeld(s, () => {
         this.sim.primaryMilli[s] = primary;
       });
@@ -68,14 +93,13 @@ export class SimServers implements ServersPort {
         else this.requestYield(s);
       } else if (instantHeartbeat) gained.push(s);
       this.sim.driver.refreshFree(s);
-    });
+    };
+    replayPrimarySlot(cluster, k, first, this.sim.capMilli, this.sim.primaryMilli, change, fraction);
     // Every server starts out with its room known (primaries equal to the initial 0 were skipped above).
     if (first) for (let s = 0; s < this.sim.nodeIds.length; s++) this.sim.driver.refreshFree(s);
     // Killed tasks ask again first (FIFO keeps their jobs' order), then freed servers heartbeat, then the re-asking
     // jobs look for servers of their own.
     this.sim.driver.reAsk(touched, gained);
-    const next = (k + 1) * cluster.slotMs;
-    if (next < cluster.horizonMs) this.sim.at(next, () => this.slot(k + 1, false));
   }
 
   /** Server `s` heartbeats: the scheduler learns its primary usage as it is now. */
@@ -172,7 +196,8 @@ export class SimServers implements ServersPort {
 
   /**
    * The node manager's yield step: kill attempts in the `victimOrder` (youngest first, or the least work lost, with
-   * each task's progress) until the rest fit beside the primary and reserve.
+   * each task's progress) until the rest fit beside the primary and reserve; then, with the preemption notice on, warn
+   * the job managers of the containers at risk, chosen on the same input.
    */
   private yieldOn(s: number, touched: Set<JobRun>): void {
     const server = {
@@ -189,8 +214,12 @@ export class SimServers implements ServersPort {
       nearEndMs: this.sim.o.victimNearEndMs,
       progressOf: (a: Attempt) => this.sim.jobManagers.progressOf(a, nowMs),
     };
+    const notices = this.sim.notices;
+    // The notice needs the input even when nothing is killed; without it the step stays as cheap as it was.
+    const step = notices ? yieldStep(server, this.sim.running[s]!, choice, notices.marginMilli(s)) : undefined;
+    const victims = step ? step.victims : yieldVictims(server, this.sim.running[s]!, choice);
     const opened: [JobRun, PlacementDecision][] = [];
-    for (const a of yieldVictims(server, this.sim.running[s]!, choice)) {
+    for (const a of victims) {
       // A job manager killed earlier in this step took its job's tasks with it.
       if (!a.alive) continue;
       const decision = this.sim.placement?.noteKill(this.sim.nodeIds[s]!, a.run.appId);
@@ -202,6 +231,7 @@ export class SimServers implements ServersPort {
     // is placed with the others once the step is done. A job whose job manager died in the step is placed afresh by
     // its next attempt instead (its placement was forgotten with it).
     for (const [run, decision] of opened) if (run.decided) this.sim.driver.onDecision(run, decision, false);
+    if (notices && step) notices.warn(s, step.atRisk);
   }
 
   /** Whether server `s` may receive containers: no feature took it out of service (away, draining). */

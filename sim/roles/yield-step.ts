@@ -1,9 +1,10 @@
 /**
  * The node manager's yield step on a simulated server: the tasks the yield controller (`chooseVictims`, the daemon's
- * own policy) kills when the primary grows into what Harvest holds, in kill order.
+ * own policy) kills when the primary grows into what Harvest holds, in kill order, and those the preemption notice
+ * (`containersAtRisk`) names at risk, on the same input.
  */
-import { chooseVictims } from "../../nodemanager/index.js";
-import type { VictimOrder, YieldContainer } from "../../nodemanager/index.js";
+import { chooseVictims, containersAtRisk } from "../../nodemanager/index.js";
+import type { VictimOrder, YieldContainer, YieldInput } from "../../nodemanager/index.js";
 
 /** A running task as the simulators keep it. */
 export interface SimTask {
@@ -65,6 +66,21 @@ export function simYieldContainers<T extends SimTask>(
   return containers;
 }
 
+/** The yield controller's whole input for `running` on `server` (what the node manager's `yieldInput` builds). */
+export function simYieldInput<T extends SimTask>(
+  server: YieldServer,
+  running: Iterable<T>,
+  choice?: SimVictimChoice<T>,
+): YieldInput {
+  return {
+    capacityMilli: server.capacityMilli,
+    primaryMilli: server.primaryMilli,
+    reserveMilli: server.reserveMilli,
+    containers: simYieldContainers(server, running, choice),
+    ...(choice ? { order: choice.order, nowMs: choice.nowMs, nearEndMs: choice.nearEndMs } : {}),
+  };
+}
+
 /**
  * The tasks to kill so that the rest fit beside the primary and the reserve (none when they already fit), in the
  * order `choice` names (youngest first without one).
@@ -75,14 +91,23 @@ export function yieldVictims<T extends SimTask>(
   choice?: SimVictimChoice<T>,
 ): T[] {
   if (server.heldMilli <= server.capacityMilli - server.primaryMilli - server.reserveMilli) return [];
+  return yieldStep(server, running, choice, 0).victims;
+}
+
+/**
+ * One yield step with the preemption notice: the victims (as `yieldVictims`) and the tasks at risk were the primary
+ * `marginMilli` higher (`containersAtRisk`, victims excluded), both in kill order and from one input.
+ */
+export function yieldStep<T extends SimTask>(
+  server: YieldServer,
+  running: Iterable<T>,
+  choice: SimVictimChoice<T> | undefined,
+  marginMilli: number,
+): { victims: T[]; atRisk: T[] } {
   const byId = new Map<string, T>();
   for (const t of running) byId.set(t.containerId, t);
-  const decision = chooseVictims({
-    capacityMilli: server.capacityMilli,
-    primaryMilli: server.primaryMilli,
-    reserveMilli: server.reserveMilli,
-    containers: simYieldContainers(server, byId.values(), choice),
-    ...(choice ? { order: choice.order, nowMs: choice.nowMs, nearEndMs: choice.nearEndMs } : {}),
-  });
-  return decision.victims.map((id) => byId.get(id)!);
+  const input = simYieldInput(server, byId.values(), choice);
+  const victims = chooseVictims(input).victims.map((id) => byId.get(id)!);
+  const atRisk = marginMilli > 0 ? containersAtRisk(input, marginMilli).map((id) => byId.get(id)!) : [];
+  return { victims, atRisk };
 }
