@@ -142,8 +142,9 @@ export interface ResourceManagerOptions {
    */
   classLearnFromKills: boolean;
   /**
-   * Under the history policy, a job kept to its classes whose task a primary killed runs on any server from then on,
-   * its re-run first (otherwise the re-run goes back to the classes that killed it). @default true
+   * Under the history policy, a short or medium job kept to its classes whose task a primary killed runs on any server
+   * from then on, its re-run first (otherwise the re-run goes back to the classes that killed it); long jobs stay in
+   * their classes. @default true
    */
   classKilledJobsLeave: boolean;
   /**

@@ -150,8 +150,8 @@ export interface ComputeOptions {
    */
   learnFromKills?: boolean;
   /**
-   * Under the history policy, a confined job whose task a primary killed runs on any server from then on (the resource
-   * manager's classKilledJobsLeave). @default true
+   * Under the history policy, a confined short or medium job whose task a primary killed runs on any server from then
+   * on (the resource manager's classKilledJobsLeave). @default true
    */
   killedJobsLeaveClasses?: boolean;
   /**

@@ -117,7 +117,7 @@ describe("the graceful Algorithm 1", () => {
 });
 
 describe("a killed job leaving its classes", () => {
-  it("opens a confined job to every server once a primary killed its task, and only then", () => {
+  it("opens a confined short job to every server once a primary killed its task, and only then", () => {
     // Two classes: the job is kept to one; the other's servers are closed to it until the kill.
     const views = [cls("a", 2, 10, 0), cls("b", 2, 10, 0)];
     const { policy, placement } = placementOver(views, { saturationShare: 1 });
@@ -137,6 +137,13 @@ describe("a killed job leaving its classes", () => {
     expect(placement.placement("job")!.note).toMatch(/killed one of its tasks/);
     // Once open, later kills decide nothing more.
     expect(placement.noteKill(`${other}-0`, "job")).toBeUndefined();
+
+    // A long job stays in its classes.
+    placement.register("long", "long", 2);
+    expect(placement.onAsk("long", 1000)?.kind).toBe("classes");
+    const longClass = placement.placement("long")!.classIds[0]!;
+    expect(placement.noteKill(`${longClass}-1`, "long")).toBeUndefined();
+    expect(placement.placement("long")!.classIds).toEqual([longClass]);
 
     // Off (seeds/004): the job stays in its classes.
     const off = placementOver(views, { saturationShare: 1, killedJobsLeaveClasses: false });

@@ -122,7 +122,7 @@ function setupText(runs: readonly SweepRun[], o: ResolvedComputeSweepOptions): s
     `${o.saturationShare} of what the primaries leave, types jobs by ` +
     `${o.jobLength === "terciles" ? "terciles of job lengths" : "each class's time between bursts"}, ` +
     `${o.learnFromKills ? "keeps long jobs off servers that just killed work" : "does not learn from kills"}, ` +
-    `${o.killedJobsLeaveClasses ? "opens a confined job to every server after a kill" : "keeps a killed job in its classes"}; ` +
+    `${o.killedJobsLeaveClasses ? "opens a confined short or medium job to every server after a kill" : "keeps a killed job in its classes"}; ` +
     `loads are fractions of the harvestable core-hours of the ` +
     `${o.referencePct} % cluster, the same jobs at every level`
   );
