@@ -10,51 +10,13 @@ import { containersAtRisk } from "../../nodemanager/policy/preemption-notice.js"
 import { chooseVictims } from "../../nodemanager/policy/yield-controller.js";
 import type { VictimOrder } from "../../nodemanager/policy/yield-controller.js";
 import { yieldInput } from "../../nodemanager/yield-inputs.js";
-import type { YieldSource } from "../../nodemanager/yield-inputs.js";
-import { SimJobManagers } from "../../sim/roles/job-manager.js";
-import type { Attempt } from "../../sim/roles/job-run.js";
 import { yieldStep } from "../../sim/roles/yield-step.js";
+import { CAPACITY, NOW_MS, randomYieldNode, RESERVE_FRACTION } from "../yield-nodes.js";
+import type { YieldNode } from "../yield-nodes.js";
 
-const CAPACITY = { vcoresMilli: 16_000, memoryMb: 65_536 };
-const RESERVE_FRACTION = 0.1;
-const NOW_MS = 1_000_000;
-
-/** A random node of up to 12 containers (one in five a job manager), as the node manager and the simulator keep it. */
-function randomNode(rng: SeededRng, index: number) {
-  const progressOf = new SimJobManagers(undefined as never);
-  const n = 1 + rng.int(12);
-  const daemon: YieldSource[] = [];
-  const sim: Attempt[] = [];
-  const progress = new Map<string, number>();
-  for (let i = 0; i < n; i++) {
-    const containerId = `container_${index}_${String(i).padStart(3, "0")}`;
-    const isAm = rng.next() < 0.2;
-    const milli = isAm ? 500 : [500, 1000, 2000][rng.int(3)]!;
-    const startedMs = NOW_MS - rng.int(600_000);
-    const workMs = 1000 + rng.int(900_000);
-    const attempt = {
-      containerId,
-      startMs: startedMs,
-      launchedMs: startedMs,
-      milli,
-      isAm,
-      launched: true,
-      alive: true,
-      workMs: isAm ? 0 : workMs,
-      workLeftMs: isAm ? 0 : Math.min(workMs, rng.int(workMs + 1)),
-      sinceMs: NOW_MS,
-      rate: 1,
-      version: 0,
-    } as unknown as Attempt;
-    sim.push(attempt);
-    daemon.push({ spec: { containerId, vcoresMilli: milli, memoryMb: 1024, isAm }, startedMs });
-    const p = progressOf.progressOf(attempt, NOW_MS);
-    if (p !== undefined && rng.next() < 0.8) progress.set(containerId, p);
-  }
-  const held = sim.reduce((sum, a) => sum + a.milli, 0);
-  // From well clear of the kill level to past it.
-  const primaryMilli = Math.max(0, CAPACITY.vcoresMilli - held - 5000 + rng.int(held + 6000));
-  return { primaryMilli, daemon, sim, progress, held };
+/** A random node whose primary goes from well clear of the kill level to past it. */
+function randomNode(rng: SeededRng, index: number): YieldNode {
+  return randomYieldNode(rng, index, { maxLaunchMs: 0, primaryBelowMilli: 5000, primarySpanMilli: 6000 });
 }
 
 describe("the preemption notice's parity between the node manager and the simulator", () => {

@@ -9,66 +9,13 @@ import { SeededRng } from "../../common/rng.js";
 import { chooseVictims } from "../../nodemanager/policy/yield-controller.js";
 import type { VictimOrder } from "../../nodemanager/policy/yield-controller.js";
 import { yieldInput } from "../../nodemanager/yield-inputs.js";
-import type { YieldSource } from "../../nodemanager/yield-inputs.js";
-import { SimJobManagers } from "../../sim/roles/job-manager.js";
-import type { Attempt } from "../../sim/roles/job-run.js";
 import { yieldVictims } from "../../sim/roles/yield-step.js";
+import { CAPACITY, NOW_MS, randomYieldNode, RESERVE_FRACTION } from "../yield-nodes.js";
+import type { YieldNode } from "../yield-nodes.js";
 
-const CAPACITY = { vcoresMilli: 16_000, memoryMb: 65_536 };
-const RESERVE_FRACTION = 0.1;
-const NOW_MS = 1_000_000;
-
-/** One node: containers as the node manager keeps them and as the simulator does, alike. */
-interface Node {
-  primaryMilli: number;
-  daemon: YieldSource[];
-  sim: Attempt[];
-  progress: Map<string, number>;
-}
-
-/**
- * A random node of up to 12 containers (one in five a job manager) of 0.5, 1 or 2 cores, some of them done. Each task
- * was granted up to `maxLaunchMs` before its process started (the simulator's stock model ages containers from their
- * grant, work-lost from their start, as the node manager does).
- */
-function randomNode(rng: SeededRng, index: number, maxLaunchMs: number): Node {
-  const progressOf = new SimJobManagers(undefined as never);
-  const n = 1 + rng.int(12);
-  const daemon: YieldSource[] = [];
-  const sim: Attempt[] = [];
-  const progress = new Map<string, number>();
-  for (let i = 0; i < n; i++) {
-    const containerId = `container_${index}_${String(i).padStart(3, "0")}`;
-    const isAm = rng.next() < 0.2;
-    const milli = isAm ? 500 : [500, 1000, 2000][rng.int(3)]!;
-    const startedMs = NOW_MS - rng.int(600_000);
-    const workMs = 1000 + rng.int(900_000);
-    // Work left as of now at full speed: anything from none to all of it.
-    const workLeftMs = Math.min(workMs, rng.int(workMs + 1));
-    const attempt = {
-      containerId,
-      startMs: isAm ? startedMs : startedMs - rng.int(maxLaunchMs + 1),
-      launchedMs: startedMs,
-      milli,
-      isAm,
-      launched: true,
-      alive: true,
-      workMs: isAm ? 0 : workMs,
-      workLeftMs: isAm ? 0 : workLeftMs,
-      sinceMs: NOW_MS,
-      rate: 1,
-      version: 0,
-    } as unknown as Attempt;
-    sim.push(attempt);
-    daemon.push({ spec: { containerId, vcoresMilli: milli, memoryMb: 1024, isAm }, startedMs });
-    // What the task reported, as the node manager's status poll keeps it.
-    const p = progressOf.progressOf(attempt, NOW_MS);
-    if (p !== undefined && rng.next() < 0.8) progress.set(containerId, p);
-  }
-  const held = sim.reduce((sum, a) => sum + a.milli, 0);
-  // A primary from leaving them all room to leaving none.
-  const primaryMilli = Math.max(0, CAPACITY.vcoresMilli - held - 2000 + rng.int(held + 4000));
-  return { primaryMilli, daemon, sim, progress };
+/** A random node whose primary goes from leaving its containers all their room to leaving none. */
+function randomNode(rng: SeededRng, index: number, maxLaunchMs: number): YieldNode {
+  return randomYieldNode(rng, index, { maxLaunchMs, primaryBelowMilli: 2000, primarySpanMilli: 4000 });
 }
 
 describe("the yield step's parity between the node manager and the simulator", () => {

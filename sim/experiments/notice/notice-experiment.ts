@@ -12,7 +12,6 @@ import { DEFAULT_NOTICE_AVOID_MS } from "../../../jobmanager/index.js";
 import { DEFAULT_NOTICE_MARGIN_FRACTION } from "../../../nodemanager/index.js";
 import type { PreemptionNotice } from "../../../nodemanager/index.js";
 import { DEFAULT_MAX_AM_SHARE } from "../../../resourcemanager/index.js";
-import { generateCluster } from "../../cluster-gen.js";
 import { DEFAULT_KILL_COST, runCompute } from "../../compute.js";
 import type { ComputeRunResult } from "../../compute.js";
 import type { PrimaryShape } from "../../compute-options.js";
@@ -20,12 +19,12 @@ import { PRIMARY_SHAPES } from "../../compute-options.js";
 import { chooseTraces, outputOptions, RunTracker } from "../../experiments.js";
 import type { ExperimentOutput, ExperimentReport, Resolved } from "../../experiments.js";
 import { generateJobStream } from "../../jobs.js";
-import type { TraceSource } from "../../model.js";
+import type { SimCluster, TraceSource } from "../../model.js";
 import { checkDays, checkFraction, checkIntAtLeast, checkShare, checkTraces, invalidArgument } from "../../options.js";
 import { assembleReport, formatNumber, left, markdownTable, right, toCsv } from "../../report.js";
 import type { RenderedReport } from "../../report.js";
 import type { ComputePolicy } from "../../results.js";
-import { jobSource, writeReportAndJson } from "../shared/compute-runs.js";
+import { clusterAtUtilization, jobSource, writeReportAndJson } from "../shared/compute-runs.js";
 
 /** The placements the experiment runs under. */
 export const NOTICE_POLICIES: readonly ComputePolicy[] = ["stock", "history"];
@@ -142,15 +141,7 @@ export async function runNoticeExperiment(options: NoticeExperimentOptions = {})
   const traces = await chooseTraces(o.traces, (m) => tracker.note(m));
   const runs: NoticeRun[] = [];
   for (const seed of o.seeds) {
-    const cluster = (meanPct: number) =>
-      generateCluster({
-        servers: o.servers,
-        days: o.days,
-        seed,
-        meanPct,
-        source: traces.source,
-        ...(traces.templates ? { templates: traces.templates } : {}),
-      });
+    const cluster = (meanPct: number): SimCluster => clusterAtUtilization(o, seed, meanPct, traces);
     tracker.note(`seed ${seed}: the job stream on the ${o.referencePct} % reference cluster (${o.servers} servers)`);
     const stream = generateJobStream(cluster(o.referencePct), { seed, load: o.load, source: jobSource(traces.source) });
     const c = cluster(o.utilizationPct);

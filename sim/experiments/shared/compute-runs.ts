@@ -81,6 +81,29 @@ export async function generateComputeWorld(o: RunSize, tracker: RunTracker): Pro
   return { cluster, jobs, traces: traces.source };
 }
 
+/** What `chooseTraces` chose: the trace source and, for real traces, their templates. */
+export type ChosenTraces = Awaited<ReturnType<typeof chooseTraces>>;
+
+/**
+ * The generated cluster of `servers` x `days` for `seed` whose primaries average `meanPct` % (the sweep's and the
+ * victim and notice experiments' utilization levels), on the chosen traces.
+ */
+export function clusterAtUtilization(
+  o: { servers: number; days: number },
+  seed: number,
+  meanPct: number,
+  traces: ChosenTraces,
+): SimCluster {
+  return generateCluster({
+    servers: o.servers,
+    days: o.days,
+    seed,
+    meanPct,
+    source: traces.source,
+    ...(traces.templates ? { templates: traces.templates } : {}),
+  });
+}
+
 /** The run size as a report's setup line begins it. */
 export function runSizeLine(o: RunSize, traces: TraceSource): string {
   return (

@@ -16,7 +16,6 @@
  * Also, at the middle load, the history policy with the classifier's "median-daily-max" peak statistic beside the
  * default p95, to show what a peak that sees recurring bursts changes.
  */
-import { generateCluster } from "../../cluster-gen.js";
 import { DEFAULT_KILL_COST, NO_KILL_COST, runCompute } from "../../compute.js";
 import type { KillCostModel } from "../../compute.js";
 import { chooseTraces, RunTracker } from "../../experiments.js";
@@ -27,7 +26,8 @@ import { serverUtilization } from "../../model.js";
 import type { SimCluster } from "../../model.js";
 import { writeReport } from "../../report.js";
 import type { ComputePolicy } from "../../results.js";
-import { jobSource } from "../shared/compute-runs.js";
+import { clusterAtUtilization, jobSource } from "../shared/compute-runs.js";
+import type { ChosenTraces } from "../shared/compute-runs.js";
 import { summarizeComputeSweep } from "./cells.js";
 import type { SweepCell, SweepRun } from "./cells.js";
 import { resolveComputeSweepOptions, SWEEP_POLICIES } from "./options.js";
@@ -55,9 +55,6 @@ export {
   type ResolvedComputeSweepOptions,
 } from "./options.js";
 export { renderComputeSweepReport } from "./report.js";
-
-/** The traces a sweep runs on (`chooseTraces`). */
-type ChosenTraces = Awaited<ReturnType<typeof chooseTraces>>;
 
 /** What the sweep produced. */
 export interface ComputeSweepOutcome extends ExperimentReport {
@@ -106,15 +103,7 @@ function sweepOneSeed(
   tracker: RunTracker,
 ): SweepRun[] {
   const middle = o.loads[Math.floor((o.loads.length - 1) / 2)]!;
-  const cluster = (meanPct: number): SimCluster =>
-    generateCluster({
-      servers: o.servers,
-      days: o.days,
-      seed,
-      meanPct,
-      source: traces.source,
-      ...(traces.templates ? { templates: traces.templates } : {}),
-    });
+  const cluster = (meanPct: number): SimCluster => clusterAtUtilization(o, seed, meanPct, traces);
   const killCost: KillCostModel = o.killCost === "none" ? NO_KILL_COST : DEFAULT_KILL_COST;
   tracker.note(
     `seed ${seed}: generating the job streams on the ${o.referencePct} % reference cluster (${o.servers} servers)`,

@@ -11,7 +11,6 @@
 import { DEFAULT_NEAR_END_MS } from "../../../nodemanager/index.js";
 import type { VictimOrder } from "../../../nodemanager/index.js";
 import { DEFAULT_MAX_AM_SHARE } from "../../../resourcemanager/index.js";
-import { generateCluster } from "../../cluster-gen.js";
 import { DEFAULT_KILL_COST, runCompute } from "../../compute.js";
 import type { ComputeRunResult } from "../../compute.js";
 import { chooseTraces, outputOptions, RunTracker } from "../../experiments.js";
@@ -22,7 +21,7 @@ import { checkDays, checkIntAtLeast, checkShare, checkTraces, invalidArgument } 
 import { assembleReport, formatNumber, left, markdownTable, right, toCsv, writeReport } from "../../report.js";
 import type { RenderedReport } from "../../report.js";
 import type { ComputePolicy } from "../../results.js";
-import { jobSource } from "../shared/compute-runs.js";
+import { clusterAtUtilization, jobSource } from "../shared/compute-runs.js";
 
 /** The placements the experiment runs each victim order under. */
 export const VICTIM_POLICIES: readonly ComputePolicy[] = ["stock", "history"];
@@ -122,15 +121,7 @@ export async function runVictimExperiment(options: VictimExperimentOptions = {})
   const traces = await chooseTraces(o.traces, (m) => tracker.note(m));
   const runs: VictimRun[] = [];
   for (const seed of o.seeds) {
-    const cluster = (meanPct: number): SimCluster =>
-      generateCluster({
-        servers: o.servers,
-        days: o.days,
-        seed,
-        meanPct,
-        source: traces.source,
-        ...(traces.templates ? { templates: traces.templates } : {}),
-      });
+    const cluster = (meanPct: number): SimCluster => clusterAtUtilization(o, seed, meanPct, traces);
     tracker.note(`seed ${seed}: job streams on the ${o.referencePct} % reference cluster (${o.servers} servers)`);
     const reference = cluster(o.referencePct);
     const streams = o.loads.map((load) => ({
