@@ -587,11 +587,15 @@ class HaScenario {
       },
     ).catch(() => undefined);
     const s = a ?? (await this.status("master-a"));
+    const line = (m: MastersStatus): string =>
+      `rm ${m.rm.role ?? m.rm.error} (active ${m.rm.activeAddress ?? "?"}), nn ${m.nn.role ?? m.nn.error} ` +
+      `(active ${m.nn.activeAddress ?? "?"})`;
+    // On failure, master-b's view too: whether it still leads or both wait.
+    const b = a ? undefined : await this.status("master-b").catch(() => undefined);
     this.check(
       "the old master, healed, steps down: both of master-a's masters are standbys following master-b",
       a !== undefined,
-      `rm ${s.rm.role ?? s.rm.error} (active ${s.rm.activeAddress ?? "?"}), nn ${s.nn.role ?? s.nn.error} ` +
-        `(active ${s.nn.activeAddress ?? "?"}) ${seconds(Date.now() - healAt)} after the heal`,
+      `${line(s)} ${seconds(Date.now() - healAt)} after the heal` + (b ? `; master-b: ${line(b)}` : ""),
     );
   }
 

@@ -43,6 +43,13 @@ export interface ElectionHandlers {
 }
 
 const RETRY_MS = 1_000;
+/**
+ * How often a master checks its view of the election against the coordination service's own answer (the oldest key).
+ * etcd3 learns that a leader key went by a watch event; one event missed (a watch stream moved between members while
+ * one of them caught up after a partition healed) left a candidate whose key led waiting for ever, and a standby
+ * naming an active that was gone. Two checks in a row that disagree with the view correct it.
+ */
+const RECHECK_MS = 2_000;
 
 /** One master's candidacy in its service's election. */
 export class MasterElection {
@@ -56,6 +63,12 @@ export class MasterElection {
   /** The leader watch while it runs (cancelled on stop, so a stopped election leaves no stream open). */
   private observer: Awaited<ReturnType<Election["observe"]>> | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
+  private recheckTimer: NodeJS.Timeout | undefined;
+  private rechecking = false;
+  /** What the last recheck found wrong, by the leading key it saw (acted on when the next one agrees). */
+  private suspect: { key: string; stuck: boolean; stale: boolean } | undefined;
+  /** The current campaign's key under the election's folder (its lease id), once granted. */
+  private campaignLease: string | undefined;
   /** Settles when the current role change has (promote or demote). */
   private transition: Promise<void> = Promise.resolve();
 
@@ -88,6 +101,7 @@ export class MasterElection {
   start(): void {
     this.runCampaign();
     void this.observe();
+    this.recheckTimer = setInterval(() => void this.recheck(), RECHECK_MS);
   }
 
   /**
@@ -117,6 +131,7 @@ export class MasterElection {
     const was = this.roleValue;
     this.roleValue = "stopped";
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.recheckTimer) clearInterval(this.recheckTimer);
     const c = this.campaign;
     this.campaign = undefined;
     await c?.resign().catch(() => undefined);
@@ -130,6 +145,13 @@ export class MasterElection {
     if (this.roleValue === "stopped") return;
     const c = this.election.campaign(JSON.stringify(this.me));
     this.campaign = c;
+    this.campaignLease = undefined;
+    c.getCampaignKey().then(
+      (key) => {
+        if (this.campaign === c) this.campaignLease = key.slice(key.lastIndexOf("/") + 1);
+      },
+      () => undefined,
+    );
     // The session's keep-alive stream, as etcd3 keeps it (not part of its typed API): say when it breaks, the first
     // sign of losing the coordination service.
     const lease = (c as unknown as { lease?: { on?(event: string, fn: (err: unknown) => void): void } }).lease;
@@ -159,7 +181,8 @@ export class MasterElection {
   }
 
   private async onElected(c: Campaign): Promise<void> {
-    if (this.roleValue === "stopped" || this.campaign !== c) return;
+    // Not standby: stopped, or already elected (the recheck found the key leading before etcd3 said so).
+    if (this.roleValue !== "standby" || this.campaign !== c) return;
     try {
       const key = await c.getCampaignKey();
       const kv = (await this.coordination.client.get(key).exec()).kvs[0];
@@ -223,6 +246,7 @@ export class MasterElection {
       }
       this.observer = observer;
       const seen = (value: string | undefined): void => {
+        if (this.observer !== observer) return; // replaced by a recheck
         this.leaderValue = parseMaster(value);
         if (this.roleValue !== "active") this.handlers.leaderChanged?.(this.leaderValue);
         // A standby reports the term it last saw (the leader key's create revision).
@@ -236,6 +260,7 @@ export class MasterElection {
       seen(observer.leader());
       observer.on("change", (value) => seen(value));
       observer.on("error", () => {
+        if (this.observer !== observer) return;
         this.observing = false;
         if (this.observer === observer) this.observer = undefined;
         void observer.cancel().catch(() => undefined);
@@ -247,6 +272,69 @@ export class MasterElection {
       setTimeout(() => void this.observe(), RETRY_MS);
     }
   }
+
+  /**
+   * Compares the view with the coordination service's answer ({@link RECHECK_MS}): a candidate whose key leads
+   * takes the term, a standby follows the leader the service names. Only a standby checks; an active's term is
+   * fenced by its key, and losing the key ends it through the session.
+   */
+  private async recheck(): Promise<void> {
+    if (this.rechecking || this.roleValue !== "standby") {
+      this.suspect = undefined;
+      return;
+    }
+    this.rechecking = true;
+    try {
+      const leading = await leadingKey(this.coordination, this.service);
+      if (this.roleValue !== "standby") return;
+      const c = this.campaign;
+      const key = leading?.key ?? "";
+      const leader = parseMaster(leading?.value);
+      const stuck = c !== undefined && leading !== undefined && this.campaignLease === key;
+      const stale = !stuck && !sameMaster(leader, this.leaderValue);
+      const before = this.suspect;
+      this.suspect = stuck || stale ? { key, stuck, stale } : undefined;
+      if (before?.key !== key) return;
+      if (stuck && before.stuck && c) {
+        this.suspect = undefined;
+        this.log.warn(
+          "this master's key leads the election but its campaign was not told (a missed watch event): " +
+            "taking the term",
+          { service: this.service },
+        );
+        this.transition = this.transition.then(() => this.onElected(c));
+      } else if (stale && before.stale) {
+        this.suspect = undefined;
+        this.log.warn("the leader's watch missed a change: following the coordination service's answer", {
+          service: this.service,
+          leader: leader?.id ?? "none",
+        });
+        this.leaderValue = leader;
+        this.handlers.leaderChanged?.(leader);
+        await this.restartObserver();
+      }
+    } catch (err) {
+      // Unreachable now: the session's keep-alive and the campaign say so on their own.
+      this.log.debug("cannot check the election; will try again", { service: this.service, error: errorMessage(err) });
+    } finally {
+      this.rechecking = false;
+    }
+  }
+
+  /** Cancels the leader's watch and opens a new one (it reads the leader afresh). */
+  private async restartObserver(): Promise<void> {
+    const observer = this.observer;
+    if (!observer) return; // not observing now: observe() is retrying already
+    this.observer = undefined;
+    this.observing = false;
+    await observer.cancel().catch(() => undefined);
+    void this.observe();
+  }
+}
+
+/** Whether two masters are the same one at the same addresses (both undefined: no leader). */
+function sameMaster(a: MasterInfo | undefined, b: MasterInfo | undefined): boolean {
+  return a?.id === b?.id && a?.address === b?.address && a?.webUrl === b?.webUrl;
 }
 
 /** The master a leader key's value names, or undefined if it is not one. */
@@ -262,11 +350,11 @@ export function parseMaster(value: string | undefined): MasterInfo | undefined {
   return undefined;
 }
 
-/** The active master of a service as the coordination service names it now (for `harvest admin ha status`). */
-export async function currentLeader(
+/** The oldest key of a service's election (its leader's), read through the ensemble's majority; undefined: none. */
+async function leadingKey(
   coordination: Coordination,
   service: string,
-): Promise<(MasterInfo & { epoch: number }) | undefined> {
+): Promise<{ key: string; value: string; createRevision: number } | undefined> {
   const res = await coordination
     .service(service)
     .namespace("election/leader/")
@@ -275,6 +363,15 @@ export async function currentLeader(
     .limit(1)
     .exec();
   const kv = res.kvs[0];
-  const info = parseMaster(kv?.value.toString());
-  return info && kv ? { ...info, epoch: Number(kv.create_revision) } : undefined;
+  return kv && { key: kv.key.toString(), value: kv.value.toString(), createRevision: Number(kv.create_revision) };
+}
+
+/** The active master of a service as the coordination service names it now (for `harvest admin ha status`). */
+export async function currentLeader(
+  coordination: Coordination,
+  service: string,
+): Promise<(MasterInfo & { epoch: number }) | undefined> {
+  const kv = await leadingKey(coordination, service);
+  const info = parseMaster(kv?.value);
+  return info && kv ? { ...info, epoch: kv.createRevision } : undefined;
 }

@@ -9,7 +9,7 @@
  * etcd refuses requests over 1.5 MiB: an entry is at most {@link MAX_ENTRY_BYTES}; callers split bigger batches.
  */
 import { Range } from "etcd3";
-import type { Namespace, Watcher } from "etcd3";
+import type { ITxnResponse, Namespace, Watcher } from "etcd3";
 import { HarvestError, errorMessage } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { Coordination } from "./coordination.js";
@@ -71,26 +71,37 @@ export class SharedLog<T> {
     const value = `{"epoch":${fence.epoch},"body":${bodyJson}}`;
     if (Buffer.byteLength(value) > MAX_ENTRY_BYTES)
       throw new HarvestError("INTERNAL", `a log entry of ${Buffer.byteLength(value)} bytes is over ${MAX_ENTRY_BYTES}`);
-    let ok: boolean;
+    const full = this.entries.prefix.toString() + txidKey(txid);
+    let res: ITxnResponse;
     try {
-      const full = this.entries.prefix.toString() + txidKey(txid);
-      const res = await this.coordination.client
+      const client = this.coordination.client;
+      res = await client
         .if(fence.key, "Create", "==", fence.epoch)
         .and(full, "Create", "==", 0)
-        .then(this.coordination.client.put(full).value(value))
+        .then(client.put(full).value(value))
+        .else(client.get(full))
         .commit();
-      ok = res.succeeded;
     } catch (err) {
       throw new HarvestError("COORDINATION_UNAVAILABLE", `cannot append to the shared log: ${errorMessage(err)}`, {
         cause: err,
       });
     }
-    if (!ok)
-      throw new HarvestError(
-        "NOT_ACTIVE",
-        `the shared log refused entry ${txid} of epoch ${fence.epoch}: this master's term is over`,
-        { details: { epoch: String(fence.epoch) } },
-      );
+    if (!res.succeeded) {
+      // etcd3 sends a call again on another member after a deadline (a member that answers nothing while the
+      // ensemble elects a leader), and the first try may have been committed meanwhile: then the entry holds this
+      // very value (its epoch and body), and the append did happen. Any other holder means the term is over.
+      const held = res.responses[0]?.response_range?.kvs[0]?.value.toString();
+      if (held !== value)
+        throw new HarvestError(
+          "NOT_ACTIVE",
+          `the shared log refused entry ${txid} of epoch ${fence.epoch}: this master's term is over`,
+          { details: { epoch: String(fence.epoch) } },
+        );
+      this.log.info("a shared log append was sent twice (a member was slow to answer); the first one had landed", {
+        txid,
+        epoch: fence.epoch,
+      });
+    }
     this.appends++;
   }
 

@@ -10,6 +10,7 @@ import { existsSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCa, issueCertificate } from "../../localcluster/cluster-ca.js";
+import { ETCD_KEEPALIVE_MIN_TIME } from "../../localcluster/etcd-ensemble.js";
 import { stablePort } from "../../localcluster/ports.js";
 import { Coordination } from "../../common/ha/coordination.js";
 import { MasterElection } from "../../common/ha/election.js";
@@ -78,6 +79,8 @@ export async function startTestEtcd(): Promise<TestEtcd> {
       ["--auto-compaction-mode", "revision"],
       ["--auto-compaction-retention", "1000"],
       ["--quota-backend-bytes", String(256 * 1024 * 1024)],
+      // As the ensembles Harvest starts: the masters ping every second (etcd's default closes such a connection).
+      ["--grpc-keepalive-min-time", ETCD_KEEPALIVE_MIN_TIME],
       ["--logger", "zap"],
     ].flat(),
     { stdio: ["ignore", log, log] },
