@@ -96,6 +96,9 @@ export const ERROR_CODES = {
   // A short-circuit read was refused: the datanode does not serve them, or the client is not on its server.
   DATANODE_SHORT_CIRCUIT_REFUSED: GrpcStatus.FAILED_PRECONDITION,
   DFS_WRITE_FAILED: GrpcStatus.UNAVAILABLE,
+  // A write waited its whole deadline (writeWaitMs, `fs put --wait`) for a datanode that could take its next block:
+  // the datanodes stayed busy with their primary tenants, full, or out of service (details say how many of each).
+  DFS_DATANODES_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
   DFS_READ_FAILED: GrpcStatus.UNAVAILABLE,
   // HDFS permissions refused the caller (details: path, user, access).
   DFS_PERMISSION_DENIED: GrpcStatus.PERMISSION_DENIED,
@@ -229,7 +232,11 @@ export interface ErrorDetails {
   NAMENODE_DIRECTORY_NOT_EMPTY: { path?: string };
   NAMENODE_PARENT_NOT_FOUND: { path?: string };
   NAMENODE_SAFE_MODE: { blocksReported?: string; blocksTotal?: string };
-  NAMENODE_NOT_ENOUGH_DATANODES: { live?: string };
+  /**
+   * Live datanodes (decimal strings) and, of them, how many were excluded by the client, out of service, busy with
+   * their primary tenant, or full (common/placement-refusal.ts).
+   */
+  NAMENODE_NOT_ENOUGH_DATANODES: PlacementRefusalDetails;
   NAMENODE_LEASE_MISMATCH: { path?: string };
   NAMENODE_FILE_INCOMPLETE: { path?: string; visibleBytes?: string };
   NAMENODE_BLOCK_MISMATCH: NoDetails;
@@ -251,6 +258,8 @@ export interface ErrorDetails {
   DATANODE_BAD_TOKEN: NoDetails;
   DATANODE_SHORT_CIRCUIT_REFUSED: { blockId?: string };
   DFS_WRITE_FAILED: WriteFailureDetails;
+  /** The refusal last met (as NAMENODE_NOT_ENOUGH_DATANODES's), the path, and how long the write waited (ms). */
+  DFS_DATANODES_UNAVAILABLE: PlacementRefusalDetails & { path?: string; waitedMs?: string };
   DFS_READ_FAILED: { path?: string };
   DFS_PERMISSION_DENIED: { path?: string; user?: string; access?: string };
   LOCAL_FILE_EXISTS: FieldDetails & { path?: string };
@@ -281,6 +290,15 @@ export interface ErrorDetails {
 interface TransitionDetails {
   state: string;
   event: string;
+}
+
+/** Live datanodes and why none could take a block, each a decimal string (common/placement-refusal.ts). */
+interface PlacementRefusalDetails {
+  live?: string;
+  excluded?: string;
+  decommissioning?: string;
+  busy?: string;
+  full?: string;
 }
 
 /** A write that gave up: its path and the datanodes it excluded (comma-separated). */

@@ -8,6 +8,7 @@ import { verifyBlockToken } from "../common/block-token.js";
 import type { BlockKeyManager, BlockTokenClaims } from "../common/block-token.js";
 import type { Clock } from "../common/clock.js";
 import { callErrorOf, HarvestError } from "../common/errors.js";
+import { countRefusal, describeRefusal, refusalDetails } from "../common/placement-refusal.js";
 import { CLAIMED_USER_METADATA } from "../common/fs-permission.js";
 import { isValidIdentityName } from "../common/tls.js";
 import { requireAccess } from "../common/auth.js";
@@ -167,10 +168,11 @@ export class ClientProtocol {
       List: unary((req: { path: string }, c) => ({ entries: this.list(req.path, this.checked(this.callerOf(c))) })),
       Stat: unary((req: { path: string }, c) => this.stat(req.path, this.checked(this.callerOf(c)))),
       GetHomeDirectory: unary((_req: object, c) => this.metrics.observe("mkdirs", () => this.homeDirectory(c))),
-      Delete: unary((req: { path: string; recursive: boolean }, c) =>
+      Delete: unary((req: { path: string; recursive: boolean; clientName: string }, c) =>
         this.metrics.observe("delete", async () => {
           this.safeMode.checkWritable();
-          return { deleted: await this.namespace.delete(req.path, req.recursive, this.checked(this.callerOf(c))) };
+          const caller = this.checked(this.callerOf(c));
+          return { deleted: await this.namespace.delete(req.path, req.recursive, caller, req.clientName || undefined) };
         }),
       ),
       Rename: unary((req: { src: string; dst: string }, c) =>
@@ -397,13 +399,20 @@ export class ClientProtocol {
               datanodes: live,
             }),
           );
-        if (chosen.length === 0)
+        if (chosen.length === 0) {
+          // Counted over every live datanode, those out of service too: the writer is told each reason once.
+          const refusal = countRefusal(
+            this.tracker.liveViews(),
+            excluded,
+            file.inode.blockSizeBytes,
+            (id) => this.monitor.adminState(id) !== "NORMAL",
+          );
           throw new HarvestError(
             "NAMENODE_NOT_ENOUGH_DATANODES",
-            `no datanode can take a block of ${file.path}: ${live.length} live in service, ${excluded.size} ` +
-              "excluded by the client, the rest busy or without room",
-            { details: { live: String(live.length) } },
+            `no datanode can take a block of ${file.path} now: of ${refusal.live} live, ${describeRefusal(refusal)}`,
+            { details: refusalDetails(refusal) },
           );
+        }
         return chosen;
       },
       (chosen) => chosen.map((d) => d.datanodeId),

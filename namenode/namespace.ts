@@ -452,9 +452,11 @@ export class Namespace {
 
   /**
    * Removes a file or directory (a non-empty one only when recursive); false if nothing is there. Needs WRITE on the
-   * parent and, as in HDFS, ALL (rwx) on every non-empty directory removed.
+   * parent and, as in HDFS, ALL (rwx) on every non-empty directory removed. With `leaseHolder` (a writer giving up on
+   * the file it created) only a file open for writing and leased to that client name is deleted, else
+   * NAMENODE_LEASE_MISMATCH.
    */
-  async delete(path: string, recursive: boolean, caller?: Caller): Promise<boolean> {
+  async delete(path: string, recursive: boolean, caller?: Caller, leaseHolder?: string): Promise<boolean> {
     const p = normalizeDfsPath(path);
     if (p === "/")
       throw new HarvestError("DFS_BAD_PATH", "the root directory cannot be deleted", { details: { path } });
@@ -462,6 +464,7 @@ export class Namespace {
       this.authorize(p, caller, { parent: WRITE, sub: ALL });
       const inode = this.tree.resolve(p);
       if (!inode) return false;
+      if (leaseHolder !== undefined) this.leasedFile(p, leaseHolder);
       if (inode.kind === "dir" && this.tree.childrenOf(inode.id).size > 0 && !recursive)
         throw new HarvestError("NAMENODE_DIRECTORY_NOT_EMPTY", `${p} is not empty; delete it recursively`);
       const parent = this.tree.get(inode.parentId) as DirRecord;
