@@ -8,7 +8,8 @@ import { pipeline } from "node:stream/promises";
 import { HarvestError, isHarvestError } from "../common/errors.js";
 import { formatMode, parseMode } from "../common/fs-permission.js";
 import type { DfsFileStatus } from "../client/dfs-client.js";
-import { action, common, positiveInt, print, withDfs } from "./command-kit.js";
+import { action, common, durationFlagMs, positiveInt, print, withDfs } from "./command-kit.js";
+import { waitingMessage } from "../client/write-wait.js";
 import type { GlobalOpts } from "./command-kit.js";
 import { bar, duration, table } from "./format.js";
 
@@ -16,7 +17,10 @@ import { bar, duration, table } from "./format.js";
 const PROGRESS_MIN_BYTES = 8 * 1024 * 1024;
 
 /** A progress line on stderr (terminals only), redrawn at most every 100 ms. */
-function progress(totalBytes: number, verb: string): { update(bytes: number): void; done(): void } {
+function progress(
+  totalBytes: number,
+  verb: string,
+): { update(bytes: number): void; done(): void; readonly active: boolean } {
   const tty = process.stderr.isTTY && totalBytes >= PROGRESS_MIN_BYTES;
   const started = Date.now();
   let last = 0;
@@ -27,6 +31,10 @@ function progress(totalBytes: number, verb: string): { update(bytes: number): vo
     );
   };
   return {
+    /** A progress line is drawn (a message goes on a line of its own). */
+    get active() {
+      return tty && last > 0;
+    },
     update(bytes) {
       if (!tty || Date.now() - last < 100) return;
       last = Date.now();
@@ -75,13 +83,19 @@ export function registerFsCommands(program: Command): void {
     .option("--replication <n>", "replicas per block (default: the namenode's, 3)")
     .option("--block-size-mb <n>", "block size in MiB (default: the namenode's, 128)")
     .option("--overwrite", "replace an existing file")
+    .option(
+      "--wait <seconds>",
+      "how long to wait for a datanode that can take the next block while every one is busy with its primary tenant or full (e.g. 30, 2m; 0: fail at once)",
+      "60",
+    )
     .action(
       action(
         async (
           local: string,
           path: string,
-          o: GlobalOpts & { replication?: string; blockSizeMb?: string; overwrite?: boolean },
+          o: GlobalOpts & { replication?: string; blockSizeMb?: string; overwrite?: boolean; wait: string },
         ) => {
+          const waitMs = durationFlagMs(o.wait, "--wait");
           const size = (
             await fsStat(local).catch(() => {
               throw new HarvestError("INVALID_ARGUMENT", `no local file ${local}`, { details: { field: "local" } });
@@ -89,14 +103,27 @@ export function registerFsCommands(program: Command): void {
           ).size;
           const started = Date.now();
           const bar = progress(size, "put");
+          let lastReason = "";
+          // Interrupted, the put removes the file it created before it exits, so that a retry finds nothing there.
+          const cancel = new AbortController();
+          const onSignal = (): void => cancel.abort();
+          process.once("SIGINT", onSignal).once("SIGTERM", onSignal);
           const status = await withDfs(o, (c) =>
             c.put(local, path, {
+              signal: cancel.signal,
               overwrite: o.overwrite ?? false,
               ...(o.replication ? { replication: positiveInt(o.replication, "--replication") } : {}),
               ...(o.blockSizeMb ? { blockSizeBytes: positiveInt(o.blockSizeMb, "--block-size-mb") * 1024 * 1024 } : {}),
               onProgress: (b) => bar.update(b),
+              writeWaitMs: Math.round(waitMs),
+              onWait: (w) => {
+                // Said once per reason, not at every try.
+                if (w.reason === lastReason) return;
+                lastReason = w.reason;
+                process.stderr.write(`${bar.active ? "\n" : ""}harvest: ${waitingMessage(w.reason, w.deadlineMs)}\n`);
+              },
             }),
-          );
+          ).finally(() => process.off("SIGINT", onSignal).off("SIGTERM", onSignal));
           bar.done();
           print(
             o,

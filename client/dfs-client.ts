@@ -15,7 +15,9 @@ import { Metadata } from "@grpc/grpc-js";
 import { CHUNK_BYTES, chunkChecksums } from "../common/checksum.js";
 import { BlockConnection } from "../common/block-transfer.js";
 import type { BlockReadStream, PacketStream } from "../common/block-transfer.js";
-import { randomUUID } from "node:crypto";
+import { randomInt, randomUUID } from "node:crypto";
+import { SeededRng } from "../common/rng.js";
+import { checkWriteWaitMs } from "./write-wait.js";
 import { NamespaceChannel } from "./namespace-channel.js";
 import { createWriteStream as fsWriteStream } from "node:fs";
 import { rename, rm, stat as fsStat } from "node:fs/promises";
@@ -76,9 +78,10 @@ export class DfsClient implements DfsHost {
   private readonly noShortCircuit = new Set<string>();
   /**
    * What writes met so far: pipelines that failed and were replaced (a datanode died, refused, or stayed silent),
-   * lease renewals sent, and namenode calls retried through an outage.
+   * lease renewals sent, namenode calls retried through an outage, and pauses waiting for a datanode that could take
+   * a block (busy primaries, full disks).
    */
-  readonly writeStats = { pipelineFailures: 0, leaseRenewals: 0, namenodeRetries: 0 };
+  readonly writeStats = { pipelineFailures: 0, leaseRenewals: 0, namenodeRetries: 0, datanodeWaits: 0 };
   private readonly renewer: LeaseRenewer;
   private readonly namespaceChannel: NamespaceChannel;
   /** The caller's name, once a relative path needed it (see {@link resolvePath}). */
@@ -103,6 +106,8 @@ export class DfsClient implements DfsHost {
       namespaceStream: true,
       leaseRenewMs: 10_000,
       namenodeRetryMs: 60_000,
+      writeWaitMs: 60_000,
+      writeWaitRng: new SeededRng(randomInt(2 ** 32)),
       logger: new Logger("dfs-client"),
       ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)),
     };
@@ -120,6 +125,7 @@ export class DfsClient implements DfsHost {
         `namenodeRetryMs must be a non-negative integer, not ${this.options.namenodeRetryMs}`,
         { details: { field: "namenodeRetryMs" } },
       );
+    checkWriteWaitMs(this.options.writeWaitMs, "writeWaitMs");
     this.renewer = new LeaseRenewer(this);
     const security = this.options.security;
     this.nn = makeClient(

@@ -31,6 +31,8 @@ export interface WriteStats {
   pipelineFailures: number;
   leaseRenewals: number;
   namenodeRetries: number;
+  /** Pauses of writes waiting for a datanode that could take a block (busy primaries, full disks). */
+  datanodeWaits: number;
 }
 
 /** A namenode method as a generated gRPC client has it. */

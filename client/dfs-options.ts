@@ -1,6 +1,8 @@
 /** The options of a DfsClient and of a file it creates. */
 import type { Logger } from "../common/log.js";
 import type { ClientSecurity } from "../common/grpc.js";
+import type { Rng } from "../common/rng.js";
+import type { WriteWaitEvent } from "./write-wait.js";
 
 /** Settings of a client. */
 export interface DfsClientOptions {
@@ -63,6 +65,14 @@ export interface DfsClientOptions {
    * mode after a restart, before the write fails with that error. 0: no retry. @default 60000
    */
   namenodeRetryMs: number;
+  /**
+   * How long a write waits, retrying with a jittered backoff (100 ms doubling to 2 s), while no datanode can take its
+   * next block for now (each busy with its primary tenant, or full); then DFS_DATANODES_UNAVAILABLE names why. 0: no
+   * wait. @default 60000
+   */
+  writeWaitMs: number;
+  /** The random source of the write wait's jitter. @default a SeededRng with a random seed */
+  writeWaitRng: Rng;
   /** Where renewal failures and retries are logged. @default a Logger named "dfs-client" */
   logger: Logger;
 }
@@ -79,4 +89,13 @@ export interface DfsCreateOptions {
    * Should the writer die, lease recovery keeps at least these bytes.
    */
   onProgress?: (bytes: number) => void;
+  /** This file's write wait (see DfsClientOptions.writeWaitMs); absent: the client's. */
+  writeWaitMs?: number;
+  /** Called before each pause of a write waiting for a datanode, with the reason (`harvest fs put` prints it). */
+  onWait?: (event: WriteWaitEvent) => void;
+  /**
+   * Cancels the write: the stream fails with DFS_WRITE_FAILED and removes the file it created, as any failed write
+   * does (`harvest fs put` aborts on SIGINT and SIGTERM).
+   */
+  signal?: AbortSignal;
 }

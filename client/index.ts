@@ -3,6 +3,8 @@ export { JobClient, TERMINAL_STATES } from "./job-client.js";
 export type { JobHistoryEntry, JobReport, NodeInfo, SubmittedJob } from "./job-client.js";
 export { DfsClient, chunkChecksums, CHUNK_BYTES } from "./dfs-client.js";
 export type { DfsClientOptions, DfsCreateOptions, DfsDatanode, DfsFileStatus, DfsFsckReport } from "./dfs-client.js";
+export type { WriteWaitEvent } from "./write-wait.js";
+export type { PlacementRefusal } from "../common/placement-refusal.js";
 export { HarvestError, isHarvestError } from "../common/errors.js";
 export type { ErrorCode } from "../common/errors.js";
 export { parseDag, maxConcurrency } from "../common/dag-spec.js";

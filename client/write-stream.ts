@@ -18,6 +18,10 @@ import { detailsOf, errorMessage, HarvestError, isHarvestError } from "../common
 import type { BlockOutput } from "../proto/generated/harvest/v1/Block.js";
 import type { LocatedBlockOutput } from "../proto/generated/harvest/v1/LocatedBlock.js";
 import { ReplayArena } from "./replay-arena.js";
+import { describeRefusal, isTransientRefusal, refusalDetails, refusalOfDetails } from "../common/placement-refusal.js";
+import type { PlacementRefusal } from "../common/placement-refusal.js";
+import { checkWriteWaitMs, waitExpiredMessage, WriteWait } from "./write-wait.js";
+import { setTimeout as sleep } from "node:timers/promises";
 
 /**
  * Data bytes per write packet (a multiple of CHUNK_BYTES). HDFS sends 64 KiB; here each packet costs every hop a
@@ -71,6 +75,8 @@ export async function writeLocalFile(localPath: string, out: Writable): Promise<
     // The write stream's own failure (a namenode refusal, a pipeline given up) is the one to report.
     const cause = (out as Writable & { errored: Error | null }).errored ?? (err as Error);
     out.destroy(cause);
+    // Reported once the stream has removed the file it created (its _destroy): a retry finds nothing in its way.
+    await done.catch(() => undefined);
     throw cause;
   } finally {
     await next?.catch(() => undefined);
@@ -96,6 +102,12 @@ export class DfsWriteStream extends Writable {
   private readonly failureCodes: string[] = [];
   /** Pipelines refused for a block token of an older namenode term (STALE_EPOCH): none of their datanodes is bad. */
   private staleTokens = 0;
+  /** Waits out datanodes that cannot take the next block for now (busy primaries, full disks). */
+  private readonly wait: WriteWait;
+  /** The namenode closed the file (Complete answered): nothing is left to clean up. */
+  private completed = false;
+  /** Aborted when the stream is destroyed: cuts a wait's pause short. */
+  private readonly stopped = new AbortController();
 
   constructor(
     private readonly client: DfsHost,
@@ -103,7 +115,17 @@ export class DfsWriteStream extends Writable {
     private readonly opts: DfsCreateOptions,
   ) {
     super({ highWaterMark: LOCAL_READ_BYTES });
+    const waitMs = opts.writeWaitMs ?? client.options.writeWaitMs;
+    checkWriteWaitMs(waitMs, "writeWaitMs");
+    this.wait = new WriteWait(waitMs, client.options.writeWaitRng);
     this.replay = new ReplayArena(undefined, client.slabPool);
+    const cancel = (): void => {
+      this.destroy(
+        new HarvestError("DFS_WRITE_FAILED", `the write of ${path} was cancelled`, { details: { path: this.path } }),
+      );
+    };
+    if (opts.signal?.aborted) cancel();
+    else opts.signal?.addEventListener("abort", cancel, { once: true, signal: this.stopped.signal });
   }
 
   override _construct(callback: (err?: Error | null) => void): void {
@@ -156,7 +178,26 @@ export class DfsWriteStream extends Writable {
   override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
     // Finished, failed or destroyed: this stream's file needs no more renewals (other open streams keep theirs).
     this.client.leases.remove(this);
-    callback(err);
+    this.stopped.abort();
+    if (!this.created || this.completed) return callback(err);
+    // Failed or abandoned before Complete: the file this stream created goes, blocks and lease with it (HDFS's client
+    // deletes a file whose create fails before close), so that a retry, by this client or another, finds nothing in
+    // its way. The namenode deletes it only while this client still holds its lease; if the call fails, lease recovery
+    // closes the file later, as it does for a writer that died.
+    this.current?.close();
+    this.client
+      .nnCall(this.client.namenode.delete, {
+        path: this.path,
+        recursive: false,
+        clientName: this.client.options.clientName,
+      })
+      .catch((e: unknown) =>
+        this.client.options.logger.warn("could not remove the file of a failed write; lease recovery will close it", {
+          path: this.path,
+          error: errorMessage(e),
+        }),
+      )
+      .finally(() => callback(err));
   }
 
   private async take(chunk: Buffer): Promise<void> {
@@ -245,8 +286,10 @@ export class DfsWriteStream extends Writable {
     const code = detailsOf(err, "DATANODE_PIPELINE_FAILED")?.code || herr?.code || "INTERNAL";
     this.failureCodes.push(code);
     const stale = code === "STALE_EPOCH";
+    // A datanode whose primary turned busy is not bad: it serves again once the primary calms down.
+    const busy = code === "DATANODE_PRIMARY_BUSY";
     if (stale) this.staleTokens++;
-    else {
+    else if (!busy) {
       const bad = failed.failedDatanode ?? failed.located.locations[0]?.datanodeId;
       if (bad) this.excluded.add(bad);
     }
@@ -259,6 +302,13 @@ export class DfsWriteStream extends Writable {
           block: failed.located.block,
         })
         .catch(() => undefined);
+    }
+    if (busy) {
+      // Not excluded and not counted as an attempt: the write waits (the namenode hears of the busy primary by its
+      // heartbeat and places elsewhere, or the primary calms down), within writeWaitMs.
+      const who = failed.failedDatanode ?? failed.located.locations[0]?.datanodeId ?? "?";
+      await this.pause(`datanode ${who} refused the pipeline: its primary tenant is busy`, err);
+      return this.newPipeline(failed.packets);
     }
     const attempts = stale ? this.staleTokens : this.excluded.size;
     if (attempts >= this.client.options.maxBlockAttempts) {
@@ -273,33 +323,78 @@ export class DfsWriteStream extends Writable {
     return next;
   }
 
+  /**
+   * A new block at the namenode and a pipeline to its datanodes, replaying `replay`. When the namenode can place no
+   * replica for a reason that passes (busy primaries, full disks, no datanode yet), it asks again after a pause, up to
+   * writeWaitMs; for any other reason (every datanode excluded or out of service) the write fails at once.
+   */
   private async newPipeline(replay: KeptPacket[]): Promise<BlockWrite> {
     let located: LocatedBlockOutput;
-    try {
-      located = await this.client.nnCallRetrying("addBlock", this.client.namenode.addBlock, {
-        path: this.path,
-        clientName: this.client.options.clientName,
-        ...(this.previous ? { previous: this.previous } : {}),
-        excludedDatanodes: [...this.excluded],
-      });
-    } catch (err) {
-      if (isHarvestError(err, "NAMENODE_NOT_ENOUGH_DATANODES")) {
-        throw this.givingUp(
-          `no datanode can take a block of ${this.path} (excluded: ${[...this.excluded].join(", ") || "none"}): ${errorMessage(err)}`,
-          err,
-        );
+    for (;;) {
+      try {
+        located = await this.client.nnCallRetrying("addBlock", this.client.namenode.addBlock, {
+          path: this.path,
+          clientName: this.client.options.clientName,
+          ...(this.previous ? { previous: this.previous } : {}),
+          excludedDatanodes: [...this.excluded],
+        });
+        break;
+      } catch (err) {
+        if (!isHarvestError(err, "NAMENODE_NOT_ENOUGH_DATANODES")) throw err;
+        const refusal = refusalOfDetails(err.details);
+        // The namenode's message names the file and each reason once; it is the message of the write's failure.
+        if (!refusal || !isTransientRefusal(refusal)) throw this.givingUp(err.message, err);
+        await this.pause(describeRefusal(refusal), err, refusal);
       }
-      throw err;
     }
     this.previous = undefined;
     const base = this.acked;
-    const bw = new BlockWrite(this.client, located, (inBlock) => this.progress(base + inBlock));
+    const bw = new BlockWrite(this.client, located, (inBlock) => {
+      // Acknowledged bytes: the datanodes take this write again, and a later refusal starts a new wait.
+      this.wait.reset();
+      this.progress(base + inBlock);
+    });
     for (const p of replay) {
       bw.packets.push(p);
       bw.bytes += p.data.length;
     }
     bw.open();
     return bw;
+  }
+
+  /**
+   * A pause before the next try of a write no datanode can take now, told to `onWait`; DFS_DATANODES_UNAVAILABLE,
+   * naming `reason`, once the wait has lasted writeWaitMs.
+   */
+  private async pause(reason: string, cause: unknown, refusal?: PlacementRefusal): Promise<void> {
+    if (this.destroyed) throw this.abandoned();
+    const pauseMs = this.wait.next();
+    if (pauseMs === undefined) {
+      const waitedMs = this.wait.waitedMs();
+      throw new HarvestError("DFS_DATANODES_UNAVAILABLE", waitExpiredMessage(this.path, waitedMs, reason), {
+        cause,
+        details: { ...(refusal ? refusalDetails(refusal) : {}), path: this.path, waitedMs: String(waitedMs) },
+      });
+    }
+    this.client.writeStats.datanodeWaits++;
+    const event = {
+      path: this.path,
+      reason,
+      ...(refusal ? { refusal } : {}),
+      waitedMs: this.wait.waitedMs(),
+      deadlineMs: this.wait.deadlineMs,
+      nextTryMs: pauseMs,
+    };
+    this.client.options.logger.debug("waiting for a datanode", { path: this.path, reason, inMs: pauseMs });
+    this.opts.onWait?.(event);
+    await sleep(pauseMs, undefined, { signal: this.stopped.signal }).catch(() => undefined);
+    if (this.destroyed) throw this.abandoned();
+  }
+
+  private abandoned(): HarvestError {
+    return new HarvestError("DFS_WRITE_FAILED", `the write of ${this.path} was abandoned while it waited`, {
+      details: { path: this.path },
+    });
   }
 
   private async finishAll(): Promise<void> {
@@ -310,5 +405,6 @@ export class DfsWriteStream extends Writable {
       clientName: this.client.options.clientName,
       ...(this.previous ? { last: this.previous } : {}),
     });
+    this.completed = true;
   }
 }
