@@ -371,7 +371,8 @@ export class DfsWriteStream extends Writable {
     const pauseMs = this.wait.next();
     if (pauseMs === undefined) {
       const waitedMs = this.wait.waitedMs();
-      throw new HarvestError("DFS_DATANODES_UNAVAILABLE", waitExpiredMessage(this.path, waitedMs, reason), {
+      // Named by its deadline: the last try, begun just before the deadline, ends a little after it.
+      throw new HarvestError("DFS_DATANODES_UNAVAILABLE", waitExpiredMessage(this.path, this.wait.deadlineMs, reason), {
         cause,
         details: { ...(refusal ? refusalDetails(refusal) : {}), path: this.path, waitedMs: String(waitedMs) },
       });

@@ -85,9 +85,9 @@ export function waitingMessage(reason: string, deadlineMs: number): string {
 }
 
 /** The message of DFS_DATANODES_UNAVAILABLE: the file, how long the write waited, and why no datanode took the block. */
-export function waitExpiredMessage(path: string, waitedMs: number, reason: string): string {
+export function waitExpiredMessage(path: string, deadlineMs: number, reason: string): string {
   return (
-    `no datanode could take a block of ${path} within ${seconds(waitedMs)}: ${reason}; ` +
+    `no datanode could take a block of ${path} within ${seconds(deadlineMs)}: ${reason}; ` +
     "try again later, or wait longer (writeWaitMs; harvest fs put --wait <seconds>)"
   );
 }

@@ -3,7 +3,8 @@
  * transfer on loopback, real block files) whose primary tenants are step models the test turns busy and calm. A put
  * while every primary is busy waits and then writes the file byte for byte; with a short deadline it fails with
  * DFS_DATANODES_UNAVAILABLE naming the busy primaries; a put that failed or was abandoned leaves no file behind, so
- * a retry (another client, `--overwrite` or not) succeeds at once. The CLI says why it waits on stderr.
+ * a retry (another client, `--overwrite` or not) succeeds at once. The CLI says why it waits on stderr. A datanode
+ * that refuses a pipeline because its primary turned busy is waited for, not excluded.
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
@@ -16,6 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { codeOf } from "../error-code.js";
 import { waitFor } from "../wait-for.js";
 import { DfsClient } from "../../client/dfs-client.js";
+import type { DfsClientOptions } from "../../client/dfs-client.js";
+import type { DatanodeInfoOutput } from "../../proto/generated/harvest/v1/DatanodeInfo.js";
 import type { WriteWaitEvent } from "../../client/write-wait.js";
 import { isHarvestError } from "../../common/errors.js";
 import { distEntry } from "../../common/paths.js";
@@ -120,9 +123,15 @@ describe("a write while every datanode's primary tenant is busy", () => {
     await setPrimaries(true);
     const waits: WriteWaitEvent[] = [];
     const dfs = client({ writeWaitMs: 30_000 });
-    const calm = setTimeout(() => monitors.forEach((m) => m.set(0)), BUSY_MS);
+    let calm: NodeJS.Timeout | undefined;
     try {
-      const status = await dfs.put(local, "/wait/file.bin", { onWait: (w) => waits.push(w) });
+      const status = await dfs.put(local, "/wait/file.bin", {
+        onWait: (w) => {
+          waits.push(w);
+          // The primaries calm down a while after the write began to wait.
+          calm ??= setTimeout(() => monitors.forEach((m) => m.set(0)), BUSY_MS);
+        },
+      });
       expect(status.complete).toBe(true);
       expect(status.length).toBe(data.length);
     } finally {
@@ -153,7 +162,7 @@ describe("a write while every datanode's primary tenant is busy", () => {
     expect(isHarvestError(failure, "DFS_DATANODES_UNAVAILABLE")).toBe(true);
     const err = failure as Error & { details: Record<string, string> };
     expect(err.message).toMatch(
-      /^no datanode could take a block of \/wait\/deadline\.bin within 0\.\d s: 2 busy with their primary tenants; /,
+      /^no datanode could take a block of \/wait\/deadline\.bin within 0\.4 s: 2 busy with their primary tenants; /,
     );
     expect(err.details).toMatchObject({ path: "/wait/deadline.bin", live: "2", busy: "2", full: "0" });
     // The failed put removed the file it created: nothing is half-written at the path.
@@ -206,12 +215,17 @@ describe("a write while every datanode's primary tenant is busy", () => {
   it("harvest fs put --wait says on stderr why it waits, once, and succeeds when the primaries calm down", async () => {
     const [local, data] = localFile("cli.bin", 3 * MiB);
     await setPrimaries(true);
-    const calm = setTimeout(() => monitors.forEach((m) => m.set(0)), BUSY_MS);
     let run: Awaited<ReturnType<typeof harvest>>;
     try {
-      run = await harvest(["fs", "put", "--wait", "30", local, "/wait/cli.bin"]);
+      run = await harvest(["fs", "put", "--wait", "30", local, "/wait/cli.bin"], async (_cli, stderr) => {
+        await waitFor(() => (stderr().includes("waiting for a datanode") ? true : undefined), {
+          what: "the put to wait",
+          timeoutMs: 20_000,
+        });
+        await new Promise((resolve) => setTimeout(resolve, BUSY_MS));
+        monitors.forEach((m) => m.set(0));
+      });
     } finally {
-      clearTimeout(calm);
       monitors.forEach((m) => m.set(0));
     }
     expect(run.status, run.stderr).toBe(0);
@@ -296,5 +310,89 @@ describe("a write while every datanode's primary tenant is busy", () => {
     expect(run.status).not.toBe(0);
     expect(run.stderr).toContain("--wait");
     expect(await codeOf(client().stat("/wait/bad.bin"))).toBe("NAMENODE_FILE_NOT_FOUND");
+  });
+});
+
+/**
+ * A client whose first `redirects` pipelines go to `busy` instead of the head the namenode chose: a datanode that
+ * refuses because its primary turned busy before the namenode heard of it (a heartbeat's lag), made to happen on
+ * demand. The refusal itself is the busy datanode's own, over its real transfer port.
+ */
+class BusyFirstClient extends DfsClient {
+  constructor(
+    address: string,
+    private readonly busy: DatanodeInfoOutput,
+    private redirects: number,
+    options: Partial<DfsClientOptions>,
+  ) {
+    super(address, options);
+  }
+
+  override openWrite(head: DatanodeInfoOutput, blockToken: string): ReturnType<DfsClient["openWrite"]> {
+    if (this.redirects <= 0) return super.openWrite(head, blockToken);
+    this.redirects--;
+    return super.openWrite(this.busy, blockToken);
+  }
+}
+
+describe("a write whose pipeline a datanode refuses because its primary just turned busy", () => {
+  let dir: string;
+  let nn: NameNode;
+  const datanodes: DataNode[] = [];
+  let busy: DatanodeInfoOutput;
+
+  beforeAll(async () => {
+    requireBuild();
+    dir = mkdtempSync(join(tmpdir(), "harvest-write-busy-"));
+    nn = await startTestNameNode(dir, { defaultReplication: 1 });
+    datanodes.push(await startTestDataNode(dir, "calm", nn.address));
+    const monitor = new StepPrimaryMonitor({ capacityMilli: 1000, initialMilli: 1000 });
+    const dn = await startTestDataNode(dir, "busy", nn.address, { monitorTickMs: 20 }, monitor);
+    datanodes.push(dn);
+    busy = { datanodeId: "busy", address: dn.address, rack: "", transferAddress: dn.transferAddress };
+  });
+
+  afterAll(async () => {
+    for (const dn of datanodes) await dn.stop();
+    await nn?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("waits and tries again without excluding it or counting an attempt, and writes the file", async () => {
+    const data = randomBytes(3 * MiB);
+    const local = join(dir, "refused.bin");
+    writeFileSync(local, data);
+    const waits: WriteWaitEvent[] = [];
+    // One pipeline attempt allowed: a refusal counted as a failed pipeline would fail the write.
+    const dfs = new BusyFirstClient(nn.address, busy, 3, { maxBlockAttempts: 1, writeWaitMs: 30_000 });
+    try {
+      await dfs.put(local, "/refused.bin", { onWait: (w) => waits.push(w) });
+      expect(waits.map((w) => w.reason)).toEqual(
+        Array(3).fill("datanode busy refused the pipeline: its primary tenant is busy"),
+      );
+      expect(dfs.writeStats.pipelineFailures).toBe(3);
+      const chunks: Buffer[] = [];
+      for await (const chunk of dfs.createReadStream("/refused.bin")) chunks.push(chunk as Buffer);
+      expect(sha256(Buffer.concat(chunks))).toBe(sha256(data));
+    } finally {
+      dfs.close();
+    }
+  });
+
+  it("fails with DFS_DATANODES_UNAVAILABLE naming that datanode when the refusals outlast the wait", async () => {
+    const dfs = new BusyFirstClient(nn.address, busy, 1_000, { writeWaitMs: 300 });
+    try {
+      const err = await dfs.put(join(dir, "refused.bin"), "/refused-again.bin").then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isHarvestError(err, "DFS_DATANODES_UNAVAILABLE")).toBe(true);
+      expect((err as Error).message).toContain(
+        "within 0.3 s: datanode busy refused the pipeline: its primary tenant is busy",
+      );
+      expect(await codeOf(dfs.stat("/refused-again.bin"))).toBe("NAMENODE_FILE_NOT_FOUND");
+    } finally {
+      dfs.close();
+    }
   });
 });
