@@ -212,6 +212,24 @@ describe("a write while every datanode's primary tenant is busy", () => {
     expect((await dfs.stat("/wait/others.bin")).length).toBe(1000);
   });
 
+  it("is never blocked by its own open file: the same client overwrites it at once, another must wait for its lease", async () => {
+    const dfs = client();
+    // A file this client left open (its cleanup did not reach the namenode, say).
+    await dfs.nnCall(dfs.namenode.create, {
+      path: "/wait/own.bin",
+      owner: dfs.options.user,
+      clientName: dfs.options.clientName,
+      replication: 0,
+      blockSize: 0,
+      overwrite: false,
+      writerDatanodeId: "",
+    });
+    const [local, data] = localFile("own.bin", 1000);
+    expect(await codeOf(client().put(local, "/wait/own.bin", { overwrite: true }))).toBe("NAMENODE_FILE_INCOMPLETE");
+    await dfs.put(local, "/wait/own.bin", { overwrite: true });
+    expect(sha256(await readBack("/wait/own.bin"))).toBe(sha256(data));
+  });
+
   it("harvest fs put --wait says on stderr why it waits, once, and succeeds when the primaries calm down", async () => {
     const [local, data] = localFile("cli.bin", 3 * MiB);
     await setPrimaries(true);
