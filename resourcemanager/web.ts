@@ -9,8 +9,6 @@
  * (a node's drain state, class and power, a job's DAG, why it waits) is added beside those fields, never instead.
  * Access follows the matching gRPC method (`API_ROUTES` lists each route's roles).
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { MethodDefinition } from "@grpc/proto-loader";
 import { ANY_CERTIFICATE } from "../common/auth.js";
 import type { Access } from "../common/auth.js";
@@ -18,10 +16,10 @@ import { vertexLayers } from "../common/dag-spec.js";
 import type { DagSpec, EdgeType } from "../common/dag-spec.js";
 import { HarvestError } from "../common/errors.js";
 import { loadHarvestProto } from "../common/grpc.js";
-import { packageRoot } from "../common/paths.js";
 import { liveVertexProgress } from "../common/live-progress.js";
 import type { LiveVertexProgress } from "../common/live-progress.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
+import { harvestVersion } from "../common/web-page.js";
 import type { WebServer } from "../common/web-server.js";
 import type { NodeSample } from "./node-tracker.js";
 import { APP_STATES, NODE_STATES } from "./rm-metrics.js";
@@ -442,21 +440,6 @@ export const TENANT_HISTORY_DAYS = 30;
 export async function tenantUtilization(source: RmWebSource, tenant: string): Promise<TenantUtilization> {
   const series = await source.tenantUtilization(tenant, TENANT_HISTORY_DAYS);
   return { tenant, history: hourlyMeans(series), profile: dailyProfile(series) };
-}
-
-let versionValue: string | undefined;
-
-/** Harvest's version (package.json). */
-export function harvestVersion(): string {
-  if (versionValue === undefined) {
-    try {
-      const pkg = JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version?: unknown };
-      versionValue = typeof pkg.version === "string" ? pkg.version : "unknown";
-    } catch {
-      versionValue = "unknown";
-    }
-  }
-  return versionValue;
 }
 
 // ------------------------------------------------------------------------------------------------ routes
