@@ -47,9 +47,17 @@ export function registerNodePage(web: WebServer, source: RmWebSource): void {
 function containersOn(source: RmWebSource, nodeId: string): { running: NodeContainer[]; ended: NodeContainer[] } {
   const running: NodeContainer[] = [];
   const ended: NodeContainer[] = [];
-  for (const a of wire.apps(source, []))
+  // Listing leaves containers out: each job's own report has them.
+  for (const { appId } of wire.apps(source, [])) {
+    let a;
+    try {
+      a = wire.app(source, appId);
+    } catch {
+      continue; // Evicted between the list and now.
+    }
     for (const c of a.containers)
-      if (c.nodeId === nodeId) (c.state === "COMPLETE" ? ended : running).push({ appId: a.appId, appName: a.name, c });
+      if (c.nodeId === nodeId) (c.state === "COMPLETE" ? ended : running).push({ appId, appName: a.name, c });
+  }
   running.sort((x, y) => Number(y.c.startedMs) - Number(x.c.startedMs));
   ended.sort((x, y) => Number(y.c.finishedMs) - Number(x.c.finishedMs));
   return { running, ended: ended.slice(0, MAX_ENDED_ROWS) };

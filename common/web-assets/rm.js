@@ -305,7 +305,11 @@
           silent: true,
           symbol: "none",
           lineStyle: { color: "#b42318", type: "dashed" },
-          label: { formatter: "class " + data.classId + " peak " + Math.round(data.classPeakPct) + "%" },
+          label: {
+            position: "insideEndTop",
+            color: "#b42318",
+            formatter: "class " + data.classId + " peak " + Math.round(data.classPeakPct) + "%",
+          },
           data: [{ yAxis: data.classPeakPct }],
         };
       }
