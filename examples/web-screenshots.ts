@@ -122,6 +122,15 @@ async function main(): Promise<void> {
         await page.screenshot({ path: join(out, `${name}.png`) });
         process.stdout.write(`${join(out, `${name}.png`)}\n`);
       }
+      // The job's DAG on its own, at twice the pixels, so that its edge labels can be read.
+      await page.setViewport({ width: 1360, height: 900, deviceScaleFactor: 2 });
+      await page.goto(`${rm}/jobs/${appId}`, { waitUntil: "load" });
+      await new Promise((r) => setTimeout(r, 600));
+      const dag = await page.$("#dag");
+      if (dag) {
+        await dag.screenshot({ path: join(out, "rm-job-dag.png") });
+        process.stdout.write(`${join(out, "rm-job-dag.png")}\n`);
+      }
       if (errors.length > 0) process.stderr.write(`page errors:\n${errors.join("\n")}\n`);
     } finally {
       await browser.close();

@@ -67,13 +67,13 @@ function bytesCell(n: number): string {
 }
 
 /** Capacity as a bar: DFS used, non-DFS used, then remaining (SVG presentation attributes: the CSP refuses styles). */
-function spaceBar(capacity: number, dfsUsed: number, nonDfsUsed: number): string {
+function spaceBar(capacity: number, dfsUsed: number, nonDfsUsed: number, widthPx = 120): string {
   const pct = (v: number): number => (capacity > 0 ? Math.min(100, Math.max(0, (100 * v) / capacity)) : 0);
   const a = pct(dfsUsed);
   const b = Math.min(100 - a, pct(nonDfsUsed));
   const label = `DFS used ${a.toFixed(1)} %, non-DFS used ${b.toFixed(1)} %, remaining ${(100 - a - b).toFixed(1)} %`;
   return (
-    `<svg class="usage" width="120" height="10" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" aria-label="${escapeHtml(label)}">` +
+    `<svg class="usage" width="${widthPx}" height="10" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" aria-label="${escapeHtml(label)}">` +
     `<title>${escapeHtml(label)}</title><rect width="100" height="10" fill="#eaecf0"/>` +
     `<rect width="${a.toFixed(2)}" height="10" fill="#2f6f3e"/>` +
     `<rect x="${a.toFixed(2)}" width="${b.toFixed(2)}" height="10" fill="#98a2b3"/></svg>`
@@ -87,7 +87,7 @@ function capacityHtml(d: NameNodeSummary["datanodes"]): string {
     `<tr id="${id}"><th>${escapeHtml(label)}</th><td class="num" data-bytes="${escapeHtml(v)}">${escapeHtml(formatBytes(v))}</td><td class="num">${share ? escapeHtml(pct(v)) : ""}</td></tr>`;
   const busy =
     d.primaryBusy > 0 ? `, ${num(d.primaryBusy)} of them refusing I/O while their primary tenant is busy` : "";
-  return `<div id="capacity">${spaceBar(d.capacityBytes, d.usedBytes, d.nonDfsUsedBytes)}
+  return `<div id="capacity">${spaceBar(d.capacityBytes, d.usedBytes, d.nonDfsUsedBytes, 480)}
 <table class="facts" id="capacity-table"><tbody>
 ${row("capacity-configured", "Configured capacity", d.capacityBytes, false)}
 ${row("capacity-dfs-used", "DFS used", d.usedBytes, true)}

@@ -143,7 +143,8 @@
           roam: true,
           edgeSymbol: ["none", "arrow"],
           edgeSymbolSize: 9,
-          lineStyle: { color: "#667085", width: 2 },
+          // Opaque: a graph's edges default to half opacity, which their labels inherit.
+          lineStyle: { color: "#98a2b3", width: 2, opacity: 1 },
           edgeLabel: { show: true },
           data: nodes,
           links: links,
