@@ -40,6 +40,8 @@ export abstract class ServingDaemon {
   protected boundPort = 0;
   /** Set once the web server serves. */
   protected web: WebServer | undefined;
+  /** When the daemon began to serve (ms since the epoch; 0 before): its overview page's uptime counts from here. */
+  protected servingSinceMs = 0;
 
   /** `daemon` names the daemon in errors: "namenode", "node manager". */
   protected constructor(daemon: string) {
@@ -67,6 +69,7 @@ export abstract class ServingDaemon {
   /** Starts the daemon; resolves once it serves. A stop meanwhile makes it fail with DAEMON_INVALID_TRANSITION. */
   async start(): Promise<void> {
     await this.lifecycle.start(() => this.startSteps());
+    this.servingSinceMs = Date.now();
     const details = this.onServing();
     this.log.info(`${this.lifecycle.daemon} serving`, { address: this.address, httpUrl: this.httpUrl, ...details });
   }

@@ -4,7 +4,10 @@
  * script needs travels in a `<script type="application/json" id="page-data">` block, which the CSP allows because it
  * is not executed. Every value put into HTML goes through `escapeHtml`.
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Principal } from "./auth.js";
+import { packageRoot } from "./paths.js";
 import { escapeHtml } from "./web-server.js";
 
 /** One entry of the navigation bar. */
@@ -139,4 +142,58 @@ export function formatDuration(ms: number): string {
   const s = Math.round(ms / 1000);
   if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
   return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+}
+
+let versionValue: string | undefined;
+
+/** Harvest's version (package.json's). */
+export function harvestVersion(): string {
+  if (versionValue === undefined) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version?: unknown };
+      versionValue = typeof pkg.version === "string" ? pkg.version : "unknown";
+    } catch {
+      versionValue = "unknown";
+    }
+  }
+  return versionValue;
+}
+
+/** A daemon process at a glance, as every overview page and `/ws/v1/.../info` show it. */
+export interface ProcessFacts {
+  /** When the daemon began to serve (ms since the epoch). */
+  startedMs: number;
+  uptimeMs: number;
+  version: string;
+  /** V8's heap: used and reserved; rss: the process's resident memory. */
+  heapUsedBytes: number;
+  heapTotalBytes: number;
+  rssBytes: number;
+}
+
+/** The facts of this process for a daemon that began to serve at `startedMs`. */
+export function processFacts(startedMs: number, nowMs = Date.now()): ProcessFacts {
+  const m = process.memoryUsage();
+  return {
+    startedMs,
+    uptimeMs: startedMs > 0 ? Math.max(0, nowMs - startedMs) : 0,
+    version: harvestVersion(),
+    heapUsedBytes: m.heapUsed,
+    heapTotalBytes: m.heapTotal,
+    rssBytes: m.rss,
+  };
+}
+
+/** `#process`: uptime (since when), version and heap, as a small facts table. */
+export function renderProcessFacts(p: ProcessFacts): string {
+  const rows: [string, string][] = [
+    ["Uptime", `${formatDuration(p.uptimeMs)} (since ${formatTime(p.startedMs)} UTC)`],
+    ["Version", p.version],
+    [
+      "Heap",
+      `${formatBytes(p.heapUsedBytes)} used of ${formatBytes(p.heapTotalBytes)}; resident ${formatBytes(p.rssBytes)}`,
+    ],
+  ];
+  const body = rows.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(v)}</td></tr>`).join("");
+  return `<table id="process" class="facts"><tbody>${body}</tbody></table>`;
 }

@@ -132,6 +132,8 @@ export class BlockStore implements ReplicaWriterStore {
   private capacity = 0;
   private finalizedBytes = 0;
   private diskAvailable = Number.MAX_SAFE_INTEGER;
+  private diskSize = 0;
+  private diskDevice = 0;
   /** @internal Staging memory of direct writes, when they are on. */
   readonly direct: DirectWrites | undefined;
 
@@ -210,6 +212,15 @@ export class BlockStore implements ReplicaWriterStore {
   async refreshDiskStats(): Promise<void> {
     const s = await statfs(this.dataDir);
     this.diskAvailable = s.bavail * s.bsize;
+    this.diskSize = s.blocks * s.bsize;
+  }
+
+  /**
+   * The data directory's file system at the last `refreshDiskStats()`: its size, what unprivileged users may still
+   * write, and its device id (`stat().dev`; Node does not expose statfs's f_fsid), which names it on this machine.
+   */
+  get fileSystem(): { sizeBytes: number; availableBytes: number; device: number } {
+    return { sizeBytes: this.diskSize, availableBytes: this.diskAvailable, device: this.diskDevice };
   }
 
   /** Every finalized replica, corrupt ones included, by block id. */
@@ -510,6 +521,8 @@ export class BlockStore implements ReplicaWriterStore {
     const fs = await statfs(this.dataDir);
     this.capacity = capacityBytes > 0 ? capacityBytes : fs.blocks * fs.bsize;
     this.diskAvailable = fs.bavail * fs.bsize;
+    this.diskSize = fs.blocks * fs.bsize;
+    this.diskDevice = (await stat(this.dataDir)).dev;
     await this.scanCurrent();
     await this.scanRbw();
     await this.openTrash();

@@ -42,6 +42,7 @@ import type { DatanodeToNamenode } from "../proto/generated/harvest/v1/DatanodeT
 import type { DatanodeHeartbeat } from "../proto/generated/harvest/v1/DatanodeHeartbeat.js";
 import type { RegisterDatanode } from "../proto/generated/harvest/v1/RegisterDatanode.js";
 import { NamenodeLinks } from "./namenode-links.js";
+import { fileSystemId, machineId } from "./machine-id.js";
 import type { ReimageResponse } from "../proto/generated/harvest/v1/ReimageResponse.js";
 import type { ReplicateCommandOutput } from "../proto/generated/harvest/v1/ReplicateCommand.js";
 import type { RecoverBlockCommandOutput } from "../proto/generated/harvest/v1/RecoverBlockCommand.js";
@@ -360,6 +361,10 @@ export class DataNode extends ServingDaemon {
       capacityBytes: this.store.capacityBytes,
       usedBytes: this.store.usedBytes(),
       storageId: this.store.storageId,
+      machineId: machineId(),
+      fsId: fileSystemId(this.store.fileSystem.device),
+      fsCapacityBytes: this.store.fileSystem.sizeBytes,
+      fsAvailableBytes: this.store.fileSystem.availableBytes,
     };
   }
 
@@ -461,6 +466,8 @@ export class DataNode extends ServingDaemon {
       remainingBytes: store.remainingBytes(),
       primaryBusy: this.busy,
       activeTransfers: this.activeTransfers,
+      fsCapacityBytes: store.fileSystem.sizeBytes,
+      fsAvailableBytes: store.fileSystem.availableBytes,
     };
   }
 

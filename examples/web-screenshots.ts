@@ -76,7 +76,10 @@ async function main(): Promise<void> {
   const chromium = findChromium();
   if (!chromium) throw new Error("no Chromium: apt-get install chromium (or set HARVEST_CHROMIUM)");
   mkdirSync(out, { recursive: true });
-  harvest("cluster", "up", "--servers", "4", "--speed", "600");
+  // A history sample every 2 s, so that the cluster page's last day has points by the time it is shot.
+  const config = join(dir, "daemons.json");
+  writeFileSync(config, JSON.stringify({ rm: { historySampleMs: 2_000 } }));
+  harvest("cluster", "up", "--servers", "4", "--speed", "600", "--config", config);
   try {
     registerTenants();
     harvest("fs", "mkdir", "/demo");
@@ -103,6 +106,7 @@ async function main(): Promise<void> {
         ["rm-cluster", `${rm}/`],
         ["rm-jobs", `${rm}/jobs`],
         ["rm-job", `${rm}/jobs/${appId}`],
+        ["rm-node", `${rm}/node/server-1`],
         ["rm-tenants", `${rm}/tenants`],
         ["rm-classes", `${rm}/classes`],
         ["rm-power", `${rm}/power`],
@@ -117,6 +121,15 @@ async function main(): Promise<void> {
         await new Promise((r) => setTimeout(r, 600));
         await page.screenshot({ path: join(out, `${name}.png`) });
         process.stdout.write(`${join(out, `${name}.png`)}\n`);
+      }
+      // The job's DAG on its own, at twice the pixels, so that its edge labels can be read.
+      await page.setViewport({ width: 1360, height: 900, deviceScaleFactor: 2 });
+      await page.goto(`${rm}/jobs/${appId}`, { waitUntil: "load" });
+      await new Promise((r) => setTimeout(r, 600));
+      const dag = await page.$("#dag");
+      if (dag) {
+        await dag.screenshot({ path: join(out, "rm-job-dag.png") });
+        process.stdout.write(`${join(out, "rm-job-dag.png")}\n`);
       }
       if (errors.length > 0) process.stderr.write(`page errors:\n${errors.join("\n")}\n`);
     } finally {

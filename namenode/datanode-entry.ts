@@ -22,6 +22,12 @@ export interface DatanodeEntry {
   capacityBytes: number;
   usedBytes: number;
   remainingBytes: number;
+  /** Its machine and its data directory's file system there ("" from a datanode that does not say). */
+  machineId: string;
+  fsId: string;
+  /** That file system's size and free space at the last report (0: not reported). */
+  fsCapacityBytes: number;
+  fsAvailableBytes: number;
   primaryBusy: boolean;
   activeTransfers: number;
   lastHeartbeatMs: number;

@@ -6,6 +6,7 @@
 import type { BlockKeyManager } from "../common/block-token.js";
 import type { Clock } from "../common/clock.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
+import { datanodeCapacity } from "./capacity.js";
 import type { Logger } from "../common/log.js";
 import { parseHostPort } from "../common/net-address.js";
 import { serveWorkerStream } from "../common/worker-stream.js";
@@ -144,6 +145,10 @@ export class DatanodeTracker {
       capacityBytes: 0,
       usedBytes: 0,
       remainingBytes: 0,
+      machineId: "",
+      fsId: "",
+      fsCapacityBytes: 0,
+      fsAvailableBytes: 0,
       primaryBusy: false,
       activeTransfers: 0,
       lastHeartbeatMs: now,
@@ -163,7 +168,14 @@ export class DatanodeTracker {
       rack: reg.rack || "/default-rack",
       capacityBytes: reg.capacityBytes,
       usedBytes: reg.usedBytes,
-      remainingBytes: Math.max(0, reg.capacityBytes - reg.usedBytes),
+      remainingBytes: Math.max(
+        0,
+        Math.min(reg.capacityBytes - reg.usedBytes, reg.fsCapacityBytes > 0 ? reg.fsAvailableBytes : Infinity),
+      ),
+      machineId: reg.machineId.slice(0, 200),
+      fsId: reg.fsId.slice(0, 200),
+      fsCapacityBytes: reg.fsCapacityBytes,
+      fsAvailableBytes: reg.fsAvailableBytes,
       lastHeartbeatMs: now,
       state: "LIVE",
       stream,
@@ -202,6 +214,11 @@ export class DatanodeTracker {
     entry.capacityBytes = hb.capacityBytes;
     entry.usedBytes = hb.usedBytes;
     entry.remainingBytes = hb.remainingBytes;
+    // A datanode that does not report its file system keeps what its registration said.
+    if (hb.fsCapacityBytes > 0) {
+      entry.fsCapacityBytes = hb.fsCapacityBytes;
+      entry.fsAvailableBytes = hb.fsAvailableBytes;
+    }
     entry.primaryBusy = hb.primaryBusy;
     entry.activeTransfers = hb.activeTransfers;
     if (!this.host.isActive()) {
@@ -401,6 +418,9 @@ export class DatanodeTracker {
       capacityBytes: d.capacityBytes,
       usedBytes: d.usedBytes,
       remainingBytes: d.remainingBytes,
+      nonDfsUsedBytes: datanodeCapacity(d).nonDfsUsedBytes,
+      machineId: d.machineId,
+      fsId: d.fsId,
       blocks: this.blocks.replicaCount(d.datanodeId),
       lastHeartbeatMs: d.lastHeartbeatMs,
       primaryBusy: d.primaryBusy,

@@ -8,6 +8,7 @@ import type { Namespace } from "./namespace.js";
 import type { Caller } from "./policy/permissions.js";
 import type { DatanodeView } from "./policy/placement.js";
 import { countReplicas } from "./policy/replication-monitor.js";
+import { capacityTotals } from "./capacity.js";
 import { countPriority } from "./nn-metrics.js";
 import type { BlockHealthCounts, DatanodeCounts } from "./nn-metrics.js";
 import type { ReplicationMonitor } from "./policy/replication-monitor.js";
@@ -173,8 +174,11 @@ export function datanodeCounts(src: HealthSource): DatanodeCounts {
     primaryBusy: 0,
     capacityBytes: 0,
     usedBytes: 0,
+    nonDfsUsedBytes: 0,
     remainingBytes: 0,
+    fileSystems: 0,
   };
+  const live: DatanodeEntry[] = [];
   for (const d of src.datanodes.values()) {
     if (d.state !== "LIVE") {
       if (src.monitor.adminState(d.datanodeId) !== "DECOMMISSIONED") out.dead += 1;
@@ -183,10 +187,15 @@ export function datanodeCounts(src: HealthSource): DatanodeCounts {
     if (src.isStale(d)) out.stale += 1;
     else out.live += 1;
     if (d.primaryBusy) out.primaryBusy += 1;
-    out.capacityBytes += d.capacityBytes;
-    out.usedBytes += d.usedBytes;
-    out.remainingBytes += d.remainingBytes;
+    live.push(d);
   }
+  // A file system several datanodes share (a local cluster on one disk) counts once.
+  const space = capacityTotals(live);
+  out.capacityBytes = space.capacityBytes;
+  out.usedBytes = space.dfsUsedBytes;
+  out.nonDfsUsedBytes = space.nonDfsUsedBytes;
+  out.remainingBytes = space.remainingBytes;
+  out.fileSystems = space.fileSystems;
   for (const id of src.monitor.outOfService())
     out[src.monitor.adminState(id) === "DECOMMISSIONED" ? "decommissioned" : "decommissioning"] += 1;
   return out;

@@ -12,6 +12,7 @@
  * monitor's, decommission.ts). Draining datanodes are kept out of new pipelines, read last, and reported in fsck,
  * GetDatanodes and GetDecommissionStatus.
  */
+import { processFacts } from "../common/web-page.js";
 import { randomInt } from "node:crypto";
 import { join } from "node:path";
 import { ensureDirMode } from "../common/atomic-file.js";
@@ -501,6 +502,7 @@ export class NameNode extends ServingDaemon {
       blockHealth: this.blockHealth(),
       datanodes: this.datanodeCounts(),
       ha: this.haStatus,
+      process: processFacts(this.servingSinceMs),
     };
   }
 

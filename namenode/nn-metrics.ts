@@ -4,6 +4,7 @@
  * block health, the datanodes and safe mode. The gauges are read at scrape time from {@link NameNodeSummary}, the
  * same summary `/ws/v1/nn/info` serves, so the two never disagree.
  */
+import type { ProcessFacts } from "../common/web-page.js";
 import { Histogram } from "prom-client";
 import type { Counter, Registry } from "prom-client";
 import { counter, LATENCY_BUCKETS_SECONDS, scrapedLabelledGauge, subjectGauges } from "../common/metrics.js";
@@ -80,9 +81,16 @@ export interface DatanodeCounts {
   decommissioned: number;
   /** Live datanodes whose primary tenant is busy: they refuse reads and writes for now. */
   primaryBusy: number;
+  /**
+   * Space of the live datanodes, each file system counted once (namenode/capacity.ts): capacity = used (DFS used, the
+   * replicas) + non-DFS used + remaining.
+   */
   capacityBytes: number;
   usedBytes: number;
+  nonDfsUsedBytes: number;
   remainingBytes: number;
+  /** Distinct file systems the live datanodes store on. */
+  fileSystems: number;
 }
 
 /** The namenode at a glance: what `/ws/v1/nn/info` answers and the gauges read. */
@@ -101,6 +109,8 @@ export interface NameNodeSummary {
   datanodes: DatanodeCounts;
   /** HA: role ("active" without HA), term (0 without HA), the active's address and the last log entry applied. */
   ha: { role: string; epoch: number; active: string; appliedTxid: number };
+  /** Uptime, version and heap. */
+  process: ProcessFacts;
 }
 
 /** What the gauges read; called once per scrape. */
@@ -221,8 +231,17 @@ export class NameNodeMetrics {
       "Live datanodes whose primary tenant is busy (they refuse reads and writes until it calms down)",
       (s) => s.datanodes.primaryBusy,
     );
-    gauge("harvest_nn_capacity_bytes", "Storage capacity of the live datanodes", (s) => s.datanodes.capacityBytes);
+    gauge(
+      "harvest_nn_capacity_bytes",
+      "Storage capacity of the live datanodes (a file system several share counted once): used + non-DFS used + remaining",
+      (s) => s.datanodes.capacityBytes,
+    );
     gauge("harvest_nn_used_bytes", "Bytes the live datanodes use for block replicas", (s) => s.datanodes.usedBytes);
+    gauge(
+      "harvest_nn_non_dfs_used_bytes",
+      "Bytes of the live datanodes' capacity that other files take (neither replicas nor free)",
+      (s) => s.datanodes.nonDfsUsedBytes,
+    );
     gauge(
       "harvest_nn_remaining_bytes",
       "Bytes the live datanodes have free for blocks",

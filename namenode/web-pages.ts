@@ -11,7 +11,15 @@ import { ANY_CERTIFICATE } from "../common/auth.js";
 import { baseName, normalizeDfsPath, pathComponents } from "../common/dfs-path.js";
 import { isHarvestError } from "../common/errors.js";
 import { formatMode } from "../common/fs-permission.js";
-import { formatBytes, formatDuration, formatTime, renderPage, renderTable, renderTiles } from "../common/web-page.js";
+import {
+  formatBytes,
+  formatDuration,
+  formatTime,
+  renderPage,
+  renderProcessFacts,
+  renderTable,
+  renderTiles,
+} from "../common/web-page.js";
 import type { Column, NavLink, TableOptions } from "../common/web-page.js";
 import { escapeHtml, httpStatusOf } from "../common/web-server.js";
 import type { WebRequest, WebResponse, WebServer } from "../common/web-server.js";
@@ -19,6 +27,7 @@ import { ReplicationPriority, replicationPriority } from "./policy/replication-m
 import { fsckPriorities } from "./web-api.js";
 import { TIER_NAMES } from "./web.js";
 import type { NameNodeWebSource, PlacementCellReport, PlacementReport } from "./web.js";
+import type { NameNodeSummary } from "./nn-metrics.js";
 import type { DatanodeReportOutput } from "../proto/generated/harvest/v1/DatanodeReport.js";
 import type { FileStatusOutput } from "../proto/generated/harvest/v1/FileStatus.js";
 import type { FsckBlockOutput } from "../proto/generated/harvest/v1/FsckBlock.js";
@@ -52,11 +61,46 @@ export function registerNameNodePages(server: WebServer, source: NameNodeWebSour
 
 // ------------------------------------------------------------------------------------------------ pages
 
+/** Bytes in a table cell, exact in `data-sort` (the tables sort by it) and in the title. */
+function bytesCell(n: number): string {
+  return `<span data-sort="${escapeHtml(n)}" title="${escapeHtml(n)} bytes">${escapeHtml(formatBytes(n))}</span>`;
+}
+
+/** Capacity as a bar: DFS used, non-DFS used, then remaining (SVG presentation attributes: the CSP refuses styles). */
+function spaceBar(capacity: number, dfsUsed: number, nonDfsUsed: number, widthPx = 120): string {
+  const pct = (v: number): number => (capacity > 0 ? Math.min(100, Math.max(0, (100 * v) / capacity)) : 0);
+  const a = pct(dfsUsed);
+  const b = Math.min(100 - a, pct(nonDfsUsed));
+  const label = `DFS used ${a.toFixed(1)} %, non-DFS used ${b.toFixed(1)} %, remaining ${(100 - a - b).toFixed(1)} %`;
+  return (
+    `<svg class="usage" width="${widthPx}" height="10" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" aria-label="${escapeHtml(label)}">` +
+    `<title>${escapeHtml(label)}</title><rect width="100" height="10" fill="#eaecf0"/>` +
+    `<rect width="${a.toFixed(2)}" height="10" fill="#2f6f3e"/>` +
+    `<rect x="${a.toFixed(2)}" width="${b.toFixed(2)}" height="10" fill="#98a2b3"/></svg>`
+  );
+}
+
+/** `#capacity`: the four numbers that add up, for the live datanodes, each file system counted once. */
+function capacityHtml(d: NameNodeSummary["datanodes"]): string {
+  const pct = (v: number): string => `${(d.capacityBytes > 0 ? (100 * v) / d.capacityBytes : 0).toFixed(1)} %`;
+  const row = (id: string, label: string, v: number, share: boolean): string =>
+    `<tr id="${id}"><th>${escapeHtml(label)}</th><td class="num" data-bytes="${escapeHtml(v)}">${escapeHtml(formatBytes(v))}</td><td class="num">${share ? escapeHtml(pct(v)) : ""}</td></tr>`;
+  const busy =
+    d.primaryBusy > 0 ? `, ${num(d.primaryBusy)} of them refusing I/O while their primary tenant is busy` : "";
+  return `<div id="capacity">${spaceBar(d.capacityBytes, d.usedBytes, d.nonDfsUsedBytes, 480)}
+<table class="facts" id="capacity-table"><tbody>
+${row("capacity-configured", "Configured capacity", d.capacityBytes, false)}
+${row("capacity-dfs-used", "DFS used", d.usedBytes, true)}
+${row("capacity-non-dfs-used", "Non-DFS used", d.nonDfsUsedBytes, true)}
+${row("capacity-remaining", "Remaining", d.remainingBytes, true)}
+</tbody></table>
+<p class="muted">On ${num(d.live + d.stale)} live datanodes and ${num(d.fileSystems)} file system${d.fileSystems === 1 ? "" : "s"} (datanodes sharing one count it once)${busy}. Non-DFS used: what other files take of the capacity.</p></div>`;
+}
+
 function overview(req: WebRequest, source: NameNodeWebSource): WebResponse {
   const s = source.summary();
   const h = s.blockHealth;
   const d = s.datanodes;
-  const usedFraction = d.capacityBytes > 0 ? d.usedBytes / d.capacityBytes : 0;
   const healthy = h.missing + h.underReplicated + h.corrupt === 0;
   const body = `${renderTiles("summary", [
     ["safe mode", s.safeMode.on ? state("ON", "DRAINING") : state("OFF", "NORMAL")],
@@ -74,10 +118,7 @@ function overview(req: WebRequest, source: NameNodeWebSource): WebResponse {
     ...(s.ha.epoch > 0 ? ([["HA role", `${escapeHtml(s.ha.role)} (epoch ${num(s.ha.epoch)})`]] as const) : []),
   ])}
 <h2>Capacity</h2>
-<p id="capacity"><meter min="0" max="1" value="${escapeHtml(usedFraction.toFixed(4))}"></meter>
-${escapeHtml(formatBytes(d.usedBytes))} used of ${escapeHtml(formatBytes(d.capacityBytes))}
-(${escapeHtml((usedFraction * 100).toFixed(1))} %), ${escapeHtml(formatBytes(d.remainingBytes))} free on
-${num(d.live + d.stale)} live datanodes${d.primaryBusy > 0 ? `, ${num(d.primaryBusy)} of them refusing I/O while their primary tenant is busy` : ""}.</p>
+${capacityHtml(d)}
 ${s.safeMode.on ? `<p class="muted" id="safe-mode">Safe mode: ${escapeHtml(s.safeMode.reason)} (threshold ${escapeHtml(s.safeMode.threshold)}); mutations are refused until enough blocks are reported.</p>` : ""}
 <h2>Namenode</h2>
 <table id="namenode"><tbody>
@@ -87,6 +128,7 @@ ${s.safeMode.on ? `<p class="muted" id="safe-mode">Safe mode: ${escapeHtml(s.saf
 <tr><th>Replica placement</th><td>${escapeHtml(s.placementPolicy)}</td></tr>
 <tr><th>Replication in flight</th><td>${num(h.pendingReplication)} blocks</td></tr>
 </tbody></table>
+${renderProcessFacts(s.process)}
 <h2>REST API</h2>
 <ul id="api">${[
     "/ws/v1/nn/info",
@@ -207,6 +249,12 @@ function fileBody(status: FileStatusOutput, path: string, source: NameNodeWebSou
 function datanodes(req: WebRequest, source: NameNodeWebSource): WebResponse {
   const s = source.summary().datanodes;
   const now = Date.now();
+  const reports = source.datanodes();
+  // Live datanodes per file system: a shared one is counted once in the totals above the table.
+  const sharing = new Map<string, number>();
+  for (const d of reports)
+    if (d.state === "LIVE" && d.fsId)
+      sharing.set(`${d.machineId}\u0000${d.fsId}`, (sharing.get(`${d.machineId}\u0000${d.fsId}`) ?? 0) + 1);
   const columns: Column<DatanodeReportOutput>[] = [
     { label: "Datanode", cell: (d) => escapeHtml(d.datanodeId) },
     { label: "Address", cell: (d) => `<code>${escapeHtml(d.address)}</code>` },
@@ -225,15 +273,23 @@ function datanodes(req: WebRequest, source: NameNodeWebSource): WebResponse {
       cell: (d) => state(d.adminState, d.adminState === "NORMAL" ? "NORMAL" : "DECOMMISSIONING"),
     },
     { label: "Primary", cell: (d) => (d.primaryBusy ? state("busy", "busy") : '<span class="muted">idle</span>') },
-    { label: "Capacity", numeric: true, cell: (d) => escapeHtml(formatBytes(d.capacityBytes)) },
-    { label: "Used", numeric: true, cell: (d) => escapeHtml(formatBytes(d.usedBytes)) },
+    { label: "Capacity", numeric: true, className: "dn-capacity", cell: (d) => bytesCell(d.capacityBytes) },
+    { label: "DFS used", numeric: true, className: "dn-dfs-used", cell: (d) => bytesCell(d.usedBytes) },
+    { label: "Non-DFS used", numeric: true, className: "dn-non-dfs-used", cell: (d) => bytesCell(d.nonDfsUsedBytes) },
     {
       label: "Remaining",
       numeric: true,
-      cell: (d) =>
-        `${escapeHtml(formatBytes(d.remainingBytes))} <meter min="0" max="1" value="${escapeHtml(
-          (d.capacityBytes > 0 ? d.usedBytes / d.capacityBytes : 0).toFixed(4),
-        )}"></meter>`,
+      className: "dn-remaining",
+      cell: (d) => `${bytesCell(d.remainingBytes)} ${spaceBar(d.capacityBytes, d.usedBytes, d.nonDfsUsedBytes)}`,
+    },
+    {
+      label: "File system",
+      className: "dn-fs",
+      cell: (d) => {
+        const shared = sharing.get(`${d.machineId}\u0000${d.fsId}`) ?? 1;
+        const fs = d.fsId ? `<span title="${escapeHtml(`machine ${d.machineId}`)}">${escapeHtml(d.fsId)}</span>` : "-";
+        return d.fsId && shared > 1 ? `${fs} <span class="muted">(shared by ${num(shared)})</span>` : fs;
+      },
     },
     { label: "Blocks", numeric: true, cell: (d) => num(d.blocks) },
     {
@@ -251,10 +307,13 @@ function datanodes(req: WebRequest, source: NameNodeWebSource): WebResponse {
     ["decommissioned", num(s.decommissioned)],
     ["primary busy", num(s.primaryBusy)],
     ["capacity", escapeHtml(formatBytes(s.capacityBytes))],
-    ["used", escapeHtml(formatBytes(s.usedBytes))],
+    ["DFS used", escapeHtml(formatBytes(s.usedBytes))],
+    ["non-DFS used", escapeHtml(formatBytes(s.nonDfsUsedBytes))],
     ["remaining", escapeHtml(formatBytes(s.remainingBytes))],
+    ["file systems", num(s.fileSystems)],
   ])}
-${renderTable("datanodes", columns, source.datanodes(), "No datanode has registered yet.", (d) => ({ "data-datanode": d.datanodeId }), NN_TABLE)}`;
+<p class="muted">Capacity = DFS used + non-DFS used + remaining, per datanode and in total; datanodes sharing a file system count it once in the totals.</p>
+${renderTable("datanodes", columns, reports, "No datanode has registered yet.", (d) => ({ "data-datanode": d.datanodeId }), NN_TABLE)}`;
   return page(req, "/datanodes", "Datanodes", body, { refresh: true });
 }
 

@@ -137,7 +137,7 @@ export function recordEnd(
   else counts.killed++;
   // Learning from kills: the history placement keeps long jobs off a server whose primary just took work back.
   if (cause === "PREEMPTED_BY_PRIMARY" && ref.nodeId) deps.history?.noteKill(ref.nodeId, app.record.appId);
-  deps.observer?.containerEnded(ref.isAm === true, cause);
+  deps.observer?.containerEnded(ref.isAm === true, cause, ref.nodeId || undefined);
 }
 
 /** A task that succeeded: its run time joins the lifetime model now and its job's history record at the end. */

@@ -95,8 +95,8 @@ export interface ApplicationObserver {
   submitted(appId: string): void;
   /** A job ended (durable), in its final state. */
   finished(appId: string, state: AppRecord["state"], outcome: AppRecord["outcome"]): void;
-  /** A container this resource manager granted ended, once per container, with how it ended. */
-  containerEnded(isAm: boolean, cause: ExitCauseOutput): void;
+  /** A container this resource manager granted ended, once per container, with how it ended and where it ran. */
+  containerEnded(isAm: boolean, cause: ExitCauseOutput, nodeId?: string): void;
   /** `count` containers at risk of preemption were told to their job manager (an Allocate answer). */
   noticesDelivered?(count: number): void;
 }

@@ -193,6 +193,11 @@ export interface ResourceManagerOptions {
   /** How often the liveness monitor runs. @default 500 */
   monitorIntervalMs: number;
   /**
+   * How often the cluster page's history (cores harvested, kills) takes a sample; the last day is kept, at most 1440
+   * samples. @default 60000
+   */
+  historySampleMs: number;
+  /**
    * Power domains and their budgets in watts, e.g. `[{ path: "row1/rack1/chassis1", budgetWatts: 1200 }]` (paths are
    * '/'-separated, see `power-domains.ts`; a budget of 0 tracks the domain without capping it). They seed an empty
    * store: once PowerAdmin.SetDomains or SetBudget has changed the tree, the stored tree wins at restart. @default []
@@ -324,6 +329,7 @@ export function resolveResourceManagerOptions(
         insecure: false,
         maxParallelism: 10_000,
         monitorIntervalMs: 500,
+        historySampleMs: 60_000,
         maxCompletedApps: 1_000,
         powerDomains: [],
         powerNodeDomains: {},
@@ -380,6 +386,7 @@ export function resolveResourceManagerOptions(
     "resyncWindowMs",
     "monitorIntervalMs",
     "reclusterIntervalMs",
+    "historySampleMs",
   ] as const) {
     if (!(o[f] > 0)) bad(f, "must be a positive number of milliseconds");
   }

@@ -6,6 +6,7 @@
  * `DrainService` (drain-service.ts), quotes are `JobQuotes`; this class holds the policies they use and the periodic
  * monitor. Its web server (UI, REST, `/metrics`: web.ts, web-pages.ts, rm-metrics.ts) reads what gRPC answers with.
  */
+import { ClusterHistory } from "./cluster-history.js";
 import { LocalityPolicy } from "./policy/locality.js";
 import { ensureDirMode } from "../common/atomic-file.js";
 import { join } from "node:path";
@@ -78,6 +79,7 @@ export class ResourceManager extends ServingDaemon {
   private readonly registry = daemonRegistry("resourcemanager");
   private readonly server = createServer([grpcServerMetrics(this.registry)]);
   private readonly metrics: RmMetrics;
+  private readonly usageHistory: ClusterHistory;
   /** Signs the web UI's login tokens (GetWebToken); its key lives in the data directory, so set at start. */
   private webTokens: WebTokens | undefined;
   /** Who may call what (common/auth.ts); TLS when `tls` is set. */
@@ -236,6 +238,7 @@ export class ResourceManager extends ServingDaemon {
       });
     // Counters are fed as things happen; gauges read the live state at each scrape.
     this.metrics = new RmMetrics(this.registry, this.gaugeSource());
+    this.usageHistory = new ClusterHistory(() => this.scheduler.nodeViews(), this.clock, this.options.historySampleMs);
     haGauges(this.registry, () => this.haAdmin().status());
     this.nodes = new NodeTracker(this.options, {
       scheduler: this.scheduler,
@@ -273,7 +276,7 @@ export class ResourceManager extends ServingDaemon {
       address: () => this.options.haRmAddresses || this.address,
       epoch: () => this.epoch,
       haEpoch: () => this.ha?.epoch ?? 0,
-      observer: this.metrics,
+      observer: this.usageHistory.observing(this.metrics),
       jobCleanup: this.jobCleanup,
       offerNodes: () => this.offerNodes(),
     });
@@ -478,6 +481,7 @@ export class ResourceManager extends ServingDaemon {
     });
     await this.jobCleanup.resume();
     this.monitorTimer = setInterval(() => this.monitor(), this.options.monitorIntervalMs);
+    this.usageHistory.start();
     this.reclusterTimer = setInterval(() => void this.recluster("periodic"), this.options.reclusterIntervalMs);
   }
 
@@ -485,6 +489,7 @@ export class ResourceManager extends ServingDaemon {
   protected async stopSteps(_was: DaemonState): Promise<void> {
     this.jobCleanup.stop();
     if (this.monitorTimer) clearInterval(this.monitorTimer);
+    this.usageHistory.stop();
     if (this.reclusterTimer) clearInterval(this.reclusterTimer);
     await this.web?.stop();
     await shutdownServer(this.server, 1_000);
@@ -569,11 +574,10 @@ export class ResourceManager extends ServingDaemon {
       listClasses: () => this.classList(),
       listDomains: () => listMessage(this.power.snapshot()),
       getDrainStatus: () => this.drainService.report(),
-      nodeClass: (nodeId) => {
-        const tenant = this.tenants.ownerOf(nodeId);
-        return tenant ? (this.tenants.snapshot.stats.get(tenant.name)?.classId ?? "") : "";
-      },
+      nodeClass: (nodeId) => this.tenants.snapshot.stats.get(this.tenants.ownerOf(nodeId)?.name ?? "")?.classId ?? "",
       nodeSamples: (nodeId) => this.nodes.get(nodeId)?.recent.toArray() ?? [],
+      clusterHistory: () => this.usageHistory,
+      serverUtilization: (nodeId, fromMs, toMs) => this.tenants.serverSeries(nodeId, fromMs, toMs),
       tenantUtilization: (tenant, days) => this.tenantSeries(tenant, days),
       info: () => ({
         state: this.lifecycle.state,

@@ -6,11 +6,38 @@
  * Elements scripts and browser tests look for have stable ids and `data-*` keys (listed on each page function).
  */
 import type { Access } from "../common/auth.js";
-import { formatBytes, formatDuration, formatTime, renderPage, renderTable, renderTiles } from "../common/web-page.js";
-import type { Column, NavLink } from "../common/web-page.js";
+import {
+  formatBytes,
+  formatDuration,
+  formatTime,
+  processFacts,
+  renderProcessFacts,
+  renderTable,
+  renderTiles,
+} from "../common/web-page.js";
+import type { Column } from "../common/web-page.js";
 import { escapeHtml } from "../common/web-server.js";
 import type { WebRequest, WebServer } from "../common/web-server.js";
 import { APP_STATES } from "./rm-metrics.js";
+import {
+  ALERT_COLOUR,
+  HARVEST_COLOUR,
+  PRIMARY_COLOUR,
+  ago,
+  appLink,
+  badge,
+  bar,
+  classLinks,
+  cores,
+  facts,
+  nodeLink,
+  page,
+  pct,
+  round1,
+  tiles,
+  watts,
+} from "./web-html.js";
+import { registerNodePage } from "./web-node-page.js";
 import {
   ACCESS,
   appDetail,
@@ -27,124 +54,8 @@ import type { ClusterTotals, DagVertexView, DagView, RmAppDetail, RmNodeInfo, Rm
 import type { ApplicationReportOutput } from "../proto/generated/harvest/v1/ApplicationReport.js";
 import type { ContainerCountsOutput } from "../proto/generated/harvest/v1/ContainerCounts.js";
 
-const DAEMON = "resource manager";
-/** Live pages reload this often. */
-const REFRESH_SECONDS = 5;
 /** Containers listed on a job page (newest first); the REST API has them all. */
 const MAX_CONTAINER_ROWS = 200;
-const CHART_SCRIPTS = ["echarts.min.js", "rm.js"] as const;
-
-const NAV: readonly (NavLink & { access: readonly Access[] })[] = [
-  { href: "/", label: "Cluster", access: ACCESS.cluster },
-  { href: "/jobs", label: "Jobs", access: ACCESS.cluster },
-  { href: "/tenants", label: "Tenants", access: ACCESS.tenants },
-  { href: "/classes", label: "Classes", access: ACCESS.classes },
-  { href: "/power", label: "Power", access: ACCESS.admin },
-  { href: "/ws/v1/cluster/info", label: "REST API", access: ACCESS.cluster },
-  { href: "/metrics", label: "Metrics", access: ACCESS.cluster },
-];
-
-/** The navigation a caller may follow (all of it on an insecure cluster). */
-function navFor(req: WebRequest): NavLink[] {
-  const role = req.principal?.role;
-  return NAV.filter((l) => role === undefined || l.access.includes(role as Access)).map(({ href, label }) => ({
-    href,
-    label,
-  }));
-}
-
-function page(
-  req: WebRequest,
-  parts: { title: string; current: string; body: string; data?: unknown; charts?: boolean; refresh?: boolean },
-): { html: string } {
-  return {
-    html: renderPage({
-      title: parts.title,
-      daemon: DAEMON,
-      nav: navFor(req),
-      current: parts.current,
-      body: parts.body,
-      ...(parts.charts ? { scripts: CHART_SCRIPTS } : {}),
-      ...(parts.data !== undefined ? { data: parts.data } : {}),
-      principal: req.principal,
-      refreshSeconds: parts.refresh ? REFRESH_SECONDS : 0,
-    }),
-  };
-}
-
-// ------------------------------------------------------------------------------------------------ HTML helpers
-
-/** A state badge: the text is the state itself (tests read it), the class colours it. */
-function badge(state: string, id?: string): string {
-  const cls = state.replace(/[^A-Za-z_-]/g, "");
-  return `<span class="state ${cls}"${id ? ` id="${escapeHtml(id)}"` : ""}>${escapeHtml(state)}</span>`;
-}
-
-function cores(milli: number): string {
-  return (milli / 1000).toFixed(1);
-}
-
-function pct(v: number): string {
-  return `${v.toFixed(0)}%`;
-}
-
-function watts(w: number): string {
-  return `${w >= 100 ? w.toFixed(0) : w.toFixed(1)} W`;
-}
-
-function clampPct(v: number): number {
-  return Number.isFinite(v) ? Math.min(100, Math.max(0, v)) : 0;
-}
-
-/**
- * A horizontal bar as inline SVG (presentation attributes, which the CSP allows where a style attribute is refused):
- * `parts` are [percent, colour] from the left.
- */
-function bar(parts: readonly [number, string][], label: string): string {
-  let x = 0;
-  const rects = parts
-    .map(([p, colour]) => {
-      const w = clampPct(Math.min(p, 100 - x));
-      const r = `<rect x="${x.toFixed(2)}" width="${w.toFixed(2)}" height="10" fill="${colour}"/>`;
-      x += w;
-      return r;
-    })
-    .join("");
-  return (
-    `<svg class="usage" width="120" height="10" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" ` +
-    `aria-label="${escapeHtml(label)}"><title>${escapeHtml(label)}</title>` +
-    `<rect width="100" height="10" fill="#eaecf0"/>${rects}</svg>`
-  );
-}
-
-const PRIMARY_COLOUR = "#f79009";
-const HARVEST_COLOUR = "#2f6f3e";
-const ALERT_COLOUR = "#b42318";
-
-/** The page's totals (`#totals`): text values, escaped here. */
-function tiles(items: readonly [string, string][]): string {
-  return renderTiles(
-    "totals",
-    items.map(([k, v]) => [k, escapeHtml(v)] as const),
-  );
-}
-
-function facts(items: readonly [string, string][], id: string): string {
-  const rows = items.map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${v}</td></tr>`).join("");
-  return `<table id="${escapeHtml(id)}" class="facts"><tbody>${rows}</tbody></table>`;
-}
-
-function appLink(appId: string): string {
-  return `<a href="/jobs/${encodeURIComponent(appId)}">${escapeHtml(appId)}</a>`;
-}
-
-function classLinks(ids: readonly string[]): string {
-  return ids.length === 0 ? '<span class="muted">any</span>' : ids.map((c) => escapeHtml(c)).join(", ");
-}
-
-function ago(nowMs: number, thenMs: number): string {
-  return thenMs > 0 ? `${formatDuration(Math.max(0, nowMs - thenMs))} ago` : "-";
-}
 
 // ------------------------------------------------------------------------------------------------ cluster
 
@@ -207,7 +118,7 @@ function clusterPage(source: RmWebSource, req: WebRequest): { html: string } {
     {
       label: "Server",
       cell: (n) =>
-        `${escapeHtml(n.nodeId)}<br><span class="muted">${escapeHtml(n.nmAddress)} ${escapeHtml(n.rack)}</span>`,
+        `${nodeLink(n.nodeId)}<br><span class="muted">${escapeHtml(n.nmAddress)} ${escapeHtml(n.rack)}</span>`,
     },
     { label: "State", className: "node-state", cell: (n) => badge(n.serviceState) },
     {
@@ -263,22 +174,33 @@ function clusterPage(source: RmWebSource, req: WebRequest): { html: string } {
     ha.role === "none"
       ? ""
       : `<p class="muted">This resource manager is ${escapeHtml(ha.role)} in term ${ha.epoch}.</p>\n`;
+  const history = source.clusterHistory().snapshot();
+  const c = history.counters;
   const body = `${haLine}${totalsTiles(totals)}
+${renderTiles("counters", [
+  ["jobs submitted", String(c.submitted)],
+  ["finished", String(c.finished)],
+  ["failed", String(c.failed)],
+  ["killed", String(c.killed)],
+])}
+<p class="muted" id="counters-since">Jobs counted since ${escapeHtml(formatTime(c.sinceMs))} UTC (this resource manager's start).</p>
+<h2>Last day</h2>
+<p class="muted">Cores of the servers not lost, sampled every ${escapeHtml(formatDuration(history.sampleMs))}: harvested (green), the primaries' (orange) and the total; and containers killed per hour (for a primary, power or a drain).</p>
+<div class="chart" id="history-cores" role="img" aria-label="harvested and primary cores over the last day"></div>
+<div class="chart short" id="history-kills" role="img" aria-label="containers killed per hour over the last day"></div>
 <h2>Servers</h2>
 <p class="muted">Usage bars and live charts: the primary tenant's share of each server's cores (orange) and Harvest's (green); the charts cover the last heartbeats.</p>
-${renderTable("servers", cols, nodes, "No node manager has registered yet.", (n) => ({ "data-node": n.nodeId }))}`;
+${renderTable("servers", cols, nodes, "No node manager has registered yet.", (n) => ({ "data-node": n.nodeId }))}
+<h2>Resource manager</h2>
+${renderProcessFacts(processFacts(source.info().startedMs))}`;
   return page(req, {
     title: "Cluster",
     current: "/",
     body,
-    data: { kind: "cluster", sparks },
+    data: { kind: "cluster", sparks, history },
     charts: true,
     refresh: true,
   });
-}
-
-function round1(v: number): number {
-  return Math.round(v * 10) / 10;
 }
 
 // ------------------------------------------------------------------------------------------------ jobs
@@ -519,7 +441,7 @@ function jobPage(source: RmWebSource, req: WebRequest): { html: string } {
     [
       { label: "Container", cell: (c) => `<code>${escapeHtml(c.containerId)}</code>` },
       { label: "Kind", cell: (c) => (c.isAm ? "job manager" : "task") },
-      { label: "Server", cell: (c) => escapeHtml(c.nodeId) },
+      { label: "Server", className: "server", cell: (c) => nodeLink(c.nodeId) },
       { label: "State", cell: (c) => badge(c.state) },
       { label: "Task", cell: (c) => (c.vertex ? escapeHtml(`${c.vertex}[${c.taskIndex}]`) : "") },
       {
@@ -576,7 +498,7 @@ async function tenantsPage(source: RmWebSource, req: WebRequest): Promise<{ html
       {
         label: "Servers",
         cell: (r) =>
-          `${r.t.servers.length}<br><span class="muted">${escapeHtml(r.t.servers.slice(0, 8).join(", "))}${r.t.servers.length > 8 ? ", ..." : ""}</span>`,
+          `${r.t.servers.length}<br><span class="muted">${r.t.servers.slice(0, 8).map(nodeLink).join(", ")}${r.t.servers.length > 8 ? ", ..." : ""}</span>`,
       },
       { label: "Pattern", cell: (r) => escapeHtml(r.t.pattern || "-") },
       { label: "Class", cell: (r) => escapeHtml(r.t.classId || "-") },
@@ -700,7 +622,7 @@ function powerPage(source: RmWebSource, req: WebRequest): { html: string } {
   const nodes = renderTable(
     "power-nodes",
     [
-      { label: "Server", cell: (n) => escapeHtml(n.nodeId) },
+      { label: "Server", cell: (n) => nodeLink(n.nodeId) },
       {
         label: "Domain",
         cell: (n) => `${escapeHtml(n.domain)} <span class="muted">(${escapeHtml(n.domainSource)})</span>`,
@@ -747,6 +669,7 @@ export const PAGE_ROUTES: readonly { path: string; access: readonly Access[] }[]
   { path: "/tenants", access: ACCESS.tenants },
   { path: "/classes", access: ACCESS.classes },
   { path: "/power", access: ACCESS.admin },
+  { path: "/node/:nodeId", access: ACCESS.cluster },
 ];
 
 /** Adds the pages to the web server. */
@@ -758,4 +681,5 @@ export function registerRmPages(web: WebServer, source: RmWebSource): void {
     .get("/tenants", ACCESS.tenants, (req) => tenantsPage(source, req))
     .get("/classes", ACCESS.classes, (req) => classesPage(source, req))
     .get("/power", ACCESS.admin, (req) => powerPage(source, req));
+  registerNodePage(web, source);
 }

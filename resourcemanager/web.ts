@@ -9,8 +9,6 @@
  * (a node's drain state, class and power, a job's DAG, why it waits) is added beside those fields, never instead.
  * Access follows the matching gRPC method (`API_ROUTES` lists each route's roles).
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { MethodDefinition } from "@grpc/proto-loader";
 import { ANY_CERTIFICATE } from "../common/auth.js";
 import type { Access } from "../common/auth.js";
@@ -18,11 +16,12 @@ import { vertexLayers } from "../common/dag-spec.js";
 import type { DagSpec, EdgeType } from "../common/dag-spec.js";
 import { HarvestError } from "../common/errors.js";
 import { loadHarvestProto } from "../common/grpc.js";
-import { packageRoot } from "../common/paths.js";
 import { liveVertexProgress } from "../common/live-progress.js";
 import type { LiveVertexProgress } from "../common/live-progress.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
+import { harvestVersion, processFacts } from "../common/web-page.js";
 import type { WebServer } from "../common/web-server.js";
+import type { ClusterHistory, NodeKills } from "./cluster-history.js";
 import type { NodeSample } from "./node-tracker.js";
 import { APP_STATES, NODE_STATES } from "./rm-metrics.js";
 import type { ApplicationReport, ApplicationReportOutput } from "../proto/generated/harvest/v1/ApplicationReport.js";
@@ -62,6 +61,10 @@ export interface RmWebSource {
   nodeClass(nodeId: string): string;
   /** A node's last heartbeats, oldest first (empty for an unknown node). */
   nodeSamples(nodeId: string): readonly NodeSample[];
+  /** The cluster's last day (cores sampled, kills per hour and per server, job counters since the start). */
+  clusterHistory(): Pick<ClusterHistory, "snapshot" | "killsOn">;
+  /** A server's primary utilization as stored between `fromMs` and `toMs` (empty for a server without history). */
+  serverUtilization(nodeId: string, fromMs: number, toMs: number): Promise<UtilizationSeries>;
   /** A tenant's average server over the last `days` days (TENANT_NOT_FOUND for an unknown tenant). */
   tenantUtilization(tenant: string, days: number): Promise<UtilizationSeries>;
   /** The daemon and its policies. */
@@ -444,19 +447,37 @@ export async function tenantUtilization(source: RmWebSource, tenant: string): Pr
   return { tenant, history: hourlyMeans(series), profile: dailyProfile(series) };
 }
 
-let versionValue: string | undefined;
+/** A server's primary over the last day beside its class's peak, and its kills, as its page plots them. */
+export interface NodeUtilization {
+  nodeId: string;
+  /** Its primary tenant's class ("" when none) and that class's peak utilization in percent (null: no class). */
+  classId: string;
+  classPeakPct: number | null;
+  /** Its primary's CPU utilization (percent of the server) as stored over the last day. */
+  timesMs: number[];
+  cpuPct: number[];
+  /** Containers killed on it since this resource manager started, by cause. */
+  kills: NodeKills;
+}
 
-/** Harvest's version (package.json). */
-export function harvestVersion(): string {
-  if (versionValue === undefined) {
-    try {
-      const pkg = JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version?: unknown };
-      versionValue = typeof pkg.version === "string" ? pkg.version : "unknown";
-    } catch {
-      versionValue = "unknown";
-    }
-  }
-  return versionValue;
+/** A server's last day (NODE_NOT_FOUND for a server the resource manager does not know). */
+export async function nodeUtilization(source: RmWebSource, nodeId: string): Promise<NodeUtilization> {
+  if (!wire.nodes(source).some((n) => n.nodeId === nodeId))
+    throw new HarvestError("NODE_NOT_FOUND", `no server ${JSON.stringify(nodeId)}; /ws/v1/cluster/nodes lists them`, {
+      details: { nodeId },
+    });
+  const classId = source.nodeClass(nodeId);
+  const cls = classId ? wire.classes(source).classes.find((c) => c.id === classId) : undefined;
+  const now = Date.now();
+  const series = await source.serverUtilization(nodeId, now - 86_400_000, now + 1);
+  return {
+    nodeId,
+    classId,
+    classPeakPct: cls ? cls.peakPct : null,
+    timesMs: series.timesMs,
+    cpuPct: series.cpuPct,
+    kills: source.clusterHistory().killsOn(nodeId),
+  };
 }
 
 // ------------------------------------------------------------------------------------------------ routes
@@ -511,6 +532,16 @@ export const API_ROUTES: readonly { path: string; access: readonly Access[]; wha
   { path: "/ws/v1/cluster/metrics", access: ACCESS.cluster, what: "YARN-like totals (nodes, apps, cores, memory)" },
   { path: "/ws/v1/cluster/nodes", access: ACCESS.cluster, what: "servers (?states=RUNNING,LOST,DRAINING,DRAINED)" },
   { path: "/ws/v1/cluster/nodes/:nodeId", access: ACCESS.cluster, what: "one server with its last heartbeats" },
+  {
+    path: "/ws/v1/cluster/nodes/:nodeId/utilization",
+    access: ACCESS.cluster,
+    what: "its primary's last day, its class's peak, its kills",
+  },
+  {
+    path: "/ws/v1/cluster/usage-history",
+    access: ACCESS.cluster,
+    what: "last day: cores sampled, kills per hour, job counters",
+  },
   { path: "/ws/v1/cluster/apps", access: ACCESS.cluster, what: "ListApplications (?states=RUNNING,FINISHED)" },
   { path: "/ws/v1/cluster/apps/:appId", access: ACCESS.cluster, what: "GetApplication + DAG, waiting, log commands" },
   { path: "/ws/v1/cluster/history", access: ACCESS.cluster, what: "GetJobHistory (?name=, ?limit=)" },
@@ -530,6 +561,7 @@ export function registerRmApi(web: WebServer, source: RmWebSource): void {
       clusterInfo: {
         ...source.info(),
         version: harvestVersion(),
+        process: processFacts(source.info().startedMs),
         totals: clusterTotals(nodes, wire.apps(source, [])),
       },
     };
@@ -554,6 +586,10 @@ export function registerRmApi(web: WebServer, source: RmWebSource): void {
         });
       return { json: { node: { ...node, recent: source.nodeSamples(id) } } };
     })
+    .get(`${base}/nodes/:nodeId/utilization`, ACCESS.cluster, async (req) => ({
+      json: await nodeUtilization(source, req.params["nodeId"] ?? ""),
+    }))
+    .get(`${base}/usage-history`, ACCESS.cluster, () => ({ json: source.clusterHistory().snapshot() }))
     .get(`${base}/apps`, ACCESS.cluster, (req) => ({
       json: { apps: { app: wire.apps(source, parseStates(req.query.get("states"), APP_STATES)) } },
     }))

@@ -115,8 +115,23 @@
         },
       };
     });
+    // Edge labels in dark text on a light box, so that they stay readable over the edges and the grid.
     var links = list(d.edges).map(function (e) {
-      return { source: e.from, target: e.to, label: { show: true, formatter: e.type, fontSize: 10, color: MUTED } };
+      return {
+        source: e.from,
+        target: e.to,
+        label: {
+          show: true,
+          formatter: e.type,
+          fontSize: 12,
+          color: "#1d2939",
+          backgroundColor: "#ffffff",
+          borderColor: "#d0d5dd",
+          borderWidth: 1,
+          borderRadius: 3,
+          padding: [2, 4],
+        },
+      };
     });
     chart.setOption({
       animation: false,
@@ -128,7 +143,8 @@
           roam: true,
           edgeSymbol: ["none", "arrow"],
           edgeSymbolSize: 9,
-          lineStyle: { color: MUTED, width: 2 },
+          // Opaque: a graph's edges default to half opacity, which their labels inherit.
+          lineStyle: { color: "#98a2b3", width: 2, opacity: 1 },
           edgeLabel: { show: true },
           data: nodes,
           links: links,
@@ -212,9 +228,130 @@
     });
   }
 
+  // Cluster page: the last day's cores (harvested, the primaries', total) and kills per hour.
+  function clusterHistory(data) {
+    var h = data.history || {};
+    var samples = list(h.samples);
+    var at = function (key) {
+      return samples.map(function (s) {
+        return [s.timeMs, Math.round(s[key] / 100) / 10];
+      });
+    };
+    var coresChart = chartOn("history-cores");
+    if (coresChart) {
+      coresChart.setOption({
+        animation: false,
+        title: { text: "cores, last day", textStyle: { fontSize: 12 } },
+        tooltip: TOOLTIP,
+        legend: { top: 0, right: 16 },
+        grid: { left: 44, right: 16, top: 36, bottom: 28 },
+        xAxis: { type: "time" },
+        yAxis: { type: "value", min: 0, name: "cores" },
+        series: [
+          line("harvested", HARVEST, at("harvestedMilli"), true),
+          line("primary", PRIMARY, at("primaryMilli"), true),
+          line("total", MUTED, at("capacityMilli"), false),
+        ],
+      });
+    }
+    var killsChart = chartOn("history-kills");
+    if (killsChart) {
+      var hours = list(h.killsPerHour);
+      killsChart.setOption({
+        animation: false,
+        title: { text: "containers killed per hour (UTC)", textStyle: { fontSize: 12 } },
+        tooltip: TOOLTIP,
+        grid: { left: 44, right: 16, top: 36, bottom: 28 },
+        xAxis: {
+          type: "category",
+          data: hours.map(function (k) {
+            return new Date(k.hourMs).toISOString().slice(11, 13) + ":00";
+          }),
+        },
+        yAxis: { type: "value", min: 0, minInterval: 1, name: "kills" },
+        series: [
+          {
+            name: "kills",
+            type: "bar",
+            itemStyle: { color: "#b42318" },
+            data: hours.map(function (k) {
+              return k.kills;
+            }),
+          },
+        ],
+      });
+    }
+  }
+
+  function line(name, colour, points, area) {
+    return {
+      name: name,
+      type: "line",
+      showSymbol: points.length < 3,
+      lineStyle: { width: 1.5, color: colour },
+      itemStyle: { color: colour },
+      areaStyle: area ? { color: colour, opacity: 0.15 } : undefined,
+      data: points,
+    };
+  }
+
+  // Server page: its primary over the last day with its class's peak, and its last heartbeats.
+  function node(data) {
+    var u = data.utilization || {};
+    var chart = chartOn("node-utilization");
+    if (chart) {
+      var primary = line("primary CPU %", PRIMARY, pairs(u.timesMs, u.cpuPct), true);
+      if (typeof data.classPeakPct === "number") {
+        primary.markLine = {
+          silent: true,
+          symbol: "none",
+          lineStyle: { color: "#b42318", type: "dashed" },
+          label: {
+            position: "insideEndTop",
+            color: "#b42318",
+            formatter: "class " + data.classId + " peak " + Math.round(data.classPeakPct) + "%",
+          },
+          data: [{ yAxis: data.classPeakPct }],
+        };
+      }
+      var empty = list(u.timesMs).length === 0;
+      chart.setOption({
+        animation: false,
+        title: {
+          text: empty ? "no stored utilization for this server in the last day" : "primary utilization, last day",
+          textStyle: { fontSize: 12, color: empty ? MUTED : "#1d2939" },
+        },
+        tooltip: TOOLTIP,
+        grid: { left: 44, right: 16, top: 36, bottom: 28 },
+        xAxis: { type: "time", min: Date.now() - 86400000, max: Date.now() },
+        yAxis: { type: "value", min: 0, max: 100, name: "CPU %" },
+        series: [primary],
+      });
+    }
+    var recent = chartOn("node-recent");
+    var r = data.recent || {};
+    if (recent) {
+      recent.setOption({
+        animation: false,
+        tooltip: TOOLTIP,
+        legend: { top: 0, right: 16 },
+        grid: { left: 44, right: 16, top: 28, bottom: 28 },
+        xAxis: { type: "time" },
+        yAxis: { type: "value", min: 0, max: 100, name: "% of cores" },
+        series: [
+          line("primary", PRIMARY, pairs(r.timesMs, r.primaryPct), true),
+          line("harvested", HARVEST, pairs(r.timesMs, r.harvestPct), true),
+        ],
+      });
+    }
+  }
+
   var data = pageData();
   if (!data || typeof echarts === "undefined") return;
-  if (data.kind === "cluster") sparks(data);
+  if (data.kind === "cluster") {
+    sparks(data);
+    clusterHistory(data);
+  } else if (data.kind === "node") node(data);
   else if (data.kind === "job") dag(data);
   else if (data.kind === "tenants") tenants(data);
   else if (data.kind === "classes") classes(data);

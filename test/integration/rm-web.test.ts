@@ -433,6 +433,50 @@ describe("the resource manager's web server", () => {
     expect(rmJs.headers["content-type"]).toMatch(/^text\/javascript/);
   });
 
+  it("serves a page per server and the cluster's last day, with job counters and the daemon's uptime", async () => {
+    const cluster = await get("/", { as: "alice", headers: html });
+    // Server names link to their page; the last day's charts, the counters and the process facts are on the overview.
+    expect(cluster.body).toContain('<a class="node-link" href="/node/n1">n1</a>');
+    for (const id of ["history-cores", "history-kills", "counters", "process"])
+      expect(cluster.body, id).toContain(`id="${id}"`);
+    expect(cluster.body).toMatch(/<th>Version<\/th><td>\d+\.\d+\.\d+/);
+
+    const page = await get("/node/n1", { as: "alice", headers: html });
+    expect(page.status).toBe(200);
+    expect(page.body).toContain('<span class="state RUNNING" id="node-state">RUNNING</span>');
+    for (const id of ["node-facts", "node-utilization", "node-recent", "node-running", "node-ended", "node-kills"])
+      expect(page.body, id).toContain(`id="${id}"`);
+    expect(page.body).not.toMatch(/ style=|<script>|<script (?!src|type="application\/json")/);
+    // The tenant's name is for the roles that may list tenants.
+    expect(page.body).not.toContain("Primary tenant");
+    expect((await get("/node/n9", { as: "alice", headers: html })).status).toBe(404);
+    const evil = await get(`/node/${encodeURIComponent('<img src=x onerror="alert(1)">')}`, {
+      as: "alice",
+      headers: html,
+    });
+    expect(evil.status).toBe(404);
+    expect(evil.body).not.toContain("<img");
+
+    const u = json(await get("/ws/v1/cluster/nodes/n1/utilization", { as: "alice" }));
+    expect(u).toMatchObject({
+      nodeId: "n1",
+      classId: "",
+      classPeakPct: null,
+      kills: { primary: 0, power: 0, drain: 0 },
+    });
+    expect(errorCode(await get("/ws/v1/cluster/nodes/n9/utilization", { as: "alice" }))).toBe("NODE_NOT_FOUND");
+
+    const h = json(await get("/ws/v1/cluster/usage-history", { as: "alice" })) as {
+      samples: { capacityMilli: number; primaryMilli: number }[];
+      killsPerHour: unknown[];
+      counters: { submitted: number };
+    };
+    // The sample taken at the start, with n1's 4 cores, once it registered; or a later one.
+    expect(h.samples.length).toBeGreaterThanOrEqual(1);
+    expect(h.killsPerHour).toHaveLength(24);
+    expect(h.counters.submitted).toBe(1);
+  });
+
   it("serves /metrics as Prometheus text whose counters move with the work done", async () => {
     const before = await metrics();
     for (const [name, type] of [

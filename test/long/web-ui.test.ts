@@ -67,6 +67,8 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
   let errors: string[];
   let rmUrl: string;
   let nnUrl: string;
+  /** The job the DAG test ran (its containers show on their servers' pages). */
+  let jobAppId = "";
 
   async function shot(name: string): Promise<void> {
     await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
@@ -82,7 +84,8 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
     writeFileSync(
       config,
       JSON.stringify({
-        rm: { nodeExpiryMs: 3_000 },
+        // A history sample every second, so that the cluster page's last day has points to plot.
+        rm: { nodeExpiryMs: 3_000, historySampleMs: 1_000 },
         // Re-replication waits a few seconds, so that the browser sees the blocks under-replicated first.
         nn: { heartbeatIntervalMs: 300, replicationIntervalMs: 5_000 },
         dn: { heartbeatIntervalMs: 300 },
@@ -133,10 +136,61 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
     await shot("cluster");
   });
 
+  it("plots the cluster's last day, and sorts and searches the servers", async () => {
+    await reloadUntil(
+      page,
+      `${rmUrl}/`,
+      "a few history samples",
+      `JSON.parse(document.getElementById("page-data").textContent).history.samples.length >= 3`,
+    );
+    // Both charts drew (ECharts renders into a canvas), from samples that hold the servers' cores.
+    for (const id of ["history-cores", "history-kills"])
+      expect(await page.$eval(`#${id}`, (d) => d.querySelector("canvas") !== null), id).toBe(true);
+    const samples = (await page.evaluate(
+      `JSON.parse(document.getElementById("page-data").textContent).history.samples`,
+    )) as { capacityMilli: number }[];
+    expect(samples.at(-1)!.capacityMilli).toBeGreaterThan(0);
+    expect(await page.$eval("#counters", (d) => d.textContent ?? "")).toContain("jobs submitted");
+
+    const ids = desc.nodes.map((n) => n.nodeId).sort();
+    const shown = async (): Promise<string[]> =>
+      (await page.evaluate(
+        `[...document.querySelectorAll("#servers tbody tr")].filter((r) => !r.hidden).map((r) => r.getAttribute("data-node"))`,
+      )) as string[];
+    // A click on the Server heading sorts ascending, a second descending.
+    const heading = await page.$$("#servers thead th");
+    await heading[0]!.click();
+    expect(await shown()).toEqual(ids);
+    await heading[0]!.click();
+    expect(await shown()).toEqual([...ids].reverse());
+    expect(await page.$eval("#servers thead th", (th) => th.getAttribute("aria-sort"))).toBe("descending");
+    // The search box above the table keeps the rows that hold its text.
+    await page.type('input.table-search[data-table="servers"]', ids[1]!);
+    expect(await shown()).toEqual([ids[1]]);
+    await page.evaluate("document.activeElement.blur()");
+    await shot("cluster-history");
+    // The choice survives a reload; clear it for the tests that follow.
+    await visit(page, `${rmUrl}/`);
+    expect(await shown()).toEqual([ids[1]]);
+    await page.evaluate("sessionStorage.clear()");
+  });
+
+  it("links a server's name to its page, with its state and live chart", async () => {
+    await visit(page, `${rmUrl}/`);
+    const id = desc.nodes[0]!.nodeId;
+    await Promise.all([page.waitForNavigation(), page.click(`#servers tr[data-node="${id}"] a.node-link`)]);
+    expect(new URL(page.url()).pathname).toBe(`/node/${id}`);
+    expect(await page.$eval("#node-state", (e) => e.textContent)).toBe("RUNNING");
+    for (const chart of ["node-utilization", "node-recent"])
+      expect(await page.$eval(`#${chart}`, (d) => d.querySelector("canvas") !== null), chart).toBe(true);
+    expect(await page.$("#node-facts")).not.toBeNull();
+  });
+
   it("shows a submitted job's DAG with its vertices until it finishes", async () => {
     const submit = harvest("job", "submit", join(packageRoot(), "examples", "dags", "three-stage.json"), "--json");
     expect(submit.code, submit.stderr).toBe(0);
     const appId = (JSON.parse(submit.stdout) as { appId: string }).appId;
+    jobAppId = appId;
     await reloadUntil(
       page,
       `${rmUrl}/jobs`,
@@ -172,6 +226,13 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
     expect(progress).toEqual(dag.vertices.map(() => "100%"));
     // The DAG chart drew something.
     expect(await page.$eval("#dag", (d) => d.querySelector("canvas, svg") !== null)).toBe(true);
+    // Server names are links to their page and never wrap.
+    const server = (await page.evaluate(
+      `(() => { const td = document.querySelector("#containers td.server");
+        return { wrap: getComputedStyle(td).whiteSpace, href: td.querySelector("a")?.getAttribute("href") ?? "" }; })()`,
+    )) as { wrap: string; href: string };
+    expect(server.wrap).toBe("nowrap");
+    expect(server.href).toMatch(/^\/node\/server-\d+$/);
     await shot("job");
   }, 330_000);
 
@@ -275,6 +336,31 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
     // The recluster put the tenant in a class.
     await visit(page, `${rmUrl}/classes`);
     expect(await page.$eval("body", (b) => b.textContent ?? "")).toContain("web");
+
+    // A server's page plots its primary's last day (imported history included) against its class's peak, and lists
+    // the containers the finished job ran there.
+    const job = (await page.evaluate(`fetch("/ws/v1/cluster/apps/${jobAppId}").then((r) => r.json())`)) as {
+      app: { containers: { containerId: string; nodeId: string }[] };
+    };
+    const ran = job.app.containers[0]!;
+    const id = ran.nodeId;
+    await visit(page, `${rmUrl}/node/${id}`);
+    expect(
+      await page.$(`#node-ended tr[data-container="${ran.containerId}"] a[href="/jobs/${jobAppId}"]`),
+    ).not.toBeNull();
+    const data = (await page.evaluate(`JSON.parse(document.getElementById("page-data").textContent)`)) as {
+      classId: string;
+      classPeakPct: number | null;
+      utilization: { timesMs: number[]; cpuPct: number[] };
+    };
+    expect(data.classId).not.toBe("");
+    expect(data.classPeakPct).toBeGreaterThanOrEqual(69);
+    const dayAgo = Date.now() - 86_400_000;
+    expect(data.utilization.timesMs.length).toBeGreaterThan(100);
+    expect(data.utilization.timesMs.every((t) => t >= dayAgo - 60_000)).toBe(true);
+    expect(await page.$eval("#node-utilization", (d) => d.querySelector("canvas") !== null)).toBe(true);
+    expect(await page.$eval("#node-facts", (t) => t.textContent ?? "")).toContain(data.classId);
+    await shot("node");
   }, 90_000);
 
   it("renders the classes and power pages, and no page logged a console error", async () => {

@@ -2,6 +2,7 @@
  * The pure parts of the namenode's web side and metrics: WebHDFS paths and file statuses, the priority counts of an
  * fsck report, the placement grid's replica counts, and the operation counter's outcomes.
  */
+import { processFacts } from "../../common/web-page.js";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { buildDiversityGrid } from "../../namenode/policy/diversity-placement.js";
@@ -159,6 +160,7 @@ describe("the namenode's metrics", () => {
     address: "nn:8020",
     httpUrl: "https://nn:9870",
     ha: { role: "standby", epoch: 7, active: "nn2:8020", appliedTxid: 12 },
+    process: processFacts(Date.now() - 60_000),
     state: "running",
     safeMode: { on: true, blocksTotal: 4, blocksReported: 1, threshold: 0.999, reason: "1 of 4 blocks reported" },
     placementPolicy: "stock",
@@ -181,7 +183,9 @@ describe("the namenode's metrics", () => {
       primaryBusy: 1,
       capacityBytes: 3000,
       usedBytes: 1000,
-      remainingBytes: 2000,
+      nonDfsUsedBytes: 500,
+      remainingBytes: 1500,
+      fileSystems: 2,
     },
   };
 
@@ -213,7 +217,8 @@ describe("the namenode's metrics", () => {
     expect(sumSamples(m, "harvest_nn_under_replicated_blocks")).toBe(3);
     expect(sumSamples(m, "harvest_nn_under_replicated_blocks", { priority: "highest" })).toBe(1);
     expect(sumSamples(m, "harvest_nn_datanodes", { state: "stale" })).toBe(1);
-    expect(sumSamples(m, "harvest_nn_remaining_bytes")).toBe(2000);
+    expect(sumSamples(m, "harvest_nn_remaining_bytes")).toBe(1500);
+    expect(sumSamples(m, "harvest_nn_non_dfs_used_bytes")).toBe(500);
     expect(sumSamples(m, "harvest_nn_datanodes_primary_busy")).toBe(1);
     // A standby says how far it follows the shared log.
     expect(sumSamples(m, "harvest_nn_ha_applied_txid")).toBe(12);
