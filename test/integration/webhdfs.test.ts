@@ -9,6 +9,7 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import * as http from "node:http";
 import * as https from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -37,8 +38,11 @@ interface Answer {
   json: unknown;
 }
 
-/** One request as curl sends it: `path` as is (no client-side normalisation), an optional body, no redirect followed. */
-function send(url: string, method: string, ca: string, who: Who, body?: Buffer): Promise<Answer> {
+/**
+ * One request as curl sends it: `path` as is (no client-side normalisation), an optional body, no redirect followed;
+ * `ca` undefined for plain HTTP.
+ */
+function send(url: string, method: string, ca: string | undefined, who: Who, body?: Buffer): Promise<Answer> {
   const u = new URL(url);
   const headers: Record<string, string> = { accept: "*/*" };
   if (who !== "nobody" && "token" in who) headers["authorization"] = `Bearer ${who.token}`;
@@ -50,14 +54,14 @@ function send(url: string, method: string, ca: string, who: Who, body?: Buffer):
     method,
     headers,
     agent: false,
-    ca: readFileSync(ca),
+    ...(ca ? { ca: readFileSync(ca) } : {}),
   };
   if (who !== "nobody" && "cert" in who) {
     options.cert = readFileSync(who.cert);
     options.key = readFileSync(who.key);
   }
   return new Promise((resolve, reject) => {
-    const req = https.request(options, (res) => {
+    const req = (u.protocol === "https:" ? https : http).request(options, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => {
@@ -395,4 +399,52 @@ describe("WebHDFS", () => {
     );
     expect(Buffer.from(viaCert.stdout).equals(data.subarray(5, 15))).toBe(true);
   });
+});
+
+describe("WebHDFS on a plaintext cluster", () => {
+  it("acts as the user.name it is told, with a clear ticket, under the same permissions", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "harvest-webhdfs-plain-"));
+    const nn = new NameNode(
+      { dataDir: join(dir, "nn"), insecure: true, blockTokens: false, defaultReplication: 1, heartbeatIntervalMs: 200 },
+      { logger: quiet },
+    );
+    let dn: DataNode | undefined;
+    try {
+      await nn.start();
+      dn = await startTestDataNode(dir, "dn1", nn.address, { heartbeatIntervalMs: 200, insecure: true });
+      const su = new DfsClient(nn.address, { user: nn.options.superuser });
+      try {
+        await waitFor(async () => (await su.datanodes()).some((d) => d.state === "LIVE") && !nn.inSafeMode, {
+          what: "a live datanode",
+          timeoutMs: 15_000,
+        });
+        await su.mkdir("/carol");
+        await su.chown("/carol", "carol");
+        await su.chmod("/carol", 0o700);
+      } finally {
+        su.close();
+      }
+      const url = (path: string): string => `${nn.httpUrl!}/webhdfs/v1${path}`;
+      const first = await send(url("/carol/f.txt?op=CREATE&user.name=carol"), "PUT", undefined, "nobody");
+      expect(first.status).toBe(307);
+      const location = new URL(first.headers["location"] as string);
+      expect(location.origin).toBe(dn.httpUrl);
+      expect(location.searchParams.get("delegation")).toMatch(/^wh0\./);
+      const created = await send(location.toString(), "PUT", undefined, "nobody", Buffer.from("carol's"));
+      expect(created.status).toBe(201);
+      const stat = await send(url("/carol/f.txt?op=GETFILESTATUS&user.name=carol"), "GET", undefined, "nobody");
+      expect(stat.json).toMatchObject({ FileStatus: { owner: "carol", length: 7 } });
+      const open = await send(url("/carol/f.txt?op=OPEN&user.name=carol"), "GET", undefined, "nobody");
+      const read = await send(open.headers["location"] as string, "GET", undefined, "nobody");
+      expect(read.body.toString()).toBe("carol's");
+      const dave = await send(url("/carol/f.txt?op=OPEN&user.name=dave"), "GET", undefined, "nobody");
+      expect([dave.status, remote(dave)?.exception]).toEqual([403, "AccessControlException"]);
+      const badName = await send(url("/carol?op=LISTSTATUS&user.name=a%2Fb"), "GET", undefined, "nobody");
+      expect([badName.status, remote(badName)?.exception]).toEqual([400, "IllegalArgumentException"]);
+    } finally {
+      await dn?.stop();
+      await nn.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
