@@ -169,6 +169,15 @@ describe("WebHDFS", () => {
     expect(location.searchParams.get("delegation")).toMatch(/^wh1\./);
     // Sealed: neither the user's name nor the delegation token inside shows.
     expect(location.searchParams.get("delegation")).not.toContain("alice");
+    // HDFS's noredirect=true: the same URL as JSON, for clients that would rather not follow a 307.
+    const asked = await send(
+      nnUrl("/home/alice/data.bin?op=CREATE&overwrite=true&noredirect=true"),
+      "PUT",
+      ca,
+      as("alice"),
+    );
+    expect(asked.status).toBe(200);
+    expect((asked.json as { Location: string }).Location).toMatch(/\/webhdfs\/v1\/home\/alice\/data\.bin\?op=CREATE&/);
     expect(created?.status).toBe(201);
     expect(created?.headers["location"]).toBe(`${nn.httpUrl!}/webhdfs/v1/home/alice/data.bin`);
 
@@ -240,6 +249,10 @@ describe("WebHDFS", () => {
     expect((await send(nnUrl("/home/alice/a?op=DELETE&recursive=true"), "DELETE", ca, as("alice"))).json).toEqual({
       boolean: false,
     });
+    const dirOpen = await send(nnUrl("/home/alice?op=OPEN"), "GET", ca, as("alice"));
+    expect([dirOpen.status, remote(dirOpen)?.exception]).toEqual([404, "FileNotFoundException"]);
+    const dirCreate = await send(nnUrl("/home/alice?op=CREATE&overwrite=true"), "PUT", ca, as("alice"));
+    expect([dirCreate.status, remote(dirCreate)?.exception]).toEqual([403, "FileAlreadyExistsException"]);
     const gone = await send(nnUrl("/home/alice/a?op=GETFILESTATUS"), "GET", ca, as("alice"));
     expect([gone.status, remote(gone)]).toEqual([
       404,
