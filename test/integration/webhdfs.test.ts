@@ -309,6 +309,11 @@ describe("WebHDFS", () => {
     expect([otherOp.status, remote(otherOp)?.exception]).toEqual([403, "InvalidToken"]);
     const good = await send(location.toString(), "GET", ca, "nobody");
     expect(good.body.toString()).toBe("ticketed");
+    // One transfer per ticket: once it is done the datanode cancels the delegation token inside.
+    await waitFor(async () => (await send(location.toString(), "GET", ca, "nobody")).status === 401, {
+      what: "a used ticket to be refused",
+      timeoutMs: 10_000,
+    });
     // Followed too late.
     const late = await send(nnUrl("/home/alice/t.txt?op=OPEN"), "GET", ca, as("alice"));
     await new Promise((r) => setTimeout(r, TICKET_LIFETIME_MS + 200));
