@@ -299,15 +299,8 @@ export class WebServer {
     // does, the connection ends with this answer rather than parse the rest as a new request.
     if (req.headers.expect) res.shouldKeepAlive = false;
     const method = req.method === "HEAD" ? "GET" : (req.method ?? "GET");
-    if (method !== "GET" && !this.routes.some((r) => r.method === method)) {
-      return this.send(res, {
-        status: 405,
-        headers: { allow: ["GET", "HEAD", ...new Set(this.routes.map((r) => r.method))].join(", ") },
-        json: {
-          error: { code: "METHOD_NOT_ALLOWED", message: `${req.method} is not served; the web API is read-only` },
-        },
-      });
-    }
+    if (method !== "GET" && !this.routes.some((r) => r.method === method))
+      return this.send(res, notAllowed(method, this.methodsAt(path)));
     if (path.startsWith("/assets/")) return this.send(res, this.asset(path.slice("/assets/".length)));
     if (path === "/login") return this.send(res, this.login(url.searchParams, req));
     // Browsers ask for it on their own, before any login: Harvest's icon, not a 401 or 404 in their console.
@@ -326,7 +319,9 @@ export class WebServer {
         return this.send(res, { text: exposition(await metrics.metrics()), contentType: metrics.contentType });
       }
       const match = this.match(path, method);
-      if (!match) throw new HarvestError("WEB_NOT_FOUND", `nothing is served at ${path} for ${method}`);
+      if (!match && method !== "GET" && this.match(path, "GET"))
+        return await this.send(res, notAllowed(method, this.methodsAt(path)));
+      if (!match) throw new HarvestError("WEB_NOT_FOUND", `nothing is served at ${path}`);
       const access = match.route.access;
       if (access !== SELF_AUTHENTICATED) this.requireAccess(principal, access, path);
       const body = method === "GET" ? undefined : continued(req, res);
@@ -421,6 +416,12 @@ export class WebServer {
     };
   }
 
+  /** The methods served at `path` (GET and HEAD always: a path nothing serves answers 404 to them). */
+  private methodsAt(path: string): string[] {
+    const others = new Set(this.routes.filter((r) => r.method !== "GET").map((r) => r.method));
+    return ["GET", "HEAD", ...[...others].filter((m) => this.match(path, m))];
+  }
+
   private match(path: string, method: string): { route: Route; params: Record<string, string> } | undefined {
     const parts = splitPath(path);
     for (const route of this.routes) {
@@ -483,6 +484,8 @@ export class WebServer {
       "content-type": out.contentType ?? "application/octet-stream",
       "x-content-type-options": "nosniff",
       "referrer-policy": "no-referrer",
+      "x-frame-options": "DENY",
+      "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
       "cache-control": "no-store",
       ...out.headers,
     });
@@ -496,7 +499,8 @@ export class WebServer {
     } catch (err) {
       // The status went out already: only a cut connection tells the client that the body is short.
       res.destroy();
-      if (!res.writableFinished)
+      // A client that hangs up early (`curl | head`) is no failure of ours.
+      if ((err as { code?: string }).code !== "ERR_STREAM_PREMATURE_CLOSE")
         this.options.log.warn("web stream failed", {
           path: (res.req.url ?? "").split("?")[0],
           error: errorMessage(err),
@@ -516,6 +520,14 @@ function continued(req: http.IncomingMessage, res: http.ServerResponse): () => R
 }
 
 const ANY: readonly Access[] = ["daemon", "user", "admin"];
+
+function notAllowed(method: string, allowed: string[]): WebResponse {
+  return {
+    status: 405,
+    headers: { allow: allowed.join(", ") },
+    json: { error: { code: "METHOD_NOT_ALLOWED", message: `${method} is not served at this path` } },
+  };
+}
 
 function splitPath(path: string): string[] {
   return path.split("/").filter((p) => p.length > 0);

@@ -344,6 +344,8 @@ describe("WebHDFS", () => {
     }
     const post = await send(nnUrl("/home/alice/data.bin?op=APPEND"), "POST", ca, as("alice"));
     expect(post.status).toBe(405);
+    const putInfo = await send(`${nn.httpUrl!}/ws/v1/nn/info`, "PUT", ca, as("alice"));
+    expect([putInfo.status, putInfo.headers["allow"]]).toEqual([405, "GET, HEAD"]);
     // `..` at the datanode too, whatever the ticket.
     const redirect = await send(nnUrl("/home/alice/data.bin?op=OPEN"), "GET", ca, as("alice"));
     const location = new URL(redirect.headers["location"] as string);
