@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
+import { loadHarvestProto, makeClient } from "../../common/grpc.js";
 import type { ClientSecurity } from "../../common/grpc.js";
 import { Logger } from "../../common/log.js";
 import type { DataNode } from "../../datanode/index.js";
@@ -384,6 +385,29 @@ describe("WebHDFS", () => {
     );
     const [, retried] = await follow("PUT", "/home/alice/cut.bin?op=CREATE", as("alice"), Buffer.from("whole"));
     expect(retried?.status).toBe(201);
+  });
+
+  it("refuses a datanode registration whose web URL is not an http(s) origin: no redirect can point elsewhere", async () => {
+    for (const webUrl of [
+      "javascript:alert(1)",
+      "https://evil.example/steal?x=",
+      "https://u:p@127.0.0.1:1",
+      "file:///",
+    ]) {
+      const client = makeClient(loadHarvestProto().DatanodeProtocol, nn.address, certs.daemons["dn2"]!);
+      const stream = client.datanodeChannel();
+      const refused = await new Promise<string>((resolve) => {
+        stream.on("error", (err: Error) => resolve(err.message));
+        stream.on("data", () => resolve("answered"));
+        stream.write({
+          register: { datanodeId: "rogue", address: "127.0.0.1:1", rack: "", capacityBytes: 1, webUrl },
+        });
+      });
+      stream.cancel();
+      client.close();
+      expect([webUrl, refused]).toEqual([webUrl, expect.stringContaining("is not http(s)://host:port")]);
+    }
+    expect((await admin.datanodes()).map((d) => d.datanodeId).sort()).toEqual(["dn1", "dn2"]);
   });
 
   it.skipIf(!existsSync("/usr/bin/curl"))("works end to end with curl -L and a bearer web token", async () => {
