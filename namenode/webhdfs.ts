@@ -68,7 +68,7 @@ export interface WebHdfsSource extends NameNodeWebSource {
 
 /** The operations served, by method (`op=`, any case). */
 export const WEBHDFS_OPS = {
-  GET: ["OPEN", ...WEBHDFS_READ_OPS],
+  GET: ["OPEN", "GETHOMEDIRECTORY", ...WEBHDFS_READ_OPS],
   PUT: ["CREATE", "MKDIRS", "RENAME"],
   DELETE: ["DELETE"],
 } as const;
@@ -95,6 +95,8 @@ export function registerWebHdfs(server: WebServer, source: WebHdfsSource): void 
       SELF_AUTHENTICATED,
       serve((req, who, op) => {
         if (op === "OPEN") return open(req, who, source);
+        // Where relative paths resolve, as `harvest fs` resolves them (it may not exist yet).
+        if (op === "GETHOMEDIRECTORY") return { json: { Path: `/user/${who.user}` } };
         if ((WEBHDFS_OPS.GET as readonly string[]).includes(op))
           return { json: webHdfsRead({ ...req, principal: who.principal }, source) };
         throw unknownOp(op, "GET");

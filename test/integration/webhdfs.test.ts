@@ -235,6 +235,9 @@ describe("WebHDFS", () => {
     expect((await put("/home/alice/a/nothing?op=RENAME&destination=/home/alice/a/x")).json).toEqual({
       boolean: false,
     });
+    expect((await send(nnUrl("/?op=GETHOMEDIRECTORY"), "GET", ca, { token: aliceToken })).json).toEqual({
+      Path: "/user/alice",
+    });
     const list = await send(nnUrl("/home/alice/a?op=LISTSTATUS"), "GET", ca, as("alice"));
     const statuses = (list.json as { FileStatuses: { FileStatus: { pathSuffix: string; type: string }[] } })
       .FileStatuses.FileStatus;
