@@ -65,6 +65,11 @@ export function webHdfsPath(requestPath: string): string {
   return normalizeDfsPath(requestPath.slice(WEBHDFS_PREFIX.length));
 }
 
+/** A DFS path in a URL: each component percent-encoded. */
+export function encodeDfsPath(path: string): string {
+  return path === "/" ? "/" : path.split("/").map(encodeURIComponent).join("/");
+}
+
 /** A non-negative integer query parameter (`fallback` when absent); INVALID_ARGUMENT naming it otherwise. */
 export function intParam(query: URLSearchParams, name: string, fallback: number): number {
   const text = query.get(name);

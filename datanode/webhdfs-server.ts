@@ -16,6 +16,7 @@ import type { TlsFiles } from "../common/tls.js";
 import { SELF_AUTHENTICATED } from "../common/web-server.js";
 import type { WebRequest, WebResponse, WebServer } from "../common/web-server.js";
 import {
+  encodeDfsPath,
   openWebHdfsTicket,
   WEBHDFS_PREFIX,
   WEBHDFS_TICKET_PARAM,
@@ -149,7 +150,7 @@ async function create(req: WebRequest, host: WebHdfsServerHost): Promise<WebResp
     host.log.info("WebHDFS file created", { path: ticket.path, user: ticket.user });
     return {
       status: 201,
-      headers: { location: `${ticket.namenodeUrl}${WEBHDFS_PREFIX}${ticket.path}`, "content-length": "0" },
+      headers: { location: `${ticket.namenodeUrl}${WEBHDFS_PREFIX}${encodeDfsPath(ticket.path)}` },
       text: "",
     };
   } catch (err) {
@@ -162,6 +163,7 @@ async function create(req: WebRequest, host: WebHdfsServerHost): Promise<WebResp
   }
 }
 
+/** `path`'s status, or undefined when it does not exist. */
 async function statOrUndefined(dfs: DfsClient, path: string): Promise<{ complete: boolean } | undefined> {
   try {
     return await dfs.stat(path);

@@ -507,6 +507,7 @@ export class NameNode extends ServingDaemon {
       ticketLifetimeMs: this.options.webHdfsTicketLifetimeMs,
       transferMaxMs: this.options.webHdfsTransferMaxMs,
       nowMs: () => this.clock.nowMs(),
+      webUrl: () => this.httpUrl ?? "",
       mkdirs: (path, owner, caller) =>
         writing("mkdirs", () => this.namespace.mkdirs(path, owner, caller)).then(() => {}),
       setPermission: (path, mode, caller) =>

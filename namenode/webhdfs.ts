@@ -17,6 +17,7 @@ import { SELF_AUTHENTICATED } from "../common/web-server.js";
 import type { WebRequest, WebResponse, WebServer } from "../common/web-server.js";
 import {
   boolParam,
+  encodeDfsPath,
   intParam,
   permissionParam,
   sealWebHdfsTicket,
@@ -50,6 +51,8 @@ export interface WebHdfsSource extends NameNodeWebSource {
   /** How long the delegation token a ticket holds stays valid: the longest a redirected transfer may take. */
   transferMaxMs: number;
   nowMs(): number;
+  /** This namenode's web URL (a created file's Location names it). */
+  webUrl(): string;
   /** ClientNamenode.Mkdirs: creates `path` and its missing parents, owned by `owner`. */
   mkdirs(path: string, owner: string, caller: Caller | undefined): Promise<void>;
   /** ClientNamenode.SetPermission. */
@@ -297,7 +300,7 @@ function redirect(
     path,
     user: who.user,
     dfsToken: source.dfsTokenFor(who.user, source.transferMaxMs),
-    namenodeUrl: source.summary().httpUrl,
+    namenodeUrl: source.webUrl(),
     expiresMs: now + source.ticketLifetimeMs,
   };
   const query = new URLSearchParams({ op: params.op });
@@ -309,9 +312,4 @@ function redirect(
   const location = `${target.webUrl}${WEBHDFS_PREFIX}${encodeDfsPath(path)}?${query.toString()}`;
   if (noredirect) return { json: { Location: location } };
   return { status: 307, headers: { location }, json: { Location: location } };
-}
-
-/** A DFS path in a URL: each component percent-encoded. */
-export function encodeDfsPath(path: string): string {
-  return path === "/" ? "/" : path.split("/").map(encodeURIComponent).join("/");
 }

@@ -147,8 +147,9 @@ describe("WebHDFS", () => {
 
   afterAll(async () => {
     for (const c of [alice, admin]) c?.close();
-    for (const dn of dns) await dn.stop();
+    // The namenode first: datanodes going away before it would have it report their blocks missing.
     await nn?.stop();
+    for (const dn of dns) await dn.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -202,6 +203,18 @@ describe("WebHDFS", () => {
     const viaClient: Buffer[] = [];
     for await (const c of alice.createReadStream("/home/alice/data.bin")) viaClient.push(c as Buffer);
     expect(Buffer.concat(viaClient).equals(data)).toBe(true);
+  });
+
+  it("serves names with spaces and characters outside ASCII, percent-encoded in every URL", async () => {
+    const name = "/home/alice/r\u00e9sum\u00e9 2026 #1.txt";
+    const url = encodeURI(name).replaceAll("#", "%23");
+    const [redirect, created] = await follow("PUT", `${url}?op=CREATE`, as("alice"), Buffer.from("\u00e9t\u00e9"));
+    expect(new URL(redirect.headers["location"] as string).pathname).toBe(`/webhdfs/v1${url}`);
+    expect(created?.status).toBe(201);
+    expect(created?.headers["location"]).toBe(`${nn.httpUrl!}/webhdfs/v1${url}`);
+    const [, read] = await follow("GET", `${url}?op=OPEN`, as("alice"));
+    expect(read?.body.toString()).toBe("\u00e9t\u00e9");
+    expect((await alice.stat(name)).length).toBe(Buffer.byteLength("\u00e9t\u00e9"));
   });
 
   it("refuses to replace a file without overwrite=true, and replaces it with", async () => {
