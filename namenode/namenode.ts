@@ -493,6 +493,7 @@ export class NameNode extends ServingDaemon {
       placement: () => this.placementReport(),
     };
   }
+
   /** What WebHDFS reads and changes (webhdfs.ts): the web source, the namespace calls, the datanodes' web URLs, keys. */
   private webHdfsSource(source: NameNodeWebSource): WebHdfsSource {
     const writing = <T>(op: "mkdirs" | "setPermission" | "delete" | "rename", fn: () => Promise<T>): Promise<T> =>
