@@ -379,22 +379,26 @@ describe("WebHDFS", () => {
   it("leaves no half-written file when the upload stops midway, so that a retry goes through", async () => {
     const redirect = await send(nnUrl("/home/alice/cut.bin?op=CREATE"), "PUT", ca, as("alice"));
     const location = new URL(redirect.headers["location"] as string);
-    await new Promise<void>((resolve) => {
-      const req = https.request(
-        {
-          host: location.hostname,
-          port: location.port,
-          path: location.pathname + location.search,
-          method: "PUT",
-          headers: { "content-length": String(8 << 20) },
-          ca: readFileSync(ca),
-          agent: false,
-        },
-        () => resolve(),
-      );
-      req.on("error", () => resolve());
-      req.write(randomBytes(2 << 20), () => setTimeout(() => req.destroy(), 300));
+    const req = https.request({
+      host: location.hostname,
+      port: location.port,
+      path: location.pathname + location.search,
+      method: "PUT",
+      headers: { "content-length": String(8 << 20) },
+      ca: readFileSync(ca),
+      agent: false,
     });
+    req.on("error", () => undefined);
+    req.write(randomBytes(2 << 20));
+    // The file is there, open, while the upload runs; then the client goes away.
+    await waitFor(
+      async () => {
+        const stat = await send(nnUrl("/home/alice/cut.bin?op=GETFILESTATUS"), "GET", ca, as("alice"));
+        return (stat.json as { FileStatus?: { complete: boolean } }).FileStatus?.complete === false || undefined;
+      },
+      { what: "the upload's file to be open", timeoutMs: 15_000 },
+    );
+    req.destroy();
     await waitFor(
       async () => (await send(nnUrl("/home/alice/cut.bin?op=GETFILESTATUS"), "GET", ca, as("alice"))).status === 404,
       { what: "the cut upload's file to be removed", timeoutMs: 15_000 },
