@@ -19,6 +19,7 @@ import { namenodeBench } from "./namenode.js";
 import { powerModelBench } from "./powermodel.js";
 import { schedulerBench } from "./scheduler.js";
 import { sortBench } from "./sort.js";
+import { webhdfsBench } from "./webhdfs.js";
 import { yieldBench } from "./yield.js";
 import { withMallocTunables } from "../localcluster/malloc-tunables.js";
 import { missingClientNodeOptions } from "../localcluster/node-options.js";
@@ -35,6 +36,7 @@ const BENCHES: readonly BenchDefinition[] = [
   powerModelBench,
   cappingBench,
   launchBench,
+  webhdfsBench,
 ];
 
 function usage(): string {

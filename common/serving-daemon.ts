@@ -31,6 +31,8 @@ export interface DaemonWebSpec {
   undo: () => Promise<void>;
   /** HA: what a standby answers web requests with (WebServerOptions.standby). */
   standby?: WebServerOptions["standby"];
+  /** WebServerOptions.requestTimeoutMs (0 for a server that takes streamed uploads). @default 60000 */
+  requestTimeoutMs?: number;
 }
 
 /** The base of a serving daemon: its lifecycle, bound gRPC port and web server (see the file comment). */
@@ -110,6 +112,7 @@ export abstract class ServingDaemon {
       title: spec.title,
       log: spec.log,
       ...(spec.standby ? { standby: spec.standby } : {}),
+      ...(spec.requestTimeoutMs !== undefined ? { requestTimeoutMs: spec.requestTimeoutMs } : {}),
     });
     spec.routes?.(web);
     await startDaemonWeb(web, this.lifecycle.daemon, spec.undo);

@@ -17,6 +17,8 @@ import * as http from "node:http";
 import * as https from "node:https";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import type { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import type { TLSSocket } from "node:tls";
 import type { Registry } from "prom-client";
 import type { Access, Principal } from "./auth.js";
@@ -64,7 +66,21 @@ export interface WebServerOptions {
    * the login page stay served (each master is scraped for its own role).
    */
   standby?: () => { error: HarvestError; activeWebUrl: string | undefined } | undefined;
+  /**
+   * The longest a request may take to arrive whole (Node's `requestTimeout`); 0: no limit, for a server whose routes
+   * take streamed uploads (a datanode's WebHDFS CREATE). @default 60000
+   */
+  requestTimeoutMs?: number;
 }
+
+/**
+ * A route's `access` for a handler that authenticates the caller itself, from the request (a datanode's WebHDFS URL
+ * carries a ticket the namenode signed): the server passes whoever it recognised, and refuses nobody.
+ */
+export const SELF_AUTHENTICATED = "self-authenticated";
+
+/** Who may call a route: certificate roles (and web tokens of them), or the handler decides. */
+export type RouteAccess = readonly Access[] | typeof SELF_AUTHENTICATED;
 
 /** A request as a route sees it. */
 export interface WebRequest {
@@ -78,15 +94,27 @@ export interface WebRequest {
   principal: Principal | undefined;
   /** Whether the client asked for HTML (a browser) rather than JSON. */
   wantsHtml: boolean;
+  /**
+   * The request's body, unread, for PUT and POST routes to stream; the first call sends `100 Continue` to a client
+   * that waits for it, so a route that answers without calling it (a refusal, a redirect) costs the client no upload.
+   */
+  body?: () => Readable;
+  /** The request's headers, as Node parsed them. */
+  headers?: http.IncomingHttpHeaders;
 }
 
-/** What a route answers. Exactly one of json, html, text or body. */
+/** What a route answers. Exactly one of json, html, text, body or stream. */
 export interface WebResponse {
   status?: number;
   json?: unknown;
   html?: string;
   text?: string;
   body?: Buffer;
+  /**
+   * A body sent as it is read, with backpressure (a file over WebHDFS); give its length in `headers` when known. An
+   * error after the headers went out cuts the connection, so that the client sees a short body, never a clean end.
+   */
+  stream?: Readable;
   contentType?: string;
   headers?: Record<string, string>;
 }
@@ -97,7 +125,7 @@ export type WebHandler = (req: WebRequest) => WebResponse | Promise<WebResponse>
 interface Route {
   method: string;
   parts: string[];
-  access: readonly Access[];
+  access: RouteAccess;
   handler: WebHandler;
 }
 
@@ -191,8 +219,17 @@ export class WebServer {
    * Adds a GET route. `pattern` is a path whose `:name` parts match one segment and whose last part may be `*` (the
    * rest of the path). `access` lists the certificate roles (and "web" tokens of those roles) allowed when secure.
    */
-  get(pattern: string, access: readonly Access[], handler: WebHandler): this {
-    this.routes.push({ method: "GET", parts: splitPath(pattern), access, handler });
+  get(pattern: string, access: RouteAccess, handler: WebHandler): this {
+    return this.route("GET", pattern, access, handler);
+  }
+
+  /**
+   * Adds a route for `method` (GET routes answer HEAD too). A PUT or POST handler reads the request's `body` itself;
+   * its client may wait for `100 Continue` first (curl does for bodies over 1 MiB), which the server sends only when
+   * the handler asks for the body, so a refusal or a redirect costs no upload.
+   */
+  route(method: "GET" | "PUT" | "POST" | "DELETE", pattern: string, access: RouteAccess, handler: WebHandler): this {
+    this.routes.push({ method, parts: splitPath(pattern), access, handler });
     return this;
   }
 
@@ -220,8 +257,10 @@ export class WebServer {
           listener,
         )
       : http.createServer(listener);
+    // Answer `Expect: 100-continue` only once a route takes the body (see `route`).
+    this.server.on("checkContinue", listener);
     this.server.headersTimeout = 20_000;
-    this.server.requestTimeout = 60_000;
+    this.server.requestTimeout = this.options.requestTimeoutMs ?? 60_000;
     const server = this.server;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -256,15 +295,12 @@ export class WebServer {
         errorResponse(new HarvestError("INVALID_ARGUMENT", "the path is not valid UTF-8"), wantsHtml),
       );
     }
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      return this.send(res, {
-        status: 405,
-        headers: { allow: "GET, HEAD" },
-        json: {
-          error: { code: "METHOD_NOT_ALLOWED", message: `${req.method} is not served; the web API is read-only` },
-        },
-      });
-    }
+    // A client waiting for `100 Continue` that is answered without it may still send its body, or not: whatever it
+    // does, the connection ends with this answer rather than parse the rest as a new request.
+    if (req.headers.expect) res.shouldKeepAlive = false;
+    const method = req.method === "HEAD" ? "GET" : (req.method ?? "GET");
+    if (method !== "GET" && !this.routes.some((r) => r.method === method))
+      return this.send(res, notAllowed(method, this.methodsAt(path)));
     if (path.startsWith("/assets/")) return this.send(res, this.asset(path.slice("/assets/".length)));
     if (path === "/login") return this.send(res, this.login(url.searchParams, req));
     // Browsers ask for it on their own, before any login: Harvest's icon, not a 401 or 404 in their console.
@@ -282,22 +318,28 @@ export class WebServer {
         if (!metrics) throw new HarvestError("WEB_NOT_FOUND", "no metrics here");
         return this.send(res, { text: exposition(await metrics.metrics()), contentType: metrics.contentType });
       }
-      const match = this.match(path);
+      const match = this.match(path, method);
+      if (!match && method !== "GET" && this.match(path, "GET"))
+        return await this.send(res, notAllowed(method, this.methodsAt(path)));
       if (!match) throw new HarvestError("WEB_NOT_FOUND", `nothing is served at ${path}`);
-      this.requireAccess(principal, match.route.access, path);
+      const access = match.route.access;
+      if (access !== SELF_AUTHENTICATED) this.requireAccess(principal, access, path);
+      const body = method === "GET" ? undefined : continued(req, res);
       const out = await match.route.handler({
-        method: "GET",
+        method,
         path,
         params: match.params,
         query: url.searchParams,
         principal,
         wantsHtml,
+        headers: req.headers,
+        ...(body ? { body } : {}),
       });
-      this.send(res, out, req.method === "HEAD");
+      await this.send(res, out, req.method === "HEAD");
     } catch (err) {
       const h = asHarvestError(err);
       if (h.code === "INTERNAL") this.options.log.warn("web route failed", { path, error: h.message });
-      this.send(res, errorResponse(h, wantsHtml, this.secure && h.code === "UNAUTHENTICATED"));
+      await this.send(res, errorResponse(h, wantsHtml, this.secure && h.code === "UNAUTHENTICATED"));
     }
   }
 
@@ -374,9 +416,16 @@ export class WebServer {
     };
   }
 
-  private match(path: string): { route: Route; params: Record<string, string> } | undefined {
+  /** The methods served at `path` (GET and HEAD always: a path nothing serves answers 404 to them). */
+  private methodsAt(path: string): string[] {
+    const others = new Set(this.routes.filter((r) => r.method !== "GET").map((r) => r.method));
+    return ["GET", "HEAD", ...[...others].filter((m) => this.match(path, m))];
+  }
+
+  private match(path: string, method: string): { route: Route; params: Record<string, string> } | undefined {
     const parts = splitPath(path);
     for (const route of this.routes) {
+      if (route.method !== method) continue;
       const params: Record<string, string> = {};
       let ok = true;
       for (let i = 0; i < route.parts.length && ok; i++) {
@@ -395,7 +444,8 @@ export class WebServer {
     return undefined;
   }
 
-  private send(res: http.ServerResponse, out: WebResponse, headOnly = false): void {
+  private send(res: http.ServerResponse, out: WebResponse, headOnly = false): void | Promise<void> {
+    if (out.stream) return this.sendStream(res, out, out.stream, headOnly);
     let body: Buffer;
     let type = out.contentType;
     if (out.body) body = out.body;
@@ -422,9 +472,62 @@ export class WebServer {
     });
     res.end(headOnly ? undefined : body);
   }
+
+  /** Sends `stream` as the body, as fast as the client takes it; a failure midway cuts the connection. */
+  private async sendStream(
+    res: http.ServerResponse,
+    out: WebResponse,
+    stream: Readable,
+    headOnly: boolean,
+  ): Promise<void> {
+    res.writeHead(out.status ?? 200, {
+      "content-type": out.contentType ?? "application/octet-stream",
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "no-referrer",
+      "x-frame-options": "DENY",
+      "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
+      "cache-control": "no-store",
+      ...out.headers,
+    });
+    if (headOnly) {
+      stream.destroy();
+      res.end();
+      return;
+    }
+    try {
+      await pipeline(stream, res);
+    } catch (err) {
+      // The status went out already: only a cut connection tells the client that the body is short.
+      res.destroy();
+      // A client that hangs up early (`curl | head`) is no failure of ours.
+      if ((err as { code?: string }).code !== "ERR_STREAM_PREMATURE_CLOSE")
+        this.options.log.warn("web stream failed", {
+          path: (res.req.url ?? "").split("?")[0],
+          error: errorMessage(err),
+        });
+    }
+  }
+}
+
+/** The request's body, for a route to call for when it reads it: sends `100 Continue` then to a client waiting for it. */
+function continued(req: http.IncomingMessage, res: http.ServerResponse): () => Readable {
+  let continueSent = false;
+  return () => {
+    if (!continueSent && /^100-continue$/i.test(req.headers.expect ?? "") && !res.headersSent) res.writeContinue();
+    continueSent = true;
+    return req;
+  };
 }
 
 const ANY: readonly Access[] = ["daemon", "user", "admin"];
+
+function notAllowed(method: string, allowed: string[]): WebResponse {
+  return {
+    status: 405,
+    headers: { allow: allowed.join(", ") },
+    json: { error: { code: "METHOD_NOT_ALLOWED", message: `${method} is not served at this path` } },
+  };
+}
 
 function splitPath(path: string): string[] {
   return path.split("/").filter((p) => p.length > 0);

@@ -47,6 +47,7 @@ import type { ReimageResponse } from "../proto/generated/harvest/v1/ReimageRespo
 import type { ReplicateCommandOutput } from "../proto/generated/harvest/v1/ReplicateCommand.js";
 import type { RecoverBlockCommandOutput } from "../proto/generated/harvest/v1/RecoverBlockCommand.js";
 import type { CommitRecoveryCommandOutput } from "../proto/generated/harvest/v1/CommitRecoveryCommand.js";
+import { registerDatanodeWebHdfs } from "./webhdfs-server.js";
 
 /** Things a datanode can be given instead of building them from options (tests, benchmarks). */
 export interface DataNodeDeps {
@@ -293,11 +294,22 @@ export class DataNode extends ServingDaemon {
       );
       this.transferBoundPort = await this.blockServer.listen(this.options.host, this.options.transferPort);
     }
-    // Serves only `/metrics`.
+    // `/metrics`, and WebHDFS's OPEN and CREATE where the namenode redirects them (uploads stream for as long as
+    // they take).
     await this.startWeb({
       title: "Harvest datanode",
       metrics: this.metrics.registry,
       log: this.log,
+      routes: (web) =>
+        registerDatanodeWebHdfs(web, {
+          datanodeId: this.options.datanodeId,
+          namenodeAddress: this.options.namenodeAddress,
+          tls: this.options.tls,
+          log: this.log,
+          blockKeys: () => this.links.blockKeys(),
+          nowMs: () => this.clock.nowMs(),
+        }),
+      requestTimeoutMs: 0,
       undo: () => shutdownServer(this.server, 0),
     });
   }
@@ -357,6 +369,7 @@ export class DataNode extends ServingDaemon {
       datanodeId: this.options.datanodeId,
       address: this.address,
       transferAddress: this.transferAddress,
+      webUrl: this.httpUrl ?? "",
       rack: this.options.rack,
       capacityBytes: this.store.capacityBytes,
       usedBytes: this.store.usedBytes(),

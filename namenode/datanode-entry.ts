@@ -17,6 +17,8 @@ export interface DatanodeEntry {
   address: string;
   /** Its block transfer port (empty: gRPC only). */
   transferAddress: string;
+  /** Its web server's base URL, where WebHDFS redirects (empty: none). */
+  webUrl: string;
   rack: string;
   storageId: string;
   capacityBytes: number;

@@ -132,6 +132,14 @@ export class DatanodeTracker {
         `datanode ${id}: transfer address ${JSON.stringify(reg.transferAddress.slice(0, 100))} is not host:port`,
         { details: { field: "transferAddress" } },
       );
+    // WebHDFS sends callers there: only an http(s) origin, never a path, credentials or another scheme.
+    const webUrl = webOrigin(reg.webUrl);
+    if (reg.webUrl && webUrl === undefined)
+      throw new HarvestError(
+        "INVALID_ARGUMENT",
+        `datanode ${id}: web URL ${JSON.stringify(reg.webUrl.slice(0, 100))} is not http(s)://host:port`,
+        { details: { field: "webUrl" } },
+      );
     const now = this.clock.nowMs();
     const existing = this.datanodes.get(id);
     if (existing?.stream && existing.stream !== stream) existing.stream.end();
@@ -140,6 +148,7 @@ export class DatanodeTracker {
       datanodeId: id,
       address: reg.address,
       transferAddress: reg.transferAddress,
+      webUrl: webUrl ?? "",
       rack: "",
       storageId: record?.storageId ?? reg.storageId,
       capacityBytes: 0,
@@ -165,6 +174,7 @@ export class DatanodeTracker {
     Object.assign(entry, {
       address: reg.address,
       transferAddress: reg.transferAddress,
+      webUrl: webUrl ?? "",
       rack: reg.rack || "/default-rack",
       capacityBytes: reg.capacityBytes,
       usedBytes: reg.usedBytes,
@@ -434,5 +444,18 @@ export class DatanodeTracker {
     return [...this.datanodes.values()]
       .sort((a, b) => (a.datanodeId < b.datanodeId ? -1 : 1))
       .map((d) => this.datanodeReport(d));
+  }
+}
+
+/** `url` when it is an http(s) origin (`https://host:port`, nothing after), else undefined. */
+function webOrigin(url: string): string | undefined {
+  if (!url) return undefined;
+  try {
+    const u = new URL(url);
+    const bare = u.pathname === "/" && !url.endsWith("/") && !u.search && !u.hash && !u.username && !u.password;
+    if ((u.protocol !== "https:" && u.protocol !== "http:") || !bare) return undefined;
+    return u.origin;
+  } catch {
+    return undefined;
   }
 }

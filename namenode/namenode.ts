@@ -30,6 +30,7 @@ import type { BatchOp } from "./namespace-store.js";
 import { ANY_CERTIFICATE, Gate } from "../common/auth.js";
 import type { ServiceRules } from "../common/auth.js";
 import { DelegationTokens } from "../common/delegation-token.js";
+import { newestBlockKey } from "../common/webhdfs.js";
 import { CancelledTokens } from "./cancelled-tokens.js";
 import { INSECURE_WARNING } from "../common/options.js";
 import { bindServer, call, createServer, loadHarvestProto, makeClient, shutdownServer } from "../common/grpc.js";
@@ -54,6 +55,8 @@ import type { PlacementPolicy } from "./policy/placement.js";
 import { NameNodeMetrics } from "./nn-metrics.js";
 import type { BlockHealthCounts, DatanodeCounts, NameNodeSummary } from "./nn-metrics.js";
 import { registerNameNodeApi } from "./web-api.js";
+import { registerWebHdfs } from "./webhdfs.js";
+import type { WebHdfsSource } from "./webhdfs.js";
 import { registerNameNodePages } from "./web-pages.js";
 import { placementReport } from "./web.js";
 import type { NameNodeWebSource, PlacementReport } from "./web.js";
@@ -374,6 +377,7 @@ export class NameNode extends ServingDaemon {
       routes: (web) => {
         const source = this.webSource();
         registerNameNodeApi(web, source);
+        registerWebHdfs(web, this.webHdfsSource(source));
         registerNameNodePages(web, source);
       },
       undo: () => shutdownServer(this.server, 0),
@@ -490,6 +494,38 @@ export class NameNode extends ServingDaemon {
       placement: () => this.placementReport(),
     };
   }
+
+  /** What WebHDFS reads and changes (webhdfs.ts): the web source, the namespace calls, the datanodes' web URLs, keys. */
+  private webHdfsSource(source: NameNodeWebSource): WebHdfsSource {
+    const writing = <T>(op: "mkdirs" | "setPermission" | "delete" | "rename", fn: () => Promise<T>): Promise<T> =>
+      this.metrics.observe(op, () => {
+        this.safeMode.checkWritable();
+        return fn();
+      });
+    return {
+      ...source,
+      secure: this.options.tls !== undefined,
+      superuser: this.options.superuser,
+      ticketLifetimeMs: this.options.webHdfsTicketLifetimeMs,
+      transferMaxMs: this.options.webHdfsTransferMaxMs,
+      nowMs: () => this.clock.nowMs(),
+      webUrl: () => this.httpUrl ?? "",
+      mkdirs: (path, owner, caller) =>
+        writing("mkdirs", () => this.namespace.mkdirs(path, owner, caller)).then(() => {}),
+      setPermission: (path, mode, caller) =>
+        writing("setPermission", () => this.namespace.setPermission(path, mode, caller)).then(() => {}),
+      delete: (path, recursive, caller) => writing("delete", () => this.namespace.delete(path, recursive, caller)),
+      rename: (src, dst, caller) => writing("rename", () => this.namespace.rename(src, dst, caller)).then(() => {}),
+      webHdfsDatanodes: () =>
+        [...this.datanodes.values()]
+          .filter((d) => d.state === "LIVE" && d.webUrl && this.monitor.adminState(d.datanodeId) === "NORMAL")
+          .map((d) => ({ datanodeId: d.datanodeId, webUrl: d.webUrl, busy: d.primaryBusy }))
+          .sort((a, b) => a.datanodeId.localeCompare(b.datanodeId)),
+      ticketKey: () => newestBlockKey(this.blockKeys?.keys() ?? []),
+      dfsTokenFor: (user, lifetimeMs) => this.delegation?.issue(user, this.clock.nowMs(), lifetimeMs).token ?? "",
+    };
+  }
+
   /** The namenode at a glance: `/ws/v1/nn/info`, the overview page and the metrics' gauges. */
   private summary(): NameNodeSummary {
     return {

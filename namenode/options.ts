@@ -42,6 +42,16 @@ export interface NameNodeOptions {
   insecure: boolean;
   /** The longest a delegation token (what a job's tasks act as their submitter with) is issued for. @default 7 days */
   delegationTokenMaxLifetimeMs: number;
+  /**
+   * WebHDFS: how long the ticket in an OPEN or CREATE redirect to a datanode stays valid (the client must follow the
+   * redirect within it; the transfer then runs as long as it needs, up to `webHdfsTransferMaxMs`). @default 60000
+   */
+  webHdfsTicketLifetimeMs: number;
+  /**
+   * WebHDFS: the longest a redirected read or write may take (the life of the delegation token the ticket holds for
+   * the datanode to act as the caller with; the datanode cancels it when the transfer ends). @default 21600000 (6 h)
+   */
+  webHdfsTransferMaxMs: number;
   /** Replication of files created without one. @default 3 */
   defaultReplication: number;
   /** Largest replication a file may ask for. @default 32 */
@@ -163,6 +173,8 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
         advertiseHost: "",
         insecure: false,
         delegationTokenMaxLifetimeMs: 7 * 86_400_000,
+        webHdfsTicketLifetimeMs: 60_000,
+        webHdfsTransferMaxMs: 6 * 3_600_000,
         defaultReplication: 3,
         maxReplication: 32,
         defaultBlockSizeBytes: 128 * 1024 * 1024,
@@ -199,6 +211,8 @@ export function resolveNameNodeOptions(partial: Partial<NameNodeOptions> & { dat
   checkSecurityOptions("namenode", o);
   if (!(o.delegationTokenMaxLifetimeMs > 0))
     bad("delegationTokenMaxLifetimeMs", "must be a positive number of milliseconds");
+  if (!(o.webHdfsTicketLifetimeMs > 0)) bad("webHdfsTicketLifetimeMs", "must be a positive number of milliseconds");
+  if (!(o.webHdfsTransferMaxMs > 0)) bad("webHdfsTransferMaxMs", "must be a positive number of milliseconds");
   if (!o.dataDir) bad("dataDir", "is required");
   if (typeof o.blockTokens !== "boolean") bad("blockTokens", "must be true or false");
   for (const f of ["blockTokenLifetimeMs", "blockKeyUpdateIntervalMs"] as const)

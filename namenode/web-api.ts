@@ -1,7 +1,7 @@
 /**
- * The namenode's REST API: read-only JSON. WebHDFS shapes under `/webhdfs/v1/<path>?op=...` (LISTSTATUS,
- * GETFILESTATUS, GETCONTENTSUMMARY, GETFILEBLOCKLOCATIONS and Harvest's GET_BLOCK_LOCATIONS), Harvest's own under
- * `/ws/v1/nn/` (info, datanodes, fsck, placement). Every answer comes from the function the matching gRPC method calls
+ * The namenode's REST API: read-only JSON. WebHDFS's reads under `/webhdfs/v1/<path>?op=...` (LISTSTATUS,
+ * GETFILESTATUS, GETCONTENTSUMMARY, GETFILEBLOCKLOCATIONS and Harvest's GET_BLOCK_LOCATIONS; webhdfs.ts routes them
+ * here and serves the rest of WebHDFS), Harvest's own under `/ws/v1/nn/` (info, datanodes, fsck, placement). Every answer comes from the function the matching gRPC method calls
  * (web.ts), and file system reads are held to the caller's DFS permissions exactly as over gRPC. Paths come from the
  * URL and must be valid DFS paths (`..`, empty components and NUL are DFS_BAD_PATH, never resolved).
  */
@@ -9,17 +9,17 @@ import { ANY_CERTIFICATE } from "../common/auth.js";
 import { baseName, normalizeDfsPath } from "../common/dfs-path.js";
 import { HarvestError } from "../common/errors.js";
 import type { WebRequest, WebServer } from "../common/web-server.js";
+import { intParam, webHdfsPath } from "../common/webhdfs.js";
 import { countPriority } from "./nn-metrics.js";
 import type { UnderReplicatedByPriority } from "./nn-metrics.js";
 import type { FileBlockLocations, NameNodeWebSource } from "./web.js";
 import type { FileStatusOutput } from "../proto/generated/harvest/v1/FileStatus.js";
 import type { FsckReportOutput } from "../proto/generated/harvest/v1/FsckReport.js";
 
-/** Where WebHDFS paths begin. */
-export const WEBHDFS_PREFIX = "/webhdfs/v1";
+export { intParam, WEBHDFS_PREFIX, webHdfsPath } from "../common/webhdfs.js";
 
-/** The WebHDFS operations served (`op=`, any case). */
-export const WEBHDFS_OPS = [
+/** The read-only WebHDFS operations answered here (`op=`, any case); webhdfs.ts routes every WebHDFS request. */
+export const WEBHDFS_READ_OPS = [
   "LISTSTATUS",
   "GETFILESTATUS",
   "GETCONTENTSUMMARY",
@@ -67,17 +67,6 @@ export function webHdfsFileStatus(s: FileStatusOutput, pathSuffix: string): WebH
   };
 }
 
-/** The DFS path a WebHDFS request names (the URL path after `/webhdfs/v1`); DFS_BAD_PATH if it is not a valid one. */
-export function webHdfsPath(requestPath: string): string {
-  const rest = requestPath.startsWith(WEBHDFS_PREFIX + "/") ? requestPath.slice(WEBHDFS_PREFIX.length) : undefined;
-  if (requestPath === WEBHDFS_PREFIX) return "/";
-  if (rest === undefined)
-    throw new HarvestError("DFS_BAD_PATH", `bad path in ${JSON.stringify(requestPath)}: it has an empty component`, {
-      details: { field: "path", path: requestPath },
-    });
-  return normalizeDfsPath(rest);
-}
-
 /** Under-replicated blocks of an fsck report by the replication monitor's priority levels (0..2). */
 export function fsckPriorities(report: FsckReportOutput): UnderReplicatedByPriority {
   const out: UnderReplicatedByPriority = { highest: 0, veryUnderReplicated: 0, underReplicated: 0 };
@@ -86,23 +75,10 @@ export function fsckPriorities(report: FsckReportOutput): UnderReplicatedByPrior
   return out;
 }
 
-/** A non-negative integer query parameter (`fallback` when absent); INVALID_ARGUMENT naming it otherwise. */
-export function intParam(query: URLSearchParams, name: string, fallback: number): number {
-  const text = query.get(name);
-  if (text === null || text === "") return fallback;
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n))
-    throw new HarvestError("INVALID_ARGUMENT", `${name} must be a non-negative integer (got ${JSON.stringify(text)})`, {
-      details: { field: name },
-    });
-  return n;
-}
-
-/** Serves the REST API on `server`; any certificate role (or its web token) may read it. */
+/** Serves Harvest's REST API on `server` (WebHDFS is webhdfs.ts'); any certificate role (or its web token) may read it. */
 export function registerNameNodeApi(server: WebServer, source: NameNodeWebSource): void {
   const access = ANY_CERTIFICATE;
   server
-    .get(`${WEBHDFS_PREFIX}/*`, access, (req) => ({ json: webHdfs(req, source) }))
     .get("/ws/v1/nn/info", access, () => ({ json: { nameNodeInfo: source.summary() } }))
     .get("/ws/v1/nn/datanodes", access, () => ({ json: { datanodes: source.datanodes() } }))
     .get("/ws/v1/nn/fsck", access, (req) => {
@@ -113,8 +89,8 @@ export function registerNameNodeApi(server: WebServer, source: NameNodeWebSource
     .get("/ws/v1/nn/placement", access, () => ({ json: { placement: source.placement() } }));
 }
 
-/** One WebHDFS request: the path's operation, as the caller may see it. */
-function webHdfs(req: WebRequest, source: NameNodeWebSource): unknown {
+/** One read-only WebHDFS request: the path's operation, as the caller may see it (webhdfs.ts routes it here). */
+export function webHdfsRead(req: WebRequest, source: NameNodeWebSource): unknown {
   const path = webHdfsPath(req.path);
   const op = (req.query.get("op") ?? "").toUpperCase();
   const caller = source.callerOf(req.principal);
@@ -148,7 +124,7 @@ function webHdfs(req: WebRequest, source: NameNodeWebSource): unknown {
     default:
       throw new HarvestError(
         "INVALID_ARGUMENT",
-        `${op ? `op=${op} is not served` : "op is missing"}: the read-only WebHDFS API serves ${WEBHDFS_OPS.join(", ")}`,
+        `${op ? `op=${op} is not served` : "op is missing"}: the read-only WebHDFS operations are ${WEBHDFS_READ_OPS.join(", ")}`,
         { details: { field: "op" } },
       );
   }
