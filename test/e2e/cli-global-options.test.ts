@@ -10,6 +10,7 @@ import { packageRoot } from "../../common/paths.js";
 import { runHarvest } from "../processes.js";
 import type { CliRun } from "../processes.js";
 import { requireBuild } from "../integration/harness.js";
+import { clusterCgroupKey } from "../../nodemanager/cgroups.js";
 
 const root = mkdtempSync(join(tmpdir(), "harvest-cli-global-"));
 /** No cluster anywhere the CLI would look by default. */
@@ -118,6 +119,13 @@ describe("harvest --dir/--config before the subcommand on a running cluster", ()
     const own = harvest("--dir", join(root, "elsewhere"), "job", "list", "--dir", dir);
     expect(own.code, own.stderr).toBe(0);
     expect(own.stdout.trim()).toBe("no jobs");
+  });
+
+  it("keys its containers' cgroups by the cluster, in the node manager's and its datanode's configs alike", () => {
+    const nm = JSON.parse(readFileSync(join(dir, "run", "server-1.json"), "utf8")) as Record<string, unknown>;
+    const dn = JSON.parse(readFileSync(join(dir, "run", "server-1-dn.json"), "utf8")) as Record<string, unknown>;
+    expect(nm["cgroupCluster"]).toBe(clusterCgroupKey(dir));
+    expect(dn["secondaryCgroup"]).toBe(`harvest/${clusterCgroupKey(dir)}/server-1`);
   });
 
   it("lists a tree with fs ls -R, and skips a directory it may not read with exit code 1", () => {
