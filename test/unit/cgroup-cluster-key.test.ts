@@ -1,7 +1,8 @@
 /** Two clusters on one host never share a container cgroup (nodemanager/cgroups.ts, `cgroupCluster`). */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { clusterCgroupKey, containerCgroupName, detectCgroups } from "../../nodemanager/cgroups.js";
 import { resolveNodeManagerOptions } from "../../nodemanager/options.js";
@@ -84,4 +85,37 @@ describe("container cgroups of two clusters on one host", () => {
       expect(quota(groupB)).toBe(quota(groupA) / 2);
     });
   }
+
+  // The machine's own hierarchy, where a test may write it (root, cgroup v1 or v2 with the cpu controller).
+  const probeKey = `test-${randomBytes(6).toString("hex")}`;
+  const probe = detectCgroups(containerCgroupName({ nodeId: "probe", cgroupCluster: probeKey }), "auto");
+  probe.close();
+  it.runIf(probe.mode !== "none")(
+    "on this machine's cgroups, removes a stopping node manager's groups and no other's",
+    () => {
+      const keys = [`test-${randomBytes(6).toString("hex")}`, `test-${randomBytes(6).toString("hex")}`];
+      const [a1, a2, b1] = [
+        detectCgroups(containerCgroupName({ nodeId: "server-1", cgroupCluster: keys[0] }), "auto"),
+        detectCgroups(containerCgroupName({ nodeId: "server-2", cgroupCluster: keys[0] }), "auto"),
+        detectCgroups(containerCgroupName({ nodeId: "server-1", cgroupCluster: keys[1] }), "auto"),
+      ];
+      const id = `container_${randomBytes(4).toString("hex")}`;
+      const procs = [a1!.create(id, 500, 64), b1!.create(id, 500, 64)];
+      // Each cluster's server-1 has a group of its own for the same container id.
+      expect(new Set(procs.flat()).size).toBe(procs.flat().length);
+      for (const file of procs.flat()) expect(existsSync(file), file).toBe(true);
+      a1!.remove(id);
+      a1!.close();
+      for (const file of procs[0]!) expect(existsSync(dirname(file)), file).toBe(false);
+      for (const file of procs[1]!) expect(existsSync(file), file).toBe(true);
+      // The cluster's level stays while another of its servers uses it, and goes with the last.
+      const clusterLevel = (file: string): string => dirname(dirname(dirname(file)));
+      expect(existsSync(clusterLevel(procs[0]![0]!))).toBe(true);
+      a2!.close();
+      expect(existsSync(clusterLevel(procs[0]![0]!))).toBe(false);
+      b1!.remove(id);
+      b1!.close();
+      expect(existsSync(clusterLevel(procs[1]![0]!))).toBe(false);
+    },
+  );
 });
