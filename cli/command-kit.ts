@@ -12,6 +12,7 @@ import {
 import type { ClientSecurity } from "../common/grpc.js";
 import { nnAddressesOf, readCluster, resolveClusterDir, rmAddressesOf } from "../localcluster/cluster.js";
 import type { ClusterDescriptor } from "../localcluster/cluster.js";
+import { acceptsGlobal } from "./global-options.js";
 
 /** Options every cluster-facing command takes. */
 export interface GlobalOpts {
@@ -26,11 +27,11 @@ export interface GlobalOpts {
  */
 export function common(cmd: Command, { clientConfig = true }: { clientConfig?: boolean } = {}): Command {
   if (clientConfig)
-    cmd.option(
+    acceptsGlobal(cmd, "config").option(
       "--config <file>",
       "client configuration: RM and NN addresses (default: $HARVEST_CONF, then ~/.harvest/client.json)",
     );
-  return cmd
+  return acceptsGlobal(cmd, "dir")
     .option(
       "--dir <dir>",
       "a local cluster's directory (default: $HARVEST_CLUSTER_DIR, then ~/.harvest/cluster; for root /var/lib/harvest/cluster)",
@@ -114,8 +115,14 @@ export function withClient<T>(opts: GlobalOpts, fn: (c: JobClient) => Promise<T>
   return fn(client).finally(() => client.close());
 }
 
-/** Runs an action, turning errors into a message, a hint and exit code 1. */
-export function action<A extends unknown[]>(fn: (...args: A) => Promise<number | void>): (...args: A) => Promise<void> {
+/**
+ * Runs an action, turning errors into a message, a hint and exit code 1. `clusterHint: false` leaves out the hint
+ * that an UNAVAILABLE cluster may not be running (for commands that start a daemon, not reach one).
+ */
+export function action<A extends unknown[]>(
+  fn: (...args: A) => Promise<number | void>,
+  { clusterHint = true }: { clusterHint?: boolean } = {},
+): (...args: A) => Promise<void> {
   return async (...args: A) => {
     const opts = (args.find((a) => a instanceof Command) as Command | undefined)?.opts<GlobalOpts>() ?? {};
     try {
@@ -124,7 +131,7 @@ export function action<A extends unknown[]>(fn: (...args: A) => Promise<number |
     } catch (err) {
       const code = err instanceof HarvestError ? err.code : "INTERNAL";
       let message = errorMessage(err);
-      if (code === "UNAVAILABLE")
+      if (code === "UNAVAILABLE" && clusterHint)
         message += "\n(is the cluster running? 'harvest cluster status' checks, 'harvest cluster up' starts one)";
       if (opts.json)
         process.stdout.write(

@@ -16,7 +16,8 @@ import { distEntry } from "../common/paths.js";
 import { processStartTime } from "../common/container-leftovers.js";
 import { isOurProcess } from "../localcluster/cluster.js";
 import { action, print } from "./command-kit.js";
-import { DAEMON_KINDS, SHORT_NAMES as SHORT, daemonKind } from "../localcluster/daemon-kinds.js";
+import { checkConfigKind, daemonKindOrSuggest } from "./daemon-config-kind.js";
+import { DAEMON_KINDS, SHORT_NAMES as SHORT } from "../localcluster/daemon-kinds.js";
 import type { DaemonKind } from "../localcluster/daemon-kinds.js";
 import { daemonEnvironment, missingMallocTunables, TUNABLES_VARIABLE } from "../localcluster/malloc-tunables.js";
 import { daemonNodeOptions, missingNodeOptions, nodeOptionsVariable } from "../localcluster/node-options.js";
@@ -59,6 +60,13 @@ export async function runDaemonForeground(kind: DaemonKind, configFile: string, 
   } catch (err) {
     log.warn(errorMessage(err));
   }
+  try {
+    checkConfigKind(kind, configFile, readDaemonConfigFile(resolve(configFile)));
+  } catch (err) {
+    log.error("bad configuration", { error: errorMessage(err) });
+    process.exitCode = 2;
+    return;
+  }
   const make = await daemonFactory(kind);
   runDaemon(SHORT[kind], make, ["--config", resolve(configFile), ...(readyFile ? ["--ready-file", readyFile] : [])]);
 }
@@ -78,13 +86,13 @@ export interface DaemonFiles {
  */
 export function daemonFiles(kind: DaemonKind, configFile: string, pidDir?: string, logDir?: string): DaemonFiles {
   const config = resolve(configFile);
-  let dataDir: string | undefined;
-  try {
-    const parsed = JSON.parse(readFileSync(config, "utf8")) as { dataDir?: unknown };
-    if (typeof parsed.dataDir === "string" && parsed.dataDir) dataDir = resolve(dirname(config), parsed.dataDir);
-  } catch (err) {
-    throw new HarvestError("CONFIG_INVALID", `cannot read the daemon config ${config}: ${errorMessage(err)}`);
-  }
+  const parsed = readDaemonConfigFile(config);
+  // A config of another kind of daemon names that daemon's dataDir: refuse it before anything is written there.
+  checkConfigKind(kind, configFile, parsed);
+  const dataDir =
+    typeof parsed["dataDir"] === "string" && parsed["dataDir"]
+      ? resolve(dirname(config), parsed["dataDir"])
+      : undefined;
   const runDir = pidDir ?? process.env["HARVEST_PID_DIR"] ?? dataDir;
   const logs = logDir ?? process.env["HARVEST_LOG_DIR"] ?? (dataDir ? join(dataDir, "logs") : undefined);
   if (!runDir || !logs)
@@ -96,6 +104,23 @@ export function daemonFiles(kind: DaemonKind, configFile: string, pidDir?: strin
     readyFile: join(resolve(runDir), `${base}.ready`),
     logFile: join(resolve(logs), `${base}.log`),
   };
+}
+
+/** A daemon's config file as an object, or CONFIG_INVALID saying why it is not one. */
+function readDaemonConfigFile(file: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, "utf8"));
+  } catch (err) {
+    throw new HarvestError("CONFIG_INVALID", `cannot read the daemon config ${file}: ${errorMessage(err)}`, {
+      details: { file },
+    });
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    throw new HarvestError("CONFIG_INVALID", `${file} must hold a JSON object of the daemon's options`, {
+      details: { file },
+    });
+  return parsed as Record<string, unknown>;
 }
 
 /** A background daemon's state from its pid file: running (the pid is alive and is that daemon) or stopped. */
@@ -225,20 +250,23 @@ export function registerDaemonCommands(program: Command): void {
       .option("--timeout <ms>", "how long to wait", "30000")
       .option("--json", "machine-readable output");
   background("start", "start a daemon in the background (pid file, log file); returns once it serves").action(
-    action(async (name: string, o: BackgroundOpts) => {
-      const kind = daemonKind(name);
-      const files = daemonFiles(kind, o.config, o.pidDir, o.logDir);
-      const { pid, address } = await startDaemonBackground(kind, files, Number(o.timeout));
-      print(o, { daemon: kind, pid, address, pidFile: files.pidFile, logFile: files.logFile }, () =>
-        [`${kind} running as process ${pid} at ${address}`, `  pid ${files.pidFile}`, `  log ${files.logFile}`].join(
-          "\n",
-        ),
-      );
-    }),
+    action(
+      async (name: string, o: BackgroundOpts) => {
+        const kind = daemonKindOrSuggest(name);
+        const files = daemonFiles(kind, o.config, o.pidDir, o.logDir);
+        const { pid, address } = await startDaemonBackground(kind, files, Number(o.timeout));
+        print(o, { daemon: kind, pid, address, pidFile: files.pidFile, logFile: files.logFile }, () =>
+          [`${kind} running as process ${pid} at ${address}`, `  pid ${files.pidFile}`, `  log ${files.logFile}`].join(
+            "\n",
+          ),
+        );
+      },
+      { clusterHint: false },
+    ),
   );
   background("stop", "stop a background daemon (SIGTERM, then SIGKILL after --timeout)").action(
     action(async (name: string, o: BackgroundOpts) => {
-      const kind = daemonKind(name);
+      const kind = daemonKindOrSuggest(name);
       const files = daemonFiles(kind, o.config, o.pidDir, o.logDir);
       const pid = await stopDaemonBackground(kind, files, Number(o.timeout));
       print(o, { daemon: kind, stopped: pid }, () => `${kind} (process ${pid}) stopped`);
@@ -246,7 +274,7 @@ export function registerDaemonCommands(program: Command): void {
   );
   background("status", "is a background daemon running? (exit 0 running, 3 stopped)").action(
     action(async (name: string, o: BackgroundOpts) => {
-      const kind = daemonKind(name);
+      const kind = daemonKindOrSuggest(name);
       const files = daemonFiles(kind, o.config, o.pidDir, o.logDir);
       const st = daemonStatus(files);
       print(o, { daemon: kind, ...st }, () =>

@@ -7,7 +7,7 @@ import { stat as fsStat } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import { HarvestError, isHarvestError } from "../common/errors.js";
 import { formatMode, parseMode } from "../common/fs-permission.js";
-import type { DfsFileStatus } from "../client/dfs-client.js";
+import type { DfsClient, DfsFileStatus } from "../client/dfs-client.js";
 import { action, common, durationFlagMs, positiveInt, print, withDfs } from "./command-kit.js";
 import { waitingMessage } from "../client/write-wait.js";
 import type { GlobalOpts } from "./command-kit.js";
@@ -67,6 +67,42 @@ function statusLine(s: DfsFileStatus): (string | number)[] {
 /** A status with its mode also written as `ls` shows it (`drwxr-x---`), for --json. */
 function withPermission(s: DfsFileStatus): DfsFileStatus & { permission: string } {
   return { ...s, permission: formatMode(s.mode, s.isDir) };
+}
+
+/** A directory that `ls -R` could not list, and why. */
+interface ListFailure {
+  path: string;
+  code: string;
+  message: string;
+}
+
+/**
+ * Everything below directory `dir`, depth first (a directory, then what it holds), each directory's entries in the
+ * namenode's order. A directory that cannot be listed (no permission, deleted meanwhile) is reported, not fatal.
+ */
+async function listRecursively(
+  c: DfsClient,
+  dir: string,
+): Promise<{ entries: DfsFileStatus[]; failures: ListFailure[] }> {
+  const entries: DfsFileStatus[] = [];
+  const failures: ListFailure[] = [];
+  const visit = async (path: string): Promise<void> => {
+    let children: DfsFileStatus[];
+    try {
+      children = await c.list(path);
+    } catch (err) {
+      // An outage or a bug ends the listing; a directory we may not read, or one deleted meanwhile, is skipped.
+      if (!isHarvestError(err, "DFS_PERMISSION_DENIED") && !isHarvestError(err, "NAMENODE_FILE_NOT_FOUND")) throw err;
+      failures.push({ path, code: err.code, message: err.message });
+      return;
+    }
+    for (const child of children) {
+      entries.push(child);
+      if (child.isDir) await visit(child.path);
+    }
+  };
+  await visit(dir);
+  return { entries, failures };
 }
 
 /** Adds the `fs` command group to the program. */
@@ -180,9 +216,10 @@ export function registerFsCommands(program: Command): void {
     );
 
   common(fs.command("ls [path]"))
-    .description("list a directory (default: your home, /user/<you>)")
+    .description("list a directory (default: your home, /user/<you>); with -R, everything below it")
+    .option("-R, --recursive", "list subdirectories too, depth first, as 'hdfs dfs -ls -R' does")
     .action(
-      action(async (path: string | undefined, o: GlobalOpts) =>
+      action(async (path: string | undefined, o: GlobalOpts & { recursive?: boolean }) =>
         withDfs(o, async (c) => {
           const target = path ?? c.workingDirectory();
           const st = await c.stat(target).catch((err: unknown) => {
@@ -194,12 +231,19 @@ export function registerFsCommands(program: Command): void {
               );
             throw err;
           });
-          const entries = st.isDir ? await c.list(target) : [st];
+          const { entries, failures } = !st.isDir
+            ? { entries: [st], failures: [] }
+            : o.recursive
+              ? await listRecursively(c, st.path)
+              : { entries: await c.list(target), failures: [] };
+          for (const f of failures) process.stderr.write(`harvest: cannot list ${f.path}: ${f.message} [${f.code}]\n`);
           print(o, entries.map(withPermission), () =>
             entries.length === 0
               ? `${target} is empty`
               : table(["MODE", "REPL", "BYTES", "OWNER", "GROUP", "MODIFIED", "PATH"], entries.map(statusLine)),
           );
+          // As `hdfs dfs -ls -R`: what could be listed is, and a directory that could not makes the exit code 1.
+          return failures.length > 0 ? 1 : 0;
         }),
       ),
     );

@@ -48,6 +48,7 @@ import {
 } from "./format.js";
 import type { JobClient, JobReport } from "../client/job-client.js";
 import { choosePrimaries } from "./primary-traces.js";
+import { acceptsGlobal, addGlobalOptions, harvestVersion } from "./global-options.js";
 
 const program = new Command();
 program
@@ -55,6 +56,7 @@ program
   .description("Harvest: run batch DAG jobs on spare cores of servers owned by primary tenants")
   .showHelpAfterError("(run with --help for usage)")
   .configureOutput({ outputError: (str, write) => write(str) });
+addGlobalOptions(program);
 
 // ------------------------------------------------------------------------------------------------ cluster
 
@@ -455,8 +457,7 @@ registerSimCommands(program);
 
 // ------------------------------------------------------------------------------------------------ demo, bench
 
-program
-  .command("demo")
+acceptsGlobal(program.command("demo"), "dir")
   .description(
     "bring up a 4-server cluster whose primaries replay real (or generated) traces, run a DAG job through primary spikes, print a summary, tear down",
   )
@@ -528,7 +529,19 @@ function readDaemonConfig(path: string): DaemonSections {
 registerDaemonCommands(program);
 registerSecurityCommands(program);
 
+program
+  .command("version")
+  .description("print the version of harvest and of the Node.js running it")
+  .option("--json", "machine-readable output")
+  .action((o: GlobalOpts) =>
+    print(
+      o,
+      { harvest: harvestVersion(), node: process.versions.node },
+      () => `harvest ${harvestVersion()} (Node.js ${process.versions.node})`,
+    ),
+  );
+
 program.parseAsync(process.argv).catch((err: unknown) => {
-  process.stderr.write(`harvest: ${errorMessage(err)}\n`);
+  process.stderr.write(`harvest: ${errorMessage(err)}${err instanceof HarvestError ? ` [${err.code}]` : ""}\n`);
   process.exitCode = 1;
 });

@@ -84,7 +84,10 @@ export interface DataNodeOptions {
   tls?: TlsOption;
   /** Says that serving without `tls` is intended (a throwaway local cluster); `harvest daemon` requires one. */
   insecure: boolean;
-  /** Rack label. @default "/default-rack" */
+  /**
+   * Rack label, e.g. "/rack-1": set it to the same rack as this server's node manager (its `rack`), since replica
+   * placement spreads replicas over racks and the scheduler's locality compares the two. @default "/default-rack"
+   */
   rack: string;
   /** Bytes this datanode may fill; 0 takes the size of the data directory's file system. @default 0 */
   capacityBytes: number;

@@ -13,6 +13,7 @@ import { writeFileAtomic } from "../common/atomic-file.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { assertCanEnter, leasedAccountName, lookupAccount } from "../nodemanager/run-as.js";
 import { DEFAULT_UID_RANGE, parseUidRange } from "../nodemanager/uid-leases.js";
+import { clusterCgroupKey, containerCgroupName } from "../nodemanager/cgroups.js";
 import { distEntry } from "../common/paths.js";
 import { EVENTS_DIR_VARIABLE, EVENTS_FILE_NAME, readEvents } from "../common/events.js";
 import type { EventsRead } from "../common/events.js";
@@ -311,6 +312,8 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
         const primaryOffsetMs = opts.offsetsMs?.[i] ?? i * 3_600_000;
         // A server's datanode watches the same primary tenant as its node manager.
         const shared = { rack, primary, primarySpeed: opts.speed, primaryOffsetMs };
+        // Containers' cgroups keyed by this cluster too: another cluster on this host has a server-1 as well.
+        const cgroupCluster = clusterCgroupKey(dir);
         const nmConfig = {
           ...localFor(nodeId),
           nodeId,
@@ -319,6 +322,7 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
           dataDir: join(dir, "nodes", nodeId),
           capacity: { vcoresMilli: Math.round(opts.vcores * 1000), memoryMb: opts.memoryMb },
           secret,
+          cgroupCluster,
           ...shared,
           ...opts.nm,
         };
@@ -334,6 +338,7 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
                   datanodeId: nodeId,
                   namenodeAddress: nnList,
                   dataDir: join(dir, "datanodes", nodeId),
+                  secondaryCgroup: containerCgroupName({ nodeId, cgroupCluster }),
                   ...shared,
                   ...opts.dn,
                 },

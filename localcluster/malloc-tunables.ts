@@ -90,9 +90,17 @@ export function dataCommandRestartEnv(
 /** Signals a terminal or a supervisor sends that the restarted process must get too. */
 const FORWARDED: readonly NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
 
-/** Whether `argv` (process.argv) is a `harvest` command that moves file data through this process. */
+/**
+ * Whether `argv` (process.argv) is a `harvest` command that moves file data through this process, with or without
+ * global options before it (`harvest --dir D fs put ...`).
+ */
 export function isDataCommand(argv: readonly string[]): boolean {
-  const words = argv.slice(2);
+  let words = argv.slice(2);
+  for (;;) {
+    if (/^--(config|dir)=/.test(words[0] ?? "")) words = words.slice(1);
+    else if (words[0] === "--config" || words[0] === "--dir") words = words.slice(2);
+    else break;
+  }
   return DATA_COMMANDS.some((c) => c.every((w, i) => words[i] === w));
 }
 

@@ -7,8 +7,24 @@
  * memory controller is there, a memory limit of what it was granted (`memory.max` / `memory.limit_in_bytes`): past
  * it the kernel's OOM killer ends it inside its own group, and `oomKilled` tells the node manager so.
  */
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+
+/**
+ * The group holding a node manager's containers, relative to the hierarchy roots (v2's unified root, v1's cpu, cpuacct
+ * and memory mounts alike): `harvest/<nodeId>`, or `harvest/<cgroupCluster>/<nodeId>` for a cluster with a key, so that
+ * two clusters on one host whose servers have the same names (two `harvest cluster up`) never share a group, and one
+ * stopping never removes the other's.
+ */
+export function containerCgroupName(o: { nodeId: string; cgroupCluster?: string }): string {
+  return o.cgroupCluster ? `harvest/${o.cgroupCluster}/${o.nodeId}` : `harvest/${o.nodeId}`;
+}
+
+/** A cluster key (see {@link containerCgroupName}) for a local cluster: a hash of its directory's absolute path. */
+export function clusterCgroupKey(clusterDir: string): string {
+  return `local-${createHash("sha256").update(resolve(clusterDir)).digest("hex").slice(0, 12)}`;
+}
 
 /** Which cgroup interface a node manager uses. */
 export type CgroupMode = "v2" | "v1" | "none";
@@ -55,6 +71,15 @@ function rmdirQuietly(dir: string | undefined): void {
   } catch {
     // Not empty yet, or already gone.
   }
+}
+
+/**
+ * Removes a node's group and the cluster's level above it (`harvest/<cgroupCluster>`) once no other node of that
+ * cluster on this host uses it; `harvest` itself stays, as before.
+ */
+function removeGroup(dir: string | undefined, groupName: string): void {
+  rmdirQuietly(dir);
+  if (dir && groupName.split("/").length > 2) rmdirQuietly(dirname(dir));
 }
 
 /** Quota in µs per 100 ms period for a CPU amount in thousandths of a core (1 ms minimum, the kernel's floor). */
@@ -107,6 +132,7 @@ class NoCgroups implements CgroupController {
 class CgroupV1 implements CgroupController {
   readonly mode = "v1" as const;
   constructor(
+    private readonly groupName: string,
     private readonly cpuDir: string,
     private readonly acctDir: string | undefined,
     private readonly memoryDir: string | undefined,
@@ -160,15 +186,16 @@ class CgroupV1 implements CgroupController {
     if (this.memoryDir) rmdirQuietly(join(this.memoryDir, containerId));
   }
   close(): void {
-    rmdirQuietly(this.cpuDir);
-    rmdirQuietly(this.acctDir);
-    rmdirQuietly(this.memoryDir);
+    removeGroup(this.cpuDir, this.groupName);
+    removeGroup(this.acctDir, this.groupName);
+    removeGroup(this.memoryDir, this.groupName);
   }
 }
 
 class CgroupV2 implements CgroupController {
   readonly mode = "v2" as const;
   constructor(
+    private readonly groupName: string,
     private readonly dir: string,
     readonly limitsMemory: boolean,
     readonly reason: string,
@@ -203,13 +230,13 @@ class CgroupV2 implements CgroupController {
     rmdirQuietly(join(this.dir, containerId));
   }
   close(): void {
-    rmdirQuietly(this.dir);
+    removeGroup(this.dir, this.groupName);
   }
 }
 
 /**
- * Detects the usable cgroup interface. `groupName` (e.g. "harvest/node-1") is the parent group of this node's
- * containers. `prefer` forces a mode (falling back to none when it does not work).
+ * Detects the usable cgroup interface. `groupName` ({@link containerCgroupName}, e.g. "harvest/node-1") is the parent
+ * group of this node's containers. `prefer` forces a mode (falling back to none when it does not work).
  */
 export function detectCgroups(
   groupName: string,
@@ -252,6 +279,7 @@ export function detectCgroups(
           if (part) writeOptional(join(level, "cpu.weight"), String(V2_MIN_WEIGHT));
         }
         return new CgroupV2(
+          groupName,
           dir,
           memoryDelegated,
           `cgroup v2 at ${dir}${memoryDelegated ? " (cpu and memory)" : " (cpu only: no memory controller)"}`,
@@ -297,6 +325,7 @@ export function detectCgroups(
           }
         }
         return new CgroupV1(
+          groupName,
           dir,
           acct,
           memoryDir,

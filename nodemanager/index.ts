@@ -22,7 +22,7 @@ export { containersAtRisk, DEFAULT_NOTICE_MARGIN_FRACTION, PREEMPTION_NOTICES } 
 export type { PreemptionNotice } from "./policy/preemption-notice.js";
 export { createPrimaryMonitor } from "../common/primary-monitor.js";
 export type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
-export { detectCgroups } from "./cgroups.js";
+export { clusterCgroupKey, containerCgroupName, detectCgroups } from "./cgroups.js";
 export type { CgroupController, CgroupMode } from "./cgroups.js";
 export { StepPrimaryMonitor } from "../common/step-monitor.js";
 export type { StepRecord } from "../common/step-monitor.js";

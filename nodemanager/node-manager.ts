@@ -22,7 +22,7 @@ import { grpcServerMetrics } from "../common/metrics.js";
 import type { DaemonState } from "../common/lifecycle.js";
 import { ServingDaemon, type ServingOptions } from "../common/serving-daemon.js";
 import type { ContainerTokens } from "../common/task-contract.js";
-import { detectCgroups } from "./cgroups.js";
+import { containerCgroupName, detectCgroups } from "./cgroups.js";
 import type { CgroupController } from "./cgroups.js";
 import { ContainerProcess, privateTmpUnsupported } from "./container.js";
 import { ContainerRecords, containerStatus, killLeftovers, startOrphanReaper } from "./container-records.js";
@@ -255,7 +255,7 @@ export class NodeManager extends ServingDaemon {
     this.files = new NodeFiles(this.options, this.log);
     await this.files.open(this.accounts.switches ? this.accounts.probeAccount : undefined);
     if (this.options.orphanReaper) this.reaper = startOrphanReaper(this.options.dataDir, this.log);
-    this.cgroups = detectCgroups(`harvest/${this.options.nodeId}`, this.options.cgroups);
+    this.cgroups = detectCgroups(containerCgroupName(this.options), this.options.cgroups);
     this.log.info("cpu limits", { mode: this.cgroups.mode, detail: this.cgroups.reason });
     if (this.accounts.switches && this.options.containerPrivateTmp) {
       const why = privateTmpUnsupported();
@@ -547,7 +547,7 @@ export class NodeManager extends ServingDaemon {
 
   /** Memory this node's running containers use now: their cgroup's, else their process trees' resident memory. */
   private containerMemoryBytes(): number {
-    if (this.cgroups.limitsMemory) return cgroupMemoryBytes(`harvest/${this.options.nodeId}`);
+    if (this.cgroups.limitsMemory) return cgroupMemoryBytes(containerCgroupName(this.options));
     return processTreesRssBytes([...this.containers.values()].filter((c) => c.state === "RUNNING").map((c) => c.pid));
   }
 

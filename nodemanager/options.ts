@@ -124,6 +124,12 @@ export interface NodeManagerOptions {
   /** Which cgroup interface to use. @default "auto" */
   cgroups: "auto" | "v1" | "v2" | "none";
   /**
+   * A key of the cluster in its containers' cgroup path, `harvest/<cgroupCluster>/<nodeId>` (0-64 characters of
+   * [A-Za-z0-9_.-]), for hosts that run servers of several clusters with the same names; `harvest cluster up` sets one
+   * from its directory. Its datanode's `secondaryCgroup` must name the same group. "": `harvest/<nodeId>`. @default ""
+   */
+  cgroupCluster: string;
+  /**
    * Whom a root node manager runs containers as (run-as.ts): "application", an account of each application's own (a
    * uid leased from `containerUidRange`); "submitter", the submitter's own account on this server when it has one with
    * uid >= `containerMinUid` and `tls` authenticates it, else the application's own; "fixed", every container as
@@ -223,6 +229,7 @@ export function resolveNodeManagerOptions(
         completedRetentionMs: 600_000,
         orphanReaper: true,
         cgroups: "auto",
+        cgroupCluster: "",
         containerRunAs: "application",
         containerUidRange: DEFAULT_UID_RANGE,
         containerUidLeaseDir: "/var/lib/harvest/container-uids",
@@ -292,6 +299,8 @@ export function resolveNodeManagerOptions(
   if (!PREEMPTION_NOTICES.includes(o.preemptionNotice)) bad("preemptionNotice", 'must be "off" or "notice"');
   if (!(o.noticeMarginFraction > 0 && o.noticeMarginFraction < 1)) bad("noticeMarginFraction", "must be in (0, 1)");
   if (!["auto", "v1", "v2", "none"].includes(o.cgroups)) bad("cgroups", 'must be "auto", "v1", "v2" or "none"');
+  if (typeof o.cgroupCluster !== "string" || !/^[A-Za-z0-9_.-]{0,64}$/.test(o.cgroupCluster))
+    bad("cgroupCluster", "must be 0-64 characters of [A-Za-z0-9_.-]");
   if (!["application", "submitter", "fixed"].includes(o.containerRunAs))
     bad("containerRunAs", 'must be "application", "submitter" or "fixed"');
   try {

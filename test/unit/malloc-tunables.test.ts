@@ -56,12 +56,22 @@ describe("glibc's malloc setting", () => {
       ["fs", "put", "a", "/a"],
       ["fs", "get", "/a", "a"],
       ["fs", "cat", "/a", "--json"],
+      ["--dir", "/tmp/c", "fs", "put", "a", "/a"],
+      ["--config=client.json", "fs", "get", "/a", "a"],
     ])
       expect(dataCommandRestartEnv(argv(...cmd), { HOME: "/root" }, "linux")).toEqual({
         HOME: "/root",
         GLIBC_TUNABLES: MALLOC_TUNABLES,
       });
-    for (const cmd of [[], ["fs"], ["fs", "ls", "/"], ["job", "submit", "fs"], ["daemon", "datanode"], ["put", "fs"]])
+    for (const cmd of [
+      [],
+      ["fs"],
+      ["fs", "ls", "/"],
+      ["job", "submit", "fs"],
+      ["daemon", "datanode"],
+      ["put", "fs"],
+      ["--dir", "fs", "put", "a"],
+    ])
       expect(dataCommandRestartEnv(argv(...cmd), {}, "linux"), cmd.join(" ")).toBeUndefined();
     // Already set (the restarted process itself, or the operator's), or not glibc's platform: no restart.
     expect(dataCommandRestartEnv(argv("fs", "get", "/a", "a"), { GLIBC_TUNABLES: MALLOC_TUNABLES }, "linux")).toBe(
