@@ -21,7 +21,7 @@ export interface NodeLogSource {
   nodeId: string;
   records: ContainerRecords;
   secure: boolean;
-  /** The state of a container this node manager still holds ("RUNNING", "COMPLETE"), undefined for one only on disk. */
+  /** "RUNNING" for a container whose process runs here now; undefined for one that ended (its exit record says how). */
   liveState: (containerId: string) => string | undefined;
 }
 

@@ -56,6 +56,9 @@ export interface LogUploadOutcome {
 
 const MARKER_SUFFIX = ".logs.json";
 
+/** The longest a node manager's stop waits for the log copies under way. */
+const STOP_WAIT_MS = 2_000;
+
 /** Where a container's copy went, from the marker its upload wrote; undefined when none was made (yet). */
 export function uploadRecordOf(workDir: string): LogUploadRecord | undefined {
   const file = `${workDir}${MARKER_SUFFIX}`;
@@ -120,13 +123,16 @@ export class LogUploader {
     this.prepared.delete(appId);
   }
 
-  /** Waits (at most `timeoutMs`) for the copies under way, then closes every client. */
+  /**
+   * Waits for the copies under way (those of the containers the stop killed included), at most `STOP_WAIT_MS` (a
+   * stop must not hang on a namenode that is stopping too), then closes every client.
+   */
   async close(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.allSettled([...this.inFlight]),
       new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, this.options.timeoutMs);
+        timer = setTimeout(resolve, Math.min(STOP_WAIT_MS, this.options.timeoutMs));
       }),
     ]);
     clearTimeout(timer);

@@ -318,8 +318,7 @@ export class NodeManager extends ServingDaemon {
           nodeId: this.options.nodeId,
           records: this.records,
           secure: gate.secure,
-          liveState: (id) =>
-            this.containers.has(id) || this.uploading.has(id) ? "RUNNING" : this.unacked.get(id)?.state,
+          liveState: (id) => (this.containers.has(id) ? "RUNNING" : undefined),
         }),
       undo: () => shutdownServer(this.server, 0),
     });
