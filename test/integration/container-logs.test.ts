@@ -16,6 +16,7 @@ import type { JobReport } from "../../client/job-client.js";
 import { DfsClient } from "../../client/dfs-client.js";
 import { appLogDir, containerLogPath } from "../../common/container-logs.js";
 import { isHarvestError } from "../../common/errors.js";
+import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import type { ClientSecurity } from "../../common/grpc.js";
 import { issueCertificate } from "../../localcluster/cluster-ca.js";
 import { runHarvest } from "../processes.js";
@@ -273,6 +274,69 @@ describe("container logs", () => {
       key: who["bob"]!.key!,
     });
     expect((JSON.parse(bobList.body) as { containers: unknown[] }).containers).toEqual([]);
+  }, 120_000);
+
+  it("copies the logs of a drained server's containers before its drain completes", async () => {
+    const alice = jobs("alice");
+    const PRINT_AND_WAIT =
+      "console.log(`before the drain ${process.env.HARVEST_TASK_INDEX}`); setInterval(() => {}, 1000);";
+    const appId = await alice.submit(
+      JSON.stringify({
+        name: "drained",
+        vertices: [
+          {
+            name: "w",
+            parallelism: 2,
+            command: ["node", "-e", PRINT_AND_WAIT],
+            resources: { vcores: 0.5, memoryMb: 128 },
+          },
+        ],
+      }),
+    );
+    const running = await waitForJob(
+      alice,
+      appId,
+      (r) => r.containers.filter((x) => x.vertex === "w" && x.state === "RUNNING").length === 2,
+      { timeoutMs: 60_000 },
+    );
+    const amNode = running.containers.find((x) => x.isAm)!.nodeId;
+    const victim =
+      running.containers.find((x) => x.vertex === "w" && x.nodeId !== amNode) ??
+      running.containers.find((x) => x.vertex === "w")!;
+    const server = victim.nodeId;
+    // The task has printed its line (its node manager serves it) before the drain starts.
+    await waitFor(
+      async () => ((await alice.containerLog(appId, victim.containerId, "stdout")) !== "" ? true : undefined),
+      {
+        what: "the task's line",
+      },
+    );
+    const nodeAdmin = makeClient(loadHarvestProto().NodeAdmin, c.desc.rm.address, c.desc.security);
+    clients.push(nodeAdmin);
+    await call(nodeAdmin, nodeAdmin.drain, { nodeIds: [server], deadlineMs: Date.now() + 1_000 });
+    await waitFor(
+      async () =>
+        (await call(nodeAdmin, nodeAdmin.getDrainStatus, {})).drains.find((d) => d.nodeId === server)?.state ===
+        "DRAINED"
+          ? true
+          : undefined,
+      { what: `${server} drained`, timeoutMs: 30_000, intervalMs: 100 },
+    );
+    // The moment it is drained, every container that ran there has its logs in the DFS.
+    const admin = new DfsClient(c.desc.nn!.address, { security: who["admin"]! });
+    clients.push(admin);
+    const onServer = (await alice.status(appId)).containers.filter(
+      (x) => x.nodeId === server && x.state === "COMPLETE",
+    );
+    expect(onServer.length).toBeGreaterThan(0);
+    for (const x of onServer) {
+      const path = containerLogPath("alice", appId, x.containerId, "stdout");
+      expect((await admin.stat(path)).complete, path).toBe(true);
+    }
+    const copied = await admin.stat(containerLogPath("alice", appId, victim.containerId, "stdout"));
+    expect(Number(copied.length)).toBe(`before the drain ${victim.taskIndex}\n`.length);
+    await call(nodeAdmin, nodeAdmin.undrain, { nodeIds: [server] });
+    await alice.kill(appId);
   }, 120_000);
 
   it("names a failed task's container and the command that shows its log; job status lists the containers", async () => {
