@@ -164,8 +164,11 @@ export class LogUploader {
     const started = Date.now();
     const dfs = this.clientFor(job);
     const dir = `${appLogDir(job.user, job.appId)}/${job.containerId}`;
+    const first = !this.prepared.has(job.appId);
+    // The namenode makes the submitter's home the first time it is asked (a job submitted without staging has none).
+    if (first) await dfs.homeDirectory();
     await dfs.mkdir(dir);
-    if (!this.prepared.has(job.appId)) {
+    if (first) {
       // Only the submitter (and admins) may read them, whatever the home directory's mode.
       await dfs.chmod(userLogRoot(job.user), 0o700);
       await dfs.chmod(appLogDir(job.user, job.appId), 0o700);

@@ -3,8 +3,9 @@
  * are copied into the DFS as its submitter, so that after its server is reimaged mid-job (its node manager killed, its
  * disk wiped) `harvest job logs` still shows them, byte for byte, from the DFS. The node managers serve the logs over
  * HTTPS to the job's submitter and admins (a certificate, or the node web token the resource manager's job page links
- * with), never to a stranger or to nobody. A failed task's diagnostics name its container and the command that shows
- * its log, and plain `harvest job status` lists the containers.
+ * with), never to a stranger or to nobody. A drained server's containers have their logs in the DFS when its drain
+ * completes. A failed task's diagnostics name its container and the command that shows its log, and plain `harvest job
+ * status` lists the containers. On a plaintext cluster the copies belong to the submitter the cluster was told.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import * as https from "node:https";
@@ -382,5 +383,35 @@ describe("container logs", () => {
         ),
       { what: `${sayApp}'s kept logs to expire`, timeoutMs: 30_000 },
     );
+  }, 120_000);
+});
+
+describe("container logs on a plaintext cluster", () => {
+  it("are copied as the submitter the cluster was told, into a home made for them", async () => {
+    const c = await startTestCluster({ idleServers: 1, storage: true, insecure: true });
+    const rmOnly = new JobClient(c.desc.rm.address);
+    try {
+      // Submitted without the namenode: nothing staged, so carol has no home yet.
+      const appId = await rmOnly.submit(
+        JSON.stringify({
+          name: "plain",
+          vertices: [
+            { name: "say", parallelism: 1, command: ["node", "-e", SAY], resources: { vcores: 0.5, memoryMb: 128 } },
+          ],
+        }),
+        "carol",
+      );
+      const r = await rmOnly.waitForCompletion(appId, undefined, 200);
+      expect(r.outcome, r.diagnostics).toBe("JOB_SUCCEEDED");
+      const task = r.containers.find((x) => x.vertex === "say")!;
+      const carol = c.dfs({ user: "carol" });
+      const path = containerLogPath("carol", appId, task.containerId, "stdout");
+      const copy = await carol.stat(path);
+      expect(Number(copy.length)).toBe(Buffer.byteLength(said(task.taskIndex).stdout));
+      expect(copy.owner).toBe("carol");
+    } finally {
+      rmOnly.close();
+      await c.stop();
+    }
   }, 120_000);
 });
