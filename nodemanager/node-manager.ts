@@ -405,8 +405,8 @@ export class NodeManager extends ServingDaemon {
 
   /**
    * An application ended: its tasks' intermediate outputs and its private file cache go `finishedAppRetentionMs` after
-   * this node manager first heard so, once none of its containers runs here any more (their logs stay, for
-   * `harvest job logs`). Each application once.
+   * this node manager first heard so, once none of its containers runs here or has its logs being copied any more
+   * (their logs stay, for `harvest job logs`). Each application once.
    */
   private cleanUpApplication(appId: string): void {
     if (this.cleanedApps.has(appId)) return;
@@ -414,7 +414,7 @@ export class NodeManager extends ServingDaemon {
     const heard = this.finishedHeardMs.get(appId) ?? now;
     this.finishedHeardMs.set(appId, heard);
     if (now - heard < this.options.finishedAppRetentionMs) return;
-    for (const c of this.containers.values()) if (c.spec.appId === appId) return;
+    for (const c of [...this.containers.values(), ...this.uploading.values()]) if (c.spec.appId === appId) return;
     try {
       parseAppId(appId);
     } catch {
