@@ -345,6 +345,10 @@ common(job.command("status <appId>"))
               : "",
             r.quote ? `  ${quoteText(r.quote)}; so far ${r.taskContainers?.preempted ?? 0} task(s) preempted` : "",
             `  containers: ${r.containers.length} (${r.containers.filter((x) => x.cause === "PREEMPTED_BY_PRIMARY").length} preempted by a primary tenant)`,
+            containerTable(r),
+            r.containers.length > 0
+              ? `  a container's log: harvest job logs ${appId} --container <id> [--stream stdout]`
+              : "",
           ]
             .filter(Boolean)
             .join("\n"),
@@ -391,8 +395,32 @@ common(job.command("kill <appId>"))
     ),
   );
 
+/** The newest containers of a job, one row each: id, what ran in it, its server, state, how it ended, exit code. */
+function containerTable(r: JobReport, max = 50): string {
+  if (r.containers.length === 0) return "";
+  const rows = [...r.containers].reverse().slice(0, max);
+  const lines = table(
+    ["CONTAINER", "RUNS", "SERVER", "STATE", "ENDED BY", "EXIT"],
+    rows.map((x) => [
+      x.containerId,
+      x.isAm ? "job manager" : x.vertex ? `${x.vertex}[${x.taskIndex}]` : "task",
+      x.nodeId,
+      x.state,
+      x.cause === "EXIT_CAUSE_UNSPECIFIED" ? "-" : x.cause,
+      x.state === "COMPLETE" && x.exitCode !== -1 ? x.exitCode : "-",
+    ]),
+  )
+    .split("\n")
+    .map((l) => `  ${l}`);
+  if (r.containers.length > rows.length)
+    lines.push(`  (the newest ${rows.length} of ${r.containers.length}; --json lists them all)`);
+  return lines.join("\n");
+}
+
 common(job.command("logs <appId>"))
-  .description("show a container's log (default: the job manager's stderr)")
+  .description(
+    "show a container's log (default: the job manager's stderr), from its node manager, else the copy kept in the DFS",
+  )
   .option("--container <id>", "container id (see 'harvest job status')")
   .addOption(new Option("--stream <stream>", "which log").choices(["stdout", "stderr"]).default("stderr"))
   .option("--tail <bytes>", "at most this many bytes from the end", "65536")
@@ -406,8 +434,9 @@ common(job.command("logs <appId>"))
             "CONTAINER_NOT_FOUND",
             `${appId} has no job-manager container yet; try again once it runs`,
           );
-        const text = await c.containerLog(appId, id, o.stream, positiveInt(o.tail, "--tail"));
-        print(o, { appId, containerId: id, stream: o.stream, text }, () => text.trimEnd());
+        const log = await c.containerLogFrom(appId, id, o.stream, positiveInt(o.tail, "--tail"));
+        if (!o.json) process.stderr.write(`${id} ${o.stream} (${log.totalBytes} bytes) from ${log.from}\n`);
+        print(o, { appId, containerId: id, stream: o.stream, ...log }, () => log.text.trimEnd());
       }),
     ),
   );

@@ -10,7 +10,8 @@ import type { ClientConfig } from "./client-config.js";
 import type { WebTokenResponseOutput } from "../proto/generated/harvest/v1/WebTokenResponse.js";
 import { call, loadHarvestProto, makeClient } from "../common/grpc.js";
 import type { ClientSecurity } from "../common/grpc.js";
-import { HarvestError, isHarvestError } from "../common/errors.js";
+import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
+import { containerLogPath } from "../common/container-logs.js";
 import { invalidOption } from "../common/options.js";
 import type { ApplicationClientServiceClient } from "../proto/generated/harvest/v1/ApplicationClientService.js";
 import type { ApplicationReportOutput } from "../proto/generated/harvest/v1/ApplicationReport.js";
@@ -226,13 +227,27 @@ export class JobClient {
     }
   }
 
-  /** The tail of one container's stdout or stderr, fetched from the node manager that ran it. */
+  /** The tail of one container's stdout or stderr (see {@link containerLogFrom}). */
   async containerLog(
     appId: string,
     containerId: string,
     stream: "stdout" | "stderr" = "stderr",
     tailBytes = 64 * 1024,
   ): Promise<string> {
+    return (await this.containerLogFrom(appId, containerId, stream, tailBytes)).text;
+  }
+
+  /**
+   * The tail of one container's stdout or stderr and where it came from: the node manager that ran it while it
+   * answers, else (the server is gone, reimaged, or no longer has it) the copy its node manager made in the DFS when
+   * the container exited (common/container-logs.ts), read as this client's user.
+   */
+  async containerLogFrom(
+    appId: string,
+    containerId: string,
+    stream: "stdout" | "stderr" = "stderr",
+    tailBytes = 64 * 1024,
+  ): Promise<ContainerLogRead> {
     const report = await this.status(appId);
     const ref = report.containers.find((c) => c.containerId === containerId);
     if (!ref)
@@ -245,8 +260,39 @@ export class JobClient {
       nm = makeClient(loadHarvestProto().ContainerManager, ref.nmAddress, this.options.security);
       this.nms.set(ref.nmAddress, nm);
     }
-    const res = await call(nm, nm.getContainerLogs, { containerId, stream, tailBytes });
-    return res.data.toString("utf8");
+    try {
+      const res = await call(nm, nm.getContainerLogs, { containerId, stream, tailBytes });
+      return {
+        text: res.data.toString("utf8"),
+        totalBytes: Number(res.totalBytes),
+        from: `the node manager of ${ref.nodeId} (${ref.nmAddress})`,
+      };
+    } catch (err) {
+      if (!this.options.nnAddress || !isHarvestError(err, ...NODE_LOG_GONE_CODES)) throw err;
+      const path = containerLogPath(report.user, appId, containerId, stream);
+      const dfs = new DfsClient(this.options.nnAddress, {
+        ...(this.options.security ? { security: this.options.security } : { user: report.user }),
+      });
+      try {
+        const st = await dfs.stat(path).catch((e: unknown) => {
+          if (!isHarvestError(e, "NAMENODE_FILE_NOT_FOUND")) throw e;
+          throw new HarvestError(
+            "CONTAINER_NOT_FOUND",
+            `the node manager of ${ref.nodeId} cannot give ${containerId}'s log (${errorMessage(err)}), and the DFS ` +
+              `holds no copy at ${path} (the container may still run, or its copy failed or expired)`,
+            { cause: err },
+          );
+        });
+        const length = Number(st.length);
+        const offset = Math.max(0, length - (tailBytes > 0 ? tailBytes : 64 * 1024));
+        const chunks: Buffer[] = [];
+        if (length > offset)
+          for await (const chunk of dfs.createReadStream(path, { offset })) chunks.push(chunk as Buffer);
+        return { text: Buffer.concat(chunks).toString("utf8"), totalBytes: length, from: `dfs:${path}` };
+      } finally {
+        dfs.close();
+      }
+    }
   }
 
   close(): void {
@@ -254,6 +300,18 @@ export class JobClient {
     for (const nm of this.nms.values()) nm.close();
   }
 }
+
+/** A container's log as {@link JobClient.containerLogFrom} read it. */
+export interface ContainerLogRead {
+  text: string;
+  /** The log's whole length in bytes. */
+  totalBytes: number;
+  /** Where it was read: "the node manager of <node> (<address>)" or "dfs:<path>". */
+  from: string;
+}
+
+/** What a node manager answers when it cannot give a container's log: gone, unreachable, or wiped (reimaged). */
+const NODE_LOG_GONE_CODES = ["UNAVAILABLE", "DEADLINE_EXCEEDED", "CONTAINER_NOT_FOUND"] as const;
 
 /** A submitted job: its id, and the accounts its containers will run as (see {@link JobClient.submitJob}). */
 export interface SubmittedJob {

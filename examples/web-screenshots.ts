@@ -82,8 +82,9 @@ async function main(): Promise<void> {
   harvest("cluster", "up", "--servers", "4", "--speed", "600", "--config", config);
   try {
     registerTenants();
-    harvest("fs", "mkdir", "/demo");
-    harvest("fs", "put", join(packageRoot(), "examples", "data", "corpus.txt"), "/demo/corpus.txt");
+    // Where the demo job reads its input.
+    harvest("fs", "mkdir", "/demo/input");
+    harvest("fs", "put", join(packageRoot(), "examples", "data", "corpus.txt"), "/demo/input/corpus.txt");
     const appId = (
       JSON.parse(harvest("job", "submit", join(packageRoot(), "examples", "dags", "demo.json"), "--json")) as {
         appId: string;
@@ -94,7 +95,10 @@ async function main(): Promise<void> {
     ).logins;
     const certOf = (name: string): string =>
       (JSON.parse(readFileSync(join(dir, "run", `${name}.json`), "utf8")) as { tls: { cert: string } }).tls.cert;
-    const browser = await launchBrowser(chromium, [spkiHash(certOf("rm")), spkiHash(certOf("nn"))]);
+    const servers = (JSON.parse(readFileSync(join(dir, "cluster.json"), "utf8")) as { nodes: { nodeId: string }[] })
+      .nodes;
+    const trusted = ["rm", "nn", ...servers.map((n) => n.nodeId)].map((name) => spkiHash(certOf(name)));
+    const browser = await launchBrowser(chromium, trusted);
     try {
       const { page, errors } = await watchedPage(browser);
       for (const l of logins) await page.goto(l.loginUrl);
@@ -131,6 +135,18 @@ async function main(): Promise<void> {
         await dag.screenshot({ path: join(out, "rm-job-dag.png") });
         process.stdout.write(`${join(out, "rm-job-dag.png")}\n`);
       }
+      // A container's log on its node manager, through the job page's link (it logs in with a node web token):
+      await page.goto(`${rm}/jobs/${appId}`, { waitUntil: "load" });
+      // The job manager's log (it logs as it goes), on its node manager, once it has logged something.
+      for (let tries = 0; tries < 20; tries++) {
+        await page.goto(`${rm}/jobs/${appId}`, { waitUntil: "load" });
+        const logLink = await page.$eval("#app-facts a.log-link", (a) => a.getAttribute("href") ?? "");
+        await page.goto(logLink, { waitUntil: "load" });
+        if ((await page.$eval("#log", (pre) => pre.textContent ?? "").catch(() => "")) !== "") break;
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+      await page.screenshot({ path: join(out, "nm-container-log.png") });
+      process.stdout.write(`${join(out, "nm-container-log.png")}\n`);
       if (errors.length > 0) process.stderr.write(`page errors:\n${errors.join("\n")}\n`);
     } finally {
       await browser.close();

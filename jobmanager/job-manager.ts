@@ -220,7 +220,7 @@ export class JobManager {
         });
       }
       for (const st of res.completed)
-        await this.onCompleted(st.containerId, st.cause as AttemptEnd, st.diagnostics, st.exitCode);
+        await this.onCompleted(st.containerId, st.cause as AttemptEnd, st.diagnostics, st.exitCode, st.nodeId);
       for (const c of res.allocated) this.onAllocated(c);
       if (this.killed) return this.finish("KILLED", "a task was killed by the user");
       if (this.unlocalizable) return this.finish("FAILED", this.unlocalizable);
@@ -343,6 +343,7 @@ export class JobManager {
     end: AttemptEnd,
     diagnostics: string,
     exitCode: number,
+    nodeId = "",
   ): Promise<void> {
     const outputDir = this.outputDirs.get(containerId);
     const taskBefore = this.runner.taskOf(containerId);
@@ -356,7 +357,12 @@ export class JobManager {
       (await this.rerunLostProducers(taskBefore)) > 0
     )
       cause = "INPUT_LOST";
-    const verdict = this.runner.ended(containerId, cause, diagnostics || `exit code ${exitCode}`, outputDir);
+    // A failed attempt names its container and how to read its log (the job's diagnostics quote the last one).
+    const where =
+      cause === "FAILED" || cause === "EXCEEDED_MEMORY"
+        ? ` in ${containerId}${nodeId ? ` on ${nodeId}` : ""} (harvest job logs ${this.options.appId} --container ${containerId})`
+        : "";
+    const verdict = this.runner.ended(containerId, cause, (diagnostics || `exit code ${exitCode}`) + where, outputDir);
     this.outputDirs.delete(containerId);
     if (verdict.kind === "unknown") return;
     if (taskBefore) {

@@ -2,7 +2,7 @@
  * What the capping agent needs to know of each running container at a period: its allocation, priority and the CPU
  * it has used since the last period (from its cgroup, else its process tree in /proc), as `AgentContainer`s.
  */
-import { processTreesCpuMs } from "../common/proc-stats.js";
+import { cgroupMemoryBytes, processTreeCpuMs, processTreesCpuMs, processTreesRssBytes } from "../common/proc-stats.js";
 import type { CgroupController } from "./cgroups.js";
 import type { ContainerProcess } from "./container.js";
 import type { AgentContainer } from "./policy/capping-agent.js";
@@ -47,4 +47,26 @@ export function cappingInputs(
     });
   }
   return out;
+}
+
+/** The CPU ms the containers have used: their cgroups', else their process trees'. */
+export function containersCpuMs(cgroups: CgroupController, containers: Iterable<ContainerProcess>): number {
+  let total = 0;
+  const pids: number[] = [];
+  for (const c of containers) {
+    const fromCgroup = cgroups.usageMs(c.spec.containerId);
+    if (fromCgroup !== undefined) total += fromCgroup;
+    else if (c.pid > 0) pids.push(c.pid);
+  }
+  return total + (pids.length > 0 ? processTreeCpuMs(pids) : 0);
+}
+
+/** Memory the running containers use now: their cgroup's (`cgroupPath`), else their process trees' resident memory. */
+export function containersMemoryBytes(
+  cgroups: CgroupController,
+  cgroupPath: string,
+  containers: Iterable<ContainerProcess>,
+): number {
+  if (cgroups.limitsMemory) return cgroupMemoryBytes(cgroupPath);
+  return processTreesRssBytes([...containers].filter((c) => c.state === "RUNNING").map((c) => c.pid));
 }

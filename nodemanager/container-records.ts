@@ -26,6 +26,9 @@ const OWNER_FILE = "owner.json";
 /** How a container ended, beside its work directory: `<workDir>.exit.json`. */
 const EXIT_SUFFIX = ".exit.json";
 
+/** The most bytes of a log one read returns (the web pages' whole log included). */
+export const MAX_LOG_READ_BYTES = 64 * 1024 * 1024;
+
 function exitFile(workDir: string): string {
   return `${workDir}${EXIT_SUFFIX}`;
 }
@@ -81,27 +84,83 @@ export class ContainerRecords {
     stream: string;
     tailBytes: number;
   }): Promise<{ data: Buffer; totalBytes: number }> {
-    if (!isContainerId(req.containerId))
-      throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(req.containerId)}`, {
+    const r = await this.readLogRange(req.containerId, req.stream, -(req.tailBytes > 0 ? req.tailBytes : 64 * 1024));
+    return { data: r.data, totalBytes: r.totalBytes };
+  }
+
+  /**
+   * Part of a container's stdout or stderr: from byte `start` (a negative `start`: that many bytes before the end) to
+   * the end, at most `maxBytes`; with the log's whole length and the offset the part begins at.
+   */
+  async readLogRange(
+    containerId: string,
+    stream: string,
+    start: number,
+    maxBytes = MAX_LOG_READ_BYTES,
+  ): Promise<{ data: Buffer; totalBytes: number; offset: number }> {
+    if (!isContainerId(containerId))
+      throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(containerId)}`, {
         details: { field: "containerId" },
       });
-    const which = req.stream || "stdout";
+    const which = stream || "stdout";
     if (which !== "stdout" && which !== "stderr")
       throw new HarvestError("INVALID_ARGUMENT", 'stream must be "stdout" or "stderr"', {
         details: { field: "stream" },
       });
-    const dir = this.findContainerDir(req.containerId);
-    if (!dir) throw new HarvestError("CONTAINER_NOT_FOUND", `no logs for ${req.containerId} on ${this.nodeId}`);
+    const dir = this.findContainerDir(containerId);
+    if (!dir) throw new HarvestError("CONTAINER_NOT_FOUND", `no logs for ${containerId} on ${this.nodeId}`);
     const fh = await openContainerLog(dir, which);
     try {
       const size = (await fh.stat()).size;
-      const want = Math.min(size, req.tailBytes > 0 ? req.tailBytes : 64 * 1024);
+      const offset = Math.min(size, start < 0 ? Math.max(0, size + start) : start);
+      const want = Math.min(size - offset, maxBytes);
       const data = Buffer.alloc(want);
-      await fh.read(data, 0, want, size - want);
-      return { data, totalBytes: size };
+      await fh.read(data, 0, want, offset);
+      return { data, totalBytes: size, offset };
     } finally {
       await fh.close();
     }
+  }
+
+  /**
+   * Every container this node ran whose work directory is still here, newest application first, with its job, owner,
+   * how it ended (undefined while it runs) and its work directory.
+   */
+  listContainers(): { containerId: string; appId: string; user: string; workDir: string; exit?: ContainerStatus }[] {
+    const root = join(this.dataDir, "containers");
+    const out: { containerId: string; appId: string; user: string; workDir: string; exit?: ContainerStatus }[] = [];
+    let apps: string[];
+    try {
+      apps = readdirSync(root).sort().reverse();
+    } catch {
+      return out;
+    }
+    for (const app of apps) {
+      let names: string[];
+      try {
+        names = readdirSync(join(root, app)).filter((n) => isContainerId(n));
+      } catch {
+        continue;
+      }
+      for (const id of names.sort().reverse()) {
+        const owner = this.ownerOf(id);
+        const workDir = join(root, app, id);
+        let exit: ContainerStatus | undefined;
+        try {
+          exit = JSON.parse(readFileSync(exitFile(workDir), "utf8")) as ContainerStatus;
+        } catch {
+          exit = undefined;
+        }
+        out.push({
+          containerId: id,
+          appId: owner?.appId ?? app,
+          user: owner?.user ?? "",
+          workDir,
+          ...(exit ? { exit } : {}),
+        });
+      }
+    }
+    return out;
   }
 
   /** The work directory of a container this node ran, live or on disk. */

@@ -64,6 +64,8 @@ export class NodeManagerMetrics {
   private readonly shuffleBytes: Counter;
   private readonly statusRejected: Counter<"reason">;
   private readonly notices: Counter;
+  private readonly logCopies: Counter<"outcome">;
+  private readonly logBytes: Counter;
 
   constructor(nodeId: string, source: NodeManagerMetricsSource) {
     const registry = daemonRegistry("nodemanager", nodeId);
@@ -119,6 +121,13 @@ export class NodeManagerMetrics {
       "Containers reported at risk of preemption (the preemption notice: the primary came within the notice margin " +
         "of taking back their cores), once each time one becomes at risk",
     );
+    this.logCopies = counter(
+      registry,
+      "harvest_nm_log_copies_total",
+      "Exited containers whose stdout and stderr were copied into the DFS, by outcome: copied, failed (or timed out)",
+      ["outcome"],
+    );
+    this.logBytes = counter(registry, "harvest_nm_log_copy_bytes_total", "Bytes of container logs copied into the DFS");
     this.yieldSeconds = new Histogram({
       name: "harvest_nm_yield_seconds",
       help:
@@ -236,6 +245,12 @@ export class NodeManagerMetrics {
   /** The node manager began killing a container for `cause` (counted once per container). */
   containerKilled(cause: ExitCause): void {
     this.kills.inc({ cause: causeLabel(cause) });
+  }
+
+  /** An exited container's logs were copied into the DFS (`ok`), or the copy failed or timed out. */
+  logsUploaded(ok: boolean, bytes: number): void {
+    this.logCopies.inc({ outcome: ok ? "copied" : "failed" });
+    if (bytes > 0) this.logBytes.inc(bytes);
   }
 
   /** A container became at risk of preemption (told on the next heartbeat). */

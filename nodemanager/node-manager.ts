@@ -9,13 +9,13 @@ import type { ChildProcess } from "node:child_process";
 import { join, resolve } from "node:path";
 import { systemClock } from "../common/clock.js";
 import type { Clock } from "../common/clock.js";
-import { amTokenVerifier, Gate, requireAccess, shuffleTokenVerifier } from "../common/auth.js";
+import { amTokenVerifier, Gate, shuffleTokenVerifier } from "../common/auth.js";
 import { ensureDirMode } from "../common/atomic-file.js";
 import { INSECURE_WARNING } from "../common/options.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { RegisteredStream } from "../common/registered-stream.js";
 import { RmChannel } from "./rm-follower.js";
-import { bindServer, createServer, loadHarvestProto, shutdownServer, unary } from "../common/grpc.js";
+import { bindServer, createServer, loadHarvestProto, shutdownServer } from "../common/grpc.js";
 import { parseAppId } from "../common/ids.js";
 import { Logger } from "../common/log.js";
 import { grpcServerMetrics } from "../common/metrics.js";
@@ -26,7 +26,7 @@ import { containerCgroupName, detectCgroups } from "./cgroups.js";
 import type { CgroupController } from "./cgroups.js";
 import { ContainerProcess, privateTmpUnsupported } from "./container.js";
 import { ContainerRecords, containerStatus, killLeftovers, startOrphanReaper } from "./container-records.js";
-import { cappingInputs } from "./capping-inputs.js";
+import { cappingInputs, containersCpuMs, containersMemoryBytes } from "./capping-inputs.js";
 import type { CpuSeen } from "./capping-inputs.js";
 import { TaskStatusTracker } from "./task-status.js";
 import { removeApplicationData } from "./shuffle-service.js";
@@ -35,14 +35,13 @@ import { NodeFiles } from "./node-files.js";
 import type { ExitCause } from "./container.js";
 import { resolveNodeManagerOptions } from "./options.js";
 import { ContainerAccounts } from "./run-as.js";
-import { amMayStart, checkAccountReach, checkStartRequest, containerEnvironment } from "./container-launch.js";
+import { checkAccountReach, checkStartRequest, containerEnvironment } from "./container-launch.js";
 import { reopenLeases, retireLeasedAccount } from "./retire-account.js";
 import { parseUidRange, UidLeases } from "./uid-leases.js";
 import type { ContainerAccount } from "./run-as.js";
 import type { NodeManagerOptions } from "./options.js";
 import { createPrimaryMonitor } from "../common/primary-monitor.js";
 import type { PrimaryMonitor, PrimarySample } from "../common/primary-monitor.js";
-import { cgroupMemoryBytes, processTreeCpuMs, processTreesRssBytes } from "../common/proc-stats.js";
 import { CappingAgent, heartbeatPowerFields } from "./policy/capping-agent.js";
 import type { CappingSnapshot } from "./policy/capping-agent.js";
 import { createPowerMeter, nodePowerMeterSpec } from "./power-meter.js";
@@ -58,6 +57,10 @@ import type { RegisterNode } from "../proto/generated/harvest/v1/RegisterNode.js
 import type { RmToNodeOutput } from "../proto/generated/harvest/v1/RmToNode.js";
 import type { StartContainerRequestOutput } from "../proto/generated/harvest/v1/StartContainerRequest.js";
 import { emitEvent } from "../common/events.js";
+import { NodeWebTokens } from "../common/node-web-token.js";
+import { LogUploader } from "./log-upload.js";
+import { registerNodeLogPages } from "./log-pages.js";
+import { addContainerService } from "./container-service.js";
 
 /** A preemption the yield controller carried out (for logs, tests and the yield benchmark). */
 export interface PreemptionEvent {
@@ -96,6 +99,10 @@ export class NodeManager extends ServingDaemon {
   /** Who may call what (common/auth.ts); TLS when `tls` is set. */
   private readonly gate: Gate;
   private readonly containers = new Map<string, ContainerProcess>();
+  /** Exited containers whose logs are being copied into the DFS: reported complete once copied (log-upload.ts). */
+  private readonly uploading = new Map<string, ContainerProcess>();
+  /** Copies exited containers' logs into the DFS. */
+  private readonly uploader: LogUploader;
   /** Completed containers not yet acknowledged by the resource manager. */
   private readonly unacked = new Map<string, ContainerProcess>();
   /** Containers being killed (by the yield controller, the capping agent, a release...): counted as killed once. */
@@ -181,10 +188,12 @@ export class NodeManager extends ServingDaemon {
     this.clock = deps.clock ?? systemClock;
     this.log = deps.logger ?? new Logger(`nm:${this.options.nodeId}`);
     this.notices = new PreemptionNotices(this.options);
-    this.records = new ContainerRecords(this.options.dataDir, this.options.nodeId, this.log, (containerId) => {
-      const live = this.containers.get(containerId) ?? this.unacked.get(containerId);
-      return live?.spec.workDir;
+    this.records = new ContainerRecords(this.options.dataDir, this.options.nodeId, this.log, (id) => {
+      return (this.containers.get(id) ?? this.uploading.get(id) ?? this.unacked.get(id))?.spec.workDir;
     });
+    const o = this.options;
+    const nnAddress = o.logUpload ? o.nnAddress : "";
+    this.uploader = new LogUploader({ nnAddress, ca: o.tls?.ca, timeoutMs: o.logUploadTimeoutMs }, this.log);
     this.metrics = new NodeManagerMetrics(this.options.nodeId, {
       capacityMilli: this.options.capacity.vcoresMilli,
       running: () => this.runningSpecs(),
@@ -273,7 +282,7 @@ export class NodeManager extends ServingDaemon {
         log: this.log,
         speed: this.options.primarySpeed,
         offsetMs: this.options.primaryOffsetMs,
-        containerCpuMs: () => this.containerCpuMs(),
+        containerCpuMs: () => containersCpuMs(this.cgroups, this.containers.values()),
         capacityMemoryMb: this.options.capacity.memoryMb,
         containerMemoryBytes: () => this.containerMemoryBytes(),
       });
@@ -281,37 +290,12 @@ export class NodeManager extends ServingDaemon {
     emitEvent({ type: "primary-monitor-started", daemon: this.options.nodeId });
     this.lastSample = this.monitor.sample();
     const proto = loadHarvestProto();
-    // The resource manager (a daemon certificate) starts job managers; a job manager (its AM token) starts and stops
-    // its own job's tasks; a job's submitter (or an admin) reads its containers' state and logs.
-    const gate = this.gate.allow(proto.ContainerManager.service, {
-      StartContainer: ["daemon", "am-token"],
-      StopContainer: ["daemon", "am-token"],
-      GetContainerStatus: ["daemon", "am-token", "user", "admin"],
-      GetContainerLogs: ["daemon", "am-token", "user", "admin"],
-    });
-    this.server.addService(proto.ContainerManager.service, {
-      StartContainer: unary(async (req: StartContainerRequestOutput, c) => {
-        const who = gate.principal(c);
-        if (gate.secure && who.role === "am")
-          requireAccess(amMayStart(who, req), who, `start a container of ${req.appId || "?"}`);
-        // Containers hold no certificate: they trust the cluster CA and authenticate by their tokens.
-        if (this.options.tls) req.env = { ...req.env, HARVEST_CA: this.options.tls.ca };
-        const started = await this.startContainer(req);
-        this.records.recordOwner(req.appId, req.container?.user ?? "");
-        return started;
-      }),
-      StopContainer: unary((req: { containerId: string }, c) => {
-        this.records.checkAccess(gate.secure, gate.principal(c), req.containerId, "stop");
-        return this.stopContainer(req.containerId);
-      }),
-      GetContainerStatus: unary((req: { containerId: string }, c) => {
-        this.records.checkAccess(gate.secure, gate.principal(c), req.containerId, "read the status of");
-        return this.status(this.getContainer(req.containerId));
-      }),
-      GetContainerLogs: unary((req: { containerId: string; stream: string; tailBytes: number }, c) => {
-        this.records.checkAccess(gate.secure, gate.principal(c), req.containerId, "read the logs of");
-        return this.records.readLog(req);
-      }),
+    const gate = addContainerService(this.server, this.gate, proto, {
+      records: this.records,
+      caPath: this.options.tls?.ca,
+      start: (req) => this.startContainer(req),
+      stop: (id) => this.stopContainer(id),
+      status: (id) => this.status(this.getContainer(id)),
     });
     addShuffleService(this.server, this.gate, proto, {
       dataDir: this.options.dataDir,
@@ -323,11 +307,19 @@ export class NodeManager extends ServingDaemon {
     if (!gate.secure) this.log.warn(INSECURE_WARNING);
     this.capping = this.createCappingAgent();
     this.boundPort = await bindServer(this.server, this.options.host, this.options.port, gate.credentials());
-    // Serves only `/metrics`.
+    // `/metrics` and the container log pages (log-pages.ts), with the cluster-wide node web tokens.
     await this.startWeb({
       title: "Harvest node manager",
       metrics: this.metrics.registry,
       log: this.log,
+      ...(this.options.secret ? { tokens: new NodeWebTokens(this.options.secret, this.clock).verify } : {}),
+      routes: (web) =>
+        registerNodeLogPages(web, {
+          nodeId: this.options.nodeId,
+          records: this.records,
+          secure: gate.secure,
+          liveState: (id) => (this.containers.has(id) ? "RUNNING" : undefined),
+        }),
       undo: () => shutdownServer(this.server, 0),
     });
     this.yieldTimer = setInterval(() => this.yieldTick(), this.options.yieldTickMs);
@@ -344,6 +336,7 @@ export class NodeManager extends ServingDaemon {
       c.killNow("LOST");
     }
     await Promise.all([...this.containers.values()].map((c) => c.waitForExit()));
+    await this.uploader.close();
     this.rmStream.close();
     await shutdownServer(this.server, 1_000);
     await this.web?.stop();
@@ -365,12 +358,14 @@ export class NodeManager extends ServingDaemon {
       // Everything a restarted resource manager needs to keep the work: what runs, and what finished recently (it may
       // have recorded a completion and died before its job manager heard of it).
       containers: [
-        ...this.statuses([...this.containers.values(), ...this.unacked.values(), ...this.recorded.values()], true),
+        ...this.statuses([...this.containers.values(), ...this.uploading.values(), ...this.unacked.values()], true),
+        ...this.statuses([...this.recorded.values()], true),
         ...this.restored.values(),
       ],
       powerProfile: this.options.powerProfile,
       chassis: this.options.powerDomain,
       containersRunAs: String(this.accounts.describe().runAs),
+      webUrl: this.httpUrl ?? "",
     };
   }
 
@@ -410,8 +405,8 @@ export class NodeManager extends ServingDaemon {
 
   /**
    * An application ended: its tasks' intermediate outputs and its private file cache go `finishedAppRetentionMs` after
-   * this node manager first heard so, once none of its containers runs here any more (their logs stay, for
-   * `harvest job logs`). Each application once.
+   * this node manager first heard so, once none of its containers runs here or has its logs being copied any more
+   * (their logs stay, for `harvest job logs`). Each application once.
    */
   private cleanUpApplication(appId: string): void {
     if (this.cleanedApps.has(appId)) return;
@@ -419,7 +414,7 @@ export class NodeManager extends ServingDaemon {
     const heard = this.finishedHeardMs.get(appId) ?? now;
     this.finishedHeardMs.set(appId, heard);
     if (now - heard < this.options.finishedAppRetentionMs) return;
-    for (const c of this.containers.values()) if (c.spec.appId === appId) return;
+    for (const c of [...this.containers.values(), ...this.uploading.values()]) if (c.spec.appId === appId) return;
     try {
       parseAppId(appId);
     } catch {
@@ -427,6 +422,7 @@ export class NodeManager extends ServingDaemon {
     }
     this.finishedHeardMs.delete(appId);
     this.cleanedApps.add(appId);
+    this.uploader.forgetApplication(appId);
     if (this.cleanedApps.size > 10_000) this.cleanedApps.delete(this.cleanedApps.values().next().value!);
     removeApplicationData(this.options.dataDir, appId)
       .then(async (removed) => {
@@ -547,19 +543,7 @@ export class NodeManager extends ServingDaemon {
 
   /** Memory this node's running containers use now: their cgroup's, else their process trees' resident memory. */
   private containerMemoryBytes(): number {
-    if (this.cgroups.limitsMemory) return cgroupMemoryBytes(containerCgroupName(this.options));
-    return processTreesRssBytes([...this.containers.values()].filter((c) => c.state === "RUNNING").map((c) => c.pid));
-  }
-
-  private containerCpuMs(): number {
-    let total = 0;
-    const pids: number[] = [];
-    for (const c of this.containers.values()) {
-      const fromCgroup = this.cgroups.usageMs(c.spec.containerId);
-      if (fromCgroup !== undefined) total += fromCgroup;
-      else if (c.pid > 0) pids.push(c.pid);
-    }
-    return total + (pids.length > 0 ? processTreeCpuMs(pids) : 0);
+    return containersMemoryBytes(this.cgroups, containerCgroupName(this.options), this.containers.values());
   }
 
   // ---------------------------------------------------------------------------------------------- power capping
@@ -613,7 +597,7 @@ export class NodeManager extends ServingDaemon {
   private async startContainer(req: StartContainerRequestOutput): Promise<{ pid: number }> {
     if (!this.lifecycle.running) throw new HarvestError("UNAVAILABLE", "node manager is not running");
     const { grant, resource } = checkStartRequest(req, { ...this.options, minEpoch: this.rmChannel.epoch });
-    if (this.containers.has(grant.id) || this.unacked.has(grant.id) || this.localizing.has(grant.id))
+    if ([this.containers, this.uploading, this.unacked, this.localizing].some((m) => m.has(grant.id)))
       throw new HarvestError("CONTAINER_ALREADY_EXISTS", `container ${grant.id} was already started here`);
     let held = 0;
     for (const c of this.containers.values()) held += c.spec.vcoresMilli;
@@ -735,9 +719,24 @@ export class NodeManager extends ServingDaemon {
     if (chosenAt !== undefined && c.cause === "PREEMPTED_BY_PRIMARY")
       this.metrics.yieldCompleted((performance.now() - chosenAt) / 1000);
     this.metrics.containerCompleted(c.cause);
-    this.unacked.set(id, c);
     this.records.persistExit(c.spec.workDir, this.status(c));
     this.log.info("container finished", { containerId: id, cause: c.cause, exitCode: c.exitCode });
+    const owner = this.records.ownerOf(id);
+    if (!this.uploader.enabled || !owner?.user) return this.reportExit(c);
+    // Reported once its logs are in the DFS (or the copy failed or timed out: upload never rejects).
+    this.uploading.set(id, c);
+    const job = { appId: c.spec.appId, containerId: id, user: owner.user, workDir: c.spec.workDir };
+    void this.uploader.upload({ ...job, dfsToken: c.spec.tokens?.["dfs-token"] ?? "" }).then((r) => {
+      this.metrics.logsUploaded(r.ok, r.bytes);
+      this.uploading.delete(id);
+      this.reportExit(c);
+    });
+  }
+
+  /** Tells the resource manager (the next heartbeat, soon) that a container ended. */
+  private reportExit(c: ContainerProcess): void {
+    const id = c.spec.containerId;
+    this.unacked.set(id, c);
     const cause = c.cause ?? "FAILED"; // A completed container always has its cause: FAILED only satisfies the type.
     emitEvent({
       type: "container-finished",
@@ -757,7 +756,7 @@ export class NodeManager extends ServingDaemon {
       return { wasRunning: false };
     }
     if (!c) {
-      if (this.unacked.has(containerId)) return { wasRunning: false };
+      if (this.unacked.has(containerId) || this.uploading.has(containerId)) return { wasRunning: false };
       throw new HarvestError("CONTAINER_NOT_FOUND", `no container ${containerId} on ${this.options.nodeId}`);
     }
     this.countKill(containerId, "RELEASED");
@@ -779,7 +778,7 @@ export class NodeManager extends ServingDaemon {
   }
 
   private getContainer(containerId: string): ContainerProcess {
-    const c = this.containers.get(containerId) ?? this.unacked.get(containerId);
+    const c = this.containers.get(containerId) ?? this.uploading.get(containerId) ?? this.unacked.get(containerId);
     if (!c) throw new HarvestError("CONTAINER_NOT_FOUND", `no container ${containerId} on ${this.options.nodeId}`);
     return c;
   }

@@ -117,6 +117,14 @@ export interface NodeManagerOptions {
    */
   completedRetentionMs: number;
   /**
+   * Copy each container's stdout and stderr into the DFS when it exits, as its submitter, to
+   * `/user/<name>/.logs/<appId>/<containerId>/` (docs/web-ui.md); its exit is reported once copied (or failed, or
+   * timed out). Needs `nnAddress`. @default true
+   */
+  logUpload: boolean;
+  /** How long a container's completion waits for its logs' copy into the DFS. @default 10000 */
+  logUploadTimeoutMs: number;
+  /**
    * Containers die with their node manager: a watchdog process kills them when this node manager dies (kill -9), so
    * that no orphan keeps running while its task re-runs elsewhere. false leaves them to a restart's cleanup. @default true
    */
@@ -227,6 +235,8 @@ export function resolveNodeManagerOptions(
         archiveMaxMb: 4096,
         archiveMaxEntries: 100_000,
         completedRetentionMs: 600_000,
+        logUpload: true,
+        logUploadTimeoutMs: 10_000,
         orphanReaper: true,
         cgroups: "auto",
         cgroupCluster: "",
@@ -288,6 +298,9 @@ export function resolveNodeManagerOptions(
   if (!(o.shuffleBusyMBps > 0)) bad("shuffleBusyMBps", "must be a positive number of MB/s");
   if (!(o.finishedAppRetentionMs >= 0)) bad("finishedAppRetentionMs", "must be a number of milliseconds >= 0");
   if (!(o.completedRetentionMs >= 0)) bad("completedRetentionMs", "must be >= 0");
+  if (typeof o.logUpload !== "boolean") bad("logUpload", "must be true or false");
+  if (!(Number.isInteger(o.logUploadTimeoutMs) && o.logUploadTimeoutMs > 0))
+    bad("logUploadTimeoutMs", "must be a positive integer");
   if (!(o.archiveMaxMb > 0)) bad("archiveMaxMb", "must be a positive number of MiB");
   if (!(Number.isInteger(o.archiveMaxEntries) && o.archiveMaxEntries > 0))
     bad("archiveMaxEntries", "must be a positive integer");

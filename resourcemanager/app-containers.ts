@@ -122,6 +122,7 @@ export function recordEnd(
     app.record.state === "KILLED" ? "KILLED_BY_USER" : ((st.cause ?? "EXIT_CAUSE_UNSPECIFIED") as ExitCauseOutput);
   moveContainer(ref, "ended");
   ref.cause = cause;
+  ref.exitCode = st.exitCode ?? 0;
   if (st.startedMs) ref.startedMs = st.startedMs;
   ref.finishedMs = st.finishedMs ?? deps.clock.nowMs();
   const counts = ref.isAm ? app.amCounts : app.taskCounts;

@@ -23,6 +23,7 @@ import type { Logger } from "../common/log.js";
 import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
 import type { AppRecord, JobCleanup, RmStore } from "./state-store.js";
 import { DfsClient } from "../client/dfs-client.js";
+import { expiredLogDirs, userLogRoot } from "../common/container-logs.js";
 
 /** How many times, and after what first pause (doubled each time), a cleanup is tried. */
 export interface CleanupRetry {
@@ -30,6 +31,14 @@ export interface CleanupRetry {
   attempts: number;
   /** @default 1000 */
   firstPauseMs: number;
+}
+
+/** What the cleanup does about the containers' logs kept in the DFS (common/container-logs.ts). */
+export interface LogKeeping {
+  /** How long after the job's end its token is cancelled (the node managers copy its last logs with it). @default 0 */
+  cancelDelayMs: number;
+  /** Kept logs older than this are removed at a later job's end (0: kept). @default 0 */
+  retentionMs: number;
 }
 
 /** Cleans up ended jobs' staging directories and delegation tokens at one namenode. */
@@ -46,6 +55,7 @@ export class JobDfsCleanup {
     private readonly store: RmStore,
     private readonly log: Logger,
     private readonly retry: CleanupRetry = { attempts: 4, firstPauseMs: 1_000 },
+    private readonly logs: LogKeeping = { cancelDelayMs: 0, retentionMs: 0 },
   ) {}
 
   /** False without a namenode: staging directories stay and tokens live until they expire. */
@@ -63,6 +73,7 @@ export class JobDfsCleanup {
       token: dfsToken,
       ...(app.stagingDir ? { stagingDir: app.stagingDir } : {}),
       ...(app.stagingDir && !dfsToken ? { user: app.user } : {}),
+      ...(this.logs.retentionMs > 0 ? { logOwner: app.user } : {}),
     };
   }
 
@@ -86,12 +97,44 @@ export class JobDfsCleanup {
     void this.attempt(appId, { ...cleanup }, 1);
   }
 
+  /** A DFS client acting as the job's submitter: with its token, else (plaintext) by name. */
+  private dfsAs(cleanup: JobCleanup): DfsClient {
+    return new DfsClient(this.nnAddress, {
+      ...(this.security?.ca ? { security: { ca: this.security.ca } } : {}),
+      ...(cleanup.token ? { dfsToken: cleanup.token } : { user: cleanup.user || cleanup.logOwner || "" }),
+    });
+  }
+
+  /**
+   * Removes the submitter's kept container logs whose application directory was last written more than the
+   * retention ago (common/container-logs.ts). Best effort: a failure is logged, never retried.
+   */
+  private async pruneLogs(owner: string, cleanup: JobCleanup): Promise<void> {
+    const dfs = this.dfsAs(cleanup);
+    try {
+      const root = userLogRoot(owner);
+      const entries = await dfs.list(root).catch((err: unknown) => {
+        if (isHarvestError(err, "NAMENODE_FILE_NOT_FOUND")) return [];
+        throw err;
+      });
+      const expired = expiredLogDirs(
+        entries.map((e) => ({ path: e.path, isDir: e.isDir, mtimeMs: Number(e.mtimeMs) })),
+        Date.now(),
+        this.logs.retentionMs,
+      );
+      for (const dir of expired) await dfs.delete(dir, { recursive: true });
+      if (expired.length > 0)
+        this.log.info("kept container logs past their retention removed", { owner, apps: expired.length });
+    } catch (err) {
+      this.log.warn("cannot remove kept container logs past their retention", { owner, error: errorMessage(err) });
+    } finally {
+      dfs.close();
+    }
+  }
+
   /** Removes a finished job's DFS staging directory (a missing one is fine). */
   private async removeStaging(stagingDir: string, cleanup: JobCleanup): Promise<void> {
-    const dfs = new DfsClient(this.nnAddress, {
-      ...(this.security?.ca ? { security: { ca: this.security.ca } } : {}),
-      ...(cleanup.token ? { dfsToken: cleanup.token } : { user: cleanup.user ?? "" }),
-    });
+    const dfs = this.dfsAs(cleanup);
     try {
       await dfs.delete(stagingDir.slice("dfs:".length), { recursive: true });
       this.log.info("finished job's staging directory removed", { dir: stagingDir });
@@ -111,14 +154,29 @@ export class JobDfsCleanup {
     this.client = undefined;
   }
 
-  /** One try; never rejects. `cleanup` loses its staging directory once that is removed. */
-  private async attempt(appId: string, cleanup: JobCleanup, n: number): Promise<void> {
+  /**
+   * One try; never rejects. `cleanup` loses its staging directory once that is removed, and its log owner once the
+   * logs were pruned. The token is cancelled `cancelDelayMs` after the first try (`waited` then).
+   */
+  private async attempt(appId: string, cleanup: JobCleanup, n: number, waited = false): Promise<void> {
     if (this.stopped) return;
     let outcome: "cancelled" | "nothing to cancel" | "no token";
     try {
       if (cleanup.stagingDir) {
         await this.removeStaging(cleanup.stagingDir, cleanup);
         delete cleanup.stagingDir;
+      }
+      if (cleanup.logOwner) {
+        await this.pruneLogs(cleanup.logOwner, cleanup);
+        delete cleanup.logOwner;
+      }
+      if (cleanup.token && !waited && this.logs.cancelDelayMs > 0) {
+        const pause = setTimeout(() => {
+          this.pauses.delete(pause);
+          void this.attempt(appId, cleanup, n, true);
+        }, this.logs.cancelDelayMs);
+        this.pauses.add(pause);
+        return;
       }
       if (cleanup.token) {
         const nn = (this.client ??= makeClient(loadHarvestProto().ClientNamenode, this.nnAddress, this.security));
@@ -133,7 +191,7 @@ export class JobDfsCleanup {
         const pause = setTimeout(
           () => {
             this.pauses.delete(pause);
-            void this.attempt(appId, cleanup, n + 1);
+            void this.attempt(appId, cleanup, n + 1, waited);
           },
           this.retry.firstPauseMs * 2 ** (n - 1),
         );

@@ -44,6 +44,8 @@ export interface NodeEntry {
   primarySource: string;
   /** Which account its containers run as, in the node manager's words; "" when it did not say (an older one). */
   containersRunAs: string;
+  /** The node manager's web server, whose pages serve its containers' logs; "" when it serves none. */
+  webUrl: string;
   lastHeartbeatMs: number;
   /** Changed only through NODE_MACHINE. Invariant: stream === undefined when state is LOST. */
   state: NodeState;
@@ -228,6 +230,10 @@ export class NodeTracker {
         `containersRunAs must be one line of at most ${MAX_RUN_AS_CHARS} characters without control characters`,
         { details: { field: "containersRunAs" } },
       );
+    if (reg.webUrl && !/^https?:\/\/[A-Za-z0-9_.:[\]-]{1,300}$/.test(reg.webUrl))
+      throw new HarvestError("INVALID_ARGUMENT", "webUrl must be http(s)://host:port", {
+        details: { field: "webUrl" },
+      });
     const chassis = reg.chassis ? normalizeDomainPath(reg.chassis, "chassis") : "";
     const profile = this.powerProfile(reg.powerProfile, nodeId);
     const existing = this.nodes.get(nodeId);
@@ -240,6 +246,7 @@ export class NodeTracker {
       primaryUsage: existing?.primaryUsage ?? { vcoresMilli: 0, memoryMb: 0 },
       primarySource: reg.primarySource,
       containersRunAs: reg.containersRunAs,
+      webUrl: reg.webUrl,
       lastHeartbeatMs: clock.nowMs(),
       state: existing ? NODE_MACHINE.next(existing.state, "registered", nodeId) : "RUNNING",
       stream,

@@ -179,6 +179,17 @@ export interface ResourceManagerOptions {
    */
   nnAddress: string;
   /**
+   * How long after a job ends its delegation token is cancelled: the node managers copy the logs of the job's last
+   * containers into the DFS with it meanwhile (YARN waits 30 s for its log aggregation). @default 10000
+   */
+  jobTokenCancelDelayMs: number;
+  /**
+   * Containers' logs copied into the DFS (`/user/<name>/.logs/<appId>`, node manager `logUpload`) are removed this
+   * many hours after their application's directory was last written, when a later job of the same submitter ends
+   * (the removal acts with that job's token: the logs are the submitter's). 0 keeps them. @default 168
+   */
+  logRetentionHours: number;
+  /**
    * Mutual TLS under the cluster CA (`{ ca, cert, key }`, a `daemon` certificate naming advertiseHost): every caller
    * must present a certificate or a token, and roles decide what it may call (common/auth.ts). Without it the
    * resource manager serves plaintext and authenticates nobody. @default none
@@ -326,6 +337,8 @@ export function resolveResourceManagerOptions(
         jobHistoryWindow: 1_000,
         secret: "",
         nnAddress: "",
+        jobTokenCancelDelayMs: 10_000,
+        logRetentionHours: 168,
         insecure: false,
         maxParallelism: 10_000,
         monitorIntervalMs: 500,
@@ -369,6 +382,9 @@ export function resolveResourceManagerOptions(
     bad("secret", "must be the cluster's secret (the example config's placeholder is not one: openssl rand -hex 32)");
   o.advertiseHost = resolveAdvertiseHost("resource manager", o.host, o.advertiseHost);
   checkSecurityOptions("resource manager", o);
+  if (!(Number.isInteger(o.jobTokenCancelDelayMs) && o.jobTokenCancelDelayMs >= 0))
+    bad("jobTokenCancelDelayMs", "must be an integer >= 0");
+  if (!(o.logRetentionHours >= 0)) bad("logRetentionHours", "must be >= 0 (0 keeps the logs)");
   if (o.tls && !o.secret) bad("secret", "is required with tls: it signs the container and job-manager tokens");
   if (
     typeof o.nnAddress !== "string" ||

@@ -27,6 +27,7 @@ import type { UtilizationSeries } from "../common/trace-io.js";
 import type { DaemonState } from "../common/lifecycle.js";
 import { ServingDaemon, type ServingOptions } from "../common/serving-daemon.js";
 import { WebTokens } from "../common/web-token.js";
+import { NodeWebTokens } from "../common/node-web-token.js";
 import { averageServerSeries } from "./policy/average-server.js";
 import { RmMetrics } from "./rm-metrics.js";
 import type { RmGaugeSource } from "./rm-metrics.js";
@@ -257,6 +258,8 @@ export class ResourceManager extends ServingDaemon {
       this.options.tls,
       this.store,
       this.log.child("job-cleanup"),
+      undefined,
+      { cancelDelayMs: this.options.jobTokenCancelDelayMs, retentionMs: this.options.logRetentionHours * 3600_000 },
     );
     this.apps = new Applications({
       options: this.options,
@@ -564,7 +567,10 @@ export class ResourceManager extends ServingDaemon {
 
   /** What the web server reads: the functions the gRPC handlers answer with, and a few facts. */
   private webSource(): RmWebSource {
+    const nodeTokens = this.options.secret ? new NodeWebTokens(this.options.secret, this.clock) : undefined;
     return {
+      nodeWebUrl: (nodeId) => this.nodes.get(nodeId)?.webUrl ?? "",
+      nodeWebToken: (viewer) => (viewer && nodeTokens?.issue(viewer)) || undefined,
       listApplications: (states) => this.apps.list(states),
       getApplication: (appId) => this.apps.report(this.apps.getApp(appId)),
       dagOf: (appId) => this.dagOf(appId),

@@ -43,6 +43,7 @@ import {
   appDetail,
   clusterTotals,
   isFinished,
+  containerLogHref,
   logsCommand,
   nodeInfos,
   parseStates,
@@ -367,6 +368,16 @@ function jobPage(source: RmWebSource, req: WebRequest): { html: string } {
   const a = appDetail(source, appId);
   const outcome = outcomeText(a.outcome);
   const ended = isFinished(a.state);
+  const token = source.nodeWebToken(req.principal);
+  const logLinks = (c: { containerId: string; nodeId: string }): string => {
+    const url = source.nodeWebUrl(c.nodeId);
+    const command = `<code>${escapeHtml(logsCommand(a.appId, c.containerId))}</code>`;
+    if (!url) return command;
+    const link = (s: string): string =>
+      `<a class="log-link" href="${escapeHtml(containerLogHref(url, c.containerId, s, token))}">${s}</a>`;
+    return `${link("stderr")} ${link("stdout")} <span class="muted">${command}</span>`;
+  };
+  const am = a.containers.filter((c) => c.isAm).at(-1);
   const info = facts(
     [
       ["Name", escapeHtml(a.name)],
@@ -387,7 +398,7 @@ function jobPage(source: RmWebSource, req: WebRequest): { html: string } {
       ],
       ["Survival quote", `<span id="app-quote">${escapeHtml(quoteLine(a))}</span>`],
       ["Diagnostics", `<span id="app-diagnostics">${escapeHtml(a.diagnostics || "-")}</span>`],
-      ["Job manager's log", `<code>${escapeHtml(logsCommand(a.appId))}</code>`],
+      ["Job manager's log", am ? logLinks(am) : `<code>${escapeHtml(logsCommand(a.appId))}</code>`],
     ],
     "app-facts",
   );
@@ -452,10 +463,7 @@ function jobPage(source: RmWebSource, req: WebRequest): { html: string } {
       { label: "Ended by", cell: (c) => escapeHtml(c.cause === "EXIT_CAUSE_UNSPECIFIED" ? "" : c.cause) },
       { label: "Started", cell: (c) => escapeHtml(formatTime(c.startedMs)) },
       { label: "Finished", cell: (c) => escapeHtml(formatTime(c.finishedMs)) },
-      {
-        label: "Log (on its node manager)",
-        cell: (c) => `<code>${escapeHtml(logsCommand(a.appId, c.containerId))}</code>`,
-      },
+      { label: "Log", className: "container-log", cell: logLinks },
     ],
     refs,
     "No container was granted yet.",
@@ -472,7 +480,7 @@ ${vertices}
 <h2>Containers by how they ended</h2>
 ${attempts}
 <h2>Containers</h2>
-<p class="muted">Harvest's node managers serve no logs over HTTP: run the command with your certificate.</p>
+<p class="muted">Each log opens on its server's node manager; once the container has ended it is also kept in the DFS, where <code>harvest job logs</code> reads it after the server is gone.</p>
 ${containers}${more}`;
   const data: { kind: string; dag: DagView } = { kind: "job", dag: a.dag };
   return page(req, { title: a.appId, current: "/jobs", body, data, charts: true, refresh: !ended });

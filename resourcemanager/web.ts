@@ -11,7 +11,7 @@
  */
 import type { MethodDefinition } from "@grpc/proto-loader";
 import { ANY_CERTIFICATE } from "../common/auth.js";
-import type { Access } from "../common/auth.js";
+import type { Access, Principal } from "../common/auth.js";
 import { vertexLayers } from "../common/dag-spec.js";
 import type { DagSpec, EdgeType } from "../common/dag-spec.js";
 import { HarvestError } from "../common/errors.js";
@@ -69,6 +69,10 @@ export interface RmWebSource {
   tenantUtilization(tenant: string, days: number): Promise<UtilizationSeries>;
   /** The daemon and its policies. */
   info(): RmInfo;
+  /** A node manager's web server (its container log pages), "" when it serves none or is unknown. */
+  nodeWebUrl(nodeId: string): string;
+  /** A node web token for the viewer (common/node-web-token.ts), undefined when none can be given (insecure). */
+  nodeWebToken(viewer: Principal | undefined): string | undefined;
 }
 
 /** The resource manager and its policies, as `/ws/v1/cluster/info` shows them. */
@@ -365,7 +369,16 @@ export function dagView(
   return { vertices, edges: (dag?.edges ?? []).map((e) => ({ from: e.from, to: e.to, type: e.type })) };
 }
 
-/** The `harvest job logs` command that prints a container's log (no node manager serves logs over HTTP). */
+/**
+ * The link to a container's log page on its node manager (`webUrl`): through the node manager's `/login` with the
+ * viewer's node web token when there is one (it sets the node manager's cookie, then shows the page), else direct.
+ */
+export function containerLogHref(webUrl: string, containerId: string, stream: string, token?: string): string {
+  const path = `/node/containerlogs/${encodeURIComponent(containerId)}/${stream}`;
+  return token ? `${webUrl}/login?token=${encodeURIComponent(token)}&next=${encodeURIComponent(path)}` : webUrl + path;
+}
+
+/** The `harvest job logs` command that prints a container's log (from its node manager, else the DFS copy). */
 export function logsCommand(appId: string, containerId?: string, stream: "stdout" | "stderr" = "stderr"): string {
   return `harvest job logs ${appId}${containerId ? ` --container ${containerId}` : ""}${stream === "stdout" ? " --stream stdout" : ""}`;
 }
@@ -374,7 +387,7 @@ export function logsCommand(appId: string, containerId?: string, stream: "stdout
 export interface RmAppDetail extends ApplicationReportOutput {
   dag: DagView;
   waiting: WaitingReason | null;
-  logs: { containerId: string; nodeId: string; isAm: boolean; command: string }[];
+  logs: { containerId: string; nodeId: string; isAm: boolean; command: string; url: string }[];
 }
 
 /** GetApplication's report with what only the web adds. */
@@ -389,6 +402,7 @@ export function appDetail(source: RmWebSource, appId: string): RmAppDetail {
       nodeId: c.nodeId,
       isAm: c.isAm,
       command: logsCommand(appId, c.containerId),
+      url: source.nodeWebUrl(c.nodeId) ? containerLogHref(source.nodeWebUrl(c.nodeId), c.containerId, "stderr") : "",
     })),
   };
 }

@@ -83,7 +83,11 @@ function clusterWithUsers(opts: Parameters<typeof startTestCluster>[0]) {
 
 describe("a job's delegation token", () => {
   // Two jobs at once on one server: job managers unlimited (the default 0.1 of the harvestable cores runs one).
-  const { cluster, rmAs, nnAs } = clusterWithUsers({ idleServers: 1, rm: { maxAmShare: 1 } });
+  const { cluster, rmAs, nnAs } = clusterWithUsers({
+    idleServers: 1,
+    // Cancelled at once: these tests watch the cancellation, not the logs copied meanwhile.
+    rm: { maxAmShare: 1, jobTokenCancelDelayMs: 0 },
+  });
   let c: TestCluster;
   beforeAll(() => {
     c = cluster();

@@ -1,9 +1,10 @@
 /**
  * The web UIs in a real browser (Debian's Chromium, headless, through puppeteer-core) against a real secure
  * `harvest cluster up`: the user logs in with the URL `harvest ui login` prints, and then sees every server on the
- * cluster page, follows a submitted job to FINISHED on its DAG page, sees a node whose node manager was kill -9'd go
- * LOST, finds a file just written in the namenode's explorer, and watches a reimaged server's blocks go
- * under-replicated and then healthy again. No page logs a console error. A screenshot of each page is saved under
+ * cluster page, follows a submitted job to FINISHED on its DAG page and opens its job manager's log on its node manager
+ * from there, sees a node whose node manager was kill -9'd go LOST, finds a file just written in the namenode's
+ * explorer, and watches a reimaged server's blocks go under-replicated and then healthy again. No page logs a console
+ * error. A screenshot of each page is saved under
  * `test-artifacts/web/` (not committed). Without Chromium the test skips with a message; CI installs it.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -104,7 +105,9 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
     nnUrl = nn.url;
     const certOf = (name: string): string =>
       (JSON.parse(readFileSync(join(dir, "run", `${name}.json`), "utf8")) as { tls: { cert: string } }).tls.cert;
-    browser = await launchBrowser(chromium!, [spkiHash(certOf("rm")), spkiHash(certOf("nn"))]);
+    // The node managers too: the job page links each container's log to its node manager's pages.
+    const trusted = ["rm", "nn", ...desc.nodes.map((n) => n.nodeId)].map((name) => spkiHash(certOf(name)));
+    browser = await launchBrowser(chromium!, trusted);
     ({ page, errors } = await watchedPage(browser));
     // A browser without a certificate or token is refused...
     const refused = await page.goto(`${rmUrl}/`);
@@ -234,6 +237,13 @@ describe.skipIf(!chromium)("the web UIs in a real browser", () => {
     expect(server.wrap).toBe("nowrap");
     expect(server.href).toMatch(/^\/node\/server-\d+$/);
     await shot("job");
+    // The job manager's log opens on its node manager, logged in by the link (a node web token) with no other step.
+    const href = await page.$eval("#app-facts a.log-link", (a) => a.getAttribute("href") ?? "");
+    await page.goto(href, { waitUntil: "load" });
+    expect(new URL(page.url()).pathname).toMatch(/^\/node\/containerlogs\/container_[0-9_]+\/stderr$/);
+    expect(await page.$eval("#log", (pre) => pre.textContent ?? "")).toContain("job finished");
+    expect(await page.$("#download-log")).not.toBeNull();
+    await shot("container-log");
   }, 330_000);
 
   it("shows a node whose node manager was killed as LOST", async () => {

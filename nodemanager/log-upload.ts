@@ -1,0 +1,200 @@
+/**
+ * Log aggregation (YARN's LogAggregationService, per container rather than per application): when a container exits,
+ * its stdout and stderr are copied into the DFS as its job's submitter (common/container-logs.ts for the layout), so
+ * that `harvest job logs` and the log pages still show them once this server is gone (reimaged, drained, dead). The
+ * copy acts with the job's DFS token (a secure cluster; the token the container's start request carried) or as the
+ * submitter (a plaintext cluster, where the namenode trusts the claim), never with the node manager's certificate:
+ * the files are the submitter's, in the submitter's home.
+ *
+ * The node manager reports a container's completion once its copy is done (or failed, or timed out: `upload` never
+ * rejects), so a drain, which ends when its server's containers have ended, ends with their logs safe. A marker beside
+ * the work directory (`<workDir>.logs.json`) says where the copy went, for the log pages.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { pipeline } from "node:stream/promises";
+import { DfsClient } from "../client/dfs-client.js";
+import { writeFileAtomic } from "../common/atomic-file.js";
+import { appLogDir, CONTAINER_LOG_STREAMS, containerLogPath, userLogRoot } from "../common/container-logs.js";
+import { errorMessage } from "../common/errors.js";
+import type { Logger } from "../common/log.js";
+import { openContainerLog } from "./container.js";
+
+/** One container whose logs are to be copied. */
+export interface LogUploadJob {
+  appId: string;
+  containerId: string;
+  /** The job's submitter (the DFS owner of the copy). */
+  user: string;
+  /** The job's DFS token ("" on a plaintext cluster). */
+  dfsToken: string;
+  workDir: string;
+}
+
+/** Where one container's logs went and how big they were. */
+export interface LogUploadRecord {
+  dfsDir: string;
+  bytes: { stdout: number; stderr: number };
+  copiedMs: number;
+}
+
+/** Where the log uploads reach the namenode. */
+export interface LogUploaderOptions {
+  /** The namenode(s); empty: no copies are made. */
+  nnAddress: string;
+  /** The cluster CA (the job's token authenticates: the node manager presents no certificate). */
+  ca?: string | undefined;
+  timeoutMs: number;
+}
+
+/** Counts of the copies, for the metrics. */
+export interface LogUploadOutcome {
+  ok: boolean;
+  bytes: number;
+  /** Why it failed (the error, or "timed out"). */
+  error?: string;
+}
+
+const MARKER_SUFFIX = ".logs.json";
+
+/** The longest a node manager's stop waits for the log copies under way. */
+const STOP_WAIT_MS = 2_000;
+
+/** Where a container's copy went, from the marker its upload wrote; undefined when none was made (yet). */
+export function uploadRecordOf(workDir: string): LogUploadRecord | undefined {
+  const file = `${workDir}${MARKER_SUFFIX}`;
+  if (!existsSync(file)) return undefined;
+  try {
+    const r = JSON.parse(readFileSync(file, "utf8")) as LogUploadRecord;
+    return typeof r.dfsDir === "string" ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Copies exited containers' logs into the DFS, one DFS client per application (its token's). */
+export class LogUploader {
+  private readonly clients = new Map<string, DfsClient>();
+  /** Applications whose `.logs` directories this node manager has made private already. */
+  private readonly prepared = new Set<string>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly options: LogUploaderOptions,
+    private readonly log: Logger,
+  ) {}
+
+  /** Whether copies are made at all (a namenode is known). */
+  get enabled(): boolean {
+    return this.options.nnAddress !== "";
+  }
+
+  /**
+   * Copies `job`'s logs; resolves once done, failed or `timeoutMs` passed (a slow copy goes on in the background).
+   * Never rejects.
+   */
+  async upload(job: LogUploadJob): Promise<LogUploadOutcome> {
+    const copy = this.copy(job).then(
+      (bytes): LogUploadOutcome => ({ ok: true, bytes }),
+      (err: unknown): LogUploadOutcome => {
+        this.log.warn("could not copy a container's logs into the DFS", {
+          containerId: job.containerId,
+          error: errorMessage(err),
+        });
+        return { ok: false, bytes: 0, error: errorMessage(err) };
+      },
+    );
+    this.inFlight.add(copy);
+    void copy.finally(() => this.inFlight.delete(copy));
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<LogUploadOutcome>((resolve) => {
+      timer = setTimeout(() => resolve({ ok: false, bytes: 0, error: "timed out" }), this.options.timeoutMs);
+    });
+    try {
+      return await Promise.race([copy, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Forgets a finished application's client (its token is cancelled soon). */
+  forgetApplication(appId: string): void {
+    this.clients.get(appId)?.close();
+    this.clients.delete(appId);
+    this.prepared.delete(appId);
+  }
+
+  /**
+   * Waits for the copies under way (those of the containers the stop killed included), at most `STOP_WAIT_MS` (a
+   * stop must not hang on a namenode that is stopping too), then closes every client.
+   */
+  async close(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.inFlight]),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, Math.min(STOP_WAIT_MS, this.options.timeoutMs));
+      }),
+    ]);
+    clearTimeout(timer);
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
+  }
+
+  private clientFor(job: LogUploadJob): DfsClient {
+    let dfs = this.clients.get(job.appId);
+    if (!dfs) {
+      dfs = new DfsClient(this.options.nnAddress, {
+        ...(this.options.ca ? { security: { ca: this.options.ca } } : {}),
+        dfsToken: job.dfsToken,
+        user: job.user,
+      });
+      this.clients.set(job.appId, dfs);
+      // Bounded: an application's client goes at its cleanup, and the oldest beyond this many.
+      if (this.clients.size > 256) {
+        const [oldest, c] = this.clients.entries().next().value!;
+        c.close();
+        this.clients.delete(oldest);
+      }
+    }
+    return dfs;
+  }
+
+  /** Copies both logs (a copy left by an earlier try is replaced); resolves to the bytes copied. */
+  private async copy(job: LogUploadJob): Promise<number> {
+    const started = Date.now();
+    const dfs = this.clientFor(job);
+    const dir = `${appLogDir(job.user, job.appId)}/${job.containerId}`;
+    const first = !this.prepared.has(job.appId);
+    // The namenode makes the submitter's home the first time it is asked (a job submitted without staging has none).
+    if (first) await dfs.homeDirectory();
+    await dfs.mkdir(dir);
+    if (first) {
+      // Only the submitter (and admins) may read them, whatever the home directory's mode.
+      await dfs.chmod(userLogRoot(job.user), 0o700);
+      await dfs.chmod(appLogDir(job.user, job.appId), 0o700);
+      this.prepared.add(job.appId);
+    }
+    const bytes = { stdout: 0, stderr: 0 };
+    for (const stream of CONTAINER_LOG_STREAMS) {
+      const fh = await openContainerLog(job.workDir, stream);
+      try {
+        bytes[stream] = (await fh.stat()).size;
+        await pipeline(
+          fh.createReadStream({ autoClose: false, start: 0, end: Math.max(0, bytes[stream] - 1) }),
+          dfs.createWriteStream(containerLogPath(job.user, job.appId, job.containerId, stream), { overwrite: true }),
+        );
+      } finally {
+        await fh.close();
+      }
+    }
+    const record: LogUploadRecord = { dfsDir: dir, bytes, copiedMs: Date.now() };
+    writeFileAtomic(`${job.workDir}${MARKER_SUFFIX}`, JSON.stringify(record) + "\n", 0o600);
+    this.log.info("container's logs copied into the DFS", {
+      containerId: job.containerId,
+      dir,
+      bytes: bytes.stdout + bytes.stderr,
+      ms: Date.now() - started,
+    });
+    return bytes.stdout + bytes.stderr;
+  }
+}
