@@ -2,6 +2,8 @@
  * What the resource manager tells about an application: its report (`harvest job status`, the web UI) and, once it
  * ends, the history record that later runs of the same job learn from.
  */
+import { parseDag } from "../common/dag-spec.js";
+import type { DagSpec } from "../common/dag-spec.js";
 import type { AppRuntime } from "./app-runtime.js";
 import type { ResourceManagerOptions } from "./options.js";
 import { jobTypeOf } from "./policy/class-selection.js";
@@ -91,4 +93,17 @@ export async function jobTypeFromHistory(
     options.jobTypes,
   );
   return { jobType, lastDurationMs: last?.durationMs };
+}
+
+/** A job's DAG, parsed from its stored file (undefined for an unknown job or an unreadable file). */
+export function dagOfRecord(
+  record: Pick<AppRecord, "dagJson"> | undefined,
+  maxParallelism: number,
+): DagSpec | undefined {
+  if (!record) return undefined;
+  try {
+    return parseDag(record.dagJson, { maxParallelism });
+  } catch {
+    return undefined;
+  }
 }

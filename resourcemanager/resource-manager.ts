@@ -21,8 +21,7 @@ import { errorMessage, HarvestError } from "../common/errors.js";
 import { bindServer, createServer, loadHarvestProto, shutdownServer, unary } from "../common/grpc.js";
 import { Logger } from "../common/log.js";
 import { daemonRegistry, grpcServerMetrics } from "../common/metrics.js";
-import { parseDag } from "../common/dag-spec.js";
-import type { DagSpec } from "../common/dag-spec.js";
+import { dagOfRecord } from "./app-reports.js";
 import type { UtilizationSeries } from "../common/trace-io.js";
 import type { DaemonState } from "../common/lifecycle.js";
 import { ServingDaemon, type ServingOptions } from "../common/serving-daemon.js";
@@ -554,17 +553,6 @@ export class ResourceManager extends ServingDaemon {
     return averageServerSeries(series, { slotSec: this.tenants.options.slotSec, windowDays: days, name });
   }
 
-  /** The job's DAG, parsed from its stored file (undefined for an unknown job or an unreadable file). */
-  private dagOf(appId: string): DagSpec | undefined {
-    const app = this.apps.get(appId);
-    if (!app) return undefined;
-    try {
-      return parseDag(app.record.dagJson, { maxParallelism: this.options.maxParallelism });
-    } catch {
-      return undefined;
-    }
-  }
-
   /** What the web server reads: the functions the gRPC handlers answer with, and a few facts. */
   private webSource(): RmWebSource {
     const nodeTokens = this.options.secret ? new NodeWebTokens(this.options.secret, this.clock) : undefined;
@@ -573,7 +561,7 @@ export class ResourceManager extends ServingDaemon {
       nodeWebToken: (viewer) => (viewer && nodeTokens?.issue(viewer)) || undefined,
       listApplications: (states) => this.apps.list(states),
       getApplication: (appId) => this.apps.report(this.apps.getApp(appId)),
-      dagOf: (appId) => this.dagOf(appId),
+      dagOf: (appId) => dagOfRecord(this.apps.get(appId)?.record, this.options.maxParallelism),
       getClusterNodes: () => this.clusterNodes(),
       getJobHistory: (name, limit) => this.jobHistory(name, limit),
       listTenants: () => this.tenantList(),
