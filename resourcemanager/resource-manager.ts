@@ -38,6 +38,7 @@ import type { ResourceManagerOptions } from "./options.js";
 import { Applications } from "./applications.js";
 import { JobQuotes } from "./job-quotes.js";
 import { JobDfsCleanup } from "./job-dfs-cleanup.js";
+import { logCopySource } from "./log-copies.js";
 import { NodeTracker } from "./node-tracker.js";
 import type { NodeEntry, NodeEvents, NodeStream } from "./node-tracker.js";
 import { AM_PRIORITY, Scheduler, StockSchedulerPolicy } from "./policy/scheduler.js";
@@ -559,6 +560,7 @@ export class ResourceManager extends ServingDaemon {
     return {
       nodeWebUrl: (nodeId) => this.nodes.get(nodeId)?.webUrl ?? "",
       nodeWebToken: (viewer) => (viewer && nodeTokens?.issue(viewer)) || undefined,
+      ...logCopySource(this.options.nnAddress, this.options.tls, (appId) => this.apps.getApp(appId).record),
       listApplications: (states) => this.apps.list(states),
       getApplication: (appId) => this.apps.report(this.apps.getApp(appId)),
       dagOf: (appId) => dagOfRecord(this.apps.get(appId)?.record, this.options.maxParallelism),

@@ -37,6 +37,7 @@ import {
   tiles,
   watts,
 } from "./web-html.js";
+import { logCopyPage } from "./log-copies.js";
 import { registerNodePage } from "./web-node-page.js";
 import {
   ACCESS,
@@ -44,6 +45,7 @@ import {
   clusterTotals,
   isFinished,
   containerLogHref,
+  logCopyHref,
   logsCommand,
   nodeInfos,
   parseStates,
@@ -369,13 +371,20 @@ function jobPage(source: RmWebSource, req: WebRequest): { html: string } {
   const outcome = outcomeText(a.outcome);
   const ended = isFinished(a.state);
   const token = source.nodeWebToken(req.principal);
-  const logLinks = (c: { containerId: string; nodeId: string }): string => {
-    const url = source.nodeWebUrl(c.nodeId);
+  // A lost or unknown server's node manager answers no more: its containers' logs are read from their DFS copies.
+  const nodeUp = new Set(wire.nodes(source).flatMap((n) => (n.state === "LOST" ? [] : [n.nodeId])));
+  const logLinks = (c: { containerId: string; nodeId: string; state: string }): string => {
+    const url = nodeUp.has(c.nodeId) ? source.nodeWebUrl(c.nodeId) : "";
     const command = `<code>${escapeHtml(logsCommand(a.appId, c.containerId))}</code>`;
-    if (!url) return command;
     const link = (s: string): string =>
       `<a class="log-link" href="${escapeHtml(containerLogHref(url, c.containerId, s, token))}">${s}</a>`;
-    return `${link("stderr")} ${link("stdout")} <span class="muted">${command}</span>`;
+    const copy = (s: string): string =>
+      `<a class="log-copy" href="${escapeHtml(logCopyHref(a.appId, c.containerId, s))}">${s}</a>`;
+    const live = url ? `${link("stderr")} ${link("stdout")} ` : "";
+    // The node manager copies a container's logs into the DFS when it exits.
+    const kept =
+      c.state === "COMPLETE" ? `<span class="log-copies">kept copy: ${copy("stderr")} ${copy("stdout")}</span> ` : "";
+    return live || kept ? `${live}${kept}<span class="muted">${command}</span>` : command;
   };
   const am = a.containers.filter((c) => c.isAm).at(-1);
   const info = facts(
@@ -674,6 +683,7 @@ export const PAGE_ROUTES: readonly { path: string; access: readonly Access[] }[]
   { path: "/", access: ACCESS.cluster },
   { path: "/jobs", access: ACCESS.cluster },
   { path: "/jobs/:appId", access: ACCESS.cluster },
+  { path: "/jobs/:appId/logs/:containerId/:stream", access: ACCESS.cluster },
   { path: "/tenants", access: ACCESS.tenants },
   { path: "/classes", access: ACCESS.classes },
   { path: "/power", access: ACCESS.admin },
@@ -686,6 +696,8 @@ export function registerRmPages(web: WebServer, source: RmWebSource): void {
     .get("/", ACCESS.cluster, (req) => clusterPage(source, req))
     .get("/jobs", ACCESS.cluster, (req) => jobsPage(source, req))
     .get("/jobs/:appId", ACCESS.cluster, (req) => jobPage(source, req))
+    // The job's submitter, admins and daemons only (log-copies.ts checks who).
+    .get("/jobs/:appId/logs/:containerId/:stream", ACCESS.cluster, (req) => logCopyPage(source, req))
     .get("/tenants", ACCESS.tenants, (req) => tenantsPage(source, req))
     .get("/classes", ACCESS.classes, (req) => classesPage(source, req))
     .get("/power", ACCESS.admin, (req) => powerPage(source, req));

@@ -12,6 +12,7 @@
 import type { MethodDefinition } from "@grpc/proto-loader";
 import { ANY_CERTIFICATE } from "../common/auth.js";
 import type { Access, Principal } from "../common/auth.js";
+import type { ContainerLogStream } from "../common/container-logs.js";
 import { vertexLayers } from "../common/dag-spec.js";
 import type { DagSpec, EdgeType } from "../common/dag-spec.js";
 import { HarvestError } from "../common/errors.js";
@@ -73,6 +74,15 @@ export interface RmWebSource {
   nodeWebUrl(nodeId: string): string;
   /** A node web token for the viewer (common/node-web-token.ts), undefined when none can be given (insecure). */
   nodeWebToken(viewer: Principal | undefined): string | undefined;
+  /** Part of a container's log kept in the DFS (log-copies.ts `LogCopyReader.read`, as the job's submitter). */
+  readLogCopy(appId: string, containerId: string, stream: ContainerLogStream, start: number): Promise<LogCopyPart>;
+}
+
+/** Part of a container's log kept in the DFS: its bytes from `offset`, and the log's whole length. */
+export interface LogCopyPart {
+  data: Buffer;
+  totalBytes: number;
+  offset: number;
 }
 
 /** The resource manager and its policies, as `/ws/v1/cluster/info` shows them. */
@@ -378,6 +388,11 @@ export function containerLogHref(webUrl: string, containerId: string, stream: st
   return token ? `${webUrl}/login?token=${encodeURIComponent(token)}&next=${encodeURIComponent(path)}` : webUrl + path;
 }
 
+/** `/jobs/<appId>/logs/<containerId>/<stream>`: the resource manager's page of a log kept in the DFS (log-copies.ts). */
+export function logCopyHref(appId: string, containerId: string, stream: string, query = ""): string {
+  return `/jobs/${encodeURIComponent(appId)}/logs/${encodeURIComponent(containerId)}/${stream}${query}`;
+}
+
 /** The `harvest job logs` command that prints a container's log (from its node manager, else the DFS copy). */
 export function logsCommand(appId: string, containerId?: string, stream: "stdout" | "stderr" = "stderr"): string {
   return `harvest job logs ${appId}${containerId ? ` --container ${containerId}` : ""}${stream === "stdout" ? " --stream stdout" : ""}`;
@@ -387,7 +402,7 @@ export function logsCommand(appId: string, containerId?: string, stream: "stdout
 export interface RmAppDetail extends ApplicationReportOutput {
   dag: DagView;
   waiting: WaitingReason | null;
-  logs: { containerId: string; nodeId: string; isAm: boolean; command: string; url: string }[];
+  logs: { containerId: string; nodeId: string; isAm: boolean; command: string; url: string; copyUrl: string }[];
 }
 
 /** GetApplication's report with what only the web adds. */
@@ -403,6 +418,8 @@ export function appDetail(source: RmWebSource, appId: string): RmAppDetail {
       isAm: c.isAm,
       command: logsCommand(appId, c.containerId),
       url: source.nodeWebUrl(c.nodeId) ? containerLogHref(source.nodeWebUrl(c.nodeId), c.containerId, "stderr") : "",
+      // This server's page of the copy kept in the DFS, once the container ended (log-copies.ts).
+      copyUrl: c.state === "COMPLETE" ? logCopyHref(appId, c.containerId, "stderr") : "",
     })),
   };
 }

@@ -169,7 +169,86 @@ describe("container logs", () => {
       (e: unknown) => (isHarvestError(e) ? e.code : String(e)),
     );
     expect(refused).toBe("DFS_PERMISSION_DENIED");
+
+    // The resource manager serves the copies too, over HTTPS, to the submitter and admins only.
+    const ca = who["admin"]!.ca!;
+    const as = (name: string) => ({ ca, cert: who[name]!.cert!, key: who[name]!.key! });
+    const copyUrl = (containerId: string, stream: string) =>
+      `${c.desc.rm.httpUrl}/jobs/${sayApp}/logs/${containerId}/${stream}`;
+    for (const x of says)
+      for (const stream of ["stdout", "stderr"] as const) {
+        const got = await get(copyUrl(x.containerId, stream), as("alice"));
+        expect(got.status, got.body).toBe(200);
+        expect(got.headers["content-type"]).toMatch(/^text\/plain/);
+        expect(Buffer.from(got.body, "utf8").equals(Buffer.from(said(x.taskIndex)[stream], "utf8"))).toBe(true);
+      }
+    const first = copyUrl(says[0]!.containerId, "stdout");
+    const tail = await get(first + "?start=-20", as("admin"));
+    expect(tail.body).toBe(Buffer.from(said(says[0]!.taskIndex).stdout).subarray(-20).toString("utf8"));
+    expect((await get(first, { ca })).status).toBe(401);
+    const asBob = await get(first, as("bob"));
+    expect(asBob.status).toBe(403);
+    expect(asBob.body).not.toContain("line 1");
+    const html = await get(first, as("alice"), { accept: "text/html" });
+    expect(html.body).toContain(`task ${says[0]!.taskIndex} line 1999 héllo ✓`);
+    expect(html.body).toContain('id="whole-log"');
+    const hold = sayReport.containers.find((x) => x.vertex === "hold")!;
+    const codeOf = (res: HttpAnswer) => [res.status, (JSON.parse(res.body) as { error: { code: string } }).error.code];
+    for (const [path, status, code] of [
+      [`/jobs/${sayApp}/logs/..%20x/stdout`, 400, "INVALID_ARGUMENT"],
+      [`/jobs/${sayApp}/logs/${says[0]!.containerId}/pid`, 400, "INVALID_ARGUMENT"],
+      [`/jobs/${sayApp}/logs/container_1_0001_01_999999/stdout`, 404, "CONTAINER_NOT_FOUND"],
+      [`/jobs/${sayApp}/logs/${hold.containerId}/stdout`, 404, "CONTAINER_NOT_FOUND"],
+      [`/jobs/application_1_9999/logs/${says[0]!.containerId}/stdout`, 404, "APP_NOT_FOUND"],
+      [`/jobs/${sayApp}/logs/${says[0]!.containerId}/stdout?start=x`, 400, "INVALID_ARGUMENT"],
+    ] as const)
+      expect(codeOf(await get(c.desc.rm.httpUrl + path, as("alice"))), path).toEqual([status, code]);
+    // The hold task still runs: its log was not copied yet.
+    expect((await get(copyUrl(hold.containerId, "stdout"), as("alice"))).body).toContain("not copied");
+    // The job page links each reimaged server's container to its copy; the REST answer gives its address.
+    const { token } = await alice.webToken(600_000);
+    const page = await get(
+      `${c.desc.rm.httpUrl}/jobs/${sayApp}`,
+      { ca },
+      {
+        authorization: `Bearer ${token}`,
+        accept: "text/html",
+      },
+    );
+    const copies = [...page.body.matchAll(/class="log-copy" href="([^"]+)"/g)].map((m) => m[1]!);
+    for (const x of says) expect(copies).toContain(`/jobs/${sayApp}/logs/${x.containerId}/stdout`);
+    expect(copies.some((h) => h.includes(hold.containerId))).toBe(false);
+    const rest = await get(`${c.desc.rm.httpUrl}/ws/v1/cluster/apps/${sayApp}`, as("alice"));
+    const logs = (JSON.parse(rest.body) as { app: { logs: { containerId: string; copyUrl: string }[] } }).app.logs;
+    expect(logs.find((l) => l.containerId === says[0]!.containerId)?.copyUrl).toBe(
+      `/jobs/${sayApp}/logs/${says[0]!.containerId}/stderr`,
+    );
     await alice.kill(sayApp);
+    // Once the job ended the resource manager drops its token: it says which command reads the copy.
+    const after = await waitFor(
+      async () => {
+        const res = await get(first, as("alice"));
+        return res.status === 200 ? undefined : res;
+      },
+      { what: "the resource manager to drop the killed job's token" },
+    );
+    expect(codeOf(after)).toEqual([404, "CONTAINER_NOT_FOUND"]);
+    expect(after.body).toContain(`harvest job logs ${sayApp}`);
+    // Once the reimaged servers are lost, their containers' rows link only to the copies: no node manager answers.
+    for (const nodeId of new Set(says.map((x) => x.nodeId)))
+      await waitFor(
+        async () => {
+          const res = await get(`${c.desc.rm.httpUrl}/ws/v1/cluster/nodes/${nodeId}`, as("admin"));
+          return (JSON.parse(res.body) as { node: { serviceState: string } }).node.serviceState === "LOST" || undefined;
+        },
+        { what: `${nodeId} to be lost`, timeoutMs: 30_000 },
+      );
+    const lostPage = await get(`${c.desc.rm.httpUrl}/jobs/${sayApp}`, as("alice"), { accept: "text/html" });
+    for (const x of says) {
+      const row = new RegExp(`data-container="${x.containerId}"[^]*?</tr>`).exec(lostPage.body)?.[0] ?? "";
+      expect(row).toContain(`class="log-copy" href="/jobs/${sayApp}/logs/${x.containerId}/stderr"`);
+      expect(row).not.toContain('class="log-link"');
+    }
   }, 180_000);
 
   it("serves a container's log over HTTPS to its submitter and admins only; the job page links to it", async () => {

@@ -1,0 +1,187 @@
+/**
+ * The resource manager's page of a container's log as its node manager copied it into the DFS when the container exited
+ * (common/container-logs.ts): `/jobs/:appId/logs/:containerId/:stream`, for when the server that ran it is gone,
+ * reimaged or no longer answers. It mirrors the node manager's `/node/containerlogs` page (nodemanager/log-pages.ts): a
+ * browser gets the tail with links to the whole log and a download, anything else the log as `text/plain`, whole
+ * unless `start` says otherwise, at most 64 MiB.
+ *
+ * Who may read it is who may read the job's logs anywhere: the job's submitter, an admin, or a daemon. The copies sit in
+ * the submitter's home under 0700 directories, which the resource manager's daemon certificate may not read (only the
+ * `admin` role is the namenode's superuser): it reads them with the job's DFS token, which it holds while the job has
+ * not ended, as the node managers wrote them. A plaintext cluster has no tokens: there it reads as the submitter by
+ * name. Once a secure job ended its token is gone, and `harvest job logs` (the caller's own identity) reads the copy.
+ */
+import type { Principal } from "../common/auth.js";
+import { CONTAINER_LOG_STREAMS, containerLogPath } from "../common/container-logs.js";
+import type { ContainerLogStream } from "../common/container-logs.js";
+import { HarvestError, isHarvestError } from "../common/errors.js";
+import type { ClientSecurity } from "../common/grpc.js";
+import { isContainerId } from "../common/ids.js";
+import { formatBytes } from "../common/web-page.js";
+import { escapeHtml } from "../common/web-server.js";
+import type { WebRequest, WebResponse } from "../common/web-server.js";
+import { DfsClient } from "../client/dfs-client.js";
+import { logCopyHref, logsCommand, wire } from "./web.js";
+import { page } from "./web-html.js";
+import type { LogCopyPart, RmWebSource } from "./web.js";
+
+/** The most of a log one request reads (the node manager's `MAX_LOG_READ_BYTES`). */
+export const MAX_LOG_COPY_READ_BYTES = 64 * 1024 * 1024;
+/** How many bytes of a log the HTML page shows by default (the node manager page's and YARN's `start=-4096`). */
+const TAIL_BYTES = 4096;
+
+/** What the resource manager knows of a job that lets it read the job's kept logs. */
+export interface LogCopyJob {
+  appId: string;
+  user: string;
+  /** The job's DFS token while the resource manager holds it ("" on a plaintext cluster, or once a job ended). */
+  dfsToken: string;
+}
+
+/** Reads kept logs at one namenode with each job's identity. */
+export class LogCopyReader {
+  constructor(
+    /** The namenode; empty: no log is kept, every read is CONTAINER_NOT_FOUND. */
+    private readonly nnAddress: string,
+    /** The daemon's TLS files (secure cluster), undefined on a plaintext one. */
+    private readonly security: ClientSecurity | undefined,
+  ) {}
+
+  /**
+   * Part of `job`'s container `containerId`'s kept `stream`, from byte `start` (negative: that many before the end) to
+   * the end, at most `maxBytes`. CONTAINER_NOT_FOUND when no copy is there (yet) or it cannot be read any more.
+   */
+  async read(
+    job: LogCopyJob,
+    containerId: string,
+    stream: ContainerLogStream,
+    start: number,
+    maxBytes = MAX_LOG_COPY_READ_BYTES,
+  ): Promise<LogCopyPart> {
+    const path = containerLogPath(job.user, job.appId, containerId, stream);
+    if (!this.nnAddress)
+      throw new HarvestError("CONTAINER_NOT_FOUND", `no namenode: this cluster keeps no copy of ${containerId}'s log`);
+    if (this.security && !job.dfsToken)
+      throw new HarvestError(
+        "CONTAINER_NOT_FOUND",
+        `${job.appId} ended and the resource manager no longer holds its DFS token to read dfs:${path}; ` +
+          `'${logsCommand(job.appId, containerId, stream)}' reads it as you`,
+      );
+    // As job-dfs-cleanup.ts `dfsAs`: the job's token (with the CA only), else (plaintext) the submitter by name.
+    const dfs = new DfsClient(this.nnAddress, {
+      ...(this.security?.ca ? { security: { ca: this.security.ca } } : {}),
+      ...(job.dfsToken ? { dfsToken: job.dfsToken } : { user: job.user }),
+    });
+    try {
+      const st = await dfs.stat(path).catch((err: unknown) => {
+        if (!isHarvestError(err, "NAMENODE_FILE_NOT_FOUND")) throw err;
+        throw new HarvestError(
+          "CONTAINER_NOT_FOUND",
+          `${containerId}'s ${stream} was not copied into the DFS (yet): no dfs:${path} (the container may still ` +
+            `run, or its copy failed or expired)`,
+          { cause: err },
+        );
+      });
+      const size = Number(st.length);
+      const offset = Math.min(size, start < 0 ? Math.max(0, size + start) : start);
+      const length = Math.min(size - offset, maxBytes);
+      const chunks: Buffer[] = [];
+      if (length > 0)
+        for await (const chunk of dfs.createReadStream(path, { offset, length })) chunks.push(chunk as Buffer);
+      return { data: Buffer.concat(chunks).subarray(0, length), totalBytes: size, offset };
+    } finally {
+      dfs.close();
+    }
+  }
+}
+
+/** `start`: a byte offset, or negative for that many bytes before the end; `fallback` when absent. */
+function startOf(req: WebRequest, fallback: number): number {
+  const raw = req.query.get("start");
+  if (raw === null || raw === "") return fallback;
+  if (!/^-?\d{1,15}$/.test(raw))
+    throw new HarvestError("INVALID_ARGUMENT", "start must be a byte offset (negative: from the end)", {
+      details: { field: "start" },
+    });
+  return Number(raw);
+}
+
+/** Throws PERMISSION_DENIED unless `who` is the job's submitter, an admin or a daemon (anyone on a plaintext cluster). */
+function checkReader(secure: boolean, who: Principal | undefined, user: string, appId: string): void {
+  if (!secure) return;
+  if (!who) throw new HarvestError("UNAUTHENTICATED", "a certificate or a web token is needed");
+  if (who.role === "admin" || who.role === "daemon" || (who.role === "user" && who.name === user)) return;
+  throw new HarvestError("PERMISSION_DENIED", `${who.name} (${who.role}) may not read the logs of ${appId}`, {
+    details: { identity: who.name, role: who.role, action: `read the logs of ${appId}` },
+  });
+}
+
+/**
+ * `/jobs/:appId/logs/:containerId/:stream`: the kept log, HTML (the tail) for a browser, else `text/plain` (whole
+ * unless `start`), with `x-harvest-log-length` and `x-harvest-log-offset` as the node manager's page sends.
+ */
+export async function logCopyPage(source: RmWebSource, req: WebRequest): Promise<WebResponse> {
+  const appId = req.params["appId"] ?? "";
+  const containerId = req.params["containerId"] ?? "";
+  const stream = req.params["stream"] ?? "";
+  if (!isContainerId(containerId))
+    throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(containerId)}`, {
+      details: { field: "containerId" },
+    });
+  if (stream !== "stdout" && stream !== "stderr")
+    throw new HarvestError("INVALID_ARGUMENT", 'stream must be "stdout" or "stderr"', { details: { field: "stream" } });
+  const html = req.wantsHtml && req.query.get("format") !== "text";
+  const start = startOf(req, html ? -TAIL_BYTES : 0);
+  const report = wire.app(source, appId); // APP_NOT_FOUND (404) or INVALID_ARGUMENT (400) first.
+  checkReader(source.info().secure, req.principal, report.user, appId);
+  if (!report.containers.some((c) => c.containerId === containerId))
+    throw new HarvestError(
+      "CONTAINER_NOT_FOUND",
+      `${appId} has no container ${containerId}; its page /jobs/${appId} lists them`,
+    );
+  const part = await source.readLogCopy(appId, containerId, stream, start);
+  if (!html)
+    return {
+      body: part.data,
+      contentType: "text/plain; charset=utf-8",
+      headers: {
+        "x-harvest-log-length": String(part.totalBytes),
+        "x-harvest-log-offset": String(part.offset),
+        ...(req.query.get("download") === "1"
+          ? { "content-disposition": `attachment; filename="${containerId}-${stream}.log"` }
+          : {}),
+      },
+    };
+  const whole = part.offset === 0 && part.data.length === part.totalBytes;
+  const shown = whole
+    ? `the whole log, ${formatBytes(part.totalBytes)}`
+    : `bytes ${part.offset}-${part.offset + part.data.length} of ${part.totalBytes}`;
+  const href = (s: string, query = ""): string => logCopyHref(appId, containerId, s, query);
+  const links = [
+    whole ? "" : `<a id="whole-log" href="${escapeHtml(href(stream, "?start=0"))}">whole log</a>`,
+    `<a id="download-log" href="${escapeHtml(href(stream, "?format=text&start=0&download=1"))}">download</a>`,
+    ...CONTAINER_LOG_STREAMS.filter((s) => s !== stream).map((s) => `<a href="${escapeHtml(href(s))}">${s}</a>`),
+    `<a href="/jobs/${escapeHtml(encodeURIComponent(appId))}">${escapeHtml(appId)}</a>`,
+  ].filter(Boolean);
+  const body = `<p class="muted" id="log-extent">the copy kept in the DFS · ${escapeHtml(shown)} · ${links.join(" · ")}</p>
+<pre id="log" class="log">${escapeHtml(part.data.toString("utf8"))}</pre>`;
+  return page(req, { title: `${containerId} ${stream}`, current: "/jobs", body });
+}
+
+/**
+ * `RmWebSource.readLogCopy` at the namenode `nnAddress`: the job is looked up by `recordOf` (APP_NOT_FOUND for an
+ * unknown one) for its submitter and the DFS token it still holds.
+ */
+export function logCopySource(
+  nnAddress: string,
+  security: ClientSecurity | undefined,
+  recordOf: (appId: string) => { user: string; dfsToken?: string },
+): Pick<RmWebSource, "readLogCopy"> {
+  const reader = new LogCopyReader(nnAddress, security);
+  return {
+    readLogCopy: (appId, containerId, stream, start) => {
+      const { user, dfsToken = "" } = recordOf(appId);
+      return reader.read({ appId, user, dfsToken }, containerId, stream, start);
+    },
+  };
+}
