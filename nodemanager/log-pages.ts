@@ -8,11 +8,11 @@
  * as `text/plain`, whole unless `start` says otherwise.
  */
 import type { Principal } from "../common/auth.js";
-import { HarvestError } from "../common/errors.js";
 import { CONTAINER_LOG_STREAMS } from "../common/container-logs.js";
+import { logBody, logStart, logText, wantsLogHtml } from "../common/log-view.js";
 import { escapeHtml } from "../common/web-server.js";
 import type { WebRequest, WebResponse, WebServer } from "../common/web-server.js";
-import { formatBytes, formatTime, renderPage, renderTable } from "../common/web-page.js";
+import { formatTime, renderPage, renderTable } from "../common/web-page.js";
 import type { ContainerRecords } from "./container-records.js";
 import { uploadRecordOf } from "./log-upload.js";
 
@@ -24,9 +24,6 @@ export interface NodeLogSource {
   /** "RUNNING" for a container whose process runs here now; undefined for one that ended (its exit record says how). */
   liveState: (containerId: string) => string | undefined;
 }
-
-/** How many bytes of a log the HTML page shows by default (YARN's `start=-4096`). */
-export const LOG_PAGE_TAIL_BYTES = 4096;
 
 const ACCESS = ["user", "admin", "daemon"] as const;
 /** Who an unauthenticated caller is on an insecure server (where `checkAccess` checks nothing). */
@@ -107,49 +104,13 @@ function containersPage(source: NodeLogSource, req: WebRequest): WebResponse {
   };
 }
 
-/** `start`: a byte offset, or negative for that many bytes before the end; `fallback` when absent. */
-function startOf(req: WebRequest, fallback: number): number {
-  const raw = req.query.get("start");
-  if (raw === null || raw === "") return fallback;
-  if (!/^-?\d{1,15}$/.test(raw))
-    throw new HarvestError("INVALID_ARGUMENT", "start must be a byte offset (negative: from the end)", {
-      details: { field: "start" },
-    });
-  return Number(raw);
-}
-
 async function logPage(source: NodeLogSource, req: WebRequest): Promise<WebResponse> {
   const containerId = req.params["containerId"] ?? "";
   const stream = req.params["stream"] ?? "";
   source.records.checkAccess(source.secure, req.principal ?? ANONYMOUS, containerId, "read the logs of");
-  const html = req.wantsHtml && req.query.get("format") !== "text";
-  const start = startOf(req, html ? -LOG_PAGE_TAIL_BYTES : 0);
-  const part = await source.records.readLogRange(containerId, stream, start);
-  if (!html)
-    return {
-      body: part.data,
-      contentType: "text/plain; charset=utf-8",
-      headers: {
-        "x-harvest-log-length": String(part.totalBytes),
-        "x-harvest-log-offset": String(part.offset),
-        ...(req.query.get("download") === "1"
-          ? { "content-disposition": `attachment; filename="${containerId}-${stream}.log"` }
-          : {}),
-      },
-    };
-  const whole = part.offset === 0 && part.data.length === part.totalBytes;
-  const shown = whole
-    ? `the whole log, ${formatBytes(part.totalBytes)}`
-    : `bytes ${part.offset}-${part.offset + part.data.length} of ${part.totalBytes}`;
-  const links = [
-    whole ? "" : `<a id="whole-log" href="${escapeHtml(logHref(containerId, stream, "?start=0"))}">whole log</a>`,
-    `<a id="download-log" href="${escapeHtml(logHref(containerId, stream, "?format=text&start=0&download=1"))}">download</a>`,
-    ...CONTAINER_LOG_STREAMS.filter((s) => s !== stream).map(
-      (s) => `<a href="${escapeHtml(logHref(containerId, s))}">${s}</a>`,
-    ),
-  ].filter(Boolean);
-  const body = `<p class="muted" id="log-extent">${escapeHtml(shown)} · ${links.join(" · ")}</p>
-<pre id="log" class="log">${escapeHtml(part.data.toString("utf8"))}</pre>`;
+  const part = await source.records.readLogRange(containerId, stream, logStart(req));
+  if (!wantsLogHtml(req)) return logText(req, part, containerId, stream);
+  const body = logBody(part, stream, (s, query) => logHref(containerId, s, query));
   return {
     html: renderPage({
       title: `${containerId} ${stream}`,

@@ -12,12 +12,12 @@
  * name. Once a secure job ended its token is gone, and `harvest job logs` (the caller's own identity) reads the copy.
  */
 import type { Principal } from "../common/auth.js";
-import { CONTAINER_LOG_STREAMS, containerLogPath } from "../common/container-logs.js";
+import { containerLogPath } from "../common/container-logs.js";
+import { logBody, logStart, logText, wantsLogHtml } from "../common/log-view.js";
 import type { ContainerLogStream } from "../common/container-logs.js";
 import { HarvestError, isHarvestError } from "../common/errors.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import { isContainerId } from "../common/ids.js";
-import { formatBytes } from "../common/web-page.js";
 import { escapeHtml } from "../common/web-server.js";
 import type { WebRequest, WebResponse } from "../common/web-server.js";
 import { DfsClient } from "../client/dfs-client.js";
@@ -27,8 +27,6 @@ import type { LogCopyPart, RmWebSource } from "./web.js";
 
 /** The most of a log one request reads (the node manager's `MAX_LOG_READ_BYTES`). */
 export const MAX_LOG_COPY_READ_BYTES = 64 * 1024 * 1024;
-/** How many bytes of a log the HTML page shows by default (the node manager page's and YARN's `start=-4096`). */
-const TAIL_BYTES = 4096;
 
 /** What the resource manager knows of a job that lets it read the job's kept logs. */
 export interface LogCopyJob {
@@ -95,17 +93,6 @@ export class LogCopyReader {
   }
 }
 
-/** `start`: a byte offset, or negative for that many bytes before the end; `fallback` when absent. */
-function startOf(req: WebRequest, fallback: number): number {
-  const raw = req.query.get("start");
-  if (raw === null || raw === "") return fallback;
-  if (!/^-?\d{1,15}$/.test(raw))
-    throw new HarvestError("INVALID_ARGUMENT", "start must be a byte offset (negative: from the end)", {
-      details: { field: "start" },
-    });
-  return Number(raw);
-}
-
 /** Throws PERMISSION_DENIED unless `who` is the job's submitter, an admin or a daemon (anyone on a plaintext cluster). */
 function checkReader(secure: boolean, who: Principal | undefined, user: string, appId: string): void {
   if (!secure) return;
@@ -130,8 +117,7 @@ export async function logCopyPage(source: RmWebSource, req: WebRequest): Promise
     });
   if (stream !== "stdout" && stream !== "stderr")
     throw new HarvestError("INVALID_ARGUMENT", 'stream must be "stdout" or "stderr"', { details: { field: "stream" } });
-  const html = req.wantsHtml && req.query.get("format") !== "text";
-  const start = startOf(req, html ? -TAIL_BYTES : 0);
+  const start = logStart(req);
   const report = wire.app(source, appId); // APP_NOT_FOUND (404) or INVALID_ARGUMENT (400) first.
   checkReader(source.info().secure, req.principal, report.user, appId);
   if (!report.containers.some((c) => c.containerId === containerId))
@@ -140,31 +126,11 @@ export async function logCopyPage(source: RmWebSource, req: WebRequest): Promise
       `${appId} has no container ${containerId}; its page /jobs/${appId} lists them`,
     );
   const part = await source.readLogCopy(appId, containerId, stream, start);
-  if (!html)
-    return {
-      body: part.data,
-      contentType: "text/plain; charset=utf-8",
-      headers: {
-        "x-harvest-log-length": String(part.totalBytes),
-        "x-harvest-log-offset": String(part.offset),
-        ...(req.query.get("download") === "1"
-          ? { "content-disposition": `attachment; filename="${containerId}-${stream}.log"` }
-          : {}),
-      },
-    };
-  const whole = part.offset === 0 && part.data.length === part.totalBytes;
-  const shown = whole
-    ? `the whole log, ${formatBytes(part.totalBytes)}`
-    : `bytes ${part.offset}-${part.offset + part.data.length} of ${part.totalBytes}`;
-  const href = (s: string, query = ""): string => logCopyHref(appId, containerId, s, query);
-  const links = [
-    whole ? "" : `<a id="whole-log" href="${escapeHtml(href(stream, "?start=0"))}">whole log</a>`,
-    `<a id="download-log" href="${escapeHtml(href(stream, "?format=text&start=0&download=1"))}">download</a>`,
-    ...CONTAINER_LOG_STREAMS.filter((s) => s !== stream).map((s) => `<a href="${escapeHtml(href(s))}">${s}</a>`),
-    `<a href="/jobs/${escapeHtml(encodeURIComponent(appId))}">${escapeHtml(appId)}</a>`,
-  ].filter(Boolean);
-  const body = `<p class="muted" id="log-extent">the copy kept in the DFS · ${escapeHtml(shown)} · ${links.join(" · ")}</p>
-<pre id="log" class="log">${escapeHtml(part.data.toString("utf8"))}</pre>`;
+  if (!wantsLogHtml(req)) return logText(req, part, containerId, stream);
+  const body = logBody(part, stream, (s, query = "") => logCopyHref(appId, containerId, s, query), {
+    note: "the copy kept in the DFS",
+    extraLinks: [`<a href="/jobs/${escapeHtml(encodeURIComponent(appId))}">${escapeHtml(appId)}</a>`],
+  });
   return page(req, { title: `${containerId} ${stream}`, current: "/jobs", body });
 }
 
