@@ -1,5 +1,6 @@
 /** A datanode as the namenode tracks it: its registration, its last heartbeat and the commands waiting for it. */
 import type * as grpc from "@grpc/grpc-js";
+import type { DatanodeSpace } from "./capacity.js";
 import type { BlockRecord } from "./namespace-store.js";
 import type { DatanodeToNamenodeOutput } from "../proto/generated/harvest/v1/DatanodeToNamenode.js";
 import type { NamenodeToDatanode } from "../proto/generated/harvest/v1/NamenodeToDatanode.js";
@@ -11,8 +12,8 @@ export type DatanodeState = "LIVE" | "DEAD";
 /** A datanode's DatanodeStream, server side. */
 export type DatanodeStream = grpc.ServerDuplexStream<DatanodeToNamenodeOutput, NamenodeToDatanode>;
 
-/** What the namenode knows of a datanode that has registered since its start. */
-export interface DatanodeEntry {
+/** What the namenode knows of a datanode that has registered since its start (its space: capacity.ts). */
+export interface DatanodeEntry extends DatanodeSpace {
   datanodeId: string;
   address: string;
   /** Its block transfer port (empty: gRPC only). */
@@ -21,15 +22,6 @@ export interface DatanodeEntry {
   webUrl: string;
   rack: string;
   storageId: string;
-  capacityBytes: number;
-  usedBytes: number;
-  remainingBytes: number;
-  /** Its machine and its data directory's file system there ("" from a datanode that does not say). */
-  machineId: string;
-  fsId: string;
-  /** That file system's size and free space at the last report (0: not reported). */
-  fsCapacityBytes: number;
-  fsAvailableBytes: number;
   primaryBusy: boolean;
   activeTransfers: number;
   lastHeartbeatMs: number;
