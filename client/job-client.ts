@@ -4,6 +4,7 @@
  */
 import { clientConfigOf, clientSecurityOf, rmAddressFromConfig } from "./client-config.js";
 import { DfsClient } from "./dfs-client.js";
+import { readKeptLog } from "./kept-logs.js";
 import { lstat, readdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { ClientConfig } from "./client-config.js";
@@ -274,21 +275,16 @@ export class JobClient {
         ...(this.options.security ? { security: this.options.security } : { user: report.user }),
       });
       try {
-        const st = await dfs.stat(path).catch((e: unknown) => {
-          if (!isHarvestError(e, "NAMENODE_FILE_NOT_FOUND")) throw e;
+        const tail = tailBytes > 0 ? tailBytes : 64 * 1024;
+        const part = await readKeptLog(dfs, path, -tail, tail);
+        if (!part)
           throw new HarvestError(
             "CONTAINER_NOT_FOUND",
             `the node manager of ${ref.nodeId} cannot give ${containerId}'s log (${errorMessage(err)}), and the DFS ` +
               `holds no copy at ${path} (the container may still run, or its copy failed or expired)`,
             { cause: err },
           );
-        });
-        const length = Number(st.length);
-        const offset = Math.max(0, length - (tailBytes > 0 ? tailBytes : 64 * 1024));
-        const chunks: Buffer[] = [];
-        if (length > offset)
-          for await (const chunk of dfs.createReadStream(path, { offset })) chunks.push(chunk as Buffer);
-        return { text: Buffer.concat(chunks).toString("utf8"), totalBytes: length, from: `dfs:${path}` };
+        return { text: part.data.toString("utf8"), totalBytes: part.totalBytes, from: `dfs:${path}` };
       } finally {
         dfs.close();
       }

@@ -97,12 +97,9 @@ export class JobDfsCleanup {
     void this.attempt(appId, { ...cleanup }, 1);
   }
 
-  /** A DFS client acting as the job's submitter: with its token, else (plaintext) by name. */
+  /** A DFS client acting as the job's submitter. */
   private dfsAs(cleanup: JobCleanup): DfsClient {
-    return new DfsClient(this.nnAddress, {
-      ...(this.security?.ca ? { security: { ca: this.security.ca } } : {}),
-      ...(cleanup.token ? { dfsToken: cleanup.token } : { user: cleanup.user || cleanup.logOwner || "" }),
-    });
+    return dfsAsSubmitter(this.nnAddress, this.security, cleanup.token, cleanup.user || cleanup.logOwner || "");
   }
 
   /**
@@ -218,4 +215,17 @@ export class JobDfsCleanup {
       });
     }
   }
+}
+
+/** A DFS client acting as a job's submitter: with the job's DFS token (the CA only, no certificate), else (plaintext) by name. */
+export function dfsAsSubmitter(
+  nnAddress: string,
+  security: ClientSecurity | undefined,
+  token: string | undefined,
+  user: string,
+): DfsClient {
+  return new DfsClient(nnAddress, {
+    ...(security?.ca ? { security: { ca: security.ca } } : {}),
+    ...(token ? { dfsToken: token } : { user }),
+  });
 }

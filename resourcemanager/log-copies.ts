@@ -15,12 +15,13 @@ import type { Principal } from "../common/auth.js";
 import { containerLogPath } from "../common/container-logs.js";
 import { logBody, logStart, logText, wantsLogHtml } from "../common/log-view.js";
 import type { ContainerLogStream } from "../common/container-logs.js";
-import { HarvestError, isHarvestError } from "../common/errors.js";
+import { HarvestError } from "../common/errors.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import { isContainerId } from "../common/ids.js";
 import { escapeHtml } from "../common/web-server.js";
 import type { WebRequest, WebResponse } from "../common/web-server.js";
-import { DfsClient } from "../client/dfs-client.js";
+import { readKeptLog } from "../client/kept-logs.js";
+import { dfsAsSubmitter } from "./job-dfs-cleanup.js";
 import { logCopyHref, logsCommand, wire } from "./web.js";
 import { page } from "./web-html.js";
 import type { LogCopyPart, RmWebSource } from "./web.js";
@@ -65,28 +66,16 @@ export class LogCopyReader {
         `${job.appId} ended and the resource manager no longer holds its DFS token to read dfs:${path}; ` +
           `'${logsCommand(job.appId, containerId, stream)}' reads it as you`,
       );
-    // As job-dfs-cleanup.ts `dfsAs`: the job's token (with the CA only), else (plaintext) the submitter by name.
-    const dfs = new DfsClient(this.nnAddress, {
-      ...(this.security?.ca ? { security: { ca: this.security.ca } } : {}),
-      ...(job.dfsToken ? { dfsToken: job.dfsToken } : { user: job.user }),
-    });
+    const dfs = dfsAsSubmitter(this.nnAddress, this.security, job.dfsToken, job.user);
     try {
-      const st = await dfs.stat(path).catch((err: unknown) => {
-        if (!isHarvestError(err, "NAMENODE_FILE_NOT_FOUND")) throw err;
+      const part = await readKeptLog(dfs, path, start, maxBytes);
+      if (!part)
         throw new HarvestError(
           "CONTAINER_NOT_FOUND",
           `${containerId}'s ${stream} was not copied into the DFS (yet): no dfs:${path} (the container may still ` +
             `run, or its copy failed or expired)`,
-          { cause: err },
         );
-      });
-      const size = Number(st.length);
-      const offset = Math.min(size, start < 0 ? Math.max(0, size + start) : start);
-      const length = Math.min(size - offset, maxBytes);
-      const chunks: Buffer[] = [];
-      if (length > 0)
-        for await (const chunk of dfs.createReadStream(path, { offset, length })) chunks.push(chunk as Buffer);
-      return { data: Buffer.concat(chunks).subarray(0, length), totalBytes: size, offset };
+      return part;
     } finally {
       dfs.close();
     }
