@@ -3,8 +3,14 @@
  * from a configured range that no account in the user database uses (systemd's DynamicUser does the same; no
  * /etc/passwd edit). A lease is one file, `<leaseDir>/<uid>`, created with O_EXCL: two node managers of one host (two
  * clusters, or one restarted) never hold the same uid, with no lock. The file names its holder (the node manager's
- * data directory and node id) and the application, so a restarted node manager finds its own leases again, and a
- * lease whose holder's data directory no longer exists, with no process of its uid left, is taken back.
+ * data directory and node id) and the application, so a restarted node manager finds its own leases again.
+ *
+ * A lease whose holder's data directory no longer exists, with no process of its uid left, is stale (a cluster stopped
+ * and removed before its node managers gave their uids back). Stale leases are swept when a node manager opens the
+ * directory and again when the range has no free uid. Taking one back is a compare-and-delete the file system does
+ * not offer, so it runs under a per-uid lock file, `<uid>.lock` (O_EXCL): the lease is read again under the lock and
+ * removed only if it is still the stale one, so two node managers sweeping at once never hand one uid to two
+ * applications. A lock left by a node manager that died inside that microsecond window is broken after a minute.
  *
  * Releasing a uid is the node manager's decision (it knows when nothing of the application remains); this module only
  * keeps the files honest.
@@ -83,15 +89,15 @@ export function accountIdsInUse(): Set<number> {
   return ids;
 }
 
-/** The pids of the processes whose real or effective uid is `uid` (from /proc; empty where there is none). */
-export function processesOfUid(uid: number): number[] {
-  const out: number[] = [];
+/** Every process's pid with its real, effective and saved uids (from /proc; a process that exits meanwhile is left out). */
+function processUidTable(): { pid: number; uids: number[] }[] {
   let names: string[];
   try {
     names = readdirSync("/proc");
   } catch {
-    return out;
+    return [];
   }
+  const out: { pid: number; uids: number[] }[] = [];
   for (const name of names) {
     if (!/^\d+$/.test(name)) continue;
     let status: string;
@@ -101,17 +107,32 @@ export function processesOfUid(uid: number): number[] {
       continue; // Exited meanwhile.
     }
     const m = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status);
-    if (m && (Number(m[1]) === uid || Number(m[2]) === uid || Number(m[3]) === uid)) out.push(Number(name));
+    if (m) out.push({ pid: Number(name), uids: [Number(m[1]), Number(m[2]), Number(m[3])] });
   }
   return out;
 }
+
+/** The pids of the processes whose real, effective or saved uid is `uid` (empty where there is none). */
+export function processesOfUid(uid: number): number[] {
+  return processUidTable()
+    .filter((p) => p.uids.includes(uid))
+    .map((p) => p.pid);
+}
+
+/** The uids some process runs as. */
+export function uidsWithProcesses(): Set<number> {
+  return new Set(processUidTable().flatMap((p) => p.uids));
+}
+
+/** How old a `<uid>.lock` file must be before another node manager breaks it (its taker died holding it). */
+export const RECLAIM_LOCK_STALE_MS = 60_000;
 
 /** Injected for tests: what the module asks the system. */
 export interface UidLeaseProbes {
   /** The uids and gids accounts use (they are never leased). */
   idsInUse: () => Set<number>;
-  /** Whether a process of `uid` still runs. */
-  hasProcesses: (uid: number) => boolean;
+  /** The uids some process runs as (real, effective or saved): one look at /proc, taken per acquire or sweep. */
+  processUids: () => Set<number>;
   nowMs: () => number;
 }
 
@@ -136,15 +157,15 @@ export class UidLeases {
   ) {
     this.probes = {
       idsInUse: probes.idsInUse ?? accountIdsInUse,
-      hasProcesses: probes.hasProcesses ?? ((uid) => processesOfUid(uid).length > 0),
+      processUids: probes.processUids ?? uidsWithProcesses,
       nowMs: probes.nowMs ?? Date.now,
     };
     this.cursor = range.min;
   }
 
   /**
-   * Creates the lease directory and takes back this holder's own leases from a previous run; returns them
-   * (application id -> uid).
+   * Creates the lease directory, takes back this holder's own leases from a previous run and sweeps stale ones;
+   * returns this holder's (application id -> uid).
    * @throws CONFIG_INVALID when the directory cannot be made or read.
    */
   open(): Map<string, number> {
@@ -163,7 +184,19 @@ export class UidLeases {
       throw new HarvestError("CONFIG_INVALID", `container uid lease directory ${this.dir}: ${errorMessage(err)}`);
     }
     for (const lease of this.readAll()) if (this.isMine(lease)) this.held.set(lease.appId, lease.uid);
+    this.sweepStale();
     return new Map(this.held);
+  }
+
+  /**
+   * Removes every stale lease (its holder's data directory is gone and no process of its uid runs), each under its
+   * uid's lock; returns how many it removed.
+   */
+  sweepStale(): number {
+    const busy = this.probes.processUids();
+    let removed = 0;
+    for (const lease of this.readAll()) if (this.isStale(lease, busy) && this.reclaim(lease)) removed++;
+    return removed;
   }
 
   /** The uid of `appId` if this holder has leased one. */
@@ -180,27 +213,30 @@ export class UidLeases {
     const have = this.held.get(appId);
     if (have !== undefined) return have;
     this.inUse ??= this.probes.idsInUse();
-    const leased = new Set<number>();
-    for (const name of this.leaseNames()) leased.add(Number(name));
-    const size = this.range.max - this.range.min + 1;
-    for (let i = 0; i < size; i++) {
-      const uid = this.range.min + ((this.cursor - this.range.min + i) % size);
-      if (leased.has(uid) || this.inUse.has(uid) || this.probes.hasProcesses(uid)) continue;
-      if (this.create(uid, appId)) {
-        this.cursor = uid + 1 > this.range.max ? this.range.min : uid + 1;
-        return uid;
-      }
-    }
-    for (const lease of this.readAll()) {
-      if (!this.isStale(lease)) continue;
-      this.remove(lease.uid);
-      if (this.create(lease.uid, appId)) return lease.uid;
-    }
+    const found = this.takeFree(appId) ?? (this.sweepStale() > 0 ? this.takeFree(appId) : undefined);
+    if (found !== undefined) return found;
     throw new HarvestError(
       "CONTAINER_LAUNCH_FAILED",
       `no free container uid in ${this.range.min}-${this.range.max}: every one is leased (${this.dir}), ` +
         `an account's, or has a process; widen containerUidRange or wait for finished applications to be cleaned up`,
     );
+  }
+
+  /** Leases the first free uid of the range (no lease, no account, no process) from the cursor on, for `appId`. */
+  private takeFree(appId: string): number | undefined {
+    const leased = new Set<number>();
+    for (const name of this.leaseNames()) leased.add(Number(name));
+    const busy = this.probes.processUids();
+    const size = this.range.max - this.range.min + 1;
+    for (let i = 0; i < size; i++) {
+      const uid = this.range.min + ((this.cursor - this.range.min + i) % size);
+      if (leased.has(uid) || this.inUse!.has(uid) || busy.has(uid)) continue;
+      if (this.create(uid, appId)) {
+        this.cursor = uid + 1 > this.range.max ? this.range.min : uid + 1;
+        return uid;
+      }
+    }
+    return undefined;
   }
 
   /** Ends `appId`'s lease (the caller made sure nothing of the application remains). */
@@ -231,9 +267,55 @@ export class UidLeases {
     return true;
   }
 
-  private remove(uid: number): void {
+  /**
+   * Removes `lease` if its file still holds that record (same application, holder and time), under the uid's lock
+   * (`<uid>.lock`, O_EXCL); false when another node manager holds the lock or the file changed meanwhile.
+   */
+  private reclaim(lease: LeaseRecord): boolean {
+    const lock = join(this.dir, `${lease.uid}.lock`);
+    if (!this.lock(lock)) return false;
     try {
-      unlinkSync(join(this.dir, String(uid)));
+      const now = this.read(String(lease.uid));
+      const same =
+        now !== undefined &&
+        now.appId === lease.appId &&
+        now.sinceMs === lease.sinceMs &&
+        now.holder.dataDir === lease.holder.dataDir &&
+        now.holder.nodeId === lease.holder.nodeId;
+      if (same) this.remove(lease.uid);
+      return same;
+    } finally {
+      try {
+        unlinkSync(lock);
+      } catch {
+        // Broken by another node manager meanwhile: nothing of ours to remove.
+      }
+    }
+  }
+
+  /** Takes the lock file `path`; breaks one older than RECLAIM_LOCK_STALE_MS first. */
+  private lock(path: string): boolean {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        closeSync(openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600));
+        return true;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") return false;
+      }
+      const st = statSync(path, { throwIfNoEntry: false });
+      if (!st || this.probes.nowMs() - st.mtimeMs < RECLAIM_LOCK_STALE_MS) return false;
+      this.removePath(path);
+    }
+    return false;
+  }
+
+  private remove(uid: number): void {
+    this.removePath(join(this.dir, String(uid)));
+  }
+
+  private removePath(path: string): void {
+    try {
+      unlinkSync(path);
     } catch {
       // Already gone.
     }
@@ -244,8 +326,8 @@ export class UidLeases {
   }
 
   /** A lease nobody can still be using: its holder's data directory is gone and no process of its uid runs. */
-  private isStale(lease: LeaseRecord): boolean {
-    return !this.isMine(lease) && !existsSync(lease.holder.dataDir) && !this.probes.hasProcesses(lease.uid);
+  private isStale(lease: LeaseRecord, busy: Set<number>): boolean {
+    return !this.isMine(lease) && !busy.has(lease.uid) && !existsSync(lease.holder.dataDir);
   }
 
   /** The lease files' names (uids in the range). */

@@ -76,7 +76,7 @@ describe("ContainerAccounts: whom a root node manager runs a container as", () =
   beforeAll(() => {
     leaseDir = mkdtempSync(join(tmpdir(), "harvest-run-as-leases-"));
     // The real user database, and no process counted (the range may hold other tests' containers).
-    leases = new UidLeases(leaseDir, range, { dataDir: leaseDir, nodeId: "n1" }, { hasProcesses: () => false });
+    leases = new UidLeases(leaseDir, range, { dataDir: leaseDir, nodeId: "n1" }, { processUids: () => new Set() });
   });
   afterAll(() => rmSync(leaseDir, { recursive: true, force: true }));
   const mode = (m: "application" | "submitter", trustSubmitter = true): ContainerAccounts =>

@@ -3,10 +3,13 @@
  * finds its leases again, a released uid is free again, accounts and busy uids are skipped, a holder that is gone
  * gives its leases back, and a full range fails the launch with a coded error.
  */
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { distEntry } from "../../common/paths.js";
 import { parseUidRange, UidLeases } from "../../nodemanager/uid-leases.js";
 import { thrown } from "../error-code.js";
 
@@ -17,12 +20,19 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A node manager's leases in `dir`; its data directory is a real one (it exists) unless `dataDir` is given. */
-function holder(nodeId: string, opts: { dataDir?: string; inUse?: number[]; busy?: number[]; max?: number } = {}) {
+function holder(
+  nodeId: string,
+  opts: { dataDir?: string; inUse?: number[]; busy?: number[]; max?: number; nowMs?: () => number } = {},
+) {
   const leases = new UidLeases(
     join(dir, "leases"),
     { min: 70000, max: opts.max ?? 70009 },
     { dataDir: opts.dataDir ?? dir, nodeId },
-    { idsInUse: () => new Set(opts.inUse ?? []), hasProcesses: (uid) => (opts.busy ?? []).includes(uid) },
+    {
+      idsInUse: () => new Set(opts.inUse ?? []),
+      processUids: () => new Set(opts.busy ?? []),
+      ...(opts.nowMs ? { nowMs: opts.nowMs } : {}),
+    },
   );
   leases.open();
   return leases;
@@ -61,6 +71,67 @@ describe("UidLeases", () => {
     // 70000 is a gone holder's with no process: taken back. 70001's process still runs: never.
     expect(live.acquire("app_3")).toBe(70000);
     expect(thrown(() => live.acquire("app_4")).code).toBe("CONTAINER_LAUNCH_FAILED");
+  });
+
+  it("sweeps a gone holder's leases when it opens the directory, but not one whose uid still has a process", () => {
+    const gone = holder("old", { dataDir: join(dir, "removed-cluster") });
+    const uids = [gone.acquire("app_1"), gone.acquire("app_2"), gone.acquire("app_3")];
+    holder("n1", { busy: [uids[2]!] });
+    expect(readdirSync(join(dir, "leases"))).toEqual([String(uids[2])]);
+  });
+
+  it("takes back no stale lease whose lock another node manager holds, and breaks a lock left for a minute", () => {
+    const gone = holder("old", { dataDir: join(dir, "removed-cluster"), max: 70000 });
+    gone.acquire("app_1");
+    const lock = join(dir, "leases", "70000.lock");
+    writeFileSync(lock, "");
+    // The lock is fresh: another node manager is taking 70000 back right now. The range has nothing else.
+    const now = Date.now();
+    const live = holder("n1", { max: 70000, nowMs: () => now });
+    expect(thrown(() => live.acquire("app_2")).code).toBe("CONTAINER_LAUNCH_FAILED");
+    // Its taker died holding it: a minute on, the lock is broken and the lease taken back.
+    utimesSync(lock, new Date(now - 61_000), new Date(now - 61_000));
+    expect(live.acquire("app_2")).toBe(70000);
+    expect(readdirSync(join(dir, "leases"))).toEqual(["70000"]);
+  });
+
+  it("never hands one uid to two applications when node managers in four processes take back stale leases at once", async () => {
+    // A full range of a removed cluster's leases (no process runs as 70000-70199), then four node managers of the
+    // host, each a process of its own, opening the directory and leasing uids for 45 applications at the same time.
+    const range = { min: 70000, max: 70199 };
+    const leaseDir = join(dir, "leases");
+    const gone = new UidLeases(leaseDir, range, { dataDir: join(dir, "removed-cluster"), nodeId: "old" });
+    gone.open();
+    for (let i = range.min; i <= range.max; i++) gone.acquire(`app_old_${i}`);
+    const module = pathToFileURL(distEntry("nodemanager/uid-leases.js")).href;
+    const taker = (nodeId: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const script = `
+          const { UidLeases } = await import(${JSON.stringify(module)});
+          const leases = new UidLeases(${JSON.stringify(leaseDir)}, ${JSON.stringify(range)},
+            { dataDir: ${JSON.stringify(dir)}, nodeId: "${nodeId}" });
+          leases.open();
+          const got = [];
+          for (let i = 0; i < 45; i++) got.push(leases.acquire("app_${nodeId}_" + i));
+          process.stdout.write(JSON.stringify(got));`;
+        const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let out = "";
+        let err = "";
+        child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+        child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+        child.on("error", reject);
+        child.on("close", (code) =>
+          code === 0 ? resolve(out) : reject(new Error(`${nodeId} exited ${code}: ${err}`)),
+        );
+      });
+    const got = (await Promise.all(["n1", "n2", "n3", "n4"].map(taker))).flatMap((o) => JSON.parse(o) as number[]);
+    expect(got).toHaveLength(180);
+    const twice = got.filter((uid, i) => got.indexOf(uid) !== i);
+    expect(twice, "uids leased to two applications").toEqual([]);
+    // The lease files are those 180 (the stale ones swept, no lock left behind).
+    expect(readdirSync(leaseDir).sort()).toEqual(got.map(String).sort());
   });
 
   it("leaves alone a lease file it cannot read, and a lease of a holder whose data directory still exists", () => {
