@@ -17,6 +17,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { DEFAULT_LOG_GROUP } from "../common/container-logs.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { distEntry } from "../common/paths.js";
 import type { JobReport, NodeInfo } from "../client/job-client.js";
@@ -207,6 +208,8 @@ class HaScenario {
         datanodeExpiryMs: 8_000,
         rmAddress: rmList,
         haId: host,
+        // The resource managers (the masters' certificates) read and expire the kept container logs.
+        userGroups: Object.fromEntries(MASTERS.map((m) => [m, [DEFAULT_LOG_GROUP]])),
         ...own,
         port: PORTS.nn,
         httpPort: PORTS.nnHttp,

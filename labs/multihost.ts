@@ -13,6 +13,7 @@ import { writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { DEFAULT_LOG_GROUP } from "../common/container-logs.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { distEntry, packageRoot } from "../common/paths.js";
 import type { JobReport, NodeInfo } from "../client/job-client.js";
@@ -165,6 +166,8 @@ class Scenario {
       dataDir: join(runDir, MASTER, "nn"),
       datanodeExpiryMs: this.opts.datanodeExpiryMs ?? 6_000,
       rmAddress: rm.address,
+      // The resource manager (the master's certificate) reads and expires the kept container logs.
+      userGroups: { [MASTER]: [DEFAULT_LOG_GROUP] },
       ...master,
       port: nnPort,
     });

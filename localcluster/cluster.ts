@@ -13,6 +13,7 @@ import { writeFileAtomic } from "../common/atomic-file.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { assertCanEnter, leasedAccountName, lookupAccount } from "../nodemanager/run-as.js";
 import { DEFAULT_UID_RANGE, parseUidRange } from "../nodemanager/uid-leases.js";
+import { DEFAULT_LOG_GROUP } from "../common/container-logs.js";
 import { clusterCgroupKey, containerCgroupName } from "../nodemanager/cgroups.js";
 import { distEntry } from "../common/paths.js";
 import { EVENTS_DIR_VARIABLE, EVENTS_FILE_NAME, readEvents } from "../common/events.js";
@@ -299,7 +300,12 @@ export async function startCluster(opts: ClusterUpOptions): Promise<ClusterDescr
           "nn",
           "namenode",
           nnPorts,
-          (name) => ({ rmAddress: rmList, ...(etcd ? { haId: name } : {}) }),
+          (name) => ({
+            rmAddress: rmList,
+            // The resource managers' certificates read and expire the containers' kept logs (common/container-logs.ts).
+            userGroups: Object.fromEntries(masterNames("rm").map((n) => [n, [DEFAULT_LOG_GROUP]])),
+            ...(etcd ? { haId: name } : {}),
+          }),
           opts.nn,
         )
       : [];

@@ -133,7 +133,9 @@ export interface NameNodeOptions {
   superuser: string;
   /**
    * Extra groups of each user, e.g. `{ "alice": ["analysts"] }` (a static group mapping); every user is also in a
-   * group of its own name. @default {}
+   * group of its own name. The resource managers' certificate names belong in the log group (node manager
+   * `containerLogGroup`, "harvest-logs"), e.g. `{ "master": ["harvest-logs"] }`, so they read and expire the
+   * containers' kept logs. @default {}
    */
   userGroups: Record<string, string[]>;
   /**

@@ -14,7 +14,13 @@ import { existsSync, readFileSync } from "node:fs";
 import { pipeline } from "node:stream/promises";
 import { DfsClient } from "../client/dfs-client.js";
 import { writeFileAtomic } from "../common/atomic-file.js";
-import { appLogDir, CONTAINER_LOG_STREAMS, containerLogPath, userLogRoot } from "../common/container-logs.js";
+import {
+  appLogDir,
+  CONTAINER_LOG_STREAMS,
+  containerLogPath,
+  KEPT_LOG_DIR_MODE,
+  userLogRoot,
+} from "../common/container-logs.js";
 import { errorMessage } from "../common/errors.js";
 import type { Logger } from "../common/log.js";
 import { openContainerLog } from "./container.js";
@@ -44,6 +50,8 @@ export interface LogUploaderOptions {
   /** The cluster CA (the job's token authenticates: the node manager presents no certificate). */
   ca?: string | undefined;
   timeoutMs: number;
+  /** The DFS group of the kept logs' directories (`containerLogGroup`). */
+  group: string;
 }
 
 /** Counts of the copies, for the metrics. */
@@ -74,7 +82,7 @@ export function uploadRecordOf(workDir: string): LogUploadRecord | undefined {
 /** Copies exited containers' logs into the DFS, one DFS client per application (its token's). */
 export class LogUploader {
   private readonly clients = new Map<string, DfsClient>();
-  /** Applications whose `.logs` directories this node manager has made private already. */
+  /** Applications whose `.logs` directories this node manager has given to the log group already. */
   private readonly prepared = new Set<string>();
   private readonly inFlight = new Set<Promise<unknown>>();
 
@@ -159,21 +167,28 @@ export class LogUploader {
     return dfs;
   }
 
+  /** Puts `dir` (the submitter's) in the log group, mode 0770. */
+  private async giveToGroup(dfs: DfsClient, dir: string): Promise<void> {
+    await dfs.chown(dir, "", this.options.group);
+    await dfs.chmod(dir, KEPT_LOG_DIR_MODE);
+  }
+
   /** Copies both logs (a copy left by an earlier try is replaced); resolves to the bytes copied. */
   private async copy(job: LogUploadJob): Promise<number> {
     const started = Date.now();
     const dfs = this.clientFor(job);
     const dir = `${appLogDir(job.user, job.appId)}/${job.containerId}`;
-    const first = !this.prepared.has(job.appId);
-    // The namenode makes the submitter's home the first time it is asked (a job submitted without staging has none).
-    if (first) await dfs.homeDirectory();
-    await dfs.mkdir(dir);
-    if (first) {
-      // Only the submitter (and admins) may read them, whatever the home directory's mode.
-      await dfs.chmod(userLogRoot(job.user), 0o700);
-      await dfs.chmod(appLogDir(job.user, job.appId), 0o700);
+    if (!this.prepared.has(job.appId)) {
+      // The namenode makes the submitter's home the first time it is asked (a job submitted without staging has none).
+      await dfs.homeDirectory();
+      // The submitter and the log group (the resource managers) may read them, whatever the home directory's mode;
+      // what is made below inherits the group.
+      await dfs.mkdir(appLogDir(job.user, job.appId));
+      for (const d of [userLogRoot(job.user), appLogDir(job.user, job.appId)]) await this.giveToGroup(dfs, d);
       this.prepared.add(job.appId);
     }
+    await dfs.mkdir(dir);
+    await dfs.chmod(dir, KEPT_LOG_DIR_MODE);
     const bytes = { stdout: 0, stderr: 0 };
     for (const stream of CONTAINER_LOG_STREAMS) {
       const fh = await openContainerLog(job.workDir, stream);

@@ -193,7 +193,8 @@ export class NodeManager extends ServingDaemon {
     });
     const o = this.options;
     const nnAddress = o.logUpload ? o.nnAddress : "";
-    this.uploader = new LogUploader({ nnAddress, ca: o.tls?.ca, timeoutMs: o.logUploadTimeoutMs }, this.log);
+    const keep = { nnAddress, ca: o.tls?.ca, timeoutMs: o.logUploadTimeoutMs, group: o.containerLogGroup };
+    this.uploader = new LogUploader(keep, this.log);
     this.metrics = new NodeManagerMetrics(this.options.nodeId, {
       capacityMilli: this.options.capacity.vcoresMilli,
       running: () => this.runningSpecs(),

@@ -12,7 +12,8 @@ import { checkSecurityOptions, invalidOption, mergeOptions } from "../common/opt
 import type { TlsOption } from "../common/options.js";
 import { DEFAULT_POWER_PROFILE_ID, resolvePowerProfile } from "../common/power-profiles.js";
 import type { Resources } from "../common/resource.js";
-import { reservedNodeName } from "../common/tls.js";
+import { DEFAULT_LOG_GROUP } from "../common/container-logs.js";
+import { isValidIdentityName, reservedNodeName } from "../common/tls.js";
 import { resolveCappingOptions } from "./policy/capping-controller.js";
 import { isAccountName, lookupAccount } from "./run-as.js";
 import type { RunAsMode } from "./run-as.js";
@@ -124,6 +125,12 @@ export interface NodeManagerOptions {
   logUpload: boolean;
   /** How long a container's completion waits for its logs' copy into the DFS. @default 10000 */
   logUploadTimeoutMs: number;
+  /**
+   * The DFS group of the kept logs' directories (mode 0770): the namenode's `userGroups` puts the resource managers'
+   * certificate names in it, so they show a job's logs after it ended and remove those past their retention
+   * (docs/web-ui.md). @default "harvest-logs"
+   */
+  containerLogGroup: string;
   /**
    * Containers die with their node manager: a watchdog process kills them when this node manager dies (kill -9), so
    * that no orphan keeps running while its task re-runs elsewhere. false leaves them to a restart's cleanup. @default true
@@ -237,6 +244,7 @@ export function resolveNodeManagerOptions(
         completedRetentionMs: 600_000,
         logUpload: true,
         logUploadTimeoutMs: 10_000,
+        containerLogGroup: DEFAULT_LOG_GROUP,
         orphanReaper: true,
         cgroups: "auto",
         cgroupCluster: "",
@@ -301,6 +309,8 @@ export function resolveNodeManagerOptions(
   if (typeof o.logUpload !== "boolean") bad("logUpload", "must be true or false");
   if (!(Number.isInteger(o.logUploadTimeoutMs) && o.logUploadTimeoutMs > 0))
     bad("logUploadTimeoutMs", "must be a positive integer");
+  if (typeof o.containerLogGroup !== "string" || !isValidIdentityName(o.containerLogGroup))
+    bad("containerLogGroup", "must be 1-64 characters of [A-Za-z0-9_.@-]");
   if (!(o.archiveMaxMb > 0)) bad("archiveMaxMb", "must be a positive number of MiB");
   if (!(Number.isInteger(o.archiveMaxEntries) && o.archiveMaxEntries > 0))
     bad("archiveMaxEntries", "must be a positive integer");

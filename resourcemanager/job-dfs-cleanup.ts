@@ -23,7 +23,8 @@ import type { Logger } from "../common/log.js";
 import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
 import type { AppRecord, JobCleanup, RmStore } from "./state-store.js";
 import { DfsClient } from "../client/dfs-client.js";
-import { expiredLogDirs, userLogRoot } from "../common/container-logs.js";
+import { systemClock } from "../common/clock.js";
+import { KeptLogRetention } from "./log-retention.js";
 
 /** How many times, and after what first pause (doubled each time), a cleanup is tried. */
 export interface CleanupRetry {
@@ -37,8 +38,23 @@ export interface CleanupRetry {
 export interface LogKeeping {
   /** How long after the job's end its token is cancelled (the node managers copy its last logs with it). @default 0 */
   cancelDelayMs: number;
-  /** Kept logs older than this are removed at a later job's end (0: kept). @default 0 */
+  /** Kept logs older than this are removed by the periodic sweep (0: kept; log-retention.ts). @default 0 */
   retentionMs: number;
+  /** How often the sweep runs. @default 3600000 */
+  checkMs?: number;
+}
+
+/** What the resource manager's options say of kept logs. */
+export function keptLogsOf(o: {
+  jobTokenCancelDelayMs: number;
+  logRetentionHours: number;
+  logRetentionCheckMs: number;
+}): LogKeeping {
+  return {
+    cancelDelayMs: o.jobTokenCancelDelayMs,
+    retentionMs: o.logRetentionHours * 3600_000,
+    checkMs: o.logRetentionCheckMs,
+  };
 }
 
 /** Cleans up ended jobs' staging directories and delegation tokens at one namenode. */
@@ -47,6 +63,8 @@ export class JobDfsCleanup {
   private stopped = false;
   /** Pauses before the next try, cleared at stop. */
   private readonly pauses = new Set<NodeJS.Timeout>();
+  /** The periodic removal of kept logs past their retention. */
+  private readonly retention: KeptLogRetention;
 
   constructor(
     /** The namenode; empty: nothing is cleaned up (`enabled` is false). */
@@ -56,7 +74,15 @@ export class JobDfsCleanup {
     private readonly log: Logger,
     private readonly retry: CleanupRetry = { attempts: 4, firstPauseMs: 1_000 },
     private readonly logs: LogKeeping = { cancelDelayMs: 0, retentionMs: 0 },
-  ) {}
+  ) {
+    this.retention = new KeptLogRetention(
+      nnAddress,
+      security,
+      { retentionMs: logs.retentionMs, checkMs: logs.checkMs ?? 3_600_000 },
+      systemClock,
+      log.child("log-retention"),
+    );
+  }
 
   /** False without a namenode: staging directories stay and tokens live until they expire. */
   get enabled(): boolean {
@@ -73,13 +99,16 @@ export class JobDfsCleanup {
       token: dfsToken,
       ...(app.stagingDir ? { stagingDir: app.stagingDir } : {}),
       ...(app.stagingDir && !dfsToken ? { user: app.user } : {}),
-      ...(this.logs.retentionMs > 0 ? { logOwner: app.user } : {}),
     };
   }
 
-  /** Does the cleanups an earlier run left pending (its last tries failed, or it stopped first). Never rejects. */
+  /**
+   * Does the cleanups an earlier run left pending (its last tries failed, or it stopped first), and starts the sweep
+   * of expired kept logs. Never rejects.
+   */
   async resume(): Promise<void> {
     if (!this.enabled) return;
+    this.retention.start();
     let pending: ({ appId: string } & JobCleanup)[];
     try {
       pending = await this.store.pendingJobCleanups();
@@ -99,34 +128,7 @@ export class JobDfsCleanup {
 
   /** A DFS client acting as the job's submitter. */
   private dfsAs(cleanup: JobCleanup): DfsClient {
-    return dfsAsSubmitter(this.nnAddress, this.security, cleanup.token, cleanup.user || cleanup.logOwner || "");
-  }
-
-  /**
-   * Removes the submitter's kept container logs whose application directory was last written more than the
-   * retention ago (common/container-logs.ts). Best effort: a failure is logged, never retried.
-   */
-  private async pruneLogs(owner: string, cleanup: JobCleanup): Promise<void> {
-    const dfs = this.dfsAs(cleanup);
-    try {
-      const root = userLogRoot(owner);
-      const entries = await dfs.list(root).catch((err: unknown) => {
-        if (isHarvestError(err, "NAMENODE_FILE_NOT_FOUND")) return [];
-        throw err;
-      });
-      const expired = expiredLogDirs(
-        entries.map((e) => ({ path: e.path, isDir: e.isDir, mtimeMs: Number(e.mtimeMs) })),
-        Date.now(),
-        this.logs.retentionMs,
-      );
-      for (const dir of expired) await dfs.delete(dir, { recursive: true });
-      if (expired.length > 0)
-        this.log.info("kept container logs past their retention removed", { owner, apps: expired.length });
-    } catch (err) {
-      this.log.warn("cannot remove kept container logs past their retention", { owner, error: errorMessage(err) });
-    } finally {
-      dfs.close();
-    }
+    return dfsAsSubmitter(this.nnAddress, this.security, cleanup.token, cleanup.user ?? "");
   }
 
   /** Removes a finished job's DFS staging directory (a missing one is fine). */
@@ -145,6 +147,8 @@ export class JobDfsCleanup {
   /** Stops: no more tries here; those not done are tried again at the next start. Idempotent. */
   stop(): void {
     this.stopped = true;
+    this.retention.stop();
+    this.retention.close();
     for (const t of this.pauses) clearTimeout(t);
     this.pauses.clear();
     this.client?.close();
@@ -152,8 +156,7 @@ export class JobDfsCleanup {
   }
 
   /**
-   * One try; never rejects. `cleanup` loses its staging directory once that is removed, and its log owner once the
-   * logs were pruned. The token is cancelled `cancelDelayMs` after the first try (`waited` then).
+   * One try; never rejects. `cleanup` loses its staging directory once that is removed. The token is cancelled `cancelDelayMs` after the first try (`waited` then).
    */
   private async attempt(appId: string, cleanup: JobCleanup, n: number, waited = false): Promise<void> {
     if (this.stopped) return;
@@ -162,10 +165,6 @@ export class JobDfsCleanup {
       if (cleanup.stagingDir) {
         await this.removeStaging(cleanup.stagingDir, cleanup);
         delete cleanup.stagingDir;
-      }
-      if (cleanup.logOwner) {
-        await this.pruneLogs(cleanup.logOwner, cleanup);
-        delete cleanup.logOwner;
       }
       if (cleanup.token && !waited && this.logs.cancelDelayMs > 0) {
         const pause = setTimeout(() => {

@@ -6,20 +6,22 @@
  * unless `start` says otherwise, at most 64 MiB.
  *
  * Who may read it is who may read the job's logs anywhere: the job's submitter, an admin, or a daemon. The copies sit in
- * the submitter's home under 0700 directories, which the resource manager's daemon certificate may not read (only the
- * `admin` role is the namenode's superuser): it reads them with the job's DFS token, which it holds while the job has
- * not ended, as the node managers wrote them. A plaintext cluster has no tokens: there it reads as the submitter by
- * name. Once a secure job ended its token is gone, and `harvest job logs` (the caller's own identity) reads the copy.
+ * the submitter's home in directories of the log group (common/container-logs.ts), of which the namenode's `userGroups`
+ * makes the resource manager's certificate a member: it reads them with that certificate, before and after the job
+ * ended. Where the namenode does not say so (or the submitter took the group's rights away), it falls back to the
+ * job's DFS token while it still holds it (until the job ended), and says so after. A plaintext cluster has no
+ * tokens: there it reads as the submitter by name.
  */
 import type { Principal } from "../common/auth.js";
 import { containerLogPath } from "../common/container-logs.js";
 import { logBody, logStart, logText, wantsLogHtml } from "../common/log-view.js";
 import type { ContainerLogStream } from "../common/container-logs.js";
-import { HarvestError } from "../common/errors.js";
+import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 import type { ClientSecurity } from "../common/grpc.js";
 import { isContainerId } from "../common/ids.js";
 import { escapeHtml } from "../common/web-server.js";
 import type { WebRequest, WebResponse } from "../common/web-server.js";
+import { DfsClient } from "../client/dfs-client.js";
 import { readKeptLog } from "../client/kept-logs.js";
 import { dfsAsSubmitter } from "./job-dfs-cleanup.js";
 import { logCopyHref, logsCommand, wire } from "./web.js";
@@ -33,7 +35,7 @@ export const MAX_LOG_COPY_READ_BYTES = 64 * 1024 * 1024;
 export interface LogCopyJob {
   appId: string;
   user: string;
-  /** The job's DFS token while the resource manager holds it ("" on a plaintext cluster, or once a job ended). */
+  /** The job's DFS token while the resource manager holds it ("" on a plaintext cluster, or once the job ended). */
   dfsToken: string;
 }
 
@@ -60,22 +62,46 @@ export class LogCopyReader {
     const path = containerLogPath(job.user, job.appId, containerId, stream);
     if (!this.nnAddress)
       throw new HarvestError("CONTAINER_NOT_FOUND", `no namenode: this cluster keeps no copy of ${containerId}'s log`);
-    if (this.security && !job.dfsToken)
-      throw new HarvestError(
-        "CONTAINER_NOT_FOUND",
-        `${job.appId} ended and the resource manager no longer holds its DFS token to read dfs:${path}; ` +
-          `'${logsCommand(job.appId, containerId, stream)}' reads it as you`,
-      );
-    const dfs = dfsAsSubmitter(this.nnAddress, this.security, job.dfsToken, job.user);
+    let part: LogCopyPart | undefined;
     try {
-      const part = await readKeptLog(dfs, path, start, maxBytes);
-      if (!part)
+      // Secure: the resource manager's own certificate (a member of the log group); plaintext: the submitter's name.
+      part = await this.readAs(this.security ? undefined : job.user, undefined, path, start, maxBytes);
+    } catch (err) {
+      if (!isHarvestError(err, "DFS_PERMISSION_DENIED")) throw err;
+      if (!job.dfsToken)
         throw new HarvestError(
           "CONTAINER_NOT_FOUND",
-          `${containerId}'s ${stream} was not copied into the DFS (yet): no dfs:${path} (the container may still ` +
-            `run, or its copy failed or expired)`,
+          `the resource manager may not read dfs:${path} (${errorMessage(err)}): the namenode's userGroups must put ` +
+            `its certificate name in the log group; '${logsCommand(job.appId, containerId, stream)}' reads it as you`,
         );
-      return part;
+      part = await this.readAs(job.user, job.dfsToken, path, start, maxBytes);
+    }
+    if (!part)
+      throw new HarvestError(
+        "CONTAINER_NOT_FOUND",
+        `${containerId}'s ${stream} was not copied into the DFS (yet): no dfs:${path} (the container may still ` +
+          `run, or its copy failed or expired)`,
+      );
+    return part;
+  }
+
+  /**
+   * `path` read with the resource manager's certificate (`user` undefined), the job's token, or (plaintext) as `user`;
+   * undefined when there is no such file.
+   */
+  private async readAs(
+    user: string | undefined,
+    token: string | undefined,
+    path: string,
+    start: number,
+    maxBytes: number,
+  ): Promise<LogCopyPart | undefined> {
+    const dfs =
+      user === undefined
+        ? new DfsClient(this.nnAddress, { security: this.security! })
+        : dfsAsSubmitter(this.nnAddress, this.security, token, user);
+    try {
+      return await readKeptLog(dfs, path, start, maxBytes);
     } finally {
       dfs.close();
     }

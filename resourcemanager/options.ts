@@ -185,10 +185,13 @@ export interface ResourceManagerOptions {
   jobTokenCancelDelayMs: number;
   /**
    * Containers' logs copied into the DFS (`/user/<name>/.logs/<appId>`, node manager `logUpload`) are removed this
-   * many hours after their application's directory was last written, when a later job of the same submitter ends
-   * (the removal acts with that job's token: the logs are the submitter's). 0 keeps them. @default 168
+   * many hours after their application's directory was last written, by a sweep of every home each
+   * `logRetentionCheckMs` (resourcemanager/log-retention.ts; on a secure cluster the namenode's `userGroups` must put
+   * this resource manager's certificate name in the log group). 0 keeps them. @default 168
    */
   logRetentionHours: number;
+  /** How often the homes are swept for kept logs past `logRetentionHours`. @default 3600000 */
+  logRetentionCheckMs: number;
   /**
    * Mutual TLS under the cluster CA (`{ ca, cert, key }`, a `daemon` certificate naming advertiseHost): every caller
    * must present a certificate or a token, and roles decide what it may call (common/auth.ts). Without it the
@@ -339,6 +342,7 @@ export function resolveResourceManagerOptions(
         nnAddress: "",
         jobTokenCancelDelayMs: 10_000,
         logRetentionHours: 168,
+        logRetentionCheckMs: 3_600_000,
         insecure: false,
         maxParallelism: 10_000,
         monitorIntervalMs: 500,
@@ -385,6 +389,8 @@ export function resolveResourceManagerOptions(
   if (!(Number.isInteger(o.jobTokenCancelDelayMs) && o.jobTokenCancelDelayMs >= 0))
     bad("jobTokenCancelDelayMs", "must be an integer >= 0");
   if (!(o.logRetentionHours >= 0)) bad("logRetentionHours", "must be >= 0 (0 keeps the logs)");
+  if (!(Number.isInteger(o.logRetentionCheckMs) && o.logRetentionCheckMs >= 100))
+    bad("logRetentionCheckMs", "must be an integer >= 100");
   if (o.tls && !o.secret) bad("secret", "is required with tls: it signs the container and job-manager tokens");
   if (
     typeof o.nnAddress !== "string" ||

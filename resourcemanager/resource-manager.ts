@@ -37,7 +37,7 @@ import { historyPlacementOptions, resolveResourceManagerOptions } from "./option
 import type { ResourceManagerOptions } from "./options.js";
 import { Applications } from "./applications.js";
 import { JobQuotes } from "./job-quotes.js";
-import { JobDfsCleanup } from "./job-dfs-cleanup.js";
+import { JobDfsCleanup, keptLogsOf } from "./job-dfs-cleanup.js";
 import { logCopySource } from "./log-copies.js";
 import { NodeTracker } from "./node-tracker.js";
 import type { NodeEntry, NodeEvents, NodeStream } from "./node-tracker.js";
@@ -259,7 +259,7 @@ export class ResourceManager extends ServingDaemon {
       this.store,
       this.log.child("job-cleanup"),
       undefined,
-      { cancelDelayMs: this.options.jobTokenCancelDelayMs, retentionMs: this.options.logRetentionHours * 3600_000 },
+      keptLogsOf(this.options),
     );
     this.apps = new Applications({
       options: this.options,

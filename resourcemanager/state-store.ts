@@ -58,8 +58,6 @@ export interface JobCleanup {
   stagingDir?: string;
   /** The job's submitter, whom a plaintext namenode is told the removal is by. */
   user?: string;
-  /** The submitter whose kept container logs past their retention are removed with the job's token (once). */
-  logOwner?: string;
 }
 
 /** Application states, as YARN names them. */

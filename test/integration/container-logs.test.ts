@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JobClient } from "../../client/job-client.js";
 import type { JobReport } from "../../client/job-client.js";
 import { DfsClient } from "../../client/dfs-client.js";
-import { appLogDir, containerLogPath } from "../../common/container-logs.js";
+import { appLogDir, containerLogPath, userLogRoot } from "../../common/container-logs.js";
 import { isHarvestError } from "../../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import type { ClientSecurity } from "../../common/grpc.js";
@@ -84,8 +84,9 @@ describe("container logs", () => {
     c = await startTestCluster({
       primaries: [1, 2].map((n) => traceSpec(work, `quiet${n}`, 60, Array<number>(120).fill(5))),
       storage: true,
-      // Kept logs expire after 3.6 s here: the first test's go at a later job's end.
-      rm: { jobTokenCancelDelayMs: 2_000, logRetentionHours: 0.001 },
+      // Kept logs expire 36 s after their application's last write here, looked for every second: the first test's
+      // go during the last one, though alice runs no job after it.
+      rm: { jobTokenCancelDelayMs: 2_000, logRetentionHours: 0.01, logRetentionCheckMs: 1_000 },
     });
     const ca = c.desc.security!.ca;
     for (const name of ["alice", "bob"]) {
@@ -169,6 +170,17 @@ describe("container logs", () => {
       (e: unknown) => (isHarvestError(e) ? e.code : String(e)),
     );
     expect(refused).toBe("DFS_PERMISSION_DENIED");
+    const aliceDfs = new DfsClient(c.desc.nn!.address, { security: who["alice"]! });
+    clients.push(aliceDfs);
+    // The directories are the log group's (the resource managers read them), closed to everyone else.
+    for (const dir of [
+      userLogRoot("alice"),
+      appLogDir("alice", sayApp),
+      `${appLogDir("alice", sayApp)}/${says[0]!.containerId}`,
+    ]) {
+      const st = await aliceDfs.stat(dir);
+      expect([st.owner, st.group, st.mode], dir).toEqual(["alice", "harvest-logs", 0o770]);
+    }
 
     // The resource manager serves the copies too, over HTTPS, to the submitter and admins only.
     const ca = who["admin"]!.ca!;
@@ -224,16 +236,18 @@ describe("container logs", () => {
       `/jobs/${sayApp}/logs/${says[0]!.containerId}/stderr`,
     );
     await alice.kill(sayApp);
-    // Once the job ended the resource manager drops its token: it says which command reads the copy.
-    const after = await waitFor(
-      async () => {
-        const res = await get(first, as("alice"));
-        return res.status === 200 ? undefined : res;
-      },
-      { what: "the resource manager to drop the killed job's token" },
+    // The job ended and its token is cancelled: the resource manager reads the copies with its own certificate (a
+    // member of the log group at the namenode), so its page still serves them.
+    await waitFor(
+      () =>
+        readFileSync(c.desc.rm.log, "utf8")
+          .split("\n")
+          .some((l) => l.includes("delegation token cancelled") && l.includes(sayApp)) || undefined,
+      { what: `the resource manager to cancel ${sayApp}'s delegation token` },
     );
-    expect(codeOf(after)).toEqual([404, "CONTAINER_NOT_FOUND"]);
-    expect(after.body).toContain(`harvest job logs ${sayApp}`);
+    const after = await get(first, as("alice"));
+    expect(after.status, after.body).toBe(200);
+    expect(Buffer.from(after.body, "utf8").equals(Buffer.from(said(says[0]!.taskIndex).stdout, "utf8"))).toBe(true);
     // Once the reimaged servers are lost, their containers' rows link only to the copies: no node manager answers.
     for (const nodeId of new Set(says.map((x) => x.nodeId)))
       await waitFor(
@@ -451,7 +465,7 @@ describe("container logs", () => {
       new RegExp(`${last.containerId}\\s+a\\[0\\]\\s+${last.nodeId}\\s+COMPLETE\\s+FAILED\\s+${last.exitCode}`),
     );
     expect(status.stdout).toContain(`harvest job logs ${appId} --container <id>`);
-    // The first test's kept logs went at a later job's end, past their retention.
+    // The first test's kept logs go past their retention: the resource manager's sweep removes them.
     const admin = new DfsClient(c.desc.nn!.address, { security: who["admin"]! });
     clients.push(admin);
     await waitFor(
@@ -460,14 +474,16 @@ describe("container logs", () => {
           () => undefined,
           (e: unknown) => (isHarvestError(e, "NAMENODE_FILE_NOT_FOUND") ? true : Promise.reject(e)),
         ),
-      { what: `${sayApp}'s kept logs to expire`, timeoutMs: 30_000 },
+      { what: `${sayApp}'s kept logs to expire`, timeoutMs: 90_000 },
     );
-  }, 120_000);
+  }, 180_000);
 });
 
 describe("container logs on a plaintext cluster", () => {
   it("are copied as the submitter the cluster was told, into a home made for them", async () => {
-    const c = await startTestCluster({ idleServers: 1, storage: true, insecure: true });
+    // Kept logs expire 7.2 s after their last write, looked for every half second.
+    const rm = { logRetentionHours: 0.002, logRetentionCheckMs: 500 };
+    const c = await startTestCluster({ idleServers: 1, storage: true, insecure: true, rm });
     const rmOnly = new JobClient(c.desc.rm.address);
     try {
       // Submitted without the namenode: nothing staged, so carol has no home yet.
@@ -488,6 +504,15 @@ describe("container logs on a plaintext cluster", () => {
       const copy = await carol.stat(path);
       expect(Number(copy.length)).toBe(Buffer.byteLength(said(task.taskIndex).stdout));
       expect(copy.owner).toBe("carol");
+      // The resource manager's sweep removes them as carol (a plaintext namenode trusts the claim) past their retention.
+      await waitFor(
+        () =>
+          carol.stat(appLogDir("carol", appId)).then(
+            () => undefined,
+            (e: unknown) => (isHarvestError(e, "NAMENODE_FILE_NOT_FOUND") ? true : Promise.reject(e)),
+          ),
+        { what: `${appId}'s kept logs to expire`, timeoutMs: 30_000 },
+      );
     } finally {
       rmOnly.close();
       await c.stop();

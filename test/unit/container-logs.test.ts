@@ -1,23 +1,13 @@
 /**
  * The pure parts of keeping containers' logs: where a kept log lives, which applications' logs the retention removes,
- * what the resource manager stores to remove them, and the node web tokens the job page links to the node managers'
+ * and the node web tokens the job page links to the node managers'
  * log pages with (valid on every node manager of the cluster, on no other cluster, and never for an unchecked claim).
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { appLogDir, containerLogPath, expiredLogDirs, userLogRoot } from "../../common/container-logs.js";
 import { ManualClock } from "../../common/clock.js";
-import { Logger } from "../../common/log.js";
 import { NODE_WEB_TOKEN_LIFETIME_MS, NodeWebTokens } from "../../common/node-web-token.js";
 import { WebTokens } from "../../common/web-token.js";
-import { JobDfsCleanup } from "../../resourcemanager/job-dfs-cleanup.js";
-import { RmStateStore } from "../../resourcemanager/state-store.js";
-import type { AppRecord } from "../../resourcemanager/state-store.js";
-
-const dir = mkdtempSync(join(tmpdir(), "harvest-logs-unit-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const HOUR = 3600_000;
 
@@ -42,31 +32,6 @@ describe("kept container logs", () => {
     expect(expiredLogDirs(entries, now, 2 * HOUR)).toEqual(["/user/a/.logs/app_old", "/user/a/.logs/app_edge"]);
     // 0 keeps them forever.
     expect(expiredLogDirs(entries, now, 0)).toEqual([]);
-  });
-
-  it("are pruned at a job's end as its submitter only when a retention is set", async () => {
-    const store = new RmStateStore(join(dir, "store"));
-    await store.open();
-    try {
-      const log = new Logger("test", "error");
-      const app: AppRecord = {
-        ...{ appId: "app_1", seq: 1, name: "j", user: "carol", dagJson: "{}", state: "FINISHED", diagnostics: "" },
-        ...{ outcome: "JOB_SUCCEEDED", submitMs: 0, startMs: 0, finishMs: 1, attempt: 1, failedAttempts: 0 },
-        maxConcurrency: 1,
-      };
-      const keeping = new JobDfsCleanup("127.0.0.1:1", undefined, store, log, undefined, {
-        cancelDelayMs: 10_000,
-        retentionMs: 168 * HOUR,
-      });
-      expect(keeping.cleanupOf(app, "tok")).toEqual({ token: "tok", logOwner: "carol" });
-      const forever = new JobDfsCleanup("127.0.0.1:1", undefined, store, log, undefined, {
-        cancelDelayMs: 0,
-        retentionMs: 0,
-      });
-      expect(forever.cleanupOf(app, "tok")).toEqual({ token: "tok" });
-    } finally {
-      await store.close();
-    }
   });
 });
 

@@ -71,7 +71,7 @@ describe("a daemon config's kind", () => {
   it("refuses another kind's config naming its kind, and a server's config without the server's name", () => {
     const err = thrown(() => checkConfigKind("nodemanager", "nn.json", example("master/namenode.json")));
     expect(err.code).toBe("CONFIG_INVALID");
-    expect(err.message).toContain("nn.json is a namenode's config (it sets placementPolicy)");
+    expect(err.message).toContain("nn.json is a namenode's config (it sets placementPolicy, userGroups)");
     expect(err.message).toContain("harvest daemon start namenode --config nn.json");
     expect(thrown(() => checkConfigKind("datanode", "nm.json", example("server/nodemanager.json"))).message).toContain(
       "a nodemanager's config",
