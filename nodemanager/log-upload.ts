@@ -10,7 +10,8 @@
  * rejects), so a drain, which ends when its server's containers have ended, ends with their logs safe. A marker beside
  * the work directory (`<workDir>.logs.json`) says where the copy went, for the log pages.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync, readSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { DfsClient } from "../client/dfs-client.js";
 import { writeFileAtomic } from "../common/atomic-file.js";
@@ -23,7 +24,10 @@ import {
 } from "../common/container-logs.js";
 import { errorMessage } from "../common/errors.js";
 import type { Logger } from "../common/log.js";
+import { TOKEN_FILE_NAME } from "../common/task-contract.js";
 import { openContainerLog } from "./container.js";
+import type { NodeManagerOptions } from "./options.js";
+import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
 
 /** One container whose logs are to be copied. */
 export interface LogUploadJob {
@@ -66,6 +70,65 @@ const MARKER_SUFFIX = ".logs.json";
 
 /** The longest a node manager's stop waits for the log copies under way. */
 const STOP_WAIT_MS = 2_000;
+
+/** The uploader's options from the node manager's: no namenode (no copies) unless `logUpload`. */
+export function uploaderOptions(o: NodeManagerOptions): LogUploaderOptions {
+  const nnAddress = o.logUpload ? o.nnAddress : "";
+  return { nnAddress, ca: o.tls?.ca, timeoutMs: o.logUploadTimeoutMs, group: o.containerLogGroup };
+}
+
+/** A container a previous run of this node manager left on disk (ContainerRecords.listContainers). */
+export interface LeftContainer {
+  containerId: string;
+  appId: string;
+  user: string;
+  workDir: string;
+  exit?: Pick<ContainerStatus, "finishedMs">;
+}
+
+/** The most a token file may hold (a few tokens). */
+const MAX_TOKEN_FILE_BYTES = 64 * 1024;
+
+/**
+ * The job's DFS token from a container's token file ("" when there is none or it is not one). The file is the
+ * container's (it may have replaced it): read without following a link, bounded, and only as JSON.
+ */
+export function dfsTokenOf(workDir: string): string {
+  let fd: number;
+  try {
+    fd = openSync(join(workDir, TOKEN_FILE_NAME), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return "";
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size > MAX_TOKEN_FILE_BYTES) return "";
+    const buf = Buffer.alloc(st.size);
+    const n = readSync(fd, buf, 0, st.size, 0);
+    const tokens = JSON.parse(buf.subarray(0, n).toString("utf8")) as Record<string, unknown>;
+    const token = tokens["dfs-token"];
+    return typeof token === "string" ? token : "";
+  } catch {
+    return "";
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The containers a previous run left whose logs were never copied (no marker: it died before, or its copy failed),
+ * that ended (or last wrote a log) at `cutoffMs` or later, with their owner known.
+ */
+export function uncopiedContainers(left: readonly LeftContainer[], cutoffMs: number): LeftContainer[] {
+  return left.filter((c) => {
+    if (!c.user || existsSync(`${c.workDir}${MARKER_SUFFIX}`)) return false;
+    if (c.exit) return Number(c.exit.finishedMs ?? 0) >= cutoffMs;
+    const lastWrite = Math.max(
+      ...CONTAINER_LOG_STREAMS.map((s) => statSync(join(c.workDir, s), { throwIfNoEntry: false })?.mtimeMs ?? 0),
+    );
+    return lastWrite >= cutoffMs;
+  });
+}
 
 /** Where a container's copy went, from the marker its upload wrote; undefined when none was made (yet). */
 export function uploadRecordOf(workDir: string): LogUploadRecord | undefined {
@@ -122,6 +185,21 @@ export class LogUploader {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Copies, in the background, the logs a previous run left uncopied (uncopiedContainers), with each job's DFS token
+   * from the container's token file (a secure cluster's container without one is skipped). Never rejects.
+   */
+  recover(left: readonly LeftContainer[], cutoffMs: number): void {
+    if (!this.enabled) return;
+    const jobs = uncopiedContainers(left, cutoffMs).flatMap((c): LogUploadJob[] => {
+      const dfsToken = this.options.ca ? dfsTokenOf(c.workDir) : "";
+      return this.options.ca && !dfsToken ? [] : [{ ...c, dfsToken }];
+    });
+    if (jobs.length === 0) return;
+    this.log.info("copying the logs a previous run left uncopied", { containers: jobs.length });
+    for (const job of jobs) void this.upload(job);
   }
 
   /** Forgets a finished application's client (its token is cancelled soon). */

@@ -58,7 +58,7 @@ import type { RmToNodeOutput } from "../proto/generated/harvest/v1/RmToNode.js";
 import type { StartContainerRequestOutput } from "../proto/generated/harvest/v1/StartContainerRequest.js";
 import { emitEvent } from "../common/events.js";
 import { NodeWebTokens } from "../common/node-web-token.js";
-import { LogUploader } from "./log-upload.js";
+import { LogUploader, uploaderOptions } from "./log-upload.js";
 import { registerNodeLogPages } from "./log-pages.js";
 import { addContainerService } from "./container-service.js";
 
@@ -191,10 +191,7 @@ export class NodeManager extends ServingDaemon {
     this.records = new ContainerRecords(this.options.dataDir, this.options.nodeId, this.log, (id) => {
       return (this.containers.get(id) ?? this.uploading.get(id) ?? this.unacked.get(id))?.spec.workDir;
     });
-    const o = this.options;
-    const nnAddress = o.logUpload ? o.nnAddress : "";
-    const keep = { nnAddress, ca: o.tls?.ca, timeoutMs: o.logUploadTimeoutMs, group: o.containerLogGroup };
-    this.uploader = new LogUploader(keep, this.log);
+    this.uploader = new LogUploader(uploaderOptions(this.options), this.log);
     this.metrics = new NodeManagerMetrics(this.options.nodeId, {
       capacityMilli: this.options.capacity.vcoresMilli,
       running: () => this.runningSpecs(),
@@ -261,6 +258,7 @@ export class NodeManager extends ServingDaemon {
       this.restored.set(id, st);
     if (this.restored.size > 0) this.log.info("exits recorded by a previous run", { containers: this.restored.size });
     killLeftovers(this.options.dataDir, this.log);
+    this.uploader.recover(this.records.listContainers(), this.clock.nowMs() - this.options.completedRetentionMs);
     if (this.leases) reopenLeases(this.leases, this.options.dataDir, this.log);
     this.files = new NodeFiles(this.options, this.log);
     await this.files.open(this.accounts.switches ? this.accounts.probeAccount : undefined);

@@ -7,7 +7,7 @@
  * completes. A failed task's diagnostics name its container and the command that shows its log, and plain `harvest job
  * status` lists the containers. On a plaintext cluster the copies belong to the submitter the cluster was told.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import * as https from "node:https";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -20,6 +20,7 @@ import { isHarvestError } from "../../common/errors.js";
 import { call, loadHarvestProto, makeClient } from "../../common/grpc.js";
 import type { ClientSecurity } from "../../common/grpc.js";
 import { issueCertificate } from "../../localcluster/cluster-ca.js";
+import { restartDaemon } from "../../localcluster/cluster.js";
 import { runHarvest } from "../processes.js";
 import { waitFor } from "../wait-for.js";
 import { cpuVertex, startTestCluster, traceSpec, waitForJob } from "./harness.js";
@@ -477,6 +478,71 @@ describe("container logs", () => {
       { what: `${sayApp}'s kept logs to expire`, timeoutMs: 90_000 },
     );
   }, 180_000);
+
+  it("copies at its restart the logs of the containers its node manager died with (kill -9) before copying them", async () => {
+    const alice = jobs("alice");
+    const words = Array.from({ length: 500 }, (_, n) => `said before the crash ${n}`).join("\n") + "\n";
+    const appId = await alice.submit(
+      JSON.stringify({
+        name: "crash",
+        vertices: [
+          {
+            name: "talk",
+            parallelism: 1,
+            command: ["node", "-e", `process.stdout.write(${JSON.stringify(words)}); setTimeout(() => {}, 300000);`],
+            resources: { vcores: 0.5, memoryMb: 128 },
+          },
+        ],
+      }),
+    );
+    const r = await waitForJob(alice, appId, (x) =>
+      x.containers.some((k) => k.vertex === "talk" && k.state === "RUNNING"),
+    );
+    const talk = r.containers.find((k) => k.vertex === "talk" && k.state === "RUNNING")!;
+    const node = c.desc.nodes.find((n) => n.nodeId === talk.nodeId)!;
+    const local = join(node.dataDir, "containers", appId, talk.containerId, "stdout");
+    await waitFor(() => (existsSync(local) && readFileSync(local, "utf8") === words) || undefined, {
+      what: `${talk.containerId} to write its words`,
+    });
+    // Its node manager dies with no chance to copy anything; its watchdog kills the container.
+    process.kill(node.pid, "SIGKILL");
+    await waitFor(
+      () => {
+        try {
+          process.kill(node.pid, 0);
+          return undefined;
+        } catch {
+          return true;
+        }
+      },
+      { what: `${node.nodeId}'s node manager to die` },
+    );
+    const path = containerLogPath("alice", appId, talk.containerId, "stdout");
+    const admin = new DfsClient(c.desc.nn!.address, { security: who["admin"]! });
+    clients.push(admin);
+    expect(
+      await admin.stat(path).then(
+        () => "copied",
+        () => "none",
+      ),
+    ).toBe("none");
+    await restartDaemon(c.dir, `${node.nodeId}-nm`);
+    // The restarted node manager copies it, with the job's token, byte for byte.
+    await waitFor(
+      () =>
+        admin.stat(path).then(
+          () => true,
+          () => undefined,
+        ),
+      {
+        what: `the restarted ${node.nodeId} to copy ${talk.containerId}'s log`,
+        timeoutMs: 30_000,
+      },
+    );
+    const copy = await alice.containerLogFrom(appId, talk.containerId, "stdout", 1 << 20);
+    expect(copy.text).toBe(words);
+    await alice.kill(appId);
+  }, 120_000);
 });
 
 describe("container logs on a plaintext cluster", () => {
