@@ -40,6 +40,22 @@ function said(i: number): { stdout: string; stderr: string } {
   return { stdout: `out of ${i}\n${lines}\n`, stderr: `err of ${i}: ${"\u00ff".repeat(10)}\n` };
 }
 
+/** Kills a node manager with SIGKILL (no chance to copy anything) and waits until it is gone. */
+async function killNodeManager(node: { nodeId: string; pid: number }): Promise<void> {
+  process.kill(node.pid, "SIGKILL");
+  await waitFor(
+    () => {
+      try {
+        process.kill(node.pid, 0);
+        return undefined;
+      } catch {
+        return true;
+      }
+    },
+    { what: `${node.nodeId}'s node manager to die` },
+  );
+}
+
 interface HttpAnswer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
@@ -130,18 +146,7 @@ describe("container logs", () => {
     // Reimage every server that ran a "say" task: its node manager dies and its disk is wiped.
     for (const nodeId of new Set(says.map((x) => x.nodeId))) {
       const node = c.desc.nodes.find((n) => n.nodeId === nodeId)!;
-      process.kill(node.pid, "SIGKILL");
-      await waitFor(
-        () => {
-          try {
-            process.kill(node.pid, 0);
-            return undefined;
-          } catch {
-            return true;
-          }
-        },
-        { what: `${nodeId}'s node manager to die` },
-      );
+      await killNodeManager(node);
       rmSync(join(node.dataDir, "containers"), { recursive: true, force: true });
     }
     expect((await alice.status(sayApp)).state).toBe("RUNNING");
@@ -505,18 +510,7 @@ describe("container logs", () => {
       what: `${talk.containerId} to write its words`,
     });
     // Its node manager dies with no chance to copy anything; its watchdog kills the container.
-    process.kill(node.pid, "SIGKILL");
-    await waitFor(
-      () => {
-        try {
-          process.kill(node.pid, 0);
-          return undefined;
-        } catch {
-          return true;
-        }
-      },
-      { what: `${node.nodeId}'s node manager to die` },
-    );
+    await killNodeManager(node);
     const path = containerLogPath("alice", appId, talk.containerId, "stdout");
     const admin = new DfsClient(c.desc.nn!.address, { security: who["admin"]! });
     clients.push(admin);
