@@ -383,7 +383,10 @@ export class NameNode extends ServingDaemon {
       undo: () => shutdownServer(this.server, 0),
       standby: () => {
         const error = this.notActive();
-        return error ? { error, activeWebUrl: this.ha?.leader?.webUrl || undefined } : undefined;
+        // Never to itself: promoting, it is the leader but not serving yet (503 NOT_ACTIVE, which clients retry).
+        const active = this.ha?.leader;
+        const elsewhere = active && active.id !== this.haMe.id ? active.webUrl || undefined : undefined;
+        return error ? { error, activeWebUrl: elsewhere } : undefined;
       },
     });
     this.livenessTimer = setInterval(() => this.checkLiveness(), this.options.monitorIntervalMs);

@@ -74,7 +74,7 @@ async function follow(url: string, method: string, ca: Buffer, who: Who, body?: 
     if (hop.status !== 307 || !hop.location) return hops;
     at = hop.location;
   }
-  throw new Error("too many redirects");
+  throw new Error(`too many redirects from ${url}: ${hops.map((h) => `${h.status} -> ${h.location}`).join(", ")}`);
 }
 
 describe.skipIf(!haveEtcd)("WebHDFS on HA namenodes", () => {
