@@ -1,10 +1,14 @@
 /**
  * The cluster's recent history as the web pages plot it: a bounded ring of samples (one per `sampleMs`, over the last
  * day at most) of the cluster's cores (capacity, the primaries', Harvest's), kills per clock hour, per-server kills,
- * and counters of jobs submitted and ended since this resource manager started. In memory only: with HA, each resource
- * manager keeps its own, and a restart starts them afresh (the pages say since when).
+ * and counters of jobs submitted and ended since the cluster's history began. It is kept in the resource manager's
+ * store (LevelDB, or etcd with HA) at every sample, the samples by clock hour (one small record rewritten per sample,
+ * the day's 25 records at most) and the tallies beside them, and once more at a graceful stop, so a restart or a
+ * failover continues the same day; what happened since the last sample (kills, jobs) is lost with a crash.
  */
 import type { Clock } from "../common/clock.js";
+import { errorMessage } from "../common/errors.js";
+import type { Logger } from "../common/log.js";
 import type { ApplicationObserver } from "./app-runtime.js";
 import type { ExitCauseOutput } from "../proto/generated/harvest/v1/ExitCause.js";
 
@@ -31,7 +35,7 @@ export interface HistorySample {
   containers: number;
 }
 
-/** A server's kills since the resource manager started, by cause, and the last one. */
+/** A server's kills since the history began, by cause, and the last one. */
 export interface NodeKills {
   primary: number;
   power: number;
@@ -39,7 +43,7 @@ export interface NodeKills {
   lastMs: number;
 }
 
-/** Jobs counted since the resource manager started. */
+/** Jobs counted since the history began (`sinceMs`: the first start of a resource manager on its store). */
 export interface JobCounters {
   sinceMs: number;
   submitted: number;
@@ -55,6 +59,27 @@ export interface ClusterHistorySnapshot {
   /** The last 24 clock hours, oldest first, the current one last: kills that started in each. */
   killsPerHour: { hourMs: number; kills: number }[];
   counters: JobCounters;
+}
+
+/** The tallies a store keeps beside the samples. */
+export interface StoredUsageTallies {
+  counters: JobCounters;
+  /** Kills by clock hour: [hour's start, kills]. */
+  hourly: [number, number][];
+  nodes: [string, NodeKills][];
+}
+
+/** Where the history is kept (the resource manager's store). */
+export interface UsageHistoryStore {
+  /** The samples of every stored clock hour, and the tallies (undefined before the first save). */
+  usageHistory(): Promise<{ hours: Map<number, HistorySample[]>; tallies: StoredUsageTallies | undefined }>;
+  /** Replaces the hour `hourMs`'s samples and the tallies, and removes the hours `dropHours`, at once. */
+  putUsageHistory(
+    hourMs: number,
+    samples: HistorySample[],
+    tallies: StoredUsageTallies,
+    dropHours: readonly number[],
+  ): Promise<void>;
 }
 
 /** What a sample reads: the registered servers that are not lost. */
@@ -74,6 +99,13 @@ export class ClusterHistory {
   private readonly nodes = new Map<string, NodeKills>();
   private readonly counters: JobCounters;
   private timer: NodeJS.Timeout | undefined;
+  /** Where each sample is kept, once restored from it. */
+  private store: { at: UsageHistoryStore; log: Logger } | undefined;
+  /** The clock hours the store holds samples of. */
+  private readonly storedHours = new Set<number>();
+  /** The saves, one after the other. */
+  private saving: Promise<void> = Promise.resolve();
+  private restored = false;
 
   constructor(
     private readonly cores: CoresSource,
@@ -84,10 +116,36 @@ export class ClusterHistory {
     this.counters = { sinceMs: clock.nowMs(), submitted: 0, finished: 0, failed: 0, killed: 0 };
   }
 
+  /**
+   * Continues the history `store` keeps (a restart, or a new active), and keeps every later sample there. A store that
+   * cannot be read starts the history afresh, logged.
+   */
+  async restore(store: UsageHistoryStore, log: Logger): Promise<void> {
+    this.store = { at: store, log };
+    let kept: Awaited<ReturnType<UsageHistoryStore["usageHistory"]>>;
+    try {
+      kept = await store.usageHistory();
+    } catch (err) {
+      log.warn("cannot read the cluster's history; it starts afresh", { error: errorMessage(err) });
+      return;
+    }
+    const since = this.clock.nowMs() - HISTORY_WINDOW_MS;
+    for (const hour of kept.hours.keys()) this.storedHours.add(hour);
+    const samples = [...kept.hours.values()].flat().filter((x) => x.timeMs > since);
+    samples.sort((a, b) => a.timeMs - b.timeMs);
+    this.samples.splice(0, this.samples.length, ...samples.slice(-this.capacity));
+    if (kept.tallies) {
+      Object.assign(this.counters, kept.tallies.counters);
+      for (const [hour, kills] of kept.tallies.hourly) if (hour >= since - HOUR_MS) this.hourly.set(hour, kills);
+      for (const [nodeId, k] of kept.tallies.nodes) this.nodes.set(nodeId, { ...k });
+      this.restored = true;
+    }
+  }
+
   /** Takes a sample now and one every `sampleMs` until `stop()`. */
   start(): void {
     if (this.timer) return;
-    this.counters.sinceMs = this.clock.nowMs();
+    if (!this.restored) this.counters.sinceMs = this.clock.nowMs();
     this.sample();
     this.timer = setInterval(() => this.sample(), this.sampleMs);
     this.timer.unref();
@@ -116,6 +174,48 @@ export class ClusterHistory {
     }
     this.samples.push(s);
     if (this.samples.length > this.capacity) this.samples.shift();
+    this.save(s.timeMs);
+  }
+
+  /** Keeps the hour of `timeMs` and the tallies in the store, after the saves before it; never rejects. */
+  private save(timeMs: number): void {
+    const store = this.store;
+    if (!store) return;
+    const hour = Math.floor(timeMs / HOUR_MS) * HOUR_MS;
+    const samples = this.samples.filter((x) => x.timeMs >= hour && x.timeMs < hour + HOUR_MS).map((x) => ({ ...x }));
+    const tallies: StoredUsageTallies = {
+      counters: { ...this.counters },
+      hourly: [...this.hourly.entries()],
+      nodes: [...this.nodes.entries()].map(([id, k]) => [id, { ...k }]),
+    };
+    const drop = [...this.storedHours].filter((h) => h < timeMs - HISTORY_WINDOW_MS - HOUR_MS);
+    this.saving = this.saving.then(async () => {
+      try {
+        await store.at.putUsageHistory(hour, samples, tallies, drop);
+        this.storedHours.add(hour);
+        for (const h of drop) this.storedHours.delete(h);
+      } catch (err) {
+        store.log.warn("cannot keep the cluster's history sample", { error: errorMessage(err) });
+      }
+    });
+  }
+
+  /** Resolves once the saves under way are done. */
+  async saved(): Promise<void> {
+    await this.saving;
+  }
+
+  /**
+   * Stops sampling and keeps the tallies counted since the last sample (a graceful stop), waiting at most
+   * `waitMs` for the store (a stop must not hang on an unreachable coordination service); never rejects.
+   */
+  async close(waitMs = 2_000): Promise<void> {
+    this.stop();
+    const last = this.samples.at(-1);
+    if (last) this.save(last.timeMs);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.saving, new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+    clearTimeout(timer);
   }
 
   /** An observer that tells `inner` (the metrics) everything and counts jobs and kills here. */

@@ -18,6 +18,8 @@ import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js"
 import type { Coordination } from "../common/ha/coordination.js";
 import type { Fence } from "../common/ha/shared-log.js";
 import type { HaAdminSource } from "../common/ha-admin.js";
+import type { HistorySample, StoredUsageTallies } from "./cluster-history.js";
+import { padMs } from "./state-store.js";
 import type {
   AppIdReservation,
   AppRecord,
@@ -38,8 +40,6 @@ export const MAX_HISTORY_BYTES = 256 * 1024;
 export const MAX_TXN_OPS = 100;
 /** Entries read per range request (a page larger than gRPC's 4 MiB answer limit is read again one by one). */
 const READ_PAGE = 32;
-
-const pad = (ms: number): string => String(ms).padStart(15, "0");
 
 /** The etcd-backed store of one active term (see the file comment). */
 export class EtcdRmStore implements RmStore {
@@ -109,7 +109,7 @@ export class EtcdRmStore implements RmStore {
   async finishApp(app: AppRecord, history: HistoryRecord, cleanup?: JobCleanup): Promise<void> {
     await this.write([
       { key: `app/${app.appId}`, value: app },
-      { key: `hist/${pad(history.finishMs)}/${history.appId}`, value: fitHistory(history) },
+      { key: `hist/${padMs(history.finishMs)}/${history.appId}`, value: fitHistory(history) },
       ...(cleanup ? [{ key: `tokencancel/${app.appId}`, value: cleanup }] : []),
     ]);
   }
@@ -145,6 +145,27 @@ export class EtcdRmStore implements RmStore {
 
   async putPowerDomains(tree: StoredPowerDomains): Promise<void> {
     await this.write([{ key: "power/domains", value: tree }]);
+  }
+
+  async usageHistory(): Promise<{ hours: Map<number, HistorySample[]>; tallies: StoredUsageTallies | undefined }> {
+    const hours = new Map<number, HistorySample[]>();
+    for (const [key, samples] of await this.scanEntries<HistorySample[]>("usage/hour/"))
+      hours.set(Number(key), samples);
+    const tallies = (await this.read(() => this.state.get("usage/tallies").json())) as StoredUsageTallies | null;
+    return { hours, tallies: tallies ?? undefined };
+  }
+
+  async putUsageHistory(
+    hourMs: number,
+    samples: HistorySample[],
+    tallies: StoredUsageTallies,
+    dropHours: readonly number[],
+  ): Promise<void> {
+    await this.write([
+      { key: `usage/hour/${padMs(hourMs)}`, value: samples },
+      { key: "usage/tallies", value: tallies },
+      ...dropHours.map((h) => ({ key: `usage/hour/${padMs(h)}` })),
+    ]);
   }
 
   async drains(): Promise<StoredDrain[]> {

@@ -484,6 +484,7 @@ export class ResourceManager extends ServingDaemon {
     });
     await this.jobCleanup.resume();
     this.monitorTimer = setInterval(() => this.monitor(), this.options.monitorIntervalMs);
+    await this.usageHistory.restore(this.store, this.log.child("history"));
     this.usageHistory.start();
     this.reclusterTimer = setInterval(() => void this.recluster("periodic"), this.options.reclusterIntervalMs);
   }
@@ -492,11 +493,11 @@ export class ResourceManager extends ServingDaemon {
   protected async stopSteps(_was: DaemonState): Promise<void> {
     this.jobCleanup.stop();
     if (this.monitorTimer) clearInterval(this.monitorTimer);
-    this.usageHistory.stop();
     if (this.reclusterTimer) clearInterval(this.reclusterTimer);
     await this.web?.stop();
     await shutdownServer(this.server, 1_000);
     this.nodes.close();
+    await this.usageHistory.close();
     await this.store.close().catch(() => undefined);
     await this.tenants.close().catch(() => undefined);
   }

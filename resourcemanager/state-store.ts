@@ -5,6 +5,7 @@
  * manager reads it back.
  */
 import { Level } from "level";
+import type { HistorySample, StoredUsageTallies, UsageHistoryStore } from "./cluster-history.js";
 import type { SurvivalQuote } from "./policy/survival-quote.js";
 import type { JobOutcome } from "./types.js";
 
@@ -114,12 +115,16 @@ export interface AppIdReservation {
   reservedMs: number;
 }
 
+/** Milliseconds as a key part that sorts as the number does. */
+export const padMs = (ms: number): string => String(ms).padStart(15, "0");
+
 /**
  * The resource manager's durable state, whatever keeps it: LevelDB in the data directory ({@link RmStateStore}), or
  * the coordination service when the resource managers are highly available (etcd-state-store.ts, every write fenced
  * by the active's term). Every write resolves only once it is durable.
  */
-export interface RmStore {
+
+export interface RmStore extends UsageHistoryStore {
   /** The largest job record (DAG and all) a submission may store; undefined: no limit but the disk's. */
   readonly submittedRecordLimitBytes?: number;
   open(): Promise<void>;
@@ -224,7 +229,7 @@ export class RmStateStore implements RmStore {
   async finishApp(app: AppRecord, history: HistoryRecord, cleanup?: JobCleanup): Promise<void> {
     const ops: { type: "put"; key: string; value: unknown }[] = [
       { type: "put", key: `app!${app.appId}`, value: app },
-      { type: "put", key: `hist!${String(history.finishMs).padStart(15, "0")}!${history.appId}`, value: history },
+      { type: "put", key: `hist!${padMs(history.finishMs)}!${history.appId}`, value: history },
     ];
     if (cleanup) ops.push({ type: "put", key: `tokencancel!${app.appId}`, value: cleanup });
     await this.db.batch(ops, DURABLE);
@@ -271,6 +276,28 @@ export class RmStateStore implements RmStore {
   /** The power-domain tree last set through the admin API, or undefined when it never was. */
   async powerDomains(): Promise<StoredPowerDomains | undefined> {
     return (await this.db.get("power!domains")) as StoredPowerDomains | undefined;
+  }
+
+  /** The cluster's history (cluster-history.ts): its samples by clock hour and its tallies. */
+  async usageHistory(): Promise<{ hours: Map<number, HistorySample[]>; tallies: StoredUsageTallies | undefined }> {
+    const hours = new Map<number, HistorySample[]>();
+    for await (const [key, value] of this.db.iterator({ gt: "usage!hour!", lt: "usage!hour!\xff" }))
+      hours.set(Number(key.slice("usage!hour!".length)), value as HistorySample[]);
+    return { hours, tallies: (await this.db.get("usage!tallies")) as StoredUsageTallies | undefined };
+  }
+
+  async putUsageHistory(
+    hourMs: number,
+    samples: HistorySample[],
+    tallies: StoredUsageTallies,
+    dropHours: readonly number[],
+  ): Promise<void> {
+    const ops: ({ type: "put"; key: string; value: unknown } | { type: "del"; key: string })[] = [
+      { type: "put", key: `usage!hour!${padMs(hourMs)}`, value: samples },
+      { type: "put", key: "usage!tallies", value: tallies },
+      ...dropHours.map((h) => ({ type: "del" as const, key: `usage!hour!${padMs(h)}` })),
+    ];
+    await this.db.batch(ops, DURABLE);
   }
 
   async putPowerDomains(tree: StoredPowerDomains): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * The resource manager's page per server (`/node/:nodeId`, YARN's node page): what it is and holds now
- * (`#node-facts`: state in `#node-state`, class, capacity, primary and harvested cores, power, kills since this
- * resource manager started), its primary's utilization over the last day beside its class's peak
+ * (`#node-facts`: state in `#node-state`, class, capacity, primary and harvested cores, power, kills since the
+ * cluster's history began), its primary's utilization over the last day beside its class's peak
  * (`#node-utilization`, drawn by rm.js from the page data), its last heartbeats (`#node-recent`), and its containers:
  * running (`#node-running`) and recently ended (`#node-ended`), one `tr[data-container]` each.
  */

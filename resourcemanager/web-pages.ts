@@ -186,7 +186,7 @@ ${renderTiles("counters", [
   ["failed", String(c.failed)],
   ["killed", String(c.killed)],
 ])}
-<p class="muted" id="counters-since">Jobs counted since ${escapeHtml(formatTime(c.sinceMs))} UTC (this resource manager's start).</p>
+<p class="muted" id="counters-since">Jobs counted since ${escapeHtml(formatTime(c.sinceMs))} UTC (the cluster's history began).</p>
 <h2>Last day</h2>
 <p class="muted">Cores of the servers not lost, sampled every ${escapeHtml(formatDuration(history.sampleMs))}: harvested (green), the primaries' (orange) and the total; and containers killed per hour (for a primary, power or a drain).</p>
 <div class="chart" id="history-cores" role="img" aria-label="harvested and primary cores over the last day"></div>

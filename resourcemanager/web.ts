@@ -487,7 +487,7 @@ export interface NodeUtilization {
   /** Its primary's CPU utilization (percent of the server) as stored over the last day. */
   timesMs: number[];
   cpuPct: number[];
-  /** Containers killed on it since this resource manager started, by cause. */
+  /** Containers killed on it since the cluster's history began (cluster-history.ts), by cause. */
   kills: NodeKills;
 }
 

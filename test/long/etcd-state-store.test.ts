@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MasterElection } from "../../common/ha/election.js";
 import { EtcdRmStore, fitHistory, MAX_HISTORY_BYTES } from "../../resourcemanager/etcd-state-store.js";
 import type { AppRecord, HistoryRecord } from "../../resourcemanager/state-store.js";
+import type { NodeKills } from "../../resourcemanager/cluster-history.js";
 import { haveEtcd, startTestEtcd, testCandidate } from "../helpers/etcd.js";
 import type { TestEtcd } from "../helpers/etcd.js";
 import { waitFor } from "../wait-for.js";
@@ -60,7 +61,7 @@ describe.skipIf(!haveEtcd)("the resource manager's state in etcd", () => {
     await etcd?.stop();
   });
 
-  it("keeps applications, reservations, history, cleanups, power domains and drains as the LevelDB store does", async () => {
+  it("keeps applications, reservations, history, cleanups, power domains, drains and the cluster's last day as the LevelDB store does", async () => {
     const { store, stop } = await activeTerm(etcd, "rm-a");
     try {
       await store.open();
@@ -108,6 +109,17 @@ describe.skipIf(!haveEtcd)("the resource manager's state in etcd", () => {
       expect(await store.powerDomains()).toEqual(tree);
       await store.putDrains([{ nodeId: "n1", startedMs: 1, deadlineMs: 0 }]);
       expect(await store.drains()).toEqual([{ nodeId: "n1", startedMs: 1, deadlineMs: 0 }]);
+      // The cluster's history: an hour's samples and the tallies; a later save drops an old hour.
+      expect(await store.usageHistory()).toEqual({ hours: new Map(), tallies: undefined });
+      const sample = { timeMs: 7_200_000, capacityMilli: 4000, primaryMilli: 1000, harvestedMilli: 500, containers: 2 };
+      const tallies = {
+        counters: { sinceMs: 1, submitted: 3, finished: 2, failed: 0, killed: 1 },
+        hourly: [[7_200_000, 4]] as [number, number][],
+        nodes: [["n1", { primary: 3, power: 1, drain: 0, lastMs: 7_200_500 }]] as [string, NodeKills][],
+      };
+      await store.putUsageHistory(3_600_000, [{ ...sample, timeMs: 3_600_000 }], tallies, []);
+      await store.putUsageHistory(7_200_000, [sample], tallies, [3_600_000]);
+      expect(await store.usageHistory()).toEqual({ hours: new Map([[7_200_000, [sample]]]), tallies });
     } finally {
       await stop();
     }

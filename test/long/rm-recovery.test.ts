@@ -19,8 +19,22 @@ describe("a resource manager's store", () => {
       JSON.stringify({ name: "long", vertices: [cpuVertex("a", 1, { holdSeconds: 3 })] }),
     );
     await waitForJob(client, pending, (r) => r.state === "RUNNING");
+    const lastDay = async (url: string | undefined) =>
+      (await (await fetch(`${url}/ws/v1/cluster/usage-history`)).json()) as {
+        samples: { timeMs: number }[];
+        counters: { sinceMs: number; submitted: number; finished: number };
+      };
+    const before = await lastDay(c.rm.httpUrl);
+    expect(before.counters).toMatchObject({ submitted: 2, finished: 1 });
     // Same store, same port, so the node manager and the job manager find it again.
     const rm = await restartLocalRm(c);
+    // The cluster's last day goes on: the samples and counters from before the restart, and new ones.
+    const after = await lastDay(rm.httpUrl);
+    expect(after.counters).toMatchObject({ sinceMs: before.counters.sinceMs, submitted: 2, finished: 1 });
+    expect(after.samples.map((x) => x.timeMs).slice(0, before.samples.length)).toEqual(
+      before.samples.map((x) => x.timeMs),
+    );
+    expect(after.samples.length).toBe(before.samples.length + 1);
     const again = new JobClient(rm.address);
     c.onStop.push(async () => again.close());
     const apps = await again.list();

@@ -1,6 +1,11 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../common/clock.js";
+import { Logger } from "../../common/log.js";
 import { ClusterHistory, MAX_HISTORY_SAMPLES } from "../../resourcemanager/cluster-history.js";
+import { RmStateStore } from "../../resourcemanager/state-store.js";
 import type { ApplicationObserver } from "../../resourcemanager/app-runtime.js";
 
 const HOUR = 3_600_000;
@@ -92,5 +97,54 @@ describe("the cluster's last day", () => {
     o.finished("c", "KILLED", "JOB_KILLED");
     expect(h.snapshot().counters).toMatchObject({ submitted: 4, finished: 1, failed: 1, killed: 1 });
     expect(inner.told).toContain("finished b FAILED");
+  });
+
+  it("continues after a restart from the store: the same samples, kills and counters; hours past the day dropped", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "harvest-history-"));
+    const log = new Logger("test", "error");
+    const store = new RmStateStore(join(dir, "rm-state"));
+    await store.open();
+    try {
+      const clock = new ManualClock(100 * HOUR);
+      const cores = () => [server(4000, 1000, 2000, 2)];
+      const first = new ClusterHistory(cores, clock, 600_000);
+      await first.restore(store, log);
+      const observer = first.observing(recorder());
+      first.start();
+      first.stop();
+      observer.submitted("app_1");
+      observer.finished("app_1", "KILLED", "JOB_KILLED");
+      observer.containerEnded(false, "PREEMPTED_BY_PRIMARY", "n1");
+      for (let i = 0; i < 8; i++) {
+        clock.advance(600_000);
+        first.sample();
+      }
+      await first.saved();
+      const before = first.snapshot();
+      expect(before.samples).toHaveLength(9);
+      // A new resource manager on the same store (a restart): the same day, not a fresh one.
+      clock.advance(60_000);
+      const second = new ClusterHistory(cores, clock, 600_000);
+      await second.restore(store, log);
+      second.start();
+      second.stop();
+      await second.saved();
+      const after = second.snapshot();
+      expect(after.samples.slice(0, 9)).toEqual(before.samples);
+      expect(after.samples).toHaveLength(10);
+      expect(after.counters).toEqual(before.counters);
+      expect(after.counters).toMatchObject({ submitted: 1, killed: 1 });
+      expect(after.killsPerHour).toEqual(before.killsPerHour);
+      expect(second.killsOn("n1")).toEqual(first.killsOn("n1"));
+      // A day and more later, the first hours leave the store.
+      clock.advance(26 * HOUR);
+      second.sample();
+      await second.saved();
+      const hours = [...(await store.usageHistory()).hours.keys()];
+      expect(Math.min(...hours)).toBeGreaterThanOrEqual(clock.nowMs() - 25 * HOUR);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
