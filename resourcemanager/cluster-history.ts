@@ -11,6 +11,9 @@ import { errorMessage } from "../common/errors.js";
 import type { Logger } from "../common/log.js";
 import type { ApplicationObserver } from "./app-runtime.js";
 import type { ExitCauseOutput } from "../proto/generated/harvest/v1/ExitCause.js";
+import type { HistorySample, JobCounters, NodeKills, StoredUsageTallies, UsageHistoryStore } from "./state-store.js";
+
+export type { HistorySample, JobCounters, NodeKills } from "./state-store.js";
 
 /** The window the history covers. */
 export const HISTORY_WINDOW_MS = 24 * 3_600_000;
@@ -26,32 +29,6 @@ export const KILL_CAUSES: ReadonlySet<string> = new Set([
   "PREEMPTED_BY_DRAIN",
 ]);
 
-/** One sample of the cluster's cores over the servers not lost. */
-export interface HistorySample {
-  timeMs: number;
-  capacityMilli: number;
-  primaryMilli: number;
-  harvestedMilli: number;
-  containers: number;
-}
-
-/** A server's kills since the history began, by cause, and the last one. */
-export interface NodeKills {
-  primary: number;
-  power: number;
-  drain: number;
-  lastMs: number;
-}
-
-/** Jobs counted since the history began (`sinceMs`: the first start of a resource manager on its store). */
-export interface JobCounters {
-  sinceMs: number;
-  submitted: number;
-  finished: number;
-  failed: number;
-  killed: number;
-}
-
 /** What the pages and `/ws/v1/cluster/usage-history` show. */
 export interface ClusterHistorySnapshot {
   sampleMs: number;
@@ -59,27 +36,6 @@ export interface ClusterHistorySnapshot {
   /** The last 24 clock hours, oldest first, the current one last: kills that started in each. */
   killsPerHour: { hourMs: number; kills: number }[];
   counters: JobCounters;
-}
-
-/** The tallies a store keeps beside the samples. */
-export interface StoredUsageTallies {
-  counters: JobCounters;
-  /** Kills by clock hour: [hour's start, kills]. */
-  hourly: [number, number][];
-  nodes: [string, NodeKills][];
-}
-
-/** Where the history is kept (the resource manager's store). */
-export interface UsageHistoryStore {
-  /** The samples of every stored clock hour, and the tallies (undefined before the first save). */
-  usageHistory(): Promise<{ hours: Map<number, HistorySample[]>; tallies: StoredUsageTallies | undefined }>;
-  /** Replaces the hour `hourMs`'s samples and the tallies, and removes the hours `dropHours`, at once. */
-  putUsageHistory(
-    hourMs: number,
-    samples: HistorySample[],
-    tallies: StoredUsageTallies,
-    dropHours: readonly number[],
-  ): Promise<void>;
 }
 
 /** What a sample reads: the registered servers that are not lost. */

@@ -18,16 +18,17 @@ import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js"
 import type { Coordination } from "../common/ha/coordination.js";
 import type { Fence } from "../common/ha/shared-log.js";
 import type { HaAdminSource } from "../common/ha-admin.js";
-import type { HistorySample, StoredUsageTallies } from "./cluster-history.js";
 import { padMs } from "./state-store.js";
 import type {
   AppIdReservation,
   AppRecord,
   HistoryRecord,
+  HistorySample,
   JobCleanup,
   RmStore,
   StoredDrain,
   StoredPowerDomains,
+  StoredUsageTallies,
 } from "./state-store.js";
 
 /** etcd's default request limit (1.5 MiB), less room for the keys and the transaction's framing. */

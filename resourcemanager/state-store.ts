@@ -5,7 +5,6 @@
  * manager reads it back.
  */
 import { Level } from "level";
-import type { HistorySample, StoredUsageTallies, UsageHistoryStore } from "./cluster-history.js";
 import type { SurvivalQuote } from "./policy/survival-quote.js";
 import type { JobOutcome } from "./types.js";
 
@@ -113,6 +112,55 @@ export interface AppIdReservation {
   /** Who reserved it: on a secure cluster only they may submit with it. */
   user: string;
   reservedMs: number;
+}
+
+// The cluster's last day as the store keeps it (resourcemanager/cluster-history.ts).
+
+/** One sample of the cluster's cores over the servers not lost. */
+export interface HistorySample {
+  timeMs: number;
+  capacityMilli: number;
+  primaryMilli: number;
+  harvestedMilli: number;
+  containers: number;
+}
+
+/** A server's kills since the history began, by cause, and the last one. */
+export interface NodeKills {
+  primary: number;
+  power: number;
+  drain: number;
+  lastMs: number;
+}
+
+/** Jobs counted since the history began (`sinceMs`: the first start of a resource manager on its store). */
+export interface JobCounters {
+  sinceMs: number;
+  submitted: number;
+  finished: number;
+  failed: number;
+  killed: number;
+}
+
+/** The tallies a store keeps beside the samples. */
+export interface StoredUsageTallies {
+  counters: JobCounters;
+  /** Kills by clock hour: [hour's start, kills]. */
+  hourly: [number, number][];
+  nodes: [string, NodeKills][];
+}
+
+/** Where the history is kept (the resource manager's store). */
+export interface UsageHistoryStore {
+  /** The samples of every stored clock hour, and the tallies (undefined before the first save). */
+  usageHistory(): Promise<{ hours: Map<number, HistorySample[]>; tallies: StoredUsageTallies | undefined }>;
+  /** Replaces the hour `hourMs`'s samples and the tallies, and removes the hours `dropHours`, at once. */
+  putUsageHistory(
+    hourMs: number,
+    samples: HistorySample[],
+    tallies: StoredUsageTallies,
+    dropHours: readonly number[],
+  ): Promise<void>;
 }
 
 /** Milliseconds as a key part that sorts as the number does. */
