@@ -12,6 +12,7 @@ import { action, common, durationFlagMs, positiveInt, print, withDfs } from "./c
 import { waitingMessage } from "../client/write-wait.js";
 import type { GlobalOpts } from "./command-kit.js";
 import { bar, duration, table } from "./format.js";
+import { formatBytes } from "../common/web-page.js";
 
 /** Files at least this big get a progress bar on a terminal. */
 const PROGRESS_MIN_BYTES = 8 * 1024 * 1024;
@@ -340,6 +341,51 @@ export function registerFsCommands(program: Command): void {
             });
           const st = await c.chown(path, owner, group);
           print(o, st, () => `${st.path}: ${st.owner}:${st.group}`);
+        }),
+      ),
+    );
+
+  common(fs.command("df"))
+    .description(
+      "show the file system's space (as hdfs dfs -df): capacity = DFS used + non-DFS used + remaining, over the live datanodes, a file system they share counted once",
+    )
+    .option("--datanodes", "also list every datanode's space")
+    .action(
+      action(async (o: GlobalOpts & { datanodes?: boolean }) =>
+        withDfs(o, async (c) => {
+          const { totals: t, datanodes } = await c.capacity();
+          // int64 fields may come as strings or Longs.
+          const n = (x: unknown): number => Number(x);
+          const used = n(t.capacityBytes) > 0 ? Math.round((100 * n(t.dfsUsedBytes)) / n(t.capacityBytes)) : 0;
+          const sizes = (...xs: unknown[]): string[] => xs.map((x) => formatBytes(n(x)));
+          print(o, { ...t, datanodes: o.datanodes ? datanodes : undefined }, () =>
+            [
+              table(
+                ["FILESYSTEM", "SIZE", "DFS USED", "NON-DFS USED", "AVAILABLE", "DFS USE%"],
+                [
+                  [
+                    c.namenodeAddress,
+                    ...sizes(t.capacityBytes, t.dfsUsedBytes, t.nonDfsUsedBytes, t.remainingBytes),
+                    `${used}%`,
+                  ],
+                ],
+              ),
+              `${t.liveDatanodes} live datanode(s) on ${t.fileSystems} file system(s)`,
+              ...(o.datanodes
+                ? [
+                    "",
+                    table(
+                      ["DATANODE", "STATE", "CAPACITY", "DFS USED", "NON-DFS USED", "REMAINING"],
+                      datanodes.map((d) => [
+                        d.datanodeId,
+                        d.state,
+                        ...sizes(d.capacityBytes, d.usedBytes, d.nonDfsUsedBytes, d.remainingBytes),
+                      ]),
+                    ),
+                  ]
+                : []),
+            ].join("\n"),
+          );
         }),
       ),
     );

@@ -39,6 +39,7 @@ import { cachedClient, call, loadHarvestProto, makeClient } from "../common/grpc
 import type { ClientNamenodeClient } from "../proto/generated/harvest/v1/ClientNamenode.js";
 import type { DataTransferClient } from "../proto/generated/harvest/v1/DataTransfer.js";
 import type { DatanodeReportOutput } from "../proto/generated/harvest/v1/DatanodeReport.js";
+import type { CapacityTotalsOutput } from "../proto/generated/harvest/v1/CapacityTotals.js";
 import type { FileStatusOutput } from "../proto/generated/harvest/v1/FileStatus.js";
 import type { FsckReportOutput } from "../proto/generated/harvest/v1/FsckReport.js";
 import type { LocatedBlocksOutput } from "../proto/generated/harvest/v1/LocatedBlocks.js";
@@ -56,6 +57,8 @@ export type DfsFsckReport = FsckReportOutput;
 export type DfsBlockLocations = LocatedBlocksOutput;
 /** A datanode as the namenode sees it. */
 export type DfsDatanode = DatanodeReportOutput;
+/** The live datanodes' space in total ({@link DfsClient.capacity}). */
+export type DfsCapacityTotals = CapacityTotalsOutput;
 
 export type { BlockReadStream } from "../common/block-transfer.js";
 
@@ -259,6 +262,23 @@ export class DfsClient implements DfsHost {
 
   async datanodes(): Promise<DfsDatanode[]> {
     return (await this.nnCall(this.nn.getDatanodes, {})).datanodes;
+  }
+
+  /**
+   * The file system's space (`hdfs dfs -df`): the live datanodes' totals, each file system counted once (capacity =
+   * DFS used + non-DFS used + remaining), and every datanode's report.
+   */
+  async capacity(): Promise<{ totals: DfsCapacityTotals; datanodes: DfsDatanode[] }> {
+    const r = await this.nnCall(this.nn.getDatanodes, {});
+    const totals = r.totals ?? {
+      capacityBytes: 0,
+      dfsUsedBytes: 0,
+      nonDfsUsedBytes: 0,
+      remainingBytes: 0,
+      fileSystems: 0,
+      liveDatanodes: 0,
+    };
+    return { totals: { ...totals }, datanodes: r.datanodes };
   }
 
   /**

@@ -197,7 +197,7 @@ export class ClientProtocol {
         this.metrics.observe("reportBadBlocks", () => this.reportBadBlocks(req, c)),
       ),
       Fsck: unary((req: { path: string }, c) => this.fsck(req.path || "/", this.checked(this.callerOf(c)))),
-      GetDatanodes: unary(() => ({ datanodes: this.tracker.datanodeReports() })),
+      GetDatanodes: unary(() => ({ datanodes: this.tracker.datanodeReports(), totals: this.tracker.liveCapacity() })),
       GetSafeMode: unary(() => this.safeMode.status()),
       GetDelegationToken: unary((req: { lifetimeMs: number; job: string }, c) => {
         // The job becomes part of the token and of logs: an application id or nothing.

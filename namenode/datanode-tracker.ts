@@ -6,7 +6,8 @@
 import type { BlockKeyManager } from "../common/block-token.js";
 import type { Clock } from "../common/clock.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
-import { datanodeCapacity } from "./capacity.js";
+import { capacityTotals, datanodeCapacity } from "./capacity.js";
+import type { CapacityTotals } from "./capacity.js";
 import type { Logger } from "../common/log.js";
 import { parseHostPort } from "../common/net-address.js";
 import { serveWorkerStream } from "../common/worker-stream.js";
@@ -438,6 +439,12 @@ export class DatanodeTracker {
       adminState: this.monitor.adminState(d.datanodeId),
       stale: this.isStale(d),
     };
+  }
+
+  /** The live datanodes' space in total, each file system counted once (capacity.ts). */
+  liveCapacity(): CapacityTotals & { liveDatanodes: number } {
+    const live = [...this.datanodes.values()].filter((d) => d.state === "LIVE");
+    return { ...capacityTotals(live), liveDatanodes: live.length };
   }
 
   datanodeReports(): DatanodeReportOutput[] {

@@ -166,4 +166,24 @@ describe("harvest --dir/--config before the subcommand on a running cluster", ()
     expect(paths).toContain("/tree/locked");
     expect(paths).not.toContain("/tree/locked/inner");
   });
+
+  it("shows the file system's space with fs df, its four numbers adding up, and each datanode's with --datanodes", () => {
+    const at = (...args: string[]): CliRun => harvest("--dir", dir, ...args);
+    const file = join(root, "space.bin");
+    writeFileSync(file, Buffer.alloc(300_000, 7));
+    expect(at("fs", "put", file, "/space.bin", "--replication", "1").code).toBe(0);
+    const df = at("fs", "df", "--json");
+    expect(df.code, df.stderr).toBe(0);
+    const t = JSON.parse(df.stdout) as Record<string, string | number>;
+    const n = (k: string): number => Number(t[k]);
+    expect(n("liveDatanodes")).toBe(1);
+    expect(n("fileSystems")).toBe(1);
+    expect(n("dfsUsedBytes")).toBeGreaterThanOrEqual(300_000);
+    expect(n("capacityBytes")).toBe(n("dfsUsedBytes") + n("nonDfsUsedBytes") + n("remainingBytes"));
+    const human = at("fs", "df", "--datanodes");
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toMatch(/FILESYSTEM\s+SIZE\s+DFS USED\s+NON-DFS USED\s+AVAILABLE\s+DFS USE%/);
+    expect(human.stdout).toContain("1 live datanode(s) on 1 file system(s)");
+    expect(human.stdout).toMatch(/server-1\S*\s+LIVE\s+/);
+  });
 });
