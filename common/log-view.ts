@@ -3,6 +3,7 @@
  * resource manager's copies kept in the DFS (`/jobs/:appId/logs`): a browser gets the tail with links to the whole log,
  * a download and the other stream; a script gets `text/plain` with the log's length and the offset of what it got.
  */
+import type { Readable } from "node:stream";
 import { CONTAINER_LOG_STREAMS } from "./container-logs.js";
 import { HarvestError } from "./errors.js";
 import { formatBytes } from "./web-page.js";
@@ -16,6 +17,14 @@ export const LOG_PAGE_TAIL_BYTES = 4096;
 export interface LogPart {
   data: Buffer;
   offset: number;
+  totalBytes: number;
+}
+
+/** Part of a log sent as it is read (a script's whole log, however long): `length` bytes from `offset`. */
+export interface LogStreamPart {
+  stream: Readable;
+  offset: number;
+  length: number;
   totalBytes: number;
 }
 
@@ -38,12 +47,21 @@ export function logStart(req: WebRequest): number {
   return Number(raw);
 }
 
-/** The `text/plain` answer: the bytes, `x-harvest-log-length` and `x-harvest-log-offset`; `download=1` names a file. */
-export function logText(req: WebRequest, part: LogPart, containerId: string, stream: string): WebResponse {
+/**
+ * The `text/plain` answer: the bytes (streamed, with their length, for a {@link LogStreamPart}),
+ * `x-harvest-log-length` and `x-harvest-log-offset`; `download=1` names a file.
+ */
+export function logText(
+  req: WebRequest,
+  part: LogPart | LogStreamPart,
+  containerId: string,
+  stream: string,
+): WebResponse {
   return {
-    body: part.data,
+    ...("data" in part ? { body: part.data } : { stream: part.stream }),
     contentType: "text/plain; charset=utf-8",
     headers: {
+      ...("data" in part ? {} : { "content-length": String(part.length) }),
       "x-harvest-log-length": String(part.totalBytes),
       "x-harvest-log-offset": String(part.offset),
       ...(req.query.get("download") === "1"

@@ -7,13 +7,16 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { Readable } from "node:stream";
 import { writeFileAtomic } from "../common/atomic-file.js";
 import { requireAccess } from "../common/auth.js";
 import type { Principal } from "../common/auth.js";
 import { killContainerLeftovers } from "../common/container-leftovers.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { isContainerId } from "../common/ids.js";
+import type { LogStreamPart } from "../common/log-view.js";
 import type { Logger } from "../common/log.js";
 import { distEntry } from "../common/paths.js";
 import type { ContainerStatus } from "../proto/generated/harvest/v1/ContainerStatus.js";
@@ -98,6 +101,37 @@ export class ContainerRecords {
     start: number,
     maxBytes = MAX_LOG_READ_BYTES,
   ): Promise<{ data: Buffer; totalBytes: number; offset: number }> {
+    const fh = await this.openLog(containerId, stream);
+    try {
+      const { offset, length, totalBytes } = rangeOf((await fh.stat()).size, start, maxBytes);
+      const data = Buffer.alloc(length);
+      await fh.read(data, 0, length, offset);
+      return { data, totalBytes, offset };
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /** The same part, whatever its size, as a stream read from the file (a script's whole log). */
+  async streamLogRange(containerId: string, stream: string, start: number): Promise<LogStreamPart> {
+    const fh = await this.openLog(containerId, stream);
+    try {
+      const range = rangeOf((await fh.stat()).size, start, Number.MAX_SAFE_INTEGER);
+      // Only what the log held when asked: a container still writing adds nothing to this answer.
+      const body =
+        range.length > 0
+          ? fh.createReadStream({ start: range.offset, end: range.offset + range.length - 1, autoClose: true })
+          : Readable.from([]);
+      if (range.length === 0) await fh.close();
+      return { stream: body, ...range };
+    } catch (err) {
+      await fh.close();
+      throw err;
+    }
+  }
+
+  /** Opens a container's log, checking the id and stream. */
+  private async openLog(containerId: string, stream: string): Promise<FileHandle> {
     if (!isContainerId(containerId))
       throw new HarvestError("INVALID_ARGUMENT", `bad container id ${JSON.stringify(containerId)}`, {
         details: { field: "containerId" },
@@ -109,17 +143,7 @@ export class ContainerRecords {
       });
     const dir = this.findContainerDir(containerId);
     if (!dir) throw new HarvestError("CONTAINER_NOT_FOUND", `no logs for ${containerId} on ${this.nodeId}`);
-    const fh = await openContainerLog(dir, which);
-    try {
-      const size = (await fh.stat()).size;
-      const offset = Math.min(size, start < 0 ? Math.max(0, size + start) : start);
-      const want = Math.min(size - offset, maxBytes);
-      const data = Buffer.alloc(want);
-      await fh.read(data, 0, want, offset);
-      return { data, totalBytes: size, offset };
-    } finally {
-      await fh.close();
-    }
+    return openContainerLog(dir, which);
   }
 
   /**
@@ -222,6 +246,16 @@ export class ContainerRecords {
     }
     return restored;
   }
+}
+
+/** The part of a log of `size` bytes from `start` (negative: that many before the end), at most `maxBytes`. */
+function rangeOf(
+  size: number,
+  start: number,
+  maxBytes: number,
+): { offset: number; length: number; totalBytes: number } {
+  const offset = Math.min(size, start < 0 ? Math.max(0, size + start) : start);
+  return { offset, length: Math.min(size - offset, maxBytes), totalBytes: size };
 }
 
 /**

@@ -5,7 +5,7 @@
  * admin, or a daemon (container-records.ts `checkAccess`); the list shows a user only their own jobs' containers.
  *
  * A browser asks for HTML and gets the pages; anything else (curl, scripts) gets the container list as JSON and a log
- * as `text/plain`, whole unless `start` says otherwise.
+ * as `text/plain`, whole unless `start` says otherwise, streamed from the file however long.
  */
 import type { Principal } from "../common/auth.js";
 import { CONTAINER_LOG_STREAMS } from "../common/container-logs.js";
@@ -108,8 +108,9 @@ async function logPage(source: NodeLogSource, req: WebRequest): Promise<WebRespo
   const containerId = req.params["containerId"] ?? "";
   const stream = req.params["stream"] ?? "";
   source.records.checkAccess(source.secure, req.principal ?? ANONYMOUS, containerId, "read the logs of");
+  if (!wantsLogHtml(req))
+    return logText(req, await source.records.streamLogRange(containerId, stream, logStart(req)), containerId, stream);
   const part = await source.records.readLogRange(containerId, stream, logStart(req));
-  if (!wantsLogHtml(req)) return logText(req, part, containerId, stream);
   const body = logBody(part, stream, (s, query) => logHref(containerId, s, query));
   return {
     html: renderPage({

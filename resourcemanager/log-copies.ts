@@ -3,7 +3,7 @@
  * (common/container-logs.ts): `/jobs/:appId/logs/:containerId/:stream`, for when the server that ran it is gone,
  * reimaged or no longer answers. It mirrors the node manager's `/node/containerlogs` page (nodemanager/log-pages.ts): a
  * browser gets the tail with links to the whole log and a download, anything else the log as `text/plain`, whole
- * unless `start` says otherwise, at most 64 MiB.
+ * unless `start` says otherwise, streamed from the DFS however long (a page reads at most 64 MiB).
  *
  * Who may read it is who may read the job's logs anywhere: the job's submitter, an admin, or a daemon. The copies sit in
  * the submitter's home in directories of the log group (common/container-logs.ts), of which the namenode's `userGroups`
@@ -15,6 +15,7 @@
 import type { Principal } from "../common/auth.js";
 import { containerLogPath } from "../common/container-logs.js";
 import { logBody, logStart, logText, wantsLogHtml } from "../common/log-view.js";
+import type { LogStreamPart } from "../common/log-view.js";
 import type { ContainerLogStream } from "../common/container-logs.js";
 import { errorMessage, HarvestError, isHarvestError } from "../common/errors.js";
 import type { ClientSecurity } from "../common/grpc.js";
@@ -22,7 +23,7 @@ import { isContainerId } from "../common/ids.js";
 import { escapeHtml } from "../common/web-server.js";
 import type { WebRequest, WebResponse } from "../common/web-server.js";
 import { DfsClient } from "../client/dfs-client.js";
-import { readKeptLog } from "../client/kept-logs.js";
+import { readKeptLog, streamKeptLog } from "../client/kept-logs.js";
 import { dfsAsSubmitter } from "./job-dfs-cleanup.js";
 import { logCopyHref, logsCommand, wire } from "./web.js";
 import { page } from "./web-html.js";
@@ -52,20 +53,53 @@ export class LogCopyReader {
    * Part of `job`'s container `containerId`'s kept `stream`, from byte `start` (negative: that many before the end) to
    * the end, at most `maxBytes`. CONTAINER_NOT_FOUND when no copy is there (yet) or it cannot be read any more.
    */
-  async read(
+  read(
     job: LogCopyJob,
     containerId: string,
     stream: ContainerLogStream,
     start: number,
     maxBytes = MAX_LOG_COPY_READ_BYTES,
   ): Promise<LogCopyPart> {
+    return this.reach(job, containerId, stream, async (dfs, path) => {
+      try {
+        return await readKeptLog(dfs, path, start, maxBytes);
+      } finally {
+        dfs.close();
+      }
+    });
+  }
+
+  /** The same part, whatever its size, streamed from the DFS (its client closes when the stream does). */
+  open(job: LogCopyJob, containerId: string, stream: ContainerLogStream, start: number): Promise<LogStreamPart> {
+    return this.reach(job, containerId, stream, async (dfs, path) => {
+      try {
+        const part = await streamKeptLog(dfs, path, start);
+        if (!part) dfs.close();
+        else part.stream.once("close", () => dfs.close());
+        return part;
+      } catch (err) {
+        dfs.close();
+        throw err;
+      }
+    });
+  }
+
+  /**
+   * `use`'s answer for the kept log's path, with the resource manager's certificate (a member of the log group; on a
+   * plaintext cluster, the submitter's name), else the job's token while held. `use` owns the client it is given.
+   */
+  private async reach<T>(
+    job: LogCopyJob,
+    containerId: string,
+    stream: ContainerLogStream,
+    use: (dfs: DfsClient, path: string) => Promise<T | undefined>,
+  ): Promise<T> {
     const path = containerLogPath(job.user, job.appId, containerId, stream);
     if (!this.nnAddress)
       throw new HarvestError("CONTAINER_NOT_FOUND", `no namenode: this cluster keeps no copy of ${containerId}'s log`);
-    let part: LogCopyPart | undefined;
+    let got: T | undefined;
     try {
-      // Secure: the resource manager's own certificate (a member of the log group); plaintext: the submitter's name.
-      part = await this.readAs(this.security ? undefined : job.user, undefined, path, start, maxBytes);
+      got = await use(this.client(this.security ? undefined : job.user, undefined), path);
     } catch (err) {
       if (!isHarvestError(err, "DFS_PERMISSION_DENIED")) throw err;
       if (!job.dfsToken)
@@ -74,37 +108,22 @@ export class LogCopyReader {
           `the resource manager may not read dfs:${path} (${errorMessage(err)}): the namenode's userGroups must put ` +
             `its certificate name in the log group; '${logsCommand(job.appId, containerId, stream)}' reads it as you`,
         );
-      part = await this.readAs(job.user, job.dfsToken, path, start, maxBytes);
+      got = await use(this.client(job.user, job.dfsToken), path);
     }
-    if (!part)
+    if (got === undefined)
       throw new HarvestError(
         "CONTAINER_NOT_FOUND",
         `${containerId}'s ${stream} was not copied into the DFS (yet): no dfs:${path} (the container may still ` +
           `run, or its copy failed or expired)`,
       );
-    return part;
+    return got;
   }
 
-  /**
-   * `path` read with the resource manager's certificate (`user` undefined), the job's token, or (plaintext) as `user`;
-   * undefined when there is no such file.
-   */
-  private async readAs(
-    user: string | undefined,
-    token: string | undefined,
-    path: string,
-    start: number,
-    maxBytes: number,
-  ): Promise<LogCopyPart | undefined> {
-    const dfs =
-      user === undefined
-        ? new DfsClient(this.nnAddress, { security: this.security! })
-        : dfsAsSubmitter(this.nnAddress, this.security, token, user);
-    try {
-      return await readKeptLog(dfs, path, start, maxBytes);
-    } finally {
-      dfs.close();
-    }
+  /** A client with the resource manager's certificate (`user` undefined), the job's token, or (plaintext) as `user`. */
+  private client(user: string | undefined, token: string | undefined): DfsClient {
+    return user === undefined
+      ? new DfsClient(this.nnAddress, { security: this.security! })
+      : dfsAsSubmitter(this.nnAddress, this.security, token, user);
   }
 }
 
@@ -140,8 +159,9 @@ export async function logCopyPage(source: RmWebSource, req: WebRequest): Promise
       "CONTAINER_NOT_FOUND",
       `${appId} has no container ${containerId}; its page /jobs/${appId} lists them`,
     );
+  if (!wantsLogHtml(req))
+    return logText(req, await source.openLogCopy(appId, containerId, stream, start), containerId, stream);
   const part = await source.readLogCopy(appId, containerId, stream, start);
-  if (!wantsLogHtml(req)) return logText(req, part, containerId, stream);
   const body = logBody(part, stream, (s, query = "") => logCopyHref(appId, containerId, s, query), {
     note: "the copy kept in the DFS",
     extraLinks: [`<a href="/jobs/${escapeHtml(encodeURIComponent(appId))}">${escapeHtml(appId)}</a>`],
@@ -157,12 +177,14 @@ export function logCopySource(
   nnAddress: string,
   security: ClientSecurity | undefined,
   recordOf: (appId: string) => { user: string; dfsToken?: string },
-): Pick<RmWebSource, "readLogCopy"> {
+): Pick<RmWebSource, "readLogCopy" | "openLogCopy"> {
   const reader = new LogCopyReader(nnAddress, security);
+  const jobOf = (appId: string): LogCopyJob => {
+    const { user, dfsToken = "" } = recordOf(appId);
+    return { appId, user, dfsToken };
+  };
   return {
-    readLogCopy: (appId, containerId, stream, start) => {
-      const { user, dfsToken = "" } = recordOf(appId);
-      return reader.read({ appId, user, dfsToken }, containerId, stream, start);
-    },
+    readLogCopy: (appId, containerId, stream, start) => reader.read(jobOf(appId), containerId, stream, start),
+    openLogCopy: (appId, containerId, stream, start) => reader.open(jobOf(appId), containerId, stream, start),
   };
 }

@@ -23,6 +23,7 @@ import type { UtilizationSeries } from "../common/trace-io.js";
 import { harvestVersion, processFacts } from "../common/web-page.js";
 import type { WebServer } from "../common/web-server.js";
 import type { ClusterHistory, NodeKills } from "./cluster-history.js";
+import type { LogStreamPart } from "../common/log-view.js";
 import type { NodeSample } from "./node-tracker.js";
 import { APP_STATES, NODE_STATES } from "./rm-metrics.js";
 import type { ApplicationReport, ApplicationReportOutput } from "../proto/generated/harvest/v1/ApplicationReport.js";
@@ -76,6 +77,8 @@ export interface RmWebSource {
   nodeWebToken(viewer: Principal | undefined): string | undefined;
   /** Part of a container's log kept in the DFS (log-copies.ts `LogCopyReader.read`, as the job's submitter). */
   readLogCopy(appId: string, containerId: string, stream: ContainerLogStream, start: number): Promise<LogCopyPart>;
+  /** The same, whatever its size, streamed from the DFS (`LogCopyReader.open`: a script's whole log). */
+  openLogCopy(appId: string, containerId: string, stream: ContainerLogStream, start: number): Promise<LogStreamPart>;
 }
 
 /** Part of a container's log kept in the DFS: its bytes from `offset`, and the log's whole length. */

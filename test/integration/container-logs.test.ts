@@ -271,6 +271,44 @@ describe("container logs", () => {
     }
   }, 180_000);
 
+  it("sends a whole log however long, streamed, from its node manager and from the kept copy alike", async () => {
+    // 70 MiB: longer than the most a page reads into memory (64 MiB), ending with a line to look for.
+    const big = 70 * 1024 * 1024;
+    const alice = jobs("alice");
+    const appId = await alice.submit(
+      JSON.stringify({
+        name: "long-log",
+        vertices: [
+          {
+            name: "talk",
+            parallelism: 1,
+            command: ["node", "-e", `process.stdout.write(Buffer.alloc(${big}, 97)); process.stdout.write("END\\n");`],
+            resources: { vcores: 0.5, memoryMb: 256 },
+          },
+        ],
+      }),
+    );
+    const r = await alice.waitForCompletion(appId, undefined, 200);
+    expect(r.outcome, r.diagnostics).toBe("JOB_SUCCEEDED");
+    const task = r.containers.find((x) => x.vertex === "talk")!;
+    const node = c.desc.nodes.find((n) => n.nodeId === task.nodeId)!;
+    const tls = { ca: who["admin"]!.ca!, cert: who["alice"]!.cert!, key: who["alice"]!.key! };
+    for (const url of [
+      `${node.httpUrl}/node/containerlogs/${task.containerId}/stdout?format=text`,
+      `${c.desc.rm.httpUrl}/jobs/${appId}/logs/${task.containerId}/stdout?format=text`,
+    ]) {
+      const got = await get(url, tls);
+      expect(got.status, url).toBe(200);
+      expect(got.headers["content-length"], url).toBe(String(big + 4));
+      expect(got.headers["x-harvest-log-length"], url).toBe(String(big + 4));
+      expect(got.body.length, url).toBe(big + 4);
+      expect(got.body.endsWith("aaaaEND\n"), url).toBe(true);
+      // From an offset: the rest, however long.
+      const rest = await get(url + "&start=1000", tls);
+      expect([rest.body.length, rest.headers["x-harvest-log-offset"]], url).toEqual([big + 4 - 1000, "1000"]);
+    }
+  }, 120_000);
+
   it("serves a container's log over HTTPS to its submitter and admins only; the job page links to it", async () => {
     const alice = jobs("alice");
     const appId = await alice.submit(
