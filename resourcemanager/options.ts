@@ -208,7 +208,8 @@ export interface ResourceManagerOptions {
   monitorIntervalMs: number;
   /**
    * How often the cluster page's history (cores harvested, kills) takes a sample; the last day is kept, at most 1440
-   * samples. @default 60000
+   * samples, in the resource manager's store (LevelDB, or etcd with HA): each sample rewrites its clock hour's record
+   * (60 samples at the default), so a much shorter period means larger writes. @default 60000
    */
   historySampleMs: number;
   /**

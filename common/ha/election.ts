@@ -92,9 +92,14 @@ export class MasterElection {
     return this.epochValue;
   }
 
-  /** The active master as last observed (this one while active). */
+  /**
+   * The active master as last observed (this one while active or promoting). A standby never names itself: a value
+   * naming this master is an event of its own ended term delivered late (or a key whose campaign the recheck is
+   * about to take up), and sending callers to itself would loop.
+   */
   get leader(): MasterInfo | undefined {
-    return this.roleValue === "active" || this.roleValue === "promoting" ? this.me : this.leaderValue;
+    if (this.roleValue === "active" || this.roleValue === "promoting") return this.me;
+    return this.leaderValue?.id === this.me.id ? undefined : this.leaderValue;
   }
 
   /** Campaigns and watches the leader. */

@@ -56,6 +56,14 @@ async function killNodeManager(node: { nodeId: string; pid: number }): Promise<v
   );
 }
 
+/** A job of one task, `vertex[0]`, that runs `command` with half a core and `memoryMb`. */
+function oneTaskJob(name: string, vertex: string, command: string[], memoryMb = 128): string {
+  return JSON.stringify({
+    name,
+    vertices: [{ name: vertex, parallelism: 1, command, resources: { vcores: 0.5, memoryMb } }],
+  });
+}
+
 interface HttpAnswer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
@@ -276,17 +284,12 @@ describe("container logs", () => {
     const big = 70 * 1024 * 1024;
     const alice = jobs("alice");
     const appId = await alice.submit(
-      JSON.stringify({
-        name: "long-log",
-        vertices: [
-          {
-            name: "talk",
-            parallelism: 1,
-            command: ["node", "-e", `process.stdout.write(Buffer.alloc(${big}, 97)); process.stdout.write("END\\n");`],
-            resources: { vcores: 0.5, memoryMb: 256 },
-          },
-        ],
-      }),
+      oneTaskJob(
+        "long-log",
+        "talk",
+        ["node", "-e", `process.stdout.write(Buffer.alloc(${big}, 97)); process.stdout.write("END\\n");`],
+        256,
+      ),
     );
     const r = await alice.waitForCompletion(appId, undefined, 200);
     expect(r.outcome, r.diagnostics).toBe("JOB_SUCCEEDED");
@@ -479,19 +482,7 @@ describe("container logs", () => {
 
   it("names a failed task's container and the command that shows its log; job status lists the containers", async () => {
     const alice = jobs("alice");
-    const appId = await alice.submit(
-      JSON.stringify({
-        name: "no-binary",
-        vertices: [
-          {
-            name: "a",
-            parallelism: 1,
-            command: ["/no/such/binary"],
-            resources: { vcores: 0.5, memoryMb: 128 },
-          },
-        ],
-      }),
-    );
+    const appId = await alice.submit(oneTaskJob("no-binary", "a", ["/no/such/binary"]));
     const r = await alice.waitForCompletion(appId, undefined, 200);
     expect(r.outcome).toBe("JOB_FAILED");
     const last = r.containers.filter((x) => x.vertex === "a").at(-1)!;
@@ -526,17 +517,11 @@ describe("container logs", () => {
     const alice = jobs("alice");
     const words = Array.from({ length: 500 }, (_, n) => `said before the crash ${n}`).join("\n") + "\n";
     const appId = await alice.submit(
-      JSON.stringify({
-        name: "crash",
-        vertices: [
-          {
-            name: "talk",
-            parallelism: 1,
-            command: ["node", "-e", `process.stdout.write(${JSON.stringify(words)}); setTimeout(() => {}, 300000);`],
-            resources: { vcores: 0.5, memoryMb: 128 },
-          },
-        ],
-      }),
+      oneTaskJob("crash", "talk", [
+        "node",
+        "-e",
+        `process.stdout.write(${JSON.stringify(words)}); setTimeout(() => {}, 300000);`,
+      ]),
     );
     const r = await waitForJob(alice, appId, (x) =>
       x.containers.some((k) => k.vertex === "talk" && k.state === "RUNNING"),

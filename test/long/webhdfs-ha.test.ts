@@ -83,6 +83,7 @@ describe.skipIf(!haveEtcd)("WebHDFS on HA namenodes", () => {
   let ca: Buffer;
   let dfs: DfsClient;
 
+  /** The active and the standby, once the standby names the active (it redirects there only then). */
   async function roles(): Promise<{ active: DaemonRecord; standby: DaemonRecord }> {
     const d = readCluster(c.dir);
     const both = [d.nn!, d.nn2!];
@@ -90,16 +91,20 @@ describe.skipIf(!haveEtcd)("WebHDFS on HA namenodes", () => {
       both.map(async (m) => {
         const admin = makeClient(loadHaAdminProto().HaAdmin, m.address, security);
         try {
-          return (await call(admin, admin.getHaStatus, {}, 3_000)).role;
+          return await call(admin, admin.getHaStatus, {}, 3_000);
         } catch {
-          return "down";
+          return { role: "down", activeAddress: "" };
         } finally {
           admin.close();
         }
       }),
     );
-    const i = got.indexOf("active");
-    if (i < 0 || got[1 - i] !== "standby") throw new Error(`namenodes are ${got.join(", ")}`);
+    const i = got.findIndex((x) => x.role === "active");
+    const standby = got[1 - i];
+    if (i < 0 || standby?.role !== "standby" || standby.activeAddress !== both[i]!.address)
+      throw new Error(
+        `namenodes are ${got.map((x) => `${x.role} (active ${x.activeAddress || "unknown"})`).join(", ")}`,
+      );
     return { active: both[i]!, standby: both[1 - i]! };
   }
 
