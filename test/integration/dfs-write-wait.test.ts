@@ -31,6 +31,19 @@ const MiB = 1024 * 1024;
 /** How long the primaries stay busy while a put waits (then they calm down). */
 const BUSY_MS = 1_500;
 
+/** Creates `path` empty and open, leased to `dfs`'s client, as a write that never got further leaves it. */
+async function createOpen(dfs: DfsClient, path: string): Promise<void> {
+  await dfs.nnCall(dfs.namenode.create, {
+    path,
+    owner: dfs.options.user,
+    clientName: dfs.options.clientName,
+    replication: 0,
+    blockSize: 0,
+    overwrite: false,
+    writerDatanodeId: "",
+  });
+}
+
 function sha256(data: Buffer): string {
   return createHash("sha256").update(data).digest("hex");
 }
@@ -215,15 +228,7 @@ describe("a write while every datanode's primary tenant is busy", () => {
   it("is never blocked by its own open file: the same client overwrites it at once, another must wait for its lease", async () => {
     const dfs = client();
     // A file this client left open (its cleanup did not reach the namenode, say).
-    await dfs.nnCall(dfs.namenode.create, {
-      path: "/wait/own.bin",
-      owner: dfs.options.user,
-      clientName: dfs.options.clientName,
-      replication: 0,
-      blockSize: 0,
-      overwrite: false,
-      writerDatanodeId: "",
-    });
+    await createOpen(dfs, "/wait/own.bin");
     const [local, data] = localFile("own.bin", 1000);
     expect(await codeOf(client().put(local, "/wait/own.bin", { overwrite: true }))).toBe("NAMENODE_FILE_INCOMPLETE");
     await dfs.put(local, "/wait/own.bin", { overwrite: true });
@@ -297,15 +302,7 @@ describe("a write while every datanode's primary tenant is busy", () => {
     });
     const dfs = client();
     const idle = (await dfs.datanodes()).find((d) => !d.primaryBusy)!.datanodeId;
-    await dfs.nnCall(dfs.namenode.create, {
-      path: "/wait/refused.bin",
-      owner: dfs.options.user,
-      clientName: dfs.options.clientName,
-      replication: 0,
-      blockSize: 0,
-      overwrite: false,
-      writerDatanodeId: "",
-    });
+    await createOpen(dfs, "/wait/refused.bin");
     let refusal: unknown;
     await dfs
       .nnCall(dfs.namenode.addBlock, {

@@ -8,18 +8,16 @@
  * write; the pages carry their stable ids and escape what users named; a dead datanode's blocks show as
  * under-replicated on every surface. (test/e2e/web-ui.test.ts opens these pages in a real browser.)
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import * as http from "node:http";
-import * as https from "node:https";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { waitFor } from "../wait-for.js";
-import { startTestDataNode } from "./harness.js";
+import { send, startSecureDfs } from "../helpers/secure-dfs.js";
+import type { SecureDfs, Who } from "../helpers/secure-dfs.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DfsClient } from "../../client/dfs-client.js";
-import { issueCertificate, issueClusterCertificates } from "../../localcluster/cluster-ca.js";
 import type { ClusterCertificates } from "../../localcluster/cluster-ca.js";
 import type { ClientSecurity } from "../../common/grpc.js";
 import { Logger } from "../../common/log.js";
@@ -31,49 +29,22 @@ const quiet = new Logger("test", "error");
 const CONTENT = Buffer.from("alice's notes, served over WebHDFS\n".repeat(300));
 
 /** Who asks: a certificate, a bearer token, or nobody (the CA is always trusted). */
-type Who = { cert: string; key: string } | { token: string } | "nobody";
-
 interface Answer {
   status: number;
   body: string;
   json: unknown;
 }
 
-/** A GET with `path` sent as is (no URL normalisation on the client side). */
-function get(
+/** A GET of `path` at `baseUrl`, its body as text. */
+async function get(
   baseUrl: string,
   path: string,
   ca: string | undefined,
   who: Who,
   accept = "application/json",
 ): Promise<Answer> {
-  const u = new URL(baseUrl);
-  const headers: Record<string, string> = { accept };
-  if (who !== "nobody" && "token" in who) headers["authorization"] = `Bearer ${who.token}`;
-  const options: https.RequestOptions = { host: u.hostname, port: u.port, path, method: "GET", headers, agent: false };
-  if (ca) options.ca = readFileSync(ca);
-  if (who !== "nobody" && "cert" in who) {
-    options.cert = readFileSync(who.cert);
-    options.key = readFileSync(who.key);
-  }
-  return new Promise((resolve, reject) => {
-    const req = (u.protocol === "https:" ? https : http).request(options, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => {
-        const body = Buffer.concat(chunks).toString("utf8");
-        let json: unknown;
-        try {
-          json = JSON.parse(body);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, body, json });
-      });
-    });
-    req.on("error", reject);
-    req.end();
-  });
+  const a = await send(baseUrl + path, "GET", ca, who, { accept });
+  return { status: a.status, body: a.body.toString("utf8"), json: a.json };
 }
 
 async function write(dfs: DfsClient, path: string, data: Buffer): Promise<void> {
@@ -85,7 +56,6 @@ function errorCode(a: Answer): string | undefined {
 }
 
 describe("the namenode's web UI, REST API and metrics", () => {
-  let dir: string;
   let certs: ClusterCertificates;
   let ca: string;
   const users: Record<string, ClientSecurity & { cert: string; key: string }> = {};
@@ -99,52 +69,22 @@ describe("the namenode's web UI, REST API and metrics", () => {
   const api = (path: string, who: Who = as("alice"), accept?: string): Promise<Answer> =>
     get(url, path, ca, who, accept);
 
+  let dfs: SecureDfs;
+
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "harvest-nn-web-"));
-    certs = await issueClusterCertificates(join(dir, "security"), {
-      caName: "Harvest nn-web test CA",
-      daemons: Object.fromEntries(["nn", "dn1", "dn2"].map((n) => [n, ["127.0.0.1", "localhost"]])),
-      admin: "ops",
-      dirMode: 0o700,
-    });
-    ca = certs.admin.ca;
-    for (const name of ["alice", "bob"])
-      users[name] = { ca, ...(await issueCertificate(join(dir, "security"), join(dir, name), { name, role: "user" })) };
-    users["ops"] = { ...certs.admin };
-    nn = new NameNode(
-      {
-        dataDir: join(dir, "nn"),
-        tls: certs.daemons["nn"]!,
-        heartbeatIntervalMs: 200,
-        datanodeExpiryMs: 1_500,
-        replicationIntervalMs: 200,
-        monitorIntervalMs: 200,
-      },
-      { logger: quiet },
-    );
-    await nn.start();
+    dfs = await startSecureDfs("nn-web", { replicationIntervalMs: 200 });
+    ({ certs, ca, nn, admin } = dfs);
+    Object.assign(users, dfs.users, { ops: { ...certs.admin } });
+    dns.push(...dfs.dns);
     url = nn.httpUrl!;
-    for (const id of ["dn1", "dn2"]) {
-      dns.push(await startTestDataNode(dir, id, nn.address, { heartbeatIntervalMs: 200, tls: certs.daemons[id]! }));
-    }
     alice = new DfsClient(nn.address, { security: users["alice"]! });
     bob = new DfsClient(nn.address, { security: users["bob"]! });
-    admin = new DfsClient(nn.address, { security: certs.admin });
-    await waitFor(async () => (await admin.datanodes()).filter((d) => d.state === "LIVE").length === 2, {
-      what: "two live datanodes",
-      timeoutMs: 15_000,
-    });
-    await waitFor(async () => !nn.inSafeMode, { what: "safe mode to end", timeoutMs: 15_000 });
-    await admin.mkdir("/home/alice");
-    await admin.chown("/home/alice", "alice");
     await write(alice, "/home/alice/notes.txt", CONTENT);
   }, 60_000);
 
   afterAll(async () => {
-    for (const c of [alice, bob, admin]) c?.close();
-    for (const dn of dns) await dn.stop();
-    await nn?.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    for (const c of [alice, bob]) c?.close();
+    await dfs?.stop();
   });
 
   it("serves HTTPS at the URL it reports, and refuses a caller without a certificate or token", async () => {

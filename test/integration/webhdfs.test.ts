@@ -9,7 +9,6 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import * as http from "node:http";
 import * as https from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,68 +19,17 @@ import { loadHarvestProto, makeClient } from "../../common/grpc.js";
 import type { ClientSecurity } from "../../common/grpc.js";
 import { Logger } from "../../common/log.js";
 import type { DataNode } from "../../datanode/index.js";
-import { issueCertificate, issueClusterCertificates } from "../../localcluster/cluster-ca.js";
 import type { ClusterCertificates } from "../../localcluster/cluster-ca.js";
 import { NameNode } from "../../namenode/index.js";
 import { waitFor } from "../wait-for.js";
+import { send, startSecureDfs } from "../helpers/secure-dfs.js";
 import { startTestDataNode } from "./harness.js";
+import type { SecureDfs, WebAnswer, Who } from "../helpers/secure-dfs.js";
 
 const quiet = new Logger("test", "error");
 const TICKET_LIFETIME_MS = 4_000;
 
-/** Who asks: a certificate, a bearer token, or nobody (the CA is always trusted). */
-type Who = { cert: string; key: string } | { token: string } | "nobody";
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-  json: unknown;
-}
-
-/**
- * One request as curl sends it: `path` as is (no client-side normalisation), an optional body, no redirect followed;
- * `ca` undefined for plain HTTP.
- */
-function send(url: string, method: string, ca: string | undefined, who: Who, body?: Buffer): Promise<Answer> {
-  const u = new URL(url);
-  const headers: Record<string, string> = { accept: "*/*" };
-  if (who !== "nobody" && "token" in who) headers["authorization"] = `Bearer ${who.token}`;
-  if (body) headers["content-length"] = String(body.length);
-  const options: https.RequestOptions = {
-    host: u.hostname,
-    port: u.port,
-    path: url.slice(url.indexOf("/", "https://".length)),
-    method,
-    headers,
-    agent: false,
-    ...(ca ? { ca: readFileSync(ca) } : {}),
-  };
-  if (who !== "nobody" && "cert" in who) {
-    options.cert = readFileSync(who.cert);
-    options.key = readFileSync(who.key);
-  }
-  return new Promise((resolve, reject) => {
-    const req = (u.protocol === "https:" ? https : http).request(options, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => {
-        const all = Buffer.concat(chunks);
-        let json: unknown;
-        try {
-          json = JSON.parse(all.toString("utf8"));
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: all, json });
-      });
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
-
-function remote(a: Answer): { exception?: string; javaClassName?: string } | undefined {
+function remote(a: WebAnswer): { exception?: string; javaClassName?: string } | undefined {
   return (a.json as { RemoteException?: { exception?: string; javaClassName?: string } } | undefined)?.RemoteException;
 }
 
@@ -99,58 +47,28 @@ describe("WebHDFS", () => {
   const nnUrl = (path: string): string => `${nn.httpUrl!}/webhdfs/v1${path}`;
 
   /** Sends to the namenode, then (a 307) the same method and body to where it points, as `curl -L` does. */
-  async function follow(method: string, path: string, who: Who, body?: Buffer): Promise<[Answer, Answer?]> {
+  async function follow(method: string, path: string, who: Who, body?: Buffer): Promise<[WebAnswer, WebAnswer?]> {
     const first = await send(nnUrl(path), method, ca, who);
     if (first.status !== 307) return [first];
     const location = first.headers["location"] as string;
     // curl drops the Authorization header for another host or port: the ticket is all the datanode gets.
-    return [first, await send(location, method, ca, "nobody", body)];
+    return [first, await send(location, method, ca, "nobody", { body })];
   }
 
+  let dfs: SecureDfs;
+
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "harvest-webhdfs-"));
-    certs = await issueClusterCertificates(join(dir, "security"), {
-      caName: "Harvest webhdfs test CA",
-      daemons: Object.fromEntries(["nn", "dn1", "dn2"].map((n) => [n, ["127.0.0.1", "localhost"]])),
-      admin: "ops",
-      dirMode: 0o700,
-    });
-    ca = certs.admin.ca;
-    for (const name of ["alice", "bob"])
-      users[name] = { ca, ...(await issueCertificate(join(dir, "security"), join(dir, name), { name, role: "user" })) };
-    nn = new NameNode(
-      {
-        dataDir: join(dir, "nn"),
-        tls: certs.daemons["nn"]!,
-        heartbeatIntervalMs: 200,
-        datanodeExpiryMs: 1_500,
-        monitorIntervalMs: 200,
-        defaultReplication: 2,
-        webHdfsTicketLifetimeMs: TICKET_LIFETIME_MS,
-      },
-      { logger: quiet },
-    );
-    await nn.start();
-    for (const id of ["dn1", "dn2"])
-      dns.push(await startTestDataNode(dir, id, nn.address, { heartbeatIntervalMs: 200, tls: certs.daemons[id]! }));
+    dfs = await startSecureDfs("webhdfs", { defaultReplication: 2, webHdfsTicketLifetimeMs: TICKET_LIFETIME_MS });
+    ({ dir, certs, ca, nn, admin } = dfs);
+    Object.assign(users, dfs.users);
+    dns.push(...dfs.dns);
     alice = new DfsClient(nn.address, { security: users["alice"]! });
-    admin = new DfsClient(nn.address, { security: certs.admin });
-    await waitFor(async () => (await admin.datanodes()).filter((d) => d.state === "LIVE").length === 2, {
-      what: "two live datanodes",
-      timeoutMs: 15_000,
-    });
-    await waitFor(async () => !nn.inSafeMode, { what: "safe mode to end", timeoutMs: 15_000 });
-    await admin.mkdir("/home/alice");
-    await admin.chown("/home/alice", "alice");
     aliceToken = (await alice.webToken(600_000)).token;
   }, 60_000);
 
   afterAll(async () => {
-    for (const c of [alice, admin]) c?.close();
-    // The namenode first: datanodes going away before it would have it report their blocks missing.
-    await nn?.stop();
-    for (const dn of dns) await dn.stop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    alice?.close();
+    await dfs?.stop();
   });
 
   it("creates a file in two steps (307 to a datanode, then 201) and reads it back byte for byte", async () => {
@@ -234,7 +152,7 @@ describe("WebHDFS", () => {
   });
 
   it("makes directories, renames, lists, stats and deletes in WebHDFS's shapes", async () => {
-    const put = (path: string): Promise<Answer> => send(nnUrl(path), "PUT", ca, as("alice"));
+    const put = (path: string): Promise<WebAnswer> => send(nnUrl(path), "PUT", ca, as("alice"));
     expect((await put("/home/alice/a/b?op=MKDIRS&permission=750")).json).toEqual({ boolean: true });
     const b = await send(nnUrl("/home/alice/a/b?op=GETFILESTATUS"), "GET", ca, as("alice"));
     expect(b.json).toMatchObject({
@@ -322,7 +240,9 @@ describe("WebHDFS", () => {
     // A ticket is for one path and one operation.
     const otherPath = await send(at("/home/alice/u.txt", "OPEN", ticket), "GET", ca, "nobody");
     expect([otherPath.status, remote(otherPath)?.exception]).toEqual([403, "InvalidToken"]);
-    const otherOp = await send(at("/home/alice/t.txt", "CREATE", ticket), "PUT", ca, "nobody", Buffer.from("!"));
+    const otherOp = await send(at("/home/alice/t.txt", "CREATE", ticket), "PUT", ca, "nobody", {
+      body: Buffer.from("!"),
+    });
     expect([otherOp.status, remote(otherOp)?.exception]).toEqual([403, "InvalidToken"]);
     const good = await send(location.toString(), "GET", ca, "nobody");
     expect(good.body.toString()).toBe("ticketed");
@@ -494,7 +414,7 @@ describe("WebHDFS on a plaintext cluster", () => {
       const location = new URL(first.headers["location"] as string);
       expect(location.origin).toBe(dn.httpUrl);
       expect(location.searchParams.get("delegation")).toMatch(/^wh0\./);
-      const created = await send(location.toString(), "PUT", undefined, "nobody", Buffer.from("carol's"));
+      const created = await send(location.toString(), "PUT", undefined, "nobody", { body: Buffer.from("carol's") });
       expect(created.status).toBe(201);
       const stat = await send(url("/carol/f.txt?op=GETFILESTATUS&user.name=carol"), "GET", undefined, "nobody");
       expect(stat.json).toMatchObject({ FileStatus: { owner: "carol", length: 7 } });
