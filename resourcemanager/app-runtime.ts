@@ -73,6 +73,8 @@ export interface AppRuntime {
   taskDurations: Map<string, number[]>;
   /** Core-ms its ended containers held (admission's mean demand). */
   heldCoreMs: number;
+  /** Its end being made durable (`Applications.finish`); unset before and after. */
+  ending?: Promise<void> | undefined;
 }
 
 /** How an application's containers ended, counted over all its attempts. */

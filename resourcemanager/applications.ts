@@ -449,7 +449,25 @@ export class Applications {
     return {};
   }
 
-  private async finish(
+  /**
+   * Ends a job: durable before anyone is told, so a caller that sees the job ended also finds its history entry. A
+   * second end asked while one is being written waits for that one.
+   */
+  private finish(
+    app: AppRuntime,
+    event: AppEvent,
+    outcome: AppRecord["outcome"],
+    diagnostics: string,
+    progress: JobProgress | undefined,
+  ): Promise<void> {
+    if (isTerminal(app.record.state)) return Promise.resolve();
+    app.ending ??= this.end(app, event, outcome, diagnostics, progress).finally(() => {
+      app.ending = undefined;
+    });
+    return app.ending;
+  }
+
+  private async end(
     app: AppRuntime,
     event: AppEvent,
     outcome: AppRecord["outcome"],
@@ -457,27 +475,32 @@ export class Applications {
     progress: JobProgress | undefined,
   ): Promise<void> {
     const { store, scheduler, clock, log } = this.deps;
-    if (isTerminal(app.record.state)) return;
     const now = clock.nowMs();
-    moveApp(app, event);
-    const state = app.record.state;
-    app.record.outcome = outcome;
-    app.record.diagnostics = diagnostics;
-    app.record.finishMs = now;
+    // The ended record is applied only once it is stored: until then reports show the job running (a failed write
+    // leaves it so, and its end is asked again), never ended without its history.
+    const ended: AppRecord = {
+      ...app.record,
+      state: nextAppState(app.record.state, event),
+      outcome,
+      diagnostics,
+      finishMs: now,
+    };
+    const state = ended.state;
     if (progress) app.progress = progress;
     const history = historyRecordOf(app, outcome, now, this.deps.options.amResource.vcoresMilli);
+    // The job's delegation token is of no more use to it (no attempt starts after its end): it leaves the record, and
+    // is stored with the end as one to cancel at the namenode, with the staging directory to remove, so that a restart
+    // still does both.
+    const dfsToken = ended.dfsToken ?? "";
+    delete ended.dfsToken;
+    const cleanup = this.deps.jobCleanup.cleanupOf(ended, dfsToken);
+    await store.finishApp(ended, history, cleanup);
+    Object.assign(app.record, ended);
+    delete app.record.dfsToken;
     if (history.meanDemandMilli !== undefined) {
       this.deps.demand.observe(app.record.name, history.meanDemandMilli);
       this.deps.lifetimes.observeJob(app.record.name, history.durationMs);
     }
-    // The job's delegation token is of no more use to it (no attempt starts after its end): it leaves the record, and
-    // is stored with the end as one to cancel at the namenode, with the staging directory to remove, so that a restart
-    // still does both.
-    const dfsToken = app.record.dfsToken ?? "";
-    delete app.record.dfsToken;
-    const cleanup = this.deps.jobCleanup.cleanupOf(app.record, dfsToken);
-    // Durable before anyone is told.
-    await store.finishApp(app.record, history, cleanup);
     if (cleanup) this.deps.jobCleanup.cleanUp(app.record.appId, cleanup);
     this.deps.observer?.finished(app.record.appId, state, outcome);
     await this.evictCompleted();
