@@ -70,6 +70,25 @@ export function isMemberUnreachable(err: Error): boolean {
   return e instanceof GRPCDeadlineExceededError;
 }
 
+/**
+ * Whether etcd refused a call because its users or roles changed between the member's permission check and the
+ * request's turn in the log ("etcdserver: revision of auth store is old"): the request was not applied, and sent
+ * again it is checked against the new auth store. Right after `auth enable`, or while an operator grants a role, any
+ * call may meet it; etcd's Go client sends such calls again, and so does Harvest's.
+ */
+export function isAuthRevisionOld(err: Error): boolean {
+  return /revision of auth store is old/.test(err.message);
+}
+
+/**
+ * How many times a call refused with {@link isAuthRevisionOld} is sent, to the same member, waiting 20 ms doubling to
+ * at most AUTH_OLD_WAIT_MAX_MS (each wait jittered by -50 % to +50 %), about 1.5 s in all.
+ */
+const AUTH_OLD_RETRIES = 8;
+const AUTH_OLD_WAIT_MAX_MS = 320;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** Which members are paused (see MEMBER_PAUSE_MS), shared by the per-member policies of one client. */
 class MemberPauses {
   private readonly until = new Map<string, number>();
@@ -104,13 +123,16 @@ function memberPolicy(member: string, pauses: MemberPauses): IPolicy {
     async execute<T>(fn: (context: IDefaultPolicyContext) => PromiseLike<T> | T, signal?: AbortSignal): Promise<T> {
       // Thrown before calling through, etcd3 goes to the next member.
       if (pauses.skip(member)) throw new BrokenCircuitError();
-      try {
-        const result = await fn({ signal: signal ?? new AbortController().signal });
-        pauses.resume(member);
-        return result;
-      } catch (err) {
-        if (err instanceof Error && isMemberUnreachable(err)) pauses.pause(member);
-        throw err;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const result = await fn({ signal: signal ?? new AbortController().signal });
+          pauses.resume(member);
+          return result;
+        } catch (err) {
+          if (err instanceof Error && isMemberUnreachable(err)) pauses.pause(member);
+          if (!(err instanceof Error && isAuthRevisionOld(err)) || attempt >= AUTH_OLD_RETRIES) throw err;
+          await sleep(Math.min(AUTH_OLD_WAIT_MAX_MS, 10 * 2 ** attempt) * (0.5 + Math.random()));
+        }
       }
     },
   };

@@ -14,7 +14,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Etcd3, EtcdPermissionDeniedError, GRPCUnavailableError } from "etcd3";
+import { Etcd3, EtcdPermissionDeniedError, GRPCUnavailableError, Range } from "etcd3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCa, issueCertificate } from "../../localcluster/cluster-ca.js";
 import {
@@ -27,6 +27,7 @@ import {
   replaceEtcdMember,
   startEnsemble,
   stopEnsemble,
+  withRootCertificate,
 } from "../../localcluster/etcd-ensemble.js";
 import type { EnsembleDescriptor } from "../../localcluster/etcd-ensemble.js";
 import { isHarvestError } from "../../common/errors.js";
@@ -112,6 +113,47 @@ describe.skipIf(!etcd)("an etcd ensemble under the cluster CA", () => {
       expect(await failure(c.get("/elsewhere").string())).toBeInstanceOf(EtcdPermissionDeniedError);
     } finally {
       c.close();
+    }
+  });
+
+  it("keeps every master write while an operator changes etcd's roles (no 'revision of auth store is old')", async () => {
+    // Each role change moves etcd's auth revision; a request checked before one and applied after it is refused, not
+    // applied. Without sending such calls again, 47 to 77 of these 1,200 writes failed here.
+    const master = await masterClient(e);
+    let failed: unknown[] = [];
+    await withRootCertificate(caDir, async (rootTls) => {
+      const root = clientAs(e, rootTls);
+      let changing = true;
+      try {
+        await root.role("operator-churn").create();
+        const changes = (async () => {
+          for (let i = 0; changing; i++) {
+            await root.role("operator-churn").grant({ permission: "Read", range: Range.prefix(`/churn-${i % 5}/`) });
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+        })();
+        const writers = Array.from({ length: 8 }, async (_, w) => {
+          for (let i = 0; i < 150; i++)
+            await master
+              .put(`/harvest/test/churn/${w}/${i}`)
+              .value(String(i))
+              .catch((err: unknown) => failed.push(err));
+        });
+        await Promise.all(writers);
+        changing = false;
+        await changes;
+        await root.role("operator-churn").delete();
+      } finally {
+        changing = false;
+        root.close();
+      }
+    });
+    try {
+      failed = failed.map((err) => (err instanceof Error ? err.message : String(err)));
+      expect(failed).toEqual([]);
+      expect(await master.getAll().prefix("/harvest/test/churn/").count()).toBe(8 * 150);
+    } finally {
+      master.close();
     }
   });
 
