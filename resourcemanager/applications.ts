@@ -476,8 +476,8 @@ export class Applications {
   ): Promise<void> {
     const { store, scheduler, clock, log } = this.deps;
     const now = clock.nowMs();
-    // The ended record is applied only once it is stored: until then reports show the job running (a failed write
-    // leaves it so, and its end is asked again), never ended without its history.
+    // The end is applied only once it is stored: until then reports show the job running (a failed write leaves it
+    // so, as a restart would find it), never ended without its history.
     const ended: AppRecord = {
       ...app.record,
       state: nextAppState(app.record.state, event),
@@ -495,7 +495,7 @@ export class Applications {
     delete ended.dfsToken;
     const cleanup = this.deps.jobCleanup.cleanupOf(ended, dfsToken);
     await store.finishApp(ended, history, cleanup);
-    Object.assign(app.record, ended);
+    Object.assign(app.record, { state, outcome, diagnostics, finishMs: now });
     delete app.record.dfsToken;
     if (history.meanDemandMilli !== undefined) {
       this.deps.demand.observe(app.record.name, history.meanDemandMilli);
