@@ -354,10 +354,8 @@ export function registerFsCommands(program: Command): void {
       action(async (o: GlobalOpts & { datanodes?: boolean }) =>
         withDfs(o, async (c) => {
           const { totals: t, datanodes } = await c.capacity();
-          // int64 fields may come as strings or Longs.
-          const n = (x: unknown): number => Number(x);
-          const used = n(t.capacityBytes) > 0 ? Math.round((100 * n(t.dfsUsedBytes)) / n(t.capacityBytes)) : 0;
-          const sizes = (...xs: unknown[]): string[] => xs.map((x) => formatBytes(n(x)));
+          const used = t.capacityBytes > 0 ? Math.round((100 * t.dfsUsedBytes) / t.capacityBytes) : 0;
+          const sizes = (...xs: number[]): string[] => xs.map((x) => formatBytes(x));
           print(o, { ...t, datanodes: o.datanodes ? datanodes : undefined }, () =>
             [
               table(

@@ -278,7 +278,7 @@ export class DfsClient implements DfsHost {
       fileSystems: 0,
       liveDatanodes: 0,
     };
-    return { totals: { ...totals }, datanodes: r.datanodes };
+    return { totals, datanodes: r.datanodes };
   }
 
   /**

@@ -5,6 +5,7 @@
 import { Readable } from "node:stream";
 import type { DfsClient } from "./dfs-client.js";
 import { isHarvestError } from "../common/errors.js";
+import { logRange } from "../common/log-view.js";
 import type { LogPart, LogStreamPart } from "../common/log-view.js";
 
 /**
@@ -19,20 +20,20 @@ export async function readKeptLog(
 ): Promise<LogPart | undefined> {
   const range = await keptRange(dfs, path, start, maxBytes);
   if (!range) return undefined;
-  const { offset, length, size } = range;
+  const { offset, length, totalBytes } = range;
   const chunks: Buffer[] = [];
   if (length > 0)
     for await (const chunk of dfs.createReadStream(path, { offset, length })) chunks.push(chunk as Buffer);
-  return { data: Buffer.concat(chunks).subarray(0, length), totalBytes: size, offset };
+  return { data: Buffer.concat(chunks).subarray(0, length), totalBytes, offset };
 }
 
 /** The same part, whatever its size, as a stream from the DFS (a script's whole log); undefined when no copy is there. */
 export async function streamKeptLog(dfs: DfsClient, path: string, start: number): Promise<LogStreamPart | undefined> {
   const range = await keptRange(dfs, path, start, Number.MAX_SAFE_INTEGER);
   if (!range) return undefined;
-  const { offset, length, size } = range;
+  const { offset, length } = range;
   const stream = length > 0 ? dfs.createReadStream(path, { offset, length }) : Readable.from([]);
-  return { stream, offset, length, totalBytes: size };
+  return { stream, ...range };
 }
 
 /** Where the part from `start` lies in the kept log at `path` (its size now); undefined when there is no copy. */
@@ -41,7 +42,7 @@ async function keptRange(
   path: string,
   start: number,
   maxBytes: number,
-): Promise<{ offset: number; length: number; size: number } | undefined> {
+): Promise<ReturnType<typeof logRange> | undefined> {
   let size: number;
   try {
     size = Number((await dfs.stat(path)).length);
@@ -49,6 +50,5 @@ async function keptRange(
     if (isHarvestError(err, "NAMENODE_FILE_NOT_FOUND")) return undefined;
     throw err;
   }
-  const offset = Math.min(size, start < 0 ? Math.max(0, size + start) : start);
-  return { offset, length: Math.min(size - offset, maxBytes), size };
+  return logRange(size, start, maxBytes);
 }

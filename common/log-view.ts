@@ -28,6 +28,16 @@ export interface LogStreamPart {
   totalBytes: number;
 }
 
+/** The part of a log of `size` bytes from `start` (negative: that many before the end), at most `maxBytes`. */
+export function logRange(
+  size: number,
+  start: number,
+  maxBytes: number,
+): { offset: number; length: number; totalBytes: number } {
+  const offset = Math.min(size, start < 0 ? Math.max(0, size + start) : start);
+  return { offset, length: Math.min(size - offset, maxBytes), totalBytes: size };
+}
+
 /** Whether the request wants the HTML page (a browser, unless `format=text`). */
 export function wantsLogHtml(req: WebRequest): boolean {
   return req.wantsHtml && req.query.get("format") !== "text";

@@ -16,6 +16,7 @@ import type { Principal } from "../common/auth.js";
 import { killContainerLeftovers } from "../common/container-leftovers.js";
 import { errorMessage, HarvestError } from "../common/errors.js";
 import { isContainerId } from "../common/ids.js";
+import { logRange } from "../common/log-view.js";
 import type { LogStreamPart } from "../common/log-view.js";
 import type { Logger } from "../common/log.js";
 import { distEntry } from "../common/paths.js";
@@ -103,7 +104,7 @@ export class ContainerRecords {
   ): Promise<{ data: Buffer; totalBytes: number; offset: number }> {
     const fh = await this.openLog(containerId, stream);
     try {
-      const { offset, length, totalBytes } = rangeOf((await fh.stat()).size, start, maxBytes);
+      const { offset, length, totalBytes } = logRange((await fh.stat()).size, start, maxBytes);
       const data = Buffer.alloc(length);
       await fh.read(data, 0, length, offset);
       return { data, totalBytes, offset };
@@ -116,7 +117,7 @@ export class ContainerRecords {
   async streamLogRange(containerId: string, stream: string, start: number): Promise<LogStreamPart> {
     const fh = await this.openLog(containerId, stream);
     try {
-      const range = rangeOf((await fh.stat()).size, start, Number.MAX_SAFE_INTEGER);
+      const range = logRange((await fh.stat()).size, start, Number.MAX_SAFE_INTEGER);
       // Only what the log held when asked: a container still writing adds nothing to this answer.
       const body =
         range.length > 0
@@ -246,16 +247,6 @@ export class ContainerRecords {
     }
     return restored;
   }
-}
-
-/** The part of a log of `size` bytes from `start` (negative: that many before the end), at most `maxBytes`. */
-function rangeOf(
-  size: number,
-  start: number,
-  maxBytes: number,
-): { offset: number; length: number; totalBytes: number } {
-  const offset = Math.min(size, start < 0 ? Math.max(0, size + start) : start);
-  return { offset, length: Math.min(size - offset, maxBytes), totalBytes: size };
 }
 
 /**

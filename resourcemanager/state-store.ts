@@ -171,7 +171,6 @@ export const padMs = (ms: number): string => String(ms).padStart(15, "0");
  * the coordination service when the resource managers are highly available (etcd-state-store.ts, every write fenced
  * by the active's term). Every write resolves only once it is durable.
  */
-
 export interface RmStore extends UsageHistoryStore {
   /** The largest job record (DAG and all) a submission may store; undefined: no limit but the disk's. */
   readonly submittedRecordLimitBytes?: number;
